@@ -1,0 +1,54 @@
+// zerotune entry point: dispatches `zerotune <command> [args…]` to the functions of cli/commands.h.
+#include <fmt/format.h>
+
+#include <cstring>
+#include <exception>
+#include <functional>
+#include <string_view>
+#include <utility>
+
+#include "cli/commands.h"
+#include "core/error.h"
+
+namespace {
+
+struct Command {
+  std::string_view name;
+  std::string_view help;
+  int (*run)(const zt::cli::Args&);
+};
+
+constexpr Command kCommands[] = {
+    {"version", "print the version", zt::cli::cmd_version},
+};
+
+void usage() {
+  fmt::print(stderr, "usage: zerotune <command> [options]\n\ncommands:\n");
+  for (const auto& c : kCommands) fmt::print(stderr, "  {:<10} {}\n", c.name, c.help);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0) {
+    usage();
+    return argc < 2 ? 2 : 0;
+  }
+  std::string_view name = argv[1];
+  zt::cli::Args args(argv + 2, argv + argc);
+  for (const auto& c : kCommands) {
+    if (c.name != name) continue;
+    try {
+      return c.run(args);
+    } catch (const zt::Error& e) {
+      fmt::print(stderr, "zerotune: error: {}\n", e.what());
+      return 1;
+    } catch (const std::exception& e) {
+      fmt::print(stderr, "zerotune: internal error: {}\n", e.what());
+      return 70;
+    }
+  }
+  fmt::print(stderr, "zerotune: unknown command '{}'\n", name);
+  usage();
+  return 2;
+}
