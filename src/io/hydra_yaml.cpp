@@ -1,0 +1,300 @@
+#include "io/hydra_yaml.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+#include <set>
+
+#include "core/error.h"
+
+namespace zt {
+namespace {
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s;
+}
+
+bool parse_int(const std::string& s, int64_t* out) {
+  std::string t;
+  for (char c : s)
+    if (c != '_') t += c;
+  if (t.empty()) return false;
+  size_t i = (t[0] == '-' || t[0] == '+') ? 1 : 0;
+  if (i >= t.size()) return false;
+  int base = 10;
+  if (t.size() > i + 2 && t[i] == '0' && (t[i + 1] == 'x' || t[i + 1] == 'X')) base = 16;
+  for (size_t k = (base == 16 ? i + 2 : i); k < t.size(); ++k)
+    if (!(base == 16 ? std::isxdigit(static_cast<unsigned char>(t[k]))
+                     : std::isdigit(static_cast<unsigned char>(t[k]))))
+      return false;
+  errno = 0;
+  char* end = nullptr;
+  long long v = std::strtoll(t.c_str(), &end, base);
+  if (errno != 0 || *end != '\0') return false;
+  *out = v;
+  return true;
+}
+
+bool parse_float(const std::string& s, double* out) {
+  std::string l = lower(s);
+  if (l == ".inf" || l == "+.inf" || l == "inf") return *out = std::numeric_limits<double>::infinity(), true;
+  if (l == "-.inf" || l == "-inf") return *out = -std::numeric_limits<double>::infinity(), true;
+  if (l == ".nan" || l == "nan") return *out = std::numeric_limits<double>::quiet_NaN(), true;
+  std::string t;
+  for (char c : s)
+    if (c != '_') t += c;
+  // Must look like a number: digits with a '.' or an exponent.
+  bool digit = false, marker = false;
+  for (size_t i = 0; i < t.size(); ++i) {
+    char c = t[i];
+    if (std::isdigit(static_cast<unsigned char>(c))) digit = true;
+    else if (c == '.' || c == 'e' || c == 'E') marker = true;
+    else if (!((c == '-' || c == '+') && (i == 0 || t[i - 1] == 'e' || t[i - 1] == 'E'))) return false;
+  }
+  if (!digit || !marker) return false;
+  char* end = nullptr;
+  double v = std::strtod(t.c_str(), &end);
+  if (*end != '\0') return false;
+  *out = v;
+  return true;
+}
+
+Json node_to_json(const YAML::Node& n, const std::filesystem::path& file) {
+  switch (n.Type()) {
+    case YAML::NodeType::Null:
+    case YAML::NodeType::Undefined: return nullptr;
+    case YAML::NodeType::Scalar: return yaml_scalar_to_json(n.Scalar(), n.Tag() == "!");
+    case YAML::NodeType::Sequence: {
+      Json a = Json::array();
+      for (const auto& c : n) a.push_back(node_to_json(c, file));
+      return a;
+    }
+    case YAML::NodeType::Map: {
+      Json o = Json::object();
+      for (const auto& kv : n) {
+        if (!kv.first.IsScalar())
+          fail("{}:{}: only scalar mapping keys are supported", file.string(), kv.first.Mark().line + 1);
+        o[kv.first.Scalar()] = node_to_json(kv.second, file);
+      }
+      return o;
+    }
+  }
+  return nullptr;
+}
+
+YAML::Node parse_file(const std::filesystem::path& path) {
+  if (!std::filesystem::exists(path)) fail("config file {} does not exist", path.string());
+  try {
+    return YAML::LoadFile(path.string());
+  } catch (const YAML::Exception& e) {
+    fail("{}:{}:{}: YAML syntax error: {}", path.string(), e.mark.line + 1, e.mark.column + 1, e.msg);
+  }
+}
+
+std::vector<std::string> split_path(std::string_view p) {
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (true) {
+    size_t dot = p.find('.', start);
+    parts.emplace_back(p.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start));
+    if (dot == std::string_view::npos) break;
+    start = dot + 1;
+  }
+  return parts;
+}
+
+const Json* lookup(const Json& root, std::string_view path) {
+  const Json* cur = &root;
+  for (const auto& part : split_path(path)) {
+    if (cur->is_object()) {
+      auto it = cur->find(part);
+      if (it == cur->end()) return nullptr;
+      cur = &*it;
+    } else if (cur->is_array()) {
+      int64_t idx;
+      if (!parse_int(part, &idx) || idx < 0 || static_cast<size_t>(idx) >= cur->size()) return nullptr;
+      cur = &(*cur)[static_cast<size_t>(idx)];
+    } else {
+      return nullptr;
+    }
+  }
+  return cur;
+}
+
+class Resolver {
+ public:
+  Resolver(Json& root, const std::filesystem::path& file) : root_(root), file_(file) {}
+
+  void resolve_all() { resolve_node(root_, ""); }
+
+ private:
+  void resolve_node(Json& node, const std::string& path) {
+    if (node.is_object()) {
+      for (auto& [k, v] : node.items()) resolve_node(v, path.empty() ? k : path + "." + k);
+    } else if (node.is_array()) {
+      for (size_t i = 0; i < node.size(); ++i) resolve_node(node[i], path + "." + std::to_string(i));
+    } else if (node.is_string()) {
+      node = resolve_string(node.get<std::string>(), path);
+    }
+  }
+
+  Json resolve_ref(const std::string& expr, const std::string& at) {
+    if (expr.rfind("oc.env:", 0) == 0) {
+      std::string rest = expr.substr(7);
+      size_t comma = rest.find(',');
+      std::string var = rest.substr(0, comma);
+      const char* v = std::getenv(var.c_str());
+      if (v != nullptr) return yaml_scalar_to_json(v, false);
+      if (comma == std::string::npos)
+        fail("{}: '{}' interpolates environment variable {} which is not set", file_.string(), at, var);
+      std::string def = rest.substr(comma + 1);
+      while (!def.empty() && def.front() == ' ') def.erase(def.begin());
+      return yaml_scalar_to_json(def, false);
+    }
+    if (expr.find(':') != std::string::npos)
+      fail("{}: '{}' uses the resolver '${{{}}}', which zerotune does not support (only oc.env)",
+           file_.string(), at, expr);
+    if (stack_.count(expr)) fail("{}: interpolation loop through '{}' at '{}'", file_.string(), expr, at);
+    const Json* target = lookup(root_, expr);
+    if (target == nullptr)
+      fail("{}: '{}' interpolates '${{{}}}', but no key '{}' exists", file_.string(), at, expr, expr);
+    stack_.insert(expr);
+    Json value = *target;
+    resolve_node(value, expr);
+    stack_.erase(expr);
+    if (value.is_string() && value.get<std::string>() == kMissingValue)
+      fail("{}: '{}' interpolates '{}', which is ??? (mandatory, not set)", file_.string(), at, expr);
+    return value;
+  }
+
+  Json resolve_string(const std::string& s, const std::string& at) {
+    if (s.find("${") == std::string::npos) return s;
+    // Whole-value interpolation keeps the referenced value's type.
+    if (s.size() > 3 && s.rfind("${", 0) == 0 && s.back() == '}' && s.find("${", 2) == std::string::npos &&
+        s.find('}') == s.size() - 1)
+      return resolve_ref(s.substr(2, s.size() - 3), at);
+    std::string out;
+    size_t i = 0;
+    while (i < s.size()) {
+      size_t open = s.find("${", i);
+      if (open == std::string::npos) {
+        out += s.substr(i);
+        break;
+      }
+      out += s.substr(i, open - i);
+      size_t close = s.find('}', open);
+      if (close == std::string::npos) fail("{}: '{}': unterminated '${{' in '{}'", file_.string(), at, s);
+      Json v = resolve_ref(s.substr(open + 2, close - open - 2), at);
+      out += v.is_string() ? v.get<std::string>() : v.dump();
+      i = close + 1;
+    }
+    return out;
+  }
+
+  Json& root_;
+  const std::filesystem::path& file_;
+  std::set<std::string> stack_;
+};
+
+void apply_override(Json& root, const std::string& ov, const std::filesystem::path& file) {
+  size_t eq = ov.find('=');
+  if (eq == std::string::npos || eq == 0)
+    fail("override '{}' is not of the form key.path=value", ov);
+  std::string key = ov.substr(0, eq);
+  bool add = false;
+  if (key[0] == '+') {
+    add = true;
+    key = key.substr(1);
+  }
+  Json value;
+  try {
+    YAML::Node n = YAML::Load(ov.substr(eq + 1));
+    value = node_to_json(n, "<command line>");
+  } catch (const YAML::Exception& e) {
+    fail("override '{}': the value is not valid YAML: {}", ov, e.msg);
+  }
+  Json* cur = &root;
+  auto parts = split_path(key);
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const auto& p = parts[i];
+    bool last = i + 1 == parts.size();
+    if (!cur->is_object()) fail("override '{}': '{}' is not a mapping in {}", ov, p, file.string());
+    if (!cur->contains(p)) {
+      if (!add)
+        fail("override '{}': key '{}' is not in {} (use +{} to add a new key)", ov, key, file.string(), key);
+      (*cur)[p] = last ? value : Json::object();
+    } else if (last) {
+      (*cur)[p] = value;
+    }
+    cur = &(*cur)[p];
+  }
+}
+
+void emit(YAML::Emitter& out, const Json& v) {
+  if (v.is_object()) {
+    out << YAML::BeginMap;
+    for (auto& [k, c] : v.items()) {
+      out << YAML::Key << k << YAML::Value;
+      emit(out, c);
+    }
+    out << YAML::EndMap;
+  } else if (v.is_array()) {
+    out << YAML::BeginSeq;
+    for (const auto& c : v) emit(out, c);
+    out << YAML::EndSeq;
+  } else if (v.is_null()) {
+    out << YAML::Null;
+  } else if (v.is_string()) {
+    const auto& s = v.get_ref<const std::string&>();
+    Json back = yaml_scalar_to_json(s, false);
+    if (!back.is_string() || s.empty()) out << YAML::DoubleQuoted << s;  // keep "1", "true" strings
+    else out << s;
+  } else if (v.is_boolean()) {
+    out << (v.get<bool>() ? "true" : "false");
+  } else {
+    out << v.dump();
+  }
+}
+
+}  // namespace
+
+Json yaml_scalar_to_json(const std::string& s, bool quoted) {
+  if (quoted) return s;
+  std::string l = lower(s);
+  if (l.empty() || l == "~" || l == "null") return nullptr;
+  if (l == "true") return true;
+  if (l == "false") return false;
+  int64_t i;
+  if (parse_int(s, &i)) return i;
+  double d;
+  if (parse_float(s, &d)) return d;
+  return s;
+}
+
+Json load_yaml_file(const std::filesystem::path& path) {
+  return node_to_json(parse_file(path), path);
+}
+
+Json load_hydra_yaml(const std::filesystem::path& path, const std::vector<std::string>& overrides) {
+  Json root = load_yaml_file(path);
+  if (root.is_null()) root = Json::object();
+  if (!root.is_object()) fail("{}: the top level must be a mapping", path.string());
+  root.erase("defaults");
+  root.erase("hydra");
+  for (const auto& ov : overrides) apply_override(root, ov, path);
+  Resolver(root, path).resolve_all();
+  return root;
+}
+
+std::string json_to_yaml(const Json& value) {
+  YAML::Emitter out;
+  emit(out, value);
+  return std::string(out.c_str()) + "\n";
+}
+
+}  // namespace zt

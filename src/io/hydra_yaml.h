@@ -1,0 +1,38 @@
+// Hydra/OmegaConf-style YAML configs, as the users' `sft.yaml` files are written: the `defaults:`
+// and `hydra:` sections are dropped, `${a.b}` interpolations (whole-value keeps the type, inside a
+// string concatenates; `${oc.env:VAR}` / `${oc.env:VAR,default}` read the environment) are
+// resolved, `???` marks a mandatory value still missing, and `key.path=value` overrides from the
+// command line are applied first (`+key.path=value` adds a new key, as in Hydra).
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "io/json.h"
+
+namespace zt {
+
+// The string OmegaConf uses for a mandatory value that is not set.
+inline constexpr std::string_view kMissingValue = "???";
+
+// Converts one YAML scalar string to a typed JSON value with OmegaConf's rules: null/~ → null,
+// true/false (any case) → bool, integers (incl. 0x…, 1_000) → int, floats (incl. `1e-5`, `.inf`,
+// `.nan`) → float, anything else → string. `quoted` scalars are always strings.
+Json yaml_scalar_to_json(const std::string& s, bool quoted);
+
+// Loads `path`, applies `overrides` ("a.b=1", "+a.c=x"), drops `defaults`/`hydra`, resolves
+// interpolations. `???` values are kept as the string "???".
+// Throws zt::Error naming the file (and line for YAML syntax errors), the override that names an
+// unknown key (without '+'), an interpolation that points nowhere or loops.
+Json load_hydra_yaml(const std::filesystem::path& path, const std::vector<std::string>& overrides);
+
+// Parses a YAML file into JSON with no interpolation (e.g. accelerate / DeepSpeed configs).
+// Throws zt::Error naming the file and line on syntax errors.
+Json load_yaml_file(const std::filesystem::path& path);
+
+// Writes `value` as block-style YAML (used for the resolved `args.yaml`).
+std::string json_to_yaml(const Json& value);
+
+}  // namespace zt

@@ -1,0 +1,58 @@
+// HF `tokenizer.json` byte-level BPE tokenizer (Qwen2/2.5/3, Llama-3 style): normalizer,
+// pre-tokenizer, BPE model, added tokens, post-processor and ByteLevel decoder, reproducing the
+// `tokenizers` library's ids exactly. Other model types (WordPiece, Unigram, …) are rejected.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace zt::text {
+
+// Ids of one text plus, per token, the [begin, end) byte range of the input it came from.
+struct Encoding {
+  std::vector<int32_t> ids;
+  std::vector<std::pair<uint32_t, uint32_t>> offsets;  // bytes into the original input
+};
+
+class Tokenizer {
+ public:
+  // Parses a tokenizer.json. Throws zt::Error naming the file and the offending field for a
+  // malformed file or an unsupported component type ("model.type 'WordPiece' is not supported").
+  static Tokenizer load(const std::filesystem::path& tokenizer_json);
+
+  Tokenizer(Tokenizer&&) noexcept;
+  Tokenizer& operator=(Tokenizer&&) noexcept;
+  ~Tokenizer();
+
+  // Token ids of `text` (UTF-8). Added/special tokens in the text are recognised; with
+  // add_special_tokens the post-processor's tokens (e.g. Llama-3's BOS) are added, as HF's
+  // `tokenizer(text)` does; without, as `tokenizer(text, add_special_tokens=False)`.
+  std::vector<int32_t> encode(std::string_view text, bool add_special_tokens = false) const;
+  Encoding encode_with_offsets(std::string_view text, bool add_special_tokens = false) const;
+  // Encodes many texts on `num_threads` threads (0 = all cores); result[i] = encode(texts[i]).
+  std::vector<std::vector<int32_t>> encode_batch(std::span<const std::string> texts,
+                                                 int num_threads = 0,
+                                                 bool add_special_tokens = false) const;
+  // Inverse of encode (ByteLevel decoder); invalid UTF-8 byte sequences become U+FFFD as HF does.
+  std::string decode(std::span<const int32_t> ids, bool skip_special_tokens = false) const;
+
+  std::optional<int32_t> token_to_id(std::string_view token) const;
+  // Token string (vocab form, e.g. "Ġthe") of an id; throws zt::Error when out of range.
+  std::string id_to_token(int32_t id) const;
+  // One past the largest id, added tokens included.
+  int32_t vocab_size() const;
+
+ private:
+  struct Impl;
+  explicit Tokenizer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace zt::text

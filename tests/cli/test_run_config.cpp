@@ -1,0 +1,50 @@
+#include <gtest/gtest.h>
+
+#include "cli/run_config.h"
+
+namespace {
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const zt::Error& e) {
+    return e.what();
+  }
+  return "<no error>";
+}
+}  // namespace
+
+TEST(RunConfig, DefaultsAreTrlSftConfigs) {
+  auto c = zt::cli::RunConfig::from_json({{"model", {{"name_or_path", "m"}}}}, "x.yaml");
+  EXPECT_EQ(c.get<double>("trainer.learning_rate"), 2e-5);
+  EXPECT_EQ(c.get<std::string>("trainer.lr_scheduler_type"), "linear");
+  EXPECT_EQ(c.get<int64_t>("trainer.max_length"), 1024);
+  EXPECT_EQ(c.get<int64_t>("trainer.per_device_train_batch_size"), 8);
+  EXPECT_EQ(c.get<int64_t>("trainer.seed"), 42);
+  EXPECT_EQ(c.get<bool>("trainer.packing"), false);
+  EXPECT_EQ(c.get<double>("trainer.max_grad_norm"), 1.0);
+  EXPECT_FALSE(c.get_optional<bool>("trainer.completion_only_loss").has_value());
+}
+
+TEST(RunConfig, UnknownKeyNamesPathAndFile) {
+  EXPECT_EQ(error_of([] { zt::cli::RunConfig::from_json({{"trainer", {{"lerning_rate", 1}}}}, "sft.yaml"); }),
+            "sft.yaml: unknown config key 'trainer.lerning_rate' (not a zerotune/TRL SFTConfig key)");
+}
+
+TEST(RunConfig, IgnoredKeysWarnAndTopLevelSeedFlowsDown) {
+  auto c = zt::cli::RunConfig::from_json({{"use_ms", true}, {"seed", 7}, {"trainer", {{"report_to", "wandb"}}}},
+                                         "sft.yaml");
+  ASSERT_EQ(c.warnings().size(), 1u);
+  EXPECT_EQ(c.warnings()[0], "sft.yaml: 'use_ms' is accepted but not used by zerotune");
+  EXPECT_EQ(c.get<int64_t>("trainer.seed"), 7);
+}
+
+TEST(RunConfig, MissingAndTypeErrors) {
+  auto c = zt::cli::RunConfig::from_json({{"trainer", {{"gradient_accumulation_steps", "???"}}}}, "sft.yaml");
+  EXPECT_TRUE(c.is_missing("trainer.gradient_accumulation_steps"));
+  EXPECT_EQ(error_of([&] { c.get<int64_t>("trainer.gradient_accumulation_steps"); }),
+            "sft.yaml: config key 'trainer.gradient_accumulation_steps' is ??? (mandatory) and was not set");
+  EXPECT_EQ(error_of([&] { c.get<std::string>("trainer.max_length"); }),
+            "sft.yaml: config key 'trainer.max_length' must be a string, got 1024");
+  c.set("trainer.gradient_accumulation_steps", 4);
+  EXPECT_EQ(c.get<int64_t>("trainer.gradient_accumulation_steps"), 4);
+}
