@@ -15,12 +15,18 @@ enum class DType : uint8_t { kF32, kBF16, kF16, kI32, kI64, kU8 };
 // Size of one element in bytes.
 constexpr size_t dtype_size(DType t) {
   switch (t) {
-    case DType::kF32: return 4;
-    case DType::kBF16: return 2;
-    case DType::kF16: return 2;
-    case DType::kI32: return 4;
-    case DType::kI64: return 8;
-    case DType::kU8: return 1;
+    case DType::kF32:
+      return 4;
+    case DType::kBF16:
+      return 2;
+    case DType::kF16:
+      return 2;
+    case DType::kI32:
+      return 4;
+    case DType::kI64:
+      return 8;
+    case DType::kU8:
+      return 1;
   }
   return 0;
 }
@@ -49,7 +55,8 @@ inline float bf16_to_f32(uint16_t h) {
 float f16_to_f32(uint16_t h);
 
 // fp32 -> IEEE binary16 with round-to-nearest-even (torch's `.to(torch.float16)`): overflow gives
-// ±inf, tiny values round to subnormals / ±0, NaN stays a quiet NaN (sign and top payload bits kept).
+// ±inf, tiny values round to subnormals / ±0, NaN stays a quiet NaN (sign and top payload bits
+// kept, as x86 F16C `vcvtps2ph` does).
 uint16_t f32_to_f16(float f);
 
 // ---- Vector conversions (element i of dst from element i of src; src.size() must equal

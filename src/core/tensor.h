@@ -25,13 +25,16 @@ struct Tensor {
 
   Tensor() = default;
   // A view of `data` with the given shape (at most 4 dims). Throws zt::Error for more dims.
-  Tensor(void* data, DType dtype, std::initializer_list<int64_t> shape, Device device = Device::kCPU);
+  Tensor(void* data, DType dtype, std::initializer_list<int64_t> shape,
+         Device device = Device::kCPU);
 
   int64_t numel() const;
   size_t nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype); }
   int64_t dim(int i) const { return shape[i < 0 ? ndim + i : i]; }
   template <typename T>
-  T* as() const { return static_cast<T*>(data); }
+  T* as() const {
+    return static_cast<T*>(data);
+  }
   // The used dimensions, shape[0..ndim).
   std::span<const int64_t> dims() const { return {shape.data(), static_cast<size_t>(ndim)}; }
   // "[2, 3] bf16" — for error messages.

@@ -1,0 +1,198 @@
+#include "core/file_util.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <random>
+#include <system_error>
+#include <utility>
+
+#include "core/error.h"
+
+namespace zt {
+namespace {
+
+std::string errno_text(int e) { return std::system_category().message(e); }
+
+// An fd closed on scope exit.
+struct Fd {
+  int fd = -1;
+  explicit Fd(int f) : fd(f) {}
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+};
+
+void write_all(int fd, const void* data, size_t n, const fs::path& path) {
+  const char* p = static_cast<const char*>(data);
+  while (n > 0) {
+    const ssize_t w = ::write(fd, p, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      fail("{}: write failed: {}", path.string(), errno_text(errno));
+    }
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+}
+
+void fsync_path(const fs::path& path, bool dir) {
+  Fd fd(::open(path.c_str(), (dir ? O_RDONLY | O_DIRECTORY : O_RDONLY) | O_CLOEXEC));
+  if (fd.fd < 0) fail("{}: cannot open to fsync: {}", path.string(), errno_text(errno));
+  if (::fsync(fd.fd) != 0) fail("{}: fsync failed: {}", path.string(), errno_text(errno));
+}
+
+fs::path parent_or_dot(const fs::path& p) {
+  fs::path d = p.parent_path();
+  return d.empty() ? fs::path(".") : d;
+}
+
+}  // namespace
+
+fs::path temp_sibling(const fs::path& path) {
+  std::random_device rd;
+  const uint64_t r = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+  fs::path p = path;
+  p += fmt::format(".tmp.{}.{:016x}", static_cast<long>(::getpid()), r);
+  return p;
+}
+
+void fsync_dir(const fs::path& dir) { fsync_path(dir, true); }
+
+void write_file_atomic(const fs::path& path, const std::function<void(const ByteSink&)>& writer) {
+  const fs::path tmp = temp_sibling(path);
+  int raw = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (raw < 0)
+    fail("{}: cannot create temporary file {}: {}", path.string(), tmp.string(), errno_text(errno));
+  try {
+    {
+      Fd fd(raw);
+      raw = -1;
+      const ByteSink sink = [&](const void* data, size_t n) { write_all(fd.fd, data, n, tmp); };
+      writer(sink);
+      if (::fsync(fd.fd) != 0) fail("{}: fsync failed: {}", tmp.string(), errno_text(errno));
+      const int c = ::close(fd.fd);
+      fd.fd = -1;
+      if (c != 0) fail("{}: close failed: {}", tmp.string(), errno_text(errno));
+    }
+    if (::rename(tmp.c_str(), path.c_str()) != 0)
+      fail("{}: cannot rename {} into place: {}", path.string(), tmp.string(), errno_text(errno));
+  } catch (...) {
+    std::error_code ec;
+    fs::remove(tmp, ec);
+    throw;
+  }
+  fsync_dir(parent_or_dot(path));
+}
+
+void write_file_atomic(const fs::path& path, std::string_view data) {
+  write_file_atomic(path, [&](const ByteSink& sink) { sink(data.data(), data.size()); });
+}
+
+std::string read_file(const fs::path& path) {
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.fd < 0) fail("{}: cannot open: {}", path.string(), errno_text(errno));
+  std::string out;
+  char buf[1 << 16];
+  for (;;) {
+    const ssize_t r = ::read(fd.fd, buf, sizeof buf);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      fail("{}: read failed: {}", path.string(), errno_text(errno));
+    }
+    if (r == 0) break;
+    out.append(buf, static_cast<size_t>(r));
+  }
+  return out;
+}
+
+// ---- MappedFile
+
+MappedFile::MappedFile(const fs::path& path) : path_(path) {
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.fd < 0) fail("{}: cannot open: {}", path.string(), errno_text(errno));
+  struct stat st {};
+  if (::fstat(fd.fd, &st) != 0) fail("{}: cannot stat: {}", path.string(), errno_text(errno));
+  if (!S_ISREG(st.st_mode)) fail("{}: not a regular file", path.string());
+  size_ = static_cast<size_t>(st.st_size);
+  if (size_ == 0) return;
+  void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd.fd, 0);
+  if (p == MAP_FAILED)
+    fail("{}: mmap of {} bytes failed: {}", path.string(), size_, errno_text(errno));
+  data_ = static_cast<const std::byte*>(p);
+}
+
+MappedFile::~MappedFile() { close(); }
+
+void MappedFile::close() {
+  if (data_ != nullptr) ::munmap(const_cast<std::byte*>(data_), size_);
+  data_ = nullptr;
+  size_ = 0;
+}
+
+MappedFile::MappedFile(MappedFile&& o) noexcept
+    : path_(std::move(o.path_)),
+      data_(std::exchange(o.data_, nullptr)),
+      size_(std::exchange(o.size_, 0)) {}
+
+MappedFile& MappedFile::operator=(MappedFile&& o) noexcept {
+  if (this != &o) {
+    close();
+    path_ = std::move(o.path_);
+    data_ = std::exchange(o.data_, nullptr);
+    size_ = std::exchange(o.size_, 0);
+  }
+  return *this;
+}
+
+// ---- StagingDir
+
+StagingDir::StagingDir(fs::path final_dir) : final_(std::move(final_dir)) {
+  if (final_.has_filename() == false) final_ = final_.parent_path();  // "out/" -> "out"
+  tmp_ = temp_sibling(final_);
+  std::error_code ec;
+  fs::create_directories(parent_or_dot(final_), ec);
+  if (ec) fail("{}: cannot create parent directory: {}", final_.string(), ec.message());
+  if (!fs::create_directory(tmp_, ec) || ec)
+    fail("{}: cannot create temporary directory {}: {}", final_.string(), tmp_.string(),
+         ec ? ec.message() : std::string("already exists"));
+}
+
+StagingDir::~StagingDir() {
+  if (!committed_) {
+    std::error_code ec;
+    fs::remove_all(tmp_, ec);
+  }
+}
+
+void StagingDir::commit(bool replace) {
+  if (committed_) fail("{}: staging directory committed twice", final_.string());
+  for (const auto& e : fs::recursive_directory_iterator(tmp_))
+    if (e.is_regular_file()) fsync_path(e.path(), false);
+  fsync_dir(tmp_);
+  std::error_code ec;
+  fs::path old;
+  if (fs::exists(final_, ec)) {
+    if (!replace) fail("{}: already exists (refusing to replace it)", final_.string());
+    old = temp_sibling(final_);
+    if (::rename(final_.c_str(), old.c_str()) != 0)
+      fail("{}: cannot move the existing directory aside to {}: {}", final_.string(), old.string(),
+           errno_text(errno));
+  }
+  if (::rename(tmp_.c_str(), final_.c_str()) != 0) {
+    const int e = errno;
+    if (!old.empty()) ::rename(old.c_str(), final_.c_str());  // put the old one back
+    fail("{}: cannot rename {} into place: {}", final_.string(), tmp_.string(), errno_text(e));
+  }
+  committed_ = true;
+  fsync_dir(parent_or_dot(final_));
+  if (!old.empty()) fs::remove_all(old, ec);
+}
+
+}  // namespace zt

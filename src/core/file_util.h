@@ -1,0 +1,86 @@
+// File helpers: atomic writes (temp file + fsync + rename, DESIGN §1 promise 5 "nothing lost"),
+// read-only memory mapping (safetensors, token cache), whole-file reads, and temporary directories
+// that are renamed into place.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace zt {
+
+namespace fs = std::filesystem;
+
+// Writes `data` to `path` atomically: a temp file "<path>.tmp.<pid>.<random hex>" in the same
+// directory is written, fsync'd, renamed over `path`, and the directory is fsync'd. A reader sees
+// the old file or the whole new one, never a part. Throws zt::Error naming the path and errno text
+// on failure (the temp file is removed).
+void write_file_atomic(const fs::path& path, std::string_view data);
+
+// Streaming form: `writer` receives a FILE-like sink and writes the content in pieces
+// (sink(ptr, n) appends n bytes; throws zt::Error on a write failure). Same atomicity as above.
+using ByteSink = std::function<void(const void* data, size_t n)>;
+void write_file_atomic(const fs::path& path, const std::function<void(const ByteSink&)>& writer);
+
+// Reads a whole file into a string. Throws zt::Error naming the path when it cannot be opened/read.
+std::string read_file(const fs::path& path);
+
+// fsyncs a directory (so a rename inside it is durable). Throws zt::Error naming it on failure.
+void fsync_dir(const fs::path& dir);
+
+// Read-only memory map of a whole file (RAII; move-only). An empty file maps to data()==nullptr,
+// size()==0. Throws zt::Error naming the path and errno text when it cannot be opened or mapped.
+class MappedFile {
+ public:
+  MappedFile() = default;
+  explicit MappedFile(const fs::path& path);
+  ~MappedFile();
+  MappedFile(MappedFile&& other) noexcept;
+  MappedFile& operator=(MappedFile&& other) noexcept;
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+
+  const std::byte* data() const { return data_; }
+  size_t size() const { return size_; }
+  std::span<const std::byte> bytes() const { return {data_, size_}; }
+  const fs::path& path() const { return path_; }
+
+ private:
+  void close();
+  fs::path path_;
+  const std::byte* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+// A directory built in a temporary sibling "<final>.tmp.<pid>.<random hex>" and renamed to `final`
+// by commit(), so `final` appears complete or not at all. Destroyed without commit(): the temp
+// directory is removed. commit() on an existing `final`: when `replace` is true the old one is
+// moved aside and removed after the rename; otherwise zt::Error naming it.
+class StagingDir {
+ public:
+  explicit StagingDir(fs::path final_dir);
+  ~StagingDir();
+  StagingDir(const StagingDir&) = delete;
+  StagingDir& operator=(const StagingDir&) = delete;
+
+  // The temporary directory to write into (exists after construction).
+  const fs::path& path() const { return tmp_; }
+  const fs::path& final_path() const { return final_; }
+  // fsyncs every file in the temp directory and the directory, renames it to final_path(), fsyncs
+  // the parent. Throws zt::Error naming both paths on failure.
+  void commit(bool replace = true);
+
+ private:
+  fs::path final_;
+  fs::path tmp_;
+  bool committed_ = false;
+};
+
+// A fresh unique name "<path>.tmp.<pid>.<random hex>" next to `path` (not created).
+fs::path temp_sibling(const fs::path& path);
+
+}  // namespace zt

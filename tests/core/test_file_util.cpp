@@ -1,0 +1,96 @@
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "core/file_util.h"
+#include "zt_test_util.h"
+
+namespace {
+
+using zt::testing::expect_error;
+using zt::testing::list_dir;
+using zt::testing::TempDir;
+
+TEST(FileUtil, AtomicWriteReplacesWholeFile) {
+  TempDir d;
+  const auto p = d / "out.txt";
+  zt::write_file_atomic(p, "first version");
+  EXPECT_EQ(zt::read_file(p), "first version");
+  zt::write_file_atomic(p, std::string("a\0b", 3));
+  EXPECT_EQ(zt::read_file(p), std::string("a\0b", 3));
+  zt::write_file_atomic(p, [](const zt::ByteSink& sink) {
+    sink("abc", 3);
+    sink("def", 3);
+  });
+  EXPECT_EQ(zt::read_file(p), "abcdef");
+  EXPECT_EQ(list_dir(d.path()), std::vector<std::string>{"out.txt"});
+}
+
+TEST(FileUtil, FailedWriteKeepsOldFileAndLeavesNoTemp) {
+  TempDir d;
+  const auto p = d / "state.json";
+  zt::write_file_atomic(p, "old");
+  expect_error(
+      [&] {
+        zt::write_file_atomic(p, [](const zt::ByteSink& sink) {
+          sink("partial", 7);
+          zt::fail("writer gave up");
+        });
+      },
+      {"writer gave up"});
+  EXPECT_EQ(zt::read_file(p), "old");
+  EXPECT_EQ(list_dir(d.path()), std::vector<std::string>{"state.json"});
+  expect_error([&] { zt::write_file_atomic(d / "no/such/dir/x", "y"); },
+               {"no/such/dir/x: cannot create temporary file"});
+}
+
+TEST(FileUtil, MapsFilesReadOnly) {
+  TempDir d;
+  zt::write_file_atomic(d / "m.bin", "0123456789");
+  zt::MappedFile m(d / "m.bin");
+  ASSERT_EQ(m.size(), 10u);
+  EXPECT_EQ(static_cast<char>(m.data()[3]), '3');
+  zt::MappedFile moved = std::move(m);
+  EXPECT_EQ(moved.size(), 10u);
+  EXPECT_EQ(m.data(), nullptr);  // NOLINT(bugprone-use-after-move)
+  zt::write_file_atomic(d / "empty", "");
+  zt::MappedFile e(d / "empty");
+  EXPECT_EQ(e.size(), 0u);
+  expect_error([&] { zt::MappedFile x(d / "missing.bin"); },
+               {"missing.bin: cannot open: No such file or directory"});
+  expect_error([&] { zt::MappedFile x(d.path()); }, {"not a regular file"});
+  expect_error([&] { zt::read_file(d / "nope"); }, {"nope: cannot open"});
+}
+
+TEST(FileUtil, StagingDirAppearsCompleteOrNotAtAll) {
+  TempDir d;
+  const auto out = d / "model";
+  {
+    zt::StagingDir s(out);
+    zt::write_file_atomic(s.path() / "a.txt", "A");
+    EXPECT_FALSE(std::filesystem::exists(out));
+    // destroyed without commit: nothing left behind
+  }
+  EXPECT_TRUE(list_dir(d.path()).empty());
+  {
+    zt::StagingDir s(out);
+    zt::write_file_atomic(s.path() / "a.txt", "A1");
+    s.commit();
+  }
+  EXPECT_EQ(zt::read_file(out / "a.txt"), "A1");
+  {
+    zt::StagingDir s(out);
+    zt::write_file_atomic(s.path() / "b.txt", "B");
+    expect_error([&] { s.commit(false); }, {"model: already exists"});
+  }
+  EXPECT_EQ(list_dir(out), std::vector<std::string>{"a.txt"});
+  {
+    zt::StagingDir s(out);
+    zt::write_file_atomic(s.path() / "b.txt", "B");
+    s.commit(true);  // replaces the old directory entirely
+  }
+  EXPECT_EQ(list_dir(out), std::vector<std::string>{"b.txt"});
+  EXPECT_EQ(list_dir(d.path()), std::vector<std::string>{"model"});
+}
+
+}  // namespace

@@ -1,0 +1,59 @@
+// Small helpers shared by the core and io tests: error-text assertions, temp directories, JSON
+// golden loading.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+
+namespace zt::testing {
+
+// Runs `stmt`, which must throw zt::Error whose message contains every string in `parts`.
+template <typename F>
+void expect_error(F&& stmt, const std::vector<std::string>& parts) {
+  try {
+    stmt();
+    ADD_FAILURE() << "no zt::Error thrown; expected one containing '" << parts.at(0) << "'";
+  } catch (const zt::Error& e) {
+    const std::string what = e.what();
+    for (const std::string& p : parts)
+      EXPECT_NE(what.find(p), std::string::npos) << "message: " << what << "\nmissing: " << p;
+  }
+}
+
+// A fresh directory under the system temp dir, removed (recursively) on destruction.
+class TempDir {
+ public:
+  TempDir() {
+    std::random_device rd;
+    path_ = std::filesystem::temp_directory_path() /
+            ("zt_test_" + std::to_string(::getpid()) + "_" + std::to_string(rd()));
+    std::filesystem::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  const std::filesystem::path& path() const { return path_; }
+  std::filesystem::path operator/(const std::string& s) const { return path_ / s; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+// Names in `dir` (not recursive), sorted.
+inline std::vector<std::string> list_dir(const std::filesystem::path& dir) {
+  std::vector<std::string> out;
+  for (const auto& e : std::filesystem::directory_iterator(dir))
+    out.push_back(e.path().filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace zt::testing

@@ -1,0 +1,135 @@
+// HF model directory export, compared byte for byte with transformers' `save_pretrained` output of
+// the same weights (tests/data/io/tiny_qwen2_{f32,bf16}, tools/make_io_goldens.py).
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "core/file_util.h"
+#include "core/zt_test_util.h"
+#include "io/hf_export.h"
+
+namespace {
+
+using zt::DType;
+using zt::NamedTensor;
+using zt::testing::expect_error;
+using zt::testing::list_dir;
+using zt::testing::TempDir;
+namespace fs = std::filesystem;
+
+const fs::path kData = fs::path(ZT_TEST_DATA) / "io";
+const fs::path kTokenizer = fs::path(ZT_SHARED_DATA) / "tokenizers" / "qwen2.5-instruct";
+
+// The tiny model's fp32 weights in state_dict order (what the trainer hands to export).
+struct Weights {
+  std::vector<std::vector<float>> bufs;
+  std::vector<NamedTensor> tensors;
+};
+
+Weights tiny_weights() {
+  const zt::Json g = zt::Json::parse(zt::read_file(kData / "tiny_qwen2.json"));
+  Weights w;
+  w.bufs.reserve(g["state_dict_order"].size());
+  for (const auto& n : g["state_dict_order"]) {
+    const std::string name = n.get<std::string>();
+    const auto& d = g["tensors"][name];
+    std::vector<float> v(d["bits"].size());
+    for (size_t i = 0; i < v.size(); ++i) {
+      const uint32_t u = d["bits"][i].get<uint32_t>();
+      std::memcpy(&v[i], &u, 4);
+    }
+    w.bufs.push_back(std::move(v));
+    NamedTensor t;
+    t.name = name;
+    t.dtype = DType::kF32;
+    t.shape = d["shape"].get<std::vector<int64_t>>();
+    t.data = w.bufs.back().data();
+    w.tensors.push_back(std::move(t));
+  }
+  return w;
+}
+
+void expect_same_file(const fs::path& a, const fs::path& b) {
+  EXPECT_TRUE(zt::read_file(a) == zt::read_file(b)) << a << " differs from " << b;
+}
+
+TEST(HfExport, Bf16ExportEqualsSavePretrained) {
+  const Weights w = tiny_weights();
+  const zt::ModelConfig cfg = zt::load_model_config(kData / "tiny_qwen2_f32");
+  TempDir d;
+  zt::HfExportOptions opt;
+  opt.dtype = DType::kBF16;
+  opt.max_shard_size = 6000;
+  opt.tokenizer_dir = kTokenizer;
+  opt.generation_config = kData / "tiny_qwen2_bf16" / "generation_config.json";
+  const auto res = zt::export_hf_model(d / "out", cfg, w.tensors, opt);
+  EXPECT_EQ(res.weight_bytes, 10016u);  // 5008 parameters in bf16
+  const std::vector<std::string> want = {"config.json",
+                                         "generation_config.json",
+                                         "model-00001-of-00002.safetensors",
+                                         "model-00002-of-00002.safetensors",
+                                         "model.safetensors.index.json",
+                                         "tokenizer.json",
+                                         "tokenizer_config.json"};
+  EXPECT_EQ(res.files, want);
+  EXPECT_EQ(list_dir(d / "out"), want);
+  EXPECT_EQ(list_dir(d.path()), std::vector<std::string>{"out"});  // no temp directory left
+  for (const auto& f : list_dir(kData / "tiny_qwen2_bf16"))
+    expect_same_file(d / "out" / f, kData / "tiny_qwen2_bf16" / f);
+  expect_same_file(d / "out" / "tokenizer.json", kTokenizer / "tokenizer.json");
+  expect_same_file(d / "out" / "tokenizer_config.json", kTokenizer / "tokenizer_config.json");
+}
+
+TEST(HfExport, F32ExportEqualsSavePretrainedAndReplacesOldOutput) {
+  const Weights w = tiny_weights();
+  const zt::ModelConfig cfg = zt::load_model_config(kData / "tiny_qwen2_f32");
+  TempDir d;
+  fs::create_directories(d / "out");
+  zt::write_file_atomic(d / "out" / "stale.safetensors", "old");
+  zt::HfExportOptions opt;
+  opt.dtype = DType::kF32;
+  opt.max_shard_size = 6000;
+  zt::export_hf_model(d / "out", cfg, w.tensors, opt);
+  for (const auto& f : list_dir(kData / "tiny_qwen2_f32"))
+    if (f != "generation_config.json")
+      expect_same_file(d / "out" / f, kData / "tiny_qwen2_f32" / f);
+  EXPECT_FALSE(fs::exists(d / "out" / "stale.safetensors"));
+  // generation_config.json derived from the model config when none is given.
+  EXPECT_EQ(
+      zt::Json::parse(zt::read_file(d / "out" / "generation_config.json")).dump(),
+      R"({"_from_model_config":true,"bos_token_id":1,"eos_token_id":2,"transformers_version":"5.24.0"})");
+  EXPECT_EQ(list_dir(d.path()), std::vector<std::string>{"out"});
+  // Unsharded under the default 5 GB limit: one model.safetensors, readable back.
+  zt::export_hf_model(d / "one", cfg, w.tensors, {});
+  EXPECT_TRUE(fs::exists(d / "one" / "model.safetensors"));
+  EXPECT_FALSE(fs::exists(d / "one" / "model.safetensors.index.json"));
+  zt::SafetensorsReader r(d / "one");
+  EXPECT_EQ(r.info("model.norm.weight").dtype_str, "BF16");
+  EXPECT_EQ(r.load_f32("model.norm.weight")[3], zt::bf16_to_f32(zt::f32_to_bf16(w.bufs.back()[3])));
+  EXPECT_EQ(zt::load_model_config(d / "one").dtype, "bfloat16");
+}
+
+TEST(HfExport, FailureLeavesNoPartialOutput) {
+  Weights w = tiny_weights();
+  const zt::ModelConfig cfg = zt::load_model_config(kData / "tiny_qwen2_f32");
+  TempDir d;
+  w.tensors[5].data = nullptr;  // fails while the shards are being written
+  expect_error([&] { zt::export_hf_model(d / "out", cfg, w.tensors, {}); },
+               {"tensor 'model.layers.0.self_attn.v_proj.weight' has no data pointer"});
+  EXPECT_TRUE(list_dir(d.path()).empty());
+  w = tiny_weights();
+  fs::create_directories(d / "exists");
+  zt::HfExportOptions keep;
+  keep.overwrite = false;
+  expect_error([&] { zt::export_hf_model(d / "exists", cfg, w.tensors, keep); },
+               {"exists: output directory already exists"});
+  zt::HfExportOptions f16;
+  f16.dtype = DType::kF16;
+  expect_error([&] { zt::export_hf_model(d / "x", cfg, w.tensors, f16); },
+               {"export dtype f16 not supported (bf16 or f32)"});
+  EXPECT_EQ(list_dir(d.path()), std::vector<std::string>{"exists"});
+}
+
+}  // namespace

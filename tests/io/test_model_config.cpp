@@ -1,0 +1,268 @@
+// config.json -> ModelConfig on the shared Qwen2.5 configs (4.x and 5.x layouts) and Llama 3.1
+// fixtures; RoPE inverse frequencies against transformers (tests/data/io/rope.json).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "core/file_util.h"
+#include "core/zt_test_util.h"
+#include "io/model_config.h"
+
+namespace {
+
+using zt::ModelConfig;
+using zt::RopeType;
+using zt::testing::expect_error;
+using zt::testing::TempDir;
+namespace fs = std::filesystem;
+
+const fs::path kShared = fs::path(ZT_SHARED_DATA) / "models";
+const fs::path kData = fs::path(ZT_TEST_DATA) / "io";
+
+zt::Json load_json(const fs::path& p) { return zt::Json::parse(zt::read_file(p)); }
+
+TEST(ModelConfig, ReadsQwen25Layout449) {
+  const ModelConfig c = zt::load_model_config(kShared / "qwen2.5-0.5b-instruct");
+  EXPECT_EQ(c.model_type, "qwen2");
+  EXPECT_EQ(c.vocab_size, 151936);
+  EXPECT_EQ(c.hidden_size, 896);
+  EXPECT_EQ(c.intermediate_size, 4864);
+  EXPECT_EQ(c.num_hidden_layers, 24);
+  EXPECT_EQ(c.num_attention_heads, 14);
+  EXPECT_EQ(c.num_key_value_heads, 2);
+  EXPECT_EQ(c.head_dim, 64);
+  EXPECT_EQ(c.max_position_embeddings, 32768);
+  EXPECT_EQ(c.rms_norm_eps, 1e-6);
+  EXPECT_EQ(c.rope.type, RopeType::kDefault);
+  EXPECT_EQ(c.rope.theta, 1000000.0);
+  EXPECT_TRUE(c.tie_word_embeddings);
+  EXPECT_TRUE(c.qkv_bias);
+  EXPECT_FALSE(c.o_proj_bias);
+  EXPECT_EQ(c.dtype, "float32");  // torch_dtype
+  EXPECT_EQ(c.bos_token_id, std::vector<int64_t>{151643});
+  EXPECT_EQ(c.eos_token_id, std::vector<int64_t>{151645});
+  EXPECT_TRUE(c.pad_token_id.empty());
+  EXPECT_EQ(c.num_parameters(), 494032768);  // Qwen2.5-0.5B: 0.49B parameters
+  EXPECT_NE(c.source.find("qwen2.5-0.5b-instruct/config.json"), std::string::npos);
+}
+
+TEST(ModelConfig, ReadsTransformers5Layout) {
+  // rope_parameters.rope_theta and "dtype" instead of rope_theta / torch_dtype
+  const ModelConfig c = zt::load_model_config(kShared / "qwen2.5-1.5b-instruct" / "config.json");
+  EXPECT_EQ(c.hidden_size, 1536);
+  EXPECT_EQ(c.num_hidden_layers, 28);
+  EXPECT_EQ(c.num_attention_heads, 12);
+  EXPECT_EQ(c.head_dim, 128);
+  EXPECT_EQ(c.rope.theta, 1000000.0);
+  EXPECT_EQ(c.rope.type, RopeType::kDefault);
+  EXPECT_EQ(c.dtype, "float16");
+  EXPECT_EQ(c.num_parameters(), 1543714304);
+  // The base model's config (4.57 layout, integer rope_theta) gives the documented count.
+  const ModelConfig b = zt::load_model_config(kShared / "qwen2.5-1.5b");
+  EXPECT_EQ(b.rope.theta, 1000000.0);
+  EXPECT_EQ(b.max_position_embeddings, 131072);
+  EXPECT_EQ(b.dtype, "bfloat16");
+  EXPECT_EQ(b.num_parameters(), 1543714304);
+}
+
+TEST(ModelConfig, Llama3BothLayoutsAgree) {
+  for (const char* f : {"llama3_v4_config.json", "llama3_v5_config.json"}) {
+    const ModelConfig c = zt::load_model_config(kData / f);
+    EXPECT_EQ(c.model_type, "llama") << f;
+    EXPECT_EQ(c.head_dim, 128);
+    EXPECT_EQ(c.num_key_value_heads, 8);
+    EXPECT_FALSE(c.qkv_bias);
+    EXPECT_FALSE(c.tie_word_embeddings);
+    EXPECT_EQ(c.rope.type, RopeType::kLlama3);
+    EXPECT_EQ(c.rope.theta, 500000.0);
+    EXPECT_EQ(c.rope.factor, 8.0);
+    EXPECT_EQ(c.rope.low_freq_factor, 1.0);
+    EXPECT_EQ(c.rope.high_freq_factor, 4.0);
+    EXPECT_EQ(c.rope.original_max_position_embeddings, 8192);
+    EXPECT_EQ(c.eos_token_id, (std::vector<int64_t>{128001, 128008, 128009}));
+    EXPECT_EQ(c.rms_norm_eps, 1e-5);
+    EXPECT_EQ(c.num_parameters(), 8030261248);  // Llama 3.1 8B
+  }
+}
+
+// Units in the last place between two finite floats of the same sign.
+int64_t ulp_diff(float a, float b) {
+  int32_t ia, ib;
+  std::memcpy(&ia, &a, 4);
+  std::memcpy(&ib, &b, 4);
+  return std::abs(static_cast<int64_t>(ia) - ib);
+}
+
+std::vector<float> golden_rope(const char* key) {
+  const zt::Json g = load_json(kData / "rope.json");
+  std::vector<float> out;
+  for (const auto& b : g[key]) {
+    const uint32_t u = b.get<uint32_t>();
+    float f;
+    std::memcpy(&f, &u, 4);
+    out.push_back(f);
+  }
+  return out;
+}
+
+// inv_freq within 1 ulp of transformers everywhere (torch's vectorised powf vs a correctly
+// rounded pow), and bitwise equal for most entries.
+void check_rope(const ModelConfig& c, const char* key, size_t want_len) {
+  const std::vector<float> want = golden_rope(key);
+  const std::vector<float> got = zt::rope_inv_freq(c);
+  ASSERT_EQ(want.size(), want_len) << key;
+  ASSERT_EQ(got.size(), want.size()) << key;
+  size_t exact = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_LE(ulp_diff(got[i], want[i]), 1)
+        << key << " i=" << i << " got " << got[i] << " want " << want[i];
+    exact += got[i] == want[i];
+  }
+  EXPECT_GE(exact * 10, got.size() * 9)
+      << key << ": only " << exact << " of " << got.size() << " bitwise";
+  EXPECT_EQ(got[0], want[0]);  // 1 / base^0 = 1 (or 1/factor-scaled) exactly
+}
+
+TEST(ModelConfig, RopeInvFreqMatchesTransformers) {
+  check_rope(zt::load_model_config(kShared / "qwen2.5-1.5b-instruct"), "qwen25_15b", 64);
+  check_rope(zt::load_model_config(kShared / "qwen2.5-0.5b-instruct"), "qwen25_05b", 32);
+  const ModelConfig l31 = zt::load_model_config(kData / "llama3_v4_config.json");
+  check_rope(l31, "llama31_8b", 64);
+  // The llama3 scaling is applied: the lowest frequencies are divided by 8, the highest kept.
+  const std::vector<float> inv = zt::rope_inv_freq(l31);
+  EXPECT_EQ(inv[0], 1.0f);
+  EXPECT_LT(inv[63], 1e-6f);
+  zt::Json j = load_json(kData / "llama3_v4_config.json");
+  j["hidden_size"] = 2048;
+  j["rope_scaling"]["factor"] = 32.0;
+  check_rope(zt::parse_model_config(j, "llama32"), "llama32_1b", 32);
+  zt::Json d = load_json(kData / "llama3_v4_config.json");
+  d["rope_scaling"] = nullptr;
+  d["rope_theta"] = 10000;
+  check_rope(zt::parse_model_config(d, "theta1e4"), "theta_1e4_d128", 64);
+}
+
+zt::Json tiny() {
+  return zt::Json::parse(R"({"model_type": "qwen2", "vocab_size": 64, "hidden_size": 16,
+      "intermediate_size": 24, "num_hidden_layers": 2, "num_attention_heads": 4,
+      "max_position_embeddings": 128})");
+}
+
+TEST(ModelConfig, DefaultsFollowTransformers) {
+  const ModelConfig c = zt::parse_model_config(tiny(), "tiny.json");
+  EXPECT_EQ(c.num_key_value_heads, 4);  // = heads
+  EXPECT_EQ(c.head_dim, 4);             // hidden / heads
+  EXPECT_EQ(c.rope.theta, 10000.0);     // default_theta
+  EXPECT_FALSE(c.tie_word_embeddings);
+  EXPECT_EQ(c.hidden_act, "silu");
+  EXPECT_EQ(c.initializer_range, 0.02);
+  EXPECT_EQ(c.dtype, "");
+  zt::Json l = tiny();
+  l["model_type"] = "llama";
+  l["attention_bias"] = true;
+  l["head_dim"] = 8;
+  l["rope_scaling"] = {{"type", "default"}};
+  const ModelConfig lc = zt::parse_model_config(l, "l.json");
+  EXPECT_TRUE(lc.qkv_bias);
+  EXPECT_TRUE(lc.o_proj_bias);
+  EXPECT_EQ(lc.head_dim, 8);
+  EXPECT_EQ(lc.rope.type, RopeType::kDefault);
+}
+
+TEST(ModelConfig, UnsupportedSettingsAreErrorsNamingFileAndKey) {
+  auto with = [](const char* key, zt::Json v) {
+    zt::Json j = tiny();
+    j[key] = std::move(v);
+    return j;
+  };
+  expect_error(
+      [&] { zt::parse_model_config(with("model_type", "mistral"), "m/config.json"); },
+      {"m/config.json: model_type \"mistral\" is not supported", "\"qwen2\" and \"llama\""});
+  expect_error(
+      [&] {
+        zt::parse_model_config(with("rope_scaling", {{"rope_type", "yarn"}, {"factor", 4.0}}),
+                               "y.json");
+      },
+      {"y.json: rope type \"yarn\" (key \"rope_scaling.rope_type\") is not supported"});
+  expect_error(
+      [&] {
+        zt::parse_model_config(
+            with("rope_parameters", {{"rope_type", "linear"}, {"rope_theta", 1e4}}), "p.json");
+      },
+      {"p.json: rope type \"linear\" (key \"rope_parameters.rope_type\") is not supported"});
+  expect_error(
+      [&] {
+        zt::parse_model_config(with("rope_scaling", {{"rope_type", "llama3"}, {"factor", 8.0}}),
+                               "l.json");
+      },
+      {"l.json: rope type \"llama3\" needs key \"rope_scaling.low_freq_factor\", which is "
+       "missing"});
+  expect_error([&] { zt::parse_model_config(with("mlp_bias", true), "b.json"); },
+               {"b.json: mlp_bias true is not supported"});
+  expect_error([&] { zt::parse_model_config(with("use_sliding_window", true), "s.json"); },
+               {"s.json: use_sliding_window true is not supported"});
+  expect_error(
+      [&] {
+        zt::parse_model_config(with("layer_types", {"full_attention", "sliding_attention"}),
+                               "lt.json");
+      },
+      {"lt.json: layer_types[1] is \"sliding_attention\"; only \"full_attention\" is supported"});
+  expect_error([&] { zt::parse_model_config(with("hidden_act", "gelu"), "a.json"); },
+               {"a.json: hidden_act \"gelu\" is not supported"});
+  expect_error([&] { zt::parse_model_config(with("attention_dropout", 0.1), "d.json"); },
+               {"d.json: attention_dropout 0.1 is not supported"});
+  expect_error([&] { zt::parse_model_config(with("hidden_size", "16"), "t.json"); },
+               {"t.json: key \"hidden_size\" is \"16\", expected an integer"});
+  expect_error([&] { zt::parse_model_config(with("num_key_value_heads", 3), "k.json"); },
+               {"k.json: num_attention_heads 4 is not a multiple of num_key_value_heads 3"});
+  zt::Json missing = tiny();
+  missing.erase("vocab_size");
+  expect_error([&] { zt::parse_model_config(missing, "v.json"); },
+               {"v.json: required key \"vocab_size\" is missing"});
+  TempDir d;
+  zt::write_file_atomic(d / "config.json", "{\"model_type\": ");
+  expect_error([&] { zt::load_model_config(d.path()); }, {"config.json: invalid JSON"});
+  expect_error([&] { zt::load_model_config(d / "nope.json"); }, {"nope.json: cannot open"});
+}
+
+TEST(ModelConfig, WritesConfigLikeTransformers) {
+  // transformers' own fp32 save, re-written by us with dtype bfloat16, equals its bf16 save.
+  const ModelConfig c = zt::load_model_config(kData / "tiny_qwen2_f32");
+  TempDir d;
+  zt::write_model_config(d / "config.json", c, "bfloat16");
+  EXPECT_EQ(zt::read_file(d / "config.json"),
+            zt::read_file(kData / "tiny_qwen2_bf16" / "config.json"));
+  // 4.x layout: written back unchanged (file made by json.dump(indent=2, sort_keys=True)).
+  const ModelConfig l = zt::load_model_config(kData / "llama3_v4_config.json");
+  EXPECT_EQ(zt::model_config_to_json(l).dump(2), zt::read_file(kData / "llama3_v4_config.json"));
+  // 5.x layout: unchanged too, except that "architectures" (absent in a bare config save) is added.
+  const ModelConfig l5 = zt::load_model_config(kData / "llama3_v5_config.json");
+  zt::Json j5 = zt::model_config_to_json(l5);
+  EXPECT_EQ(j5["architectures"], zt::Json::array({"LlamaForCausalLM"}));
+  j5.erase("architectures");
+  EXPECT_EQ(j5.dump(2) + "\n", zt::read_file(kData / "llama3_v5_config.json"));
+  // A config built in code gets the 4.x names and parses back to the same values.
+  ModelConfig fresh = zt::parse_model_config(tiny(), "tiny");
+  fresh.raw = zt::Json::object();
+  fresh.eos_token_id = {5, 6};
+  const zt::Json j = zt::model_config_to_json(fresh, "float32");
+  EXPECT_EQ(j["architectures"][0], "Qwen2ForCausalLM");
+  EXPECT_EQ(j["torch_dtype"], "float32");
+  EXPECT_EQ(j["rope_theta"], 10000.0);
+  EXPECT_TRUE(j["rope_scaling"].is_null());
+  const ModelConfig back = zt::parse_model_config(j, "back");
+  EXPECT_EQ(back.eos_token_id, (std::vector<int64_t>{5, 6}));
+  EXPECT_EQ(back.num_parameters(), fresh.num_parameters());
+}
+
+TEST(ModelConfig, GenerationConfigFromModelConfig) {
+  const ModelConfig c = zt::load_model_config(kShared / "qwen2.5-0.5b-instruct");
+  EXPECT_EQ(
+      zt::generation_config_json(c).dump(),
+      R"({"_from_model_config":true,"bos_token_id":151643,"eos_token_id":151645,"transformers_version":"4.49.0"})");
+}
+
+}  // namespace
