@@ -1,0 +1,184 @@
+#include "train/metrics.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <sstream>
+
+#include "core/error.h"
+#include "core/file_util.h"
+
+namespace zt::train {
+
+namespace {
+
+double as_double(const MetricValue& v) {
+  return std::holds_alternative<int64_t>(v) ? static_cast<double>(std::get<int64_t>(v))
+                                            : std::get<double>(v);
+}
+
+}  // namespace
+
+void MetricRecord::set(std::string_view key, MetricValue value) {
+  for (auto& [k, v] : fields_) {
+    if (k == key) {
+      v = value;
+      return;
+    }
+  }
+  fields_.emplace_back(std::string(key), value);
+}
+
+const MetricValue* MetricRecord::find(std::string_view key) const {
+  for (const auto& [k, v] : fields_)
+    if (k == key) return &v;
+  return nullptr;
+}
+
+double MetricRecord::number(std::string_view key) const {
+  const MetricValue* v = find(key);
+  if (!v) fail("metric record has no key '{}'", key);
+  return as_double(*v);
+}
+
+Json MetricRecord::to_json() const {
+  Json j = Json::object();
+  for (const auto& [k, v] : fields_) {
+    if (std::holds_alternative<int64_t>(v)) {
+      j[k] = std::get<int64_t>(v);
+    } else {
+      const double d = std::get<double>(v);
+      j[k] = std::isfinite(d) ? Json(d) : Json(nullptr);
+    }
+  }
+  return j;
+}
+
+std::string format_g4(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  char buf[64];
+  // C's %.4g and Python's .4g agree for finite values: correctly rounded, the same exponent
+  // switch (exp < -4 or >= 4), trailing zeros removed, at least two exponent digits.
+  std::snprintf(buf, sizeof buf, "%.4g", v);
+  return buf;
+}
+
+std::string hf_log_line(const MetricRecord& record) {
+  std::string out = "{";
+  bool first = true;
+  for (const auto& [k, v] : record.fields()) {
+    if (k == "step" || k == "total_flos") continue;
+    if (!first) out += ", ";
+    first = false;
+    out += "'" + k + "': ";
+    if (std::holds_alternative<int64_t>(v))
+      out += std::to_string(std::get<int64_t>(v));
+    else
+      out += "'" + format_g4(std::get<double>(v)) + "'";
+  }
+  return out + "}";
+}
+
+std::string hf_tensorboard_tag(std::string_view key) {
+  if (key.starts_with("eval_")) return "eval/" + std::string(key.substr(5));
+  if (key.starts_with("test_")) return "test/" + std::string(key.substr(5));
+  return "train/" + std::string(key);
+}
+
+std::vector<std::pair<std::string, double>> tensorboard_scalars(const MetricRecord& record) {
+  std::vector<std::pair<std::string, double>> out;
+  for (const auto& [k, v] : record.fields())
+    if (k != "step") out.emplace_back(hf_tensorboard_tag(k), as_double(v));
+  return out;
+}
+
+MetricsWriter::MetricsWriter(const std::filesystem::path& path,
+                             std::optional<int64_t> keep_through_step)
+    : path_(path) {
+  std::error_code ec;
+  if (path_.has_parent_path()) std::filesystem::create_directories(path_.parent_path(), ec);
+  if (ec) fail("{}: cannot create its directory: {}", path_.string(), ec.message());
+  if (keep_through_step && std::filesystem::exists(path_)) {
+    std::istringstream in(read_file(path_));
+    std::string line, kept;
+    int64_t line_no = 0;
+    while (std::getline(in, line)) {
+      ++line_no;
+      if (line.empty()) continue;
+      Json j = Json::parse(line, nullptr, /*allow_exceptions=*/false);
+      if (!j.is_object() || !j.contains("step") || !j["step"].is_number_integer())
+        fail("{}:{}: expected a JSON object with an integer \"step\", got: {}", path_.string(),
+             line_no, line.substr(0, 200));
+      if (j["step"].get<int64_t>() <= *keep_through_step) kept += line + "\n";
+    }
+    write_file_atomic(path_, kept);
+  }
+  file_ = std::fopen(path_.c_str(), "ab");
+  if (!file_) fail("{}: cannot open for appending: {}", path_.string(), std::strerror(errno));
+}
+
+MetricsWriter::~MetricsWriter() {
+  if (file_) std::fclose(file_);
+}
+
+void MetricsWriter::write(const MetricRecord& record) {
+  const std::string line = record.to_json().dump() + "\n";
+  if (std::fwrite(line.data(), 1, line.size(), file_) != line.size() || std::fflush(file_) != 0)
+    fail("{}: cannot write: {}", path_.string(), std::strerror(errno));
+}
+
+void LogWindow::add_step(const StepStats& s) {
+  ++steps_;
+  last_lr_ = s.learning_rate;
+  window_tokens_ += s.tokens;
+  num_tokens_ += s.tokens;
+  if (s.skipped) {
+    ++skipped_;
+    return;
+  }
+  ++trained_;
+  loss_sum_ += s.loss;
+  targets_ += s.target_tokens;
+  correct_ += s.correct_tokens;
+  last_grad_norm_ = s.grad_norm;
+}
+
+MetricRecord LogWindow::take(int64_t global_step, double epoch, double elapsed_seconds) {
+  if (steps_ == 0) fail("log at step {}: no optimizer step since the last log", global_step);
+  MetricRecord r;
+  if (trained_ > 0) r.set("loss", loss_sum_ / static_cast<double>(trained_));
+  if (trained_ > 0) r.set("grad_norm", last_grad_norm_);
+  r.set("learning_rate", last_lr_);
+  if (targets_ > 0)
+    r.set("mean_token_accuracy", static_cast<double>(correct_) / static_cast<double>(targets_));
+  r.set("num_tokens", static_cast<double>(num_tokens_));
+  r.set("epoch", epoch);
+  if (elapsed_seconds > 0)
+    r.set("train_tokens_per_second", static_cast<double>(window_tokens_) / elapsed_seconds);
+  if (skipped_ > 0) r.set("skipped_steps", skipped_);
+  r.set("step", global_step);
+  const int64_t total = num_tokens_;
+  *this = LogWindow(total);
+  return r;
+}
+
+void EvalAccumulator::add(double sum_ce, int64_t targets, int64_t correct) {
+  sum_ce_ += sum_ce;
+  targets_ += targets;
+  correct_ += correct;
+}
+
+MetricRecord EvalAccumulator::take(int64_t global_step, double epoch) const {
+  if (targets_ == 0)
+    fail("evaluation at step {}: the eval set has no target token, so eval_loss is undefined",
+         global_step);
+  MetricRecord r;
+  r.set("eval_loss", sum_ce_ / static_cast<double>(targets_));
+  r.set("eval_mean_token_accuracy", static_cast<double>(correct_) / static_cast<double>(targets_));
+  r.set("epoch", epoch);
+  r.set("step", global_step);
+  return r;
+}
+
+}  // namespace zt::train

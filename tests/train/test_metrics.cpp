@@ -1,0 +1,171 @@
+// metrics.jsonl records, HF's console line, TensorBoard tags, the logging window and eval
+// accumulator.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "core/file_util.h"
+#include "core/zt_test_util.h"
+#include "train/metrics.h"
+
+namespace zt::train {
+namespace {
+
+TEST(Metrics, FormatG4MatchesPython) {
+  // Right-hand sides: Python's f"{v:.4g}".
+  const std::vector<std::pair<double, std::string>> cases = {{1.2345678, "1.235"},
+                                                             {2e-5, "2e-05"},
+                                                             {0.5, "0.5"},
+                                                             {12345.0, "1.234e+04"},
+                                                             {1234.5, "1234"},
+                                                             {0.0001, "0.0001"},
+                                                             {1.234e-05, "1.234e-05"},
+                                                             {1e16, "1e+16"},
+                                                             {-3.14159, "-3.142"},
+                                                             {0.0, "0"},
+                                                             {100.0, "100"},
+                                                             {1.0 / 3, "0.3333"},
+                                                             {2.4975e-05, "2.498e-05"}};
+  for (const auto& [v, s] : cases) EXPECT_EQ(format_g4(v), s) << v;
+  EXPECT_EQ(format_g4(std::numeric_limits<double>::quiet_NaN()), "nan");
+  EXPECT_EQ(format_g4(-std::numeric_limits<double>::quiet_NaN()), "nan");
+  EXPECT_EQ(format_g4(-std::numeric_limits<double>::infinity()), "-inf");
+}
+
+TEST(Metrics, RecordJsonAndHfLine) {
+  MetricRecord r;
+  r.set("loss", 1.2345678);
+  r.set("grad_norm", 0.5);
+  r.set("learning_rate", 2e-5);
+  r.set("num_tokens", 12345.0);
+  r.set("epoch", 0.25);
+  r.set("step", int64_t{10});
+  r.set("loss", 1.5);  // replaced in place
+  EXPECT_EQ(
+      r.to_json().dump(),
+      R"({"loss":1.5,"grad_norm":0.5,"learning_rate":2e-05,"num_tokens":12345.0,"epoch":0.25,)"
+      R"("step":10})");
+  EXPECT_EQ(hf_log_line(r),
+            "{'loss': '1.5', 'grad_norm': '0.5', 'learning_rate': '2e-05', 'num_tokens': "
+            "'1.234e+04', 'epoch': '0.25'}");
+  EXPECT_EQ(r.number("step"), 10.0);
+  EXPECT_EQ(r.find("missing"), nullptr);
+  testing::expect_error([&] { r.number("eval_loss"); }, {"no key 'eval_loss'"});
+  MetricRecord nan;
+  nan.set("loss", std::nan(""));
+  EXPECT_EQ(nan.to_json().dump(), R"({"loss":null})");
+}
+
+TEST(Metrics, TensorBoardTagsFollowHfRewriteLogs) {
+  EXPECT_EQ(hf_tensorboard_tag("loss"), "train/loss");
+  EXPECT_EQ(hf_tensorboard_tag("eval_loss"), "eval/loss");
+  EXPECT_EQ(hf_tensorboard_tag("eval_mean_token_accuracy"), "eval/mean_token_accuracy");
+  EXPECT_EQ(hf_tensorboard_tag("test_x"), "test/x");
+  EXPECT_EQ(hf_tensorboard_tag("evaluation"), "train/evaluation");
+  MetricRecord r;
+  r.set("loss", 2.0);
+  r.set("epoch", 1.0);
+  r.set("step", int64_t{4});
+  const auto s = tensorboard_scalars(r);
+  ASSERT_EQ(s.size(), 2u);
+  EXPECT_EQ(s[0], (std::pair<std::string, double>{"train/loss", 2.0}));
+  EXPECT_EQ(s[1], (std::pair<std::string, double>{"train/epoch", 1.0}));
+}
+
+TEST(Metrics, LogWindowMeansAndTokenWeightedAccuracy) {
+  LogWindow w(1000);
+  w.add_step({.loss = 2.0,
+              .grad_norm = 3.0,
+              .learning_rate = 1e-5,
+              .target_tokens = 10,
+              .correct_tokens = 5,
+              .tokens = 40});
+  w.add_step({.loss = 1.0,
+              .grad_norm = 1.5,
+              .learning_rate = 2e-5,
+              .target_tokens = 30,
+              .correct_tokens = 27,
+              .tokens = 60});
+  EXPECT_EQ(w.steps(), 2);
+  const MetricRecord r = w.take(20, 0.5, 4.0);
+  // loss = (2 + 1) / 2; accuracy = 32 / 40 (not (0.5 + 0.9) / 2); tokens 1000 + 100; 100 tok / 4 s.
+  EXPECT_EQ(r.to_json().dump(),
+            R"({"loss":1.5,"grad_norm":1.5,"learning_rate":2e-05,"mean_token_accuracy":0.8,)"
+            R"("num_tokens":1100.0,"epoch":0.5,"train_tokens_per_second":25.0,"step":20})");
+  EXPECT_EQ(w.steps(), 0);
+  EXPECT_EQ(w.num_tokens_seen(), 1100);
+  testing::expect_error([&] { w.take(21, 0.6, 1.0); }, {"step 21", "no optimizer step"});
+}
+
+TEST(Metrics, LogWindowSkippedSteps) {
+  LogWindow w;
+  w.add_step({.loss = 3.0,
+              .grad_norm = 2.0,
+              .learning_rate = 1e-5,
+              .target_tokens = 4,
+              .correct_tokens = 1,
+              .tokens = 10});
+  w.add_step({.learning_rate = 3e-5, .tokens = 7, .skipped = true});
+  MetricRecord r = w.take(2, 1.0, 0.0);
+  EXPECT_EQ(r.to_json().dump(),
+            R"({"loss":3.0,"grad_norm":2.0,"learning_rate":3e-05,"mean_token_accuracy":0.25,)"
+            R"("num_tokens":17.0,"epoch":1.0,"skipped_steps":1,"step":2})");
+  w.add_step({.learning_rate = 3e-5, .tokens = 5, .skipped = true});
+  r = w.take(3, 1.5, 1.0);
+  EXPECT_EQ(r.to_json().dump(),
+            R"({"learning_rate":3e-05,"num_tokens":22.0,"epoch":1.5,"train_tokens_per_second":5.0,)"
+            R"("skipped_steps":1,"step":3})");
+}
+
+TEST(Metrics, EvalAccumulatorIsTokenWeighted) {
+  EvalAccumulator e;
+  e.add(10.0, 4, 2);  // batch mean 2.5
+  e.add(2.0, 4, 4);   // batch mean 0.5
+  e.add(6.0, 2, 0);   // batch mean 3.0 -> HF's unweighted mean would be 2.0
+  const MetricRecord r = e.take(30, 1.25);
+  EXPECT_EQ(r.to_json().dump(),
+            R"({"eval_loss":1.8,"eval_mean_token_accuracy":0.6,"epoch":1.25,"step":30})");
+  EXPECT_EQ(hf_log_line(r),
+            "{'eval_loss': '1.8', 'eval_mean_token_accuracy': '0.6', 'epoch': '1.25'}");
+  testing::expect_error([] { EvalAccumulator().take(5, 0.0); }, {"step 5", "no target token"});
+}
+
+TEST(Metrics, WriterAppendsFlushedLinesAndTruncatesOnResume) {
+  testing::TempDir dir;
+  const auto path = dir / "exp" / "metrics.jsonl";
+  auto rec = [](int64_t step, double loss) {
+    MetricRecord r;
+    r.set("loss", loss);
+    r.set("step", step);
+    return r;
+  };
+  {
+    MetricsWriter w(path);
+    w.write(rec(10, 2.5));
+    w.write(rec(20, 2.0));
+    // Flushed: visible before the writer closes.
+    EXPECT_EQ(read_file(path), "{\"loss\":2.5,\"step\":10}\n{\"loss\":2.0,\"step\":20}\n");
+    w.write(rec(30, 1.5));
+  }
+  {
+    MetricsWriter w(path);  // plain append
+    w.write(rec(40, 1.25));
+  }
+  EXPECT_EQ(read_file(path),
+            "{\"loss\":2.5,\"step\":10}\n{\"loss\":2.0,\"step\":20}\n{\"loss\":1.5,\"step\":30}\n"
+            "{\"loss\":1.25,\"step\":40}\n");
+  {
+    MetricsWriter w(path, int64_t{20});  // resumed from checkpoint-20
+    w.write(rec(30, 1.75));
+  }
+  EXPECT_EQ(
+      read_file(path),
+      "{\"loss\":2.5,\"step\":10}\n{\"loss\":2.0,\"step\":20}\n{\"loss\":1.75,\"step\":30}\n");
+  write_file_atomic(path, "{\"loss\":2.5,\"step\":10}\nnot json\n");
+  testing::expect_error([&] { MetricsWriter w(path, int64_t{5}); },
+                        {"metrics.jsonl:2", "integer \"step\"", "not json"});
+}
+
+}  // namespace
+}  // namespace zt::train
