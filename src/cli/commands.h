@@ -10,5 +10,9 @@ namespace zt::cli {
 using Args = std::vector<std::string>;
 
 int cmd_version(const Args& args);
+int cmd_launch(const Args& args);      // cmd_launch.cpp: N local ranks
+int cmd_comm_check(const Args& args);  // cmd_comm_check.cpp: collective self-test
+int cmd_loss(const Args& args);
+int cmd_make_demo_data(const Args& args);
 
 }  // namespace zt::cli

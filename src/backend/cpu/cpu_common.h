@@ -1,0 +1,113 @@
+// Helpers shared by the CPU ops: storage-type tags (fp32 / bf16), element load/store, dtype
+// dispatch, argument checks and fixed-order fp32/fp64 reductions.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <string_view>
+
+#include "core/dtype.h"
+#include "core/error.h"
+#include "core/tensor.h"
+
+namespace zt::cpu {
+
+// Loops with less work than this (elements, weighted roughly by cost) run on the calling thread:
+// waking the OpenMP team costs more than it saves, and a lot more on a loaded machine.
+constexpr int64_t kParallelWork = int64_t{1} << 15;
+
+// bf16 storage element (raw bits). Arithmetic always happens on the fp32 value.
+struct bf16_t {
+  uint16_t bits;
+};
+
+inline float ld(const float* p, int64_t i) { return p[i]; }
+inline float ld(const bf16_t* p, int64_t i) { return bf16_to_f32(p[i].bits); }
+inline void st(float* p, int64_t i, float v) { p[i] = v; }
+inline void st(bf16_t* p, int64_t i, float v) { p[i].bits = f32_to_bf16(v); }
+
+// v rounded to the precision of storage type T (identity for fp32, RNE to bf16 and back).
+template <class T>
+inline float round_to(float v) {
+  if constexpr (sizeof(T) == 2) {
+    return bf16_to_f32(f32_to_bf16(v));
+  } else {
+    return v;
+  }
+}
+
+// Calls f(T{}) with T = float for kF32 or bf16_t for kBF16; zt::Error naming `op` and `arg`
+// for any other dtype.
+template <class F>
+void dispatch_float(DType t, std::string_view op, std::string_view arg, F&& f) {
+  switch (t) {
+    case DType::kF32:
+      f(float{});
+      return;
+    case DType::kBF16:
+      f(bf16_t{});
+      return;
+    default:
+      fail("{}: {} has dtype {}, expected f32 or bf16", op, arg, dtype_name(t));
+  }
+}
+
+// Throws zt::Error "<op>: <arg> is [2, 3] f32, expected shape [4, 3]" unless t has exactly `dims`
+// (a -1 entry matches any size). Also rejects a non-CPU device and, when require_data, a null
+// pointer for a non-empty tensor (workspace-size queries pass shape-only tensors).
+void check_shape(std::string_view op, std::string_view arg, const Tensor& t,
+                 std::initializer_list<int64_t> dims, bool require_data = true);
+// Throws zt::Error naming op/arg unless t.dtype == want.
+void check_dtype(std::string_view op, std::string_view arg, const Tensor& t, DType want);
+// Throws zt::Error naming op/arg unless t.dtype is f32 or bf16.
+void check_float(std::string_view op, std::string_view arg, const Tensor& t);
+// Throws zt::Error naming op and both args unless a and b have the same dtype.
+void check_same_dtype(std::string_view op, std::string_view an, const Tensor& a,
+                      std::string_view bn, const Tensor& b);
+// Throws zt::Error unless the workspace has at least `need` bytes.
+void check_workspace(std::string_view op, const Tensor& ws, size_t need);
+
+// Row-major C[M, N] = alpha·op(A)·op(B) + beta·C with leading dimensions lda/ldb/ldc, through
+// single-threaded OpenBLAS cblas_sgemm calls. Outside an OpenMP parallel region and for enough
+// work, the output is split into contiguous row (M ≥ N) or column blocks, one per OpenMP thread.
+// Every element is computed by the same kernel over the same K order whatever the split, so the
+// result does not depend on the thread count.
+void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
+          int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
+
+// Σ a[i]*b[i] for i < n in fp32 with 16 interleaved partial sums added pairwise at the end: a
+// fixed order (vectorisable without changing results), independent of alignment.
+inline float dot16(const float* a, const float* b, int64_t n) {
+  float acc[16] = {};
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    for (int k = 0; k < 16; ++k) acc[k] += a[i + k] * b[i + k];
+  for (int k = 0; i < n; ++i, ++k) acc[k] += a[i] * b[i];
+  for (int w = 8; w >= 1; w /= 2)
+    for (int k = 0; k < w; ++k) acc[k] += acc[k + w];
+  return acc[0];
+}
+
+// Carves consecutive 64-byte aligned regions out of a workspace tensor.
+class WorkspaceCarver {
+ public:
+  explicit WorkspaceCarver(const Tensor& ws) : base_(static_cast<char*>(ws.data)) {}
+  // Bytes needed by a region of `n` elements of `elem` bytes (rounded up to 64).
+  static size_t bytes(int64_t n, size_t elem) {
+    return (static_cast<size_t>(n) * elem + 63) & ~size_t{63};
+  }
+  template <class T>
+  T* take(int64_t n) {
+    T* p = reinterpret_cast<T*>(base_ + used_);
+    used_ += bytes(n, sizeof(T));
+    return p;
+  }
+  size_t used() const { return used_; }
+
+ private:
+  char* base_;
+  size_t used_ = 0;
+};
+
+}  // namespace zt::cpu

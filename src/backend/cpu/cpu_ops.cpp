@@ -1,0 +1,465 @@
+// CpuOps: elementwise ops, embedding, RMSNorm, RoPE, SwiGLU and reductions. See cpu_ops.h.
+#include "backend/cpu/cpu_ops.h"
+
+#include <cblas.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "backend/cpu/cpu_common.h"
+#include "core/tensor.h"
+
+namespace zt {
+namespace cpu {
+
+void check_shape(std::string_view op, std::string_view arg, const Tensor& t,
+                 std::initializer_list<int64_t> dims, bool require_data) {
+  bool ok = t.ndim == static_cast<int>(dims.size());
+  int i = 0;
+  for (int64_t d : dims) {
+    if (ok && d >= 0 && t.shape[i] != d) ok = false;
+    ++i;
+  }
+  if (!ok) {
+    std::string want = "[";
+    i = 0;
+    for (int64_t d : dims)
+      want += (i++ ? ", " : "") + (d < 0 ? std::string("*") : std::to_string(d));
+    fail("{}: {} is {}, expected shape {}]", op, arg, t.describe(), want);
+  }
+  if (t.device != Device::kCPU) fail("{}: {} is not in host memory", op, arg);
+  if (require_data && t.data == nullptr && t.numel() > 0)
+    fail("{}: {} {} has no data", op, arg, t.describe());
+}
+
+void check_dtype(std::string_view op, std::string_view arg, const Tensor& t, DType want) {
+  if (t.dtype != want)
+    fail("{}: {} has dtype {}, expected {}", op, arg, dtype_name(t.dtype), dtype_name(want));
+}
+
+void check_float(std::string_view op, std::string_view arg, const Tensor& t) {
+  if (t.dtype != DType::kF32 && t.dtype != DType::kBF16)
+    fail("{}: {} has dtype {}, expected f32 or bf16", op, arg, dtype_name(t.dtype));
+}
+
+void check_same_dtype(std::string_view op, std::string_view an, const Tensor& a,
+                      std::string_view bn, const Tensor& b) {
+  if (a.dtype != b.dtype)
+    fail("{}: {} has dtype {} but {} has dtype {}; they must match", op, an, dtype_name(a.dtype),
+         bn, dtype_name(b.dtype));
+}
+
+void check_workspace(std::string_view op, const Tensor& ws, size_t need) {
+  if (need == 0) return;
+  if (ws.data == nullptr || ws.nbytes() < need)
+    fail("{}: workspace has {} bytes, {} needed", op, ws.data ? ws.nbytes() : 0, need);
+}
+
+}  // namespace cpu
+
+using namespace cpu;
+
+CpuOps::CpuOps(CpuOpsOptions options) : opt_(options), threads_(omp_get_max_threads()) {
+  if (opt_.ce_chunk_rows < 1 || opt_.attn_block_rows < 1)
+    fail("CpuOps: ce_chunk_rows ({}) and attn_block_rows ({}) must be >= 1", opt_.ce_chunk_rows,
+         opt_.attn_block_rows);
+  // One thread pool: OpenBLAS's own pthreads spinning next to the OpenMP team makes both crawl
+  // (measured 4x slower on 2 cores), so every sgemm call is single-threaded and CpuOps splits the
+  // work over OpenMP threads itself (gemm() in cpu_matmul.cpp).
+  openblas_set_num_threads(1);
+}
+
+std::string CpuOps::name() const {
+  return fmt::format("cpu ({} OpenMP threads, OpenBLAS)", threads_);
+}
+
+void CpuOps::zero(const Tensor& x, Stream) {
+  if (x.numel() > 0) std::memset(x.data, 0, x.nbytes());
+}
+
+void CpuOps::copy_from_host(const Tensor& dst, const void* src, Stream) {
+  if (dst.device != Device::kCPU) fail("copy_from_host: dst is not in host memory");
+  if (dst.numel() > 0) std::memcpy(dst.data, src, dst.nbytes());
+}
+
+void CpuOps::copy_to_host(void* dst, const Tensor& src, Stream) {
+  if (src.device != Device::kCPU) fail("copy_to_host: src is not in host memory");
+  if (src.numel() > 0) std::memcpy(dst, src.data, src.nbytes());
+}
+
+void CpuOps::cast(const Tensor& dst, const Tensor& src, Stream) {
+  check_float("cast", "dst", dst);
+  check_float("cast", "src", src);
+  if (dst.numel() != src.numel())
+    fail("cast: dst {} and src {} differ in size", dst.describe(), src.describe());
+  const int64_t n = src.numel();
+  dispatch_float(dst.dtype, "cast", "dst", [&](auto dt) {
+    using D = decltype(dt);
+    dispatch_float(src.dtype, "cast", "src", [&](auto sdt) {
+      using S = decltype(sdt);
+      const S* s = src.as<S>();
+      D* d = dst.as<D>();
+#pragma omp parallel for schedule(static) if (n >= kParallelWork)
+      for (int64_t i = 0; i < n; ++i) st(d, i, ld(s, i));
+    });
+  });
+}
+
+void CpuOps::add(const Tensor& out, const Tensor& a, const Tensor& b, Stream) {
+  check_same_dtype("add", "out", out, "a", a);
+  check_same_dtype("add", "out", out, "b", b);
+  if (out.numel() != a.numel() || out.numel() != b.numel())
+    fail("add: out {}, a {}, b {} differ in size", out.describe(), a.describe(), b.describe());
+  const int64_t n = out.numel();
+  dispatch_float(out.dtype, "add", "out", [&](auto tag) {
+    using T = decltype(tag);
+    const T* pa = a.as<T>();
+    const T* pb = b.as<T>();
+    T* po = out.as<T>();
+#pragma omp parallel for schedule(static) if (n >= kParallelWork)
+    for (int64_t i = 0; i < n; ++i) st(po, i, ld(pa, i) + ld(pb, i));
+  });
+}
+
+void CpuOps::embedding_fwd(const Tensor& out, const Tensor& table, const Tensor& ids, Stream) {
+  check_shape("embedding_fwd", "table", table, {-1, -1});
+  const int64_t V = table.dim(0), H = table.dim(1);
+  check_shape("embedding_fwd", "ids", ids, {-1});
+  check_dtype("embedding_fwd", "ids", ids, DType::kI32);
+  const int64_t T = ids.dim(0);
+  check_shape("embedding_fwd", "out", out, {T, H});
+  check_same_dtype("embedding_fwd", "out", out, "table", table);
+  const int32_t* id = ids.as<int32_t>();
+  for (int64_t t = 0; t < T; ++t)
+    if (id[t] < 0 || id[t] >= V)
+      fail("embedding_fwd: token id {} at position {} is outside the vocabulary [0, {})", id[t], t,
+           V);
+  const size_t row_bytes = static_cast<size_t>(H) * dtype_size(table.dtype);
+  const char* src = static_cast<const char*>(table.data);
+  char* dst = static_cast<char*>(out.data);
+#pragma omp parallel for schedule(static) if (T * H >= kParallelWork)
+  for (int64_t t = 0; t < T; ++t)
+    std::memcpy(dst + t * row_bytes, src + id[t] * row_bytes, row_bytes);
+}
+
+void CpuOps::embedding_bwd(const Tensor& dtable, const Tensor& dout, const Tensor& ids, float beta,
+                           Stream) {
+  check_shape("embedding_bwd", "dtable", dtable, {-1, -1});
+  check_dtype("embedding_bwd", "dtable", dtable, DType::kF32);
+  const int64_t V = dtable.dim(0), H = dtable.dim(1);
+  check_shape("embedding_bwd", "ids", ids, {-1});
+  check_dtype("embedding_bwd", "ids", ids, DType::kI32);
+  const int64_t T = ids.dim(0);
+  check_shape("embedding_bwd", "dout", dout, {T, H});
+  const int32_t* id = ids.as<int32_t>();
+  for (int64_t t = 0; t < T; ++t)
+    if (id[t] < 0 || id[t] >= V)
+      fail("embedding_bwd: token id {} at position {} is outside the vocabulary [0, {})", id[t], t,
+           V);
+  float* dt = dtable.as<float>();
+  if (beta == 0.0f) {
+    zero(dtable, {});
+  } else if (beta != 1.0f) {
+    const int64_t n = V * H;
+#pragma omp parallel for schedule(static) if (n >= kParallelWork)
+    for (int64_t i = 0; i < n; ++i) dt[i] *= beta;
+  }
+  // Each thread owns a block of columns and adds the rows in token order: no two threads touch
+  // the same element, and every element sees the same addition order for any thread count.
+  constexpr int64_t kCols = 64;
+  const int64_t nblk = (H + kCols - 1) / kCols;
+  dispatch_float(dout.dtype, "embedding_bwd", "dout", [&](auto tag) {
+    using T_ = decltype(tag);
+    const T_* g = dout.as<T_>();
+#pragma omp parallel for schedule(static) if (T * H >= kParallelWork)
+    for (int64_t b = 0; b < nblk; ++b) {
+      const int64_t j0 = b * kCols, j1 = std::min(H, j0 + kCols);
+      for (int64_t t = 0; t < T; ++t) {
+        float* row = dt + id[t] * H;
+        const T_* grow = g + t * H;
+        for (int64_t j = j0; j < j1; ++j) row[j] += ld(grow, j);
+      }
+    }
+  });
+}
+
+void CpuOps::rmsnorm_fwd(const Tensor& y, const Tensor& rstd, const Tensor& x, const Tensor& w,
+                         float eps, Stream) {
+  check_shape("rmsnorm_fwd", "x", x, {-1, -1});
+  const int64_t T = x.dim(0), H = x.dim(1);
+  check_shape("rmsnorm_fwd", "y", y, {T, H});
+  check_shape("rmsnorm_fwd", "w", w, {H});
+  check_shape("rmsnorm_fwd", "rstd", rstd, {T});
+  check_dtype("rmsnorm_fwd", "rstd", rstd, DType::kF32);
+  check_same_dtype("rmsnorm_fwd", "y", y, "x", x);
+  check_same_dtype("rmsnorm_fwd", "w", w, "x", x);
+  float* rs = rstd.as<float>();
+  dispatch_float(x.dtype, "rmsnorm_fwd", "x", [&](auto tag) {
+    using T_ = decltype(tag);
+    const T_* px = x.as<T_>();
+    const T_* pw = w.as<T_>();
+    T_* py = y.as<T_>();
+#pragma omp parallel for schedule(static) if (T * H >= kParallelWork)
+    for (int64_t t = 0; t < T; ++t) {
+      const T_* xr = px + t * H;
+      float acc[16] = {};
+      int64_t j = 0;
+      for (; j + 16 <= H; j += 16)
+        for (int k = 0; k < 16; ++k) {
+          const float v = ld(xr, j + k);
+          acc[k] += v * v;
+        }
+      for (int k = 0; j < H; ++j, ++k) {
+        const float v = ld(xr, j);
+        acc[k] += v * v;
+      }
+      for (int wd = 8; wd >= 1; wd /= 2)
+        for (int k = 0; k < wd; ++k) acc[k] += acc[k + wd];
+      const float r = 1.0f / std::sqrt(acc[0] / static_cast<float>(H) + eps);
+      rs[t] = r;
+      T_* yr = py + t * H;
+      for (int64_t c = 0; c < H; ++c) st(yr, c, ld(pw, c) * round_to<T_>(ld(xr, c) * r));
+    }
+  });
+}
+
+void CpuOps::rmsnorm_bwd(const Tensor& dx, bool accumulate_dx, const Tensor& dw, float beta_dw,
+                         const Tensor& dy, const Tensor& x, const Tensor& w, const Tensor& rstd,
+                         Stream) {
+  check_shape("rmsnorm_bwd", "x", x, {-1, -1});
+  const int64_t T = x.dim(0), H = x.dim(1);
+  check_shape("rmsnorm_bwd", "dx", dx, {T, H});
+  check_shape("rmsnorm_bwd", "dy", dy, {T, H});
+  check_shape("rmsnorm_bwd", "w", w, {H});
+  check_shape("rmsnorm_bwd", "dw", dw, {H});
+  check_shape("rmsnorm_bwd", "rstd", rstd, {T});
+  check_dtype("rmsnorm_bwd", "dw", dw, DType::kF32);
+  check_dtype("rmsnorm_bwd", "rstd", rstd, DType::kF32);
+  check_same_dtype("rmsnorm_bwd", "dx", dx, "x", x);
+  check_same_dtype("rmsnorm_bwd", "dy", dy, "x", x);
+  check_same_dtype("rmsnorm_bwd", "w", w, "x", x);
+  const float* rs = rstd.as<float>();
+  float* pdw = dw.as<float>();
+  dispatch_float(x.dtype, "rmsnorm_bwd", "x", [&](auto tag) {
+    using T_ = decltype(tag);
+    const T_* px = x.as<T_>();
+    const T_* pw = w.as<T_>();
+    const T_* pdy = dy.as<T_>();
+    T_* pdx = dx.as<T_>();
+    // dw first (dx may alias dy): column blocks, rows added in order.
+    constexpr int64_t kCols = 64;
+    const int64_t nblk = (H + kCols - 1) / kCols;
+#pragma omp parallel for schedule(static) if (T * H >= kParallelWork)
+    for (int64_t b = 0; b < nblk; ++b) {
+      const int64_t j0 = b * kCols, n = std::min(H, j0 + kCols) - j0;
+      float acc[kCols] = {};
+      for (int64_t t = 0; t < T; ++t) {
+        const T_* xr = px + t * H + j0;
+        const T_* gr = pdy + t * H + j0;
+        const float r = rs[t];
+        for (int64_t j = 0; j < n; ++j) acc[j] += ld(gr, j) * round_to<T_>(ld(xr, j) * r);
+      }
+      for (int64_t j = 0; j < n; ++j)
+        pdw[j0 + j] = (beta_dw == 0.0f ? 0.0f : beta_dw * pdw[j0 + j]) + acc[j];
+    }
+#pragma omp parallel for schedule(static) if (T * H >= kParallelWork)
+    for (int64_t t = 0; t < T; ++t) {
+      const T_* xr = px + t * H;
+      const T_* gr = pdy + t * H;
+      T_* dxr = pdx + t * H;
+      const float r = rs[t];
+      float acc[16] = {};
+      int64_t j = 0;
+      for (; j + 16 <= H; j += 16)
+        for (int k = 0; k < 16; ++k)
+          acc[k] += (ld(gr, j + k) * ld(pw, j + k)) * (ld(xr, j + k) * r);
+      for (int k = 0; j < H; ++j, ++k) acc[k] += (ld(gr, j) * ld(pw, j)) * (ld(xr, j) * r);
+      for (int wd = 8; wd >= 1; wd /= 2)
+        for (int k = 0; k < wd; ++k) acc[k] += acc[k + wd];
+      const float mean = acc[0] / static_cast<float>(H);
+      for (int64_t c = 0; c < H; ++c) {
+        const float g = ld(gr, c) * ld(pw, c);
+        const float v = r * (g - (ld(xr, c) * r) * mean);
+        st(dxr, c, accumulate_dx ? ld(dxr, c) + v : v);
+      }
+    }
+  });
+}
+
+void CpuOps::bias_grad(const Tensor& db, const Tensor& dy, float beta, Stream) {
+  check_shape("bias_grad", "dy", dy, {-1, -1});
+  const int64_t M = dy.dim(0), N = dy.dim(1);
+  check_shape("bias_grad", "db", db, {N});
+  check_dtype("bias_grad", "db", db, DType::kF32);
+  float* out = db.as<float>();
+  constexpr int64_t kCols = 64;
+  const int64_t nblk = (N + kCols - 1) / kCols;
+  dispatch_float(dy.dtype, "bias_grad", "dy", [&](auto tag) {
+    using T_ = decltype(tag);
+    const T_* g = dy.as<T_>();
+#pragma omp parallel for schedule(static) if (M * N >= kParallelWork)
+    for (int64_t b = 0; b < nblk; ++b) {
+      const int64_t j0 = b * kCols, n = std::min(N, j0 + kCols) - j0;
+      float acc[kCols] = {};
+      for (int64_t i = 0; i < M; ++i)
+        for (int64_t j = 0; j < n; ++j) acc[j] += ld(g + i * N + j0, j);
+      for (int64_t j = 0; j < n; ++j)
+        out[j0 + j] = (beta == 0.0f ? 0.0f : beta * out[j0 + j]) + acc[j];
+    }
+  });
+}
+
+void CpuOps::rope_tables(const Tensor& cos, const Tensor& sin, const Tensor& pos,
+                         const Tensor& inv_freq, float attention_scaling, Stream) {
+  check_shape("rope_tables", "inv_freq", inv_freq, {-1});
+  check_dtype("rope_tables", "inv_freq", inv_freq, DType::kF32);
+  const int64_t half = inv_freq.dim(0);
+  check_shape("rope_tables", "pos", pos, {-1});
+  check_dtype("rope_tables", "pos", pos, DType::kI32);
+  const int64_t T = pos.dim(0);
+  check_shape("rope_tables", "cos", cos, {T, half});
+  check_shape("rope_tables", "sin", sin, {T, half});
+  check_dtype("rope_tables", "cos", cos, DType::kF32);
+  check_dtype("rope_tables", "sin", sin, DType::kF32);
+  const int32_t* p = pos.as<int32_t>();
+  const float* f = inv_freq.as<float>();
+  float* c = cos.as<float>();
+  float* s = sin.as<float>();
+#pragma omp parallel for schedule(static) if (T * half * 16 >= kParallelWork)
+  for (int64_t t = 0; t < T; ++t) {
+    const float pt = static_cast<float>(p[t]);
+    for (int64_t i = 0; i < half; ++i) {
+      const float a = f[i] * pt;
+      c[t * half + i] = std::cos(a) * attention_scaling;
+      s[t * half + i] = std::sin(a) * attention_scaling;
+    }
+  }
+}
+
+namespace {
+
+// Rotates x [T, heads, D] in place by +angle (sign = 1) or -angle (sign = -1).
+void rope_apply(const char* op, const Tensor& x, const Tensor& cos, const Tensor& sin, float sign) {
+  check_shape(op, "x", x, {-1, -1, -1});
+  const int64_t T = x.dim(0), NH = x.dim(1), D = x.dim(2), half = D / 2;
+  if (D % 2 != 0) fail("{}: head dim {} is odd", op, D);
+  check_shape(op, "cos", cos, {T, half});
+  check_shape(op, "sin", sin, {T, half});
+  check_dtype(op, "cos", cos, DType::kF32);
+  check_dtype(op, "sin", sin, DType::kF32);
+  const float* c = cos.as<float>();
+  const float* s = sin.as<float>();
+  dispatch_float(x.dtype, op, "x", [&](auto tag) {
+    using T_ = decltype(tag);
+    T_* px = x.as<T_>();
+#pragma omp parallel for schedule(static) if (T * NH * D >= kParallelWork)
+    for (int64_t t = 0; t < T; ++t) {
+      const float* ct = c + t * half;
+      const float* stb = s + t * half;
+      for (int64_t h = 0; h < NH; ++h) {
+        T_* v = px + (t * NH + h) * D;
+        for (int64_t i = 0; i < half; ++i) {
+          const float a = ld(v, i), b = ld(v, i + half);
+          const float si = sign * stb[i];
+          st(v, i, a * ct[i] - b * si);
+          st(v, i + half, b * ct[i] + a * si);
+        }
+      }
+    }
+  });
+}
+
+}  // namespace
+
+void CpuOps::rope_fwd(const Tensor& x, const Tensor& cos, const Tensor& sin, Stream) {
+  rope_apply("rope_fwd", x, cos, sin, 1.0f);
+}
+
+void CpuOps::rope_bwd(const Tensor& dx, const Tensor& cos, const Tensor& sin, Stream) {
+  rope_apply("rope_bwd", dx, cos, sin, -1.0f);
+}
+
+void CpuOps::swiglu_fwd(const Tensor& out, const Tensor& gate, const Tensor& up, Stream) {
+  check_same_dtype("swiglu_fwd", "out", out, "gate", gate);
+  check_same_dtype("swiglu_fwd", "out", out, "up", up);
+  if (out.numel() != gate.numel() || out.numel() != up.numel())
+    fail("swiglu_fwd: out {}, gate {}, up {} differ in size", out.describe(), gate.describe(),
+         up.describe());
+  const int64_t n = out.numel();
+  dispatch_float(out.dtype, "swiglu_fwd", "out", [&](auto tag) {
+    using T_ = decltype(tag);
+    const T_* g = gate.as<T_>();
+    const T_* u = up.as<T_>();
+    T_* o = out.as<T_>();
+#pragma omp parallel for schedule(static) if (n * 8 >= kParallelWork)
+    for (int64_t i = 0; i < n; ++i) {
+      const float gv = ld(g, i);
+      st(o, i, gv / (1.0f + std::exp(-gv)) * ld(u, i));
+    }
+  });
+}
+
+void CpuOps::swiglu_bwd(const Tensor& dgate, const Tensor& dup, const Tensor& dout,
+                        const Tensor& gate, const Tensor& up, Stream) {
+  for (const Tensor* t : {&dup, &dout, &gate, &up})
+    check_same_dtype("swiglu_bwd", "dgate", dgate, "every argument", *t);
+  const int64_t n = gate.numel();
+  if (dgate.numel() != n || dup.numel() != n || dout.numel() != n || up.numel() != n)
+    fail("swiglu_bwd: arguments differ in size (gate {}, up {}, dout {})", gate.describe(),
+         up.describe(), dout.describe());
+  dispatch_float(gate.dtype, "swiglu_bwd", "gate", [&](auto tag) {
+    using T_ = decltype(tag);
+    const T_* g = gate.as<T_>();
+    const T_* u = up.as<T_>();
+    const T_* d = dout.as<T_>();
+    T_* dg = dgate.as<T_>();
+    T_* du = dup.as<T_>();
+#pragma omp parallel for schedule(static) if (n * 8 >= kParallelWork)
+    for (int64_t i = 0; i < n; ++i) {
+      const float gv = ld(g, i), uv = ld(u, i), dv = ld(d, i);
+      const float sig = 1.0f / (1.0f + std::exp(-gv));
+      const float silu = gv * sig;
+      st(du, i, dv * silu);
+      st(dg, i, dv * uv * (sig * (1.0f + gv * (1.0f - sig))));
+    }
+  });
+}
+
+size_t CpuOps::sumsq_workspace_bytes(const Tensor& x) const {
+  const int64_t nblk = (x.numel() + kSumsqBlock - 1) / kSumsqBlock;
+  return WorkspaceCarver::bytes(nblk, sizeof(double));
+}
+
+void CpuOps::sumsq(double* out, const Tensor& x, const Tensor& workspace, Stream) {
+  const int64_t n = x.numel();
+  const int64_t nblk = (n + kSumsqBlock - 1) / kSumsqBlock;
+  check_workspace("sumsq", workspace, sumsq_workspace_bytes(x));
+  double* part = static_cast<double*>(workspace.data);
+  dispatch_float(x.dtype, "sumsq", "x", [&](auto tag) {
+    using T_ = decltype(tag);
+    const T_* p = x.as<T_>();
+#pragma omp parallel for schedule(static) if (n >= kParallelWork)
+    for (int64_t b = 0; b < nblk; ++b) {
+      const int64_t i0 = b * kSumsqBlock, i1 = std::min(n, i0 + kSumsqBlock);
+      double acc[8] = {};
+      int64_t i = i0;
+      for (; i + 8 <= i1; i += 8)
+        for (int k = 0; k < 8; ++k) {
+          const double v = ld(p, i + k);
+          acc[k] += v * v;
+        }
+      for (int k = 0; i < i1; ++i, ++k) {
+        const double v = ld(p, i);
+        acc[k] += v * v;
+      }
+      part[b] = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+    }
+  });
+  double total = 0.0;
+  for (int64_t b = 0; b < nblk; ++b) total += part[b];
+  *out = total;
+}
+
+}  // namespace zt

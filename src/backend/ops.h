@@ -1,0 +1,181 @@
+// Ops: the device interface the model is written against (DESIGN §4). One instance per device;
+// implementations: backend/cpu (OpenMP + OpenBLAS, the reference) and later backend/cuda.
+//
+// Conventions shared by every op:
+// - Tensors are non-owning row-major views; on a CUDA backend their pointers are device pointers.
+//   Shapes are given as [rows, cols] etc.; an op checks dims/dtypes and throws zt::Error naming
+//   the op, the argument and what it got vs expected.
+// - Floating-point storage is kF32 or kBF16 ("bf16-storage": loads widen to fp32, arithmetic is
+//   fp32, stores round to nearest even). Index tensors are kI32.
+// - Ops never allocate. Scratch memory is a `workspace` byte tensor (kU8, any shape) of at least
+//   the bytes the matching `*_workspace_bytes` query returns for the same shapes/dtypes.
+// - Every op is enqueued on a Stream (cudaStream_t on CUDA; ignored on the CPU, where ops run
+//   synchronously). Results that come back to the host (sumsq, cross-entropy stats) are written to
+//   host memory and are valid once the stream is synchronised.
+// - Deterministic: reductions run in a fixed order that does not depend on the thread count
+//   or on buffer addresses; no floating-point atomics.
+// - "beta" arguments: 0 overwrites the output, 1 accumulates into it (out = beta*out + result).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "core/tensor.h"
+
+namespace zt {
+
+// Opaque queue handle: a cudaStream_t on CUDA, unused (nullptr) on the CPU.
+struct Stream {
+  void* handle = nullptr;
+};
+
+// Whether a matmul operand is used as stored (kN) or transposed (kT).
+enum class Trans : uint8_t { kN, kT };
+
+// Sequence boundaries of a padding-free micro-batch: example i occupies rows
+// [cu_seqlens[i], cu_seqlens[i+1]) of every [T, …] activation. Attention never crosses them.
+struct Varlen {
+  Tensor cu_seqlens;                 // [n+1] i32 on the op's device; 0 = first, T = last
+  std::span<const int32_t> cu_host;  // the same n+1 values in host memory
+  int64_t max_seqlen = 0;            // max_i (cu[i+1] - cu[i]), for workspace and launch sizes
+  int64_t num_seqs() const { return static_cast<int64_t>(cu_host.size()) - 1; }
+};
+
+// What linear_cross_entropy_fwd_bwd returns (host memory).
+struct CeStats {
+  double loss_sum = 0.0;  // sum over target tokens of CE(logits_t, target_t), nats (unscaled)
+  int64_t correct = 0;    // target tokens with argmax(logits_t) == target_t (first max wins)
+  int64_t count = 0;      // target tokens (targets != -100)
+};
+
+class Ops {
+ public:
+  virtual ~Ops() = default;
+  virtual Device device() const = 0;
+  // "cpu (2 threads, OpenBLAS)" etc., for logs.
+  virtual std::string name() const = 0;
+
+  // ---- memory
+
+  // x[:] = 0 (any dtype).
+  virtual void zero(const Tensor& x, Stream s) = 0;
+  // dst (device) = the dst.nbytes() bytes at host pointer src; and the reverse. On CUDA the host
+  // memory must stay valid until the stream is synchronised.
+  virtual void copy_from_host(const Tensor& dst, const void* src, Stream s) = 0;
+  virtual void copy_to_host(void* dst, const Tensor& src, Stream s) = 0;
+  // Waits until everything enqueued on s has finished (no-op on the CPU).
+  virtual void synchronize(Stream s) = 0;
+  // dst = src converted (f32 <-> bf16, or a copy for equal dtypes); same numel.
+  virtual void cast(const Tensor& dst, const Tensor& src, Stream s) = 0;
+  // out = a + b, elementwise, same numel; out may alias a or b.
+  virtual void add(const Tensor& out, const Tensor& a, const Tensor& b, Stream s) = 0;
+
+  // ---- embedding (HF nn.Embedding)
+
+  // out[T, H] = table[ids[t], :]; ids [T] i32. An id outside [0, V) throws zt::Error naming the
+  // position and value (CPU; CUDA reports it after the step).
+  virtual void embedding_fwd(const Tensor& out, const Tensor& table, const Tensor& ids,
+                             Stream s) = 0;
+  // dtable[V, H] (f32) = beta*dtable + scatter-add of dout[T, H] rows at ids[t]. Rows are added
+  // in token order (deterministic; parallel over columns).
+  virtual void embedding_bwd(const Tensor& dtable, const Tensor& dout, const Tensor& ids,
+                             float beta, Stream s) = 0;
+
+  // ---- RMSNorm (HF Qwen2RMSNorm / LlamaRMSNorm)
+
+  // rstd[t] = 1/sqrt(mean_j(x32[t,j]^2) + eps) (f32 [T]); y[t,j] = w[j] *
+  // to_dtype(x32[t,j]*rstd[t]) — the normalised value is rounded to x's storage dtype *before* the
+  // weight multiply, as HF does. x, y [T, H]; w [H].
+  virtual void rmsnorm_fwd(const Tensor& y, const Tensor& rstd, const Tensor& x, const Tensor& w,
+                           float eps, Stream s) = 0;
+  // Backward of rmsnorm_fwd. dw[H] (f32) = beta_dw*dw + sum_t dy[t,:]*n[t,:] (n the rounded
+  // normalised value, rows summed in order t = 0..T-1); dx[T,H] = (accumulate_dx ? dx : 0) +
+  // rstd*(g - n̂*mean_j(g*n̂)) with g = dy*w and n̂ = x*rstd (the cast is treated as identity).
+  // dx may alias dy.
+  virtual void rmsnorm_bwd(const Tensor& dx, bool accumulate_dx, const Tensor& dw, float beta_dw,
+                           const Tensor& dy, const Tensor& x, const Tensor& w, const Tensor& rstd,
+                           Stream s) = 0;
+
+  // ---- matmul (fp32 accumulate)
+
+  // C[M, N] = alpha * op(A) · op(B) + beta * C + bias[N] (bias broadcast over rows; empty Tensor
+  // = none). op(A) is [M, K]: A is [M, K] for kN, [K, M] for kT; op(B) is [K, N]: B is [K, N] for
+  // kN, [N, K] for kT. All 2-D. Used as x·Wᵀ (kN, kT), dY·W (kN, kN) and dYᵀ·X (kT, kN).
+  // A, B, C, bias: f32 or bf16 independently; products are summed in fp32.
+  virtual size_t matmul_workspace_bytes(const Tensor& C, const Tensor& A, Trans ta, const Tensor& B,
+                                        Trans tb) const = 0;
+  virtual void matmul(const Tensor& C, const Tensor& A, Trans ta, const Tensor& B, Trans tb,
+                      const Tensor& bias, float alpha, float beta, const Tensor& workspace,
+                      Stream s) = 0;
+  // db[N] (f32) = beta*db + sum over rows of dy[M, N] (rows summed in order) — a bias gradient.
+  virtual void bias_grad(const Tensor& db, const Tensor& dy, float beta, Stream s) = 0;
+
+  // ---- RoPE (HF rotate_half form: the head vector is split in halves, not interleaved)
+
+  // cos/sin [T, D/2] f32: angle = inv_freq[i] * float(pos[t]) (fp32 product, as HF's fp32
+  // `inv_freq @ position_ids`), cos = cos(angle)*attention_scaling, sin likewise. pos [T] i32,
+  // inv_freq [D/2] f32. (HF's emb = cat(freqs, freqs) is implied: both halves use index i.)
+  virtual void rope_tables(const Tensor& cos, const Tensor& sin, const Tensor& pos,
+                           const Tensor& inv_freq, float attention_scaling, Stream s) = 0;
+  // In place on x [T, heads, D]: x' = x*cos + rotate_half(x)*sin, rotate_half([a, b]) = [-b, a]:
+  // x'[i] = x[i]c_i - x[i+D/2]s_i, x'[i+D/2] = x[i+D/2]c_i + x[i]s_i.
+  virtual void rope_fwd(const Tensor& x, const Tensor& cos, const Tensor& sin, Stream s) = 0;
+  // In place on dx [T, heads, D]: the transpose of the rotation (rotation by -angle).
+  virtual void rope_bwd(const Tensor& dx, const Tensor& cos, const Tensor& sin, Stream s) = 0;
+
+  // ---- attention (causal, GQA, varlen; HF eager attention maths with an fp32 softmax)
+
+  // out[T, Hq, D] = softmax(scale * q·kᵀ + causal mask within each sequence) · v, with
+  // q [T, Hq, D], k, v [T, Hkv, D]; query head h reads KV head h / (Hq/Hkv). lse [Hq, T] f32 gets
+  // the log-sum-exp of each row's scaled scores (saved for the backward).
+  virtual size_t attention_workspace_bytes(const Tensor& q, const Tensor& k,
+                                           const Varlen& seqs) const = 0;
+  virtual void attention_fwd(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k,
+                             const Tensor& v, const Varlen& seqs, float scale,
+                             const Tensor& workspace, Stream s) = 0;
+  // Backward of attention_fwd: writes (overwrites) dq [T, Hq, D], dk, dv [T, Hkv, D] from dout and
+  // the forward's q, k, v, out, lse. Contributions of the Hq/Hkv query heads to one KV head are
+  // summed in head order.
+  virtual void attention_bwd(const Tensor& dq, const Tensor& dk, const Tensor& dv,
+                             const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v,
+                             const Tensor& out, const Tensor& lse, const Varlen& seqs, float scale,
+                             const Tensor& workspace, Stream s) = 0;
+
+  // ---- SwiGLU MLP activation (HF: act_fn(gate_proj(x)) * up_proj(x), act_fn = silu)
+
+  // out = silu(gate) * up, silu(g) = g / (1 + exp(-g)); all [T, I].
+  virtual void swiglu_fwd(const Tensor& out, const Tensor& gate, const Tensor& up, Stream s) = 0;
+  // dup = dout*silu(gate); dgate = dout*up*silu'(gate), silu'(g) = σ(g)(1 + g(1 - σ(g))).
+  // dgate may alias gate and dup may alias up (elementwise, in place).
+  virtual void swiglu_bwd(const Tensor& dgate, const Tensor& dup, const Tensor& dout,
+                          const Tensor& gate, const Tensor& up, Stream s) = 0;
+
+  // ---- fused LM head + cross-entropy (HF ForCausalLMLoss with reduction "sum")
+
+  // For every row t with targets[t] != -100: logits_t = hidden[t] · weightᵀ (fp32, never stored
+  // for more than a chunk of rows), loss_t = logsumexp(logits_t) - logits_t[target], argmax.
+  // stats = {Σ loss_t, #argmax hits, #targets}. When dhidden is non-empty, also the gradient of
+  // grad_scale * Σ loss_t: dhidden[T, H] = grad_scale*(softmax - onehot)·weight (rows without a
+  // target get 0) and dweight[V, H] (f32) = beta_dw*dweight + grad_scale*(softmax - onehot)ᵀ·hidden
+  // (chunks accumulated in row order). hidden [T, H]; weight [V, H]; targets [T] i32 in [0, V) or
+  // -100 (else zt::Error naming the position and value).
+  virtual size_t linear_cross_entropy_workspace_bytes(const Tensor& hidden,
+                                                      const Tensor& weight) const = 0;
+  virtual void linear_cross_entropy_fwd_bwd(CeStats* stats, const Tensor& dhidden,
+                                            const Tensor& dweight, float beta_dw,
+                                            const Tensor& hidden, const Tensor& weight,
+                                            const Tensor& targets, float grad_scale,
+                                            const Tensor& workspace, Stream s) = 0;
+
+  // ---- reductions
+
+  // *out = Σ x_i² in fp64 (x f32 or bf16, any shape), summed in fixed blocks of
+  // kSumsqBlock elements whose partials are added in block order — independent of threads.
+  static constexpr int64_t kSumsqBlock = 16384;
+  virtual size_t sumsq_workspace_bytes(const Tensor& x) const = 0;
+  virtual void sumsq(double* out, const Tensor& x, const Tensor& workspace, Stream s) = 0;
+};
+
+}  // namespace zt

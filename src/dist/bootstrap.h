@@ -1,0 +1,45 @@
+// How a process finds its Comm (DESIGN §7): under `mpirun` the MPI Comm; with the torchrun /
+// accelerate / `zerotune launch` variables the TCP Comm; otherwise a single process.
+//
+// Environment read:
+//   MPI job:  OMPI_COMM_WORLD_SIZE (OpenMPI's mpirun) or PMIX_RANK (srun --mpi=pmix) present.
+//   TCP job:  WORLD_SIZE > 1 with RANK, MASTER_ADDR, MASTER_PORT (required) and LOCAL_RANK,
+//             LOCAL_WORLD_SIZE (default: RANK and WORLD_SIZE, i.e. one host).
+//   Knobs:    ZT_COMM_TIMEOUT_S (TCP collective progress timeout, default 1800),
+//             ZT_RENDEZVOUS_TIMEOUT_S (default 300), ZT_COMM_CHUNK_ELEMENTS (reduce-scatter chunk
+//             per peer, default 1048576).
+// When both kinds of variables are present, MPI wins.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "dist/comm.h"
+#include "dist/comm_tcp.h"
+
+namespace zt::dist {
+
+enum class Launcher { kSingle, kMpi, kTcp };
+
+// What the environment says about this process's place in the job.
+struct LaunchEnv {
+  Launcher launcher = Launcher::kSingle;
+  TcpRendezvous tcp;    // rank, sizes and master address (kTcp; rank 0 of 1 otherwise)
+  CommOptions options;  // from the ZT_* knobs
+};
+
+// Looks up an environment variable: nullptr when unset.
+using EnvLookup = std::function<const char*(const char*)>;
+
+// Reads the variables above through `env`. Throws zt::Error naming the variable, its value and what
+// was expected (non-integer, RANK outside [0, WORLD_SIZE), missing MASTER_ADDR/MASTER_PORT, …).
+LaunchEnv read_launch_env(const EnvLookup& env);
+
+// The Comm for `where` (MPI, TCP rendezvous, or SingleComm).
+std::unique_ptr<Comm> make_comm(const LaunchEnv& where);
+
+// make_comm(read_launch_env(std::getenv)).
+std::unique_ptr<Comm> make_comm_from_environment();
+
+}  // namespace zt::dist

@@ -1,0 +1,178 @@
+// Local process launcher (see local_launch.h): fork/exec, signal forwarding with sigtimedwait,
+// stop-all on first failure.
+#include "dist/local_launch.h"
+
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <limits>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "dist/tcp_socket.h"
+
+extern char** environ;
+
+namespace zt::dist {
+
+namespace {
+
+bool dropped_variable(const std::string& entry) {
+  static constexpr const char* kOwn[] = {
+      "RANK=", "WORLD_SIZE=", "LOCAL_RANK=", "LOCAL_WORLD_SIZE=", "MASTER_ADDR=", "MASTER_PORT="};
+  for (const char* k : kOwn)
+    if (entry.rfind(k, 0) == 0) return true;
+  return entry.rfind("OMPI_", 0) == 0 || entry.rfind("PMIX_", 0) == 0 ||
+         entry.rfind("PMI_", 0) == 0;
+}
+
+int status_code(int st) {
+  if (WIFEXITED(st)) return WEXITSTATUS(st);
+  if (WIFSIGNALED(st)) return 128 + WTERMSIG(st);
+  return 1;
+}
+
+std::string describe_status(int st) {
+  if (WIFEXITED(st)) return fmt::format("exited with status {}", WEXITSTATUS(st));
+  if (WIFSIGNALED(st))
+    return fmt::format("was killed by signal {} ({})", WTERMSIG(st), strsignal(WTERMSIG(st)));
+  return "stopped";
+}
+
+}  // namespace
+
+int pick_free_port(const std::string& addr) {
+  int port = 0;
+  tcp::Fd fd = tcp::listen_on(addr, 0, &port);
+  return port;
+}
+
+int run_local_launch(const LocalLaunch& spec) {
+  if (spec.num_processes < 1) fail("launch: num_processes {} (expected >= 1)", spec.num_processes);
+  const int n = spec.num_processes;
+  const int port = spec.master_port > 0 ? spec.master_port : pick_free_port(spec.master_addr);
+
+  // Everything the children need is built before fork: the child only calls async-signal-safe
+  // functions between fork and exec.
+  std::vector<std::string> base_env;
+  for (char** e = environ; *e; ++e)
+    if (!dropped_variable(*e)) base_env.emplace_back(*e);
+  for (const auto& [k, v] : spec.extra_env) base_env.push_back(k + "=" + v);
+  base_env.push_back(fmt::format("WORLD_SIZE={}", n));
+  base_env.push_back(fmt::format("LOCAL_WORLD_SIZE={}", n));
+  base_env.push_back("MASTER_ADDR=" + spec.master_addr);
+  base_env.push_back(fmt::format("MASTER_PORT={}", port));
+  std::vector<std::vector<std::string>> envs(static_cast<size_t>(n), base_env);
+  std::vector<std::vector<char*>> envps(static_cast<size_t>(n));
+  for (int r = 0; r < n; ++r) {
+    auto& e = envs[static_cast<size_t>(r)];
+    e.push_back(fmt::format("RANK={}", r));
+    e.push_back(fmt::format("LOCAL_RANK={}", r));
+    for (auto& s : e) envps[static_cast<size_t>(r)].push_back(s.data());
+    envps[static_cast<size_t>(r)].push_back(nullptr);
+  }
+  std::vector<std::string> args = spec.args;
+  std::string exe = spec.exe;
+  std::vector<char*> argv;
+  argv.push_back(exe.data());
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+
+  sigset_t watch, old;
+  sigemptyset(&watch);
+  for (int s : {SIGCHLD, SIGINT, SIGTERM, SIGHUP}) sigaddset(&watch, s);
+  if (sigprocmask(SIG_BLOCK, &watch, &old) != 0)
+    fail("launch: sigprocmask: {}", std::strerror(errno));
+
+  const pid_t parent = getpid();
+  std::vector<pid_t> pids(static_cast<size_t>(n), -1);
+  std::vector<bool> alive(static_cast<size_t>(n), false);
+  int alive_count = 0;
+  auto signal_alive = [&](int sig) {
+    for (int r = 0; r < n; ++r)
+      if (alive[static_cast<size_t>(r)]) kill(pids[static_cast<size_t>(r)], sig);
+  };
+  log::info("launch: starting {} process(es), MASTER_ADDR={} MASTER_PORT={}", n, spec.master_addr,
+            port);
+  for (int r = 0; r < n; ++r) {
+    const pid_t pid = fork();
+    if (pid < 0) {
+      const int err = errno;
+      signal_alive(SIGKILL);
+      while (wait(nullptr) > 0) {
+      }
+      sigprocmask(SIG_SETMASK, &old, nullptr);
+      fail("launch: cannot start rank {}: fork failed: {}", r, std::strerror(err));
+    }
+    if (pid == 0) {
+      sigprocmask(SIG_SETMASK, &old, nullptr);
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid() != parent) _exit(1);
+      execve(exe.c_str(), argv.data(), envps[static_cast<size_t>(r)].data());
+      const char msg[] = "zerotune: launch: execve failed\n";
+      ssize_t ignored = write(2, msg, sizeof(msg) - 1);
+      (void)ignored;
+      _exit(127);
+    }
+    pids[static_cast<size_t>(r)] = pid;
+    alive[static_cast<size_t>(r)] = true;
+    ++alive_count;
+  }
+
+  int result = 0;         // first failure's code, or 128 + forwarded signal
+  bool stopping = false;  // we asked the children to stop
+  int forwarded = 0;      // user signals received
+  double kill_at = std::numeric_limits<double>::infinity();
+  while (alive_count > 0) {
+    timespec ts{0, 100 * 1000 * 1000};
+    siginfo_t info{};
+    const int sig = sigtimedwait(&watch, &info, &ts);
+    if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) {
+      ++forwarded;
+      if (forwarded == 1) {
+        log::warn("launch: got signal {} ({}); forwarding it to {} process(es)", sig,
+                  strsignal(sig), alive_count);
+        signal_alive(sig);
+        if (result == 0) result = 128 + sig;
+        stopping = true;
+        kill_at = tcp::now_s() + spec.kill_grace_s;
+      } else {
+        log::warn("launch: second signal; killing the remaining process(es)");
+        signal_alive(SIGKILL);
+      }
+    }
+    for (int r = 0; r < n; ++r) {
+      if (!alive[static_cast<size_t>(r)]) continue;
+      int st = 0;
+      const pid_t got = waitpid(pids[static_cast<size_t>(r)], &st, WNOHANG);
+      if (got != pids[static_cast<size_t>(r)]) continue;
+      alive[static_cast<size_t>(r)] = false;
+      --alive_count;
+      const int code = status_code(st);
+      if (code != 0 && !stopping) {
+        result = code;
+        stopping = true;
+        log::warn("launch: rank {} (pid {}) {}; stopping the other {} process(es)", r,
+                  pids[static_cast<size_t>(r)], describe_status(st), alive_count);
+        signal_alive(SIGTERM);
+        kill_at = tcp::now_s() + spec.kill_grace_s;
+      } else if (code != 0) {
+        log::debug("launch: rank {} {}", r, describe_status(st));
+      }
+    }
+    if (alive_count > 0 && tcp::now_s() >= kill_at) {
+      log::warn("launch: {} process(es) still running {:g} s after SIGTERM; killing them",
+                alive_count, spec.kill_grace_s);
+      signal_alive(SIGKILL);
+      kill_at = std::numeric_limits<double>::infinity();
+    }
+  }
+  sigprocmask(SIG_SETMASK, &old, nullptr);
+  return result;
+}
+
+}  // namespace zt::dist

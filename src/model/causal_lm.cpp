@@ -1,0 +1,399 @@
+// CausalLM: pool planning, forward and backward. Parameter I/O is in model_weights.cpp.
+#include "model/causal_lm.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "core/error.h"
+
+namespace zt {
+
+namespace {
+constexpr DType kF32 = DType::kF32;
+constexpr DType kI32 = DType::kI32;
+}  // namespace
+
+CausalLM::CausalLM(ModelConfig cfg, Ops& ops, MemoryResource& memory, ModelOptions options)
+    : cfg_(std::move(cfg)),
+      layout_(cfg_),
+      ops_(ops),
+      opt_(options),
+      params_("parameters", memory),
+      grads_("gradients", memory),
+      acts_("activations", memory),
+      ws_("workspace", memory),
+      inputs_("inputs", memory) {
+  if (opt_.dtype != DType::kF32 && opt_.dtype != DType::kBF16)
+    fail("model: dtype {} is not supported (f32 or bf16)", dtype_name(opt_.dtype));
+  if (opt_.max_tokens < 1) fail("model: max_tokens must be >= 1 (got {})", opt_.max_tokens);
+  if (opt_.max_seqlen == 0) opt_.max_seqlen = opt_.max_tokens;
+  if (opt_.max_seqlen < 1 || opt_.max_seqlen > opt_.max_tokens)
+    fail("model: max_seqlen {} must be in [1, max_tokens = {}]", opt_.max_seqlen, opt_.max_tokens);
+  if (cfg_.head_dim % 2 != 0) fail("model: head_dim {} of {} is odd", cfg_.head_dim, cfg_.source);
+  plan_and_allocate(memory);
+}
+
+void CausalLM::plan_and_allocate(MemoryResource&) {
+  const int64_t T = opt_.max_tokens, H = cfg_.hidden_size, I = cfg_.intermediate_size;
+  const int64_t Hq = cfg_.num_attention_heads, Hkv = cfg_.num_key_value_heads, D = cfg_.head_dim;
+  const int64_t V = cfg_.vocab_size, L = cfg_.num_hidden_layers;
+  const DType dt = opt_.dtype;
+  const size_t es = dtype_size(dt);
+  const auto n = [](int64_t elems, size_t size) { return static_cast<size_t>(elems) * size; };
+
+  const Arena::Slot s_params = params_.reserve("weights", n(layout_.total_elems(), es));
+  const Arena::Slot s_grads = grads_.reserve("grads", n(layout_.total_elems(), 4));
+
+  // Activations.
+  std::vector<Arena::Slot> s_xs;
+  for (int64_t l = 0; l <= L; ++l)
+    s_xs.push_back(acts_.reserve(fmt::format("x.{}", l), n(T * H, es)));
+  const int64_t nsets = opt_.checkpointing ? 1 : L;
+  std::vector<std::array<Arena::Slot, 13>> s_layers;
+  for (int64_t l = 0; l < nsets; ++l) {
+    const std::string p = fmt::format("layer.{}.", l);
+    s_layers.push_back(
+        {acts_.reserve(p + "ln1", n(T * H, es)), acts_.reserve(p + "rstd1", n(T, 4)),
+         acts_.reserve(p + "q", n(T * Hq * D, es)), acts_.reserve(p + "k", n(T * Hkv * D, es)),
+         acts_.reserve(p + "v", n(T * Hkv * D, es)), acts_.reserve(p + "att", n(T * Hq * D, es)),
+         acts_.reserve(p + "lse", n(Hq * T, 4)), acts_.reserve(p + "xmid", n(T * H, es)),
+         acts_.reserve(p + "ln2", n(T * H, es)), acts_.reserve(p + "rstd2", n(T, 4)),
+         acts_.reserve(p + "gate", n(T * I, es)), acts_.reserve(p + "up", n(T * I, es)),
+         acts_.reserve(p + "act", n(T * I, es))});
+  }
+  const Arena::Slot s_lnf = acts_.reserve("lnf", n(T * H, es)),
+                    s_rstdf = acts_.reserve("rstdf", n(T, 4));
+  const Arena::Slot s_tmp = acts_.reserve("tmp", n(T * H, es));
+  const Arena::Slot s_cos = acts_.reserve("rope.cos", n(T * (D / 2), 4));
+  const Arena::Slot s_sin = acts_.reserve("rope.sin", n(T * (D / 2), 4));
+  const Arena::Slot s_dres = acts_.reserve("d.residual", n(T * H, es));
+  const Arena::Slot s_dh = acts_.reserve("d.hidden", n(T * H, es));
+  const Arena::Slot s_datt = acts_.reserve("d.att", n(T * Hq * D, es));
+  const Arena::Slot s_dq = acts_.reserve("d.q", n(T * Hq * D, es));
+  const Arena::Slot s_dk = acts_.reserve("d.k", n(T * Hkv * D, es));
+  const Arena::Slot s_dv = acts_.reserve("d.v", n(T * Hkv * D, es));
+  const Arena::Slot s_dact = acts_.reserve("d.act", n(T * I, es));
+  const Arena::Slot s_logits = acts_.reserve("logits", n(kLogitRows * V, 4));
+
+  // Inputs.
+  const Arena::Slot s_tok = inputs_.reserve("tokens", n(T, 4)),
+                    s_pos = inputs_.reserve("position_ids", n(T, 4));
+  const Arena::Slot s_tgt = inputs_.reserve("targets", n(T, 4)),
+                    s_cu = inputs_.reserve("cu_seqlens", n(T + 1, 4));
+  const Arena::Slot s_inv = inputs_.reserve("inv_freq", n(D / 2, 4));
+
+  // Workspace: the largest any op of a step asks for, from shape-only tensors.
+  const auto shape = [](DType d, std::initializer_list<int64_t> s) {
+    return Tensor(nullptr, d, s);
+  };
+  size_t ws = 0;
+  const auto linear_ws = [&](int64_t out, int64_t in) {
+    const Tensor x = shape(dt, {T, in}), y = shape(dt, {T, out}), w = shape(dt, {out, in});
+    ws = std::max(ws, ops_.matmul_workspace_bytes(y, x, Trans::kN, w, Trans::kT));
+    ws = std::max(ws, ops_.matmul_workspace_bytes(x, y, Trans::kN, w, Trans::kN));
+    ws = std::max(ws,
+                  ops_.matmul_workspace_bytes(shape(kF32, {out, in}), y, Trans::kT, x, Trans::kN));
+  };
+  linear_ws(Hq * D, H);
+  linear_ws(Hkv * D, H);
+  linear_ws(H, Hq * D);
+  linear_ws(I, H);
+  linear_ws(H, I);
+  ws = std::max(
+      ws, ops_.matmul_workspace_bytes(shape(kF32, {kLogitRows, V}), shape(dt, {kLogitRows, H}),
+                                      Trans::kN, shape(dt, {V, H}), Trans::kT));
+  Varlen probe;
+  probe.max_seqlen = opt_.max_seqlen;
+  ws = std::max(
+      ws, ops_.attention_workspace_bytes(shape(dt, {T, Hq, D}), shape(dt, {T, Hkv, D}), probe));
+  ws =
+      std::max(ws, ops_.linear_cross_entropy_workspace_bytes(shape(dt, {T, H}), shape(dt, {V, H})));
+  const Arena::Slot s_ws = ws_.reserve("ops", ws);
+
+  params_.allocate();
+  grads_.allocate();
+  acts_.allocate();
+  ws_.allocate();
+  inputs_.allocate();
+  (void)s_params;
+  (void)s_grads;
+
+  for (int64_t l = 0; l <= L; ++l) xs_.push_back(acts_.ptr(s_xs[l]));
+  for (const auto& s : s_layers) {
+    LayerActs a;
+    void** f[] = {&a.ln1,  &a.rstd1, &a.q,     &a.k,    &a.v,  &a.att, &a.lse,
+                  &a.xmid, &a.ln2,   &a.rstd2, &a.gate, &a.up, &a.act};
+    for (size_t i = 0; i < s.size(); ++i) *f[i] = acts_.ptr(s[i]);
+    layer_acts_.push_back(a);
+  }
+  lnf_ = acts_.ptr(s_lnf);
+  rstdf_ = acts_.ptr(s_rstdf);
+  tmp_ = acts_.ptr(s_tmp);
+  cos_ = acts_.ptr(s_cos);
+  sin_ = acts_.ptr(s_sin);
+  dres_ = acts_.ptr(s_dres);
+  dh_ = acts_.ptr(s_dh);
+  datt_ = acts_.ptr(s_datt);
+  dq_ = acts_.ptr(s_dq);
+  dk_ = acts_.ptr(s_dk);
+  dv_ = acts_.ptr(s_dv);
+  dact_ = acts_.ptr(s_dact);
+  logits_buf_ = acts_.ptr(s_logits);
+  tokens_ = inputs_.ptr(s_tok);
+  pos_ = inputs_.ptr(s_pos);
+  targets_ = inputs_.ptr(s_tgt);
+  cu_ = inputs_.ptr(s_cu);
+  inv_freq_ = inputs_.ptr(s_inv);
+  workspace_ = ws_.view(s_ws, DType::kU8, {static_cast<int64_t>(std::max<size_t>(ws, 1))});
+
+  // Zeroed so padding between parameters stays 0 and nothing reads uninitialised memory.
+  const Tensor pz(params_.base(), DType::kU8, {static_cast<int64_t>(params_.planned_bytes())},
+                  params_.device());
+  ops_.zero(pz, stream_);
+  zero_grads();
+  const std::vector<float> inv = rope_inv_freq(cfg_);
+  if (static_cast<int64_t>(inv.size()) != D / 2)
+    fail("model: rope_inv_freq gave {} values for head_dim {}", inv.size(), D);
+  ops_.copy_from_host(Tensor(inv_freq_, kF32, {D / 2}, inputs_.device()), inv.data(), stream_);
+  targets_host_.resize(static_cast<size_t>(T));
+  cu_host_.reserve(static_cast<size_t>(T) + 1);
+}
+
+ModelMemory CausalLM::memory() const {
+  return {params_.planned_bytes(), grads_.planned_bytes(), acts_.planned_bytes(),
+          ws_.planned_bytes(), inputs_.planned_bytes()};
+}
+
+Tensor CausalLM::act(void* p, std::initializer_list<int64_t> shape, DType dt) const {
+  return Tensor(p, dt, shape, acts_.device());
+}
+
+Tensor CausalLM::param(int i) const {
+  const ParamSpec& s = layout_.param(i);
+  Tensor t(static_cast<char*>(params_.base()) + s.offset * dtype_size(opt_.dtype), opt_.dtype, {},
+           params_.device());
+  t.ndim = static_cast<int>(s.shape.size());
+  for (int d = 0; d < t.ndim; ++d) t.shape[d] = s.shape[d];
+  return t;
+}
+
+Tensor CausalLM::grad(int i) const {
+  const ParamSpec& s = layout_.param(i);
+  Tensor t(static_cast<float*>(grads_.base()) + s.offset, kF32, {}, grads_.device());
+  t.ndim = static_cast<int>(s.shape.size());
+  for (int d = 0; d < t.ndim; ++d) t.shape[d] = s.shape[d];
+  return t;
+}
+
+Tensor CausalLM::group_grads(int g) const {
+  const int64_t b = layout_.group_begin(g), e = layout_.group_end(g);
+  return Tensor(static_cast<float*>(grads_.base()) + b, kF32, {e - b}, grads_.device());
+}
+
+Tensor CausalLM::all_grads() const {
+  return Tensor(grads_.base(), kF32, {layout_.total_elems()}, grads_.device());
+}
+
+void CausalLM::zero_grads() { ops_.zero(all_grads(), stream_); }
+
+Tensor CausalLM::residual(int l, int64_t T) const {
+  return act(xs_[static_cast<size_t>(l)], {T, cfg_.hidden_size}, opt_.dtype);
+}
+
+int64_t CausalLM::stage_inputs(const MicroBatch& mb) {
+  validate_micro_batch(mb, cfg_.vocab_size, opt_.max_tokens, opt_.max_seqlen);
+  const int64_t T = mb.num_tokens();
+  shift_targets(mb, std::span<int32_t>(targets_host_.data(), static_cast<size_t>(T)));
+  const Device dev = inputs_.device();
+  ops_.copy_from_host(Tensor(tokens_, kI32, {T}, dev), mb.tokens.data(), stream_);
+  ops_.copy_from_host(Tensor(pos_, kI32, {T}, dev), mb.position_ids.data(), stream_);
+  ops_.copy_from_host(Tensor(targets_, kI32, {T}, dev), targets_host_.data(), stream_);
+  cu_host_.assign(mb.cu_seqlens.begin(), mb.cu_seqlens.end());
+  const int64_t n1 = static_cast<int64_t>(cu_host_.size());
+  ops_.copy_from_host(Tensor(cu_, kI32, {n1}, dev), cu_host_.data(), stream_);
+  seqs_.cu_seqlens = Tensor(cu_, kI32, {n1}, dev);
+  seqs_.cu_host = cu_host_;
+  seqs_.max_seqlen = 0;
+  for (int64_t i = 1; i < n1; ++i)
+    seqs_.max_seqlen = std::max<int64_t>(seqs_.max_seqlen, cu_host_[i] - cu_host_[i - 1]);
+  const int64_t half = cfg_.head_dim / 2;
+  ops_.rope_tables(act(cos_, {T, half}, kF32), act(sin_, {T, half}, kF32),
+                   Tensor(pos_, kI32, {T}, dev), Tensor(inv_freq_, kF32, {half}, dev), 1.0f,
+                   stream_);
+  return T;
+}
+
+void CausalLM::linear(const Tensor& y, const Tensor& x, const LinearIds& ids) {
+  ops_.matmul(y, x, Trans::kN, param(ids.w), Trans::kT, ids.b >= 0 ? param(ids.b) : Tensor(), 1.0f,
+              0.0f, workspace_, stream_);
+}
+
+// dx = beta_dx*dx + dy·W; dW = beta_w*dW + dyᵀ·x; db = beta_w*db + Σ_rows dy.
+void CausalLM::linear_backward(const Tensor& dx, float beta_dx, const Tensor& dy, const Tensor& x,
+                               const LinearIds& ids, float beta_w) {
+  ops_.matmul(dx, dy, Trans::kN, param(ids.w), Trans::kN, Tensor(), 1.0f, beta_dx, workspace_,
+              stream_);
+  ops_.matmul(grad(ids.w), dy, Trans::kT, x, Trans::kN, Tensor(), 1.0f, beta_w, workspace_,
+              stream_);
+  if (ids.b >= 0) ops_.bias_grad(grad(ids.b), dy, beta_w, stream_);
+}
+
+void CausalLM::layer_forward(int l, const LayerActs& a, const Tensor& x, const Tensor* y,
+                             int64_t T) {
+  const LayerIds& p = layout_.layer(l);
+  const int64_t H = cfg_.hidden_size, I = cfg_.intermediate_size, D = cfg_.head_dim;
+  const int64_t Hq = cfg_.num_attention_heads, Hkv = cfg_.num_key_value_heads;
+  const DType dt = opt_.dtype;
+  const float eps = static_cast<float>(cfg_.rms_norm_eps);
+  const Tensor ln1 = act(a.ln1, {T, H}, dt), rstd1 = act(a.rstd1, {T}, kF32);
+  ops_.rmsnorm_fwd(ln1, rstd1, x, param(p.input_layernorm), eps, stream_);
+  linear(act(a.q, {T, Hq * D}, dt), ln1, p.q);
+  linear(act(a.k, {T, Hkv * D}, dt), ln1, p.k);
+  linear(act(a.v, {T, Hkv * D}, dt), ln1, p.v);
+  const Tensor q3 = act(a.q, {T, Hq, D}, dt), k3 = act(a.k, {T, Hkv, D}, dt),
+               v3 = act(a.v, {T, Hkv, D}, dt);
+  const Tensor cos = act(cos_, {T, D / 2}, kF32), sin = act(sin_, {T, D / 2}, kF32);
+  ops_.rope_fwd(q3, cos, sin, stream_);
+  ops_.rope_fwd(k3, cos, sin, stream_);
+  const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(D)));
+  ops_.attention_fwd(act(a.att, {T, Hq, D}, dt), act(a.lse, {Hq, T}, kF32), q3, k3, v3, seqs_,
+                     scale, workspace_, stream_);
+  const Tensor tmp = act(tmp_, {T, H}, dt), xmid = act(a.xmid, {T, H}, dt);
+  linear(tmp, act(a.att, {T, Hq * D}, dt), p.o);
+  ops_.add(xmid, x, tmp, stream_);
+  const Tensor ln2 = act(a.ln2, {T, H}, dt);
+  ops_.rmsnorm_fwd(ln2, act(a.rstd2, {T}, kF32), xmid, param(p.post_attention_layernorm), eps,
+                   stream_);
+  const Tensor gate = act(a.gate, {T, I}, dt), up = act(a.up, {T, I}, dt),
+               h = act(a.act, {T, I}, dt);
+  linear(gate, ln2, p.gate);
+  linear(up, ln2, p.up);
+  ops_.swiglu_fwd(h, gate, up, stream_);
+  if (y == nullptr) return;  // recomputation for the backward: the layer output is not needed
+  linear(tmp, h, p.down);
+  ops_.add(*y, xmid, tmp, stream_);
+}
+
+// In: dres = dL/d(layer output). Out: dres = dL/dx. gate/up are overwritten by their gradients.
+void CausalLM::layer_backward(int l, const LayerActs& a, const Tensor& x, int64_t T, float beta) {
+  const LayerIds& p = layout_.layer(l);
+  const int64_t H = cfg_.hidden_size, I = cfg_.intermediate_size, D = cfg_.head_dim;
+  const int64_t Hq = cfg_.num_attention_heads, Hkv = cfg_.num_key_value_heads;
+  const DType dt = opt_.dtype;
+  const Tensor dres = act(dres_, {T, H}, dt), dh = act(dh_, {T, H}, dt);
+  // MLP.
+  const Tensor gate = act(a.gate, {T, I}, dt), up = act(a.up, {T, I}, dt),
+               dact = act(dact_, {T, I}, dt);
+  linear_backward(dact, 0.0f, dres, act(a.act, {T, I}, dt), p.down, beta);
+  ops_.swiglu_bwd(gate, up, dact, gate, up, stream_);  // gate := dgate, up := dup
+  const Tensor ln2 = act(a.ln2, {T, H}, dt);
+  linear_backward(dh, 0.0f, gate, ln2, p.gate, beta);
+  linear_backward(dh, 1.0f, up, ln2, p.up, beta);
+  const int n2 = p.post_attention_layernorm;
+  ops_.rmsnorm_bwd(dres, true, grad(n2), beta, dh, act(a.xmid, {T, H}, dt), param(n2),
+                   act(a.rstd2, {T}, kF32), stream_);
+  // Attention.
+  const Tensor datt = act(datt_, {T, Hq * D}, dt);
+  linear_backward(datt, 0.0f, dres, act(a.att, {T, Hq * D}, dt), p.o, beta);
+  const Tensor dq3 = act(dq_, {T, Hq, D}, dt), dk3 = act(dk_, {T, Hkv, D}, dt),
+               dv3 = act(dv_, {T, Hkv, D}, dt);
+  const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(D)));
+  ops_.attention_bwd(dq3, dk3, dv3, act(datt_, {T, Hq, D}, dt), act(a.q, {T, Hq, D}, dt),
+                     act(a.k, {T, Hkv, D}, dt), act(a.v, {T, Hkv, D}, dt),
+                     act(a.att, {T, Hq, D}, dt), act(a.lse, {Hq, T}, kF32), seqs_, scale,
+                     workspace_, stream_);
+  const Tensor cos = act(cos_, {T, D / 2}, kF32), sin = act(sin_, {T, D / 2}, kF32);
+  ops_.rope_bwd(dq3, cos, sin, stream_);
+  ops_.rope_bwd(dk3, cos, sin, stream_);
+  const Tensor ln1 = act(a.ln1, {T, H}, dt);
+  linear_backward(dh, 0.0f, act(dq_, {T, Hq * D}, dt), ln1, p.q, beta);
+  linear_backward(dh, 1.0f, act(dk_, {T, Hkv * D}, dt), ln1, p.k, beta);
+  linear_backward(dh, 1.0f, act(dv_, {T, Hkv * D}, dt), ln1, p.v, beta);
+  const int n1 = p.input_layernorm;
+  ops_.rmsnorm_bwd(dres, true, grad(n1), beta, dh, x, param(n1), act(a.rstd1, {T}, kF32), stream_);
+}
+
+void CausalLM::forward_trunk(int64_t T) {
+  const int L = layout_.num_layers();
+  ops_.embedding_fwd(residual(0, T), param(layout_.embed()),
+                     Tensor(tokens_, kI32, {T}, inputs_.device()), stream_);
+  for (int l = 0; l < L; ++l) {
+    const LayerActs& a = layer_acts_[opt_.checkpointing ? 0 : static_cast<size_t>(l)];
+    const Tensor y = residual(l + 1, T);
+    layer_forward(l, a, residual(l, T), &y, T);
+  }
+  ops_.rmsnorm_fwd(act(lnf_, {T, cfg_.hidden_size}, opt_.dtype), act(rstdf_, {T}, kF32),
+                   residual(L, T), param(layout_.final_norm()),
+                   static_cast<float>(cfg_.rms_norm_eps), stream_);
+  last_T_ = T;
+}
+
+CeStats CausalLM::forward(const MicroBatch& mb) {
+  const int64_t T = stage_inputs(mb);
+  forward_trunk(T);
+  CeStats st;
+  ops_.linear_cross_entropy_fwd_bwd(
+      &st, Tensor(), Tensor(), 0.0f, act(lnf_, {T, cfg_.hidden_size}, opt_.dtype),
+      param(layout_.lm_head()), Tensor(targets_, kI32, {T}, inputs_.device()), 1.0f, workspace_,
+      stream_);
+  ops_.synchronize(stream_);
+  return st;
+}
+
+CeStats CausalLM::forward_backward(const MicroBatch& mb, const BackwardOptions& bo) {
+  const int64_t T = stage_inputs(mb);
+  forward_trunk(T);
+  const int L = layout_.num_layers();
+  const int64_t H = cfg_.hidden_size;
+  const DType dt = opt_.dtype;
+  const float beta = bo.accumulate ? 1.0f : 0.0f;
+  const auto ready = [&](int g) {
+    if (bo.on_group_ready) bo.on_group_ready(g);
+  };
+  // Head: fused LM head + cross-entropy, then the final norm.
+  CeStats st;
+  const Tensor dh = act(dh_, {T, H}, dt), dres = act(dres_, {T, H}, dt);
+  ops_.linear_cross_entropy_fwd_bwd(
+      &st, dh, grad(layout_.lm_head()), beta, act(lnf_, {T, H}, dt), param(layout_.lm_head()),
+      Tensor(targets_, kI32, {T}, inputs_.device()), bo.grad_scale, workspace_, stream_);
+  const int nf = layout_.final_norm();
+  ops_.rmsnorm_bwd(dres, false, grad(nf), beta, dh, residual(L, T), param(nf),
+                   act(rstdf_, {T}, kF32), stream_);
+  ready(layout_.group_head());
+  for (int l = L - 1; l >= 0; --l) {
+    const LayerActs& a = layer_acts_[opt_.checkpointing ? 0 : static_cast<size_t>(l)];
+    if (opt_.checkpointing) layer_forward(l, a, residual(l, T), nullptr, T);
+    layer_backward(l, a, residual(l, T), T, beta);
+    ready(ParamLayout::group_of_layer(l));
+  }
+  // A tied embedding already holds the LM head's gradient: add to it.
+  ops_.embedding_bwd(grad(layout_.embed()), dres, Tensor(tokens_, kI32, {T}, inputs_.device()),
+                     layout_.tied() ? 1.0f : beta, stream_);
+  ready(0);
+  ops_.synchronize(stream_);
+  return st;
+}
+
+void CausalLM::logits(int64_t row0, int64_t n, std::span<float> out) {
+  const int64_t V = cfg_.vocab_size, H = cfg_.hidden_size;
+  if (last_T_ < 0) fail("model.logits: no forward has run");
+  if (row0 < 0 || n < 0 || row0 + n > last_T_)
+    fail("model.logits: rows [{}, {}) outside the last micro-batch's {} tokens", row0, row0 + n,
+         last_T_);
+  if (static_cast<int64_t>(out.size()) < n * V)
+    fail("model.logits: output has {} floats, {} needed", out.size(), n * V);
+  const size_t es = dtype_size(opt_.dtype);
+  for (int64_t r = 0; r < n; r += kLogitRows) {
+    const int64_t m = std::min(kLogitRows, n - r);
+    const Tensor rows(static_cast<char*>(lnf_) + (row0 + r) * H * es, opt_.dtype, {m, H},
+                      acts_.device());
+    const Tensor lg = act(logits_buf_, {m, V}, kF32);
+    ops_.matmul(lg, rows, Trans::kN, param(layout_.lm_head()), Trans::kT, Tensor(), 1.0f, 0.0f,
+                workspace_, stream_);
+    ops_.copy_to_host(out.data() + r * V, lg, stream_);
+  }
+  ops_.synchronize(stream_);
+}
+
+}  // namespace zt

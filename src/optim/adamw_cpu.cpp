@@ -1,0 +1,130 @@
+// The CPU AdamW loop (adamw_cpu, adamw.h).
+//
+// The loop body is adamw_element() (adamw.h). It is compiled three times — generic x86-64, AVX2+FMA
+// and AVX-512 — and picked at run time; the arithmetic is IEEE (add, mul, div, sqrt, fma are each
+// correctly rounded), so all three give the same bits. src/CMakeLists.txt compiles this one file
+// with -fno-math-errno so that sqrtf vectorises (with errno GCC guards every sqrt with a branch);
+// that changes no result: the argument is never negative, and NaN gives NaN either way. (GCC's
+// `#pragma GCC optimize` cannot do this: it disables vectorisation of the target clones.)
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "core/dtype.h"
+#include "optim/adamw.h"
+
+namespace zt::optim {
+
+namespace {
+
+// f32_to_bf16 (core/dtype.h) written as a select, so that it vectorises: round to nearest even,
+// NaN kept quiet. Same bits (the tests compare them).
+[[gnu::always_inline]] inline uint16_t to_bf16(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  const uint32_t rounded = (u + 0x7fffU + ((u >> 16) & 1U)) >> 16;
+  const uint32_t nan = (u >> 16) | 0x40U;
+  return static_cast<uint16_t>((u & 0x7fffffffU) > 0x7f800000U ? nan : rounded);
+}
+
+// One build of the loop. The `omp simd` loops must sit lexically in the function that carries the
+// target attribute (GCC does not vectorise them for the caller's ISA once inlined), hence macros
+// rather than a shared inline function; the body is adamw_element_t() in every build, with the
+// lerp branch and the bf16 copy fixed per loop.
+#define ZT_ADAMW_SIMD(FROM_M, BF16)                     \
+  _Pragma("omp simd") for (size_t i = 0; i < n; ++i) {  \
+    adamw_element_t<FROM_M>(k, p[i], m[i], v[i], g[i]); \
+    if constexpr (BF16) pb[i] = to_bf16(p[i]);          \
+  }
+#define ZT_ADAMW_LOOP(ATTRS, NAME)                                                 \
+  ATTRS void NAME(const AdamWStep& s, float* __restrict p, float* __restrict m,    \
+                  float* __restrict v, const float* __restrict g, size_t n,        \
+                  uint16_t* __restrict pb) {                                       \
+    const AdamWStep k = s; /* local copy: no aliasing doubts for the vectoriser */ \
+    if (k.lerp_from_m) {                                                           \
+      if (pb) {                                                                    \
+        ZT_ADAMW_SIMD(true, true)                                                  \
+      } else {                                                                     \
+        ZT_ADAMW_SIMD(true, false)                                                 \
+      }                                                                            \
+    } else {                                                                       \
+      if (pb) {                                                                    \
+        ZT_ADAMW_SIMD(false, true)                                                 \
+      } else {                                                                     \
+        ZT_ADAMW_SIMD(false, false)                                                \
+      }                                                                            \
+    }                                                                              \
+  }
+
+using LoopFn = void (*)(const AdamWStep&, float*, float*, float*, const float*, size_t, uint16_t*);
+
+ZT_ADAMW_LOOP(, loop_generic)
+#if defined(__x86_64__)
+ZT_ADAMW_LOOP([[gnu::target("avx2,fma")]], loop_avx2)
+ZT_ADAMW_LOOP([[gnu::target("avx512f,avx512vl,avx512bw,avx2,fma")]], loop_avx512)
+#endif
+#undef ZT_ADAMW_LOOP
+#undef ZT_ADAMW_SIMD
+
+bool cpu_has(AdamWBuild b) {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  if (b == AdamWBuild::kAvx512)
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+           __builtin_cpu_supports("avx512bw");
+  if (b == AdamWBuild::kAvx2)
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#endif
+  return b == AdamWBuild::kGeneric;
+}
+
+LoopFn loop_of(AdamWBuild b) {
+#if defined(__x86_64__)
+  if (b == AdamWBuild::kAvx512) return loop_avx512;
+  if (b == AdamWBuild::kAvx2) return loop_avx2;
+#endif
+  return loop_generic;
+}
+
+AdamWBuild best_build() {
+  for (AdamWBuild b : {AdamWBuild::kAvx512, AdamWBuild::kAvx2})
+    if (cpu_has(b)) return b;
+  return AdamWBuild::kGeneric;
+}
+
+// Elements per OpenMP work item, and the size below which one thread does everything.
+constexpr size_t kBlock = 1 << 14;
+constexpr size_t kParallelMin = 1 << 16;
+
+void run(LoopFn loop, const AdamWStep& s, float* p, float* m, float* v, const float* g, size_t n,
+         uint16_t* p_bf16) {
+  if (n < kParallelMin) {
+    loop(s, p, m, v, g, n, p_bf16);
+    return;
+  }
+  const auto blocks = static_cast<int64_t>((n + kBlock - 1) / kBlock);
+#pragma omp parallel for schedule(static)
+  for (int64_t b = 0; b < blocks; ++b) {
+    const size_t lo = static_cast<size_t>(b) * kBlock;
+    const size_t len = std::min(kBlock, n - lo);
+    loop(s, p + lo, m + lo, v + lo, g + lo, len, p_bf16 ? p_bf16 + lo : nullptr);
+  }
+}
+
+}  // namespace
+
+void adamw_cpu(const AdamWStep& s, float* p, float* m, float* v, const float* g, size_t n,
+               uint16_t* p_bf16) {
+  static const LoopFn loop = loop_of(best_build());  // immutable after first use
+  run(loop, s, p, m, v, g, n, p_bf16);
+}
+
+bool adamw_cpu_build(AdamWBuild build, const AdamWStep& s, float* p, float* m, float* v,
+                     const float* g, size_t n, uint16_t* p_bf16) {
+  if (build == AdamWBuild::kAuto) build = best_build();
+  if (!cpu_has(build)) return false;
+  run(loop_of(build), s, p, m, v, g, n, p_bf16);
+  return true;
+}
+
+}  // namespace zt::optim

@@ -1,0 +1,140 @@
+// The CPU model against transformers (fp32, eager attention) on tiny random Qwen2 (tied, untied)
+// and Llama-3 (llama3 rope scaling, attention_bias) models, several real-text examples packed into
+// one padding-free micro-batch: logits, per-example and total loss, argmax hits, and every
+// parameter's gradient of the token-mean loss.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstring>
+
+#include "model_test_util.h"
+
+namespace zt {
+namespace {
+
+using test::Golden;
+using test::TestModel;
+
+class ModelGolden : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(ModelGolden, PackedMicroBatchMatchesTransformers) {
+  const Golden g(GetParam());
+  TestModel tm(g, DType::kF32, false);
+  CausalLM& m = *tm.model;
+  const int64_t N = g.targets();
+  ASSERT_EQ(N, count_targets(g.packed.view()));
+  BackwardOptions bo;
+  bo.grad_scale = static_cast<float>(1.0 / static_cast<double>(N));
+  const CeStats st = m.forward_backward(g.packed.view(), bo);
+  EXPECT_EQ(st.count, N);
+  int64_t correct = 0;
+  for (const auto& ex : g.json["examples"]) correct += ex["correct"].get<int64_t>();
+  EXPECT_EQ(st.correct, correct);
+  const double loss_ref = g.json["loss_sum"].get<double>();
+  EXPECT_NEAR(st.loss_sum, loss_ref, 2e-6 * loss_ref);
+
+  // Every parameter's gradient (the tied embedding holds both uses).
+  double worst = 0;
+  std::string worst_name;
+  for (int i = 0; i < m.layout().num_params(); ++i) {
+    const std::string& name = m.layout().param(i).name;
+    const std::vector<float> ref = g.golden->load_f32("grad." + name);
+    const double e = test::rel_err(tm.grad(i), ref);
+    EXPECT_LT(e, 1e-5) << name;
+    if (e > worst) worst = e, worst_name = name;
+  }
+  std::printf("[ %s ] loss rel err %.2e, worst gradient rel err %.2e (%s)\n", GetParam(),
+              std::abs(st.loss_sum - loss_ref) / loss_ref, worst, worst_name.c_str());
+  EXPECT_EQ(m.layout().num_elements(), g.json["num_parameters"].get<int64_t>());
+  EXPECT_EQ(m.layout().num_elements(), g.cfg.num_parameters());
+
+  // Logits of selected rows of each example, from a forward of the packed batch.
+  const CeStats st2 = m.forward(g.packed.view());
+  EXPECT_EQ(st2.loss_sum, st.loss_sum);  // same forward, same bits
+  const int64_t V = g.cfg.vocab_size;
+  double worst_logit = 0;
+  for (size_t e = 0; e < g.examples.size(); ++e) {
+    const auto rows = g.json["examples"][e]["logit_rows"].get<std::vector<int64_t>>();
+    const std::vector<float> ref = g.golden->load_f32("logits." + std::to_string(e));
+    std::vector<float> got(rows.size() * V), one(V);
+    for (size_t r = 0; r < rows.size(); ++r) {
+      m.logits(g.packed.cu_seqlens[e] + rows[r], 1, one);
+      std::copy(one.begin(), one.end(), got.begin() + static_cast<int64_t>(r) * V);
+    }
+    worst_logit = std::max(worst_logit, test::rel_err(got, ref));
+  }
+  EXPECT_LT(worst_logit, 1e-5);
+  std::printf("[ %s ] worst logits rel err %.2e\n", GetParam(), worst_logit);
+}
+
+TEST_P(ModelGolden, EachExampleAloneHasTransformersLoss) {
+  const Golden g(GetParam());
+  TestModel tm(g, DType::kF32, false);
+  for (size_t e = 0; e < g.examples.size(); ++e) {
+    const auto& ex = g.json["examples"][e];
+    const CeStats st = tm.model->forward(g.examples[e].view());
+    EXPECT_EQ(st.count, ex["targets"].get<int64_t>()) << "example " << e;
+    EXPECT_EQ(st.correct, ex["correct"].get<int64_t>()) << "example " << e;
+    const double ref = ex["loss_sum"].get<double>();
+    EXPECT_NEAR(st.loss_sum, ref, 2e-6 * std::max(1.0, ref)) << "example " << e;
+  }
+}
+
+TEST_P(ModelGolden, PackingEqualsExamplesAlone) {
+  // Per-example backward passes (accumulated) equal the packed micro-batch to fp32 rounding.
+  const Golden g(GetParam());
+  TestModel packed(g, DType::kF32, false), alone(g, DType::kF32, false);
+  BackwardOptions bo;
+  bo.grad_scale = static_cast<float>(1.0 / static_cast<double>(g.targets()));
+  const CeStats sp = packed.model->forward_backward(g.packed.view(), bo);
+  double loss = 0;
+  bo.accumulate = true;
+  alone.model->zero_grads();
+  for (const auto& ex : g.examples) loss += alone.model->forward_backward(ex.view(), bo).loss_sum;
+  EXPECT_NEAR(loss, sp.loss_sum, 1e-6 * sp.loss_sum);
+  for (int i = 0; i < packed.model->layout().num_params(); ++i)
+    EXPECT_LT(test::rel_err(alone.grad(i), packed.grad(i)), 2e-6)
+        << packed.model->layout().param(i).name;
+}
+
+TEST_P(ModelGolden, CheckpointingIsBitwiseIdentical) {
+  const Golden g(GetParam());
+  TestModel off(g, DType::kF32, false), on(g, DType::kF32, true);
+  EXPECT_LT(on.model->memory().activations, off.model->memory().activations);
+  BackwardOptions bo;
+  bo.grad_scale = 0.01f;
+  const CeStats a = off.model->forward_backward(g.packed.view(), bo);
+  const CeStats b = on.model->forward_backward(g.packed.view(), bo);
+  EXPECT_EQ(a.loss_sum, b.loss_sum);
+  EXPECT_EQ(a.correct, b.correct);
+  const auto ga = off.all_grads(), gb = on.all_grads();
+  ASSERT_EQ(ga.size(), gb.size());
+  EXPECT_EQ(0, std::memcmp(ga.data(), gb.data(), ga.size() * 4));
+}
+
+TEST_P(ModelGolden, Bf16StorageIsWithinBf16ToleranceOfFp32) {
+  const Golden g(GetParam());
+  TestModel f32(g, DType::kF32, false), b16(g, DType::kBF16, true);
+  BackwardOptions bo;
+  bo.grad_scale = static_cast<float>(1.0 / static_cast<double>(g.targets()));
+  const CeStats a = f32.model->forward_backward(g.packed.view(), bo);
+  const CeStats b = b16.model->forward_backward(g.packed.view(), bo);
+  EXPECT_EQ(a.count, b.count);
+  const double loss_err = std::abs(b.loss_sum - a.loss_sum) / a.loss_sum;
+  EXPECT_LT(loss_err, 1e-2);
+  EXPECT_GT(loss_err, 0.0);  // it really ran in bf16
+  double worst = 0;
+  for (int i = 0; i < f32.model->layout().num_params(); ++i) {
+    const double e = test::rel_l2(b16.grad(i), f32.grad(i));
+    EXPECT_LT(e, 0.1) << f32.model->layout().param(i).name;
+    worst = std::max(worst, e);
+  }
+  std::printf("[ %s ] bf16 vs fp32: loss rel err %.2e, worst gradient relative L2 err %.2e\n",
+              GetParam(), loss_err, worst);
+}
+
+INSTANTIATE_TEST_SUITE_P(Tiny, ModelGolden,
+                         ::testing::Values("qwen2_tied", "qwen2_untied", "llama3"));
+
+}  // namespace
+}  // namespace zt

@@ -1,0 +1,150 @@
+// LR schedules, warm-up resolution, clip coefficient, gradient norm and HF's weight-decay rule,
+// against transformers / torch goldens (tools/make_optim_goldens.py).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "io/json.h"
+#include "optim/clip.h"
+#include "optim/lr_schedule.h"
+#include "optim/param_groups.h"
+
+namespace zt::optim {
+namespace {
+
+Json load(const std::string& name) {
+  std::ifstream in(std::string(ZT_TEST_DATA) + "/optim/" + name);
+  EXPECT_TRUE(in.good()) << name;
+  return Json::parse(in);
+}
+
+uint32_t bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return u;
+}
+
+TEST(LrSchedule, EqualsTransformersGetSchedulerForEveryKind) {
+  const Json doc = load("schedules.json");
+  size_t checked = 0;
+  std::set<std::string> kinds;
+  for (const Json& s : doc.at("schedules")) {
+    const std::string kind = s.at("kind");
+    kinds.insert(kind);
+    const LrSchedule sch{parse_lr_schedule_kind(kind), s.at("base_lr"), s.at("warmup"),
+                         s.at("total")};
+    const auto want = s.at("lr").get<std::vector<double>>();
+    ASSERT_EQ(want.size(), static_cast<size_t>(sch.total_steps));
+    for (size_t k = 0; k < want.size(); ++k) {
+      ASSERT_EQ(sch.lr(static_cast<int64_t>(k)), want[k])
+          << kind << " base " << sch.base_lr << " warmup " << sch.warmup_steps << " total "
+          << sch.total_steps << " step " << k;
+      ++checked;
+    }
+  }
+  EXPECT_EQ(kinds.size(), 4u);
+  EXPECT_GT(checked, 1000u);
+}
+
+TEST(LrSchedule, KnownShapes) {
+  const LrSchedule lin{LrScheduleKind::kLinear, 1.0, 2, 10};
+  EXPECT_EQ(lin.lr(0), 0.0);  // with warm-up the first step uses lr 0
+  EXPECT_EQ(lin.lr(1), 0.5);
+  EXPECT_EQ(lin.lr(9), 1.0 / 8.0);  // last step: lr / (T - W)
+  const LrSchedule cos{LrScheduleKind::kCosine, 1.0, 0, 4};
+  EXPECT_EQ(cos.lr(0), 1.0);
+  EXPECT_EQ(cos.lr(2), 0.5 * (1.0 + std::cos(M_PI * 0.5)));
+  const LrSchedule cst{LrScheduleKind::kConstant, 3e-4, 5, 10};
+  EXPECT_EQ(cst.lr(0), 3e-4);  // get_scheduler ignores warm-up for "constant"
+  EXPECT_EQ(lr_schedule_name(parse_lr_schedule_kind("constant_with_warmup")),
+            "constant_with_warmup");
+  try {
+    parse_lr_schedule_kind("cosine_with_restarts");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'cosine_with_restarts' is not supported"),
+              std::string::npos);
+  }
+}
+
+TEST(LrSchedule, WarmupStepsLikeTrainingArguments) {
+  const Json doc = load("schedules.json");
+  ASSERT_GE(doc.at("warmup_steps").size(), 8u);
+  for (const Json& w : doc.at("warmup_steps"))
+    EXPECT_EQ(resolve_warmup_steps(w.at("total"), w.at("warmup_steps")),
+              w.at("result").get<int64_t>())
+        << "total " << w.at("total") << " warmup_steps " << w.at("warmup_steps");
+  // transformers 4's warmup_ratio, used when warmup_steps is 0.
+  EXPECT_EQ(resolve_warmup_steps(7, 0, 0.1), 1);
+  EXPECT_EQ(resolve_warmup_steps(100, 5, 0.5), 5);
+  EXPECT_THROW(resolve_warmup_steps(10, -1), Error);
+  EXPECT_THROW(resolve_warmup_steps(10, 0, 1.5), Error);
+}
+
+TEST(Clip, CoefficientEqualsTorchClipGradNorm) {
+  const Json doc = load("clip.json");
+  int clipped = 0;
+  for (const Json& c : doc.at("cases")) {
+    const float got = clip_coefficient(c.at("total_norm_f32").get<double>(), c.at("max_norm"));
+    const float want = c.at("coef_f32");
+    EXPECT_EQ(bits(got), bits(want))
+        << "norm " << c.at("total_norm_f32") << " max " << c.at("max_norm");
+    clipped += want < 1.0f;
+  }
+  EXPECT_GT(clipped, 10);
+  EXPECT_EQ(clip_coefficient(123.0, 0.0), 1.0f);  // max_grad_norm 0: no clipping
+  EXPECT_TRUE(std::isnan(clip_coefficient(std::nan(""), 1.0)));
+  EXPECT_EQ(clip_coefficient(INFINITY, 1.0), 0.0f);
+}
+
+TEST(Clip, SumOfSquaresIsFixedOrderAndAccurate) {
+  std::vector<float> x(300007);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(static_cast<float>(i)) * (1.0f + (i % 7));
+  // Reference: the documented order, written out.
+  double want = 0.0;
+  for (size_t lo = 0; lo < x.size(); lo += 4096) {
+    const size_t len = std::min<size_t>(4096, x.size() - lo);
+    double lane[8] = {};
+    for (size_t i = 0; i < len; ++i) lane[i % 8] += static_cast<double>(x[lo + i]) * x[lo + i];
+    double s = lane[0];
+    for (int j = 1; j < 8; ++j) s += lane[j];
+    want += s;
+  }
+  EXPECT_EQ(sumsq_f64(x.data(), x.size()), want);
+  EXPECT_EQ(sumsq_f64(x.data(), 5),
+            static_cast<double>(x[0]) * x[0] + static_cast<double>(x[1]) * x[1] +
+                static_cast<double>(x[2]) * x[2] + static_cast<double>(x[3]) * x[3] +
+                static_cast<double>(x[4]) * x[4]);
+  EXPECT_EQ(sumsq_f64(x.data(), 0), 0.0);
+  const double parts[] = {want, 2.0, 0.25};
+  EXPECT_EQ(global_norm_from_partials(parts), std::sqrt((want + 2.0) + 0.25));
+  EXPECT_THROW(global_norm_from_partials({}), Error);
+}
+
+TEST(WeightDecay, EqualsTrainerGetDecayParameterNames) {
+  const Json doc = load("decay_names.json");
+  size_t n = 0, no_decay = 0;
+  for (const Json& m : doc.at("models")) {
+    for (const Json& p : m.at("params")) {
+      const std::string name = p.at("name");
+      EXPECT_EQ(hf_weight_decay_applies(name), p.at("decay").get<bool>())
+          << m.at("model") << ": " << name;
+      ++n;
+      no_decay += !p.at("decay").get<bool>();
+    }
+  }
+  EXPECT_GT(n, 80u);
+  EXPECT_GT(no_decay, 30u);
+  EXPECT_FALSE(hf_weight_decay_applies("model.layers.3.self_attn.k_proj.bias"));
+  EXPECT_TRUE(hf_weight_decay_applies("lm_head.weight"));
+}
+
+}  // namespace
+}  // namespace zt::optim
