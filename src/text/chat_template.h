@@ -31,9 +31,10 @@ class ChatTemplate {
   ChatTemplate& operator=(ChatTemplate&&) noexcept;
   ~ChatTemplate();
 
-  // Renders with `context` as the template's variables (transformers passes `messages`, `tools`
-  // (when given), `add_generation_prompt`, `bos_token`, `eos_token`, and any extra kwargs).
-  // `raise_exception(msg)` in the template throws zt::Error("<name>: <msg>").
+  // Renders with `context` (a JSON object) as the template's variables; build it with
+  // chat_template_context() to get exactly the variables transformers passes.
+  // `raise_exception(msg)` in the template throws zt::Error("<name>: <msg>"); any other failure
+  // throws zt::Error("<name>:<line>: <what jinja2 would say>"). Safe to call concurrently.
   RenderResult render(const Json& context) const;
   // True when the template contains a `{% generation %}` block.
   bool has_generation_blocks() const;
@@ -54,10 +55,36 @@ struct TokenizerConfig {
   std::optional<std::string> pad_token;
   bool add_bos_token = false;
   std::filesystem::path dir;
+  // The other named special tokens transformers passes to templates (special_tokens_map).
+  std::optional<std::string> unk_token;
+  std::optional<std::string> sep_token;
+  std::optional<std::string> cls_token;
+  std::optional<std::string> mask_token;
+  // Every named template ("default", "tool_use", …) when the config holds a list of
+  // {name, template} or the directory has additional_chat_templates/*.jinja; else empty.
+  std::vector<std::pair<std::string, std::string>> named_templates;
+  // Where the default template was read from, for error messages:
+  // "<dir>/chat_template.jinja" or "<dir>/tokenizer_config.json:chat_template".
+  std::string chat_template_origin;
 };
 
 // Reads `dir/tokenizer_config.json` (required) plus the optional template files. Throws zt::Error
 // naming the file for malformed JSON or wrong field types.
 TokenizerConfig load_tokenizer_config(const std::filesystem::path& dir);
+
+// The template transformers' `get_chat_template` picks: the "tool_use" named template when
+// `has_tools` and it exists, else the default one. Throws zt::Error naming the directory when
+// the tokenizer has no chat template.
+const std::string& select_chat_template(const TokenizerConfig& cfg, bool has_tools);
+
+// The template variables of transformers' `apply_chat_template(messages, tools=…,
+// add_generation_prompt=…, **extra)` (transformers 5.x `render_jinja_template`): the special
+// tokens that are set (bos/eos/unk/sep/pad/cls/mask_token), `extra` (overriding them), `messages`
+// with None-valued keys dropped and `reasoning_content` / `thinking` filled from one another
+// (`_alias_reasoning_fields`), `tools` (null when not given), `documents` (null) and
+// `add_generation_prompt`. Throws zt::Error when `messages` is not a non-empty list of objects
+// (transformers refuses an empty conversation) or `extra` repeats one of the named arguments.
+Json chat_template_context(const TokenizerConfig& cfg, const Json& messages, const Json& tools,
+                           bool add_generation_prompt, const Json& extra = Json::object());
 
 }  // namespace zt::text

@@ -1,0 +1,112 @@
+// `zerotune render --tokenizer DIR FILE`: the chat template of a tokenizer applied to every row of
+// a JSONL file, as transformers' `tokenizer.apply_chat_template(messages, tools=…,
+// add_generation_prompt=…, tokenize=False, **other_keys)` would render it.
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "core/error.h"
+#include "io/json.h"
+#include "text/chat_template.h"
+
+namespace zt::cli {
+
+namespace {
+
+// One parsed template per distinct source (the default and, for rows with tools, "tool_use").
+const text::ChatTemplate& template_for(const text::TokenizerConfig& cfg, bool has_tools,
+                                       std::map<const std::string*, text::ChatTemplate>& cache) {
+  const std::string& source = text::select_chat_template(cfg, has_tools);
+  auto it = cache.find(&source);
+  if (it == cache.end()) {
+    std::string name = &source == &*cfg.chat_template ? cfg.chat_template_origin
+                                                      : (cfg.dir / "tool_use template").string();
+    it = cache.emplace(&source, text::ChatTemplate(source, name)).first;
+  }
+  return it->second;
+}
+
+}  // namespace
+
+// FILE holds one JSON object per line: "messages" (a list of messages, required),
+// "add_generation_prompt" (bool, default false), "tools" (optional list), and any other keys,
+// which become extra template variables (e.g. "enable_thinking"). Blank lines are skipped. Prints
+// one JSON string (the rendered text) per row, in order. Errors name FILE:LINE.
+int cmd_render(const Args& args) {
+  CLI::App app{"Render the chat template of a tokenizer over a JSONL file of conversations",
+               "zerotune render"};
+  std::string tokenizer_dir, file;
+  app.add_option("--tokenizer", tokenizer_dir, "HF tokenizer directory (tokenizer_config.json)")
+      ->required();
+  app.add_option("file", file, "JSONL file of {\"messages\": […], …} rows")->required();
+  std::vector<std::string> rev(args.rbegin(), args.rend());
+  try {
+    app.parse(rev);
+  } catch (const CLI::CallForHelp&) {
+    fmt::print("{}", app.help());
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    fail("render: {}", e.what());
+  }
+
+  const text::TokenizerConfig cfg = text::load_tokenizer_config(tokenizer_dir);
+  std::map<const std::string*, text::ChatTemplate> cache;
+  std::ifstream in(file);
+  if (!in) fail("{}: cannot open file", file);
+  std::string line, out;
+  size_t lineno = 0;
+  while (std::getline(in, line)) {
+    ++lineno;
+    if (std::all_of(line.begin(), line.end(),
+                    [](char c) { return std::isspace(static_cast<unsigned char>(c)); }))
+      continue;
+    try {
+      Json row;
+      try {
+        row = Json::parse(line);
+      } catch (const Json::parse_error& e) {
+        fail("invalid JSON: {}", e.what());
+      }
+      if (!row.is_object()) fail("expected a JSON object, got {}", row.type_name());
+      auto msgs = row.find("messages");
+      if (msgs == row.end()) fail("the row has no \"messages\" key");
+      bool agp = false;
+      if (auto it = row.find("add_generation_prompt"); it != row.end() && !it->is_null()) {
+        if (!it->is_boolean())
+          fail("\"add_generation_prompt\" must be true or false, got {}", it->dump());
+        agp = it->get<bool>();
+      }
+      Json tools = nullptr;
+      if (auto it = row.find("tools"); it != row.end() && !it->is_null()) {
+        if (!it->is_array()) fail("\"tools\" must be a list, got {}", it->type_name());
+        tools = *it;
+      }
+      Json extra = Json::object();
+      for (auto it = row.begin(); it != row.end(); ++it)
+        if (it.key() != "messages" && it.key() != "add_generation_prompt" && it.key() != "tools")
+          extra[it.key()] = it.value();
+      const text::ChatTemplate& tpl = template_for(cfg, !tools.is_null(), cache);
+      Json ctx = text::chat_template_context(cfg, *msgs, tools, agp, extra);
+      out += Json(tpl.render(ctx).text).dump(-1, ' ', false, Json::error_handler_t::replace);
+      out += '\n';
+    } catch (const Error& e) {
+      fail("{}:{}: {}", file, lineno, e.what());
+    }
+    if (out.size() > (1 << 20)) {
+      std::fwrite(out.data(), 1, out.size(), stdout);
+      out.clear();
+    }
+  }
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  return 0;
+}
+
+}  // namespace zt::cli

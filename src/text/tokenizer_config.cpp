@@ -1,0 +1,157 @@
+// Reading a tokenizer directory's chat template and special tokens the way transformers'
+// `PreTrainedTokenizerBase.from_pretrained` does (tokenization_utils_base.py).
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include "core/error.h"
+#include "text/chat_template.h"
+
+namespace zt::text {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string read_text(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  if (!f) fail("{}: cannot open file", p.string());
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+Json read_json(const fs::path& p) {
+  std::string text = read_text(p);
+  try {
+    return Json::parse(text);
+  } catch (const Json::exception& e) {
+    fail("{}: malformed JSON: {}", p.string(), e.what());
+  }
+}
+
+// A token field: a string, an AddedToken object {"content": …}, or null.
+std::optional<std::string> token_field(const Json& cfg, const char* key, const fs::path& file) {
+  auto it = cfg.find(key);
+  if (it == cfg.end() || it->is_null()) return std::nullopt;
+  if (it->is_string()) return it->get<std::string>();
+  if (it->is_object()) {
+    auto c = it->find("content");
+    if (c != it->end() && c->is_string()) return c->get<std::string>();
+  }
+  fail("{}: '{}' must be a string, an AddedToken object {{\"content\": …}} or null, got {}",
+       file.string(), key, it->dump());
+}
+
+// `chat_template` as a string, or a list of {"name", "template"} (transformers' multi-template
+// format); fills `named` and returns the "default" template (if any).
+std::optional<std::string> template_field(const Json& v, const fs::path& file, const char* key,
+                                          std::vector<std::pair<std::string, std::string>>* named) {
+  if (v.is_null()) return std::nullopt;
+  if (v.is_string()) return v.get<std::string>();
+  if (!v.is_array())
+    fail("{}: '{}' must be a string or a list of {{\"name\", \"template\"}}, got {}", file.string(),
+         key, v.type_name());
+  named->clear();
+  std::optional<std::string> dflt;
+  for (size_t i = 0; i < v.size(); ++i) {
+    const Json& e = v[i];
+    if (!e.is_object() || !e.contains("name") || !e.contains("template") ||
+        !e["name"].is_string() || !e["template"].is_string())
+      fail("{}: '{}[{}]' must be an object with string 'name' and 'template'", file.string(), key,
+           i);
+    named->emplace_back(e["name"].get<std::string>(), e["template"].get<std::string>());
+    if (named->back().first == "default") dflt = named->back().second;
+  }
+  return dflt;
+}
+
+void set_named(std::vector<std::pair<std::string, std::string>>& named, const std::string& name,
+               const std::string& text) {
+  for (auto& [n, t] : named) {
+    if (n == name) {
+      t = text;
+      return;
+    }
+  }
+  named.emplace_back(name, text);
+}
+
+}  // namespace
+
+TokenizerConfig load_tokenizer_config(const fs::path& dir) {
+  TokenizerConfig cfg;
+  cfg.dir = dir;
+  fs::path file = dir / "tokenizer_config.json";
+  if (!fs::exists(file))
+    fail("{}: file not found (expected an HF tokenizer directory)", file.string());
+  Json j = read_json(file);
+  if (!j.is_object()) fail("{}: expected a JSON object, got {}", file.string(), j.type_name());
+
+  if (auto it = j.find("chat_template"); it != j.end()) {
+    cfg.chat_template = template_field(*it, file, "chat_template", &cfg.named_templates);
+    cfg.chat_template_origin = file.string() + ":chat_template";
+  }
+
+  // Legacy processor file {"chat_template": …}; then chat_template.jinja, which transformers
+  // >= 4.43 saves and which wins over the config's copy.
+  if (fs::path p = dir / "chat_template.json"; fs::exists(p)) {
+    Json cj = read_json(p);
+    if (!cj.is_object() || !cj.contains("chat_template"))
+      fail("{}: expected an object with a 'chat_template' key", p.string());
+    cfg.chat_template =
+        template_field(cj["chat_template"], p, "chat_template", &cfg.named_templates);
+    cfg.chat_template_origin = p.string() + ":chat_template";
+  }
+  if (fs::path p = dir / "chat_template.jinja"; fs::exists(p)) {
+    cfg.chat_template = read_text(p);
+    cfg.chat_template_origin = p.string();
+    if (!cfg.named_templates.empty()) set_named(cfg.named_templates, "default", *cfg.chat_template);
+  }
+  if (fs::path extra = dir / "additional_chat_templates"; fs::is_directory(extra)) {
+    std::vector<fs::path> files;
+    for (const auto& e : fs::directory_iterator(extra))
+      if (e.path().extension() == ".jinja") files.push_back(e.path());
+    std::sort(files.begin(), files.end());
+    if (!files.empty() && cfg.named_templates.empty() && cfg.chat_template)
+      cfg.named_templates.emplace_back("default", *cfg.chat_template);
+    for (const auto& p : files) set_named(cfg.named_templates, p.stem().string(), read_text(p));
+  }
+
+  // Legacy special_tokens_map.json fills tokens the config leaves unset.
+  Json stm = Json::object();
+  if (fs::path p = dir / "special_tokens_map.json";
+      fs::exists(p) && !j.contains("added_tokens_decoder"))
+    stm = read_json(p);
+  auto token = [&](const char* key) {
+    auto v = token_field(j, key, file);
+    if (!v && stm.is_object()) v = token_field(stm, key, dir / "special_tokens_map.json");
+    return v;
+  };
+  cfg.bos_token = token("bos_token");
+  cfg.eos_token = token("eos_token");
+  cfg.unk_token = token("unk_token");
+  cfg.sep_token = token("sep_token");
+  cfg.pad_token = token("pad_token");
+  cfg.cls_token = token("cls_token");
+  cfg.mask_token = token("mask_token");
+  if (auto it = j.find("add_bos_token"); it != j.end() && !it->is_null()) {
+    if (!it->is_boolean())
+      fail("{}: 'add_bos_token' must be true or false, got {}", file.string(), it->dump());
+    cfg.add_bos_token = it->get<bool>();
+  }
+  return cfg;
+}
+
+const std::string& select_chat_template(const TokenizerConfig& cfg, bool has_tools) {
+  if (has_tools)
+    for (const auto& [n, t] : cfg.named_templates)
+      if (n == "tool_use") return t;
+  if (!cfg.chat_template)
+    fail(
+        "{}: the tokenizer has no chat template (tokenizer_config.json 'chat_template', "
+        "chat_template.jinja or a 'default' named template)",
+        cfg.dir.string());
+  return *cfg.chat_template;
+}
+
+}  // namespace zt::text
