@@ -1,0 +1,298 @@
+// A tiny Qwen2 trained through the engine with one rank: stage / offload invariance, the tied
+// embedding counted once in the norm, checkpoint round trips across stages, memory per stage.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+
+#include "backend/cpu/cpu_ops.h"
+#include "core/error.h"
+#include "core/file_util.h"
+#include "model/causal_lm.h"
+#include "zero/model_binding.h"
+#include "zero_test_util.h"
+
+namespace zt::zero {
+namespace {
+
+using test::bits;
+using test::RunResult;
+using test::RunSpec;
+
+// A fresh directory under the test temp dir, unique to this process, removed at scope exit.
+struct ScopedDir {
+  std::string path;
+  explicit ScopedDir(const std::string& name)
+      : path(fmt::format("{}/{}_{}", ::testing::TempDir(), name, getpid())) {
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~ScopedDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+void expect_same(const RunResult& a, const RunResult& b) {
+  EXPECT_EQ(bits(a.losses), bits(b.losses));
+  EXPECT_EQ(bits(a.norms), bits(b.norms));
+  EXPECT_EQ(bits(a.master), bits(b.master));
+  EXPECT_TRUE(a.weights == b.weights) << "compute weights differ";
+  EXPECT_EQ(a.adam_step, b.adam_step);
+}
+
+TEST(ZeroStages, AllStagesAndOffloadAreBitwiseEqual) {
+  dist::SingleComm comm;
+  for (int accum : {1, 4})
+    for (DType dt : {DType::kF32, DType::kBF16}) {
+      SCOPED_TRACE(fmt::format("accum {} {}", accum, dtype_name(dt)));
+      RunSpec spec;
+      spec.accum = accum;
+      spec.dtype = dt;
+      spec.tied = dt == DType::kBF16;
+      const RunResult ref = run_training(comm, spec);
+      ASSERT_EQ(ref.losses.size(), 3u);
+      EXPECT_EQ(ref.adam_step, 3);
+      for (int k = 0; k < 3; ++k) {
+        EXPECT_GT(ref.losses[static_cast<size_t>(k)], 3.0);  // ≈ ln 97 = 4.57 for a fresh model
+        EXPECT_LT(ref.losses[static_cast<size_t>(k)], 6.0);
+        EXPECT_GT(ref.norms[static_cast<size_t>(k)], 0.5);  // so max_grad_norm 0.5 clips
+        EXPECT_LT(ref.clip_coefs[static_cast<size_t>(k)], 1.0f);
+      }
+      EXPECT_NE(bits(ref.master), bits(ref.initial_master));
+      for (int stage = 0; stage <= 3; ++stage)
+        for (bool off : {false, true}) {
+          if (stage == 1 && !off) continue;
+          SCOPED_TRACE(fmt::format("stage {} offload {}", stage, off));
+          RunSpec s = spec;
+          s.stage = stage;
+          s.offload = off;
+          expect_same(run_training(comm, s), ref);
+        }
+    }
+}
+
+// The global norm is the norm over distinct tensors: a tied embedding (one tensor used twice)
+// counts once.
+TEST(ZeroStages, TiedEmbeddingCountsOnceInTheNorm) {
+  CpuOps ops;
+  HostMemory mem;
+  dist::SingleComm comm;
+  ModelOptions mo;
+  mo.max_tokens = 48;
+  CausalLM model(test::tiny_config(true), ops, mem, mo);
+  model.init_from_scratch(77);
+  ASSERT_TRUE(model.layout().tied());
+  ZeroEngine z(model.layout(), model_buffers(model), ops, comm, mem, mem, {3, false});
+  z.init_from_model();
+  const PackedBatch b = test::make_micro_batch(0, 0, 97);
+  BackwardOptions bo;
+  bo.grad_scale = 1.0f / static_cast<float>(count_targets(b.view()));
+  bo.on_group_ready = z.group_ready_callback();
+  z.gather_all();
+  model.forward_backward(b.view(), bo);
+  double distinct = 0.0, embed = 0.0;
+  for (int i = 0; i < model.layout().num_params(); ++i) {
+    const Tensor g = model.grad(i);
+    double s = 0.0;
+    for (int64_t e = 0; e < g.numel(); ++e)
+      s += static_cast<double>(g.as<float>()[e]) * g.as<float>()[e];
+    distinct += s;
+    if (i == model.layout().embed()) embed = s;
+  }
+  ASSERT_GT(embed, 1e-3 * distinct);  // the embedding gradient is a sizeable part of the total
+  const double norm = z.grad_norm();
+  EXPECT_NEAR(norm, std::sqrt(distinct), 1e-12 * norm);
+  EXPECT_GT(std::abs(norm - std::sqrt(distinct + embed)), 1e-4 * norm);
+  z.discard_step();
+}
+
+TEST(ZeroStages, SaveLoadRoundTripAcrossStages) {
+  dist::SingleComm comm;
+  const ScopedDir d1("zero_state_w1");
+  const std::string& dir = d1.path;
+  const ScopedDir d0("zero_state_w1_stage0");
+  const std::string& dir0 = d0.path;
+  RunSpec spec;
+  spec.accum = 2;
+  const RunResult full = run_training(comm, spec);  // steps 0, 1, 2 in one go
+  RunSpec first = spec;
+  first.steps = 2;
+  first.save_dir = dir;
+  const RunResult part = run_training(comm, first);
+  EXPECT_EQ(part.adam_step, 2);
+  // The same state saved under stage 0 with offload is the same file, byte for byte.
+  first.stage = 0;
+  first.offload = true;
+  first.save_dir = dir0;
+  run_training(comm, first);
+  const std::string bytes = read_file(ZeroEngine::state_path(dir, 0));
+  EXPECT_EQ(bytes.size(),
+            64 +
+                3 * 4 *
+                    static_cast<size_t>(
+                        ShardLayout(ParamLayout(test::tiny_config(false)), 1).shard_elems()) +
+                8);
+  EXPECT_EQ(bytes.substr(0, 8), "ZTZERO01");
+  EXPECT_TRUE(bytes == read_file(ZeroEngine::state_path(dir0, 0)));
+  // Load (into a model initialised differently) under every stage and finish step 2.
+  for (int stage = 0; stage <= 3; ++stage)
+    for (bool off : {false, true}) {
+      SCOPED_TRACE(fmt::format("resume under stage {} offload {}", stage, off));
+      RunSpec rest = spec;
+      rest.stage = stage;
+      rest.offload = off;
+      rest.first_step = 2;
+      rest.load_dir = dir;
+      rest.init_seed = 999;
+      const RunResult r = run_training(comm, rest);
+      EXPECT_EQ(bits(r.initial_master), bits(part.master));
+      ASSERT_EQ(r.losses.size(), 1u);
+      EXPECT_EQ(bits(r.losses)[0], bits(full.losses)[2]);
+      EXPECT_EQ(bits(r.norms)[0], bits(full.norms)[2]);
+      EXPECT_EQ(bits(r.master), bits(full.master));
+      EXPECT_TRUE(r.weights == full.weights);
+      EXPECT_EQ(r.adam_step, 3);
+    }
+}
+
+TEST(ZeroStages, LoadRejectsAnotherModelOrACorruptFile) {
+  CpuOps ops;
+  HostMemory mem;
+  dist::SingleComm comm;
+  const ScopedDir d("zero_state_bad");
+  const std::string& dir = d.path;
+  RunSpec spec;
+  spec.steps = 1;
+  spec.save_dir = dir;
+  run_training(comm, spec);
+  const fs::path file = ZeroEngine::state_path(dir, 0);
+  EXPECT_EQ(file.filename(), "zero_state_rank00000.bin");
+  ModelOptions mo;
+  mo.max_tokens = 48;
+  CausalLM tied(test::tiny_config(true), ops, mem, mo);
+  ZeroEngine zt(tied.layout(), model_buffers(tied), ops, comm, mem, mem, {1, false});
+  const uint64_t want = ShardLayout(tied.layout(), 1).hash();
+  const uint64_t got = ShardLayout(ParamLayout(test::tiny_config(false)), 1).hash();
+  try {
+    zt.load_state(dir);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              fmt::format("{}: ZeRO state layout hash {:016x} does not match this model's {:016x} "
+                          "(different tensors or shapes)",
+                          file.string(), got, want));
+  }
+  std::string bytes = read_file(file);
+  bytes[100] = static_cast<char>(bytes[100] ^ 0x40);
+  write_file_atomic(file, bytes);
+  CausalLM model(test::tiny_config(false), ops, mem, mo);
+  ZeroEngine z(model.layout(), model_buffers(model), ops, comm, mem, mem, {1, false});
+  try {
+    z.load_state(dir);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_TRUE(std::string(e.what()).starts_with(file.string() + ": ZeRO state checksum "))
+        << e.what();
+    EXPECT_TRUE(std::string(e.what()).ends_with("): the file is corrupt")) << e.what();
+  }
+}
+
+// A Comm that only has a shape: lets a one-process test build the engine of rank 0 of W ranks
+// (memory, layout, load_state's header checks) without ever communicating.
+class ShapeComm final : public dist::Comm {
+ public:
+  explicit ShapeComm(int world_size) { set_identity(0, world_size, 0, world_size); }
+  std::string_view backend() const override { return "shape"; }
+
+ protected:
+  void do_reduce_scatter_sum(const float*, float*, size_t, bool, dist::Stream) override { no(); }
+  void do_all_gather_bytes(const void*, void*, size_t, dist::Stream) override { no(); }
+  void do_broadcast(void*, size_t, int, dist::Stream) override { no(); }
+  void do_barrier() override { no(); }
+
+ private:
+  [[noreturn]] static void no() { fail("ShapeComm: no collectives"); }
+};
+
+TEST(ZeroStages, WrongWorldSizeIsRejectedOnLoad) {
+  CpuOps ops;
+  HostMemory mem;
+  dist::SingleComm one;
+  const ScopedDir d("zero_state_w");
+  const std::string& dir = d.path;
+  RunSpec spec;
+  spec.steps = 1;
+  spec.save_dir = dir;
+  run_training(one, spec);
+  ShapeComm two(2);
+  ModelOptions mo;
+  mo.max_tokens = 48;
+  CausalLM model(test::tiny_config(false), ops, mem, mo);
+  ZeroEngine z(model.layout(), model_buffers(model), ops, two, mem, mem, {1, false});
+  try {
+    z.load_state(dir);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              ZeroEngine::state_path(dir, 0).string() +
+                  ": ZeRO state was written with world size 1, this run has world size 2 (the "
+                  "shard layout depends on it)");
+  }
+}
+
+const PoolBytes* pool(const ZeroMemory& m, const std::string& name) {
+  for (const PoolBytes& p : m.pools)
+    if (p.name == name) return &p;
+  return nullptr;
+}
+
+TEST(ZeroStages, MemoryShrinksWithTheStage) {
+  CpuOps ops;
+  HostMemory mem;
+  ShapeComm four(4);
+  ModelOptions mo;
+  mo.max_tokens = 48;
+  CausalLM model(test::tiny_config(false), ops, mem, mo);
+  const auto memory = [&](int stage, bool off) {
+    return ZeroEngine(model.layout(), model_buffers(model), ops, four, mem, mem, {stage, off})
+        .memory();
+  };
+  // S = 976 (embed) + 2 × 2976 (layers) + 16 (norm) + 976 (lm_head) = 7920; largest group 2976.
+  const size_t S = 7920, G = 2976, W = 4;
+  ASSERT_EQ(ShardLayout(model.layout(), 4).shard_elems(), static_cast<int64_t>(S));
+  const ZeroMemory m0 = memory(0, false), m1 = memory(1, false), m2 = memory(2, false),
+                   m3 = memory(3, false), m1o = memory(1, true), m0o = memory(0, true);
+  for (const char* nm : {"master weights", "adam m", "adam v"}) {
+    ASSERT_NE(pool(m0, nm), nullptr) << nm;
+    EXPECT_EQ(pool(m0, nm)->bytes, 4 * W * S) << nm;
+    EXPECT_EQ(pool(m1, nm)->bytes, 4 * S) << nm;
+    EXPECT_FALSE(pool(m1, nm)->host) << nm;
+    EXPECT_TRUE(pool(m1o, nm)->host) << nm;
+    EXPECT_TRUE(pool(m0o, nm)->host) << nm;
+    EXPECT_EQ(pool(m0o, nm)->bytes, 4 * W * S) << nm;
+  }
+  EXPECT_EQ(pool(m1, "gradient shard")->bytes, 4 * S);
+  EXPECT_EQ(pool(m1, "reduce-scatter bucket")->bytes, 4 * W * G);
+  EXPECT_EQ(pool(m0, "full gradient")->bytes, 4 * W * S);
+  EXPECT_EQ(pool(m1, "full gradient"), nullptr);
+  EXPECT_EQ(pool(m3, "compute weight shard")->bytes, 4 * S);
+  EXPECT_EQ(m1.model_weights, 4 * static_cast<size_t>(model.layout().total_elems()));
+  EXPECT_EQ(m3.model_weights,
+            4 * static_cast<size_t>(model.layout().group_end(1) - model.layout().group_begin(1)));
+  EXPECT_EQ(m1.device_bytes(), m2.device_bytes());
+  EXPECT_GT(m0.device_bytes(), m1.device_bytes());
+  EXPECT_GT(m2.device_bytes(), m3.device_bytes());
+  EXPECT_EQ(m1.host_bytes(), 0u);
+  EXPECT_EQ(m1o.device_bytes(), m1.device_bytes() - 3 * 4 * S);
+  EXPECT_EQ(m1o.host_bytes(), 3 * 4 * S + 4 * S);  // master, m, v + the gradient copy
+  EXPECT_EQ(
+      m1o.describe(),
+      "device 277.7 KiB (gradient shard 30.9 KiB, reduce-scatter bucket 46.5 KiB, all-gather "
+      "staging 46.5 KiB, updated compute weights 30.9 KiB, norm workspace 64 B, model weights "
+      "122.8 KiB); host 123.8 KiB (master weights 30.9 KiB, adam m 30.9 KiB, adam v 30.9 KiB, "
+      "offload gradient 30.9 KiB)");
+}
+
+}  // namespace
+}  // namespace zt::zero

@@ -1,0 +1,103 @@
+#include "zero_test_util.h"
+
+#include <cstring>
+#include <random>
+
+#include "backend/cpu/cpu_ops.h"
+#include "core/arena.h"
+#include "model/causal_lm.h"
+#include "zero/model_binding.h"
+
+namespace zt::zero::test {
+
+ModelConfig tiny_config(bool tied) {
+  Json j = {{"model_type", "qwen2"},    {"vocab_size", 97},       {"hidden_size", 40},
+            {"intermediate_size", 56},  {"num_hidden_layers", 2}, {"num_attention_heads", 4},
+            {"num_key_value_heads", 2}, {"head_dim", 10},         {"max_position_embeddings", 128},
+            {"rms_norm_eps", 1e-6},     {"rope_theta", 10000.0},  {"tie_word_embeddings", tied}};
+  return parse_model_config(j, "tiny test config");
+}
+
+PackedBatch make_micro_batch(int64_t step, int64_t j, int64_t vocab) {
+  std::mt19937 rng(static_cast<uint32_t>(1000003 * step + 7919 * j + 17));
+  PackedBatch b;
+  const int n = 1 + static_cast<int>(rng() % 3);
+  for (int e = 0; e < n; ++e) {
+    const int len = 3 + static_cast<int>(rng() % 10);
+    std::vector<int32_t> ids(static_cast<size_t>(len)), labels(static_cast<size_t>(len));
+    for (int t = 0; t < len; ++t) {
+      ids[static_cast<size_t>(t)] = static_cast<int32_t>(rng() % static_cast<uint32_t>(vocab));
+      const bool masked = t < len / 3 || (step == 1 && j == 1);
+      labels[static_cast<size_t>(t)] = masked ? -100 : ids[static_cast<size_t>(t)];
+    }
+    b.add(ids, labels);
+  }
+  return b;
+}
+
+RunResult run_training(dist::Comm& comm, const RunSpec& spec) {
+  CpuOps ops;
+  HostMemory mem;
+  const ModelConfig cfg = tiny_config(spec.tied);
+  ModelOptions mo;
+  mo.dtype = spec.dtype;
+  mo.max_tokens = 48;
+  CausalLM model(cfg, ops, mem, mo);
+  model.init_from_scratch(spec.init_seed);
+  ZeroEngine engine(model.layout(), model_buffers(model), ops, comm, mem, mem,
+                    {spec.stage, spec.offload});
+  if (spec.load_dir.empty())
+    engine.init_from_model();
+  else
+    engine.load_state(spec.load_dir);
+  RunResult res;
+  res.initial_master = engine.full_master_weights();
+  const int W = comm.world_size(), r = comm.rank();
+  for (int k = spec.first_step; k < spec.steps; ++k) {
+    int64_t N = 0;  // the step's global target count, known to every rank
+    for (int j = 0; j < W * spec.accum; ++j)
+      N += count_targets(make_micro_batch(k, j, cfg.vocab_size).view());
+    double loss_sum = 0.0;
+    for (int m = 0; m < spec.accum; ++m) {
+      const PackedBatch b = make_micro_batch(k, m * W + r, cfg.vocab_size);
+      BackwardOptions bo;
+      bo.grad_scale = static_cast<float>(1.0 / static_cast<double>(N));
+      bo.on_group_ready = engine.group_ready_callback();
+      engine.gather_all();
+      loss_sum += model.forward_backward(b.view(), bo).loss_sum;
+      engine.release_all();
+    }
+    comm.all_reduce(&loss_sum, 1, dist::ReduceOp::kSum);
+    StepArgs args;
+    args.lr = spec.lr * (1.0 - 0.2 * k);
+    args.max_grad_norm = spec.max_grad_norm;
+    args.adam.weight_decay = spec.weight_decay;
+    const StepResult st = engine.finish_step(args);
+    res.losses.push_back(loss_sum / static_cast<double>(N));
+    res.norms.push_back(st.grad_norm);
+    res.clip_coefs.push_back(st.clip_coef);
+  }
+  if (!spec.save_dir.empty()) engine.save_state(spec.save_dir);
+  res.master = engine.full_master_weights();
+  engine.gather_all();
+  const Tensor w = model_buffers(model).weights;
+  res.weights.resize(w.nbytes());
+  std::memcpy(res.weights.data(), w.data, w.nbytes());
+  res.memory = engine.memory();
+  res.adam_step = engine.adam_step();
+  return res;
+}
+
+std::vector<uint32_t> bits(const std::vector<float>& v) {
+  std::vector<uint32_t> out(v.size());
+  if (!v.empty()) std::memcpy(out.data(), v.data(), v.size() * 4);
+  return out;
+}
+
+std::vector<uint64_t> bits(const std::vector<double>& v) {
+  std::vector<uint64_t> out(v.size());
+  if (!v.empty()) std::memcpy(out.data(), v.data(), v.size() * 8);
+  return out;
+}
+
+}  // namespace zt::zero::test

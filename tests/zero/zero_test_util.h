@@ -1,0 +1,61 @@
+// Shared helpers of the ZeRO engine tests: a tiny Qwen2 model, deterministic random micro-batches,
+// and a small training loop written the way the trainer drives the engine.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/dtype.h"
+#include "dist/comm.h"
+#include "io/model_config.h"
+#include "model/micro_batch.h"
+#include "zero/zero_engine.h"
+
+namespace zt::zero::test {
+
+// A 2-layer Qwen2 (vocab 97, hidden 40, 4 heads × 10, 2 KV heads, intermediate 56) — sizes chosen
+// so no tensor is a multiple of the shard quantum. tied: tie_word_embeddings.
+ModelConfig tiny_config(bool tied);
+
+// Micro-batch j (global index within the step) of optimizer step k: 1–3 examples of 3–12 tokens,
+// the first third of each example masked (-100). Micro-batch 1 of step 1 has no targets at all.
+PackedBatch make_micro_batch(int64_t step, int64_t j, int64_t vocab);
+
+// One training run (the trainer's loop over steps [first_step, steps)).
+struct RunSpec {
+  int stage = 1;
+  bool offload = false;
+  int accum = 1;       // micro-batches per rank per step (G)
+  int steps = 3;       // run up to this step (exclusive)
+  int first_step = 0;  // > 0 with load_dir: resume at this step
+  DType dtype = DType::kF32;
+  bool tied = false;
+  double lr = 2e-3;  // step k uses lr·(1 − 0.2·k)
+  double weight_decay = 0.1;
+  double max_grad_norm = 0.5;
+  uint64_t init_seed = 1234;
+  std::string load_dir;  // non-empty: load_state instead of init_from_model
+  std::string save_dir;  // non-empty: save_state after the last step
+};
+
+// What the run produced (identical on every rank, except master: rank 0 only).
+struct RunResult {
+  std::vector<double> losses;         // per step: Σ CE / N over all ranks' micro-batches
+  std::vector<double> norms;          // per step: pre-clip gradient norm
+  std::vector<float> clip_coefs;      // per step
+  std::vector<float> initial_master;  // rank 0: master weights before the first step
+  std::vector<float> master;          // rank 0: final full_master_weights()
+  std::vector<uint8_t> weights;  // final compute weights of the model (raw bytes, after gather)
+  ZeroMemory memory;
+  int64_t adam_step = 0;
+};
+
+// Runs `spec` on `comm` (rank r takes micro-batches j = m·W + r, m < accum).
+RunResult run_training(dist::Comm& comm, const RunSpec& spec);
+
+// Raw bits of a float vector (for bitwise comparisons with readable failures).
+std::vector<uint32_t> bits(const std::vector<float>& v);
+std::vector<uint64_t> bits(const std::vector<double>& v);
+
+}  // namespace zt::zero::test
