@@ -24,6 +24,7 @@ constexpr Command kCommands[] = {
     {"comm-check", "check the collectives of a multi-process job", zt::cli::cmd_comm_check},
     {"loss", "loss and gradient norms of a JSONL file as one micro-batch", zt::cli::cmd_loss},
     {"make-demo-data", "write the deterministic arithmetic demo dataset (parquet)", zt::cli::cmd_make_demo_data},
+    {"tokenize", "print the token ids of every line of a JSONL file", zt::cli::cmd_tokenize},
     {"render", "print the chat template rendering of every row of a JSONL file", zt::cli::cmd_render},
 };
 

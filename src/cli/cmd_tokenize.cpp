@@ -1,0 +1,118 @@
+// `zerotune tokenize --tokenizer DIR FILE`: token ids of every line of a JSONL file.
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "core/error.h"
+#include "io/json.h"
+#include "text/tokenizer.h"
+
+namespace zt::cli {
+
+namespace {
+
+// Text of one JSONL line: a JSON string, or an object with a string "text".
+std::string line_text(const std::string& line, const std::string& file, size_t lineno) {
+  Json v;
+  try {
+    v = Json::parse(line);
+  } catch (const Json::parse_error& e) {
+    fail("{}:{}: invalid JSON: {}", file, lineno, e.what());
+  }
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_object()) {
+    auto it = v.find("text");
+    if (it == v.end()) fail("{}:{}: object has no \"text\" key", file, lineno);
+    if (!it->is_string())
+      fail("{}:{}: \"text\" must be a string, got {}", file, lineno, it->dump());
+    return it->get<std::string>();
+  }
+  fail("{}:{}: expected a JSON string or an object with \"text\", got {}", file, lineno,
+       v.type_name());
+}
+
+void flush(const text::Tokenizer& tok, std::vector<std::string>& texts,
+           std::vector<size_t>& linenos, const std::string& file, int threads, bool special) {
+  std::vector<std::vector<int32_t>> ids;
+  try {
+    ids = tok.encode_batch(texts, threads, special);
+  } catch (const Error&) {
+    // Find the offending line to name it (encode_batch names only the batch index).
+    for (size_t i = 0; i < texts.size(); ++i) {
+      try {
+        tok.encode(texts[i], special);
+      } catch (const Error& e) {
+        fail("{}:{}: {}", file, linenos[i], e.what());
+      }
+    }
+    throw;
+  }
+  std::string out;
+  for (const auto& v : ids) {
+    out += '[';
+    for (size_t k = 0; k < v.size(); ++k) {
+      if (k) out += ',';
+      out += std::to_string(v[k]);
+    }
+    out += "]\n";
+  }
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  texts.clear();
+  linenos.clear();
+}
+
+}  // namespace
+
+// Reads FILE (JSONL: each line a JSON string or {"text": ...}; blank lines are skipped) and prints
+// one JSON array of token ids per text, in order. Errors name FILE:LINE.
+int cmd_tokenize(const Args& args) {
+  CLI::App app{"Print the token ids of every line of a JSONL file", "zerotune tokenize"};
+  std::string tokenizer_path, file;
+  bool add_special = false;
+  int threads = 0;
+  app.add_option("--tokenizer", tokenizer_path,
+                 "directory holding tokenizer.json (or the tokenizer.json file itself)")
+      ->required();
+  app.add_option("file", file, "JSONL file: one JSON string or {\"text\": ...} per line")
+      ->required();
+  app.add_flag("--add-special-tokens", add_special,
+               "add the post-processor's special tokens (e.g. Llama-3's BOS)");
+  app.add_option("--threads", threads, "encoding threads (0: all cores)");
+  std::vector<std::string> argv(args.rbegin(), args.rend());
+  try {
+    app.parse(argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    fail("tokenize: {}", e.what());
+  }
+  std::filesystem::path tp(tokenizer_path);
+  if (std::filesystem::is_directory(tp)) tp /= "tokenizer.json";
+  text::Tokenizer tok = text::Tokenizer::load(tp);
+
+  std::ifstream in(file, std::ios::binary);
+  if (!in) fail("cannot open '{}'", file);
+  std::vector<std::string> texts;
+  std::vector<size_t> linenos;
+  std::string line;
+  size_t lineno = 0;
+  while (std::getline(in, line)) {
+    ++lineno;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.find_first_not_of(" \t") == std::string::npos) continue;
+    texts.push_back(line_text(line, file, lineno));
+    linenos.push_back(lineno);
+    if (texts.size() == 4096) flush(tok, texts, linenos, file, threads, add_special);
+  }
+  if (in.bad()) fail("{}: read error after line {}", file, lineno);
+  flush(tok, texts, linenos, file, threads, add_special);
+  return 0;
+}
+
+}  // namespace zt::cli

@@ -1,0 +1,585 @@
+// Tokenizer: loads a tokenizer.json into the components of normalize.h, pretokenize*.h and
+// bpe_model.h and runs HF `tokenizers`' pipeline (TokenizerImpl::encode_single_sequence, then
+// post_process; decode):
+//   added tokens (non-normalized) → NFC → added tokens (normalized) → pre-tokenizer → BPE
+//   → post-processors (ByteLevel offset trimming, TemplateProcessing) → ids and byte offsets.
+#include "text/tokenizer.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <exception>
+#include <mutex>
+#include <variant>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "text/bpe_json.h"
+#include "text/bpe_model.h"
+#include "text/normalize.h"
+#include "text/pretokenize.h"
+#include "text/pretokenize_added.h"
+#include "text/unicode.h"
+
+namespace zt::text {
+
+using namespace json_fields;
+
+namespace {
+
+// ---- post-processors -----------------------------------------------------------------------
+
+struct ByteLevelPost {
+  bool trim_offsets;
+  bool add_prefix_space;
+};
+struct TemplatePost {
+  // The single-sequence template: an empty piece stands for the sequence, any other piece is
+  // the ids of a special token.
+  std::vector<std::vector<int32_t>> pieces;
+};
+using PostStep = std::variant<ByteLevelPost, TemplatePost>;
+
+// ---- per-thread state ----------------------------------------------------------------------
+
+struct Context {
+  PreTokenizeScratch pre;
+  BpeCache cache;
+  BpeScratch bpe;
+  std::vector<AddedSplit> outer, inner;
+  std::vector<Word> words;
+  std::string norm, prefixed;
+  std::vector<ByteSpan> align;
+  std::vector<bool> matched;  // offsets mode: token i is an added-token match
+};
+
+}  // namespace
+
+struct Tokenizer::Impl {
+  std::string file;
+  std::optional<NfcNormalizer> nfc;
+  PreTokenizer pre;
+  BpeModel model;
+  AddedTokenMatcher raw_matcher;   // added tokens with normalized: false, on the input
+  AddedTokenMatcher norm_matcher;  // normalized: true, on the normalized text
+  std::vector<PostStep> post;
+  bool byte_level_decoder = false;
+  // Per id (added tokens override the model, as AddedVocabulary::id_to_token).
+  int32_t vocab_size = 0;
+  std::vector<AddedToken> added;
+  std::vector<int32_t> added_index;  // per id: index into `added`, or -1
+  std::vector<bool> present, special;
+  // ByteLevel decoder output of id i: decoded[decoded_begin[i], decoded_begin[i + 1]).
+  std::vector<uint32_t> decoded_begin;
+  std::string decoded;
+  FlatStringMap added_ids;  // content -> id
+  mutable std::mutex pool_mu;
+  mutable std::vector<std::unique_ptr<Context>> pool;
+
+  void parse_post_processor(const Json& p, const std::string& path);
+  void parse_decoder(const Json& d, const std::string& path);
+  void build_id_tables();
+  // Token string of an id (added token content, else vocabulary form); the id must be present.
+  std::string_view token_of(int32_t id) const {
+    int32_t a = added_index[size_t(id)];
+    return a >= 0 ? std::string_view(added[size_t(a)].content) : *model.id_to_token(id);
+  }
+
+  std::unique_ptr<Context> acquire() const {
+    std::lock_guard<std::mutex> lock(pool_mu);
+    if (pool.empty()) return std::make_unique<Context>();
+    auto c = std::move(pool.back());
+    pool.pop_back();
+    return c;
+  }
+  void release(std::unique_ptr<Context> c) const {
+    std::lock_guard<std::mutex> lock(pool_mu);
+    pool.push_back(std::move(c));
+  }
+  // Holds a pooled context; returns it to the pool when it goes out of scope.
+  class Lease {
+   public:
+    explicit Lease(const Impl& impl) : impl_(impl), ctx_(impl.acquire()) {}
+    ~Lease() { impl_.release(std::move(ctx_)); }
+    Lease(const Lease&) = delete;
+    Lease& operator=(const Lease&) = delete;
+    Context& operator*() const { return *ctx_; }
+
+   private:
+    const Impl& impl_;
+    std::unique_ptr<Context> ctx_;
+  };
+
+  template <bool kOffsets>
+  void encode_into(std::string_view text, bool add_special, Context& c, std::vector<int32_t>& ids,
+                   std::vector<ByteSpan>* offs) const;
+  template <bool kOffsets>
+  void encode_segment(std::string_view text, uint32_t a, uint32_t b, Context& c,
+                      std::vector<int32_t>& ids, std::vector<ByteSpan>* offs) const;
+  template <bool kOffsets>
+  void post_process(bool add_special, std::string_view text, Context& c, std::vector<int32_t>& ids,
+                    std::vector<ByteSpan>* offs) const;
+};
+
+// ---- loading --------------------------------------------------------------------------------
+
+void Tokenizer::Impl::parse_post_processor(const Json& p, const std::string& path) {
+  if (p.is_null()) return;
+  std::string type = type_of(p, file, path);
+  if (type == "Sequence") {
+    const Json& list = get_array(p, "processors", file, path);
+    for (size_t k = 0; k < list.size(); ++k) {
+      parse_post_processor(list[k], fmt::format("{}.processors[{}]", path, k));
+    }
+  } else if (type == "ByteLevel") {
+    post.emplace_back(ByteLevelPost{get_bool(p, "trim_offsets", true, file, path),
+                                    get_bool(p, "add_prefix_space", true, file, path)});
+  } else if (type == "TemplateProcessing") {
+    const Json& single = get_array(p, "single", file, path);
+    const Json* specials = member(p, "special_tokens");
+    TemplatePost t;
+    for (size_t k = 0; k < single.size(); ++k) {
+      const Json& piece = single[k];
+      std::string ppath = fmt::format("{}.single[{}]", path, k);
+      if (piece.is_object() && piece.contains("Sequence")) {
+        auto id = get_string(piece["Sequence"], "id", file, ppath + ".Sequence");
+        if (id != "A")
+          fail("{}: {}.Sequence.id '{}' in a single-sequence template", file, ppath,
+               id.value_or(""));
+        t.pieces.emplace_back();
+      } else if (piece.is_object() && piece.contains("SpecialToken")) {
+        auto name = get_string(piece["SpecialToken"], "id", file, ppath + ".SpecialToken");
+        const Json* st =
+            specials && specials->is_object() && name ? member(*specials, name->c_str()) : nullptr;
+        const Json* ids = st ? member(*st, "ids") : nullptr;
+        if (!ids || !ids->is_array()) {
+          fail("{}: {}: special token '{}' has no ids in {}.special_tokens", file, ppath,
+               name.value_or(""), path);
+        }
+        std::vector<int32_t> v;
+        for (const Json& i : *ids) {
+          if (!i.is_number_unsigned()) fail("{}: {}.special_tokens ids must be ids", file, path);
+          v.push_back(i.get<int32_t>());
+        }
+        if (v.empty()) continue;
+        t.pieces.push_back(std::move(v));
+      } else {
+        fail("{}: {} must be {{\"Sequence\": ...}} or {{\"SpecialToken\": ...}}", file, ppath);
+      }
+    }
+    post.emplace_back(std::move(t));
+  } else {
+    fail("{}: {}.type '{}' is not supported (supported: ByteLevel, TemplateProcessing, Sequence)",
+         file, path, type);
+  }
+}
+
+void Tokenizer::Impl::parse_decoder(const Json& d, const std::string& path) {
+  if (d.is_null()) return;
+  std::string type = type_of(d, file, path);
+  if (type == "ByteLevel") {
+    byte_level_decoder = true;
+  } else if (type == "Sequence") {
+    const Json& list = get_array(d, "decoders", file, path);
+    for (size_t k = 0; k < list.size(); ++k) {
+      parse_decoder(list[k], fmt::format("{}.decoders[{}]", path, k));
+    }
+  } else {
+    fail("{}: {}.type '{}' is not supported (supported: ByteLevel, Sequence)", file, path, type);
+  }
+}
+
+void Tokenizer::Impl::build_id_tables() {
+  int32_t max_id = model.max_id();
+  for (const auto& t : added) max_id = std::max(max_id, t.id);
+  vocab_size = max_id + 1;
+  present.assign(size_t(vocab_size), false);
+  special.assign(size_t(vocab_size), false);
+  added_index.assign(size_t(vocab_size), -1);
+  for (int32_t id = 0; id <= model.max_id(); ++id)
+    present[size_t(id)] = model.id_to_token(id).has_value();
+  FlatStringMap special_contents;
+  for (size_t k = 0; k < added.size(); ++k) {
+    const AddedToken& t = added[k];
+    added_index[size_t(t.id)] = int32_t(k);
+    present[size_t(t.id)] = true;
+    added_ids.insert_or_assign(t.content, t.id);
+    if (t.special) special_contents.insert_or_assign(t.content, 1);
+  }
+  // ByteLevel decoder: a token whose characters are all in the byte alphabet becomes those
+  // bytes, any other token its own UTF-8 (pre_tokenizers/byte_level.rs, Decoder impl).
+  unicode::ByteLevelAlphabet alphabet;
+  decoded_begin.assign(size_t(vocab_size) + 1, 0);
+  for (size_t id = 0; id < size_t(vocab_size); ++id) {
+    decoded_begin[id] = uint32_t(decoded.size());
+    if (!present[id]) continue;
+    std::string_view tok = token_of(int32_t(id));
+    special[id] = special_contents.find(tok).has_value();
+    size_t start = decoded.size();
+    bool all = true;
+    for (size_t i = 0; i < tok.size() && all;) {
+      auto b = alphabet.char_to_byte(unicode::next_code_point(tok, i));
+      if (b) {
+        decoded.push_back(static_cast<char>(*b));
+      } else {
+        all = false;
+      }
+    }
+    if (!all) decoded.replace(start, std::string::npos, tok);
+  }
+  decoded_begin[size_t(vocab_size)] = uint32_t(decoded.size());
+}
+
+Tokenizer Tokenizer::load(const std::filesystem::path& tokenizer_json) {
+  // A model directory is accepted too: its tokenizer.json.
+  std::error_code ec;
+  std::filesystem::path path = tokenizer_json;
+  if (std::filesystem::is_directory(path, ec)) path /= "tokenizer.json";
+  TokenizerJson tj = read_tokenizer_json(path);
+  auto impl = std::make_unique<Impl>();
+  Impl& m = *impl;
+  m.file = path.string();
+  const std::string& f = m.file;
+  const Json& j = tj.rest;
+  auto field = [&](const char* key) -> const Json& {
+    static const Json kNull;
+    const Json* v = member(j, key);
+    return v ? *v : kNull;
+  };
+
+  if (normalizer_is_nfc(field("normalizer"), f, "normalizer")) m.nfc.emplace();
+  m.pre.add_from_json(field("pre_tokenizer"), f, "pre_tokenizer");
+
+  const Json& mj = field("model");
+  if (!mj.is_object()) fail("{}: model must be an object", f);
+  if (auto type = get_string(mj, "type", f, "model"); type && *type != "BPE") {
+    fail("{}: model.type '{}' is not supported (only BPE)", f, *type);
+  }
+  if (!tj.has_vocab) fail("{}: model.vocab must be an object of token -> id", f);
+  if (!tj.has_merges) fail("{}: model.merges must be an array", f);
+  if (const Json* d = member(mj, "dropout"); d && !d->is_null() && !(d->is_number() && *d == 0)) {
+    fail("{}: model.dropout {} is not supported (BPE dropout is random)", f, d->dump());
+  }
+  for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"}) {
+    if (auto v = get_string(mj, key, f, "model"); v && !v->empty()) {
+      fail("{}: model.{} '{}' is not supported", f, key, *v);
+    }
+  }
+  BpeOptions opts;
+  opts.byte_level = m.pre.byte_level();
+  opts.ignore_merges = get_bool(mj, "ignore_merges", false, f, "model");
+  opts.unk_token = get_string(mj, "unk_token", f, "model");
+  opts.fuse_unk = get_bool(mj, "fuse_unk", false, f, "model");
+  opts.byte_fallback = get_bool(mj, "byte_fallback", false, f, "model");
+  m.model = BpeModel(tj.bpe, opts, f);
+  tj.bpe = BpeSource();
+
+  std::vector<AddedToken>& added = m.added;
+  if (const Json* at = member(j, "added_tokens"); at && !at->is_null()) {
+    if (!at->is_array()) fail("{}: added_tokens must be an array", f);
+    for (size_t k = 0; k < at->size(); ++k) {
+      const Json& t = (*at)[k];
+      std::string path = fmt::format("added_tokens[{}]", k);
+      if (!t.is_object()) fail("{}: {} must be an object", f, path);
+      const Json* id = member(t, "id");
+      if (!id || !id->is_number_unsigned() || id->get<uint64_t>() > INT32_MAX) {
+        fail("{}: {}.id must be a non-negative integer", f, path);
+      }
+      AddedToken a;
+      a.id = id->get<int32_t>();
+      auto content = get_string(t, "content", f, path);
+      if (!content) fail("{}: {}.content is missing", f, path);
+      a.content = *content;
+      a.special = get_bool(t, "special", false, f, path);
+      a.single_word = get_bool(t, "single_word", false, f, path);
+      a.lstrip = get_bool(t, "lstrip", false, f, path);
+      a.rstrip = get_bool(t, "rstrip", false, f, path);
+      a.normalized = get_bool(t, "normalized", !a.special, f, path);
+      if (unicode::find_invalid_utf8(a.content)) fail("{}: {}.content is not UTF-8", f, path);
+      if (!a.content.empty()) added.push_back(std::move(a));
+    }
+  }
+  std::vector<AddedToken> raw, norm;
+  std::vector<std::string> raw_pat, norm_pat;
+  for (const auto& a : added) {
+    if (a.normalized) {
+      std::string p = a.content;
+      if (m.nfc && !m.nfc->is_stable(p)) {
+        std::vector<ByteSpan> align;
+        m.nfc->normalize(a.content, 0, p, align);
+      }
+      norm.push_back(a);
+      norm_pat.push_back(std::move(p));
+    } else {
+      raw.push_back(a);
+      raw_pat.push_back(a.content);
+    }
+  }
+  m.raw_matcher = AddedTokenMatcher(std::move(raw), raw_pat);
+  m.norm_matcher = AddedTokenMatcher(std::move(norm), norm_pat);
+
+  m.parse_post_processor(field("post_processor"), "post_processor");
+  m.parse_decoder(field("decoder"), "decoder");
+  for (const char* key : {"truncation", "padding"}) {
+    if (!field(key).is_null()) log::warn("{}: '{}' settings are ignored", f, key);
+  }
+  m.build_id_tables();
+  return Tokenizer(std::move(impl));
+}
+
+Tokenizer::Tokenizer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Tokenizer::Tokenizer(Tokenizer&&) noexcept = default;
+Tokenizer& Tokenizer::operator=(Tokenizer&&) noexcept = default;
+Tokenizer::~Tokenizer() = default;
+
+// ---- encoding -------------------------------------------------------------------------------
+
+template <bool kOffsets>
+void Tokenizer::Impl::encode_into(std::string_view text, bool add_special, Context& c,
+                                  std::vector<int32_t>& ids, std::vector<ByteSpan>* offs) const {
+  if (text.size() >= UINT32_MAX) fail("tokenizer: text of {} bytes is too long", text.size());
+  if (auto bad = unicode::find_invalid_utf8(text)) {
+    fail("tokenizer: text is not valid UTF-8 (byte {} of {})", *bad, text.size());
+  }
+  c.outer.clear();
+  if constexpr (kOffsets) c.matched.assign(ids.size(), false);
+  if (raw_matcher.empty()) {
+    if (!text.empty()) c.outer.push_back({0, uint32_t(text.size()), -1});
+  } else {
+    raw_matcher.split(text, c.outer);
+  }
+  for (const AddedSplit& sp : c.outer) {
+    if (sp.id >= 0) {
+      ids.push_back(sp.id);
+      if constexpr (kOffsets) {
+        offs->emplace_back(sp.begin, sp.end);
+        c.matched.push_back(true);
+      }
+    } else {
+      encode_segment<kOffsets>(text, sp.begin, sp.end, c, ids, offs);
+    }
+  }
+  post_process<kOffsets>(add_special, text, c, ids, offs);
+}
+
+template <bool kOffsets>
+void Tokenizer::Impl::encode_segment(std::string_view text, uint32_t a, uint32_t b, Context& c,
+                                     std::vector<int32_t>& ids, std::vector<ByteSpan>* offs) const {
+  std::string_view seg = text.substr(a, b - a);
+  const bool identity = !nfc || nfc->is_stable(seg);
+  std::string_view view = seg;
+  if (!identity) {
+    nfc->normalize(seg, a, c.norm, c.align);
+    view = c.norm;
+  }
+  // Original byte range of normalized bytes [p0, p1] (inclusive): whole characters.
+  auto original = [&](uint32_t p0, uint32_t p1) -> ByteSpan {
+    if (identity) {
+      return {a + uint32_t(unicode::char_begin(view, p0)),
+              a + uint32_t(unicode::char_end(view, p1))};
+    }
+    return {c.align[p0].first, c.align[p1].second};
+  };
+  c.inner.clear();
+  if (norm_matcher.empty()) {
+    if (!view.empty()) c.inner.push_back({0, uint32_t(view.size()), -1});
+  } else {
+    norm_matcher.split(view, c.inner);
+  }
+  for (const AddedSplit& sp : c.inner) {
+    if (sp.id >= 0) {
+      ids.push_back(sp.id);
+      if constexpr (kOffsets) {
+        offs->push_back(original(sp.begin, sp.end - 1));
+        c.matched.push_back(true);
+      }
+      continue;
+    }
+    c.words.clear();
+    pre.run(view, sp.begin, sp.end, c.pre, c.words);
+    for (const Word& w : c.words) {
+      std::string_view wb = view.substr(w.begin, w.end - w.begin);
+      if (w.prefix_space) {
+        c.prefixed.assign(1, ' ');
+        c.prefixed.append(wb);
+        wb = c.prefixed;
+      }
+      c.bpe.ids.clear();
+      c.bpe.spans.clear();
+      model.tokenize(wb, c.cache, c.bpe);
+      ids.insert(ids.end(), c.bpe.ids.begin(), c.bpe.ids.end());
+      if constexpr (kOffsets) {
+        const uint32_t last = uint32_t(view.size()) - 1;
+        auto pos = [&](uint32_t x) {
+          uint32_t p = w.prefix_space ? (x == 0 ? w.begin : w.begin + x - 1) : w.begin + x;
+          return std::min(p, last);
+        };
+        for (auto [ts, te] : c.bpe.spans) offs->push_back(original(pos(ts), pos(te - 1)));
+        c.matched.resize(offs->size(), false);
+      }
+    }
+  }
+}
+
+template <bool kOffsets>
+void Tokenizer::Impl::post_process(bool add_special, std::string_view text, Context& c,
+                                   std::vector<int32_t>& ids, std::vector<ByteSpan>* offs) const {
+  for (const PostStep& step : post) {
+    if (const auto* bl = std::get_if<ByteLevelPost>(&step)) {
+      if constexpr (!kOffsets) continue;
+      if (!bl->trim_offsets) continue;
+      // processors ByteLevel::process_offsets: drop leading/trailing 'Ġ' and whitespace of the
+      // token's text — for an added-token match the matched text, stripped spaces included.
+      for (size_t i = 0; i < ids.size(); ++i) {
+        std::string_view tok = token_of(ids[i]);
+        if (c.matched[i]) tok = text.substr((*offs)[i].first, (*offs)[i].second - (*offs)[i].first);
+        auto is_space = [](char32_t ch) { return ch == 0x120 || unicode::is_white_space(ch); };
+        uint32_t lead = 0, trail = 0;
+        for (size_t k = 0; k < tok.size();) {
+          if (!is_space(unicode::next_code_point(tok, k))) break;
+          ++lead;
+        }
+        for (size_t k = tok.size(); k > 0;) {
+          size_t b = unicode::char_begin(tok, k - 1);
+          size_t kk = b;
+          if (!is_space(unicode::next_code_point(tok, kk))) break;
+          ++trail;
+          k = b;
+        }
+        // HF trims character offsets (Python's encode converts to characters first): move the
+        // byte offsets by whole characters of the text.
+        auto& [s, e] = (*offs)[i];
+        if (lead > 0) {
+          bool first = i == 0 || s == 0;
+          if (first && bl->add_prefix_space && lead == 1) lead = 0;
+          for (uint32_t k = 0; k < lead && s < e; ++k) s = uint32_t(unicode::char_end(text, s));
+        }
+        if (trail > 0) {
+          uint32_t p = e, k = 0;
+          for (; k < trail && p > 0; ++k) p = uint32_t(unicode::char_begin(text, p - 1));
+          if (k == trail) e = std::max(p, s);
+        }
+      }
+    } else if (add_special) {
+      const auto& t = std::get<TemplatePost>(step);
+      std::vector<int32_t> new_ids;
+      std::vector<ByteSpan> new_offs;
+      for (const auto& piece : t.pieces) {
+        if (piece.empty()) {
+          new_ids.insert(new_ids.end(), ids.begin(), ids.end());
+          if constexpr (kOffsets) new_offs.insert(new_offs.end(), offs->begin(), offs->end());
+        } else {
+          new_ids.insert(new_ids.end(), piece.begin(), piece.end());
+          if constexpr (kOffsets) new_offs.insert(new_offs.end(), piece.size(), ByteSpan{0, 0});
+        }
+      }
+      if constexpr (kOffsets) {  // the template's tokens are not matches
+        std::vector<bool> flags;
+        for (const auto& piece : t.pieces) {
+          if (piece.empty()) {
+            flags.insert(flags.end(), c.matched.begin(), c.matched.end());
+          } else {
+            flags.insert(flags.end(), piece.size(), false);
+          }
+        }
+        c.matched.swap(flags);
+      }
+      ids.swap(new_ids);
+      if constexpr (kOffsets) offs->swap(new_offs);
+    }
+  }
+}
+
+std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special_tokens) const {
+  Impl::Lease lease(*impl_);
+  std::vector<int32_t> ids;
+  impl_->encode_into<false>(text, add_special_tokens, *lease, ids, nullptr);
+  return ids;
+}
+
+Encoding Tokenizer::encode_with_offsets(std::string_view text, bool add_special_tokens) const {
+  Impl::Lease lease(*impl_);
+  Encoding e;
+  impl_->encode_into<true>(text, add_special_tokens, *lease, e.ids, &e.offsets);
+  return e;
+}
+
+std::vector<std::vector<int32_t>> Tokenizer::encode_batch(std::span<const std::string> texts,
+                                                          int num_threads,
+                                                          bool add_special_tokens) const {
+  std::vector<std::vector<int32_t>> out(texts.size());
+  const long n = static_cast<long>(texts.size());
+  int threads = num_threads > 0 ? num_threads : omp_get_max_threads();
+  threads = static_cast<int>(std::clamp<long>(threads, 1, std::max<long>(n, 1)));
+  std::exception_ptr error;
+  std::mutex error_mu;
+  auto run = [&](long i, Context& c) {
+    try {
+      impl_->encode_into<false>(texts[size_t(i)], add_special_tokens, c, out[size_t(i)], nullptr);
+    } catch (const Error& e) {
+      std::lock_guard<std::mutex> lock(error_mu);
+      if (!error) error = std::make_exception_ptr(Error(fmt::format("texts[{}]: {}", i, e.what())));
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(error_mu);
+      if (!error) error = std::current_exception();
+    }
+  };
+  if (threads == 1) {
+    Impl::Lease lease(*impl_);
+    for (long i = 0; i < n; ++i) run(i, *lease);
+  } else {
+#pragma omp parallel num_threads(threads)
+    {
+      Impl::Lease lease(*impl_);
+#pragma omp for schedule(dynamic, 1)
+      for (long i = 0; i < n; ++i) run(i, *lease);
+    }
+  }
+  if (error) std::rethrow_exception(error);
+  return out;
+}
+
+// ---- decoding and vocabulary ----------------------------------------------------------------
+
+std::string Tokenizer::decode(std::span<const int32_t> ids, bool skip_special_tokens) const {
+  const Impl& m = *impl_;
+  auto keep = [&](int32_t id) {
+    return id >= 0 && id < m.vocab_size && m.present[size_t(id)] &&
+           !(skip_special_tokens && m.special[size_t(id)]);
+  };
+  if (m.byte_level_decoder) {
+    std::string bytes;
+    for (int32_t id : ids) {
+      if (!keep(id)) continue;
+      bytes.append(m.decoded, m.decoded_begin[size_t(id)],
+                   m.decoded_begin[size_t(id) + 1] - m.decoded_begin[size_t(id)]);
+    }
+    return unicode::utf8_lossy(bytes);
+  }
+  std::string out;  // no decoder: tokens joined by spaces, as TokenizerImpl::decode
+  bool first = true;
+  for (int32_t id : ids) {
+    if (!keep(id)) continue;
+    if (!first) out.push_back(' ');
+    out += m.token_of(id);
+    first = false;
+  }
+  return out;
+}
+
+std::optional<int32_t> Tokenizer::token_to_id(std::string_view token) const {
+  if (auto id = impl_->added_ids.find(token)) return id;
+  return impl_->model.token_to_id(token);
+}
+
+std::string Tokenizer::id_to_token(int32_t id) const {
+  if (id < 0 || id >= impl_->vocab_size || !impl_->present[size_t(id)]) {
+    fail("tokenizer '{}': id {} is not in the vocabulary (size {})", impl_->file, id,
+         impl_->vocab_size);
+  }
+  return std::string(impl_->token_of(id));
+}
+
+int32_t Tokenizer::vocab_size() const { return impl_->vocab_size; }
+
+}  // namespace zt::text

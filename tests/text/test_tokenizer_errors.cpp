@@ -1,0 +1,162 @@
+// Bad tokenizer.json files and bad input give zt::Error messages naming the file, the field and
+// the value; a minimal hand-written tokenizer.json loads and encodes.
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "test_tokenizer_util.h"
+
+namespace zt::text::test {
+namespace {
+
+// A minimal byte-level BPE: "a", "b", "ab" and the merge "a b"; `patch` replaces parts of it.
+Json minimal() {
+  return Json::parse(R"({
+    "version": "1.0", "truncation": null, "padding": null, "added_tokens": [],
+    "normalizer": null,
+    "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": false,
+                      "use_regex": true},
+    "post_processor": null,
+    "decoder": {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": false,
+                "use_regex": true},
+    "model": {"type": "BPE", "dropout": null, "unk_token": null, "vocab": {"a": 0, "b": 1, "ab": 2},
+              "merges": ["a b"]}})");
+}
+
+// Loading `text` fails with a message containing the file name and `what`.
+void expect_load_error(const std::string& text, const std::string& what) {
+  TempFile f(text);
+  try {
+    Tokenizer::load(f.path());
+    ADD_FAILURE() << "no error; expected: " << what;
+  } catch (const Error& e) {
+    std::string msg = e.what();
+    EXPECT_NE(msg.find(what), std::string::npos) << msg;
+    EXPECT_NE(msg.find(f.path().string()), std::string::npos) << msg;
+  }
+}
+
+TEST(TokenizerErrors, MinimalFileLoadsAndEncodes) {
+  TempFile f(minimal().dump());
+  Tokenizer tok = Tokenizer::load(f.path());
+  EXPECT_EQ(tok.vocab_size(), 3);
+  EXPECT_EQ(tok.encode("ab"), std::vector<int32_t>({2}));
+  EXPECT_EQ(tok.encode("ba"), std::vector<int32_t>({1, 0}));
+  // Bytes outside the vocabulary without unk_token are dropped, as HF's BPE::merge_word does.
+  EXPECT_EQ(tok.encode("abc"), std::vector<int32_t>({2}));
+  EXPECT_EQ(tok.decode(std::vector<int32_t>{2, 0, 99, -1}), "aba");  // unknown ids are skipped
+  EXPECT_EQ(tok.id_to_token(2), "ab");
+}
+
+TEST(TokenizerErrors, MalformedJson) {
+  expect_load_error(R"({"model": {"type": "BPE", "vocab": {"a": 0,}})",
+                    "invalid JSON at byte 44: parse error at line 1, column 44");
+  expect_load_error("", "invalid JSON at byte");
+  expect_load_error("[1, 2]", "expected a JSON object at the top level");
+}
+
+TEST(TokenizerErrors, UnsupportedModelTypes) {
+  Json j = minimal();
+  j["model"] = Json::parse(R"({"type": "WordPiece", "unk_token": "[UNK]",
+                              "continuing_subword_prefix": "##", "vocab": {"[UNK]": 0, "a": 1}})");
+  expect_load_error(j.dump(), "model.type 'WordPiece' is not supported (only BPE)");
+  j["model"] = Json::parse(R"({"type": "Unigram", "unk_id": 0, "vocab": [["<unk>", 0.0]]})");
+  expect_load_error(j.dump(), "model.type 'Unigram' is not supported (only BPE)");
+  j["model"] = Json::parse(R"({"type": "WordLevel", "vocab": {"a": 0}, "unk_token": "a"})");
+  expect_load_error(j.dump(), "model.type 'WordLevel' is not supported (only BPE)");
+}
+
+TEST(TokenizerErrors, UnsupportedComponentsNameTheirField) {
+  Json j = minimal();
+  j["normalizer"] = Json::parse(R"({"type": "Lowercase"})");
+  expect_load_error(j.dump(),
+                    "normalizer.type 'Lowercase' is not supported (supported: NFC, Sequence)");
+  j["normalizer"] = Json::parse(R"({"type": "Sequence", "normalizers": [{"type": "NFC"},
+                                   {"type": "NFKD"}]})");
+  expect_load_error(j.dump(), "normalizer.normalizers[1].type 'NFKD' is not supported");
+  j = minimal();
+  j["pre_tokenizer"] =
+      Json::parse(R"({"type": "Sequence", "pretokenizers": [{"type": "Whitespace"}]})");
+  expect_load_error(j.dump(), "pre_tokenizer.pretokenizers[0].type 'Whitespace' is not supported");
+  j = minimal();
+  j["post_processor"] = Json::parse(R"({"type": "RobertaProcessing"})");
+  expect_load_error(j.dump(), "post_processor.type 'RobertaProcessing' is not supported");
+  j = minimal();
+  j["decoder"] = Json::parse(R"({"type": "WordPiece", "prefix": "##"})");
+  expect_load_error(j.dump(), "decoder.type 'WordPiece' is not supported");
+  j = minimal();
+  j["pre_tokenizer"] = Json::parse(R"({"pretokenizers": []})");
+  expect_load_error(j.dump(), "pre_tokenizer.type is missing");
+  j = minimal();
+  j["model"]["dropout"] = 0.1;
+  expect_load_error(j.dump(), "model.dropout 0.1 is not supported");
+  j = minimal();
+  j["model"]["continuing_subword_prefix"] = "##";
+  expect_load_error(j.dump(), "model.continuing_subword_prefix '##' is not supported");
+}
+
+TEST(TokenizerErrors, BadVocabMergesAndRegex) {
+  Json j = minimal();
+  j["model"]["merges"] = Json::parse(R"(["a b", "a c"])");
+  expect_load_error(j.dump(), "model.merges[1] 'a c': token 'c' is not in model.vocab");
+  j["model"]["merges"] = Json::parse(R"(["b a"])");
+  expect_load_error(j.dump(), "model.merges[0] 'b a': merged token 'ba' is not in model.vocab");
+  j["model"]["merges"] = Json::parse(R"([["a", "b"], ["a"]])");
+  expect_load_error(j.dump(), "model.merges[1]: expected \"a b\" or [\"a\", \"b\"]");
+  j["model"]["merges"] = Json::parse(R"(["ab"])");
+  expect_load_error(j.dump(), "model.merges[0]: expected");
+  j = minimal();
+  j["model"]["vocab"]["c"] = "3";
+  expect_load_error(j.dump(), "model.vocab['c']: expected an integer id, got a string");
+  j = minimal();
+  j["model"].erase("merges");
+  expect_load_error(j.dump(), "model.merges must be an array");
+  j = minimal();
+  j["pre_tokenizer"] = Json::parse(R"({"type": "Sequence", "pretokenizers": [
+      {"type": "Split", "pattern": {"Regex": "(a"}, "behavior": "Isolated", "invert": false},
+      {"type": "ByteLevel", "add_prefix_space": false, "use_regex": false}]})");
+  expect_load_error(j.dump(), "pre_tokenizer.pretokenizers[0].pattern: cannot compile regex '(a'");
+  j["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = "a";
+  j["pre_tokenizer"]["pretokenizers"][0]["behavior"] = "Sideways";
+  expect_load_error(j.dump(), "behavior 'Sideways' is not one of");
+  std::swap(j["pre_tokenizer"]["pretokenizers"][0], j["pre_tokenizer"]["pretokenizers"][1]);
+  j["pre_tokenizer"]["pretokenizers"][1]["behavior"] = "Isolated";
+  expect_load_error(j.dump(), "a Split pre-tokenizer after ByteLevel is not supported");
+  j = minimal();
+  j["added_tokens"] = Json::parse(R"([{"content": "<s>", "special": true}])");
+  expect_load_error(j.dump(), "added_tokens[0].id must be a non-negative integer");
+}
+
+TEST(TokenizerErrors, MissingFileAndBadText) {
+  try {
+    Tokenizer::load("/nonexistent/dir/tokenizer.json");
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(
+        std::string(e.what()).find("cannot open tokenizer file '/nonexistent/dir/tokenizer.json'"),
+        std::string::npos)
+        << e.what();
+  }
+  const Tokenizer& tok = tokenizer("qwen2.5");
+  try {
+    tok.encode("a\xC3(b");
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "tokenizer: text is not valid UTF-8 (byte 1 of 4)");
+  }
+  std::vector<std::string> texts = {"fine", "also fine", "bad \xED\xA0\x80 surrogate"};
+  try {
+    tok.encode_batch(texts, 2);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "texts[2]: tokenizer: text is not valid UTF-8 (byte 4 of 17)");
+  }
+  EXPECT_THROW(tok.id_to_token(-1), Error);
+  EXPECT_THROW(tok.id_to_token(tok.vocab_size()), Error);
+  EXPECT_EQ(tok.id_to_token(tok.vocab_size() - 1), "<|file_sep|>");
+  // A directory stands for its tokenizer.json.
+  Tokenizer from_dir = Tokenizer::load(golden_dir() / "llama3_style");
+  EXPECT_EQ(from_dir.encode("Hello"), tokenizer("llama3_style").encode("Hello"));
+}
+
+}  // namespace
+}  // namespace zt::text::test
