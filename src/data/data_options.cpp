@@ -1,0 +1,37 @@
+#include "data/data_options.h"
+
+#include <cstdlib>
+
+#include "core/error.h"
+
+namespace zt::data {
+
+PrefixMismatch parse_prefix_mismatch(std::string_view value, std::string_view key) {
+  if (value == "warn") return PrefixMismatch::kWarn;
+  if (value == "error") return PrefixMismatch::kError;
+  fail("{}: '{}' is not a valid value; expected 'warn' or 'error'", key, value);
+}
+
+PromptFormat parse_prompt_format(std::string_view value, std::string_view key) {
+  if (value == "none" || value.empty()) return PromptFormat::kNone;
+  if (value == "chat") return PromptFormat::kChat;
+  fail("{}: '{}' is not a valid value; expected 'none' or 'chat'", key, value);
+}
+
+std::string_view to_string(PrefixMismatch v) {
+  return v == PrefixMismatch::kWarn ? "warn" : "error";
+}
+std::string_view to_string(PromptFormat v) { return v == PromptFormat::kNone ? "none" : "chat"; }
+
+std::filesystem::path default_cache_dir() {
+  if (const char* d = std::getenv("ZEROTUNE_CACHE_DIR"); d != nullptr && *d != '\0') return d;
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x != nullptr && *x != '\0') {
+    return std::filesystem::path(x) / "zerotune";
+  }
+  if (const char* h = std::getenv("HOME"); h != nullptr && *h != '\0') {
+    return std::filesystem::path(h) / ".cache" / "zerotune";
+  }
+  return ".zerotune_cache";
+}
+
+}  // namespace zt::data

@@ -1,0 +1,342 @@
+// prepare_dataset: rows → SftFormatter (OpenMP over rows) → drop/truncate → pack → token cache.
+#include "data/prepare.h"
+
+#include <fmt/ranges.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <climits>
+#include <cmath>
+#include <variant>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "data/packing.h"
+#include "data/rows.h"
+#include "data/sft_rows.h"
+#include "data/sft_tokenize.h"
+
+namespace zt::data {
+namespace {
+
+// Bump when a change to this layer changes the tokens or masks it produces for the same inputs.
+constexpr const char* kPipelineVersion = "zerotune-sft-data-1";
+constexpr size_t kMaxListedRows = 100;
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+std::optional<int64_t> effective_max_length(const DataOptions& o) {
+  if (o.max_length && *o.max_length > 0) return o.max_length;
+  return std::nullopt;
+}
+
+// Nearest-rank percentile of sorted values.
+int64_t percentile(const std::vector<int64_t>& sorted, double p) {
+  if (sorted.empty()) return 0;
+  const auto rank = static_cast<size_t>(std::ceil(p / 100.0 * static_cast<double>(sorted.size())));
+  return sorted[std::clamp<size_t>(rank, 1, sorted.size()) - 1];
+}
+
+bool has_target_from_1(const std::vector<uint8_t>& targets, size_t end) {
+  for (size_t t = 1; t < end && t < targets.size(); ++t) {
+    if (targets[t]) return true;
+  }
+  return false;
+}
+
+struct RowResult {
+  TokenizedExample ex;
+  int drop = -1;  // a DropReason, or -1
+};
+
+}  // namespace
+
+Json PrepareReport::to_json() const {
+  Json j = Json::object();
+  j["dataset_kind"] = dataset_kind;
+  j["rows_read"] = rows_read;
+  j["examples_kept"] = examples_kept;
+  j["dropped"] = Json::object();
+  for (const auto& [k, v] : dropped) j["dropped"][k] = v;
+  j["truncated"] = truncated;
+  j["total_tokens"] = total_tokens;
+  j["target_tokens"] = target_tokens;
+  j["length_p50"] = length_p50;
+  j["length_p90"] = length_p90;
+  j["length_p99"] = length_p99;
+  j["length_max"] = length_max;
+  j["num_samples"] = num_samples;
+  j["prefix_mismatches"] = prefix_mismatches;
+  j["prefix_mismatch_rows"] = prefix_mismatch_rows;
+  j["build_seconds"] = build_seconds;
+  j["seconds"] = seconds;
+  j["from_cache"] = from_cache;
+  j["cache_file"] = cache_file.string();
+  return j;
+}
+
+PrepareReport PrepareReport::from_json(const Json& j) {
+  PrepareReport r;
+  r.dataset_kind = j.value("dataset_kind", "");
+  r.rows_read = j.value("rows_read", int64_t{0});
+  r.examples_kept = j.value("examples_kept", int64_t{0});
+  if (j.contains("dropped")) {
+    for (const auto& [k, v] : j["dropped"].items()) r.dropped[k] = v.get<int64_t>();
+  }
+  r.truncated = j.value("truncated", int64_t{0});
+  r.total_tokens = j.value("total_tokens", int64_t{0});
+  r.target_tokens = j.value("target_tokens", int64_t{0});
+  r.length_p50 = j.value("length_p50", int64_t{0});
+  r.length_p90 = j.value("length_p90", int64_t{0});
+  r.length_p99 = j.value("length_p99", int64_t{0});
+  r.length_max = j.value("length_max", int64_t{0});
+  r.num_samples = j.value("num_samples", int64_t{0});
+  r.prefix_mismatches = j.value("prefix_mismatches", int64_t{0});
+  if (j.contains("prefix_mismatch_rows")) {
+    r.prefix_mismatch_rows = j["prefix_mismatch_rows"].get<std::vector<int64_t>>();
+  }
+  r.build_seconds = j.value("build_seconds", 0.0);
+  r.seconds = j.value("seconds", 0.0);
+  r.from_cache = j.value("from_cache", false);
+  r.cache_file = j.value("cache_file", "");
+  return r;
+}
+
+std::string PrepareReport::summary() const {
+  std::vector<std::string> drops;
+  for (const auto& [k, v] : dropped) {
+    if (v > 0) drops.push_back(fmt::format("{} {}", v, k));
+  }
+  return fmt::format(
+      "dataset: {} rows ({}), {} examples kept, dropped: {}, {} truncated\n"
+      "tokens: {} total, {} targets; example length p50 {} p90 {} p99 {} max {}\n"
+      "samples: {}; prefix mismatches: {}\n"
+      "cache: {} ({}, {:.2f} s)",
+      rows_read, dataset_kind, examples_kept,
+      drops.empty() ? "none" : fmt::format("{}", fmt::join(drops, ", ")), truncated, total_tokens,
+      target_tokens, length_p50, length_p90, length_p99, length_max, num_samples, prefix_mismatches,
+      cache_file.string(), from_cache ? "reused" : "built", from_cache ? seconds : build_seconds);
+}
+
+CacheKey dataset_cache_key(const DataOptions& opts, const text::TokenizerConfig& config) {
+  KeyHasher h;
+  h.add("pipeline", kPipelineVersion);
+  h.add_file("tokenizer.json", config.dir / "tokenizer.json");
+  h.add_file("tokenizer_config.json", config.dir / "tokenizer_config.json");
+  for (const char* extra : {"chat_template.jinja", "chat_template.json"}) {
+    std::error_code ec;
+    if (std::filesystem::exists(config.dir / extra, ec)) h.add_file(extra, config.dir / extra);
+  }
+  const auto opt_str = [](const std::optional<std::string>& s) { return s ? Json(*s) : Json(); };
+  Json resolved = Json::object();
+  resolved["chat_template"] =
+      opts.chat_template ? Json(*opts.chat_template) : opt_str(config.chat_template);
+  resolved["eos_token"] = opts.eos_token ? Json(*opts.eos_token) : opt_str(config.eos_token);
+  // Every template variable transformers passes, and every template it may pick.
+  resolved["bos_token"] = opt_str(config.bos_token);
+  resolved["pad_token"] = opt_str(config.pad_token);
+  resolved["unk_token"] = opt_str(config.unk_token);
+  resolved["sep_token"] = opt_str(config.sep_token);
+  resolved["cls_token"] = opt_str(config.cls_token);
+  resolved["mask_token"] = opt_str(config.mask_token);
+  resolved["named_templates"] = Json::array();
+  for (const auto& [name, source] : config.named_templates) {
+    resolved["named_templates"].push_back(Json::array({name, source}));
+  }
+  resolved["dataset_text_field"] = opts.dataset_text_field;
+  const auto max_len = effective_max_length(opts);
+  resolved["max_length"] = max_len ? Json(*max_len) : Json();
+  resolved["packing"] = opts.packing;
+  resolved["packing_strategy"] = opts.packing ? Json(opts.packing_strategy) : Json();
+  resolved["packing_group_size"] = opts.packing ? Json(opts.packing_group_size) : Json();
+  resolved["completion_only_loss"] =
+      opts.completion_only_loss ? Json(*opts.completion_only_loss) : Json();
+  resolved["assistant_only_loss"] = opts.assistant_only_loss;
+  resolved["prompt_format"] = std::string(to_string(opts.prompt_format));
+  h.add("options", resolved.dump());
+  h.add_file("dataset", opts.dataset);
+  return h.finish();
+}
+
+std::filesystem::path cache_file_path(const DataOptions& opts, const CacheKey& key) {
+  const std::filesystem::path dir = opts.cache_dir.empty() ? default_cache_dir() : opts.cache_dir;
+  return dir / fmt::format("{}-{}.ztc", opts.dataset.stem().string(), key.hex());
+}
+
+TokenData build_token_data(const DataOptions& opts, const text::Tokenizer& tokenizer,
+                           const text::TokenizerConfig& config, PrepareReport* report) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::string file = opts.dataset.string();
+  const auto max_len = effective_max_length(opts);
+  if (opts.packing && opts.packing_strategy != "bfd") {
+    fail("packing_strategy: '{}' is not supported; zerotune implements 'bfd'",
+         opts.packing_strategy);
+  }
+  if (opts.packing && !max_len) fail("packing: true needs max_length (the bin size), got none");
+
+  std::vector<Json> rows = read_rows(opts.dataset);
+  if (rows.empty()) fail("{}: the dataset has no rows", file);
+  const DatasetFormat format = detect_format(rows[0], opts, file);
+  const SftFormatter formatter(opts, format, tokenizer, config);
+
+  // Format and tokenise in parallel; results land at their row index, so the order is fixed.
+  const auto n = static_cast<int64_t>(rows.size());
+  std::vector<RowResult> results(rows.size());
+  int64_t err_row = INT64_MAX;
+  std::string err_msg;
+  const int threads = opts.num_threads > 0 ? opts.num_threads : omp_get_max_threads();
+#pragma omp parallel for schedule(dynamic, 8) num_threads(threads)
+  for (int64_t r = 0; r < n; ++r) {
+    try {
+      auto row = extract_row(rows[r], format, r, file);
+      if (auto* drop = std::get_if<DropReason>(&row)) {
+        results[r].drop = static_cast<int>(*drop);
+      } else {
+        results[r].ex = formatter.format(std::get<SftRow>(row));
+      }
+    } catch (const std::exception& e) {
+#pragma omp critical(zt_prepare_first_error)
+      if (r < err_row) err_row = r, err_msg = e.what();
+    }
+    rows[r] = Json();  // free the row as soon as it is consumed
+  }
+  if (err_row != INT64_MAX) {
+    // Row-level errors already name the file; formatter errors (templates) get the row added.
+    if (err_msg.find(file) == std::string::npos)
+      err_msg = fmt::format("{}: row {}: {}", file, err_row, err_msg);
+    throw Error(err_msg);
+  }
+  rows.clear();
+  rows.shrink_to_fit();
+
+  PrepareReport rep;
+  rep.dataset_kind = std::string(to_string(format.kind));
+  rep.rows_read = n;
+  int64_t drops[kNumDropReasons] = {};
+  std::vector<int64_t> kept;  // row indices, in order
+  for (int64_t r = 0; r < n; ++r) {
+    RowResult& res = results[r];
+    if (res.drop >= 0) {
+      ++drops[res.drop];
+      continue;
+    }
+    TokenizedExample& ex = res.ex;
+    if (ex.prefix_mismatch) {
+      ++rep.prefix_mismatches;
+      if (rep.prefix_mismatch_rows.size() < kMaxListedRows) rep.prefix_mismatch_rows.push_back(r);
+    }
+    if (!has_target_from_1(ex.targets, ex.targets.size())) {
+      ++drops[static_cast<int>(DropReason::kNoTarget)];
+      ex = {};
+      continue;
+    }
+    if (max_len && static_cast<int64_t>(ex.ids.size()) > *max_len) {
+      ex.ids.resize(static_cast<size_t>(*max_len));
+      ex.targets.resize(static_cast<size_t>(*max_len));
+      if (!has_target_from_1(ex.targets, ex.targets.size())) {
+        ++drops[static_cast<int>(DropReason::kNoTargetAfterTruncation)];
+        ex = {};
+        continue;
+      }
+      ++rep.truncated;
+    }
+    kept.push_back(r);
+  }
+  for (int k = 0; k < kNumDropReasons; ++k) {
+    rep.dropped[std::string(to_string(static_cast<DropReason>(k)))] = drops[k];
+  }
+  if (rep.prefix_mismatches > 0) {
+    const auto msg = fmt::format(
+        "{}: {} example(s): the tokenized prompt is not a prefix of the tokenized "
+        "prompt+completion (rows {}{}); the completion mask stays positional",
+        file, rep.prefix_mismatches, fmt::join(rep.prefix_mismatch_rows, ", "),
+        rep.prefix_mismatches > static_cast<int64_t>(rep.prefix_mismatch_rows.size()) ? ", …" : "");
+    if (opts.prefix_mismatch == PrefixMismatch::kError) fail("{} (prefix_mismatch: error)", msg);
+    log::warn("{} (prefix_mismatch: warn)", msg);
+  }
+  if (kept.empty()) {
+    std::vector<std::string> parts;
+    for (const auto& [k, v] : rep.dropped) {
+      if (v > 0) parts.push_back(fmt::format("{} {}", v, k));
+    }
+    fail("{}: no example left out of {} rows (dropped: {})", file, n, fmt::join(parts, ", "));
+  }
+
+  // Sample order: packed bins (TRL packs each group of packing_group_size examples separately),
+  // or one example per sample in row order.
+  std::vector<std::vector<int64_t>> samples;  // indices into `kept`
+  if (opts.packing) {
+    const auto group =
+        opts.packing_group_size > 0 ? static_cast<size_t>(opts.packing_group_size) : kept.size();
+    for (size_t g = 0; g < kept.size(); g += group) {
+      const size_t end = std::min(kept.size(), g + group);
+      std::vector<int64_t> lengths;
+      for (size_t i = g; i < end; ++i)
+        lengths.push_back(static_cast<int64_t>(results[kept[i]].ex.ids.size()));
+      for (auto& bin : pack_bfd(lengths, *max_len)) {
+        for (auto& i : bin) i += static_cast<int64_t>(g);
+        samples.push_back(std::move(bin));
+      }
+    }
+  } else {
+    samples.reserve(kept.size());
+    for (size_t i = 0; i < kept.size(); ++i) samples.push_back({static_cast<int64_t>(i)});
+  }
+
+  TokenData out;
+  std::vector<int64_t> lengths;
+  lengths.reserve(kept.size());
+  for (const auto& sample : samples) {
+    for (const int64_t k : sample) {
+      TokenizedExample& ex = results[kept[static_cast<size_t>(k)]].ex;
+      out.ids.insert(out.ids.end(), ex.ids.begin(), ex.ids.end());
+      out.targets.insert(out.targets.end(), ex.targets.begin(), ex.targets.end());
+      out.example_offsets.push_back(static_cast<int64_t>(out.ids.size()));
+      out.example_rows.push_back(kept[static_cast<size_t>(k)]);
+      lengths.push_back(static_cast<int64_t>(ex.ids.size()));
+      for (size_t t = 1; t < ex.targets.size(); ++t) rep.target_tokens += ex.targets[t];
+      ex = {};
+    }
+    out.sample_offsets.push_back(static_cast<int64_t>(out.example_rows.size()));
+  }
+  std::sort(lengths.begin(), lengths.end());
+  rep.examples_kept = static_cast<int64_t>(kept.size());
+  rep.total_tokens = static_cast<int64_t>(out.ids.size());
+  rep.length_p50 = percentile(lengths, 50);
+  rep.length_p90 = percentile(lengths, 90);
+  rep.length_p99 = percentile(lengths, 99);
+  rep.length_max = lengths.back();
+  rep.num_samples = static_cast<int64_t>(samples.size());
+  rep.build_seconds = seconds_since(t0);
+  out.report = rep.to_json();
+  if (report != nullptr) *report = rep;
+  return out;
+}
+
+PreparedDataset prepare_dataset(const DataOptions& opts, const text::Tokenizer& tokenizer,
+                                const text::TokenizerConfig& config, PrepareReport* report) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const CacheKey key = dataset_cache_key(opts, config);
+  const std::filesystem::path file = cache_file_path(opts, key);
+  bool built = false;
+  PreparedDataset ds = open_or_build_cache(
+      file, key,
+      [&] {
+        TokenData d = build_token_data(opts, tokenizer, config);
+        d.report["cache_file"] = file.string();
+        return d;
+      },
+      &built);
+  if (report != nullptr) {
+    *report = PrepareReport::from_json(ds.stored_report());
+    report->from_cache = !built;
+    report->cache_file = file;
+    report->seconds = seconds_since(t0);
+  }
+  return ds;
+}
+
+}  // namespace zt::data

@@ -1,0 +1,76 @@
+// `prepare_dataset`: dataset file → checked rows → formatted, tokenised, masked, truncated (and
+// packed) examples → token cache on disk → a memory-mapped PreparedDataset. The entry point of
+// `zerotune prepare` and of training start-up (SFT_SEMANTICS §1–2).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "data/data_options.h"
+#include "data/token_cache.h"
+#include "io/json.h"
+#include "text/chat_template.h"
+#include "text/tokenizer.h"
+
+namespace zt::data {
+
+// What a preparation did. Counts are of dataset rows / examples; tokens after truncation.
+struct PrepareReport {
+  std::string dataset_kind;                // to_string(DatasetKind)
+  int64_t rows_read = 0;                   // rows in the dataset file
+  int64_t examples_kept = 0;               // examples in the cache
+  std::map<std::string, int64_t> dropped;  // to_string(DropReason) → rows (every reason listed)
+  int64_t truncated = 0;                   // kept examples cut to max_length
+  int64_t total_tokens = 0;                // tokens of the kept examples
+  int64_t target_tokens = 0;               // positions t >= 1 with a target (loss terms)
+  int64_t length_p50 = 0, length_p90 = 0, length_p99 = 0,
+          length_max = 0;         // tokens per example,
+                                  // nearest-rank percentiles of the kept examples
+  int64_t num_samples = 0;        // packed bins, or examples without packing
+  int64_t prefix_mismatches = 0;  // prompt/completion rows whose prompt ids are no prefix
+  std::vector<int64_t> prefix_mismatch_rows;  // their rows (the first 100)
+  double build_seconds = 0;                   // time the build took (when the cache was written)
+  double seconds = 0;                         // time of this prepare_dataset call
+  bool from_cache = false;                    // the cache already existed and was only mapped
+  std::filesystem::path cache_file;
+
+  Json to_json() const;
+  static PrepareReport from_json(const Json& j);
+  // A few human-readable lines for the CLI.
+  std::string summary() const;
+};
+
+// The cache key: XXH3-128 of a format version, tokenizer.json, tokenizer_config.json (and
+// chat_template.jinja / .json when present) from `config.dir`, the resolved chat template, named
+// templates and special tokens, the dataset file's bytes and every option that changes the output
+// (dataset_text_field, max_length, packing, packing_strategy, packing_group_size,
+// completion_only_loss, assistant_only_loss, eos_token, chat_template, prompt_format).
+// cache_dir, num_threads and prefix_mismatch do not change the output and are not hashed.
+// Throws zt::Error naming a file that cannot be read.
+CacheKey dataset_cache_key(const DataOptions& opts, const text::TokenizerConfig& config);
+
+// `<cache_dir or default_cache_dir()>/<dataset file stem>-<key hex>.ztc`.
+std::filesystem::path cache_file_path(const DataOptions& opts, const CacheKey& key);
+
+// Runs the whole pipeline in memory (no cache): reads the rows, detects the kind, formats and
+// tokenises on opts.num_threads threads (output order = row order whatever the thread count),
+// drops empty rows and examples without a target token, truncates to max_length, packs (bfd) when
+// asked. `report` (optional) receives the counts. Throws zt::Error for bad input (see read_rows,
+// detect_format, extract_row, SftFormatter), prefix mismatches under prefix_mismatch: error, an
+// unsupported packing_strategy, packing without max_length, and a dataset left with no example.
+TokenData build_token_data(const DataOptions& opts, const text::Tokenizer& tokenizer,
+                           const text::TokenizerConfig& config, PrepareReport* report = nullptr);
+
+// Returns the prepared dataset, from the cache when its key matches, else built with
+// build_token_data and written to the cache (atomically, once across concurrent ranks; see
+// open_or_build_cache). `report` (optional) gets the build's counts plus from_cache/seconds.
+// Errors as build_token_data; nothing is left in the cache directory on error but the
+// `<file>.lock` file.
+PreparedDataset prepare_dataset(const DataOptions& opts, const text::Tokenizer& tokenizer,
+                                const text::TokenizerConfig& config,
+                                PrepareReport* report = nullptr);
+
+}  // namespace zt::data

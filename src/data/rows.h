@@ -1,0 +1,34 @@
+// Dataset readers: every row of a JSON Lines, JSON array or Parquet file as a JSON object whose
+// keys are in column (file) order, as HF `datasets` would present the row.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "io/json.h"
+
+namespace zt::data {
+
+// Reads all rows of `file`, dispatching on the extension:
+// - `.jsonl`: one JSON object per non-blank line;
+// - `.json`: a JSON array of objects, or JSON Lines when the file does not start with '[' (as HF
+//   `datasets`' json loader accepts both);
+// - `.parquet`: via Arrow C++; string, integer, float, bool, null, list, large_list,
+//   fixed_size_list, struct (e.g. `list<struct<content, role>>` messages), map (as a list of
+//   [key, value] pairs) and dictionary-encoded columns, any number of row groups and chunks.
+// Rows are returned in file order. Throws zt::Error: malformed JSON → "FILE:LINE:COL: …"; a row
+// that is not an object; invalid UTF-8 → "FILE: row R …: invalid UTF-8 at byte offset B …" (row
+// 0-based, as `dataset[R]`; JSON also names the line); unreadable/corrupt parquet → names the
+// file and Arrow's reason; an unsupported column type → names the column and type; an unknown
+// extension.
+std::vector<Json> read_rows(const std::filesystem::path& file);
+
+// The two halves of read_rows, callable directly (no extension check).
+std::vector<Json> read_json_rows(const std::filesystem::path& file);
+std::vector<Json> read_parquet_rows(const std::filesystem::path& file);
+
+// The whole content of `file` as bytes. Throws zt::Error naming the file when it cannot be read.
+std::string read_file_bytes(const std::filesystem::path& file);
+
+}  // namespace zt::data

@@ -1,0 +1,209 @@
+// JSON Lines / JSON array readers (nlohmann::ordered_json keeps keys in file order).
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <string_view>
+
+#include "core/error.h"
+#include "data/rows.h"
+#include "data/utf8.h"
+
+namespace zt::data {
+namespace {
+
+// nlohmann's what() is "[json.exception.parse_error.101] parse error at …: <reason>"; keep
+// <reason>.
+std::string parse_reason(const char* what) {
+  std::string_view w(what);
+  const size_t p = w.find("parse error");
+  if (p != std::string_view::npos) {
+    const size_t c = w.find(": ", p);
+    if (c != std::string_view::npos) return std::string(w.substr(c + 2));
+  }
+  return std::string(w);
+}
+
+bool is_blank(std::string_view s) {
+  for (char c : s) {
+    if (c != ' ' && c != '\t' && c != '\r' && c != '\n') return false;
+  }
+  return true;
+}
+
+int64_t line_of(std::string_view buf, size_t offset) {
+  int64_t line = 1;
+  for (size_t i = 0; i < offset && i < buf.size(); ++i) line += buf[i] == '\n';
+  return line;
+}
+
+// SAX handler that counts the elements of the top-level array seen so far; used only on the
+// error path to name the row that holds an invalid byte.
+struct RowCounter {
+  int depth = 0;
+  int64_t count = 0;
+  void value() { count += depth == 1; }
+  bool null() { return value(), true; }
+  bool boolean(bool) { return value(), true; }
+  bool number_integer(Json::number_integer_t) { return value(), true; }
+  bool number_unsigned(Json::number_unsigned_t) { return value(), true; }
+  bool number_float(Json::number_float_t, const Json::string_t&) { return value(), true; }
+  bool string(Json::string_t&) { return value(), true; }
+  bool binary(Json::binary_t&) { return value(), true; }
+  bool start_object(std::size_t) { return value(), ++depth, true; }
+  bool key(Json::string_t&) { return true; }
+  bool end_object() { return --depth, true; }
+  bool start_array(std::size_t) { return value(), ++depth, true; }
+  bool end_array() { return --depth, true; }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) {
+    return false;
+  }
+};
+
+struct LineSpan {
+  size_t begin, end;  // bytes of the file
+  int64_t line;       // 1-based
+};
+
+// One error per thread at most; the one of the smallest line wins, so the message is deterministic.
+struct FirstError {
+  int64_t key = INT64_MAX;
+  std::string message;
+  void offer(int64_t k, std::string msg) {
+#pragma omp critical(zt_rows_first_error)
+    if (k < key) key = k, message = std::move(msg);
+  }
+};
+
+std::vector<Json> parse_lines(const std::string& buf, const std::string& file) {
+  std::vector<LineSpan> lines;
+  int64_t line_no = 0;
+  for (size_t pos = 0; pos < buf.size();) {
+    size_t nl = buf.find('\n', pos);
+    if (nl == std::string::npos) nl = buf.size();
+    ++line_no;
+    if (!is_blank(std::string_view(buf).substr(pos, nl - pos))) lines.push_back({pos, nl, line_no});
+    pos = nl + 1;
+  }
+  std::vector<Json> rows(lines.size());
+  FirstError err;
+  const int64_t n = static_cast<int64_t>(lines.size());
+#pragma omp parallel for schedule(dynamic, 64) if (n >= 4096)
+  for (int64_t i = 0; i < n; ++i) {
+    const LineSpan& l = lines[i];
+    const char* b = buf.data() + l.begin;
+    const char* e = buf.data() + l.end;
+    try {
+      rows[i] = Json::parse(b, e);
+      if (!rows[i].is_object()) {
+        err.offer(l.line, fmt::format("{}:{}: row {} is a JSON {}, expected an object", file,
+                                      l.line, i, rows[i].type_name()));
+      }
+    } catch (const Json::parse_error& ex) {
+      const std::string_view text(b, e - b);
+      if (auto bad = find_invalid_utf8(text)) {
+        err.offer(l.line, fmt::format("{}:{}: row {}: invalid UTF-8 at byte offset {} of the line "
+                                      "(byte {} of the file)",
+                                      file, l.line, i, *bad, l.begin + *bad));
+      } else {
+        err.offer(l.line, fmt::format("{}:{}:{}: invalid JSON: {}", file, l.line, ex.byte,
+                                      parse_reason(ex.what())));
+      }
+    }
+  }
+  if (err.key != INT64_MAX) {
+    // A pretty-printed single object fails on its first line; say what the file really is.
+    if (!lines.empty() && buf[lines[0].begin] == '{') {
+      Json whole = Json::parse(buf, nullptr, /*allow_exceptions=*/false);
+      if (whole.is_object()) {
+        fail(
+            "{}: the file holds one JSON object; expected one object per line (JSON Lines) or an "
+            "array of row objects",
+            file);
+      }
+    }
+    throw Error(err.message);
+  }
+  return rows;
+}
+
+std::vector<Json> parse_array(const std::string& buf, const std::string& file) {
+  Json all;
+  try {
+    all = Json::parse(buf);
+  } catch (const Json::parse_error& ex) {
+    if (auto bad = find_invalid_utf8(buf)) {
+      RowCounter counter;
+      Json::sax_parse(std::string_view(buf).substr(0, *bad), &counter);
+      fail("{}:{}: row {}: invalid UTF-8 at byte offset {} of the file", file, line_of(buf, *bad),
+           counter.count - 1, *bad);
+    }
+    const size_t at = ex.byte > 0 ? ex.byte - 1 : 0;
+    const size_t line_start = buf.rfind('\n', at == 0 ? 0 : at - 1);
+    const size_t col = line_start == std::string::npos ? at + 1 : at - line_start;
+    fail("{}:{}:{}: invalid JSON: {}", file, line_of(buf, at), col, parse_reason(ex.what()));
+  }
+  if (!all.is_array()) fail("{}: expected a JSON array of row objects", file);
+  auto& arr = all.get_ref<Json::array_t&>();
+  for (size_t i = 0; i < arr.size(); ++i) {
+    if (!arr[i].is_object()) {
+      fail("{}: row {} is a JSON {}, expected an object", file, i, arr[i].type_name());
+    }
+  }
+  return std::vector<Json>(std::make_move_iterator(arr.begin()),
+                           std::make_move_iterator(arr.end()));
+}
+
+}  // namespace
+
+std::string read_file_bytes(const std::filesystem::path& file) {
+  const int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) fail("{}: cannot open: {}", file.string(), std::strerror(errno));
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    const int e = errno;
+    ::close(fd);
+    fail("{}: cannot stat: {}", file.string(), std::strerror(e));
+  }
+  std::string buf(static_cast<size_t>(st.st_size), '\0');
+  size_t got = 0;
+  while (got < buf.size()) {
+    const ssize_t r = ::read(fd, buf.data() + got, buf.size() - got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) {
+      const int e = errno;
+      ::close(fd);
+      fail("{}: read failed after {} of {} bytes: {}", file.string(), got, buf.size(),
+           r == 0 ? "unexpected end of file" : std::strerror(e));
+    }
+    got += static_cast<size_t>(r);
+  }
+  ::close(fd);
+  return buf;
+}
+
+std::vector<Json> read_json_rows(const std::filesystem::path& file) {
+  const std::string buf = read_file_bytes(file);
+  size_t first = 0;
+  if (buf.compare(0, 3, "\xEF\xBB\xBF") == 0) first = 3;  // UTF-8 byte order mark
+  while (first < buf.size() &&
+         (buf[first] == ' ' || buf[first] == '\t' || buf[first] == '\r' || buf[first] == '\n')) {
+    ++first;
+  }
+  if (first < buf.size() && buf[first] == '[') return parse_array(buf, file.string());
+  return parse_lines(buf, file.string());
+}
+
+std::vector<Json> read_rows(const std::filesystem::path& file) {
+  const std::string ext = file.extension().string();
+  if (ext == ".jsonl") return read_json_rows(file);
+  if (ext == ".json") return read_json_rows(file);
+  if (ext == ".parquet") return read_parquet_rows(file);
+  fail("{}: unsupported dataset file extension '{}'; expected .jsonl, .json or .parquet",
+       file.string(), ext);
+}
+
+}  // namespace zt::data

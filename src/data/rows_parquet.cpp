@@ -1,0 +1,231 @@
+// Parquet reader: Arrow C++ (from the pyarrow wheel) decodes the file into an arrow::Table, which
+// is turned into one ordered JSON object per row, keys in column order.
+#include <arrow/api.h>
+#include <arrow/io/file.h>
+#include <arrow/util/float16.h>
+#include <parquet/arrow/reader.h>
+
+#include <climits>
+
+#include "core/error.h"
+#include "data/rows.h"
+#include "data/utf8.h"
+
+namespace zt::data {
+namespace {
+
+// An Arrow array with its nested arrays resolved up front. Arrow boxes struct fields and
+// dictionaries lazily and not thread-safely, so the tree is built on one thread and then only read.
+struct Node {
+  std::shared_ptr<arrow::Array> array;
+  std::vector<std::string> names;  // struct field names
+  std::vector<Node> children;      // list: values; struct: fields; map: keys, items; dict: values
+};
+
+Node build_node(const std::shared_ptr<arrow::Array>& a, const std::string& file,
+                const std::string& column) {
+  Node n{a, {}, {}};
+  switch (a->type_id()) {
+    case arrow::Type::LIST:
+      n.children.push_back(
+          build_node(static_cast<const arrow::ListArray&>(*a).values(), file, column));
+      break;
+    case arrow::Type::LARGE_LIST:
+      n.children.push_back(
+          build_node(static_cast<const arrow::LargeListArray&>(*a).values(), file, column));
+      break;
+    case arrow::Type::FIXED_SIZE_LIST:
+      n.children.push_back(
+          build_node(static_cast<const arrow::FixedSizeListArray&>(*a).values(), file, column));
+      break;
+    case arrow::Type::MAP: {
+      const auto& m = static_cast<const arrow::MapArray&>(*a);
+      n.children.push_back(build_node(m.keys(), file, column));
+      n.children.push_back(build_node(m.items(), file, column));
+      break;
+    }
+    case arrow::Type::STRUCT: {
+      const auto& s = static_cast<const arrow::StructArray&>(*a);
+      for (int k = 0; k < s.num_fields(); ++k) {
+        n.names.push_back(s.struct_type()->field(k)->name());
+        n.children.push_back(build_node(s.field(k), file, column));
+      }
+      break;
+    }
+    case arrow::Type::DICTIONARY:
+      n.children.push_back(
+          build_node(static_cast<const arrow::DictionaryArray&>(*a).dictionary(), file, column));
+      break;
+    case arrow::Type::NA:
+    case arrow::Type::BOOL:
+    case arrow::Type::INT8:
+    case arrow::Type::INT16:
+    case arrow::Type::INT32:
+    case arrow::Type::INT64:
+    case arrow::Type::UINT8:
+    case arrow::Type::UINT16:
+    case arrow::Type::UINT32:
+    case arrow::Type::UINT64:
+    case arrow::Type::HALF_FLOAT:
+    case arrow::Type::FLOAT:
+    case arrow::Type::DOUBLE:
+    case arrow::Type::STRING:
+    case arrow::Type::LARGE_STRING:
+    case arrow::Type::STRING_VIEW:
+      break;
+    default:
+      fail(
+          "{}: column '{}' has Arrow type {}, which zerotune does not read (supported: string, "
+          "integer, float, bool, null, list, struct, map, dictionary)",
+          file, column, a->type()->ToString());
+  }
+  return n;
+}
+
+struct Where {
+  const std::string& file;
+  const std::string& column;
+  int64_t row;  // 0-based row of the file
+};
+
+Json string_value(std::string_view s, const Where& w) {
+  if (auto bad = find_invalid_utf8(s)) {
+    fail("{}: row {}, column '{}': invalid UTF-8 at byte offset {} of the string", w.file, w.row,
+         w.column, *bad);
+  }
+  return Json(std::string(s));
+}
+
+template <typename ListT>
+Json list_value(const Node& n, int64_t i, const Where& w);
+
+Json value_at(const Node& n, int64_t i, const Where& w) {
+  const arrow::Array& a = *n.array;
+  if (a.IsNull(i)) return nullptr;
+  switch (a.type_id()) {
+    case arrow::Type::NA:
+      return nullptr;
+    case arrow::Type::BOOL:
+      return static_cast<const arrow::BooleanArray&>(a).Value(i);
+    case arrow::Type::INT8:
+      return static_cast<int64_t>(static_cast<const arrow::Int8Array&>(a).Value(i));
+    case arrow::Type::INT16:
+      return static_cast<int64_t>(static_cast<const arrow::Int16Array&>(a).Value(i));
+    case arrow::Type::INT32:
+      return static_cast<int64_t>(static_cast<const arrow::Int32Array&>(a).Value(i));
+    case arrow::Type::INT64:
+      return static_cast<const arrow::Int64Array&>(a).Value(i);
+    case arrow::Type::UINT8:
+      return static_cast<uint64_t>(static_cast<const arrow::UInt8Array&>(a).Value(i));
+    case arrow::Type::UINT16:
+      return static_cast<uint64_t>(static_cast<const arrow::UInt16Array&>(a).Value(i));
+    case arrow::Type::UINT32:
+      return static_cast<uint64_t>(static_cast<const arrow::UInt32Array&>(a).Value(i));
+    case arrow::Type::UINT64:
+      return static_cast<const arrow::UInt64Array&>(a).Value(i);
+    case arrow::Type::HALF_FLOAT:
+      return arrow::util::Float16::FromBits(static_cast<const arrow::HalfFloatArray&>(a).Value(i))
+          .ToDouble();
+    case arrow::Type::FLOAT:
+      return static_cast<double>(static_cast<const arrow::FloatArray&>(a).Value(i));
+    case arrow::Type::DOUBLE:
+      return static_cast<const arrow::DoubleArray&>(a).Value(i);
+    case arrow::Type::STRING:
+      return string_value(static_cast<const arrow::StringArray&>(a).GetView(i), w);
+    case arrow::Type::LARGE_STRING:
+      return string_value(static_cast<const arrow::LargeStringArray&>(a).GetView(i), w);
+    case arrow::Type::STRING_VIEW:
+      return string_value(static_cast<const arrow::StringViewArray&>(a).GetView(i), w);
+    case arrow::Type::LIST:
+      return list_value<arrow::ListArray>(n, i, w);
+    case arrow::Type::LARGE_LIST:
+      return list_value<arrow::LargeListArray>(n, i, w);
+    case arrow::Type::FIXED_SIZE_LIST:
+      return list_value<arrow::FixedSizeListArray>(n, i, w);
+    case arrow::Type::MAP: {
+      const auto& m = static_cast<const arrow::MapArray&>(a);
+      Json out = Json::array();
+      for (int64_t k = m.value_offset(i); k < m.value_offset(i) + m.value_length(i); ++k) {
+        out.push_back(Json::array({value_at(n.children[0], k, w), value_at(n.children[1], k, w)}));
+      }
+      return out;
+    }
+    case arrow::Type::STRUCT: {
+      Json out = Json::object();
+      for (size_t k = 0; k < n.children.size(); ++k)
+        out[n.names[k]] = value_at(n.children[k], i, w);
+      return out;
+    }
+    case arrow::Type::DICTIONARY:
+      return value_at(n.children[0], static_cast<const arrow::DictionaryArray&>(a).GetValueIndex(i),
+                      w);
+    default:
+      fail("{}: column '{}': unexpected Arrow type {}", w.file, w.column, a.type()->ToString());
+  }
+}
+
+template <typename ListT>
+Json list_value(const Node& n, int64_t i, const Where& w) {
+  const auto& l = static_cast<const ListT&>(*n.array);
+  Json out = Json::array();
+  const int64_t begin = l.value_offset(i), len = l.value_length(i);
+  for (int64_t k = begin; k < begin + len; ++k) out.push_back(value_at(n.children[0], k, w));
+  return out;
+}
+
+std::shared_ptr<arrow::Table> read_table(const std::string& file) {
+  try {
+    auto opened = arrow::io::ReadableFile::Open(file);
+    if (!opened.ok()) fail("{}: cannot open: {}", file, opened.status().message());
+    parquet::arrow::FileReaderBuilder builder;
+    arrow::Status st = builder.Open(*opened);
+    if (!st.ok()) fail("{}: not a readable parquet file: {}", file, st.message());
+    parquet::ArrowReaderProperties props;
+    props.set_use_threads(true);
+    std::unique_ptr<parquet::arrow::FileReader> reader;
+    st = builder.properties(props)->Build(&reader);
+    if (!st.ok()) fail("{}: not a readable parquet file: {}", file, st.message());
+    std::shared_ptr<arrow::Table> table;
+    st = reader->ReadTable(&table);
+    if (!st.ok()) fail("{}: corrupt parquet data: {}", file, st.message());
+    return table;
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {  // parquet::ParquetException and friends
+    fail("{}: corrupt parquet file: {}", file, e.what());
+  }
+}
+
+}  // namespace
+
+std::vector<Json> read_parquet_rows(const std::filesystem::path& path) {
+  const std::string file = path.string();
+  const std::shared_ptr<arrow::Table> table = read_table(file);
+  const int64_t num_rows = table->num_rows();
+  std::vector<Json> rows(static_cast<size_t>(num_rows), Json::object());
+  for (int c = 0; c < table->num_columns(); ++c) {
+    const std::string& name = table->field(c)->name();
+    int64_t base = 0;
+    for (const auto& chunk : table->column(c)->chunks()) {
+      const Node node = build_node(chunk, file, name);
+      const int64_t len = chunk->length();
+      int64_t err_row = INT64_MAX;
+      std::string err_msg;
+#pragma omp parallel for schedule(dynamic, 256) if (len >= 4096)
+      for (int64_t i = 0; i < len; ++i) {
+        try {
+          Json v = value_at(node, i, Where{file, name, base + i});
+          rows[base + i][name] = std::move(v);
+        } catch (const std::exception& e) {
+#pragma omp critical(zt_parquet_first_error)
+          if (base + i < err_row) err_row = base + i, err_msg = e.what();
+        }
+      }
+      if (err_row != INT64_MAX) throw Error(err_msg);
+      base += len;
+    }
+  }
+  return rows;
+}
+
+}  // namespace zt::data

@@ -1,0 +1,247 @@
+// Dataset kind detection and per-row validation (SFT_SEMANTICS §1; TRL `is_conversational`,
+// `is_conversational_from_value`, `maybe_convert_to_chatml`).
+#include "data/sft_rows.h"
+
+#include <fmt/ranges.h>
+
+#include "core/error.h"
+
+namespace zt::data {
+namespace {
+
+std::vector<std::string> column_names(const Json& row) {
+  std::vector<std::string> out;
+  for (const auto& [k, v] : row.items()) out.push_back(k);
+  return out;
+}
+
+// TRL's test: a non-empty list whose first element is an object with the given keys.
+bool looks_like_messages(const Json& v, std::string_view key_a, std::string_view key_b = {}) {
+  if (!v.is_array() || v.empty() || !v[0].is_object()) return false;
+  if (!v[0].contains(key_a)) return false;
+  return key_b.empty() || v[0].contains(key_b);
+}
+
+const char* role_from_sharegpt(const std::string& from) {
+  if (from == "human" || from == "user") return "user";
+  if (from == "gpt" || from == "assistant") return "assistant";
+  if (from == "system") return "system";
+  if (from == "tool") return "tool";
+  return nullptr;
+}
+
+bool known_role(const std::string& role) {
+  return role == "system" || role == "user" || role == "assistant" || role == "tool";
+}
+
+// Validates (and for ShareGPT converts) one message list; returns the checked copy.
+Json checked_messages(const Json& v, std::string_view column, bool sharegpt, int64_t r,
+                      std::string_view file) {
+  if (!v.is_array()) {
+    fail("{}: row {}: column '{}' is {}, expected a list of messages", file, r, column,
+         v.type_name());
+  }
+  Json out = Json::array();
+  for (size_t k = 0; k < v.size(); ++k) {
+    const Json& m = v[k];
+    if (!m.is_object()) {
+      fail(
+          "{}: row {}: column '{}', message {} is {}, expected an object with 'role' and "
+          "'content'",
+          file, r, column, k, m.type_name());
+    }
+    const char* role_key = sharegpt ? "from" : "role";
+    const char* content_key = sharegpt ? "value" : "content";
+    if (!m.contains(role_key)) {
+      fail("{}: row {}: column '{}', message {} has no '{}'", file, r, column, k, role_key);
+    }
+    if (!m.contains(content_key)) {
+      fail("{}: row {}: column '{}', message {} has no '{}'", file, r, column, k, content_key);
+    }
+    const Json& role = m[role_key];
+    const Json& content = m[content_key];
+    if (!role.is_string()) {
+      fail("{}: row {}: column '{}', message {}: '{}' is {}, expected a string", file, r, column, k,
+           role_key, role.type_name());
+    }
+    if (!content.is_string()) {
+      fail("{}: row {}: column '{}', message {}: '{}' is {}, expected a string", file, r, column, k,
+           content_key, content.type_name());
+    }
+    const std::string& role_s = role.get_ref<const std::string&>();
+    if (!sharegpt) {
+      if (!known_role(role_s)) {
+        fail(
+            "{}: row {}: column '{}', message {} has unknown role '{}'; expected system, user, "
+            "assistant or tool",
+            file, r, column, k, role_s);
+      }
+      out.push_back(m);
+      continue;
+    }
+    const char* mapped = role_from_sharegpt(role_s);
+    if (mapped == nullptr) {
+      fail(
+          "{}: row {}: column '{}', message {} has unknown 'from' value '{}'; expected human, "
+          "gpt, system (or user, assistant, tool)",
+          file, r, column, k, role_s);
+    }
+    // Same key order as TRL's conversion: other keys first, then role, then content.
+    Json conv = Json::object();
+    for (const auto& [key, val] : m.items()) {
+      if (key != "from" && key != "value") conv[key] = val;
+    }
+    conv["role"] = mapped;
+    conv["content"] = content;
+    out.push_back(std::move(conv));
+  }
+  return out;
+}
+
+const std::string& checked_string(const Json& row, const std::string& column, int64_t r,
+                                  std::string_view file) {
+  const auto it = row.find(column);
+  if (it == row.end()) {
+    fail("{}: row {}: missing column '{}'; found columns [{}]", file, r, column,
+         fmt::join(column_names(row), ", "));
+  }
+  if (!it->is_string()) {
+    fail("{}: row {}: column '{}' is {}, expected a string", file, r, column, it->type_name());
+  }
+  return it->get_ref<const std::string&>();
+}
+
+const Json& checked_column(const Json& row, const std::string& column, int64_t r,
+                           std::string_view file) {
+  const auto it = row.find(column);
+  if (it == row.end()) {
+    fail("{}: row {}: missing column '{}'; found columns [{}]", file, r, column,
+         fmt::join(column_names(row), ", "));
+  }
+  return *it;
+}
+
+}  // namespace
+
+std::string_view to_string(DatasetKind kind) {
+  switch (kind) {
+    case DatasetKind::kPromptCompletion:
+      return "prompt/completion";
+    case DatasetKind::kConversationalPromptCompletion:
+      return "conversational prompt/completion";
+    case DatasetKind::kLanguageModeling:
+      return "language modeling";
+    case DatasetKind::kConversationalLanguageModeling:
+      return "conversational language modeling";
+  }
+  return "?";
+}
+
+std::string_view to_string(DropReason r) {
+  switch (r) {
+    case DropReason::kEmptyCompletion:
+      return "empty_completion";
+    case DropReason::kEmptyText:
+      return "empty_text";
+    case DropReason::kEmptyMessages:
+      return "empty_messages";
+    case DropReason::kNoTarget:
+      return "no_target";
+    case DropReason::kNoTargetAfterTruncation:
+      return "no_target_after_truncation";
+  }
+  return "?";
+}
+
+DatasetFormat detect_format(const Json& first, const DataOptions& opts, std::string_view file) {
+  if (!first.is_object()) fail("{}: row 0 is {}, expected an object", file, first.type_name());
+  DatasetFormat f;
+  f.text_field = opts.dataset_text_field;
+  if (first.contains("prompt") && first.contains("completion")) {
+    const Json& p = first["prompt"];
+    if (p.is_string()) {
+      f.kind = DatasetKind::kPromptCompletion;
+    } else if (looks_like_messages(p, "role")) {
+      f.kind = DatasetKind::kConversationalPromptCompletion;
+    } else {
+      fail(
+          "{}: row 0: column 'prompt' is {}, expected a string or a list of messages with "
+          "'role' and 'content'",
+          file, p.type_name());
+    }
+    return f;
+  }
+  if (first.contains("messages")) {
+    if (!first["messages"].is_array()) {
+      fail("{}: row 0: column 'messages' is {}, expected a list of messages", file,
+           first["messages"].type_name());
+    }
+    f.kind = DatasetKind::kConversationalLanguageModeling;
+    return f;
+  }
+  if (first.contains("conversations") &&
+      looks_like_messages(first["conversations"], "from", "value")) {
+    f.kind = DatasetKind::kConversationalLanguageModeling;
+    f.sharegpt = true;
+    return f;
+  }
+  if (first.contains(opts.dataset_text_field)) {
+    f.kind = DatasetKind::kLanguageModeling;
+    return f;
+  }
+  if (first.contains("prompt")) {
+    fail(
+        "{}: missing column 'completion': a 'prompt' column needs a 'completion' column; found "
+        "columns [{}]",
+        file, fmt::join(column_names(first), ", "));
+  }
+  fail(
+      "{}: cannot tell the dataset kind: expected columns 'prompt' and 'completion', or "
+      "'messages', or 'conversations' (from/value), or '{}' (dataset_text_field); found columns "
+      "[{}]",
+      file, opts.dataset_text_field, fmt::join(column_names(first), ", "));
+}
+
+std::variant<SftRow, DropReason> extract_row(const Json& row, const DatasetFormat& format,
+                                             int64_t r, std::string_view file) {
+  if (!row.is_object()) fail("{}: row {} is {}, expected an object", file, r, row.type_name());
+  SftRow out;
+  if (const auto it = row.find("tools"); it != row.end() && !it->is_null()) {
+    if (it->is_string()) {
+      out.tools = Json::parse(it->get_ref<const std::string&>(), nullptr, false);
+      if (out.tools.is_discarded()) {
+        fail("{}: row {}: column 'tools' is a string that is not valid JSON", file, r);
+      }
+    } else {
+      out.tools = *it;
+    }
+  }
+  switch (format.kind) {
+    case DatasetKind::kPromptCompletion:
+      out.prompt = checked_string(row, "prompt", r, file);
+      out.completion = checked_string(row, "completion", r, file);
+      if (out.completion.empty()) return DropReason::kEmptyCompletion;
+      break;
+    case DatasetKind::kConversationalPromptCompletion:
+      out.prompt_messages =
+          checked_messages(checked_column(row, "prompt", r, file), "prompt", false, r, file);
+      out.completion_messages = checked_messages(checked_column(row, "completion", r, file),
+                                                 "completion", false, r, file);
+      if (out.completion_messages.empty()) return DropReason::kEmptyCompletion;
+      break;
+    case DatasetKind::kLanguageModeling:
+      out.completion = checked_string(row, format.text_field, r, file);
+      if (out.completion.empty()) return DropReason::kEmptyText;
+      break;
+    case DatasetKind::kConversationalLanguageModeling: {
+      const char* col = format.sharegpt ? "conversations" : "messages";
+      out.completion_messages =
+          checked_messages(checked_column(row, col, r, file), col, format.sharegpt, r, file);
+      if (out.completion_messages.empty()) return DropReason::kEmptyMessages;
+      break;
+    }
+  }
+  return out;
+}
+
+}  // namespace zt::data

@@ -1,0 +1,75 @@
+// SFT dataset kinds (SFT_SEMANTICS §1) and the per-row checks that turn a raw dataset row into the
+// strings / message lists the formatter tokenises. Nothing here needs a tokenizer.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "data/data_options.h"
+#include "io/json.h"
+
+namespace zt::data {
+
+enum class DatasetKind {
+  kPromptCompletion,                // prompt: str, completion: str
+  kConversationalPromptCompletion,  // prompt: [messages], completion: [messages]
+  kLanguageModeling,                // text: str (or dataset_text_field)
+  kConversationalLanguageModeling,  // messages: [messages], or ShareGPT conversations
+};
+// "prompt/completion", "conversational prompt/completion", "language modeling",
+// "conversational language modeling".
+std::string_view to_string(DatasetKind kind);
+inline bool is_prompt_completion(DatasetKind k) {
+  return k == DatasetKind::kPromptCompletion || k == DatasetKind::kConversationalPromptCompletion;
+}
+inline bool is_conversational(DatasetKind k) {
+  return k == DatasetKind::kConversationalPromptCompletion ||
+         k == DatasetKind::kConversationalLanguageModeling;
+}
+
+// How the rows of one dataset are read.
+struct DatasetFormat {
+  DatasetKind kind = DatasetKind::kLanguageModeling;
+  std::string text_field = "text";  // language modelling, plain: the text column
+  bool sharegpt = false;            // messages come from `conversations` with from/value
+};
+
+// Detects the kind from the columns of the first row, in this order (TRL's rules, except that a
+// `prompt` without `completion` but with `messages` is read as messages, where TRL fails):
+// `prompt`+`completion` (conversational when `prompt` is a list), `messages`, `conversations`
+// whose first element has `from` and `value` (ShareGPT), the text field. Throws zt::Error naming
+// the expected and the found columns when none matches, or the column whose type is wrong.
+DatasetFormat detect_format(const Json& first_row, const DataOptions& opts, std::string_view file);
+
+// Why a row yields no training example.
+enum class DropReason {
+  kEmptyCompletion,          // completion "" (plain) or [] (conversational): skipped
+  kEmptyText,                // text "": skipped
+  kEmptyMessages,            // messages []: skipped
+  kNoTarget,                 // no target token at any position t >= 1 (before truncation)
+  kNoTargetAfterTruncation,  // targets existed but all were beyond max_length
+};
+inline constexpr int kNumDropReasons = 5;
+std::string_view to_string(DropReason r);  // "empty_completion", …, "no_target_after_truncation"
+
+// One row, checked and ready to format. Plain kinds use the strings (language modelling: `text`
+// in `completion`); conversational kinds the message arrays (language modelling: the messages in
+// `completion_messages`). Messages are arrays of objects with string `role` ∈ {system, user,
+// assistant, tool} and string `content`, other keys kept.
+struct SftRow {
+  std::string prompt, completion;
+  Json prompt_messages, completion_messages;
+  Json tools;  // the row's `tools` (a JSON string is parsed), or null
+};
+
+// Checks row `row_index` (0-based) against `format` and extracts it; ShareGPT messages are
+// converted (from→role: human→user, gpt→assistant, system→system; value→content). Returns the
+// DropReason for empty completions/texts/messages. Throws zt::Error "FILE: row R: …" for a missing
+// column, a value of the wrong type, a non-string content or an unknown role.
+std::variant<SftRow, DropReason> extract_row(const Json& row, const DatasetFormat& format,
+                                             int64_t row_index, std::string_view file);
+
+}  // namespace zt::data

@@ -1,0 +1,187 @@
+// SFT formatting + tokenisation, following TRL `SFTTrainer._prepare_dataset` (add_eos,
+// tokenize_fn, build_labels) and transformers `apply_chat_template(return_assistant_tokens_mask)`.
+#include "data/sft_tokenize.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+
+namespace zt::data {
+namespace {
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// transformers ≥ 5: a token is an assistant token when its [start, end) overlaps a generation
+// span; spans and offsets are both in increasing order.
+std::vector<uint8_t> assistant_mask(const text::Encoding& enc,
+                                    const std::vector<std::pair<size_t, size_t>>& spans) {
+  std::vector<uint8_t> mask(enc.ids.size(), 0);
+  size_t s = 0;
+  for (size_t t = 0; t < enc.offsets.size(); ++t) {
+    const auto [begin, end] = enc.offsets[t];
+    while (s < spans.size() && begin >= spans[s].second) ++s;
+    if (s == spans.size()) break;
+    if (end > spans[s].first) mask[t] = 1;
+  }
+  return mask;
+}
+
+}  // namespace
+
+SftFormatter::SftFormatter(const DataOptions& opts, const DatasetFormat& format,
+                           const text::Tokenizer& tokenizer, const text::TokenizerConfig& config)
+    : tok_(&tokenizer), format_(format), opts_(opts), cfg_(config) {
+  const DatasetKind kind = format.kind;
+  const bool plain = !is_conversational(kind);
+  if (opts.eos_token) {
+    if (!tokenizer.token_to_id(*opts.eos_token)) {
+      fail("eos_token: '{}' is not a token of the tokenizer in {}", *opts.eos_token,
+           config.dir.string());
+    }
+    eos_ = *opts.eos_token;
+    cfg_.eos_token = eos_;  // TRL sets tokenizer.eos_token, which templates then see
+  } else if (config.eos_token) {
+    eos_ = *config.eos_token;
+  } else if (plain) {
+    fail("{}/tokenizer_config.json has no eos_token, which plain ({}) data needs; set eos_token",
+         config.dir.string(), to_string(kind));
+  }
+
+  if (opts.prompt_format == PromptFormat::kChat && kind != DatasetKind::kPromptCompletion) {
+    fail(
+        "prompt_format: chat needs plain-string 'prompt' and 'completion' columns; the dataset "
+        "is {}",
+        to_string(kind));
+  }
+  if (opts.completion_only_loss) {
+    if (*opts.completion_only_loss && !is_prompt_completion(kind)) {
+      fail("completion_only_loss: true needs a prompt/completion dataset; the dataset is {}",
+           to_string(kind));
+    }
+    completion_only_loss_ = *opts.completion_only_loss;
+  } else {
+    completion_only_loss_ = is_prompt_completion(kind);
+  }
+  if (opts.assistant_only_loss && !is_conversational(kind)) {
+    fail("assistant_only_loss: true needs conversational data (messages); the dataset is {}",
+         to_string(kind));
+  }
+
+  const bool needs_template = is_conversational(kind) || opts.prompt_format == PromptFormat::kChat;
+  if (!needs_template) return;
+  if (opts.chat_template) {
+    template_name_ = "the chat_template option";
+    template_.emplace(*opts.chat_template, template_name_);
+  } else {
+    if (!config.chat_template) {
+      fail("{}: the tokenizer has no chat template, which {} needs; set chat_template",
+           config.dir.string(),
+           is_conversational(kind) ? "conversational data" : "prompt_format: chat");
+    }
+    template_name_ =
+        config.chat_template_origin.empty()
+            ? fmt::format("{}/tokenizer_config.json:chat_template", config.dir.string())
+            : config.chat_template_origin;
+    template_.emplace(*config.chat_template, template_name_);
+    for (const auto& [name, source] : config.named_templates) {
+      if (name == "tool_use") {
+        tool_use_template_.emplace(source, template_name_ + " (tool_use)");
+      }
+    }
+  }
+  if (opts.assistant_only_loss) {
+    for (const auto* t : {&template_, &tool_use_template_}) {
+      if (*t && !(*t)->has_generation_blocks()) {
+        fail(
+            "assistant_only_loss: the chat template ({}) has no {{% generation %}} … "
+            "{{% endgeneration %}} blocks, so assistant tokens cannot be found; use a template "
+            "that marks them",
+            template_name_);
+      }
+    }
+  }
+}
+
+SftFormatter::SftFormatter(SftFormatter&&) noexcept = default;
+SftFormatter::~SftFormatter() = default;
+
+text::RenderResult SftFormatter::render(const Json& messages, bool add_generation_prompt,
+                                        const Json& tools) const {
+  const text::ChatTemplate& t =
+      (!tools.is_null() && tool_use_template_) ? *tool_use_template_ : *template_;
+  return t.render(text::chat_template_context(cfg_, messages, tools, add_generation_prompt));
+}
+
+TokenizedExample SftFormatter::format(const SftRow& row) const {
+  TokenizedExample ex;
+  std::vector<int32_t> prompt_ids;
+  std::vector<uint8_t> amask;
+  bool has_prompt = false;
+  switch (format_.kind) {
+    case DatasetKind::kPromptCompletion: {
+      std::string prompt = row.prompt;
+      std::string completion = row.completion;
+      if (opts_.prompt_format == PromptFormat::kChat) {
+        Json msgs = Json::array({Json{{"role", "user"}, {"content", prompt}}});
+        prompt = render(msgs, true, row.tools).text;
+        completion += eos_;
+      }
+      if (!ends_with(completion, eos_)) completion += eos_;
+      prompt_ids = tok_->encode(prompt, /*add_special_tokens=*/true);
+      ex.ids = tok_->encode(prompt + completion, /*add_special_tokens=*/true);
+      has_prompt = true;
+      break;
+    }
+    case DatasetKind::kConversationalPromptCompletion: {
+      Json all = row.prompt_messages;
+      for (const auto& m : row.completion_messages) all.push_back(m);
+      const std::string prompt_text = render(row.prompt_messages, true, row.tools).text;
+      prompt_ids = tok_->encode(prompt_text, false);
+      const text::RenderResult full = render(all, false, row.tools);
+      if (opts_.assistant_only_loss) {
+        text::Encoding enc = tok_->encode_with_offsets(full.text, false);
+        amask = assistant_mask(enc, full.generation_spans);
+        ex.ids = std::move(enc.ids);
+      } else {
+        ex.ids = tok_->encode(full.text, false);
+      }
+      has_prompt = true;
+      break;
+    }
+    case DatasetKind::kLanguageModeling: {
+      std::string text = row.completion;
+      if (!ends_with(text, eos_)) text += eos_;
+      ex.ids = tok_->encode(text, /*add_special_tokens=*/true);
+      break;
+    }
+    case DatasetKind::kConversationalLanguageModeling: {
+      const text::RenderResult r = render(row.completion_messages, false, row.tools);
+      if (opts_.assistant_only_loss) {
+        text::Encoding enc = tok_->encode_with_offsets(r.text, false);
+        amask = assistant_mask(enc, r.generation_spans);
+        ex.ids = std::move(enc.ids);
+      } else {
+        ex.ids = tok_->encode(r.text, false);
+      }
+      break;
+    }
+  }
+  const size_t n = ex.ids.size();
+  ex.targets.assign(n, 1);
+  if (has_prompt) {
+    ex.prefix_mismatch =
+        prompt_ids.size() > n || !std::equal(prompt_ids.begin(), prompt_ids.end(), ex.ids.begin());
+    if (completion_only_loss_) {
+      std::fill_n(ex.targets.begin(), std::min(prompt_ids.size(), n), uint8_t{0});
+    }
+  }
+  if (opts_.assistant_only_loss) {
+    for (size_t t = 0; t < n; ++t) ex.targets[t] &= amask[t];
+  }
+  return ex;
+}
+
+}  // namespace zt::data

@@ -1,0 +1,79 @@
+// Formatting and tokenisation of checked SFT rows into input ids and per-token target flags
+// (SFT_SEMANTICS §2; TRL `SFTTrainer._prepare_dataset`'s add_eos / tokenize_fn / build_labels).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "data/data_options.h"
+#include "data/sft_rows.h"
+#include "text/chat_template.h"
+#include "text/tokenizer.h"
+
+namespace zt::data {
+
+// One tokenised example before truncation.
+struct TokenizedExample {
+  std::vector<int32_t> ids;      // [T] input ids
+  std::vector<uint8_t> targets;  // [T] 1 where HF's label is ids[t], 0 where it is -100
+  bool prefix_mismatch = false;  // prompt/completion: tok(prompt) is not a prefix of ids
+};
+
+// Turns SftRows of one dataset into TokenizedExamples. Thread-safe (const); construct once.
+class SftFormatter {
+ public:
+  // Resolves the EOS string (opts.eos_token, which must be a token of the vocabulary, as TRL
+  // checks; else the config's), the chat template (opts.chat_template, else the config's; needed by
+  // conversational data and prompt_format: chat) and completion_only_loss (auto: true for
+  // prompt/completion data). Throws zt::Error for: no EOS for plain data, an EOS string that is
+  // not a token, no chat template where one is needed, assistant_only_loss on non-conversational
+  // data or with a template without {% generation %} blocks (naming the template),
+  // completion_only_loss: true on language-modelling data, prompt_format: chat on data that is not
+  // plain prompt/completion.
+  SftFormatter(const DataOptions& opts, const DatasetFormat& format,
+               const text::Tokenizer& tokenizer, const text::TokenizerConfig& config);
+  SftFormatter(SftFormatter&&) noexcept;
+  ~SftFormatter();
+
+  // Formats and tokenises one row:
+  // - plain prompt/completion: completion += eos unless it already ends with it; ids =
+  //   tok(prompt + completion), prompt_ids = tok(prompt), both with add_special_tokens=true as
+  //   TRL's `processing_class(text=…)` (so a post-processor BOS is added, once per call);
+  // - prompt_format chat: prompt = render([{user, prompt}], add_generation_prompt=true).text,
+  //   completion + eos (always), then as plain prompt/completion;
+  // - conversational prompt/completion: prompt_ids = tok(render(prompt, add_generation_prompt=
+  //   true)), ids = tok(render(prompt + completion)), special tokens recognised, none added;
+  //   template variables as transformers (text::chat_template_context, with the row's `tools`);
+  // - language modelling: text += eos unless present, ids = tok(text, add_special_tokens=true);
+  // - conversational language modelling: ids = tok(render(messages)).
+  // Completion mask: positional, [0]*len(prompt_ids) + [1]*(len(ids) - len(prompt_ids)).
+  // Assistant mask (assistant_only_loss): 1 for every token whose byte range overlaps a
+  // {% generation %} span (transformers' `return_assistant_tokens_mask`). targets = AND of the
+  // applicable masks (completion mask only with completion_only_loss), else all 1.
+  TokenizedExample format(const SftRow& row) const;
+
+  const std::string& eos_token() const { return eos_; }
+  bool completion_only_loss() const { return completion_only_loss_; }
+  // Where the chat template came from ("the chat_template option" or the config's origin).
+  const std::string& chat_template_name() const { return template_name_; }
+
+ private:
+  // Renders `messages` with the template transformers would pick (the "tool_use" named template
+  // for rows with tools, when the tokenizer has one) and its template variables.
+  text::RenderResult render(const Json& messages, bool add_generation_prompt,
+                            const Json& tools) const;
+
+  const text::Tokenizer* tok_;
+  DatasetFormat format_;
+  DataOptions opts_;
+  text::TokenizerConfig cfg_;  // eos_token replaced by the effective EOS
+  std::string eos_;
+  bool completion_only_loss_ = false;
+  std::optional<text::ChatTemplate> template_;           // the default one
+  std::optional<text::ChatTemplate> tool_use_template_;  // for rows with tools, if any
+  std::string template_name_;
+};
+
+}  // namespace zt::data

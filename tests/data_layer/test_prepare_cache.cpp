@@ -1,0 +1,300 @@
+// prepare_dataset end to end: the token cache is reused, rebuilt when an option or an input
+// changes, and left absent on bad input; the report's counts; every bad-input error of the data
+// pipeline (issue "SFT data pipeline" items 3–5).
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "data/prepare.h"
+#include "data/rows.h"
+#include "test_util.h"
+
+namespace zt::data {
+namespace {
+
+using zt::testing::error_of;
+using zt::testing::shared_data;
+using zt::testing::TempDir;
+using zt::testing::test_data;
+using zt::testing::write_file;
+
+class Prepare : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    const auto dir = shared_data("tokenizers/qwen2.5-instruct");
+    tok_ = new text::Tokenizer(text::Tokenizer::load(dir / "tokenizer.json"));
+    cfg_ = new text::TokenizerConfig(text::load_tokenizer_config(dir));
+  }
+  static void TearDownTestSuite() {
+    delete tok_;
+    delete cfg_;
+  }
+  DataOptions options(const std::filesystem::path& dataset) const {
+    DataOptions o;
+    o.dataset = dataset;
+    o.cache_dir = dir_ / "cache";
+    o.num_threads = 2;
+    return o;
+  }
+  std::vector<std::string> cache_files() const {
+    std::vector<std::string> out;
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(dir_ / "cache", ec)) {
+      const std::string n = e.path().filename().string();
+      if (n.size() < 5 || n.substr(n.size() - 5) != ".lock") out.push_back(n);
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+  std::string prepare_error(const DataOptions& o) const {
+    return error_of([&] { prepare_dataset(o, *tok_, *cfg_); });
+  }
+
+  static text::Tokenizer* tok_;
+  static text::TokenizerConfig* cfg_;
+  TempDir dir_;
+};
+text::Tokenizer* Prepare::tok_ = nullptr;
+text::TokenizerConfig* Prepare::cfg_ = nullptr;
+
+// Nearest-rank percentile, computed here from TRL's golden lengths.
+int64_t nearest_rank(std::vector<int64_t> v, double p) {
+  std::sort(v.begin(), v.end());
+  const auto rank = static_cast<size_t>(std::ceil(p / 100.0 * static_cast<double>(v.size())));
+  return v[std::max<size_t>(rank, 1) - 1];
+}
+
+TEST_F(Prepare, CacheReusedAndRebuiltOnOptionChange) {
+  const auto sft = shared_data("datasets/ultrafeedback/seed_format/sft.parquet");
+  DataOptions o = options(sft);
+  PrepareReport r1, r2, r3;
+  const PreparedDataset a = prepare_dataset(o, *tok_, *cfg_, &r1);
+  EXPECT_FALSE(r1.from_cache);
+  const PreparedDataset b = prepare_dataset(o, *tok_, *cfg_, &r2);
+  EXPECT_TRUE(r2.from_cache);
+  EXPECT_EQ(a.path(), b.path());
+  EXPECT_EQ(b.num_tokens(), a.num_tokens());
+  EXPECT_EQ(r2.examples_kept, r1.examples_kept);
+  EXPECT_EQ(r2.target_tokens, r1.target_tokens);
+  EXPECT_EQ(cache_files().size(), 1u);
+
+  // The report agrees with TRL's golden output for this dataset.
+  const Json g = Json::parse(read_file_bytes(test_data("sft/plain_pc.golden.json")));
+  std::vector<int64_t> lengths;
+  int64_t tokens = 0;
+  for (const auto& e : g["examples"]) lengths.push_back(e[1]), tokens += e[1].get<int64_t>();
+  EXPECT_EQ(r1.dataset_kind, "prompt/completion");
+  EXPECT_EQ(r1.rows_read, 199);
+  EXPECT_EQ(r1.examples_kept, 196);
+  EXPECT_EQ(r1.dropped.at("no_target_after_truncation"), 3);
+  EXPECT_EQ(r1.dropped.at("empty_completion"), 0);
+  EXPECT_EQ(r1.total_tokens, tokens);
+  EXPECT_EQ(r1.length_p50, nearest_rank(lengths, 50));
+  EXPECT_EQ(r1.length_p90, nearest_rank(lengths, 90));
+  EXPECT_EQ(r1.length_p99, nearest_rank(lengths, 99));
+  EXPECT_EQ(r1.length_max, 1024);
+  EXPECT_EQ(r1.num_samples, 196);
+  EXPECT_EQ(r1.prefix_mismatches, static_cast<int64_t>(g["prefix_mismatch_rows"].size()));
+  int64_t targets = 0;
+  for (int64_t e = 0; e < a.num_examples(); ++e) {
+    const auto t = a.targets(e);
+    targets += std::count(t.begin() + 1, t.end(), uint8_t{1});
+  }
+  EXPECT_EQ(r1.target_tokens, targets);
+
+  // Another max_length: another key, a second cache file, built afresh.
+  o.max_length = 512;
+  const PreparedDataset c = prepare_dataset(o, *tok_, *cfg_, &r3);
+  EXPECT_FALSE(r3.from_cache);
+  EXPECT_NE(c.path(), a.path());
+  EXPECT_EQ(cache_files().size(), 2u);
+  EXPECT_LT(c.num_tokens(), a.num_tokens());
+  // Options that do not change the output share the cache.
+  o.num_threads = 1;
+  o.prefix_mismatch = PrefixMismatch::kWarn;
+  PrepareReport r4;
+  prepare_dataset(o, *tok_, *cfg_, &r4);
+  EXPECT_TRUE(r4.from_cache);
+}
+
+TEST_F(Prepare, CacheRebuiltWhenDatasetChangesOrIsCorrupt) {
+  const auto f = dir_ / "d.jsonl";
+  write_file(f, "{\"prompt\": \"Hi\", \"completion\": \" there\"}\n");
+  PrepareReport r;
+  const PreparedDataset a = prepare_dataset(options(f), *tok_, *cfg_, &r);
+  EXPECT_FALSE(r.from_cache);
+  EXPECT_EQ(a.num_examples(), 1);
+  write_file(f,
+             "{\"prompt\": \"Hi\", \"completion\": \" there\"}\n"
+             "{\"prompt\": \"Yo\", \"completion\": \" you\"}\n");
+  const PreparedDataset b = prepare_dataset(options(f), *tok_, *cfg_, &r);
+  EXPECT_FALSE(r.from_cache);
+  EXPECT_EQ(b.num_examples(), 2);
+  // Corrupt the header of the current cache: rejected, rebuilt, same content.
+  std::string bytes = read_file_bytes(b.path());
+  bytes[50] ^= 0x10;
+  write_file(b.path(), bytes);
+  EXPECT_NE(error_of([&] { PreparedDataset::open(b.path()); }).find("checksum mismatch"),
+            std::string::npos);
+  const PreparedDataset c = prepare_dataset(options(f), *tok_, *cfg_, &r);
+  EXPECT_FALSE(r.from_cache);
+  EXPECT_EQ(c.num_examples(), 2);
+  // "Hi" " there" <|im_end|>: the prompt's one token is masked, the rest are targets.
+  const auto t = c.targets(0);
+  EXPECT_EQ(std::vector<uint8_t>(t.begin(), t.end()), (std::vector<uint8_t>{0, 1, 1}));
+  EXPECT_EQ(c.tokens(0).back(), 151645);
+}
+
+TEST_F(Prepare, EmptyCompletionsSkippedAndCounted) {
+  const auto f = dir_ / "e.jsonl";
+  write_file(f,
+             "{\"prompt\": \"a\", \"completion\": \"\"}\n"
+             "{\"prompt\": \"b\", \"completion\": \" yes\"}\n"
+             "{\"prompt\": \"c\", \"completion\": \"\"}\n"
+             "{\"prompt\": \"d\", \"completion\": \" no<|im_end|>\"}\n");
+  PrepareReport r;
+  const PreparedDataset ds = prepare_dataset(options(f), *tok_, *cfg_, &r);
+  EXPECT_EQ(r.rows_read, 4);
+  EXPECT_EQ(r.examples_kept, 2);
+  EXPECT_EQ(r.dropped.at("empty_completion"), 2);
+  EXPECT_EQ(ds.source_row(0), 1);
+  EXPECT_EQ(ds.source_row(1), 3);
+  // The EOS string is not appended twice.
+  const auto ids = ds.tokens(1);
+  EXPECT_EQ(std::count(ids.begin(), ids.end(), 151645), 1);
+  EXPECT_NE(r.summary().find("2 empty_completion"), std::string::npos) << r.summary();
+}
+
+TEST_F(Prepare, MalformedJsonLineFailsAndLeavesNoCache) {
+  const auto f = dir_ / "bad.jsonl";
+  write_file(f, "{\"text\": \"ok\"}\n{\"text\": \"broken\"\n");
+  const std::string msg = prepare_error(options(f));
+  EXPECT_EQ(msg.rfind(f.string() + ":2:", 0), 0u) << msg;
+  EXPECT_TRUE(cache_files().empty());
+}
+
+TEST_F(Prepare, MissingColumnNamesExpectedAndFound) {
+  const auto f = dir_ / "cols.jsonl";
+  write_file(f, "{\"instruction\": \"a\", \"output\": \"b\"}\n");
+  EXPECT_EQ(prepare_error(options(f)),
+            f.string() +
+                ": cannot tell the dataset kind: expected columns 'prompt' and 'completion', or "
+                "'messages', or 'conversations' (from/value), or 'text' (dataset_text_field); "
+                "found columns [instruction, output]");
+  EXPECT_TRUE(cache_files().empty());
+}
+
+TEST_F(Prepare, WrongTypesAndRolesNameTheRow) {
+  const auto f = dir_ / "roles.jsonl";
+  std::string text;
+  for (int i = 0; i < 40; ++i) {
+    const char* role = i == 33 ? "narrator" : "assistant";
+    text += fmt::format(
+        "{{\"messages\": [{{\"role\": \"user\", \"content\": \"q{}\"}}, {{\"role\": \"{}\", "
+        "\"content\": \"a\"}}]}}\n",
+        i, role);
+  }
+  write_file(f, text);
+  EXPECT_EQ(prepare_error(options(f)),
+            f.string() +
+                ": row 33: column 'messages', message 1 has unknown role 'narrator'; expected "
+                "system, user, assistant or tool");
+  write_file(f,
+             "{\"messages\": [{\"role\": \"user\", \"content\": \"q\"}]}\n"
+             "{\"messages\": [{\"role\": \"user\", \"content\": [\"q\"]}]}\n");
+  EXPECT_EQ(prepare_error(options(f)),
+            f.string() +
+                ": row 1: column 'messages', message 0: 'content' is array, expected a "
+                "string");
+  EXPECT_TRUE(cache_files().empty());
+}
+
+TEST_F(Prepare, InvalidUtf8GivesRowAndByteOffset) {
+  const auto f = dir_ / "u.jsonl";
+  write_file(f, "{\"text\": \"fine\"}\n{\"text\": \"caf\xE9!\"}\n");
+  EXPECT_EQ(prepare_error(options(f)),
+            f.string() +
+                ":2: row 1: invalid UTF-8 at byte offset 13 of the line (byte 30 of "
+                "the file)");
+  EXPECT_EQ(prepare_error(options(test_data("sft/bad_utf8.parquet"))),
+            test_data("sft/bad_utf8.parquet").string() +
+                ": row 3, column 'text': invalid UTF-8 at byte offset 4 of the string");
+}
+
+TEST_F(Prepare, TruncatedParquetFails) {
+  const std::string bytes = read_file_bytes(shared_data("datasets/no_robots/test.parquet"));
+  const auto f = dir_ / "cut.parquet";
+  write_file(f, bytes.substr(0, bytes.size() - 100));
+  const std::string msg = prepare_error(options(f));
+  EXPECT_EQ(msg.rfind(f.string() + ": not a readable parquet file: ", 0), 0u) << msg;
+  EXPECT_TRUE(cache_files().empty());
+}
+
+TEST_F(Prepare, OptionErrors) {
+  const auto msgs = shared_data("datasets/no_robots/test.parquet");
+  DataOptions o = options(msgs);
+  o.assistant_only_loss = true;  // Qwen2.5's own template has no generation blocks
+  EXPECT_EQ(prepare_error(o),
+            "assistant_only_loss: the chat template (" +
+                shared_data("tokenizers/qwen2.5-instruct/tokenizer_config.json").string() +
+                ":chat_template) has no {% generation %} … {% endgeneration %} blocks, so "
+                "assistant tokens cannot be found; use a template that marks them");
+  o = options(msgs);
+  o.prompt_format = PromptFormat::kChat;
+  EXPECT_EQ(prepare_error(o),
+            "prompt_format: chat needs plain-string 'prompt' and 'completion' columns; the "
+            "dataset is conversational language modeling");
+  o = options(msgs);
+  o.completion_only_loss = true;
+  EXPECT_EQ(prepare_error(o),
+            "completion_only_loss: true needs a prompt/completion dataset; the dataset is "
+            "conversational language modeling");
+  o = options(shared_data("datasets/text/c4_demo.jsonl"));
+  o.assistant_only_loss = true;
+  EXPECT_EQ(prepare_error(o),
+            "assistant_only_loss: true needs conversational data (messages); the dataset is "
+            "language modeling");
+  o = options(msgs);
+  o.packing = true;
+  o.max_length = std::nullopt;
+  EXPECT_EQ(prepare_error(o), "packing: true needs max_length (the bin size), got none");
+  o.max_length = 512;
+  o.packing_strategy = "wrapped";
+  EXPECT_EQ(prepare_error(o),
+            "packing_strategy: 'wrapped' is not supported; zerotune implements 'bfd'");
+  o = options(shared_data("datasets/text/c4_demo.jsonl"));
+  o.eos_token = "<|not a token|>";
+  EXPECT_EQ(prepare_error(o), "eos_token: '<|not a token|>' is not a token of the tokenizer in " +
+                                  shared_data("tokenizers/qwen2.5-instruct").string());
+  EXPECT_TRUE(cache_files().empty());
+}
+
+TEST_F(Prepare, PrefixMismatchErrorListsRows) {
+  DataOptions o = options(shared_data("datasets/ultrafeedback/seed_format/sft.parquet"));
+  o.prefix_mismatch = PrefixMismatch::kError;
+  const Json g = Json::parse(read_file_bytes(test_data("sft/plain_pc.golden.json")));
+  const auto rows = g["prefix_mismatch_rows"].get<std::vector<int64_t>>();
+  ASSERT_GE(rows.size(), 3u);
+  const std::string msg = prepare_error(o);
+  EXPECT_NE(msg.find(fmt::format("{} example(s): the tokenized prompt is not a prefix of the "
+                                 "tokenized prompt+completion (rows {}, {}, {},",
+                                 rows.size(), rows[0], rows[1], rows[2])),
+            std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("(prefix_mismatch: error)"), std::string::npos) << msg;
+}
+
+TEST_F(Prepare, NoExampleLeftIsAnError) {
+  const auto f = dir_ / "short.jsonl";
+  write_file(f, "{\"prompt\": \"A long prompt of several tokens\", \"completion\": \" x\"}\n");
+  DataOptions o = options(f);
+  o.max_length = 3;
+  EXPECT_EQ(prepare_error(o), f.string() +
+                                  ": no example left out of 1 rows (dropped: 1 "
+                                  "no_target_after_truncation)");
+}
+
+}  // namespace
+}  // namespace zt::data

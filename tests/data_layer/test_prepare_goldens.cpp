@@ -1,0 +1,278 @@
+// prepare / build_token_data against TRL: input_ids and target flags (labels != -100) equal
+// TRL SFTTrainer's preprocessing, example for example, for every dataset kind
+// (tests/data/sft/*.golden.json, made by tools/make_sft_goldens.py).
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <xxhash.h>
+
+#include <functional>
+#include <map>
+
+#include "data/prepare.h"
+#include "data/rows.h"
+#include "test_util.h"
+
+namespace zt::data {
+namespace {
+
+using zt::testing::shared_data;
+using zt::testing::TempDir;
+using zt::testing::test_data;
+using zt::testing::write_file;
+
+template <typename T>
+std::string xxh(std::span<const T> v) {
+  return fmt::format("{:016x}", XXH3_64bits(v.data(), v.size() * sizeof(T)));
+}
+
+class PrepareGolden : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    const auto dir = shared_data("tokenizers/qwen2.5-instruct");
+    tok_ = new text::Tokenizer(text::Tokenizer::load(dir / "tokenizer.json"));
+    cfg_ = new text::TokenizerConfig(text::load_tokenizer_config(dir));
+  }
+  static void TearDownTestSuite() {
+    delete tok_;
+    delete cfg_;
+    delete bos_tok_;
+    delete bos_cfg_;
+    delete bos_dir_;
+  }
+
+  // The Qwen2.5 tokenizer with a Llama-3-style BOS post-processor (<|box_start|> as BOS), the
+  // same files tools/make_sft_goldens.py builds (make_bos_tokenizer).
+  static void load_bos_tokenizer() {
+    if (bos_tok_ != nullptr) return;
+    const auto src = shared_data("tokenizers/qwen2.5-instruct");
+    bos_dir_ = new TempDir();
+    // nlohmann::json, not the ordered Json: 151k vocab keys would take ordered_map ~1 min.
+    nlohmann::json tj = nlohmann::json::parse(read_file_bytes(src / "tokenizer.json"));
+    tj["post_processor"] = nlohmann::json::parse(R"({"type": "Sequence", "processors": [
+        {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": false, "use_regex": false},
+        {"type": "TemplateProcessing",
+         "single": [{"SpecialToken": {"id": "<|box_start|>", "type_id": 0}},
+                    {"Sequence": {"id": "A", "type_id": 0}}],
+         "pair": [{"SpecialToken": {"id": "<|box_start|>", "type_id": 0}},
+                  {"Sequence": {"id": "A", "type_id": 0}},
+                  {"SpecialToken": {"id": "<|box_start|>", "type_id": 1}},
+                  {"Sequence": {"id": "B", "type_id": 1}}],
+         "special_tokens": {"<|box_start|>": {"id": "<|box_start|>", "ids": [151648],
+                                              "tokens": ["<|box_start|>"]}}}]})");
+    write_file(*bos_dir_ / "tokenizer.json", tj.dump());
+    Json tc = Json::parse(read_file_bytes(src / "tokenizer_config.json"));
+    tc["bos_token"] = "<|box_start|>";
+    write_file(*bos_dir_ / "tokenizer_config.json", tc.dump());
+    bos_tok_ = new text::Tokenizer(text::Tokenizer::load(*bos_dir_ / "tokenizer.json"));
+    bos_cfg_ = new text::TokenizerConfig(text::load_tokenizer_config(bos_dir_->path()));
+  }
+
+  static DataOptions options(const std::filesystem::path& dataset) {
+    DataOptions o;
+    o.dataset = dataset;
+    o.num_threads = 2;
+    return o;
+  }
+
+  // Writes derived no_robots rows (one JSON object per row) for the derived cases.
+  std::filesystem::path derived(const std::string& name,
+                                const std::function<Json(const Json&)>& f) {
+    std::string text;
+    for (const Json& r : read_rows(shared_data("datasets/no_robots/test.parquet"))) {
+      text += f(r).dump() + "\n";
+    }
+    const auto path = dir_ / (name + ".jsonl");
+    write_file(path, text);
+    return path;
+  }
+
+  // Builds in memory and compares with the golden file example by example.
+  void check(const std::string& name, const DataOptions& opts, bool bos = false) {
+    SCOPED_TRACE(name);
+    const Json g = Json::parse(read_file_bytes(test_data("sft/" + name + ".golden.json")));
+    PrepareReport rep;
+    const TokenData d = bos ? build_token_data(opts, *bos_tok_, *bos_cfg_, &rep)
+                            : build_token_data(opts, *tok_, *cfg_, &rep);
+    EXPECT_EQ(rep.rows_read, g["rows_read"].get<int64_t>());
+    const auto n = static_cast<int64_t>(d.example_rows.size());
+    const auto ids = [&](int64_t e) {
+      return std::span<const int32_t>(d.ids).subspan(
+          d.example_offsets[e], d.example_offsets[e + 1] - d.example_offsets[e]);
+    };
+    const auto targets = [&](int64_t e) {
+      return std::span<const uint8_t>(d.targets).subspan(
+          d.example_offsets[e], d.example_offsets[e + 1] - d.example_offsets[e]);
+    };
+    if (g.contains("samples")) {  // packed: compare bins
+      const Json& samples = g["samples"];
+      ASSERT_EQ(static_cast<size_t>(d.sample_offsets.size() - 1), samples.size());
+      for (size_t s = 0; s < samples.size(); ++s) {
+        std::vector<int64_t> seq;
+        for (int64_t e = d.sample_offsets[s]; e < d.sample_offsets[s + 1]; ++e) {
+          seq.push_back(d.example_offsets[e + 1] - d.example_offsets[e]);
+        }
+        const int64_t b = d.example_offsets[d.sample_offsets[s]];
+        const int64_t end = d.example_offsets[d.sample_offsets[s + 1]];
+        EXPECT_EQ(seq, samples[s][0].get<std::vector<int64_t>>()) << "sample " << s;
+        EXPECT_EQ(xxh(std::span<const int32_t>(d.ids).subspan(b, end - b)), samples[s][1]) << s;
+        EXPECT_EQ(xxh(std::span<const uint8_t>(d.targets).subspan(b, end - b)), samples[s][2]) << s;
+      }
+      const Json& full = g["full"][0];
+      const std::vector<int32_t> first(d.ids.begin(),
+                                       d.ids.begin() + d.example_offsets[d.sample_offsets[1]]);
+      EXPECT_EQ(first, full["ids"].get<std::vector<int32_t>>());
+      EXPECT_EQ(rep.num_samples, static_cast<int64_t>(samples.size()));
+      return;
+    }
+    const Json& ex = g["examples"];
+    std::vector<int64_t> golden_rows, our_rows(d.example_rows.begin(), d.example_rows.end());
+    for (const auto& e : ex) golden_rows.push_back(e[0].get<int64_t>());
+    ASSERT_EQ(our_rows, golden_rows);
+    for (int64_t e = 0; e < n; ++e) {
+      const Json& ge = ex[e];
+      const std::string row = std::to_string(ge[0].get<int64_t>());
+      ASSERT_EQ(ids(e).size(), ge[1].get<size_t>()) << "row " << row;
+      EXPECT_EQ(xxh(ids(e)), ge[2]) << "ids of row " << row;
+      // Rows where TRL 1.16's common-prefix mask differs from the positional one (SFT_SEMANTICS
+      // §2).
+      const std::string want = g["spec_targets"].contains(row) ? g["spec_targets"][row] : ge[3];
+      EXPECT_EQ(xxh(targets(e)), want) << "targets of row " << row;
+    }
+    for (const auto& f : g["full"]) {
+      const auto it = std::find(our_rows.begin(), our_rows.end(), f["row"].get<int64_t>());
+      ASSERT_NE(it, our_rows.end());
+      const int64_t e = it - our_rows.begin();
+      EXPECT_EQ(std::vector<int32_t>(ids(e).begin(), ids(e).end()),
+                f["ids"].get<std::vector<int32_t>>());
+      if (!g["spec_targets"].contains(std::to_string(f["row"].get<int64_t>()))) {
+        EXPECT_EQ(std::vector<uint8_t>(targets(e).begin(), targets(e).end()),
+                  f["targets"].get<std::vector<uint8_t>>());
+      }
+    }
+    EXPECT_EQ(rep.prefix_mismatch_rows, g["prefix_mismatch_rows"].get<std::vector<int64_t>>());
+    EXPECT_EQ(rep.examples_kept, n);
+  }
+
+  static text::Tokenizer* tok_;
+  static text::TokenizerConfig* cfg_;
+  static text::Tokenizer* bos_tok_;
+  static text::TokenizerConfig* bos_cfg_;
+  static TempDir* bos_dir_;
+  TempDir dir_;
+};
+text::Tokenizer* PrepareGolden::tok_ = nullptr;
+text::TokenizerConfig* PrepareGolden::cfg_ = nullptr;
+text::Tokenizer* PrepareGolden::bos_tok_ = nullptr;
+text::TokenizerConfig* PrepareGolden::bos_cfg_ = nullptr;
+TempDir* PrepareGolden::bos_dir_ = nullptr;
+
+std::string generation_template() {
+  return read_file_bytes(test_data("sft/qwen2.5_generation.jinja"));
+}
+
+TEST_F(PrepareGolden, PlainPromptCompletion) {
+  check("plain_pc", options(shared_data("datasets/ultrafeedback/seed_format/sft.parquet")));
+}
+
+TEST_F(PrepareGolden, PromptFormatChat) {
+  DataOptions o = options(shared_data("datasets/ultrafeedback/seed_format/sft.parquet"));
+  o.prompt_format = PromptFormat::kChat;
+  check("chat_pc", o);
+}
+
+TEST_F(PrepareGolden, ConversationalMessages) {
+  check("messages", options(shared_data("datasets/no_robots/test.parquet")));
+}
+
+TEST_F(PrepareGolden, ConversationalMessagesAssistantOnly) {
+  DataOptions o = options(shared_data("datasets/no_robots/test.parquet"));
+  o.assistant_only_loss = true;
+  o.chat_template = generation_template();
+  check("messages_assistant_only", o);
+}
+
+TEST_F(PrepareGolden, ConversationalMessagesTruncated) {
+  DataOptions o = options(shared_data("datasets/no_robots/test.parquet"));
+  o.max_length = 256;
+  check("messages_max256", o);
+}
+
+TEST_F(PrepareGolden, ShareGptEqualsMessages) {
+  const auto path = derived("sharegpt", [](const Json& r) {
+    Json conv = Json::array();
+    for (const auto& m : r["messages"]) {
+      const std::string role = m["role"];
+      conv.push_back({{"from", role == "user"        ? "human"
+                               : role == "assistant" ? "gpt"
+                                                     : role},
+                      {"value", m["content"]}});
+    }
+    return Json{{"conversations", conv}};
+  });
+  check("messages", options(path));
+}
+
+Json conv_pc_row(const Json& r) {
+  Json prompt = r["messages"];
+  prompt.erase(prompt.size() - 1);
+  return Json{{"prompt", prompt}, {"completion", Json::array({r["messages"].back()})}};
+}
+
+TEST_F(PrepareGolden, ConversationalPromptCompletion) {
+  check("conv_pc", options(derived("conv_pc", conv_pc_row)));
+}
+
+TEST_F(PrepareGolden, ConversationalPromptCompletionAssistantOnly) {
+  DataOptions o = options(derived("conv_pc", conv_pc_row));
+  o.assistant_only_loss = true;
+  o.chat_template = generation_template();
+  check("conv_pc_assistant_only", o);
+}
+
+TEST_F(PrepareGolden, PlainText) {
+  check("text", options(shared_data("datasets/text/c4_demo.jsonl")));
+}
+
+TEST_F(PrepareGolden, JsonArrayMessages) {
+  check("kto_messages", options(shared_data("datasets/messages/kto_en_demo.json")));
+}
+
+TEST_F(PrepareGolden, PackedBestFitDecreasing) {
+  DataOptions o = options(shared_data("datasets/no_robots/test.parquet"));
+  o.packing = true;
+  o.max_length = 512;
+  check("packed_messages", o);
+}
+
+// TRL tokenises plain text with add_special_tokens=True (a BOS per call) and chat-template output
+// without; a tokenizer whose post-processor adds a BOS shows both.
+TEST_F(PrepareGolden, BosPostProcessorPlainPromptCompletion) {
+  load_bos_tokenizer();
+  check("bos_plain_pc", options(shared_data("datasets/ultrafeedback/seed_format/sft.parquet")),
+        true);
+}
+
+TEST_F(PrepareGolden, BosPostProcessorText) {
+  load_bos_tokenizer();
+  check("bos_text", options(shared_data("datasets/text/c4_demo.jsonl")), true);
+}
+
+TEST_F(PrepareGolden, BosPostProcessorMessages) {
+  load_bos_tokenizer();
+  check("bos_messages", options(shared_data("datasets/no_robots/test.parquet")), true);
+}
+
+TEST_F(PrepareGolden, OutputIndependentOfThreadCount) {
+  DataOptions o = options(shared_data("datasets/ultrafeedback/seed_format/sft.parquet"));
+  o.num_threads = 1;
+  const TokenData one = build_token_data(o, *tok_, *cfg_);
+  o.num_threads = 3;
+  const TokenData three = build_token_data(o, *tok_, *cfg_);
+  EXPECT_EQ(one.ids, three.ids);
+  EXPECT_EQ(one.targets, three.targets);
+  EXPECT_EQ(one.example_offsets, three.example_offsets);
+  EXPECT_EQ(one.example_rows, three.example_rows);
+}
+
+}  // namespace
+}  // namespace zt::data

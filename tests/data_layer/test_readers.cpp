@@ -1,0 +1,189 @@
+// Dataset readers: JSON Lines, JSON arrays and Parquet against pyarrow's decoding of the same
+// files, and the error messages for malformed input.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <parquet/file_reader.h>
+#include <parquet/metadata.h>
+
+#include "data/rows.h"
+#include "data/utf8.h"
+#include "test_util.h"
+
+namespace zt::data {
+namespace {
+
+using zt::testing::error_of;
+using zt::testing::shared_data;
+using zt::testing::TempDir;
+using zt::testing::test_data;
+using zt::testing::write_file;
+
+std::vector<std::string> keys_of(const Json& row) {
+  std::vector<std::string> keys;
+  for (const auto& [k, v] : row.items()) keys.push_back(k);
+  return keys;
+}
+
+TEST(Utf8, FindsFirstInvalidByte) {
+  EXPECT_EQ(find_invalid_utf8("plain ascii text, long enough for the fast path"), std::nullopt);
+  EXPECT_EQ(find_invalid_utf8("h\xC3\xA9llo \xE4\xB8\xAD \xF0\x9F\x98\x80"), std::nullopt);
+  EXPECT_EQ(find_invalid_utf8("abc\xFF"), 3u);
+  EXPECT_EQ(find_invalid_utf8("ab\xC0\xAF"), 2u);                   // overlong '/'
+  EXPECT_EQ(find_invalid_utf8("x\xED\xA0\x80"), 1u);                // surrogate U+D800
+  EXPECT_EQ(find_invalid_utf8("0123456789\xF4\x90\x80\x80"), 10u);  // above U+10FFFF
+  EXPECT_EQ(find_invalid_utf8("\xE4\xB8"), 0u);                     // truncated sequence
+  EXPECT_EQ(find_invalid_utf8("a\x80"), 1u);                        // stray continuation byte
+  EXPECT_EQ(find_invalid_utf8("abcdefgh\xC3\x28"), 8u);             // bad continuation
+}
+
+TEST(Readers, NoRobotsParquetEqualsPyarrowRows) {
+  const auto rows = read_rows(shared_data("datasets/no_robots/test.parquet"));
+  const auto expected = read_rows(shared_data("datasets/no_robots/test.expected_rows.jsonl"));
+  ASSERT_EQ(rows.size(), 500u);
+  ASSERT_EQ(expected.size(), 500u);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    ASSERT_EQ(rows[i], expected[i]) << "row " << i;
+  }
+  // Keys in column order, messages as list<struct<content, role>>.
+  EXPECT_EQ(keys_of(rows[0]),
+            (std::vector<std::string>{"prompt", "prompt_id", "messages", "category"}));
+  EXPECT_EQ(keys_of(rows[0]["messages"][0]), (std::vector<std::string>{"content", "role"}));
+  EXPECT_EQ(rows[0]["messages"][1]["role"], "user");
+  EXPECT_EQ(rows[0]["messages"][1]["content"], "Where did chocolate originate?");
+}
+
+TEST(Readers, EveryColumnTypeEqualsPyarrowRows) {
+  const auto file = test_data("sft/types.parquet");
+  // The fixture really has several row groups (read back as several chunks).
+  EXPECT_EQ(parquet::ParquetFileReader::OpenFile(file.string())->metadata()->num_row_groups(), 4);
+  const auto rows = read_rows(file);
+  const auto expected = read_rows(test_data("sft/types.expected.jsonl"));
+  ASSERT_EQ(rows.size(), 10u);
+  ASSERT_EQ(expected.size(), 10u);
+  for (size_t i = 0; i < rows.size(); ++i) ASSERT_EQ(rows[i], expected[i]) << "row " << i;
+  EXPECT_EQ(keys_of(rows[0]),
+            (std::vector<std::string>{"s", "ls", "i64", "i8", "u32", "f32", "f64", "b", "n", "l",
+                                      "ll", "fl", "st", "messages", "cat", "m"}));
+  EXPECT_EQ(rows[1]["f32"].get<double>(), static_cast<double>(0.1f));
+  EXPECT_EQ(rows[1]["i64"].get<int64_t>(), -1099511627777);
+  EXPECT_EQ(rows[9]["u32"].get<uint64_t>(), 4000000009u);
+  EXPECT_EQ(rows[4]["cat"], "green");  // dictionary-encoded
+  EXPECT_TRUE(rows[4]["s"].is_null());
+  EXPECT_TRUE(rows[6]["st"].is_null());
+  EXPECT_EQ(rows[1]["m"], Json::parse(R"([["k1", 1], ["k2", null]])"));
+  EXPECT_EQ(rows[3]["fl"], Json::parse("[1.5, -0.75]"));
+}
+
+TEST(Readers, JsonArrayAndJsonLines) {
+  const auto kto = read_rows(shared_data("datasets/messages/kto_en_demo.json"));
+  ASSERT_EQ(kto.size(), 300u);
+  EXPECT_EQ(keys_of(kto[0]), (std::vector<std::string>{"messages", "label"}));
+  EXPECT_EQ(kto[0]["label"], true);
+  EXPECT_EQ(kto[0]["messages"][0]["role"], "user");
+  const auto c4 = read_rows(shared_data("datasets/text/c4_demo.jsonl"));
+  ASSERT_EQ(c4.size(), 300u);
+  EXPECT_EQ(c4[0]["text"].get<std::string>().substr(0, 26), "Don\xE2\x80\x99t think you need all");
+
+  TempDir dir;
+  // Blank lines are skipped; CRLF and a BOM are accepted; a .json file may hold JSON Lines.
+  write_file(dir / "a.jsonl", "\xEF\xBB\xBF{\"x\": 1}\r\n\n  \n{\"x\": 2, \"y\": \"\xC3\xA9\"}\n");
+  const auto a = read_rows(dir / "a.jsonl");
+  ASSERT_EQ(a.size(), 2u);
+  EXPECT_EQ(a[1], Json::parse("{\"x\": 2, \"y\": \"\xC3\xA9\"}"));
+  write_file(dir / "b.json", "{\"x\": 1}\n{\"x\": 3}\n");
+  const auto b = read_rows(dir / "b.json");
+  ASSERT_EQ(b.size(), 2u);
+  EXPECT_EQ(b[1]["x"], 3);
+}
+
+TEST(ReaderErrors, MalformedJsonLineNamesFileAndLine) {
+  TempDir dir;
+  const auto f = dir / "bad.jsonl";
+  write_file(f, "{\"a\": 1}\n\n{\"a\": 2,}\n{\"a\": 3}\n");
+  const std::string msg = error_of([&] { read_rows(f); });
+  EXPECT_EQ(msg.rfind(f.string() + ":3:9: invalid JSON: syntax error", 0), 0u) << msg;
+}
+
+TEST(ReaderErrors, FirstBadLineWinsWhateverTheThreads) {
+  TempDir dir;
+  std::string text;
+  for (int i = 1; i <= 2000; ++i) {
+    text += (i == 1500 || i == 1900) ? "{oops}\n" : fmt::format("{{\"i\": {}}}\n", i);
+  }
+  write_file(dir / "many.jsonl", text);
+  const std::string msg = error_of([&] { read_rows(dir / "many.jsonl"); });
+  EXPECT_EQ(msg.rfind((dir / "many.jsonl").string() + ":1500:", 0), 0u) << msg;
+}
+
+TEST(ReaderErrors, InvalidUtf8InJsonLineGivesRowAndByteOffset) {
+  TempDir dir;
+  const auto f = dir / "utf.jsonl";
+  write_file(f, "{\"a\": \"ok\"}\n\n{\"a\": \"ok\"}\n{\"a\": \"bad \xFF here\"}\n");
+  const std::string msg = error_of([&] { read_rows(f); });
+  EXPECT_EQ(
+      msg,
+      f.string() + ":4: row 2: invalid UTF-8 at byte offset 11 of the line (byte 36 of the file)");
+}
+
+TEST(ReaderErrors, InvalidUtf8InJsonArrayGivesRowAndByteOffset) {
+  TempDir dir;
+  const auto f = dir / "utf.json";
+  write_file(f, "[\n {\"a\": \"x\"},\n {\"a\": [\"y\", {\"b\": 1}]},\n {\"a\": \"\xC3\x28\"}\n]\n");
+  const std::string msg = error_of([&] { read_rows(f); });
+  EXPECT_EQ(msg, f.string() + ":4: row 2: invalid UTF-8 at byte offset 48 of the file");
+}
+
+TEST(ReaderErrors, MalformedJsonArrayAndNonObjectRows) {
+  TempDir dir;
+  write_file(dir / "a.json", "[\n  {\"a\": 1},\n  {\"a\": tru}\n]");
+  EXPECT_EQ(error_of([&] {
+              read_rows(dir / "a.json");
+            }).rfind((dir / "a.json").string() + ":3:12: invalid JSON: syntax error", 0),
+            0u);
+  write_file(dir / "b.json", "[{\"a\": 1}, 7]");
+  EXPECT_EQ(error_of([&] { read_rows(dir / "b.json"); }),
+            (dir / "b.json").string() + ": row 1 is a JSON number, expected an object");
+  write_file(dir / "c.jsonl", "{\"a\": 1}\n[1, 2]\n");
+  EXPECT_EQ(error_of([&] { read_rows(dir / "c.jsonl"); }),
+            (dir / "c.jsonl").string() + ":2: row 1 is a JSON array, expected an object");
+  write_file(dir / "d.json", "{\n  \"a\": 1\n}\n");
+  EXPECT_EQ(error_of([&] { read_rows(dir / "d.json"); }),
+            (dir / "d.json").string() +
+                ": the file holds one JSON object; expected one object per line (JSON Lines) or "
+                "an array of row objects");
+}
+
+TEST(ReaderErrors, TruncatedAndCorruptParquet) {
+  TempDir dir;
+  const std::string bytes = read_file_bytes(shared_data("datasets/no_robots/test.parquet"));
+  write_file(dir / "half.parquet", bytes.substr(0, bytes.size() / 2));
+  const std::string msg = error_of([&] { read_rows(dir / "half.parquet"); });
+  EXPECT_EQ(msg.rfind((dir / "half.parquet").string() + ": not a readable parquet file: ", 0), 0u)
+      << msg;
+  // Footer intact but data pages overwritten: the decoder fails, still naming the file.
+  std::string corrupt = bytes;
+  for (size_t i = 4; i < corrupt.size() / 2; ++i) corrupt[i] = static_cast<char>(i * 7);
+  write_file(dir / "corrupt.parquet", corrupt);
+  const std::string msg2 = error_of([&] { read_rows(dir / "corrupt.parquet"); });
+  EXPECT_EQ(msg2.rfind((dir / "corrupt.parquet").string() + ": ", 0), 0u) << msg2;
+  EXPECT_NE(msg2.find("parquet"), std::string::npos) << msg2;
+}
+
+TEST(ReaderErrors, InvalidUtf8InParquetGivesRowColumnAndByteOffset) {
+  const auto f = test_data("sft/bad_utf8.parquet");
+  EXPECT_EQ(error_of([&] { read_rows(f); }),
+            f.string() + ": row 3, column 'text': invalid UTF-8 at byte offset 4 of the string");
+}
+
+TEST(ReaderErrors, UnknownExtensionAndMissingFile) {
+  TempDir dir;
+  write_file(dir / "x.csv", "a,b\n");
+  EXPECT_EQ(error_of([&] { read_rows(dir / "x.csv"); }),
+            (dir / "x.csv").string() +
+                ": unsupported dataset file extension '.csv'; expected .jsonl, .json or .parquet");
+  EXPECT_EQ(error_of([&] { read_rows(dir / "none.jsonl"); }),
+            (dir / "none.jsonl").string() + ": cannot open: No such file or directory");
+}
+
+}  // namespace
+}  // namespace zt::data

@@ -1,0 +1,180 @@
+// Dataset kind detection, per-row checks (errors name rows and columns) and BFD packing against
+// TRL's packing of the same lengths. No tokenizer needed.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <numeric>
+
+#include "data/packing.h"
+#include "data/rows.h"
+#include "data/sft_rows.h"
+#include "test_util.h"
+
+namespace zt::data {
+namespace {
+
+using zt::testing::error_of;
+using zt::testing::test_data;
+
+DatasetFormat detect(const char* json, const DataOptions& o = {}) {
+  return detect_format(Json::parse(json), o, "d.jsonl");
+}
+
+TEST(DatasetKind, DetectedFromFirstRowColumns) {
+  EXPECT_EQ(detect(R"({"prompt": "a", "completion": "b"})").kind, DatasetKind::kPromptCompletion);
+  EXPECT_EQ(detect(R"({"prompt": [{"role": "user", "content": "a"}], "completion": []})").kind,
+            DatasetKind::kConversationalPromptCompletion);
+  EXPECT_EQ(detect(R"({"messages": [], "x": 1})").kind,
+            DatasetKind::kConversationalLanguageModeling);
+  // no_robots: prompt (a string) + messages, no completion → messages.
+  EXPECT_EQ(detect(R"({"prompt": "a", "prompt_id": "1", "messages": [], "category": "c"})").kind,
+            DatasetKind::kConversationalLanguageModeling);
+  const DatasetFormat sg = detect(R"({"conversations": [{"from": "human", "value": "hi"}]})");
+  EXPECT_EQ(sg.kind, DatasetKind::kConversationalLanguageModeling);
+  EXPECT_TRUE(sg.sharegpt);
+  EXPECT_EQ(detect(R"({"text": "hello"})").kind, DatasetKind::kLanguageModeling);
+  DataOptions o;
+  o.dataset_text_field = "body";
+  const DatasetFormat body = detect(R"({"id": 1, "body": "hello"})", o);
+  EXPECT_EQ(body.kind, DatasetKind::kLanguageModeling);
+  EXPECT_EQ(body.text_field, "body");
+}
+
+TEST(DatasetKind, MissingColumnNamesExpectedAndFound) {
+  EXPECT_EQ(error_of([] { detect(R"({"question": "a", "answer": "b"})"); }),
+            "d.jsonl: cannot tell the dataset kind: expected columns 'prompt' and 'completion', "
+            "or 'messages', or 'conversations' (from/value), or 'text' (dataset_text_field); found "
+            "columns [question, answer]");
+  EXPECT_EQ(error_of([] { detect(R"({"prompt": "a", "chosen": "b"})"); }),
+            "d.jsonl: missing column 'completion': a 'prompt' column needs a 'completion' column; "
+            "found columns [prompt, chosen]");
+  EXPECT_EQ(error_of([] { detect(R"({"prompt": 3, "completion": "b"})"); }),
+            "d.jsonl: row 0: column 'prompt' is number, expected a string or a list of messages "
+            "with 'role' and 'content'");
+}
+
+SftRow row_of(const char* json, const DatasetFormat& f, int64_t r = 0) {
+  auto v = extract_row(Json::parse(json), f, r, "d.jsonl");
+  if (!std::holds_alternative<SftRow>(v)) throw std::runtime_error("dropped");
+  return std::get<SftRow>(v);
+}
+
+TEST(ExtractRow, PlainAndConversational) {
+  const DatasetFormat pc{DatasetKind::kPromptCompletion, "text", false};
+  const SftRow a = row_of(R"({"prompt": "Q?", "completion": " A.", "extra": 1})", pc);
+  EXPECT_EQ(a.prompt, "Q?");
+  EXPECT_EQ(a.completion, " A.");
+  EXPECT_TRUE(a.tools.is_null());
+  const DatasetFormat conv{DatasetKind::kConversationalPromptCompletion, "text", false};
+  const SftRow b = row_of(
+      R"({"prompt": [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}],
+          "completion": [{"role": "assistant", "content": "x", "weight": 1}],
+          "tools": "[{\"name\": \"f\"}]"})",
+      conv);
+  EXPECT_EQ(b.prompt_messages.size(), 2u);
+  EXPECT_EQ(b.completion_messages[0]["weight"], 1);
+  EXPECT_EQ(b.tools, Json::parse(R"([{"name": "f"}])"));
+}
+
+TEST(ExtractRow, ShareGptConvertedToRoleContent) {
+  const DatasetFormat sg{DatasetKind::kConversationalLanguageModeling, "text", true};
+  const SftRow r = row_of(
+      R"({"conversations": [{"from": "system", "value": "s"}, {"from": "human", "value": "h", "lang": "en"},
+                            {"from": "gpt", "value": "g"}]})",
+      sg);
+  EXPECT_EQ(r.completion_messages.dump(),
+            R"([{"role":"system","content":"s"},{"lang":"en","role":"user","content":"h"},)"
+            R"({"role":"assistant","content":"g"}])");
+  EXPECT_EQ(
+      error_of([&] { row_of(R"({"conversations": [{"from": "bot", "value": "x"}]})", sg, 12); }),
+      "d.jsonl: row 12: column 'conversations', message 0 has unknown 'from' value 'bot'; "
+      "expected human, gpt, system (or user, assistant, tool)");
+}
+
+TEST(ExtractRow, EmptyCompletionsAndMessagesAreDropReasons) {
+  const DatasetFormat pc{DatasetKind::kPromptCompletion, "text", false};
+  auto v = extract_row(Json::parse(R"({"prompt": "p", "completion": ""})"), pc, 3, "d");
+  ASSERT_TRUE(std::holds_alternative<DropReason>(v));
+  EXPECT_EQ(std::get<DropReason>(v), DropReason::kEmptyCompletion);
+  const DatasetFormat conv{DatasetKind::kConversationalPromptCompletion, "text", false};
+  v = extract_row(
+      Json::parse(R"({"prompt": [{"role": "user", "content": "p"}], "completion": []})"), conv, 3,
+      "d");
+  EXPECT_EQ(std::get<DropReason>(v), DropReason::kEmptyCompletion);
+  const DatasetFormat msgs{DatasetKind::kConversationalLanguageModeling, "text", false};
+  v = extract_row(Json::parse(R"({"messages": []})"), msgs, 0, "d");
+  EXPECT_EQ(std::get<DropReason>(v), DropReason::kEmptyMessages);
+  const DatasetFormat text{DatasetKind::kLanguageModeling, "text", false};
+  v = extract_row(Json::parse(R"({"text": ""})"), text, 0, "d");
+  EXPECT_EQ(std::get<DropReason>(v), DropReason::kEmptyText);
+  EXPECT_EQ(to_string(DropReason::kNoTargetAfterTruncation), "no_target_after_truncation");
+}
+
+TEST(ExtractRow, WrongTypesAndRolesNameTheRow) {
+  const DatasetFormat msgs{DatasetKind::kConversationalLanguageModeling, "text", false};
+  EXPECT_EQ(error_of([&] { row_of(R"({"messages": [{"role": "user", "content": 5}]})", msgs, 7); }),
+            "d.jsonl: row 7: column 'messages', message 0: 'content' is number, expected a string");
+  EXPECT_EQ(
+      error_of([&] {
+        row_of(
+            R"({"messages": [{"role": "user", "content": "a"}, {"role": "robot", "content": "b"}]})",
+            msgs, 41);
+      }),
+      "d.jsonl: row 41: column 'messages', message 1 has unknown role 'robot'; expected "
+      "system, user, assistant or tool");
+  EXPECT_EQ(error_of([&] { row_of(R"({"messages": [{"content": "a"}]})", msgs, 2); }),
+            "d.jsonl: row 2: column 'messages', message 0 has no 'role'");
+  EXPECT_EQ(error_of([&] { row_of(R"({"messages": "hi"})", msgs, 2); }),
+            "d.jsonl: row 2: column 'messages' is string, expected a list of messages");
+  const DatasetFormat pc{DatasetKind::kPromptCompletion, "text", false};
+  EXPECT_EQ(error_of([&] { row_of(R"({"prompt": "a", "completion": null})", pc, 9); }),
+            "d.jsonl: row 9: column 'completion' is null, expected a string");
+  EXPECT_EQ(error_of([&] { row_of(R"({"prompt": "a"})", pc, 5); }),
+            "d.jsonl: row 5: missing column 'completion'; found columns [prompt]");
+}
+
+TEST(Packing, TrlDocstringExample) {
+  // trl.pack_dataset's documented example: lengths [5, 2, 3, 1], seq_length 4, "bfd" truncates
+  // the first to 4 → bins [[0], [2, 3], [1]] with seq_lengths [[4], [3, 1], [2]].
+  const std::vector<int64_t> lengths{4, 2, 3, 1};
+  EXPECT_EQ(pack_bfd(lengths, 4), (std::vector<std::vector<int64_t>>{{0}, {2, 3}, {1}}));
+}
+
+TEST(Packing, BestFitTiesAndErrors) {
+  // 6 then 6 open two bins (space 4, 4); 4 goes to the first bin reaching space 4; 3 to the
+  // second (space 4 → 1); 1 to the second (best fit: space 1), 2 opens a third bin.
+  const std::vector<int64_t> lengths{6, 1, 4, 6, 3, 2};
+  EXPECT_EQ(pack_bfd(lengths, 10), (std::vector<std::vector<int64_t>>{{0, 2}, {3, 4, 1}, {5}}));
+  EXPECT_EQ(error_of([] {
+              pack_bfd(std::vector<int64_t>{3, 11}, 10);
+            }),
+            "packing: example 1 has 11 tokens, outside [1, 10]");
+}
+
+TEST(Packing, EqualsTrlOnNoRobotsLengths) {
+  // Lengths of TRL's no_robots messages examples (max_length 1024), cut to 512 as "bfd" does,
+  // packed into 512-token bins, must give exactly TRL's packed samples (seq_lengths per bin, in
+  // order).
+  const Json messages = Json::parse(read_file_bytes(test_data("sft/messages.golden.json")));
+  const Json packed = Json::parse(read_file_bytes(test_data("sft/packed_messages.golden.json")));
+  std::vector<int64_t> lengths;
+  for (const auto& e : messages["examples"]) {
+    lengths.push_back(std::min<int64_t>(e[1].get<int64_t>(), 512));
+  }
+  ASSERT_EQ(lengths.size(), 500u);
+  const auto bins = pack_bfd(lengths, 512);
+  ASSERT_EQ(bins.size(), packed["samples"].size());
+  std::vector<int64_t> seen;
+  for (size_t b = 0; b < bins.size(); ++b) {
+    std::vector<int64_t> seq;
+    for (const int64_t i : bins[b]) seq.push_back(lengths[i]), seen.push_back(i);
+    EXPECT_EQ(seq, packed["samples"][b][0].get<std::vector<int64_t>>()) << "bin " << b;
+  }
+  std::sort(seen.begin(), seen.end());
+  std::vector<int64_t> all(500);
+  std::iota(all.begin(), all.end(), 0);
+  EXPECT_EQ(seen, all);
+}
+
+}  // namespace
+}  // namespace zt::data
