@@ -15,6 +15,7 @@ int cmd_comm_check(const Args& args);  // cmd_comm_check.cpp: collective self-te
 int cmd_loss(const Args& args);
 int cmd_make_demo_data(const Args& args);
 int cmd_prepare(const Args& args);
+int cmd_train(const Args& args);
 int cmd_tokenize(const Args& args);  // cmd_tokenize.cpp: token ids of a JSONL file
 int cmd_render(const Args& args);    // cmd_render.cpp: chat template over a JSONL file
 

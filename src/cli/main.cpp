@@ -20,6 +20,7 @@ struct Command {
 
 constexpr Command kCommands[] = {
     {"version", "print the version", zt::cli::cmd_version},
+    {"train", "run the SFT job of an sft.yaml (ZeRO 0-3, offload; mpirun / launch for ranks)", zt::cli::cmd_train},
     {"prepare", "tokenise the configured datasets into the token cache and report", zt::cli::cmd_prepare},
     {"launch", "run a command as N local ranks (like accelerate launch)", zt::cli::cmd_launch},
     {"comm-check", "check the collectives of a multi-process job", zt::cli::cmd_comm_check},

@@ -34,7 +34,7 @@ const std::vector<KeySpec>& schema() {
       {"dataset.train.split", "train", Use::kIgnored},
       {"dataset.eval.path", nullptr, Use::kActs},
       {"dataset.eval.split", "test", Use::kIgnored},
-      {"dataset.prompt_format", "plain", Use::kActs},
+      {"dataset.prompt_format", "none", Use::kActs},
       {"dataset.cache_dir", nullptr, Use::kActs},
       {"dataset.num_proc", nullptr, Use::kIgnored},
       {"compute.n_gpus", nullptr, Use::kActs},
@@ -171,7 +171,8 @@ RunConfig RunConfig::from_json(Json tree, const std::string& source) {
 }
 
 RunConfig RunConfig::load(const std::filesystem::path& path, const std::vector<std::string>& overrides) {
-  return from_json(load_hydra_yaml(path, overrides), path.string());
+  auto known = [](const std::string& key) { return spec_for(key) != nullptr; };
+  return from_json(load_hydra_yaml(path, overrides, known), path.string());
 }
 
 const Json* RunConfig::find(const std::string& key) const {

@@ -201,7 +201,8 @@ class Resolver {
   std::set<std::string> stack_;
 };
 
-void apply_override(Json& root, const std::string& ov, const std::filesystem::path& file) {
+void apply_override(Json& root, const std::string& ov, const std::filesystem::path& file,
+                    const std::function<bool(const std::string&)>& is_known) {
   size_t eq = ov.find('=');
   if (eq == std::string::npos || eq == 0)
     fail("override '{}' is not of the form key.path=value", ov);
@@ -211,6 +212,7 @@ void apply_override(Json& root, const std::string& ov, const std::filesystem::pa
     add = true;
     key = key.substr(1);
   }
+  if (is_known && is_known(key)) add = true;
   Json value;
   try {
     YAML::Node n = YAML::Load(ov.substr(eq + 1));
@@ -280,13 +282,14 @@ Json load_yaml_file(const std::filesystem::path& path) {
   return node_to_json(parse_file(path), path);
 }
 
-Json load_hydra_yaml(const std::filesystem::path& path, const std::vector<std::string>& overrides) {
+Json load_hydra_yaml(const std::filesystem::path& path, const std::vector<std::string>& overrides,
+                     const std::function<bool(const std::string&)>& is_known) {
   Json root = load_yaml_file(path);
   if (root.is_null()) root = Json::object();
   if (!root.is_object()) fail("{}: the top level must be a mapping", path.string());
   root.erase("defaults");
   root.erase("hydra");
-  for (const auto& ov : overrides) apply_override(root, ov, path);
+  for (const auto& ov : overrides) apply_override(root, ov, path, is_known);
   Resolver(root, path).resolve_all();
   return root;
 }

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,9 +25,12 @@ Json yaml_scalar_to_json(const std::string& s, bool quoted);
 
 // Loads `path`, applies `overrides` ("a.b=1", "+a.c=x"), drops `defaults`/`hydra`, resolves
 // interpolations. `???` values are kept as the string "???".
+// An override of a key absent from the file needs a leading '+' (as in Hydra) unless
+// `is_known(key)` says the application knows the key (it has a default there).
 // Throws zt::Error naming the file (and line for YAML syntax errors), the override that names an
 // unknown key (without '+'), an interpolation that points nowhere or loops.
-Json load_hydra_yaml(const std::filesystem::path& path, const std::vector<std::string>& overrides);
+Json load_hydra_yaml(const std::filesystem::path& path, const std::vector<std::string>& overrides,
+                     const std::function<bool(const std::string&)>& is_known = {});
 
 // Parses a YAML file into JSON with no interpolation (e.g. accelerate / DeepSpeed configs).
 // Throws zt::Error naming the file and line on syntax errors.

@@ -2,6 +2,9 @@
 
 #include "cli/run_config.h"
 
+#include <filesystem>
+#include <fstream>
+
 namespace {
 std::string error_of(const std::function<void()>& f) {
   try {
@@ -47,4 +50,17 @@ TEST(RunConfig, MissingAndTypeErrors) {
             "sft.yaml: config key 'trainer.max_length' must be a string, got 1024");
   c.set("trainer.gradient_accumulation_steps", 4);
   EXPECT_EQ(c.get<int64_t>("trainer.gradient_accumulation_steps"), 4);
+}
+
+TEST(RunConfig, OverridesOfSchemaKeysNeedNoPlus) {
+  auto dir = std::filesystem::temp_directory_path() / "zt_test_run_config";
+  std::filesystem::create_directories(dir);
+  auto p = dir / "sft.yaml";
+  std::ofstream(p) << "trainer:\n  learning_rate: 1.0e-4\n";
+  auto c = zt::cli::RunConfig::load(p, {"trainer.max_steps=7"});
+  EXPECT_EQ(c.get<int64_t>("trainer.max_steps"), 7);
+  EXPECT_EQ(c.get<double>("trainer.learning_rate"), 1e-4);
+  EXPECT_EQ(error_of([&] { zt::cli::RunConfig::load(p, {"trainer.max_stepz=7"}); }),
+            "override 'trainer.max_stepz=7': key 'trainer.max_stepz' is not in " + p.string() +
+                " (use +trainer.max_stepz to add a new key)");
 }

@@ -1,0 +1,208 @@
+// `zerotune train --config sft.yaml [--config_file accelerate.yaml] [key.path=value …]`: the
+// users' SFT job (DESIGN §8). Reads the hydra-style sft.yaml as it is, takes the ZeRO stage /
+// offload / mixed precision from the accelerate config (the file given here, or the one `zerotune
+// launch --config_file` passed down as ZT_ACCELERATE_CONFIG), finds this process's rank from the
+// environment (mpirun, torchrun-style variables, or a single process) and runs train::Trainer.
+#include <omp.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdlib>
+#include <thread>
+
+#include "cli/commands.h"
+#include "cli/data_setup.h"
+#include "core/log.h"
+#include "dist/accelerate_config.h"
+#include "dist/bootstrap.h"
+#include "io/model_source.h"
+#include "train/trainer.h"
+
+namespace zt::cli {
+namespace fs = std::filesystem;
+
+namespace {
+
+// RunConfig (+ accelerate config) → TrainArgs for a job of `world` ranks. Rank 0 logs warnings.
+train::TrainArgs make_train_args(RunConfig& cfg, const std::optional<dist::AccelerateConfig>& acc,
+                                 int world, bool verbose) {
+  auto warn = [&](const std::string& w) {
+    if (verbose) log::warn("{}", w);
+  };
+  train::TrainArgs a;
+  // ---- world size and batch geometry
+  if (auto n = cfg.get_optional<int64_t>("compute.n_gpus"); n && *n != world)
+    warn(fmt::format("{}: compute.n_gpus is {} but the job has {} rank(s); the actual world size ({}) wins",
+                     cfg.source(), *n, world, world));
+  if (acc && acc->num_processes && *acc->num_processes != world)
+    warn(fmt::format("{}: num_processes is {} but the job has {} rank(s); the actual world size ({}) wins",
+                     acc->path, *acc->num_processes, world, world));
+  a.per_device_train_batch_size = cfg.get<int64_t>("trainer.per_device_train_batch_size");
+  if (a.per_device_train_batch_size < 1)
+    fail("{}: trainer.per_device_train_batch_size must be >= 1", cfg.source());
+  if (cfg.is_missing("trainer.gradient_accumulation_steps")) {
+    // As the users' script does: global_batch_size / (n_gpus × per_device_train_batch_size), with
+    // the actual world size in place of n_gpus.
+    auto gbs = cfg.get_optional<int64_t>("compute.global_batch_size");
+    if (!gbs)
+      fail("{}: trainer.gradient_accumulation_steps is ??? and compute.global_batch_size is not set, so it "
+           "cannot be derived",
+           cfg.source());
+    int64_t per_step = world * a.per_device_train_batch_size;
+    if (*gbs < per_step || *gbs % per_step != 0)
+      fail("{}: compute.global_batch_size {} is not a multiple of world size {} × per_device_train_batch_size "
+           "{} = {}; cannot derive trainer.gradient_accumulation_steps",
+           cfg.source(), *gbs, world, a.per_device_train_batch_size, per_step);
+    cfg.set("trainer.gradient_accumulation_steps", *gbs / per_step);
+  }
+  a.gradient_accumulation_steps = cfg.get<int64_t>("trainer.gradient_accumulation_steps");
+  if (a.gradient_accumulation_steps < 1)
+    fail("{}: trainer.gradient_accumulation_steps must be >= 1", cfg.source());
+  if (acc && acc->gradient_accumulation_steps && *acc->gradient_accumulation_steps != a.gradient_accumulation_steps)
+    warn(fmt::format("{}: deepspeed gradient_accumulation_steps {} differs from the trainer's {}; the trainer's wins",
+                     acc->path, *acc->gradient_accumulation_steps, a.gradient_accumulation_steps));
+
+  // ---- ZeRO
+  auto stage = cfg.get_optional<int64_t>("compute.zero_stage");
+  if (stage && acc && *stage != acc->zero_stage)
+    warn(fmt::format("{}: compute.zero_stage {} overrides the accelerate config's zero_stage {}", cfg.source(),
+                     *stage, acc->zero_stage));
+  a.zero_stage = static_cast<int>(stage ? *stage : (acc ? acc->zero_stage : 0));
+  if (a.zero_stage < 0 || a.zero_stage > 3) fail("{}: compute.zero_stage must be 0..3, got {}", cfg.source(), a.zero_stage);
+  auto offload = cfg.get_optional<bool>("compute.offload_optimizer");
+  a.offload_optimizer = offload ? *offload : (acc && acc->offload_optimizer_device == "cpu");
+
+  // ---- backend and precision
+  std::string backend = cfg.get<std::string>("compute.backend");
+  if (backend == "cuda")
+    fail("{}: compute.backend: cuda — the CUDA backend is not built yet; use cpu or auto", cfg.source());
+  if (backend != "cpu" && backend != "auto")
+    fail("{}: compute.backend must be cpu, cuda or auto, got '{}'", cfg.source(), backend);
+  if (cfg.get<bool>("trainer.fp16"))
+    fail("{}: trainer.fp16 is not supported (bf16 needs no loss scaling); set trainer.bf16: true or false",
+         cfg.source());
+  bool bf16 = cfg.get<bool>("trainer.bf16");
+  if (acc && acc->mixed_precision != "no" && (acc->mixed_precision == "bf16") != bf16)
+    warn(fmt::format("{}: mixed_precision {} differs from trainer.bf16 {}; trainer.bf16 wins", acc->path,
+                     acc->mixed_precision, bf16));
+  a.dtype = bf16 ? DType::kBF16 : DType::kF32;
+
+  // ---- model and data
+  ModelSource src = resolve_model_source(cfg.get<std::string>("model.name_or_path"));
+  a.model_dir = src.dir;
+  a.from_scratch = !src.has_weights;
+  a.train_data = data_options(cfg, "train");
+  if (cfg.get_optional<std::string>("dataset.eval.path")) a.eval_data = data_options(cfg, "eval");
+
+  // ---- outputs
+  a.exp_dir = cfg.get<std::string>("exp_dir");
+  auto out = cfg.get_optional<std::string>("trainer.output_dir");
+  a.output_dir = out ? fs::path(*out) : a.exp_dir / "final";
+  auto report_to = cfg.tree()["trainer"]["report_to"];
+  bool tb = true;
+  if (report_to.is_string()) {
+    std::string r = report_to.get<std::string>();
+    tb = r == "tensorboard" || r == "all";
+    if (r != "none" && !tb) warn(fmt::format("{}: trainer.report_to {} is not supported; TensorBoard and metrics.jsonl are written instead", cfg.source(), r));
+  } else if (report_to.is_array()) {
+    tb = false;
+    for (const auto& r : report_to) tb = tb || r == "tensorboard" || r == "all";
+  }
+  if (tb) {
+    auto ld = cfg.get_optional<std::string>("trainer.logging_dir");
+    a.logging_dir = ld ? fs::path(*ld) : a.exp_dir / "tensorboard";
+  }
+
+  // ---- optimisation and schedule
+  a.learning_rate = cfg.get<double>("trainer.learning_rate");
+  a.lr_scheduler_type = cfg.get<std::string>("trainer.lr_scheduler_type");
+  a.warmup_steps = cfg.get<double>("trainer.warmup_steps");
+  a.warmup_ratio = cfg.get<double>("trainer.warmup_ratio");
+  a.weight_decay = cfg.get<double>("trainer.weight_decay");
+  a.adam_beta1 = cfg.get<double>("trainer.adam_beta1");
+  a.adam_beta2 = cfg.get<double>("trainer.adam_beta2");
+  a.adam_epsilon = cfg.get<double>("trainer.adam_epsilon");
+  a.max_grad_norm = cfg.get<double>("trainer.max_grad_norm");
+  if (acc && acc->gradient_clipping && *acc->gradient_clipping != a.max_grad_norm)
+    warn(fmt::format("{}: deepspeed gradient_clipping {} differs from trainer.max_grad_norm {}; the trainer's wins",
+                     acc->path, *acc->gradient_clipping, a.max_grad_norm));
+  std::string optim = cfg.get<std::string>("trainer.optim");
+  if (optim != "adamw_torch" && optim != "adamw_torch_fused" && optim != "adamw_hf")
+    fail("{}: trainer.optim '{}' is not supported; zerotune implements torch.optim.AdamW (adamw_torch)",
+         cfg.source(), optim);
+  a.num_train_epochs = cfg.get<double>("trainer.num_train_epochs");
+  a.max_steps = cfg.get<int64_t>("trainer.max_steps");
+  a.per_device_eval_batch_size = cfg.get<int64_t>("trainer.per_device_eval_batch_size");
+  if (a.per_device_eval_batch_size < 1) fail("{}: trainer.per_device_eval_batch_size must be >= 1", cfg.source());
+  a.seed = static_cast<uint64_t>(cfg.get<int64_t>("trainer.seed"));
+  a.dataloader_drop_last = cfg.get<bool>("trainer.dataloader_drop_last");
+  a.gradient_checkpointing = cfg.get<bool>("trainer.gradient_checkpointing");
+  a.logging_steps = cfg.get<int64_t>("trainer.logging_steps");
+  a.eval_strategy = cfg.get<std::string>("trainer.eval_strategy");
+  a.eval_steps = cfg.get_optional<int64_t>("trainer.eval_steps").value_or(0);
+  a.save_strategy = cfg.get<std::string>("trainer.save_strategy");
+  a.save_steps = cfg.get<int64_t>("trainer.save_steps");
+  a.save_total_limit = cfg.get_optional<int64_t>("trainer.save_total_limit").value_or(0);
+  const Json& resume = cfg.tree()["trainer"]["resume_from_checkpoint"];
+  if (resume.is_boolean()) {
+    if (resume.get<bool>()) a.resume_from_checkpoint = "true";
+  } else if (resume.is_string()) {
+    a.resume_from_checkpoint = resume.get<std::string>();
+  } else if (!resume.is_null()) {
+    fail("{}: trainer.resume_from_checkpoint must be a path, true or false, got {}", cfg.source(), resume.dump());
+  }
+  a.nan_policy = cfg.get<std::string>("trainer.nan_policy");
+  a.resolved_config = cfg.tree();
+  return a;
+}
+
+}  // namespace
+
+int cmd_train(const Args& args) {
+  CLI::App app{"Run the SFT job of a hydra-style sft.yaml (under mpirun / zerotune launch for several ranks)"};
+  std::string config, accel;
+  std::vector<std::string> overrides;
+  app.add_option("--config", config, "hydra-style sft.yaml")->required();
+  app.add_option("--config_file", accel, "accelerate config (ZeRO stage, offload, mixed precision)");
+  app.add_option("overrides", overrides, "key.path=value overrides");
+  std::vector<std::string> argv(args.rbegin(), args.rend());
+  try {
+    app.parse(argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  if (accel.empty())
+    if (const char* e = std::getenv("ZT_ACCELERATE_CONFIG"); e != nullptr && *e) accel = e;
+
+  std::unique_ptr<dist::Comm> comm = dist::make_comm_from_environment();
+  const bool rank0 = comm->rank() == 0;
+  RunConfig cfg = RunConfig::load(config, overrides);
+  if (rank0)
+    for (const auto& w : cfg.warnings()) log::warn("{}", w);
+  std::optional<dist::AccelerateConfig> acc;
+  if (!accel.empty()) acc = dist::parse_accelerate_config(accel);
+
+  int64_t threads = cfg.get<int64_t>("compute.threads");
+  if (threads <= 0) {
+    unsigned hw = std::max(1u, std::thread::hardware_concurrency());
+    threads = std::max<int64_t>(1, hw / std::max(1, comm->local_world_size()));
+  }
+  omp_set_num_threads(static_cast<int>(threads));
+
+  train::TrainArgs targs = make_train_args(cfg, acc, comm->world_size(), rank0);
+  targs.train_data.num_threads = static_cast<int>(threads);
+  if (targs.eval_data) targs.eval_data->num_threads = static_cast<int>(threads);
+  if (rank0)
+    log::info("rank 0 of {} ({} comm), {} thread(s) per rank, ZeRO stage {}{}", comm->world_size(),
+              comm->backend(), threads, targs.zero_stage, targs.offload_optimizer ? " + optimizer offload" : "");
+  TokenizerBundle tok = load_tokenizer(cfg);
+  train::Trainer::install_signal_handlers();
+  train::Trainer trainer(std::move(targs), *comm, tok.tokenizer, tok.config, tok.dir);
+  train::TrainSummary sum = trainer.run();
+  if (sum.interrupted) {
+    if (rank0) log::warn("training was interrupted; resume with trainer.resume_from_checkpoint={}", sum.last_checkpoint.string());
+    return 130;
+  }
+  return 0;
+}
+
+}  // namespace zt::cli

@@ -1,0 +1,499 @@
+#include "train/trainer.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <limits>
+
+#include "backend/cpu/cpu_ops.h"
+#include "core/arena.h"
+#include "core/error.h"
+#include "core/file_util.h"
+#include "core/log.h"
+#include "data/prepare.h"
+#include "io/hf_export.h"
+#include "io/hydra_yaml.h"
+#include "io/model_config.h"
+#include "io/safetensors.h"
+#include "io/tensorboard.h"
+#include "model/causal_lm.h"
+#include "optim/lr_schedule.h"
+#include "train/batch_builder.h"
+#include "train/checkpoint_dirs.h"
+#include "train/metrics.h"
+#include "train/progress.h"
+#include "train/step_plan.h"
+#include "zero/model_binding.h"
+#include "zero/zero_engine.h"
+
+namespace zt::train {
+namespace fs = std::filesystem;
+
+namespace {
+
+volatile std::sig_atomic_t g_stop = 0;  // set by the SIGINT/SIGTERM handler only
+extern "C" void on_stop_signal(int) { g_stop = 1; }
+
+double now_seconds() {
+  using namespace std::chrono;
+  return duration<double>(steady_clock::now().time_since_epoch()).count();
+}
+
+double wall_seconds() {
+  using namespace std::chrono;
+  return duration<double>(system_clock::now().time_since_epoch()).count();
+}
+
+// Peak resident memory of this process (VmHWM), GiB.
+double peak_memory_gib() {
+  std::ifstream f("/proc/self/status");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) / (1024.0 * 1024.0);
+  return 0.0;
+}
+
+}  // namespace
+
+struct Trainer::State {
+  State(TrainArgs args, dist::Comm& c, const text::Tokenizer& t, const text::TokenizerConfig& tc, fs::path td)
+      : a(std::move(args)), comm(c), tok(t), tok_cfg(tc), tok_dir(std::move(td)) {}
+
+  TrainArgs a;
+  dist::Comm& comm;
+  const text::Tokenizer& tok;
+  const text::TokenizerConfig& tok_cfg;
+  fs::path tok_dir;
+  bool rank0() const { return comm.rank() == 0; }
+
+  std::optional<data::PreparedDataset> train, eval;
+  std::vector<int64_t> train_targets;
+  ModelConfig mcfg;
+  CpuOps ops;
+  HostMemory device_mem, host_mem;
+  std::unique_ptr<CausalLM> model;
+  std::unique_ptr<zero::ZeroEngine> engine;
+  std::unique_ptr<StepPlan> plan;
+  optim::LrSchedule sched;
+  optim::AdamWParams adam;
+  int64_t start_step = 0;      // first step this run executes
+  int64_t applied_steps = 0;   // optimizer updates so far (the LR schedule's position)
+  int64_t num_tokens_seen = 0;
+  int64_t owner_pid = 0;       // rank 0's pid: names the shared checkpoint staging directory
+  std::unique_ptr<MetricsWriter> metrics;
+  std::unique_ptr<io::TensorBoardWriter> tb;
+  std::unique_ptr<ProgressDisplay> progress;
+
+  void prepare_data();
+  void build_model();
+  void build_plan();
+  void resume_or_init();
+  void open_outputs();
+  void log_record(const MetricRecord& rec);
+  MetricRecord evaluate(int64_t global_step, double epoch);
+  fs::path save_checkpoint(int64_t global_step);
+  void export_final();
+  std::vector<NamedTensor> named(const std::vector<float>& flat) const;
+  std::string step_rows(const StepSamples& ss) const;
+};
+
+// ---------------------------------------------------------------- set-up
+
+void Trainer::State::prepare_data() {
+  data::PrepareReport rep;
+  train.emplace(data::prepare_dataset(a.train_data, tok, tok_cfg, &rep));
+  if (rank0()) log::info("train data {}: {}", a.train_data.dataset.string(), rep.summary());
+  if (a.eval_data) {
+    data::PrepareReport erep;
+    eval.emplace(data::prepare_dataset(*a.eval_data, tok, tok_cfg, &erep));
+    if (rank0()) log::info("eval data {}: {}", a.eval_data->dataset.string(), erep.summary());
+  }
+  train_targets = sample_target_counts(*train);
+}
+
+void Trainer::State::build_model() {
+  mcfg = load_model_config(a.model_dir);
+  auto check_vocab = [&](const data::PreparedDataset& ds) {
+    for (int32_t id : ds.all_tokens())
+      if (id < 0 || id >= mcfg.vocab_size)
+        fail("{}: token id {} is outside the model's vocabulary [0, {}) of {} — tokenizer and model do "
+             "not match",
+             ds.path().string(), id, mcfg.vocab_size, mcfg.source);
+  };
+  check_vocab(*train);
+  if (eval) check_vocab(*eval);
+  ModelOptions mo;
+  mo.dtype = a.dtype;
+  mo.checkpointing = a.gradient_checkpointing;
+  int64_t max_seq = max_example_tokens(*train);
+  mo.max_tokens = a.per_device_train_batch_size * max_sample_tokens(*train);
+  if (eval) {
+    max_seq = std::max(max_seq, max_example_tokens(*eval));
+    mo.max_tokens = std::max(mo.max_tokens, max_example_tokens(*eval));
+  }
+  mo.max_seqlen = max_seq;
+  model = std::make_unique<CausalLM>(mcfg, ops, device_mem, mo);
+  if (a.from_scratch) {
+    model->init_from_scratch(a.seed);
+  } else {
+    model->load_weights(SafetensorsReader(a.model_dir));
+  }
+  zero::EngineOptions eo;
+  eo.stage = a.zero_stage;
+  eo.offload = a.offload_optimizer;
+  engine = std::make_unique<zero::ZeroEngine>(model->layout(), zero::model_buffers(*model), ops, comm,
+                                              device_mem, host_mem, eo);
+  adam.beta1 = a.adam_beta1;
+  adam.beta2 = a.adam_beta2;
+  adam.eps = a.adam_epsilon;
+  adam.weight_decay = a.weight_decay;
+  if (rank0()) {
+    log::info("model {} ({}): {} parameters, {} layers, hidden {}, vocab {}; {} from {}", mcfg.model_type,
+              dtype_name(a.dtype), mcfg.num_parameters(), mcfg.num_hidden_layers, mcfg.hidden_size,
+              mcfg.vocab_size, a.from_scratch ? "initialised from scratch (config only)" : "weights",
+              a.model_dir.string());
+    log::info("ZeRO: {}", engine->memory().describe());
+  }
+}
+
+void Trainer::State::build_plan() {
+  PlanConfig pc;
+  pc.num_samples = train->num_samples();
+  pc.batch_size = a.per_device_train_batch_size;
+  pc.world_size = comm.world_size();
+  pc.grad_accum = a.gradient_accumulation_steps;
+  pc.num_train_epochs = a.num_train_epochs;
+  pc.max_steps = a.max_steps;
+  pc.drop_last = a.dataloader_drop_last;
+  pc.seed = a.seed;
+  int64_t global_batch = pc.batch_size * pc.world_size * pc.grad_accum;
+  if (pc.num_samples < global_batch)
+    fail("{}: the training set has {} samples, fewer than one global batch ({} = "
+         "per_device_train_batch_size {} × world size {} × gradient_accumulation_steps {}); use a "
+         "smaller batch or more data",
+         a.train_data.dataset.string(), pc.num_samples, global_batch, pc.batch_size, pc.world_size,
+         pc.grad_accum);
+  plan = std::make_unique<StepPlan>(pc);
+  sched.kind = optim::parse_lr_schedule_kind(a.lr_scheduler_type);
+  sched.base_lr = a.learning_rate;
+  sched.total_steps = plan->total_steps();
+  sched.warmup_steps = optim::resolve_warmup_steps(plan->total_steps(), a.warmup_steps, a.warmup_ratio);
+  if (rank0())
+    log::info("plan: {} samples, world size {}, micro-batch {}, accumulation {} → global batch {}; {} "
+              "steps/epoch, {} steps in all; lr {} {} with {} warm-up steps",
+              pc.num_samples, pc.world_size, pc.batch_size, pc.grad_accum, global_batch,
+              plan->steps_per_epoch(), plan->total_steps(), a.lr_scheduler_type, a.learning_rate,
+              sched.warmup_steps);
+}
+
+void Trainer::State::resume_or_init() {
+  int64_t pid = rank0() ? static_cast<int64_t>(getpid()) : 0;
+  comm.broadcast(&pid, sizeof(pid), 0);
+  owner_pid = pid;
+  if (!a.resume_from_checkpoint) {
+    engine->init_from_model();
+    return;
+  }
+  fs::path ckpt = *a.resume_from_checkpoint == "true" ? latest_checkpoint_or_fail(a.exp_dir).path
+                                                      : fs::path(*a.resume_from_checkpoint);
+  fs::path state_file = ckpt / "trainer_state.json";
+  if (!fs::exists(state_file))
+    fail("resume_from_checkpoint: {} has no trainer_state.json (not a zerotune checkpoint)", ckpt.string());
+  Json st;
+  try {
+    st = Json::parse(read_file(state_file));
+  } catch (const Json::exception& e) {
+    fail("{}: not valid JSON: {}", state_file.string(), e.what());
+  }
+  start_step = plan_state_next_step(*plan, st.at("plan"), state_file.string());
+  applied_steps = st.at("applied_steps").get<int64_t>();
+  num_tokens_seen = st.at("num_tokens_seen").get<int64_t>();
+  engine->load_state(ckpt);
+  if (rank0()) log::info("resumed from {} at step {}", ckpt.string(), start_step);
+}
+
+void Trainer::State::open_outputs() {
+  if (!rank0()) return;
+  fs::create_directories(a.exp_dir);
+  for (const auto& p : clean_stale_checkpoint_dirs(a.exp_dir))
+    log::info("cleaned {} left by an interrupted run", p.string());
+  write_file_atomic(a.exp_dir / "args.yaml", json_to_yaml(a.resolved_config));
+  std::optional<int64_t> keep;
+  if (start_step > 0) keep = start_step;
+  metrics = std::make_unique<MetricsWriter>(a.exp_dir / "metrics.jsonl", keep);
+  if (!a.logging_dir.empty()) {
+    io::TensorBoardWriterOptions o;
+    if (start_step > 0) o.purge_step = start_step + 1;
+    tb = std::make_unique<io::TensorBoardWriter>(a.logging_dir, o);
+  }
+  progress = std::make_unique<ProgressDisplay>(stdout, ProgressDisplay::stream_is_tty(stdout),
+                                               plan->total_steps(), start_step, ProgressDisplay::now());
+}
+
+void Trainer::State::log_record(const MetricRecord& rec) {
+  if (!rank0()) return;
+  progress->log(rec);
+  metrics->write(rec);
+  if (tb) {
+    auto scalars = tensorboard_scalars(rec);
+    tb->add_scalars(static_cast<int64_t>(rec.number("step")), scalars);
+  }
+}
+
+// ---------------------------------------------------------------- eval
+
+MetricRecord Trainer::State::evaluate(int64_t global_step, double epoch) {
+  const int64_t n = eval->num_examples();
+  const int64_t W = comm.world_size(), B = a.per_device_eval_batch_size;
+  std::vector<double> loss(static_cast<size_t>(n), 0.0), cnt(loss.size(), 0.0), hit(loss.size(), 0.0);
+  engine->gather_all();  // one collective for the whole eval (ranks may hold unequal shares)
+  for (int64_t i = 0; i < n; ++i) {
+    if ((i / B) % W != comm.rank()) continue;  // batch-wise sharding, as accelerate does
+    PackedBatch pb;
+    append_example(*eval, i, &pb);
+    CeStats st = model->forward(pb.view());
+    loss[i] = st.loss_sum;
+    cnt[i] = static_cast<double>(st.count);
+    hit[i] = static_cast<double>(st.correct);
+  }
+  engine->release_all();
+  // Each example's values come from exactly one rank; the rank-order sum adds zeros elsewhere, so
+  // every rank gets the owner's exact bits, then sums examples in index order: eval_loss does not
+  // depend on the eval batch size or the world size.
+  comm.all_reduce(loss.data(), loss.size(), dist::ReduceOp::kSum);
+  comm.all_reduce(cnt.data(), cnt.size(), dist::ReduceOp::kSum);
+  comm.all_reduce(hit.data(), hit.size(), dist::ReduceOp::kSum);
+  EvalAccumulator acc;
+  for (int64_t i = 0; i < n; ++i)
+    acc.add(loss[i], static_cast<int64_t>(cnt[i]), static_cast<int64_t>(hit[i]));
+  return acc.take(global_step, epoch);
+}
+
+// ---------------------------------------------------------------- checkpoints / export
+
+std::vector<NamedTensor> Trainer::State::named(const std::vector<float>& flat) const {
+  std::vector<NamedTensor> out;
+  const ParamLayout& L = model->layout();
+  for (const auto& p : L.params()) {
+    if (L.tied() && p.name == "lm_head.weight") continue;
+    NamedTensor t;
+    t.name = p.name;
+    t.dtype = DType::kF32;
+    t.shape = p.shape;
+    t.data = flat.data() + p.offset;
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+fs::path Trainer::State::save_checkpoint(int64_t global_step) {
+  std::optional<CheckpointStaging> staging;
+  if (rank0()) staging.emplace(a.exp_dir, global_step, owner_pid);
+  fs::path dir = staging_path(a.exp_dir, global_step, owner_pid);
+  std::vector<float> master = engine->full_master_weights();  // collective; rank 0 gets them
+  if (rank0()) {
+    HfExportOptions eo;
+    eo.dtype = a.dtype == DType::kBF16 ? DType::kBF16 : DType::kF32;
+    eo.tokenizer_dir = tok_dir;
+    auto tensors = named(master);
+    export_hf_model(dir, mcfg, tensors, eo);
+  }
+  comm.barrier();
+  engine->save_state(dir);
+  if (rank0()) {
+    Json st = {{"global_step", global_step},
+               {"applied_steps", applied_steps},
+               {"num_tokens_seen", num_tokens_seen},
+               {"world_size", comm.world_size()},
+               {"zero_stage", a.zero_stage},
+               {"plan", plan_state_to_json(*plan, global_step)}};
+    write_file_atomic(dir / "trainer_state.json", st.dump(2) + "\n");
+    write_file_atomic(dir / "args.yaml", json_to_yaml(a.resolved_config));
+  }
+  comm.barrier();
+  fs::path final_path = staging_path(a.exp_dir, global_step, owner_pid);
+  if (rank0()) {
+    final_path = staging->commit();
+    for (const auto& p : rotate_checkpoints(a.exp_dir, a.save_total_limit)) log::info("deleted {}", p.string());
+    progress->message(fmt::format("saved {}", final_path.string()));
+  }
+  comm.barrier();
+  return a.exp_dir / checkpoint_name(global_step);
+}
+
+void Trainer::State::export_final() {
+  std::vector<float> master = engine->full_master_weights();
+  if (!rank0()) return;
+  HfExportOptions eo;
+  eo.dtype = a.dtype == DType::kBF16 ? DType::kBF16 : DType::kF32;
+  eo.tokenizer_dir = tok_dir;
+  auto tensors = named(master);
+  export_hf_model(a.output_dir, mcfg, tensors, eo);
+  progress->message(fmt::format("saved the final model to {}", a.output_dir.string()));
+}
+
+std::string Trainer::State::step_rows(const StepSamples& ss) const {
+  std::string rows;
+  int listed = 0;
+  for (const auto& rank : ss.samples)
+    for (const auto& mb : rank)
+      for (int64_t s : mb) {
+        auto r = train->sample_examples(s);
+        for (int64_t e = r.first; e < r.last && listed < 32; ++e, ++listed)
+          rows += (rows.empty() ? "" : ", ") + std::to_string(train->source_row(e));
+      }
+  return rows;
+}
+
+// ---------------------------------------------------------------- the loop
+
+Trainer::Trainer(TrainArgs args, dist::Comm& comm, const text::Tokenizer& tokenizer,
+                 const text::TokenizerConfig& tokenizer_config, fs::path tokenizer_dir)
+    : s_(std::make_unique<State>(std::move(args), comm, tokenizer, tokenizer_config, std::move(tokenizer_dir))) {}
+
+Trainer::~Trainer() = default;
+
+volatile std::sig_atomic_t& Trainer::stop_requested() { return g_stop; }
+
+void Trainer::install_signal_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+std::vector<float> Trainer::master_weights() { return s_->engine->full_master_weights(); }
+
+TrainSummary Trainer::run() {
+  State& s = *s_;
+  const TrainArgs& a = s.a;
+  if (a.nan_policy != "error" && a.nan_policy != "skip")
+    fail("trainer.nan_policy: '{}' is not valid; expected 'error' or 'skip'", a.nan_policy);
+  if (a.eval_strategy != "no" && a.eval_strategy != "steps" && a.eval_strategy != "epoch")
+    fail("trainer.eval_strategy: '{}' is not valid; expected 'no', 'steps' or 'epoch'", a.eval_strategy);
+  if (a.save_strategy != "no" && a.save_strategy != "steps" && a.save_strategy != "epoch")
+    fail("trainer.save_strategy: '{}' is not valid; expected 'no', 'steps' or 'epoch'", a.save_strategy);
+  if (a.eval_strategy != "no" && !a.eval_data)
+    fail("trainer.eval_strategy is '{}' but dataset.eval.path is not set", a.eval_strategy);
+  if (a.logging_steps < 1) fail("trainer.logging_steps must be >= 1, got {}", a.logging_steps);
+  if (a.save_strategy == "steps" && a.save_steps < 1) fail("trainer.save_steps must be >= 1, got {}", a.save_steps);
+  const int64_t eval_every = a.eval_steps > 0 ? a.eval_steps : a.logging_steps;
+
+  s.prepare_data();
+  s.build_model();
+  s.build_plan();
+  s.resume_or_init();
+  s.open_outputs();
+
+  TrainSummary sum;
+  LogWindow window(s.num_tokens_seen);
+  const int64_t T = s.plan->total_steps();
+  double window_start = now_seconds();
+  const float nan_f = std::numeric_limits<float>::quiet_NaN();
+  (void)nan_f;
+
+  for (int64_t k = s.start_step; k < T; ++k) {
+    StepSamples ss = s.plan->samples(k);
+    const int64_t N = step_target_tokens(ss, s.train_targets);
+    const auto& mine = ss.samples[static_cast<size_t>(s.comm.rank())];
+    StepStats st;
+    st.target_tokens = N;
+    st.learning_rate = s.sched.lr(s.applied_steps);
+    for (const auto& rank : ss.samples)
+      for (const auto& mb : rank)
+        for (int64_t smp : mb) st.tokens += static_cast<int64_t>(s.train->sample_tokens(smp).size());
+    if (N == 0) {
+      if (s.rank0()) log::warn("step {}: no target token in the global batch; the step is skipped", k + 1);
+      s.engine->discard_step();
+      st.skipped = true;
+    } else {
+      double loss_sum = 0;
+      int64_t counts[2] = {0, 0};  // correct, targets
+      for (const auto& mb_samples : mine) {
+        PackedBatch pb;
+        append_samples(*s.train, mb_samples, &pb);
+        s.engine->gather_all();
+        BackwardOptions bo;
+        bo.grad_scale = 1.0f / static_cast<float>(N);
+        bo.accumulate = false;
+        bo.on_group_ready = s.engine->group_ready_callback();
+        CeStats cs = s.model->forward_backward(pb.view(), bo);
+        s.engine->release_all();
+        loss_sum += cs.loss_sum;
+        counts[0] += cs.correct;
+        counts[1] += cs.count;
+      }
+      s.comm.all_reduce(&loss_sum, 1, dist::ReduceOp::kSum);
+      s.comm.all_reduce(counts, 2, dist::ReduceOp::kSum);
+      st.loss = loss_sum / static_cast<double>(N);
+      st.correct_tokens = counts[0];
+      if (!std::isfinite(st.loss)) {
+        if (a.nan_policy == "error")
+          fail("step {}: the loss is {} (non-finite); dataset rows of the step: {}. Set "
+               "trainer.nan_policy: skip to skip such steps",
+               k + 1, st.loss, s.step_rows(ss));
+        if (s.rank0()) log::warn("step {}: non-finite loss {}; skipped (rows {})", k + 1, st.loss, s.step_rows(ss));
+        s.engine->discard_step();
+        st.skipped = true;
+      } else {
+        zero::StepArgs sa;
+        sa.lr = st.learning_rate;
+        sa.max_grad_norm = a.max_grad_norm;
+        sa.adam = s.adam;
+        sa.skip_nonfinite = a.nan_policy == "skip";
+        zero::StepResult r = s.engine->finish_step(sa);
+        st.grad_norm = r.grad_norm;
+        if (!r.applied) {
+          if (s.rank0()) log::warn("step {}: non-finite gradient norm {}; skipped", k + 1, r.grad_norm);
+          st.skipped = true;
+        } else {
+          ++s.applied_steps;
+        }
+      }
+    }
+    s.num_tokens_seen += st.tokens;
+    ++sum.steps_done;
+    if (st.skipped) ++sum.steps_skipped;
+    sum.step_losses.push_back(st.skipped ? std::nan("") : st.loss);
+    sum.grad_norms.push_back(st.skipped ? std::nan("") : st.grad_norm);
+    sum.learning_rates.push_back(st.learning_rate);
+    window.add_step(st);
+
+    const int64_t gs = k + 1;  // HF global_step after this step
+    const StepInfo info = ss.info;
+    if (s.rank0()) s.progress->update(gs, ProgressDisplay::now());
+    if (gs % a.logging_steps == 0 || gs == T) {
+      double t = now_seconds();
+      MetricRecord rec = window.take(gs, info.epoch_progress, t - window_start);
+      rec.set("peak_memory_gib", peak_memory_gib());
+      window_start = t;
+      s.log_record(rec);
+    }
+    bool do_eval = (a.eval_strategy == "steps" && gs % eval_every == 0) ||
+                   (a.eval_strategy == "epoch" && info.last_in_epoch);
+    if (do_eval) {
+      MetricRecord rec = s.evaluate(gs, info.epoch_progress);
+      sum.last_eval_loss = rec.number("eval_loss");
+      s.log_record(rec);
+    }
+    int64_t stop = Trainer::stop_requested() ? 1 : 0;
+    s.comm.all_reduce(&stop, 1, dist::ReduceOp::kMax);
+    bool do_save = (a.save_strategy == "steps" && (gs % a.save_steps == 0 || gs == T)) ||
+                   (a.save_strategy == "epoch" && info.last_in_epoch) || stop != 0;
+    if (do_save) sum.last_checkpoint = s.save_checkpoint(gs);
+    if (stop != 0) {
+      sum.interrupted = true;
+      if (s.rank0()) s.progress->message(fmt::format("interrupted: stopped after step {}", gs));
+      return sum;
+    }
+  }
+  if (s.rank0()) s.progress->finish(ProgressDisplay::now());
+  s.export_final();
+  return sum;
+}
+
+}  // namespace zt::train

@@ -1,0 +1,64 @@
+// The SFT training loop, written out top to bottom (DESIGN §2, SFT_SEMANTICS §3–6): token caches →
+// model → ZeRO engine → for each optimizer step: the step's samples (StepPlan, HF order), N = the
+// global target count, G micro-batches forward/backward with the loss scaled by 1/N, gradients
+// reduce-scattered per layer group, clip + AdamW, metrics; eval, checkpoints, resume, final export.
+//
+// Every rank runs the same Trainer; all collectives are inside the ZeRO engine and the few
+// all-reduces here (loss/accuracy statistics, the stop flag, eval statistics), in the same order
+// on every rank.
+#pragma once
+
+#include <csignal>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "dist/comm.h"
+#include "text/chat_template.h"
+#include "text/tokenizer.h"
+#include "train/train_args.h"
+
+namespace zt::train {
+
+// What a finished (or interrupted) run reports; also what tests compare across stages/splits.
+struct TrainSummary {
+  int64_t steps_done = 0;            // optimizer steps completed (skipped ones included)
+  int64_t steps_skipped = 0;         // steps with N = 0 (or non-finite, nan_policy: skip)
+  std::vector<double> step_losses;   // global token-mean loss of each step of this run (NaN: skipped)
+  std::vector<double> grad_norms;    // pre-clip global gradient norm of each step (NaN: skipped)
+  std::vector<double> learning_rates;
+  std::optional<double> last_eval_loss;
+  bool interrupted = false;          // stopped by SIGINT/SIGTERM after writing a checkpoint
+  std::filesystem::path last_checkpoint;
+};
+
+class Trainer {
+ public:
+  // `tokenizer_dir` holds the tokenizer files copied into checkpoints and the final model.
+  Trainer(TrainArgs args, dist::Comm& comm, const text::Tokenizer& tokenizer,
+          const text::TokenizerConfig& tokenizer_config, std::filesystem::path tokenizer_dir);
+  ~Trainer();
+  Trainer(const Trainer&) = delete;
+  Trainer& operator=(const Trainer&) = delete;
+
+  // Runs the whole job. Throws zt::Error for bad input (dataset smaller than one global batch,
+  // non-finite loss under nan_policy: error, an unusable checkpoint, …).
+  TrainSummary run();
+
+  // The fp32 master weights in the model's flat ParamLayout order, on rank 0 (empty elsewhere);
+  // valid after run(). Collective.
+  std::vector<float> master_weights();
+
+  // Installs SIGINT/SIGTERM handlers that ask running trainers to stop at the next step boundary
+  // (a checkpoint is written, run() returns with interrupted = true). The flag is process-wide.
+  static void install_signal_handlers();
+  // The flag the handlers set (exposed for tests).
+  static volatile std::sig_atomic_t& stop_requested();
+
+ private:
+  struct State;
+  std::unique_ptr<State> s_;
+};
+
+}  // namespace zt::train

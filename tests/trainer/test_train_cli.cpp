@@ -1,0 +1,192 @@
+// End-to-end properties of `zerotune train` (issue: Trainer and ZeRO engine) through the real
+// binary: ZeRO stage / offload invariance (bitwise), world-size launch, resume equality, eval
+// invariance, and the config errors a user sees. Tiny model and data so each run takes seconds.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "io/json.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct RunResult {
+  int status = -1;
+  std::string output;
+};
+
+RunResult run(const std::string& cmd) {
+  RunResult r;
+  std::string full = cmd + " 2>&1";
+  FILE* p = popen(full.c_str(), "r");
+  if (p == nullptr) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
+  int st = pclose(p);
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  return r;
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// The per-step metrics lines (train events) of a run, without the timing fields.
+std::vector<zt::Json> train_events(const fs::path& exp) {
+  std::vector<zt::Json> out;
+  std::ifstream f(exp / "metrics.jsonl");
+  std::string line;
+  while (std::getline(f, line)) {
+    zt::Json j = zt::Json::parse(line);
+    j.erase("train_tokens_per_second");
+    j.erase("peak_memory_gib");
+    out.push_back(j);
+  }
+  return out;
+}
+
+class TrainCli : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    root_ = fs::temp_directory_path() / ("zt_train_cli_" + std::to_string(getpid()));
+    fs::remove_all(root_);
+    fs::create_directories(root_);
+    auto r = run(std::string(ZT_BINARY) + " make-demo-data --out " + (root_ / "data").string() +
+                 " --train-rows 48 --test-rows 10 --seed 7");
+    ASSERT_EQ(r.status, 0) << r.output;
+    // A smaller model than the default job's, with the real Qwen2.5 tokenizer (vocab 151936).
+    fs::create_directories(root_ / "model");
+    std::ofstream(root_ / "model" / "config.json") << R"({
+  "model_type": "qwen2", "vocab_size": 151936, "hidden_size": 32, "intermediate_size": 64,
+  "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+  "max_position_embeddings": 256, "rms_norm_eps": 1e-6, "rope_theta": 1000000.0,
+  "hidden_act": "silu", "initializer_range": 0.02, "tie_word_embeddings": true,
+  "use_sliding_window": false, "torch_dtype": "float32"})";
+    std::ofstream(root_ / "sft.yaml") << "defaults:\n  - _self_\n"
+        "exp_name: x\nexp_dir: " << (root_ / "runs").string() << "/${exp_name}\n"
+        "model:\n  name_or_path: " << (root_ / "model").string() << "\n"
+        "  tokenizer_name_or_path: " << ZT_SOURCE_DIR << "/configs/tokenizers/qwen2.5-instruct\n"
+        "dataset:\n  train:\n    path: " << (root_ / "data/train.parquet").string() << "\n"
+        "  eval:\n    path: " << (root_ / "data/test.parquet").string() << "\n"
+        "  prompt_format: chat\n  cache_dir: " << (root_ / "cache").string() << "\n"
+        "compute:\n  n_gpus: 1\n  global_batch_size: 8\n  backend: cpu\n  threads: 1\n"
+        "trainer:\n  learning_rate: 1.0e-2\n  warmup_steps: 1\n  weight_decay: 0.1\n"
+        "  per_device_train_batch_size: 2\n  gradient_accumulation_steps: ???\n"
+        "  max_steps: 4\n  max_length: 64\n  logging_steps: 1\n  eval_strategy: steps\n"
+        "  eval_steps: 2\n  per_device_eval_batch_size: 3\n  save_steps: 2\n"
+        "  gradient_checkpointing: false\n  bf16: false\n  report_to: none\n";
+  }
+  static void TearDownTestSuite() { fs::remove_all(root_); }
+
+  // Runs `train` (with `ranks` > 1 through `zerotune launch`) into runs/<name>.
+  RunResult train(const std::string& name, const std::string& overrides, int ranks = 1) {
+    std::string cmd = std::string(ZT_BINARY);
+    if (ranks > 1) cmd += " launch --num_processes " + std::to_string(ranks);
+    cmd += " train --config " + (root_ / "sft.yaml").string() + " exp_name=" + name + " " + overrides;
+    return run(cmd);
+  }
+  static fs::path exp(const std::string& name) { return root_ / "runs" / name; }
+
+  static fs::path root_;
+};
+fs::path TrainCli::root_;
+
+TEST_F(TrainCli, StagesAndOffloadAreBitwiseIdentical) {
+  for (std::string stage : {"0", "1", "2", "3"})
+    for (std::string off : {"false", "true"}) {
+      if (stage != "0" && stage != "3" && off == "true") continue;
+      std::string name = "s" + stage + "o" + off;
+      auto r = train(name, "compute.zero_stage=" + stage + " compute.offload_optimizer=" + off);
+      ASSERT_EQ(r.status, 0) << name << "\n" << r.output;
+    }
+  auto ref = train_events(exp("s0ofalse"));
+  ASSERT_EQ(ref.size(), 6u);  // 4 log events + 2 evals
+  EXPECT_TRUE(ref[0].contains("loss"));
+  EXPECT_TRUE(ref[2].contains("eval_loss"));  // log 1, log 2, eval 2, log 3, log 4, eval 4
+  std::string ref_model = slurp(exp("s0ofalse") / "final" / "model.safetensors");
+  ASSERT_GT(ref_model.size(), 1000u);
+  for (std::string name : {"s0otrue", "s1ofalse", "s2ofalse", "s3ofalse", "s3otrue"}) {
+    EXPECT_EQ(train_events(exp(name)), ref) << name;
+    EXPECT_TRUE(slurp(exp(name) / "final" / "model.safetensors") == ref_model) << name;
+  }
+}
+
+TEST_F(TrainCli, TwoRanksAnyStageSameBitsAndCloseToOneRank) {
+  auto a = train("w2s1", "compute.zero_stage=1", 2);
+  ASSERT_EQ(a.status, 0) << a.output;
+  auto b = train("w2s3", "compute.zero_stage=3 compute.offload_optimizer=true", 2);
+  ASSERT_EQ(b.status, 0) << b.output;
+  auto ea = train_events(exp("w2s1")), eb = train_events(exp("w2s3"));
+  ASSERT_EQ(ea.size(), 6u);
+  EXPECT_EQ(ea, eb);
+  EXPECT_TRUE(slurp(exp("w2s1") / "final" / "model.safetensors") ==
+              slurp(exp("w2s3") / "final" / "model.safetensors"));
+  // One rank with twice the accumulation sees the same samples per step: equal up to rounding.
+  auto c = train("w1ref", "compute.zero_stage=2", 1);
+  ASSERT_EQ(c.status, 0) << c.output;
+  auto ec = train_events(exp("w1ref"));
+  ASSERT_EQ(ec.size(), ea.size());
+  for (size_t i = 0; i < ec.size(); ++i) {
+    const char* key = ec[i].contains("loss") ? "loss" : "eval_loss";
+    double x = ec[i][key].get<double>(), y = ea[i][key].get<double>();
+    EXPECT_NEAR(x, y, 1e-5 * std::abs(x)) << "event " << i;
+  }
+}
+
+TEST_F(TrainCli, ResumeContinuesBitwise) {
+  auto full = train("full", "compute.zero_stage=2");
+  ASSERT_EQ(full.status, 0) << full.output;
+  ASSERT_TRUE(fs::exists(exp("full") / "checkpoint-2" / "trainer_state.json"));
+  ASSERT_TRUE(fs::exists(exp("full") / "checkpoint-4" / "model.safetensors"));
+  // A second run that stops at step 2, then resumes from its checkpoint with another stage.
+  auto first = train("resumed", "compute.zero_stage=3 trainer.max_steps=2");
+  ASSERT_EQ(first.status, 0) << first.output;
+  auto second = train("resumed", "compute.zero_stage=1 trainer.resume_from_checkpoint=true");
+  ASSERT_EQ(second.status, 0) << second.output;
+  EXPECT_NE(second.output.find("resumed from"), std::string::npos) << second.output;
+  auto ef = train_events(exp("full")), er = train_events(exp("resumed"));
+  ASSERT_EQ(ef.size(), er.size());
+  for (size_t i = 0; i < ef.size(); ++i) {
+    zt::Json a = ef[i], b = er[i];
+    EXPECT_EQ(a, b) << "event " << i;
+  }
+  EXPECT_TRUE(slurp(exp("full") / "final" / "model.safetensors") ==
+              slurp(exp("resumed") / "final" / "model.safetensors"));
+}
+
+TEST_F(TrainCli, EvalLossIndependentOfEvalBatchAndWorld) {
+  auto a = train("ev1", "trainer.per_device_eval_batch_size=1 trainer.max_steps=2");
+  auto b = train("ev8", "trainer.per_device_eval_batch_size=8 trainer.max_steps=2");
+  auto c = train("ev3w2", "trainer.per_device_eval_batch_size=3 trainer.max_steps=2 compute.global_batch_size=4", 2);
+  ASSERT_EQ(a.status, 0) << a.output;
+  ASSERT_EQ(b.status, 0) << b.output;
+  ASSERT_EQ(c.status, 0) << c.output;
+  auto ea = train_events(exp("ev1")), eb = train_events(exp("ev8"));
+  ASSERT_EQ(ea.size(), 3u);
+  EXPECT_EQ(ea[2]["eval_loss"], eb[2]["eval_loss"]);
+  EXPECT_EQ(ea[2]["eval_mean_token_accuracy"], eb[2]["eval_mean_token_accuracy"]);
+}
+
+TEST_F(TrainCli, ConfigErrorsNameTheKey) {
+  auto r = train("bad1", "+trainer.lerning_rate=1");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.output.find("unknown config key 'trainer.lerning_rate'"), std::string::npos) << r.output;
+  r = train("bad2", "compute.global_batch_size=5");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.output.find("compute.global_batch_size 5 is not a multiple"), std::string::npos) << r.output;
+  r = train("bad3", "compute.global_batch_size=64");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.output.find("fewer than one global batch"), std::string::npos) << r.output;
+}
+
+}  // namespace
