@@ -8,13 +8,16 @@
 #include <string_view>
 #include <vector>
 
+#include "text/unicode.h"
+
 namespace zt::text::jinja::py {
 
 // UTF-8 -> code points. Invalid bytes decode to U+FFFD (inputs come from JSON, so they are valid).
 std::u32string decode(std::string_view s);
 // Code points -> UTF-8.
 std::string encode(std::u32string_view s);
-void append_utf8(std::string& out, char32_t c);
+// Appends the UTF-8 of one code point (the tokenizer's, text/unicode.h).
+using unicode::append_utf8;
 // Number of code points (Python `len(str)`).
 size_t length(std::string_view s);
 bool is_ascii(std::string_view s);
