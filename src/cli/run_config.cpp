@@ -31,9 +31,9 @@ const std::vector<KeySpec>& schema() {
       {"model.trust_remote_code", nullptr, Use::kIgnored},
       {"model.revision", nullptr, Use::kIgnored},
       {"dataset.train.path", nullptr, Use::kActs},
-      {"dataset.train.split", "train", Use::kIgnored},
+      {"dataset.train.split", "train", Use::kActs},  // accepted silently: ignored for local files (issue 2)
       {"dataset.eval.path", nullptr, Use::kActs},
-      {"dataset.eval.split", "test", Use::kIgnored},
+      {"dataset.eval.split", "test", Use::kActs},
       {"dataset.prompt_format", "none", Use::kActs},
       {"dataset.cache_dir", nullptr, Use::kActs},
       {"dataset.num_proc", nullptr, Use::kIgnored},
