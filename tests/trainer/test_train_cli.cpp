@@ -165,16 +165,41 @@ TEST_F(TrainCli, ResumeContinuesBitwise) {
 }
 
 TEST_F(TrainCli, EvalLossIndependentOfEvalBatchAndWorld) {
-  auto a = train("ev1", "trainer.per_device_eval_batch_size=1 trainer.max_steps=2");
-  auto b = train("ev8", "trainer.per_device_eval_batch_size=8 trainer.max_steps=2");
-  auto c = train("ev3w2", "trainer.per_device_eval_batch_size=3 trainer.max_steps=2 compute.global_batch_size=4", 2);
+  // learning_rate 0 keeps the weights bitwise (AdamW adds -0), so every run evaluates the same
+  // model; eval_loss must then be bitwise equal for eval batch 1, 3, 8 and world size 1, 2.
+  const std::string common = "trainer.learning_rate=0 trainer.max_steps=2 compute.global_batch_size=4 ";
+  auto a = train("ev1", common + "trainer.per_device_eval_batch_size=1");
+  auto b = train("ev8", common + "trainer.per_device_eval_batch_size=8");
+  auto c = train("ev3w2", common + "trainer.per_device_eval_batch_size=3", 2);
   ASSERT_EQ(a.status, 0) << a.output;
   ASSERT_EQ(b.status, 0) << b.output;
   ASSERT_EQ(c.status, 0) << c.output;
-  auto ea = train_events(exp("ev1")), eb = train_events(exp("ev8"));
+  auto ea = train_events(exp("ev1")), eb = train_events(exp("ev8")), ec = train_events(exp("ev3w2"));
   ASSERT_EQ(ea.size(), 3u);
+  ASSERT_EQ(ec.size(), 3u);
+  ASSERT_TRUE(ea[2].contains("eval_loss"));
+  EXPECT_GT(ea[2]["eval_loss"].get<double>(), 5.0);  // an untrained model over a 151936 vocab
   EXPECT_EQ(ea[2]["eval_loss"], eb[2]["eval_loss"]);
+  EXPECT_EQ(ea[2]["eval_loss"], ec[2]["eval_loss"]);
   EXPECT_EQ(ea[2]["eval_mean_token_accuracy"], eb[2]["eval_mean_token_accuracy"]);
+  EXPECT_EQ(ea[2]["eval_mean_token_accuracy"], ec[2]["eval_mean_token_accuracy"]);
+}
+
+TEST_F(TrainCli, SameSeedSameBitsOtherSeedDiffers) {
+  auto a = train("seedA", "trainer.max_steps=2 trainer.eval_strategy=no");
+  auto b = train("seedB", "trainer.max_steps=2 trainer.eval_strategy=no");
+  auto c = train("seedC", "trainer.max_steps=2 trainer.eval_strategy=no trainer.seed=43");
+  ASSERT_EQ(a.status, 0) << a.output;
+  ASSERT_EQ(b.status, 0) << b.output;
+  ASSERT_EQ(c.status, 0) << c.output;
+  auto ea = train_events(exp("seedA")), eb = train_events(exp("seedB")), ec = train_events(exp("seedC"));
+  ASSERT_EQ(ea.size(), 2u);
+  EXPECT_EQ(ea, eb);
+  EXPECT_TRUE(slurp(exp("seedA") / "final" / "model.safetensors") ==
+              slurp(exp("seedB") / "final" / "model.safetensors"));
+  EXPECT_NE(ea[0]["loss"], ec[0]["loss"]);
+  EXPECT_FALSE(slurp(exp("seedA") / "final" / "model.safetensors") ==
+               slurp(exp("seedC") / "final" / "model.safetensors"));
 }
 
 TEST_F(TrainCli, ConfigErrorsNameTheKey) {
