@@ -55,6 +55,12 @@ train::TrainArgs make_train_args(RunConfig& cfg, const std::optional<dist::Accel
     cfg.set("trainer.gradient_accumulation_steps", *gbs / per_step);
   }
   a.gradient_accumulation_steps = cfg.get<int64_t>("trainer.gradient_accumulation_steps");
+  if (auto gbs = cfg.get_optional<int64_t>("compute.global_batch_size");
+      gbs && *gbs != world * a.per_device_train_batch_size * a.gradient_accumulation_steps)
+    warn(fmt::format("{}: compute.global_batch_size is {} but world size {} × per_device_train_batch_size {} × "
+                     "gradient_accumulation_steps {} = {}; the trainer's values win",
+                     cfg.source(), *gbs, world, a.per_device_train_batch_size, a.gradient_accumulation_steps,
+                     world * a.per_device_train_batch_size * a.gradient_accumulation_steps));
   if (a.gradient_accumulation_steps < 1)
     fail("{}: trainer.gradient_accumulation_steps must be >= 1", cfg.source());
   if (acc && acc->gradient_accumulation_steps && *acc->gradient_accumulation_steps != a.gradient_accumulation_steps)

@@ -32,7 +32,7 @@ constexpr Command kCommands[] = {
 
 void usage() {
   fmt::print(stderr, "usage: zerotune <command> [options]\n\ncommands:\n");
-  for (const auto& c : kCommands) fmt::print(stderr, "  {:<10} {}\n", c.name, c.help);
+  for (const auto& c : kCommands) fmt::print(stderr, "  {:<15} {}\n", c.name, c.help);
 }
 
 }  // namespace
@@ -47,7 +47,9 @@ int main(int argc, char** argv) {
   for (const auto& c : kCommands) {
     if (c.name != name) continue;
     try {
-      return c.run(args);
+      int rc = c.run(args);
+      // CLI11 reports a usage error with its own codes (100+); a usage error is 2 here.
+      return rc >= 100 && rc < 128 ? 2 : rc;
     } catch (const zt::Error& e) {
       fmt::print(stderr, "zerotune: error: {}\n", e.what());
       return 1;

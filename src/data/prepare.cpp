@@ -111,7 +111,7 @@ std::string PrepareReport::summary() const {
     if (v > 0) drops.push_back(fmt::format("{} {}", v, k));
   }
   return fmt::format(
-      "dataset: {} rows ({}), {} examples kept, dropped: {}, {} truncated\n"
+      "dataset: {} rows ({}), {} examples kept, dropped: {}; {} kept examples truncated to max_length\n"
       "tokens: {} total, {} targets; example length p50 {} p90 {} p99 {} max {}\n"
       "samples: {}; prefix mismatches: {}\n"
       "cache: {} ({}, {:.2f} s)",

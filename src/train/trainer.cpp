@@ -42,11 +42,6 @@ double now_seconds() {
   return duration<double>(steady_clock::now().time_since_epoch()).count();
 }
 
-double wall_seconds() {
-  using namespace std::chrono;
-  return duration<double>(system_clock::now().time_since_epoch()).count();
-}
-
 // Peak resident memory of this process (VmHWM), GiB.
 double peak_memory_gib() {
   std::ifstream f("/proc/self/status");
@@ -393,8 +388,6 @@ TrainSummary Trainer::run() {
   LogWindow window(s.num_tokens_seen);
   const int64_t T = s.plan->total_steps();
   double window_start = now_seconds();
-  const float nan_f = std::numeric_limits<float>::quiet_NaN();
-  (void)nan_f;
 
   for (int64_t k = s.start_step; k < T; ++k) {
     StepSamples ss = s.plan->samples(k);
