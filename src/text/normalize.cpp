@@ -84,17 +84,8 @@ bool NfcNormalizer::is_stable(std::string_view s) const {
   const auto* p = reinterpret_cast<const unsigned char*>(s.data());
   size_t n = s.size(), i = 0;
   while (i < n) {
-    while (i + 8 <= n) {
-      uint64_t w;
-      __builtin_memcpy(&w, p + i, 8);
-      if (w & 0x8080808080808080ull) break;
-      i += 8;
-    }
+    i = unicode::skip_ascii(p, n, i);
     if (i >= n) break;
-    if (p[i] < 0x80) {
-      ++i;
-      continue;
-    }
     char32_t c = unicode::next_code_point(s, i);
     if ((maybe_unstable_[c >> 6] >> (c & 63)) & 1) return false;
   }

@@ -75,18 +75,8 @@ std::optional<size_t> find_invalid_utf8(std::string_view s) {
   const auto* p = reinterpret_cast<const unsigned char*>(s.data());
   size_t n = s.size(), i = 0;
   while (i < n) {
-    // ASCII fast path, 8 bytes at a time.
-    while (i + 8 <= n) {
-      uint64_t w;
-      __builtin_memcpy(&w, p + i, 8);
-      if (w & 0x8080808080808080ull) break;
-      i += 8;
-    }
+    i = skip_ascii(p, n, i);
     if (i >= n) break;
-    if (p[i] < 0x80) {
-      ++i;
-      continue;
-    }
     SeqCheck c = check_sequence(p + i, n - i);
     if (!c.complete) return i;
     i += c.len;

@@ -41,6 +41,19 @@ inline char32_t next_code_point(std::string_view s, size_t& i) {
 // Appends the UTF-8 encoding of code point c to out.
 void append_utf8(std::string& out, char32_t c);
 
+// Index of the first byte at or after i that is not ASCII (or n): ASCII is skipped 8 bytes at a
+// time. The fast path of every UTF-8 scan (validation, NFC quick check).
+inline size_t skip_ascii(const unsigned char* p, size_t n, size_t i) {
+  while (i + 8 <= n) {
+    uint64_t w;
+    __builtin_memcpy(&w, p + i, 8);
+    if (w & 0x8080808080808080ull) break;
+    i += 8;
+  }
+  while (i < n && p[i] < 0x80) ++i;
+  return i;
+}
+
 // True for a UTF-8 continuation byte (10xxxxxx).
 inline bool is_continuation(unsigned char b) { return (b & 0xC0) == 0x80; }
 

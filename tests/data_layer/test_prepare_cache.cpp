@@ -23,13 +23,8 @@ using zt::testing::write_file;
 class Prepare : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    const auto dir = shared_data("tokenizers/qwen2.5-instruct");
-    tok_ = new text::Tokenizer(text::Tokenizer::load(dir / "tokenizer.json"));
-    cfg_ = new text::TokenizerConfig(text::load_tokenizer_config(dir));
-  }
-  static void TearDownTestSuite() {
-    delete tok_;
-    delete cfg_;
+    tok_ = &zt::testing::qwen_tokenizer().tok;
+    cfg_ = &zt::testing::qwen_tokenizer().cfg;
   }
   DataOptions options(const std::filesystem::path& dataset) const {
     DataOptions o;
@@ -52,12 +47,12 @@ class Prepare : public ::testing::Test {
     return error_of([&] { prepare_dataset(o, *tok_, *cfg_); });
   }
 
-  static text::Tokenizer* tok_;
-  static text::TokenizerConfig* cfg_;
+  static const text::Tokenizer* tok_;
+  static const text::TokenizerConfig* cfg_;
   TempDir dir_;
 };
-text::Tokenizer* Prepare::tok_ = nullptr;
-text::TokenizerConfig* Prepare::cfg_ = nullptr;
+const text::Tokenizer* Prepare::tok_ = nullptr;
+const text::TokenizerConfig* Prepare::cfg_ = nullptr;
 
 // Nearest-rank percentile, computed here from TRL's golden lengths.
 int64_t nearest_rank(std::vector<int64_t> v, double p) {

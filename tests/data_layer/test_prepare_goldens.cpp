@@ -28,13 +28,10 @@ std::string xxh(std::span<const T> v) {
 class PrepareGolden : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    const auto dir = shared_data("tokenizers/qwen2.5-instruct");
-    tok_ = new text::Tokenizer(text::Tokenizer::load(dir / "tokenizer.json"));
-    cfg_ = new text::TokenizerConfig(text::load_tokenizer_config(dir));
+    tok_ = &zt::testing::qwen_tokenizer().tok;
+    cfg_ = &zt::testing::qwen_tokenizer().cfg;
   }
   static void TearDownTestSuite() {
-    delete tok_;
-    delete cfg_;
     delete bos_tok_;
     delete bos_cfg_;
     delete bos_dir_;
@@ -153,15 +150,15 @@ class PrepareGolden : public ::testing::Test {
     EXPECT_EQ(rep.examples_kept, n);
   }
 
-  static text::Tokenizer* tok_;
-  static text::TokenizerConfig* cfg_;
+  static const text::Tokenizer* tok_;
+  static const text::TokenizerConfig* cfg_;
   static text::Tokenizer* bos_tok_;
   static text::TokenizerConfig* bos_cfg_;
   static TempDir* bos_dir_;
   TempDir dir_;
 };
-text::Tokenizer* PrepareGolden::tok_ = nullptr;
-text::TokenizerConfig* PrepareGolden::cfg_ = nullptr;
+const text::Tokenizer* PrepareGolden::tok_ = nullptr;
+const text::TokenizerConfig* PrepareGolden::cfg_ = nullptr;
 text::Tokenizer* PrepareGolden::bos_tok_ = nullptr;
 text::TokenizerConfig* PrepareGolden::bos_cfg_ = nullptr;
 TempDir* PrepareGolden::bos_dir_ = nullptr;

@@ -9,6 +9,9 @@
 #include <fstream>
 #include <string>
 
+#include "text/chat_template.h"
+#include "text/tokenizer.h"
+
 namespace zt::testing {
 
 // A fresh directory under $TMPDIR (or /tmp), removed with its content on destruction.
@@ -56,6 +59,19 @@ inline std::filesystem::path shared_data(const std::string& rel) {
 }
 inline std::filesystem::path test_data(const std::string& rel) {
   return std::filesystem::path(ZT_TEST_DATA) / rel;
+}
+
+// The shared Qwen2.5-Instruct tokenizer and its tokenizer_config, loaded once per test binary.
+struct QwenTokenizer {
+  text::Tokenizer tok;
+  text::TokenizerConfig cfg;
+};
+inline const QwenTokenizer& qwen_tokenizer() {
+  static const QwenTokenizer q = [] {
+    const auto dir = shared_data("tokenizers/qwen2.5-instruct");
+    return QwenTokenizer{text::Tokenizer::load(dir / "tokenizer.json"), text::load_tokenizer_config(dir)};
+  }();
+  return q;
 }
 
 }  // namespace zt::testing
