@@ -183,12 +183,17 @@ TEST(TcpComm, PeerThatLeavesMakesTheOthersFail) {
     if (c.rank() != 2) c.barrier();
   });
   EXPECT_EQ(errors[2], "");
+  // Whoever notices first names rank 2; the other survivor may instead see that rank fail and
+  // close first (a race in the mesh), so it names rank 2 or the other survivor.
+  int named_two = 0;
   for (int r : {0, 1}) {
-    EXPECT_NE(errors[static_cast<size_t>(r)].find("rank 2"), std::string::npos)
-        << errors[static_cast<size_t>(r)];
-    EXPECT_NE(errors[static_cast<size_t>(r)].find("exited or failed"), std::string::npos)
-        << errors[static_cast<size_t>(r)];
+    const std::string& e = errors[static_cast<size_t>(r)];
+    const std::string other = "rank " + std::to_string(1 - r);
+    EXPECT_TRUE(e.find("rank 2") != std::string::npos || e.find(other) != std::string::npos) << e;
+    EXPECT_NE(e.find("exited or failed"), std::string::npos) << e;
+    named_two += e.find("rank 2") != std::string::npos;
   }
+  EXPECT_GE(named_two, 1);
 }
 
 TEST(TcpComm, StalledPeerTripsTheProgressTimeout) {
