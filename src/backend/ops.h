@@ -48,6 +48,9 @@ struct CeStats {
   double loss_sum = 0.0;  // sum over target tokens of CE(logits_t, target_t), nats (unscaled)
   int64_t correct = 0;    // target tokens with argmax(logits_t) == target_t (first max wins)
   int64_t count = 0;      // target tokens (targets != -100)
+  // sum over target tokens of the entropy of softmax(logits_t), nats (TRL logs its mean as
+  // `entropy`).
+  double entropy_sum = 0.0;
 };
 
 class Ops {
@@ -78,10 +81,12 @@ class Ops {
   // position and value (CPU; CUDA reports it after the step).
   virtual void embedding_fwd(const Tensor& out, const Tensor& table, const Tensor& ids,
                              Stream s) = 0;
+  // Scratch bytes embedding_bwd needs for ids [T] (0 on the CPU; the CUDA backend sorts the ids).
+  virtual size_t embedding_workspace_bytes(const Tensor& ids) const = 0;
   // dtable[V, H] (f32) = beta*dtable + scatter-add of dout[T, H] rows at ids[t]. Rows are added
   // in token order (deterministic; parallel over columns).
   virtual void embedding_bwd(const Tensor& dtable, const Tensor& dout, const Tensor& ids,
-                             float beta, Stream s) = 0;
+                             float beta, const Tensor& workspace, Stream s) = 0;
 
   // ---- RMSNorm (HF Qwen2RMSNorm / LlamaRMSNorm)
 

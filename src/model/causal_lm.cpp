@@ -109,6 +109,7 @@ void CausalLM::plan_and_allocate(MemoryResource&) {
       ws, ops_.attention_workspace_bytes(shape(dt, {T, Hq, D}), shape(dt, {T, Hkv, D}), probe));
   ws =
       std::max(ws, ops_.linear_cross_entropy_workspace_bytes(shape(dt, {T, H}), shape(dt, {V, H})));
+  ws = std::max(ws, ops_.embedding_workspace_bytes(shape(kI32, {T})));
   const Arena::Slot s_ws = ws_.reserve("ops", ws);
 
   params_.allocate();
@@ -369,7 +370,7 @@ CeStats CausalLM::forward_backward(const MicroBatch& mb, const BackwardOptions& 
   }
   // A tied embedding already holds the LM head's gradient: add to it.
   ops_.embedding_bwd(grad(layout_.embed()), dres, Tensor(tokens_, kI32, {T}, inputs_.device()),
-                     layout_.tied() ? 1.0f : beta, stream_);
+                     layout_.tied() ? 1.0f : beta, workspace_, stream_);
   ready(0);
   ops_.synchronize(stream_);
   return st;

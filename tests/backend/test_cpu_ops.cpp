@@ -55,13 +55,13 @@ TEST(CpuOps, EmbeddingForwardBackward) {
   for (int t = 0; t < 4; ++t)
     for (int j = 0; j < H; ++j) ASSERT_EQ(out[t * H + j], table[ids[t] * H + j]);
   std::vector<float> dout = randn(4 * H, 2), dtable(V * H, 7.0f);
-  ops.embedding_bwd(view(dtable, {V, H}), view(dout, {4, H}), view(ids, {4}), 0.0f, {});
+  ops.embedding_bwd(view(dtable, {V, H}), view(dout, {4, H}), view(ids, {4}), 0.0f, {}, {});
   for (int j = 0; j < H; ++j) {
     EXPECT_EQ(dtable[3 * H + j], dout[0 * H + j] + dout[2 * H + j]);  // rows added in order
     EXPECT_EQ(dtable[0 * H + j], dout[1 * H + j]);
     EXPECT_EQ(dtable[1 * H + j], 0.0f);
   }
-  ops.embedding_bwd(view(dtable, {V, H}), view(dout, {4, H}), view(ids, {4}), 1.0f, {});
+  ops.embedding_bwd(view(dtable, {V, H}), view(dout, {4, H}), view(ids, {4}), 1.0f, {}, {});
   EXPECT_EQ(dtable[4 * H + 5], dout[3 * H + 5] + dout[3 * H + 5]);
   std::vector<int32_t> bad = {1, 5};
   std::vector<float> out2(2 * H);
@@ -234,7 +234,7 @@ TEST(CpuOps, BiasGradSumsRowsInOrder) {
   CpuOps ops;
   const int64_t M = 11, N = 70;
   std::vector<float> dy = randn(M * N, 60), db(N, 3.0f);
-  ops.bias_grad(view(db, {N}), view(dy, {M, N}), 1.0f, {});
+  ops.bias_grad(view(db, {N}), view(dy, {M, N}), 1.0f, {}, {});
   for (int64_t j = 0; j < N; ++j) {
     float s = 0;
     for (int64_t i = 0; i < M; ++i) s += dy[i * N + j];
@@ -346,7 +346,7 @@ TEST(CpuOps, ColumnReductionsAreIndependentOfThreads) {
     std::vector<float> dx(T * H), dw(H), dt(V * H);
     ops.rmsnorm_bwd(view(dx, {T, H}), false, view(dw, {H}), 0.0f, view(dy, {T, H}), view(x, {T, H}),
                     view(w, {H}), view(rstd, {T}), {});
-    ops.embedding_bwd(view(dt, {V, H}), view(dy, {T, H}), view(ids, {T}), 0.0f, {});
+    ops.embedding_bwd(view(dt, {V, H}), view(dy, {T, H}), view(ids, {T}), 0.0f, {}, {});
     dws.push_back(dw);
     dxs.push_back(dx);
     dtabs.push_back(dt);

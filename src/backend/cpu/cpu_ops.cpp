@@ -145,6 +145,7 @@ void CpuOps::embedding_fwd(const Tensor& out, const Tensor& table, const Tensor&
 }
 
 void CpuOps::embedding_bwd(const Tensor& dtable, const Tensor& dout, const Tensor& ids, float beta,
+                           const Tensor&,
                            Stream) {
   check_shape("embedding_bwd", "dtable", dtable, {-1, -1});
   check_dtype("embedding_bwd", "dtable", dtable, DType::kF32);

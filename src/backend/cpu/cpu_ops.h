@@ -46,8 +46,9 @@ class CpuOps final : public Ops {
   void add(const Tensor& out, const Tensor& a, const Tensor& b, Stream s) override;
 
   void embedding_fwd(const Tensor& out, const Tensor& table, const Tensor& ids, Stream s) override;
+  size_t embedding_workspace_bytes(const Tensor&) const override { return 0; }
   void embedding_bwd(const Tensor& dtable, const Tensor& dout, const Tensor& ids, float beta,
-                     Stream s) override;
+                     const Tensor& workspace, Stream s) override;
 
   void rmsnorm_fwd(const Tensor& y, const Tensor& rstd, const Tensor& x, const Tensor& w, float eps,
                    Stream s) override;

@@ -1,0 +1,153 @@
+// CudaOps: the CUDA implementation of Ops (DESIGN §3–5, issue 8). Every op of backend/ops.h with the
+// documented semantics unchanged; the CPU backend (backend/cpu) is the reference each kernel is
+// tested against (tests/gpu). Tensors hold device pointers; ops are enqueued on the Stream given
+// (a cudaStream_t; nullptr = the legacy default stream) and never allocate: scratch comes from the
+// `workspace` arguments, sized by the *_workspace_bytes queries.
+//
+// Determinism: no floating-point atomics anywhere; every reduction has a fixed tree that depends on
+// the shapes only (not on scheduling, buffer addresses or the device's SM count); cuBLASLt
+// algorithms are chosen once per shape and cached, with split-K reductions disabled.
+//
+// Errors: argument checks throw zt::Error naming the op and argument (as the CPU ops do); a failed
+// CUDA/cuBLAS call throws naming the op; an out-of-vocabulary token id seen by a kernel is recorded
+// in a device flag and thrown (naming the position and value) by the next synchronize().
+//
+// Files (one op family each, mirroring backend/cpu): cuda_ops.cpp (class, elementwise dispatch,
+// memory ops), cuda_elementwise.cu (cast, add, SwiGLU, RoPE), cuda_embedding.cu, cuda_rmsnorm.cu,
+// cuda_reduce.cu (sumsq, bias_grad), cuda_matmul.cpp (cuBLASLt), cuda_cross_entropy.cpp/.cu,
+// cuda_attention.cpp/.cu, cuda_memory.cpp (device / pinned-host MemoryResources).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+
+#include "backend/ops.h"
+#include "core/arena.h"
+
+namespace zt {
+
+struct CudaOpsOptions {
+  int device = 0;  // CUDA device index (the trainer passes LOCAL_RANK)
+  // Rows per chunk of the fused LM-head cross-entropy (its workspace holds [rows, V] fp32 logits).
+  int64_t ce_chunk_rows = 2048;
+};
+
+// Number of visible CUDA devices (0 when there is no driver / no device; never throws).
+int cuda_device_count();
+
+// Device memory: one cudaMalloc per allocate() call (an Arena calls it once per pool).
+class CudaDeviceMemory final : public MemoryResource {
+ public:
+  explicit CudaDeviceMemory(int device);
+  void* allocate(size_t bytes, size_t alignment) override;  // nullptr when cudaMalloc fails
+  void deallocate(void* p, size_t bytes) override;
+  Device device() const override { return Device::kCUDA; }
+  std::string name() const override;  // "cuda:0 (NVIDIA H200, 139.8 GiB free)"
+  // Free / total device memory now (cudaMemGetInfo), bytes.
+  size_t free_bytes() const;
+  size_t total_bytes() const;
+
+ private:
+  int device_;
+};
+
+// Page-locked host memory (cudaHostAlloc): offloaded optimizer state and staging buffers, so that
+// D2H/H2D copies run asynchronously at full PCIe speed.
+class CudaPinnedMemory final : public MemoryResource {
+ public:
+  void* allocate(size_t bytes, size_t alignment) override;
+  void deallocate(void* p, size_t bytes) override;
+  Device device() const override { return Device::kCPU; }
+  std::string name() const override { return "pinned host"; }
+};
+
+class CudaOps final : public Ops {
+ public:
+  // Selects options.device (cudaSetDevice), creates the cuBLASLt handle and the small device
+  // status flag. Throws zt::Error when there is no such device.
+  explicit CudaOps(CudaOpsOptions options = {});
+  ~CudaOps() override;
+  CudaOps(const CudaOps&) = delete;
+  CudaOps& operator=(const CudaOps&) = delete;
+
+  Device device() const override { return Device::kCUDA; }
+  std::string name() const override;  // "cuda:0 NVIDIA H200 (sm_90, 132 SMs, 139.8 GiB)"
+  const CudaOpsOptions& options() const { return opt_; }
+
+  void zero(const Tensor& x, Stream s) override;
+  void copy_from_host(const Tensor& dst, const void* src, Stream s) override;
+  void copy_to_host(void* dst, const Tensor& src, Stream s) override;
+  // Waits for s, then throws the first recorded kernel-side error (out-of-vocabulary id).
+  void synchronize(Stream s) override;
+  void cast(const Tensor& dst, const Tensor& src, Stream s) override;
+  void add(const Tensor& out, const Tensor& a, const Tensor& b, Stream s) override;
+
+  size_t embedding_workspace_bytes(const Tensor& ids) const override;
+  void embedding_fwd(const Tensor& out, const Tensor& table, const Tensor& ids, Stream s) override;
+  void embedding_bwd(const Tensor& dtable, const Tensor& dout, const Tensor& ids, float beta,
+                     const Tensor& workspace, Stream s) override;
+
+  void rmsnorm_fwd(const Tensor& y, const Tensor& rstd, const Tensor& x, const Tensor& w, float eps,
+                   Stream s) override;
+  void rmsnorm_bwd(const Tensor& dx, bool accumulate_dx, const Tensor& dw, float beta_dw,
+                   const Tensor& dy, const Tensor& x, const Tensor& w, const Tensor& rstd,
+                   Stream s) override;
+
+  size_t matmul_workspace_bytes(const Tensor& C, const Tensor& A, Trans ta, const Tensor& B,
+                                Trans tb) const override;
+  void matmul(const Tensor& C, const Tensor& A, Trans ta, const Tensor& B, Trans tb,
+              const Tensor& bias, float alpha, float beta, const Tensor& workspace,
+              Stream s) override;
+  void bias_grad(const Tensor& db, const Tensor& dy, float beta, Stream s) override;
+
+  void rope_tables(const Tensor& cos, const Tensor& sin, const Tensor& pos, const Tensor& inv_freq,
+                   float attention_scaling, Stream s) override;
+  void rope_fwd(const Tensor& x, const Tensor& cos, const Tensor& sin, Stream s) override;
+  void rope_bwd(const Tensor& dx, const Tensor& cos, const Tensor& sin, Stream s) override;
+
+  size_t attention_workspace_bytes(const Tensor& q, const Tensor& k,
+                                   const Varlen& seqs) const override;
+  void attention_fwd(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k,
+                     const Tensor& v, const Varlen& seqs, float scale, const Tensor& workspace,
+                     Stream s) override;
+  void attention_bwd(const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& dout,
+                     const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
+                     const Tensor& lse, const Varlen& seqs, float scale, const Tensor& workspace,
+                     Stream s) override;
+
+  void swiglu_fwd(const Tensor& out, const Tensor& gate, const Tensor& up, Stream s) override;
+  void swiglu_bwd(const Tensor& dgate, const Tensor& dup, const Tensor& dout, const Tensor& gate,
+                  const Tensor& up, Stream s) override;
+
+  size_t linear_cross_entropy_workspace_bytes(const Tensor& hidden,
+                                              const Tensor& weight) const override;
+  void linear_cross_entropy_fwd_bwd(CeStats* stats, const Tensor& dhidden, const Tensor& dweight,
+                                    float beta_dw, const Tensor& hidden, const Tensor& weight,
+                                    const Tensor& targets, float grad_scale,
+                                    const Tensor& workspace, Stream s) override;
+
+  size_t sumsq_workspace_bytes(const Tensor& x) const override;
+  void sumsq(double* out, const Tensor& x, const Tensor& workspace, Stream s) override;
+
+ private:
+  CudaOpsOptions opt_;
+  std::string name_;
+  // Kernel-side error record (device int32[4]: code, position, value, unused) and its pinned host
+  // mirror; owned by cuda_ops.cpp.
+  int32_t* dev_status_ = nullptr;
+  int32_t* host_status_ = nullptr;
+  // cuBLASLt handle and per-shape algorithm cache; owned by cuda_matmul.cpp.
+  void* lt_handle_ = nullptr;
+  struct MatmulPlan;
+  mutable std::map<std::tuple<int, int, int64_t, int64_t, int64_t, int, int, int, int, int, bool>,
+                   std::shared_ptr<MatmulPlan>>
+      plans_;
+  // Creates/destroys the cuBLASLt state (cuda_matmul.cpp).
+  void init_matmul();
+  void destroy_matmul();
+};
+
+}  // namespace zt
