@@ -107,6 +107,16 @@ ZT_OPTIM_HD void adamw_element(const AdamWStep s, float& p, float& m, float& v, 
 void adamw_cpu(const AdamWStep& s, float* p, float* m, float* v, const float* g, size_t n,
                uint16_t* p_bf16 = nullptr);
 
+// CUDA AdamW over a contiguous fp32 shard in device memory: the same arguments and per-element
+// arithmetic as adamw_cpu (adamw_element(), explicitly rounded intrinsics on the device), so the
+// results are bitwise equal to adamw_cpu's for the same inputs, p_bf16 included (for non-NaN
+// results: the GPU's arithmetic returns a canonical NaN where x86 propagates the input's payload).
+// p, m, v, g, p_bf16 are device pointers (p_bf16 may be null); `stream` is a cudaStream_t
+// (nullptr = the legacy default stream). Only enqueues work. Throws zt::Error naming adamw_cuda
+// when the launch fails, and always in a build without CUDA.
+void adamw_cuda(const AdamWStep& s, float* p, float* m, float* v, const float* g, size_t n,
+                uint16_t* p_bf16, void* stream);
+
 // The builds adamw_cpu picks from (the best the CPU runs). Exposed so tests can run each one.
 enum class AdamWBuild { kAuto, kGeneric, kAvx2, kAvx512 };
 

@@ -7,6 +7,7 @@
 #include <initializer_list>
 #include <string_view>
 
+#include "backend/op_checks.h"
 #include "core/dtype.h"
 #include "core/error.h"
 #include "core/tensor.h"
@@ -53,20 +54,16 @@ void dispatch_float(DType t, std::string_view op, std::string_view arg, F&& f) {
   }
 }
 
-// Throws zt::Error "<op>: <arg> is [2, 3] f32, expected shape [4, 3]" unless t has exactly `dims`
-// (a -1 entry matches any size). Also rejects a non-CPU device and, when require_data, a null
-// pointer for a non-empty tensor (workspace-size queries pass shape-only tensors).
-void check_shape(std::string_view op, std::string_view arg, const Tensor& t,
-                 std::initializer_list<int64_t> dims, bool require_data = true);
-// Throws zt::Error naming op/arg unless t.dtype == want.
-void check_dtype(std::string_view op, std::string_view arg, const Tensor& t, DType want);
-// Throws zt::Error naming op/arg unless t.dtype is f32 or bf16.
-void check_float(std::string_view op, std::string_view arg, const Tensor& t);
-// Throws zt::Error naming op and both args unless a and b have the same dtype.
-void check_same_dtype(std::string_view op, std::string_view an, const Tensor& a,
-                      std::string_view bn, const Tensor& b);
-// Throws zt::Error unless the workspace has at least `need` bytes.
-void check_workspace(std::string_view op, const Tensor& ws, size_t need);
+// Argument checks (backend/op_checks.h); check_shape requires host memory here.
+using opcheck::check_dtype;
+using opcheck::check_float;
+using opcheck::check_same_dtype;
+using opcheck::check_workspace;
+// opcheck::check_shape with device = host: "<op>: <arg> is not in host memory" otherwise.
+inline void check_shape(std::string_view op, std::string_view arg, const Tensor& t,
+                        std::initializer_list<int64_t> dims, bool require_data = true) {
+  opcheck::check_shape(op, arg, t, dims, Device::kCPU, require_data);
+}
 
 // Row-major C[M, N] = alpha·op(A)·op(B) + beta·C with leading dimensions lda/ldb/ldc, through
 // single-threaded OpenBLAS cblas_sgemm calls. Outside an OpenMP parallel region and for enough

@@ -1,0 +1,401 @@
+// CUDA ops against the CPU reference (CpuOps) on the same inputs: cast, add, SwiGLU, RoPE,
+// embedding (forward, backward, out-of-vocabulary ids), RMSNorm, bias_grad, sumsq. Outputs start as
+// NaN bytes, so an element a kernel forgets shows. Bounds: ops whose per-element arithmetic is the
+// CPU's exactly (cast, add, RoPE rotation, embedding, sumsq) are bitwise equal; fp32 ops with a
+// reordered sum or CUDA's expf/sincosf within 1e-5 of the largest reference value; bf16 outputs
+// within the stated bf16 ulps. Shapes cover the vector and scalar paths (H a multiple of 8 or not,
+// misaligned views), T = 1, T not a multiple of any block size, and many short rows.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "backend/op_test_util.h"
+#include "core/error.h"
+#include "gpu_test_util.h"
+
+namespace zt::gputest {
+namespace {
+
+using test::randn;
+
+const DType kFloats[] = {DType::kF32, DType::kBF16};
+
+std::string label(const char* op, DType t, std::initializer_list<int64_t> dims, int64_t mis = 0) {
+  std::string s = std::string(op) + " " + dtype_str(t) + " [";
+  for (int64_t d : dims) s += std::to_string(d) + ",";
+  return s + "] misalign " + std::to_string(mis);
+}
+
+TEST(CudaOps, NameAndDevice) {
+  ZT_REQUIRE_GPU();
+  EXPECT_EQ(cuda_ops().device(), Device::kCUDA);
+  EXPECT_NE(cuda_ops().name().find("cuda:0 "), std::string::npos) << cuda_ops().name();
+  EXPECT_NE(cuda_ops().name().find(" SMs"), std::string::npos) << cuda_ops().name();
+}
+
+TEST(CudaOps, ZeroAndHostCopies) {
+  ZT_REQUIRE_GPU();
+  CudaOps& ops = cuda_ops();
+  const std::vector<float> v = randn(1001, 11);
+  HostT h(DType::kF32, {1001}, v);
+  DevT d(DType::kF32, {1001});
+  ops.copy_from_host(d.view(), h.data(), test_stream());
+  HostT back = HostT::empty(DType::kF32, {1001});
+  ops.copy_to_host(back.data(), d.view(), test_stream());
+  ops.synchronize(test_stream());
+  expect_bitwise(back, h, "copy round trip");
+  ops.zero(d.view(), test_stream());
+  HostT z = d.download();
+  for (int64_t i = 0; i < 1001; ++i) ASSERT_EQ(z.get(i), 0.0f);
+  // A host tensor handed to a CUDA op is an error naming op and argument.
+  try {
+    ops.zero(h.view(), test_stream());
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "zero: x is not in device memory");
+  }
+}
+
+TEST(CudaOps, CastMatchesCpuBitwise) {
+  ZT_REQUIRE_GPU();
+  CpuOps cpu;
+  uint32_t seed = 100;
+  for (int64_t n : {1, 7, 8, 4099, 1000003})
+    for (int64_t mis : {0, 1})
+      for (DType from : kFloats)
+        for (DType to : kFloats) {
+          std::vector<float> v = randn(static_cast<size_t>(n), seed++, 3.0f);
+          if (n > 8) {  // ties, specials
+            v[0] = 1.0f + 0x1.0p-8f, v[1] = 1.0f + 3 * 0x1.0p-8f, v[2] = INFINITY;
+            v[3] = -INFINITY, v[4] = NAN, v[5] = 3e38f, v[6] = -0.0f, v[7] = 1e-40f;
+          }
+          HostT src(from, {n}, v);
+          HostT want = HostT::empty(to, {n});
+          cpu.cast(want.view(), src.view(), {});
+          DevT dsrc(src, mis), ddst(to, {n}, mis);
+          cuda_ops().cast(ddst.view(), dsrc.view(), test_stream());
+          expect_bitwise(ddst.download(), want,
+                         label("cast", to, {n}, mis) + " from " + dtype_str(from));
+        }
+}
+
+TEST(CudaOps, AddMatchesCpuBitwiseAndRunsInPlace) {
+  ZT_REQUIRE_GPU();
+  CpuOps cpu;
+  uint32_t seed = 200;
+  for (int64_t n : {1, 13, 65536 + 5})
+    for (int64_t mis : {0, 1})
+      for (DType t : kFloats) {
+        HostT a(t, {n}, randn(n, seed++)), b(t, {n}, randn(n, seed++));
+        HostT want = HostT::empty(t, {n});
+        cpu.add(want.view(), a.view(), b.view(), {});
+        DevT da(a, mis), db(b, mis), dout(t, {n}, mis);
+        cuda_ops().add(dout.view(), da.view(), db.view(), test_stream());
+        expect_bitwise(dout.download(), want, label("add", t, {n}, mis));
+        cuda_ops().add(db.view(), da.view(), db.view(), test_stream());  // out aliases b
+        expect_bitwise(db.download(), want, label("add in place", t, {n}, mis));
+      }
+}
+
+TEST(CudaOps, SwigluMatchesCpu) {
+  ZT_REQUIRE_GPU();
+  CpuOps cpu;
+  uint32_t seed = 300;
+  for (int64_t n : {1, 9, 8192 * 3 + 5})
+    for (int64_t mis : {0, 1})
+      for (DType t : kFloats) {
+        HostT gate(t, {n}, randn(n, seed++, 4.0f)), up(t, {n}, randn(n, seed++));
+        HostT dout(t, {n}, randn(n, seed++));
+        HostT out = HostT::empty(t, {n}), dg = HostT::empty(t, {n}), du = HostT::empty(t, {n});
+        cpu.swiglu_fwd(out.view(), gate.view(), up.view(), {});
+        cpu.swiglu_bwd(dg.view(), du.view(), dout.view(), gate.view(), up.view(), {});
+        DevT dgate(gate, mis), dup(up, mis), ddout(dout, mis), dres(t, {n}, mis);
+        cuda_ops().swiglu_fwd(dres.view(), dgate.view(), dup.view(), test_stream());
+        // Backward in place: dgate over gate, dup over up (allowed by ops.h).
+        cuda_ops().swiglu_bwd(dgate.view(), dup.view(), ddout.view(), dgate.view(), dup.view(),
+                              test_stream());
+        const std::string l = label("swiglu", t, {n}, mis);
+        if (t == DType::kF32) {
+          expect_close(dres.download(), out, 1e-5, l + " fwd");
+          expect_close(dgate.download(), dg, 1e-5, l + " dgate");
+          expect_close(dup.download(), du, 1e-5, l + " dup");
+        } else {  // fp32 values within ~1e-6 relative, then one rounding each: 1 ulp
+          expect_bf16_close(dres.download(), out, 1, 1e-6, l + " fwd");
+          expect_bf16_close(dgate.download(), dg, 1, 1e-6, l + " dgate");
+          expect_bf16_close(dup.download(), du, 1, 1e-6, l + " dup");
+        }
+      }
+}
+
+TEST(CudaOps, RopeTablesMatchCpuAndRotationIsBitwise) {
+  ZT_REQUIRE_GPU();
+  CpuOps cpu;
+  uint32_t seed = 400;
+  std::mt19937 gen(7);
+  for (int64_t T : {1, 37, 2051})
+    for (int64_t half : {64, 3, 12}) {
+      std::vector<int32_t> pos(T);
+      for (auto& p : pos) p = static_cast<int32_t>(gen() % 32768);
+      std::vector<float> f(half);
+      for (int64_t i = 0; i < half; ++i)
+        f[i] = std::pow(1e6f, -static_cast<float>(i) / static_cast<float>(half));
+      HostT hpos({T}, pos), hf(DType::kF32, {half}, f);
+      HostT c = HostT::empty(DType::kF32, {T, half}), s = HostT::empty(DType::kF32, {T, half});
+      const float scaling = half == 3 ? 0.7f : 1.0f;
+      cpu.rope_tables(c.view(), s.view(), hpos.view(), hf.view(), scaling, {});
+      DevT dpos(hpos), dfreq(hf), dc(DType::kF32, {T, half}), ds(DType::kF32, {T, half});
+      cuda_ops().rope_tables(dc.view(), ds.view(), dpos.view(), dfreq.view(), scaling,
+                             test_stream());
+      expect_close(dc.download(), c, 1e-5, "rope cos T=" + std::to_string(T));
+      expect_close(ds.download(), s, 1e-5, "rope sin T=" + std::to_string(T));
+      // The rotation on the CPU's tables: the same fp32 operations, so the same bits.
+      DevT dcc(c), dss(s);
+      for (int64_t heads : {12, 2, 7})
+        for (DType t : kFloats)
+          for (int64_t mis : {0, 1}) {
+            const int64_t D = 2 * half;
+            HostT x(t, {T, heads, D}, randn(T * heads * D, seed++));
+            HostT fwd = x, bwd = x;
+            cpu.rope_fwd(fwd.view(), c.view(), s.view(), {});
+            cpu.rope_bwd(bwd.view(), c.view(), s.view(), {});
+            DevT dx(x, mis), dy(x, mis);
+            cuda_ops().rope_fwd(dx.view(), dcc.view(), dss.view(), test_stream());
+            cuda_ops().rope_bwd(dy.view(), dcc.view(), dss.view(), test_stream());
+            expect_bitwise(dx.download(), fwd, label("rope_fwd", t, {T, heads, D}, mis));
+            expect_bitwise(dy.download(), bwd, label("rope_bwd", t, {T, heads, D}, mis));
+          }
+    }
+}
+
+TEST(CudaOps, EmbeddingForwardMatchesCpuBitwise) {
+  ZT_REQUIRE_GPU();
+  CpuOps cpu;
+  uint32_t seed = 500;
+  std::mt19937 gen(8);
+  const int64_t V = 1000;
+  for (int64_t T : {1, 37, 4099})
+    for (int64_t H : {1536, 70, 7})
+      for (DType t : kFloats)
+        for (int64_t mis : {0, 1}) {
+          std::vector<int32_t> ids(T);
+          for (auto& i : ids) i = static_cast<int32_t>(gen() % V);
+          HostT table(t, {V, H}, randn(V * H, seed++)), hids({T}, ids);
+          HostT want = HostT::empty(t, {T, H});
+          cpu.embedding_fwd(want.view(), table.view(), hids.view(), {});
+          DevT dtable(table, mis), dids(hids), dout(t, {T, H}, mis);
+          cuda_ops().embedding_fwd(dout.view(), dtable.view(), dids.view(), test_stream());
+          expect_bitwise(dout.download(), want, label("embedding_fwd", t, {T, H}, mis));
+        }
+}
+
+// dtable after embedding_bwd on the CPU and the GPU, from the same start.
+void check_embedding_bwd(int64_t V, int64_t H, const std::vector<int32_t>& ids, DType t,
+                         float beta, uint32_t seed, int64_t mis) {
+  CpuOps cpu;
+  const int64_t T = static_cast<int64_t>(ids.size());
+  HostT dout(t, {T, H}, randn(T * H, seed)), hids({T}, ids);
+  HostT start(DType::kF32, {V, H}, randn(V * H, seed + 1));
+  HostT want = start;
+  cpu.embedding_bwd(want.view(), dout.view(), hids.view(), beta, {}, {});
+  DevT ddout(dout, mis), dids(hids);
+  // beta 0 must overwrite: start from NaN bytes then.
+  DevT dtable = beta == 0.0f ? DevT(DType::kF32, {V, H}, mis) : DevT(start, mis);
+  DevT ws(DType::kU8, {static_cast<int64_t>(cuda_ops().embedding_workspace_bytes(hids.view()))});
+  cuda_ops().embedding_bwd(dtable.view(), ddout.view(), dids.view(), beta, ws.view(),
+                           test_stream());
+  expect_bitwise(dtable.download(), want,
+                 label("embedding_bwd", t, {V, H, T}, mis) + " beta " + std::to_string(beta));
+}
+
+TEST(CudaOps, EmbeddingBackwardAddsRowsInTokenOrderBitwise) {
+  ZT_REQUIRE_GPU();
+  std::mt19937 gen(9);
+  uint32_t seed = 600;
+  for (int64_t V : {17, 5000})
+    for (int64_t T : {1, 3001})
+      for (int64_t H : {1536, 70, 5}) {
+        std::vector<int32_t> ids(T);
+        for (auto& i : ids) i = static_cast<int32_t>(gen() % V);  // V = 17: long runs per id
+        if (T > 100)
+          for (int k = 0; k < 300; ++k) ids[gen() % T] = 3;  // one id hundreds of times
+        for (DType t : kFloats)
+          for (float beta : {0.0f, 1.0f, 0.5f})
+            check_embedding_bwd(V, H, ids, t, beta, seed++, (H == 1536 && beta == 1.0f) ? 1 : 0);
+      }
+}
+
+TEST(CudaOps, OutOfVocabularyIdIsReportedBySynchronize) {
+  ZT_REQUIRE_GPU();
+  CudaOps& ops = cuda_ops();
+  const int64_t V = 100, H = 16, T = 12;
+  std::vector<int32_t> ids(T, 4);
+  ids[9] = -3, ids[5] = 100, ids[11] = 7000;  // the smallest position is reported
+  HostT table(DType::kF32, {V, H}, randn(V * H, 700)), hids({T}, ids);
+  DevT dtable(table), dids(hids), dout(DType::kF32, {T, H});
+  ops.embedding_fwd(dout.view(), dtable.view(), dids.view(), test_stream());
+  try {
+    ops.synchronize(test_stream());
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(),
+                 "embedding_fwd: token id 100 at position 5 is outside the vocabulary [0, 100)");
+  }
+  ops.synchronize(test_stream());  // the record was reset
+  HostT out = dout.download();
+  for (int64_t j = 0; j < H; ++j) {
+    EXPECT_EQ(out.get(5 * H + j), 0.0f);  // bad rows are zeros, never a read outside the table
+    EXPECT_EQ(out.get(9 * H + j), 0.0f);
+    EXPECT_EQ(out.get(0 * H + j), table.get(4 * H + j));
+  }
+  // The backward skips and reports bad ids too; good rows are still summed.
+  DevT dtab(DType::kF32, {V, H}), ws(DType::kU8, {int64_t(ops.embedding_workspace_bytes(hids.view()))});
+  DevT g(HostT(DType::kF32, {T, H}, randn(T * H, 701)));
+  ops.embedding_bwd(dtab.view(), g.view(), dids.view(), 0.0f, ws.view(), test_stream());
+  try {
+    ops.synchronize(test_stream());
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(),
+                 "embedding_bwd: token id 100 at position 5 is outside the vocabulary [0, 100)");
+  }
+  ops.synchronize(test_stream());
+}
+
+TEST(CudaOps, RmsNormForwardMatchesCpu) {
+  ZT_REQUIRE_GPU();
+  CpuOps cpu;
+  uint32_t seed = 800;
+  for (int64_t T : {1, 37, 1031})
+    for (int64_t H : {1536, 896, 37, 8})
+      for (DType t : kFloats)
+        for (int64_t mis : {0, 1}) {
+          HostT x(t, {T, H}, randn(T * H, seed++, 2.0f)), w(t, {H}, randn(H, seed++));
+          HostT y = HostT::empty(t, {T, H}), rstd = HostT::empty(DType::kF32, {T});
+          cpu.rmsnorm_fwd(y.view(), rstd.view(), x.view(), w.view(), 1e-6f, {});
+          DevT dx(x, mis), dw(w, mis), dy(t, {T, H}, mis), dr(DType::kF32, {T});
+          cuda_ops().rmsnorm_fwd(dy.view(), dr.view(), dx.view(), dw.view(), 1e-6f, test_stream());
+          const std::string l = label("rmsnorm_fwd", t, {T, H}, mis);
+          expect_close(dr.download(), rstd, 1e-5, l + " rstd");
+          if (t == DType::kF32)
+            expect_close(dy.download(), y, 1e-5, l + " y");
+          else  // bf16(x*r) may land one ulp apart (rstd's sum order), which |w| can make
+                // 2 ulps of y, plus the final rounding of each side: 3 ulps
+            expect_bf16_close(dy.download(), y, 3, 1e-6, l + " y");
+        }
+}
+
+TEST(CudaOps, RmsNormBackwardMatchesCpu) {
+  ZT_REQUIRE_GPU();
+  CpuOps cpu;
+  uint32_t seed = 900;
+  for (int64_t T : {1, 37, 2053})
+    for (int64_t H : {1536, 37, 24})
+      for (DType t : kFloats)
+        for (int variant = 0; variant < 3; ++variant) {
+          // 0: overwrite dx, beta_dw 0; 1: accumulate dx, beta_dw 1; 2: dx aliases dy.
+          const bool acc = variant == 1;
+          const float beta = variant == 1 ? 1.0f : 0.0f;
+          const int64_t mis = variant == 2 ? 1 : 0;
+          HostT x(t, {T, H}, randn(T * H, seed++, 2.0f)), w(t, {H}, randn(H, seed++));
+          HostT dy(t, {T, H}, randn(T * H, seed++)), dx0(t, {T, H}, randn(T * H, seed++));
+          HostT dw0(DType::kF32, {H}, randn(H, seed++));
+          HostT y = HostT::empty(t, {T, H}), rstd = HostT::empty(DType::kF32, {T});
+          cpu.rmsnorm_fwd(y.view(), rstd.view(), x.view(), w.view(), 1e-6f, {});
+          HostT dx = variant == 2 ? dy : dx0, dw = dw0;
+          cpu.rmsnorm_bwd(dx.view(), acc, dw.view(), beta, variant == 2 ? dx.view() : dy.view(),
+                          x.view(), w.view(), rstd.view(), {});
+          DevT ddy(dy, mis), dxx(x, mis), dww(w, mis), dr(rstd);
+          DevT ddx = acc ? DevT(dx0, mis) : DevT(t, {T, H}, mis);
+          DevT ddw = beta == 1.0f ? DevT(dw0) : DevT(DType::kF32, {H});
+          const Tensor dx_view = variant == 2 ? ddy.view() : ddx.view();
+          cuda_ops().rmsnorm_bwd(dx_view, acc, ddw.view(), beta, ddy.view(), dxx.view(),
+                                 dww.view(), dr.view(), test_stream());
+          const std::string l = label("rmsnorm_bwd", t, {T, H}, mis) + " variant " +
+                                std::to_string(variant);
+          const HostT got_dx = variant == 2 ? ddy.download() : ddx.download();
+          // dw: the same fp32 terms (rstd is an input) summed in another fixed order.
+          expect_close(ddw.download(), dw, 1e-5, l + " dw");
+          if (t == DType::kF32)
+            expect_close(got_dx, dx, 1e-5, l + " dx");
+          else
+            expect_bf16_close(got_dx, dx, 1, 1e-5, l + " dx");
+        }
+}
+
+TEST(CudaOps, BiasGradMatchesCpuAndRepeatsBitwise) {
+  ZT_REQUIRE_GPU();
+  CpuOps cpu;
+  uint32_t seed = 1000;
+  for (int64_t M : {1, 37, 8193})
+    for (int64_t N : {256, 1536, 24, 7})
+      for (DType t : kFloats)
+        for (float beta : {0.0f, 1.0f}) {
+          HostT dy(t, {M, N}, randn(M * N, seed++)), db0(DType::kF32, {N}, randn(N, seed++));
+          HostT want = db0;
+          cpu.bias_grad(want.view(), dy.view(), beta, {});
+          const int64_t mis = N == 24 && beta == 1.0f ? 1 : 0;  // N = 24, beta 0: a half slice
+          DevT ddy(dy, mis);
+          HostT first;
+          for (int rep = 0; rep < 2; ++rep) {
+            DevT db = beta == 0.0f ? DevT(DType::kF32, {N}) : DevT(db0);
+            cuda_ops().bias_grad(db.view(), ddy.view(), beta, test_stream());
+            HostT got = db.download();
+            if (rep == 0) {
+              expect_close(got, want, 1e-5, label("bias_grad", t, {M, N}, mis));
+              first = got;
+            } else {
+              expect_bitwise(got, first, label("bias_grad repeat", t, {M, N}, mis));
+            }
+          }
+        }
+}
+
+TEST(CudaOps, SumsqEqualsCpuBitwise) {
+  ZT_REQUIRE_GPU();
+  CpuOps cpu;
+  uint32_t seed = 1100;
+  const int64_t B = Ops::kSumsqBlock;
+  for (int64_t n : {int64_t{0}, int64_t{1}, B - 1, B, B + 1, 3 * B + 77, int64_t{5000011}})
+    for (DType t : kFloats)
+      for (int64_t mis : {0, 1}) {
+        HostT x(t, {n}, randn(static_cast<size_t>(n), seed++, 3.0f));
+        test::Workspace cws(cpu.sumsq_workspace_bytes(x.view()));
+        double want = -1;
+        cpu.sumsq(&want, x.view(), cws.tensor(), {});
+        DevT dx(x, mis);
+        DevT ws(DType::kU8, {static_cast<int64_t>(cuda_ops().sumsq_workspace_bytes(dx.view()))});
+        double got[2] = {-1, -1};
+        for (double& g : got) {
+          cuda_ops().sumsq(&g, dx.view(), ws.view(), test_stream());
+          cuda_ops().synchronize(test_stream());
+        }
+        const std::string l = label("sumsq", t, {n}, mis);
+        EXPECT_EQ(std::memcmp(&got[0], &want, 8), 0) << l << ": gpu " << got[0] << " cpu " << want;
+        EXPECT_EQ(std::memcmp(&got[0], &got[1], 8), 0) << l << ": runs differ";
+      }
+}
+
+TEST(CudaOps, ArgumentErrorsNameOpAndArgument) {
+  ZT_REQUIRE_GPU();
+  CudaOps& ops = cuda_ops();
+  DevT x(DType::kF32, {4, 8}), w(DType::kBF16, {8}), y(DType::kF32, {4, 8}), r(DType::kF32, {4});
+  try {
+    ops.rmsnorm_fwd(y.view(), r.view(), x.view(), w.view(), 1e-6f, test_stream());
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "rmsnorm_fwd: w has dtype bf16 but x has dtype f32; they must match");
+  }
+  DevT small(DType::kU8, {8});
+  DevT big(DType::kF32, {100000});
+  try {
+    double out = 0;
+    ops.sumsq(&out, big.view(), small.view(), test_stream());
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("sumsq: workspace has 8 bytes"), std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace zt::gputest
