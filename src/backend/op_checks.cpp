@@ -55,4 +55,132 @@ void check_workspace(std::string_view op, const Tensor& ws, size_t need) {
     fail("{}: workspace has {} bytes, {} needed", op, ws.data ? ws.nbytes() : 0, need);
 }
 
+void check_cast(const Tensor& dst, const Tensor& src) {
+  check_float("cast", "dst", dst);
+  check_float("cast", "src", src);
+  if (dst.numel() != src.numel())
+    fail("cast: dst {} and src {} differ in size", dst.describe(), src.describe());
+}
+
+void check_add(const Tensor& out, const Tensor& a, const Tensor& b) {
+  check_same_dtype("add", "out", out, "a", a);
+  check_same_dtype("add", "out", out, "b", b);
+  if (out.numel() != a.numel() || out.numel() != b.numel())
+    fail("add: out {}, a {}, b {} differ in size", out.describe(), a.describe(), b.describe());
+  check_float("add", "out", out);
+}
+
+void check_swiglu_fwd(const Tensor& out, const Tensor& gate, const Tensor& up) {
+  check_same_dtype("swiglu_fwd", "out", out, "gate", gate);
+  check_same_dtype("swiglu_fwd", "out", out, "up", up);
+  if (out.numel() != gate.numel() || out.numel() != up.numel())
+    fail("swiglu_fwd: out {}, gate {}, up {} differ in size", out.describe(), gate.describe(),
+         up.describe());
+  check_float("swiglu_fwd", "out", out);
+}
+
+void check_swiglu_bwd(const Tensor& dgate, const Tensor& dup, const Tensor& dout,
+                      const Tensor& gate, const Tensor& up) {
+  for (const Tensor* t : {&dup, &dout, &gate, &up})
+    check_same_dtype("swiglu_bwd", "dgate", dgate, "every argument", *t);
+  const int64_t n = gate.numel();
+  if (dgate.numel() != n || dup.numel() != n || dout.numel() != n || up.numel() != n)
+    fail("swiglu_bwd: arguments differ in size (gate {}, up {}, dout {})", gate.describe(),
+         up.describe(), dout.describe());
+  check_float("swiglu_bwd", "gate", gate);
+}
+
+EmbeddingDims check_embedding_fwd(const Tensor& out, const Tensor& table, const Tensor& ids,
+                                  Device dev) {
+  check_shape("embedding_fwd", "table", table, {-1, -1}, dev);
+  const int64_t V = table.dim(0), H = table.dim(1);
+  check_shape("embedding_fwd", "ids", ids, {-1}, dev);
+  check_dtype("embedding_fwd", "ids", ids, DType::kI32);
+  const int64_t T = ids.dim(0);
+  check_shape("embedding_fwd", "out", out, {T, H}, dev);
+  check_same_dtype("embedding_fwd", "out", out, "table", table);
+  return {V, H, T};
+}
+
+EmbeddingDims check_embedding_bwd(const Tensor& dtable, const Tensor& dout, const Tensor& ids,
+                                  Device dev) {
+  check_shape("embedding_bwd", "dtable", dtable, {-1, -1}, dev);
+  check_dtype("embedding_bwd", "dtable", dtable, DType::kF32);
+  const int64_t V = dtable.dim(0), H = dtable.dim(1);
+  check_shape("embedding_bwd", "ids", ids, {-1}, dev);
+  check_dtype("embedding_bwd", "ids", ids, DType::kI32);
+  const int64_t T = ids.dim(0);
+  check_shape("embedding_bwd", "dout", dout, {T, H}, dev);
+  return {V, H, T};
+}
+
+MatrixDims check_rmsnorm_fwd(const Tensor& y, const Tensor& rstd, const Tensor& x,
+                             const Tensor& w, Device dev) {
+  check_shape("rmsnorm_fwd", "x", x, {-1, -1}, dev);
+  const int64_t T = x.dim(0), H = x.dim(1);
+  check_shape("rmsnorm_fwd", "y", y, {T, H}, dev);
+  check_shape("rmsnorm_fwd", "w", w, {H}, dev);
+  check_shape("rmsnorm_fwd", "rstd", rstd, {T}, dev);
+  check_dtype("rmsnorm_fwd", "rstd", rstd, DType::kF32);
+  check_same_dtype("rmsnorm_fwd", "y", y, "x", x);
+  check_same_dtype("rmsnorm_fwd", "w", w, "x", x);
+  check_float("rmsnorm_fwd", "x", x);
+  return {T, H};
+}
+
+MatrixDims check_rmsnorm_bwd(const Tensor& dx, const Tensor& dw, const Tensor& dy,
+                             const Tensor& x, const Tensor& w, const Tensor& rstd, Device dev) {
+  check_shape("rmsnorm_bwd", "x", x, {-1, -1}, dev);
+  const int64_t T = x.dim(0), H = x.dim(1);
+  check_shape("rmsnorm_bwd", "dx", dx, {T, H}, dev);
+  check_shape("rmsnorm_bwd", "dy", dy, {T, H}, dev);
+  check_shape("rmsnorm_bwd", "w", w, {H}, dev);
+  check_shape("rmsnorm_bwd", "dw", dw, {H}, dev);
+  check_shape("rmsnorm_bwd", "rstd", rstd, {T}, dev);
+  check_dtype("rmsnorm_bwd", "dw", dw, DType::kF32);
+  check_dtype("rmsnorm_bwd", "rstd", rstd, DType::kF32);
+  check_same_dtype("rmsnorm_bwd", "dx", dx, "x", x);
+  check_same_dtype("rmsnorm_bwd", "dy", dy, "x", x);
+  check_same_dtype("rmsnorm_bwd", "w", w, "x", x);
+  check_float("rmsnorm_bwd", "x", x);
+  return {T, H};
+}
+
+MatrixDims check_bias_grad(const Tensor& db, const Tensor& dy, Device dev) {
+  check_shape("bias_grad", "dy", dy, {-1, -1}, dev);
+  const int64_t M = dy.dim(0), N = dy.dim(1);
+  check_shape("bias_grad", "db", db, {N}, dev);
+  check_dtype("bias_grad", "db", db, DType::kF32);
+  check_float("bias_grad", "dy", dy);
+  return {M, N};
+}
+
+RopeDims check_rope_tables(const Tensor& cos, const Tensor& sin, const Tensor& pos,
+                           const Tensor& inv_freq, Device dev) {
+  check_shape("rope_tables", "inv_freq", inv_freq, {-1}, dev);
+  check_dtype("rope_tables", "inv_freq", inv_freq, DType::kF32);
+  const int64_t half = inv_freq.dim(0);
+  check_shape("rope_tables", "pos", pos, {-1}, dev);
+  check_dtype("rope_tables", "pos", pos, DType::kI32);
+  const int64_t T = pos.dim(0);
+  check_shape("rope_tables", "cos", cos, {T, half}, dev);
+  check_shape("rope_tables", "sin", sin, {T, half}, dev);
+  check_dtype("rope_tables", "cos", cos, DType::kF32);
+  check_dtype("rope_tables", "sin", sin, DType::kF32);
+  return {T, 0, half};
+}
+
+RopeDims check_rope(std::string_view op, const Tensor& x, const Tensor& cos, const Tensor& sin,
+                    Device dev) {
+  check_shape(op, "x", x, {-1, -1, -1}, dev);
+  const int64_t T = x.dim(0), NH = x.dim(1), D = x.dim(2), half = D / 2;
+  if (D % 2 != 0) fail("{}: head dim {} is odd", op, D);
+  check_shape(op, "cos", cos, {T, half}, dev);
+  check_shape(op, "sin", sin, {T, half}, dev);
+  check_dtype(op, "cos", cos, DType::kF32);
+  check_dtype(op, "sin", sin, DType::kF32);
+  check_float(op, "x", x);
+  return {T, NH, half};
+}
+
 }  // namespace zt::opcheck

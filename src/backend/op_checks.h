@@ -1,5 +1,7 @@
 // Argument checks shared by the Ops implementations (backend/cpu, backend/cuda): each throws
-// zt::Error naming the op, the argument, what it got and what was expected.
+// zt::Error naming the op, the argument, what it got and what was expected. The per-op checks
+// below are the whole shape/dtype contract of ops.h for that op, in one order for every backend;
+// `dev` is the device the tensors must be on (a backend checks its own data-pointer needs).
 #pragma once
 
 #include <cstddef>
@@ -28,5 +30,47 @@ void check_same_dtype(std::string_view op, std::string_view an, const Tensor& a,
                       std::string_view bn, const Tensor& b);
 // Throws zt::Error unless the workspace has at least `need` bytes.
 void check_workspace(std::string_view op, const Tensor& ws, size_t need);
+
+// ---- per-op checks (semantics and shapes: backend/ops.h)
+
+struct MatrixDims {
+  int64_t rows = 0, cols = 0;
+};
+struct EmbeddingDims {
+  int64_t V = 0, H = 0, T = 0;  // vocabulary, hidden size, tokens
+};
+struct RopeDims {
+  int64_t T = 0, heads = 0, half = 0;  // tokens, heads (0 for the tables), head dim / 2
+};
+
+// cast: dst and src f32/bf16 with equal numel.
+void check_cast(const Tensor& dst, const Tensor& src);
+// add: out, a, b of one float dtype and equal numel.
+void check_add(const Tensor& out, const Tensor& a, const Tensor& b);
+// swiglu_fwd / swiglu_bwd: every argument of one float dtype and equal numel.
+void check_swiglu_fwd(const Tensor& out, const Tensor& gate, const Tensor& up);
+void check_swiglu_bwd(const Tensor& dgate, const Tensor& dup, const Tensor& dout,
+                      const Tensor& gate, const Tensor& up);
+// embedding_fwd: table [V, H], ids [T] i32, out [T, H] of the table's dtype.
+EmbeddingDims check_embedding_fwd(const Tensor& out, const Tensor& table, const Tensor& ids,
+                                  Device dev);
+// embedding_bwd: dtable [V, H] f32, ids [T] i32, dout [T, H] (its dtype is the caller's check).
+EmbeddingDims check_embedding_bwd(const Tensor& dtable, const Tensor& dout, const Tensor& ids,
+                                  Device dev);
+// rmsnorm_fwd: x [T, H] f32/bf16, y like x, w [H] like x, rstd [T] f32. Returns {T, H}.
+MatrixDims check_rmsnorm_fwd(const Tensor& y, const Tensor& rstd, const Tensor& x,
+                             const Tensor& w, Device dev);
+// rmsnorm_bwd: as the forward, plus dx, dy like x and dw [H] f32. Returns {T, H}.
+MatrixDims check_rmsnorm_bwd(const Tensor& dx, const Tensor& dw, const Tensor& dy,
+                             const Tensor& x, const Tensor& w, const Tensor& rstd, Device dev);
+// bias_grad: dy [M, N] f32/bf16, db [N] f32. Returns {M, N}.
+MatrixDims check_bias_grad(const Tensor& db, const Tensor& dy, Device dev);
+// rope_tables: inv_freq [half] f32, pos [T] i32, cos/sin [T, half] f32.
+RopeDims check_rope_tables(const Tensor& cos, const Tensor& sin, const Tensor& pos,
+                           const Tensor& inv_freq, Device dev);
+// rope_fwd / rope_bwd (`op` names which): x [T, heads, D] f32/bf16 with D even, cos/sin
+// [T, D/2] f32.
+RopeDims check_rope(std::string_view op, const Tensor& x, const Tensor& cos, const Tensor& sin,
+                    Device dev);
 
 }  // namespace zt::opcheck

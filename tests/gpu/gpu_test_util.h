@@ -16,6 +16,7 @@
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cuda/cuda_ops.h"
 #include "core/dtype.h"
+#include "core/error.h"
 #include "core/tensor.h"
 
 namespace zt::gputest {
@@ -196,6 +197,18 @@ inline void expect_bf16_close(const HostT& gpu, const HostT& cpu, double ulps, d
       return;
     }
   }
+}
+
+// Runs f, which must throw zt::Error; returns the message ("" and a test failure when none).
+template <class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "no zt::Error thrown";
+  return "";
 }
 
 inline const char* dtype_str(DType t) { return t == DType::kBF16 ? "bf16" : "f32"; }

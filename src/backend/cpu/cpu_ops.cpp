@@ -44,10 +44,7 @@ void CpuOps::copy_to_host(void* dst, const Tensor& src, Stream) {
 }
 
 void CpuOps::cast(const Tensor& dst, const Tensor& src, Stream) {
-  check_float("cast", "dst", dst);
-  check_float("cast", "src", src);
-  if (dst.numel() != src.numel())
-    fail("cast: dst {} and src {} differ in size", dst.describe(), src.describe());
+  opcheck::check_cast(dst, src);
   const int64_t n = src.numel();
   dispatch_float(dst.dtype, "cast", "dst", [&](auto dt) {
     using D = decltype(dt);
@@ -62,10 +59,7 @@ void CpuOps::cast(const Tensor& dst, const Tensor& src, Stream) {
 }
 
 void CpuOps::add(const Tensor& out, const Tensor& a, const Tensor& b, Stream) {
-  check_same_dtype("add", "out", out, "a", a);
-  check_same_dtype("add", "out", out, "b", b);
-  if (out.numel() != a.numel() || out.numel() != b.numel())
-    fail("add: out {}, a {}, b {} differ in size", out.describe(), a.describe(), b.describe());
+  opcheck::check_add(out, a, b);
   const int64_t n = out.numel();
   dispatch_float(out.dtype, "add", "out", [&](auto tag) {
     using T = decltype(tag);
@@ -78,13 +72,8 @@ void CpuOps::add(const Tensor& out, const Tensor& a, const Tensor& b, Stream) {
 }
 
 void CpuOps::embedding_fwd(const Tensor& out, const Tensor& table, const Tensor& ids, Stream) {
-  check_shape("embedding_fwd", "table", table, {-1, -1});
-  const int64_t V = table.dim(0), H = table.dim(1);
-  check_shape("embedding_fwd", "ids", ids, {-1});
-  check_dtype("embedding_fwd", "ids", ids, DType::kI32);
-  const int64_t T = ids.dim(0);
-  check_shape("embedding_fwd", "out", out, {T, H});
-  check_same_dtype("embedding_fwd", "out", out, "table", table);
+  const opcheck::EmbeddingDims d = opcheck::check_embedding_fwd(out, table, ids, Device::kCPU);
+  const int64_t V = d.V, H = d.H, T = d.T;
   const int32_t* id = ids.as<int32_t>();
   for (int64_t t = 0; t < T; ++t)
     if (id[t] < 0 || id[t] >= V)
@@ -101,13 +90,8 @@ void CpuOps::embedding_fwd(const Tensor& out, const Tensor& table, const Tensor&
 void CpuOps::embedding_bwd(const Tensor& dtable, const Tensor& dout, const Tensor& ids, float beta,
                            const Tensor&,
                            Stream) {
-  check_shape("embedding_bwd", "dtable", dtable, {-1, -1});
-  check_dtype("embedding_bwd", "dtable", dtable, DType::kF32);
-  const int64_t V = dtable.dim(0), H = dtable.dim(1);
-  check_shape("embedding_bwd", "ids", ids, {-1});
-  check_dtype("embedding_bwd", "ids", ids, DType::kI32);
-  const int64_t T = ids.dim(0);
-  check_shape("embedding_bwd", "dout", dout, {T, H});
+  const opcheck::EmbeddingDims d = opcheck::check_embedding_bwd(dtable, dout, ids, Device::kCPU);
+  const int64_t V = d.V, H = d.H, T = d.T;
   const int32_t* id = ids.as<int32_t>();
   for (int64_t t = 0; t < T; ++t)
     if (id[t] < 0 || id[t] >= V)
@@ -142,14 +126,8 @@ void CpuOps::embedding_bwd(const Tensor& dtable, const Tensor& dout, const Tenso
 
 void CpuOps::rmsnorm_fwd(const Tensor& y, const Tensor& rstd, const Tensor& x, const Tensor& w,
                          float eps, Stream) {
-  check_shape("rmsnorm_fwd", "x", x, {-1, -1});
-  const int64_t T = x.dim(0), H = x.dim(1);
-  check_shape("rmsnorm_fwd", "y", y, {T, H});
-  check_shape("rmsnorm_fwd", "w", w, {H});
-  check_shape("rmsnorm_fwd", "rstd", rstd, {T});
-  check_dtype("rmsnorm_fwd", "rstd", rstd, DType::kF32);
-  check_same_dtype("rmsnorm_fwd", "y", y, "x", x);
-  check_same_dtype("rmsnorm_fwd", "w", w, "x", x);
+  const opcheck::MatrixDims d = opcheck::check_rmsnorm_fwd(y, rstd, x, w, Device::kCPU);
+  const int64_t T = d.rows, H = d.cols;
   float* rs = rstd.as<float>();
   dispatch_float(x.dtype, "rmsnorm_fwd", "x", [&](auto tag) {
     using T_ = decltype(tag);
@@ -183,18 +161,8 @@ void CpuOps::rmsnorm_fwd(const Tensor& y, const Tensor& rstd, const Tensor& x, c
 void CpuOps::rmsnorm_bwd(const Tensor& dx, bool accumulate_dx, const Tensor& dw, float beta_dw,
                          const Tensor& dy, const Tensor& x, const Tensor& w, const Tensor& rstd,
                          Stream) {
-  check_shape("rmsnorm_bwd", "x", x, {-1, -1});
-  const int64_t T = x.dim(0), H = x.dim(1);
-  check_shape("rmsnorm_bwd", "dx", dx, {T, H});
-  check_shape("rmsnorm_bwd", "dy", dy, {T, H});
-  check_shape("rmsnorm_bwd", "w", w, {H});
-  check_shape("rmsnorm_bwd", "dw", dw, {H});
-  check_shape("rmsnorm_bwd", "rstd", rstd, {T});
-  check_dtype("rmsnorm_bwd", "dw", dw, DType::kF32);
-  check_dtype("rmsnorm_bwd", "rstd", rstd, DType::kF32);
-  check_same_dtype("rmsnorm_bwd", "dx", dx, "x", x);
-  check_same_dtype("rmsnorm_bwd", "dy", dy, "x", x);
-  check_same_dtype("rmsnorm_bwd", "w", w, "x", x);
+  const opcheck::MatrixDims d = opcheck::check_rmsnorm_bwd(dx, dw, dy, x, w, rstd, Device::kCPU);
+  const int64_t T = d.rows, H = d.cols;
   const float* rs = rstd.as<float>();
   float* pdw = dw.as<float>();
   dispatch_float(x.dtype, "rmsnorm_bwd", "x", [&](auto tag) {
@@ -244,10 +212,8 @@ void CpuOps::rmsnorm_bwd(const Tensor& dx, bool accumulate_dx, const Tensor& dw,
 }
 
 void CpuOps::bias_grad(const Tensor& db, const Tensor& dy, float beta, Stream) {
-  check_shape("bias_grad", "dy", dy, {-1, -1});
-  const int64_t M = dy.dim(0), N = dy.dim(1);
-  check_shape("bias_grad", "db", db, {N});
-  check_dtype("bias_grad", "db", db, DType::kF32);
+  const opcheck::MatrixDims d = opcheck::check_bias_grad(db, dy, Device::kCPU);
+  const int64_t M = d.rows, N = d.cols;
   float* out = db.as<float>();
   constexpr int64_t kCols = 64;
   const int64_t nblk = (N + kCols - 1) / kCols;
@@ -268,16 +234,8 @@ void CpuOps::bias_grad(const Tensor& db, const Tensor& dy, float beta, Stream) {
 
 void CpuOps::rope_tables(const Tensor& cos, const Tensor& sin, const Tensor& pos,
                          const Tensor& inv_freq, float attention_scaling, Stream) {
-  check_shape("rope_tables", "inv_freq", inv_freq, {-1});
-  check_dtype("rope_tables", "inv_freq", inv_freq, DType::kF32);
-  const int64_t half = inv_freq.dim(0);
-  check_shape("rope_tables", "pos", pos, {-1});
-  check_dtype("rope_tables", "pos", pos, DType::kI32);
-  const int64_t T = pos.dim(0);
-  check_shape("rope_tables", "cos", cos, {T, half});
-  check_shape("rope_tables", "sin", sin, {T, half});
-  check_dtype("rope_tables", "cos", cos, DType::kF32);
-  check_dtype("rope_tables", "sin", sin, DType::kF32);
+  const opcheck::RopeDims d = opcheck::check_rope_tables(cos, sin, pos, inv_freq, Device::kCPU);
+  const int64_t T = d.T, half = d.half;
   const int32_t* p = pos.as<int32_t>();
   const float* f = inv_freq.as<float>();
   float* c = cos.as<float>();
@@ -297,13 +255,9 @@ namespace {
 
 // Rotates x [T, heads, D] in place by +angle (sign = 1) or -angle (sign = -1).
 void rope_apply(const char* op, const Tensor& x, const Tensor& cos, const Tensor& sin, float sign) {
-  check_shape(op, "x", x, {-1, -1, -1});
-  const int64_t T = x.dim(0), NH = x.dim(1), D = x.dim(2), half = D / 2;
-  if (D % 2 != 0) fail("{}: head dim {} is odd", op, D);
-  check_shape(op, "cos", cos, {T, half});
-  check_shape(op, "sin", sin, {T, half});
-  check_dtype(op, "cos", cos, DType::kF32);
-  check_dtype(op, "sin", sin, DType::kF32);
+  const opcheck::RopeDims d = opcheck::check_rope(op, x, cos, sin, Device::kCPU);
+  const int64_t T = d.T, NH = d.heads, half = d.half;
+  const int64_t D = 2 * half;
   const float* c = cos.as<float>();
   const float* s = sin.as<float>();
   dispatch_float(x.dtype, op, "x", [&](auto tag) {
@@ -337,11 +291,7 @@ void CpuOps::rope_bwd(const Tensor& dx, const Tensor& cos, const Tensor& sin, St
 }
 
 void CpuOps::swiglu_fwd(const Tensor& out, const Tensor& gate, const Tensor& up, Stream) {
-  check_same_dtype("swiglu_fwd", "out", out, "gate", gate);
-  check_same_dtype("swiglu_fwd", "out", out, "up", up);
-  if (out.numel() != gate.numel() || out.numel() != up.numel())
-    fail("swiglu_fwd: out {}, gate {}, up {} differ in size", out.describe(), gate.describe(),
-         up.describe());
+  opcheck::check_swiglu_fwd(out, gate, up);
   const int64_t n = out.numel();
   dispatch_float(out.dtype, "swiglu_fwd", "out", [&](auto tag) {
     using T_ = decltype(tag);
@@ -358,12 +308,8 @@ void CpuOps::swiglu_fwd(const Tensor& out, const Tensor& gate, const Tensor& up,
 
 void CpuOps::swiglu_bwd(const Tensor& dgate, const Tensor& dup, const Tensor& dout,
                         const Tensor& gate, const Tensor& up, Stream) {
-  for (const Tensor* t : {&dup, &dout, &gate, &up})
-    check_same_dtype("swiglu_bwd", "dgate", dgate, "every argument", *t);
+  opcheck::check_swiglu_bwd(dgate, dup, dout, gate, up);
   const int64_t n = gate.numel();
-  if (dgate.numel() != n || dup.numel() != n || dout.numel() != n || up.numel() != n)
-    fail("swiglu_bwd: arguments differ in size (gate {}, up {}, dout {})", gate.describe(),
-         up.describe(), dout.describe());
   dispatch_float(gate.dtype, "swiglu_bwd", "gate", [&](auto tag) {
     using T_ = decltype(tag);
     const T_* g = gate.as<T_>();

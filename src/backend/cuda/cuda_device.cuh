@@ -97,6 +97,15 @@ __device__ __forceinline__ void record_bad_id(int32_t* status, StatusOp op, int6
   status[kStatusVocab] = static_cast<int32_t>(vocab);
 }
 
+// Calls fn(T{}) with T = float for kF32, bf16s otherwise (the caller checked the dtype).
+template <class Fn>
+void by_dtype(DType t, Fn&& fn) {
+  if (t == DType::kF32)
+    fn(float{});
+  else
+    fn(bf16s{});
+}
+
 // Blocks for `n` work items of `threads` per block (at least 1).
 inline unsigned blocks_for(int64_t n, int threads) {
   const int64_t b = (n + threads - 1) / threads;

@@ -109,15 +109,6 @@ void map(const char* op, MapArgs<TO, TI, F::kIn, F::kOut> a, int64_t n, F f, cud
   check_launch(op);
 }
 
-// Calls fn(T{}) with T = float for kF32, bf16s otherwise (the caller checked the dtype).
-template <class Fn>
-void by_dtype(DType t, Fn&& fn) {
-  if (t == DType::kF32)
-    fn(float{});
-  else
-    fn(bf16s{});
-}
-
 // cos/sin [T, half]: one thread per (t, i); reads pos[t] and inv_freq[i], writes two floats.
 __global__ void __launch_bounds__(kThreads)
     rope_tables_kernel(float* cos, float* sin, const int32_t* pos, const float* inv_freq,

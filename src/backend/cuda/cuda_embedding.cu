@@ -189,7 +189,7 @@ void launch_embedding_bwd(float* dtable, const void* dout, DType t, const int32_
   const int vw = vec ? 4 : 1;
   const dim3 grid(static_cast<unsigned>(T),
                   static_cast<unsigned>((H + kRowThreads * vw - 1) / (kRowThreads * vw)));
-  const auto run = [&](auto tag) {
+  by_dtype(t, [&](auto tag) {
     using T_ = decltype(tag);
     if (vec)
       embedding_accumulate_kernel<T_, 4><<<grid, kRowThreads, 0, stream>>>(
@@ -197,11 +197,7 @@ void launch_embedding_bwd(float* dtable, const void* dout, DType t, const int32_
     else
       embedding_accumulate_kernel<T_, 1><<<grid, kRowThreads, 0, stream>>>(
           dtable, static_cast<const T_*>(dout), keys_out, vals_out, T, V, H);
-  };
-  if (t == DType::kF32)
-    run(float{});
-  else
-    run(bf16s{});
+  });
   check_launch("embedding_bwd");
 }
 

@@ -15,20 +15,12 @@
 
 namespace zt {
 
-using opcheck::check_dtype;
 using opcheck::check_float;
-using opcheck::check_same_dtype;
 using opcheck::check_workspace;
 
 namespace {
 
 cudaStream_t stream_of(Stream s) { return static_cast<cudaStream_t>(s.handle); }
-
-// opcheck::check_shape with the tensor required in device memory.
-void check_shape(std::string_view op, std::string_view arg, const Tensor& t,
-                 std::initializer_list<int64_t> dims, bool require_data = true) {
-  opcheck::check_shape(op, arg, t, dims, Device::kCUDA, require_data);
-}
 
 // t in device memory with data (when non-empty), any shape.
 void check_dev(std::string_view op, std::string_view arg, const Tensor& t) {
@@ -138,12 +130,9 @@ void CudaOps::synchronize(Stream s) {
 }
 
 void CudaOps::cast(const Tensor& dst, const Tensor& src, Stream s) {
-  check_float("cast", "dst", dst);
-  check_float("cast", "src", src);
+  opcheck::check_cast(dst, src);
   check_dev("cast", "dst", dst);
   check_dev("cast", "src", src);
-  if (dst.numel() != src.numel())
-    fail("cast: dst {} and src {} differ in size", dst.describe(), src.describe());
   if (dst.dtype == src.dtype) {
     if (dst.numel() > 0 && dst.data != src.data)
       cuda::check(cudaMemcpyAsync(dst.data, src.data, dst.nbytes(), cudaMemcpyDeviceToDevice,
@@ -155,171 +144,97 @@ void CudaOps::cast(const Tensor& dst, const Tensor& src, Stream s) {
 }
 
 void CudaOps::add(const Tensor& out, const Tensor& a, const Tensor& b, Stream s) {
-  check_same_dtype("add", "out", out, "a", a);
-  check_same_dtype("add", "out", out, "b", b);
-  check_float("add", "out", out);
+  opcheck::check_add(out, a, b);
   check_dev("add", "out", out);
   check_dev("add", "a", a);
   check_dev("add", "b", b);
-  if (out.numel() != a.numel() || out.numel() != b.numel())
-    fail("add: out {}, a {}, b {} differ in size", out.describe(), a.describe(), b.describe());
   cuda::launch_add(out.data, a.data, b.data, out.dtype, out.numel(), stream_of(s));
 }
 
 void CudaOps::embedding_fwd(const Tensor& out, const Tensor& table, const Tensor& ids, Stream s) {
-  check_shape("embedding_fwd", "table", table, {-1, -1});
-  const int64_t V = table.dim(0), H = table.dim(1);
-  check_shape("embedding_fwd", "ids", ids, {-1});
-  check_dtype("embedding_fwd", "ids", ids, DType::kI32);
-  const int64_t T = ids.dim(0);
-  check_shape("embedding_fwd", "out", out, {T, H});
-  check_same_dtype("embedding_fwd", "out", out, "table", table);
+  const opcheck::EmbeddingDims d = opcheck::check_embedding_fwd(out, table, ids, Device::kCUDA);
   check_float("embedding_fwd", "table", table);
   // Ids are checked on the device: a bad one is reported by the next synchronize().
-  cuda::launch_embedding_fwd(out.data, table.data, table.dtype, ids.as<int32_t>(), T, V, H,
+  cuda::launch_embedding_fwd(out.data, table.data, table.dtype, ids.as<int32_t>(), d.T, d.V, d.H,
                              dev_status_, stream_of(s));
 }
 
 size_t CudaOps::embedding_workspace_bytes(const Tensor& ids) const {
-  check_shape("embedding_workspace_bytes", "ids", ids, {-1}, false);
+  // A shape-only query: the tensor may be a host-side descriptor without data.
+  opcheck::check_shape("embedding_workspace_bytes", "ids", ids, {-1}, ids.device, false);
   return cuda::embedding_bwd_workspace_bytes(ids.dim(0));
 }
 
 void CudaOps::embedding_bwd(const Tensor& dtable, const Tensor& dout, const Tensor& ids,
                             float beta, const Tensor& workspace, Stream s) {
-  check_shape("embedding_bwd", "dtable", dtable, {-1, -1});
-  check_dtype("embedding_bwd", "dtable", dtable, DType::kF32);
-  const int64_t V = dtable.dim(0), H = dtable.dim(1);
-  check_shape("embedding_bwd", "ids", ids, {-1});
-  check_dtype("embedding_bwd", "ids", ids, DType::kI32);
-  const int64_t T = ids.dim(0);
-  check_shape("embedding_bwd", "dout", dout, {T, H});
+  const opcheck::EmbeddingDims d = opcheck::check_embedding_bwd(dtable, dout, ids, Device::kCUDA);
   check_float("embedding_bwd", "dout", dout);
-  if (T > INT32_MAX) fail("embedding_bwd: {} ids, at most {} supported", T, INT32_MAX);
-  const size_t need = cuda::embedding_bwd_workspace_bytes(T);
+  if (d.T > INT32_MAX) fail("embedding_bwd: {} ids, at most {} supported", d.T, INT32_MAX);
+  const size_t need = cuda::embedding_bwd_workspace_bytes(d.T);
   check_workspace("embedding_bwd", workspace, need);
   if (need > 0) check_dev("embedding_bwd", "workspace", workspace);
-  cuda::launch_embedding_bwd(dtable.as<float>(), dout.data, dout.dtype, ids.as<int32_t>(), T, V,
-                             H, beta, workspace.data, need > 0 ? workspace.nbytes() : 0,
+  cuda::launch_embedding_bwd(dtable.as<float>(), dout.data, dout.dtype, ids.as<int32_t>(), d.T,
+                             d.V, d.H, beta, workspace.data, need > 0 ? workspace.nbytes() : 0,
                              dev_status_, stream_of(s));
 }
 
 void CudaOps::rmsnorm_fwd(const Tensor& y, const Tensor& rstd, const Tensor& x, const Tensor& w,
                           float eps, Stream s) {
-  check_shape("rmsnorm_fwd", "x", x, {-1, -1});
-  const int64_t T = x.dim(0), H = x.dim(1);
-  check_shape("rmsnorm_fwd", "y", y, {T, H});
-  check_shape("rmsnorm_fwd", "w", w, {H});
-  check_shape("rmsnorm_fwd", "rstd", rstd, {T});
-  check_dtype("rmsnorm_fwd", "rstd", rstd, DType::kF32);
-  check_same_dtype("rmsnorm_fwd", "y", y, "x", x);
-  check_same_dtype("rmsnorm_fwd", "w", w, "x", x);
-  check_float("rmsnorm_fwd", "x", x);
-  cuda::launch_rmsnorm_fwd(y.data, rstd.as<float>(), x.data, w.data, x.dtype, T, H, eps,
+  const opcheck::MatrixDims d = opcheck::check_rmsnorm_fwd(y, rstd, x, w, Device::kCUDA);
+  cuda::launch_rmsnorm_fwd(y.data, rstd.as<float>(), x.data, w.data, x.dtype, d.rows, d.cols, eps,
                            stream_of(s));
 }
 
 void CudaOps::rmsnorm_bwd(const Tensor& dx, bool accumulate_dx, const Tensor& dw, float beta_dw,
                           const Tensor& dy, const Tensor& x, const Tensor& w, const Tensor& rstd,
                           Stream s) {
-  check_shape("rmsnorm_bwd", "x", x, {-1, -1});
-  const int64_t T = x.dim(0), H = x.dim(1);
-  check_shape("rmsnorm_bwd", "dx", dx, {T, H});
-  check_shape("rmsnorm_bwd", "dy", dy, {T, H});
-  check_shape("rmsnorm_bwd", "w", w, {H});
-  check_shape("rmsnorm_bwd", "dw", dw, {H});
-  check_shape("rmsnorm_bwd", "rstd", rstd, {T});
-  check_dtype("rmsnorm_bwd", "dw", dw, DType::kF32);
-  check_dtype("rmsnorm_bwd", "rstd", rstd, DType::kF32);
-  check_same_dtype("rmsnorm_bwd", "dx", dx, "x", x);
-  check_same_dtype("rmsnorm_bwd", "dy", dy, "x", x);
-  check_same_dtype("rmsnorm_bwd", "w", w, "x", x);
-  check_float("rmsnorm_bwd", "x", x);
+  const opcheck::MatrixDims d = opcheck::check_rmsnorm_bwd(dx, dw, dy, x, w, rstd, Device::kCUDA);
   cuda::launch_rmsnorm_bwd(dx.data, accumulate_dx, dw.as<float>(), beta_dw, dy.data, x.data,
-                           w.data, rstd.as<float>(), x.dtype, T, H, stream_of(s));
+                           w.data, rstd.as<float>(), x.dtype, d.rows, d.cols, stream_of(s));
 }
 
 void CudaOps::bias_grad(const Tensor& db, const Tensor& dy, float beta, Stream s) {
-  check_shape("bias_grad", "dy", dy, {-1, -1});
-  const int64_t M = dy.dim(0), N = dy.dim(1);
-  check_shape("bias_grad", "db", db, {N});
-  check_dtype("bias_grad", "db", db, DType::kF32);
-  check_float("bias_grad", "dy", dy);
-  cuda::launch_bias_grad(db.as<float>(), dy.data, dy.dtype, M, N, beta, stream_of(s));
+  const opcheck::MatrixDims d = opcheck::check_bias_grad(db, dy, Device::kCUDA);
+  cuda::launch_bias_grad(db.as<float>(), dy.data, dy.dtype, d.rows, d.cols, beta, stream_of(s));
 }
 
 void CudaOps::rope_tables(const Tensor& cos, const Tensor& sin, const Tensor& pos,
                           const Tensor& inv_freq, float attention_scaling, Stream s) {
-  check_shape("rope_tables", "inv_freq", inv_freq, {-1});
-  check_dtype("rope_tables", "inv_freq", inv_freq, DType::kF32);
-  const int64_t half = inv_freq.dim(0);
-  check_shape("rope_tables", "pos", pos, {-1});
-  check_dtype("rope_tables", "pos", pos, DType::kI32);
-  const int64_t T = pos.dim(0);
-  check_shape("rope_tables", "cos", cos, {T, half});
-  check_shape("rope_tables", "sin", sin, {T, half});
-  check_dtype("rope_tables", "cos", cos, DType::kF32);
-  check_dtype("rope_tables", "sin", sin, DType::kF32);
+  const opcheck::RopeDims d = opcheck::check_rope_tables(cos, sin, pos, inv_freq, Device::kCUDA);
   cuda::launch_rope_tables(cos.as<float>(), sin.as<float>(), pos.as<int32_t>(),
-                           inv_freq.as<float>(), T, half, attention_scaling, stream_of(s));
+                           inv_freq.as<float>(), d.T, d.half, attention_scaling, stream_of(s));
 }
 
-namespace {
-
-// Checks of rope_fwd / rope_bwd (the CPU's rope_apply), then the in-place rotation.
-void rope_apply(const char* op, const Tensor& x, const Tensor& cos, const Tensor& sin, float sign,
-                Stream s) {
-  check_shape(op, "x", x, {-1, -1, -1});
-  const int64_t T = x.dim(0), NH = x.dim(1), D = x.dim(2), half = D / 2;
-  if (D % 2 != 0) fail("{}: head dim {} is odd", op, D);
-  check_shape(op, "cos", cos, {T, half});
-  check_shape(op, "sin", sin, {T, half});
-  check_dtype(op, "cos", cos, DType::kF32);
-  check_dtype(op, "sin", sin, DType::kF32);
-  check_float(op, "x", x);
-  cuda::launch_rope(x.data, x.dtype, cos.as<float>(), sin.as<float>(), T, NH, half, sign,
+void CudaOps::rope_fwd(const Tensor& x, const Tensor& cos, const Tensor& sin, Stream s) {
+  const opcheck::RopeDims d = opcheck::check_rope("rope_fwd", x, cos, sin, Device::kCUDA);
+  cuda::launch_rope(x.data, x.dtype, cos.as<float>(), sin.as<float>(), d.T, d.heads, d.half, 1.0f,
                     stream_of(s));
 }
 
-}  // namespace
-
-void CudaOps::rope_fwd(const Tensor& x, const Tensor& cos, const Tensor& sin, Stream s) {
-  rope_apply("rope_fwd", x, cos, sin, 1.0f, s);
-}
-
 void CudaOps::rope_bwd(const Tensor& dx, const Tensor& cos, const Tensor& sin, Stream s) {
-  rope_apply("rope_bwd", dx, cos, sin, -1.0f, s);
+  const opcheck::RopeDims d = opcheck::check_rope("rope_bwd", dx, cos, sin, Device::kCUDA);
+  cuda::launch_rope(dx.data, dx.dtype, cos.as<float>(), sin.as<float>(), d.T, d.heads, d.half,
+                    -1.0f, stream_of(s));
 }
 
 void CudaOps::swiglu_fwd(const Tensor& out, const Tensor& gate, const Tensor& up, Stream s) {
-  check_same_dtype("swiglu_fwd", "out", out, "gate", gate);
-  check_same_dtype("swiglu_fwd", "out", out, "up", up);
-  check_float("swiglu_fwd", "out", out);
+  opcheck::check_swiglu_fwd(out, gate, up);
   check_dev("swiglu_fwd", "out", out);
   check_dev("swiglu_fwd", "gate", gate);
   check_dev("swiglu_fwd", "up", up);
-  if (out.numel() != gate.numel() || out.numel() != up.numel())
-    fail("swiglu_fwd: out {}, gate {}, up {} differ in size", out.describe(), gate.describe(),
-         up.describe());
   cuda::launch_swiglu_fwd(out.data, gate.data, up.data, out.dtype, out.numel(), stream_of(s));
 }
 
 void CudaOps::swiglu_bwd(const Tensor& dgate, const Tensor& dup, const Tensor& dout,
                          const Tensor& gate, const Tensor& up, Stream s) {
-  for (const Tensor* t : {&dup, &dout, &gate, &up})
-    check_same_dtype("swiglu_bwd", "dgate", dgate, "every argument", *t);
-  check_float("swiglu_bwd", "gate", gate);
-  const int64_t n = gate.numel();
-  if (dgate.numel() != n || dup.numel() != n || dout.numel() != n || up.numel() != n)
-    fail("swiglu_bwd: arguments differ in size (gate {}, up {}, dout {})", gate.describe(),
-         up.describe(), dout.describe());
+  opcheck::check_swiglu_bwd(dgate, dup, dout, gate, up);
   check_dev("swiglu_bwd", "dgate", dgate);
   check_dev("swiglu_bwd", "dup", dup);
   check_dev("swiglu_bwd", "dout", dout);
   check_dev("swiglu_bwd", "gate", gate);
   check_dev("swiglu_bwd", "up", up);
-  cuda::launch_swiglu_bwd(dgate.data, dup.data, dout.data, gate.data, up.data, gate.dtype, n,
-                          stream_of(s));
+  cuda::launch_swiglu_bwd(dgate.data, dup.data, dout.data, gate.data, up.data, gate.dtype,
+                          gate.numel(), stream_of(s));
 }
 
 size_t CudaOps::sumsq_workspace_bytes(const Tensor& x) const {

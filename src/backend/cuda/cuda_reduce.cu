@@ -98,12 +98,11 @@ void launch_sumsq(double* out, const void* x, DType t, int64_t n, void* workspac
                                             region(nblk, sizeof(double)));
   if (nblk > 0) {
     const unsigned grid = blocks_for(nblk * kLanes, kSumsqThreads);
-    if (t == DType::kF32)
-      sumsq_partials_kernel<float><<<grid, kSumsqThreads, 0, stream>>>(
-          part, static_cast<const float*>(x), n, nblk);
-    else
-      sumsq_partials_kernel<bf16s><<<grid, kSumsqThreads, 0, stream>>>(
-          part, static_cast<const bf16s*>(x), n, nblk);
+    by_dtype(t, [&](auto tag) {
+      using T = decltype(tag);
+      sumsq_partials_kernel<T><<<grid, kSumsqThreads, 0, stream>>>(part, static_cast<const T*>(x),
+                                                                   n, nblk);
+    });
     check_launch("sumsq");
   }
   sumsq_total_kernel<<<1, kTotalThreads, 0, stream>>>(total, part, nblk);
@@ -115,13 +114,11 @@ void launch_bias_grad(float* db, const void* dy, DType t, int64_t M, int64_t N, 
                       cudaStream_t stream) {
   if (N == 0) return;
   const bool vec = N % kVec == 0 && aligned16(dy);
-  if (t == DType::kF32) {
-    const auto* p = static_cast<const float*>(dy);
-    colsum(db, beta, M, N, vec, BiasTerm<float, 8>{p, N}, BiasTerm<float, 1>{p, N}, stream);
-  } else {
-    const auto* p = static_cast<const bf16s*>(dy);
-    colsum(db, beta, M, N, vec, BiasTerm<bf16s, 8>{p, N}, BiasTerm<bf16s, 1>{p, N}, stream);
-  }
+  by_dtype(t, [&](auto tag) {
+    using T = decltype(tag);
+    const auto* p = static_cast<const T*>(dy);
+    colsum(db, beta, M, N, vec, BiasTerm<T, 8>{p, N}, BiasTerm<T, 1>{p, N}, stream);
+  });
   check_launch("bias_grad");
 }
 

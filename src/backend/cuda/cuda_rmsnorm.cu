@@ -130,14 +130,6 @@ struct DwTerm {
   }
 };
 
-template <class Fn>
-void by_dtype(DType t, Fn&& fn) {
-  if (t == DType::kF32)
-    fn(float{});
-  else
-    fn(bf16s{});
-}
-
 }  // namespace
 
 void launch_rmsnorm_fwd(void* y, float* rstd, const void* x, const void* w, DType t, int64_t T,
