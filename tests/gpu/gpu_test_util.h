@@ -21,10 +21,11 @@
 
 namespace zt::gputest {
 
-// The process's CudaOps (created on first use) and a non-default stream for the ops under test.
+// The process's CudaOps (created on first use, never destroyed: no CUDA calls during static
+// destruction) and a non-default stream for the ops under test.
 inline CudaOps& cuda_ops() {
-  static CudaOps ops;
-  return ops;
+  static CudaOps* ops = new CudaOps;
+  return *ops;
 }
 inline Stream test_stream() {
   static cudaStream_t s = [] {

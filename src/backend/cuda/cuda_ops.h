@@ -15,7 +15,8 @@
 // Files (one op family each, mirroring backend/cpu): cuda_ops.cpp (class, elementwise dispatch,
 // memory ops), cuda_elementwise.cu (cast, add, SwiGLU, RoPE), cuda_embedding.cu, cuda_rmsnorm.cu,
 // cuda_reduce.cu (sumsq, bias_grad), cuda_matmul.cpp (cuBLASLt), cuda_cross_entropy.cpp/.cu,
-// cuda_attention.cpp/.cu, cuda_memory.cpp (device / pinned-host MemoryResources).
+// cuda_attention.cpp/.cu, cuda_memory.cpp (device / pinned-host MemoryResources); launchers are
+// declared in cuda_kernels.h, device helpers shared by the kernels live in cuda_device.cuh.
 #pragma once
 
 #include <cstdint>
