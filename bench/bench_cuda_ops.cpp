@@ -95,7 +95,8 @@ int main(int argc, char** argv) {
   Buf db(H * 4);
   // Spread ids, with one id (an end-of-turn token, say) at every 16th position: a run of 512.
   std::vector<int32_t> hids(T);
-  for (int64_t t = 0; t < T; ++t) hids[t] = t % 16 == 0 ? 151645 : static_cast<int32_t>(t * 7919 % V);
+  for (int64_t t = 0; t < T; ++t)
+    hids[t] = t % 16 == 0 ? 151645 : static_cast<int32_t>(t * 7919 % V);
   cudaMemcpy(ids.p, hids.data(), T * 4, cudaMemcpyHostToDevice);
   cudaMemset(pos.p, 0, T * 4);
 
@@ -105,13 +106,16 @@ int main(int argc, char** argv) {
   row("rmsnorm_fwd [8192,1536] bf16",
       time_of([&] { ops.rmsnorm_fwd(ty, tr, tx, tw, 1e-6f, s); }, st), 2 * TH, peak);
   row("rmsnorm_bwd accumulate [8192,1536] bf16",
-      time_of([&] { ops.rmsnorm_bwd(ty, true, tdw, 1.0f, tdy, tx, tw, tr, s); }, st), 4 * TH,
-      peak);
+      time_of([&] { ops.rmsnorm_bwd(ty, true, tdw, 1.0f, tdy, tx, tw, tr, s); }, st), 4 * TH, peak);
   row("add [8192,1536] bf16", time_of([&] { ops.add(ty, tx, tdy, s); }, st), 3 * TH, peak);
-  row("bias_grad [8192,1536] bf16",
-      time_of([&] { ops.bias_grad(tdw, tdy, 1.0f, s); }, st), TH, peak);
+  row("bias_grad [8192,1536] bf16", time_of([&] { ops.bias_grad(tdw, tdy, 1.0f, s); }, st), TH,
+      peak);
   row("bias_grad [8192,256] bf16",
-      time_of([&] { ops.bias_grad(dev(db, f32, {256}), dev(dy, bf, {T, 256}), 1.0f, s); }, st),
+      time_of(
+          [&] {
+            ops.bias_grad(dev(db, f32, {256}), dev(dy, bf, {T, 256}), 1.0f, s);
+          },
+          st),
       static_cast<double>(T) * 256 * 2, peak);
   const Tensor tg = dev(gate, bf, {T, I}), tu = dev(up, bf, {T, I}), ta = dev(act, bf, {T, I});
   row("swiglu_fwd [8192,8960] bf16", time_of([&] { ops.swiglu_fwd(ta, tg, tu, s); }, st), 3 * TI,
@@ -120,21 +124,37 @@ int main(int argc, char** argv) {
       time_of([&] { ops.swiglu_bwd(tg, tu, ta, tg, tu, s); }, st), 5 * TI, peak);
   const Tensor tc = dev(cs, f32, {T, D / 2}), ts = dev(sn, f32, {T, D / 2});
   row("rope_tables [8192,64]",
-      time_of([&] {
-        ops.rope_tables(tc, ts, dev(pos, DType::kI32, {T}), dev(freq, f32, {D / 2}), 1.0f, s);
-      }, st),
+      time_of(
+          [&] {
+            ops.rope_tables(tc, ts, dev(pos, DType::kI32, {T}), dev(freq, f32, {D / 2}), 1.0f, s);
+          },
+          st),
       static_cast<double>(T) * D * 4, peak);
   row("rope_fwd q [8192,12,128] bf16",
-      time_of([&] { ops.rope_fwd(dev(q, bf, {T, Hq, D}), tc, ts, s); }, st),
+      time_of(
+          [&] {
+            ops.rope_fwd(dev(q, bf, {T, Hq, D}), tc, ts, s);
+          },
+          st),
       2.0 * T * Hq * D * 2 + T * D * 4, peak);
   row("rope_bwd k [8192,2,128] bf16",
-      time_of([&] { ops.rope_bwd(dev(k, bf, {T, Hkv, D}), tc, ts, s); }, st),
+      time_of(
+          [&] {
+            ops.rope_bwd(dev(k, bf, {T, Hkv, D}), tc, ts, s);
+          },
+          st),
       2.0 * T * Hkv * D * 2 + T * D * 4, peak);
   const Tensor tids = dev(ids, DType::kI32, {T});
   row("embedding_fwd [8192,1536] bf16",
-      time_of([&] { ops.embedding_fwd(ty, dev(table, bf, {V, H}), tids, s); }, st), 2 * TH, peak);
+      time_of(
+          [&] {
+            ops.embedding_fwd(ty, dev(table, bf, {V, H}), tids, s);
+          },
+          st),
+      2 * TH, peak);
   Buf ews(ops.embedding_workspace_bytes(tids));
-  const Tensor tews = dev(ews, DType::kU8, {static_cast<int64_t>(ops.embedding_workspace_bytes(tids))});
+  const Tensor tews =
+      dev(ews, DType::kU8, {static_cast<int64_t>(ops.embedding_workspace_bytes(tids))});
   const Tensor tdt = dev(dtable, f32, {V, H});
   row("embedding_bwd beta 1 (a run of 512)",
       time_of([&] { ops.embedding_bwd(tdt, tdy, tids, 1.0f, tews, s); }, st), TH + H * 8, peak);
@@ -155,11 +175,14 @@ int main(int argc, char** argv) {
   row(("cast f32->bf16 N=" + std::to_string(N)).c_str(),
       time_of([&] { ops.cast(dev(pb, bf, {N}), tgr, s); }, st), N * 6.0, peak);
   const zt::optim::AdamWStep a = zt::optim::adamw_step({0.9, 0.999, 1e-8, 0.01}, 2e-5, 10, 0.9f);
-  row(("adamw_cuda + bf16 copy N=" + std::to_string(N)).c_str(), time_of([&] {
-        zt::optim::adamw_cuda(a, static_cast<float*>(p.p), static_cast<float*>(m.p),
-                              static_cast<float*>(v.p), static_cast<const float*>(g.p),
-                              static_cast<size_t>(N), static_cast<uint16_t*>(pb.p), st);
-      }, st),
+  row(("adamw_cuda + bf16 copy N=" + std::to_string(N)).c_str(),
+      time_of(
+          [&] {
+            zt::optim::adamw_cuda(a, static_cast<float*>(p.p), static_cast<float*>(m.p),
+                                  static_cast<float*>(v.p), static_cast<const float*>(g.p),
+                                  static_cast<size_t>(N), static_cast<uint16_t*>(pb.p), st);
+          },
+          st),
       N * 30.0, peak);
   ops.synchronize(s);
   cudaFreeHost(host);

@@ -114,8 +114,8 @@ EmbeddingDims check_embedding_bwd(const Tensor& dtable, const Tensor& dout, cons
   return {V, H, T};
 }
 
-MatrixDims check_rmsnorm_fwd(const Tensor& y, const Tensor& rstd, const Tensor& x,
-                             const Tensor& w, Device dev) {
+MatrixDims check_rmsnorm_fwd(const Tensor& y, const Tensor& rstd, const Tensor& x, const Tensor& w,
+                             Device dev) {
   check_shape("rmsnorm_fwd", "x", x, {-1, -1}, dev);
   const int64_t T = x.dim(0), H = x.dim(1);
   check_shape("rmsnorm_fwd", "y", y, {T, H}, dev);
@@ -128,8 +128,8 @@ MatrixDims check_rmsnorm_fwd(const Tensor& y, const Tensor& rstd, const Tensor& 
   return {T, H};
 }
 
-MatrixDims check_rmsnorm_bwd(const Tensor& dx, const Tensor& dw, const Tensor& dy,
-                             const Tensor& x, const Tensor& w, const Tensor& rstd, Device dev) {
+MatrixDims check_rmsnorm_bwd(const Tensor& dx, const Tensor& dw, const Tensor& dy, const Tensor& x,
+                             const Tensor& w, const Tensor& rstd, Device dev) {
   check_shape("rmsnorm_bwd", "x", x, {-1, -1}, dev);
   const int64_t T = x.dim(0), H = x.dim(1);
   check_shape("rmsnorm_bwd", "dx", dx, {T, H}, dev);

@@ -14,8 +14,8 @@
 namespace zt::opcheck {
 
 // Throws zt::Error "<op>: <arg> is [2, 3] f32, expected shape [4, 3]" unless t has exactly `dims`
-// (a -1 entry matches any size). Also rejects a tensor on another device than `device` ("<op>: <arg>
-// is not in host memory" / "... device memory") and, when require_data, a null pointer for a
+// (a -1 entry matches any size). Also rejects a tensor on another device than `device` ("<op>:
+// <arg> is not in host memory" / "... device memory") and, when require_data, a null pointer for a
 // non-empty tensor (workspace-size queries pass shape-only tensors).
 void check_shape(std::string_view op, std::string_view arg, const Tensor& t,
                  std::initializer_list<int64_t> dims, Device device, bool require_data = true);
@@ -58,11 +58,11 @@ EmbeddingDims check_embedding_fwd(const Tensor& out, const Tensor& table, const 
 EmbeddingDims check_embedding_bwd(const Tensor& dtable, const Tensor& dout, const Tensor& ids,
                                   Device dev);
 // rmsnorm_fwd: x [T, H] f32/bf16, y like x, w [H] like x, rstd [T] f32. Returns {T, H}.
-MatrixDims check_rmsnorm_fwd(const Tensor& y, const Tensor& rstd, const Tensor& x,
-                             const Tensor& w, Device dev);
+MatrixDims check_rmsnorm_fwd(const Tensor& y, const Tensor& rstd, const Tensor& x, const Tensor& w,
+                             Device dev);
 // rmsnorm_bwd: as the forward, plus dx, dy like x and dw [H] f32. Returns {T, H}.
-MatrixDims check_rmsnorm_bwd(const Tensor& dx, const Tensor& dw, const Tensor& dy,
-                             const Tensor& x, const Tensor& w, const Tensor& rstd, Device dev);
+MatrixDims check_rmsnorm_bwd(const Tensor& dx, const Tensor& dw, const Tensor& dy, const Tensor& x,
+                             const Tensor& w, const Tensor& rstd, Device dev);
 // bias_grad: dy [M, N] f32/bf16, db [N] f32. Returns {M, N}.
 MatrixDims check_bias_grad(const Tensor& db, const Tensor& dy, Device dev);
 // rope_tables: inv_freq [half] f32, pos [T] i32, cos/sin [T, half] f32.

@@ -139,8 +139,8 @@ struct DevT {
 };
 
 // Skips the test when no GPU is visible.
-#define ZT_REQUIRE_GPU()                                                 \
-  do {                                                                   \
+#define ZT_REQUIRE_GPU()                                                  \
+  do {                                                                    \
     if (::zt::cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device"; \
   } while (0)
 
@@ -160,7 +160,8 @@ inline void expect_bitwise(const HostT& gpu, const HostT& cpu, const std::string
 }
 
 // |gpu_i - cpu_i| <= rel * max_j |cpu_j| for every i (NaN fails). Returns the worst ratio.
-inline double expect_close(const HostT& gpu, const HostT& cpu, double rel, const std::string& what) {
+inline double expect_close(const HostT& gpu, const HostT& cpu, double rel,
+                           const std::string& what) {
   EXPECT_EQ(gpu.numel(), cpu.numel()) << what;
   double scale = 1e-30, worst = 0;
   for (int64_t i = 0; i < cpu.numel(); ++i) scale = std::max(scale, std::fabs(double(cpu.get(i))));

@@ -57,7 +57,7 @@ TEST(CudaAdamW, BitwiseEqualToCpu) {
         const optim::AdamWStep s = optim::adamw_step(hp, 3e-4, 7, wd > 0 ? 0.37f : 1.0f);
         ASSERT_EQ(s.lerp_from_m, beta1 == 0.9);
         check_adamw(s, 1000003, bf16, 0, seed++);  // vectors of 4, then a tail of 3
-        check_adamw(s, 1003, bf16, 1, seed++);  // misaligned: the element-by-element path
+        check_adamw(s, 1003, bf16, 1, seed++);     // misaligned: the element-by-element path
       }
 }
 

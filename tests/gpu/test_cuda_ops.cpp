@@ -185,8 +185,8 @@ TEST(CudaOps, EmbeddingForwardMatchesCpuBitwise) {
 }
 
 // dtable after embedding_bwd on the CPU and the GPU, from the same start.
-void check_embedding_bwd(int64_t V, int64_t H, const std::vector<int32_t>& ids, DType t,
-                         float beta, uint32_t seed, int64_t mis) {
+void check_embedding_bwd(int64_t V, int64_t H, const std::vector<int32_t>& ids, DType t, float beta,
+                         uint32_t seed, int64_t mis) {
   CpuOps cpu;
   const int64_t T = static_cast<int64_t>(ids.size());
   HostT dout(t, {T, H}, randn(T * H, seed)), hids({T}, ids);
@@ -239,7 +239,8 @@ TEST(CudaOps, OutOfVocabularyIdIsReportedBySynchronize) {
     EXPECT_EQ(out.get(0 * H + j), table.get(4 * H + j));
   }
   // The backward skips and reports bad ids too; good rows are still summed.
-  DevT dtab(DType::kF32, {V, H}), ws(DType::kU8, {int64_t(ops.embedding_workspace_bytes(hids.view()))});
+  DevT dtab(DType::kF32, {V, H}),
+      ws(DType::kU8, {int64_t(ops.embedding_workspace_bytes(hids.view()))});
   DevT g(HostT(DType::kF32, {T, H}, randn(T * H, 701)));
   ops.embedding_bwd(dtab.view(), g.view(), dids.view(), 0.0f, ws.view(), test_stream());
   EXPECT_EQ(error_of([&] { ops.synchronize(test_stream()); }),
@@ -294,10 +295,10 @@ TEST(CudaOps, RmsNormBackwardMatchesCpu) {
           DevT ddx = acc ? DevT(dx0, mis) : DevT(t, {T, H}, mis);
           DevT ddw = beta == 1.0f ? DevT(dw0) : DevT(DType::kF32, {H});
           const Tensor dx_view = variant == 2 ? ddy.view() : ddx.view();
-          cuda_ops().rmsnorm_bwd(dx_view, acc, ddw.view(), beta, ddy.view(), dxx.view(),
-                                 dww.view(), dr.view(), test_stream());
-          const std::string l = label("rmsnorm_bwd", t, {T, H}, mis) + " variant " +
-                                std::to_string(variant);
+          cuda_ops().rmsnorm_bwd(dx_view, acc, ddw.view(), beta, ddy.view(), dxx.view(), dww.view(),
+                                 dr.view(), test_stream());
+          const std::string l =
+              label("rmsnorm_bwd", t, {T, H}, mis) + " variant " + std::to_string(variant);
           const HostT got_dx = variant == 2 ? ddy.download() : ddx.download();
           // dw: the same fp32 terms (rstd is an input) summed in another fixed order.
           expect_close(ddw.download(), dw, 1e-5, l + " dw");
@@ -371,8 +372,7 @@ TEST(CudaOps, ArgumentErrorsNameOpAndArgument) {
             "rmsnorm_fwd: w has dtype bf16 but x has dtype f32; they must match");
   DevT small(DType::kU8, {8}), big(DType::kF32, {100000});
   double out = 0;
-  const std::string e =
-      error_of([&] { ops.sumsq(&out, big.view(), small.view(), test_stream()); });
+  const std::string e = error_of([&] { ops.sumsq(&out, big.view(), small.view(), test_stream()); });
   EXPECT_EQ(e.rfind("sumsq: workspace has 8 bytes, ", 0), 0u) << e;
   // A host tensor in a device op names the argument.
   HostT hx(DType::kF32, {4, 8}, std::vector<float>(32, 1.0f));

@@ -88,8 +88,7 @@ void CpuOps::embedding_fwd(const Tensor& out, const Tensor& table, const Tensor&
 }
 
 void CpuOps::embedding_bwd(const Tensor& dtable, const Tensor& dout, const Tensor& ids, float beta,
-                           const Tensor&,
-                           Stream) {
+                           const Tensor&, Stream) {
   const opcheck::EmbeddingDims d = opcheck::check_embedding_bwd(dtable, dout, ids, Device::kCPU);
   const int64_t V = d.V, H = d.H, T = d.T;
   const int32_t* id = ids.as<int32_t>();

@@ -27,8 +27,8 @@ constexpr int kColsumUnroll = 4;
 template <int VEC, class F>
 __global__ void __launch_bounds__(kColsumThreads)
     colsum_kernel(float* out, float beta, int64_t M, int64_t N, F term) {
-  constexpr int kTpr = kColsumCols / VEC;           // threads per row of the slice
-  constexpr int kSlots = kColsumThreads / kTpr;     // row slots R
+  constexpr int kTpr = kColsumCols / VEC;        // threads per row of the slice
+  constexpr int kSlots = kColsumThreads / kTpr;  // row slots R
   __shared__ float part[kSlots][kColsumCols];
   const int c = threadIdx.x % kTpr, r = threadIdx.x / kTpr;
   const int64_t j = static_cast<int64_t>(blockIdx.x) * kColsumCols + c * VEC;

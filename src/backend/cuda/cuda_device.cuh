@@ -19,8 +19,9 @@ struct bf16s {
 __device__ __forceinline__ float bf16_to_f32(uint16_t h) {
   return __uint_as_float(static_cast<uint32_t>(h) << 16);
 }
-// fp32 -> bf16 round to nearest even, NaN kept quiet: the same bits as zt::f32_to_bf16 (core/dtype.h)
-// for every input, NaN payloads included (cuda_bf16.h's conversion canonicalises NaN instead).
+// fp32 -> bf16 round to nearest even, NaN kept quiet: the same bits as zt::f32_to_bf16
+// (core/dtype.h) for every input, NaN payloads included (cuda_bf16.h's conversion canonicalises NaN
+// instead).
 __device__ __forceinline__ uint16_t f32_to_bf16(float f) {
   const uint32_t u = __float_as_uint(f);
   if ((u & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((u >> 16) | 0x40u);

@@ -104,15 +104,15 @@ void map(const char* op, MapArgs<TO, TI, F::kIn, F::kOut> a, int64_t n, F f, cud
   bool vec = true;
   for (const TI* p : a.in) vec = vec && aligned16(p);
   for (TO* p : a.out) vec = vec && aligned16(p);
-  map_kernel<TO, TI, F><<<blocks_for((n + kVec - 1) / kVec, kThreads), kThreads, 0, stream>>>(
-      a, n, vec, f);
+  map_kernel<TO, TI, F>
+      <<<blocks_for((n + kVec - 1) / kVec, kThreads), kThreads, 0, stream>>>(a, n, vec, f);
   check_launch(op);
 }
 
 // cos/sin [T, half]: one thread per (t, i); reads pos[t] and inv_freq[i], writes two floats.
 __global__ void __launch_bounds__(kThreads)
-    rope_tables_kernel(float* cos, float* sin, const int32_t* pos, const float* inv_freq,
-                       int64_t T, int64_t half, float scaling) {
+    rope_tables_kernel(float* cos, float* sin, const int32_t* pos, const float* inv_freq, int64_t T,
+                       int64_t half, float scaling) {
   const int64_t idx = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
   if (idx >= T * half) return;
   const int64_t t = idx / half, i = idx - t * half;
@@ -129,8 +129,8 @@ __global__ void __launch_bounds__(kThreads)
 // and written once; the cos/sin rows of token t are re-read by its `heads` rows (cache hits).
 template <class T>
 __global__ void __launch_bounds__(kThreads)
-    rope_kernel(T* x, const float* cos, const float* sin, int64_t rows, int64_t heads,
-                int64_t half, float sign, bool vec) {
+    rope_kernel(T* x, const float* cos, const float* sin, int64_t rows, int64_t heads, int64_t half,
+                float sign, bool vec) {
   const int64_t groups = (half + kVec - 1) / kVec;
   const int64_t idx = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
   if (idx >= rows * groups) return;
@@ -167,10 +167,12 @@ __global__ void __launch_bounds__(kThreads)
 
 void launch_cast(void* dst, DType dt, const void* src, DType st, int64_t n, cudaStream_t stream) {
   if (dt == DType::kBF16 && st == DType::kF32)
-    map("cast", MapArgs<bf16s, float, 1, 1>{{static_cast<const float*>(src)}, {static_cast<bf16s*>(dst)}},
+    map("cast",
+        MapArgs<bf16s, float, 1, 1>{{static_cast<const float*>(src)}, {static_cast<bf16s*>(dst)}},
         n, CastF{}, stream);
   else
-    map("cast", MapArgs<float, bf16s, 1, 1>{{static_cast<const bf16s*>(src)}, {static_cast<float*>(dst)}},
+    map("cast",
+        MapArgs<float, bf16s, 1, 1>{{static_cast<const bf16s*>(src)}, {static_cast<float*>(dst)}},
         n, CastF{}, stream);
 }
 
@@ -214,9 +216,8 @@ void launch_swiglu_bwd(void* dgate, void* dup, const void* dout, const void* gat
 void launch_rope_tables(float* cos, float* sin, const int32_t* pos, const float* inv_freq,
                         int64_t T, int64_t half, float scaling, cudaStream_t stream) {
   if (T * half == 0) return;
-  rope_tables_kernel<<<blocks_for(T * half, kThreads), kThreads, 0, stream>>>(cos, sin, pos,
-                                                                              inv_freq, T, half,
-                                                                              scaling);
+  rope_tables_kernel<<<blocks_for(T * half, kThreads), kThreads, 0, stream>>>(
+      cos, sin, pos, inv_freq, T, half, scaling);
   check_launch("rope_tables");
 }
 

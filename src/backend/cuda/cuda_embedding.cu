@@ -16,8 +16,8 @@
 namespace zt::cuda {
 namespace {
 
-constexpr int kRowThreads = 128;   // threads per block of the row kernels
-constexpr int kAccUnroll = 8;      // rows of one run loaded before they are added (latency hiding)
+constexpr int kRowThreads = 128;  // threads per block of the row kernels
+constexpr int kAccUnroll = 8;     // rows of one run loaded before they are added (latency hiding)
 
 // out[t, :] = table[ids[t], :], rows moved as `units` elements of U (16, 4 or 2 bytes).
 // Grid: one block per token t (gridDim.x = T), kRowThreads threads striding over the row's units:
@@ -120,11 +120,10 @@ size_t region(int64_t T) { return (static_cast<size_t>(T) * 4 + 63) & ~size_t{63
 
 size_t sort_temp_bytes(int64_t T, int end_bit) {
   size_t temp = 0;
-  check(cub::DeviceRadixSort::SortPairs(nullptr, temp, static_cast<const uint32_t*>(nullptr),
-                                        static_cast<uint32_t*>(nullptr),
-                                        static_cast<const int32_t*>(nullptr),
-                                        static_cast<int32_t*>(nullptr), static_cast<int>(T), 0,
-                                        end_bit),
+  check(cub::DeviceRadixSort::SortPairs(
+            nullptr, temp, static_cast<const uint32_t*>(nullptr), static_cast<uint32_t*>(nullptr),
+            static_cast<const int32_t*>(nullptr), static_cast<int32_t*>(nullptr),
+            static_cast<int>(T), 0, end_bit),
         "embedding_workspace_bytes");
   return temp;
 }
@@ -158,8 +157,8 @@ size_t embedding_bwd_workspace_bytes(int64_t T) {
 }
 
 void launch_embedding_bwd(float* dtable, const void* dout, DType t, const int32_t* ids, int64_t T,
-                          int64_t V, int64_t H, float beta, void* workspace,
-                          size_t workspace_bytes, int32_t* status, cudaStream_t stream) {
+                          int64_t V, int64_t H, float beta, void* workspace, size_t workspace_bytes,
+                          int32_t* status, cudaStream_t stream) {
   // dtable = beta*dtable first, as the CPU does (beta 0 writes zeros: never 0*NaN).
   if (beta == 0.0f)
     check(cudaMemsetAsync(dtable, 0, static_cast<size_t>(V * H) * sizeof(float), stream),

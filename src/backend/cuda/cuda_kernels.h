@@ -23,7 +23,12 @@ constexpr int kStatusKey = 0;
 constexpr int kStatusVocab = 2;
 constexpr int kStatusOp = 3;
 constexpr int kStatusInts = 4;
-enum class StatusOp : int32_t { kNone = 0, kEmbeddingFwd = 1, kEmbeddingBwd = 2, kCrossEntropy = 3 };
+enum class StatusOp : int32_t {
+  kNone = 0,
+  kEmbeddingFwd = 1,
+  kEmbeddingBwd = 2,
+  kCrossEntropy = 3
+};
 
 // ---- cuda_elementwise.cu (n = elements)
 

@@ -49,7 +49,8 @@ void reset_status(int32_t* dev, int32_t* host, cudaStream_t stream) {
 
 CudaOps::CudaOps(CudaOpsOptions options) : opt_(options) {
   const int n = cuda_device_count();
-  if (n == 0) fail("CudaOps: no CUDA device is visible (no driver, or CUDA_VISIBLE_DEVICES hides all)");
+  if (n == 0)
+    fail("CudaOps: no CUDA device is visible (no driver, or CUDA_VISIBLE_DEVICES hides all)");
   if (opt_.device < 0 || opt_.device >= n)
     fail("CudaOps: CUDA device {} does not exist ({} visible)", opt_.device, n);
   if (opt_.ce_chunk_rows < 1) fail("CudaOps: ce_chunk_rows ({}) must be >= 1", opt_.ce_chunk_rows);
@@ -83,8 +84,7 @@ std::string CudaOps::name() const { return name_; }
 
 void CudaOps::zero(const Tensor& x, Stream s) {
   check_dev("zero", "x", x);
-  if (x.numel() > 0)
-    cuda::check(cudaMemsetAsync(x.data, 0, x.nbytes(), stream_of(s)), "zero");
+  if (x.numel() > 0) cuda::check(cudaMemsetAsync(x.data, 0, x.nbytes(), stream_of(s)), "zero");
 }
 
 void CudaOps::copy_from_host(const Tensor& dst, const void* src, Stream s) {
@@ -120,9 +120,10 @@ void CudaOps::synchronize(Stream s) {
       fail("embedding_bwd: token id {} at position {} is outside the vocabulary [0, {})", value,
            pos, vocab);
     case cuda::StatusOp::kCrossEntropy:
-      fail("linear_cross_entropy_fwd_bwd: target {} at position {} is outside the vocabulary "
-           "[0, {}) and is not -100",
-           value, pos, vocab);
+      fail(
+          "linear_cross_entropy_fwd_bwd: target {} at position {} is outside the vocabulary "
+          "[0, {}) and is not -100",
+          value, pos, vocab);
     default:
       fail("embedding_fwd: token id {} at position {} is outside the vocabulary [0, {})", value,
            pos, vocab);
@@ -135,9 +136,9 @@ void CudaOps::cast(const Tensor& dst, const Tensor& src, Stream s) {
   check_dev("cast", "src", src);
   if (dst.dtype == src.dtype) {
     if (dst.numel() > 0 && dst.data != src.data)
-      cuda::check(cudaMemcpyAsync(dst.data, src.data, dst.nbytes(), cudaMemcpyDeviceToDevice,
-                                  stream_of(s)),
-                  "cast");
+      cuda::check(
+          cudaMemcpyAsync(dst.data, src.data, dst.nbytes(), cudaMemcpyDeviceToDevice, stream_of(s)),
+          "cast");
     return;
   }
   cuda::launch_cast(dst.data, dst.dtype, src.data, src.dtype, src.numel(), stream_of(s));
@@ -165,16 +166,16 @@ size_t CudaOps::embedding_workspace_bytes(const Tensor& ids) const {
   return cuda::embedding_bwd_workspace_bytes(ids.dim(0));
 }
 
-void CudaOps::embedding_bwd(const Tensor& dtable, const Tensor& dout, const Tensor& ids,
-                            float beta, const Tensor& workspace, Stream s) {
+void CudaOps::embedding_bwd(const Tensor& dtable, const Tensor& dout, const Tensor& ids, float beta,
+                            const Tensor& workspace, Stream s) {
   const opcheck::EmbeddingDims d = opcheck::check_embedding_bwd(dtable, dout, ids, Device::kCUDA);
   check_float("embedding_bwd", "dout", dout);
   if (d.T > INT32_MAX) fail("embedding_bwd: {} ids, at most {} supported", d.T, INT32_MAX);
   const size_t need = cuda::embedding_bwd_workspace_bytes(d.T);
   check_workspace("embedding_bwd", workspace, need);
   if (need > 0) check_dev("embedding_bwd", "workspace", workspace);
-  cuda::launch_embedding_bwd(dtable.as<float>(), dout.data, dout.dtype, ids.as<int32_t>(), d.T,
-                             d.V, d.H, beta, workspace.data, need > 0 ? workspace.nbytes() : 0,
+  cuda::launch_embedding_bwd(dtable.as<float>(), dout.data, dout.dtype, ids.as<int32_t>(), d.T, d.V,
+                             d.H, beta, workspace.data, need > 0 ? workspace.nbytes() : 0,
                              dev_status_, stream_of(s));
 }
 
@@ -189,8 +190,8 @@ void CudaOps::rmsnorm_bwd(const Tensor& dx, bool accumulate_dx, const Tensor& dw
                           const Tensor& dy, const Tensor& x, const Tensor& w, const Tensor& rstd,
                           Stream s) {
   const opcheck::MatrixDims d = opcheck::check_rmsnorm_bwd(dx, dw, dy, x, w, rstd, Device::kCUDA);
-  cuda::launch_rmsnorm_bwd(dx.data, accumulate_dx, dw.as<float>(), beta_dw, dy.data, x.data,
-                           w.data, rstd.as<float>(), x.dtype, d.rows, d.cols, stream_of(s));
+  cuda::launch_rmsnorm_bwd(dx.data, accumulate_dx, dw.as<float>(), beta_dw, dy.data, x.data, w.data,
+                           rstd.as<float>(), x.dtype, d.rows, d.cols, stream_of(s));
 }
 
 void CudaOps::bias_grad(const Tensor& db, const Tensor& dy, float beta, Stream s) {

@@ -94,14 +94,14 @@ void launch_sumsq(double* out, const void* x, DType t, int64_t n, void* workspac
                   cudaStream_t stream) {
   const int64_t nblk = (n + kBlock - 1) / kBlock;
   auto* part = static_cast<double*>(workspace);
-  double* total = reinterpret_cast<double*>(static_cast<char*>(workspace) +
-                                            region(nblk, sizeof(double)));
+  double* total =
+      reinterpret_cast<double*>(static_cast<char*>(workspace) + region(nblk, sizeof(double)));
   if (nblk > 0) {
     const unsigned grid = blocks_for(nblk * kLanes, kSumsqThreads);
     by_dtype(t, [&](auto tag) {
       using T = decltype(tag);
-      sumsq_partials_kernel<T><<<grid, kSumsqThreads, 0, stream>>>(part, static_cast<const T*>(x),
-                                                                   n, nblk);
+      sumsq_partials_kernel<T>
+          <<<grid, kSumsqThreads, 0, stream>>>(part, static_cast<const T*>(x), n, nblk);
     });
     check_launch("sumsq");
   }

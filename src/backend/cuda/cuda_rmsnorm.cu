@@ -139,8 +139,8 @@ void launch_rmsnorm_fwd(void* y, float* rstd, const void* x, const void* w, DTyp
   by_dtype(t, [&](auto tag) {
     using T_ = decltype(tag);
     rmsnorm_fwd_kernel<T_><<<blocks_for(T, kWarps), kWarps * 32, 0, stream>>>(
-        static_cast<T_*>(y), rstd, static_cast<const T_*>(x), static_cast<const T_*>(w), T, H,
-        eps, vec);
+        static_cast<T_*>(y), rstd, static_cast<const T_*>(x), static_cast<const T_*>(w), T, H, eps,
+        vec);
   });
   check_launch("rmsnorm_fwd");
 }
@@ -149,19 +149,17 @@ void launch_rmsnorm_bwd(void* dx, bool accumulate_dx, float* dw, float beta_dw, 
                         const void* x, const void* w, const float* rstd, DType t, int64_t T,
                         int64_t H, cudaStream_t stream) {
   if (H == 0) return;
-  const bool vec =
-      H % kVec == 0 && aligned16(dx) && aligned16(dy) && aligned16(x) && aligned16(w);
+  const bool vec = H % kVec == 0 && aligned16(dx) && aligned16(dy) && aligned16(x) && aligned16(w);
   by_dtype(t, [&](auto tag) {
     using T_ = decltype(tag);
     const auto* pdy = static_cast<const T_*>(dy);
     const auto* px = static_cast<const T_*>(x);
-    colsum(dw, beta_dw, T, H, vec, DwTerm<T_, 8>{pdy, px, rstd, H},
-           DwTerm<T_, 1>{pdy, px, rstd, H}, stream);
+    colsum(dw, beta_dw, T, H, vec, DwTerm<T_, 8>{pdy, px, rstd, H}, DwTerm<T_, 1>{pdy, px, rstd, H},
+           stream);
     check_launch("rmsnorm_bwd");
     if (T > 0)
       rmsnorm_dx_kernel<T_><<<blocks_for(T, kWarps), kWarps * 32, 0, stream>>>(
-          static_cast<T_*>(dx), accumulate_dx, pdy, px, static_cast<const T_*>(w), rstd, T, H,
-          vec);
+          static_cast<T_*>(dx), accumulate_dx, pdy, px, static_cast<const T_*>(w), rstd, T, H, vec);
   });
   check_launch("rmsnorm_bwd");
 }
