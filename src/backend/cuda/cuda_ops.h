@@ -19,11 +19,12 @@
 // declared in cuda_kernels.h, device helpers shared by the kernels live in cuda_device.cuh.
 #pragma once
 
+#include <compare>
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <string>
-#include <tuple>
 
 #include "backend/ops.h"
 #include "core/arena.h"
@@ -140,12 +141,32 @@ class CudaOps final : public Ops {
   // mirror; owned by cuda_ops.cpp.
   int32_t* dev_status_ = nullptr;
   int32_t* host_status_ = nullptr;
-  // cuBLASLt handle and per-shape algorithm cache; owned by cuda_matmul.cpp.
-  void* lt_handle_ = nullptr;
+  // ---- cuBLASLt state and the GEMM behind matmul and the fused cross-entropy (cuda_matmul.cpp)
+
+  // Scratch bytes one cuBLASLt call may use (the size cuBLAS recommends for Hopper).
+  static constexpr size_t kLtWorkspaceBytes = size_t{32} << 20;
+  // A row-major matrix in device memory: rows × cols elements, row stride ld (elements).
+  struct GemmView {
+    const void* data = nullptr;
+    DType dtype = DType::kF32;
+    int64_t rows = 0, cols = 0, ld = 0;
+  };
+  // C = alpha·op(A)·op(B) + beta·C + bias[C.cols] on stream s through cuBLASLt, for the
+  // combinations it runs natively: A, B both f32 with C f32, or both bf16 with C bf16 or f32;
+  // bias (nullable) of C's dtype and 16-byte aligned. lt_workspace: kLtWorkspaceBytes, 16-byte
+  // aligned. K = 0 is not handled here. Throws zt::Error naming `op` on a cuBLAS failure.
+  void gemm(const char* op, const GemmView& C, const GemmView& A, Trans ta, const GemmView& B,
+            Trans tb, const void* bias, float alpha, float beta, void* lt_workspace, Stream s);
+  // What selects a cached algorithm: shape, leading dimensions, transposes, dtypes, epilogue and
+  // which pointers are 16-byte aligned (never the addresses themselves).
+  struct MatmulKey {
+    int64_t m, n, k, lda, ldb, ldc;
+    int ta, tb, ab_dtype, c_dtype, bias_dtype, aligned16;
+    auto operator<=>(const MatmulKey&) const = default;
+  };
   struct MatmulPlan;
-  mutable std::map<std::tuple<int, int, int64_t, int64_t, int64_t, int, int, int, int, int, bool>,
-                   std::shared_ptr<MatmulPlan>>
-      plans_;
+  void* lt_handle_ = nullptr;  // cublasLtHandle_t
+  std::map<MatmulKey, std::shared_ptr<MatmulPlan>> plans_;
   // Creates/destroys the cuBLASLt state (cuda_matmul.cpp).
   void init_matmul();
   void destroy_matmul();

@@ -1,0 +1,223 @@
+// CudaOps::linear_cross_entropy_fwd_bwd: the LM head fused with the token cross-entropy (HF
+// `ForCausalLMLoss` on `logits.float()`, reduction "sum"; CPU reference
+// backend/cpu/cpu_cross_entropy.cpp). [T, V] logits never exist: the rows that have a target are
+// compacted (prompt tokens cost nothing) and processed in chunks of ce_chunk_rows:
+//
+//   hc[nc, H]      = hidden[rows]                         (gather, in the compute dtype)
+//   logits[nc, V]  = hc · weightᵀ                         (cuBLASLt, fp32 out)
+//   per row        : max, log-sum-exp, loss, first argmax, entropy, and in place
+//                    G = grad_scale·(softmax - onehot)    (one kernel, two reads of the row)
+//   dhc[nc, H]     = G · weight                           (cuBLASLt, fp32 out) → dhidden[rows]
+//   dweight[V, H]  = (c0 == 0 ? beta_dw : 1)·dweight + Gᵀ · hc   (cuBLASLt, fp32 accumulate)
+//
+// Compute dtype: bf16 when hidden and weight are both bf16 — the GEMMs then run on tensor cores
+// and G is rounded to bf16 for the two backward products (as Liger's fused linear cross-entropy
+// does; logits, softmax and the statistics stay fp32); G is written over the first half of each
+// fp32 logits row, so no second [nc, V] buffer exists. Otherwise fp32 throughout (a bf16 operand
+// widened exactly), G in place in fp32.
+//
+// Statistics: per-row loss / entropy (fp64) and argmax hits land in device arrays indexed by the
+// compacted row and are reduced in one fixed order at the end (ce_reduce_stats), so they do not
+// depend on the chunk size. The op synchronises the stream twice: after compacting the targets
+// (the host needs the count to size the chunks, and an out-of-range target is thrown before any
+// work — naming its position and value, as the CPU does), and at the end to fill *stats (a plain
+// host struct). Once per micro-batch, each costs a few microseconds of idle GPU.
+//
+// Workspace (linear_cross_entropy_workspace_bytes), with C = min(ce_chunk_rows, T), e = 2 (bf16
+// compute) or 4: 24·T (rows, per-row stats) + C·H·(e + 4) + 4·C·V (logits / G) + 32 MiB
+// (cuBLASLt) [+ 4·V·H for an f32 copy of a bf16 weight beside f32 hidden]. Qwen2.5-1.5B, bf16,
+// T = 8192, C = 2048: 1.245 GB (logits) + 18.9 MB + 0.2 MB + 33.6 MB ≈ 1.30 GB.
+#include <algorithm>
+#include <cstdint>
+
+#include "backend/cuda/cuda_check.h"
+#include "backend/cuda/cuda_cross_entropy_kernels.h"
+#include "backend/cuda/cuda_ops.h"
+#include "core/error.h"
+
+namespace zt {
+
+namespace {
+
+constexpr char kOp[] = "linear_cross_entropy";
+
+size_t round256(size_t n) { return (n + 255) & ~size_t{255}; }
+
+// Byte offsets of the workspace regions (from a 256-byte aligned base) and the total asked for.
+struct CeLayout {
+  size_t info, stats, rows, loss, entropy, hit, hc, dhc, logits, w32, lt, total;
+};
+
+CeLayout ce_layout(int64_t T, int64_t H, int64_t V, int64_t C, DType ct, bool w32,
+                   size_t lt_bytes) {
+  CeLayout L{};
+  size_t off = 0;
+  const auto take = [&](size_t bytes) {
+    const size_t o = off;
+    off += round256(bytes);
+    return o;
+  };
+  const auto n = [](int64_t a) { return static_cast<size_t>(a); };
+  L.info = take(3 * sizeof(int64_t));
+  L.stats = take(sizeof(cuda::CeDeviceStats));
+  L.rows = take(n(T) * 4);
+  L.loss = take(n(T) * 8);
+  L.entropy = take(n(T) * 8);
+  L.hit = take(n(T) * 4);
+  L.hc = take(n(C) * n(H) * dtype_size(ct));
+  L.dhc = take(n(C) * n(H) * 4);
+  L.logits = take(n(C) * n(V) * 4);
+  L.w32 = w32 ? take(n(V) * n(H) * 4) : off;
+  L.lt = take(lt_bytes);
+  L.total = off + 256;  // slack to align the base
+  return L;
+}
+
+void check_float(const char* arg, const Tensor& t) {
+  if (t.dtype != DType::kF32 && t.dtype != DType::kBF16)
+    fail("{}: {} has dtype {}, expected f32 or bf16", kOp, arg, dtype_name(t.dtype));
+}
+
+void check_device(const char* arg, const Tensor& t) {
+  if (t.device != Device::kCUDA) fail("{}: {} {} is not in device memory", kOp, arg, t.describe());
+  if (t.data == nullptr && t.numel() > 0) fail("{}: {} {} has no data", kOp, arg, t.describe());
+}
+
+void check_dims(const char* arg, const Tensor& t, std::initializer_list<int64_t> dims) {
+  bool ok = t.ndim == static_cast<int>(dims.size());
+  int i = 0;
+  for (const int64_t d : dims) {
+    if (ok && d >= 0 && t.dim(i) != d) ok = false;
+    ++i;
+  }
+  if (!ok)
+    fail("{}: {} is {}, expected shape {}", kOp, arg, t.describe(),
+         shape_to_string(std::span<const int64_t>(dims.begin(), dims.size())));
+}
+
+DType compute_dtype(const Tensor& hidden, const Tensor& weight) {
+  return hidden.dtype == DType::kBF16 && weight.dtype == DType::kBF16 ? DType::kBF16 : DType::kF32;
+}
+
+}  // namespace
+
+size_t CudaOps::linear_cross_entropy_workspace_bytes(const Tensor& hidden,
+                                                     const Tensor& weight) const {
+  check_dims("hidden", hidden, {-1, -1});
+  check_dims("weight", weight, {-1, hidden.dim(1)});
+  check_float("hidden", hidden);
+  check_float("weight", weight);
+  const int64_t T = hidden.dim(0), H = hidden.dim(1), V = weight.dim(0);
+  const int64_t C = std::max<int64_t>(1, std::min(opt_.ce_chunk_rows, T));
+  const DType ct = compute_dtype(hidden, weight);
+  return ce_layout(T, H, V, C, ct, weight.dtype != ct, kLtWorkspaceBytes).total;
+}
+
+void CudaOps::linear_cross_entropy_fwd_bwd(CeStats* stats, const Tensor& dhidden,
+                                           const Tensor& dweight, float beta_dw,
+                                           const Tensor& hidden, const Tensor& weight,
+                                           const Tensor& targets, float grad_scale,
+                                           const Tensor& workspace, Stream s) {
+  check_dims("hidden", hidden, {-1, -1});
+  const int64_t T = hidden.dim(0), H = hidden.dim(1);
+  check_dims("weight", weight, {-1, H});
+  const int64_t V = weight.dim(0);
+  check_dims("targets", targets, {T});
+  if (targets.dtype != DType::kI32)
+    fail("{}: targets has dtype {}, expected i32", kOp, dtype_name(targets.dtype));
+  check_float("hidden", hidden);
+  check_float("weight", weight);
+  check_device("hidden", hidden);
+  check_device("weight", weight);
+  check_device("targets", targets);
+  const bool grad = dhidden.data != nullptr;
+  if (grad) {
+    check_dims("dhidden", dhidden, {T, H});
+    check_float("dhidden", dhidden);
+    check_device("dhidden", dhidden);
+    check_dims("dweight", dweight, {V, H});
+    if (dweight.dtype != DType::kF32)
+      fail("{}: dweight has dtype {}, expected f32", kOp, dtype_name(dweight.dtype));
+    check_device("dweight", dweight);
+  }
+  if (H == 0) fail("{}: hidden {} has no columns", kOp, hidden.describe());
+  const size_t need = linear_cross_entropy_workspace_bytes(hidden, weight);
+  if (workspace.nbytes() < need || workspace.data == nullptr)
+    fail("{}: workspace has {} bytes, {} needed", kOp, workspace.nbytes(), need);
+  if (workspace.device != Device::kCUDA) fail("{}: workspace is not in device memory", kOp);
+
+  const cudaStream_t cs = static_cast<cudaStream_t>(s.handle);
+  const int64_t C = std::max<int64_t>(1, std::min(opt_.ce_chunk_rows, T));
+  const DType ct = compute_dtype(hidden, weight);
+  const bool bf16 = ct == DType::kBF16;
+  const CeLayout L = ce_layout(T, H, V, C, ct, weight.dtype != ct, kLtWorkspaceBytes);
+  char* base = static_cast<char*>(workspace.data);
+  base += (256 - (reinterpret_cast<uintptr_t>(base) & 255u)) & 255u;
+  const auto at = [&](size_t off) { return base + off; };
+  auto* info = reinterpret_cast<int64_t*>(at(L.info));
+  auto* dstats = reinterpret_cast<cuda::CeDeviceStats*>(at(L.stats));
+  auto* rows = reinterpret_cast<int32_t*>(at(L.rows));
+  auto* loss = reinterpret_cast<double*>(at(L.loss));
+  auto* entropy = reinterpret_cast<double*>(at(L.entropy));
+  auto* hit = reinterpret_cast<int32_t*>(at(L.hit));
+  void* hc = at(L.hc);
+  auto* dhc = reinterpret_cast<float*>(at(L.dhc));
+  auto* logits = reinterpret_cast<float*>(at(L.logits));
+  void* lt_ws = at(L.lt);
+
+  // Rows with a target, and the first invalid target (thrown before any work).
+  int64_t host_info[3] = {0, -1, 0};
+  if (T > 0) {
+    cuda::ce_compact_targets(targets.as<int32_t>(), T, V, rows, info, cs);
+    cuda::check(cudaMemcpyAsync(host_info, info, sizeof(host_info), cudaMemcpyDeviceToHost, cs),
+                kOp);
+    cuda::check(cudaStreamSynchronize(cs), kOp);
+  }
+  if (host_info[1] >= 0)
+    fail("{}: target {} at position {} is outside [0, {}) and not -100", kOp, host_info[2],
+         host_info[1], V);
+  const int64_t n = host_info[0];
+
+  if (grad) {
+    if (dhidden.nbytes() > 0)
+      cuda::check(cudaMemsetAsync(dhidden.data, 0, dhidden.nbytes(), cs), kOp);
+    if (n == 0 && beta_dw == 0.0f && dweight.nbytes() > 0)
+      cuda::check(cudaMemsetAsync(dweight.data, 0, dweight.nbytes(), cs), kOp);
+    else if (n == 0 && beta_dw != 1.0f)
+      cuda::ce_scale(dweight.as<float>(), dweight.numel(), beta_dw, cs);
+  }
+  const void* w = weight.data;
+  if (weight.dtype != ct && n > 0) {
+    const Tensor w32(at(L.w32), DType::kF32, {V, H}, Device::kCUDA);
+    cast(w32, weight, s);
+    w = w32.data;
+  }
+  const GemmView W{w, ct, V, H, H};
+  for (int64_t c0 = 0; c0 < n; c0 += C) {
+    const int64_t nc = std::min(C, n - c0);
+    const GemmView hcv{hc, ct, nc, H, H};
+    cuda::ce_gather_rows(hc, bf16, hidden.data, hidden.dtype == DType::kBF16, rows + c0, nc, H, cs);
+    gemm(kOp, GemmView{logits, DType::kF32, nc, V, V}, hcv, Trans::kN, W, Trans::kT, nullptr, 1.0f,
+         0.0f, lt_ws, s);
+    const cuda::CeGrad gmode =
+        !grad ? cuda::CeGrad::kNone : (bf16 ? cuda::CeGrad::kBF16 : cuda::CeGrad::kF32);
+    cuda::ce_softmax_rows(logits, nc, V, rows + c0, targets.as<int32_t>(), grad_scale, gmode,
+                          loss + c0, entropy + c0, hit + c0, cs);
+    if (!grad) continue;
+    // G [nc, V]: bf16 over the first half of each fp32 logits row (row stride 2V), or the fp32
+    // logits themselves.
+    const GemmView G{logits, ct, nc, V, bf16 ? 2 * V : V};
+    gemm(kOp, GemmView{dhc, DType::kF32, nc, H, H}, G, Trans::kN, W, Trans::kN, nullptr, 1.0f, 0.0f,
+         lt_ws, s);
+    cuda::ce_scatter_rows(dhidden.data, dhidden.dtype == DType::kBF16, dhc, rows + c0, nc, H, cs);
+    gemm(kOp, GemmView{dweight.data, DType::kF32, V, H, H}, G, Trans::kT, hcv, Trans::kN, nullptr,
+         1.0f, c0 == 0 ? beta_dw : 1.0f, lt_ws, s);
+  }
+  cuda::ce_reduce_stats(loss, entropy, hit, n, dstats, cs);
+  cuda::CeDeviceStats hs{};
+  cuda::check(cudaMemcpyAsync(&hs, dstats, sizeof(hs), cudaMemcpyDeviceToHost, cs), kOp);
+  cuda::check(cudaStreamSynchronize(cs), kOp);
+  *stats = CeStats{hs.loss_sum, hs.correct, hs.count, hs.entropy_sum};
+}
+
+}  // namespace zt
