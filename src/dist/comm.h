@@ -2,9 +2,11 @@
 //
 // One Comm per process (rank). Every rank calls the same collectives in the same order with the
 // same sizes (SPMD); a mismatch is an error where the implementation can see it (TCP), undefined
-// where it cannot. Calls are blocking and must not be made from two threads at once. Buffers are
-// host memory for the CPU implementations (single-process, MPI, TCP); a device implementation takes
-// device pointers for the bulk collectives and runs them on `stream`.
+// where it cannot. Calls must not be made from two threads at once. The CPU implementations
+// (single-process, MPI, TCP) take host memory and complete each call before returning; the device
+// Comm (dist/nccl/comm_nccl.h) takes device pointers for the bulk collectives and enqueues them in
+// order with the work on `stream` (synchronize(stream) waits for them), and serves host buffers
+// through its host Comm.
 //
 // Determinism: reductions are never left to the transport. reduce_scatter_sum and the small
 // all_reduce gather every contribution and add them in rank order 0..W-1, so the result is bitwise

@@ -23,8 +23,10 @@ constexpr auto kWatchdogPeriod = std::chrono::milliseconds(100);
 // Host-side polling of a wait (set-up, synchronize): short spins first, then short sleeps.
 constexpr int kSpinPolls = 200;
 constexpr auto kPollSleep = std::chrono::microseconds(50);
-// How long the watchdog tries to take the NCCL lock from the main thread to abort.
+// How long an abort waits for the NCCL lock (the main thread holds it only while enqueueing).
 constexpr auto kAbortLockWait = std::chrono::seconds(5);
+// How long the destructor waits for an abort before it leaves it running and goes on.
+constexpr double kAbortWaitS = 10.0;
 
 double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
@@ -117,31 +119,41 @@ NcclComm::NcclComm(std::unique_ptr<Comm> host, int device, const NcclCommOptions
     init_nccl();
     wd_ = std::thread([this] { watchdog(); });
   } catch (...) {
-    release();
+    release(/*failing=*/true);
     throw;
   }
 }
 
-NcclComm::~NcclComm() { release(); }
+NcclComm::~NcclComm() { release(failed_.load() || std::uncaught_exceptions() > 0); }
 
-void NcclComm::release() {
+void NcclComm::release(bool failing) {
   {
     std::lock_guard lk(wd_mu_);
     wd_stop_ = true;
   }
   wd_cv_.notify_all();
   if (wd_.joinable()) wd_.join();
-  // Teardown aborts even on success: after the last collective completed (the job's final
-  // synchronize + barrier) it frees the same local resources as ncclCommDestroy, without the
-  // finalize handshake that could wait on a peer that already exited; with work still in flight
-  // it makes the NCCL kernels return.
+  // A clean end finalizes (waits until no peer still needs this rank's buffers, bounded like any
+  // wait here) and destroys; a failing one aborts, on a helper thread so that an abort that hangs
+  // cannot hang the process.
+  bool clean = !failing;
   {
     std::lock_guard lk(nccl_mu_);
-    if (nccl_) (void)ncclCommAbort(nccl_);
-    nccl_ = nullptr;
-    aborted_ = true;
+    if (nccl_ && clean) clean = finalize_locked();
+    if (nccl_ && clean) {
+      (void)ncclCommDestroy(nccl_);
+      nccl_ = nullptr;
+      aborted_ = true;
+    }
   }
-  if (scratch_) (void)cudaFree(scratch_);
+  const std::shared_ptr<std::atomic<bool>> done = nccl_ ? start_abort() : abort_done_;
+  const double until = now_s() + kAbortWaitS;
+  while (done && !done->load() && now_s() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  const bool drained = !done || done->load();
+  // cudaFree waits for the device: skip it while an abort may leave NCCL kernels running (the
+  // process is failing; the driver reclaims the memory at exit).
+  if (scratch_ && drained) (void)cudaFree(scratch_);
   scratch_ = nullptr;
   for (cudaEvent_t& ev : ring_)
     if (ev) (void)cudaEventDestroy(ev);
@@ -151,6 +163,42 @@ void NcclComm::release() {
   if (comm_stream_) (void)cudaStreamDestroy(comm_stream_);
   sync_event_ = caller_ready_ = nullptr;
   comm_stream_ = nullptr;
+}
+
+bool NcclComm::finalize_locked() {
+  if (is_bad(ncclCommFinalize(nccl_))) return false;
+  const double t0 = now_s();
+  double gone_since = -1.0;
+  for (int polls = 0;; ++polls) {
+    ncclResult_t st = ncclSuccess;
+    (void)ncclCommGetAsyncError(nccl_, &st);
+    if (st == ncclSuccess) return true;
+    if (is_bad(st)) return false;
+    const double t = now_s();
+    if (host_->lost_peer() >= 0) {
+      if (gone_since < 0) gone_since = t;
+      if (t - gone_since > opt_.peer_gone_grace_s) return false;
+    }
+    if (t - t0 > opt_.timeout_s) return false;
+    poll_pause(polls);
+  }
+}
+
+std::shared_ptr<std::atomic<bool>> NcclComm::start_abort() {
+  std::unique_lock lk(nccl_mu_, std::defer_lock);
+  if (!lk.try_lock_for(kAbortLockWait)) return nullptr;  // the watchdog's exit path remains
+  aborted_ = true;
+  if (!nccl_) return abort_done_;
+  const ncclComm_t comm = nccl_;
+  nccl_ = nullptr;
+  abort_done_ = std::make_shared<std::atomic<bool>>(false);
+  // ncclCommAbort makes the NCCL kernels in flight return and frees the communicator; it runs
+  // detached so that the caller's deadlines hold even if it blocks (NVIDIA/nccl#863, #992).
+  std::thread([comm, done = abort_done_] {
+    (void)ncclCommAbort(comm);
+    done->store(true);
+  }).detach();
+  return abort_done_;
 }
 
 void NcclComm::init_nccl() {
@@ -195,11 +243,7 @@ void NcclComm::fail_and_abort(const std::string& message) {
       failed_.store(true);
     }
   }
-  std::unique_lock lk(nccl_mu_, std::defer_lock);
-  if (!lk.try_lock_for(kAbortLockWait)) return;  // the watchdog's exit path remains
-  if (nccl_) (void)ncclCommAbort(nccl_);
-  nccl_ = nullptr;
-  aborted_ = true;
+  (void)start_abort();
 }
 
 std::string NcclComm::describe(const InFlight& f) const {
@@ -297,8 +341,8 @@ bool NcclComm::oldest_in_flight(InFlight* out) {
     const cudaError_t e = cudaEventQuery(ring_[ring_tail_ % kRing]);
     if (e == cudaErrorNotReady) break;
     if (e != cudaSuccess) {
-      // A sticky CUDA error: the collective cannot complete. Report it as incomplete with the
-      // error in its name; the caller's own CUDA calls will fail too.
+      // A sticky CUDA error: the collective never completes. It stays the oldest in flight (the
+      // timeout ends the run) while the caller's own CUDA calls fail with the error.
       (void)cudaGetLastError();
       *out = ring_info_[ring_tail_ % kRing];
       return true;

@@ -34,8 +34,8 @@
 //     peer is gone and a device collective stays incomplete for peer_gone_grace_s;
 //   - the age of the oldest incomplete collective against timeout_s (ZT_COMM_TIMEOUT_S).
 // On any of them it records the failure (naming the collective, its size, call number and the
-// cause), calls ncclCommAbort (which makes the NCCL kernels in flight return, so streams waiting
-// on them drain), and from then on every call of this Comm — collectives, barrier, synchronize —
+// cause), aborts the communicator (ncclCommAbort makes the NCCL kernels in flight return, so
+// streams waiting on them drain), and from then on every call of this Comm — collectives, barrier, synchronize —
 // throws zt::Error with that message on the calling thread. If the main thread does not come
 // back to the Comm within exit_grace_s (it may be stuck in a stream synchronisation that the
 // abort did not release), the watchdog prints the message and ends the process with status 1.
@@ -44,7 +44,14 @@
 // NCCL's own errors and the timeout remain. Waits inside the Comm (communicator set-up, a
 // non-blocking call still in progress, synchronize) poll the same conditions and throw directly.
 // Data a collective received when it was aborted is garbage: nothing may be saved after a
-// failure, which the throwing calls (barrier before a checkpoint included) ensure.
+// failure, which the throwing calls (barrier before a checkpoint included) ensure. Every
+// ncclCommAbort runs on a detached thread (an abort that blocks, NVIDIA/nccl#863, cannot stop
+// the deadlines above).
+//
+// Teardown: the destructor of a Comm that did not fail (and is not destroyed by an exception)
+// calls ncclCommFinalize — which waits until no peer still needs this rank's buffers; bounded by
+// timeout_s and by the peer-gone grace — then ncclCommDestroy; otherwise it aborts. End a job with
+// synchronize() and barrier() before the Comm goes (the trainer's final barrier does).
 //
 // Threads: one thread makes the calls (as for every Comm); the watchdog is internal.
 #pragma once
@@ -122,8 +129,9 @@ class NcclComm final : public Comm {
   };
 
   void init_nccl();
-  // Stops the watchdog, aborts the communicator, frees what the constructor made (idempotent).
-  void release();
+  // Stops the watchdog, ends the communicator (finalize + destroy, or when `failing` an abort),
+  // frees what the constructor made.
+  void release(bool failing);
   // Runs `calls(ncclComm_t*)` (NCCL calls returning the first ncclResult_t that failed) under the
   // NCCL lock; an error records the failure, aborts and throws naming `what`; then waits until
   // the non-blocking communicator has taken the calls (wait_ready).
@@ -133,6 +141,11 @@ class NcclComm final : public Comm {
   void raise_if_failed();
   // Records `message` as the failure (the first one wins) and aborts the NCCL communicator.
   void fail_and_abort(const std::string& message);
+  // Takes the communicator out (nccl_ = null) and runs ncclCommAbort on a detached thread; returns
+  // the flag that thread sets when the abort returned (null if the NCCL lock was not free).
+  std::shared_ptr<std::atomic<bool>> start_abort();
+  // ncclCommFinalize, then waits (bounded: timeout, peer gone) until it completed; nccl_mu_ held.
+  bool finalize_locked();
   // Waits until the non-blocking communicator has finished the last call (ncclInProgress →
   // ncclSuccess), checking the failure conditions; throws naming `what`.
   void wait_ready(const char* what);
@@ -156,7 +169,8 @@ class NcclComm final : public Comm {
   // NCCL handle: every NCCL call (either thread) holds nccl_mu_; the abort sets it to null.
   std::timed_mutex nccl_mu_;
   ncclComm_t nccl_ = nullptr;
-  bool aborted_ = false;
+  bool aborted_ = false;                             // set once nccl_ is gone for good
+  std::shared_ptr<std::atomic<bool>> abort_done_;  // the detached abort finished
 
   // Completion events of the enqueued collectives, a ring [kRing] (guarded by ring_mu_).
   std::mutex ring_mu_;
