@@ -31,6 +31,8 @@
 namespace zt::dist {
 namespace {
 
+#ifdef ZT_HAVE_NCCL
+
 int device_count() {
   int n = 0;
   if (cudaGetDeviceCount(&n) != cudaSuccess) {
@@ -44,8 +46,6 @@ int device_count() {
   do {                                                                             \
     if (device_count() < (n)) GTEST_SKIP() << "needs " << (n) << " CUDA device(s)"; \
   } while (0)
-
-#ifdef ZT_HAVE_NCCL
 
 uint32_t bits(float f) {
   uint32_t u;
