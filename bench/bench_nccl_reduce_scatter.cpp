@@ -115,8 +115,8 @@ int main() {
   const char* nvls = std::getenv("NCCL_NVLS_ENABLE");
   if (r == 0)
     std::printf("world %zu, %s, NCCL_NVLS_ENABLE=%s\n%-24s %12s %12s %9s %12s %9s %7s %8s\n", w,
-                comm.backend().data(), nvls ? nvls : "unset", "bucket", "elements",
-                "determ. ms", "bus GB/s", "native ms", "bus GB/s", "ratio", "bitwise");
+                comm.backend().data(), nvls ? nvls : "unset", "bucket", "elements", "determ. ms",
+                "bus GB/s", "native ms", "bus GB/s", "ratio", "bitwise");
   for (const Bucket& b : buckets) {
     const size_t n = b.elems, shard = n / w;
     const double det =
@@ -126,8 +126,8 @@ int main() {
     cuda_ok(cudaMemcpy(a.data(), out_det, shard * sizeof(float), cudaMemcpyDeviceToHost), "dl");
     cuda_ok(cudaMemcpy(c.data(), out_nat, shard * sizeof(float), cudaMemcpyDeviceToHost), "dl");
     const bool same = std::memcmp(a.data(), c.data(), shard * sizeof(float)) == 0;
-    const double bus = static_cast<double>(n) * 4.0 * static_cast<double>(w - 1) /
-                       static_cast<double>(w) / 1e9;
+    const double bus =
+        static_cast<double>(n) * 4.0 * static_cast<double>(w - 1) / static_cast<double>(w) / 1e9;
     if (r == 0)
       std::printf("%-24s %12zu %12.3f %9.1f %12.3f %9.1f %7.2f %8s\n", b.name, n, det * 1e3,
                   bus / det, nat * 1e3, bus / nat, det / nat, same ? "yes" : "no");

@@ -101,8 +101,9 @@ std::unique_ptr<Comm> make_device_comm(std::unique_ptr<Comm> host, int device,
   return std::make_unique<NcclComm>(std::move(host), device, o);
 #else
   (void)host, (void)device, (void)max_bucket_elems, (void)options;
-  fail("this zerotune was built without CUDA/NCCL: no device Comm (rebuild where nvcc and NCCL "
-       "are found)");
+  fail(
+      "this zerotune was built without CUDA/NCCL: no device Comm (rebuild where nvcc and NCCL "
+      "are found)");
 #endif
 }
 

@@ -50,8 +50,9 @@ bool have_device_comm();
 // `device` (pass host->local_rank(), i.e. LOCAL_RANK), NCCL for world size > 1, copies and the
 // rank-order add kernel alone. max_bucket_elems: the largest reduce_scatter_sum n (fp32 elements;
 // the ZeRO engine's W × max group shard) — its scratch is allocated here, once. options: the
-// ZT_COMM_TIMEOUT_S value (timeout_s; read_launch_env(...).options). Throws zt::Error when the build has no NCCL, there is no
-// such device, or the NCCL set-up fails (naming the call, a vanished peer, or the timeout).
+// ZT_COMM_TIMEOUT_S value (timeout_s; read_launch_env(...).options). Throws zt::Error when the
+// build has no NCCL, there is no such device, or the NCCL set-up fails (naming the call, a vanished
+// peer, or the timeout).
 std::unique_ptr<Comm> make_device_comm(std::unique_ptr<Comm> host, int device,
                                        size_t max_bucket_elems, const CommOptions& options = {});
 

@@ -42,8 +42,8 @@ int device_count() {
   return n;
 }
 
-#define REQUIRE_GPUS(n)                                                            \
-  do {                                                                             \
+#define REQUIRE_GPUS(n)                                                             \
+  do {                                                                              \
     if (device_count() < (n)) GTEST_SKIP() << "needs " << (n) << " CUDA device(s)"; \
   } while (0)
 
@@ -219,8 +219,8 @@ TEST(RankOrderSum, BitwiseEqualToTheHostFoldForEveryOwnRankAndLayout) {
                                  accumulate, s.get());
             ASSERT_EQ(cudaStreamSynchronize(s.get()), cudaSuccess);
             EXPECT_EQ(bit_differences(d_out.take(), want), 0u)
-                << "W=" << w << " shard=" << shard << " own rank " << r << " offset "
-                << own_offset << " accumulate " << accumulate;
+                << "W=" << w << " shard=" << shard << " own rank " << r << " offset " << own_offset
+                << " accumulate " << accumulate;
           }
         }
       }
@@ -245,8 +245,8 @@ constexpr double kDeathBound = 60.0;  // issue 9: every rank gone within 60 s of
 constexpr double kHangGuard = 180.0;
 
 std::vector<std::string> clean_env() {
-  return {"RANK=", "WORLD_SIZE=", "LOCAL_RANK=", "LOCAL_WORLD_SIZE=", "MASTER_ADDR=",
-          "MASTER_PORT=", "OMPI_COMM_WORLD_SIZE=", "PMIX_RANK="};
+  return {"RANK=",        "WORLD_SIZE=",  "LOCAL_RANK=",           "LOCAL_WORLD_SIZE=",
+          "MASTER_ADDR=", "MASTER_PORT=", "OMPI_COMM_WORLD_SIZE=", "PMIX_RANK="};
 }
 
 // Rank r of a torchrun-style W-rank job on this host (no launcher that would stop the others).
@@ -285,8 +285,8 @@ TEST(NcclCommMultiGpu, LaunchSelftestIsBitwiseTheHostRankOrderSum) {
 TEST(NcclCommMultiGpu, UnderMpirun) {
   REQUIRE_GPUS(2);
   if (std::system("command -v mpirun >/dev/null 2>&1") != 0) GTEST_SKIP() << "no mpirun";
-  test::Child c({"mpirun", "--oversubscribe", "--allow-run-as-root", "-np", "2",
-                 zerotune_binary(), "comm-check", "--device", "cuda", "--elements", "3001"},
+  test::Child c({"mpirun", "--oversubscribe", "--allow-run-as-root", "-np", "2", zerotune_binary(),
+                 "comm-check", "--device", "cuda", "--elements", "3001"},
                 clean_env());
   ASSERT_EQ(c.wait(kHangGuard), 0) << c.output();
   for (int r = 0; r < 2; ++r)

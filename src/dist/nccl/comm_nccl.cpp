@@ -29,8 +29,7 @@ constexpr auto kAbortLockWait = std::chrono::seconds(5);
 constexpr double kAbortWaitS = 10.0;
 
 double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 void poll_pause(int polls) {
@@ -71,8 +70,7 @@ bool both_on_device(const void* a, const char* a_name, const void* b, const char
 NcclComm::NcclComm(std::unique_ptr<Comm> host, int device, const NcclCommOptions& options)
     : host_(std::move(host)), device_(device), opt_(options) {
   if (!host_) fail("device comm: no host Comm given");
-  set_identity(host_->rank(), host_->world_size(), host_->local_rank(),
-               host_->local_world_size());
+  set_identity(host_->rank(), host_->world_size(), host_->local_rank(), host_->local_world_size());
   int count = 0;
   const cudaError_t e = cudaGetDeviceCount(&count);
   if (e != cudaSuccess || count == 0) {
@@ -247,8 +245,8 @@ void NcclComm::fail_and_abort(const std::string& message) {
 }
 
 std::string NcclComm::describe(const InFlight& f) const {
-  return fmt::format("NCCL {} of {} bytes (call #{}, enqueued {:.1f} s ago)", f.op, f.bytes,
-                     f.call, now_s() - f.enqueued_s);
+  return fmt::format("NCCL {} of {} bytes (call #{}, enqueued {:.1f} s ago)", f.op, f.bytes, f.call,
+                     now_s() - f.enqueued_s);
 }
 
 // ---- enqueueing ----
@@ -385,8 +383,8 @@ void NcclComm::do_reduce_scatter_sum(const float* send, float* out, size_t n, bo
     ncclResult_t res = ncclGroupStart();
     for (int k = 1; k < w && !is_bad(res); ++k) {
       const int q = (r + k) % w;
-      res = ncclSend(send + static_cast<size_t>(q) * shard, shard, ncclFloat32, q, *c,
-                     comm_stream_);
+      res =
+          ncclSend(send + static_cast<size_t>(q) * shard, shard, ncclFloat32, q, *c, comm_stream_);
       if (!is_bad(res))
         res = ncclRecv(scratch_ + static_cast<size_t>(q) * shard, shard, ncclFloat32, q, *c,
                        comm_stream_);
@@ -522,8 +520,8 @@ void NcclComm::watchdog() {
     if (!problem.empty()) {
       fail_and_abort(problem);
       lk.lock();
-      const bool ended = wd_cv_.wait_for(
-          lk, std::chrono::duration<double>(opt_.exit_grace_s), [&] { return wd_stop_ || raised_; });
+      const bool ended = wd_cv_.wait_for(lk, std::chrono::duration<double>(opt_.exit_grace_s),
+                                         [&] { return wd_stop_ || raised_; });
       if (!ended) {
         std::fprintf(stderr,
                      "zerotune: error: %s (the communicator was aborted; the process did not "

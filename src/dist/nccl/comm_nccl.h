@@ -35,10 +35,10 @@
 //   - the age of the oldest incomplete collective against timeout_s (ZT_COMM_TIMEOUT_S).
 // On any of them it records the failure (naming the collective, its size, call number and the
 // cause), aborts the communicator (ncclCommAbort makes the NCCL kernels in flight return, so
-// streams waiting on them drain), and from then on every call of this Comm — collectives, barrier, synchronize —
-// throws zt::Error with that message on the calling thread. If the main thread does not come
-// back to the Comm within exit_grace_s (it may be stuck in a stream synchronisation that the
-// abort did not release), the watchdog prints the message and ends the process with status 1.
+// streams waiting on them drain), and from then on every call of this Comm — collectives, barrier,
+// synchronize — throws zt::Error with that message on the calling thread. If the main thread does
+// not come back to the Comm within exit_grace_s (it may be stuck in a stream synchronisation that
+// the abort did not release), the watchdog prints the message and ends the process with status 1.
 // So a killed rank makes every survivor exit non-zero within about peer_gone_grace_s +
 // exit_grace_s (15 s by default) under the TCP host Comm; under MPI, mpirun ends the job, and
 // NCCL's own errors and the timeout remain. Waits inside the Comm (communicator set-up, a
@@ -169,7 +169,7 @@ class NcclComm final : public Comm {
   // NCCL handle: every NCCL call (either thread) holds nccl_mu_; the abort sets it to null.
   std::timed_mutex nccl_mu_;
   ncclComm_t nccl_ = nullptr;
-  bool aborted_ = false;                             // set once nccl_ is gone for good
+  bool aborted_ = false;                           // set once nccl_ is gone for good
   std::shared_ptr<std::atomic<bool>> abort_done_;  // the detached abort finished
 
   // Completion events of the enqueued collectives, a ring [kRing] (guarded by ring_mu_).

@@ -16,7 +16,8 @@ using nccl::check;
 class DeviceMemory final : public SelftestMemory {
  public:
   explicit DeviceMemory(Comm& comm) : comm_(comm) {
-    check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate (selftest)");
+    check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking),
+          "cudaStreamCreate (selftest)");
   }
   ~DeviceMemory() override {
     (void)cudaStreamSynchronize(stream_);

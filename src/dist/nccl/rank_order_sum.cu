@@ -66,8 +66,8 @@ void rank_order_sum(float* out, const float* recv, const float* own, int own_ran
                     size_t shard, bool accumulate, cudaStream_t stream) {
   if (shard == 0) return;
   const Parts p{recv, own, own_rank, world, shard};
-  const bool vec = shard % 4 == 0 && aligned16(out) && aligned16(own) &&
-                   (world == 1 || aligned16(recv));
+  const bool vec =
+      shard % 4 == 0 && aligned16(out) && aligned16(own) && (world == 1 || aligned16(recv));
   if (vec)
     launch<float4>(out, p, shard / 4, accumulate, stream);
   else
