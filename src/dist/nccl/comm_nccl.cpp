@@ -27,6 +27,8 @@ constexpr auto kPollSleep = std::chrono::microseconds(50);
 constexpr auto kAbortLockWait = std::chrono::seconds(5);
 // How long the destructor waits for an abort before it leaves it running and goes on.
 constexpr double kAbortWaitS = 10.0;
+// After a failure was raised, how long the process may take to unwind to this Comm's destructor.
+constexpr double kUnwindGraceS = 30.0;
 
 double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -480,60 +482,73 @@ void NcclComm::watchdog() {
   (void)cudaSetDevice(device_);
   double gone_since = -1.0;
   std::unique_lock lk(wd_mu_);
-  while (!wd_stop_) {
+  while (!wd_stop_ && !failed_.load()) {
     wd_cv_.wait_for(lk, kWatchdogPeriod, [&] { return wd_stop_; });
-    if (wd_stop_ || failed_.load()) break;  // a failure the main thread found is its to raise
+    if (wd_stop_ || failed_.load()) break;
     lk.unlock();
-    std::string problem;
-    InFlight f;
-    const bool busy = oldest_in_flight(&f);
-    {
-      std::unique_lock nl(nccl_mu_, std::defer_lock);
-      if (nl.try_lock_for(std::chrono::milliseconds(100)) && nccl_) {
-        ncclResult_t st = ncclSuccess;
-        (void)ncclCommGetAsyncError(nccl_, &st);
-        if (is_bad(st))
-          problem = fmt::format("NCCL reported an error on rank {}{}: {} ({})", rank(),
-                                busy ? " during " + describe(f) : std::string(),
-                                ncclGetErrorString(st), ncclGetLastError(nccl_));
-      }
-    }
-    const double t = now_s();
-    if (problem.empty() && busy) {
-      const int lost = host_->lost_peer();
-      if (lost < 0) {
-        gone_since = -1.0;
-      } else if (gone_since < 0) {
-        gone_since = t;
-      } else if (t - gone_since > opt_.peer_gone_grace_s) {
-        problem = fmt::format("{} did not complete on rank {}: rank {}'s process is gone",
-                              describe(f), rank(), lost);
-      }
-      if (problem.empty() && t - f.enqueued_s > opt_.timeout_s)
-        problem = fmt::format(
-            "{} did not complete on rank {} within {:g} s (ZT_COMM_TIMEOUT_S): a rank is stuck or "
-            "gone",
-            describe(f), rank(), opt_.timeout_s);
-    } else if (!busy) {
-      gone_since = -1.0;
-    }
-    if (!problem.empty()) {
-      fail_and_abort(problem);
-      lk.lock();
-      const bool ended = wd_cv_.wait_for(lk, std::chrono::duration<double>(opt_.exit_grace_s),
-                                         [&] { return wd_stop_ || raised_; });
-      if (!ended) {
-        std::fprintf(stderr,
-                     "zerotune: error: %s (the communicator was aborted; the process did not "
-                     "return to it within %g s, so it exits here)\n",
-                     problem.c_str(), opt_.exit_grace_s);
-        std::fflush(stderr);
-        std::_Exit(1);
-      }
-      break;
-    }
+    const std::string problem = find_problem(&gone_since);
+    if (!problem.empty()) fail_and_abort(problem);
     lk.lock();
   }
+  if (wd_stop_) return;
+  // The communicator failed (found here or by the main thread). The main thread must raise it
+  // within exit_grace_s and then finish unwinding to this Comm's destructor within
+  // kUnwindGraceS — a stream synchronisation or cudaFree that the abort did not release would
+  // otherwise hang the process.
+  std::string msg;
+  {
+    std::lock_guard el(error_mu_);
+    msg = error_;
+  }
+  const char* stage = nullptr;
+  if (!wd_cv_.wait_for(lk, std::chrono::duration<double>(opt_.exit_grace_s),
+                       [&] { return wd_stop_ || raised_; }))
+    stage = "did not return to it";
+  else if (!wd_stop_ && !wd_cv_.wait_for(lk, std::chrono::duration<double>(kUnwindGraceS),
+                                         [&] { return wd_stop_; }))
+    stage = "did not finish unwinding";
+  if (!stage) return;
+  std::fprintf(stderr,
+               "zerotune: error: %s (the communicator was aborted; the process %s in time, so it "
+               "exits here)\n",
+               msg.c_str(), stage);
+  std::fflush(stderr);
+  std::_Exit(1);
+}
+
+std::string NcclComm::find_problem(double* gone_since) {
+  InFlight f;
+  const bool busy = oldest_in_flight(&f);
+  {
+    std::unique_lock nl(nccl_mu_, std::defer_lock);
+    if (nl.try_lock_for(std::chrono::milliseconds(100)) && nccl_) {
+      ncclResult_t st = ncclSuccess;
+      (void)ncclCommGetAsyncError(nccl_, &st);
+      if (is_bad(st))
+        return fmt::format("NCCL reported an error on rank {}{}: {} ({})", rank(),
+                           busy ? " during " + describe(f) : std::string(), ncclGetErrorString(st),
+                           ncclGetLastError(nccl_));
+    }
+  }
+  if (!busy) {
+    *gone_since = -1.0;
+    return "";
+  }
+  const double t = now_s();
+  const int lost = host_->lost_peer();
+  if (lost < 0) {
+    *gone_since = -1.0;
+  } else if (*gone_since < 0) {
+    *gone_since = t;
+  } else if (t - *gone_since > opt_.peer_gone_grace_s) {
+    return fmt::format("{} did not complete on rank {}: rank {}'s process is gone", describe(f),
+                       rank(), lost);
+  }
+  if (t - f.enqueued_s > opt_.timeout_s)
+    return fmt::format(
+        "{} did not complete on rank {} within {:g} s (ZT_COMM_TIMEOUT_S): a rank is stuck or gone",
+        describe(f), rank(), opt_.timeout_s);
+  return "";
 }
 
 }  // namespace zt::dist

@@ -37,11 +37,12 @@
 // cause), aborts the communicator (ncclCommAbort makes the NCCL kernels in flight return, so
 // streams waiting on them drain), and from then on every call of this Comm — collectives, barrier,
 // synchronize — throws zt::Error with that message on the calling thread. If the main thread does
-// not come back to the Comm within exit_grace_s (it may be stuck in a stream synchronisation that
-// the abort did not release), the watchdog prints the message and ends the process with status 1.
-// So a killed rank makes every survivor exit non-zero within about peer_gone_grace_s +
-// exit_grace_s (15 s by default) under the TCP host Comm; under MPI, mpirun ends the job, and
-// NCCL's own errors and the timeout remain. Waits inside the Comm (communicator set-up, a
+// not come back to the Comm within exit_grace_s, or having raised the error does not unwind to
+// this Comm's destructor within 30 s (stuck in a stream synchronisation or a cudaFree that the
+// abort did not release), the watchdog prints the message and ends the process with status 1.
+// So a killed rank makes every survivor exit non-zero within about peer_gone_grace_s + 0.1 s
+// (then exit_grace_s at worst: 15 s by default) under the TCP host Comm; under MPI, mpirun ends the
+// job, and NCCL's own errors and the timeout remain. Waits inside the Comm (communicator set-up, a
 // non-blocking call still in progress, synchronize) poll the same conditions and throw directly.
 // Data a collective received when it was aborted is garbage: nothing may be saved after a
 // failure, which the throwing calls (barrier before a checkpoint included) ensure. Every
@@ -155,6 +156,9 @@ class NcclComm final : public Comm {
   // Retires completed collectives; returns the oldest incomplete one (false if none).
   bool oldest_in_flight(InFlight* out);
   void watchdog();
+  // One watchdog round: the failure to record (empty if none). gone_since: when a lost peer was
+  // first seen while a collective was in flight (-1: not).
+  std::string find_problem(double* gone_since);
   std::string describe(const InFlight& f) const;
 
   std::unique_ptr<Comm> host_;

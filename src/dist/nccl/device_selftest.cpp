@@ -3,6 +3,7 @@
 
 #include <cuda_runtime.h>
 
+#include <exception>
 #include <vector>
 
 #include "dist/nccl/nccl_check.h"
@@ -20,6 +21,9 @@ class DeviceMemory final : public SelftestMemory {
           "cudaStreamCreate (selftest)");
   }
   ~DeviceMemory() override {
+    // After a Comm failure the stream may wait on an aborted collective: leave the buffers to the
+    // driver rather than wait (cudaFree synchronises the device).
+    if (std::uncaught_exceptions() > 0) return;
     (void)cudaStreamSynchronize(stream_);
     for (void* p : buffers_) (void)cudaFree(p);
     (void)cudaStreamDestroy(stream_);
