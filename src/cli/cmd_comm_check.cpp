@@ -1,8 +1,11 @@
-// `zerotune comm-check [--elements N] [--fail-rank R] [--sleep-rank R --sleep-s S]`: joins the job
-// described by the environment (mpirun, torchrun-style variables, `zerotune launch`, or alone),
-// prints each rank's identity and runs the collective self-test (dist/selftest.h). A quick check
-// of a multi-process setup; --fail-rank / --sleep-rank make one rank fail or stall, to see that the
-// others stop (what the launch tests use).
+// `zerotune comm-check [--elements N] [--device cpu|cuda] [--rounds K] [--fail-rank R]
+// [--die-rank R] [--sleep-rank R --sleep-s S]`: joins the job described by the environment
+// (mpirun, torchrun-style variables, `zerotune launch`, or alone), prints each rank's identity and
+// runs the collective self-test (dist/selftest.h) K times. --device cuda runs it on the device
+// Comm (NCCL, GPU LOCAL_RANK) with device buffers. A quick check of a multi-process setup;
+// --fail-rank / --die-rank / --sleep-rank make one rank fail, die (SIGKILL after the first round)
+// or stall, to see that the others stop (what the launch and GPU tests use).
+#include <signal.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -14,6 +17,9 @@
 #include "core/error.h"
 #include "dist/bootstrap.h"
 #include "dist/selftest.h"
+#ifdef ZT_HAVE_NCCL
+#include "dist/nccl/device_selftest.h"
+#endif
 
 namespace zt::cli {
 
@@ -29,11 +35,17 @@ const char* env_or_dash(const char* name) {
 int cmd_comm_check(const Args& args) {
   CLI::App app{"zerotune comm-check: check the collectives of a multi-process job", "comm-check"};
   size_t elements = 4099;
-  int fail_rank = -1, sleep_rank = -1;
+  int fail_rank = -1, sleep_rank = -1, die_rank = -1, rounds = 1;
   double sleep_s = 0;
+  std::string device = "cpu";
   app.add_option("--elements", elements, "reduce-scatter shard size per rank")
       ->check(CLI::Range(1, 1 << 26));
+  app.add_option("--device", device, "where the collectives run: cpu (host Comm) or cuda (NCCL)")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
+  app.add_option("--rounds", rounds, "times the self-test runs")->check(CLI::Range(1, 1 << 30));
   app.add_option("--fail-rank", fail_rank, "this rank fails right after joining");
+  app.add_option("--die-rank", die_rank,
+                 "this rank kills itself (SIGKILL) after the first round; the others go on");
   app.add_option("--sleep-rank", sleep_rank, "this rank sleeps --sleep-s seconds before the test");
   app.add_option("--sleep-s", sleep_s, "seconds --sleep-rank sleeps");
   std::vector<std::string> argv(args.rbegin(), args.rend());
@@ -45,7 +57,14 @@ int cmd_comm_check(const Args& args) {
   } catch (const CLI::ParseError& e) {
     fail("comm-check: {}", e.what());
   }
-  const auto comm = dist::make_comm_from_environment();
+  const bool on_device = device == "cuda";
+  const dist::LaunchEnv env = dist::read_launch_env([](const char* n) { return std::getenv(n); });
+  std::unique_ptr<dist::Comm> comm = dist::make_comm(env);
+  if (on_device) {
+    const int gpu = comm->local_rank();
+    const size_t bucket = elements * static_cast<size_t>(comm->world_size());
+    comm = dist::make_device_comm(std::move(comm), gpu, bucket, env.options);
+  }
   const int r = comm->rank();
   fmt::print(
       "comm-check: rank {}/{} local_rank {}/{} backend {} pid {} RANK={} WORLD_SIZE={} "
@@ -62,7 +81,19 @@ int cmd_comm_check(const Args& args) {
     fmt::print("comm-check: rank {} woke up\n", r);
     std::fflush(stdout);
   }
-  const uint64_t digest = dist::run_comm_selftest(*comm, elements);
+  std::unique_ptr<dist::SelftestMemory> memory;
+#ifdef ZT_HAVE_NCCL
+  if (on_device) memory = dist::make_device_selftest_memory(*comm);
+#endif
+  uint64_t digest = 0;
+  for (int k = 0; k < rounds; ++k) {
+    digest = dist::run_comm_selftest(*comm, elements, memory.get());
+    if (r == die_rank) {
+      fmt::print("comm-check: rank {} dies (SIGKILL) as asked (--die-rank)\n", r);
+      std::fflush(stdout);
+      raise(SIGKILL);
+    }
+  }
   fmt::print("comm-check: rank {} ok digest {:016x}\n", r, digest);
   std::fflush(stdout);
   return 0;

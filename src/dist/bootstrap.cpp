@@ -7,6 +7,9 @@
 
 #include "core/error.h"
 #include "dist/comm_mpi.h"
+#ifdef ZT_HAVE_NCCL
+#include "dist/nccl/comm_nccl.h"
+#endif
 
 namespace zt::dist {
 
@@ -79,6 +82,29 @@ std::unique_ptr<Comm> make_comm(const LaunchEnv& where) {
 
 std::unique_ptr<Comm> make_comm_from_environment() {
   return make_comm(read_launch_env([](const char* name) { return std::getenv(name); }));
+}
+
+bool have_device_comm() {
+#ifdef ZT_HAVE_NCCL
+  return true;
+#else
+  return false;
+#endif
+}
+
+std::unique_ptr<Comm> make_device_comm(std::unique_ptr<Comm> host, int device,
+                                       size_t max_bucket_elems, const CommOptions& options) {
+#ifdef ZT_HAVE_NCCL
+  NcclCommOptions o;
+  o.max_bucket_elems = max_bucket_elems;
+  o.timeout_s = options.timeout_s;
+  return std::make_unique<NcclComm>(std::move(host), device, o);
+#else
+  (void)host, (void)device, (void)max_bucket_elems, (void)options;
+  fail(
+      "this zerotune was built without CUDA/NCCL: no device Comm (rebuild where nvcc and NCCL "
+      "are found)");
+#endif
 }
 
 }  // namespace zt::dist

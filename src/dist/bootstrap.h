@@ -5,7 +5,8 @@
 //   MPI job:  OMPI_COMM_WORLD_SIZE (OpenMPI's mpirun) or PMIX_RANK (srun --mpi=pmix) present.
 //   TCP job:  WORLD_SIZE > 1 with RANK, MASTER_ADDR, MASTER_PORT (required) and LOCAL_RANK,
 //             LOCAL_WORLD_SIZE (default: RANK and WORLD_SIZE, i.e. one host).
-//   Knobs:    ZT_COMM_TIMEOUT_S (TCP collective progress timeout, default 1800),
+//   Knobs:    ZT_COMM_TIMEOUT_S (TCP collective progress timeout, and how long a device
+//             collective may stay incomplete; default 1800),
 //             ZT_RENDEZVOUS_TIMEOUT_S (default 300), ZT_COMM_CHUNK_ELEMENTS (reduce-scatter chunk
 //             per peer, default 1048576).
 // When both kinds of variables are present, MPI wins.
@@ -41,5 +42,18 @@ std::unique_ptr<Comm> make_comm(const LaunchEnv& where);
 
 // make_comm(read_launch_env(std::getenv)).
 std::unique_ptr<Comm> make_comm_from_environment();
+
+// Whether this build has the device Comm (CUDA + NCCL found at configure time).
+bool have_device_comm();
+
+// The device Comm (dist/nccl/comm_nccl.h) over `host`: collectives on CUDA device memory of
+// `device` (pass host->local_rank(), i.e. LOCAL_RANK), NCCL for world size > 1, copies and the
+// rank-order add kernel alone. max_bucket_elems: the largest reduce_scatter_sum n (fp32 elements;
+// the ZeRO engine's W × max group shard) — its scratch is allocated here, once. options: the
+// ZT_COMM_TIMEOUT_S value (timeout_s; read_launch_env(...).options). Throws zt::Error when the
+// build has no NCCL, there is no such device, or the NCCL set-up fails (naming the call, a vanished
+// peer, or the timeout).
+std::unique_ptr<Comm> make_device_comm(std::unique_ptr<Comm> host, int device,
+                                       size_t max_bucket_elems, const CommOptions& options = {});
 
 }  // namespace zt::dist

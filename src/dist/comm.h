@@ -2,9 +2,11 @@
 //
 // One Comm per process (rank). Every rank calls the same collectives in the same order with the
 // same sizes (SPMD); a mismatch is an error where the implementation can see it (TCP), undefined
-// where it cannot. Calls are blocking and must not be made from two threads at once. Buffers are
-// host memory for the CPU implementations (single-process, MPI, TCP); a device implementation takes
-// device pointers for the bulk collectives and runs them on `stream`.
+// where it cannot. Calls must not be made from two threads at once. The CPU implementations
+// (single-process, MPI, TCP) take host memory and complete each call before returning; the device
+// Comm (dist/nccl/comm_nccl.h) takes device pointers for the bulk collectives and enqueues them in
+// order with the work on `stream` (synchronize(stream) waits for them), and serves host buffers
+// through its host Comm.
 //
 // Determinism: reductions are never left to the transport. reduce_scatter_sum and the small
 // all_reduce gather every contribution and add them in rank order 0..W-1, so the result is bitwise
@@ -38,7 +40,7 @@ class Comm {
   // Rank among the processes of this host, and their number (LOCAL_RANK / LOCAL_WORLD_SIZE).
   int local_rank() const { return local_rank_; }
   int local_world_size() const { return local_world_size_; }
-  // "single", "mpi" or "tcp".
+  // "single", "mpi", "tcp", or for the device Comm "nccl" (world size > 1) / "cuda" (alone).
   virtual std::string_view backend() const = 0;
 
   // Reduce-scatter, fp32 SUM. send: [n] on every rank, n a multiple of world_size; out: [n/W], this
@@ -60,6 +62,18 @@ class Comm {
 
   // Returns when every rank has entered the barrier.
   void barrier();
+
+  // Waits until the work enqueued on `stream` so far (the collectives this Comm enqueued on it
+  // included) has completed. Throws zt::Error naming the collective when the transport failed
+  // (a device Comm whose peer died). The CPU Comms complete every call before returning: no-op.
+  virtual void synchronize(Stream stream) { (void)stream; }
+
+  // Liveness probe, callable from another thread while this Comm is in use (it never touches the
+  // data path): the rank of a peer whose process is known to be gone — its connection to this
+  // rank closed — or -1 when none is known. The TCP Comm looks at its sockets; MPI (mpirun ends
+  // the job when a rank dies) and the single-process Comm return -1. A peer that finished and
+  // exited normally also counts as gone: callers act on it only while they wait for that peer.
+  virtual int lost_peer() const { return -1; }
 
   // Small host vectors (a few values: token counts, losses, flags), reduced element-wise in rank
   // order and identical on every rank. kMax propagates NaN.

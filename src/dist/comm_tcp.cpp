@@ -75,6 +75,12 @@ class TcpComm final : public Comm {
 
   std::string_view backend() const override { return "tcp"; }
 
+  int lost_peer() const override {
+    for (size_t q = 0; q < peers_.size(); ++q)
+      if (peers_[q].valid() && tcp::peer_closed(peers_[q].get())) return static_cast<int>(q);
+    return -1;
+  }
+
  protected:
   void do_reduce_scatter_sum(const float* send, float* out, size_t n, bool accumulate,
                              Stream) override {

@@ -13,6 +13,9 @@
 // data. reduce_scatter_sum exchanges each rank's block with every peer (pipelined in chunks of
 // CommOptions::chunk_elements) and folds the W blocks in rank order (fold_rank_order); all_gather
 // and barrier exchange with every peer; broadcast is a star from the root.
+//
+// lost_peer() reports a peer whose connection closed (its process exited or was killed), without
+// reading from the socket — the device Comm's watchdog polls it from its own thread.
 #pragma once
 
 #include <memory>

@@ -63,7 +63,42 @@ uint64_t selftest_expected_digest(int world_size, size_t shard) {
   return fnv1a(full.data(), n * sizeof(float));
 }
 
-uint64_t run_comm_selftest(Comm& comm, size_t shard) {
+namespace {
+
+// Host memory: the buffers are copies kept here; the collectives complete before returning.
+class HostMemory final : public SelftestMemory {
+ public:
+  void* upload(const void* host, size_t bytes) override {
+    auto& b = buffers_.emplace_back(bytes);
+    if (bytes) std::memcpy(b.data(), host, bytes);
+    return b.data();
+  }
+  void download(void* host, const void* buffer, size_t bytes) override {
+    if (bytes) std::memcpy(host, buffer, bytes);
+  }
+  Stream stream() const override { return nullptr; }
+
+ private:
+  std::vector<std::vector<char>> buffers_;
+};
+
+// A buffer in `mem` with the contents of host vector v.
+template <typename T>
+T* upload(SelftestMemory& mem, const std::vector<T>& v) {
+  return static_cast<T*>(mem.upload(v.data(), v.size() * sizeof(T)));
+}
+
+template <typename T>
+void download(SelftestMemory& mem, std::vector<T>& v, const T* buffer) {
+  mem.download(v.data(), buffer, v.size() * sizeof(T));
+}
+
+}  // namespace
+
+uint64_t run_comm_selftest(Comm& comm, size_t shard, SelftestMemory* memory) {
+  HostMemory host_memory;
+  SelftestMemory& mem = memory ? *memory : host_memory;
+  const Stream st = mem.stream();
   const int w = comm.world_size(), r = comm.rank();
   const auto uw = static_cast<size_t>(w);
   const size_t n = uw * shard;
@@ -72,31 +107,43 @@ uint64_t run_comm_selftest(Comm& comm, size_t shard) {
   // reduce_scatter_sum, then accumulating on top of a known shard.
   std::vector<float> send(n);
   for (size_t i = 0; i < n; ++i) send[i] = selftest_value(r, i);
+  const float* d_send = upload(mem, send);
   std::vector<float> out(shard, -1.0f);
-  comm.reduce_scatter_sum(send.data(), out.data(), n);
+  float* d_out = upload(mem, out);
+  comm.reduce_scatter_sum(d_send, d_out, n, false, st);
+  download(mem, out, d_out);
   for (size_t i = 0; i < shard; ++i)
     expect_equal("reduce_scatter_sum", i, out[i], reference_sum(w, base + i));
   std::vector<float> acc(shard);
   for (size_t i = 0; i < shard; ++i) acc[i] = selftest_value(w + 7, base + i);
-  comm.reduce_scatter_sum(send.data(), acc.data(), n, /*accumulate=*/true);
+  float* d_acc = upload(mem, acc);
+  comm.reduce_scatter_sum(d_send, d_acc, n, /*accumulate=*/true, st);
+  download(mem, acc, d_acc);
   for (size_t i = 0; i < shard; ++i)
     expect_equal("reduce_scatter_sum(accumulate)", i, acc[i],
                  selftest_value(w + 7, base + i) + reference_sum(w, base + i));
 
   // all_gather of the reduced shards (out of place) -> the digest; then in place.
   std::vector<float> full(n, 0.0f);
-  comm.all_gather(out.data(), full.data(), shard);
+  float* d_full = upload(mem, full);
+  comm.all_gather(d_out, d_full, shard, st);
+  download(mem, full, d_full);
   for (size_t i = 0; i < n; ++i) expect_equal("all_gather", i, full[i], reference_sum(w, i));
   const uint64_t digest = fnv1a(full.data(), n * sizeof(float));
   std::vector<float> inplace(n, 0.0f);
   for (size_t i = 0; i < shard; ++i) inplace[base + i] = selftest_value(r, i);
-  comm.all_gather(inplace.data() + base, inplace.data(), shard);
+  float* d_inplace = upload(mem, inplace);
+  comm.all_gather(d_inplace + base, d_inplace, shard, st);
+  download(mem, inplace, d_inplace);
   for (size_t i = 0; i < n; ++i)
     expect_equal("all_gather(in place)", i, inplace[i],
                  selftest_value(static_cast<int>(i / shard), i % shard));
   std::vector<uint16_t> b16(shard), b16_all(n);
   for (size_t i = 0; i < shard; ++i) b16[i] = static_cast<uint16_t>(mix(r * 131 + i) & 0xffff);
-  comm.all_gather_bf16(b16.data(), b16_all.data(), shard);
+  const uint16_t* d_b16 = upload(mem, b16);
+  uint16_t* d_b16_all = upload(mem, b16_all);
+  comm.all_gather_bf16(d_b16, d_b16_all, shard, st);
+  download(mem, b16_all, d_b16_all);
   for (size_t i = 0; i < n; ++i) {
     const auto want = static_cast<uint16_t>(mix((i / shard) * 131 + i % shard) & 0xffff);
     if (b16_all[i] != want)
@@ -108,7 +155,9 @@ uint64_t run_comm_selftest(Comm& comm, size_t shard) {
   for (int root : {0, w - 1}) {
     std::vector<float> b(shard);
     for (size_t i = 0; i < shard; ++i) b[i] = r == root ? selftest_value(root + 100, i) : 0.0f;
-    comm.broadcast(b.data(), shard * sizeof(float), root);
+    float* d_b = upload(mem, b);
+    comm.broadcast(d_b, shard * sizeof(float), root, st);
+    download(mem, b, d_b);
     for (size_t i = 0; i < shard; ++i)
       expect_equal("broadcast", i, b[i], selftest_value(root + 100, i));
   }

@@ -59,6 +59,11 @@ std::string local_address(int fd);
 // comment).
 void tune_link(int fd);
 
+// True when the other end of a connected socket has closed it or the connection failed (FIN or
+// RST received, or a keep-alive / user timeout): poll(2) for POLLRDHUP | POLLHUP | POLLERR with a
+// zero timeout. Reads nothing, so it may run on another thread while the socket is in use.
+bool peer_closed(int fd);
+
 // Frame header of every collective message; both ends of a link must agree on it.
 struct Header {
   uint32_t magic = 0x5a54434dU;  // "ZTCM"

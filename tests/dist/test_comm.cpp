@@ -196,6 +196,30 @@ TEST(TcpComm, PeerThatLeavesMakesTheOthersFail) {
   EXPECT_GE(named_two, 1);
 }
 
+TEST(TcpComm, LostPeerNamesARankWhoseProcessLeft) {
+  // The device Comm's watchdog asks lost_peer() from another thread; here rank 1 leaves (its Comm
+  // closes its sockets) after rank 0 saw everyone alive.
+  int before = -2, after = -2, single = -2;
+  const auto errors = on_tcp_ranks(2, CommOptions{}, [&](Comm& c) {
+    if (c.rank() == 0) {
+      before = c.lost_peer();
+      c.barrier();
+      const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+      while ((after = c.lost_peer()) < 0 && std::chrono::steady_clock::now() < end)
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    } else {
+      c.barrier();
+    }
+  });
+  SingleComm s;
+  single = s.lost_peer();
+  EXPECT_EQ(errors[0], "");
+  EXPECT_EQ(errors[1], "");
+  EXPECT_EQ(before, -1);
+  EXPECT_EQ(after, 1);
+  EXPECT_EQ(single, -1);
+}
+
 TEST(TcpComm, StalledPeerTripsTheProgressTimeout) {
   // Rank 1 is alive but does not reach the barrier (it sleeps past rank 0's timeout).
   CommOptions opt;
