@@ -17,9 +17,9 @@
 //    dims d ≡ lane (mod 32) of the accumulators (online softmax in the forward).
 //  * tensor cores: bf16, D ∈ {64, 128} (Qwen2.5: 0.5B D = 64, 1.5B D = 128), mma.sync m16n8k16
 //    bf16 with fp32 accumulators, 64×64 tiles, 4 warps of 16 rows each, ldmatrix from XOR-swizzled
-//    shared memory, cp.async double buffering, causal tile skipping (a query tile reads only the key
-//    tiles up to its diagonal, and only the diagonal tile is masked). The probabilities are rounded
-//    to bf16 before the P·V (and dS before dS·K, dSᵀ·Q) products, as FlashAttention does.
+//    shared memory, cp.async double buffering, causal tile skipping (a query tile reads only the
+//    key tiles up to its diagonal, and only the diagonal tile is masked). The probabilities are
+//    rounded to bf16 before the P·V (and dS before dS·K, dSᵀ·Q) products, as FlashAttention does.
 //
 // Varlen work lists: a tiny kernel turns cu_seqlens into tile_start[i] = Σ_{j<i} ceil(len_j / rows)
 // (device, in the workspace); a block b of the 1-D grid (Σ tiles × Hq blocks) takes query head
@@ -40,9 +40,19 @@
 // adds its terms in an order fixed by the shapes (tile loops in index order, fixed warp-shuffle
 // trees, fixed mma k order); nothing depends on scheduling, the SM count or addresses.
 //
-// Expected speed on an H200 (Qwen2.5-1.5B shapes, T = 8192 = 4×2048, Hq 12, Hkv 2, D 128; causal
-// FLOPs fwd 4·Σs²/2·Hq·D = 51.5 GFLOP, bwd 2.5× = 129 GFLOP): not yet measured (no GPU where this was
-// written); see the report in the branch history and bench/ for the measured numbers.
+// Resources (ptxas, sm_90; sm_89 within a few registers): tensor-core kernels 128 threads,
+// __launch_bounds__(128, 2), no spills — forward D=128 232 regs / 80 KiB smem, D=64 153 / 40 KiB;
+// dQ D=128 246 / 96 KiB, D=64 206 / 48 KiB; dK/dV D=128 255 / 97 KiB, D=64 245 / 49 KiB (every
+// tile fits the 99 KiB per-block limit of sm_89 too). Generic: 94-128 regs, ≤ 97 KiB at D = 256.
+//
+// Expected speed on an H200 (Qwen2.5-1.5B layer, T = 8192 = 4×2048, Hq 12, Hkv 2, D 128; causal
+// FLOPs fwd 4·Σs²/2·Hq·D = 51.5 GFLOP, bwd counted 2.5× = 129 GFLOP): the forward reads 32 FLOP per
+// byte of shared memory (the mma.sync rate, ~60 % of the 989 TFLOP/s dense peak, is the limit):
+// ~250-300 TFLOP/s, ~0.2 ms. The backward executes 7/5 of its counted FLOPs (P is recomputed in
+// both passes) at ~14.5 FLOP per shared-memory byte (smem-bound near 45 % of peak): ~130-180
+// counted TFLOP/s, ~0.7-1.0 ms. Together ~1 ms per layer against ~3.5 ms for the layer's linear
+// layers (6·T·(H·(Hq+2Hkv)·D + Hq·D·H + 3·H·I) = 2.3 TFLOP at ~650 TFLOP/s). Measure with
+// bench/bench_cuda_attention.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -78,8 +88,8 @@ struct KArgs {
 
 // The (sequence, tile, head) a block works on.
 struct Work {
-  int s0, L;  // first token and length of the sequence
-  int tile;   // tile index within the sequence (rows [tile·rows, tile·rows + rows))
+  int s0, L;   // first token and length of the sequence
+  int tile;    // tile index within the sequence (rows [tile·rows, tile·rows + rows))
   int h, kvh;  // query head and its KV head
 };
 
@@ -193,12 +203,12 @@ __global__ void __launch_bounds__(256)
 // ---------------------------------------------------------------------------------------------
 // Generic kernels (fp32 arithmetic, any D ≤ 256, f32 or bf16 storage)
 
-constexpr int kGenThreads = 128;             // 4 warps
-constexpr int kGenRows = 16;                 // query rows (fwd, dQ) or keys (dK/dV) per block
-constexpr int kGenPerWarp = kGenRows / 4;    // of which each warp owns 4
-constexpr int kGenTile = 32;                 // rows of the other side per shared-memory tile
-constexpr int kGenSlots = 8;                 // accumulator dims per lane: d = lane + 32·slot
-constexpr int kGenMaxD = kGenSlots * 32;     // 256
+constexpr int kGenThreads = 128;           // 4 warps
+constexpr int kGenRows = 16;               // query rows (fwd, dQ) or keys (dK/dV) per block
+constexpr int kGenPerWarp = kGenRows / 4;  // of which each warp owns 4
+constexpr int kGenTile = 32;               // rows of the other side per shared-memory tile
+constexpr int kGenSlots = 8;               // accumulator dims per lane: d = lane + 32·slot
+constexpr int kGenMaxD = kGenSlots * 32;   // 256
 
 // Shared memory (bytes) of each generic kernel; rows read lane-wise are padded to D+1 floats
 // (conflict-free).
@@ -303,10 +313,10 @@ __global__ void __launch_bounds__(kGenThreads)
                     const float* Di, T* dq) {
   extern __shared__ float gsm[];
   const int D = a.D, kp = D + 1;
-  float* Qs = gsm;                  // [16][D]
-  float* dOs = Qs + kGenRows * D;   // [16][D]
-  float* Ks = dOs + kGenRows * D;   // [32][D+1]
-  float* Vs = Ks + kGenTile * kp;   // [32][D+1]
+  float* Qs = gsm;                 // [16][D]
+  float* dOs = Qs + kGenRows * D;  // [16][D]
+  float* Ks = dOs + kGenRows * D;  // [32][D+1]
+  float* Vs = Ks + kGenTile * kp;  // [32][D+1]
   const Work w = block_work(a, kGenRows, true);
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int64_t ldq = static_cast<int64_t>(a.Hq) * D, ldk = static_cast<int64_t>(a.Hkv) * D;
@@ -370,23 +380,23 @@ __global__ void __launch_bounds__(kGenThreads)
   }
 }
 
-// dK/dV contribution of one query head. Block: 16 keys of KV head kvh (4 per warp) and query head h;
-// query tiles of 32 rows from the block's first key to the sequence end, in order. Lane i computes
-// P and dS for query row i of the tile; the warp adds Σ_i P_i·dO_i to the key's dV and Σ_i dS_i·Q_i
-// to its dK (lane owns dims lane + 32·slot), rows in order. Writes fp32 partials pk/pv [T, Hq, D]
-// when non-null, else the final dk/dv [T, Hkv, D].
+// dK/dV contribution of one query head. Block: 16 keys of KV head kvh (4 per warp) and query head
+// h; query tiles of 32 rows from the block's first key to the sequence end, in order. Lane i
+// computes P and dS for query row i of the tile; the warp adds Σ_i P_i·dO_i to the key's dV and Σ_i
+// dS_i·Q_i to its dK (lane owns dims lane + 32·slot), rows in order. Writes fp32 partials pk/pv [T,
+// Hq, D] when non-null, else the final dk/dv [T, Hkv, D].
 template <class T>
 __global__ void __launch_bounds__(kGenThreads)
     attn_dkdv_generic(KArgs a, const T* q, const T* k, const T* v, const T* dout, const float* lse,
                       const float* Di, float* pk, float* pv, T* dk, T* dv) {
   extern __shared__ float gsm[];
   const int D = a.D, kp = D + 1;
-  float* Qs = gsm;                   // [32][D+1]
-  float* dOs = Qs + kGenTile * kp;   // [32][D+1]
-  float* Ks = dOs + kGenTile * kp;   // [16][D]
-  float* Vs = Ks + kGenRows * D;     // [16][D]
-  float* ls = Vs + kGenRows * D;     // [32] lse of the tile's rows
-  float* ds_ = ls + kGenTile;        // [32] Di of the tile's rows
+  float* Qs = gsm;                  // [32][D+1]
+  float* dOs = Qs + kGenTile * kp;  // [32][D+1]
+  float* Ks = dOs + kGenTile * kp;  // [16][D]
+  float* Vs = Ks + kGenRows * D;    // [16][D]
+  float* ls = Vs + kGenRows * D;    // [32] lse of the tile's rows
+  float* ds_ = ls + kGenTile;       // [32] Di of the tile's rows
   const Work w = block_work(a, kGenRows, false);
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int64_t ldq = static_cast<int64_t>(a.Hq) * D, ldk = static_cast<int64_t>(a.Hkv) * D;
@@ -729,7 +739,8 @@ __global__ void __launch_bounds__(kTcThreads, 2)
     bf16* orow = out + (w.s0 + row) * ldq + w.h * D + c2;
 #pragma unroll
     for (int i = 0; i < D / 8; ++i)
-      *reinterpret_cast<uint32_t*>(orow + i * 8) = pack_bf16(o[i][2 * r] * inv, o[i][2 * r + 1] * inv);
+      *reinterpret_cast<uint32_t*>(orow + i * 8) =
+          pack_bf16(o[i][2 * r] * inv, o[i][2 * r + 1] * inv);
     if ((lane & 3) == 0)
       lse[static_cast<int64_t>(w.h) * a.T + w.s0 + row] = (mx[r] + log2f(sum[r])) * kLn2;
   }
@@ -939,6 +950,12 @@ __global__ void __launch_bounds__(kTcThreads, 2)
 
 size_t align256(size_t n) { return (n + 255) & ~size_t{255}; }
 
+// The tile table holds max(num_seqs, T) + 1 entries: sequences are non-empty (model/micro_batch),
+// so workspaces sized from shapes alone (num_seqs unknown, 0) fit every micro-batch of T tokens.
+size_t table_bytes(const AttnProblem& p) {
+  return align256(4 * static_cast<size_t>(std::max<int64_t>(p.num_seqs, p.T) + 1));
+}
+
 // Workspace regions (see attention_workspace_bytes).
 struct Ws {
   int32_t* tile_start;
@@ -952,7 +969,7 @@ Ws carve(const AttnProblem& p, void* base) {
   Ws w{};
   const size_t st = static_cast<size_t>(p.T) * p.Hq * 4;
   w.tile_start = reinterpret_cast<int32_t*>(c);
-  c += align256(4 * static_cast<size_t>(p.num_seqs + 1));
+  c += table_bytes(p);
   w.Di = reinterpret_cast<float*>(c);
   c += align256(st);
   w.lse2 = reinterpret_cast<float*>(c);
@@ -991,8 +1008,8 @@ unsigned plan(const AttnProblem& p, int rows, const Ws& ws, cudaStream_t st, con
 }
 
 KArgs kargs(const AttnProblem& p, const Ws& ws) {
-  return KArgs{p.cu_dev, ws.tile_start, p.num_seqs, p.T, p.Hq, p.Hkv, p.D, p.scale,
-               p.scale * kLog2e};
+  return KArgs{p.cu_dev, ws.tile_start, p.num_seqs,      p.T, p.Hq, p.Hkv,
+               p.D,      p.scale,       p.scale * kLog2e};
 }
 
 // Sets the kernel's dynamic shared-memory limit and launches it.
@@ -1068,7 +1085,7 @@ bool attention_uses_tensor_cores(const AttnProblem& p, std::initializer_list<con
 
 size_t attention_workspace_bytes(const AttnProblem& p) {
   const size_t st = static_cast<size_t>(p.T) * p.Hq * 4;
-  size_t n = align256(4 * static_cast<size_t>(p.num_seqs + 1)) + 2 * align256(st);
+  size_t n = table_bytes(p) + 2 * align256(st);
   if (p.Hq > p.Hkv) n += 2 * align256(st * p.D);
   return n;
 }
@@ -1078,8 +1095,7 @@ void attention_fwd(const AttnProblem& p, void* out, float* lse, const void* q, c
   validate(p);
   if (p.T == 0) return;
   const auto st = static_cast<cudaStream_t>(stream);
-  const bool tc =
-      which == AttnKernels::kAuto && attention_uses_tensor_cores(p, {out, q, k, v});
+  const bool tc = which == AttnKernels::kAuto && attention_uses_tensor_cores(p, {out, q, k, v});
   const Ws ws = carve(p, workspace);
   const unsigned grid = plan(p, tc ? kTc : kGenRows, ws, st, "attention_fwd");
   if (grid == 0) return;
@@ -1112,13 +1128,13 @@ void attention_bwd(const AttnProblem& p, void* dq, void* dk, void* dv, const voi
   const int64_t rows = p.T * p.Hq;
   const unsigned prep_grid = static_cast<unsigned>((rows + 3) / 4);
   if (p.bf16) {
-    attn_bwd_prep_kernel<bf16><<<prep_grid, 128, 0, st>>>(
-        static_cast<const bf16*>(dout), static_cast<const bf16*>(out), lse, ws.Di, ws.lse2, p.T,
-        p.Hq, p.D);
+    attn_bwd_prep_kernel<bf16><<<prep_grid, 128, 0, st>>>(static_cast<const bf16*>(dout),
+                                                          static_cast<const bf16*>(out), lse, ws.Di,
+                                                          ws.lse2, p.T, p.Hq, p.D);
   } else {
-    attn_bwd_prep_kernel<float><<<prep_grid, 128, 0, st>>>(
-        static_cast<const float*>(dout), static_cast<const float*>(out), lse, ws.Di, ws.lse2, p.T,
-        p.Hq, p.D);
+    attn_bwd_prep_kernel<float><<<prep_grid, 128, 0, st>>>(static_cast<const float*>(dout),
+                                                           static_cast<const float*>(out), lse,
+                                                           ws.Di, ws.lse2, p.T, p.Hq, p.D);
   }
   check_launch("attention_bwd");
   if (tc) {
@@ -1137,12 +1153,10 @@ void attention_bwd(const AttnProblem& p, void* dq, void* dk, void* dv, const voi
     const unsigned g = static_cast<unsigned>(std::min<int64_t>((n + 255) / 256, 65536));
     if (p.bf16) {
       attn_sum_heads_kernel<bf16><<<g, 256, 0, st>>>(ws.pk, ws.pv, static_cast<bf16*>(dk),
-                                                     static_cast<bf16*>(dv), p.T, p.Hq, p.Hkv,
-                                                     p.D);
+                                                     static_cast<bf16*>(dv), p.T, p.Hq, p.Hkv, p.D);
     } else {
-      attn_sum_heads_kernel<float><<<g, 256, 0, st>>>(ws.pk, ws.pv, static_cast<float*>(dk),
-                                                      static_cast<float*>(dv), p.T, p.Hq, p.Hkv,
-                                                      p.D);
+      attn_sum_heads_kernel<float><<<g, 256, 0, st>>>(
+          ws.pk, ws.pv, static_cast<float*>(dk), static_cast<float*>(dv), p.T, p.Hq, p.Hkv, p.D);
     }
     check_launch("attention_bwd");
   }

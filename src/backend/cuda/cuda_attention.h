@@ -33,8 +33,10 @@ enum class AttnKernels { kAuto, kGeneric };
 bool attention_uses_tensor_cores(const AttnProblem& p, std::initializer_list<const void*> ptrs);
 
 // Workspace bytes attention_fwd and attention_bwd need (the same for both, and for either kernel
-// family): tile table i32 [num_seqs+1], Di and log2-scaled lse f32 [Hq, T], and, when Hq > Hkv,
-// per-query-head fp32 dK and dV partials [T, Hq, D] each (8·T·Hq·D bytes).
+// family): tile table i32 [max(num_seqs, T) + 1], Di and log2-scaled lse f32 [Hq, T], and, when
+// Hq > Hkv, per-query-head fp32 dK and dV partials [T, Hq, D] each (8·T·Hq·D bytes). Depends on
+// num_seqs only when it exceeds T (empty sequences), so it may be queried with num_seqs = 0 and
+// no cu_seqlens; it grows with T.
 size_t attention_workspace_bytes(const AttnProblem& p);
 
 // out = softmax(scale·q·kᵀ + causal mask within each sequence)·v; lse[h, t] = log Σ exp(scores)
