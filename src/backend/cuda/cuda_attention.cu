@@ -229,6 +229,45 @@ __device__ __forceinline__ void gen_load_rows(float* dst, int pitch, const T* sr
   }
 }
 
+// acc[slot] += Σ_{j ∈ [jlo, jhi)} w_j · M[j·pitch + lane + 32·slot], j in order, where w_j is lane
+// j's `w`: a warp's weighted sum of shared-memory rows (lane owns dims lane + 32·slot).
+__device__ __forceinline__ void gen_add_rows(float (&acc)[kGenSlots], float w, int jlo, int jhi,
+                                             const float* M, int pitch, int D, int lane) {
+  for (int j = jlo; j < jhi; ++j) {
+    const float wj = __shfl_sync(0xffffffffu, w, j);
+#pragma unroll
+    for (int sl = 0; sl < kGenSlots; ++sl) {
+      const int d = lane + 32 * sl;
+      if (d < D) acc[sl] += wj * M[j * pitch + d];
+    }
+  }
+}
+
+// The backward's terms for one (query row, key): P = valid ? exp(scale·q·k − lse) : 0 and
+// dS = P·(dO·v − Di), returned as {P, dS}; both dot products over D in index order.
+__device__ __forceinline__ float2 gen_p_ds(const float* qr, const float* kr, const float* gr,
+                                           const float* vr, int D, float scale, float lse, float di,
+                                           bool valid) {
+  float s = 0.0f, dp = 0.0f;
+  for (int d = 0; d < D; ++d) {
+    s += qr[d] * kr[d];
+    dp += gr[d] * vr[d];
+  }
+  const float p = valid ? expf(s * scale - lse) : 0.0f;
+  return make_float2(p, p * (dp - di));
+}
+
+// row[d] = mul·acc[slot] for the lane's dims d = lane + 32·slot < D.
+template <class T>
+__device__ __forceinline__ void gen_store_row(T* row, const float (&acc)[kGenSlots], float mul,
+                                              int D, int lane) {
+#pragma unroll
+  for (int sl = 0; sl < kGenSlots; ++sl) {
+    const int d = lane + 32 * sl;
+    if (d < D) st(row, d, mul * acc[sl]);
+  }
+}
+
 // Forward. Block: 16 query rows of one head (4 per warp). Per key tile of 32 (in shared memory),
 // lane j scores key j against each of its warp's rows; the warp updates the row's running max m,
 // sum l and output (lane owns dims lane + 32·slot) — online softmax. Per block: reads its rows
@@ -279,14 +318,7 @@ __global__ void __launch_bounds__(kGenThreads)
       const int jn = min(kGenTile, r - c0 + 1);
 #pragma unroll
       for (int sl = 0; sl < kGenSlots; ++sl) o[rr][sl] *= alpha;
-      for (int j = 0; j < jn; ++j) {
-        const float pj = __shfl_sync(0xffffffffu, p, j);
-#pragma unroll
-        for (int sl = 0; sl < kGenSlots; ++sl) {
-          const int d = lane + 32 * sl;
-          if (d < D) o[rr][sl] += pj * Vs[j * D + d];
-        }
-      }
+      gen_add_rows(o[rr], p, 0, jn, Vs, D, D, lane);
     }
   }
 #pragma unroll
@@ -294,12 +326,7 @@ __global__ void __launch_bounds__(kGenThreads)
     const int r = r0 + warp * kGenPerWarp + rr;
     if (r >= w.L) continue;
     const float inv = 1.0f / l[rr];
-    T* orow = out + (w.s0 + r) * ldq + w.h * D;
-#pragma unroll
-    for (int sl = 0; sl < kGenSlots; ++sl) {
-      const int d = lane + 32 * sl;
-      if (d < D) st(orow, d, o[rr][sl] * inv);
-    }
+    gen_store_row(out + (w.s0 + r) * ldq + w.h * D, o[rr], inv, D, lane);
     if (lane == 0) lse[static_cast<int64_t>(w.h) * a.T + w.s0 + r] = m[rr] + logf(l[rr]);
   }
 }
@@ -345,46 +372,27 @@ __global__ void __launch_bounds__(kGenThreads)
     for (int rr = 0; rr < kGenPerWarp; ++rr) {
       const int r = r0 + warp * kGenPerWarp + rr;
       if (r >= w.L || r < c0) continue;
-      const float* qr = Qs + (warp * kGenPerWarp + rr) * D;
-      const float* gr = dOs + (warp * kGenPerWarp + rr) * D;
-      const float* kr = Ks + lane * kp;
-      const float* vr = Vs + lane * kp;
-      float s = 0.0f, dp = 0.0f;
-      for (int d = 0; d < D; ++d) {
-        s += qr[d] * kr[d];
-        dp += gr[d] * vr[d];
-      }
-      const float p = c0 + lane <= r ? expf(s * a.scale - lr[rr]) : 0.0f;
-      const float ds = p * (dp - dr[rr]);
+      const int ro = (warp * kGenPerWarp + rr) * D;
+      const float ds = gen_p_ds(Qs + ro, Ks + lane * kp, dOs + ro, Vs + lane * kp, D, a.scale,
+                                lr[rr], dr[rr], c0 + lane <= r)
+                           .y;
       const int jn = min(kGenTile, r - c0 + 1);
-      for (int j = 0; j < jn; ++j) {
-        const float dsj = __shfl_sync(0xffffffffu, ds, j);
-#pragma unroll
-        for (int sl = 0; sl < kGenSlots; ++sl) {
-          const int d = lane + 32 * sl;
-          if (d < D) acc[rr][sl] += dsj * Ks[j * kp + d];
-        }
-      }
+      gen_add_rows(acc[rr], ds, 0, jn, Ks, kp, D, lane);
     }
   }
 #pragma unroll
   for (int rr = 0; rr < kGenPerWarp; ++rr) {
     const int r = r0 + warp * kGenPerWarp + rr;
     if (r >= w.L) continue;
-    T* row = dq + (w.s0 + r) * ldq + w.h * D;
-#pragma unroll
-    for (int sl = 0; sl < kGenSlots; ++sl) {
-      const int d = lane + 32 * sl;
-      if (d < D) st(row, d, a.scale * acc[rr][sl]);
-    }
+    gen_store_row(dq + (w.s0 + r) * ldq + w.h * D, acc[rr], a.scale, D, lane);
   }
 }
 
 // dK/dV contribution of one query head. Block: 16 keys of KV head kvh (4 per warp) and query head
 // h; query tiles of 32 rows from the block's first key to the sequence end, in order. Lane i
-// computes P and dS for query row i of the tile; the warp adds Σ_i P_i·dO_i to the key's dV and Σ_i
-// dS_i·Q_i to its dK (lane owns dims lane + 32·slot), rows in order. Writes fp32 partials pk/pv [T,
-// Hq, D] when non-null, else the final dk/dv [T, Hkv, D].
+// computes P and dS for query row i of the tile; the warp adds Σ_i P_i·dO_i to the key's dV and
+// Σ_i dS_i·Q_i to its dK (lane owns dims lane + 32·slot), rows in order. Writes fp32 partials
+// pk/pv [T, Hq, D] when non-null, else the final dk/dv [T, Hkv, D].
 template <class T>
 __global__ void __launch_bounds__(kGenThreads)
     attn_dkdv_generic(KArgs a, const T* q, const T* k, const T* v, const T* dout, const float* lse,
@@ -427,49 +435,26 @@ __global__ void __launch_bounds__(kGenThreads)
     for (int kk = 0; kk < kGenPerWarp; ++kk) {
       const int key = c0 + warp * kGenPerWarp + kk;  // warp-uniform
       if (key >= w.L) continue;
-      const float* kr = Ks + (warp * kGenPerWarp + kk) * D;
-      const float* vr = Vs + (warp * kGenPerWarp + kk) * D;
-      const float* qr = Qs + lane * kp;
-      const float* gr = dOs + lane * kp;
-      float s = 0.0f, dp = 0.0f;
-      for (int d = 0; d < D; ++d) {
-        s += qr[d] * kr[d];
-        dp += gr[d] * vr[d];
-      }
-      const bool valid = row >= key && row < w.L;
-      const float p = valid ? expf(s * a.scale - ls[lane]) : 0.0f;
-      const float dsv = p * (dp - ds_[lane]);
-      for (int j = max(0, key - qt); j < jhi; ++j) {
-        const float pj = __shfl_sync(0xffffffffu, p, j);
-        const float dsj = __shfl_sync(0xffffffffu, dsv, j);
-#pragma unroll
-        for (int sl = 0; sl < kGenSlots; ++sl) {
-          const int d = lane + 32 * sl;
-          if (d < D) {
-            gv[kk][sl] += pj * dOs[j * kp + d];
-            gk[kk][sl] += dsj * Qs[j * kp + d];
-          }
-        }
-      }
+      const int ko = (warp * kGenPerWarp + kk) * D;
+      const float2 pds = gen_p_ds(Qs + lane * kp, Ks + ko, dOs + lane * kp, Vs + ko, D, a.scale,
+                                  ls[lane], ds_[lane], row >= key && row < w.L);
+      const int jlo = max(0, key - qt);
+      gen_add_rows(gv[kk], pds.x, jlo, jhi, dOs, kp, D, lane);
+      gen_add_rows(gk[kk], pds.y, jlo, jhi, Qs, kp, D, lane);
     }
   }
 #pragma unroll
   for (int kk = 0; kk < kGenPerWarp; ++kk) {
     const int key = c0 + warp * kGenPerWarp + kk;
     if (key >= w.L) continue;
-#pragma unroll
-    for (int sl = 0; sl < kGenSlots; ++sl) {
-      const int d = lane + 32 * sl;
-      if (d >= D) continue;
-      if (pk) {
-        const int64_t i = ((w.s0 + key) * static_cast<int64_t>(a.Hq) + w.h) * D + d;
-        pk[i] = a.scale * gk[kk][sl];
-        pv[i] = gv[kk][sl];
-      } else {
-        const int64_t i = (w.s0 + key) * ldk + w.kvh * D + d;
-        st(dk, i, a.scale * gk[kk][sl]);
-        st(dv, i, gv[kk][sl]);
-      }
+    if (pk) {
+      const int64_t i = ((w.s0 + key) * static_cast<int64_t>(a.Hq) + w.h) * D;
+      gen_store_row(pk + i, gk[kk], a.scale, D, lane);
+      gen_store_row(pv + i, gv[kk], 1.0f, D, lane);
+    } else {
+      const int64_t i = (w.s0 + key) * ldk + w.kvh * D;
+      gen_store_row(dk + i, gk[kk], a.scale, D, lane);
+      gen_store_row(dv + i, gv[kk], 1.0f, D, lane);
     }
   }
 }
@@ -621,6 +606,34 @@ __device__ __forceinline__ void mma_pb(float (&acc)[D / 8][4], const float (&p)[
   }
 }
 
+template <int N>
+__device__ __forceinline__ void zero(float (&acc)[N][4]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.0f;
+}
+
+// Key-tile loop step j of nkv (forward, dQ): starts the cp.async of K/V tile j+1 into the other
+// buffer, waits for tile j, synchronises the block and returns tile j's buffer offset (bytes).
+// Every thread must have finished reading that other buffer (a barrier ends each iteration).
+template <int D>
+__device__ __forceinline__ uint32_t kv_step(int j, int nkv, uint32_t sK, uint32_t sV,
+                                            const bf16* kb, const bf16* vb, int64_t ldk, int L) {
+  constexpr uint32_t kTB = tile_bytes<D>();
+  if (j + 1 < nkv) {
+    const uint32_t nbuf = ((j + 1) & 1) * kTB;
+    const int64_t off = static_cast<int64_t>(j + 1) * kTc * ldk;
+    const int nv = min(kTc, L - (j + 1) * kTc);
+    tile_load<D>(sK + nbuf, kb + off, ldk, nv);
+    tile_load<D>(sV + nbuf, vb + off, ldk, nv);
+    cp_async_commit();
+    cp_async_wait<1>();
+  } else {
+    cp_async_wait<0>();
+  }
+  __syncthreads();
+  return (j & 1) * kTB;
+}
+
 // Forward. Block: 64 query rows of head h (16 per warp), key tiles 0..diagonal in order, K/V
 // double-buffered with cp.async; Q fragments stay in registers. Per warp and key tile: S = Q·Kᵀ
 // (16×64, fp32), causal mask on the diagonal tile, online softmax in base 2 (row max/sum over the
@@ -649,32 +662,18 @@ __global__ void __launch_bounds__(kTcThreads, 2)
   const int c2 = (lane & 3) * 2;                  // column of element 0 within an n8 tile
   uint32_t qf[D / 16][4];
   float o[D / 8][4];
-#pragma unroll
-  for (int i = 0; i < D / 8; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.0f;
+  zero(o);
   float mx[2] = {-INFINITY, -INFINITY}, sum[2] = {0.0f, 0.0f};
 
   const int nkv = w.tile + 1;
   for (int j = 0; j < nkv; ++j) {
-    const uint32_t buf = (j & 1) * kTB;
-    if (j + 1 < nkv) {
-      const uint32_t nbuf = ((j + 1) & 1) * kTB;
-      const int64_t off = static_cast<int64_t>(j + 1) * kTc * ldk;
-      const int nv = min(kTc, w.L - (j + 1) * kTc);
-      tile_load<D>(sK + nbuf, kb + off, ldk, nv);
-      tile_load<D>(sV + nbuf, vb + off, ldk, nv);
-      cp_async_commit();
-      cp_async_wait<1>();
-    } else {
-      cp_async_wait<0>();
-    }
-    __syncthreads();
+    const uint32_t buf = kv_step<D>(j, nkv, sK, sV, kb, vb, ldk, w.L);
     if (j == 0) {
 #pragma unroll
       for (int kk = 0; kk < D / 16; ++kk) ldsm_x4(sQ + at<D>(ln.a, warp, kk), qf[kk]);
     }
     float s[8][4];
-#pragma unroll
-    for (int i = 0; i < 8; ++i) s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.0f;
+    zero(s);
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk) {
       const uint32_t bk = sK + buf + at<D>(ln.b, 0, kk);
@@ -784,29 +783,14 @@ __global__ void __launch_bounds__(kTcThreads, 2)
     drow[r] = row < w.L ? Di[i] : 0.0f;
   }
   float acc[D / 8][4];
-#pragma unroll
-  for (int i = 0; i < D / 8; ++i) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.0f;
+  zero(acc);
 
   const int nkv = w.tile + 1;
   for (int j = 0; j < nkv; ++j) {
-    const uint32_t buf = (j & 1) * kTB;
-    if (j + 1 < nkv) {
-      const uint32_t nbuf = ((j + 1) & 1) * kTB;
-      const int64_t off = static_cast<int64_t>(j + 1) * kTc * ldk;
-      const int nv = min(kTc, w.L - (j + 1) * kTc);
-      tile_load<D>(sK + nbuf, kb + off, ldk, nv);
-      tile_load<D>(sV + nbuf, vb + off, ldk, nv);
-      cp_async_commit();
-      cp_async_wait<1>();
-    } else {
-      cp_async_wait<0>();
-    }
-    __syncthreads();
+    const uint32_t buf = kv_step<D>(j, nkv, sK, sV, kb, vb, ldk, w.L);
     float s[8][4], dp[8][4];
-#pragma unroll
-    for (int i = 0; i < 8; ++i)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) s[i][e] = dp[i][e] = 0.0f;
+    zero(s);
+    zero(dp);
     mma_abt<D>(s, sQ, warp, sK + buf, ln);
     mma_abt<D>(dp, sdO, warp, sV + buf, ln);
     const bool diag = j == w.tile;
@@ -879,10 +863,8 @@ __global__ void __launch_bounds__(kTcThreads, 2)
   const int key0 = n0 + warp * 16 + (lane >> 2);  // keys of elements 0,1 (+8: 2,3)
   const int c2 = (lane & 3) * 2;
   float gk[D / 8][4], gv[D / 8][4];
-#pragma unroll
-  for (int i = 0; i < D / 8; ++i)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) gk[i][e] = gv[i][e] = 0.0f;
+  zero(gk);
+  zero(gv);
 
   for (int i = w.tile; i < ntiles; ++i) {
     const int b = (i - w.tile) & 1;
@@ -898,10 +880,8 @@ __global__ void __launch_bounds__(kTcThreads, 2)
     const float* ls = stat + b * 2 * kTc;
     const float* dd = ls + kTc;
     float s[8][4], dp[8][4];
-#pragma unroll
-    for (int nt = 0; nt < 8; ++nt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) s[nt][e] = dp[nt][e] = 0.0f;
+    zero(s);
+    zero(dp);
     mma_abt<D>(s, sK, warp, tQ, ln);
     mma_abt<D>(dp, sV, warp, tdO, ln);
     const bool edge = i == w.tile || (i + 1) * kTc > w.L;
