@@ -1,0 +1,115 @@
+// CUDA attention forward/backward timings (backend/cuda/cuda_attention.h) on packed equal-length
+// sequences; default: the Qwen2.5-1.5B layer at a micro-batch of 8,192 tokens (4 × 2,048, 12 query
+// / 2 KV heads, D = 128, bf16). Prints ms per call and TFLOP/s of causal attention FLOPs: forward
+// 4·Σ s²/2·Hq·D, backward 2.5× that (the conventional FlashAttention count; our backward recomputes
+// P in both of its passes, so it executes 7/5 of the counted backward FLOPs).
+//
+// usage: bench_cuda_attention [seq_len=2048] [num_seqs=4] [Hq=12] [Hkv=2] [D=128] [f32|bf16=bf16]
+//                             [auto|generic=auto]
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <utility>
+
+#ifdef ZT_HAVE_CUDA
+#include <cuda_runtime.h>
+
+#include <vector>
+
+#include "backend/cuda/cuda_attention.h"
+
+namespace {
+
+void ok(cudaError_t e) {
+  if (e != cudaSuccess) {
+    std::fprintf(stderr, "CUDA error: %s\n", cudaGetErrorString(e));
+    std::exit(1);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int S = argc > 1 ? std::atoi(argv[1]) : 2048, n = argc > 2 ? std::atoi(argv[2]) : 4;
+  const int Hq = argc > 3 ? std::atoi(argv[3]) : 12, Hkv = argc > 4 ? std::atoi(argv[4]) : 2;
+  const int D = argc > 5 ? std::atoi(argv[5]) : 128;
+  const bool bf16 = !(argc > 6 && std::strcmp(argv[6], "f32") == 0);
+  const auto which = argc > 7 && std::strcmp(argv[7], "generic") == 0
+                         ? zt::cuda::AttnKernels::kGeneric
+                         : zt::cuda::AttnKernels::kAuto;
+  const int64_t T = static_cast<int64_t>(S) * n;
+  std::vector<int32_t> cu(n + 1);
+  for (int i = 0; i <= n; ++i) cu[i] = i * S;
+  const size_t es = bf16 ? 2 : 4, nq = T * Hq * D, nk = T * Hkv * D;
+  void *q, *k, *v, *o, *g, *dq, *dk, *dv, *lse, *dcu, *ws;
+  zt::cuda::AttnProblem p;
+  p.T = T;
+  p.Hq = Hq;
+  p.Hkv = Hkv;
+  p.D = D;
+  p.bf16 = bf16;
+  p.cu_host = cu.data();
+  p.num_seqs = n;
+  p.scale = 1.0f / std::sqrt(static_cast<float>(D));
+  for (auto [ptr, bytes] : {std::pair{&q, nq * es},
+                            {&k, nk * es},
+                            {&v, nk * es},
+                            {&o, nq * es},
+                            {&g, nq * es},
+                            {&dq, nq * es},
+                            {&dk, nk * es},
+                            {&dv, nk * es},
+                            {&lse, static_cast<size_t>(Hq) * T * 4},
+                            {&dcu, cu.size() * 4},
+                            {&ws, zt::cuda::attention_workspace_bytes(p)}}) {
+    ok(cudaMalloc(ptr, bytes));
+    ok(cudaMemset(*ptr, 0, bytes));
+  }
+  // Every element ≈ 0.0115 (bytes 0x3c / 0x3b / 0x3a in bf16 or f32): finite; timing does not
+  // depend on the values.
+  ok(cudaMemset(q, 0x3c, nq * es));
+  ok(cudaMemset(k, 0x3b, nk * es));
+  ok(cudaMemset(v, 0x3c, nk * es));
+  ok(cudaMemset(g, 0x3a, nq * es));
+  ok(cudaMemcpy(dcu, cu.data(), cu.size() * 4, cudaMemcpyHostToDevice));
+  p.cu_dev = static_cast<const int32_t*>(dcu);
+  const bool tc = which == zt::cuda::AttnKernels::kAuto &&
+                  zt::cuda::attention_uses_tensor_cores(p, {q, k, v, o, g, dq, dk, dv});
+  cudaEvent_t e0, e1;
+  ok(cudaEventCreate(&e0));
+  ok(cudaEventCreate(&e1));
+  auto fwd = [&] {
+    zt::cuda::attention_fwd(p, o, static_cast<float*>(lse), q, k, v, ws, nullptr, which);
+  };
+  auto bwd = [&] {
+    zt::cuda::attention_bwd(p, dq, dk, dv, g, q, k, v, o, static_cast<const float*>(lse), ws,
+                            nullptr, which);
+  };
+  auto time_ms = [&](auto&& f, int iters) {
+    for (int i = 0; i < 3; ++i) f();
+    ok(cudaEventRecord(e0));
+    for (int i = 0; i < iters; ++i) f();
+    ok(cudaEventRecord(e1));
+    ok(cudaEventSynchronize(e1));
+    float ms = 0;
+    ok(cudaEventElapsedTime(&ms, e0, e1));
+    return ms / iters;
+  };
+  const double ffwd = 4.0 * n * (static_cast<double>(S) * S / 2) * Hq * D;
+  const double tf = time_ms(fwd, 20), tb = time_ms(bwd, 20);
+  std::printf("attention %s %s: %d x %d tokens, Hq %d, Hkv %d, D %d, workspace %.1f MiB\n",
+              bf16 ? "bf16" : "f32", tc ? "tensor cores" : "generic", n, S, Hq, Hkv, D,
+              zt::cuda::attention_workspace_bytes(p) / 1048576.0);
+  std::printf("  forward  %8.3f ms  %6.1f TFLOP/s\n", tf, ffwd / tf / 1e9);
+  std::printf("  backward %8.3f ms  %6.1f TFLOP/s (counted 2.5x forward)\n", tb,
+              2.5 * ffwd / tb / 1e9);
+  std::printf("  total    %8.3f ms\n", tf + tb);
+  return 0;
+}
+#else
+int main() {
+  std::puts("bench_cuda_attention: built without CUDA");
+  return 0;
+}
+#endif

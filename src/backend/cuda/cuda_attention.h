@@ -1,0 +1,55 @@
+// Launchers of the CUDA attention kernels (cuda_attention.cu): causal, GQA, padding-free varlen
+// attention — forward and a deterministic backward — with the semantics of Ops::attention_fwd/bwd
+// (backend/ops.h; reference: backend/cpu/cpu_attention.cpp). Plain C++ types only, so host code and
+// tests need no CUDA headers. Arguments are validated by the caller (CudaOps::attention_*, in
+// cuda_attention.cpp); the launchers throw std::invalid_argument only for shapes no kernel covers,
+// and zt::Error (cuda_check.h) for a failed CUDA call.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+
+namespace zt::cuda {
+
+// One attention call's shapes. Tensors are row-major device arrays of one storage type (bf16 when
+// `bf16`, else f32): q, out, dout, dq [T, Hq, D]; k, v, dk, dv [T, Hkv, D]; lse [Hq, T] f32.
+struct AttnProblem {
+  int64_t T = 0;
+  int Hq = 0, Hkv = 0;  // Hq a multiple of Hkv; query head h reads KV head h / (Hq / Hkv)
+  int D = 0;            // head dim, 1..256
+  bool bf16 = false;
+  const int32_t* cu_dev = nullptr;   // cu_seqlens [num_seqs + 1] i32, device memory
+  const int32_t* cu_host = nullptr;  // the same values in host memory (launch sizes come from it)
+  int num_seqs = 0;
+  float scale = 1.0f;  // scores = scale * q·k
+};
+
+// Which kernels run. kAuto: the tensor-core kernels (bf16, D ∈ {64, 128}, 16-byte aligned
+// pointers), else the generic fp32-arithmetic ones. kGeneric forces the generic kernels (tests).
+enum class AttnKernels { kAuto, kGeneric };
+
+// True when kAuto picks the tensor-core kernels for this problem and these tensor pointers.
+bool attention_uses_tensor_cores(const AttnProblem& p, std::initializer_list<const void*> ptrs);
+
+// Workspace bytes attention_fwd and attention_bwd need (the same for both, and for either kernel
+// family): tile table i32 [max(num_seqs, T) + 1], Di and log2-scaled lse f32 [Hq, T], and, when
+// Hq > Hkv, per-query-head fp32 dK and dV partials [T, Hq, D] each (8·T·Hq·D bytes). Depends on
+// num_seqs only when it exceeds T (empty sequences), so it may be queried with num_seqs = 0 and
+// no cu_seqlens; it grows with T.
+size_t attention_workspace_bytes(const AttnProblem& p);
+
+// out = softmax(scale·q·kᵀ + causal mask within each sequence)·v; lse[h, t] = log Σ exp(scores)
+// (natural log). Enqueued on `stream` (a cudaStream_t); workspace is device memory of at least
+// attention_workspace_bytes(p).
+void attention_fwd(const AttnProblem& p, void* out, float* lse, const void* q, const void* k,
+                   const void* v, void* workspace, void* stream,
+                   AttnKernels which = AttnKernels::kAuto);
+
+// Backward of attention_fwd: overwrites dq, dk, dv. dK/dV of a KV head sum its query heads'
+// contributions in head order; bitwise repeatable (no floating-point atomics).
+void attention_bwd(const AttnProblem& p, void* dq, void* dk, void* dv, const void* dout,
+                   const void* q, const void* k, const void* v, const void* out, const float* lse,
+                   void* workspace, void* stream, AttnKernels which = AttnKernels::kAuto);
+
+}  // namespace zt::cuda

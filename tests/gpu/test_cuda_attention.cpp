@@ -1,0 +1,339 @@
+// CUDA attention (backend/cuda/cuda_attention.h launchers) against CpuOps on the same inputs:
+// forward out and lse, backward dq/dk/dv; varlen shapes with T not a multiple of any tile,
+// one-token sequences, 50 short sequences, one 1000-token sequence; GQA ratios 1, 2, 6, 7;
+// D = 12, 16, 64, 128, 256; f32 and bf16 storage; both kernel families (tensor cores for bf16 with
+// D = 64/128, the generic kernels for the rest and forced for bf16 D = 64/128). Every output is
+// poisoned with NaN before each run and every run is repeated and compared bitwise.
+//
+// Bounds. f32: |gpu − cpu| ≤ 1e-4·max(|cpu|, 0.05·max|cpu|) per element (the two differ only in
+// summation order). bf16 (inputs rounded to bf16 for both sides): max|gpu − ref| ≤ tol·max|ref|
+// with tol = 1e-2 for out and 2e-2 for dq/dk/dv, against the CPU run in f32 on the rounded inputs
+// and against the CPU run in bf16 storage; lse within 1e-4·max(1, |lse|). The tensor-core kernels
+// round P and dS to bf16 before their products (FlashAttention does too), so they sit ~2-3× above
+// the CPU bf16 run's own output rounding (≤ 2^-9 of max); a wrong tile, mask or fragment gives
+// errors of order 1.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/cpu_ops.h"
+#include "backend/cuda/cuda_attention.h"
+#include "backend/op_test_util.h"
+
+namespace zt {
+namespace {
+
+using test::bf16_round;
+using test::randn;
+using test::view;
+
+bool have_gpu() {
+  int n = 0;
+  return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
+}
+
+void cuda_ok(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
+}
+
+// Device memory for one test (cudaMalloc / cudaFree).
+struct DevBuf {
+  void* p = nullptr;
+  size_t bytes = 0;
+  explicit DevBuf(size_t n) : bytes(n) {
+    cuda_ok(cudaMalloc(&p, std::max<size_t>(n, 16)), "malloc");
+  }
+  ~DevBuf() { cudaFree(p); }
+  DevBuf(const DevBuf&) = delete;
+  DevBuf& operator=(const DevBuf&) = delete;
+  void poison() { cuda_ok(cudaMemset(p, 0xff, bytes), "memset"); }  // NaN in f32 and bf16
+};
+
+struct Case {
+  std::string name;
+  std::vector<int32_t> lens;
+  int Hq, Hkv, D;
+  bool bf16;
+  cuda::AttnKernels kernels = cuda::AttnKernels::kAuto;
+};
+
+// Host values of one tensor in storage dtype.
+std::vector<uint8_t> to_storage(const std::vector<float>& x, bool bf16) {
+  std::vector<uint8_t> b(x.size() * (bf16 ? 2 : 4));
+  if (bf16) {
+    const std::vector<uint16_t> h = test::to_bf16(x);
+    std::memcpy(b.data(), h.data(), b.size());
+  } else {
+    std::memcpy(b.data(), x.data(), b.size());
+  }
+  return b;
+}
+std::vector<float> from_storage(const std::vector<uint8_t>& b, bool bf16) {
+  std::vector<float> x(b.size() / (bf16 ? 2 : 4));
+  if (bf16) {
+    std::vector<uint16_t> h(x.size());
+    std::memcpy(h.data(), b.data(), b.size());
+    x = test::from_bf16(h);
+  } else {
+    std::memcpy(x.data(), b.data(), b.size());
+  }
+  return x;
+}
+
+struct Outputs {
+  std::vector<uint8_t> out, lse, dq, dk, dv;  // raw bytes (bitwise comparisons)
+};
+
+// The CPU op's results in f32: out, lse, dq, dk, dv.
+struct Reference {
+  std::vector<float> out, lse, dq, dk, dv;
+};
+
+Reference cpu_reference(const Case& c, const std::vector<int32_t>& cu, bool bf16_storage,
+                        const std::vector<float>& q, const std::vector<float>& k,
+                        const std::vector<float>& v, const std::vector<float>& g) {
+  const int64_t T = cu.back(), Hq = c.Hq, Hkv = c.Hkv, D = c.D;
+  CpuOps ops;
+  Varlen seqs;
+  seqs.cu_host = cu;
+  for (int32_t L : c.lens) seqs.max_seqlen = std::max<int64_t>(seqs.max_seqlen, L);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(D));
+  Reference r;
+  r.lse.assign(Hq * T, 0.0f);
+  auto t_of = [&](std::vector<uint16_t>& h, std::vector<float>& f, int64_t H) {
+    return bf16_storage ? view(h, {T, H, D}) : view(f, {T, H, D});
+  };
+  std::vector<float> fq = q, fk = k, fv = v, fg = g, fo(q.size()), fdq(q.size()), fdk(k.size()),
+                     fdv(k.size());
+  std::vector<uint16_t> hq = test::to_bf16(q), hk = test::to_bf16(k), hv = test::to_bf16(v),
+                        hg = test::to_bf16(g), ho(q.size()), hdq(q.size()), hdk(k.size()),
+                        hdv(k.size());
+  const Tensor tq = t_of(hq, fq, Hq), tk = t_of(hk, fk, Hkv), tv = t_of(hv, fv, Hkv),
+               tg = t_of(hg, fg, Hq), to = t_of(ho, fo, Hq), tdq = t_of(hdq, fdq, Hq),
+               tdk = t_of(hdk, fdk, Hkv), tdv = t_of(hdv, fdv, Hkv);
+  test::Workspace ws(ops.attention_workspace_bytes(tq, tk, seqs));
+  ops.attention_fwd(to, view(r.lse, {Hq, T}), tq, tk, tv, seqs, scale, ws.tensor(), {});
+  ops.attention_bwd(tdq, tdk, tdv, tg, tq, tk, tv, to, view(r.lse, {Hq, T}), seqs, scale,
+                    ws.tensor(), {});
+  if (bf16_storage) {
+    r.out = test::from_bf16(ho);
+    r.dq = test::from_bf16(hdq);
+    r.dk = test::from_bf16(hdk);
+    r.dv = test::from_bf16(hdv);
+  } else {
+    r.out = fo;
+    r.dq = fdq;
+    r.dk = fdk;
+    r.dv = fdv;
+  }
+  return r;
+}
+
+// Uploads the inputs, runs forward then backward on the GPU with NaN-poisoned outputs, returns the
+// outputs' bytes. Checks that kAuto picked the expected kernels.
+Outputs gpu_run(const Case& c, const std::vector<int32_t>& cu, const std::vector<float>& q,
+                const std::vector<float>& k, const std::vector<float>& v,
+                const std::vector<float>& g) {
+  const int64_t T = cu.back();
+  const size_t es = c.bf16 ? 2 : 4, nq = q.size(), nk = k.size();
+  DevBuf dq_in(nq * es), dk_in(nk * es), dv_in(nk * es), dg(nq * es), dout(nq * es),
+      dlse(c.Hq * T * 4), ddq(nq * es), ddk(nk * es), ddv(nk * es), dcu(cu.size() * 4);
+  cuda_ok(cudaMemcpy(dq_in.p, to_storage(q, c.bf16).data(), nq * es, cudaMemcpyHostToDevice),
+          "h2d");
+  cuda_ok(cudaMemcpy(dk_in.p, to_storage(k, c.bf16).data(), nk * es, cudaMemcpyHostToDevice),
+          "h2d");
+  cuda_ok(cudaMemcpy(dv_in.p, to_storage(v, c.bf16).data(), nk * es, cudaMemcpyHostToDevice),
+          "h2d");
+  cuda_ok(cudaMemcpy(dg.p, to_storage(g, c.bf16).data(), nq * es, cudaMemcpyHostToDevice), "h2d");
+  cuda_ok(cudaMemcpy(dcu.p, cu.data(), cu.size() * 4, cudaMemcpyHostToDevice), "h2d");
+  cuda::AttnProblem p;
+  p.T = T;
+  p.Hq = c.Hq;
+  p.Hkv = c.Hkv;
+  p.D = c.D;
+  p.bf16 = c.bf16;
+  p.cu_dev = static_cast<const int32_t*>(dcu.p);
+  p.cu_host = cu.data();
+  p.num_seqs = static_cast<int>(cu.size()) - 1;
+  p.scale = 1.0f / std::sqrt(static_cast<float>(c.D));
+  const bool tc = c.kernels == cuda::AttnKernels::kAuto &&
+                  cuda::attention_uses_tensor_cores(p, {dq_in.p, dk_in.p, dout.p});
+  EXPECT_EQ(tc, c.bf16 && (c.D == 64 || c.D == 128) && c.kernels == cuda::AttnKernels::kAuto);
+  // Sized without sequences, as the model queries it; must equal the size with them.
+  cuda::AttnProblem probe = p;
+  probe.num_seqs = 0;
+  EXPECT_EQ(cuda::attention_workspace_bytes(probe), cuda::attention_workspace_bytes(p));
+  DevBuf ws(cuda::attention_workspace_bytes(p));
+  ws.poison();
+  for (DevBuf* b : {&dout, &dlse, &ddq, &ddk, &ddv}) b->poison();
+  cuda::attention_fwd(p, dout.p, static_cast<float*>(dlse.p), dq_in.p, dk_in.p, dv_in.p, ws.p,
+                      nullptr, c.kernels);
+  cuda::attention_bwd(p, ddq.p, ddk.p, ddv.p, dg.p, dq_in.p, dk_in.p, dv_in.p, dout.p,
+                      static_cast<const float*>(dlse.p), ws.p, nullptr, c.kernels);
+  cuda_ok(cudaDeviceSynchronize(), "attention kernels");
+  Outputs o;
+  auto down = [](const DevBuf& b) {
+    std::vector<uint8_t> h(b.bytes);
+    cuda_ok(cudaMemcpy(h.data(), b.p, b.bytes, cudaMemcpyDeviceToHost), "d2h");
+    return h;
+  };
+  o.out = down(dout);
+  o.lse = down(dlse);
+  o.dq = down(ddq);
+  o.dk = down(ddk);
+  o.dv = down(ddv);
+  return o;
+}
+
+// max|a − b| / max|b| (NaN → infinity).
+double rel_max_err(const std::vector<float>& a, const std::vector<float>& b) {
+  double m = 0, s = 1e-30;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const double e = std::abs(static_cast<double>(a[i]) - b[i]);
+    if (!(e <= m)) m = std::isnan(e) ? INFINITY : e;
+    s = std::max(s, std::abs(static_cast<double>(b[i])));
+  }
+  return m / s;
+}
+
+// f32 criterion: every |a − b| ≤ rtol·max(|b|, 0.05·max|b|); returns the number of violations and
+// reports the first few.
+int64_t count_f32_violations(const char* name, const std::vector<float>& a,
+                             const std::vector<float>& b, double rtol) {
+  double mx = 0;
+  for (float x : b) mx = std::max(mx, std::abs(static_cast<double>(x)));
+  int64_t bad = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const double tol = rtol * std::max(std::abs(static_cast<double>(b[i])), 0.05 * mx);
+    if (!(std::abs(static_cast<double>(a[i]) - b[i]) <= tol) && bad++ < 3)
+      ADD_FAILURE() << name << "[" << i << "] = " << a[i] << ", cpu " << b[i];
+  }
+  return bad;
+}
+
+void run_case(const Case& c, uint32_t seed) {
+  std::vector<int32_t> cu{0};
+  for (int32_t L : c.lens) cu.push_back(cu.back() + L);
+  const int64_t T = cu.back();
+  const size_t nq = T * c.Hq * c.D, nk = T * c.Hkv * c.D;
+  std::vector<float> q = randn(nq, seed, 1.5f), k = randn(nk, seed + 1, 1.5f),
+                     v = randn(nk, seed + 2), g = randn(nq, seed + 3);
+  if (c.bf16) {
+    q = bf16_round(q);
+    k = bf16_round(k);
+    v = bf16_round(v);
+    g = bf16_round(g);
+  }
+  const Outputs o1 = gpu_run(c, cu, q, k, v, g);
+  const Outputs o2 = gpu_run(c, cu, q, k, v, g);
+  EXPECT_TRUE(o1.out == o2.out) << c.name << ": out differs between runs";
+  EXPECT_TRUE(o1.lse == o2.lse) << c.name << ": lse differs between runs";
+  EXPECT_TRUE(o1.dq == o2.dq) << c.name << ": dq differs between runs";
+  EXPECT_TRUE(o1.dk == o2.dk) << c.name << ": dk differs between runs";
+  EXPECT_TRUE(o1.dv == o2.dv) << c.name << ": dv differs between runs";
+
+  const std::vector<float> out = from_storage(o1.out, c.bf16), lse = from_storage(o1.lse, false),
+                           dq = from_storage(o1.dq, c.bf16), dk = from_storage(o1.dk, c.bf16),
+                           dv = from_storage(o1.dv, c.bf16);
+  const Reference ref = cpu_reference(c, cu, false, q, k, v, g);
+  for (size_t i = 0; i < lse.size(); ++i)
+    ASSERT_NEAR(lse[i], ref.lse[i], 1e-4 * std::max(1.0f, std::abs(ref.lse[i])))
+        << c.name << ": lse[" << i << "]";
+  if (!c.bf16) {
+    EXPECT_EQ(count_f32_violations("out", out, ref.out, 1e-4), 0) << c.name;
+    EXPECT_EQ(count_f32_violations("dq", dq, ref.dq, 1e-4), 0) << c.name;
+    EXPECT_EQ(count_f32_violations("dk", dk, ref.dk, 1e-4), 0) << c.name;
+    EXPECT_EQ(count_f32_violations("dv", dv, ref.dv, 1e-4), 0) << c.name;
+    std::printf("[attn] %-34s f32: max err/max out %.1e dq %.1e dk %.1e dv %.1e\n", c.name.c_str(),
+                rel_max_err(out, ref.out), rel_max_err(dq, ref.dq), rel_max_err(dk, ref.dk),
+                rel_max_err(dv, ref.dv));
+    return;
+  }
+  const Reference rb = cpu_reference(c, cu, true, q, k, v, g);
+  const double e[4] = {rel_max_err(out, ref.out), rel_max_err(dq, ref.dq), rel_max_err(dk, ref.dk),
+                       rel_max_err(dv, ref.dv)};
+  const double eb[4] = {rel_max_err(out, rb.out), rel_max_err(dq, rb.dq), rel_max_err(dk, rb.dk),
+                        rel_max_err(dv, rb.dv)};
+  const double base[4] = {rel_max_err(rb.out, ref.out), rel_max_err(rb.dq, ref.dq),
+                          rel_max_err(rb.dk, ref.dk), rel_max_err(rb.dv, ref.dv)};
+  const char* names[4] = {"out", "dq", "dk", "dv"};
+  for (int i = 0; i < 4; ++i) {
+    const double tol = i == 0 ? 1e-2 : 2e-2;
+    EXPECT_LE(e[i], tol) << c.name << ": " << names[i] << " vs the CPU in f32";
+    EXPECT_LE(eb[i], tol) << c.name << ": " << names[i] << " vs the CPU in bf16 storage";
+  }
+  std::printf(
+      "[attn] %-34s bf16 max err/max vs cpu-f32 (cpu-bf16 vs cpu-f32): out %.1e (%.1e) dq %.1e "
+      "(%.1e) dk %.1e (%.1e) dv %.1e (%.1e)\n",
+      c.name.c_str(), e[0], base[0], e[1], base[1], e[2], base[2], e[3], base[3]);
+}
+
+// 50 sequences of 1..40 tokens (seeded).
+std::vector<int32_t> short_seqs(uint32_t seed) {
+  std::mt19937 gen(seed);
+  std::uniform_int_distribution<int32_t> d(1, 40);
+  std::vector<int32_t> lens(50);
+  for (auto& L : lens) L = d(gen);
+  lens[7] = 1;
+  lens[20] = 40;
+  return lens;
+}
+
+#define SKIP_WITHOUT_GPU() \
+  if (!have_gpu()) GTEST_SKIP() << "no CUDA device"
+
+TEST(CudaAttention, F32GenericKernels) {
+  SKIP_WITHOUT_GPU();
+  const std::vector<Case> cases = {
+      {"f32 D12 rep2 {1,5,1,70,33}", {1, 5, 1, 70, 33}, 2, 1, 12, false},
+      {"f32 D16 rep7 50 short", short_seqs(5), 7, 1, 16, false},
+      {"f32 D64 rep6 {1000}", {1000}, 6, 1, 64, false},
+      {"f32 D128 rep1 {1,130,67,200}", {1, 130, 67, 200}, 2, 2, 128, false},
+      {"f32 D256 rep2 {45,70}", {45, 70}, 2, 1, 256, false},
+  };
+  uint32_t seed = 100;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    run_case(c, seed += 10);
+  }
+}
+
+TEST(CudaAttention, Bf16TensorCoreKernels) {
+  SKIP_WITHOUT_GPU();
+  const std::vector<Case> cases = {
+      {"bf16 tc D64 rep2 50 short", short_seqs(7), 4, 2, 64, true},
+      {"bf16 tc D128 rep6 {1000,1,300,65}", {1000, 1, 300, 65}, 12, 2, 128, true},
+      {"bf16 tc D64 rep7 {1000}", {1000}, 7, 1, 64, true},
+      {"bf16 tc D128 rep1 {64,128,63,129,1}", {64, 128, 63, 129, 1}, 2, 2, 128, true},
+  };
+  uint32_t seed = 200;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    run_case(c, seed += 10);
+  }
+}
+
+TEST(CudaAttention, Bf16GenericKernels) {
+  SKIP_WITHOUT_GPU();
+  const auto gen = cuda::AttnKernels::kGeneric;
+  const std::vector<Case> cases = {
+      {"bf16 D12 rep1 {1,37,100}", {1, 37, 100}, 2, 2, 12, true},
+      {"bf16 D16 rep6 50 short", short_seqs(9), 6, 1, 16, true},
+      {"bf16 generic D64 rep2 {1,130,200}", {1, 130, 200}, 4, 2, 64, true, gen},
+      {"bf16 generic D128 rep6 {300,65}", {300, 65}, 12, 2, 128, true, gen},
+  };
+  uint32_t seed = 300;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    run_case(c, seed += 10);
+  }
+}
+
+}  // namespace
+}  // namespace zt
