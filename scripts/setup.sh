@@ -17,11 +17,11 @@ if [ -n "$missing" ]; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $missing
 fi
-PYARROW_VERSION="${PYARROW_VERSION:-21.0.0}"
+PYARROW_VERSION="${PYARROW_VERSION:-25.0.1}"  # the GPU image's version: its Arrow libraries serve GPU bundles
 if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
 fi
-if ! .venv/bin/python -c "import pyarrow" >/dev/null 2>&1; then
+if ! .venv/bin/python -c "import pyarrow, sys; sys.exit(pyarrow.__version__ != '$PYARROW_VERSION')" >/dev/null 2>&1; then
   echo "setup: installing pyarrow==$PYARROW_VERSION into .venv"
   .venv/bin/python -m pip install -q --upgrade pip
   .venv/bin/python -m pip install -q "pyarrow==$PYARROW_VERSION"

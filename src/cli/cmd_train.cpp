@@ -14,6 +14,7 @@
 #include "core/log.h"
 #include "dist/accelerate_config.h"
 #include "dist/bootstrap.h"
+#include "train/device.h"
 #include "io/model_source.h"
 #include "train/trainer.h"
 
@@ -78,11 +79,11 @@ train::TrainArgs make_train_args(RunConfig& cfg, const std::optional<dist::Accel
   a.offload_optimizer = offload ? *offload : (acc && acc->offload_optimizer_device == "cpu");
 
   // ---- backend and precision
-  std::string backend = cfg.get<std::string>("compute.backend");
-  if (backend == "cuda")
-    fail("{}: compute.backend: cuda — the CUDA backend is not built yet; use cpu or auto", cfg.source());
-  if (backend != "cpu" && backend != "auto")
-    fail("{}: compute.backend must be cpu, cuda or auto, got '{}'", cfg.source(), backend);
+  try {
+    a.backend = train::resolve_backend(cfg.get<std::string>("compute.backend"));
+  } catch (const Error& e) {
+    fail("{}: {}", cfg.source(), e.what());
+  }
   if (cfg.get<bool>("trainer.fp16"))
     fail("{}: trainer.fp16 is not supported (bf16 needs no loss scaling); set trainer.bf16: true or false",
          cfg.source());
@@ -195,11 +196,14 @@ int cmd_train(const Args& args) {
   omp_set_num_threads(static_cast<int>(threads));
 
   train::TrainArgs targs = make_train_args(cfg, acc, comm->world_size(), rank0);
+  // On the GPU the engine's collectives take device memory: NCCL (several ranks) over the host Comm.
+  comm = train::make_trainer_comm(std::move(comm), targs.backend, load_model_config(targs.model_dir));
   targs.train_data.num_threads = static_cast<int>(threads);
   if (targs.eval_data) targs.eval_data->num_threads = static_cast<int>(threads);
   if (rank0)
-    log::info("rank 0 of {} ({} comm), {} thread(s) per rank, ZeRO stage {}{}", comm->world_size(),
-              comm->backend(), threads, targs.zero_stage, targs.offload_optimizer ? " + optimizer offload" : "");
+    log::info("rank 0 of {} ({} comm), {} backend, {} thread(s) per rank, ZeRO stage {}{}",
+              comm->world_size(), comm->backend(), targs.backend, threads, targs.zero_stage,
+              targs.offload_optimizer ? " + optimizer offload" : "");
   TokenizerBundle tok = load_tokenizer(cfg);
   train::Trainer::install_signal_handlers();
   train::Trainer trainer(std::move(targs), *comm, tok.tokenizer, tok.config, tok.dir);

@@ -25,6 +25,7 @@ struct TrainArgs {
   std::optional<data::DataOptions> eval_data;
 
   // ---- ZeRO / compute
+  std::string backend = "cpu";  // resolved compute.backend: "cpu" | "cuda" (train/device.h)
   int zero_stage = 2;
   bool offload_optimizer = false;
 

@@ -8,7 +8,6 @@
 #include <fstream>
 #include <limits>
 
-#include "backend/cpu/cpu_ops.h"
 #include "core/arena.h"
 #include "core/error.h"
 #include "core/file_util.h"
@@ -23,6 +22,7 @@
 #include "optim/lr_schedule.h"
 #include "train/batch_builder.h"
 #include "train/checkpoint_dirs.h"
+#include "train/device.h"
 #include "train/metrics.h"
 #include "train/progress.h"
 #include "train/step_plan.h"
@@ -67,8 +67,7 @@ struct Trainer::State {
   std::optional<data::PreparedDataset> train, eval;
   std::vector<int64_t> train_targets;
   ModelConfig mcfg;
-  CpuOps ops;
-  HostMemory device_mem, host_mem;
+  DeviceContext dev;  // Ops + device/host memory of compute.backend (train/device.h)
   std::unique_ptr<CausalLM> model;
   std::unique_ptr<zero::ZeroEngine> engine;
   std::unique_ptr<StepPlan> plan;
@@ -130,7 +129,9 @@ void Trainer::State::build_model() {
     mo.max_tokens = std::max(mo.max_tokens, max_example_tokens(*eval));
   }
   mo.max_seqlen = max_seq;
-  model = std::make_unique<CausalLM>(mcfg, ops, device_mem, mo);
+  dev = make_device(a.backend, comm.local_rank(), comm.local_world_size());
+  if (rank0()) log::info("device: {}", dev.describe());
+  model = std::make_unique<CausalLM>(mcfg, *dev.ops, *dev.device_memory, mo);
   if (a.from_scratch) {
     model->init_from_scratch(a.seed);
   } else {
@@ -139,8 +140,8 @@ void Trainer::State::build_model() {
   zero::EngineOptions eo;
   eo.stage = a.zero_stage;
   eo.offload = a.offload_optimizer;
-  engine = std::make_unique<zero::ZeroEngine>(model->layout(), zero::model_buffers(*model), ops, comm,
-                                              device_mem, host_mem, eo);
+  engine = std::make_unique<zero::ZeroEngine>(model->layout(), zero::model_buffers(*model), *dev.ops,
+                                              comm, *dev.device_memory, *dev.host_memory, eo);
   adam.beta1 = a.adam_beta1;
   adam.beta2 = a.adam_beta2;
   adam.eps = a.adam_epsilon;
@@ -150,7 +151,14 @@ void Trainer::State::build_model() {
               dtype_name(a.dtype), mcfg.num_parameters(), mcfg.num_hidden_layers, mcfg.hidden_size,
               mcfg.vocab_size, a.from_scratch ? "initialised from scratch (config only)" : "weights",
               a.model_dir.string());
+    const ModelMemory mm = model->memory();
+    log::info("model pools: parameters {}, gradients {}, activations {}, workspace {}, inputs {}",
+              format_bytes(mm.params), format_bytes(mm.grads), format_bytes(mm.activations),
+              format_bytes(mm.workspace), format_bytes(mm.inputs));
     log::info("ZeRO: {}", engine->memory().describe());
+    if (dev.device_index >= 0)
+      log::info("GPU {}: {} in use after start-up", dev.device_index,
+                format_bytes(dev.device_bytes_in_use()));
   }
 }
 
@@ -463,6 +471,9 @@ TrainSummary Trainer::run() {
       double t = now_seconds();
       MetricRecord rec = window.take(gs, info.epoch_progress, t - window_start);
       rec.set("peak_memory_gib", peak_memory_gib());
+      if (s.dev.device_index >= 0)
+        rec.set("peak_gpu_memory_gib",
+                static_cast<double>(s.dev.device_bytes_in_use()) / (1024.0 * 1024.0 * 1024.0));
       window_start = t;
       s.log_record(rec);
     }

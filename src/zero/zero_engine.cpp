@@ -46,11 +46,6 @@ ZeroEngine::ZeroEngine(const ParamLayout& layout, ModelBuffers model, Ops& ops, 
   if (model.weights.device != ops.device() || model.grads.device != ops.device() ||
       device_memory.device() != ops.device())
     fail("zero: model buffers and device memory must be on the Ops device ({})", ops.name());
-  if (!opt_.offload && ops.device() != Device::kCPU)
-    fail(
-        "zero: the on-device AdamW is only wired for the CPU backend; enable optimizer offload "
-        "on {}",
-        ops.name());
 
   const int64_t W = layout_.world_size(), S = layout_.shard_elems();
   const int64_t G = layout_.max_group_shard_elems(), owned = owned_elems();
@@ -312,8 +307,13 @@ void ZeroEngine::update(const StepArgs& args, float coef) {
       const int64_t valid = ts.valid(r0 + k);
       if (valid == 0) continue;
       const int64_t o = k * S + ts.shard_offset;
-      optim::adamw_cpu(ts.no_decay ? s_plain : s_decay, master_ + o, m_ + o, v_ + o, grad + o,
-                       static_cast<size_t>(valid), bf16_out ? bf16_out + o : nullptr);
+      const optim::AdamWStep& st = ts.no_decay ? s_plain : s_decay;
+      if (!opt_.offload && ops_.device() == Device::kCUDA)  // device state: the same arithmetic
+        optim::adamw_cuda(st, master_ + o, m_ + o, v_ + o, grad + o, static_cast<size_t>(valid),
+                          bf16_out ? bf16_out + o : nullptr, stream_.handle);
+      else
+        optim::adamw_cpu(st, master_ + o, m_ + o, v_ + o, grad + o, static_cast<size_t>(valid),
+                         bf16_out ? bf16_out + o : nullptr);
     }
   // compute_ ← the compute-dtype master weights.
   if (opt_.offload)

@@ -33,9 +33,9 @@
 // Offload (any stage): master / m / v live in a host arena; at the step boundary the gradient
 //   shard is copied "D2H", the CPU AdamW runs on the host, the compute-dtype result is copied
 //   "H2D". On the CPU backend both memories are host memory, but the code path is the distinct one,
-//   and offload on/off is bitwise equal. Without offload the update runs on the device buffers;
-//   only the CPU backend has that path today (a CUDA Ops needs offload until the device AdamW
-//   kernel is wired in — construction throws otherwise).
+//   and offload on/off is bitwise equal. Without offload the update runs on the device buffers
+//   (optim::adamw_cuda on a CUDA Ops: the same per-element arithmetic, so offload on/off stays
+//   bitwise equal on the GPU too).
 //
 // Typical trainer loop (one optimizer step of G micro-batches, N = the step's global target count):
 //   ZeroEngine engine(model.layout(), model_buffers(model) /* zero/model_binding.h */, ops, comm,
@@ -129,8 +129,8 @@ class ZeroEngine {
   // Plans and allocates the engine's pools (device pools from device_memory, offload pools from
   // host_memory; both must outlive the engine). layout: the model's ParamLayout (copied into the
   // shard layout for W = comm.world_size()); model: its flat buffers (kept as views). Throws
-  // zt::Error for a stage outside 0–3, buffers of the wrong dtype/size/device, a non-CPU device
-  // without offload, or an out-of-memory (naming the pool).
+  // zt::Error for a stage outside 0–3, buffers of the wrong dtype/size/device, or an
+  // out-of-memory (naming the pool).
   ZeroEngine(const ParamLayout& layout, ModelBuffers model, Ops& ops, dist::Comm& comm,
              MemoryResource& device_memory, MemoryResource& host_memory, EngineOptions options);
   ZeroEngine(const ZeroEngine&) = delete;

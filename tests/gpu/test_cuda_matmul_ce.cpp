@@ -4,8 +4,10 @@
 // Bounds: fp32 operands and bf16 operands with an f32 C: 1e-4 of the reference's largest
 // magnitude (the products of bf16 values are exact in fp32; only the summation order differs).
 // bf16 C: additionally one bf16 rounding step, |got - want| <= 2^-7·|want| + 1e-4·max|want|.
-// Cross-entropy fp32: loss and entropy within 1e-5 relative; dhidden and dweight within 1e-5 of
-// each row's largest magnitude (of the whole tensor when dweight accumulates into old values);
+// Cross-entropy fp32: loss and entropy within 1e-5 relative; dweight within 1e-5 of each row's
+// largest magnitude (of the whole tensor when dweight accumulates into old values); dhidden, a
+// product summed over the whole vocabulary (K = V = 151,936), within the matmul bound 1e-4 of each
+// row's largest magnitude (measured on an H200: up to 4.4e-5 at V = 151,936, summation order alone);
 // argmax hits and target counts exact (on data where no hit is decided by less than 1e-4 in a
 // logit). bf16: loss and entropy 1e-5 (fp32 logits of bf16 values), dhidden / dweight 1e-2 in the
 // same measures (the GPU rounds G = grad_scale·(softmax - onehot) to bf16 for the backward
@@ -456,7 +458,7 @@ void check_ce(int64_t T, int64_t H, int64_t V, DType dt, int64_t chunk, float be
   EXPECT_NEAR(got.st.entropy_sum, d.entropy_sum, 1e-5 * d.entropy_sum);
   EXPECT_NEAR(got.st.entropy_sum, want.st.entropy_sum, 1e-5 * d.entropy_sum);  // CpuOps' own
   const double tol = dt == kBF16 ? 1e-2 : 1e-5;
-  expect_close_rows(got.dh, want.dh, T, H, tol, "dhidden");
+  expect_close_rows(got.dh, want.dh, T, H, dt == kBF16 ? 1e-2 : 1e-4, "dhidden");
   // Accumulated into dw0 (beta 1), a small row gradient is below dw0's rounding: compare against
   // the largest value then; alone (beta 0), every vocabulary row is checked at its own scale.
   if (beta_dw == 0.0f)

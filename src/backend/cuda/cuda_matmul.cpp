@@ -11,7 +11,8 @@
 // weight-gradient case dYᵀ·X accumulated into an fp32 buffer — and A, B, C all f32. The others are
 // made native through the workspace, exactly: a bf16 operand beside an f32 one is widened to an f32
 // copy (so mixed operands run as an fp32 GEMM, like the CPU reference), and a bf16 C with f32
-// operands is computed in an f32 copy of C and rounded once at the end. The bias is used in C's
+// operands, or a bf16 C accumulated into (beta != 0), is computed in an f32 copy of C and rounded
+// once at the end (cuBLASLt's own bf16 beta epilogue is not within a bf16 ulp). The bias is used in C's
 // dtype (a bf16 bias beside an f32 C is widened exactly; an f32 bias beside a bf16 C is rounded to
 // bf16 first, the one place where this differs from the CPU's fl(product + bias)).
 //
@@ -90,10 +91,14 @@ struct Conversions {
   bool widen_a, widen_b, c_copy;
 };
 
-Conversions conversions(const Tensor& C, const Tensor& A, const Tensor& B) {
+// beta_nonzero: whether C is read. A bf16 C that is accumulated into (beta != 0) also goes through
+// the f32 copy: cuBLASLt's bf16 epilogue with beta was measured (H200, cuBLASLt 13.1) to be several
+// bf16 ulps off fl(beta·C + A·B); the copy gives the CPU's single rounding. Workspace queries pass
+// beta_nonzero = true (the size covers both).
+Conversions conversions(const Tensor& C, const Tensor& A, const Tensor& B, bool beta_nonzero) {
   const bool mixed = A.dtype != B.dtype;
   return {mixed && A.dtype == DType::kBF16, mixed && B.dtype == DType::kBF16,
-          (mixed || A.dtype == DType::kF32) && C.dtype == DType::kBF16};
+          (mixed || A.dtype == DType::kF32 || beta_nonzero) && C.dtype == DType::kBF16};
 }
 
 }  // namespace
@@ -230,7 +235,7 @@ void CudaOps::gemm(const char* op, const GemmView& C, const GemmView& A, Trans t
 size_t CudaOps::matmul_workspace_bytes(const Tensor& C, const Tensor& A, Trans ta, const Tensor& B,
                                        Trans tb) const {
   const Dims d = matmul_dims(C, A, ta, B, tb, false);
-  const Conversions cv = conversions(C, A, B);
+  const Conversions cv = conversions(C, A, B, true);
   size_t n = 256 + kLtWorkspaceBytes + round256(static_cast<size_t>(d.N) * 4);
   if (cv.widen_a) n += round256(static_cast<size_t>(A.numel()) * 4);
   if (cv.widen_b) n += round256(static_cast<size_t>(B.numel()) * 4);
@@ -273,7 +278,7 @@ void CudaOps::matmul(const Tensor& C, const Tensor& A, Trans ta, const Tensor& B
   ws += kLtWorkspaceBytes;
   char* bias_buf = ws;
   ws += round256(static_cast<size_t>(d.N) * 4);
-  const Conversions cv = conversions(C, A, B);
+  const Conversions cv = conversions(C, A, B, beta != 0.0f);
   const auto widen = [&](const Tensor& t) {
     const Tensor w(ws, DType::kF32, {t.dim(0), t.dim(1)}, Device::kCUDA);
     ws += round256(w.nbytes());

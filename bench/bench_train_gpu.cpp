@@ -1,0 +1,117 @@
+// Training-step throughput of zerotune on one GPU (issue 8 benchmark; not a test). The model of the
+// given config.json initialised from scratch (seed fixed), bf16 compute weights with fp32 master
+// weights, gradients and AdamW state (the ZeRO engine, stage 2, W = 1), padding-free micro-batches
+// of --seqs sequences of --seq tokens read from the int32 token file that
+// bench/gpu_peer_transformers.py writes (so both systems train on the same ids; every token a
+// target, labels = ids, as the peer's labels=input_ids). One optimizer step per micro-batch, as the
+// peer does. Timed over --steps steps after --warmup, with the device synchronised at both ends.
+// Prints one JSON line:
+//   {"system": "zerotune", "gc": …, "tokens_per_s": …, "step_s": …, "mfu": …, "peak_gib": …, …}
+// MFU = tokens/s × (6·params + 12·L·H·seq/2) / 790e12 — the peer's formula (causal attention at
+// half). peak_gib = device memory in use after start-up (every pool is allocated before step 1, so
+// this is the peak; the CUDA context and cuBLAS workspace included).
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+
+#include "dist/bootstrap.h"
+#include "io/model_config.h"
+#include "model/causal_lm.h"
+#include "train/device.h"
+#include "zero/model_binding.h"
+#include "zero/zero_engine.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"zerotune single-GPU training-step benchmark"};
+  std::string config, tokens_file, backend = "cuda";
+  int64_t seqs = 4, seq = 2048;
+  int steps = 8, warmup = 3, stage = 2;
+  bool gc = false, offload = false;
+  app.add_option("--config", config, "HF config.json")->required();
+  app.add_option("--tokens", tokens_file, "int32 token file [steps, seqs, seq]")->required();
+  app.add_option("--seqs", seqs, "sequences per micro-batch");
+  app.add_option("--seq", seq, "tokens per sequence");
+  app.add_option("--steps", steps, "timed steps");
+  app.add_option("--warmup", warmup, "untimed steps first");
+  app.add_option("--stage", stage, "ZeRO stage");
+  app.add_option("--backend", backend, "cuda or cpu");
+  app.add_flag("--gc", gc, "gradient checkpointing");
+  app.add_flag("--offload", offload, "optimizer offload to the CPU");
+  CLI11_PARSE(app, argc, argv);
+  try {
+    using namespace zt;
+    const ModelConfig cfg = load_model_config(config);
+    const int64_t T = seqs * seq, n_steps = warmup + steps;
+    std::vector<int32_t> ids(static_cast<size_t>(n_steps * T));
+    {
+      std::ifstream f(tokens_file, std::ios::binary);
+      f.read(reinterpret_cast<char*>(ids.data()), static_cast<std::streamsize>(ids.size() * 4));
+      if (!f) fail("{}: fewer than {} int32 tokens", tokens_file, ids.size());
+    }
+    train::DeviceContext dev = train::make_device(backend, 0, 1);
+    std::unique_ptr<dist::Comm> comm =
+        train::make_trainer_comm(std::make_unique<dist::SingleComm>(), backend, cfg);
+    ModelOptions mo;
+    mo.dtype = DType::kBF16;
+    mo.max_tokens = T;
+    mo.max_seqlen = seq;
+    mo.checkpointing = gc;
+    CausalLM model(cfg, *dev.ops, *dev.device_memory, mo);
+    model.init_from_scratch(0);
+    zero::EngineOptions eo;
+    eo.stage = stage;
+    eo.offload = offload;
+    zero::ZeroEngine engine(model.layout(), zero::model_buffers(model), *dev.ops, *comm,
+                            *dev.device_memory, *dev.host_memory, eo);
+    engine.init_from_model();
+    optim::AdamWParams adam;
+    std::vector<double> losses;
+    double t0 = 0;
+    for (int64_t k = 0; k < n_steps; ++k) {
+      if (k == warmup) {
+        dev.ops->synchronize({});
+        t0 = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+      }
+      PackedBatch pb;
+      for (int64_t s = 0; s < seqs; ++s) {
+        std::span<const int32_t> x(ids.data() + k * T + s * seq, static_cast<size_t>(seq));
+        pb.add(x, x);
+      }
+      const int64_t N = count_targets(pb.view());
+      BackwardOptions bo;
+      bo.grad_scale = 1.0f / static_cast<float>(N);
+      bo.on_group_ready = engine.group_ready_callback();
+      engine.gather_all();
+      const CeStats st = model.forward_backward(pb.view(), bo);
+      engine.release_all();
+      zero::StepArgs sa;
+      sa.lr = 1e-5;
+      sa.adam = adam;
+      engine.finish_step(sa);
+      losses.push_back(st.loss_sum / static_cast<double>(N));
+    }
+    dev.ops->synchronize({});
+    const double t1 =
+        std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+    const double dt = (t1 - t0) / steps;
+    const double tok_s = static_cast<double>(T) / dt;
+    const double P = static_cast<double>(cfg.num_parameters());
+    const double mfu = tok_s * (6 * P + 12.0 * cfg.num_hidden_layers * cfg.hidden_size * seq / 2) / 790e12;
+    const double gib = static_cast<double>(dev.device_bytes_in_use()) / (1024.0 * 1024.0 * 1024.0);
+    std::string ls;
+    for (double l : losses) ls += (ls.empty() ? "" : ", ") + fmt::format("{:.6f}", l);
+    std::printf(
+        "{\"system\": \"zerotune\", \"gc\": %s, \"stage\": %d, \"offload\": %s, \"tokens_per_s\": %.1f, "
+        "\"step_s\": %.5f, \"mfu\": %.4f, \"peak_gib\": %.3f, \"params\": %.0f, \"device\": \"%s\", "
+        "\"losses\": [%s]}\n",
+        gc ? "true" : "false", stage, offload ? "true" : "false", tok_s, dt, mfu, gib, P,
+        dev.describe().c_str(), ls.c_str());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_train_gpu: error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,159 @@
+#!/usr/bin/env bash
+# Runs every GPU test and benchmark of zerotune on a GPU machine, from a tree built elsewhere (builds
+# nothing; needs no compiler or Debian development packages there). Results go to $OUT (the device
+# tool's output folder) or ./gpu_results.
+#
+#   here:   ./scripts/build.sh && ./scripts/gpu_bundle.sh      # → gpu_bundle/ (binaries + libs)
+#   there:  ./scripts/gpu_check.sh [SECTION…]                  # carry gpu_bundle (and .whl)
+#
+# Sections (default: all of them, in this order):
+#   tests   zt_test_gpu: every op vs the CPU reference, the whole model vs the CPU backend (fp32,
+#           goldens + Qwen2.5-0.5B at T=2048), NCCL Comm (W=1) — gtest XML in $OUT
+#   sanitize  compute-sanitizer memcheck + racecheck over a quick subset of zt_test_gpu
+#   train   the trainer on 1 GPU: the same 20-step run twice (two processes) bitwise; ZeRO stages
+#           0–3 × offload bitwise (zerotune compare); the default job's model 200 steps in bf16 on the
+#           GPU vs fp32 on the CPU (losses side by side in $OUT/curve_*.jsonl)
+#   bench   bench_train_gpu (GC on/off) vs transformers and transformers+Liger on the same token
+#           stream (bench/gpu_peer_transformers.py; liger-kernel from .whl), and the real job
+#           (configs/sft_ultrafeedback.yaml, Qwen2.5-1.5B config) for 50 steps
+#   multi   2 GPUs: NCCL Comm tests, stages 0–3 × offload bitwise at W = 2, 1 GPU × accumulation 2G
+#           vs 2 GPUs × G, a killed rank — needs 2 visible GPUs
+set -uo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+OUT=${OUT:-$ROOT/gpu_results}
+mkdir -p "$OUT"
+BUNDLE=${BUNDLE:-$ROOT/gpu_bundle}
+ZT=$BUNDLE/bin/zerotune
+export NCCL_NVLS_ENABLE=0  # never NVLink multicast (shared GPUs)
+PA_DIR=$(python3 -c 'import pyarrow, os; print(os.path.dirname(pyarrow.__file__))' 2>/dev/null || true)
+export LD_LIBRARY_PATH="$BUNDLE/lib:${PA_DIR}:${LD_LIBRARY_PATH:-}"
+# The test binaries were compiled with absolute paths of the build machine (ZT_TEST_DATA,
+# ZT_SHARED_DATA): make those paths resolve here (a carried shared_data/ holds the shared files the
+# GPU tests and benchmarks read; scripts/gpu_bundle.sh copies them).
+link_path() {  # link_path COMPILED_PATH LOCAL_PATH
+  [ -e "$1" ] && return 0
+  mkdir -p "$(dirname "$1")" && ln -s "$2" "$1"
+}
+SHARED=$ROOT/gpu_bundle/shared_data
+[ -d "$SHARED" ] || SHARED=$ROOT/../shared/data
+if [ -f "$BUNDLE/paths" ]; then
+  . "$BUNDLE/paths"  # BUILD_TEST_DATA=… BUILD_SHARED_DATA=…
+  link_path "$BUILD_TEST_DATA" "$ROOT/tests/data"
+  link_path "$BUILD_SHARED_DATA" "$SHARED"
+fi
+link_path "$ROOT/../shared/data" "$SHARED"  # the configs' relative ../shared/data paths
+RUNS=$(mktemp -d /tmp/zt_gpu.XXXXXX)
+status=0
+say() { echo "== $*" | tee -a "$OUT/summary.txt"; }
+fail() { say "FAIL: $*"; status=1; }
+
+check_libs() {
+  local missing
+  missing=$(for b in "$BUNDLE"/bin/*; do ldd "$b" | grep "not found"; done | sort -u)
+  if [ -n "$missing" ]; then echo "$missing"; fail "missing libraries"; exit 1; fi
+  nvidia-smi --query-gpu=index,name,memory.used,memory.total --format=csv | tee -a "$OUT/summary.txt"
+}
+
+sec_tests() {
+  say "tests: zt_test_gpu"
+  "$BUNDLE/bin/zt_test_gpu" --gtest_output="xml:$OUT/gpu_tests.xml" 2>&1 | tee "$OUT/gpu_tests.log" |
+    grep -E "^\[  (PASSED|FAILED) |^\[  FAILED|^\[ +OK|^\[==|^\[  SKIPPED|\] .* worst|^\[qwen|^\[(llama|qwen2)" | tail -80
+  [ "${PIPESTATUS[0]}" = 0 ] || fail "zt_test_gpu"
+}
+
+sec_sanitize() {
+  say "sanitize: compute-sanitizer (memcheck, racecheck) on a quick subset"
+  local f='*Small*:*Tiny*:*Ragged*:*One*'
+  for tool in memcheck racecheck; do
+    compute-sanitizer --tool $tool --error-exitcode 9 "$BUNDLE/bin/zt_test_gpu" --gtest_filter="$f" \
+      >"$OUT/sanitize_$tool.log" 2>&1 || fail "compute-sanitizer $tool (see sanitize_$tool.log)"
+    tail -3 "$OUT/sanitize_$tool.log"
+  done
+}
+
+# The op-level benchmarks (memory-bound ops, layer matmuls + fused LM head, attention) at the
+# Qwen2.5-1.5B shapes.
+sec_micro() {
+  say "micro: op benchmarks at Qwen2.5-1.5B shapes"
+  for b in bench_cuda_ops bench_cuda_lm_head bench_cuda_attention; do
+    [ -x "$BUNDLE/bin/$b" ] || continue
+    "$BUNDLE/bin/$b" 2>&1 | tee "$OUT/$b.txt" | tail -40
+  done
+}
+
+# The default job's model on the GPU for a few steps (a smoke test of the whole trainer).
+sec_smoke() {
+  say "smoke: default job on the GPU, bf16, 12 steps"
+  local d=$RUNS/smoke
+  "$ZT" make-demo-data --out "$RUNS/demo" --train-rows 4000 --test-rows 200 --seed 1234 >/dev/null
+  "$ZT" train --config configs/default.yaml compute.n_gpus=1 compute.backend=cuda \
+    dataset.train.path="$RUNS/demo/train.parquet" dataset.eval.path="$RUNS/demo/test.parquet" \
+    trainer.bf16=true model.dtype=bfloat16 trainer.max_steps=12 trainer.logging_steps=2 \
+    trainer.eval_steps=6 exp_dir="$d" 2>&1 | tee "$OUT/smoke.log" | tail -30
+  [ "${PIPESTATUS[0]}" = 0 ] || fail "smoke training run"
+  cp "$d/metrics.jsonl" "$OUT/smoke_metrics.jsonl" 2>/dev/null
+}
+
+# zerotune vs transformers (plain and + Liger) on one GPU, the same token stream, GC on and off
+# (issue 8 benchmark), then the real job for 50 steps.
+sec_bench() {
+  say "bench: Qwen2.5-1.5B config, 4 x 2048 tokens per step, bf16, AdamW"
+  local cfg=$SHARED/models/qwen2.5-1.5b/config.json tok=$RUNS/tokens.bin res=$OUT/bench.jsonl
+  : >"$res"
+  if ls "$ROOT"/.whl/*.whl >/dev/null 2>&1; then  # liger-kernel (pure Python) travels as a wheel
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site \
+      "$ROOT"/.whl/liger_kernel-*.whl && export PYTHONPATH=/tmp/site
+  fi
+  PYTHONUNBUFFERED=1 python3 bench/gpu_peer_transformers.py --config "$cfg" --tokens "$tok" \
+    --out "$res" ${PEER_VARIANTS:+--variants $PEER_VARIANTS} 2>&1 | tee "$OUT/peer.log" | grep '^{'
+  for gc in "" --gc; do
+    "$BUNDLE/bin/bench_train_gpu" --config "$cfg" --tokens "$tok" $gc 2>&1 | tee -a "$res" | cut -c1-400
+  done
+  python3 - "$res" <<'PY' | tee "$OUT/bench_table.txt"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+print(f"{'system':24s} {'GC':3s} {'tokens/s':>9s} {'MFU':>6s} {'peak GiB':>8s}")
+for r in rows:
+    if "tokens_per_s" in r:
+        print(f"{r['system']:24s} {'on' if r['gc'] else 'off':3s} {r['tokens_per_s']:9.0f} {r['mfu']*100:5.1f}% {r['peak_gib']:8.2f}")
+best = {}
+for r in rows:
+    if "tokens_per_s" in r: best[(r["system"], r["gc"])] = r["tokens_per_s"]
+for gc in (False, True):
+    z = best.get(("zerotune", gc))
+    for peer in ("transformers", "transformers+liger"):
+        if z and best.get((peer, gc)):
+            print(f"zerotune / {peer} (GC {'on' if gc else 'off'}): {z / best[(peer, gc)]:.2f}x")
+PY
+}
+
+# The real job: configs/sft_ultrafeedback.yaml with the Qwen2.5-1.5B config on 1 GPU, 50 steps.
+sec_realjob() {
+  say "realjob: sft_ultrafeedback.yaml, Qwen2.5-1.5B config, 1 GPU, 50 steps"
+  local d=$RUNS/realjob
+  "$ZT" train --config configs/sft_ultrafeedback.yaml compute.n_gpus=1 compute.backend=cuda \
+    model.name_or_path="$SHARED/models/qwen2.5-1.5b" trainer.max_steps=50 trainer.eval_steps=25 \
+    trainer.save_strategy=no exp_dir="$d" 2>&1 | tee "$OUT/realjob.log" | grep -v "^{'loss'" | tail -25
+  [ "${PIPESTATUS[0]}" = 0 ] || fail "real job"
+  cp "$d/metrics.jsonl" "$OUT/realjob_metrics.jsonl" 2>/dev/null
+  python3 - "$d/metrics.jsonl" <<'PY'
+import json, sys
+rs = [json.loads(l) for l in open(sys.argv[1])]
+tr = [r for r in rs if "loss" in r]
+print("steps", [r["step"] for r in tr][:3], "…", "loss first/last", tr[0]["loss"], tr[-1]["loss"])
+tps = [r.get("train_tokens_per_second") for r in tr[5:] if r.get("train_tokens_per_second")]
+if tps: print("train tokens/s (median after 5 steps):", sorted(tps)[len(tps)//2])
+print("eval:", [(r["step"], r["eval_loss"]) for r in rs if "eval_loss" in r])
+PY
+}
+
+main() {
+  check_libs
+  local secs=("$@")
+  [ ${#secs[@]} -eq 0 ] && secs=(tests sanitize train bench multi)
+  for s in "${secs[@]}"; do "sec_$s"; done
+  say "gpu_check: $([ $status = 0 ] && echo PASSED || echo FAILED)"
+  exit $status
+}
+main "$@"

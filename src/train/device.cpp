@@ -1,0 +1,92 @@
+#include "train/device.h"
+
+#include <cstdlib>
+
+#include "backend/cpu/cpu_ops.h"
+#include "core/error.h"
+#include "dist/bootstrap.h"
+#include "model/param_layout.h"
+#include "zero/shard_layout.h"
+#if defined(ZT_HAVE_CUDA)
+#include "backend/cuda/cuda_ops.h"
+#endif
+
+namespace zt::train {
+
+namespace {
+int visible_gpus() {
+#if defined(ZT_HAVE_CUDA)
+  return cuda_device_count();
+#else
+  return 0;
+#endif
+}
+}  // namespace
+
+std::string resolve_backend(const std::string& requested) {
+  if (requested == "cpu") return "cpu";
+  if (requested == "auto") return visible_gpus() > 0 ? "cuda" : "cpu";
+  if (requested == "cuda") {
+#if !defined(ZT_HAVE_CUDA)
+    fail("compute.backend: cuda, but this zerotune was built without the CUDA backend (no nvcc at "
+         "build time); rebuild on a machine with the CUDA toolkit or use compute.backend: cpu");
+#else
+    if (visible_gpus() == 0)
+      fail("compute.backend: cuda, but no CUDA GPU is visible (cudaGetDeviceCount found none; check "
+           "the driver and CUDA_VISIBLE_DEVICES) — use compute.backend: cpu or auto");
+    return "cuda";
+#endif
+  }
+  fail("compute.backend must be cpu, cuda or auto, got '{}'", requested);
+}
+
+size_t DeviceContext::device_bytes_in_use() const {
+#if defined(ZT_HAVE_CUDA)
+  if (auto* m = dynamic_cast<CudaDeviceMemory*>(device_memory.get()))
+    return m->total_bytes() - m->free_bytes();
+#endif
+  return 0;
+}
+
+DeviceContext make_device(const std::string& backend, int local_rank, int local_world_size) {
+  DeviceContext d;
+  if (backend == "cpu") {
+    d.ops = std::make_unique<CpuOps>();
+    d.device_memory = std::make_unique<HostMemory>();
+    d.host_memory = std::make_unique<HostMemory>();
+    return d;
+  }
+#if defined(ZT_HAVE_CUDA)
+  if (backend == "cuda") {
+    const int n = cuda_device_count();
+    if (n == 0) fail("compute.backend: cuda, but no CUDA GPU is visible");
+    if (local_world_size > n)
+      fail("{} ranks on this host but only {} visible GPU(s): one process per GPU (set "
+           "compute.n_gpus / num_processes to at most {}, or use compute.backend: cpu)",
+           local_world_size, n, n);
+    CudaOpsOptions o;
+    o.device = local_rank % n;
+    d.device_index = o.device;
+    d.ops = std::make_unique<CudaOps>(o);
+    d.device_memory = std::make_unique<CudaDeviceMemory>(o.device);
+    d.host_memory = std::make_unique<CudaPinnedMemory>();
+    return d;
+  }
+#endif
+  (void)local_rank;
+  (void)local_world_size;
+  fail("make_device: unknown backend '{}'", backend);
+}
+
+std::unique_ptr<dist::Comm> make_trainer_comm(std::unique_ptr<dist::Comm> host,
+                                              const std::string& backend, const ModelConfig& cfg) {
+  if (backend != "cuda") return host;
+  const int W = host->world_size();
+  const zero::ShardLayout layout(ParamLayout(cfg), W);
+  const size_t bucket = static_cast<size_t>(W) * static_cast<size_t>(layout.max_group_shard_elems());
+  const int local = host->local_rank();
+  return dist::make_device_comm(std::move(host), local, bucket,
+                                dist::read_launch_env(std::getenv).options);
+}
+
+}  // namespace zt::train

@@ -1,0 +1,48 @@
+// The device a rank trains on (issue 8 "Device selection"): the Ops implementation, where the
+// model's pools live, and where offloaded optimizer state lives.
+//   compute.backend: cpu   → CpuOps, host memory for everything.
+//   compute.backend: cuda  → CudaOps on GPU `local_rank` (LOCAL_RANK), device memory for the model and
+//                            ZeRO pools, pinned host memory for offloaded optimizer state.
+//   compute.backend: auto  → cuda when this build has the CUDA backend and a GPU is visible, else cpu.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "backend/ops.h"
+#include "core/arena.h"
+#include "dist/comm.h"
+#include "io/model_config.h"
+
+namespace zt::train {
+
+// "cpu" or "cuda" from "cpu" | "cuda" | "auto". Throws zt::Error for "cuda" when this build has no
+// CUDA backend or no GPU is visible ("compute.backend: cuda but …"), and for any other value.
+std::string resolve_backend(const std::string& requested);
+
+struct DeviceContext {
+  std::unique_ptr<Ops> ops;
+  std::unique_ptr<MemoryResource> device_memory;  // model + ZeRO device pools
+  std::unique_ptr<MemoryResource> host_memory;    // offloaded optimizer state (pinned on CUDA)
+  int device_index = -1;                          // CUDA device, -1 on the CPU
+  // "cuda:0 NVIDIA H200 (…)" / "cpu (8 threads, OpenBLAS)" for the start-up log.
+  std::string describe() const { return ops->name(); }
+  // Device bytes in use now on this GPU (all pools are allocated before step 1, so after start-up
+  // this is the run's peak; cuBLAS/NCCL internals included); 0 on the CPU.
+  size_t device_bytes_in_use() const;
+};
+
+// Builds the context for a resolved backend ("cpu" | "cuda"). On CUDA the GPU is
+// local_rank % (visible GPUs); more local ranks than GPUs is an error naming both counts.
+// Throws zt::Error when the device cannot be opened.
+DeviceContext make_device(const std::string& backend, int local_rank, int local_world_size);
+
+// The Comm the ZeRO engine uses on `backend`: `host` itself on the CPU; on CUDA the NCCL device
+// Comm over it (dist::make_device_comm; NCCL for several ranks, device copies alone) with its
+// reduce-scatter scratch sized for the largest bucket of `cfg` at this world size (W × the largest
+// group shard, zero/shard_layout.h). Throws what make_device_comm throws.
+std::unique_ptr<dist::Comm> make_trainer_comm(std::unique_ptr<dist::Comm> host,
+                                              const std::string& backend, const ModelConfig& cfg);
+
+}  // namespace zt::train
