@@ -104,8 +104,8 @@ std::string gnuplot_script(const std::vector<PlotPanel>& panels,
   s += fmt::format("set output {}\n", quoted(png_path.string()));
   // Legend under each plot (never over a curve), a margin around the data so points on the
   // extremes stay visible, gnuplot's own tick labels.
-  s += "set encoding utf8\nset grid\nset key below\n";
-  s += "set offsets graph 0.02, graph 0.02, graph 0.08, graph 0.08\n";
+  s += "set encoding utf8\nset grid\nset key below height 1\n";
+  s += "set offsets graph 0.02, graph 0.02, graph 0.08, graph 0.08\nset format y '%.6g'\n";
   s += fmt::format("set multiplot layout {},{} title {} font 'sans,13'\n", rows, cols,
                    quoted(title));
   // Colours of the curves in order; the first is drawn thick and solid beneath the others.
