@@ -65,7 +65,9 @@ struct CommandResult {
 };
 inline CommandResult run_command(const std::string& cmd) {
   CommandResult r;
-  FILE* p = popen((cmd + " 2>&1").c_str(), "r");
+  std::string full = cmd;
+  full += " 2>&1";
+  FILE* p = popen(full.c_str(), "r");
   if (p == nullptr) return r;
   char buf[4096];
   size_t n;
