@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything zerotune needs on a fresh Debian 12 machine (run as root, or with sudo on PATH):
-# the Debian -dev packages of DESIGN.md §10 and a Python virtual environment (.venv) holding the
-# pyarrow wheel, whose bundled Arrow C++ headers and libraries are used for parquet.
+# the Debian -dev packages of DESIGN.md §10 (and gnuplot-nox, which draws `zerotune compare`'s
+# PNG) and a Python virtual environment (.venv) holding the pyarrow wheel, whose bundled Arrow
+# C++ headers and libraries are used for parquet.
 # Idempotent: a second run only checks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -9,7 +10,7 @@ SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
 PKGS="build-essential cmake pkg-config git python3 python3-venv \
   libgtest-dev libgmock-dev libbenchmark-dev nlohmann-json3-dev libyaml-cpp-dev libpcre2-dev \
-  libutf8proc-dev libfmt-dev libcli11-dev libopenblas-dev libopenmpi-dev openmpi-bin zlib1g-dev libxxhash-dev"
+  libutf8proc-dev libfmt-dev libcli11-dev libopenblas-dev libopenmpi-dev openmpi-bin zlib1g-dev libxxhash-dev gnuplot-nox"
 missing=""
 for p in $PKGS; do dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"; done
 if [ -n "$missing" ]; then

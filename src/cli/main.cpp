@@ -28,6 +28,7 @@ constexpr Command kCommands[] = {
     {"make-demo-data", "write the deterministic arithmetic demo dataset (parquet)", zt::cli::cmd_make_demo_data},
     {"tokenize", "print the token ids of every line of a JSONL file", zt::cli::cmd_tokenize},
     {"render", "print the chat template rendering of every row of a JSONL file", zt::cli::cmd_render},
+    {"compare", "compare the logged metrics of runs (first difference, max diff; PNG of the curves)", zt::cli::cmd_compare},
 };
 
 void usage() {

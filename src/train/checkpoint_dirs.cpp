@@ -98,28 +98,34 @@ CheckpointDir latest_checkpoint_or_fail(const fs::path& output_dir) {
   return *latest;
 }
 
-std::vector<fs::path> rotate_checkpoints(const fs::path& output_dir, int64_t save_total_limit,
-                                         const std::optional<fs::path>& best) {
+std::vector<fs::path> delete_oldest_checkpoints(const std::vector<CheckpointDir>& candidates,
+                                               int64_t keep_count,
+                                               const std::vector<fs::path>& protect) {
   std::vector<fs::path> removed;
-  if (save_total_limit <= 0) return removed;
-  const auto all = list_checkpoints(output_dir);
-  if (static_cast<int64_t>(all.size()) <= save_total_limit) return removed;
-  const fs::path latest = all.back().path.lexically_normal();
-  const std::optional<fs::path> best_norm =
-      best ? std::optional<fs::path>(best->lexically_normal()) : std::nullopt;
-  // HF: protected = {latest, best}; keep max(limit, |protected|).
-  const int64_t num_protected = (best_norm && *best_norm != latest) ? 2 : 1;
-  const int64_t keep = std::max(save_total_limit, num_protected);
-  int64_t remaining = static_cast<int64_t>(all.size());
-  for (const auto& cp : all) {
-    if (remaining <= keep) break;
-    const fs::path p = cp.path.lexically_normal();
-    if (p == latest || (best_norm && p == *best_norm)) continue;
+  std::vector<fs::path> kept;
+  for (const auto& p : protect) kept.push_back(p.lexically_normal());
+  int64_t remaining = static_cast<int64_t>(candidates.size());
+  for (const auto& cp : candidates) {
+    if (remaining <= keep_count) break;
+    if (std::find(kept.begin(), kept.end(), cp.path.lexically_normal()) != kept.end()) continue;
     remove_tree(cp.path);
     removed.push_back(cp.path);
     --remaining;
   }
   return removed;
+}
+
+std::vector<fs::path> rotate_checkpoints(const fs::path& output_dir, int64_t save_total_limit,
+                                         const std::optional<fs::path>& best) {
+  if (save_total_limit <= 0) return {};
+  const auto all = list_checkpoints(output_dir);
+  if (static_cast<int64_t>(all.size()) <= save_total_limit) return {};
+  const fs::path latest = all.back().path.lexically_normal();
+  std::vector<fs::path> protect = {latest};
+  // HF: protected = {latest, best}; keep max(limit, |protected|).
+  if (best && best->lexically_normal() != latest) protect.push_back(*best);
+  const int64_t keep = std::max(save_total_limit, static_cast<int64_t>(protect.size()));
+  return delete_oldest_checkpoints(all, keep, protect);
 }
 
 fs::path staging_path(const fs::path& output_dir, int64_t step, int64_t owner) {

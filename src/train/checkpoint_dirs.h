@@ -6,7 +6,8 @@
 // `rotate_checkpoints`): a checkpoint is a directory named exactly `checkpoint-<digits>`; the
 // latest is the largest step; rotation keeps at most `save_total_limit` (> 0) checkpoints,
 // deleting the oldest first but never the most recent one nor the best model checkpoint (so
-// max(limit, number protected) remain). **zerotune:** checkpoints are ordered by step, not by
+// max(limit, number protected) remain). The trainer does not use HF's rotation as it is: it
+// rotates only its own run's checkpoints (train/run_checkpoints.h). **zerotune:** checkpoints are ordered by step, not by
 // mtime (HF sorts by mtime and falls back to steps when the mtimes span < 1 s); staging
 // directories (`.tmp-`) and set-aside ones (`.old-`) are never taken for checkpoints.
 #pragma once
@@ -45,6 +46,14 @@ CheckpointDir latest_checkpoint_or_fail(const std::filesystem::path& output_dir)
 std::vector<std::filesystem::path> rotate_checkpoints(
     const std::filesystem::path& output_dir, int64_t save_total_limit,
     const std::optional<std::filesystem::path>& best = std::nullopt);
+
+// Deletes checkpoints of `candidates` (step ascending), oldest first, skipping those in `protect`,
+// until at most `keep_count` of the candidates remain (the core of both rotations: HF's above and
+// run_checkpoints.h's). Returns the deleted paths. Throws zt::Error naming a directory it cannot
+// remove.
+std::vector<std::filesystem::path> delete_oldest_checkpoints(
+    const std::vector<CheckpointDir>& candidates, int64_t keep_count,
+    const std::vector<std::filesystem::path>& protect);
 
 // `<output_dir>/checkpoint-<step>.tmp-<owner>`: where checkpoint `step` is written before its
 // commit. `owner` is the committing process's id (rank 0's pid, known to every rank, so all

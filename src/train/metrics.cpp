@@ -153,6 +153,7 @@ MetricRecord LogWindow::take(int64_t global_step, double epoch, double elapsed_s
   if (targets_ > 0)
     r.set("mean_token_accuracy", static_cast<double>(correct_) / static_cast<double>(targets_));
   r.set("num_tokens", static_cast<double>(num_tokens_));
+  if (trained_ > 0) r.set("target_tokens", targets_);
   r.set("epoch", epoch);
   if (elapsed_seconds > 0)
     r.set("train_tokens_per_second", static_cast<double>(window_tokens_) / elapsed_seconds);

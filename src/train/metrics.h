@@ -89,7 +89,9 @@ struct StepStats {
 // (HF: tr_loss / (global_step − last_logged)); `grad_norm` and `learning_rate` are the last
 // step's (grad_norm: the last trained step's); `mean_token_accuracy` is Σcorrect / Σtargets over
 // the window (zerotune: token-weighted; TRL averages per micro-batch ratios); `num_tokens` is
-// cumulative over the run. Skipped steps count in neither mean and are reported as `skipped_steps`.
+// cumulative over the run; `target_tokens` (zerotune's) is Σ N over the window's trained steps, the
+// counts its losses were normalised by. Skipped steps count in neither mean and are reported as
+// `skipped_steps`.
 class LogWindow {
  public:
   // `num_tokens_seen`: the cumulative token count at the start (restored on resume).
@@ -102,9 +104,9 @@ class LogWindow {
   // The log event after step `global_step` (1-based count of steps done), `epoch` = HF's
   // fractional epoch, `elapsed_seconds` = wall time of the window (for train_tokens_per_second;
   // left out when <= 0). Keys in order: loss, grad_norm, learning_rate, mean_token_accuracy,
-  // num_tokens, epoch, train_tokens_per_second, skipped_steps (only when > 0), step; loss and
-  // grad_norm are left out when every step of the window was skipped, mean_token_accuracy when
-  // the window had no target token. Starts a new
+  // num_tokens, target_tokens, epoch, train_tokens_per_second, skipped_steps (only when > 0),
+  // step; loss, grad_norm and target_tokens are left out when every step of the window was
+  // skipped, mean_token_accuracy when the window had no target token. Starts a new
   // window. Throws zt::Error when the window is empty.
   MetricRecord take(int64_t global_step, double epoch, double elapsed_seconds);
 

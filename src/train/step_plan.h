@@ -21,7 +21,7 @@
 //     k / U (HF runs whole epochs and stops when global_step reaches T);
 //   - the `epoch` HF logs after step k: e + min((w+1)·G, L) / L (`state.epoch`).
 // Checked against accelerate/transformers for W = 1, 2, 4; B = 1, 3, 8; G = 1, 4; drop_last; n not
-// divisible; n < W·B (tests/data/train/step_plan.json).
+// divisible; n < W·B and n < W·B·G, a single short step per epoch (tests/data/train/step_plan.json).
 #pragma once
 
 #include <cstdint>

@@ -25,6 +25,7 @@
 #include "train/device.h"
 #include "train/metrics.h"
 #include "train/progress.h"
+#include "train/run_checkpoints.h"
 #include "train/step_plan.h"
 #include "zero/model_binding.h"
 #include "zero/zero_engine.h"
@@ -77,6 +78,8 @@ struct Trainer::State {
   int64_t applied_steps = 0;   // optimizer updates so far (the LR schedule's position)
   int64_t num_tokens_seen = 0;
   int64_t owner_pid = 0;       // rank 0's pid: names the shared checkpoint staging directory
+  std::string run_id;          // ties checkpoints to this run (train/run_checkpoints.h)
+  fs::path resumed_from;       // the checkpoint this run resumed from, empty for a fresh start
   std::unique_ptr<MetricsWriter> metrics;
   std::unique_ptr<io::TensorBoardWriter> tb;
   std::unique_ptr<ProgressDisplay> progress;
@@ -172,14 +175,18 @@ void Trainer::State::build_plan() {
   pc.max_steps = a.max_steps;
   pc.drop_last = a.dataloader_drop_last;
   pc.seed = a.seed;
-  int64_t global_batch = pc.batch_size * pc.world_size * pc.grad_accum;
-  if (pc.num_samples < global_batch)
-    fail("{}: the training set has {} samples, fewer than one global batch ({} = "
-         "per_device_train_batch_size {} × world size {} × gradient_accumulation_steps {}); use a "
-         "smaller batch or more data",
-         a.train_data.dataset.string(), pc.num_samples, global_batch, pc.batch_size, pc.world_size,
-         pc.grad_accum);
+  const int64_t global_batch = pc.batch_size * pc.world_size * pc.grad_accum;
   plan = std::make_unique<StepPlan>(pc);
+  // Fewer samples than one global batch is a short epoch, as in HF (SFT_SEMANTICS §4): one step of
+  // the micro-batches there are, normalised by their own target count.
+  if (rank0() && pc.num_samples < global_batch)
+    log::info("plan: the training set ({} samples) is smaller than one global batch ({}); each epoch is "
+              "{} step(s) of {} micro-batch(es) per rank{}",
+              pc.num_samples, global_batch, plan->steps_per_epoch(), plan->micro_batches_per_rank(),
+              pc.world_size > 1 ? fmt::format(", {} samples in all (accelerate's even_batches repeats samples "
+                                              "from the start of the epoch to fill the last round)",
+                                              plan->samples_per_epoch())
+                                : std::string());
   sched.kind = optim::parse_lr_schedule_kind(a.lr_scheduler_type);
   sched.base_lr = a.learning_rate;
   sched.total_steps = plan->total_steps();
@@ -196,26 +203,44 @@ void Trainer::State::resume_or_init() {
   int64_t pid = rank0() ? static_cast<int64_t>(getpid()) : 0;
   comm.broadcast(&pid, sizeof(pid), 0);
   owner_pid = pid;
-  if (!a.resume_from_checkpoint) {
+  // Every rank resolves the checkpoint itself (the same files, the same answer or error); the
+  // barrier keeps rank 0 from rewriting the run record (open_outputs) before all have read it.
+  std::optional<fs::path> ckpt;
+  if (a.resume_from_checkpoint)
+    ckpt = *a.resume_from_checkpoint == "true" ? latest_checkpoint_of_last_run(a.exp_dir).path
+                                               : fs::path(*a.resume_from_checkpoint);
+  comm.barrier();
+  Json st;
+  if (ckpt) {
+    fs::path state_file = *ckpt / "trainer_state.json";
+    if (!fs::exists(state_file))
+      fail("resume_from_checkpoint: {} has no trainer_state.json (not a zerotune checkpoint)", ckpt->string());
+    try {
+      st = Json::parse(read_file(state_file));
+    } catch (const Json::exception& e) {
+      fail("{}: not valid JSON: {}", state_file.string(), e.what());
+    }
+    start_step = plan_state_next_step(*plan, st.at("plan"), state_file.string());
+    applied_steps = st.at("applied_steps").get<int64_t>();
+    num_tokens_seen = st.at("num_tokens_seen").get<int64_t>();
+    resumed_from = *ckpt;
+  }
+  // A resumed run continues its checkpoint's run; a fresh one (or a checkpoint without an id) gets
+  // a new id, drawn on rank 0.
+  char id[33] = {};
+  if (rank0()) {
+    std::string r = st.contains("run_id") && st["run_id"].is_string() ? st["run_id"].get<std::string>() : "";
+    if (r.size() != 32) r = new_run_id();
+    std::copy(r.begin(), r.end(), id);
+  }
+  comm.broadcast(id, 32, 0);
+  run_id = std::string(id, 32);
+  if (!ckpt) {
     engine->init_from_model();
     return;
   }
-  fs::path ckpt = *a.resume_from_checkpoint == "true" ? latest_checkpoint_or_fail(a.exp_dir).path
-                                                      : fs::path(*a.resume_from_checkpoint);
-  fs::path state_file = ckpt / "trainer_state.json";
-  if (!fs::exists(state_file))
-    fail("resume_from_checkpoint: {} has no trainer_state.json (not a zerotune checkpoint)", ckpt.string());
-  Json st;
-  try {
-    st = Json::parse(read_file(state_file));
-  } catch (const Json::exception& e) {
-    fail("{}: not valid JSON: {}", state_file.string(), e.what());
-  }
-  start_step = plan_state_next_step(*plan, st.at("plan"), state_file.string());
-  applied_steps = st.at("applied_steps").get<int64_t>();
-  num_tokens_seen = st.at("num_tokens_seen").get<int64_t>();
-  engine->load_state(ckpt);
-  if (rank0()) log::info("resumed from {} at step {}", ckpt.string(), start_step);
+  engine->load_state(*ckpt);
+  if (rank0()) log::info("resumed from {} at step {}", ckpt->string(), start_step);
 }
 
 void Trainer::State::open_outputs() {
@@ -223,6 +248,16 @@ void Trainer::State::open_outputs() {
   fs::create_directories(a.exp_dir);
   for (const auto& p : clean_stale_checkpoint_dirs(a.exp_dir))
     log::info("cleaned {} left by an interrupted run", p.string());
+  write_run_record(a.exp_dir, {.run_id = run_id, .started = "", .resumed_from = resumed_from.string()});
+  if (auto others = other_runs_checkpoints(a.exp_dir, run_id); !others.empty()) {
+    std::string names;
+    for (const auto& c : others) names += (names.empty() ? "" : ", ") + describe_checkpoint(c);
+    log::warn("{} holds {} checkpoint(s) of another run: {}. This run (id {}) leaves them alone: "
+              "save_total_limit rotates only this run's checkpoints and resume_from_checkpoint: true "
+              "resumes only this run's (a checkpoint this run saves at the same step replaces the "
+              "other's). Use a fresh exp_dir to keep runs apart",
+              a.exp_dir.string(), others.size(), names, run_id);
+  }
   write_file_atomic(a.exp_dir / "args.yaml", json_to_yaml(a.resolved_config));
   std::optional<int64_t> keep;
   if (start_step > 0) keep = start_step;
@@ -312,6 +347,7 @@ fs::path Trainer::State::save_checkpoint(int64_t global_step) {
                {"num_tokens_seen", num_tokens_seen},
                {"world_size", comm.world_size()},
                {"zero_stage", a.zero_stage},
+               {"run_id", run_id},
                {"plan", plan_state_to_json(*plan, global_step)}};
     write_file_atomic(dir / "trainer_state.json", st.dump(2) + "\n");
     write_file_atomic(dir / "args.yaml", json_to_yaml(a.resolved_config));
@@ -320,7 +356,8 @@ fs::path Trainer::State::save_checkpoint(int64_t global_step) {
   fs::path final_path = staging_path(a.exp_dir, global_step, owner_pid);
   if (rank0()) {
     final_path = staging->commit();
-    for (const auto& p : rotate_checkpoints(a.exp_dir, a.save_total_limit)) log::info("deleted {}", p.string());
+    for (const auto& p : rotate_run_checkpoints(a.exp_dir, a.save_total_limit, run_id, final_path))
+      log::info("deleted {}", p.string());
     progress->message(fmt::format("saved {}", final_path.string()));
   }
   comm.barrier();
@@ -411,6 +448,7 @@ TrainSummary Trainer::run() {
       if (s.rank0()) log::warn("step {}: no target token in the global batch; the step is skipped", k + 1);
       s.engine->discard_step();
       st.skipped = true;
+      ++sum.steps_skipped_no_target;
     } else {
       double loss_sum = 0;
       int64_t counts[2] = {0, 0};  // correct, targets
@@ -496,6 +534,14 @@ TrainSummary Trainer::run() {
     }
   }
   if (s.rank0()) s.progress->finish(ProgressDisplay::now());
+  // A model that was never updated is not a trained model: no final export, a non-zero exit.
+  // (applied_steps counts the updates of the resumed-from part too; every rank has the same.)
+  if (s.applied_steps == 0 && sum.steps_done > 0)
+    fail("no optimizer step was applied: all {} step(s) of the run were skipped ({} without a target "
+         "token, {} with a non-finite loss or gradient norm under trainer.nan_policy: skip); the "
+         "weights are unchanged, so no final model is written to {}",
+         sum.steps_done, sum.steps_skipped_no_target, sum.steps_skipped - sum.steps_skipped_no_target,
+         a.output_dir.string());
   s.export_final();
   return sum;
 }

@@ -25,6 +25,7 @@ namespace zt::train {
 struct TrainSummary {
   int64_t steps_done = 0;            // optimizer steps completed (skipped ones included)
   int64_t steps_skipped = 0;         // steps with N = 0 (or non-finite, nan_policy: skip)
+  int64_t steps_skipped_no_target = 0;  // of those, the steps with N = 0
   std::vector<double> step_losses;   // global token-mean loss of each step of this run (NaN: skipped)
   std::vector<double> grad_norms;    // pre-clip global gradient norm of each step (NaN: skipped)
   std::vector<double> learning_rates;
@@ -42,8 +43,9 @@ class Trainer {
   Trainer(const Trainer&) = delete;
   Trainer& operator=(const Trainer&) = delete;
 
-  // Runs the whole job. Throws zt::Error for bad input (dataset smaller than one global batch,
-  // non-finite loss under nan_policy: error, an unusable checkpoint, …).
+  // Runs the whole job. Throws zt::Error for bad input (non-finite loss under nan_policy: error,
+  // an unusable checkpoint, `resume_from_checkpoint: true` without a checkpoint of the last run, …)
+  // and when no step of the run updated the weights (all skipped: nothing is exported then).
   TrainSummary run();
 
   // The fp32 master weights in the model's flat ParamLayout order, on rank 0 (empty elsewhere);

@@ -1,10 +1,12 @@
-// Small helpers shared by the core and io tests: error-text assertions, temp directories, JSON
-// golden loading.
+// Small helpers shared by the tests: error-text assertions, temp directories, JSON golden loading,
+// running a command.
 #pragma once
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <random>
 #include <string>
@@ -54,6 +56,25 @@ inline std::vector<std::string> list_dir(const std::filesystem::path& dir) {
     out.push_back(e.path().filename().string());
   std::sort(out.begin(), out.end());
   return out;
+}
+
+// Exit status (128 + signal when killed) and stdout + stderr of a shell command.
+struct CommandResult {
+  int status = -1;
+  std::string output;
+};
+inline CommandResult run_command(const std::string& cmd) {
+  CommandResult r;
+  std::string full = cmd;
+  full += " 2>&1";
+  FILE* p = popen(full.c_str(), "r");
+  if (p == nullptr) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
+  const int st = pclose(p);
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  return r;
 }
 
 }  // namespace zt::testing

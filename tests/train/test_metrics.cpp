@@ -92,7 +92,7 @@ TEST(Metrics, LogWindowMeansAndTokenWeightedAccuracy) {
   // loss = (2 + 1) / 2; accuracy = 32 / 40 (not (0.5 + 0.9) / 2); tokens 1000 + 100; 100 tok / 4 s.
   EXPECT_EQ(r.to_json().dump(),
             R"({"loss":1.5,"grad_norm":1.5,"learning_rate":2e-05,"mean_token_accuracy":0.8,)"
-            R"("num_tokens":1100.0,"epoch":0.5,"train_tokens_per_second":25.0,"step":20})");
+            R"("num_tokens":1100.0,"target_tokens":40,"epoch":0.5,"train_tokens_per_second":25.0,"step":20})");
   EXPECT_EQ(w.steps(), 0);
   EXPECT_EQ(w.num_tokens_seen(), 1100);
   testing::expect_error([&] { w.take(21, 0.6, 1.0); }, {"step 21", "no optimizer step"});
@@ -110,7 +110,7 @@ TEST(Metrics, LogWindowSkippedSteps) {
   MetricRecord r = w.take(2, 1.0, 0.0);
   EXPECT_EQ(r.to_json().dump(),
             R"({"loss":3.0,"grad_norm":2.0,"learning_rate":3e-05,"mean_token_accuracy":0.25,)"
-            R"("num_tokens":17.0,"epoch":1.0,"skipped_steps":1,"step":2})");
+            R"("num_tokens":17.0,"target_tokens":4,"epoch":1.0,"skipped_steps":1,"step":2})");
   w.add_step({.learning_rate = 3e-5, .tokens = 5, .skipped = true});
   r = w.take(3, 1.5, 1.0);
   EXPECT_EQ(r.to_json().dump(),

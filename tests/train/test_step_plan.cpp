@@ -135,6 +135,37 @@ TEST(StepPlan, EpochsAreMultipliedInDoubles) {
   EXPECT_EQ(plan.info(55).epoch_progress, 2.24);
 }
 
+TEST(StepPlan, FewerSamplesThanOneGlobalBatch) {
+  // ../shared/cases/fewer-samples-than-global-batch: 3 samples. Layouts from accelerate 1.x
+  // BatchSamplerShard._iter_with_no_split (even_batches): the last round is filled from the start
+  // of the epoch's batches, repeated while shorter than W·B; the same branches as the goldens'
+  // n = 13, B = 3, W = 2, G = 4 and n = 7, B = 8, W = 4 configurations.
+  const std::vector<int64_t> p = torch_randperm(3, 42);
+  using MB = std::vector<std::vector<int64_t>>;
+  PlanConfig c{
+      .num_samples = 3, .batch_size = 1, .world_size = 1, .grad_accum = 4, .num_train_epochs = 1.0};
+  StepPlan g4(c);  // W = 1, B = 1, G = 4: one step of the 3 micro-batches there are
+  EXPECT_EQ(g4.total_steps(), 1);
+  EXPECT_EQ(g4.samples(0).samples, (std::vector<MB>{{{p[0]}, {p[1]}, {p[2]}}}));
+  c.grad_accum = 1;
+  c.batch_size = 8;
+  StepPlan b8(c);  // W = 1, B = 8: one short micro-batch
+  EXPECT_EQ(b8.samples(0).samples, (std::vector<MB>{{{p[0], p[1], p[2]}}}));
+  c.world_size = 2;
+  StepPlan w2b8(c);  // W = 2, B = 8: every rank a full micro-batch cycling over the 3
+  EXPECT_EQ(w2b8.total_steps(), 1);
+  EXPECT_EQ(w2b8.samples(0).samples,
+            (std::vector<MB>{{{p[0], p[1], p[2], p[0], p[1], p[2], p[0], p[1]}},
+                             {{p[2], p[0], p[1], p[2], p[0], p[1], p[2], p[0]}}}));
+  c.batch_size = 1;
+  c.grad_accum = 4;
+  StepPlan w2g4(c);  // W = 2, B = 1, G = 4: 2 micro-batches per rank, the 4th repeats p[0]
+  EXPECT_EQ(w2g4.micro_batches_per_rank(), 2);
+  EXPECT_EQ(w2g4.total_steps(), 1);
+  EXPECT_EQ(w2g4.info(0).epoch_progress, 1.0);
+  EXPECT_EQ(w2g4.samples(0).samples, (std::vector<MB>{{{p[0]}, {p[2]}}, {{p[1]}, {p[0]}}}));
+}
+
 TEST(StepPlan, Errors) {
   using testing::expect_error;
   PlanConfig ok{.num_samples = 10, .batch_size = 2};

@@ -1,0 +1,102 @@
+#include "train/log_compare.h"
+
+#include <bit>
+#include <cmath>
+#include <map>
+
+#include "core/error.h"
+
+namespace zt::train {
+
+const std::vector<CompareMetric>& default_compare_metrics() {
+  static const std::vector<CompareMetric> m = {
+      {"loss", ""},
+      {"grad_norm", ""},
+      {"learning_rate", ""},
+      {"mean_token_accuracy", "accuracy"},
+      {"entropy", ""},
+      {"eval_loss", ""},
+      {"eval_mean_token_accuracy", "eval_accuracy"},
+      {"eval_entropy", ""},
+  };
+  return m;
+}
+
+bool CompareResult::all_equal() const {
+  for (const auto& d : diffs)
+    if (!d.equal()) return false;
+  return true;
+}
+
+bool same_bits(double a, double b) {
+  if (std::isnan(a) || std::isnan(b)) return std::isnan(a) && std::isnan(b);
+  return std::bit_cast<uint64_t>(a) == std::bit_cast<uint64_t>(b);
+}
+
+namespace {
+
+using Series = std::vector<std::pair<int64_t, double>>;
+
+MetricDiff diff_series(const std::string& metric, size_t run, const Series& first,
+                       const Series& here) {
+  MetricDiff d;
+  d.metric = metric;
+  d.run = run;
+  d.missing_here = here.empty() && !first.empty();
+  d.missing_in_first = first.empty() && !here.empty();
+  std::map<int64_t, std::pair<std::optional<double>, std::optional<double>>> by_step;
+  for (const auto& [s, v] : first) by_step[s].first = v;
+  for (const auto& [s, v] : here) by_step[s].second = v;
+  for (const auto& [step, ab] : by_step) {
+    const auto& [a, b] = ab;
+    if (!a || !b) {
+      if (!d.first_diff_step && !d.missing_here && !d.missing_in_first) {
+        d.first_diff_step = step;
+        d.first_diff = a ? "logged by the first run only" : "not logged by the first run";
+      }
+      continue;
+    }
+    ++d.common_steps;
+    if (!same_bits(*a, *b) && !d.first_diff_step) {
+      d.first_diff_step = step;
+      d.first_diff = fmt::format("{} vs {}", *a, *b);
+    }
+    if (std::isfinite(*a) && std::isfinite(*b)) {
+      const double abs = std::fabs(*a - *b);
+      const double scale = std::max(std::fabs(*a), std::fabs(*b));
+      const double rel = scale > 0 ? abs / scale : 0.0;
+      if (abs > d.max_abs || d.max_abs_step < 0) {
+        d.max_abs = abs;
+        d.max_abs_step = step;
+      }
+      if (rel > d.max_rel || d.max_rel_step < 0) {
+        d.max_rel = rel;
+        d.max_rel_step = step;
+      }
+    }
+  }
+  return d;
+}
+
+}  // namespace
+
+CompareResult compare_run_logs(const std::vector<RunLog>& runs,
+                               const std::vector<CompareMetric>& metrics) {
+  if (runs.size() < 2) fail("compare: need at least two runs, got {}", runs.size());
+  CompareResult out;
+  for (const auto& m : metrics) {
+    std::vector<Series> series;
+    bool any = false;
+    for (const auto& r : runs) {
+      series.push_back(metric_series(r, m.key, m.alias));
+      any = any || !series.back().empty();
+    }
+    if (!any) continue;
+    out.metrics.push_back(m.key);
+    for (size_t i = 1; i < runs.size(); ++i)
+      out.diffs.push_back(diff_series(m.key, i, series[0], series[i]));
+  }
+  return out;
+}
+
+}  // namespace zt::train

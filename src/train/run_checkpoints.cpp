@@ -1,0 +1,147 @@
+#include "train/run_checkpoints.h"
+
+#include <fmt/chrono.h>
+
+#include <algorithm>
+#include <chrono>
+#include <random>
+
+#include "core/error.h"
+#include "core/file_util.h"
+#include "io/json.h"
+
+namespace zt::train {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string list_described(const std::vector<RunCheckpoint>& cps) {
+  std::string out;
+  for (const auto& c : cps) out += (out.empty() ? "" : ", ") + describe_checkpoint(c);
+  return out;
+}
+
+}  // namespace
+
+std::string new_run_id() {
+  std::random_device rd;
+  std::string id;
+  for (int i = 0; i < 4; ++i) id += fmt::format("{:08x}", static_cast<uint32_t>(rd()));
+  return id;
+}
+
+std::vector<RunCheckpoint> list_run_checkpoints(const fs::path& exp_dir) {
+  std::vector<RunCheckpoint> out;
+  for (const auto& dir : list_checkpoints(exp_dir)) {
+    RunCheckpoint c;
+    c.dir = dir;
+    const fs::path state = dir.path / "trainer_state.json";
+    std::error_code ec;
+    if (!fs::is_regular_file(state, ec)) {
+      c.note = "no trainer_state.json: not written by zerotune";
+    } else {
+      Json j;
+      try {
+        j = Json::parse(read_file(state));
+      } catch (const std::exception&) {
+        j = Json();
+      }
+      if (!j.is_object())
+        c.note = "trainer_state.json is not a JSON object";
+      else if (!j.contains("run_id") || !j["run_id"].is_string())
+        c.note = "no run_id in trainer_state.json: written by HF or an older zerotune";
+      else
+        c.run_id = j["run_id"].get<std::string>();
+    }
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+std::string describe_checkpoint(const RunCheckpoint& c) {
+  const std::string name = c.dir.path.filename().string();
+  if (c.run_id) return fmt::format("{} (run {})", name, *c.run_id);
+  return fmt::format("{} ({})", name, c.note);
+}
+
+std::optional<RunRecord> read_run_record(const fs::path& exp_dir) {
+  const fs::path p = exp_dir / kRunRecordName;
+  std::error_code ec;
+  if (!fs::exists(p, ec)) return std::nullopt;
+  Json j;
+  try {
+    j = Json::parse(read_file(p));
+  } catch (const Json::exception& e) {
+    fail("{}: not valid JSON: {}", p.string(), e.what());
+  }
+  if (!j.is_object() || !j.contains("run_id") || !j["run_id"].is_string())
+    fail("{}: expected a JSON object with a string \"run_id\"", p.string());
+  RunRecord r;
+  r.run_id = j["run_id"].get<std::string>();
+  if (j.contains("started") && j["started"].is_string())
+    r.started = j["started"].get<std::string>();
+  if (j.contains("resumed_from") && j["resumed_from"].is_string())
+    r.resumed_from = j["resumed_from"].get<std::string>();
+  return r;
+}
+
+void write_run_record(const fs::path& exp_dir, const RunRecord& record) {
+  std::error_code ec;
+  fs::create_directories(exp_dir, ec);
+  if (ec) fail("{}: cannot create the directory: {}", exp_dir.string(), ec.message());
+  std::string started = record.started;
+  if (started.empty()) {
+    const auto now = std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now());
+    started = fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", now);
+  }
+  Json j = {
+      {"run_id", record.run_id},
+      {"started", started},
+      {"resumed_from", record.resumed_from.empty() ? Json(nullptr) : Json(record.resumed_from)}};
+  write_file_atomic(exp_dir / kRunRecordName, j.dump(2) + "\n");
+}
+
+std::vector<RunCheckpoint> other_runs_checkpoints(const fs::path& exp_dir,
+                                                  const std::string& run_id) {
+  std::vector<RunCheckpoint> out;
+  for (auto& c : list_run_checkpoints(exp_dir))
+    if (c.run_id != run_id) out.push_back(std::move(c));
+  return out;
+}
+
+CheckpointDir latest_checkpoint_of_last_run(const fs::path& exp_dir) {
+  const auto all = list_run_checkpoints(exp_dir);
+  if (all.empty()) fail("No valid checkpoint found in output directory ({})", exp_dir.string());
+  const auto record = read_run_record(exp_dir);
+  if (!record)
+    fail(
+        "resume_from_checkpoint: true: {} has no {} (zerotune writes it when a run starts), so it "
+        "is "
+        "unknown which of its checkpoints belong to the run to resume: {}. Pass "
+        "trainer.resume_from_checkpoint=<checkpoint directory> to resume one of them",
+        exp_dir.string(), kRunRecordName, list_described(all));
+  std::optional<CheckpointDir> newest;
+  for (const auto& c : all)
+    if (c.run_id == record->run_id) newest = c.dir;  // step ascending: the last match is the newest
+  if (!newest)
+    fail(
+        "resume_from_checkpoint: true: the last run started in {} (run {}, started {}) saved no "
+        "checkpoint; those there belong to other runs: {}. Pass "
+        "trainer.resume_from_checkpoint=<checkpoint directory> to resume one of them",
+        exp_dir.string(), record->run_id, record->started.empty() ? "?" : record->started,
+        list_described(all));
+  return *newest;
+}
+
+std::vector<fs::path> rotate_run_checkpoints(const fs::path& exp_dir, int64_t save_total_limit,
+                                             const std::string& run_id,
+                                             const fs::path& just_written) {
+  if (save_total_limit <= 0) return {};
+  std::vector<CheckpointDir> mine;
+  for (const auto& c : list_run_checkpoints(exp_dir))
+    if (c.run_id == run_id) mine.push_back(c.dir);
+  return delete_oldest_checkpoints(mine, save_total_limit, {just_written});
+}
+
+}  // namespace zt::train

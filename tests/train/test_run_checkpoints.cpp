@@ -1,0 +1,132 @@
+// Checkpoints tied to runs (train/run_checkpoints.h): rotation only over this run's checkpoints,
+// never the one just written; resume_from_checkpoint: true picks the last run's newest or says why
+// it cannot.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "core/file_util.h"
+#include "core/zt_test_util.h"
+#include "io/json.h"
+#include "train/run_checkpoints.h"
+
+namespace zt::train {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::list_dir;
+using testing::TempDir;
+
+const std::string kRunA(32, 'a'), kRunB(32, 'b');
+
+// A checkpoint directory whose trainer_state.json names `run_id` ("" = no trainer_state.json).
+void make_checkpoint(const fs::path& exp, int64_t step, const std::string& run_id) {
+  const fs::path d = exp / checkpoint_name(step);
+  fs::create_directories(d);
+  if (!run_id.empty())
+    std::ofstream(d / "trainer_state.json")
+        << Json({{"global_step", step}, {"run_id", run_id}}).dump();
+}
+
+TEST(RunCheckpoints, NewRunIdsAre32HexDigitsAndDiffer) {
+  const std::string a = new_run_id(), b = new_run_id();
+  EXPECT_EQ(a.size(), 32u);
+  EXPECT_EQ(a.find_first_not_of("0123456789abcdef"), std::string::npos) << a;
+  EXPECT_NE(a, b);
+}
+
+TEST(RunCheckpoints, ListTellsWhoWroteEachCheckpoint) {
+  TempDir d;
+  make_checkpoint(d.path(), 1000, "");
+  make_checkpoint(d.path(), 2, kRunA);
+  fs::create_directories(d / "checkpoint-3");
+  std::ofstream(d / "checkpoint-3" / "trainer_state.json") << R"({"global_step": 3})";
+  fs::create_directories(d / "checkpoint-5");
+  std::ofstream(d / "checkpoint-5" / "trainer_state.json") << "{broken";
+  const auto all = list_run_checkpoints(d.path());
+  ASSERT_EQ(all.size(), 4u);
+  EXPECT_EQ(all[0].dir.step, 2);
+  EXPECT_EQ(all[0].run_id, kRunA);
+  EXPECT_EQ(describe_checkpoint(all[0]), "checkpoint-2 (run " + kRunA + ")");
+  EXPECT_EQ(all[1].run_id, std::nullopt);
+  EXPECT_EQ(describe_checkpoint(all[1]),
+            "checkpoint-3 (no run_id in trainer_state.json: written by HF or an older zerotune)");
+  EXPECT_EQ(describe_checkpoint(all[2]), "checkpoint-5 (trainer_state.json is not a JSON object)");
+  EXPECT_EQ(describe_checkpoint(all[3]),
+            "checkpoint-1000 (no trainer_state.json: not written by zerotune)");
+  const auto others = other_runs_checkpoints(d.path(), kRunA);
+  ASSERT_EQ(others.size(), 3u);
+  EXPECT_EQ(others[0].dir.step, 3);
+}
+
+TEST(RunCheckpoints, RotationKeepsTheNewCheckpointAndIgnoresOtherRuns) {
+  // The case `rotation-deletes-new-checkpoints`: an older run's checkpoint-1000 in the directory.
+  TempDir d;
+  make_checkpoint(d.path(), 1000, "");
+  make_checkpoint(d.path(), 900, kRunB);
+  make_checkpoint(d.path(), 2, kRunA);
+  EXPECT_TRUE(rotate_run_checkpoints(d.path(), 1, kRunA, d / "checkpoint-2").empty());
+  make_checkpoint(d.path(), 4, kRunA);
+  const auto removed = rotate_run_checkpoints(d.path(), 1, kRunA, d / "checkpoint-4");
+  ASSERT_EQ(removed.size(), 1u);
+  EXPECT_EQ(removed[0], d / "checkpoint-2");
+  EXPECT_EQ(list_dir(d.path()),
+            (std::vector<std::string>{"checkpoint-1000", "checkpoint-4", "checkpoint-900"}));
+  // A run resumed from an earlier checkpoint of its own writes a lower step than a stale later one:
+  // the one just written survives, the stale one goes.
+  make_checkpoint(d.path(), 6, kRunA);
+  make_checkpoint(d.path(), 5, kRunA);
+  const auto r2 = rotate_run_checkpoints(d.path(), 1, kRunA, d / "checkpoint-5");
+  EXPECT_EQ(r2, (std::vector<fs::path>{d / "checkpoint-4", d / "checkpoint-6"}));
+  EXPECT_EQ(list_dir(d.path()),
+            (std::vector<std::string>{"checkpoint-1000", "checkpoint-5", "checkpoint-900"}));
+  // Limit 2 keeps two of this run's; 0 keeps all.
+  make_checkpoint(d.path(), 7, kRunA);
+  make_checkpoint(d.path(), 8, kRunA);
+  EXPECT_EQ(rotate_run_checkpoints(d.path(), 0, kRunA, d / "checkpoint-8").size(), 0u);
+  EXPECT_EQ(rotate_run_checkpoints(d.path(), 2, kRunA, d / "checkpoint-8"),
+            (std::vector<fs::path>{d / "checkpoint-5"}));
+}
+
+TEST(RunCheckpoints, RunRecordRoundTrips) {
+  TempDir d;
+  EXPECT_EQ(read_run_record(d / "exp"), std::nullopt);
+  write_run_record(d / "exp", {.run_id = kRunA, .started = "", .resumed_from = ""});
+  const auto r = read_run_record(d / "exp");
+  ASSERT_TRUE(r.has_value());
+  EXPECT_EQ(r->run_id, kRunA);
+  EXPECT_EQ(r->started.size(), 20u) << r->started;  // 2025-01-31T12:00:00Z
+  EXPECT_EQ(r->resumed_from, "");
+  const Json j = Json::parse(read_file(d / "exp" / kRunRecordName));
+  EXPECT_TRUE(j["resumed_from"].is_null());
+  std::ofstream(d / "exp" / kRunRecordName) << R"({"id": 1})";
+  testing::expect_error([&] { read_run_record(d / "exp"); }, {kRunRecordName, "string \"run_id\""});
+}
+
+TEST(RunCheckpoints, ResumeTruePicksTheLastRunsNewestOrSaysWhy) {
+  TempDir d;
+  const fs::path exp = d / "exp";
+  testing::expect_error([&] { latest_checkpoint_of_last_run(exp); },
+                        {"No valid checkpoint found in output directory", "exp"});
+  make_checkpoint(exp, 1000, "");
+  make_checkpoint(exp, 2, kRunA);
+  make_checkpoint(exp, 4, kRunA);
+  make_checkpoint(exp, 6, kRunB);
+  // No record: which run is unknown.
+  testing::expect_error([&] { latest_checkpoint_of_last_run(exp); },
+                        {"has no zerotune_run.json", "checkpoint-1000 (no trainer_state.json",
+                         "trainer.resume_from_checkpoint=<checkpoint directory>"});
+  write_run_record(exp, {.run_id = kRunA, .started = "2025-01-31T12:00:00Z", .resumed_from = ""});
+  EXPECT_EQ(latest_checkpoint_of_last_run(exp).path, exp / "checkpoint-4");  // not 6 (B) nor 1000
+  write_run_record(exp, {.run_id = kRunB, .started = "", .resumed_from = ""});
+  EXPECT_EQ(latest_checkpoint_of_last_run(exp).path, exp / "checkpoint-6");
+  const std::string runC(32, 'c');
+  write_run_record(exp, {.run_id = runC, .started = "2025-02-01T08:00:00Z", .resumed_from = ""});
+  testing::expect_error([&] { latest_checkpoint_of_last_run(exp); },
+                        {"the last run started in",
+                         "(run " + runC + ", started 2025-02-01T08:00:00Z) saved no checkpoint",
+                         "checkpoint-4 (run " + kRunA + ")"});
+}
+
+}  // namespace
+}  // namespace zt::train
