@@ -39,9 +39,10 @@ ChatTemplateOverride load_chat_template_path(const std::string& path,
   }
   std::error_code ec;
   if (fs::is_regular_file(path, ec)) {
-    fail("{}: '{}' is a file but not a Jinja template (.jinja or .j2); expected a template file or "
-         "a tokenizer directory",
-         key, path);
+    fail(
+        "{}: '{}' is a file but not a Jinja template (.jinja or .j2); expected a template file or "
+        "a tokenizer directory",
+        key, path);
   }
   ModelSource src;
   try {
@@ -80,10 +81,11 @@ ChatTemplateOverride load_chat_template_path(const std::string& path,
     missing.push_back(*out.eos_token);
   }
   if (!missing.empty()) {
-    fail("{}: the tokenizer in {} has tokens the model's tokenizer lacks ({}); TRL would add them "
-         "and resize the model's embeddings, which zerotune does not do. Use a tokenizer whose "
-         "tokens the model has, or a .jinja template that uses only existing tokens",
-         key, src.dir.string(), fmt::join(missing, ", "));
+    fail(
+        "{}: the tokenizer in {} has tokens the model's tokenizer lacks ({}); TRL would add them "
+        "and resize the model's embeddings, which zerotune does not do. Use a tokenizer whose "
+        "tokens the model has, or a .jinja template that uses only existing tokens",
+        key, src.dir.string(), fmt::join(missing, ", "));
   }
   return out;
 }

@@ -9,8 +9,9 @@ namespace zt::data {
 CompletionMask parse_completion_mask(std::string_view value, std::string_view key) {
   if (value == "prefix") return CompletionMask::kPrefix;
   if (value == "positional") return CompletionMask::kPositional;
-  fail("{}: '{}' is not a valid value; expected 'prefix' (current TRL) or 'positional' (TRL <= 1.9)",
-       key, value);
+  fail(
+      "{}: '{}' is not a valid value; expected 'prefix' (current TRL) or 'positional' (TRL <= 1.9)",
+      key, value);
 }
 
 TruncationMode parse_truncation_mode(std::string_view value, std::string_view key) {

@@ -133,15 +133,16 @@ std::string PrepareReport::summary() const {
     if (v > 0) drops.push_back(fmt::format("{} {}", v, k));
   }
   return fmt::format(
-      "dataset: {} rows ({}), {} examples kept, dropped: {}; {} kept examples truncated to max_length\n"
+      "dataset: {} rows ({}), {} examples kept, dropped: {}; {} kept examples truncated to "
+      "max_length\n"
       "tokens: {} total, {} targets; example length p50 {} p90 {} p99 {} max {}\n"
       "samples: {}; prefix mismatches: {} (completion mask: {})\n"
       "cache: {} ({}, {:.2f} s)",
       rows_read, dataset_kind, examples_kept,
       drops.empty() ? "none" : fmt::format("{}", fmt::join(drops, ", ")), truncated, total_tokens,
       target_tokens, length_p50, length_p90, length_p99, length_max, num_samples, prefix_mismatches,
-      completion_mask,
-      cache_file.string(), from_cache ? "reused" : "built", from_cache ? seconds : build_seconds);
+      completion_mask, cache_file.string(), from_cache ? "reused" : "built",
+      from_cache ? seconds : build_seconds);
 }
 
 CacheKey dataset_cache_key(const DataOptions& given, const text::TokenizerConfig& config) {

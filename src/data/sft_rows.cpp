@@ -222,9 +222,10 @@ std::variant<SftRow, DropReason> extract_row(const Json& row, const DatasetForma
   out.tools = json_column(row, "tools", r, file);
   out.chat_template_kwargs = json_column(row, "chat_template_kwargs", r, file);
   if (!out.chat_template_kwargs.is_null() && !out.chat_template_kwargs.is_object()) {
-    fail("{}: row {}: column 'chat_template_kwargs' is {}, expected an object of template "
-         "variables such as {{\"enable_thinking\": false}}",
-         file, r, out.chat_template_kwargs.type_name());
+    fail(
+        "{}: row {}: column 'chat_template_kwargs' is {}, expected an object of template "
+        "variables such as {{\"enable_thinking\": false}}",
+        file, r, out.chat_template_kwargs.type_name());
   }
   switch (format.kind) {
     case DatasetKind::kPromptCompletion:

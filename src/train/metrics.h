@@ -90,7 +90,7 @@ struct StepStats {
 // (HF: tr_loss / (global_step − last_logged)); `grad_norm` and `learning_rate` are the last
 // step's (grad_norm: the last trained step's); `entropy` is Σentropy / Σtargets and
 // `mean_token_accuracy` Σcorrect / Σtargets over the window, all ranks (zerotune: token-weighted;
-// TRL 1.16 averages per-micro-batch ratios over the window; TRL <= 0.2x's `entropy` averages over
+// TRL 1.16 averages per-micro-batch ratios over the window; TRL 0.25's `entropy` averages over
 // every non-pad position, prompt tokens included, not over targets); `num_tokens` is cumulative
 // over the run. Skipped steps count in no mean and are reported as `skipped_steps`.
 class LogWindow {

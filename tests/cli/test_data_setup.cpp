@@ -4,22 +4,15 @@
 #include <gtest/gtest.h>
 
 #include "cli/data_setup.h"
+#include "data_layer/test_util.h"
 
 namespace {
 
 using zt::Json;
 using zt::cli::data_options;
 using zt::cli::RunConfig;
+using zt::testing::error_of;
 namespace data = zt::data;
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const zt::Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
 
 RunConfig config(Json trainer, Json dataset = Json::object()) {
   dataset["train"] = {{"path", "train.jsonl"}};
@@ -36,13 +29,13 @@ TEST(DataSetup, DefaultsAreCurrentTrl) {
 }
 
 TEST(DataSetup, NewKeysReachTheDataOptions) {
-  const data::DataOptions o = data_options(
-      config({{"truncation_mode", "keep_end"},
-              {"chat_template_kwargs", {{"enable_thinking", false}}},
-              {"chat_template_path", "templates/chat.jinja"},
-              {"prefix_mismatch", "error"}},
-             {{"completion_mask", "positional"}}),
-      "train");
+  const data::DataOptions o =
+      data_options(config({{"truncation_mode", "keep_end"},
+                           {"chat_template_kwargs", {{"enable_thinking", false}}},
+                           {"chat_template_path", "templates/chat.jinja"},
+                           {"prefix_mismatch", "error"}},
+                          {{"completion_mask", "positional"}}),
+                   "train");
   EXPECT_EQ(o.completion_mask, data::CompletionMask::kPositional);
   EXPECT_EQ(o.prefix_mismatch, data::PrefixMismatch::kError);
   EXPECT_EQ(o.truncation_mode, data::TruncationMode::kKeepEnd);
@@ -51,13 +44,19 @@ TEST(DataSetup, NewKeysReachTheDataOptions) {
 }
 
 TEST(DataSetup, BadValuesNameTheKey) {
-  EXPECT_EQ(error_of([] { data_options(config({}, {{"completion_mask", "common"}}), "train"); }),
+  EXPECT_EQ(error_of([] {
+              data_options(config({}, {{"completion_mask", "common"}}), "train");
+            }),
             "dataset.completion_mask: 'common' is not a valid value; expected 'prefix' (current "
             "TRL) or 'positional' (TRL <= 1.9)");
-  EXPECT_EQ(error_of([] { data_options(config({{"truncation_mode", "keep_middle"}}), "train"); }),
+  EXPECT_EQ(error_of([] {
+              data_options(config({{"truncation_mode", "keep_middle"}}), "train");
+            }),
             "trainer.truncation_mode: 'keep_middle' is not a valid value; expected 'keep_start' or "
             "'keep_end'");
-  EXPECT_EQ(error_of([] { data_options(config({{"chat_template_kwargs", "enable_thinking"}}), "train"); }),
+  EXPECT_EQ(error_of([] {
+              data_options(config({{"chat_template_kwargs", "enable_thinking"}}), "train");
+            }),
             "sft.yaml: trainer.chat_template_kwargs must be a mapping of template variables (e.g. "
             "{enable_thinking: false}), got \"enable_thinking\"");
 }

@@ -295,7 +295,8 @@ TEST_F(PrepareGolden, ChatTemplatePathTokenizerDirectory) {
   write_file(clone / "tokenizer_config.json", tc.dump());
   // The first 40 rows of sft.parquet, as the golden.
   std::string text;
-  const std::vector<Json> rows = read_rows(shared_data("datasets/ultrafeedback/seed_format/sft.parquet"));
+  const std::vector<Json> rows =
+      read_rows(shared_data("datasets/ultrafeedback/seed_format/sft.parquet"));
   for (size_t r = 0; r < 40; ++r) text += rows[r].dump() + "\n";
   write_file(dir_ / "sft40.jsonl", text);
   DataOptions o = options(dir_ / "sft40.jsonl");

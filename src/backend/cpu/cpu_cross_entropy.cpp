@@ -4,9 +4,9 @@
 // loss / argmax a parallel loop over rows, and (with gradients) the logits block is turned into
 // grad_scale·(softmax - onehot) in place, giving dHidden = G·W and dW += Gᵀ·hidden by two more
 // sgemms. The [T, V] logits never exist. Each target row's entropy H(softmax(logits_t)) =
-// lse − Σ_j p_j·logit_j = log Σ_j e_j − (Σ_j e_j·(logit_j − m)) / Σ_j e_j with e_j = exp(logit_j − m),
-// summed in fp64 in vocabulary order; the per-row values are added in row order (TRL's
-// `entropy_from_logits`, taken over target tokens only).
+// lse − Σ_j p_j·logit_j = log Σ_j e_j − (Σ_j e_j·d_j) / Σ_j e_j, with d_j = logit_j − max and
+// e_j = exp(d_j), summed in fp64 in vocabulary order; the per-row values are added in row order
+// (TRL's `entropy_from_logits`, taken over target tokens only).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
