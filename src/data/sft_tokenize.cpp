@@ -117,7 +117,7 @@ text::RenderResult SftFormatter::render(const Json& messages, bool add_generatio
     return t.render(text::chat_template_context(cfg_, messages, row.tools, add_generation_prompt,
                                                 opts_.chat_template_kwargs));
   }
-  Json kwargs = opts_.chat_template_kwargs;  // the row's keys win, as in TRL
+  Json kwargs = opts_.chat_template_kwargs;  // the row's keys win (no TRL SFTConfig field)
   for (const auto& [k, v] : row.chat_template_kwargs.items()) kwargs[k] = v;
   return t.render(
       text::chat_template_context(cfg_, messages, row.tools, add_generation_prompt, kwargs));
