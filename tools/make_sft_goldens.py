@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Makes the golden files of zerotune's data layer (tests/data/sft/).
 
-Run with the golden environment (TRL, transformers, datasets, pyarrow, xxhash):
-    /work/goldenv/bin/python tools/make_sft_goldens.py [--shared ../shared/data]
+Run it once with each TRL environment (CPU torch; see tools/make_trl_venvs.sh):
+    /work/venv-trl/trl-1.16/bin/python tools/make_sft_goldens.py    # <case>.golden.json
+    /work/venv-trl/trl-0.25.1/bin/python tools/make_sft_goldens.py  # <case>.positional.golden.json
+[--shared ../shared/data] [--only case,case]
 
 What it writes:
   - types.parquet / types.expected.jsonl: a parquet file exercising every column type the reader
@@ -11,15 +13,19 @@ What it writes:
   - bad_utf8.parquet: a string column holding an invalid UTF-8 byte (row 3, byte offset 5).
   - <case>.golden.json: TRL's own preprocessing output. Each case instantiates `trl.SFTTrainer`
     (with a tiny random Qwen2 model built from a config, on the CPU) over a dataset and reads back
-    `trainer.train_dataset` (input_ids, labels), i.e. TRL's `_prepare_dataset` itself runs.
-    Per example: source row, length, XXH3-64 of the ids (int32 little-endian) and of the target
-    flags (uint8, 1 where label != -100); the full ids/targets of a few rows.
+    `trainer.train_dataset`, i.e. TRL's `_prepare_dataset` itself runs. Per example: source row,
+    length, XXH3-64 of the ids (int32 little-endian) and of the target flags (uint8, 1 where the
+    label is not -100), and the number of targets at positions >= 1; the full ids/targets of a
+    few rows.
 
-TRL 1.16 (the reference installed here) starts the completion where tok(prompt) and
-tok(prompt+completion) diverge (`common_prefix_length`); SFT_SEMANTICS §2 keeps TRL 0.25-1.9's
-positional mask
-[0]*len(prompt_ids) + [1]*(...). For the rows where the two differ the golden also stores the
-positional-mask hash ("spec_targets") and lists the rows in "prefix_mismatch_rows".
+The completion mask differs between TRL versions (SFT_SEMANTICS §2): TRL 1.16 starts the
+completion where tok(prompt) and tok(prompt + completion) diverge (`common_prefix_length`;
+zerotune `dataset.completion_mask: prefix`), TRL <= 1.9 at len(tok(prompt)) (`positional`). Under
+TRL 1.16 every case is written as <case>.golden.json; under TRL < 1.10 (the users' 0.25.1) only the
+prompt/completion cases, whose masks differ, as <case>.positional.golden.json. TRL 0.25 keeps
+examples that truncation leaves without a target (zerotune drops them; their target count is 0)
+and builds the labels in its collator, so its targets are read from the completion_mask column.
+"prefix_mismatch_rows" lists the rows whose tok(prompt) is not a prefix of tok(prompt + completion).
 """
 import argparse
 import json
@@ -32,6 +38,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import torch
 import transformers
+from packaging.version import Version
 import trl
 import xxhash
 from transformers import AutoTokenizer, Qwen2Config, Qwen2ForCausalLM
@@ -41,6 +48,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "..", "tests", "data", "sft")
 TEMPLATE = os.path.join(OUT, "qwen2.5_generation.jinja")
 FULL_ROWS = 2  # examples stored in full per case
+# TRL <= 1.9 builds a positional completion mask; later versions the common-prefix one.
+POSITIONAL = Version(trl.__version__) < Version("1.10")
+SUFFIX = ".positional" if POSITIONAL else ""
 
 
 def h_ids(ids):
@@ -118,7 +128,20 @@ def run_trl(tok_dir, rows, **cfg):
         ds = ds.add_column("row_idx", list(range(len(ds))))
     args = SFTConfig(output_dir=tempfile.mkdtemp(), report_to=[], bf16=False, use_cpu=True, **cfg)
     trainer = SFTTrainer(model=tiny_model(), args=args, train_dataset=ds, processing_class=tok)
-    return trainer.train_dataset, tok
+    return trainer.train_dataset, tok, trainer
+
+
+def target_flags(ex, completion_only_loss):
+    """1 where TRL's label is the token: its labels column, or (TRL < 1.10, labels built by the
+    collator) the completion mask and assistant mask."""
+    if "labels" in ex:
+        return [int(x != -100) for x in ex["labels"]]
+    flags = [1] * len(ex["input_ids"])
+    if completion_only_loss and "completion_mask" in ex:
+        flags = [f & m for f, m in zip(flags, ex["completion_mask"])]
+    if "assistant_masks" in ex:
+        flags = [f & m for f, m in zip(flags, ex["assistant_masks"])]
+    return flags
 
 
 def prompt_and_full_ids(tok, row, template):
@@ -129,6 +152,7 @@ def prompt_and_full_ids(tok, row, template):
             completion += tok.eos_token
         return tok(text=row["prompt"])["input_ids"], tok(text=row["prompt"] + completion)["input_ids"]
     kw = {"chat_template": template} if template else {}
+    kw.update(row.get("chat_template_kwargs") or {})
     p = tok.apply_chat_template(row["prompt"], tokenize=True, return_dict=True,
                                 add_generation_prompt=True, **kw)["input_ids"]
     full = tok.apply_chat_template(row["prompt"] + row["completion"], tokenize=True,
@@ -137,42 +161,39 @@ def prompt_and_full_ids(tok, row, template):
 
 
 def golden_case(name, desc, tok_dir, rows, zt_options, template=None, **cfg):
-    out, tok = run_trl(tok_dir, rows, **cfg)
+    out, tok, trainer = run_trl(tok_dir, rows, **cfg)
+    options = dict(zt_options, completion_mask="positional" if POSITIONAL else "prefix")
     g = {"case": name, "description": desc, "trl": trl.__version__,
-         "transformers": transformers.__version__, "options": zt_options,
-         "rows_read": len(rows), "examples": [], "full": [], "prefix_mismatch_rows": [],
-         "spec_targets": {}}
+         "transformers": transformers.__version__, "options": options,
+         "rows_read": len(rows), "examples": [], "full": [], "prefix_mismatch_rows": []}
+    col = trainer.args.completion_only_loss
+    col = ("prompt" in rows[0]) if col is None else col
     if cfg.get("packing"):
         g["samples"] = []
         for k, ex in enumerate(out):
-            targets = [int(x != -100) for x in ex["labels"]]
+            targets = target_flags(ex, col)
             g["samples"].append([ex["seq_lengths"], h_ids(ex["input_ids"]), h_targets(targets)])
             if k < FULL_ROWS:
                 g["full"].append({"sample": k, "ids": ex["input_ids"], "targets": targets})
     else:
         for ex in out:
             r = ex["row_idx"]
-            targets = [int(x != -100) for x in ex["labels"]]
-            g["examples"].append([r, len(ex["input_ids"]), h_ids(ex["input_ids"]), h_targets(targets)])
+            targets = target_flags(ex, col)
+            g["examples"].append([r, len(ex["input_ids"]), h_ids(ex["input_ids"]), h_targets(targets),
+                                  sum(targets[1:])])
             if len(g["full"]) < FULL_ROWS:
                 g["full"].append({"row": r, "ids": ex["input_ids"], "targets": targets})
         # Rows whose prompt ids are not a prefix of the (untruncated) full ids.
         if "prompt" in rows[0]:
-            kept = {ex["row_idx"]: ex for ex in out}
             for r, row in enumerate(rows):
                 p, full = prompt_and_full_ids(tok, row, template)
                 if full[: len(p)] != p:
                     g["prefix_mismatch_rows"].append(r)  # every row, kept or not
-                    if r not in kept:
-                        continue
-                    labels = kept[r]["labels"]
-                    targets = [int(x != -100 and t >= len(p)) for t, x in enumerate(labels)]
-                    g["spec_targets"][str(r)] = h_targets(targets)
-    path = os.path.join(OUT, f"{name}.golden.json")
+    path = os.path.join(OUT, f"{name}{SUFFIX}.golden.json")
     with open(path, "w", encoding="utf-8") as f:
         json.dump(g, f, separators=(",", ":"))
     n = len(g.get("samples", g["examples"]))
-    print(f"{name}: {n} {'samples' if cfg.get('packing') else 'examples'}, "
+    print(f"{name}{SUFFIX}: {n} {'samples' if cfg.get('packing') else 'examples'}, "
           f"{len(g['prefix_mismatch_rows'])} prefix mismatches, {os.path.getsize(path)} bytes")
 
 
@@ -218,14 +239,35 @@ def read_jsonl(path):
         return [json.loads(line) for line in f if line.strip()]
 
 
+def make_clone_tokenizer(src, dst, template):
+    """The Qwen2.5 tokenizer files with another chat template and `<|endoftext|>` as EOS: a
+    `chat_template_path` tokenizer whose tokens the model's tokenizer has. The C++ test builds the
+    same files."""
+    os.makedirs(dst, exist_ok=True)
+    with open(os.path.join(src, "tokenizer.json"), encoding="utf-8") as f:
+        tj = f.read()
+    with open(os.path.join(dst, "tokenizer.json"), "w", encoding="utf-8") as f:
+        f.write(tj)
+    with open(os.path.join(src, "tokenizer_config.json"), encoding="utf-8") as f:
+        tc = json.load(f)
+    tc["eos_token"] = "<|endoftext|>"
+    tc["chat_template"] = template
+    with open(os.path.join(dst, "tokenizer_config.json"), "w", encoding="utf-8") as f:
+        json.dump(tc, f, ensure_ascii=False)
+    return dst
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--shared", default=os.path.join(HERE, "..", "..", "shared", "data"))
     ap.add_argument("--only", default=None, help="comma-separated case names")
     a = ap.parse_args()
     only = set(a.only.split(",")) if a.only else None
-    want = lambda n: only is None or n in only  # noqa: E731
+    # Under TRL < 1.10 only the prompt/completion cases (the completion mask is what differs).
+    pc_cases = {"plain_pc", "chat_pc", "conv_pc", "bos_plain_pc", "ctk_qwen3"}
+    want = lambda n: (only is None or n in only) and (not POSITIONAL or n in pc_cases)  # noqa: E731
     qwen = os.path.join(a.shared, "tokenizers", "qwen2.5-instruct")
+    qwen3 = os.path.join(a.shared, "tokenizers", "qwen3")
     sft = pq.read_table(os.path.join(a.shared, "datasets/ultrafeedback/seed_format/sft.parquet")).to_pylist()
     nr = read_jsonl(os.path.join(a.shared, "datasets/no_robots/test.expected_rows.jsonl"))
     messages = [{"messages": r["messages"]} for r in nr]
@@ -259,17 +301,32 @@ def main():
     if want("conv_pc"):
         golden_case("conv_pc", "no_robots as conversational prompt (messages[:-1]) / completion "
                     "(messages[-1:])", qwen, conv_pc, {})
+    if want("conv_pc_keep_end"):
+        golden_case("conv_pc_keep_end", "conv_pc truncated to its last 128 tokens", qwen, conv_pc,
+                    {"max_length": 128, "truncation_mode": "keep_end"}, max_length=128,
+                    truncation_mode="keep_end")
     if want("conv_pc_assistant_only"):
         golden_case("conv_pc_assistant_only", "conv_pc with assistant_only_loss and the generation "
                     "template", qwen, conv_pc,
                     {"assistant_only_loss": True, "chat_template": "qwen2.5_generation.jinja"},
                     template=template, assistant_only_loss=True, chat_template_path=TEMPLATE)
+    if want("ctk_qwen3"):
+        rows = read_jsonl(os.path.join(a.shared, "..", "cases", "chat-template-kwargs-ignored",
+                                       "data.jsonl"))
+        golden_case("ctk_qwen3", "../shared/cases/chat-template-kwargs-ignored rows (per-row "
+                    "chat_template_kwargs enable_thinking=false), Qwen3 tokenizer", qwen3, rows,
+                    {"tokenizer": "qwen3", "max_length": 64}, max_length=64)
     if want("text"):
         golden_case("text", "c4_demo.jsonl (plain language modelling)", qwen,
                     read_jsonl(os.path.join(a.shared, "datasets/text/c4_demo.jsonl")), {})
     if want("kto_messages"):
         kto = json.load(open(os.path.join(a.shared, "datasets/messages/kto_en_demo.json"), encoding="utf-8"))
         golden_case("kto_messages", "kto_en_demo.json (JSON array, messages + label)", qwen, kto, {})
+    if want("plain_pc_clone"):
+        clone = make_clone_tokenizer(qwen, tempfile.mkdtemp(), template)
+        golden_case("plain_pc_clone", "the first 40 rows of sft.parquet with chat_template_path = a "
+                    "tokenizer directory whose EOS is <|endoftext|> (TRL clone_chat_template)", qwen,
+                    sft[:40], {"chat_template_path": "clone"}, chat_template_path=clone)
     bos = make_bos_tokenizer(qwen, tempfile.mkdtemp())
     if want("bos_plain_pc"):
         golden_case("bos_plain_pc", "sft.parquet, plain prompt/completion, tokenizer with a BOS "

@@ -161,9 +161,10 @@ class Ops {
 
   // For every row t with targets[t] != -100: logits_t = hidden[t] · weightᵀ (fp32, never stored
   // for more than a chunk of rows), loss_t = logsumexp(logits_t) - logits_t[target], argmax.
-  // stats = {Σ loss_t, #argmax hits, #targets}. When dhidden is non-empty, also the gradient of
-  // grad_scale * Σ loss_t: dhidden[T, H] = grad_scale*(softmax - onehot)·weight (rows without a
-  // target get 0) and dweight[V, H] (f32) = beta_dw*dweight + grad_scale*(softmax - onehot)ᵀ·hidden
+  // stats = {Σ loss_t, #argmax hits, #targets, Σ entropy(softmax(logits_t)) in fp64}. When
+  // dhidden is non-empty, also the gradient of grad_scale * Σ loss_t: dhidden[T, H] =
+  // grad_scale*(softmax - onehot)·weight (rows without a target get 0) and dweight[V, H] (f32) =
+  // beta_dw*dweight + grad_scale*(softmax - onehot)ᵀ·hidden
   // (chunks accumulated in row order). hidden [T, H]; weight [V, H]; targets [T] i32 in [0, V) or
   // -100 (else zt::Error naming the position and value).
   virtual size_t linear_cross_entropy_workspace_bytes(const Tensor& hidden,

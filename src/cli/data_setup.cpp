@@ -33,6 +33,17 @@ data::DataOptions data_options(const RunConfig& cfg, const std::string& split) {
   o.eos_token = cfg.get_optional<std::string>("trainer.eos_token");
   o.prompt_format = data::parse_prompt_format(cfg.get<std::string>("dataset.prompt_format"), "dataset.prompt_format");
   o.prefix_mismatch = data::parse_prefix_mismatch(cfg.get<std::string>("trainer.prefix_mismatch"), "trainer.prefix_mismatch");
+  o.completion_mask = data::parse_completion_mask(cfg.get<std::string>("dataset.completion_mask"), "dataset.completion_mask");
+  o.truncation_mode = data::parse_truncation_mode(cfg.get<std::string>("trainer.truncation_mode"), "trainer.truncation_mode");
+  const Json& trainer = cfg.tree().at("trainer");
+  if (const auto kw = trainer.find("chat_template_kwargs"); kw != trainer.end() && !kw->is_null()) {
+    if (!kw->is_object())
+      fail("{}: trainer.chat_template_kwargs must be a mapping of template variables (e.g. "
+           "{{enable_thinking: false}}), got {}",
+           cfg.source(), kw->dump());
+    o.chat_template_kwargs = *kw;
+  }
+  if (auto p = cfg.get_optional<std::string>("trainer.chat_template_path")) o.chat_template_path = *p;
   if (auto dir = cfg.get_optional<std::string>("dataset.cache_dir")) o.cache_dir = *dir;
   o.num_threads = static_cast<int>(cfg.get<int64_t>("compute.threads"));
   return o;

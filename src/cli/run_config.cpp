@@ -35,6 +35,7 @@ const std::vector<KeySpec>& schema() {
       {"dataset.eval.path", nullptr, Use::kActs},
       {"dataset.eval.split", "test", Use::kActs},
       {"dataset.prompt_format", "none", Use::kActs},
+      {"dataset.completion_mask", "prefix", Use::kActs},  // zerotune: prefix (TRL 1.16)|positional (TRL <= 1.9)
       {"dataset.cache_dir", nullptr, Use::kActs},
       {"dataset.num_proc", nullptr, Use::kIgnored},
       {"compute.n_gpus", nullptr, Use::kActs},
@@ -75,6 +76,9 @@ const std::vector<KeySpec>& schema() {
       {"trainer.save_only_model", false, Use::kIgnored},
       {"trainer.resume_from_checkpoint", nullptr, Use::kActs},
       {"trainer.max_length", 1024, Use::kActs},
+      {"trainer.truncation_mode", "keep_start", Use::kActs},
+      {"trainer.chat_template_path", nullptr, Use::kActs},
+      {"trainer.chat_template_kwargs", nullptr, Use::kActs},  // a mapping; rows' own column merges over it
       {"trainer.packing", false, Use::kActs},
       {"trainer.packing_strategy", "bfd", Use::kActs},
       {"trainer.padding_free", nullptr, Use::kIgnored},

@@ -6,6 +6,20 @@
 
 namespace zt::data {
 
+CompletionMask parse_completion_mask(std::string_view value, std::string_view key) {
+  if (value == "prefix") return CompletionMask::kPrefix;
+  if (value == "positional") return CompletionMask::kPositional;
+  fail(
+      "{}: '{}' is not a valid value; expected 'prefix' (current TRL) or 'positional' (TRL <= 1.9)",
+      key, value);
+}
+
+TruncationMode parse_truncation_mode(std::string_view value, std::string_view key) {
+  if (value == "keep_start") return TruncationMode::kKeepStart;
+  if (value == "keep_end") return TruncationMode::kKeepEnd;
+  fail("{}: '{}' is not a valid value; expected 'keep_start' or 'keep_end'", key, value);
+}
+
 PrefixMismatch parse_prefix_mismatch(std::string_view value, std::string_view key) {
   if (value == "warn") return PrefixMismatch::kWarn;
   if (value == "error") return PrefixMismatch::kError;
@@ -20,6 +34,12 @@ PromptFormat parse_prompt_format(std::string_view value, std::string_view key) {
 
 std::string_view to_string(PrefixMismatch v) {
   return v == PrefixMismatch::kWarn ? "warn" : "error";
+}
+std::string_view to_string(CompletionMask v) {
+  return v == CompletionMask::kPrefix ? "prefix" : "positional";
+}
+std::string_view to_string(TruncationMode v) {
+  return v == TruncationMode::kKeepStart ? "keep_start" : "keep_end";
 }
 std::string_view to_string(PromptFormat v) { return v == PromptFormat::kNone ? "none" : "chat"; }
 

@@ -8,23 +8,48 @@
 #include <string>
 #include <string_view>
 
+#include "io/json.h"
+
 namespace zt::data {
 
-// What to do when tok(prompt) is not a prefix of tok(prompt + completion) (SFT_SEMANTICS §2).
-// kWarn (default) keeps the positional completion mask and reports the rows; kError fails.
+// Where the completion of a prompt/completion example starts (SFT_SEMANTICS §2).
+// kPrefix (default, current TRL: 1.16 checked): at the length of the common prefix of
+//   tok(prompt) and tok(prompt + completion), so a token that merges the prompt's last characters
+//   with the completion's first is a target.
+// kPositional (TRL ≤ 1.9, the users' 0.25.1 included): at len(tok(prompt)), whatever the tokens;
+//   rows where tok(prompt) is not a prefix of tok(prompt + completion) are reported
+//   (PrefixMismatch).
+enum class CompletionMask { kPrefix, kPositional };
+
+// Under CompletionMask::kPositional, what to do when tok(prompt) is not a prefix of
+// tok(prompt + completion): kWarn (default) keeps the positional mask and reports the rows (as
+// TRL ≤ 1.9 warns); kError fails naming the rows.
 enum class PrefixMismatch { kWarn, kError };
+
+// What truncation to max_length keeps (TRL `truncation_mode`, applied to ids and labels after the
+// masks are built): the first max_length tokens (kKeepStart, the default) or the last max_length
+// (kKeepEnd; TRL 1.16 deprecates it, TRL 0.25 lacks it). With packing, TRL keeps the start
+// whatever the mode, and so does zerotune.
+enum class TruncationMode { kKeepStart, kKeepEnd };
 
 // The users' own prompt formatting. kChat: a plain-string prompt is rendered by the chat template
 // as one user turn with add_generation_prompt=true, the EOS string is appended to the completion,
 // and the row is then treated as plain prompt/completion.
 enum class PromptFormat { kNone, kChat };
 
-// Parse "warn"/"error" and "none"/"chat"; throw zt::Error naming `key`, the value and the choices.
+// Parse "prefix"/"positional", "warn"/"error", "none"/"chat" and "keep_start"/"keep_end"; throw
+// zt::Error naming `key`, the value and the choices.
+CompletionMask parse_completion_mask(std::string_view value,
+                                     std::string_view key = "completion_mask");
 PrefixMismatch parse_prefix_mismatch(std::string_view value,
                                      std::string_view key = "prefix_mismatch");
 PromptFormat parse_prompt_format(std::string_view value, std::string_view key = "prompt_format");
+TruncationMode parse_truncation_mode(std::string_view value,
+                                     std::string_view key = "truncation_mode");
+std::string_view to_string(CompletionMask v);
 std::string_view to_string(PrefixMismatch v);
 std::string_view to_string(PromptFormat v);
+std::string_view to_string(TruncationMode v);
 
 struct DataOptions {
   std::filesystem::path dataset;             // .jsonl, .json or .parquet
@@ -39,8 +64,17 @@ struct DataOptions {
   bool assistant_only_loss = false;          // needs a template with {% generation %} blocks
   std::optional<std::string> eos_token;      // overrides tokenizer_config's eos_token
   std::optional<std::string> chat_template;  // template source; overrides tokenizer_config's
+  std::string chat_template_name;            // where chat_template came from, for errors
+  // TRL `chat_template_path`: a .jinja/.j2 file, or a tokenizer whose template (and EOS) replace
+  // the tokenizer's; resolved by prepare (data/chat_template_path.h). Exclusive with chat_template.
+  std::string chat_template_path;
+  // Extra template variables for every render (TRL `chat_template_kwargs`, a JSON object); a
+  // row's own `chat_template_kwargs` column is merged over them, key by key.
+  Json chat_template_kwargs = Json::object();
   PromptFormat prompt_format = PromptFormat::kNone;
-  PrefixMismatch prefix_mismatch = PrefixMismatch::kWarn;
+  CompletionMask completion_mask = CompletionMask::kPrefix;
+  PrefixMismatch prefix_mismatch = PrefixMismatch::kWarn;  // used with kPositional only
+  TruncationMode truncation_mode = TruncationMode::kKeepStart;
   std::filesystem::path cache_dir;  // empty = default_cache_dir()
   int num_threads = 0;              // tokenisation threads; 0 = OpenMP's default
 };

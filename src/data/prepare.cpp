@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "data/chat_template_path.h"
 #include "data/packing.h"
 #include "data/rows.h"
 #include "data/sft_rows.h"
@@ -21,7 +22,7 @@ namespace zt::data {
 namespace {
 
 // Bump when a change to this layer changes the tokens or masks it produces for the same inputs.
-constexpr const char* kPipelineVersion = "zerotune-sft-data-1";
+constexpr const char* kPipelineVersion = "zerotune-sft-data-2";
 constexpr size_t kMaxListedRows = 100;
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
@@ -31,6 +32,12 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 std::optional<int64_t> effective_max_length(const DataOptions& o) {
   if (o.max_length && *o.max_length > 0) return o.max_length;
   return std::nullopt;
+}
+
+// TRL truncates by truncation_mode only without packing; packing (bfd) keeps the start of every
+// sequence whatever the mode.
+TruncationMode effective_truncation_mode(const DataOptions& o) {
+  return o.packing ? TruncationMode::kKeepStart : o.truncation_mode;
 }
 
 // Nearest-rank percentile of sorted values.
@@ -45,6 +52,19 @@ bool has_target_from_1(const std::vector<uint8_t>& targets, size_t end) {
     if (targets[t]) return true;
   }
   return false;
+}
+
+// Keeps the first (keep_start) or the last (keep_end) `max_len` tokens of ids and targets (TRL
+// `truncate_dataset`: `input_ids[:max_length]` / `input_ids[-max_length:]`, the masks alike).
+void truncate(TokenizedExample* ex, size_t max_len, TruncationMode mode) {
+  if (mode == TruncationMode::kKeepEnd) {
+    const auto cut = static_cast<std::ptrdiff_t>(ex->ids.size() - max_len);
+    ex->ids.erase(ex->ids.begin(), ex->ids.begin() + cut);
+    ex->targets.erase(ex->targets.begin(), ex->targets.begin() + cut);
+  } else {
+    ex->ids.resize(max_len);
+    ex->targets.resize(max_len);
+  }
 }
 
 struct RowResult {
@@ -71,6 +91,7 @@ Json PrepareReport::to_json() const {
   j["num_samples"] = num_samples;
   j["prefix_mismatches"] = prefix_mismatches;
   j["prefix_mismatch_rows"] = prefix_mismatch_rows;
+  j["completion_mask"] = completion_mask;
   j["build_seconds"] = build_seconds;
   j["seconds"] = seconds;
   j["from_cache"] = from_cache;
@@ -98,6 +119,7 @@ PrepareReport PrepareReport::from_json(const Json& j) {
   if (j.contains("prefix_mismatch_rows")) {
     r.prefix_mismatch_rows = j["prefix_mismatch_rows"].get<std::vector<int64_t>>();
   }
+  r.completion_mask = j.value("completion_mask", "");
   r.build_seconds = j.value("build_seconds", 0.0);
   r.seconds = j.value("seconds", 0.0);
   r.from_cache = j.value("from_cache", false);
@@ -111,17 +133,20 @@ std::string PrepareReport::summary() const {
     if (v > 0) drops.push_back(fmt::format("{} {}", v, k));
   }
   return fmt::format(
-      "dataset: {} rows ({}), {} examples kept, dropped: {}; {} kept examples truncated to max_length\n"
+      "dataset: {} rows ({}), {} examples kept, dropped: {}; {} kept examples truncated to "
+      "max_length\n"
       "tokens: {} total, {} targets; example length p50 {} p90 {} p99 {} max {}\n"
-      "samples: {}; prefix mismatches: {}\n"
+      "samples: {}; prefix mismatches: {} (completion mask: {})\n"
       "cache: {} ({}, {:.2f} s)",
       rows_read, dataset_kind, examples_kept,
       drops.empty() ? "none" : fmt::format("{}", fmt::join(drops, ", ")), truncated, total_tokens,
       target_tokens, length_p50, length_p90, length_p99, length_max, num_samples, prefix_mismatches,
-      cache_file.string(), from_cache ? "reused" : "built", from_cache ? seconds : build_seconds);
+      completion_mask, cache_file.string(), from_cache ? "reused" : "built",
+      from_cache ? seconds : build_seconds);
 }
 
-CacheKey dataset_cache_key(const DataOptions& opts, const text::TokenizerConfig& config) {
+CacheKey dataset_cache_key(const DataOptions& given, const text::TokenizerConfig& config) {
+  const DataOptions opts = with_chat_template_path(given, nullptr);  // the template's text counts
   KeyHasher h;
   h.add("pipeline", kPipelineVersion);
   h.add_file("tokenizer.json", config.dir / "tokenizer.json");
@@ -156,6 +181,9 @@ CacheKey dataset_cache_key(const DataOptions& opts, const text::TokenizerConfig&
       opts.completion_only_loss ? Json(*opts.completion_only_loss) : Json();
   resolved["assistant_only_loss"] = opts.assistant_only_loss;
   resolved["prompt_format"] = std::string(to_string(opts.prompt_format));
+  resolved["completion_mask"] = std::string(to_string(opts.completion_mask));
+  resolved["chat_template_kwargs"] = opts.chat_template_kwargs;
+  resolved["truncation_mode"] = std::string(to_string(effective_truncation_mode(opts)));
   h.add("options", resolved.dump());
   h.add_file("dataset", opts.dataset);
   return h.finish();
@@ -166,9 +194,10 @@ std::filesystem::path cache_file_path(const DataOptions& opts, const CacheKey& k
   return dir / fmt::format("{}-{}.ztc", opts.dataset.stem().string(), key.hex());
 }
 
-TokenData build_token_data(const DataOptions& opts, const text::Tokenizer& tokenizer,
+TokenData build_token_data(const DataOptions& given, const text::Tokenizer& tokenizer,
                            const text::TokenizerConfig& config, PrepareReport* report) {
   const auto t0 = std::chrono::steady_clock::now();
+  const DataOptions opts = with_chat_template_path(given, &tokenizer);
   const std::string file = opts.dataset.string();
   const auto max_len = effective_max_length(opts);
   if (opts.packing && opts.packing_strategy != "bfd") {
@@ -234,8 +263,7 @@ TokenData build_token_data(const DataOptions& opts, const text::Tokenizer& token
       continue;
     }
     if (max_len && static_cast<int64_t>(ex.ids.size()) > *max_len) {
-      ex.ids.resize(static_cast<size_t>(*max_len));
-      ex.targets.resize(static_cast<size_t>(*max_len));
+      truncate(&ex, static_cast<size_t>(*max_len), effective_truncation_mode(opts));
       if (!has_target_from_1(ex.targets, ex.targets.size())) {
         ++drops[static_cast<int>(DropReason::kNoTargetAfterTruncation)];
         ex = {};
@@ -248,7 +276,10 @@ TokenData build_token_data(const DataOptions& opts, const text::Tokenizer& token
   for (int k = 0; k < kNumDropReasons; ++k) {
     rep.dropped[std::string(to_string(static_cast<DropReason>(k)))] = drops[k];
   }
-  if (rep.prefix_mismatches > 0) {
+  rep.completion_mask = std::string(to_string(opts.completion_mask));
+  // Under the prefix mask a merge token is simply a target (TRL 1.16 says nothing); the positional
+  // mask reports the rows as TRL <= 1.9 warns.
+  if (rep.prefix_mismatches > 0 && opts.completion_mask == CompletionMask::kPositional) {
     const auto msg = fmt::format(
         "{}: {} example(s): the tokenized prompt is not a prefix of the tokenized "
         "prompt+completion (rows {}{}); the completion mask stays positional",
@@ -316,9 +347,10 @@ TokenData build_token_data(const DataOptions& opts, const text::Tokenizer& token
   return out;
 }
 
-PreparedDataset prepare_dataset(const DataOptions& opts, const text::Tokenizer& tokenizer,
+PreparedDataset prepare_dataset(const DataOptions& given, const text::Tokenizer& tokenizer,
                                 const text::TokenizerConfig& config, PrepareReport* report) {
   const auto t0 = std::chrono::steady_clock::now();
+  const DataOptions opts = with_chat_template_path(given, &tokenizer);
   const CacheKey key = dataset_cache_key(opts, config);
   const std::filesystem::path file = cache_file_path(opts, key);
   bool built = false;

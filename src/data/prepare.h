@@ -32,6 +32,7 @@ struct PrepareReport {
   int64_t num_samples = 0;        // packed bins, or examples without packing
   int64_t prefix_mismatches = 0;  // prompt/completion rows whose prompt ids are no prefix
   std::vector<int64_t> prefix_mismatch_rows;  // their rows (the first 100)
+  std::string completion_mask;                // "prefix" or "positional"
   double build_seconds = 0;                   // time the build took (when the cache was written)
   double seconds = 0;                         // time of this prepare_dataset call
   bool from_cache = false;                    // the cache already existed and was only mapped
@@ -47,8 +48,9 @@ struct PrepareReport {
 // chat_template.jinja / .json when present) from `config.dir`, the resolved chat template, named
 // templates and special tokens, the dataset file's bytes and every option that changes the output
 // (dataset_text_field, max_length, packing, packing_strategy, packing_group_size,
-// completion_only_loss, assistant_only_loss, eos_token, chat_template, prompt_format).
-// cache_dir, num_threads and prefix_mismatch do not change the output and are not hashed.
+// completion_only_loss, assistant_only_loss, eos_token, chat_template, prompt_format,
+// completion_mask, chat_template_kwargs, truncation_mode). cache_dir, num_threads,
+// chat_template_name and prefix_mismatch do not change the output and are not hashed.
 // Throws zt::Error naming a file that cannot be read.
 CacheKey dataset_cache_key(const DataOptions& opts, const text::TokenizerConfig& config);
 
@@ -57,9 +59,10 @@ std::filesystem::path cache_file_path(const DataOptions& opts, const CacheKey& k
 
 // Runs the whole pipeline in memory (no cache): reads the rows, detects the kind, formats and
 // tokenises on opts.num_threads threads (output order = row order whatever the thread count),
-// drops empty rows and examples without a target token, truncates to max_length, packs (bfd) when
-// asked. `report` (optional) receives the counts. Throws zt::Error for bad input (see read_rows,
-// detect_format, extract_row, SftFormatter), prefix mismatches under prefix_mismatch: error, an
+// drops empty rows and examples without a target token, truncates to max_length (truncation_mode),
+// packs (bfd) when asked. `report` (optional) receives the counts. Throws zt::Error for bad input
+// (see read_rows, detect_format, extract_row, SftFormatter), prefix mismatches under
+// completion_mask: positional with prefix_mismatch: error, an
 // unsupported packing_strategy, packing without max_length, and a dataset left with no example.
 TokenData build_token_data(const DataOptions& opts, const text::Tokenizer& tokenizer,
                            const text::TokenizerConfig& config, PrepareReport* report = nullptr);

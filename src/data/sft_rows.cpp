@@ -121,6 +121,19 @@ const Json& checked_column(const Json& row, const std::string& column, int64_t r
   return *it;
 }
 
+// The value of an optional structured column (tools, chat_template_kwargs): null when absent or
+// null, a JSON string parsed, anything else as it is.
+Json json_column(const Json& row, const char* column, int64_t r, std::string_view file) {
+  const auto it = row.find(column);
+  if (it == row.end() || it->is_null()) return Json();
+  if (!it->is_string()) return *it;
+  Json parsed = Json::parse(it->get_ref<const std::string&>(), nullptr, false);
+  if (parsed.is_discarded()) {
+    fail("{}: row {}: column '{}' is a string that is not valid JSON", file, r, column);
+  }
+  return parsed;
+}
+
 }  // namespace
 
 std::string_view to_string(DatasetKind kind) {
@@ -206,15 +219,13 @@ std::variant<SftRow, DropReason> extract_row(const Json& row, const DatasetForma
                                              int64_t r, std::string_view file) {
   if (!row.is_object()) fail("{}: row {} is {}, expected an object", file, r, row.type_name());
   SftRow out;
-  if (const auto it = row.find("tools"); it != row.end() && !it->is_null()) {
-    if (it->is_string()) {
-      out.tools = Json::parse(it->get_ref<const std::string&>(), nullptr, false);
-      if (out.tools.is_discarded()) {
-        fail("{}: row {}: column 'tools' is a string that is not valid JSON", file, r);
-      }
-    } else {
-      out.tools = *it;
-    }
+  out.tools = json_column(row, "tools", r, file);
+  out.chat_template_kwargs = json_column(row, "chat_template_kwargs", r, file);
+  if (!out.chat_template_kwargs.is_null() && !out.chat_template_kwargs.is_object()) {
+    fail(
+        "{}: row {}: column 'chat_template_kwargs' is {}, expected an object of template "
+        "variables such as {{\"enable_thinking\": false}}",
+        file, r, out.chat_template_kwargs.type_name());
   }
   switch (format.kind) {
     case DatasetKind::kPromptCompletion:

@@ -63,12 +63,16 @@ struct SftRow {
   std::string prompt, completion;
   Json prompt_messages, completion_messages;
   Json tools;  // the row's `tools` (a JSON string is parsed), or null
+  // The row's `chat_template_kwargs` (an object of extra template variables, TRL's column of
+  // that name; a JSON string is parsed), or null.
+  Json chat_template_kwargs;
 };
 
 // Checks row `row_index` (0-based) against `format` and extracts it; ShareGPT messages are
 // converted (from→role: human→user, gpt→assistant, system→system; value→content). Returns the
 // DropReason for empty completions/texts/messages. Throws zt::Error "FILE: row R: …" for a missing
-// column, a value of the wrong type, a non-string content or an unknown role.
+// column, a value of the wrong type (`chat_template_kwargs` not an object), a non-string content
+// or an unknown role.
 std::variant<SftRow, DropReason> extract_row(const Json& row, const DatasetFormat& format,
                                              int64_t row_index, std::string_view file);
 

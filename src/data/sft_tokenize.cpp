@@ -73,7 +73,8 @@ SftFormatter::SftFormatter(const DataOptions& opts, const DatasetFormat& format,
   const bool needs_template = is_conversational(kind) || opts.prompt_format == PromptFormat::kChat;
   if (!needs_template) return;
   if (opts.chat_template) {
-    template_name_ = "the chat_template option";
+    template_name_ =
+        opts.chat_template_name.empty() ? "the chat_template option" : opts.chat_template_name;
     template_.emplace(*opts.chat_template, template_name_);
   } else {
     if (!config.chat_template) {
@@ -109,10 +110,17 @@ SftFormatter::SftFormatter(SftFormatter&&) noexcept = default;
 SftFormatter::~SftFormatter() = default;
 
 text::RenderResult SftFormatter::render(const Json& messages, bool add_generation_prompt,
-                                        const Json& tools) const {
+                                        const SftRow& row) const {
   const text::ChatTemplate& t =
-      (!tools.is_null() && tool_use_template_) ? *tool_use_template_ : *template_;
-  return t.render(text::chat_template_context(cfg_, messages, tools, add_generation_prompt));
+      (!row.tools.is_null() && tool_use_template_) ? *tool_use_template_ : *template_;
+  if (row.chat_template_kwargs.is_null()) {
+    return t.render(text::chat_template_context(cfg_, messages, row.tools, add_generation_prompt,
+                                                opts_.chat_template_kwargs));
+  }
+  Json kwargs = opts_.chat_template_kwargs;  // the row's keys win (no TRL SFTConfig field)
+  for (const auto& [k, v] : row.chat_template_kwargs.items()) kwargs[k] = v;
+  return t.render(
+      text::chat_template_context(cfg_, messages, row.tools, add_generation_prompt, kwargs));
 }
 
 TokenizedExample SftFormatter::format(const SftRow& row) const {
@@ -126,7 +134,7 @@ TokenizedExample SftFormatter::format(const SftRow& row) const {
       std::string completion = row.completion;
       if (opts_.prompt_format == PromptFormat::kChat) {
         Json msgs = Json::array({Json{{"role", "user"}, {"content", prompt}}});
-        prompt = render(msgs, true, row.tools).text;
+        prompt = render(msgs, true, row).text;
         completion += eos_;
       }
       if (!ends_with(completion, eos_)) completion += eos_;
@@ -138,9 +146,9 @@ TokenizedExample SftFormatter::format(const SftRow& row) const {
     case DatasetKind::kConversationalPromptCompletion: {
       Json all = row.prompt_messages;
       for (const auto& m : row.completion_messages) all.push_back(m);
-      const std::string prompt_text = render(row.prompt_messages, true, row.tools).text;
+      const std::string prompt_text = render(row.prompt_messages, true, row).text;
       prompt_ids = tok_->encode(prompt_text, false);
-      const text::RenderResult full = render(all, false, row.tools);
+      const text::RenderResult full = render(all, false, row);
       if (opts_.assistant_only_loss) {
         text::Encoding enc = tok_->encode_with_offsets(full.text, false);
         amask = assistant_mask(enc, full.generation_spans);
@@ -158,7 +166,7 @@ TokenizedExample SftFormatter::format(const SftRow& row) const {
       break;
     }
     case DatasetKind::kConversationalLanguageModeling: {
-      const text::RenderResult r = render(row.completion_messages, false, row.tools);
+      const text::RenderResult r = render(row.completion_messages, false, row);
       if (opts_.assistant_only_loss) {
         text::Encoding enc = tok_->encode_with_offsets(r.text, false);
         amask = assistant_mask(enc, r.generation_spans);
@@ -172,10 +180,18 @@ TokenizedExample SftFormatter::format(const SftRow& row) const {
   const size_t n = ex.ids.size();
   ex.targets.assign(n, 1);
   if (has_prompt) {
-    ex.prefix_mismatch =
-        prompt_ids.size() > n || !std::equal(prompt_ids.begin(), prompt_ids.end(), ex.ids.begin());
+    // Length of the common prefix of prompt_ids and ids (TRL 1.16's start of the completion).
+    const auto common = static_cast<size_t>(
+        std::mismatch(prompt_ids.begin(), prompt_ids.begin() + std::min(prompt_ids.size(), n),
+                      ex.ids.begin())
+            .first -
+        prompt_ids.begin());
+    ex.prefix_mismatch = common < prompt_ids.size();
     if (completion_only_loss_) {
-      std::fill_n(ex.targets.begin(), std::min(prompt_ids.size(), n), uint8_t{0});
+      const size_t start = opts_.completion_mask == CompletionMask::kPrefix
+                               ? common
+                               : std::min(prompt_ids.size(), n);
+      std::fill_n(ex.targets.begin(), start, uint8_t{0});
     }
   }
   if (opts_.assistant_only_loss) {

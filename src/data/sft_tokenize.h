@@ -19,6 +19,7 @@ struct TokenizedExample {
   std::vector<int32_t> ids;      // [T] input ids
   std::vector<uint8_t> targets;  // [T] 1 where HF's label is ids[t], 0 where it is -100
   bool prefix_mismatch = false;  // prompt/completion: tok(prompt) is not a prefix of ids
+                                 // (for either completion mask)
 };
 
 // Turns SftRows of one dataset into TokenizedExamples. Thread-safe (const); construct once.
@@ -48,7 +49,10 @@ class SftFormatter {
   //   template variables as transformers (text::chat_template_context, with the row's `tools`);
   // - language modelling: text += eos unless present, ids = tok(text, add_special_tokens=true);
   // - conversational language modelling: ids = tok(render(messages)).
-  // Completion mask: positional, [0]*len(prompt_ids) + [1]*(len(ids) - len(prompt_ids)).
+  // Completion mask (opts.completion_mask): kPrefix (TRL 1.16) [0]*c + [1]*(len(ids) - c) with c
+  // the length of the common prefix of prompt_ids and ids; kPositional (TRL <= 1.9)
+  // [0]*len(prompt_ids) + [1]*(len(ids) - len(prompt_ids)). Every render gets the template
+  // variables opts.chat_template_kwargs with the row's chat_template_kwargs merged over them.
   // Assistant mask (assistant_only_loss): 1 for every token whose byte range overlaps a
   // {% generation %} span (transformers' `return_assistant_tokens_mask`). targets = AND of the
   // applicable masks (completion mask only with completion_only_loss), else all 1.
@@ -61,9 +65,10 @@ class SftFormatter {
 
  private:
   // Renders `messages` with the template transformers would pick (the "tool_use" named template
-  // for rows with tools, when the tokenizer has one) and its template variables.
+  // for rows with the row's tools, when the tokenizer has one), its template variables and the
+  // chat_template_kwargs (the config's, the row's over them).
   text::RenderResult render(const Json& messages, bool add_generation_prompt,
-                            const Json& tools) const;
+                            const SftRow& row) const;
 
   const text::Tokenizer* tok_;
   DatasetFormat format_;

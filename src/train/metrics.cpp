@@ -141,6 +141,7 @@ void LogWindow::add_step(const StepStats& s) {
   loss_sum_ += s.loss;
   targets_ += s.target_tokens;
   correct_ += s.correct_tokens;
+  entropy_sum_ += s.entropy_sum;
   last_grad_norm_ = s.grad_norm;
 }
 
@@ -150,8 +151,10 @@ MetricRecord LogWindow::take(int64_t global_step, double epoch, double elapsed_s
   if (trained_ > 0) r.set("loss", loss_sum_ / static_cast<double>(trained_));
   if (trained_ > 0) r.set("grad_norm", last_grad_norm_);
   r.set("learning_rate", last_lr_);
-  if (targets_ > 0)
+  if (targets_ > 0) {
+    r.set("entropy", entropy_sum_ / static_cast<double>(targets_));
     r.set("mean_token_accuracy", static_cast<double>(correct_) / static_cast<double>(targets_));
+  }
   r.set("num_tokens", static_cast<double>(num_tokens_));
   if (trained_ > 0) r.set("target_tokens", targets_);
   r.set("epoch", epoch);
@@ -164,8 +167,9 @@ MetricRecord LogWindow::take(int64_t global_step, double epoch, double elapsed_s
   return r;
 }
 
-void EvalAccumulator::add(double sum_ce, int64_t targets, int64_t correct) {
+void EvalAccumulator::add(double sum_ce, int64_t targets, int64_t correct, double sum_entropy) {
   sum_ce_ += sum_ce;
+  sum_entropy_ += sum_entropy;
   targets_ += targets;
   correct_ += correct;
 }
@@ -176,6 +180,7 @@ MetricRecord EvalAccumulator::take(int64_t global_step, double epoch) const {
          global_step);
   MetricRecord r;
   r.set("eval_loss", sum_ce_ / static_cast<double>(targets_));
+  r.set("eval_entropy", sum_entropy_ / static_cast<double>(targets_));
   r.set("eval_mean_token_accuracy", static_cast<double>(correct_) / static_cast<double>(targets_));
   r.set("epoch", epoch);
   r.set("step", global_step);

@@ -81,17 +81,19 @@ struct StepStats {
   double learning_rate = 0;    // the learning rate this step used
   int64_t target_tokens = 0;   // N, target tokens of the step
   int64_t correct_tokens = 0;  // targets whose argmax logit equals the label
+  double entropy_sum = 0;      // Σ over the targets of the entropy of softmax(logits_t), nats
   int64_t tokens = 0;          // non-pad input tokens of the step (TRL `num_tokens`)
   bool skipped = false;        // N = 0: no update (SFT_SEMANTICS §3)
 };
 
 // The steps since the last log event (`logging_steps`). `loss` is the mean of the steps' losses
 // (HF: tr_loss / (global_step − last_logged)); `grad_norm` and `learning_rate` are the last
-// step's (grad_norm: the last trained step's); `mean_token_accuracy` is Σcorrect / Σtargets over
-// the window (zerotune: token-weighted; TRL averages per micro-batch ratios); `num_tokens` is
-// cumulative over the run; `target_tokens` (zerotune's) is Σ N over the window's trained steps, the
-// counts its losses were normalised by. Skipped steps count in neither mean and are reported as
-// `skipped_steps`.
+// step's (grad_norm: the last trained step's); `entropy` is Σentropy / Σtargets and
+// `mean_token_accuracy` Σcorrect / Σtargets over the window, all ranks (zerotune: token-weighted;
+// TRL 1.16 averages per-micro-batch ratios over the window; TRL 0.25's `entropy` averages over
+// every non-pad position, prompt tokens included, not over targets); `num_tokens` is cumulative
+// over the run; `target_tokens` (zerotune's) is Σ N over the window's trained steps, the counts its
+// losses were normalised by. Skipped steps count in no mean and are reported as `skipped_steps`.
 class LogWindow {
  public:
   // `num_tokens_seen`: the cumulative token count at the start (restored on resume).
@@ -103,17 +105,18 @@ class LogWindow {
 
   // The log event after step `global_step` (1-based count of steps done), `epoch` = HF's
   // fractional epoch, `elapsed_seconds` = wall time of the window (for train_tokens_per_second;
-  // left out when <= 0). Keys in order: loss, grad_norm, learning_rate, mean_token_accuracy,
-  // num_tokens, target_tokens, epoch, train_tokens_per_second, skipped_steps (only when > 0),
-  // step; loss, grad_norm and target_tokens are left out when every step of the window was
-  // skipped, mean_token_accuracy when the window had no target token. Starts a new
-  // window. Throws zt::Error when the window is empty.
+  // left out when <= 0). Keys in order (TRL 1.16's): loss, grad_norm, learning_rate, entropy,
+  // mean_token_accuracy, num_tokens, target_tokens, epoch, train_tokens_per_second, skipped_steps
+  // (only when > 0), step; loss, grad_norm and target_tokens are left out when every step of the
+  // window was skipped, entropy and mean_token_accuracy when the window had no target token. Starts
+  // a new window. Throws zt::Error when the window is empty.
   MetricRecord take(int64_t global_step, double epoch, double elapsed_seconds);
 
  private:
   int64_t steps_ = 0, skipped_ = 0, trained_ = 0;
   double loss_sum_ = 0;
   int64_t targets_ = 0, correct_ = 0, window_tokens_ = 0, num_tokens_ = 0;
+  double entropy_sum_ = 0;
   double last_grad_norm_ = 0, last_lr_ = 0;
 };
 
@@ -121,15 +124,16 @@ class LogWindow {
 class EvalAccumulator {
  public:
   // One micro-batch's summed cross-entropy over its `targets` target tokens, `correct` of which
-  // the argmax predicted.
-  void add(double sum_ce, int64_t targets, int64_t correct);
+  // the argmax predicted, and the summed entropy of the predicted distributions at those targets.
+  void add(double sum_ce, int64_t targets, int64_t correct, double sum_entropy);
   int64_t targets() const { return targets_; }
-  // {eval_loss: Σce/Σtargets, eval_mean_token_accuracy: Σcorrect/Σtargets, epoch, step}.
-  // Throws zt::Error when no target token was seen (an eval set without targets).
+  // {eval_loss: Σce/Σtargets, eval_entropy: Σentropy/Σtargets, eval_mean_token_accuracy:
+  // Σcorrect/Σtargets, epoch, step}. Throws zt::Error when no target token was seen (an eval set
+  // without targets).
   MetricRecord take(int64_t global_step, double epoch) const;
 
  private:
-  double sum_ce_ = 0;
+  double sum_ce_ = 0, sum_entropy_ = 0;
   int64_t targets_ = 0, correct_ = 0;
 };
 

@@ -286,7 +286,8 @@ void Trainer::State::log_record(const MetricRecord& rec) {
 MetricRecord Trainer::State::evaluate(int64_t global_step, double epoch) {
   const int64_t n = eval->num_examples();
   const int64_t W = comm.world_size(), B = a.per_device_eval_batch_size;
-  std::vector<double> loss(static_cast<size_t>(n), 0.0), cnt(loss.size(), 0.0), hit(loss.size(), 0.0);
+  std::vector<double> loss(static_cast<size_t>(n), 0.0), cnt(loss.size(), 0.0), hit(loss.size(), 0.0),
+      ent(loss.size(), 0.0);
   engine->gather_all();  // one collective for the whole eval (ranks may hold unequal shares)
   for (int64_t i = 0; i < n; ++i) {
     if ((i / B) % W != comm.rank()) continue;  // batch-wise sharding, as accelerate does
@@ -296,6 +297,7 @@ MetricRecord Trainer::State::evaluate(int64_t global_step, double epoch) {
     loss[i] = st.loss_sum;
     cnt[i] = static_cast<double>(st.count);
     hit[i] = static_cast<double>(st.correct);
+    ent[i] = st.entropy_sum;
   }
   engine->release_all();
   // Each example's values come from exactly one rank; the rank-order sum adds zeros elsewhere, so
@@ -304,9 +306,10 @@ MetricRecord Trainer::State::evaluate(int64_t global_step, double epoch) {
   comm.all_reduce(loss.data(), loss.size(), dist::ReduceOp::kSum);
   comm.all_reduce(cnt.data(), cnt.size(), dist::ReduceOp::kSum);
   comm.all_reduce(hit.data(), hit.size(), dist::ReduceOp::kSum);
+  comm.all_reduce(ent.data(), ent.size(), dist::ReduceOp::kSum);
   EvalAccumulator acc;
   for (int64_t i = 0; i < n; ++i)
-    acc.add(loss[i], static_cast<int64_t>(cnt[i]), static_cast<int64_t>(hit[i]));
+    acc.add(loss[i], static_cast<int64_t>(cnt[i]), static_cast<int64_t>(hit[i]), ent[i]);
   return acc.take(global_step, epoch);
 }
 
@@ -450,7 +453,7 @@ TrainSummary Trainer::run() {
       st.skipped = true;
       ++sum.steps_skipped_no_target;
     } else {
-      double loss_sum = 0;
+      double sums[2] = {0, 0};     // Σ CE, Σ entropy over the targets
       int64_t counts[2] = {0, 0};  // correct, targets
       for (const auto& mb_samples : mine) {
         PackedBatch pb;
@@ -462,14 +465,16 @@ TrainSummary Trainer::run() {
         bo.on_group_ready = s.engine->group_ready_callback();
         CeStats cs = s.model->forward_backward(pb.view(), bo);
         s.engine->release_all();
-        loss_sum += cs.loss_sum;
+        sums[0] += cs.loss_sum;
+        sums[1] += cs.entropy_sum;
         counts[0] += cs.correct;
         counts[1] += cs.count;
       }
-      s.comm.all_reduce(&loss_sum, 1, dist::ReduceOp::kSum);
+      s.comm.all_reduce(sums, 2, dist::ReduceOp::kSum);
       s.comm.all_reduce(counts, 2, dist::ReduceOp::kSum);
-      st.loss = loss_sum / static_cast<double>(N);
+      st.loss = sums[0] / static_cast<double>(N);
       st.correct_tokens = counts[0];
+      st.entropy_sum = sums[1];
       if (!std::isfinite(st.loss)) {
         if (a.nan_policy == "error")
           fail("step {}: the loss is {} (non-finite); dataset rows of the step: {}. Set "

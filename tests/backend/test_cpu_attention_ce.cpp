@@ -202,6 +202,7 @@ TEST(CpuAttention, RejectsBadSequenceBoundaries) {
 
 struct CeRef {
   double loss = 0;
+  double entropy = 0;  // Σ over target rows of −Σ_j p_j log p_j
   int64_t correct = 0, count = 0;
   std::vector<double> dh, dw;
 };
@@ -223,6 +224,10 @@ CeRef ce_ref(const std::vector<float>& h, const std::vector<float>& w,
     double z = 0;
     for (double x : lg) z += std::exp(x - m);
     r.loss += m + std::log(z) - lg[tg[t]];
+    for (int64_t j = 0; j < V; ++j) {
+      const double p = std::exp(lg[j] - m) / z;
+      r.entropy -= p * std::log(p);
+    }
     r.correct += std::max_element(lg.begin(), lg.end()) - lg.begin() == tg[t];
     ++r.count;
     for (int64_t j = 0; j < V; ++j) {
@@ -257,6 +262,9 @@ TEST(CpuCrossEntropy, MatchesNaiveSoftmaxWithChunksAndIgnoredRows) {
   EXPECT_EQ(st.correct, ref.correct);
   EXPECT_GE(st.correct, 1);
   EXPECT_NEAR(st.loss_sum, ref.loss, 1e-5 * ref.loss);
+  EXPECT_NEAR(st.entropy_sum, ref.entropy, 1e-6 * ref.entropy);
+  EXPECT_GT(st.entropy_sum, 0.0);
+  EXPECT_LT(st.entropy_sum, 7 * std::log(37.0));
   EXPECT_LT(rel_err(dh, ref.dh), 1e-5);
   std::vector<double> dw_delta(V * H);
   for (int64_t i = 0; i < V * H; ++i) dw_delta[i] = static_cast<double>(dw[i]) - dw0[i];
@@ -269,6 +277,7 @@ TEST(CpuCrossEntropy, MatchesNaiveSoftmaxWithChunksAndIgnoredRows) {
                                    ws.tensor(), {});
   EXPECT_EQ(st2.loss_sum, st.loss_sum);
   EXPECT_EQ(st2.correct, st.correct);
+  EXPECT_EQ(st2.entropy_sum, st.entropy_sum);
 
   // No target at all: zero stats, dhidden 0, dweight scaled by beta.
   std::vector<int32_t> none(T, -100);
@@ -277,6 +286,7 @@ TEST(CpuCrossEntropy, MatchesNaiveSoftmaxWithChunksAndIgnoredRows) {
                                    view(none, {T}), scale, ws.tensor(), {});
   EXPECT_EQ(st2.count, 0);
   EXPECT_EQ(st2.loss_sum, 0.0);
+  EXPECT_EQ(st2.entropy_sum, 0.0);
   EXPECT_EQ(*std::max_element(dw2.begin(), dw2.end()), 0.0f);
   EXPECT_EQ(*std::max_element(dh.begin(), dh.end()), 0.0f);
 
@@ -290,6 +300,61 @@ TEST(CpuCrossEntropy, MatchesNaiveSoftmaxWithChunksAndIgnoredRows) {
     EXPECT_STREQ(e.what(),
                  "linear_cross_entropy: target 37 at position 3 is outside [0, 37) and not -100");
   }
+}
+
+// Entropy of known distributions: equal logits (zero weight) give log V per target row; logits
+// that are 0 but one at log 3 give p = 3/7 there and 1/7 elsewhere (V = 5).
+TEST(CpuCrossEntropy, EntropyOfKnownDistributions) {
+  const int64_t T = 4, H = 2, V = 5;
+  CpuOps ops;
+  std::vector<float> h = {1, 0, 0.5f, 0, 0, 1, 1, 1};
+  std::vector<float> w(V * H, 0.0f);
+  std::vector<int32_t> tg = {0, -100, 3, 1};
+  const Tensor th = view(h, {T, H}), tw = view(w, {V, H});
+  test::Workspace ws(ops.linear_cross_entropy_workspace_bytes(th, tw));
+  CeStats st;
+  ops.linear_cross_entropy_fwd_bwd(&st, Tensor(), Tensor(), 0.0f, th, tw, view(tg, {T}), 1.0f,
+                                   ws.tensor(), {});
+  EXPECT_EQ(st.count, 3);
+  EXPECT_NEAR(st.entropy_sum, 3 * std::log(5.0), 1e-12);
+  // Token 2's logit = h[t][0]·log(3): log(3) for the target rows 0 and 3, 0 for row 2.
+  w[2 * H] = static_cast<float>(std::log(3.0));
+  ops.linear_cross_entropy_fwd_bwd(&st, Tensor(), Tensor(), 0.0f, th, tw, view(tg, {T}), 1.0f,
+                                   ws.tensor(), {});
+  // p = 3/7 for token 2 and 1/7 for the other four: H = −(3/7)log(3/7) − (4/7)log(1/7).
+  const double h3 = -(3.0 / 7.0) * std::log(3.0 / 7.0) - (4.0 / 7.0) * std::log(1.0 / 7.0);
+  EXPECT_NEAR(h3, 1.4750763110546947, 1e-15);
+  EXPECT_NEAR(st.entropy_sum, 2 * h3 + std::log(5.0), 1e-6);
+}
+
+// The summed entropy matches the double reference whatever the chunking, and is bitwise the same
+// for 1 and 3 threads.
+TEST(CpuCrossEntropy, EntropyIndependentOfThreadsAndChunks) {
+  const int64_t T = 40, H = 16, V = 3000;  // T·V above the parallel threshold
+  std::vector<float> h = randn(T * H, 40), w = randn(V * H, 41, 0.4f);
+  std::vector<int32_t> tg(T);
+  for (int64_t t = 0; t < T; ++t) tg[t] = t % 5 == 0 ? -100 : static_cast<int32_t>((t * 97) % V);
+  const int saved = omp_get_max_threads();
+  std::vector<double> sums;
+  for (int threads : {1, 3}) {
+    omp_set_num_threads(threads);
+    for (int64_t chunk : {7, 64}) {
+      CpuOpsOptions o;
+      o.ce_chunk_rows = chunk;
+      CpuOps ops(o);
+      const Tensor th = view(h, {T, H}), tw = view(w, {V, H});
+      test::Workspace ws(ops.linear_cross_entropy_workspace_bytes(th, tw));
+      CeStats st;
+      ops.linear_cross_entropy_fwd_bwd(&st, Tensor(), Tensor(), 0.0f, th, tw, view(tg, {T}), 1.0f,
+                                       ws.tensor(), {});
+      sums.push_back(st.entropy_sum);
+    }
+  }
+  omp_set_num_threads(saved);
+  const CeRef ref = ce_ref(h, w, tg, T, H, V, 1.0);
+  for (double s : sums) EXPECT_NEAR(s, ref.entropy, 1e-6 * ref.entropy);
+  EXPECT_EQ(sums[0], sums[2]);  // chunk 7, 1 vs 3 threads
+  EXPECT_EQ(sums[1], sums[3]);  // chunk 64
 }
 
 TEST(CpuCrossEntropy, Bf16StorageStaysClose) {

@@ -108,10 +108,151 @@ TEST_F(Prepare, CacheReusedAndRebuiltOnOptionChange) {
   EXPECT_LT(c.num_tokens(), a.num_tokens());
   // Options that do not change the output share the cache.
   o.num_threads = 1;
-  o.prefix_mismatch = PrefixMismatch::kWarn;
+  o.prefix_mismatch = PrefixMismatch::kError;  // acts only with the positional mask
   PrepareReport r4;
   prepare_dataset(o, *tok_, *cfg_, &r4);
   EXPECT_TRUE(r4.from_cache);
+  // Every option that changes the masks or the tokens gets its own file.
+  o.prefix_mismatch = PrefixMismatch::kWarn;
+  o.completion_mask = CompletionMask::kPositional;
+  PrepareReport r5;
+  const PreparedDataset e = prepare_dataset(o, *tok_, *cfg_, &r5);
+  EXPECT_FALSE(r5.from_cache);
+  EXPECT_EQ(r5.completion_mask, "positional");
+  EXPECT_EQ(cache_files().size(), 3u);
+  EXPECT_EQ(e.num_tokens(), c.num_tokens());  // same ids, other targets
+  // Of the 68 rows with a merge token, 62 keep it within 512 tokens and have one target fewer;
+  // the prompts of the other 6 are cut before it (tok(prompt) has >= 512 tokens).
+  EXPECT_EQ(r3.target_tokens - r5.target_tokens, 62);
+  o.truncation_mode = TruncationMode::kKeepEnd;
+  prepare_dataset(o, *tok_, *cfg_);
+  EXPECT_EQ(cache_files().size(), 4u);
+  o.chat_template_kwargs = Json{{"enable_thinking", false}};
+  prepare_dataset(o, *tok_, *cfg_);
+  EXPECT_EQ(cache_files().size(), 5u);
+}
+
+// The example of ../shared/cases/README.md: prompt "Answer:", completion "Certainly" with the
+// Qwen2.5 tokenizer. tok(prompt) = [16141, 25] ("Answer", ":"); tok(prompt + completion + EOS) =
+// [16141, 55992 (":C"), 7615, 398, 151645]. Current TRL's labels are [-100, 55992, 7615, 398,
+// 151645] (4 targets, ":C" included); TRL <= 1.9 masks the first len(tok(prompt)) = 2 tokens.
+TEST_F(Prepare, CompletionMaskOfAMergeToken) {
+  const auto f = dir_ / "answer.jsonl";
+  write_file(f, "{\"prompt\": \"Answer:\", \"completion\": \"Certainly\"}\n");
+  DataOptions o = options(f);
+  PrepareReport rep;
+  TokenData d = build_token_data(o, *tok_, *cfg_, &rep);
+  EXPECT_EQ(d.ids, (std::vector<int32_t>{16141, 55992, 7615, 398, 151645}));
+  EXPECT_EQ(d.targets, (std::vector<uint8_t>{0, 1, 1, 1, 1}));
+  EXPECT_EQ(rep.target_tokens, 4);
+  EXPECT_EQ(rep.prefix_mismatch_rows, std::vector<int64_t>{0});  // reported, not an error
+  EXPECT_EQ(rep.completion_mask, "prefix");
+  o.prefix_mismatch = PrefixMismatch::kError;  // only acts on the positional mask
+  EXPECT_EQ(build_token_data(o, *tok_, *cfg_).targets, d.targets);
+
+  o.completion_mask = CompletionMask::kPositional;
+  o.prefix_mismatch = PrefixMismatch::kWarn;
+  d = build_token_data(o, *tok_, *cfg_, &rep);
+  EXPECT_EQ(d.ids, (std::vector<int32_t>{16141, 55992, 7615, 398, 151645}));
+  EXPECT_EQ(d.targets, (std::vector<uint8_t>{0, 0, 1, 1, 1}));
+  EXPECT_EQ(rep.target_tokens, 3);
+  EXPECT_EQ(rep.prefix_mismatch_rows, std::vector<int64_t>{0});
+  o.prefix_mismatch = PrefixMismatch::kError;
+  EXPECT_EQ(prepare_error(o),
+            f.string() +
+                ": 1 example(s): the tokenized prompt is not a prefix of the tokenized "
+                "prompt+completion (rows 0); the completion mask stays positional "
+                "(prefix_mismatch: error)");
+}
+
+// truncation_mode: keep_end keeps the last max_length tokens and their target flags.
+TEST_F(Prepare, KeepEndTruncation) {
+  const auto f = dir_ / "answer.jsonl";
+  write_file(f, "{\"prompt\": \"Answer:\", \"completion\": \"Certainly\"}\n");
+  DataOptions o = options(f);
+  o.max_length = 3;
+  EXPECT_EQ(build_token_data(o, *tok_, *cfg_).ids, (std::vector<int32_t>{16141, 55992, 7615}));
+  o.truncation_mode = TruncationMode::kKeepEnd;
+  PrepareReport rep;
+  const TokenData d = build_token_data(o, *tok_, *cfg_, &rep);
+  EXPECT_EQ(d.ids, (std::vector<int32_t>{7615, 398, 151645}));
+  EXPECT_EQ(d.targets, (std::vector<uint8_t>{1, 1, 1}));
+  EXPECT_EQ(rep.truncated, 1);
+  EXPECT_EQ(rep.target_tokens, 2);  // position 0 predicts nothing
+  // With packing TRL keeps the start whatever the mode (bfd truncates each sequence).
+  o.packing = true;
+  EXPECT_EQ(build_token_data(o, *tok_, *cfg_).ids, (std::vector<int32_t>{16141, 55992, 7615}));
+}
+
+// The case ../shared/cases/chat-template-kwargs-ignored: 3 targets per row, [19, 151645, 198]
+// ("4", <|im_end|>, "\n") and [21, 151645, 198], with the kwargs from the rows' column or from
+// the config (trainer.chat_template_kwargs); a row's own value wins over the config's. Without
+// them, the empty <think> block is trained (7 targets).
+TEST_F(Prepare, ChatTemplateKwargsCase) {
+  const auto& q3 = zt::testing::qwen3_tokenizer();
+  const auto targets_of = [&](const DataOptions& o) {
+    const TokenData d = build_token_data(o, q3.tok, q3.cfg);
+    std::vector<std::vector<int32_t>> out;
+    for (size_t e = 0; e + 1 < d.example_offsets.size(); ++e) {
+      std::vector<int32_t> t;
+      for (int64_t i = d.example_offsets[e]; i < d.example_offsets[e + 1]; ++i)
+        if (d.targets[i]) t.push_back(d.ids[i]);
+      out.push_back(t);
+    }
+    return out;
+  };
+  const std::vector<std::vector<int32_t>> want = {{19, 151645, 198}, {21, 151645, 198}};
+  const auto data = zt::testing::shared_case("chat-template-kwargs-ignored/data.jsonl");
+  DataOptions o = options(data);
+  o.max_length = 64;
+  EXPECT_EQ(targets_of(o), want);
+  o.chat_template_kwargs = Json{{"enable_thinking", true}};  // the rows' false wins
+  EXPECT_EQ(targets_of(o), want);
+
+  std::string plain;  // the same rows without the column
+  for (Json r : read_rows(data)) {
+    r.erase("chat_template_kwargs");
+    plain += r.dump() + "\n";
+  }
+  write_file(dir_ / "plain.jsonl", plain);
+  o.dataset = dir_ / "plain.jsonl";
+  o.chat_template_kwargs = Json::object();
+  const auto without = targets_of(o);
+  ASSERT_EQ(without.size(), 2u);
+  EXPECT_EQ(without[0], (std::vector<int32_t>{151667, 271, 151668, 271, 19, 151645, 198}));
+  o.chat_template_kwargs = Json{{"enable_thinking", false}};
+  EXPECT_EQ(targets_of(o), want);
+}
+
+TEST_F(Prepare, ChatTemplateKwargsAndPathErrors) {
+  const auto f = dir_ / "bad.jsonl";
+  write_file(f,
+             "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}], "
+             "\"chat_template_kwargs\": [1]}\n");
+  EXPECT_EQ(prepare_error(options(f)),
+            f.string() +
+                ": row 0: column 'chat_template_kwargs' is array, expected an object of template "
+                "variables such as {\"enable_thinking\": false}");
+  DataOptions o = options(shared_data("datasets/no_robots/test.parquet"));
+  o.chat_template_path = (dir_ / "nowhere").string();
+  EXPECT_NE(prepare_error(o).find("chat_template_path: '" + o.chat_template_path +
+                                  "' is neither a .jinja/.j2 file nor a tokenizer: "),
+            std::string::npos);
+  write_file(dir_ / "t.txt", "{{ messages }}");
+  o.chat_template_path = (dir_ / "t.txt").string();
+  EXPECT_EQ(prepare_error(o), "chat_template_path: '" + o.chat_template_path +
+                                  "' is a file but not a Jinja template (.jinja or .j2); expected "
+                                  "a template file or a tokenizer directory");
+  // Qwen3's tokenizer has <think>, </think>, … that Qwen2.5's lacks: TRL would add them and
+  // resize the embeddings; zerotune refuses.
+  o.chat_template_path = shared_data("tokenizers/qwen3").string();
+  const std::string msg = prepare_error(o);
+  EXPECT_NE(msg.find("chat_template_path: the tokenizer in " + o.chat_template_path +
+                     " has tokens the model's tokenizer lacks ("),
+            std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("<think>, </think>"), std::string::npos) << msg;
+  EXPECT_TRUE(cache_files().empty());
 }
 
 TEST_F(Prepare, CacheRebuiltWhenDatasetChangesOrIsCorrupt) {
@@ -268,6 +409,7 @@ TEST_F(Prepare, OptionErrors) {
 
 TEST_F(Prepare, PrefixMismatchErrorListsRows) {
   DataOptions o = options(shared_data("datasets/ultrafeedback/seed_format/sft.parquet"));
+  o.completion_mask = CompletionMask::kPositional;
   o.prefix_mismatch = PrefixMismatch::kError;
   const Json g = Json::parse(read_file_bytes(test_data("sft/plain_pc.golden.json")));
   const auto rows = g["prefix_mismatch_rows"].get<std::vector<int64_t>>();

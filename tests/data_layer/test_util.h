@@ -73,5 +73,18 @@ inline const QwenTokenizer& qwen_tokenizer() {
   }();
   return q;
 }
+// The shared Qwen3 tokenizer (its template knows `enable_thinking`), loaded once per test binary.
+inline const QwenTokenizer& qwen3_tokenizer() {
+  static const QwenTokenizer q = [] {
+    const auto dir = shared_data("tokenizers/qwen3");
+    return QwenTokenizer{text::Tokenizer::load(dir / "tokenizer.json"), text::load_tokenizer_config(dir)};
+  }();
+  return q;
+}
+
+// A file of ../shared/cases (CI has ../shared beside the checkout, as for shared_data).
+inline std::filesystem::path shared_case(const std::string& rel) {
+  return std::filesystem::path(ZT_SHARED_DATA) / ".." / "cases" / rel;
+}
 
 }  // namespace zt::testing

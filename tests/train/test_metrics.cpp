@@ -80,19 +80,31 @@ TEST(Metrics, LogWindowMeansAndTokenWeightedAccuracy) {
               .learning_rate = 1e-5,
               .target_tokens = 10,
               .correct_tokens = 5,
+              .entropy_sum = 30.0,
               .tokens = 40});
   w.add_step({.loss = 1.0,
               .grad_norm = 1.5,
               .learning_rate = 2e-5,
               .target_tokens = 30,
               .correct_tokens = 27,
+              .entropy_sum = 30.0,
               .tokens = 60});
   EXPECT_EQ(w.steps(), 2);
   const MetricRecord r = w.take(20, 0.5, 4.0);
-  // loss = (2 + 1) / 2; accuracy = 32 / 40 (not (0.5 + 0.9) / 2); tokens 1000 + 100; 100 tok / 4 s.
+  // loss = (2 + 1) / 2; entropy = 60 / 40 (not (3 + 1) / 2); accuracy = 32 / 40 (not
+  // (0.5 + 0.9) / 2); tokens 1000 + 100; 100 tok / 4 s. Keys in TRL 1.16's order.
   EXPECT_EQ(r.to_json().dump(),
-            R"({"loss":1.5,"grad_norm":1.5,"learning_rate":2e-05,"mean_token_accuracy":0.8,)"
-            R"("num_tokens":1100.0,"target_tokens":40,"epoch":0.5,"train_tokens_per_second":25.0,"step":20})");
+            R"({"loss":1.5,"grad_norm":1.5,"learning_rate":2e-05,"entropy":1.5,)"
+            R"("mean_token_accuracy":0.8,"num_tokens":1100.0,"target_tokens":40,"epoch":0.5,)"
+            R"("train_tokens_per_second":25.0,"step":20})");
+  EXPECT_EQ(hf_log_line(r),
+            "{'loss': '1.5', 'grad_norm': '1.5', 'learning_rate': '2e-05', 'entropy': '1.5', "
+            "'mean_token_accuracy': '0.8', 'num_tokens': '1100', 'target_tokens': '40', 'epoch': '0.5', "
+            "'train_tokens_per_second': '25'}");
+  const auto tb = tensorboard_scalars(r);
+  ASSERT_GE(tb.size(), 4u);
+  EXPECT_EQ(tb[3].first, "train/entropy");
+  EXPECT_EQ(tb[3].second, 1.5);
   EXPECT_EQ(w.steps(), 0);
   EXPECT_EQ(w.num_tokens_seen(), 1100);
   testing::expect_error([&] { w.take(21, 0.6, 1.0); }, {"step 21", "no optimizer step"});
@@ -105,11 +117,13 @@ TEST(Metrics, LogWindowSkippedSteps) {
               .learning_rate = 1e-5,
               .target_tokens = 4,
               .correct_tokens = 1,
+              .entropy_sum = 2.0,
               .tokens = 10});
   w.add_step({.learning_rate = 3e-5, .tokens = 7, .skipped = true});
   MetricRecord r = w.take(2, 1.0, 0.0);
   EXPECT_EQ(r.to_json().dump(),
-            R"({"loss":3.0,"grad_norm":2.0,"learning_rate":3e-05,"mean_token_accuracy":0.25,)"
+            R"({"loss":3.0,"grad_norm":2.0,"learning_rate":3e-05,"entropy":0.5,)"
+            R"("mean_token_accuracy":0.25,)"
             R"("num_tokens":17.0,"target_tokens":4,"epoch":1.0,"skipped_steps":1,"step":2})");
   w.add_step({.learning_rate = 3e-5, .tokens = 5, .skipped = true});
   r = w.take(3, 1.5, 1.0);
@@ -120,14 +134,17 @@ TEST(Metrics, LogWindowSkippedSteps) {
 
 TEST(Metrics, EvalAccumulatorIsTokenWeighted) {
   EvalAccumulator e;
-  e.add(10.0, 4, 2);  // batch mean 2.5
-  e.add(2.0, 4, 4);   // batch mean 0.5
-  e.add(6.0, 2, 0);   // batch mean 3.0 -> HF's unweighted mean would be 2.0
+  e.add(10.0, 4, 2, 4.0);  // batch mean 2.5, entropy 1
+  e.add(2.0, 4, 4, 2.0);   // batch mean 0.5, entropy 0.5
+  e.add(6.0, 2, 0, 6.0);   // batch mean 3.0 -> HF's unweighted mean would be 2.0; entropy 3
   const MetricRecord r = e.take(30, 1.25);
   EXPECT_EQ(r.to_json().dump(),
-            R"({"eval_loss":1.8,"eval_mean_token_accuracy":0.6,"epoch":1.25,"step":30})");
+            R"({"eval_loss":1.8,"eval_entropy":1.2,"eval_mean_token_accuracy":0.6,"epoch":1.25,)"
+            R"("step":30})");
   EXPECT_EQ(hf_log_line(r),
-            "{'eval_loss': '1.8', 'eval_mean_token_accuracy': '0.6', 'epoch': '1.25'}");
+            "{'eval_loss': '1.8', 'eval_entropy': '1.2', 'eval_mean_token_accuracy': '0.6', "
+            "'epoch': '1.25'}");
+  EXPECT_EQ(tensorboard_scalars(r)[1].first, "eval/entropy");
   testing::expect_error([] { EvalAccumulator().take(5, 0.0); }, {"step 5", "no target token"});
 }
 

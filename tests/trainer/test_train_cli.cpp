@@ -3,6 +3,7 @@
 // invariance, and the config errors a user sees. Tiny model and data so each run takes seconds.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -183,6 +184,18 @@ TEST_F(TrainCli, EvalLossIndependentOfEvalBatchAndWorld) {
   EXPECT_EQ(ea[2]["eval_loss"], ec[2]["eval_loss"]);
   EXPECT_EQ(ea[2]["eval_mean_token_accuracy"], eb[2]["eval_mean_token_accuracy"]);
   EXPECT_EQ(ea[2]["eval_mean_token_accuracy"], ec[2]["eval_mean_token_accuracy"]);
+  // TRL's entropy: the mean over target tokens of H(softmax(logits_t)). Logits of the untrained
+  // model have a std σ of about sqrt(32)·0.02 ≈ 0.113, so H ≈ log V − σ²/2 = log(151936) − 0.0064
+  // (measured: 11.92482 vs log V = 11.93115).
+  const double log_v = std::log(151936.0);
+  ASSERT_TRUE(ea[2].contains("eval_entropy"));
+  EXPECT_LT(ea[2]["eval_entropy"].get<double>(), log_v);
+  EXPECT_NEAR(ea[2]["eval_entropy"].get<double>(), log_v - 0.0064, 0.001);
+  EXPECT_EQ(ea[2]["eval_entropy"], eb[2]["eval_entropy"]);
+  EXPECT_EQ(ea[2]["eval_entropy"], ec[2]["eval_entropy"]);
+  ASSERT_TRUE(ea[0].contains("entropy"));  // the step-1 log event, same weights
+  EXPECT_NEAR(ea[0]["entropy"].get<double>(), log_v - 0.0064, 0.001);
+  EXPECT_EQ(ea[0]["entropy"], ec[0]["entropy"]);  // one step, the same samples, 1 or 2 ranks
 }
 
 TEST_F(TrainCli, SameSeedSameBitsOtherSeedDiffers) {

@@ -3,7 +3,10 @@
 // into chunks of ce_chunk_rows; for each chunk the logits [rows, V] are one sgemm, the softmax /
 // loss / argmax a parallel loop over rows, and (with gradients) the logits block is turned into
 // grad_scale·(softmax - onehot) in place, giving dHidden = G·W and dW += Gᵀ·hidden by two more
-// sgemms. The [T, V] logits never exist.
+// sgemms. The [T, V] logits never exist. Each target row's entropy H(softmax(logits_t)) =
+// lse − Σ_j p_j·logit_j = log Σ_j e_j − (Σ_j e_j·d_j) / Σ_j e_j, with d_j = logit_j − max and
+// e_j = exp(d_j), summed in fp64 in vocabulary order; the per-row values are added in row order
+// (TRL's `entropy_from_logits`, taken over target tokens only).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -23,7 +26,7 @@ size_t CpuOps::linear_cross_entropy_workspace_bytes(const Tensor& hidden,
   size_t n = WorkspaceCarver::bytes(T, 4)            // target row indices
              + 2 * WorkspaceCarver::bytes(C * H, 4)  // gathered hidden rows, their gradient
              + WorkspaceCarver::bytes(C * V, 4)      // logits / gradient block
-             + WorkspaceCarver::bytes(C, 8)          // per-row losses
+             + 2 * WorkspaceCarver::bytes(C, 8)      // per-row losses, entropies
              + WorkspaceCarver::bytes(C, 4);         // per-row argmax hits
   if (weight.dtype != DType::kF32) n += WorkspaceCarver::bytes(V * H, 4);
   return n;
@@ -59,6 +62,7 @@ void CpuOps::linear_cross_entropy_fwd_bwd(CeStats* stats, const Tensor& dhidden,
   float* dhc = ws.take<float>(C * H);
   float* G = ws.take<float>(C * V);
   double* loss = ws.take<double>(C);
+  double* ent = ws.take<double>(C);
   int32_t* hit = ws.take<int32_t>(C);
   int64_t n = 0;
   for (int64_t t = 0; t < T; ++t) {
@@ -108,12 +112,15 @@ void CpuOps::linear_cross_entropy_fwd_bwd(CeStats* stats, const Tensor& dhidden,
           am = j;
         }
       const float ly = row[y];
-      double sum = 0.0;
+      double sum = 0.0, wsum = 0.0;  // Σ e_j, Σ e_j·(logit_j − m)
       for (int64_t j = 0; j < V; ++j) {
-        row[j] = std::exp(row[j] - m);
+        const float d = row[j] - m;
+        row[j] = std::exp(d);
         sum += row[j];
+        wsum += static_cast<double>(row[j]) * static_cast<double>(d);
       }
       loss[r] = static_cast<double>(m) + std::log(sum) - static_cast<double>(ly);
+      ent[r] = std::log(sum) - wsum / sum;
       hit[r] = am == y ? 1 : 0;
       if (grad) {
         const float scale = static_cast<float>(1.0 / sum) * grad_scale;
@@ -124,6 +131,7 @@ void CpuOps::linear_cross_entropy_fwd_bwd(CeStats* stats, const Tensor& dhidden,
     for (int64_t r = 0; r < nc; ++r) {
       acc.loss_sum += loss[r];
       acc.correct += hit[r];
+      acc.entropy_sum += ent[r];
     }
     acc.count += nc;
     if (!grad) continue;

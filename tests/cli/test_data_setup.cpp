@@ -1,0 +1,64 @@
+// From config keys to data::DataOptions (cli/data_setup): the keys of SFT_SEMANTICS §2 that
+// issue 7 adds — dataset.completion_mask, trainer.truncation_mode, trainer.chat_template_kwargs,
+// trainer.chat_template_path — and the errors that name them.
+#include <gtest/gtest.h>
+
+#include "cli/data_setup.h"
+#include "data_layer/test_util.h"
+
+namespace {
+
+using zt::Json;
+using zt::cli::data_options;
+using zt::cli::RunConfig;
+using zt::testing::error_of;
+namespace data = zt::data;
+
+RunConfig config(Json trainer, Json dataset = Json::object()) {
+  dataset["train"] = {{"path", "train.jsonl"}};
+  return RunConfig::from_json({{"dataset", dataset}, {"trainer", trainer}}, "sft.yaml");
+}
+
+TEST(DataSetup, DefaultsAreCurrentTrl) {
+  const data::DataOptions o = data_options(config(Json::object()), "train");
+  EXPECT_EQ(o.completion_mask, data::CompletionMask::kPrefix);
+  EXPECT_EQ(o.prefix_mismatch, data::PrefixMismatch::kWarn);
+  EXPECT_EQ(o.truncation_mode, data::TruncationMode::kKeepStart);
+  EXPECT_EQ(o.chat_template_kwargs, Json::object());
+  EXPECT_TRUE(o.chat_template_path.empty());
+}
+
+TEST(DataSetup, NewKeysReachTheDataOptions) {
+  const data::DataOptions o =
+      data_options(config({{"truncation_mode", "keep_end"},
+                           {"chat_template_kwargs", {{"enable_thinking", false}}},
+                           {"chat_template_path", "templates/chat.jinja"},
+                           {"prefix_mismatch", "error"}},
+                          {{"completion_mask", "positional"}}),
+                   "train");
+  EXPECT_EQ(o.completion_mask, data::CompletionMask::kPositional);
+  EXPECT_EQ(o.prefix_mismatch, data::PrefixMismatch::kError);
+  EXPECT_EQ(o.truncation_mode, data::TruncationMode::kKeepEnd);
+  EXPECT_EQ(o.chat_template_kwargs.dump(), R"({"enable_thinking":false})");
+  EXPECT_EQ(o.chat_template_path, "templates/chat.jinja");
+}
+
+TEST(DataSetup, BadValuesNameTheKey) {
+  EXPECT_EQ(error_of([] {
+              data_options(config({}, {{"completion_mask", "common"}}), "train");
+            }),
+            "dataset.completion_mask: 'common' is not a valid value; expected 'prefix' (current "
+            "TRL) or 'positional' (TRL <= 1.9)");
+  EXPECT_EQ(error_of([] {
+              data_options(config({{"truncation_mode", "keep_middle"}}), "train");
+            }),
+            "trainer.truncation_mode: 'keep_middle' is not a valid value; expected 'keep_start' or "
+            "'keep_end'");
+  EXPECT_EQ(error_of([] {
+              data_options(config({{"chat_template_kwargs", "enable_thinking"}}), "train");
+            }),
+            "sft.yaml: trainer.chat_template_kwargs must be a mapping of template variables (e.g. "
+            "{enable_thinking: false}), got \"enable_thinking\"");
+}
+
+}  // namespace
