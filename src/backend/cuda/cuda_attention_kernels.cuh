@@ -1,0 +1,108 @@
+// Internal to the CUDA attention (cuda_attention.cu, cuda_attention_generic.cu,
+// cuda_attention_tc.cu): the kernel argument block, the block → (sequence, tile, head) mapping over
+// the varlen tile table, element load/store, warp reductions, the launch helper and the entry
+// points of the two kernel families. See cuda_attention.cu for the design.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "backend/cuda/cuda_check.h"
+
+namespace zt::cuda::attn {
+
+using bf16 = __nv_bfloat16;
+
+constexpr float kLog2e = 1.4426950408889634f;
+constexpr float kLn2 = 0.6931471805599453f;
+constexpr int kGenRows = 16;  // rows per tile of the generic kernels' work list
+constexpr int kTcRows = 64;   // rows per tile of the tensor-core kernels' work list
+constexpr int kMaxD = 256;    // largest head dim (generic kernels)
+
+// Arguments every attention kernel takes (by value).
+struct KArgs {
+  const int32_t* cu;          // cu_seqlens [n+1]
+  const int32_t* tile_start;  // [n+1]: first global tile of each sequence (tile_plan_kernel)
+  int n;                      // number of sequences
+  int64_t T;
+  int Hq, Hkv, D;
+  float scale;       // softmax scale
+  float scale_log2;  // scale·log2(e) (tensor-core kernels work in base 2)
+};
+
+// The (sequence, tile, head) a block works on.
+struct Work {
+  int s0, L;   // first token and length of the sequence
+  int tile;    // tile index within the sequence (rows [tile·rows, tile·rows + rows))
+  int h, kvh;  // query head and its KV head
+};
+
+// Block blockIdx.x → work item. `reverse`: the sequence's tiles in reverse order (query tiles, so
+// the ones with the most keys start first).
+__device__ __forceinline__ Work block_work(const KArgs& a, int rows, bool reverse) {
+  const int bt = static_cast<int>(blockIdx.x / a.Hq);
+  Work w;
+  w.h = static_cast<int>(blockIdx.x % a.Hq);
+  w.kvh = w.h / (a.Hq / a.Hkv);
+  int lo = 0, hi = a.n - 1;  // the last sequence whose first tile is ≤ bt (skips empty ones)
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) >> 1;
+    if (a.tile_start[mid] <= bt) {
+      lo = mid;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  w.s0 = a.cu[lo];
+  w.L = a.cu[lo + 1] - w.s0;
+  const int local = bt - a.tile_start[lo];
+  w.tile = reverse ? (w.L + rows - 1) / rows - 1 - local : local;
+  return w;
+}
+
+__device__ __forceinline__ float ld(const float* p, int64_t i) { return p[i]; }
+__device__ __forceinline__ float ld(const bf16* p, int64_t i) { return __bfloat162float(p[i]); }
+__device__ __forceinline__ void st(float* p, int64_t i, float v) { p[i] = v; }
+__device__ __forceinline__ void st(bf16* p, int64_t i, float v) { p[i] = __float2bfloat16_rn(v); }
+
+// Butterfly reductions: every lane ends with the same value, computed in the same order each run.
+__device__ __forceinline__ float warp_sum(float v) {
+  for (int off = 16; off >= 1; off >>= 1) v += __shfl_xor_sync(0xffffffffu, v, off);
+  return v;
+}
+__device__ __forceinline__ float warp_max(float v) {
+  for (int off = 16; off >= 1; off >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, off));
+  return v;
+}
+
+// Sets the kernel's dynamic shared-memory limit and launches it.
+template <class... KArgsT, class... Args>
+void launch(void (*kernel)(KArgsT...), unsigned grid, int threads, size_t smem, cudaStream_t st,
+            const char* op, Args... args) {
+  check(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel),
+                             cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem)),
+        op);
+  kernel<<<grid, threads, smem, st>>>(args...);
+  check_launch(op);
+}
+
+// Generic kernels (cuda_attention_generic.cu), storage f32 or bf16 (`is_bf16`), any D ≤ 256, work
+// list of kGenRows-row tiles. Forward: out, lse. Backward: dq and the dK/dV contributions — fp32
+// partials pk/pv [T, Hq, D] when non-null (Hq > Hkv), else dk/dv; lse natural-log, Di [Hq, T].
+void generic_fwd(const KArgs& ka, unsigned grid, bool is_bf16, void* out, float* lse, const void* q,
+                 const void* k, const void* v, cudaStream_t st);
+void generic_bwd(const KArgs& ka, unsigned grid, bool is_bf16, const float* lse, const float* Di,
+                 float* pk, float* pv, void* dq, void* dk, void* dv, const void* dout,
+                 const void* q, const void* k, const void* v, cudaStream_t st);
+
+// Tensor-core kernels (cuda_attention_tc.cu): bf16, D = ka.D ∈ {64, 128}, 16-byte aligned
+// tensors, work list of kTcRows-row tiles. As above, with lse2 = lse·log2(e).
+void tc_fwd(const KArgs& ka, unsigned grid, void* out, float* lse, const void* q, const void* k,
+            const void* v, cudaStream_t st);
+void tc_bwd(const KArgs& ka, unsigned grid, const float* lse2, const float* Di, float* pk,
+            float* pv, void* dq, void* dk, void* dv, const void* dout, const void* q, const void* k,
+            const void* v, cudaStream_t st);
+
+}  // namespace zt::cuda::attn
