@@ -24,12 +24,18 @@
 #include "zero/model_binding.h"
 #include "zero/zero_engine.h"
 
+namespace {
+double now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+}  // namespace
+
 int main(int argc, char** argv) {
   CLI::App app{"zerotune single-GPU training-step benchmark"};
   std::string config, tokens_file, backend = "cuda";
   int64_t seqs = 4, seq = 2048;
   int steps = 8, warmup = 3, stage = 2;
-  bool gc = false, offload = false;
+  bool gc = false, offload = false, phases = false;
   app.add_option("--config", config, "HF config.json")->required();
   app.add_option("--tokens", tokens_file, "int32 token file [steps, seqs, seq]")->required();
   app.add_option("--seqs", seqs, "sequences per micro-batch");
@@ -40,6 +46,7 @@ int main(int argc, char** argv) {
   app.add_option("--backend", backend, "cuda or cpu");
   app.add_flag("--gc", gc, "gradient checkpointing");
   app.add_flag("--offload", offload, "optimizer offload to the CPU");
+  app.add_flag("--phases", phases, "also time the phases: forward, forward+backward, engine step");
   CLI11_PARSE(app, argc, argv);
   try {
     using namespace zt;
@@ -73,7 +80,7 @@ int main(int argc, char** argv) {
     for (int64_t k = 0; k < n_steps; ++k) {
       if (k == warmup) {
         dev.ops->synchronize({});
-        t0 = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+        t0 = now();
       }
       PackedBatch pb;
       for (int64_t s = 0; s < seqs; ++s) {
@@ -94,21 +101,55 @@ int main(int argc, char** argv) {
       losses.push_back(st.loss_sum / static_cast<double>(N));
     }
     dev.ops->synchronize({});
-    const double t1 =
-        std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+    const double t1 = now();
     const double dt = (t1 - t0) / steps;
+    // Phases (same micro-batch, 3 repetitions each, device synchronised around each): the
+    // forward alone, forward + backward without the engine's per-group reductions, and the
+    // engine's part of a step (every group reduced + clip + AdamW + new weights).
+    std::string phase_json;
+    if (phases) {
+      PackedBatch pb;
+      for (int64_t s = 0; s < seqs; ++s) {
+        std::span<const int32_t> x(ids.data() + s * seq, static_cast<size_t>(seq));
+        pb.add(x, x);
+      }
+      const auto timed = [&](auto&& f) {
+        f();
+        dev.ops->synchronize({});
+        const double a = now();
+        for (int i = 0; i < 3; ++i) f();
+        dev.ops->synchronize({});
+        return (now() - a) / 3 * 1e3;
+      };
+      BackwardOptions bo;
+      bo.grad_scale = 1e-4f;
+      const double f_ms = timed([&] { model.forward(pb.view()); });
+      const double fb_ms = timed([&] { model.forward_backward(pb.view(), bo); });
+      const double e_ms = timed([&] {
+        for (int g = model.layout().num_groups() - 1; g >= 0; --g) engine.reduce_group(g);
+        zero::StepArgs sa;
+        sa.lr = 1e-5;
+        engine.finish_step(sa);
+      });
+      phase_json =
+          fmt::format(", \"forward_ms\": {:.2f}, \"fwd_bwd_ms\": {:.2f}, \"engine_ms\": {:.2f}",
+                      f_ms, fb_ms, e_ms);
+    }
     const double tok_s = static_cast<double>(T) / dt;
     const double P = static_cast<double>(cfg.num_parameters());
-    const double mfu = tok_s * (6 * P + 12.0 * cfg.num_hidden_layers * cfg.hidden_size * seq / 2) / 790e12;
+    const double mfu =
+        tok_s * (6 * P + 12.0 * cfg.num_hidden_layers * cfg.hidden_size * seq / 2) / 790e12;
     const double gib = static_cast<double>(dev.device_bytes_in_use()) / (1024.0 * 1024.0 * 1024.0);
     std::string ls;
     for (double l : losses) ls += (ls.empty() ? "" : ", ") + fmt::format("{:.6f}", l);
     std::printf(
-        "{\"system\": \"zerotune\", \"gc\": %s, \"stage\": %d, \"offload\": %s, \"tokens_per_s\": %.1f, "
-        "\"step_s\": %.5f, \"mfu\": %.4f, \"peak_gib\": %.3f, \"params\": %.0f, \"device\": \"%s\", "
-        "\"losses\": [%s]}\n",
+        "{\"system\": \"zerotune\", \"gc\": %s, \"stage\": %d, \"offload\": %s, \"tokens_per_s\": "
+        "%.1f, "
+        "\"step_s\": %.5f, \"mfu\": %.4f, \"peak_gib\": %.3f, \"params\": %.0f, \"device\": "
+        "\"%s\", "
+        "\"losses\": [%s]%s}\n",
         gc ? "true" : "false", stage, offload ? "true" : "false", tok_s, dt, mfu, gib, P,
-        dev.describe().c_str(), ls.c_str());
+        dev.describe().c_str(), ls.c_str(), phase_json.c_str());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_train_gpu: error: %s\n", e.what());
     return 1;

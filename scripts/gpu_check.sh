@@ -13,11 +13,13 @@
 #   train   the trainer on 1 GPU: the same 20-step run twice (two processes) bitwise; ZeRO stages
 #           0–3 × offload bitwise (zerotune compare); the default job's model 200 steps in bf16 on the
 #           GPU vs fp32 on the CPU (losses side by side in $OUT/curve_*.jsonl)
+#   micro   the op benchmarks (memory-bound ops, matmuls + fused LM head, attention)
 #   bench   bench_train_gpu (GC on/off) vs transformers and transformers+Liger on the same token
-#           stream (bench/gpu_peer_transformers.py; liger-kernel from .whl), and the real job
-#           (configs/sft_ultrafeedback.yaml, Qwen2.5-1.5B config) for 50 steps
-#   multi   2 GPUs: NCCL Comm tests, stages 0–3 × offload bitwise at W = 2, 1 GPU × accumulation 2G
-#           vs 2 GPUs × G, a killed rank — needs 2 visible GPUs
+#           stream (bench/gpu_peer_transformers.py; liger-kernel from .whl)
+#   realjob configs/sft_ultrafeedback.yaml with the Qwen2.5-1.5B config, 50 steps: tokens/s, curve
+#   multi   2 GPUs: NCCL Comm tests (a killed rank included), stages 0–3 × offload bitwise at W = 2
+#           (tiny model at accumulation 1 and 4; Qwen2.5-0.5B config), resume under another stage,
+#           1 GPU × accumulation 2G vs 2 GPUs × G — needs 2 visible GPUs
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -148,10 +150,118 @@ print("eval:", [(r["step"], r["eval_loss"]) for r in rs if "eval_loss" in r])
 PY
 }
 
+# ---- trainer runs (tiny default-job model unless said otherwise)
+demo_data() {
+  [ -f "$RUNS/demo/train.parquet" ] ||
+    "$ZT" make-demo-data --out "$RUNS/demo" --train-rows 4000 --test-rows 200 --seed 1234 >/dev/null
+}
+# tiny_run NAME NPROC [overrides…]: the default job's model for 20 steps, bf16, GC on.
+tiny_run() {
+  local name=$1 np=$2; shift 2
+  demo_data
+  "$ZT" launch --num_processes "$np" train --config configs/default.yaml compute.n_gpus="$np" \
+    compute.backend=cuda dataset.train.path="$RUNS/demo/train.parquet" \
+    dataset.eval.path="$RUNS/demo/test.parquet" trainer.bf16=true trainer.gradient_checkpointing=true \
+    trainer.max_steps=20 trainer.logging_steps=1 trainer.eval_steps=10 trainer.save_strategy=no \
+    exp_dir="$RUNS/$name" "$@" >"$OUT/run_$name.log" 2>&1 || fail "run $name (see run_$name.log)"
+}
+# q05_run NAME NPROC [overrides…]: the Qwen2.5-0.5B architecture (from scratch) on the UltraFeedback
+# seed-format data, 20 steps, bf16, GC on.
+q05_run() {
+  local name=$1 np=$2; shift 2
+  "$ZT" launch --num_processes "$np" train --config configs/sft_ultrafeedback.yaml compute.n_gpus="$np" \
+    compute.backend=cuda compute.global_batch_size=8 trainer.max_steps=20 trainer.logging_steps=1 \
+    trainer.eval_strategy=no trainer.save_strategy=no trainer.max_length=512 \
+    exp_dir="$RUNS/$name" "$@" >"$OUT/run_$name.log" 2>&1 || fail "run $name (see run_$name.log)"
+}
+model_hash() { sha256sum "$RUNS/$1/final/model.safetensors" 2>/dev/null | cut -c1-16; }
+# same A B…: every run's metrics bitwise equal to A's (zerotune compare) and the same final model.
+same() {
+  local a=$1; shift
+  for b in "$@"; do
+    if "$ZT" compare --no-png "$RUNS/$a" "$RUNS/$b" >"$OUT/compare_${a}_$b.txt" 2>&1 &&
+       [ "$(model_hash "$a")" = "$(model_hash "$b")" ] && [ -n "$(model_hash "$a")" ]; then
+      echo "  bitwise equal: $a == $b (final model $(model_hash "$b"))" | tee -a "$OUT/summary.txt"
+    else
+      fail "$a vs $b differ"; head -20 "$OUT/compare_${a}_$b.txt"
+    fi
+  done
+}
+
+sec_train() {
+  say "train: the same 20-step run in two processes (1 GPU)"
+  tiny_run det_a 1
+  tiny_run det_b 1
+  same det_a det_b
+  say "train: ZeRO stages 0-3 x offload on 1 GPU, bitwise"
+  for st in 0 1 2 3; do for off in false true; do
+    tiny_run "s${st}_$off" 1 compute.zero_stage=$st compute.offload_optimizer=$off
+  done; done
+  same s0_false s0_true s1_false s1_true s2_false s2_true s3_false s3_true
+  say "train: default job's model, 200 steps, GPU bf16 vs CPU fp32"
+  tiny_run curve_gpu 1 trainer.max_steps=200 trainer.gradient_checkpointing=false trainer.eval_steps=50
+  tiny_run curve_cpu 1 trainer.max_steps=200 trainer.gradient_checkpointing=false trainer.eval_steps=50 \
+    trainer.bf16=false compute.backend=cpu
+  "$ZT" compare --png "$OUT/curve_gpu_bf16_vs_cpu_fp32.png" "$RUNS/curve_cpu" "$RUNS/curve_gpu" \
+    >"$OUT/curve_compare.txt" 2>&1
+  cp "$RUNS/curve_gpu/metrics.jsonl" "$OUT/curve_gpu.jsonl"; cp "$RUNS/curve_cpu/metrics.jsonl" "$OUT/curve_cpu.jsonl"
+  python3 - "$OUT/curve_cpu.jsonl" "$OUT/curve_gpu.jsonl" <<'PY' | tee -a "$OUT/summary.txt"
+import json, sys
+def load(p):
+    rs = [json.loads(l) for l in open(p)]
+    return {r["step"]: r["loss"] for r in rs if "loss" in r}, {r["step"]: r["eval_loss"] for r in rs if "eval_loss" in r}
+(c, ce), (g, ge) = load(sys.argv[1]), load(sys.argv[2])
+steps = sorted(set(c) & set(g))
+rel = [abs(g[s] - c[s]) / abs(c[s]) for s in steps]
+erel = [abs(ge[s] - ce[s]) / abs(ce[s]) for s in sorted(set(ce) & set(ge))]
+ok = max(rel) <= 0.03 and max(erel) <= 0.03 and g[steps[-1]] < g[steps[0]]
+print(f"  curve: {len(steps)} steps; loss GPU bf16 {g[steps[0]]:.4f} -> {g[steps[-1]]:.4f}, CPU fp32 {c[steps[0]]:.4f} -> {c[steps[-1]]:.4f}; "
+      f"max |rel diff| train {max(rel):.4f}, eval {max(erel) if erel else float('nan'):.4f} (bound 0.03): {'ok' if ok else 'FAIL'}")
+sys.exit(0 if ok else 1)
+PY
+  [ "${PIPESTATUS[0]}" = 0 ] || fail "bf16 GPU curve vs fp32 CPU curve"
+}
+
+sec_multi() {
+  local n
+  n=$(nvidia-smi -L | grep -c '^GPU ')
+  if [ "$n" -lt 2 ]; then say "multi: skipped ($n GPU)"; return; fi
+  say "multi: NCCL Comm tests (2 GPUs)"
+  "$BUNDLE/bin/zt_test_gpu" --gtest_filter='Nccl*' 2>&1 | tee "$OUT/multi_nccl.log" | grep -E "OK|FAILED|PASSED" | head -20
+  [ "${PIPESTATUS[0]}" = 0 ] || fail "NCCL tests"
+  say "multi: ZeRO stages 0-3 x offload at W = 2, tiny model, accumulation 1 and 4"
+  for ga in 1 4; do
+    for st in 0 1 2 3; do for off in false true; do
+      tiny_run "w2_g${ga}_s${st}_$off" 2 compute.global_batch_size=$((16 * ga)) compute.zero_stage=$st compute.offload_optimizer=$off
+    done; done
+    same w2_g${ga}_s0_false w2_g${ga}_s0_true w2_g${ga}_s1_false w2_g${ga}_s1_true w2_g${ga}_s2_false \
+      w2_g${ga}_s2_true w2_g${ga}_s3_false w2_g${ga}_s3_true
+  done
+  say "multi: ZeRO stages 0-3 x offload at W = 2, Qwen2.5-0.5B config, 20 steps"
+  for st in 0 1 2 3; do for off in false true; do
+    q05_run "q05_s${st}_$off" 2 compute.zero_stage=$st compute.offload_optimizer=$off
+  done; done
+  same q05_s0_false q05_s0_true q05_s1_false q05_s1_true q05_s2_false q05_s2_true q05_s3_false q05_s3_true
+  for st in 0 2 3; do grep -h "GPU 0:\|ZeRO:" "$OUT/run_q05_s${st}_false.log" | sed "s/^/  stage $st: /" | tee -a "$OUT/summary.txt"; done
+  say "multi: resume at step 10 under another stage (1 -> 3) = the uninterrupted run"
+  tiny_run w2_full 2 compute.global_batch_size=64 compute.zero_stage=1 trainer.save_strategy=steps \
+    trainer.save_steps=10
+  rm -rf "$RUNS/w2_resume"; cp -r "$RUNS/w2_full" "$RUNS/w2_resume"
+  rm -rf "$RUNS/w2_resume/checkpoint-20" "$RUNS/w2_resume/final"
+  tiny_run w2_resume 2 compute.global_batch_size=64 compute.zero_stage=3 trainer.save_strategy=steps \
+    trainer.save_steps=10 trainer.resume_from_checkpoint=true
+  same w2_g4_s0_false w2_full w2_resume
+  say "multi: 1 GPU x accumulation 2G vs 2 GPUs x G, 50 steps"
+  tiny_run split_1x8 1 compute.global_batch_size=64 trainer.max_steps=50 trainer.eval_steps=25
+  tiny_run split_2x4 2 compute.global_batch_size=64 trainer.max_steps=50 trainer.eval_steps=25
+  "$ZT" compare --png "$OUT/split_1x8_vs_2x4.png" "$RUNS/split_1x8" "$RUNS/split_2x4" >"$OUT/split_compare.txt" 2>&1
+  grep -E "loss|grad_norm" "$OUT/split_compare.txt" | head -8 | tee -a "$OUT/summary.txt"
+}
+
 main() {
   check_libs
   local secs=("$@")
-  [ ${#secs[@]} -eq 0 ] && secs=(tests sanitize train bench multi)
+  [ ${#secs[@]} -eq 0 ] && secs=(tests sanitize micro train multi bench realjob)
   for s in "${secs[@]}"; do "sec_$s"; done
   say "gpu_check: $([ $status = 0 ] && echo PASSED || echo FAILED)"
   exit $status

@@ -69,6 +69,10 @@ void CausalLM::plan_and_allocate(MemoryResource&) {
   const Arena::Slot s_sin = acts_.reserve("rope.sin", n(T * (D / 2), 4));
   const Arena::Slot s_dres = acts_.reserve("d.residual", n(T * H, es));
   const Arena::Slot s_dh = acts_.reserve("d.hidden", n(T * H, es));
+  // fp32 sum of the q/k/v (and gate/up) input gradients when the compute dtype is bf16, rounded
+  // once into d.hidden (HF rounds each partial to bf16 and adds in bf16; one rounding is closer to
+  // fp32 and lets the GPU accumulate in the GEMM epilogue).
+  const Arena::Slot s_dh32 = acts_.reserve("d.hidden.f32", dt == kF32 ? 0 : n(T * H, 4));
   const Arena::Slot s_datt = acts_.reserve("d.att", n(T * Hq * D, es));
   const Arena::Slot s_dq = acts_.reserve("d.q", n(T * Hq * D, es));
   const Arena::Slot s_dk = acts_.reserve("d.k", n(T * Hkv * D, es));
@@ -135,6 +139,7 @@ void CausalLM::plan_and_allocate(MemoryResource&) {
   sin_ = acts_.ptr(s_sin);
   dres_ = acts_.ptr(s_dres);
   dh_ = acts_.ptr(s_dh);
+  dh32_ = dt == kF32 ? dh_ : acts_.ptr(s_dh32);
   datt_ = acts_.ptr(s_datt);
   dq_ = acts_.ptr(s_dq);
   dk_ = acts_.ptr(s_dk);
@@ -288,9 +293,11 @@ void CausalLM::layer_backward(int l, const LayerActs& a, const Tensor& x, int64_
                dact = act(dact_, {T, I}, dt);
   linear_backward(dact, 0.0f, dres, act(a.act, {T, I}, dt), p.down, beta);
   ops_.swiglu_bwd(gate, up, dact, gate, up, stream_);  // gate := dgate, up := dup
-  const Tensor ln2 = act(a.ln2, {T, H}, dt);
-  linear_backward(dh, 0.0f, gate, ln2, p.gate, beta);
-  linear_backward(dh, 1.0f, up, ln2, p.up, beta);
+  const Tensor ln2 = act(a.ln2, {T, H}, dt), dh32 = act(dh32_, {T, H}, kF32);
+  const Tensor& dh_acc = dt == kF32 ? dh : dh32;  // where the input gradients are summed
+  linear_backward(dh_acc, 0.0f, gate, ln2, p.gate, beta);
+  linear_backward(dh_acc, 1.0f, up, ln2, p.up, beta);
+  if (dt != kF32) ops_.cast(dh, dh32, stream_);
   const int n2 = p.post_attention_layernorm;
   ops_.rmsnorm_bwd(dres, true, grad(n2), beta, dh, act(a.xmid, {T, H}, dt), param(n2),
                    act(a.rstd2, {T}, kF32), stream_);
@@ -308,9 +315,10 @@ void CausalLM::layer_backward(int l, const LayerActs& a, const Tensor& x, int64_
   ops_.rope_bwd(dq3, cos, sin, stream_);
   ops_.rope_bwd(dk3, cos, sin, stream_);
   const Tensor ln1 = act(a.ln1, {T, H}, dt);
-  linear_backward(dh, 0.0f, act(dq_, {T, Hq * D}, dt), ln1, p.q, beta);
-  linear_backward(dh, 1.0f, act(dk_, {T, Hkv * D}, dt), ln1, p.k, beta);
-  linear_backward(dh, 1.0f, act(dv_, {T, Hkv * D}, dt), ln1, p.v, beta);
+  linear_backward(dh_acc, 0.0f, act(dq_, {T, Hq * D}, dt), ln1, p.q, beta);
+  linear_backward(dh_acc, 1.0f, act(dk_, {T, Hkv * D}, dt), ln1, p.k, beta);
+  linear_backward(dh_acc, 1.0f, act(dv_, {T, Hkv * D}, dt), ln1, p.v, beta);
+  if (dt != kF32) ops_.cast(dh, dh32, stream_);
   const int n1 = p.input_layernorm;
   ops_.rmsnorm_bwd(dres, true, grad(n1), beta, dh, x, param(n1), act(a.rstd1, {T}, kF32), stream_);
 }

@@ -132,8 +132,8 @@ class CausalLM {
   std::vector<LayerActs> layer_acts_;  // num_layers entries, or 1 with checkpointing
   std::vector<void*> xs_;              // num_layers + 1 residual-stream inputs
   void *lnf_ = nullptr, *rstdf_ = nullptr, *tmp_ = nullptr, *cos_ = nullptr, *sin_ = nullptr;
-  void *dres_ = nullptr, *dh_ = nullptr, *datt_ = nullptr, *dq_ = nullptr, *dk_ = nullptr,
-       *dv_ = nullptr, *dact_ = nullptr, *logits_buf_ = nullptr;
+  void *dres_ = nullptr, *dh_ = nullptr, *dh32_ = nullptr, *datt_ = nullptr, *dq_ = nullptr,
+       *dk_ = nullptr, *dv_ = nullptr, *dact_ = nullptr, *logits_buf_ = nullptr;
   static constexpr int64_t kLogitRows = 8;
   // Inputs (device) and their host staging.
   void *tokens_ = nullptr, *pos_ = nullptr, *targets_ = nullptr, *cu_ = nullptr,

@@ -209,6 +209,20 @@ void ZeroEngine::reduce_group(int g) {
   if (norm_) fail("zero: reduce_group({}) after grad_norm() in the same optimizer step", g);
   const int64_t n = layout_.group_shard_elems(g), b = layout_.group_shard_begin(g);
   int& count = reduced_[static_cast<size_t>(g)];
+  if (layout_.world_size() == 1) {
+    // Alone, the reduce-scatter is the identity: the first micro-step packs the group straight into
+    // the gradient shard, later ones add to it (the same fp32 sums as through a bucket, half the
+    // memory traffic).
+    if (count == 0) {
+      pack(g, model_.grads, {grad_shard_, DType::kF32, 0, 0}, 0, 1);
+    } else {
+      pack(g, model_.grads, {bucket_, DType::kF32, n, b}, 0, 1);
+      const Tensor shard = dev(grad_shard_ + b, DType::kF32, n);
+      ops_.add(shard, shard, dev(bucket_, DType::kF32, n), stream_);
+    }
+    ++count;
+    return;
+  }
   pack(g, model_.grads, {bucket_, DType::kF32, n, b}, 0, layout_.world_size());
   ops_.synchronize(stream_);
   comm_.reduce_scatter_sum(bucket_, grad_shard_ + b, static_cast<size_t>(n * layout_.world_size()),
@@ -353,6 +367,10 @@ void ZeroEngine::install_weights() {
 // Group g's compute-weight shards of every rank → gather_ [W][n] → the model's weights.
 void ZeroEngine::all_gather_group(int g) {
   const int64_t n = layout_.group_shard_elems(g), b = layout_.group_shard_begin(g);
+  if (layout_.world_size() == 1) {  // alone: the shard is the whole group, no gather needed
+    unpack(g, {compute_, cdt_, 0, 0}, model_.weights, 0, 1);
+    return;
+  }
   ops_.synchronize(stream_);
   if (cdt_ == DType::kBF16)
     comm_.all_gather_bf16(static_cast<const uint16_t*>(at(compute_, b, ces_)),

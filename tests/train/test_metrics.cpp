@@ -99,7 +99,7 @@ TEST(Metrics, LogWindowMeansAndTokenWeightedAccuracy) {
             R"("train_tokens_per_second":25.0,"step":20})");
   EXPECT_EQ(hf_log_line(r),
             "{'loss': '1.5', 'grad_norm': '1.5', 'learning_rate': '2e-05', 'entropy': '1.5', "
-            "'mean_token_accuracy': '0.8', 'num_tokens': '1100', 'target_tokens': '40', 'epoch': '0.5', "
+            "'mean_token_accuracy': '0.8', 'num_tokens': '1100', 'target_tokens': 40, 'epoch': '0.5', "
             "'train_tokens_per_second': '25'}");
   const auto tb = tensorboard_scalars(r);
   ASSERT_GE(tb.size(), 4u);

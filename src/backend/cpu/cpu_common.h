@@ -66,10 +66,10 @@ inline void check_shape(std::string_view op, std::string_view arg, const Tensor&
 }
 
 // Row-major C[M, N] = alpha·op(A)·op(B) + beta·C with leading dimensions lda/ldb/ldc, through
-// single-threaded OpenBLAS cblas_sgemm calls. Outside an OpenMP parallel region and for enough
-// work, the output is split into contiguous row (M ≥ N) or column blocks, one per OpenMP thread.
-// Every element is computed by the same kernel over the same K order whatever the split, so the
-// result does not depend on the thread count.
+// single-threaded OpenBLAS cblas_sgemm calls. For enough work the output is cut into fixed pieces
+// of 128 rows (M ≥ N) or columns — the same pieces for any thread count — shared out among the
+// OpenMP threads (outside a parallel region). OpenBLAS sees the same sub-problems whatever the
+// thread count, so the result does not depend on it.
 void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* A,
           int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc);
 

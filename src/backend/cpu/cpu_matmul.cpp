@@ -27,17 +27,23 @@ void gemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const 
                 static_cast<blasint>(K), alpha, a, static_cast<blasint>(lda), b,
                 static_cast<blasint>(ldb), beta, C + m0 * ldc + n0, static_cast<blasint>(ldc));
   };
-  const int nt = omp_in_parallel() ? 1 : omp_get_max_threads();
-  if (nt <= 1 || M * N * std::max<int64_t>(K, 1) < 64 * kParallelWork) {
+  // Above the threshold the output is always cut into the same pieces — kGemmPiece rows (M >= N)
+  // or columns — whatever the thread count, and the pieces are shared out among the threads. So
+  // OpenBLAS sees the same sub-problems for 1, 2 or 16 threads: its kernel choice depends on the
+  // sub-problem's size (measured: OpenBLAS 0.3.21 on Zen gives other bits for a 160-row piece of
+  // a 300-row product than for the whole), so a thread-count-dependent cut would change bits.
+  if (M * N * std::max<int64_t>(K, 1) < 64 * kParallelWork) {
     call(0, M, 0, N);
     return;
   }
+  constexpr int64_t kGemmPiece = 128;
   const bool rows = M >= N;
   const int64_t len = rows ? M : N;
-  const int64_t chunk = ((len + nt - 1) / nt + 15) / 16 * 16;
-#pragma omp parallel num_threads(nt)
-  {
-    const int64_t i0 = std::min(len, omp_get_thread_num() * chunk), i1 = std::min(len, i0 + chunk);
+  const int64_t pieces = (len + kGemmPiece - 1) / kGemmPiece;
+  const int nt = omp_in_parallel() ? 1 : omp_get_max_threads();
+#pragma omp parallel for schedule(static) num_threads(nt) if (nt > 1)
+  for (int64_t p = 0; p < pieces; ++p) {
+    const int64_t i0 = p * kGemmPiece, i1 = std::min(len, i0 + kGemmPiece);
     if (rows)
       call(i0, i1, 0, N);
     else
