@@ -10,6 +10,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "io/unique_keys.h"
 
 namespace zt {
 namespace {
@@ -216,6 +217,7 @@ void apply_override(Json& root, const std::string& ov, const std::filesystem::pa
   Json value;
   try {
     YAML::Node n = YAML::Load(ov.substr(eq + 1));
+    check_unique_yaml_keys(n, "override '" + ov + "'");
     value = node_to_json(n, "<command line>");
   } catch (const YAML::Exception& e) {
     fail("override '{}': the value is not valid YAML: {}", ov, e.msg);
@@ -279,17 +281,26 @@ Json yaml_scalar_to_json(const std::string& s, bool quoted) {
 }
 
 Json load_yaml_file(const std::filesystem::path& path) {
-  return node_to_json(parse_file(path), path);
+  YAML::Node root = parse_file(path);
+  check_unique_yaml_keys(root, path.string());
+  return node_to_json(root, path);
 }
 
 Json load_hydra_yaml(const std::filesystem::path& path, const std::vector<std::string>& overrides,
-                     const std::function<bool(const std::string&)>& is_known) {
+                     const std::function<bool(const std::string&)>& is_known,
+                     std::vector<std::string>* overridden) {
   Json root = load_yaml_file(path);
   if (root.is_null()) root = Json::object();
   if (!root.is_object()) fail("{}: the top level must be a mapping", path.string());
   root.erase("defaults");
   root.erase("hydra");
-  for (const auto& ov : overrides) apply_override(root, ov, path, is_known);
+  for (const auto& ov : overrides) {
+    apply_override(root, ov, path, is_known);
+    if (overridden != nullptr) {
+      std::string key = ov.substr(0, ov.find('='));
+      overridden->push_back(key[0] == '+' ? key.substr(1) : key);
+    }
+  }
   Resolver(root, path).resolve_all();
   return root;
 }

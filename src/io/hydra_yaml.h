@@ -27,13 +27,16 @@ Json yaml_scalar_to_json(const std::string& s, bool quoted);
 // interpolations. `???` values are kept as the string "???".
 // An override of a key absent from the file needs a leading '+' (as in Hydra) unless
 // `is_known(key)` says the application knows the key (it has a default there).
-// Throws zt::Error naming the file (and line for YAML syntax errors), the override that names an
-// unknown key (without '+'), an interpolation that points nowhere or loops.
+// Throws zt::Error naming the file (and line for YAML syntax errors and repeated keys), the
+// override that names an unknown key (without '+'), an interpolation that points nowhere or loops.
+// `overridden`, when given, receives the key path of each override (for messages that say where
+// a value came from).
 Json load_hydra_yaml(const std::filesystem::path& path, const std::vector<std::string>& overrides,
-                     const std::function<bool(const std::string&)>& is_known = {});
+                     const std::function<bool(const std::string&)>& is_known = {},
+                     std::vector<std::string>* overridden = nullptr);
 
 // Parses a YAML file into JSON with no interpolation (e.g. accelerate / DeepSpeed configs).
-// Throws zt::Error naming the file and line on syntax errors.
+// Throws zt::Error naming the file and line on syntax errors and on a key given twice in a mapping.
 Json load_yaml_file(const std::filesystem::path& path);
 
 // Writes `value` as block-style YAML (used for the resolved `args.yaml`).
