@@ -8,5 +8,7 @@ cd "$(dirname "$0")/.."
 ZT=./build/zerotune
 [ -x "$ZT" ] || { echo "run_default: $ZT is missing; run ./scripts/build.sh first" >&2; exit 1; }
 "$ZT" make-demo-data --out runs/demo_data --train-rows 4000 --test-rows 200 --seed 1234
+# zerotune refuses to overwrite an earlier run in the same exp_dir; this demo replaces its own.
+rm -rf runs/default
 "$ZT" launch --num_processes 2 train --config configs/default.yaml "$@"
 echo "run_default: logs in runs/default/metrics.jsonl, TensorBoard in runs/default/tensorboard, final model in runs/default/final"

@@ -97,7 +97,7 @@ train::TrainArgs make_train_args(RunConfig& cfg, const std::optional<AccelerateC
   a.exp_dir = cfg.get<std::string>("exp_dir");
   auto out = cfg.get_optional<std::string>("trainer.output_dir");
   a.output_dir = out ? fs::path(*out) : a.exp_dir / "final";
-  auto report_to = cfg.tree()["trainer"]["report_to"];
+  const Json& report_to = cfg.value("trainer.report_to");
   bool tb = true;
   if (report_to.is_string()) {
     std::string r = report_to.get<std::string>();
@@ -137,7 +137,7 @@ train::TrainArgs make_train_args(RunConfig& cfg, const std::optional<AccelerateC
   a.save_strategy = cfg.get<std::string>("trainer.save_strategy");
   a.save_steps = cfg.get<int64_t>("trainer.save_steps");
   a.save_total_limit = cfg.get_optional<int64_t>("trainer.save_total_limit").value_or(0);
-  const Json& resume = cfg.tree()["trainer"]["resume_from_checkpoint"];
+  const Json& resume = cfg.value("trainer.resume_from_checkpoint");
   if (resume.is_boolean()) {
     if (resume.get<bool>()) a.resume_from_checkpoint = "true";
   } else if (resume.is_string()) {
@@ -195,8 +195,11 @@ int cmd_train(const Args& args) {
 
   train::TrainArgs targs = make_train_args(cfg, acc, comm->world_size(), rank0);
   // Every rank checks before any rank can write (the barrier), so all refuse alike.
-  check_run_dir_is_free(targs.exp_dir, targs.output_dir, targs.resume_from_checkpoint.has_value(),
-                        cfg.get<bool>("trainer.overwrite_output_dir"));
+  const bool overwrite = cfg.get<bool>("trainer.overwrite_output_dir");
+  check_run_dir_is_free(targs.exp_dir, targs.output_dir, targs.resume_from_checkpoint.has_value(), overwrite);
+  if (rank0 && overwrite && !targs.resume_from_checkpoint)
+    for (const auto& p : clear_earlier_run(targs.exp_dir, targs.logging_dir))
+      log::info("trainer.overwrite_output_dir: removed {} of the earlier run", p.string());
   comm->barrier();
   targs.train_data.num_threads = static_cast<int>(threads);
   if (targs.eval_data) targs.eval_data->num_threads = static_cast<int>(threads);

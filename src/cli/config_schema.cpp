@@ -12,46 +12,43 @@ namespace {
 constexpr double kSeedMax = 4294967295.0;  // numpy's seed range, which transformers' set_seed uses
 
 std::vector<KeySpec> section_keys() {
-  using U = KeyUse;
   return {
-      {"exp_name", "zerotune", U::kActs, text()},
-      {"exp_dir", "runs/zerotune", U::kActs, text()},
-      {"seed", nullptr, U::kActs, integer(0, kSeedMax, true)},  // if set, the default of trainer.seed
+      acts("exp_name", "zerotune", text()),
+      acts("exp_dir", "runs/zerotune", text()),
+      acts("seed", nullptr, integer(0, kSeedMax, true)),  // if set, the default of trainer.seed
       // The users' layout (their sft.py): model_name is the model and its tokenizer.
-      {"model_name", nullptr, U::kActs, text(true)},
-      {"use_ms", nullptr, U::kNote, any_value(),
-       "it switches the users' hub mirror (ModelScope); zerotune reads local directories and the "
-       "local HF cache only"},
-      {"wandb", nullptr, U::kNote, any_value(), "zerotune logs to metrics.jsonl and TensorBoard"},
+      acts("model_name", nullptr, text(true)),
+      noted("use_ms", nullptr,
+            "it switches the users' hub mirror (ModelScope); zerotune reads local directories and the "
+            "local HF cache only"),
+      noted("wandb", nullptr, "zerotune logs to metrics.jsonl and TensorBoard"),
 
-      {"model.name_or_path", nullptr, U::kActs, text(true)},
-      {"model.tokenizer_name_or_path", nullptr, U::kActs, text(true)},
-      {"model.dtype", "bfloat16", U::kNote, one_of({"bfloat16", "float32", "float16", "auto"}),
-       "zerotune keeps fp32 master weights; the compute precision is trainer.bf16"},
-      {"model.attn_implementation", nullptr, U::kNote, any_value(),
-       "zerotune's attention is its own exact (dense causal, varlen) kernel"},
-      {"model.trust_remote_code", nullptr, U::kNote, any_value(),
-       "zerotune implements Qwen2/Llama itself; no remote code runs"},
-      {"model.revision", nullptr, U::kUnsupported, any_value(),
-       "zerotune reads the HF cache's refs/main snapshot; pass the snapshot directory instead"},
+      acts("model.name_or_path", nullptr, text(true)),
+      acts("model.tokenizer_name_or_path", nullptr, text(true)),
+      noted("model.dtype", "bfloat16", "zerotune keeps fp32 master weights; the compute precision is trainer.bf16",
+            one_of({"bfloat16", "float32", "float16", "auto"})),
+      noted("model.attn_implementation", nullptr, "zerotune's attention is its own exact (dense causal, varlen) kernel"),
+      noted("model.trust_remote_code", nullptr, "zerotune implements Qwen2/Llama itself; no remote code runs"),
+      refused("model.revision", nullptr,
+              "zerotune reads the HF cache's refs/main snapshot; pass the snapshot directory instead"),
 
-      {"dataset.is_local", nullptr, U::kActs, boolean(true)},
-      {"dataset.train.path", nullptr, U::kActs, text(true)},
-      {"dataset.train.name", nullptr, U::kActs, text(true)},
-      {"dataset.train.split", "train", U::kActs, text()},
-      {"dataset.eval.path", nullptr, U::kActs, text(true)},
-      {"dataset.eval.name", nullptr, U::kActs, text(true)},
-      {"dataset.eval.split", nullptr, U::kActs, text(true)},  // "train" for a file, "test" for a hub id
-      {"dataset.prompt_format", nullptr, U::kActs, one_of({"none", "chat"}, {}, true)},
-      {"dataset.cache_dir", nullptr, U::kActs, text(true)},
-      {"dataset.num_proc", nullptr, U::kNote, any_value(), "zerotune tokenises with compute.threads threads"},
+      acts("dataset.is_local", nullptr, boolean(true)),
+      acts("dataset.train.path", nullptr, text(true)),
+      acts("dataset.train.name", nullptr, text(true)),
+      acts("dataset.train.split", "train", text()),
+      acts("dataset.eval.path", nullptr, text(true)),
+      acts("dataset.eval.name", nullptr, text(true)),
+      acts("dataset.eval.split", nullptr, text(true)),  // "train" for a file, "test" for a hub id
+      acts("dataset.prompt_format", nullptr, one_of({"none", "chat"}, {}, true)),
+      acts("dataset.cache_dir", nullptr, text(true)),
+      noted("dataset.num_proc", nullptr, "zerotune tokenises with compute.threads threads"),
 
-      {"compute.n_gpus", nullptr, U::kActs, integer(1, 1 << 20, true)},
-      {"compute.global_batch_size", nullptr, U::kActs, integer(1, 1e15, true)},
-      {"compute.backend", "auto", U::kActs, one_of({"auto", "cpu", "cuda"})},
-      {"compute.zero_stage", nullptr, U::kActs, integer(0, 3, true)},
-      {"compute.offload_optimizer", nullptr, U::kActs, boolean(true)},
-      {"compute.threads", 0, U::kActs, integer(0, 4096)},
+      acts("compute.n_gpus", nullptr, integer(1, 1 << 20, true)),
+      acts("compute.global_batch_size", nullptr, integer(1, 1e15, true)),
+      acts("compute.backend", "auto", one_of({"auto", "cpu", "cuda"})),
+      acts("compute.zero_stage", nullptr, integer(0, 3, true)),
+      acts("compute.offload_optimizer", nullptr, boolean(true)),
+      acts("compute.threads", 0, integer(0, 4096)),
   };
 }
 
@@ -191,72 +188,53 @@ std::string check_value(const ValueRule& r, const Json& v) {
       }
       return "a string or a list of strings";
     }
-    case K::kMapping:
-      return v.is_object() ? "" : "a mapping";
   }
   return "";
 }
 
-ValueRule any_value() { return {}; }
-ValueRule boolean(bool nullable) {
+namespace {
+ValueRule rule(ValueRule::Kind kind, bool nullable) {
   ValueRule r;
-  r.kind = ValueRule::Kind::kBool;
+  r.kind = kind;
   r.nullable = nullable;
   return r;
 }
+}  // namespace
+
+KeySpec acts(std::string_view path, Json dflt, ValueRule rule) {
+  return {path, std::move(dflt), KeyUse::kActs, std::move(rule), {}};
+}
+KeySpec noted(std::string_view path, Json dflt, std::string_view why, ValueRule rule) {
+  return {path, std::move(dflt), KeyUse::kNote, std::move(rule), why};
+}
+KeySpec refused(std::string_view path, Json dflt, std::string_view what) {
+  return {path, std::move(dflt), KeyUse::kUnsupported, any_value(), what};
+}
+
+ValueRule any_value() { return {}; }
+ValueRule boolean(bool nullable) { return rule(ValueRule::Kind::kBool, nullable); }
 ValueRule integer(double lo, double hi, bool nullable) {
-  ValueRule r;
-  r.kind = ValueRule::Kind::kInt;
+  ValueRule r = rule(ValueRule::Kind::kInt, nullable);
   r.lo = lo;
   r.hi = hi;
-  r.nullable = nullable;
   return r;
 }
 ValueRule number(double lo, double hi, bool hi_open, bool nullable) {
-  ValueRule r;
-  r.kind = ValueRule::Kind::kNumber;
+  ValueRule r = rule(ValueRule::Kind::kNumber, nullable);
   r.lo = lo;
   r.hi = hi;
   r.hi_open = hi_open;
-  r.nullable = nullable;
   return r;
 }
-ValueRule steps(bool nullable) {
-  ValueRule r;
-  r.kind = ValueRule::Kind::kSteps;
-  r.nullable = nullable;
-  return r;
-}
-ValueRule warmup() {
-  ValueRule r;
-  r.kind = ValueRule::Kind::kWarmup;
-  return r;
-}
-ValueRule text(bool nullable) {
-  ValueRule r;
-  r.kind = ValueRule::Kind::kString;
-  r.nullable = nullable;
-  return r;
-}
+ValueRule steps(bool nullable) { return rule(ValueRule::Kind::kSteps, nullable); }
+ValueRule warmup() { return rule(ValueRule::Kind::kWarmup, false); }
+ValueRule text(bool nullable) { return rule(ValueRule::Kind::kString, nullable); }
 ValueRule one_of(std::vector<std::string_view> choices, std::vector<std::string_view> unsupported, bool nullable) {
-  ValueRule r;
-  r.kind = ValueRule::Kind::kEnum;
+  ValueRule r = rule(ValueRule::Kind::kEnum, nullable);
   r.choices = std::move(choices);
   r.unsupported = std::move(unsupported);
-  r.nullable = nullable;
   return r;
 }
-ValueRule strings() {
-  ValueRule r;
-  r.kind = ValueRule::Kind::kStrings;
-  r.nullable = true;
-  return r;
-}
-ValueRule mapping() {
-  ValueRule r;
-  r.kind = ValueRule::Kind::kMapping;
-  r.nullable = true;
-  return r;
-}
+ValueRule strings() { return rule(ValueRule::Kind::kStrings, true); }
 
 }  // namespace zt::cli

@@ -38,7 +38,6 @@ struct ValueRule {
     kString,   // a string
     kEnum,     // one of `choices`; `unsupported` are values TRL knows that zerotune lacks
     kStrings,  // a string or a list of strings (report_to)
-    kMapping,  // a mapping
   };
   Kind kind = Kind::kAny;
   double lo = -std::numeric_limits<double>::infinity();
@@ -80,6 +79,12 @@ std::vector<std::string_view> schema_paths();
 // returns "@unsupported" so the caller can word the error as "not supported by zerotune".
 std::string check_value(const ValueRule& rule, const Json& value);
 
+// Table entries: acted on; noted (with why it changes nothing); refused off its default (with
+// what zerotune lacks).
+KeySpec acts(std::string_view path, Json dflt, ValueRule rule);
+KeySpec noted(std::string_view path, Json dflt, std::string_view why, ValueRule rule = {});
+KeySpec refused(std::string_view path, Json dflt, std::string_view what);
+
 // Rule builders for the tables.
 ValueRule any_value();
 ValueRule boolean(bool nullable = false);
@@ -92,6 +97,5 @@ ValueRule text(bool nullable = false);
 ValueRule one_of(std::vector<std::string_view> choices, std::vector<std::string_view> unsupported = {},
                  bool nullable = false);
 ValueRule strings();
-ValueRule mapping();
 
 }  // namespace zt::cli

@@ -10,31 +10,9 @@
 namespace zt::cli {
 namespace {
 
-std::vector<std::string> split_path(std::string_view p) {
-  std::vector<std::string> parts;
-  size_t start = 0;
-  while (true) {
-    size_t dot = p.find('.', start);
-    parts.emplace_back(p.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start));
-    if (dot == std::string_view::npos) return parts;
-    start = dot + 1;
-  }
-}
-
-const Json* lookup(const Json& root, std::string_view path) {
-  const Json* cur = &root;
-  for (const auto& part : split_path(path)) {
-    if (!cur->is_object()) return nullptr;
-    auto it = cur->find(part);
-    if (it == cur->end()) return nullptr;
-    cur = &*it;
-  }
-  return cur;
-}
-
 Json* ensure(Json& root, std::string_view path) {
   Json* cur = &root;
-  for (const auto& part : split_path(path)) {
+  for (const auto& part : split_key_path(path)) {
     if (cur->is_null()) *cur = Json::object();
     cur = &(*cur)[part];
   }
@@ -42,7 +20,7 @@ Json* ensure(Json& root, std::string_view path) {
 }
 
 void erase(Json& root, std::string_view path) {
-  auto parts = split_path(path);
+  auto parts = split_key_path(path);
   Json* cur = &root;
   for (size_t i = 0; i + 1 < parts.size(); ++i) {
     if (!cur->is_object() || !cur->contains(parts[i])) return;
@@ -61,7 +39,7 @@ bool is_neutral(const KeySpec& s, const Json& v) {
 }
 
 std::string show(const Json& v) {
-  if (v.is_string()) return "'" + v.get<std::string>() + "'";
+  if (v.is_string()) return fmt::format("'{}'", v.get_ref<const std::string&>());
   if (v.is_number_float() && !std::isfinite(v.get<double>())) return fmt::format("{}", v.get<double>());  // dump(): null
   return v.dump();
 }
@@ -82,9 +60,9 @@ class Checker {
   // Old names → new names, before anything else looks at the tree.
   void apply_aliases(Json& tree) {
     for (const auto& a : key_aliases()) {
-      const Json* old = lookup(tree, a.old_path);
+      const Json* old = find_key_path(tree, a.old_path);
       if (old == nullptr) continue;
-      const Json* cur = lookup(tree, a.new_path);
+      const Json* cur = find_key_path(tree, a.new_path);
       if (cur != nullptr && *cur != *old)
         fail("{}: {} (the name before {}) and {} are both given, with different values ({} and {})", source_,
              a.old_path, a.since, a.new_path, old->dump(), cur->dump());
@@ -168,13 +146,13 @@ RunConfig RunConfig::from_json(Json tree, const std::string& source, const std::
 
   // The users' layout: model_name names the model and its tokenizer; their sft.py renders each
   // plain prompt as one user turn of the chat template (dataset.prompt_format: chat).
-  if (const Json* mn = lookup(tree, "model_name"); mn != nullptr && mn->is_string()) {
-    const Json* np = lookup(tree, "model.name_or_path");
+  if (const Json* mn = find_key_path(tree, "model_name"); mn != nullptr && mn->is_string()) {
+    const Json* np = find_key_path(tree, "model.name_or_path");
     if (np != nullptr && !np->is_null() && *np != *mn)
       fail("{}: model_name ({}) and model.name_or_path ({}) name different models; give one of them", source,
            mn->dump(), np->dump());
     *ensure(tree, "model.name_or_path") = *mn;
-    const Json* pf = lookup(tree, "dataset.prompt_format");
+    const Json* pf = find_key_path(tree, "dataset.prompt_format");
     if (pf == nullptr || pf->is_null()) {
       *ensure(tree, "dataset.prompt_format") = "chat";
       c.notes_.push_back(fmt::format(
@@ -184,15 +162,15 @@ RunConfig RunConfig::from_json(Json tree, const std::string& source, const std::
           source));
     }
   }
-  if (const Json* seed = lookup(tree, "seed"); seed != nullptr && !seed->is_null() && !lookup(tree, "trainer.seed"))
+  if (const Json* seed = find_key_path(tree, "seed"); seed != nullptr && !seed->is_null() && !find_key_path(tree, "trainer.seed"))
     *ensure(tree, "trainer.seed") = *seed;
 
   collect_leaves(tree, "", &c.given_);
   for (const auto& s : config_schema()) {
-    if (lookup(tree, s.path) != nullptr || s.default_value.is_null()) continue;
+    if (find_key_path(tree, s.path) != nullptr || s.default_value.is_null()) continue;
     *ensure(tree, s.path) = s.default_value;
   }
-  if (const Json* pf = lookup(tree, "dataset.prompt_format"); pf == nullptr || pf->is_null())
+  if (const Json* pf = find_key_path(tree, "dataset.prompt_format"); pf == nullptr || pf->is_null())
     *ensure(tree, "dataset.prompt_format") = "none";
   c.tree_ = std::move(tree);
   return c;
@@ -210,7 +188,13 @@ RunConfig RunConfig::load(const std::filesystem::path& path, const std::vector<s
   return from_json(std::move(tree), path.string(), overridden);
 }
 
-const Json* RunConfig::find(const std::string& key) const { return lookup(tree_, key); }
+const Json* RunConfig::find(const std::string& key) const { return find_key_path(tree_, key); }
+
+const Json& RunConfig::value(const std::string& key) const {
+  static const Json kNull;
+  const Json* v = find(key);
+  return v != nullptr ? *v : kNull;
+}
 
 bool RunConfig::is_missing(const std::string& key) const {
   const Json* v = find(key);

@@ -42,6 +42,8 @@ class RunConfig {
   // Like get, but null (or absent) → std::nullopt.
   template <typename T>
   std::optional<T> get_optional(const std::string& key) const;
+  // The value at `key` as it is (null when absent).
+  const Json& value(const std::string& key) const;
   bool is_missing(const std::string& key) const;  // value is `???`
   bool was_given(const std::string& key) const;   // present in the file or the overrides (not a default)
   void set(const std::string& key, Json value);   // for derived values (e.g. accumulation steps)

@@ -23,4 +23,15 @@ void check_run_dir_is_free(const fs::path& exp_dir, const fs::path& output_dir, 
        exp_dir.string(), list, exp_dir.string());
 }
 
+std::vector<fs::path> clear_earlier_run(const fs::path& exp_dir, const fs::path& logging_dir) {
+  std::vector<fs::path> removed;
+  if (fs::exists(exp_dir / "metrics.jsonl")) removed.push_back(exp_dir / "metrics.jsonl");
+  if (!logging_dir.empty() && fs::is_directory(logging_dir))
+    for (const auto& e : fs::directory_iterator(logging_dir))
+      if (e.is_regular_file() && e.path().filename().string().rfind("events.out.tfevents.", 0) == 0)
+        removed.push_back(e.path());
+  for (const auto& p : removed) fs::remove(p);
+  return removed;
+}
+
 }  // namespace zt::cli

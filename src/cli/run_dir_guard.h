@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 namespace zt::cli {
 
@@ -15,5 +16,12 @@ namespace zt::cli {
 // `resuming` or `overwrite`. Touches nothing.
 void check_run_dir_is_free(const std::filesystem::path& exp_dir, const std::filesystem::path& output_dir,
                            bool resuming, bool overwrite);
+
+// trainer.overwrite_output_dir: removes the earlier run's metrics.jsonl (which a new run would
+// otherwise append to) and its TensorBoard event files in `logging_dir` ("" = none); args.yaml and
+// the final model are rewritten by the run itself. Returns the paths removed. Checkpoint
+// directories are left to the trainer (it reports those of other runs).
+std::vector<std::filesystem::path> clear_earlier_run(const std::filesystem::path& exp_dir,
+                                                     const std::filesystem::path& logging_dir);
 
 }  // namespace zt::cli

@@ -1,7 +1,6 @@
 #include "io/dataset_source.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <vector>
 
 #include "core/error.h"
@@ -61,15 +60,7 @@ std::string list(const std::vector<fs::path>& files) {
 
 }  // namespace
 
-fs::path hf_datasets_cache_dir() {
-  if (const char* c = std::getenv("HF_DATASETS_CACHE"); c != nullptr && *c) return c;
-  if (const char* h = std::getenv("HF_HOME"); h != nullptr && *h) return fs::path(h) / "datasets";
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x != nullptr && *x)
-    return fs::path(x) / "huggingface" / "datasets";
-  if (const char* home = std::getenv("HOME"); home != nullptr && *home)
-    return fs::path(home) / ".cache" / "huggingface" / "datasets";
-  return ".cache/huggingface/datasets";
-}
+fs::path hf_datasets_cache_dir() { return hf_cache_dir("HF_DATASETS_CACHE", "datasets"); }
 
 fs::path resolve_hub_dataset_file(const std::string& id, const std::string& split) {
   if (!looks_like_hub_id(id))

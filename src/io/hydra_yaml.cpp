@@ -97,7 +97,9 @@ YAML::Node parse_file(const std::filesystem::path& path) {
   }
 }
 
-std::vector<std::string> split_path(std::string_view p) {
+}  // namespace
+
+std::vector<std::string> split_key_path(std::string_view p) {
   std::vector<std::string> parts;
   size_t start = 0;
   while (true) {
@@ -109,9 +111,9 @@ std::vector<std::string> split_path(std::string_view p) {
   return parts;
 }
 
-const Json* lookup(const Json& root, std::string_view path) {
+const Json* find_key_path(const Json& root, std::string_view path) {
   const Json* cur = &root;
-  for (const auto& part : split_path(path)) {
+  for (const auto& part : split_key_path(path)) {
     if (cur->is_object()) {
       auto it = cur->find(part);
       if (it == cur->end()) return nullptr;
@@ -126,6 +128,8 @@ const Json* lookup(const Json& root, std::string_view path) {
   }
   return cur;
 }
+
+namespace {
 
 class Resolver {
  public:
@@ -161,7 +165,7 @@ class Resolver {
       fail("{}: '{}' uses the resolver '${{{}}}', which zerotune does not support (only oc.env)",
            file_.string(), at, expr);
     if (stack_.count(expr)) fail("{}: interpolation loop through '{}' at '{}'", file_.string(), expr, at);
-    const Json* target = lookup(root_, expr);
+    const Json* target = find_key_path(root_, expr);
     if (target == nullptr)
       fail("{}: '{}' interpolates '${{{}}}', but no key '{}' exists", file_.string(), at, expr, expr);
     stack_.insert(expr);
@@ -223,7 +227,7 @@ void apply_override(Json& root, const std::string& ov, const std::filesystem::pa
     fail("override '{}': the value is not valid YAML: {}", ov, e.msg);
   }
   Json* cur = &root;
-  auto parts = split_path(key);
+  auto parts = split_key_path(key);
   for (size_t i = 0; i < parts.size(); ++i) {
     const auto& p = parts[i];
     bool last = i + 1 == parts.size();

@@ -39,6 +39,12 @@ Json load_hydra_yaml(const std::filesystem::path& path, const std::vector<std::s
 // Throws zt::Error naming the file and line on syntax errors and on a key given twice in a mapping.
 Json load_yaml_file(const std::filesystem::path& path);
 
+// "a.b.c" -> {"a", "b", "c"}.
+std::vector<std::string> split_key_path(std::string_view path);
+
+// The value at dotted `path` in `root` (list elements by index: "a.0.b"), or nullptr.
+const Json* find_key_path(const Json& root, std::string_view path);
+
 // Writes `value` as block-style YAML (used for the resolved `args.yaml`).
 std::string json_to_yaml(const Json& value);
 

@@ -21,15 +21,16 @@ ModelSource describe(const fs::path& dir, bool require_config, const std::string
 
 }  // namespace
 
-fs::path hf_hub_cache_dir() {
-  if (const char* c = std::getenv("HF_HUB_CACHE"); c != nullptr && *c) return c;
-  if (const char* h = std::getenv("HF_HOME"); h != nullptr && *h) return fs::path(h) / "hub";
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x != nullptr && *x)
-    return fs::path(x) / "huggingface" / "hub";
+fs::path hf_cache_dir(const char* override_env, const char* sub) {
+  if (const char* c = std::getenv(override_env); c != nullptr && *c) return c;
+  if (const char* h = std::getenv("HF_HOME"); h != nullptr && *h) return fs::path(h) / sub;
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x != nullptr && *x) return fs::path(x) / "huggingface" / sub;
   if (const char* home = std::getenv("HOME"); home != nullptr && *home)
-    return fs::path(home) / ".cache" / "huggingface" / "hub";
-  return ".cache/huggingface/hub";
+    return fs::path(home) / ".cache" / "huggingface" / sub;
+  return fs::path(".cache/huggingface") / sub;
 }
+
+fs::path hf_hub_cache_dir() { return hf_cache_dir("HF_HUB_CACHE", "hub"); }
 
 bool looks_like_hub_id(const std::string& s) {
   size_t slash = s.find('/');

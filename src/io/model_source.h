@@ -21,8 +21,11 @@ struct ModelSource {
 // when the directory has no config.json.
 ModelSource resolve_model_source(const std::string& name_or_path, bool require_config = true);
 
-// The local Hugging Face hub cache: $HF_HUB_CACHE, else $HF_HOME/hub, else
-// $XDG_CACHE_HOME/huggingface/hub, else ~/.cache/huggingface/hub.
+// A Hugging Face cache folder as huggingface_hub / datasets find it: $<override_env>, else
+// $HF_HOME/<sub>, else $XDG_CACHE_HOME/huggingface/<sub>, else ~/.cache/huggingface/<sub>.
+std::filesystem::path hf_cache_dir(const char* override_env, const char* sub);
+
+// The hub cache: hf_cache_dir("HF_HUB_CACHE", "hub").
 std::filesystem::path hf_hub_cache_dir();
 
 // True for "Org/Name" (one slash, not a relative path like ./x or ../x).

@@ -4,25 +4,18 @@
 
 #include <filesystem>
 #include <fstream>
-#include <functional>
 #include <string>
 
 #include "cli/accelerate_config.h"
 #include "core/error.h"
+#include "core/zt_test_util.h"
 
 namespace zt::cli {
 namespace {
 
 namespace fs = std::filesystem;
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
+using zt::testing::error_of;
 
 TEST(AccelerateConfig, DeepSpeedZero2WithOffload) {
   // The shape `accelerate config` writes for DeepSpeed.
@@ -119,7 +112,7 @@ TEST(AccelerateConfig, KnownKeysThatChangeNothingGetANoteOnlyOffTheirDefault) {
 }
 
 TEST(AccelerateConfig, DeepSpeedJsonKeysAreCheckedToo) {
-  const auto dir = fs::path(testing::TempDir()) / "zt_ds_keys";
+  const auto dir = fs::path(::testing::TempDir()) / "zt_ds_keys";
   fs::create_directories(dir);
   std::ofstream(dir / "bad.json") << "{\n  \"zero_optimization\": {\n    \"stage\": 2,\n"
                                      "    \"overlap_comms\": true\n  }\n}\n";
@@ -170,7 +163,7 @@ TEST(AccelerateConfig, FsdpStrategiesMapToZeroStages) {
 }
 
 TEST(AccelerateConfig, DeepSpeedJsonFile) {
-  const auto dir = fs::path(testing::TempDir()) / "zt_ds_json";
+  const auto dir = fs::path(::testing::TempDir()) / "zt_ds_json";
   fs::create_directories(dir);
   {
     std::ofstream(dir / "ds.json") << R"({"zero_optimization": {"stage": 1, "offload_optimizer":

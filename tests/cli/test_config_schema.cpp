@@ -7,14 +7,15 @@
 
 #include <filesystem>
 #include <fstream>
-#include <functional>
 #include <set>
 #include <sstream>
 
 #include "cli/config_schema.h"
+#include "cli/data_setup.h"
 #include "cli/launch_keys.h"
 #include "cli/run_config.h"
 #include "core/error.h"
+#include "core/zt_test_util.h"
 
 namespace fs = std::filesystem;
 using zt::Json;
@@ -23,14 +24,7 @@ using zt::cli::RunConfig;
 
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const zt::Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
+using zt::testing::error_of;
 
 Json read_json(const fs::path& p) {
   std::ifstream f(p);
@@ -243,6 +237,13 @@ TEST(ConfigSchema, UsersSftYamlLoadsUnchanged) {
   EXPECT_EQ(c.notes().size(), 4u) << notes;  // activation_offloading: false etc. are defaults: no note
 }
 
+TEST(ConfigSchema, ShippedConfigsLoadWithoutNotes) {
+  for (const char* name : {"default.yaml", "sft_ultrafeedback.yaml"}) {
+    RunConfig c = RunConfig::load(fs::path(ZT_SOURCE_DIR) / "configs" / name, {});
+    EXPECT_TRUE(c.notes().empty()) << name << ": " << c.notes().front();
+  }
+}
+
 TEST(ConfigSchema, UsersLayoutModelNameMustAgree) {
   EXPECT_EQ(error_of([] {
               RunConfig::from_json({{"model_name", "a/b"}, {"model", {{"name_or_path", "c/d"}}}}, "x.yaml");
@@ -252,6 +253,25 @@ TEST(ConfigSchema, UsersLayoutModelNameMustAgree) {
   EXPECT_EQ(c.get<std::string>("dataset.prompt_format"), "none");  // an explicit choice wins
   auto d = RunConfig::from_json({{"model", {{"name_or_path", "a/b"}}}}, "x.yaml");
   EXPECT_EQ(d.get<std::string>("dataset.prompt_format"), "none");  // zerotune's own layout: TRL's default
+}
+
+TEST(ConfigSchema, DatasetSourcesFollowTheUsersLayout) {
+  // A local file is one split named "train" (HF load_dataset(<format>, data_files=path)).
+  auto local = RunConfig::from_json(
+      {{"dataset", {{"is_local", true}, {"eval", {{"path", "e.parquet"}, {"split", "test"}}}}}}, "sft.yaml");
+  EXPECT_EQ(error_of([&] { zt::cli::data_options(local, "eval"); }),
+            "sft.yaml: dataset.eval.split: 'test' is not valid for the local file e.parquet: a data file given by "
+            "path is one split named 'train' (as HF datasets' load_dataset(<format>, data_files=path) makes it); "
+            "set split: train");
+  auto ok = RunConfig::from_json({{"dataset", {{"train", {{"path", "t.jsonl"}, {"split", "train"}}}}}}, "sft.yaml");
+  EXPECT_EQ(zt::cli::data_options(ok, "train").dataset, "t.jsonl");
+  auto no_name = RunConfig::from_json({{"dataset", {{"is_local", false}, {"train", {{"path", "t.jsonl"}}}}}}, "s.yaml");
+  EXPECT_EQ(error_of([&] { zt::cli::data_options(no_name, "train"); }),
+            "s.yaml: dataset.train.name (a hub dataset id) is not set and dataset.is_local is false");
+  auto none = RunConfig::from_json(Json::object(), "s.yaml");
+  EXPECT_EQ(error_of([&] { zt::cli::data_options(none, "train"); }),
+            "s.yaml: dataset.train.path is not set (nor dataset.train.name, a hub dataset id)");
+  EXPECT_FALSE(zt::cli::has_eval_set(none));
 }
 
 }  // namespace

@@ -1,19 +1,13 @@
 #include <gtest/gtest.h>
 
-#include "cli/run_config.h"
-
 #include <filesystem>
 #include <fstream>
 
+#include "cli/run_config.h"
+#include "core/zt_test_util.h"
+
 namespace {
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const zt::Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
+using zt::testing::error_of;
 }  // namespace
 
 TEST(RunConfig, DefaultsAreTrlSftConfigs) {

@@ -12,17 +12,10 @@
 namespace {
 
 using zt::Json;
+using zt::testing::error_of;
 using zt::testing::expect_error;
 using zt::testing::TempDir;
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const zt::Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
 
 TEST(UniqueKeys, YamlNestedAndInSequences) {
   EXPECT_EQ(error_of([] { zt::check_unique_yaml_keys(YAML::Load("a: 1\nb:\n  c: 2\n  d: 3\n  c: 4\n"), "f.yaml"); }),

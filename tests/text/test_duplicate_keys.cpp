@@ -3,20 +3,14 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
+#include "core/zt_test_util.h"
 #include "test_tokenizer_util.h"
 #include "text/chat_template.h"
 
 namespace zt::text::test {
 namespace {
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
+using zt::testing::error_of;
 
 const char* kTokenizer = R"({
   "version": "1.0", "truncation": null, "padding": null, "added_tokens": [],
