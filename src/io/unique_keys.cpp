@@ -1,6 +1,7 @@
 #include "io/unique_keys.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 
 #include "core/error.h"
@@ -10,7 +11,7 @@ namespace {
 
 void walk_yaml(const YAML::Node& node, const std::string& path, const std::string& origin) {
   if (node.IsSequence()) {
-    for (size_t i = 0; i < node.size(); ++i) walk_yaml(node[i], path + "[" + std::to_string(i) + "]", origin);
+    for (size_t i = 0; i < node.size(); ++i) walk_yaml(node[i], fmt::format("{}[{}]", path, i), origin);
     return;
   }
   if (!node.IsMap()) return;
@@ -51,29 +52,50 @@ void JsonKeyTracker::close() {
 
 void JsonKeyTracker::value() { element(); }
 
-std::string JsonKeyTracker::path_to(const std::string& key) const {
+std::string JsonKeyTracker::path_to(std::string_view key) const {
   std::string p;
   for (size_t i = 0; i + 1 < stack_.size(); ++i) {
     const Frame& f = stack_[i];
     if (f.is_array) {
-      p += "[" + std::to_string(f.index) + "]";
+      p += fmt::format("[{}]", f.index);
     } else {
       if (!p.empty()) p += ".";
-      p += f.last_key;
+      if (!f.keys.empty()) p += f.name(f.keys.back());
     }
   }
   if (!p.empty()) p += ".";
-  return p + key;
+  p += key;
+  return p;
 }
 
-void JsonKeyTracker::key(const std::string& key, size_t offset) {
+// Places keys[index] in the table (no duplicate check; the table has a free slot).
+void JsonKeyTracker::insert(Frame& f, uint32_t index) {
+  const size_t mask = f.table.size() - 1;
+  for (size_t h = std::hash<std::string_view>{}(f.name(f.keys[index])) & mask;; h = (h + 1) & mask)
+    if (f.table[h] == 0) {
+      f.table[h] = index + 1;
+      return;
+    }
+}
+
+void JsonKeyTracker::key(std::string_view key, size_t offset) {
   if (stack_.empty()) return;
   Frame& f = stack_.back();
-  auto [it, fresh] = f.offsets.emplace(key, offset);
-  if (!fresh)
-    fail("{}:{}: duplicate key '{}' (first given at line {})", origin_, line_of(offset), path_to(key),
-         line_of(it->second));
-  f.last_key = key;
+  if ((f.keys.size() + 1) * 2 > f.table.size()) {  // load factor <= 1/2
+    f.table.assign(std::max<size_t>(16, f.table.size() * 2), 0);
+    for (uint32_t i = 0; i < f.keys.size(); ++i) insert(f, i);
+  }
+  const size_t mask = f.table.size() - 1;
+  size_t h = std::hash<std::string_view>{}(key) & mask;
+  for (; f.table[h] != 0; h = (h + 1) & mask) {
+    const KeyRef& other = f.keys[f.table[h] - 1];
+    if (f.name(other) == key)
+      fail("{}:{}: duplicate key '{}' (first given at line {})", origin_, line_of(offset), path_to(key),
+           line_of(other.offset));
+  }
+  f.keys.push_back({static_cast<uint32_t>(f.blob.size()), static_cast<uint32_t>(key.size()), offset});
+  f.blob += key;
+  f.table[h] = static_cast<uint32_t>(f.keys.size());
 }
 
 Json parse_json_unique_keys(std::string_view text, const std::string& origin) {

@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
-#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "io/json.h"
@@ -37,23 +37,32 @@ class JsonKeyTracker {
   JsonKeyTracker(std::string_view text, std::string origin) : text_(text), origin_(std::move(origin)) {}
 
   void open(bool is_array);  // '{' (false) or '[' (true)
-  void close();              // '}' or ']'
-  void value();              // a primitive value (counts array elements for the key path)
-  // Throws zt::Error naming origin, line, dotted key path and the first line when `key` repeats.
-  void key(const std::string& key, size_t offset);
+  void close();  // '}' or ']'
+  void value();  // a primitive value (counts array elements for the key path)
+  // Throws zt::Error naming origin, line, dotted key path and the first line when `key` repeats in
+  // its object. Keys are kept in one buffer per object with an open-addressing index (a
+  // tokenizer.json vocab has ~150k keys; a node per key would triple the parse time).
+  void key(std::string_view key, size_t offset);
 
   // 1-based line of byte `offset` of the text.
   size_t line_of(size_t offset) const;
 
  private:
+  struct KeyRef {
+    uint32_t at, len;  // in Frame::blob
+    size_t offset;     // in the text
+  };
   struct Frame {
     bool is_array = false;
-    int64_t index = -1;                               // arrays: current element
-    std::unordered_map<std::string, size_t> offsets;  // objects: key -> offset of first occurrence
-    std::string last_key;
+    int64_t index = -1;            // arrays: current element
+    std::string blob;              // objects: the keys, concatenated
+    std::vector<KeyRef> keys;      // in file order
+    std::vector<uint32_t> table;   // open addressing: 0 = empty, else 1 + index into keys
+    std::string_view name(const KeyRef& k) const { return std::string_view(blob).substr(k.at, k.len); }
   };
+  void insert(Frame& f, uint32_t index);
   void element();  // a new element starts in the current container
-  std::string path_to(const std::string& key) const;
+  std::string path_to(std::string_view key) const;
 
   std::string_view text_;
   std::string origin_;
