@@ -9,6 +9,8 @@ cd "$(dirname "$0")/.."
 ZT=./build/zerotune
 [ -x "$ZT" ] || { echo "run_default: $ZT is missing; run ./scripts/build.sh first" >&2; exit 1; }
 "$ZT" make-demo-data --out runs/demo_data --train-rows 4000 --test-rows 200 --seed 1234
+# zerotune refuses to overwrite an earlier run in the same exp_dir; this demo replaces its own.
+rm -rf runs/default
 ranks=2
 gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true)
 if [ "${gpus:-0}" -gt 0 ] && "$ZT" version 2>/dev/null | grep -q "cuda"; then

@@ -6,10 +6,10 @@
 #include <filesystem>
 #include <optional>
 
+#include "cli/accelerate_config.h"
 #include "cli/commands.h"
 #include "core/error.h"
 #include "core/log.h"
-#include "dist/accelerate_config.h"
 #include "dist/local_launch.h"
 
 namespace zt::cli {
@@ -52,7 +52,9 @@ int cmd_launch(const Args& args) {
   spec.kill_grace_s = grace;
   std::optional<int> from_config;
   if (!config_file.empty()) {
-    const dist::AccelerateConfig cfg = dist::parse_accelerate_config(config_file);
+    const AccelerateConfig cfg = parse_accelerate_config(config_file);
+    for (const auto& w : cfg.warnings) log::warn("{}", w);
+    for (const auto& n : cfg.notes) log::info("note: {}", n);
     if (cfg.num_machines > 1)
       fail(
           "launch: {} has num_machines: {}; `zerotune launch` starts processes on this machine "

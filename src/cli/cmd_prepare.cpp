@@ -24,10 +24,10 @@ int cmd_prepare(const Args& args) {
     return app.exit(e);
   }
   RunConfig cfg = RunConfig::load(config, overrides);
-  for (const auto& w : cfg.warnings()) log::warn("{}", w);
+  for (const auto& n : cfg.notes()) log::info("{}", n);
   TokenizerBundle tok = load_tokenizer(cfg);
   for (std::string split : {"train", "eval"}) {
-    if (split == "eval" && !cfg.get_optional<std::string>("dataset.eval.path")) continue;
+    if (split == "eval" && !has_eval_set(cfg)) continue;
     data::DataOptions opts = data_options(cfg, split);
     data::PrepareReport report;
     data::prepare_dataset(opts, tok.tokenizer, tok.config, &report);

@@ -9,10 +9,11 @@
 #include <cstdlib>
 #include <thread>
 
+#include "cli/accelerate_config.h"
 #include "cli/commands.h"
 #include "cli/data_setup.h"
+#include "cli/run_dir_guard.h"
 #include "core/log.h"
-#include "dist/accelerate_config.h"
 #include "dist/bootstrap.h"
 #include "train/device.h"
 #include "io/model_source.h"
@@ -24,7 +25,7 @@ namespace fs = std::filesystem;
 namespace {
 
 // RunConfig (+ accelerate config) → TrainArgs for a job of `world` ranks. Rank 0 logs warnings.
-train::TrainArgs make_train_args(RunConfig& cfg, const std::optional<dist::AccelerateConfig>& acc,
+train::TrainArgs make_train_args(RunConfig& cfg, const std::optional<AccelerateConfig>& acc,
                                  int world, bool verbose) {
   auto warn = [&](const std::string& w) {
     if (verbose) log::warn("{}", w);
@@ -38,8 +39,6 @@ train::TrainArgs make_train_args(RunConfig& cfg, const std::optional<dist::Accel
     warn(fmt::format("{}: num_processes is {} but the job has {} rank(s); the actual world size ({}) wins",
                      acc->path, *acc->num_processes, world, world));
   a.per_device_train_batch_size = cfg.get<int64_t>("trainer.per_device_train_batch_size");
-  if (a.per_device_train_batch_size < 1)
-    fail("{}: trainer.per_device_train_batch_size must be >= 1", cfg.source());
   if (cfg.is_missing("trainer.gradient_accumulation_steps")) {
     // As the users' script does: global_batch_size / (n_gpus × per_device_train_batch_size), with
     // the actual world size in place of n_gpus.
@@ -62,8 +61,6 @@ train::TrainArgs make_train_args(RunConfig& cfg, const std::optional<dist::Accel
                      "gradient_accumulation_steps {} = {}; the trainer's values win",
                      cfg.source(), *gbs, world, a.per_device_train_batch_size, a.gradient_accumulation_steps,
                      world * a.per_device_train_batch_size * a.gradient_accumulation_steps));
-  if (a.gradient_accumulation_steps < 1)
-    fail("{}: trainer.gradient_accumulation_steps must be >= 1", cfg.source());
   if (acc && acc->gradient_accumulation_steps && *acc->gradient_accumulation_steps != a.gradient_accumulation_steps)
     warn(fmt::format("{}: deepspeed gradient_accumulation_steps {} differs from the trainer's {}; the trainer's wins",
                      acc->path, *acc->gradient_accumulation_steps, a.gradient_accumulation_steps));
@@ -74,19 +71,17 @@ train::TrainArgs make_train_args(RunConfig& cfg, const std::optional<dist::Accel
     warn(fmt::format("{}: compute.zero_stage {} overrides the accelerate config's zero_stage {}", cfg.source(),
                      *stage, acc->zero_stage));
   a.zero_stage = static_cast<int>(stage ? *stage : (acc ? acc->zero_stage : 0));
-  if (a.zero_stage < 0 || a.zero_stage > 3) fail("{}: compute.zero_stage must be 0..3, got {}", cfg.source(), a.zero_stage);
   auto offload = cfg.get_optional<bool>("compute.offload_optimizer");
   a.offload_optimizer = offload ? *offload : (acc && acc->offload_optimizer_device == "cpu");
 
   // ---- backend and precision
+  std::string backend = cfg.get<std::string>("compute.backend");
+  if (backend == "auto" && (cfg.get<bool>("trainer.use_cpu") || (acc && acc->use_cpu))) backend = "cpu";
   try {
-    a.backend = train::resolve_backend(cfg.get<std::string>("compute.backend"));
+    a.backend = train::resolve_backend(backend);
   } catch (const Error& e) {
     fail("{}: {}", cfg.source(), e.what());
   }
-  if (cfg.get<bool>("trainer.fp16"))
-    fail("{}: trainer.fp16 is not supported (bf16 needs no loss scaling); set trainer.bf16: true or false",
-         cfg.source());
   bool bf16 = cfg.get<bool>("trainer.bf16");
   if (acc && acc->mixed_precision != "no" && (acc->mixed_precision == "bf16") != bf16)
     warn(fmt::format("{}: mixed_precision {} differs from trainer.bf16 {}; trainer.bf16 wins", acc->path,
@@ -94,17 +89,19 @@ train::TrainArgs make_train_args(RunConfig& cfg, const std::optional<dist::Accel
   a.dtype = bf16 ? DType::kBF16 : DType::kF32;
 
   // ---- model and data
+  if (!cfg.get_optional<std::string>("model.name_or_path"))
+    fail("{}: the model is not set (model_name, or model.name_or_path)", cfg.source());
   ModelSource src = resolve_model_source(cfg.get<std::string>("model.name_or_path"));
   a.model_dir = src.dir;
   a.from_scratch = !src.has_weights;
   a.train_data = data_options(cfg, "train");
-  if (cfg.get_optional<std::string>("dataset.eval.path")) a.eval_data = data_options(cfg, "eval");
+  if (has_eval_set(cfg)) a.eval_data = data_options(cfg, "eval");
 
   // ---- outputs
   a.exp_dir = cfg.get<std::string>("exp_dir");
   auto out = cfg.get_optional<std::string>("trainer.output_dir");
   a.output_dir = out ? fs::path(*out) : a.exp_dir / "final";
-  auto report_to = cfg.tree()["trainer"]["report_to"];
+  const Json& report_to = cfg.value("trainer.report_to");
   bool tb = true;
   if (report_to.is_string()) {
     std::string r = report_to.get<std::string>();
@@ -128,18 +125,13 @@ train::TrainArgs make_train_args(RunConfig& cfg, const std::optional<dist::Accel
   a.adam_beta1 = cfg.get<double>("trainer.adam_beta1");
   a.adam_beta2 = cfg.get<double>("trainer.adam_beta2");
   a.adam_epsilon = cfg.get<double>("trainer.adam_epsilon");
-  a.max_grad_norm = cfg.get<double>("trainer.max_grad_norm");
+  a.max_grad_norm = cfg.get_optional<double>("trainer.max_grad_norm").value_or(0.0);  // null: no clipping
   if (acc && acc->gradient_clipping && *acc->gradient_clipping != a.max_grad_norm)
     warn(fmt::format("{}: deepspeed gradient_clipping {} differs from trainer.max_grad_norm {}; the trainer's wins",
                      acc->path, *acc->gradient_clipping, a.max_grad_norm));
-  std::string optim = cfg.get<std::string>("trainer.optim");
-  if (optim != "adamw_torch" && optim != "adamw_torch_fused" && optim != "adamw_hf")
-    fail("{}: trainer.optim '{}' is not supported; zerotune implements torch.optim.AdamW (adamw_torch)",
-         cfg.source(), optim);
   a.num_train_epochs = cfg.get<double>("trainer.num_train_epochs");
   a.max_steps = cfg.get<int64_t>("trainer.max_steps");
   a.per_device_eval_batch_size = cfg.get<int64_t>("trainer.per_device_eval_batch_size");
-  if (a.per_device_eval_batch_size < 1) fail("{}: trainer.per_device_eval_batch_size must be >= 1", cfg.source());
   a.seed = static_cast<uint64_t>(cfg.get<int64_t>("trainer.seed"));
   a.dataloader_drop_last = cfg.get<bool>("trainer.dataloader_drop_last");
   a.gradient_checkpointing = cfg.get<bool>("trainer.gradient_checkpointing");
@@ -149,7 +141,7 @@ train::TrainArgs make_train_args(RunConfig& cfg, const std::optional<dist::Accel
   a.save_strategy = cfg.get<std::string>("trainer.save_strategy");
   a.save_steps = cfg.get<int64_t>("trainer.save_steps");
   a.save_total_limit = cfg.get_optional<int64_t>("trainer.save_total_limit").value_or(0);
-  const Json& resume = cfg.tree()["trainer"]["resume_from_checkpoint"];
+  const Json& resume = cfg.value("trainer.resume_from_checkpoint");
   if (resume.is_boolean()) {
     if (resume.get<bool>()) a.resume_from_checkpoint = "true";
   } else if (resume.is_string()) {
@@ -177,6 +169,8 @@ int cmd_train(const Args& args) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
+  // ZT_ACCELERATE_CONFIG: `zerotune launch` has read (and reported on) the file already.
+  const bool accel_from_launch = accel.empty() && std::getenv("ZT_ACCELERATE_CONFIG") != nullptr;
   if (accel.empty())
     if (const char* e = std::getenv("ZT_ACCELERATE_CONFIG"); e != nullptr && *e) accel = e;
 
@@ -184,9 +178,17 @@ int cmd_train(const Args& args) {
   const bool rank0 = comm->rank() == 0;
   RunConfig cfg = RunConfig::load(config, overrides);
   if (rank0)
-    for (const auto& w : cfg.warnings()) log::warn("{}", w);
-  std::optional<dist::AccelerateConfig> acc;
-  if (!accel.empty()) acc = dist::parse_accelerate_config(accel);
+    for (const auto& n : cfg.notes()) log::info("{}", n);
+  std::optional<AccelerateConfig> acc;
+  if (!accel.empty()) {
+    acc = parse_accelerate_config(accel);
+  } else if (const auto ds = cfg.get_optional<std::string>("trainer.deepspeed")) {
+    acc = parse_deepspeed_config(*ds);  // TrainingArguments' deepspeed: a DeepSpeed JSON
+  }
+  if (rank0 && acc && !accel_from_launch) {
+    for (const auto& w : acc->warnings) log::warn("{}", w);
+    for (const auto& n : acc->notes) log::info("{}", n);
+  }
 
   int64_t threads = cfg.get<int64_t>("compute.threads");
   if (threads <= 0) {
@@ -196,6 +198,13 @@ int cmd_train(const Args& args) {
   omp_set_num_threads(static_cast<int>(threads));
 
   train::TrainArgs targs = make_train_args(cfg, acc, comm->world_size(), rank0);
+  // Every rank checks before any rank can write (the barrier), so all refuse alike.
+  const bool overwrite = cfg.get<bool>("trainer.overwrite_output_dir");
+  check_run_dir_is_free(targs.exp_dir, targs.output_dir, targs.resume_from_checkpoint.has_value(), overwrite);
+  if (rank0 && overwrite && !targs.resume_from_checkpoint)
+    for (const auto& p : clear_earlier_run(targs.exp_dir, targs.logging_dir))
+      log::info("trainer.overwrite_output_dir: removed {} of the earlier run", p.string());
+  comm->barrier();
   // On the GPU the engine's collectives take device memory: NCCL (several ranks) over the host Comm.
   comm = train::make_trainer_comm(std::move(comm), targs.backend, load_model_config(targs.model_dir));
   targs.train_data.num_threads = static_cast<int>(threads);

@@ -1,9 +1,41 @@
 #include "cli/data_setup.h"
 
 #include "core/error.h"
+#include "io/dataset_source.h"
 #include "io/model_source.h"
 
 namespace zt::cli {
+namespace {
+
+// dataset.<split>.path, or the cached hub file of dataset.<split>.name (see data_setup.h).
+std::filesystem::path dataset_file(const RunConfig& cfg, const std::string& split) {
+  const std::string key = "dataset." + split;
+  const auto is_local = cfg.get_optional<bool>("dataset.is_local");
+  const auto path = cfg.get_optional<std::string>(key + ".path");
+  const auto name = cfg.get_optional<std::string>(key + ".name");
+  auto hf_split = cfg.get_optional<std::string>(key + ".split");
+  const bool local = is_local ? *is_local : path.has_value() || !name.has_value();
+  if (local) {
+    if (!path)
+      fail("{}: {}.path is not set{}", cfg.source(), key,
+           is_local ? " (dataset.is_local is true)" : name ? "" : " (nor " + key + ".name, a hub dataset id)");
+    if (hf_split && *hf_split != "train")
+      fail("{}: {}.split: '{}' is not valid for the local file {}: a data file given by path is one split named "
+           "'train' (as HF datasets' load_dataset(<format>, data_files=path) makes it); set split: train{}",
+           cfg.source(), key, *hf_split, *path, cfg.where(key + ".split"));
+    return *path;
+  }
+  if (!name)
+    fail("{}: {}.name (a hub dataset id) is not set and dataset.is_local is false", cfg.source(), key);
+  if (!hf_split) hf_split = split == "train" ? "train" : "test";
+  return resolve_hub_dataset_file(*name, *hf_split);
+}
+
+}  // namespace
+
+bool has_eval_set(const RunConfig& cfg) {
+  return cfg.get_optional<std::string>("dataset.eval.path") || cfg.get_optional<std::string>("dataset.eval.name");
+}
 
 TokenizerBundle load_tokenizer(const RunConfig& cfg) {
   auto name = cfg.get_optional<std::string>("model.tokenizer_name_or_path");
@@ -19,11 +51,9 @@ TokenizerBundle load_tokenizer(const RunConfig& cfg) {
 
 data::DataOptions data_options(const RunConfig& cfg, const std::string& split) {
   data::DataOptions o;
-  o.dataset = cfg.get<std::string>("dataset." + split + ".path");
+  o.dataset = dataset_file(cfg, split);
   o.dataset_text_field = cfg.get<std::string>("trainer.dataset_text_field");
-  auto max_len = cfg.get_optional<int64_t>("trainer.max_length");
-  if (max_len && *max_len < 0) fail("{}: trainer.max_length must be >= 0 or null, got {}", cfg.source(), *max_len);
-  o.max_length = (max_len && *max_len > 0) ? max_len : std::nullopt;
+  o.max_length = cfg.get_optional<int64_t>("trainer.max_length");  // null: no truncation
   // TRL: eval_packing (default None) follows packing. zerotune evaluates example by example, so
   // packing the eval set changes only its truncation (the same as without packing).
   o.packing = cfg.get<bool>("trainer.packing");

@@ -24,7 +24,15 @@ struct TokenizerBundle {
 TokenizerBundle load_tokenizer(const RunConfig& cfg);
 
 // DataOptions for `split` ("train" or "eval") from dataset.* and trainer.* keys (TRL names).
-// Throws zt::Error naming the key when dataset.<split>.path is unset (for "train") or invalid.
+// The data file is dataset.<split>.path (a local file: its HF split is "train", the only split
+// `load_dataset(ext, data_files=path)` has) or, with dataset.is_local: false (or no path),
+// dataset.<split>.name, a hub dataset id read from the local HF cache (io/dataset_source.h) with
+// dataset.<split>.split (default "train" for the train set, "test" for the eval set).
+// Throws zt::Error naming the key when neither is set, when is_local contradicts what is given,
+// when a local file's split is not "train", or when the hub dataset cannot be found.
 data::DataOptions data_options(const RunConfig& cfg, const std::string& split);
+
+// True when the config names an eval set (dataset.eval.path or dataset.eval.name).
+bool has_eval_set(const RunConfig& cfg);
 
 }  // namespace zt::cli

@@ -1,151 +1,47 @@
 #include "cli/run_config.h"
 
+#include <cmath>
 #include <string_view>
 
+#include "cli/config_schema.h"
+#include "core/spelling.h"
 #include "io/hydra_yaml.h"
 
 namespace zt::cli {
 namespace {
 
-enum class Use { kActs, kIgnored };
-
-struct KeySpec {
-  std::string_view path;
-  Json default_value;  // null → no default (unset)
-  Use use;
-};
-
-// The schema: every key zerotune knows, its default, and whether zerotune acts on it.
-// trainer.* names and defaults are TRL SFTConfig's (SFT_SEMANTICS §5).
-const std::vector<KeySpec>& schema() {
-  static const std::vector<KeySpec> k = {
-      {"exp_name", "zerotune", Use::kActs},
-      {"exp_dir", "runs/zerotune", Use::kActs},
-      {"seed", nullptr, Use::kActs},  // top-level seed, if set, is the default of trainer.seed
-      {"use_ms", nullptr, Use::kIgnored},
-      {"wandb", nullptr, Use::kIgnored},
-      {"model.name_or_path", nullptr, Use::kActs},
-      {"model.tokenizer_name_or_path", nullptr, Use::kActs},
-      {"model.dtype", "bfloat16", Use::kActs},
-      {"model.attn_implementation", nullptr, Use::kIgnored},
-      {"model.trust_remote_code", nullptr, Use::kIgnored},
-      {"model.revision", nullptr, Use::kIgnored},
-      {"dataset.train.path", nullptr, Use::kActs},
-      {"dataset.train.split", "train", Use::kActs},  // accepted silently: ignored for local files (issue 2)
-      {"dataset.eval.path", nullptr, Use::kActs},
-      {"dataset.eval.split", "test", Use::kActs},
-      {"dataset.prompt_format", "none", Use::kActs},
-      {"dataset.completion_mask", "prefix", Use::kActs},  // zerotune: prefix (TRL 1.16)|positional (TRL <= 1.9)
-      {"dataset.cache_dir", nullptr, Use::kActs},
-      {"dataset.num_proc", nullptr, Use::kIgnored},
-      {"compute.n_gpus", nullptr, Use::kActs},
-      {"compute.global_batch_size", nullptr, Use::kActs},
-      {"compute.backend", "auto", Use::kActs},
-      {"compute.zero_stage", nullptr, Use::kActs},
-      {"compute.offload_optimizer", nullptr, Use::kActs},
-      {"compute.threads", 0, Use::kActs},
-      {"trainer.output_dir", nullptr, Use::kActs},
-      {"trainer.run_name", nullptr, Use::kIgnored},
-      {"trainer.learning_rate", 2e-5, Use::kActs},
-      {"trainer.lr_scheduler_type", "linear", Use::kActs},
-      {"trainer.warmup_steps", 0, Use::kActs},
-      {"trainer.warmup_ratio", 0.0, Use::kActs},
-      {"trainer.weight_decay", 0.0, Use::kActs},
-      {"trainer.adam_beta1", 0.9, Use::kActs},
-      {"trainer.adam_beta2", 0.999, Use::kActs},
-      {"trainer.adam_epsilon", 1e-8, Use::kActs},
-      {"trainer.max_grad_norm", 1.0, Use::kActs},
-      {"trainer.optim", "adamw_torch", Use::kActs},
-      {"trainer.num_train_epochs", 3.0, Use::kActs},
-      {"trainer.max_steps", -1, Use::kActs},
-      {"trainer.per_device_train_batch_size", 8, Use::kActs},
-      {"trainer.per_device_eval_batch_size", 8, Use::kActs},
-      {"trainer.gradient_accumulation_steps", 1, Use::kActs},
-      {"trainer.seed", 42, Use::kActs},
-      {"trainer.data_seed", nullptr, Use::kIgnored},
-      {"trainer.logging_steps", 10, Use::kActs},
-      {"trainer.logging_dir", nullptr, Use::kActs},
-      {"trainer.logging_first_step", false, Use::kIgnored},
-      {"trainer.logging_strategy", "steps", Use::kIgnored},
-      {"trainer.eval_strategy", "no", Use::kActs},
-      {"trainer.eval_steps", nullptr, Use::kActs},
-      {"trainer.do_eval", nullptr, Use::kIgnored},
-      {"trainer.save_strategy", "steps", Use::kActs},
-      {"trainer.save_steps", 500, Use::kActs},
-      {"trainer.save_total_limit", nullptr, Use::kActs},
-      {"trainer.save_only_model", false, Use::kIgnored},
-      {"trainer.resume_from_checkpoint", nullptr, Use::kActs},
-      {"trainer.max_length", 1024, Use::kActs},
-      {"trainer.truncation_mode", "keep_start", Use::kActs},
-      {"trainer.chat_template_path", nullptr, Use::kActs},
-      {"trainer.chat_template_kwargs", nullptr, Use::kActs},  // a mapping; rows' own column merges over it
-      {"trainer.packing", false, Use::kActs},
-      {"trainer.packing_strategy", "bfd", Use::kActs},
-      {"trainer.padding_free", nullptr, Use::kIgnored},
-      {"trainer.gradient_checkpointing", true, Use::kActs},
-      {"trainer.bf16", true, Use::kActs},
-      {"trainer.fp16", false, Use::kActs},
-      {"trainer.tf32", nullptr, Use::kIgnored},
-      {"trainer.completion_only_loss", nullptr, Use::kActs},
-      {"trainer.assistant_only_loss", false, Use::kActs},
-      {"trainer.dataset_text_field", "text", Use::kActs},
-      {"trainer.eos_token", nullptr, Use::kActs},
-      {"trainer.pad_token", nullptr, Use::kIgnored},
-      {"trainer.dataset_num_proc", nullptr, Use::kIgnored},
-      {"trainer.dataloader_drop_last", false, Use::kActs},
-      {"trainer.dataloader_num_workers", 0, Use::kIgnored},
-      {"trainer.report_to", nullptr, Use::kActs},
-      {"trainer.push_to_hub", false, Use::kIgnored},
-      {"trainer.average_tokens_across_devices", true, Use::kIgnored},
-      {"trainer.prefix_mismatch", "warn", Use::kActs},   // zerotune: error|warn
-      {"trainer.nan_policy", "error", Use::kActs},       // zerotune: error|skip
-  };
-  return k;
+Json* ensure(Json& root, std::string_view path) {
+  Json* cur = &root;
+  for (const auto& part : split_key_path(path)) {
+    if (cur->is_null()) *cur = Json::object();
+    cur = &(*cur)[part];
+  }
+  return cur;
 }
 
-const KeySpec* spec_for(std::string_view path) {
-  for (const auto& s : schema())
-    if (s.path == path) return &s;
-  return nullptr;
+void erase(Json& root, std::string_view path) {
+  auto parts = split_key_path(path);
+  Json* cur = &root;
+  for (size_t i = 0; i + 1 < parts.size(); ++i) {
+    if (!cur->is_object() || !cur->contains(parts[i])) return;
+    cur = &(*cur)[parts[i]];
+  }
+  if (cur->is_object()) cur->erase(parts.back());
 }
 
-// True if some schema key lies below `prefix.` (so `prefix` is a section, not a leaf).
-bool is_section(std::string_view prefix) {
-  for (const auto& s : schema())
-    if (s.path.size() > prefix.size() && s.path.substr(0, prefix.size()) == prefix &&
-        s.path[prefix.size()] == '.')
-      return true;
+bool is_missing_value(const Json& v) { return v.is_string() && v.get<std::string>() == "???"; }
+
+// A value a refused field may hold: its default, null, or an empty string / list / mapping.
+bool is_neutral(const KeySpec& s, const Json& v) {
+  if (v.is_null() || v == s.default_value) return true;
+  if ((v.is_object() || v.is_array() || v.is_string()) && v.empty()) return true;
   return false;
 }
 
-void check_tree(const Json& node, const std::string& path, const std::string& source,
-                std::vector<std::string>* warnings) {
-  if (!path.empty()) {
-    if (const KeySpec* s = spec_for(path)) {
-      if (s->use == Use::kIgnored && !node.is_null())
-        warnings->push_back(fmt::format("{}: '{}' is accepted but not used by zerotune", source, path));
-      return;
-    }
-    if (!is_section(path))
-      fail("{}: unknown config key '{}' (not a zerotune/TRL SFTConfig key)", source, path);
-    if (!node.is_object() && !node.is_null())
-      fail("{}: config key '{}' must be a mapping, got {}", source, path, node.dump());
-  }
-  if (!node.is_object()) return;
-  for (const auto& [k, v] : node.items()) check_tree(v, path.empty() ? k : path + "." + k, source, warnings);
-}
-
-Json* ensure(Json& root, std::string_view path) {
-  Json* cur = &root;
-  size_t start = 0;
-  while (true) {
-    size_t dot = path.find('.', start);
-    std::string part(path.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start));
-    if (cur->is_null()) *cur = Json::object();
-    cur = &(*cur)[part];
-    if (dot == std::string_view::npos) return cur;
-    start = dot + 1;
-  }
+std::string show(const Json& v) {
+  if (v.is_string()) return fmt::format("'{}'", v.get_ref<const std::string&>());
+  if (v.is_number_float() && !std::isfinite(v.get<double>())) return fmt::format("{}", v.get<double>());  // dump(): null
+  return v.dump();
 }
 
 template <typename T>
@@ -156,47 +52,159 @@ constexpr const char* type_name() {
   else return "a string";
 }
 
+class Checker {
+ public:
+  Checker(const std::string& source, const std::set<std::string>& overridden, std::vector<std::string>* notes)
+      : source_(source), overridden_(overridden), notes_(notes) {}
+
+  // Old names → new names, before anything else looks at the tree.
+  void apply_aliases(Json& tree) {
+    for (const auto& a : key_aliases()) {
+      const Json* old = find_key_path(tree, a.old_path);
+      if (old == nullptr) continue;
+      const Json* cur = find_key_path(tree, a.new_path);
+      if (cur != nullptr && *cur != *old)
+        fail("{}: {} (the name before {}) and {} are both given, with different values ({} and {})", source_,
+             a.old_path, a.since, a.new_path, old->dump(), cur->dump());
+      Json v = *old;
+      erase(tree, a.old_path);
+      *ensure(tree, a.new_path) = std::move(v);
+      notes_->push_back(fmt::format("{}: {} is read as {} (renamed in {})", source_, a.old_path, a.new_path, a.since));
+    }
+  }
+
+  void check_tree(const Json& node, const std::string& path) {
+    if (!path.empty()) {
+      if (const KeySpec* s = find_key(path)) return check_leaf(*s, node);
+      if (!is_section(path))
+        fail("{}: unknown config key '{}' (not a zerotune/TRL SFTConfig key){}", source_, path,
+             did_you_mean(path, schema_paths()));
+      if (!node.is_object() && !node.is_null())
+        fail("{}: config key '{}' must be a mapping, got {}", source_, path, node.dump());
+    }
+    if (!node.is_object()) return;
+    for (const auto& [k, v] : node.items()) check_tree(v, path.empty() ? k : path + "." + k);
+  }
+
+ private:
+  std::string where(std::string_view key) const {
+    return overridden_.count(std::string(key)) ? " (given on the command line)" : "";
+  }
+
+  void check_leaf(const KeySpec& s, const Json& v) {
+    if (is_missing_value(v)) return;  // `???`: must be set (or derived) before it is read
+    if (s.use == KeyUse::kUnsupported) {
+      if (!is_neutral(s, v))
+        fail("{}: {}: {} is not supported by zerotune: {}{}", source_, s.path, show(v), s.note, where(s.path));
+      return;
+    }
+    if (v.is_null()) {
+      if (s.use == KeyUse::kActs && !s.rule.nullable && s.rule.kind != ValueRule::Kind::kAny)
+        fail("{}: {}: null is not valid (expected {}){}", source_, s.path, check_value(s.rule, Json()),
+             where(s.path));
+      return;
+    }
+    const std::string want = check_value(s.rule, v);
+    if (want == "@unsupported") {
+      std::string choices;
+      for (auto c : s.rule.choices) {
+        if (!choices.empty()) choices += ", ";
+        choices += c;
+      }
+      fail("{}: {}: {} is not supported by zerotune (it implements: {}){}", source_, s.path, show(v), choices,
+           where(s.path));
+    }
+    if (!want.empty())
+      fail("{}: {}: {} is not valid (expected {}){}", source_, s.path, show(v), want, where(s.path));
+    if (s.use == KeyUse::kNote && v != s.default_value)
+      notes_->push_back(fmt::format("{}: {}: {} changes nothing in zerotune: {}", source_, s.path, show(v), s.note));
+  }
+
+  const std::string& source_;
+  const std::set<std::string>& overridden_;
+  std::vector<std::string>* notes_;
+};
+
+void collect_leaves(const Json& node, const std::string& path, std::set<std::string>* out) {
+  if (node.is_object() && (path.empty() || find_key(path) == nullptr)) {
+    for (const auto& [k, v] : node.items()) collect_leaves(v, path.empty() ? k : path + "." + k, out);
+    return;
+  }
+  if (!path.empty()) out->insert(path);
+}
+
 }  // namespace
 
-RunConfig RunConfig::from_json(Json tree, const std::string& source) {
+RunConfig RunConfig::from_json(Json tree, const std::string& source, const std::vector<std::string>& overridden) {
   if (!tree.is_object()) fail("{}: the top level must be a mapping", source);
   RunConfig c;
   c.source_ = source;
-  check_tree(tree, "", source, &c.warnings_);
-  if (tree.contains("seed") && !tree["seed"].is_null() &&
-      !(tree.contains("trainer") && tree["trainer"].is_object() && tree["trainer"].contains("seed")))
-    (*ensure(tree, "trainer.seed")) = tree["seed"];
-  for (const auto& s : schema()) {
-    Json* slot = ensure(tree, s.path);
-    if (slot->is_null() && !s.default_value.is_null()) *slot = s.default_value;
+  c.overridden_.insert(overridden.begin(), overridden.end());
+  Checker check(c.source_, c.overridden_, &c.notes_);
+  check.apply_aliases(tree);
+  check.check_tree(tree, "");
+
+  // The users' layout: model_name names the model and its tokenizer; their sft.py renders each
+  // plain prompt as one user turn of the chat template (dataset.prompt_format: chat).
+  if (const Json* mn = find_key_path(tree, "model_name"); mn != nullptr && mn->is_string()) {
+    const Json* np = find_key_path(tree, "model.name_or_path");
+    if (np != nullptr && !np->is_null() && *np != *mn)
+      fail("{}: model_name ({}) and model.name_or_path ({}) name different models; give one of them", source,
+           mn->dump(), np->dump());
+    *ensure(tree, "model.name_or_path") = *mn;
+    const Json* pf = find_key_path(tree, "dataset.prompt_format");
+    if (pf == nullptr || pf->is_null()) {
+      *ensure(tree, "dataset.prompt_format") = "chat";
+      c.notes_.push_back(fmt::format(
+          "{}: model_name given (the users' sft.py layout): dataset.prompt_format is chat — each plain prompt is "
+          "one user turn of the chat template with the generation prompt, the completion ends with EOS, as "
+          "their sft.py does; set dataset.prompt_format: none for TRL's plain prompt + completion",
+          source));
+    }
   }
+  if (const Json* seed = find_key_path(tree, "seed"); seed != nullptr && !seed->is_null() && !find_key_path(tree, "trainer.seed"))
+    *ensure(tree, "trainer.seed") = *seed;
+
+  collect_leaves(tree, "", &c.given_);
+  for (const auto& s : config_schema()) {
+    if (find_key_path(tree, s.path) != nullptr || s.default_value.is_null()) continue;
+    *ensure(tree, s.path) = s.default_value;
+  }
+  if (const Json* pf = find_key_path(tree, "dataset.prompt_format"); pf == nullptr || pf->is_null())
+    *ensure(tree, "dataset.prompt_format") = "none";
   c.tree_ = std::move(tree);
   return c;
 }
 
 RunConfig RunConfig::load(const std::filesystem::path& path, const std::vector<std::string>& overrides) {
-  auto known = [](const std::string& key) { return spec_for(key) != nullptr; };
-  return from_json(load_hydra_yaml(path, overrides, known), path.string());
+  auto known = [](const std::string& key) {
+    if (find_key(key) != nullptr) return true;
+    for (const auto& a : key_aliases())
+      if (a.old_path == key) return true;
+    return false;
+  };
+  std::vector<std::string> overridden;
+  Json tree = load_hydra_yaml(path, overrides, known, &overridden);
+  return from_json(std::move(tree), path.string(), overridden);
 }
 
-const Json* RunConfig::find(const std::string& key) const {
-  const Json* cur = &tree_;
-  size_t start = 0;
-  while (true) {
-    size_t dot = key.find('.', start);
-    std::string part = key.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
-    if (!cur->is_object()) return nullptr;
-    auto it = cur->find(part);
-    if (it == cur->end()) return nullptr;
-    cur = &*it;
-    if (dot == std::string::npos) return cur;
-    start = dot + 1;
-  }
+const Json* RunConfig::find(const std::string& key) const { return find_key_path(tree_, key); }
+
+const Json& RunConfig::value(const std::string& key) const {
+  static const Json kNull;
+  const Json* v = find(key);
+  return v != nullptr ? *v : kNull;
 }
 
 bool RunConfig::is_missing(const std::string& key) const {
   const Json* v = find(key);
-  return v != nullptr && v->is_string() && v->get<std::string>() == "???";
+  return v != nullptr && is_missing_value(*v);
+}
+
+bool RunConfig::was_given(const std::string& key) const { return given_.count(key) > 0; }
+
+std::string RunConfig::where(const std::string& key) const {
+  return overridden_.count(key) ? " (given on the command line)" : "";
 }
 
 void RunConfig::set(const std::string& key, Json value) { *ensure(tree_, key) = std::move(value); }
@@ -208,6 +216,8 @@ std::optional<T> RunConfig::get_optional(const std::string& key) const {
   if (is_missing(key)) fail("{}: config key '{}' is ??? (mandatory) and was not set", source_, key);
   if constexpr (std::is_same_v<T, int64_t>) {
     if (v->is_number_integer()) return v->get<int64_t>();
+    if (v->is_number_float() && v->get<double>() == static_cast<double>(static_cast<int64_t>(v->get<double>())))
+      return static_cast<int64_t>(v->get<double>());
   } else if constexpr (std::is_same_v<T, double>) {
     if (v->is_number()) return v->get<double>();
   } else if constexpr (std::is_same_v<T, bool>) {

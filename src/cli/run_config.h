@@ -1,14 +1,22 @@
 // RunConfig: the users' hydra-style `sft.yaml`, loaded (io/hydra_yaml.h), checked against zerotune's
-// schema and completed with TRL `SFTConfig` defaults (SFT_SEMANTICS §5). Sections:
+// schema (cli/config_schema.h) and completed with TRL `SFTConfig` defaults (SFT_SEMANTICS §5).
+// Sections:
 //   model.*    where the weights/tokenizer come from      dataset.*  train/eval files and formatting
 //   compute.*  world size, global batch, backend, ZeRO   trainer.*  `SFTConfig` field names
-// A key not in the schema is an error naming the key path and file; a known key zerotune does not
-// act on (e.g. `trainer.report_to: wandb`, `use_ms`) gets a one-line warning.
+// The users' own layout (their sft.py) is also read: top-level `model_name` (model and tokenizer),
+// `use_ms`, `dataset.is_local` and `dataset.{train,eval}.name` (a hub dataset id); a config with
+// `model_name` gets `dataset.prompt_format: chat` unless it sets one (their sft.py's formatting).
+//
+// Everything is checked here, before any data or output is touched: an unknown key (with a
+// "did you mean"), a value of the wrong type or outside its range, an enum value zerotune lacks, a
+// refused TRL field set to something other than its default — each an error naming the file, the
+// key, the value and what is allowed. Old TRL/transformers names are read as the new ones.
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -20,10 +28,12 @@ namespace zt::cli {
 class RunConfig {
  public:
   // Loads `path` with `overrides` ("trainer.max_length=512"), validates, fills defaults.
-  // Throws zt::Error (unknown key, wrong type, YAML syntax, bad interpolation).
+  // Throws zt::Error (unknown or repeated key, wrong type or range, YAML syntax, bad
+  // interpolation).
   static RunConfig load(const std::filesystem::path& path, const std::vector<std::string>& overrides);
-  // Validates an already-parsed tree (tests, embedded configs); `source` names it in errors.
-  static RunConfig from_json(Json tree, const std::string& source);
+  // Validates an already-parsed tree (tests, embedded configs); `source` names it in errors;
+  // `overridden` are the key paths given on the command line (named as such in errors).
+  static RunConfig from_json(Json tree, const std::string& source, const std::vector<std::string>& overridden = {});
 
   // Typed access by dotted key path; throws zt::Error naming the key and the file when the value
   // is `???`, missing, or of another type than T (int64_t, double, bool, std::string).
@@ -32,19 +42,27 @@ class RunConfig {
   // Like get, but null (or absent) → std::nullopt.
   template <typename T>
   std::optional<T> get_optional(const std::string& key) const;
+  // The value at `key` as it is (null when absent).
+  const Json& value(const std::string& key) const;
   bool is_missing(const std::string& key) const;  // value is `???`
+  bool was_given(const std::string& key) const;   // present in the file or the overrides (not a default)
   void set(const std::string& key, Json value);   // for derived values (e.g. accumulation steps)
 
   const Json& tree() const { return tree_; }
   const std::string& source() const { return source_; }
-  // Warnings collected while validating (known keys zerotune ignores), one line each.
-  const std::vector<std::string>& warnings() const { return warnings_; }
+  // One line each: known keys that change nothing in zerotune (set off their default), old names
+  // read as new ones, the users'-layout formatting choice. Printed at start-up.
+  const std::vector<std::string>& notes() const { return notes_; }
+  // " (given on the command line)" when `key` was overridden, else "".
+  std::string where(const std::string& key) const;
 
  private:
   const Json* find(const std::string& key) const;
   Json tree_;
   std::string source_;
-  std::vector<std::string> warnings_;
+  std::vector<std::string> notes_;
+  std::set<std::string> given_;       // leaf paths present before defaults were filled in
+  std::set<std::string> overridden_;  // key paths given on the command line
 };
 
 }  // namespace zt::cli

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "io/unique_keys.h"
 
 namespace zt {
 namespace {
@@ -96,7 +97,9 @@ YAML::Node parse_file(const std::filesystem::path& path) {
   }
 }
 
-std::vector<std::string> split_path(std::string_view p) {
+}  // namespace
+
+std::vector<std::string> split_key_path(std::string_view p) {
   std::vector<std::string> parts;
   size_t start = 0;
   while (true) {
@@ -108,9 +111,9 @@ std::vector<std::string> split_path(std::string_view p) {
   return parts;
 }
 
-const Json* lookup(const Json& root, std::string_view path) {
+const Json* find_key_path(const Json& root, std::string_view path) {
   const Json* cur = &root;
-  for (const auto& part : split_path(path)) {
+  for (const auto& part : split_key_path(path)) {
     if (cur->is_object()) {
       auto it = cur->find(part);
       if (it == cur->end()) return nullptr;
@@ -125,6 +128,8 @@ const Json* lookup(const Json& root, std::string_view path) {
   }
   return cur;
 }
+
+namespace {
 
 class Resolver {
  public:
@@ -160,7 +165,7 @@ class Resolver {
       fail("{}: '{}' uses the resolver '${{{}}}', which zerotune does not support (only oc.env)",
            file_.string(), at, expr);
     if (stack_.count(expr)) fail("{}: interpolation loop through '{}' at '{}'", file_.string(), expr, at);
-    const Json* target = lookup(root_, expr);
+    const Json* target = find_key_path(root_, expr);
     if (target == nullptr)
       fail("{}: '{}' interpolates '${{{}}}', but no key '{}' exists", file_.string(), at, expr, expr);
     stack_.insert(expr);
@@ -216,12 +221,13 @@ void apply_override(Json& root, const std::string& ov, const std::filesystem::pa
   Json value;
   try {
     YAML::Node n = YAML::Load(ov.substr(eq + 1));
+    check_unique_yaml_keys(n, "override '" + ov + "'");
     value = node_to_json(n, "<command line>");
   } catch (const YAML::Exception& e) {
     fail("override '{}': the value is not valid YAML: {}", ov, e.msg);
   }
   Json* cur = &root;
-  auto parts = split_path(key);
+  auto parts = split_key_path(key);
   for (size_t i = 0; i < parts.size(); ++i) {
     const auto& p = parts[i];
     bool last = i + 1 == parts.size();
@@ -279,17 +285,26 @@ Json yaml_scalar_to_json(const std::string& s, bool quoted) {
 }
 
 Json load_yaml_file(const std::filesystem::path& path) {
-  return node_to_json(parse_file(path), path);
+  YAML::Node root = parse_file(path);
+  check_unique_yaml_keys(root, path.string());
+  return node_to_json(root, path);
 }
 
 Json load_hydra_yaml(const std::filesystem::path& path, const std::vector<std::string>& overrides,
-                     const std::function<bool(const std::string&)>& is_known) {
+                     const std::function<bool(const std::string&)>& is_known,
+                     std::vector<std::string>* overridden) {
   Json root = load_yaml_file(path);
   if (root.is_null()) root = Json::object();
   if (!root.is_object()) fail("{}: the top level must be a mapping", path.string());
   root.erase("defaults");
   root.erase("hydra");
-  for (const auto& ov : overrides) apply_override(root, ov, path, is_known);
+  for (const auto& ov : overrides) {
+    apply_override(root, ov, path, is_known);
+    if (overridden != nullptr) {
+      std::string key = ov.substr(0, ov.find('='));
+      overridden->push_back(key[0] == '+' ? key.substr(1) : key);
+    }
+  }
   Resolver(root, path).resolve_all();
   return root;
 }

@@ -27,14 +27,23 @@ Json yaml_scalar_to_json(const std::string& s, bool quoted);
 // interpolations. `???` values are kept as the string "???".
 // An override of a key absent from the file needs a leading '+' (as in Hydra) unless
 // `is_known(key)` says the application knows the key (it has a default there).
-// Throws zt::Error naming the file (and line for YAML syntax errors), the override that names an
-// unknown key (without '+'), an interpolation that points nowhere or loops.
+// Throws zt::Error naming the file (and line for YAML syntax errors and repeated keys), the
+// override that names an unknown key (without '+'), an interpolation that points nowhere or loops.
+// `overridden`, when given, receives the key path of each override (for messages that say where
+// a value came from).
 Json load_hydra_yaml(const std::filesystem::path& path, const std::vector<std::string>& overrides,
-                     const std::function<bool(const std::string&)>& is_known = {});
+                     const std::function<bool(const std::string&)>& is_known = {},
+                     std::vector<std::string>* overridden = nullptr);
 
 // Parses a YAML file into JSON with no interpolation (e.g. accelerate / DeepSpeed configs).
-// Throws zt::Error naming the file and line on syntax errors.
+// Throws zt::Error naming the file and line on syntax errors and on a key given twice in a mapping.
 Json load_yaml_file(const std::filesystem::path& path);
+
+// "a.b.c" -> {"a", "b", "c"}.
+std::vector<std::string> split_key_path(std::string_view path);
+
+// The value at dotted `path` in `root` (list elements by index: "a.0.b"), or nullptr.
+const Json* find_key_path(const Json& root, std::string_view path);
 
 // Writes `value` as block-style YAML (used for the resolved `args.yaml`).
 std::string json_to_yaml(const Json& value);

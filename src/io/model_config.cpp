@@ -5,6 +5,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "io/unique_keys.h"
 
 namespace zt {
 namespace {
@@ -208,13 +209,7 @@ ModelConfig load_model_config(const fs::path& path) {
   std::error_code ec;
   const fs::path file = fs::is_directory(path, ec) ? path / "config.json" : path;
   const std::string text = read_file(file);
-  Json j;
-  try {
-    j = Json::parse(text);
-  } catch (const std::exception& e) {
-    fail("{}: invalid JSON: {}", file.string(), e.what());
-  }
-  return parse_model_config(j, file.string());
+  return parse_model_config(parse_json_unique_keys(text, file.string()), file.string());
 }
 
 int64_t ModelConfig::num_parameters() const {

@@ -9,22 +9,6 @@ namespace zt {
 namespace fs = std::filesystem;
 namespace {
 
-fs::path hub_cache_dir() {
-  if (const char* c = std::getenv("HF_HUB_CACHE"); c != nullptr && *c) return c;
-  if (const char* h = std::getenv("HF_HOME"); h != nullptr && *h) return fs::path(h) / "hub";
-  if (const char* x = std::getenv("XDG_CACHE_HOME"); x != nullptr && *x)
-    return fs::path(x) / "huggingface" / "hub";
-  if (const char* home = std::getenv("HOME"); home != nullptr && *home)
-    return fs::path(home) / ".cache" / "huggingface" / "hub";
-  return ".cache/huggingface/hub";
-}
-
-bool looks_like_hub_id(const std::string& s) {
-  size_t slash = s.find('/');
-  return slash != std::string::npos && slash > 0 && slash + 1 < s.size() &&
-         s.find('/', slash + 1) == std::string::npos && s[0] != '.' && s[0] != '~';
-}
-
 ModelSource describe(const fs::path& dir, bool require_config, const std::string& name) {
   ModelSource m;
   m.dir = dir;
@@ -37,6 +21,45 @@ ModelSource describe(const fs::path& dir, bool require_config, const std::string
 
 }  // namespace
 
+fs::path hf_cache_dir(const char* override_env, const char* sub) {
+  if (const char* c = std::getenv(override_env); c != nullptr && *c) return c;
+  if (const char* h = std::getenv("HF_HOME"); h != nullptr && *h) return fs::path(h) / sub;
+  if (const char* x = std::getenv("XDG_CACHE_HOME"); x != nullptr && *x) return fs::path(x) / "huggingface" / sub;
+  if (const char* home = std::getenv("HOME"); home != nullptr && *home)
+    return fs::path(home) / ".cache" / "huggingface" / sub;
+  return fs::path(".cache/huggingface") / sub;
+}
+
+fs::path hf_hub_cache_dir() { return hf_cache_dir("HF_HUB_CACHE", "hub"); }
+
+bool looks_like_hub_id(const std::string& s) {
+  size_t slash = s.find('/');
+  return slash != std::string::npos && slash > 0 && slash + 1 < s.size() &&
+         s.find('/', slash + 1) == std::string::npos && s[0] != '.' && s[0] != '~';
+}
+
+fs::path find_hub_snapshot(const std::string& repo_type, const std::string& id, const std::string& what) {
+  std::string repo = repo_type + "--" + id;
+  repo.replace(repo.find('/'), 1, "--");
+  fs::path root = hf_hub_cache_dir() / repo;
+  if (std::ifstream ref(root / "refs" / "main"); ref) {
+    std::string rev;
+    std::getline(ref, rev);
+    if (!rev.empty() && fs::is_directory(root / "snapshots" / rev)) return root / "snapshots" / rev;
+  }
+  fs::path snap;
+  if (fs::is_directory(root / "snapshots")) {
+    for (const auto& e : fs::directory_iterator(root / "snapshots")) {
+      if (!e.is_directory()) continue;
+      if (!snap.empty())
+        fail("{} '{}': several snapshots in {} and no refs/main; pass the snapshot directory", what, id,
+             (root / "snapshots").string());
+      snap = e.path();
+    }
+  }
+  return snap;
+}
+
 ModelSource resolve_model_source(const std::string& name_or_path, bool require_config) {
   if (name_or_path.empty()) fail("model: name_or_path is empty");
   fs::path p(name_or_path);
@@ -45,29 +68,12 @@ ModelSource resolve_model_source(const std::string& name_or_path, bool require_c
   if (!looks_like_hub_id(name_or_path))
     fail("model '{}': no such directory (expected a local HF model directory or a hub id Org/Name)",
          name_or_path);
-  std::string repo = "models--" + name_or_path;
-  repo.replace(repo.find('/'), 1, "--");
-  fs::path root = hub_cache_dir() / repo;
-  fs::path snap;
-  if (std::ifstream ref(root / "refs" / "main"); ref) {
-    std::string rev;
-    std::getline(ref, rev);
-    if (fs::is_directory(root / "snapshots" / rev)) snap = root / "snapshots" / rev;
-  }
-  if (snap.empty() && fs::is_directory(root / "snapshots")) {
-    for (const auto& e : fs::directory_iterator(root / "snapshots")) {
-      if (!e.is_directory()) continue;
-      if (!snap.empty())
-        fail("model '{}': several snapshots in {} and no refs/main; pass the snapshot directory",
-             name_or_path, (root / "snapshots").string());
-      snap = e.path();
-    }
-  }
+  fs::path snap = find_hub_snapshot("models", name_or_path, "model");
   if (snap.empty())
     fail("model '{}' is not a local directory and is not in the Hugging Face cache ({}); zerotune does "
          "not download. Fetch it first, e.g. `hf download {}` (or `huggingface-cli download {}`), or set "
          "HF_HOME / HF_HUB_CACHE to the cache that has it, or pass a local directory",
-         name_or_path, hub_cache_dir().string(), name_or_path, name_or_path);
+         name_or_path, hf_hub_cache_dir().string(), name_or_path, name_or_path);
   return describe(snap, require_config, name_or_path);
 }
 

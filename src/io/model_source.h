@@ -21,4 +21,21 @@ struct ModelSource {
 // when the directory has no config.json.
 ModelSource resolve_model_source(const std::string& name_or_path, bool require_config = true);
 
+// A Hugging Face cache folder as huggingface_hub / datasets find it: $<override_env>, else
+// $HF_HOME/<sub>, else $XDG_CACHE_HOME/huggingface/<sub>, else ~/.cache/huggingface/<sub>.
+std::filesystem::path hf_cache_dir(const char* override_env, const char* sub);
+
+// The hub cache: hf_cache_dir("HF_HUB_CACHE", "hub").
+std::filesystem::path hf_hub_cache_dir();
+
+// True for "Org/Name" (one slash, not a relative path like ./x or ../x).
+bool looks_like_hub_id(const std::string& s);
+
+// The snapshot directory of hub repo `id` ("Org/Name") of `repo_type` ("models" or "datasets") in
+// the hub cache: <cache>/<repo_type>--Org--Name/snapshots/<refs/main, else the only snapshot>.
+// Returns "" when the repo is not cached; throws zt::Error (naming `what`) when there are several
+// snapshots and no refs/main.
+std::filesystem::path find_hub_snapshot(const std::string& repo_type, const std::string& id,
+                                        const std::string& what);
+
 }  // namespace zt

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "io/unique_keys.h"
 
 namespace zt {
 namespace {
@@ -106,12 +107,7 @@ SafetensorsReader::SafetensorsReader(const fs::path& path) : path_(path) {
   const std::string fname = p.filename().string();
   if (fname.size() > 5 && fname.ends_with(".json")) {
     const std::string text = read_file(p);
-    Json index;
-    try {
-      index = Json::parse(text);
-    } catch (const std::exception& e) {
-      fail("{}: invalid JSON: {}", p.string(), e.what());
-    }
+    Json index = parse_json_unique_keys(text, p.string());
     if (!index.is_object() || !index.contains("weight_map") || !index["weight_map"].is_object())
       fail("{}: no \"weight_map\" object (expected a safetensors index)", p.string());
     if (index.contains("metadata") && index["metadata"].is_object())

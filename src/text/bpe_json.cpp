@@ -6,12 +6,14 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "io/unique_keys.h"
 
 namespace zt::text {
 
 namespace {
 
-// nlohmann SAX handler: DOM for the document, vectors for model.vocab / model.merges.
+// nlohmann SAX handler: DOM for the document, vectors for model.vocab / model.merges; every
+// event also goes to `keys`, which refuses a key repeated in an object (vocab included).
 class Handler {
  public:
   using number_integer_t = Json::number_integer_t;
@@ -20,23 +22,36 @@ class Handler {
   using string_t = Json::string_t;
   using binary_t = Json::binary_t;
 
-  Handler(TokenizerJson& out, std::string file) : out_(out), file_(std::move(file)) {}
+  Handler(TokenizerJson& out, std::string file, JsonKeyTracker& keys, const size_t& reached)
+      : out_(out), file_(std::move(file)), keys_seen_(keys), reached_(reached) {}
 
-  bool null() { return value(Json(nullptr), "null"); }
-  bool boolean(bool v) { return value(Json(v), "a boolean"); }
+  bool null() {
+    keys_seen_.value();
+    return value(Json(nullptr), "null");
+  }
+  bool boolean(bool v) {
+    keys_seen_.value();
+    return value(Json(v), "a boolean");
+  }
   bool number_integer(number_integer_t v) {
+    keys_seen_.value();
     if (mode_ == Mode::kVocab) return vocab_id(v);
     return value(Json(v), "a number");
   }
   bool number_unsigned(number_unsigned_t v) {
+    keys_seen_.value();
     if (mode_ == Mode::kVocab) {
       return vocab_id(v > uint64_t(INT64_MAX) ? INT64_MAX : static_cast<int64_t>(v));
     }
     return value(Json(v), "a number");
   }
-  bool number_float(number_float_t v, const string_t&) { return value(Json(v), "a float"); }
+  bool number_float(number_float_t v, const string_t&) {
+    keys_seen_.value();
+    return value(Json(v), "a float");
+  }
   bool binary(binary_t&) { return value(Json(nullptr), "binary"); }
   bool string(string_t& v) {
+    keys_seen_.value();
     if (mode_ == Mode::kMerges) {
       size_t sp = v.find(' ');
       if (sp == std::string::npos || v.find(' ', sp + 1) != std::string::npos) bad_merge();
@@ -58,6 +73,7 @@ class Handler {
     return value(Json(std::move(v)), "a string");
   }
   bool key(string_t& k) {
+    keys_seen_.key(k, reached_);
     if (mode_ == Mode::kVocab) {
       pending_ = {uint32_t(out_.bpe.vocab_bytes.size()), uint32_t(k.size())};
       out_.bpe.vocab_bytes += k;
@@ -67,6 +83,7 @@ class Handler {
     return true;
   }
   bool start_object(std::size_t) {
+    keys_seen_.open(false);
     if (mode_ == Mode::kDom && at_model_child("vocab")) {
       mode_ = Mode::kVocab;
       out_.has_vocab = true;
@@ -77,6 +94,7 @@ class Handler {
     return true;
   }
   bool end_object() {
+    keys_seen_.close();
     if (mode_ == Mode::kVocab) {
       mode_ = Mode::kDom;
       return true;
@@ -85,6 +103,7 @@ class Handler {
     return true;
   }
   bool start_array(std::size_t) {
+    keys_seen_.open(true);
     if (mode_ == Mode::kDom && at_model_child("merges")) {
       mode_ = Mode::kMerges;
       out_.has_merges = true;
@@ -100,6 +119,7 @@ class Handler {
     return true;
   }
   bool end_array() {
+    keys_seen_.close();
     if (mode_ == Mode::kMergePair) {
       if (pair_count_ != 2) bad_merge();
       out_.bpe.merges.push_back({pair_[0].first, pair_[0].second, pair_[1].first, pair_[1].second});
@@ -173,6 +193,8 @@ class Handler {
 
   TokenizerJson& out_;
   std::string file_;
+  JsonKeyTracker& keys_seen_;
+  const size_t& reached_;  // bytes of the text the parser has read
   std::vector<Json*> stack_;
   std::vector<std::string> keys_;
   Mode mode_ = Mode::kDom;
@@ -196,8 +218,11 @@ TokenizerJson read_tokenizer_json(const std::filesystem::path& path) {
   }
   if (!in) fail("cannot read tokenizer file '{}'", path.string());
   TokenizerJson out;
-  Handler h(out, path.string());
-  Json::sax_parse(text, &h);
+  JsonKeyTracker keys(text, path.string());
+  size_t reached = 0;
+  Handler h(out, path.string(), keys, reached);
+  const char* base = text.data();
+  Json::sax_parse(OffsetIterator(base, base, &reached), OffsetIterator(base + text.size(), base, &reached), &h);
   if (!out.rest.is_object()) fail("{}: expected a JSON object at the top level", path.string());
   return out;
 }

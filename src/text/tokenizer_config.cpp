@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "io/unique_keys.h"
 #include "text/chat_template.h"
 
 namespace zt::text {
@@ -21,12 +22,7 @@ std::string read_text(const fs::path& p) {
 }
 
 Json read_json(const fs::path& p) {
-  std::string text = read_text(p);
-  try {
-    return Json::parse(text);
-  } catch (const Json::exception& e) {
-    fail("{}: malformed JSON: {}", p.string(), e.what());
-  }
+  return parse_json_unique_keys(read_text(p), p.string());
 }
 
 // A token field: a string, an AddedToken object {"content": …}, or null.

@@ -1,19 +1,13 @@
 #include <gtest/gtest.h>
 
-#include "cli/run_config.h"
-
 #include <filesystem>
 #include <fstream>
 
+#include "cli/run_config.h"
+#include "core/zt_test_util.h"
+
 namespace {
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const zt::Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
+using zt::testing::error_of;
 }  // namespace
 
 TEST(RunConfig, DefaultsAreTrlSftConfigs) {
@@ -30,15 +24,24 @@ TEST(RunConfig, DefaultsAreTrlSftConfigs) {
 
 TEST(RunConfig, UnknownKeyNamesPathAndFile) {
   EXPECT_EQ(error_of([] { zt::cli::RunConfig::from_json({{"trainer", {{"lerning_rate", 1}}}}, "sft.yaml"); }),
-            "sft.yaml: unknown config key 'trainer.lerning_rate' (not a zerotune/TRL SFTConfig key)");
+            "sft.yaml: unknown config key 'trainer.lerning_rate' (not a zerotune/TRL SFTConfig key) (did you "
+            "mean 'trainer.learning_rate'?)");
+  EXPECT_EQ(error_of([] { zt::cli::RunConfig::from_json({{"model", {{"zzz", "x"}}}}, "sft.yaml"); }),
+            "sft.yaml: unknown config key 'model.zzz' (not a zerotune/TRL SFTConfig key)");
 }
 
-TEST(RunConfig, IgnoredKeysWarnAndTopLevelSeedFlowsDown) {
+TEST(RunConfig, NotedKeysGetOneLineAndTopLevelSeedFlowsDown) {
   auto c = zt::cli::RunConfig::from_json({{"use_ms", true}, {"seed", 7}, {"trainer", {{"report_to", "wandb"}}}},
                                          "sft.yaml");
-  ASSERT_EQ(c.warnings().size(), 1u);
-  EXPECT_EQ(c.warnings()[0], "sft.yaml: 'use_ms' is accepted but not used by zerotune");
+  ASSERT_EQ(c.notes().size(), 1u);
+  EXPECT_EQ(c.notes()[0],
+            "sft.yaml: use_ms: true changes nothing in zerotune: it switches the users' hub mirror (ModelScope); "
+            "zerotune reads local directories and the local HF cache only");
   EXPECT_EQ(c.get<int64_t>("trainer.seed"), 7);
+  // At their defaults, noted keys say nothing.
+  auto d = zt::cli::RunConfig::from_json({{"trainer", {{"activation_offloading", false}, {"dataloader_num_workers", 0}}}},
+                                         "sft.yaml");
+  EXPECT_TRUE(d.notes().empty());
 }
 
 TEST(RunConfig, MissingAndTypeErrors) {

@@ -8,6 +8,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -27,6 +28,16 @@ void expect_error(F&& stmt, const std::vector<std::string>& parts) {
     for (const std::string& p : parts)
       EXPECT_NE(what.find(p), std::string::npos) << "message: " << what << "\nmissing: " << p;
   }
+}
+
+// The message of the zt::Error that `f` throws, or "<no error>".
+inline std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const zt::Error& e) {
+    return e.what();
+  }
+  return "<no error>";
 }
 
 // A fresh directory under the system temp dir, removed (recursively) on destruction.

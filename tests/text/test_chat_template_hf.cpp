@@ -165,7 +165,7 @@ TEST(TokenizerConfig, ErrorsNameTheFileAndKey) {
                {(d / "tokenizer_config.json").string(), "file not found"});
   write(d / "tokenizer_config.json", "{\"eos_token\": ");
   expect_error([&] { load_tokenizer_config(d.path()); },
-               {(d / "tokenizer_config.json").string(), "malformed JSON"});
+               {(d / "tokenizer_config.json").string(), "invalid JSON"});
   write(d / "tokenizer_config.json", R"({"eos_token": 5})");
   expect_error(
       [&] { load_tokenizer_config(d.path()); },

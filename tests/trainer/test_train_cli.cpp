@@ -7,54 +7,20 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "io/json.h"
+#include "train_cli_util.h"
 
 namespace fs = std::filesystem;
 
 namespace {
 
-struct RunResult {
-  int status = -1;
-  std::string output;
-};
-
-RunResult run(const std::string& cmd) {
-  RunResult r;
-  std::string full = cmd + " 2>&1";
-  FILE* p = popen(full.c_str(), "r");
-  if (p == nullptr) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
-  int st = pclose(p);
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-  return r;
-}
-
-std::string slurp(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-// The per-step metrics lines (train events) of a run, without the timing fields.
-std::vector<zt::Json> train_events(const fs::path& exp) {
-  std::vector<zt::Json> out;
-  std::ifstream f(exp / "metrics.jsonl");
-  std::string line;
-  while (std::getline(f, line)) {
-    zt::Json j = zt::Json::parse(line);
-    j.erase("train_tokens_per_second");
-    j.erase("peak_memory_gib");
-    out.push_back(j);
-  }
-  return out;
-}
+using zt_test::RunResult;
+using zt_test::run;
+using zt_test::slurp;
+using zt_test::train_events;
 
 class TrainCli : public ::testing::Test {
  protected:

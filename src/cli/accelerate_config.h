@@ -1,22 +1,25 @@
-// Reads an `accelerate` config YAML (what `accelerate config` writes; DESIGN §8) into the few
-// settings zerotune acts on: the process count, the ZeRO stage, optimizer offload and mixed
-// precision. DeepSpeed (`deepspeed_config`, including a `deepspeed_config_file` JSON) and FSDP
-// (`fsdp_config`) forms both map onto the ZeRO stage:
+// Reads an `accelerate` config YAML (what `accelerate config` writes; DESIGN §8), or a DeepSpeed
+// JSON on its own (TrainingArguments' `deepspeed`), into the few settings zerotune acts on: the
+// process count, the ZeRO stage, optimizer offload and mixed precision. DeepSpeed
+// (`deepspeed_config`, including a `deepspeed_config_file` JSON) and FSDP (`fsdp_config`) forms
+// both map onto the ZeRO stage:
 //   DEEPSPEED: deepspeed_config.zero_stage (or zero_optimization.stage of the JSON file);
 //   FSDP:      FULL_SHARD / 1 -> 3, SHARD_GRAD_OP / 2 -> 2, NO_SHARD / 3 -> 0,
 //              HYBRID_SHARD / 4 -> 3 and _HYBRID_SHARD_ZERO2 / 5 -> 2 (with a warning: zerotune has
 //              no hybrid sharding); FSDP2 (fsdp_version: 2): fsdp_reshard_after_forward true -> 3,
 //              false -> 2; fsdp_offload_params: true -> optimizer offload to the CPU (warning);
 //   NO / MULTI_CPU / MULTI_GPU: stage 0 (plain data parallel).
-// Unknown keys are warnings (accelerate's own set changes between versions); so are known keys that
-// zerotune does not act on when they ask for something it does not do.
+// Every key is checked against cli/launch_keys.h: an unknown key, a key given twice, or a key set
+// to something zerotune lacks is an error naming file, line and key (before any process starts);
+// a known key that changes nothing in zerotune gets a one-line note when it is not at its neutral
+// value.
 #pragma once
 
 #include <optional>
 #include <string>
 #include <vector>
 
-namespace zt::dist {
+namespace zt::cli {
 
 struct AccelerateConfig {
   std::string path;                     // the file read (the `origin` of the _text form)
@@ -33,12 +36,14 @@ struct AccelerateConfig {
   std::string offload_param_device = "none";       // none | cpu (not acted on: warned)
   std::optional<int> gradient_accumulation_steps;  // deepspeed_config's, when a number
   std::optional<double> gradient_clipping;         // deepspeed_config's, when a number
-  std::vector<std::string> warnings;  // one line each, also logged by the parse functions
+  std::vector<std::string> warnings;  // asks for something zerotune does differently; one line each
+  std::vector<std::string> notes;     // known keys that change nothing in zerotune; one line each
 };
 
 // Parses the YAML file at `path`. Throws zt::Error naming the file, the key, the line, the value
-// seen and what was expected (a non-integer num_processes, zero_stage outside 0..3, an unsupported
-// distributed_type, offload to nvme, …), or when the file cannot be read.
+// seen and what was expected (an unknown or repeated key, a non-integer num_processes, zero_stage
+// outside 0..3, an unsupported distributed_type, offload to nvme, …), or when the file cannot be
+// read. Nothing is logged: callers print `warnings` and `notes`.
 AccelerateConfig parse_accelerate_config(const std::string& path);
 
 // Same, from YAML text; `origin` names it in messages, and relative deepspeed_config_file paths
@@ -46,4 +51,8 @@ AccelerateConfig parse_accelerate_config(const std::string& path);
 AccelerateConfig parse_accelerate_config_text(const std::string& yaml, const std::string& origin,
                                               const std::string& base_dir = ".");
 
-}  // namespace zt::dist
+// A DeepSpeed JSON config file (zero_optimization, bf16, …) as distributed_type DEEPSPEED, with
+// the same checks.
+AccelerateConfig parse_deepspeed_config(const std::string& path);
+
+}  // namespace zt::cli

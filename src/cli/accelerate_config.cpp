@@ -1,93 +1,63 @@
-// accelerate config YAML -> AccelerateConfig (see accelerate_config.h).
-#include "dist/accelerate_config.h"
+// accelerate config YAML / DeepSpeed JSON -> AccelerateConfig (see accelerate_config.h).
+#include "cli/accelerate_config.h"
 
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <set>
+#include <span>
 #include <sstream>
 
+#include "cli/launch_keys.h"
 #include "core/error.h"
-#include "core/log.h"
+#include "core/spelling.h"
+#include "io/unique_keys.h"
 
-namespace zt::dist {
+namespace zt::cli {
 
 namespace {
 
-const std::set<std::string> kTopKeys = {"compute_environment",
-                                        "debug",
-                                        "distributed_type",
-                                        "downcast_bf16",
-                                        "enable_cpu_affinity",
-                                        "gpu_ids",
-                                        "machine_rank",
-                                        "main_process_ip",
-                                        "main_process_port",
-                                        "main_training_function",
-                                        "mixed_precision",
-                                        "num_machines",
-                                        "num_processes",
-                                        "rdzv_backend",
-                                        "same_network",
-                                        "tpu_env",
-                                        "tpu_use_cluster",
-                                        "tpu_use_sudo",
-                                        "tpu_name",
-                                        "tpu_zone",
-                                        "use_cpu",
-                                        "deepspeed_config",
-                                        "fsdp_config",
-                                        "dynamo_config",
-                                        "megatron_lm_config",
-                                        "ipex_config",
-                                        "mpirun_config",
-                                        "parallelism_config",
-                                        "fp8_config",
-                                        "commands",
-                                        "command_file",
-                                        "dynamo_backend"};
-const std::set<std::string> kDeepSpeedKeys = {"zero_stage",
-                                              "offload_optimizer_device",
-                                              "offload_param_device",
-                                              "gradient_accumulation_steps",
-                                              "gradient_clipping",
-                                              "zero3_init_flag",
-                                              "zero3_save_16bit_model",
-                                              "deepspeed_config_file",
-                                              "deepspeed_multinode_launcher",
-                                              "deepspeed_hostfile",
-                                              "deepspeed_exclusion_filter",
-                                              "deepspeed_inclusion_filter",
-                                              "offload_optimizer_nvme_path",
-                                              "offload_param_nvme_path",
-                                              "deepspeed_moe_layer_cls_names"};
-const std::set<std::string> kFsdpKeys = {"fsdp_sharding_strategy",
-                                         "fsdp_offload_params",
-                                         "fsdp_version",
-                                         "fsdp_reshard_after_forward",
-                                         "fsdp_auto_wrap_policy",
-                                         "fsdp_backward_prefetch",
-                                         "fsdp_backward_prefetch_policy",
-                                         "fsdp_cpu_ram_efficient_loading",
-                                         "fsdp_forward_prefetch",
-                                         "fsdp_state_dict_type",
-                                         "fsdp_sync_module_states",
-                                         "fsdp_transformer_layer_cls_to_wrap",
-                                         "fsdp_use_orig_params",
-                                         "fsdp_activation_checkpointing",
-                                         "fsdp_min_num_params"};
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s;
+}
+
+// True when `v` is one of the '|'-separated spellings of `neutral` (launch_keys.h).
+bool is_neutral(const YAML::Node& v, std::string_view neutral) {
+  if (neutral == "*") return true;
+  size_t start = 0;
+  while (start <= neutral.size()) {
+    size_t bar = neutral.find('|', start);
+    std::string_view alt = neutral.substr(start, bar == std::string_view::npos ? std::string_view::npos : bar - start);
+    if (!v || v.IsNull()) {
+      if (alt == "~" || alt == "[]" || alt == "{}") return true;
+    } else if (alt == "[]") {
+      if (v.IsSequence() && v.size() == 0) return true;
+    } else if (alt == "{}") {
+      if (v.IsMap() && v.size() == 0) return true;
+    } else if (v.IsScalar() && lower(v.Scalar()) == lower(std::string(alt))) {
+      return true;
+    }
+    if (bar == std::string_view::npos) break;
+    start = bar + 1;
+  }
+  return false;
+}
+
+std::string show(const YAML::Node& v) {
+  if (v.IsScalar()) return v.Scalar();
+  if (v.IsSequence()) return v.size() == 0 ? "[]" : "[…]";
+  if (v.IsMap()) return v.size() == 0 ? "{}" : "{…}";
+  return "null";
+}
 
 // Reading context: names the origin in messages and collects warnings.
 struct Reader {
   AccelerateConfig* cfg;
   std::string origin;
 
-  void warn(const std::string& msg) {
-    cfg->warnings.push_back(msg);
-    log::warn("{}", msg);
-  }
+  void warn(const std::string& msg) { cfg->warnings.push_back(msg); }
   [[noreturn]] void bad(const YAML::Node& n, const std::string& key, const std::string& expected) {
     fail("{}:{}: key '{}' has value '{}' (expected {})", origin, n.Mark().line + 1, key,
          n.IsScalar() ? n.Scalar() : std::string("<not a scalar>"), expected);
@@ -116,13 +86,24 @@ struct Reader {
     if (n.IsScalar() && n.Scalar() == "auto") return std::nullopt;
     bad(n, key, "a number or \"auto\"");
   }
-  void unknown_keys(const YAML::Node& map, const std::set<std::string>& known,
-                    const std::string& prefix) {
+  // Every key of `map` must be in `known` (`what` names the table in the error); a noted key off
+  // its neutral value adds a note, a refused one is an error.
+  void check_keys(const YAML::Node& map, std::span<const LaunchKey> known, const std::string& prefix,
+                  std::string_view what) {
+    std::vector<std::string_view> names;
+    for (const auto& k : known) names.push_back(k.name);
     for (const auto& kv : map) {
       const std::string k = kv.first.Scalar();
-      if (!known.count(k))
-        warn(fmt::format("{}:{}: unknown key '{}{}' ignored", origin, kv.first.Mark().line + 1,
-                         prefix, k));
+      const int line = kv.first.Mark().line + 1;
+      const LaunchKey* spec = find_launch_key(known, k);
+      if (spec == nullptr)
+        fail("{}:{}: unknown key '{}{}': not {}{}", origin, line, prefix, k, what, did_you_mean(k, names));
+      if (spec->neutral.empty() || is_neutral(kv.second, spec->neutral)) continue;
+      if (spec->refuse)
+        fail("{}:{}: '{}{}: {}' is not supported by zerotune: {}", origin, line, prefix, k, show(kv.second),
+             spec->note);
+      cfg->notes.push_back(fmt::format("{}:{}: '{}{}: {}' changes nothing in zerotune: {}", origin, line, prefix,
+                                       k, show(kv.second), spec->note));
     }
   }
 };
@@ -142,18 +123,36 @@ void read_offload(Reader& rd, const YAML::Node& n, const std::string& key, std::
   rd.bad(n, key, "none or cpu");
 }
 
-// deepspeed_config_file: the DeepSpeed JSON (a YAML subset) with zero_optimization etc.
+// deepspeed_config_file: the DeepSpeed JSON (a YAML subset, read as YAML for its line numbers)
+// with zero_optimization etc.
 void read_deepspeed_json(Reader& rd, const std::string& file, const std::string& base_dir) {
   std::filesystem::path p(file);
   if (p.is_relative() && !std::filesystem::exists(p)) p = std::filesystem::path(base_dir) / file;
   YAML::Node j;
   try {
     j = YAML::LoadFile(p.string());
+  } catch (const YAML::BadFile&) {
+    fail("{}: DeepSpeed config '{}' cannot be opened", rd.origin, p.string());
   } catch (const YAML::Exception& e) {
-    fail("{}: deepspeed_config_file '{}' cannot be read: {}", rd.origin, p.string(), e.what());
+    fail("{}:{}: not valid JSON: {}", p.string(), e.mark.line + 1, e.msg);
   }
   Reader jr{rd.cfg, p.string()};
-  if (const YAML::Node z = j["zero_optimization"]) {
+  check_unique_yaml_keys(j, jr.origin);
+  if (!j.IsMap()) fail("{}: expected a JSON object of DeepSpeed settings", jr.origin);
+  jr.check_keys(j, deepspeed_json_keys(), "", "a DeepSpeed config key");
+  for (const char* prec : {"bf16", "bfloat16", "fp16"})
+    if (const YAML::Node b = j[prec]; b && b.IsMap())
+      jr.check_keys(b, deepspeed_precision_keys(), std::string(prec) + ".", "a key of DeepSpeed's precision settings");
+  if (const YAML::Node z = j["zero_optimization"]; z && z.IsMap()) {
+    jr.check_keys(z, deepspeed_zero_keys(), "zero_optimization.", "a key of DeepSpeed's zero_optimization");
+    if (const YAML::Node o = z["offload_optimizer"]; o && o.IsMap())
+      jr.check_keys(o, deepspeed_offload_optimizer_keys(), "zero_optimization.offload_optimizer.",
+                    "a key of DeepSpeed's offload_optimizer");
+    if (const YAML::Node o = z["offload_param"]; o && o.IsMap())
+      jr.check_keys(o, deepspeed_offload_param_keys(), "zero_optimization.offload_param.",
+                    "a key of DeepSpeed's offload_param");
+    if (const YAML::Node c = z["cpu_offload"]; c && jr.boolean(c, "zero_optimization.cpu_offload"))
+      rd.cfg->offload_optimizer_device = "cpu";
     if (const YAML::Node s = z["stage"])
       rd.cfg->zero_stage = jr.integer(s, "zero_optimization.stage", 0, 3);
     if (const YAML::Node o = z["offload_optimizer"]; o && o["device"])
@@ -163,7 +162,7 @@ void read_deepspeed_json(Reader& rd, const std::string& file, const std::string&
       read_offload(jr, o["device"], "zero_optimization.offload_param.device",
                    &rd.cfg->offload_param_device);
   }
-  if (const YAML::Node b = j["bf16"]; b && b["enabled"] && b["enabled"].Scalar() != "auto" &&
+  if (const YAML::Node b = j["bf16"] ? j["bf16"] : j["bfloat16"]; b && b["enabled"] && b["enabled"].Scalar() != "auto" &&
                                       jr.boolean(b["enabled"], "bf16.enabled"))
     rd.cfg->mixed_precision = "bf16";
   if (const YAML::Node f = j["fp16"]; f && f["enabled"] && f["enabled"].Scalar() != "auto" &&
@@ -177,7 +176,6 @@ void read_deepspeed_json(Reader& rd, const std::string& file, const std::string&
 
 void read_deepspeed(Reader& rd, const YAML::Node& ds, const std::string& base_dir) {
   if (!ds.IsMap()) rd.bad(ds, "deepspeed_config", "a mapping");
-  rd.unknown_keys(ds, kDeepSpeedKeys, "deepspeed_config.");
   AccelerateConfig& c = *rd.cfg;
   if (const YAML::Node f = ds["deepspeed_config_file"]; f && !f.IsNull())
     read_deepspeed_json(rd, rd.str(f, "deepspeed_config.deepspeed_config_file"), base_dir);
@@ -196,7 +194,6 @@ void read_deepspeed(Reader& rd, const YAML::Node& ds, const std::string& base_di
 
 void read_fsdp(Reader& rd, const YAML::Node& fs) {
   if (!fs.IsMap()) rd.bad(fs, "fsdp_config", "a mapping");
-  rd.unknown_keys(fs, kFsdpKeys, "fsdp_config.");
   AccelerateConfig& c = *rd.cfg;
   c.zero_stage = 3;  // accelerate's default strategy is FULL_SHARD
   int version = 1;
@@ -247,9 +244,10 @@ AccelerateConfig parse_accelerate_config_text(const std::string& yaml, const std
   } catch (const YAML::Exception& e) {
     fail("{}:{}: not valid YAML: {}", origin, e.mark.line + 1, e.msg);
   }
+  check_unique_yaml_keys(root, origin);
   if (root.IsNull()) return c;
   if (!root.IsMap()) fail("{}: expected a mapping of accelerate settings at the top level", origin);
-  rd.unknown_keys(root, kTopKeys, "");
+  rd.check_keys(root, accelerate_top_keys(), "", "an accelerate config key");
 
   if (const YAML::Node n = root["distributed_type"]) {
     const std::string v = upper(rd.str(n, "distributed_type"));
@@ -277,6 +275,11 @@ AccelerateConfig parse_accelerate_config_text(const std::string& yaml, const std
 
   const YAML::Node ds = root["deepspeed_config"];
   const YAML::Node fs = root["fsdp_config"];
+  if (ds && ds.IsMap())
+    rd.check_keys(ds, accelerate_deepspeed_keys(), "deepspeed_config.",
+                  "a key of accelerate's deepspeed_config");
+  if (fs && fs.IsMap())
+    rd.check_keys(fs, accelerate_fsdp_keys(), "fsdp_config.", "a key of accelerate's fsdp_config");
   if (c.distributed_type == "DEEPSPEED") {
     if (!ds || ds.IsNull())
       rd.warn(fmt::format("{}: distributed_type DEEPSPEED without deepspeed_config: ZeRO stage 0",
@@ -312,4 +315,17 @@ AccelerateConfig parse_accelerate_config(const std::string& path) {
   return parse_accelerate_config_text(ss.str(), path, dir.empty() ? "." : dir);
 }
 
-}  // namespace zt::dist
+AccelerateConfig parse_deepspeed_config(const std::string& path) {
+  AccelerateConfig c;
+  c.path = path;
+  c.distributed_type = "DEEPSPEED";
+  Reader rd{&c, path};
+  read_deepspeed_json(rd, path, ".");
+  if (c.offload_param_device != "none")
+    rd.warn(fmt::format("{}: parameter offload (offload_param.device: {}) is not supported; parameters stay on "
+                        "the device",
+                        path, c.offload_param_device));
+  return c;
+}
+
+}  // namespace zt::cli

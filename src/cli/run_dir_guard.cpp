@@ -1,0 +1,37 @@
+#include "cli/run_dir_guard.h"
+
+#include <vector>
+
+#include "core/error.h"
+
+namespace zt::cli {
+namespace fs = std::filesystem;
+
+void check_run_dir_is_free(const fs::path& exp_dir, const fs::path& output_dir, bool resuming, bool overwrite) {
+  if (resuming || overwrite) return;
+  std::vector<std::string> found;
+  for (const char* f : {"args.yaml", "metrics.jsonl"})
+    if (fs::exists(exp_dir / f)) found.push_back((exp_dir / f).string());
+  for (const char* f : {"model.safetensors", "model.safetensors.index.json"})
+    if (fs::exists(output_dir / f)) found.push_back((output_dir / f).string());
+  if (found.empty()) return;
+  std::string list;
+  for (const auto& f : found) list += (list.empty() ? "" : ", ") + f;
+  fail("exp_dir {} already holds an earlier run ({}); zerotune does not overwrite a run's outputs: give another "
+       "exp_dir (e.g. exp_dir={}_2), continue that run with trainer.resume_from_checkpoint=true, or replace it "
+       "with trainer.overwrite_output_dir=true",
+       exp_dir.string(), list, exp_dir.string());
+}
+
+std::vector<fs::path> clear_earlier_run(const fs::path& exp_dir, const fs::path& logging_dir) {
+  std::vector<fs::path> removed;
+  if (fs::exists(exp_dir / "metrics.jsonl")) removed.push_back(exp_dir / "metrics.jsonl");
+  if (!logging_dir.empty() && fs::is_directory(logging_dir))
+    for (const auto& e : fs::directory_iterator(logging_dir))
+      if (e.is_regular_file() && e.path().filename().string().rfind("events.out.tfevents.", 0) == 0)
+        removed.push_back(e.path());
+  for (const auto& p : removed) fs::remove(p);
+  return removed;
+}
+
+}  // namespace zt::cli

@@ -1,0 +1,27 @@
+// zerotune never silently overwrites an earlier run's outputs (the users' sft.py suffixes its
+// exp_dir with a timestamp for the same reason). zerotune's choice: a run refuses to start when
+// its exp_dir already holds another run's args.yaml or metrics.jsonl, or its output_dir already
+// holds a model, unless it resumes (trainer.resume_from_checkpoint) or replaces the earlier run
+// (trainer.overwrite_output_dir: true, transformers 4.x's name for exactly this). Checkpoint
+// directories of other runs are the trainer's business (reported at start; train/checkpoint_dirs).
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace zt::cli {
+
+// Throws zt::Error naming exp_dir / output_dir, what they hold and the three ways out, unless
+// `resuming` or `overwrite`. Touches nothing.
+void check_run_dir_is_free(const std::filesystem::path& exp_dir, const std::filesystem::path& output_dir,
+                           bool resuming, bool overwrite);
+
+// trainer.overwrite_output_dir: removes the earlier run's metrics.jsonl (which a new run would
+// otherwise append to) and its TensorBoard event files in `logging_dir` ("" = none); args.yaml and
+// the final model are rewritten by the run itself. Returns the paths removed. Checkpoint
+// directories are left to the trainer (it reports those of other runs).
+std::vector<std::filesystem::path> clear_earlier_run(const std::filesystem::path& exp_dir,
+                                                     const std::filesystem::path& logging_dir);
+
+}  // namespace zt::cli

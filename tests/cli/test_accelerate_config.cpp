@@ -1,0 +1,209 @@
+// accelerate config / DeepSpeed JSON parsing: the settings zerotune acts on, unknown and repeated
+// keys refused with file, line and key, known no-op keys noted.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "cli/accelerate_config.h"
+#include "core/error.h"
+#include "core/zt_test_util.h"
+
+namespace zt::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+using zt::testing::error_of;
+
+TEST(AccelerateConfig, DeepSpeedZero2WithOffload) {
+  // The shape `accelerate config` writes for DeepSpeed.
+  const AccelerateConfig c = parse_accelerate_config_text(R"(compute_environment: LOCAL_MACHINE
+debug: false
+deepspeed_config:
+  gradient_accumulation_steps: 4
+  gradient_clipping: 1.0
+  offload_optimizer_device: cpu
+  offload_param_device: none
+  zero3_init_flag: false
+  zero_stage: 2
+distributed_type: DEEPSPEED
+downcast_bf16: 'no'
+machine_rank: 0
+main_training_function: main
+mixed_precision: bf16
+num_machines: 1
+num_processes: 4
+rdzv_backend: static
+same_network: true
+tpu_env: []
+tpu_use_cluster: false
+tpu_use_sudo: false
+use_cpu: false
+)",
+                                                          "ds.yaml");
+  EXPECT_EQ(c.distributed_type, "DEEPSPEED");
+  EXPECT_EQ(c.num_processes, 4);
+  EXPECT_EQ(c.zero_stage, 2);
+  EXPECT_EQ(c.offload_optimizer_device, "cpu");
+  EXPECT_EQ(c.mixed_precision, "bf16");
+  EXPECT_EQ(c.gradient_accumulation_steps, 4);
+  EXPECT_EQ(c.gradient_clipping, 1.0);
+  EXPECT_TRUE(c.warnings.empty()) << c.warnings.front();
+}
+
+TEST(AccelerateConfig, UnknownKeysAreErrorsNamingFileLineAndKey) {
+  EXPECT_EQ(error_of([] {
+              parse_accelerate_config_text(
+                  "distributed_type: MULTI_GPU\nnum_processes: 2\nmy_knob: 3\ndeepspeed_config: {}\n", "a.yaml");
+            }),
+            "a.yaml:3: unknown key 'my_knob': not an accelerate config key");
+  EXPECT_EQ(error_of([] {
+              parse_accelerate_config_text(
+                  "distributed_type: DEEPSPEED\ndeepspeed_config:\n  zero_stage: 3\n  zero_stag: 1\n", "b.yaml");
+            }),
+            "b.yaml:4: unknown key 'deepspeed_config.zero_stag': not a key of accelerate's deepspeed_config (did "
+            "you mean 'zero_stage'?)");
+  // A section accelerate ignores for this distributed_type is still spell-checked.
+  EXPECT_EQ(error_of([] {
+              parse_accelerate_config_text("distributed_type: NO\nfsdp_config:\n  fsdp_sharding_stratgy: 1\n",
+                                           "c.yaml");
+            }),
+            "c.yaml:3: unknown key 'fsdp_config.fsdp_sharding_stratgy': not a key of accelerate's fsdp_config "
+            "(did you mean 'fsdp_sharding_strategy'?)");
+}
+
+TEST(AccelerateConfig, DuplicateKeysAreErrors) {
+  EXPECT_EQ(error_of([] {
+              parse_accelerate_config_text("num_processes: 2\nmixed_precision: bf16\nnum_processes: 4\n", "d.yaml");
+            }),
+            "d.yaml:3: duplicate key 'num_processes' (first given at line 1)");
+  EXPECT_EQ(error_of([] {
+              parse_accelerate_config_text(
+                  "distributed_type: DEEPSPEED\ndeepspeed_config:\n  zero_stage: 1\n  zero_stage: 2\n", "d.yaml");
+            }),
+            "d.yaml:4: duplicate key 'deepspeed_config.zero_stage' (first given at line 3)");
+}
+
+TEST(AccelerateConfig, KnownKeysThatChangeNothingGetANoteOnlyOffTheirDefault) {
+  // The users' own file: every key is known, and every no-op key is at its default: no notes.
+  const fs::path users = fs::path(ZT_SHARED_DATA).parent_path() / "seed_configs" / "sft_zero1_4gpu.yaml";
+  const AccelerateConfig u = parse_accelerate_config(users.string());
+  EXPECT_EQ(u.zero_stage, 1);
+  EXPECT_EQ(u.offload_optimizer_device, "cpu");
+  EXPECT_EQ(u.num_processes, 4);
+  EXPECT_EQ(u.mixed_precision, "bf16");
+  EXPECT_TRUE(u.notes.empty()) << u.notes.front();
+  EXPECT_TRUE(u.warnings.empty()) << u.warnings.front();
+  const AccelerateConfig z2 = parse_accelerate_config(
+      (fs::path(ZT_SHARED_DATA).parent_path() / "seed_configs" / "sft_zero2_4gpu.yaml").string());
+  EXPECT_EQ(z2.zero_stage, 2);
+  const AccelerateConfig c = parse_accelerate_config_text(
+      "debug: true\ntpu_use_sudo: true\nmain_training_function: train\ndistributed_type: DEEPSPEED\n"
+      "deepspeed_config:\n  zero_stage: 2\n  zero3_init_flag: true\n",
+      "n.yaml");
+  ASSERT_EQ(c.notes.size(), 3u);
+  EXPECT_EQ(c.notes[0],
+            "n.yaml:1: 'debug: true' changes nothing in zerotune: accelerate's collective-shape checks; zerotune's "
+            "transports always check sizes");
+  EXPECT_EQ(c.notes[1], "n.yaml:2: 'tpu_use_sudo: true' changes nothing in zerotune: TPU only");
+  EXPECT_EQ(c.notes[2].rfind("n.yaml:3: 'main_training_function: train' changes nothing", 0), 0u);
+}
+
+TEST(AccelerateConfig, DeepSpeedJsonKeysAreCheckedToo) {
+  const auto dir = fs::path(::testing::TempDir()) / "zt_ds_keys";
+  fs::create_directories(dir);
+  std::ofstream(dir / "bad.json") << "{\n  \"zero_optimization\": {\n    \"stage\": 2,\n"
+                                     "    \"overlap_comms\": true\n  }\n}\n";
+  EXPECT_EQ(error_of([&] { parse_deepspeed_config((dir / "bad.json").string()); }),
+            (dir / "bad.json").string() +
+                ":4: unknown key 'zero_optimization.overlap_comms': not a key of DeepSpeed's zero_optimization (did "
+                "you mean 'overlap_comm'?)");
+  std::ofstream(dir / "dup.json") << "{\"train_batch_size\": 8,\n \"train_batch_size\": 16}\n";
+  EXPECT_EQ(error_of([&] { parse_deepspeed_config((dir / "dup.json").string()); }),
+            (dir / "dup.json").string() + ":2: duplicate key 'train_batch_size' (first given at line 1)");
+  std::ofstream(dir / "q.json") << "{\"zero_optimization\": {\"stage\": 3, \"zero_quantized_gradients\": true}}\n";
+  EXPECT_EQ(error_of([&] { parse_deepspeed_config((dir / "q.json").string()); }),
+            (dir / "q.json").string() +
+                ":1: 'zero_optimization.zero_quantized_gradients: true' is not supported by zerotune: ZeRO++ "
+                "quantised gradient reduction changes the gradients");
+  std::ofstream(dir / "ok.json") << R"({"zero_optimization": {"stage": 3, "overlap_comm": true,
+    "offload_optimizer": {"device": "cpu", "pin_memory": true}, "stage3_max_live_parameters": 1e9},
+    "bf16": {"enabled": "auto"}, "train_micro_batch_size_per_gpu": "auto", "steps_per_print": 10,
+    "wall_clock_breakdown": false})";
+  const AccelerateConfig ok = parse_deepspeed_config((dir / "ok.json").string());
+  EXPECT_EQ(ok.zero_stage, 3);
+  EXPECT_EQ(ok.offload_optimizer_device, "cpu");
+  EXPECT_TRUE(ok.notes.empty()) << ok.notes.front();
+  fs::remove_all(dir);
+}
+
+TEST(AccelerateConfig, FsdpStrategiesMapToZeroStages) {
+  const std::pair<std::string, int> cases[] = {
+      {"FULL_SHARD", 3}, {"SHARD_GRAD_OP", 2}, {"NO_SHARD", 0}, {"1", 3}, {"2", 2}, {"3", 0}};
+  for (const auto& [strategy, stage] : cases) {
+    const AccelerateConfig c = parse_accelerate_config_text(
+        "distributed_type: FSDP\nfsdp_config:\n  fsdp_sharding_strategy: " + strategy +
+            "\n  fsdp_offload_params: false\n",
+        "f.yaml");
+    EXPECT_EQ(c.zero_stage, stage) << strategy;
+    EXPECT_EQ(c.offload_optimizer_device, "none");
+  }
+  const AccelerateConfig v2 = parse_accelerate_config_text(
+      "distributed_type: FSDP\nfsdp_config:\n  fsdp_version: 2\n  fsdp_reshard_after_forward: "
+      "false\n"
+      "  fsdp_offload_params: true\n",
+      "f2.yaml");
+  EXPECT_EQ(v2.zero_stage, 2);
+  EXPECT_EQ(v2.offload_optimizer_device, "cpu");
+  ASSERT_EQ(v2.warnings.size(), 1u);
+  EXPECT_NE(v2.warnings[0].find("fsdp_offload_params: true is run as optimizer offload"),
+            std::string::npos);
+}
+
+TEST(AccelerateConfig, DeepSpeedJsonFile) {
+  const auto dir = fs::path(::testing::TempDir()) / "zt_ds_json";
+  fs::create_directories(dir);
+  {
+    std::ofstream(dir / "ds.json") << R"({"zero_optimization": {"stage": 1, "offload_optimizer":
+      {"device": "cpu"}}, "bf16": {"enabled": true}, "gradient_accumulation_steps": "auto",
+      "gradient_clipping": "auto", "train_micro_batch_size_per_gpu": "auto"})";
+    std::ofstream(dir / "acc.yaml") << "distributed_type: DEEPSPEED\nnum_processes: 8\n"
+                                       "deepspeed_config:\n  deepspeed_config_file: ds.json\n";
+  }
+  const AccelerateConfig c = parse_accelerate_config((dir / "acc.yaml").string());
+  EXPECT_EQ(c.zero_stage, 1);
+  EXPECT_EQ(c.offload_optimizer_device, "cpu");
+  EXPECT_EQ(c.mixed_precision, "bf16");
+  EXPECT_FALSE(c.gradient_accumulation_steps.has_value());
+  EXPECT_EQ(c.num_processes, 8);
+  fs::remove_all(dir);
+}
+
+TEST(AccelerateConfig, BadValuesNameFileLineKeyAndValue) {
+  EXPECT_EQ(error_of([] { parse_accelerate_config_text("num_processes: four\n", "x.yaml"); }),
+            "x.yaml:1: key 'num_processes' has value 'four' (expected an integer in [1, 1048576])");
+  EXPECT_EQ(
+      error_of([] {
+        parse_accelerate_config_text(
+            "distributed_type: DEEPSPEED\ndeepspeed_config:\n  zero_stage: 4\n", "x.yaml");
+      }),
+      "x.yaml:3: key 'deepspeed_config.zero_stage' has value '4' (expected an integer in [0, 3])");
+  EXPECT_EQ(
+      error_of([] {
+        parse_accelerate_config_text(
+            "distributed_type: DEEPSPEED\ndeepspeed_config:\n  offload_optimizer_device: nvme\n",
+            "x.yaml");
+      }),
+      "x.yaml:3: key 'deepspeed_config.offload_optimizer_device' has value 'nvme' (expected none "
+      "or cpu (zerotune does not offload to nvme))");
+  EXPECT_EQ(error_of([] { parse_accelerate_config_text("distributed_type: XLA\n", "x.yaml"); }),
+            "x.yaml:1: key 'distributed_type' has value 'XLA' (expected NO, MULTI_CPU, MULTI_GPU, "
+            "DEEPSPEED or FSDP)");
+  EXPECT_EQ(error_of([] { parse_accelerate_config("/nonexistent/acc.yaml"); }),
+            "accelerate config '/nonexistent/acc.yaml' cannot be opened");
+}
+
+}  // namespace
+}  // namespace zt::cli

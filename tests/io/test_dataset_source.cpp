@@ -1,0 +1,85 @@
+// A hub dataset id resolved from the local HF hub cache (parquet files of a snapshot), or a clear
+// error naming the id and where zerotune looked.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <fstream>
+
+#include "core/zt_test_util.h"
+#include "io/dataset_source.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using zt::testing::expect_error;
+using zt::testing::TempDir;
+
+void touch(const fs::path& p) {
+  fs::create_directories(p.parent_path());
+  std::ofstream(p) << "x";
+}
+
+class HubDataset : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    setenv("HF_HUB_CACHE", (dir_ / "hub").string().c_str(), 1);
+    setenv("HF_DATASETS_CACHE", (dir_ / "datasets").string().c_str(), 1);
+  }
+  void TearDown() override {
+    unsetenv("HF_HUB_CACHE");
+    unsetenv("HF_DATASETS_CACHE");
+  }
+  fs::path snapshot(const std::string& repo, const std::string& rev) {
+    fs::path root = dir_ / "hub" / repo;
+    fs::create_directories(root / "refs");
+    std::ofstream(root / "refs" / "main") << rev;
+    return root / "snapshots" / rev;
+  }
+  TempDir dir_;
+};
+
+TEST_F(HubDataset, ParquetShardsByFileName) {
+  fs::path s = snapshot("datasets--trl-lib--ultrafeedback_binarized", "0123abc");
+  touch(s / "data" / "train-00000-of-00001.parquet");
+  touch(s / "data" / "test-00000-of-00001.parquet");
+  touch(s / "README.md");
+  EXPECT_EQ(zt::resolve_hub_dataset_file("trl-lib/ultrafeedback_binarized", "train"),
+            s / "data" / "train-00000-of-00001.parquet");
+  EXPECT_EQ(zt::resolve_hub_dataset_file("trl-lib/ultrafeedback_binarized", "test"),
+            s / "data" / "test-00000-of-00001.parquet");
+  expect_error([] { zt::resolve_hub_dataset_file("trl-lib/ultrafeedback_binarized", "validation"); },
+               {"dataset 'trl-lib/ultrafeedback_binarized': no data file of split 'validation' in " + s.string(),
+                "data/test-00000-of-00001.parquet, data/train-00000-of-00001.parquet"});
+}
+
+TEST_F(HubDataset, SplitDirectoriesKeywordsAndSingleFile) {
+  fs::path s = snapshot("datasets--org--dirs", "r1");
+  touch(s / "default" / "train" / "0000.parquet");
+  touch(s / "default" / "validation" / "0000.parquet");
+  EXPECT_EQ(zt::resolve_hub_dataset_file("org/dirs", "train"), s / "default" / "train" / "0000.parquet");
+  fs::path k = snapshot("datasets--org--kw", "r2");
+  touch(k / "sft_dev.jsonl");
+  touch(k / "sft_training.jsonl");
+  EXPECT_EQ(zt::resolve_hub_dataset_file("org/kw", "validation"), k / "sft_dev.jsonl");
+  EXPECT_EQ(zt::resolve_hub_dataset_file("org/kw", "train"), k / "sft_training.jsonl");
+  fs::path one = snapshot("datasets--org--one", "r3");
+  touch(one / "all.parquet");
+  EXPECT_EQ(zt::resolve_hub_dataset_file("org/one", "train"), one / "all.parquet");  // no split name: "train"
+}
+
+TEST_F(HubDataset, ShardsAndMissingAreClearErrors) {
+  fs::path s = snapshot("datasets--org--big", "r");
+  touch(s / "data" / "train-00000-of-00002.parquet");
+  touch(s / "data" / "train-00001-of-00002.parquet");
+  expect_error([] { zt::resolve_hub_dataset_file("org/big", "train"); },
+               {"dataset 'org/big': split 'train' has 2 files", "zerotune reads one file per split"});
+  fs::create_directories(dir_ / "datasets" / "org___arrow_only");
+  expect_error([&] { zt::resolve_hub_dataset_file("org/arrow_only", "train"); },
+               {"dataset 'org/arrow_only' is not in the Hugging Face hub cache (looked in " +
+                    (dir_ / "hub" / "datasets--org--arrow_only").string() + ")",
+                "datasets' Arrow cache " + (dir_ / "datasets" / "org___arrow_only").string() + " has it",
+                "`hf download org/arrow_only --repo-type dataset`"});
+  expect_error([] { zt::resolve_hub_dataset_file("not-an-id", "train"); }, {"dataset 'not-an-id': not a hub dataset id"});
+}
+
+}  // namespace

@@ -1,0 +1,56 @@
+// tokenizer.json (a SAX parse, vocab included) and tokenizer_config.json refuse a key given twice,
+// naming file, line and key.
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "core/zt_test_util.h"
+#include "test_tokenizer_util.h"
+#include "text/chat_template.h"
+
+namespace zt::text::test {
+namespace {
+
+using zt::testing::error_of;
+
+const char* kTokenizer = R"({
+  "version": "1.0", "truncation": null, "padding": null, "added_tokens": [],
+  "normalizer": null,
+  "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": false, "use_regex": true},
+  "post_processor": null,
+  "decoder": {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": false, "use_regex": true},
+  "model": {"type": "BPE", "dropout": null, "unk_token": null,
+            "vocab": {"a": 0, "b": 1,
+                      "ab": 2VOCAB},
+            "merges": ["a b"]}TOP})";
+
+std::string tokenizer(const std::string& vocab_extra, const std::string& top_extra) {
+  std::string s = kTokenizer;
+  s.replace(s.find("VOCAB"), 5, vocab_extra);
+  s.replace(s.find("TOP"), 3, top_extra);
+  return s;
+}
+
+TEST(DuplicateKeys, TokenizerJsonVocabAndDom) {
+  {
+    TempFile ok(tokenizer("", ""));
+    EXPECT_EQ(Tokenizer::load(ok.path()).vocab_size(), 3);
+  }
+  TempFile dup_vocab(tokenizer(",\n  \"a\": 7", ""));
+  EXPECT_EQ(error_of([&] { Tokenizer::load(dup_vocab.path()); }),
+            dup_vocab.path().string() + ":10: duplicate key 'model.vocab.a' (first given at line 8)");
+  TempFile dup_top(tokenizer("", ",\n \"normalizer\": null"));
+  EXPECT_EQ(error_of([&] { Tokenizer::load(dup_top.path()); }),
+            dup_top.path().string() + ":11: duplicate key 'normalizer' (first given at line 3)");
+}
+
+TEST(DuplicateKeys, TokenizerConfigJson) {
+  std::filesystem::path dir = std::filesystem::temp_directory_path() / ("zt_dupcfg_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "tokenizer_config.json") << "{\"eos_token\": \"<a>\",\n\"eos_token\": \"<b>\"}";
+  EXPECT_EQ(error_of([&] { load_tokenizer_config(dir); }),
+            (dir / "tokenizer_config.json").string() + ":2: duplicate key 'eos_token' (first given at line 1)");
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace zt::text::test

@@ -1,0 +1,164 @@
+// The users' own files and command line (../shared/seed_configs: sft.yaml, sft_zero1_4gpu.yaml,
+// copied unchanged) run under `zerotune launch … train` on 1 and 2 CPU ranks. What stands in for
+// their GPUs and data: `model_name=Qwen/Qwen2.5-1.5B` resolves through a local HF cache (HF_HOME)
+// whose snapshot holds a 2-layer, hidden-16 Qwen2 config.json and the Qwen2.5 tokenizer; their
+// relative data paths (data/UltraFeedback/*.parquet) hold 64 + 8 rows of the demo data; and
+// compute.global_batch_size=16 (their 256 needs more rows than a test can train on). Everything
+// else is their command line as they type it.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "io/json.h"
+#include "train_cli_util.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+using zt_test::run;
+using zt_test::RunResult;
+using zt_test::slurp;
+using zt_test::train_events;
+
+class UsersCommand : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    root_ = fs::temp_directory_path() / ("zt_users_cmd_" + std::to_string(getpid()));
+    fs::remove_all(root_);
+    fs::create_directories(root_);
+    auto r = run(std::string(ZT_BINARY) + " make-demo-data --out " + (root_ / "demo").string() +
+                 " --train-rows 64 --test-rows 8 --seed 11");
+    ASSERT_EQ(r.status, 0) << r.output;
+    const fs::path snap = root_ / "hf" / "hub" / "models--Qwen--Qwen2.5-1.5B" / "snapshots" / "5fee7c4";
+    fs::create_directories(snap);
+    std::ofstream(root_ / "hf" / "hub" / "models--Qwen--Qwen2.5-1.5B" / "refs" / "main") << "5fee7c4";
+    std::ofstream(snap / "config.json") << R"({
+  "architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "vocab_size": 151936, "hidden_size": 16,
+  "intermediate_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+  "max_position_embeddings": 4096, "rms_norm_eps": 1e-06, "rope_theta": 1000000.0, "hidden_act": "silu",
+  "initializer_range": 0.02, "tie_word_embeddings": true, "use_sliding_window": false,
+  "bos_token_id": 151643, "eos_token_id": 151643, "torch_dtype": "bfloat16"})";
+    for (const char* f : {"tokenizer.json", "tokenizer_config.json"})
+      fs::copy_file(fs::path(ZT_SOURCE_DIR) / "configs/tokenizers/qwen2.5-instruct" / f, snap / f);
+  }
+  static void TearDownTestSuite() { fs::remove_all(root_); }
+
+  // A fresh working directory holding the users' files unchanged and their data layout.
+  static fs::path workdir(const std::string& name) {
+    const fs::path w = root_ / name;
+    fs::create_directories(w / "data" / "UltraFeedback");
+    const fs::path seed = fs::path(ZT_SHARED_DATA).parent_path() / "seed_configs";
+    fs::copy_file(seed / "sft.yaml", w / "sft.yaml");
+    fs::copy_file(seed / "sft_zero1_4gpu.yaml", w / "sft_zero1_4gpu.yaml");
+    fs::copy_file(root_ / "demo" / "train.parquet", w / "data" / "UltraFeedback" / "sft.parquet");
+    fs::copy_file(root_ / "demo" / "test.parquet", w / "data" / "UltraFeedback" / "test_sft.parquet");
+    return w;
+  }
+
+  // The users' command line with N ranks, run in `w`.
+  static RunResult users_command(const fs::path& w, int n, const std::string& extra = "") {
+    const std::string ns = std::to_string(n);
+    return run("cd " + w.string() + " && HF_HOME=" + (root_ / "hf").string() + " ZEROTUNE_CACHE_DIR=" +
+               (root_ / "cache").string() + " " + ZT_BINARY + " launch --num_processes " + ns +
+               " --config_file sft_zero1_4gpu.yaml train --config sft.yaml model_name=Qwen/Qwen2.5-1.5B "
+               "trainer.per_device_train_batch_size=4 trainer.eval_steps=10 trainer.seed=42 "
+               "trainer.full_determinism=true compute.n_gpus=" +
+               ns + " compute.global_batch_size=16 compute.threads=1 " + extra);
+  }
+
+  static fs::path root_;
+};
+fs::path UsersCommand::root_;
+
+TEST_F(UsersCommand, RunsUnchangedOnOneAndTwoRanks) {
+  const fs::path w1 = workdir("w1"), w2 = workdir("w2");
+  const RunResult a = users_command(w1, 1);
+  ASSERT_EQ(a.status, 0) << a.output;
+  const RunResult b = users_command(w2, 2);
+  ASSERT_EQ(b.status, 0) << b.output;
+  // Start-up notes: the no-op keys of their file and the formatting choice; ZeRO-1 + offload.
+  for (const char* s : {"sft.yaml: use_ms: true changes nothing in zerotune",
+                        "sft.yaml: trainer.use_liger_kernel: true changes nothing in zerotune",
+                        "sft.yaml: trainer.full_determinism: true changes nothing in zerotune",
+                        "dataset.prompt_format is chat", "rank 0 of 2 (tcp comm)", "ZeRO stage 1 + optimizer offload",
+                        "accumulation 2 → global batch 16; 4 steps/epoch, 12 steps in all"})
+    EXPECT_NE(b.output.find(s), std::string::npos) << s << "\n" << b.output;
+  EXPECT_EQ(b.output.find("error"), std::string::npos) << b.output;
+  // Their layout of outputs: exp_dir logs/sft, output_dir ${exp_dir}/ckpts, TensorBoard in
+  // ${exp_dir}/tensorboard, save_strategy "no" (no checkpoints).
+  for (const fs::path& w : {w1, w2}) {
+    const fs::path exp = w / "logs" / "sft";
+    EXPECT_TRUE(fs::exists(exp / "ckpts" / "model.safetensors")) << w;
+    EXPECT_TRUE(fs::exists(exp / "ckpts" / "tokenizer.json")) << w;
+    EXPECT_FALSE(fs::is_empty(exp / "tensorboard")) << w;
+    EXPECT_FALSE(fs::exists(exp / "checkpoint-10")) << w;
+    const std::string args = slurp(exp / "args.yaml");
+    EXPECT_NE(args.find("prompt_format: chat"), std::string::npos) << args;
+    EXPECT_NE(args.find("gradient_accumulation_steps: " + std::string(w == w1 ? "4" : "2")), std::string::npos)
+        << args;
+  }
+  // 12 steps (64 rows / 16 per step × 3 epochs), logged every 10 (and the last), eval at 10.
+  const auto e1 = train_events(w1 / "logs" / "sft"), e2 = train_events(w2 / "logs" / "sft");
+  ASSERT_EQ(e1.size(), 3u);
+  ASSERT_EQ(e2.size(), e1.size());
+  EXPECT_EQ(e1[0]["step"], 10);
+  EXPECT_TRUE(e1[1].contains("eval_loss"));
+  EXPECT_EQ(e1[2]["step"], 12);
+  // The same samples per step on 1 and 2 ranks: equal up to reassociation.
+  for (size_t i = 0; i < e1.size(); ++i) {
+    const char* key = e1[i].contains("loss") ? "loss" : "eval_loss";
+    const double x = e1[i][key].get<double>(), y = e2[i][key].get<double>();
+    EXPECT_NEAR(x, y, 1e-5 * std::abs(x)) << "event " << i;
+    EXPECT_GT(x, 5.0);  // a random 151936-way model
+  }
+  // Re-running the same command never overwrites the earlier run.
+  const RunResult again = users_command(w2, 2);
+  EXPECT_EQ(again.status, 1);
+  EXPECT_NE(again.output.find("exp_dir logs/sft already holds an earlier run (logs/sft/args.yaml, "
+                              "logs/sft/metrics.jsonl, logs/sft/ckpts/model.safetensors); zerotune does not "
+                              "overwrite a run's outputs"),
+            std::string::npos)
+      << again.output;
+  EXPECT_EQ(again.output.find("plan:"), std::string::npos) << again.output;  // refused before any data
+  EXPECT_EQ(train_events(w2 / "logs" / "sft"), e2);
+}
+
+TEST_F(UsersCommand, OverwriteOrAnotherExpDirRunsAgain) {
+  const fs::path w = workdir("w3");
+  ASSERT_EQ(users_command(w, 1, "trainer.num_train_epochs=1").status, 0);
+  const RunResult other = users_command(w, 1, "trainer.num_train_epochs=1 exp_dir=logs/sft_2");
+  ASSERT_EQ(other.status, 0) << other.output;
+  EXPECT_TRUE(fs::exists(w / "logs" / "sft_2" / "ckpts" / "model.safetensors"));
+  const RunResult over = users_command(w, 1, "trainer.num_train_epochs=1 trainer.overwrite_output_dir=true");
+  ASSERT_EQ(over.status, 0) << over.output;
+  EXPECT_EQ(train_events(w / "logs" / "sft"), train_events(w / "logs" / "sft_2"));  // same job, same bits
+}
+
+TEST_F(UsersCommand, HubDatasetNameFromTheLocalCache) {
+  // dataset.is_local: false → dataset.*.name, read from the hub cache's parquet files.
+  const fs::path w = workdir("w4");
+  const fs::path snap = root_ / "hf" / "hub" / "datasets--org--uf" / "snapshots" / "r1" / "data";
+  fs::create_directories(snap);
+  fs::create_directories(root_ / "hf" / "hub" / "datasets--org--uf" / "refs");
+  std::ofstream(root_ / "hf" / "hub" / "datasets--org--uf" / "refs" / "main") << "r1";
+  fs::copy_file(root_ / "demo" / "train.parquet", snap / "train-00000-of-00001.parquet", fs::copy_options::skip_existing);
+  fs::copy_file(root_ / "demo" / "test.parquet", snap / "test-00000-of-00001.parquet", fs::copy_options::skip_existing);
+  fs::remove_all(w / "data");
+  const RunResult r = users_command(w, 1,
+                                    "trainer.num_train_epochs=1 dataset.is_local=false dataset.train.name=org/uf "
+                                    "dataset.eval.name=org/uf dataset.eval.split=test");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("datasets--org--uf/snapshots/r1/data/train-00000-of-00001.parquet"), std::string::npos)
+      << r.output;
+  const RunResult missing = users_command(w, 1, "dataset.is_local=false dataset.train.name=org/absent exp_dir=x");
+  EXPECT_EQ(missing.status, 1);
+  EXPECT_NE(missing.output.find("dataset 'org/absent' is not in the Hugging Face hub cache (looked in " +
+                                (root_ / "hf" / "hub" / "datasets--org--absent").string() + ")"),
+            std::string::npos)
+      << missing.output;
+}
+
+}  // namespace

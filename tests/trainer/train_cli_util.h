@@ -1,0 +1,62 @@
+// Helpers of the end-to-end tests that run the zerotune binary (tests/trainer/*.cpp).
+#pragma once
+
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "io/json.h"
+
+namespace zt_test {
+
+struct RunResult {
+  int status = -1;      // exit status (128 + signal when killed)
+  std::string output;   // stdout and stderr together
+};
+
+// Runs `cmd` through the shell, stderr merged into stdout.
+inline RunResult run(const std::string& cmd) {
+  RunResult r;
+  std::string full = cmd + " 2>&1";
+  FILE* p = popen(full.c_str(), "r");
+  if (p == nullptr) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.output.append(buf, n);
+  int st = pclose(p);
+  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+  return r;
+}
+
+inline std::string slurp(const std::filesystem::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// The metrics.jsonl events of a run, without the timing fields.
+inline std::vector<zt::Json> train_events(const std::filesystem::path& exp) {
+  std::vector<zt::Json> out;
+  std::ifstream f(exp / "metrics.jsonl");
+  std::string line;
+  while (std::getline(f, line)) {
+    zt::Json j = zt::Json::parse(line);
+    j.erase("train_tokens_per_second");
+    j.erase("peak_memory_gib");
+    out.push_back(j);
+  }
+  return out;
+}
+
+// ../shared/cases beside the checkout (the shared data folder's sibling).
+inline std::filesystem::path shared_cases_dir() {
+  return std::filesystem::path(ZT_SHARED_DATA).parent_path() / "cases";
+}
+
+}  // namespace zt_test
