@@ -47,13 +47,13 @@ TEST(DataSetup, BadValuesNameTheKey) {
   EXPECT_EQ(error_of([] {
               data_options(config({}, {{"completion_mask", "common"}}), "train");
             }),
-            "dataset.completion_mask: 'common' is not a valid value; expected 'prefix' (current "
-            "TRL) or 'positional' (TRL <= 1.9)");
+            "sft.yaml: dataset.completion_mask: 'common' is not valid (expected one of: prefix, "
+            "positional)");
   EXPECT_EQ(error_of([] {
               data_options(config({{"truncation_mode", "keep_middle"}}), "train");
             }),
-            "trainer.truncation_mode: 'keep_middle' is not a valid value; expected 'keep_start' or "
-            "'keep_end'");
+            "sft.yaml: trainer.truncation_mode: 'keep_middle' is not valid (expected one of: "
+            "keep_start, keep_end)");
   EXPECT_EQ(error_of([] {
               data_options(config({{"chat_template_kwargs", "enable_thinking"}}), "train");
             }),

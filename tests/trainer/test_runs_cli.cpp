@@ -153,9 +153,10 @@ TEST_F(Cases, RotationNeverDeletesTheNewCheckpointAndResumeTakesThisRunsOwn) {
   EXPECT_TRUE(contains(r.output, "resumed from runs/reused/checkpoint-4 at step 4")) << r.output;
   EXPECT_TRUE(fs::exists(exp / "checkpoint-1000"));
 
-  // Another run (fresh, saving nothing) in the same directory is told about both; resuming after
-  // it says plainly that the last run has no checkpoint and which ones are there.
-  r = train(dir, "trainer.max_steps=1 trainer.save_strategy=no");
+  // Another run (fresh, saving nothing; replacing the earlier run's outputs needs
+  // overwrite_output_dir) in the same directory is told about both; resuming after it says plainly
+  // that the last run has no checkpoint and which ones are there.
+  r = train(dir, "trainer.max_steps=1 trainer.save_strategy=no trainer.overwrite_output_dir=true");
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_TRUE(
       contains(r.output, "holds 2 checkpoint(s) of another run: checkpoint-4 (run " + run_id + ")"))
