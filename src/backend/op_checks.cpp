@@ -183,4 +183,29 @@ RopeDims check_rope(std::string_view op, const Tensor& x, const Tensor& cos, con
   return {T, NH, half};
 }
 
+GemmDims check_matmul_dims(const Tensor& C, const Tensor& A, Trans ta, const Tensor& B, Trans tb) {
+  const int64_t M = C.dim(0), N = C.dim(1);
+  const int64_t am = ta == Trans::kN ? A.dim(0) : A.dim(1);
+  const int64_t K = ta == Trans::kN ? A.dim(1) : A.dim(0);
+  const int64_t bk = tb == Trans::kN ? B.dim(0) : B.dim(1);
+  const int64_t bn = tb == Trans::kN ? B.dim(1) : B.dim(0);
+  if (am != M || bk != K || bn != N)
+    fail("matmul: shapes do not fit: C {}, A{} {}, B{} {} (need op(A) [M, K], op(B) [K, N])",
+         C.describe(), ta == Trans::kT ? "ᵀ" : "", A.describe(), tb == Trans::kT ? "ᵀ" : "",
+         B.describe());
+  return {M, N, K};
+}
+
+void check_varlen(std::string_view op, int64_t T, std::span<const int32_t> cu, int64_t max_seqlen) {
+  if (cu.size() < 2 || cu.front() != 0 || cu.back() != T)
+    fail("{}: cu_seqlens must start at 0 and end at T = {} (got {} entries, last {})", op, T,
+         cu.size(), cu.empty() ? -1 : cu.back());
+  for (size_t i = 1; i < cu.size(); ++i) {
+    const int64_t len = cu[i] - cu[i - 1];
+    if (len < 0 || len > max_seqlen)
+      fail("{}: sequence {} has length {}, expected 0..max_seqlen = {}", op, i - 1, len,
+           max_seqlen);
+  }
+}
+
 }  // namespace zt::opcheck

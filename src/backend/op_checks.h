@@ -7,8 +7,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
+#include <span>
 #include <string_view>
 
+#include "backend/ops.h"
 #include "core/tensor.h"
 
 namespace zt::opcheck {
@@ -42,6 +44,16 @@ struct EmbeddingDims {
 struct RopeDims {
   int64_t T = 0, heads = 0, half = 0;  // tokens, heads (0 for the tables), head dim / 2
 };
+
+struct GemmDims {
+  int64_t M = 0, N = 0, K = 0;
+};
+// matmul's product shapes, for 2-D C, A, B (each already checked): C [M, N], op(A) [M, K],
+// op(B) [K, N]; zt::Error "matmul: shapes do not fit: …" otherwise.
+GemmDims check_matmul_dims(const Tensor& C, const Tensor& A, Trans ta, const Tensor& B, Trans tb);
+// The sequence boundaries of a varlen attention call over T tokens: cu starts at 0, ends at T, and
+// no sequence is longer than max_seqlen (zt::Error naming the op and the sequence).
+void check_varlen(std::string_view op, int64_t T, std::span<const int32_t> cu, int64_t max_seqlen);
 
 // cast: dst and src f32/bf16 with equal numel.
 void check_cast(const Tensor& dst, const Tensor& src);

@@ -13,6 +13,7 @@
 #include <limits>
 
 #include "backend/cpu/cpu_common.h"
+#include "backend/op_checks.h"
 #include "backend/cpu/cpu_ops.h"
 
 namespace zt {
@@ -32,16 +33,7 @@ AttnShape attn_shape(const char* op, const Tensor& q, const Tensor& k, const Var
   const int64_t Hkv = k.dim(1);
   if (Hkv < 1 || Hq % Hkv != 0)
     fail("{}: {} query heads are not a multiple of {} KV heads", op, Hq, Hkv);
-  const auto& cu = seqs.cu_host;
-  if (cu.size() < 2 || cu.front() != 0 || cu.back() != T)
-    fail("{}: cu_seqlens must start at 0 and end at T = {} (got {} entries, last {})", op, T,
-         cu.size(), cu.empty() ? -1 : cu.back());
-  for (size_t i = 1; i < cu.size(); ++i) {
-    const int64_t len = cu[i] - cu[i - 1];
-    if (len < 0 || len > seqs.max_seqlen)
-      fail("{}: sequence {} has length {}, expected 0..max_seqlen = {}", op, i - 1, len,
-           seqs.max_seqlen);
-  }
+  opcheck::check_varlen(op, T, seqs.cu_host, seqs.max_seqlen);
   return {T, Hq, Hkv, D};
 }
 

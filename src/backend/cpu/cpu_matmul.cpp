@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "backend/cpu/cpu_common.h"
+#include "backend/op_checks.h"
 #include "backend/cpu/cpu_ops.h"
 
 namespace zt {
@@ -66,16 +67,8 @@ Dims matmul_dims(const Tensor& C, const Tensor& A, Trans ta, const Tensor& B, Tr
   check_shape("matmul", "C", C, {-1, -1}, require_data);
   check_shape("matmul", "A", A, {-1, -1}, require_data);
   check_shape("matmul", "B", B, {-1, -1}, require_data);
-  const int64_t M = C.dim(0), N = C.dim(1);
-  const int64_t am = ta == Trans::kN ? A.dim(0) : A.dim(1);
-  const int64_t K = ta == Trans::kN ? A.dim(1) : A.dim(0);
-  const int64_t bk = tb == Trans::kN ? B.dim(0) : B.dim(1);
-  const int64_t bn = tb == Trans::kN ? B.dim(1) : B.dim(0);
-  if (am != M || bk != K || bn != N)
-    fail("matmul: shapes do not fit: C {}, A{} {}, B{} {} (need op(A) [M, K], op(B) [K, N])",
-         C.describe(), ta == Trans::kT ? "ᵀ" : "", A.describe(), tb == Trans::kT ? "ᵀ" : "",
-         B.describe());
-  return {M, N, K};
+  const opcheck::GemmDims d = opcheck::check_matmul_dims(C, A, ta, B, tb);
+  return {d.M, d.N, d.K};
 }
 
 // fp32 view of t: t itself when fp32, else a widened copy carved from the workspace.

@@ -6,6 +6,7 @@
 
 #include "backend/cpu/cpu_common.h"
 #include "backend/cuda/cuda_ops.h"
+#include "backend/op_checks.h"
 #include "core/error.h"
 
 namespace zt {
@@ -50,15 +51,7 @@ cuda::AttnProblem attn_problem(const char* op, const Tensor& q, const Tensor& k,
   cuda::AttnProblem p = attn_shapes(op, q, k, true);
   const int64_t T = p.T;
   const auto& cu = seqs.cu_host;
-  if (cu.size() < 2 || cu.front() != 0 || cu.back() != T)
-    fail("{}: cu_seqlens must start at 0 and end at T = {} (got {} entries, last {})", op, T,
-         cu.size(), cu.empty() ? -1 : cu.back());
-  for (size_t i = 1; i < cu.size(); ++i) {
-    const int64_t len = cu[i] - cu[i - 1];
-    if (len < 0 || len > seqs.max_seqlen)
-      fail("{}: sequence {} has length {}, expected 0..max_seqlen = {}", op, i - 1, len,
-           seqs.max_seqlen);
-  }
+  opcheck::check_varlen(op, T, cu, seqs.max_seqlen);
   const int64_t n = static_cast<int64_t>(cu.size()) - 1;
   check_shape(op, "cu_seqlens", seqs.cu_seqlens, {n + 1});
   cpu::check_dtype(op, "cu_seqlens", seqs.cu_seqlens, DType::kI32);
