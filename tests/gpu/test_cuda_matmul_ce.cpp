@@ -28,6 +28,7 @@
 #include "backend/cuda/cuda_ops.h"
 #include "backend/op_test_util.h"
 #include "core/error.h"
+#include "gpu/gpu_test_util.h"
 
 namespace zt {
 namespace {
@@ -38,15 +39,7 @@ using test::rel_err;
 #define ZT_REQUIRE_GPU() \
   if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device"
 
-Tensor make_tensor(void* data, DType dt, const std::vector<int64_t>& shape, Device dev) {
-  Tensor t;
-  t.data = data;
-  t.dtype = dt;
-  t.device = dev;
-  t.ndim = static_cast<int>(shape.size());
-  for (size_t i = 0; i < shape.size(); ++i) t.shape[i] = shape[i];
-  return t;
-}
+using gputest::make_view;
 
 // Host data in f32 or bf16 storage; values() gives the exact fp32 values.
 struct HostTensor {
@@ -73,7 +66,7 @@ struct HostTensor {
   std::vector<float> values() const { return dtype == DType::kBF16 ? test::from_bf16(b16) : f32; }
   void* data() { return dtype == DType::kBF16 ? static_cast<void*>(b16.data()) : f32.data(); }
   size_t bytes() const { return dtype == DType::kBF16 ? b16.size() * 2 : f32.size() * 4; }
-  Tensor view() { return make_tensor(data(), dtype, shape, Device::kCPU); }
+  Tensor view() { return make_view(data(), dtype, shape, Device::kCPU); }
 };
 
 // A cudaMalloc'd buffer (tests may allocate); `offset` bytes into it is where the tensor starts.
@@ -95,10 +88,10 @@ struct DevBuf {
     ASSERT_EQ(cudaMemcpy(dst, ptr(), bytes, cudaMemcpyDeviceToHost), cudaSuccess);
   }
   Tensor tensor(DType dt, const std::vector<int64_t>& shape) const {
-    return make_tensor(ptr(), dt, shape, Device::kCUDA);
+    return make_view(ptr(), dt, shape, Device::kCUDA);
   }
   Tensor workspace() const {
-    return make_tensor(ptr(), DType::kU8, {static_cast<int64_t>(n)}, Device::kCUDA);
+    return make_view(ptr(), DType::kU8, {static_cast<int64_t>(n)}, Device::kCUDA);
   }
 };
 
