@@ -31,6 +31,11 @@ struct Stream {
   void* handle = nullptr;
 };
 
+// Opaque marker in a stream: a cudaEvent_t on CUDA, unused (nullptr) on the CPU.
+struct Event {
+  void* handle = nullptr;
+};
+
 // Whether a matmul operand is used as stored (kN) or transposed (kT).
 enum class Trans : uint8_t { kN, kT };
 
@@ -59,6 +64,24 @@ class Ops {
   virtual Device device() const = 0;
   // "cpu (2 threads, OpenBLAS)" etc., for logs.
   virtual std::string name() const = 0;
+
+  // ---- streams and events: ordering between the queues of one device. The CPU backend runs
+  // every op synchronously, so these defaults are no-ops there. A CUDA stream made here is
+  // non-blocking (no implicit ordering with the legacy default stream, which the model uses).
+
+  // A new stream / event, and their destruction (null handles are ignored). Throw zt::Error when
+  // the device refuses.
+  virtual Stream create_stream() { return {}; }
+  virtual void destroy_stream(Stream) {}
+  virtual Event create_event() { return {}; }
+  virtual void destroy_event(Event) {}
+  // Marks the point of s reached by what is enqueued so far.
+  virtual void record_event(Event, Stream) {}
+  // Work enqueued on `waiter` afterwards runs after the last record_event of e has been reached
+  // (an event never recorded does not block).
+  virtual void wait_event(Stream /*waiter*/, Event /*e*/) {}
+  // Blocks the calling thread until the last record_event of e has been reached.
+  virtual void synchronize_event(Event) {}
 
   // ---- memory
 

@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "optim/clip.h"
+#include "optim/host_adamw.h"
 
 namespace zt::zero {
 
@@ -37,10 +38,17 @@ ZeroEngine::ZeroEngine(const ParamLayout& layout, ModelBuffers model, Ops& ops, 
     fail("zero: stage {} is not supported (expected 0, 1, 2 or 3)", opt_.stage);
   if (cdt_ != DType::kF32 && cdt_ != DType::kBF16)
     fail("zero: model weights are {} (expected f32 or bf16)", model.weights.describe());
-  if (model.weights.numel() != layout_.model_elems() ||
-      model.grads.numel() != layout_.model_elems())
+  if ((model.weights.data && model.weights.numel() != layout_.model_elems()) ||
+      (model.grads.data && model.grads.numel() != layout_.model_elems()))
     fail("zero: model buffers weights {} / grads {} do not have the layout's {} elements",
          model.weights.describe(), model.grads.describe(), layout_.model_elems());
+  if (!model.weights.data && (opt_.stage != 3 || !model.bind_weights))
+    fail(
+        "zero: a model without its own weight buffer needs stage 3 and bind_weights (stage {}, "
+        "bind_weights {})",
+        opt_.stage, model.bind_weights ? "set" : "missing");
+  if (!model.grads.data && !model.bind_grads)
+    fail("zero: a model without its own gradient buffer needs bind_grads");
   if (model.grads.dtype != DType::kF32)
     fail("zero: model gradients are {} (expected f32)", model.grads.describe());
   if (model.weights.device != ops.device() || model.grads.device != ops.device() ||
@@ -54,7 +62,37 @@ ZeroEngine::ZeroEngine(const ParamLayout& layout, ModelBuffers model, Ops& ops, 
 
   // Device pools.
   const Arena::Slot s_grad = dev_.reserve("gradient shard", f32(S));
+  // Bucket slots: the largest group, and the largest of the others (W > 1 only: alone the
+  // reduction packs straight into the shard, and the one bucket takes the later micro-steps).
+  int64_t G2 = 0;
+  {
+    bool skipped = false;
+    for (int g = 0; g < layout_.num_groups(); ++g) {
+      const int64_t n = layout_.group_shard_elems(g);
+      if (n == G && !skipped) {
+        skipped = true;
+        continue;
+      }
+      G2 = std::max(G2, n);
+    }
+  }
   const Arena::Slot s_bucket = dev_.reserve("reduce-scatter bucket", f32(W * G));
+  const Arena::Slot s_bucket2 = dev_.reserve("reduce-scatter bucket 2", W > 1 ? f32(W * G2) : 0);
+  // Engine-owned model storage (windowed weights / gradients).
+  const int last = layout_.num_groups() - 1;
+  const auto group_elems = [&](int g) {
+    return layout_.group_model_end(g) - layout_.group_model_begin(g);
+  };
+  int64_t mid = 0;
+  for (int g = 1; g < last; ++g) mid = std::max(mid, group_elems(g));
+  const bool ww = model.weights.data == nullptr, wg = model.grads.data == nullptr;
+  const Arena::Slot s_wfirst = dev_.reserve("weights: embedding", ww ? cmp(group_elems(0)) : 0);
+  const Arena::Slot s_wlast = dev_.reserve("weights: head", ww ? cmp(group_elems(last)) : 0);
+  const Arena::Slot s_wslot0 = dev_.reserve("weights: layer slot 0", ww ? cmp(mid) : 0);
+  const Arena::Slot s_wslot1 = dev_.reserve("weights: layer slot 1", ww ? cmp(mid) : 0);
+  const Arena::Slot s_gfirst = dev_.reserve("gradients: embedding", wg ? f32(group_elems(0)) : 0);
+  const Arena::Slot s_glast = dev_.reserve("gradients: head", wg ? f32(group_elems(last)) : 0);
+  const Arena::Slot s_gslot = dev_.reserve("gradients: layer slot", wg ? f32(mid) : 0);
   const Arena::Slot s_gather = dev_.reserve("all-gather staging", opt_.stage == 0 ? 0 : cmp(W * G));
   const Arena::Slot s_compute = dev_.reserve(
       opt_.stage == 3 ? "compute weight shard" : "updated compute weights", cmp(owned));
@@ -80,6 +118,16 @@ ZeroEngine::ZeroEngine(const ParamLayout& layout, ModelBuffers model, Ops& ops, 
 
   grad_shard_ = static_cast<float*>(dev_.ptr(s_grad));
   bucket_ = static_cast<float*>(dev_.ptr(s_bucket));
+  bucket2_ = static_cast<float*>(dev_.ptr(s_bucket2));
+  bucket_elems_[0] = W * G;
+  bucket_elems_[1] = W > 1 ? W * G2 : 0;
+  wfirst_ = dev_.ptr(s_wfirst);
+  wlast_ = dev_.ptr(s_wlast);
+  wslot_[0] = dev_.ptr(s_wslot0);
+  wslot_[1] = dev_.ptr(s_wslot1);
+  gfirst_ = static_cast<float*>(dev_.ptr(s_gfirst));
+  glast_ = static_cast<float*>(dev_.ptr(s_glast));
+  gslot_ = static_cast<float*>(dev_.ptr(s_gslot));
   gather_ = dev_.ptr(s_gather);
   compute_ = dev_.ptr(s_compute);
   full_grad_ = static_cast<float*>(dev_.ptr(s_full));
@@ -93,6 +141,53 @@ ZeroEngine::ZeroEngine(const ParamLayout& layout, ModelBuffers model, Ops& ops, 
     host_compute_ = static_cast<uint16_t*>(host_.ptr(s_hcompute));
   }
   reduced_.assign(static_cast<size_t>(layout_.num_groups()), 0);
+  gather_pending_.assign(static_cast<size_t>(layout_.num_groups()), 0);
+  group_valid_.assign(static_cast<size_t>(layout_.num_groups()), 0);
+
+  side_ = ops_.create_stream();
+  for (Event* e : {&ev_compute_, &ev_side_, &ev_bucket_free_[0], &ev_bucket_free_[1],
+                   &ev_slot_ready_[0], &ev_slot_ready_[1], &ev_slot_free_[0], &ev_slot_free_[1]})
+    *e = ops_.create_event();
+  if (opt_.overlap_gather)
+    for (int g = 0; g < layout_.num_groups(); ++g) ev_gathered_.push_back(ops_.create_event());
+  if (opt_.offload) {
+    host_adam_ = std::make_unique<optim::HostAdamW>(opt_.host_threads, opt_.local_world_size);
+    plan_offload();
+  }
+  if (wg)
+    for (int g = 0; g <= last; ++g) model_.bind_grads(g, static_cast<float*>(grads_of(g).base));
+}
+
+ZeroEngine::~ZeroEngine() {
+  try {  // nothing in flight may outlive the buffers (after a Comm failure this returns at once)
+    ops_.synchronize(side_);
+    ops_.synchronize(stream_);
+  } catch (...) {
+  }
+  ops_.destroy_stream(side_);
+  for (Event e : {ev_compute_, ev_side_, ev_bucket_free_[0], ev_bucket_free_[1], ev_slot_ready_[0],
+                  ev_slot_ready_[1], ev_slot_free_[0], ev_slot_free_[1]})
+    ops_.destroy_event(e);
+  for (Event e : ev_gathered_) ops_.destroy_event(e);
+  for (Event e : ev_d2h_) ops_.destroy_event(e);
+}
+
+ZeroEngine::GroupPtr ZeroEngine::weights_of(int g) const {
+  if (!windowed_weights())
+    return {at(model_.weights.data, layout_.group_model_begin(g), ces_), cdt_};
+  return {weight_storage(g), cdt_};
+}
+
+void* ZeroEngine::weight_storage(int g) const {
+  const int last = layout_.num_groups() - 1;
+  return g == 0 ? wfirst_ : g == last ? wlast_ : wslot_[g % 2];
+}
+
+ZeroEngine::GroupPtr ZeroEngine::grads_of(int g) const {
+  if (!windowed_grads())
+    return {at(model_.grads.data, layout_.group_model_begin(g), 4), DType::kF32};
+  const int last = layout_.num_groups() - 1;
+  return {g == 0 ? gfirst_ : g == last ? glast_ : gslot_, DType::kF32};
 }
 
 Tensor ZeroEngine::dev(void* p, DType dt, int64_t n) const {
@@ -115,10 +210,11 @@ void ZeroEngine::require_between_steps(const char* what) const {
           what, g);
 }
 
-// Model flat buffer → rank-major buffer, group g, ranks [r0, r1): every shard segment is converted
+// Group storage → rank-major buffer, group g, ranks [r0, r1): every shard segment is converted
 // (Ops::cast: a copy for equal dtypes) and its padding zeroed.
-void ZeroEngine::pack(int g, const Tensor& model_flat, const RankMajor& dst, int r0, int r1) {
-  const size_t des = dtype_size(dst.dtype), mes = dtype_size(model_flat.dtype);
+void ZeroEngine::pack(int g, GroupPtr src, const RankMajor& dst, int r0, int r1) {
+  const size_t des = dtype_size(dst.dtype), ses = dtype_size(src.dtype);
+  const int64_t gb = layout_.group_model_begin(g);
   for (int r = r0; r < r1; ++r)
     for (int i = layout_.tensor_begin(g); i < layout_.tensor_end(g); ++i) {
       const ShardTensor& t = layout_.tensor(i);
@@ -126,38 +222,67 @@ void ZeroEngine::pack(int g, const Tensor& model_flat, const RankMajor& dst, int
       const int64_t d = static_cast<int64_t>(r - r0) * dst.stride + t.shard_offset - dst.shift;
       if (valid > 0)
         ops_.cast(dev(at(dst.data, d, des), dst.dtype, valid),
-                  dev(at(model_flat.data, t.model_offset + r * t.shard_elems, mes),
-                      model_flat.dtype, valid),
+                  dev(at(src.base, t.model_offset - gb + r * t.shard_elems, ses), src.dtype, valid),
                   stream_);
       if (valid < t.shard_elems)
         ops_.zero(dev(at(dst.data, d + valid, des), dst.dtype, t.shard_elems - valid), stream_);
     }
 }
 
-// Rank-major buffer → model flat buffer, group g, ranks [r0, r1) (data elements only).
-void ZeroEngine::unpack(int g, const RankMajor& src, const Tensor& model_flat, int r0, int r1) {
-  const size_t ses = dtype_size(src.dtype), mes = dtype_size(model_flat.dtype);
+// Rank-major buffer → group storage, group g, ranks [r0, r1) (data elements only), on stream s.
+void ZeroEngine::unpack(int g, const RankMajor& src, GroupPtr dst, int r0, int r1) {
+  unpack_on(g, src, dst, r0, r1, stream_);
+}
+
+void ZeroEngine::unpack_on(int g, const RankMajor& src, GroupPtr dst, int r0, int r1, Stream s) {
+  const size_t ses = dtype_size(src.dtype), des = dtype_size(dst.dtype);
+  const int64_t gb = layout_.group_model_begin(g);
   for (int r = r0; r < r1; ++r)
     for (int i = layout_.tensor_begin(g); i < layout_.tensor_end(g); ++i) {
       const ShardTensor& t = layout_.tensor(i);
       const int64_t valid = t.valid(r);
       if (valid == 0) continue;
-      const int64_t s = static_cast<int64_t>(r - r0) * src.stride + t.shard_offset - src.shift;
-      ops_.cast(dev(at(model_flat.data, t.model_offset + r * t.shard_elems, mes), model_flat.dtype,
-                    valid),
-                dev(at(src.data, s, ses), src.dtype, valid), stream_);
+      const int64_t o = static_cast<int64_t>(r - r0) * src.stride + t.shard_offset - src.shift;
+      ops_.cast(dev(at(dst.base, t.model_offset - gb + r * t.shard_elems, des), dst.dtype, valid),
+                dev(at(src.data, o, ses), src.dtype, valid), s);
     }
 }
 
 void ZeroEngine::init_from_model() {
-  const int64_t S = layout_.shard_elems(), owned = owned_elems();
+  if (windowed_weights())
+    fail("zero: init_from_model: the model has no weight buffer of its own (use init_from_flat)");
   const int r0 = owned_rank0(), r1 = r0 + owned_ranks();
+  for (int g = 0; g < layout_.num_groups(); ++g)
+    pack(g, weights_of(g), {compute_, cdt_, layout_.shard_elems(), 0}, r0, r1);  // exact bits
+  init_state_from_compute();
+}
+
+void ZeroEngine::init_from_flat(const Tensor& flat) {
+  if (flat.dtype != cdt_ || flat.numel() != layout_.model_elems() || flat.data == nullptr)
+    fail("zero: init_from_flat: expected a flat {} tensor of {} elements, got {}", dtype_name(cdt_),
+         layout_.model_elems(), flat.describe());
+  const int64_t S = layout_.shard_elems();
+  const int r0 = owned_rank0(), r1 = r0 + owned_ranks();
+  ops_.zero(dev(compute_, cdt_, owned_elems()), stream_);  // padding stays 0
+  for (int r = r0; r < r1; ++r)
+    for (const ShardTensor& t : layout_.tensors()) {
+      const int64_t valid = t.valid(r);
+      if (valid == 0) continue;
+      const Tensor dst = dev(at(compute_, (r - r0) * S + t.shard_offset, ces_), cdt_, valid);
+      const void* src = at(flat.data, t.model_offset + r * t.shard_elems, ces_);
+      if (flat.device == Device::kCPU && ops_.device() != Device::kCPU)
+        ops_.copy_from_host(dst, src, stream_);
+      else
+        ops_.cast(dst, Tensor(const_cast<void*>(src), cdt_, {valid}, flat.device), stream_);
+    }
+  init_state_from_compute();
+}
+
+void ZeroEngine::init_state_from_compute() {
+  const int64_t owned = owned_elems();
   // fp32 staging of the owned shards: the full gradient buffer (stage 0) or the gradient shard.
   float* tmp = opt_.stage == 0 ? full_grad_ : grad_shard_;
-  for (int g = 0; g < layout_.num_groups(); ++g) {
-    pack(g, model_.weights, {tmp, DType::kF32, S, 0}, r0, r1);
-    pack(g, model_.weights, {compute_, cdt_, S, 0}, r0, r1);  // the exact compute bits
-  }
+  ops_.cast(dev(tmp, DType::kF32, owned), dev(compute_, cdt_, owned), stream_);  // exact widening
   if (opt_.offload) {
     ops_.copy_to_host(master_, dev(tmp, DType::kF32, owned), stream_);
     ops_.synchronize(stream_);
@@ -168,65 +293,163 @@ void ZeroEngine::init_from_model() {
     ops_.zero(dev(m_, DType::kF32, owned), stream_);
     ops_.zero(dev(v_, DType::kF32, owned), stream_);
   }
+  ops_.zero(dev(tmp, DType::kF32, owned), stream_);
   ready_ = true;
   adam_step_ = 0;
   reset_step();
-  if (opt_.stage == 3) release_all();
+  install_weights();
+  ops_.synchronize(side_);
   ops_.synchronize(stream_);
 }
 
-void ZeroEngine::gather_group(int g) {
-  require_ready("gather_group");
-  if (g < 0 || g >= layout_.num_groups())
-    fail("zero: gather_group({}): group out of range [0, {})", g, layout_.num_groups());
-  if (opt_.stage != 3) return;
-  all_gather_group(g);
+void ZeroEngine::gather_into(int g, GroupPtr dst, Stream s) {
+  const int64_t n = layout_.group_shard_elems(g), b = layout_.group_shard_begin(g);
+  if (layout_.world_size() == 1) {  // alone: the shard is the whole group, no gather needed
+    unpack_on(g, {compute_, cdt_, 0, 0}, dst, 0, 1, s);
+    return;
+  }
+  if (cdt_ == DType::kBF16)
+    comm_.all_gather_bf16(static_cast<const uint16_t*>(at(compute_, b, ces_)),
+                          static_cast<uint16_t*>(gather_), static_cast<size_t>(n), s.handle);
+  else
+    comm_.all_gather(static_cast<const float*>(at(compute_, b, ces_)), static_cast<float*>(gather_),
+                     static_cast<size_t>(n), s.handle);
+  unpack_on(g, {gather_, cdt_, n, b}, dst, 0, layout_.world_size(), s);
+}
+
+void ZeroEngine::acquire_group(int g) {
+  require_ready("acquire_group");
+  const int ng = layout_.num_groups();
+  if (g < 0 || g >= ng) fail("zero: acquire_group({}): group out of range [0, {})", g, ng);
+  if (opt_.stage != 3) {
+    if (gather_pending_[static_cast<size_t>(g)]) {
+      ops_.wait_event(stream_, ev_gathered_[static_cast<size_t>(g)]);
+      gather_pending_[static_cast<size_t>(g)] = 0;
+    }
+    return;
+  }
+  if (!windowed_weights()) {  // gathered in place, on the compute stream
+    gather_into(g, weights_of(g), stream_);
+    return;
+  }
+  const bool middle = g > 0 && g < ng - 1;
+  if (last_acquired_ >= 0 && g != last_acquired_) direction_ = g > last_acquired_ ? 1 : -1;
+  last_acquired_ = g;
+  // Every stage-3 gather runs on the side stream, after the compute stream's work so far (the
+  // update that wrote the shards; the last use of the storage it overwrites).
+  const auto gather_on_side = [&](int h, int slot_or_minus1) {
+    ops_.record_event(ev_compute_, stream_);
+    ops_.wait_event(side_, ev_compute_);
+    if (slot_or_minus1 >= 0) ops_.wait_event(side_, ev_slot_free_[slot_or_minus1]);
+    gather_into(h, {weight_storage(h), cdt_}, side_);
+  };
+  if (!middle) {
+    if (!group_valid_[static_cast<size_t>(g)]) {
+      gather_on_side(g, -1);
+      ops_.record_event(ev_side_, side_);
+      ops_.wait_event(stream_, ev_side_);
+      group_valid_[static_cast<size_t>(g)] = 1;
+    }
+  } else {
+    const int k = g % 2;
+    if (wslot_group_[k] != g) {
+      gather_on_side(g, -1);  // compute's earlier use of the slot is ordered by ev_compute_
+      ops_.record_event(ev_slot_ready_[k], side_);
+      wslot_group_[k] = g;
+    }
+    ops_.wait_event(stream_, ev_slot_ready_[k]);
+    // Prefetch the next layer (in the direction of travel) into the other slot.
+    const int next = g + direction_;
+    if (direction_ != 0 && next > 0 && next < ng - 1 && wslot_group_[next % 2] != next) {
+      const int k2 = next % 2;
+      gather_on_side(next, k2);
+      ops_.record_event(ev_slot_ready_[k2], side_);
+      wslot_group_[k2] = next;
+    }
+  }
+  model_.bind_weights(g, weight_storage(g));
 }
 
 void ZeroEngine::release_group(int g) {
-  if (g < 0 || g >= layout_.num_groups())
-    fail("zero: release_group({}): group out of range [0, {})", g, layout_.num_groups());
+  const int ng = layout_.num_groups();
+  if (g < 0 || g >= ng) fail("zero: release_group({}): group out of range [0, {})", g, ng);
   if (opt_.stage != 3) return;
+  if (windowed_weights()) {
+    if (g > 0 && g < ng - 1) ops_.record_event(ev_slot_free_[g % 2], stream_);
+    return;
+  }
   const int64_t b = layout_.group_model_begin(g), e = layout_.group_model_end(g);
   ops_.zero(dev(at(model_.weights.data, b, ces_), cdt_, e - b), stream_);
 }
 
 void ZeroEngine::gather_all() {
-  for (int g = 0; g < layout_.num_groups(); ++g) gather_group(g);
+  if (opt_.stage == 3 && windowed_weights())
+    fail(
+        "zero: gather_all: the engine holds two layers' weights at a time under stage 3 (route "
+        "the model's weight uses through acquire_group / release_group)");
+  for (int g = 0; g < layout_.num_groups(); ++g) acquire_group(g);
 }
 
 void ZeroEngine::release_all() {
   for (int g = 0; g < layout_.num_groups(); ++g) release_group(g);
 }
 
-// The overlap point: on a device backend, pack + reduce-scatter would be enqueued on a
-// communication stream (after an event recorded on the compute stream) so that the reduction of
-// group g runs while the backward computes group g−1. The CPU path is synchronous.
+std::function<void(int)> ZeroEngine::acquire_callback() {
+  return [this](int g) { acquire_group(g); };
+}
+
+std::function<void(int)> ZeroEngine::release_callback() {
+  return [this](int g) { release_group(g); };
+}
+
+int ZeroEngine::pick_bucket(int64_t elems) {
+  int k = next_bucket_;
+  if (elems > bucket_elems_[k]) k = 0;
+  next_bucket_ = 1 - k;
+  return k;
+}
+
+void ZeroEngine::join_side() {
+  if (!side_busy_) return;
+  ops_.record_event(ev_side_, side_);
+  ops_.wait_event(stream_, ev_side_);
+  side_busy_ = false;
+}
+
+// Pack on the compute stream (ordered after the backward that wrote the gradients, before
+// whatever next overwrites them), reduce-scatter on the side stream.
 void ZeroEngine::reduce_group(int g) {
   require_ready("reduce_group");
   if (g < 0 || g >= layout_.num_groups())
     fail("zero: reduce_group({}): group out of range [0, {})", g, layout_.num_groups());
   if (norm_) fail("zero: reduce_group({}) after grad_norm() in the same optimizer step", g);
   const int64_t n = layout_.group_shard_elems(g), b = layout_.group_shard_begin(g);
+  const int W = layout_.world_size();
   int& count = reduced_[static_cast<size_t>(g)];
-  if (layout_.world_size() == 1) {
+  if (W == 1) {
     // Alone, the reduce-scatter is the identity: the first micro-step packs the group straight into
     // the gradient shard, later ones add to it (the same fp32 sums as through a bucket, half the
     // memory traffic).
     if (count == 0) {
-      pack(g, model_.grads, {grad_shard_, DType::kF32, 0, 0}, 0, 1);
+      pack(g, grads_of(g), {grad_shard_, DType::kF32, 0, 0}, 0, 1);
     } else {
-      pack(g, model_.grads, {bucket_, DType::kF32, n, b}, 0, 1);
+      pack(g, grads_of(g), {bucket_, DType::kF32, n, b}, 0, 1);
       const Tensor shard = dev(grad_shard_ + b, DType::kF32, n);
       ops_.add(shard, shard, dev(bucket_, DType::kF32, n), stream_);
     }
     ++count;
     return;
   }
-  pack(g, model_.grads, {bucket_, DType::kF32, n, b}, 0, layout_.world_size());
-  ops_.synchronize(stream_);
-  comm_.reduce_scatter_sum(bucket_, grad_shard_ + b, static_cast<size_t>(n * layout_.world_size()),
-                           /*accumulate=*/count > 0, stream_.handle);
+  const int k = pick_bucket(n * W);
+  float* bucket = k == 0 ? bucket_ : bucket2_;
+  ops_.wait_event(stream_, ev_bucket_free_[k]);  // the collective that last read slot k is done
+  pack(g, grads_of(g), {bucket, DType::kF32, n, b}, 0, W);
+  ops_.record_event(ev_compute_, stream_);
+  ops_.wait_event(side_, ev_compute_);
+  comm_.reduce_scatter_sum(bucket, grad_shard_ + b, static_cast<size_t>(n * W),
+                           /*accumulate=*/count > 0, side_.handle);
+  ops_.record_event(ev_bucket_free_[k], side_);
+  side_busy_ = true;
   ++count;
 }
 
@@ -244,6 +467,7 @@ double ZeroEngine::grad_norm() {
         "zero: grad_norm: the groups were reduced [{}] times in this step (expected the same "
         "count >= 1 for every group: one reduction per micro-step)",
         fmt::join(reduced_, ", "));
+  join_side();
   const int W = layout_.world_size();
   const int64_t S = layout_.shard_elems();
   std::vector<double> partials;
@@ -271,7 +495,10 @@ StepResult ZeroEngine::apply_step(const StepArgs& args) {
   update(args, coef);
   install_weights();
   reset_step();
-  ops_.synchronize(stream_);
+  if (!opt_.overlap_gather) {
+    ops_.synchronize(side_);
+    ops_.synchronize(stream_);
+  }
   return {norm, coef, true, adam_step_};
 }
 
@@ -285,6 +512,7 @@ StepResult ZeroEngine::finish_step(const StepArgs& args) {
 }
 
 void ZeroEngine::discard_step() {
+  join_side();
   ops_.zero(dev(grad_shard_, DType::kF32, layout_.shard_elems()), stream_);
   ops_.synchronize(stream_);
   reset_step();
@@ -305,16 +533,12 @@ void ZeroEngine::update(const StepArgs& args, float coef) {
   const optim::AdamWStep s_plain = optim::adamw_step(no_decay, args.lr, t, coef);
   const int64_t S = layout_.shard_elems(), owned = owned_elems();
   const float* dev_grad = opt_.stage == 0 ? full_grad_ : grad_shard_;
-  const float* grad = dev_grad;
-  uint16_t* bf16_out = nullptr;
+  adam_step_ = t;
   if (opt_.offload) {
-    ops_.copy_to_host(host_grad_, dev(const_cast<float*>(dev_grad), DType::kF32, owned), stream_);
-    ops_.synchronize(stream_);
-    grad = host_grad_;
-    if (cdt_ == DType::kBF16) bf16_out = host_compute_;
-  } else if (cdt_ == DType::kBF16) {
-    bf16_out = static_cast<uint16_t*>(compute_);
+    update_offloaded(s_decay, s_plain, dev_grad);
+    return;
   }
+  uint16_t* bf16_out = cdt_ == DType::kBF16 ? static_cast<uint16_t*>(compute_) : nullptr;
   const int r0 = owned_rank0();
   for (int k = 0; k < owned_ranks(); ++k)
     for (const ShardTensor& ts : layout_.tensors()) {
@@ -322,21 +546,79 @@ void ZeroEngine::update(const StepArgs& args, float coef) {
       if (valid == 0) continue;
       const int64_t o = k * S + ts.shard_offset;
       const optim::AdamWStep& st = ts.no_decay ? s_plain : s_decay;
-      if (!opt_.offload && ops_.device() == Device::kCUDA)  // device state: the same arithmetic
-        optim::adamw_cuda(st, master_ + o, m_ + o, v_ + o, grad + o, static_cast<size_t>(valid),
-                          bf16_out ? bf16_out + o : nullptr, stream_.handle);
+      if (ops_.device() == Device::kCUDA)  // device state: the same arithmetic as adamw_cpu
+        optim::adamw_cuda(st, master_ + o, m_ + o, v_ + o, dev_grad + o,
+                          static_cast<size_t>(valid), bf16_out ? bf16_out + o : nullptr,
+                          stream_.handle);
       else
-        optim::adamw_cpu(st, master_ + o, m_ + o, v_ + o, grad + o, static_cast<size_t>(valid),
-                         bf16_out ? bf16_out + o : nullptr);
+        optim::adamw_cpu(st, master_ + o, m_ + o, v_ + o, dev_grad + o,
+                         static_cast<size_t>(valid), bf16_out ? bf16_out + o : nullptr);
     }
-  // compute_ ← the compute-dtype master weights.
-  if (opt_.offload)
-    ops_.copy_from_host(dev(compute_, cdt_, owned),
-                        cdt_ == DType::kBF16 ? static_cast<const void*>(host_compute_) : master_,
-                        stream_);
-  else if (cdt_ == DType::kF32)
+  if (cdt_ == DType::kF32)  // compute_ ← the compute-dtype master weights
     ops_.cast(dev(compute_, DType::kF32, owned), dev(master_, DType::kF32, owned), stream_);
-  adam_step_ = t;
+}
+
+// Pieces of the owned shard buffer for the offloaded update: every tensor's data elements, cut
+// into pieces of at most kOffloadChunk elements, grouped into chunks of about that size.
+void ZeroEngine::plan_offload() {
+  const int64_t S = layout_.shard_elems();
+  const int r0 = owned_rank0();
+  OffloadChunk cur;
+  int64_t cur_elems = 0;
+  const auto flush = [&] {
+    if (cur.pieces.empty()) return;
+    cur.lo = cur.pieces.front().offset;
+    cur.hi = cur.pieces.back().offset + cur.pieces.back().n;
+    chunks_.push_back(std::move(cur));
+    cur = {};
+    cur_elems = 0;
+  };
+  for (int k = 0; k < owned_ranks(); ++k)
+    for (const ShardTensor& ts : layout_.tensors()) {
+      const int64_t valid = ts.valid(r0 + k), o = k * S + ts.shard_offset;
+      for (int64_t p = 0; p < valid; p += kOffloadChunk) {
+        const int64_t n = std::min(kOffloadChunk, valid - p);
+        if (cur_elems > 0 && cur_elems + n > kOffloadChunk) flush();
+        cur.pieces.push_back({o + p, n, ts.no_decay});
+        cur_elems += n;
+      }
+    }
+  flush();
+  for (size_t c = 0; c < chunks_.size(); ++c) ev_d2h_.push_back(ops_.create_event());
+}
+
+// The offloaded update, chunk by chunk: every gradient chunk's D2H copy is enqueued at once on
+// the side stream; the host AdamW takes chunk c as soon as its copy has landed, while chunk c−1's
+// result goes H2D on the compute stream. Bitwise the device update (same per-element arithmetic;
+// padding untouched).
+void ZeroEngine::update_offloaded(const optim::AdamWStep& s_decay, const optim::AdamWStep& s_plain,
+                                  const float* dev_grad) {
+  ops_.record_event(ev_compute_, stream_);
+  ops_.wait_event(side_, ev_compute_);
+  for (size_t c = 0; c < chunks_.size(); ++c) {
+    const OffloadChunk& ch = chunks_[c];
+    ops_.copy_to_host(host_grad_ + ch.lo,
+                      dev(const_cast<float*>(dev_grad) + ch.lo, DType::kF32, ch.hi - ch.lo), side_);
+    ops_.record_event(ev_d2h_[c], side_);
+  }
+  uint16_t* bf16 = cdt_ == DType::kBF16 ? host_compute_ : nullptr;
+  std::vector<std::vector<optim::HostAdamW::Ticket>> tickets(chunks_.size());
+  const auto finish = [&](size_t c) {
+    for (const optim::HostAdamW::Ticket& tk : tickets[c]) host_adam_->wait(tk);
+    const OffloadChunk& ch = chunks_[c];
+    const void* src = bf16 ? static_cast<const void*>(bf16 + ch.lo) : master_ + ch.lo;
+    ops_.copy_from_host(dev(at(compute_, ch.lo, ces_), cdt_, ch.hi - ch.lo), src, stream_);
+  };
+  for (size_t c = 0; c < chunks_.size(); ++c) {
+    ops_.synchronize_event(ev_d2h_[c]);
+    for (const OffloadPiece& p : chunks_[c].pieces)
+      tickets[c].push_back(host_adam_->submit(p.no_decay ? s_plain : s_decay, master_ + p.offset,
+                                              m_ + p.offset, v_ + p.offset, host_grad_ + p.offset,
+                                              static_cast<size_t>(p.n),
+                                              bf16 ? bf16 + p.offset : nullptr));
+    if (c > 0) finish(c - 1);
+  }
+  if (!chunks_.empty()) finish(chunks_.size() - 1);
 }
 
 void ZeroEngine::compute_from_master() {
@@ -355,30 +637,28 @@ void ZeroEngine::install_weights() {
   const int64_t S = layout_.shard_elems();
   const int W = layout_.world_size();
   if (opt_.stage == 3) {
-    release_all();
+    // The storage no longer holds current weights: the next acquire of each group gathers it.
+    std::fill(group_valid_.begin(), group_valid_.end(), 0);
+    wslot_group_[0] = wslot_group_[1] = -1;
+    if (!windowed_weights()) release_all();
   } else if (opt_.stage == 0) {
     for (int g = 0; g < layout_.num_groups(); ++g)
-      unpack(g, {compute_, cdt_, S, 0}, model_.weights, 0, W);
+      unpack(g, {compute_, cdt_, S, 0}, weights_of(g), 0, W);
+  } else if (opt_.overlap_gather) {
+    // On the side stream after the update; acquire_group(g) waits for group g alone.
+    ops_.record_event(ev_compute_, stream_);
+    ops_.wait_event(side_, ev_compute_);
+    for (int g = 0; g < layout_.num_groups(); ++g) {
+      all_gather_group(g, side_);
+      ops_.record_event(ev_gathered_[static_cast<size_t>(g)], side_);
+      gather_pending_[static_cast<size_t>(g)] = 1;
+    }
   } else {
-    for (int g = 0; g < layout_.num_groups(); ++g) all_gather_group(g);
+    for (int g = 0; g < layout_.num_groups(); ++g) all_gather_group(g, stream_);
   }
 }
 
-// Group g's compute-weight shards of every rank → gather_ [W][n] → the model's weights.
-void ZeroEngine::all_gather_group(int g) {
-  const int64_t n = layout_.group_shard_elems(g), b = layout_.group_shard_begin(g);
-  if (layout_.world_size() == 1) {  // alone: the shard is the whole group, no gather needed
-    unpack(g, {compute_, cdt_, 0, 0}, model_.weights, 0, 1);
-    return;
-  }
-  ops_.synchronize(stream_);
-  if (cdt_ == DType::kBF16)
-    comm_.all_gather_bf16(static_cast<const uint16_t*>(at(compute_, b, ces_)),
-                          static_cast<uint16_t*>(gather_), static_cast<size_t>(n), stream_.handle);
-  else
-    comm_.all_gather(static_cast<const float*>(at(compute_, b, ces_)), static_cast<float*>(gather_),
-                     static_cast<size_t>(n), stream_.handle);
-  unpack(g, {gather_, cdt_, n, b}, model_.weights, 0, layout_.world_size());
-}
+// Group g's compute-weight shards of every rank → gather_ [W][n] → the model's weights, on s.
+void ZeroEngine::all_gather_group(int g, Stream s) { gather_into(g, weights_of(g), s); }
 
 }  // namespace zt::zero

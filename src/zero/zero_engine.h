@@ -24,12 +24,30 @@
 //            all-gathered group by group into the model. In this design stages 1 and 2 coincide
 //            (the gradient is already sharded by the per-group reduce-scatter); stage 2 is kept as
 //            a name for DeepSpeed/accelerate configs.
-//   stage 3: as 1/2, plus the compute weights stay sharded ([S] in the model dtype). The trainer
-//            brackets every use of the model's weights with gather_group(g) / release_group(g). The
-//            current CausalLM has no per-group forward hook, so the trainer gathers every group
-//            before forward_backward and releases them after (gather_all / release_all); results
-//            are identical either way, only peak memory differs. A released group's model weights
-//            are zeroed, so a use without a gather shows at once.
+//   stage 3: as 1/2, plus the compute weights stay sharded ([S] in the model dtype). Every use of
+//            the model's weights is bracketed by acquire_group(g) / release_group(g) — the
+//            model's GroupHooks call them around each layer in the forward, the backward and the
+//            recompute. With a model that has no weight buffer of its own (ModelBuffers::weights
+//            without data: CausalLM with own_weights = false) the engine gathers group g into
+//            storage of its own and binds it to the model: group 0 and the last group each have
+//            a buffer, the groups between them (the decoder layers) share two slots (g % 2), so
+//            only the shards plus about two layers' weights are resident. The next layer is
+//            prefetched into the other slot on the side stream while the current one computes.
+//            With a full model buffer (tests, the CPU reference) the group is gathered in place
+//            and zeroed on release, so a use without a gather shows at once.
+// Gradient window (any stage, a model without its own gradient buffer: ModelBuffers::grads
+//   without data): the engine owns the fp32 gradient storage the model writes — group 0 and the
+//   last group each have a buffer (the tied embedding collects the LM head's gradient first and
+//   the embedding's last), the groups between them share one slot. That is valid because the
+//   model writes a group's gradients only between the start of its backward and on_group_ready,
+//   in order, on the engine's compute stream, and reduce_group packs them on that stream.
+// Overlap (device backends): reduce_group packs on the compute stream and runs the
+//   reduce-scatter on a side stream (two bucket slots, each reused once the collective that read
+//   it has finished), so the collective of group g runs while the backward computes group g−1;
+//   the compute stream waits for the side stream only before the gradient shard is read
+//   (grad_norm, discard_step). After the update, stages 1/2 with overlap_gather all-gather the
+//   groups on the side stream and acquire_group(g) makes compute wait for group g only. On the
+//   CPU every op and collective is synchronous, so all of this reduces to the plain order.
 // Offload (any stage): master / m / v live in a host arena; at the step boundary the gradient
 //   shard is copied "D2H", the CPU AdamW runs on the host, the compute-dtype result is copied
 //   "H2D". On the CPU backend both memories are host memory, but the code path is the distinct one,
@@ -62,6 +80,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -72,18 +91,37 @@
 #include "optim/adamw.h"
 #include "zero/shard_layout.h"
 
+namespace zt::optim {
+class HostAdamW;
+}
+
 namespace zt::zero {
 
 // ZeRO configuration.
 struct EngineOptions {
   int stage = 1;         // ZeRO stage 0, 1, 2 or 3 (1 and 2 coincide; see the file comment)
   bool offload = false;  // master / m / v in host memory, CPU AdamW (DeepSpeed offload_optimizer)
+  // Stages 1/2: after an update, leave the all-gather of the new weights in flight and make the
+  // compute stream wait for group g at acquire_group(g) (the caller must route every use of the
+  // weights through acquire_group, e.g. the model's GroupHooks). false: apply_step returns with
+  // the model's weights complete.
+  bool overlap_gather = false;
+  // Offload: the host AdamW (optim::HostAdamW) threads; 0 = automatic (cores / local ranks).
+  int host_threads = 0;
+  int local_world_size = 1;  // ranks sharing this host (for the automatic thread count)
 };
 
 // The model memory the engine reads and writes: flat buffers in ParamLayout offsets.
+// A Tensor with data == nullptr (its dtype and device still set, numel ignored) means the model
+// has no such buffer: the engine then allocates the storage per group and binds it to the model
+// through bind_weights / bind_grads (see "stage 3" and "Gradient window" above).
 struct ModelBuffers {
   Tensor weights;  // [layout.total_elems()] compute weights, kF32 or kBF16
   Tensor grads;    // [layout.total_elems()] fp32 gradients of the current micro-step
+  // base = the device address of group g's first element ([group size] of the compute dtype /
+  // fp32); the model uses it from its next acquire of g on.
+  std::function<void(int g, void* base)> bind_weights;
+  std::function<void(int g, float* base)> bind_grads;
 };
 
 // Hyper-parameters of one optimizer step.
@@ -114,9 +152,8 @@ struct PoolBytes {
 // Memory the engine holds, per pool, plus the compute weights the stage needs in the model.
 struct ZeroMemory {
   std::vector<PoolBytes> pools;  // held by the engine (arena views, padding included)
-  // Device bytes of compute weights the stage needs resident in the model: the whole padded model
-  // (stages 0–2) or one gathered group, [W][max group shard] (stage 3). The current CausalLM still
-  // allocates its full parameter buffer in every stage.
+  // Device bytes of the model's own weight buffer the engine works with: the whole padded model,
+  // or 0 when the engine owns the (windowed, stage 3) weight storage — then in `pools`.
   size_t model_weights = 0;
   size_t device_bytes() const;  // engine device pools + model_weights
   size_t host_bytes() const;    // engine host pools
@@ -133,6 +170,7 @@ class ZeroEngine {
   // out-of-memory (naming the pool).
   ZeroEngine(const ParamLayout& layout, ModelBuffers model, Ops& ops, dist::Comm& comm,
              MemoryResource& device_memory, MemoryResource& host_memory, EngineOptions options);
+  ~ZeroEngine();
   ZeroEngine(const ZeroEngine&) = delete;
   ZeroEngine& operator=(const ZeroEngine&) = delete;
 
@@ -148,17 +186,32 @@ class ZeroEngine {
   // accumulators cleared. Stage 3 then releases every group. Collective-free. Call once before the
   // first step (or use load_state).
   void init_from_model();
+  // The same from a flat [layout.model_elems()] tensor of the compute dtype in host memory or on
+  // the device (a model without its own weight buffer loads into host memory). Throws zt::Error
+  // for a wrong dtype or size.
+  void init_from_flat(const Tensor& flat);
 
   // ---- micro-steps
 
-  // Stage 3: all-gathers group g's compute-weight shards into the model's weights (collective).
-  // Other stages: no-op (the model always holds its full weights).
-  void gather_group(int g);
-  // Stage 3: zeroes group g's weights in the model (they are not to be used until gathered).
-  // Other stages: no-op.
+  // Before a use of group g's weights. Stage 3: all-gathers group g's compute-weight shards
+  // into the model's weights, or into the engine's storage for g which it binds to the model
+  // (collective), and prefetches the neighbouring group in the direction of the last two
+  // acquires. Stages 1/2 with overlap_gather: the compute stream waits for g's post-update
+  // gather. Otherwise a no-op.
+  void acquire_group(int g);
+  // After a use of group g's weights. Stage 3 with a full model buffer: zeroes group g's weights
+  // in the model (not to be used until acquired again). Otherwise a no-op (a slot is reused in
+  // stream order).
   void release_group(int g);
-  void gather_all();   // gather_group(g) for g = 0 … num_groups−1
-  void release_all();  // release_group(g) for every g
+  void gather_group(int g) { acquire_group(g); }  // the earlier name
+  // acquire_group(g) for g = 0 … num_groups−1 (not with engine-owned stage-3 storage: it holds
+  // two layers at a time — use the model's hooks); release_group(g) for every g.
+  void gather_all();
+  void release_all();
+  // [this](int g) { acquire_group(g); } and [this](int g) { release_group(g); }: the model's
+  // GroupHooks.
+  std::function<void(int)> acquire_callback();
+  std::function<void(int)> release_callback();
   // Reduce-scatters group g's gradient (model.grads) into this rank's gradient shard: overwrite on
   // the group's first reduction of the optimizer step, add after (collective). This is the
   // model's BackwardOptions::on_group_ready. Throws zt::Error for a bad g, before
@@ -207,6 +260,8 @@ class ZeroEngine {
 
   // Bytes per pool for this stage / offload / W.
   ZeroMemory memory() const;
+  // Offload: the host AdamW pool's start-up line (threads and why); empty without offload.
+  std::string host_adamw_description() const;
 
  private:
   // A rank-major buffer: rank r's shard-buffer element j is at data + r*stride + j - shift.
@@ -216,8 +271,28 @@ class ZeroEngine {
     int64_t stride;
     int64_t shift;
   };
-  void pack(int g, const Tensor& model_flat, const RankMajor& dst, int r0, int r1);
-  void unpack(int g, const RankMajor& src, const Tensor& model_flat, int r0, int r1);
+  // Group g's storage: model element (ParamLayout offset) e of group g is at base + (e −
+  // group_model_begin(g)) elements.
+  struct GroupPtr {
+    void* base;
+    DType dtype;
+  };
+  void pack(int g, GroupPtr src, const RankMajor& dst, int r0, int r1);
+  void unpack(int g, const RankMajor& src, GroupPtr dst, int r0, int r1);
+  void unpack_on(int g, const RankMajor& src, GroupPtr dst, int r0, int r1, Stream s);
+  // master / m / v / step from compute_ (which holds the owned compute shards); stage 3 releases.
+  void init_state_from_compute();
+  GroupPtr weights_of(int g) const;  // where the model reads group g's weights
+  GroupPtr grads_of(int g) const;    // where the model writes group g's gradients
+  void* weight_storage(int g) const;  // engine-owned stage-3 storage of g (windowed mode)
+  bool windowed_weights() const { return model_.weights.data == nullptr; }
+  bool windowed_grads() const { return model_.grads.data == nullptr; }
+  // Stage 3: gathers group g into `dst` on stream s (dst: the group's storage).
+  void gather_into(int g, GroupPtr dst, Stream s);
+  // Makes the compute stream wait for every reduce-scatter enqueued on the side stream.
+  void join_side();
+  // The bucket slot for a [W][n] bucket: alternates between the two, the large one when needed.
+  int pick_bucket(int64_t elems);
   Tensor dev(void* p, DType dt, int64_t n) const;
   int owned_rank0() const;  // first rank whose shard this rank updates (0 for stage 0)
   int owned_ranks() const;  // W for stage 0, else 1
@@ -225,9 +300,23 @@ class ZeroEngine {
   void require_ready(const char* what) const;
   void require_between_steps(const char* what) const;
   void update(const StepArgs& args, float coef);
+  // The offloaded update (chunked D2H → host AdamW → H2D, pipelined).
+  struct OffloadPiece {
+    int64_t offset;  // in the owned shard buffer
+    int64_t n;       // data elements
+    bool no_decay;
+  };
+  struct OffloadChunk {
+    std::vector<OffloadPiece> pieces;
+    int64_t lo = 0, hi = 0;  // the owned-buffer range the chunk's copies cover
+  };
+  static constexpr int64_t kOffloadChunk = int64_t{1} << 24;  // elements (64 MiB of fp32)
+  void plan_offload();
+  void update_offloaded(const optim::AdamWStep& s_decay, const optim::AdamWStep& s_plain,
+                        const float* dev_grad);
   void compute_from_master();    // compute_ ← round(master) (load_state)
   void install_weights();        // stages 0–2: model ← compute shards; stage 3: release_all
-  void all_gather_group(int g);  // every rank's group-g compute shard → the model's weights
+  void all_gather_group(int g, Stream s);  // every rank's group-g shard → the model's weights
   void reset_step();
 
   ShardLayout layout_;
@@ -243,7 +332,34 @@ class ZeroEngine {
   // Device pools.
   float* grad_shard_ =
       nullptr;                  // [S] fp32: this rank's reduced gradient, accumulated over the step
-  float* bucket_ = nullptr;     // [W][max group shard] fp32: reduce-scatter send buffer
+  float* bucket_ = nullptr;     // [W][max group shard] fp32: reduce-scatter send buffer, slot 0
+  float* bucket2_ = nullptr;    // [W][second largest group shard] fp32: slot 1
+  int64_t bucket_elems_[2] = {0, 0};
+  int next_bucket_ = 0;
+  // Engine-owned model storage (windowed): weights of group 0, the last group, two layer slots;
+  // gradients of group 0, the last group, one layer slot.
+  void* wfirst_ = nullptr;
+  void* wlast_ = nullptr;
+  void* wslot_[2] = {nullptr, nullptr};
+  int wslot_group_[2] = {-1, -1};  // the group gathered (or in flight) in each weight slot
+  float* gfirst_ = nullptr;
+  float* glast_ = nullptr;
+  float* gslot_ = nullptr;
+  // Streams and events (no-ops on the CPU).
+  Stream side_;                  // reduce-scatters, post-update gathers, stage-3 prefetches
+  Event ev_compute_;             // compute stream → side stream handoff
+  Event ev_side_;                // side stream → compute stream handoff
+  Event ev_bucket_free_[2];      // the reduce-scatter reading bucket slot k has finished
+  Event ev_slot_ready_[2];       // stage-3 weight slot k holds its group (prefetch finished)
+  Event ev_slot_free_[2];        // compute finished with weight slot k's previous group
+  std::vector<Event> ev_gathered_;
+  std::vector<Event> ev_d2h_;        // offload: chunk c's gradient has landed in host memory
+  std::vector<OffloadChunk> chunks_;
+  std::unique_ptr<optim::HostAdamW> host_adam_;  // stages 1/2 overlap_gather: group g's weights are in place
+  std::vector<char> gather_pending_;
+  std::vector<char> group_valid_;  // windowed stage 3: g's storage holds its current weights
+  bool side_busy_ = false;       // reduce-scatters enqueued since the last join_side
+  int last_acquired_ = -1, direction_ = 0;
   void* gather_ = nullptr;      // [W][max group shard] compute dtype: all-gather receive (1–3)
   void* compute_ = nullptr;     // [owned] compute dtype: updated compute-weight shard(s)
   float* full_grad_ = nullptr;  // [W][S] fp32: all-gathered reduced gradient (stage 0)

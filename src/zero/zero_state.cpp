@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/file_util.h"
+#include "optim/host_adamw.h"
 #include "zero/zero_engine.h"
 
 namespace zt::zero {
@@ -93,6 +94,7 @@ void ZeroEngine::save_state(const std::filesystem::path& dir) const {
 }
 
 void ZeroEngine::load_state(const std::filesystem::path& dir) {
+  ops_.synchronize(side_);  // no gather may still read the compute shards this overwrites
   const int64_t S = layout_.shard_elems();
   const int rank = comm_.rank(), W = layout_.world_size();
   const std::filesystem::path path = state_path(dir, rank);
@@ -220,15 +222,16 @@ ZeroMemory ZeroEngine::memory() const {
       const auto slot = static_cast<Arena::Slot>(s);
       if (a->bytes(slot) > 0) mem.pools.push_back({a->name(slot), a->bytes(slot), a == &host_});
     }
-  if (opt_.stage == 3) {
-    int64_t largest = 0;
-    for (int g = 0; g < layout_.num_groups(); ++g)
-      largest = std::max(largest, layout_.group_model_end(g) - layout_.group_model_begin(g));
-    mem.model_weights = static_cast<size_t>(largest) * ces_;
+  if (windowed_weights()) {
+    mem.model_weights = 0;  // the engine's own "weights: …" pools above
   } else {
     mem.model_weights = static_cast<size_t>(layout_.model_elems()) * ces_;
   }
   return mem;
+}
+
+std::string ZeroEngine::host_adamw_description() const {
+  return host_adam_ ? host_adam_->describe() : std::string();
 }
 
 size_t ZeroMemory::device_bytes() const {

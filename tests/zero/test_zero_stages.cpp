@@ -277,19 +277,47 @@ TEST(ZeroStages, MemoryShrinksWithTheStage) {
   EXPECT_EQ(pool(m0, "full gradient")->bytes, 4 * W * S);
   EXPECT_EQ(pool(m1, "full gradient"), nullptr);
   EXPECT_EQ(pool(m3, "compute weight shard")->bytes, 4 * S);
+  EXPECT_EQ(pool(m1, "reduce-scatter bucket 2")->bytes, 4 * W * G);  // the other layer
   EXPECT_EQ(m1.model_weights, 4 * static_cast<size_t>(model.layout().total_elems()));
-  EXPECT_EQ(m3.model_weights,
-            4 * static_cast<size_t>(model.layout().group_end(1) - model.layout().group_begin(1)));
+  EXPECT_EQ(m3.model_weights, m1.model_weights);  // a model with its own weight buffer
+  // A model without its own buffers (windowed): the engine holds the embedding, the head, two
+  // layer slots of weights and one layer slot of gradients.
+  ModelBuffers windowed{Tensor(nullptr, DType::kF32, {0}, Device::kCPU),
+                        Tensor(nullptr, DType::kF32, {0}, Device::kCPU),
+                        [](int, void*) {}, [](int, float*) {}};
+  const ZeroMemory m3w =
+      ZeroEngine(model.layout(), windowed, ops, four, mem, mem, {3, false}).memory();
+  const ParamLayout& L = model.layout();
+  const auto group_bytes = [&](int g) { return 4 * static_cast<size_t>(L.group_end(g) - L.group_begin(g)); };
+  EXPECT_EQ(m3w.model_weights, 0u);
+  EXPECT_EQ(pool(m3w, "weights: layer slot 0")->bytes, group_bytes(1));
+  EXPECT_EQ(pool(m3w, "weights: layer slot 1")->bytes, group_bytes(1));
+  EXPECT_EQ(pool(m3w, "weights: embedding")->bytes, group_bytes(0));
+  EXPECT_EQ(pool(m3w, "gradients: layer slot")->bytes, group_bytes(1));
+  EXPECT_EQ(pool(m3w, "gradients: head")->bytes, group_bytes(L.group_head()));
   EXPECT_EQ(m1.device_bytes(), m2.device_bytes());
   EXPECT_GT(m0.device_bytes(), m1.device_bytes());
-  EXPECT_GT(m2.device_bytes(), m3.device_bytes());
+  // Stage 2 over the same gradient window keeps the full weights: more than stage 3 once the
+  // model has more layers than the two slots (4 here; the 2-layer model above ties).
+  ModelConfig cfg4 = test::tiny_config(false);
+  cfg4.num_hidden_layers = 4;
+  CausalLM model4(cfg4, ops, mem, mo);
+  ModelBuffers grads_windowed = model_buffers(model4);
+  grads_windowed.grads = windowed.grads;
+  grads_windowed.bind_grads = windowed.bind_grads;
+  const ZeroMemory m2w =
+      ZeroEngine(model4.layout(), grads_windowed, ops, four, mem, mem, {2, false}).memory();
+  const ZeroMemory m3w4 =
+      ZeroEngine(model4.layout(), windowed, ops, four, mem, mem, {3, false}).memory();
+  EXPECT_GT(m2w.device_bytes(), m3w4.device_bytes());
+  EXPECT_GT(m0.device_bytes(), m2.device_bytes());
   EXPECT_EQ(m1.host_bytes(), 0u);
   EXPECT_EQ(m1o.device_bytes(), m1.device_bytes() - 3 * 4 * S);
   EXPECT_EQ(m1o.host_bytes(), 3 * 4 * S + 4 * S);  // master, m, v + the gradient copy
   EXPECT_EQ(
       m1o.describe(),
-      "device 277.7 KiB (gradient shard 30.9 KiB, reduce-scatter bucket 46.5 KiB, all-gather "
-      "staging 46.5 KiB, updated compute weights 30.9 KiB, norm workspace 64 B, model weights "
+      "device 324.2 KiB (gradient shard 30.9 KiB, reduce-scatter bucket 46.5 KiB, reduce-scatter "
+      "bucket 2 46.5 KiB, all-gather staging 46.5 KiB, updated compute weights 30.9 KiB, norm workspace 64 B, model weights "
       "122.8 KiB); host 123.8 KiB (master weights 30.9 KiB, adam m 30.9 KiB, adam v 30.9 KiB, "
       "offload gradient 30.9 KiB)");
 }

@@ -82,6 +82,39 @@ CudaOps::~CudaOps() {
 
 std::string CudaOps::name() const { return name_; }
 
+Stream CudaOps::create_stream() {
+  cudaStream_t st = nullptr;
+  cuda::check(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking), "create_stream");
+  return {st};
+}
+
+void CudaOps::destroy_stream(Stream s) {
+  if (s.handle) (void)cudaStreamDestroy(stream_of(s));
+}
+
+Event CudaOps::create_event() {
+  cudaEvent_t e = nullptr;
+  cuda::check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "create_event");
+  return {e};
+}
+
+void CudaOps::destroy_event(Event e) {
+  if (e.handle) (void)cudaEventDestroy(static_cast<cudaEvent_t>(e.handle));
+}
+
+void CudaOps::record_event(Event e, Stream s) {
+  cuda::check(cudaEventRecord(static_cast<cudaEvent_t>(e.handle), stream_of(s)), "record_event");
+}
+
+void CudaOps::wait_event(Stream waiter, Event e) {
+  cuda::check(cudaStreamWaitEvent(stream_of(waiter), static_cast<cudaEvent_t>(e.handle), 0),
+              "wait_event");
+}
+
+void CudaOps::synchronize_event(Event e) {
+  cuda::check(cudaEventSynchronize(static_cast<cudaEvent_t>(e.handle)), "synchronize_event");
+}
+
 void CudaOps::zero(const Tensor& x, Stream s) {
   check_dev("zero", "x", x);
   if (x.numel() > 0) cuda::check(cudaMemsetAsync(x.data, 0, x.nbytes(), stream_of(s)), "zero");

@@ -79,6 +79,14 @@ class CudaOps final : public Ops {
   std::string name() const override;  // "cuda:0 NVIDIA H200 (sm_90, 132 SMs, 139.8 GiB)"
   const CudaOpsOptions& options() const { return opt_; }
 
+  Stream create_stream() override;
+  void destroy_stream(Stream s) override;
+  Event create_event() override;
+  void destroy_event(Event e) override;
+  void record_event(Event e, Stream s) override;
+  void wait_event(Stream waiter, Event e) override;
+  void synchronize_event(Event e) override;
+
   void zero(const Tensor& x, Stream s) override;
   void copy_from_host(const Tensor& dst, const void* src, Stream s) override;
   void copy_to_host(void* dst, const Tensor& src, Stream s) override;
