@@ -82,8 +82,9 @@ int main(int argc, char** argv) {
   for (const Row& r : rows)
     std::printf("%-28s %7d %10zu %12.1f %8.2f\n", r.impl.c_str(), r.threads, r.chunk,
                 r.params_per_s / 1e6, r.params_per_s * bytes / 1e9);
-  std::printf("{\"bench\": \"cpu_adamw\", \"params\": %zu, \"hardware_threads\": %d, \"results\": [",
-              n, hw);
+  std::printf(
+      "{\"bench\": \"cpu_adamw\", \"params\": %zu, \"hardware_threads\": %d, \"results\": [", n,
+      hw);
   for (size_t i = 0; i < rows.size(); ++i)
     std::printf("%s{\"impl\": \"%s\", \"threads\": %d, \"chunk\": %zu, \"params_per_s\": %.4g}",
                 i ? ", " : "", rows[i].impl.c_str(), rows[i].threads, rows[i].chunk,

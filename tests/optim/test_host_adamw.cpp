@@ -179,8 +179,9 @@ TEST(HostAdamW, ThreadCountResolution) {
   // A launcher that bound the rank to fewer CPUs than its share.
   t = host_adamw_threads(0, 2, nullptr, 16, 3);
   EXPECT_EQ(t.threads, 3);
-  EXPECT_EQ(t.reason,
-            "automatic: 16 hardware threads / 2 local ranks, capped by the CPU affinity mask: 3 CPUs");
+  EXPECT_EQ(
+      t.reason,
+      "automatic: 16 hardware threads / 2 local ranks, capped by the CPU affinity mask: 3 CPUs");
 }
 
 TEST(HostAdamW, EnvOverrideRejectsWhatIsNotAPositiveInteger) {
