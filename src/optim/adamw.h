@@ -107,6 +107,12 @@ ZT_OPTIM_HD void adamw_element(const AdamWStep s, float& p, float& m, float& v, 
 void adamw_cpu(const AdamWStep& s, float* p, float* m, float* v, const float* g, size_t n,
                uint16_t* p_bf16 = nullptr);
 
+// adamw_cpu on the calling thread only: the same build (AVX-512 / AVX2+FMA / generic) and bits,
+// never OpenMP, whatever n. The building block of a caller's own parallel split (HostAdamW,
+// optim/host_adamw.h); splitting a shard anywhere gives the same bits (element-wise).
+void adamw_cpu_range(const AdamWStep& s, float* p, float* m, float* v, const float* g, size_t n,
+                     uint16_t* p_bf16 = nullptr);
+
 // CUDA AdamW over a contiguous fp32 shard in device memory: the same arguments and per-element
 // arithmetic as adamw_cpu (adamw_element(), explicitly rounded intrinsics on the device), so the
 // results are bitwise equal to adamw_cpu's for the same inputs, p_bf16 included (for non-NaN

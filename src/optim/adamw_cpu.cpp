@@ -111,12 +111,22 @@ void run(LoopFn loop, const AdamWStep& s, float* p, float* m, float* v, const fl
   }
 }
 
+// The build adamw_cpu and adamw_cpu_range use: the best this CPU runs, picked once.
+LoopFn best_loop() {
+  static const LoopFn loop = loop_of(best_build());  // immutable after first use
+  return loop;
+}
+
 }  // namespace
 
 void adamw_cpu(const AdamWStep& s, float* p, float* m, float* v, const float* g, size_t n,
                uint16_t* p_bf16) {
-  static const LoopFn loop = loop_of(best_build());  // immutable after first use
-  run(loop, s, p, m, v, g, n, p_bf16);
+  run(best_loop(), s, p, m, v, g, n, p_bf16);
+}
+
+void adamw_cpu_range(const AdamWStep& s, float* p, float* m, float* v, const float* g, size_t n,
+                     uint16_t* p_bf16) {
+  best_loop()(s, p, m, v, g, n, p_bf16);
 }
 
 bool adamw_cpu_build(AdamWBuild build, const AdamWStep& s, float* p, float* m, float* v,
