@@ -37,6 +37,13 @@ for f in models/qwen2.5-0.5b-instruct/config.json models/qwen2.5-1.5b/config.jso
   mkdir -p "$out/shared_data/$(dirname "$f")"
   cp "$S/$f" "$out/shared_data/$f"
 done
+# The users' stack as a peer (TRL SFTTrainer + accelerate + DeepSpeed; bench/peer_deepspeed.sh runs it
+# from gpu_bundle/peers/ and passes it the shared_data/ paths above: the Qwen2.5-1.5B config, the
+# tokenizer, sft.parquet / test_sft.parquet). Its Python packages travel as wheels in .whl/ (bench/README.md).
+if [ -d ../shared/peers ]; then
+  mkdir -p "$out/peers"
+  cp ../shared/peers/*.py ../shared/peers/*.sh "$out/peers/"
+fi
 # Where the build machine's binaries look for test data (gpu_check.sh links these paths there).
 {
   echo "BUILD_TEST_DATA=$(cd tests/data && pwd)"
