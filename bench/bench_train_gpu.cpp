@@ -66,14 +66,29 @@ int main(int argc, char** argv) {
     mo.max_tokens = T;
     mo.max_seqlen = seq;
     mo.checkpointing = gc;
+    mo.own_weights = stage != 3;  // as the trainer sets the model up
+    mo.own_grads = false;
     CausalLM model(cfg, *dev.ops, *dev.device_memory, mo);
-    model.init_from_scratch(0);
+    std::vector<std::byte> host_flat;
+    if (mo.own_weights) {
+      model.init_from_scratch(0);
+    } else {
+      host_flat.resize(static_cast<size_t>(model.layout().total_elems()) * 2);
+      model.init_from_scratch(
+          0, Tensor(host_flat.data(), mo.dtype, {model.layout().total_elems()}, Device::kCPU));
+    }
     zero::EngineOptions eo;
     eo.stage = stage;
     eo.offload = offload;
+    eo.overlap_gather = true;
     zero::ZeroEngine engine(model.layout(), zero::model_buffers(model), *dev.ops, *comm,
                             *dev.device_memory, *dev.host_memory, eo);
-    engine.init_from_model();
+    model.set_group_hooks({engine.acquire_callback(), engine.release_callback()});
+    if (mo.own_weights)
+      engine.init_from_model();
+    else
+      engine.init_from_flat(
+          Tensor(host_flat.data(), mo.dtype, {model.layout().total_elems()}, Device::kCPU));
     optim::AdamWParams adam;
     std::vector<double> losses;
     double t0 = 0;
@@ -91,9 +106,7 @@ int main(int argc, char** argv) {
       BackwardOptions bo;
       bo.grad_scale = 1.0f / static_cast<float>(N);
       bo.on_group_ready = engine.group_ready_callback();
-      engine.gather_all();
       const CeStats st = model.forward_backward(pb.view(), bo);
-      engine.release_all();
       zero::StepArgs sa;
       sa.lr = 1e-5;
       sa.adam = adam;

@@ -71,6 +71,9 @@ struct Trainer::State {
   DeviceContext dev;  // Ops + device/host memory of compute.backend (train/device.h)
   std::unique_ptr<CausalLM> model;
   std::unique_ptr<zero::ZeroEngine> engine;
+  // ZeRO-3: the model has no weight buffer of its own; the initial weights are read into this
+  // host buffer (compute dtype, flat) for the engine to shard, then dropped.
+  std::vector<std::byte> init_weights;
   std::unique_ptr<StepPlan> plan;
   optim::LrSchedule sched;
   optim::AdamWParams adam;
@@ -134,17 +137,32 @@ void Trainer::State::build_model() {
   mo.max_seqlen = max_seq;
   dev = make_device(a.backend, comm.local_rank(), comm.local_world_size());
   if (rank0()) log::info("device: {}", dev.describe());
+  // Every stage: the engine owns the gradient window (a layer's gradients live until its bucket
+  // is packed). ZeRO-3: the engine also owns the weights (the shard + about two layers).
+  mo.own_weights = a.zero_stage != 3;
+  mo.own_grads = false;
   model = std::make_unique<CausalLM>(mcfg, *dev.ops, *dev.device_memory, mo);
-  if (a.from_scratch) {
-    model->init_from_scratch(a.seed);
+  Tensor flat;
+  if (mo.own_weights) {
+    flat = model->all_weights();
   } else {
-    model->load_weights(SafetensorsReader(a.model_dir));
+    init_weights.resize(static_cast<size_t>(model->layout().total_elems()) * dtype_size(a.dtype));
+    flat = Tensor(init_weights.data(), a.dtype, {model->layout().total_elems()}, Device::kCPU);
+  }
+  if (a.from_scratch) {
+    model->init_from_scratch(a.seed, flat);
+  } else {
+    model->load_weights(SafetensorsReader(a.model_dir), flat);
   }
   zero::EngineOptions eo;
   eo.stage = a.zero_stage;
   eo.offload = a.offload_optimizer;
+  // Stages 1/2 on a GPU: the all-gather after an update runs while the next forward starts.
+  eo.overlap_gather = dev.device_index >= 0;
+  eo.local_world_size = comm.local_world_size();
   engine = std::make_unique<zero::ZeroEngine>(model->layout(), zero::model_buffers(*model), *dev.ops,
                                               comm, *dev.device_memory, *dev.host_memory, eo);
+  model->set_group_hooks({engine->acquire_callback(), engine->release_callback()});
   adam.beta1 = a.adam_beta1;
   adam.beta2 = a.adam_beta2;
   adam.eps = a.adam_epsilon;
@@ -159,6 +177,7 @@ void Trainer::State::build_model() {
               format_bytes(mm.params), format_bytes(mm.grads), format_bytes(mm.activations),
               format_bytes(mm.workspace), format_bytes(mm.inputs));
     log::info("ZeRO: {}", engine->memory().describe());
+    if (a.offload_optimizer) log::info("{}", engine->host_adamw_description());
     if (dev.device_index >= 0)
       log::info("GPU {}: {} in use after start-up", dev.device_index,
                 format_bytes(dev.device_bytes_in_use()));
@@ -236,9 +255,15 @@ void Trainer::State::resume_or_init() {
   comm.broadcast(id, 32, 0);
   run_id = std::string(id, 32);
   if (!ckpt) {
-    engine->init_from_model();
+    if (init_weights.empty())
+      engine->init_from_model();
+    else
+      engine->init_from_flat(Tensor(init_weights.data(), a.dtype, {model->layout().total_elems()},
+                                    Device::kCPU));
+    std::vector<std::byte>().swap(init_weights);
     return;
   }
+  std::vector<std::byte>().swap(init_weights);
   engine->load_state(*ckpt);
   if (rank0()) log::info("resumed from {} at step {}", ckpt->string(), start_step);
 }
@@ -288,18 +313,29 @@ MetricRecord Trainer::State::evaluate(int64_t global_step, double epoch) {
   const int64_t W = comm.world_size(), B = a.per_device_eval_batch_size;
   std::vector<double> loss(static_cast<size_t>(n), 0.0), cnt(loss.size(), 0.0), hit(loss.size(), 0.0),
       ent(loss.size(), 0.0);
-  engine->gather_all();  // one collective for the whole eval (ranks may hold unequal shares)
+  // The model's group hooks gather (stage 3) or wait for (overlap_gather) each group it uses.
+  // Under stage 3 a forward contains collectives, so every rank runs as many forwards as rank 0
+  // (which holds the most examples): the others end with repeats of an example whose results are
+  // dropped.
+  int64_t mine = 0, most = 0;
   for (int64_t i = 0; i < n; ++i) {
-    if ((i / B) % W != comm.rank()) continue;  // batch-wise sharding, as accelerate does
+    if ((i / B) % W == comm.rank()) ++mine;
+    if ((i / B) % W == 0) ++most;
+  }
+  const int64_t extra = a.zero_stage == 3 ? most - mine : 0;
+  for (int64_t i = 0, pad = 0; i < n || pad < extra; ++i) {
+    const bool padding = i >= n;
+    if (padding) ++pad;
+    else if ((i / B) % W != comm.rank()) continue;  // batch-wise sharding, as accelerate does
     PackedBatch pb;
-    append_example(*eval, i, &pb);
+    append_example(*eval, padding ? 0 : i, &pb);
     CeStats st = model->forward(pb.view());
+    if (padding) continue;
     loss[i] = st.loss_sum;
     cnt[i] = static_cast<double>(st.count);
     hit[i] = static_cast<double>(st.correct);
     ent[i] = st.entropy_sum;
   }
-  engine->release_all();
   // Each example's values come from exactly one rank; the rank-order sum adds zeros elsewhere, so
   // every rank gets the owner's exact bits, then sums examples in index order: eval_loss does not
   // depend on the eval batch size or the world size.
@@ -458,13 +494,11 @@ TrainSummary Trainer::run() {
       for (const auto& mb_samples : mine) {
         PackedBatch pb;
         append_samples(*s.train, mb_samples, &pb);
-        s.engine->gather_all();
         BackwardOptions bo;
         bo.grad_scale = 1.0f / static_cast<float>(N);
         bo.accumulate = false;
         bo.on_group_ready = s.engine->group_ready_callback();
         CeStats cs = s.model->forward_backward(pb.view(), bo);
-        s.engine->release_all();
         sums[0] += cs.loss_sum;
         sums[1] += cs.entropy_sum;
         counts[0] += cs.correct;

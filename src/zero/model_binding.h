@@ -8,15 +8,27 @@
 
 namespace zt::zero {
 
-// ModelBuffers of `model`: its parameter buffer as one flat [layout().total_elems()] tensor of the
-// compute dtype (ParamLayout offsets count from its start) and all_grads(). The views stay valid
-// while the model lives.
-inline ModelBuffers model_buffers(const CausalLM& model) {
-  const ParamLayout& L = model.layout();
-  const Tensor first = model.param(0);
-  char* base = static_cast<char*>(first.data) -
-               static_cast<size_t>(L.param(0).offset) * dtype_size(first.dtype);
-  return {Tensor(base, first.dtype, {L.total_elems()}, first.device), model.all_grads()};
+// ModelBuffers of `model`: its own parameter buffer as one flat [layout().total_elems()] tensor of
+// the compute dtype and its own gradient buffer (ParamLayout offsets count from their starts) —
+// or, for a model built with own_weights / own_grads = false, an empty tensor of that dtype and
+// device plus the binding callback (CausalLM::bind_group_weights / bind_group_grads), so the
+// engine provides the storage. The views and callbacks stay valid while the model lives.
+inline ModelBuffers model_buffers(CausalLM& model) {
+  ModelBuffers b;
+  const Device dev = model.ops().device();
+  if (model.options().own_weights) {
+    b.weights = model.all_weights();
+  } else {
+    b.weights = Tensor(nullptr, model.options().dtype, {0}, dev);
+    b.bind_weights = [&model](int g, void* base) { model.bind_group_weights(g, base); };
+  }
+  if (model.options().own_grads) {
+    b.grads = model.all_grads();
+  } else {
+    b.grads = Tensor(nullptr, DType::kF32, {0}, dev);
+    b.bind_grads = [&model](int g, float* base) { model.bind_group_grads(g, base); };
+  }
+  return b;
 }
 
 }  // namespace zt::zero
