@@ -202,9 +202,9 @@ Tensor CausalLM::param(int i) const {
 
 Tensor CausalLM::flat_param(const Tensor& flat, int i) const {
   const ParamSpec& s = layout_.param(i);
-  return shaped(static_cast<const char*>(flat.data) +
-                    static_cast<size_t>(s.offset) * dtype_size(opt_.dtype),
-                opt_.dtype, s.shape, flat.device);
+  return shaped(
+      static_cast<const char*>(flat.data) + static_cast<size_t>(s.offset) * dtype_size(opt_.dtype),
+      opt_.dtype, s.shape, flat.device);
 }
 
 Tensor CausalLM::grad(int i) const {
@@ -226,22 +226,25 @@ Tensor CausalLM::group_grads(int g) const {
 
 Tensor CausalLM::all_weights() const {
   if (!opt_.own_weights)
-    fail("model: all_weights() needs the model's own weights (ModelOptions.own_weights is false; "
-         "use group_weights(g))");
+    fail(
+        "model: all_weights() needs the model's own weights (ModelOptions.own_weights is false; "
+        "use group_weights(g))");
   return Tensor(params_.base(), opt_.dtype, {layout_.total_elems()}, device_);
 }
 
 Tensor CausalLM::all_grads() const {
   if (!opt_.own_grads)
-    fail("model: all_grads() needs the model's own gradient buffer (ModelOptions.own_grads is "
-         "false; use group_grads(g))");
+    fail(
+        "model: all_grads() needs the model's own gradient buffer (ModelOptions.own_grads is "
+        "false; use group_grads(g))");
   return Tensor(grads_.base(), kF32, {layout_.total_elems()}, device_);
 }
 
 void CausalLM::zero_grads() {
   if (!opt_.own_grads)
-    fail("model: zero_grads() needs the model's own gradient buffer (ModelOptions.own_grads is "
-         "false; zero the bound group gradients instead)");
+    fail(
+        "model: zero_grads() needs the model's own gradient buffer (ModelOptions.own_grads is "
+        "false; zero the bound group gradients instead)");
   ops_.zero(all_grads(), stream_);
 }
 
@@ -257,9 +260,10 @@ void CausalLM::bind_group_weights(int g, void* base) {
   if (g < 0 || g >= layout_.num_groups())
     fail("model: bind_group_weights: group {} is outside [0, {})", g, layout_.num_groups());
   if (opt_.own_weights)
-    fail("model: bind_group_weights({}): the model owns its weights (set "
-         "ModelOptions.own_weights = false to bind them)",
-         g);
+    fail(
+        "model: bind_group_weights({}): the model owns its weights (set "
+        "ModelOptions.own_weights = false to bind them)",
+        g);
   wbase_[static_cast<size_t>(g)] = static_cast<char*>(base);
 }
 
@@ -267,18 +271,20 @@ void CausalLM::bind_group_grads(int g, float* base) {
   if (g < 0 || g >= layout_.num_groups())
     fail("model: bind_group_grads: group {} is outside [0, {})", g, layout_.num_groups());
   if (opt_.own_grads)
-    fail("model: bind_group_grads({}): the model owns its gradients (set "
-         "ModelOptions.own_grads = false to bind them)",
-         g);
+    fail(
+        "model: bind_group_grads({}): the model owns its gradients (set "
+        "ModelOptions.own_grads = false to bind them)",
+        g);
   gbase_[static_cast<size_t>(g)] = base;
 }
 
 void CausalLM::acquire(int g) {
   if (hooks_.acquire) hooks_.acquire(g);
   if (wbase_[static_cast<size_t>(g)] == nullptr)
-    fail("model: group {} ({}) weights are not bound (bind_group_weights before use, or in the "
-         "acquire hook)",
-         g, group_name(g));
+    fail(
+        "model: group {} ({}) weights are not bound (bind_group_weights before use, or in the "
+        "acquire hook)",
+        g, group_name(g));
 }
 
 void CausalLM::release(int g) {

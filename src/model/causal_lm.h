@@ -61,19 +61,23 @@ struct BackwardOptions {
   // The model writes group g's gradients only from its backward use of g up to on_group_ready(g)
   // (or reads them too, with accumulate): once on_group_ready(g) has returned the caller may
   // rebind or reuse that storage, provided the work it enqueued (e.g. packing the bucket) is
-  // ordered on the model's stream. Exception: with a tied embedding, group 0's gradient is
-  // written by the LM-head step at the start of the backward and added to by the embedding
-  // backward at its end, so group 0's gradient storage must stay bound for the whole backward;
-  // likewise the head group's from the start. The model writes every parameter element of a group
-  // but never the alignment padding between parameters: bound gradient storage must hold zeros
-  // there (zero it once).
+  // ordered on the model's stream (stream()). Exception: with a tied embedding, group 0's
+  // gradient is written by the LM-head step at the start of the backward and added to by the
+  // embedding backward at its end, so group 0's gradient storage must stay bound for the whole
+  // backward. The head group's and (tied) group 0's gradients must be bound when the backward
+  // starts, a layer's after its acquire hook, an untied group 0's before the embedding backward.
+  // With accumulate = false the model writes every parameter element of a group but never the
+  // alignment padding between parameters: bound gradient storage must hold zeros there (zero it
+  // once; the model never writes it).
   std::function<void(int group)> on_group_ready;
 };
 
 // Called by the model around the use of one group's WEIGHTS in a pass (null = no-op), with the
-// group index g (ParamLayout). They run on the host as the work is enqueued on the model's stream,
-// not when it completes: whatever a hook enqueues (a copy into a slot, a bucket pack) must be
-// ordered on that same stream. Exact sequence (head = num_groups() - 1, L = num_layers()):
+// group index g (ParamLayout). They run on the host as the work is enqueued on the model's stream
+// (CausalLM::stream()), not when it completes: whatever a hook enqueues (a copy into a slot, a
+// bucket pack) must be ordered on that same stream. forward() reads no gradients; per pass a
+// layer's group is acquired once in the forward and once more in the backward. The exact
+// sequence (head = num_groups() - 1, L = num_layers()):
 //   forward() (eval):
 //     acquire(0) [embedding]; for l = 0..L-1: acquire(1+l), layer l, release(1+l);
 //     acquire(head) [final norm, untied lm_head], LM head + CE, release(head), release(0).
@@ -113,6 +117,8 @@ class CausalLM {
   const ParamLayout& layout() const { return layout_; }
   const ModelOptions& options() const { return opt_; }
   Ops& ops() { return ops_; }
+  // The stream every op of the model is enqueued on (hooks order their work on it).
+  Stream stream() const { return stream_; }
   ModelMemory memory() const;
 
   // Compute-dtype view of parameter i with its HF shape, in its group's bound storage (data ==

@@ -49,9 +49,10 @@ void fill_normal(std::span<float> dst, uint64_t seed, std::string_view name, dou
 void CausalLM::check_flat(const Tensor& flat, std::string_view what, bool host_only) const {
   const int64_t n = layout_.total_elems();
   if (flat.dtype != opt_.dtype || flat.ndim != 1 || flat.shape[0] != n)
-    fail("model.{}: the flat weight buffer must be {} [{}] (layout().total_elems()), got {} with "
-         "{} dims and {} elements",
-         what, dtype_name(opt_.dtype), n, dtype_name(flat.dtype), flat.ndim, flat.numel());
+    fail(
+        "model.{}: the flat weight buffer must be {} [{}] (layout().total_elems()), got {} with "
+        "{} dims and {} elements",
+        what, dtype_name(opt_.dtype), n, dtype_name(flat.dtype), flat.ndim, flat.numel());
   if (flat.data == nullptr) fail("model.{}: the flat weight buffer has no data", what);
   if (flat.device != Device::kCPU && (host_only || flat.device != device_))
     fail("model.{}: the flat weight buffer must be in host memory{}", what,
@@ -60,8 +61,9 @@ void CausalLM::check_flat(const Tensor& flat, std::string_view what, bool host_o
 
 void CausalLM::init_from_scratch(uint64_t seed) {
   if (!opt_.own_weights)
-    fail("model.init_from_scratch: the model has no weights of its own (ModelOptions.own_weights "
-         "is false); use init_from_scratch(seed, flat)");
+    fail(
+        "model.init_from_scratch: the model has no weights of its own (ModelOptions.own_weights "
+        "is false); use init_from_scratch(seed, flat)");
   init_from_scratch(seed, all_weights());
 }
 
@@ -102,8 +104,9 @@ void CausalLM::init_from_scratch(uint64_t seed, const Tensor& flat) {
 
 void CausalLM::load_weights(const SafetensorsReader& reader) {
   if (!opt_.own_weights)
-    fail("model.load_weights: the model has no weights of its own (ModelOptions.own_weights is "
-         "false); use load_weights(reader, flat)");
+    fail(
+        "model.load_weights: the model has no weights of its own (ModelOptions.own_weights is "
+        "false); use load_weights(reader, flat)");
   load_weights(reader, all_weights());
 }
 
@@ -132,8 +135,9 @@ void CausalLM::load_weights(const SafetensorsReader& reader, const Tensor& flat)
 
 std::vector<NamedTensor> CausalLM::named_weights() const {
   if (!opt_.own_weights)
-    fail("model.named_weights: the model has no weights of its own (ModelOptions.own_weights is "
-         "false); use named_weights(flat)");
+    fail(
+        "model.named_weights: the model has no weights of its own (ModelOptions.own_weights is "
+        "false); use named_weights(flat)");
   if (device_ != Device::kCPU) fail("named_weights: the weights are not in host memory");
   return named_weights(all_weights());
 }

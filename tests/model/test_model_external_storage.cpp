@@ -25,10 +25,10 @@ using test::TestModel;
 class HostBuf {
  public:
   explicit HostBuf(size_t bytes = 0) : n_(bytes) {
-    p_ = static_cast<std::byte*>(::operator new(std::max<size_t>(n_, 64), std::align_val_t{64}));
+    p_ = static_cast<std::byte*>(::operator new (std::max<size_t>(n_, 64), std::align_val_t{64}));
     std::memset(p_, 0, std::max<size_t>(n_, 64));
   }
-  ~HostBuf() { ::operator delete(p_, std::align_val_t{64}); }
+  ~HostBuf() { ::operator delete (p_, std::align_val_t{64}); }
   HostBuf(HostBuf&& o) noexcept : p_(o.p_), n_(o.n_) { o.p_ = nullptr; }
   HostBuf(const HostBuf&) = delete;
   HostBuf& operator=(const HostBuf&) = delete;
@@ -134,17 +134,17 @@ TEST_P(ExternalStorage, LossGradsAndLogitsMatchTheResidentModelBitwise) {
   EXPECT_EQ(la, lb);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Tiny, ExternalStorage,
-    ::testing::Values(StorageCase{"qwen2_tied", DType::kF32, false},
-                      StorageCase{"qwen2_tied", DType::kF32, true},
-                      StorageCase{"llama3", DType::kF32, false},
-                      StorageCase{"llama3", DType::kF32, true},
-                      StorageCase{"qwen2_untied", DType::kBF16, true}),
-    [](const auto& info) {
-      return std::string(info.param.golden) + (info.param.dtype == DType::kBF16 ? "_bf16" : "") +
-             (info.param.checkpointing ? "_ckpt" : "");
-    });
+INSTANTIATE_TEST_SUITE_P(Tiny, ExternalStorage,
+                         ::testing::Values(StorageCase{"qwen2_tied", DType::kF32, false},
+                                           StorageCase{"qwen2_tied", DType::kF32, true},
+                                           StorageCase{"llama3", DType::kF32, false},
+                                           StorageCase{"llama3", DType::kF32, true},
+                                           StorageCase{"qwen2_untied", DType::kBF16, true}),
+                         [](const auto& info) {
+                           return std::string(info.param.golden) +
+                                  (info.param.dtype == DType::kBF16 ? "_bf16" : "") +
+                                  (info.param.checkpointing ? "_ckpt" : "");
+                         });
 
 // Records "a<g>", "r<g>" (hooks) and "ready<g>" (on_group_ready) in call order.
 struct HookLog {
@@ -244,26 +244,26 @@ TEST_P(Stage3Simulation, TwoWeightSlotsAndOneGradSlotMatchTheResidentModel) {
   int owner[2] = {-1, -1};
   int acquires = 0;
   const auto is_layer = [&](int g) { return g != 0 && g != head; };
-  m.set_group_hooks(
-      {[&](int g) {
-         ++acquires;
-         if (!is_layer(g)) return;
-         int& own = owner[g % 2];
-         ASSERT_EQ(own, -1) << "slot " << g % 2 << " still holds group " << own;
-         own = g;
-         std::memcpy(wslot[g % 2].data(), fw + lay.group_begin(g), group_bytes(lay, g, DType::kF32));
-         m.bind_group_weights(g, wslot[g % 2].data());
-         m.bind_group_grads(g, reinterpret_cast<float*>(gslot.data()));
-       },
-       [&](int g) {
-         if (!is_layer(g)) return;
-         ASSERT_EQ(owner[g % 2], g);
-         owner[g % 2] = -1;
-         std::fill_n(reinterpret_cast<float*>(wslot[g % 2].data()), max_layer / 4,
-                     std::numeric_limits<float>::quiet_NaN());
-         m.bind_group_weights(g, nullptr);
-         m.bind_group_grads(g, nullptr);
-       }});
+  m.set_group_hooks({[&](int g) {
+                       ++acquires;
+                       if (!is_layer(g)) return;
+                       int& own = owner[g % 2];
+                       ASSERT_EQ(own, -1) << "slot " << g % 2 << " still holds group " << own;
+                       own = g;
+                       std::memcpy(wslot[g % 2].data(), fw + lay.group_begin(g),
+                                   group_bytes(lay, g, DType::kF32));
+                       m.bind_group_weights(g, wslot[g % 2].data());
+                       m.bind_group_grads(g, reinterpret_cast<float*>(gslot.data()));
+                     },
+                     [&](int g) {
+                       if (!is_layer(g)) return;
+                       ASSERT_EQ(owner[g % 2], g);
+                       owner[g % 2] = -1;
+                       std::fill_n(reinterpret_cast<float*>(wslot[g % 2].data()), max_layer / 4,
+                                   std::numeric_limits<float>::quiet_NaN());
+                       m.bind_group_weights(g, nullptr);
+                       m.bind_group_grads(g, nullptr);
+                     }});
   BackwardOptions bo;
   bo.grad_scale = 1.0f / static_cast<float>(gd.targets());
   const CeStats want = res.forward_backward(gd.packed.view(), bo);
@@ -291,8 +291,7 @@ TEST_P(Stage3Simulation, TwoWeightSlotsAndOneGradSlotMatchTheResidentModel) {
 INSTANTIATE_TEST_SUITE_P(Tiny, Stage3Simulation,
                          ::testing::Values(Stage3Case{"qwen2_tied", false},
                                            Stage3Case{"qwen2_tied", true},
-                                           Stage3Case{"llama3", false},
-                                           Stage3Case{"llama3", true}),
+                                           Stage3Case{"llama3", false}, Stage3Case{"llama3", true}),
                          [](const auto& info) {
                            return std::string(info.param.golden) +
                                   (info.param.checkpointing ? "_ckpt" : "");
@@ -411,14 +410,16 @@ TEST(ExternalStorageErrors, NameTheGroupOrWhatWasExpected) {
   const std::string want = "the flat weight buffer must be f32 [" + std::to_string(n) +
                            "] (layout().total_elems()), got ";
   expect_error([&] { m.init_from_scratch(1, Tensor(buf.data(), DType::kF32, {n - 1})); },
-               "model.init_from_scratch: " + want + "f32 with 1 dims and " +
-                   std::to_string(n - 1) + " elements");
-  expect_error([&] { m.load_weights(*gd.weights, Tensor(buf.data(), DType::kBF16, {n})); },
-               "model.load_weights: " + want + "bf16 with 1 dims and " + std::to_string(n) +
+               "model.init_from_scratch: " + want + "f32 with 1 dims and " + std::to_string(n - 1) +
                    " elements");
-  expect_error([&] { m.named_weights(Tensor(buf.data(), DType::kF32, {1, n})); },
-               "model.named_weights: " + want + "f32 with 2 dims and " + std::to_string(n) +
-                   " elements");
+  expect_error(
+      [&] { m.load_weights(*gd.weights, Tensor(buf.data(), DType::kBF16, {n})); },
+      "model.load_weights: " + want + "bf16 with 1 dims and " + std::to_string(n) + " elements");
+  expect_error(
+      [&] {
+        m.named_weights(Tensor(buf.data(), DType::kF32, {1, n}));
+      },
+      "model.named_weights: " + want + "f32 with 2 dims and " + std::to_string(n) + " elements");
   expect_error([&] { m.named_weights(Tensor(buf.data(), DType::kF32, {n}, Device::kCUDA)); },
                "model.named_weights: the flat weight buffer must be in host memory");
   expect_error([&] { m.init_from_scratch(1, Tensor(buf.data(), DType::kF32, {n}, Device::kCUDA)); },
