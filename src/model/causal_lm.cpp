@@ -12,6 +12,14 @@ namespace zt {
 namespace {
 constexpr DType kF32 = DType::kF32;
 constexpr DType kI32 = DType::kI32;
+
+// A view of `p` (nullptr stays nullptr) with a parameter's HF shape.
+Tensor shaped(const void* p, DType dt, const std::vector<int64_t>& shape, Device dev) {
+  Tensor t(const_cast<void*>(p), dt, {}, dev);
+  t.ndim = static_cast<int>(shape.size());
+  for (int d = 0; d < t.ndim; ++d) t.shape[d] = shape[static_cast<size_t>(d)];
+  return t;
+}
 }  // namespace
 
 CausalLM::CausalLM(ModelConfig cfg, Ops& ops, MemoryResource& memory, ModelOptions options)
@@ -42,8 +50,8 @@ void CausalLM::plan_and_allocate(MemoryResource&) {
   const size_t es = dtype_size(dt);
   const auto n = [](int64_t elems, size_t size) { return static_cast<size_t>(elems) * size; };
 
-  const Arena::Slot s_params = params_.reserve("weights", n(layout_.total_elems(), es));
-  const Arena::Slot s_grads = grads_.reserve("grads", n(layout_.total_elems(), 4));
+  if (opt_.own_weights) params_.reserve("weights", n(layout_.total_elems(), es));
+  if (opt_.own_grads) grads_.reserve("grads", n(layout_.total_elems(), 4));
 
   // Activations.
   std::vector<Arena::Slot> s_xs;
@@ -116,13 +124,20 @@ void CausalLM::plan_and_allocate(MemoryResource&) {
   ws = std::max(ws, ops_.embedding_workspace_bytes(shape(kI32, {T})));
   const Arena::Slot s_ws = ws_.reserve("ops", ws);
 
-  params_.allocate();
-  grads_.allocate();
+  if (opt_.own_weights) params_.allocate();
+  if (opt_.own_grads) grads_.allocate();
   acts_.allocate();
   ws_.allocate();
   inputs_.allocate();
-  (void)s_params;
-  (void)s_grads;
+  device_ = acts_.device();
+  const auto G = static_cast<size_t>(layout_.num_groups());
+  wbase_.assign(G, nullptr);
+  gbase_.assign(G, nullptr);
+  for (size_t g = 0; g < G; ++g) {
+    const auto b = static_cast<size_t>(layout_.group_begin(static_cast<int>(g)));
+    if (opt_.own_weights) wbase_[g] = static_cast<char*>(params_.base()) + b * es;
+    if (opt_.own_grads) gbase_[g] = static_cast<float*>(grads_.base()) + b;
+  }
 
   for (int64_t l = 0; l <= L; ++l) xs_.push_back(acts_.ptr(s_xs[l]));
   for (const auto& s : s_layers) {
@@ -154,10 +169,12 @@ void CausalLM::plan_and_allocate(MemoryResource&) {
   workspace_ = ws_.view(s_ws, DType::kU8, {static_cast<int64_t>(std::max<size_t>(ws, 1))});
 
   // Zeroed so padding between parameters stays 0 and nothing reads uninitialised memory.
-  const Tensor pz(params_.base(), DType::kU8, {static_cast<int64_t>(params_.planned_bytes())},
-                  params_.device());
-  ops_.zero(pz, stream_);
-  zero_grads();
+  if (opt_.own_weights) {
+    const Tensor pz(params_.base(), DType::kU8, {static_cast<int64_t>(params_.planned_bytes())},
+                    params_.device());
+    ops_.zero(pz, stream_);
+  }
+  if (opt_.own_grads) zero_grads();
   const std::vector<float> inv = rope_inv_freq(cfg_);
   if (static_cast<int64_t>(inv.size()) != D / 2)
     fail("model: rope_inv_freq gave {} values for head_dim {}", inv.size(), D);
@@ -177,31 +194,108 @@ Tensor CausalLM::act(void* p, std::initializer_list<int64_t> shape, DType dt) co
 
 Tensor CausalLM::param(int i) const {
   const ParamSpec& s = layout_.param(i);
-  Tensor t(static_cast<char*>(params_.base()) + s.offset * dtype_size(opt_.dtype), opt_.dtype, {},
-           params_.device());
-  t.ndim = static_cast<int>(s.shape.size());
-  for (int d = 0; d < t.ndim; ++d) t.shape[d] = s.shape[d];
-  return t;
+  const char* b = wbase_[static_cast<size_t>(s.group)];
+  const size_t off = static_cast<size_t>(s.offset - layout_.group_begin(s.group));
+  return shaped(b == nullptr ? nullptr : b + off * dtype_size(opt_.dtype), opt_.dtype, s.shape,
+                device_);
+}
+
+Tensor CausalLM::flat_param(const Tensor& flat, int i) const {
+  const ParamSpec& s = layout_.param(i);
+  return shaped(
+      static_cast<const char*>(flat.data) + static_cast<size_t>(s.offset) * dtype_size(opt_.dtype),
+      opt_.dtype, s.shape, flat.device);
 }
 
 Tensor CausalLM::grad(int i) const {
   const ParamSpec& s = layout_.param(i);
-  Tensor t(static_cast<float*>(grads_.base()) + s.offset, kF32, {}, grads_.device());
-  t.ndim = static_cast<int>(s.shape.size());
-  for (int d = 0; d < t.ndim; ++d) t.shape[d] = s.shape[d];
-  return t;
+  const float* b = gbase_[static_cast<size_t>(s.group)];
+  return shaped(b == nullptr ? nullptr : b + (s.offset - layout_.group_begin(s.group)), kF32,
+                s.shape, device_);
+}
+
+Tensor CausalLM::group_weights(int g) const {
+  const int64_t b = layout_.group_begin(g), e = layout_.group_end(g);
+  return Tensor(wbase_[static_cast<size_t>(g)], opt_.dtype, {e - b}, device_);
 }
 
 Tensor CausalLM::group_grads(int g) const {
   const int64_t b = layout_.group_begin(g), e = layout_.group_end(g);
-  return Tensor(static_cast<float*>(grads_.base()) + b, kF32, {e - b}, grads_.device());
+  return Tensor(gbase_[static_cast<size_t>(g)], kF32, {e - b}, device_);
+}
+
+Tensor CausalLM::all_weights() const {
+  if (!opt_.own_weights)
+    fail(
+        "model: all_weights() needs the model's own weights (ModelOptions.own_weights is false; "
+        "use group_weights(g))");
+  return Tensor(params_.base(), opt_.dtype, {layout_.total_elems()}, device_);
 }
 
 Tensor CausalLM::all_grads() const {
-  return Tensor(grads_.base(), kF32, {layout_.total_elems()}, grads_.device());
+  if (!opt_.own_grads)
+    fail(
+        "model: all_grads() needs the model's own gradient buffer (ModelOptions.own_grads is "
+        "false; use group_grads(g))");
+  return Tensor(grads_.base(), kF32, {layout_.total_elems()}, device_);
 }
 
-void CausalLM::zero_grads() { ops_.zero(all_grads(), stream_); }
+void CausalLM::zero_grads() {
+  if (!opt_.own_grads)
+    fail(
+        "model: zero_grads() needs the model's own gradient buffer (ModelOptions.own_grads is "
+        "false; zero the bound group gradients instead)");
+  ops_.zero(all_grads(), stream_);
+}
+
+std::string CausalLM::group_name(int g) const {
+  if (g < 0 || g >= layout_.num_groups())
+    fail("model: group {} is outside [0, {})", g, layout_.num_groups());
+  if (g == 0) return "model.embed_tokens";
+  if (g == layout_.group_head()) return layout_.tied() ? "model.norm" : "model.norm + lm_head";
+  return fmt::format("model.layers.{}", g - 1);
+}
+
+void CausalLM::bind_group_weights(int g, void* base) {
+  if (g < 0 || g >= layout_.num_groups())
+    fail("model: bind_group_weights: group {} is outside [0, {})", g, layout_.num_groups());
+  if (opt_.own_weights)
+    fail(
+        "model: bind_group_weights({}): the model owns its weights (set "
+        "ModelOptions.own_weights = false to bind them)",
+        g);
+  wbase_[static_cast<size_t>(g)] = static_cast<char*>(base);
+}
+
+void CausalLM::bind_group_grads(int g, float* base) {
+  if (g < 0 || g >= layout_.num_groups())
+    fail("model: bind_group_grads: group {} is outside [0, {})", g, layout_.num_groups());
+  if (opt_.own_grads)
+    fail(
+        "model: bind_group_grads({}): the model owns its gradients (set "
+        "ModelOptions.own_grads = false to bind them)",
+        g);
+  gbase_[static_cast<size_t>(g)] = base;
+}
+
+void CausalLM::acquire(int g) {
+  if (hooks_.acquire) hooks_.acquire(g);
+  if (wbase_[static_cast<size_t>(g)] == nullptr)
+    fail(
+        "model: group {} ({}) weights are not bound (bind_group_weights before use, or in the "
+        "acquire hook)",
+        g, group_name(g));
+}
+
+void CausalLM::release(int g) {
+  if (hooks_.release) hooks_.release(g);
+}
+
+void CausalLM::require_grads(int g) const {
+  if (gbase_[static_cast<size_t>(g)] == nullptr)
+    fail("model: group {} ({}) gradients are not bound (bind_group_grads before its backward)", g,
+         group_name(g));
+}
 
 Tensor CausalLM::residual(int l, int64_t T) const {
   return act(xs_[static_cast<size_t>(l)], {T, cfg_.hidden_size}, opt_.dtype);
@@ -323,15 +417,21 @@ void CausalLM::layer_backward(int l, const LayerActs& a, const Tensor& x, int64_
   ops_.rmsnorm_bwd(dres, true, grad(n1), beta, dh, x, param(n1), act(a.rstd1, {T}, kF32), stream_);
 }
 
+// Acquires group 0 (kept) and the head group (kept), each layer's group only around its forward.
 void CausalLM::forward_trunk(int64_t T) {
   const int L = layout_.num_layers();
+  acquire(0);
   ops_.embedding_fwd(residual(0, T), param(layout_.embed()),
                      Tensor(tokens_, kI32, {T}, inputs_.device()), stream_);
   for (int l = 0; l < L; ++l) {
     const LayerActs& a = layer_acts_[opt_.checkpointing ? 0 : static_cast<size_t>(l)];
     const Tensor y = residual(l + 1, T);
+    const int g = ParamLayout::group_of_layer(l);
+    acquire(g);
     layer_forward(l, a, residual(l, T), &y, T);
+    release(g);
   }
+  acquire(layout_.group_head());
   ops_.rmsnorm_fwd(act(lnf_, {T, cfg_.hidden_size}, opt_.dtype), act(rstdf_, {T}, kF32),
                    residual(L, T), param(layout_.final_norm()),
                    static_cast<float>(cfg_.rms_norm_eps), stream_);
@@ -346,6 +446,8 @@ CeStats CausalLM::forward(const MicroBatch& mb) {
       &st, Tensor(), Tensor(), 0.0f, act(lnf_, {T, cfg_.hidden_size}, opt_.dtype),
       param(layout_.lm_head()), Tensor(targets_, kI32, {T}, inputs_.device()), 1.0f, workspace_,
       stream_);
+  release(layout_.group_head());
+  release(0);
   ops_.synchronize(stream_);
   return st;
 }
@@ -360,7 +462,11 @@ CeStats CausalLM::forward_backward(const MicroBatch& mb, const BackwardOptions& 
   const auto ready = [&](int g) {
     if (bo.on_group_ready) bo.on_group_ready(g);
   };
-  // Head: fused LM head + cross-entropy, then the final norm.
+  // Head: fused LM head + cross-entropy, then the final norm. A tied LM head writes group 0's
+  // gradient here already.
+  const int head = layout_.group_head();
+  require_grads(head);
+  if (layout_.tied()) require_grads(0);
   CeStats st;
   const Tensor dh = act(dh_, {T, H}, dt), dres = act(dres_, {T, H}, dt);
   ops_.linear_cross_entropy_fwd_bwd(
@@ -369,17 +475,24 @@ CeStats CausalLM::forward_backward(const MicroBatch& mb, const BackwardOptions& 
   const int nf = layout_.final_norm();
   ops_.rmsnorm_bwd(dres, false, grad(nf), beta, dh, residual(L, T), param(nf),
                    act(rstdf_, {T}, kF32), stream_);
-  ready(layout_.group_head());
+  ready(head);
+  release(head);
   for (int l = L - 1; l >= 0; --l) {
     const LayerActs& a = layer_acts_[opt_.checkpointing ? 0 : static_cast<size_t>(l)];
+    const int g = ParamLayout::group_of_layer(l);
+    acquire(g);
+    require_grads(g);
     if (opt_.checkpointing) layer_forward(l, a, residual(l, T), nullptr, T);
     layer_backward(l, a, residual(l, T), T, beta);
-    ready(ParamLayout::group_of_layer(l));
+    ready(g);
+    release(g);
   }
   // A tied embedding already holds the LM head's gradient: add to it.
+  require_grads(0);
   ops_.embedding_bwd(grad(layout_.embed()), dres, Tensor(tokens_, kI32, {T}, inputs_.device()),
                      layout_.tied() ? 1.0f : beta, workspace_, stream_);
   ready(0);
+  release(0);
   ops_.synchronize(stream_);
   return st;
 }
@@ -393,6 +506,8 @@ void CausalLM::logits(int64_t row0, int64_t n, std::span<float> out) {
   if (static_cast<int64_t>(out.size()) < n * V)
     fail("model.logits: output has {} floats, {} needed", out.size(), n * V);
   const size_t es = dtype_size(opt_.dtype);
+  const int g = layout_.param(layout_.lm_head()).group;
+  acquire(g);
   for (int64_t r = 0; r < n; r += kLogitRows) {
     const int64_t m = std::min(kLogitRows, n - r);
     const Tensor rows(static_cast<char*>(lnf_) + (row0 + r) * H * es, opt_.dtype, {m, H},
@@ -402,6 +517,7 @@ void CausalLM::logits(int64_t row0, int64_t n, std::span<float> out) {
                 workspace_, stream_);
     ops_.copy_to_host(out.data() + r * V, lg, stream_);
   }
+  release(g);
   ops_.synchronize(stream_);
 }
 

@@ -46,7 +46,29 @@ void fill_normal(std::span<float> dst, uint64_t seed, std::string_view name, dou
 
 }  // namespace
 
+void CausalLM::check_flat(const Tensor& flat, std::string_view what, bool host_only) const {
+  const int64_t n = layout_.total_elems();
+  if (flat.dtype != opt_.dtype || flat.ndim != 1 || flat.shape[0] != n)
+    fail(
+        "model.{}: the flat weight buffer must be {} [{}] (layout().total_elems()), got {} with "
+        "{} dims and {} elements",
+        what, dtype_name(opt_.dtype), n, dtype_name(flat.dtype), flat.ndim, flat.numel());
+  if (flat.data == nullptr) fail("model.{}: the flat weight buffer has no data", what);
+  if (flat.device != Device::kCPU && (host_only || flat.device != device_))
+    fail("model.{}: the flat weight buffer must be in host memory{}", what,
+         host_only ? "" : " or on the model's device");
+}
+
 void CausalLM::init_from_scratch(uint64_t seed) {
+  if (!opt_.own_weights)
+    fail(
+        "model.init_from_scratch: the model has no weights of its own (ModelOptions.own_weights "
+        "is false); use init_from_scratch(seed, flat)");
+  init_from_scratch(seed, all_weights());
+}
+
+void CausalLM::init_from_scratch(uint64_t seed, const Tensor& flat) {
+  check_flat(flat, "init_from_scratch", false);
   std::vector<float> host;
   std::vector<uint16_t> half;
   for (int i = 0; i < layout_.num_params(); ++i) {
@@ -64,24 +86,37 @@ void CausalLM::init_from_scratch(uint64_t seed) {
           std::fill_n(host.begin() + pad * cfg_.hidden_size, cfg_.hidden_size, 0.0f);
       }
     }
-    const Tensor dst = param(i);
-    if (opt_.dtype == DType::kF32) {
-      ops_.copy_from_host(dst, host.data(), stream_);
-    } else {
+    const Tensor dst = flat_param(flat, i);
+    const void* src = host.data();
+    if (opt_.dtype != DType::kF32) {
       half.resize(host.size());
       convert_dtype(host.data(), DType::kF32, half.data(), opt_.dtype, host.size());
-      ops_.copy_from_host(dst, half.data(), stream_);
+      src = half.data();
     }
-    ops_.synchronize(stream_);
+    if (dst.device == Device::kCPU) {
+      std::memcpy(dst.data, src, dst.nbytes());
+    } else {
+      ops_.copy_from_host(dst, src, stream_);
+      ops_.synchronize(stream_);
+    }
   }
 }
 
 void CausalLM::load_weights(const SafetensorsReader& reader) {
+  if (!opt_.own_weights)
+    fail(
+        "model.load_weights: the model has no weights of its own (ModelOptions.own_weights is "
+        "false); use load_weights(reader, flat)");
+  load_weights(reader, all_weights());
+}
+
+void CausalLM::load_weights(const SafetensorsReader& reader, const Tensor& flat) {
+  check_flat(flat, "load_weights", false);
   std::vector<std::byte> staging;
   std::set<std::string> used;
   for (int i = 0; i < layout_.num_params(); ++i) {
     const ParamSpec& s = layout_.param(i);
-    const Tensor dst = param(i);
+    const Tensor dst = flat_param(flat, i);
     if (dst.device == Device::kCPU) {
       reader.load(s.name, dst);
     } else {
@@ -99,12 +134,19 @@ void CausalLM::load_weights(const SafetensorsReader& reader) {
 }
 
 std::vector<NamedTensor> CausalLM::named_weights() const {
+  if (!opt_.own_weights)
+    fail(
+        "model.named_weights: the model has no weights of its own (ModelOptions.own_weights is "
+        "false); use named_weights(flat)");
+  if (device_ != Device::kCPU) fail("named_weights: the weights are not in host memory");
+  return named_weights(all_weights());
+}
+
+std::vector<NamedTensor> CausalLM::named_weights(const Tensor& flat) const {
+  check_flat(flat, "named_weights", true);
   std::vector<NamedTensor> out;
-  for (int i = 0; i < layout_.num_params(); ++i) {
-    const Tensor t = param(i);
-    if (t.device != Device::kCPU) fail("named_weights: the weights are not in host memory");
-    out.push_back(NamedTensor::from(layout_.param(i).name, t));
-  }
+  for (int i = 0; i < layout_.num_params(); ++i)
+    out.push_back(NamedTensor::from(layout_.param(i).name, flat_param(flat, i)));
   return out;
 }
 
