@@ -17,6 +17,7 @@
 #   bench   bench_train_gpu (GC on/off) vs transformers and transformers+Liger on the same token
 #           stream (bench/gpu_peer_transformers.py; liger-kernel from .whl)
 #   realjob configs/sft_ultrafeedback.yaml with the Qwen2.5-1.5B config, 50 steps: tokens/s, curve
+#   offload host AdamW vs DeepSpeedCPUAdam (parameters/s), offloaded step cost at accumulation 16
 #   multi   2 GPUs: NCCL Comm tests (a killed rank included), stages 0–3 × offload bitwise at W = 2
 #           (tiny model at accumulation 1 and 4; Qwen2.5-0.5B config), resume under another stage,
 #           1 GPU × accumulation 2G vs 2 GPUs × G — needs 2 visible GPUs
@@ -254,6 +255,20 @@ sec_multi() {
   done; done
   same q05_s0_false q05_s0_true q05_s1_false q05_s1_true q05_s2_false q05_s2_true q05_s3_false q05_s3_true
   for st in 0 2 3; do grep -h "GPU 0:\|ZeRO:" "$OUT/run_q05_s${st}_false.log" | sed "s/^/  stage $st: /" | tee -a "$OUT/summary.txt"; done
+  say "multi: peak GPU memory per GPU (rank 0, cuBLAS/NCCL included): stage 3 < stage 2 < stage 0"
+  python3 - "$RUNS" <<'PY' | tee -a "$OUT/summary.txt" || fail "stage memory order"
+import json, sys
+peak = {}
+for st in (0, 1, 2, 3):
+    for off in ("false", "true"):
+        recs = [json.loads(l) for l in open(f"{sys.argv[1]}/q05_s{st}_{off}/metrics.jsonl")]
+        peak[(st, off)] = max(r.get("peak_gpu_memory_gib", 0) for r in recs)
+for off in ("false", "true"):
+    print(f"  offload {off}: " + ", ".join(f"stage {st} {peak[(st, off)]:.2f} GiB" for st in (0, 1, 2, 3)))
+ok = all(peak[(3, o)] < peak[(2, o)] < peak[(0, o)] for o in ("false", "true"))
+print("  order stage3 < stage2 < stage0:", "ok" if ok else "FAIL")
+sys.exit(0 if ok else 1)
+PY
   say "multi: resume at step 10 under another stage (1 -> 3) = the uninterrupted run"
   tiny_run w2_full 2 compute.global_batch_size=64 compute.zero_stage=1 trainer.save_strategy=steps \
     trainer.save_steps=10
@@ -298,6 +313,40 @@ def tps(p):
     return v[len(v) // 2]
 a, b = tps(sys.argv[1]), tps(sys.argv[2])
 print(f"  1 GPU {a:.0f} tokens/s, 2 GPUs {b:.0f} tokens/s ({b / 2:.0f} per GPU): scaling efficiency {b / (2 * a):.3f}")
+PY
+}
+
+# Offload: the host AdamW pool vs DeepSpeed's CPU Adam on this host (users' OMP_NUM_THREADS=1), and
+# the cost of an offloaded step at gradient accumulation 16 (2 GPUs, stage 2, the real job).
+sec_offload() {
+  say "offload: host AdamW parameters/s (OMP_NUM_THREADS=1 as the users set it)"
+  OMP_NUM_THREADS=1 "$BUNDLE/bin/bench_host_adamw" 100000000 3 2>&1 | tee "$OUT/host_adamw.txt" | tail -12
+  if python3 -c 'import deepspeed' 2>/dev/null; then
+    say "offload: DeepSpeedCPUAdam parameters/s (OMP_NUM_THREADS=1, then unset)"
+    OMP_NUM_THREADS=1 timeout 300 python3 bench/deepspeed_cpu_adam.py 100000000 3 2>&1 | tail -6 | tee "$OUT/ds_cpu_adam.txt"
+    (unset OMP_NUM_THREADS; timeout 200 python3 bench/deepspeed_cpu_adam.py 100000000 3 2>&1 | tail -4 | tee -a "$OUT/ds_cpu_adam.txt")
+  else
+    say "offload: deepspeed not importable (carry .whl and install it first); DeepSpeedCPUAdam skipped"
+  fi
+  local n
+  n=$(nvidia-smi -L | grep -c '^GPU ')
+  [ "$n" -lt 2 ] && return
+  say "offload: step cost at accumulation 16 (2 GPUs, Qwen2.5-1.5B config, micro-batch 4, stage 2)"
+  for off in false true; do
+    OMP_NUM_THREADS=1 "$ZT" launch --num_processes 2 train --config configs/sft_ultrafeedback.yaml compute.n_gpus=2 \
+      compute.backend=cuda compute.global_batch_size=128 trainer.per_device_train_batch_size=4 compute.zero_stage=2 \
+      compute.offload_optimizer=$off model.name_or_path="$SHARED/models/qwen2.5-1.5b" trainer.max_steps=5 \
+      trainer.logging_steps=1 trainer.eval_strategy=no trainer.save_strategy=no exp_dir="$RUNS/off16_$off" \
+      >"$OUT/off16_$off.log" 2>&1 || fail "offload accumulation-16 run $off"
+  done
+  grep -h "host AdamW" "$OUT/off16_true.log" | head -1 | tee -a "$OUT/summary.txt"
+  python3 - "$RUNS/off16_false/metrics.jsonl" "$RUNS/off16_true/metrics.jsonl" <<'PY' | tee -a "$OUT/summary.txt"
+import json, sys
+def tps(p):
+    v = sorted(r["train_tokens_per_second"] for r in map(json.loads, open(p)) if "train_tokens_per_second" in r)[1:]
+    return v[len(v) // 2]
+a, b = tps(sys.argv[1]), tps(sys.argv[2])
+print(f"  accumulation 16: no offload {a:.0f} tokens/s, offload {b:.0f} tokens/s: offloaded step costs {a / b:.3f}x (goal <= 1.15)")
 PY
 }
 
