@@ -73,6 +73,7 @@ train::TrainArgs make_train_args(RunConfig& cfg, const std::optional<AccelerateC
   a.zero_stage = static_cast<int>(stage ? *stage : (acc ? acc->zero_stage : 0));
   auto offload = cfg.get_optional<bool>("compute.offload_optimizer");
   a.offload_optimizer = offload ? *offload : (acc && acc->offload_optimizer_device == "cpu");
+  a.balance_micro_batches = cfg.get<bool>("compute.balance_micro_batches");
 
   // ---- backend and precision
   std::string backend = cfg.get<std::string>("compute.backend");

@@ -50,6 +50,7 @@ std::vector<KeySpec> section_keys() {
       acts("compute.zero_stage", nullptr, integer(0, 3, true)),
       acts("compute.offload_optimizer", nullptr, boolean(true)),
       acts("compute.threads", 0, integer(0, 4096)),
+      acts("compute.balance_micro_batches", true, boolean()),
   };
 }
 

@@ -7,6 +7,7 @@
 #include "dist/bootstrap.h"
 #include "model/param_layout.h"
 #include "zero/shard_layout.h"
+#include "zero/zero_engine.h"
 #if defined(ZT_HAVE_CUDA)
 #include "backend/cuda/cuda_ops.h"
 #endif
@@ -83,7 +84,8 @@ std::unique_ptr<dist::Comm> make_trainer_comm(std::unique_ptr<dist::Comm> host,
   if (backend != "cuda") return host;
   const int W = host->world_size();
   const zero::ShardLayout layout(ParamLayout(cfg), W);
-  const size_t bucket = static_cast<size_t>(W) * static_cast<size_t>(layout.max_group_shard_elems());
+  const size_t bucket =
+      static_cast<size_t>(W) * static_cast<size_t>(zero::ZeroEngine::reduce_chunk_elems(layout));
   const int local = host->local_rank();
   return dist::make_device_comm(std::move(host), local, bucket,
                                 dist::read_launch_env(std::getenv).options);

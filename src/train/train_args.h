@@ -28,6 +28,9 @@ struct TrainArgs {
   std::string backend = "cpu";  // resolved compute.backend: "cpu" | "cuda" (train/device.h)
   int zero_stage = 2;
   bool offload_optimizer = false;
+  // compute.balance_micro_batches: deal each micro-step's samples across the ranks by token count
+  // (train/micro_batch_balance.h).
+  bool balance_micro_batches = true;
 
   // ---- outputs
   std::filesystem::path exp_dir;      // args.yaml, metrics.jsonl, checkpoint-<step>/

@@ -24,6 +24,7 @@
 #include "train/checkpoint_dirs.h"
 #include "train/device.h"
 #include "train/metrics.h"
+#include "train/micro_batch_balance.h"
 #include "train/progress.h"
 #include "train/run_checkpoints.h"
 #include "train/step_plan.h"
@@ -475,6 +476,9 @@ TrainSummary Trainer::run() {
 
   for (int64_t k = s.start_step; k < T; ++k) {
     StepSamples ss = s.plan->samples(k);
+    if (s.a.balance_micro_batches)
+      balance_micro_batches(
+          ss, [&](int64_t i) { return static_cast<int64_t>(s.train->sample_tokens(i).size()); });
     const int64_t N = step_target_tokens(ss, s.train_targets);
     const auto& mine = ss.samples[static_cast<size_t>(s.comm.rank())];
     StepStats st;

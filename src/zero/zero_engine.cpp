@@ -62,22 +62,13 @@ ZeroEngine::ZeroEngine(const ParamLayout& layout, ModelBuffers model, Ops& ops, 
 
   // Device pools.
   const Arena::Slot s_grad = dev_.reserve("gradient shard", f32(S));
-  // Bucket slots: the largest group, and the largest of the others (W > 1 only: alone the
-  // reduction packs straight into the shard, and the one bucket takes the later micro-steps).
-  int64_t G2 = 0;
-  {
-    bool skipped = false;
-    for (int g = 0; g < layout_.num_groups(); ++g) {
-      const int64_t n = layout_.group_shard_elems(g);
-      if (n == G && !skipped) {
-        skipped = true;
-        continue;
-      }
-      G2 = std::max(G2, n);
-    }
-  }
-  const Arena::Slot s_bucket = dev_.reserve("reduce-scatter bucket", f32(W * G));
-  const Arena::Slot s_bucket2 = dev_.reserve("reduce-scatter bucket 2", W > 1 ? f32(W * G2) : 0);
+  // Two bucket slots of [W][C] (C = reduce_chunk_elems: a decoder layer's shard); a larger group
+  // (the embedding, an untied head) is reduced C shard columns at a time. Alone (W = 1) the first
+  // micro-step packs straight into the shard and one slot takes the later ones.
+  const int64_t C = reduce_chunk_elems(layout_);
+  chunk_ = C;
+  const Arena::Slot s_bucket = dev_.reserve("reduce-scatter bucket", f32(W * C));
+  const Arena::Slot s_bucket2 = dev_.reserve("reduce-scatter bucket 2", W > 1 ? f32(W * C) : 0);
   // Engine-owned model storage (windowed weights / gradients).
   const int last = layout_.num_groups() - 1;
   const auto group_elems = [&](int g) {
@@ -119,8 +110,6 @@ ZeroEngine::ZeroEngine(const ParamLayout& layout, ModelBuffers model, Ops& ops, 
   grad_shard_ = static_cast<float*>(dev_.ptr(s_grad));
   bucket_ = static_cast<float*>(dev_.ptr(s_bucket));
   bucket2_ = static_cast<float*>(dev_.ptr(s_bucket2));
-  bucket_elems_[0] = W * G;
-  bucket_elems_[1] = W > 1 ? W * G2 : 0;
   wfirst_ = dev_.ptr(s_wfirst);
   wlast_ = dev_.ptr(s_wlast);
   wslot_[0] = dev_.ptr(s_wslot0);
@@ -210,23 +199,39 @@ void ZeroEngine::require_between_steps(const char* what) const {
           what, g);
 }
 
-// Group storage → rank-major buffer, group g, ranks [r0, r1): every shard segment is converted
+// Group storage → rank-major buffer, group g, ranks [r0, r1), shard columns [lo, hi) (positions
+// in a rank's shard buffer; default: the whole group): every shard segment is converted
 // (Ops::cast: a copy for equal dtypes) and its padding zeroed.
-void ZeroEngine::pack(int g, GroupPtr src, const RankMajor& dst, int r0, int r1) {
+void ZeroEngine::pack(int g, GroupPtr src, const RankMajor& dst, int r0, int r1, int64_t lo,
+                      int64_t hi) {
   const size_t des = dtype_size(dst.dtype), ses = dtype_size(src.dtype);
   const int64_t gb = layout_.group_model_begin(g);
+  lo = std::max(lo, layout_.group_shard_begin(g));
+  hi = std::min(hi, layout_.group_shard_end(g));
   for (int r = r0; r < r1; ++r)
     for (int i = layout_.tensor_begin(g); i < layout_.tensor_end(g); ++i) {
       const ShardTensor& t = layout_.tensor(i);
-      const int64_t valid = t.valid(r);
+      // This tensor's columns inside the window, relative to its shard start.
+      const int64_t u0 = std::max(lo, t.shard_offset) - t.shard_offset;
+      const int64_t u1 = std::min(hi, t.shard_offset + t.shard_elems) - t.shard_offset;
+      if (u0 >= u1) continue;
+      const int64_t valid = t.valid(r), d0 = std::min(u1, valid);
       const int64_t d = static_cast<int64_t>(r - r0) * dst.stride + t.shard_offset - dst.shift;
-      if (valid > 0)
-        ops_.cast(dev(at(dst.data, d, des), dst.dtype, valid),
-                  dev(at(src.base, t.model_offset - gb + r * t.shard_elems, ses), src.dtype, valid),
+      if (u0 < d0)
+        ops_.cast(dev(at(dst.data, d + u0, des), dst.dtype, d0 - u0),
+                  dev(at(src.base, t.model_offset - gb + r * t.shard_elems + u0, ses), src.dtype,
+                      d0 - u0),
                   stream_);
-      if (valid < t.shard_elems)
-        ops_.zero(dev(at(dst.data, d + valid, des), dst.dtype, t.shard_elems - valid), stream_);
+      const int64_t z0 = std::max(u0, valid);
+      if (z0 < u1) ops_.zero(dev(at(dst.data, d + z0, des), dst.dtype, u1 - z0), stream_);
     }
+}
+
+int64_t ZeroEngine::reduce_chunk_elems(const ShardLayout& layout) {
+  const int ng = layout.num_groups();
+  int64_t c = 0;
+  for (int g = 1; g + 1 < ng; ++g) c = std::max(c, layout.group_shard_elems(g));
+  return c > 0 ? c : layout.max_group_shard_elems();
 }
 
 // Rank-major buffer → group storage, group g, ranks [r0, r1) (data elements only), on stream s.
@@ -402,13 +407,6 @@ std::function<void(int)> ZeroEngine::release_callback() {
   return [this](int g) { release_group(g); };
 }
 
-int ZeroEngine::pick_bucket(int64_t elems) {
-  int k = next_bucket_;
-  if (elems > bucket_elems_[k]) k = 0;
-  next_bucket_ = 1 - k;
-  return k;
-}
-
 void ZeroEngine::join_side() {
   if (!side_busy_) return;
   ops_.record_event(ev_side_, side_);
@@ -423,33 +421,38 @@ void ZeroEngine::reduce_group(int g) {
   if (g < 0 || g >= layout_.num_groups())
     fail("zero: reduce_group({}): group out of range [0, {})", g, layout_.num_groups());
   if (norm_) fail("zero: reduce_group({}) after grad_norm() in the same optimizer step", g);
-  const int64_t n = layout_.group_shard_elems(g), b = layout_.group_shard_begin(g);
+  const int64_t b = layout_.group_shard_begin(g), e = layout_.group_shard_end(g);
   const int W = layout_.world_size();
   int& count = reduced_[static_cast<size_t>(g)];
-  if (W == 1) {
+  if (W == 1 && count == 0) {
     // Alone, the reduce-scatter is the identity: the first micro-step packs the group straight into
-    // the gradient shard, later ones add to it (the same fp32 sums as through a bucket, half the
-    // memory traffic).
-    if (count == 0) {
-      pack(g, grads_of(g), {grad_shard_, DType::kF32, 0, 0}, 0, 1);
-    } else {
-      pack(g, grads_of(g), {bucket_, DType::kF32, n, b}, 0, 1);
-      const Tensor shard = dev(grad_shard_ + b, DType::kF32, n);
-      ops_.add(shard, shard, dev(bucket_, DType::kF32, n), stream_);
-    }
+    // the gradient shard, later ones add to it chunk by chunk (the same fp32 sums as through a
+    // bucket, half the memory traffic).
+    pack(g, grads_of(g), {grad_shard_, DType::kF32, 0, 0}, 0, 1);
     ++count;
     return;
   }
-  const int k = pick_bucket(n * W);
-  float* bucket = k == 0 ? bucket_ : bucket2_;
-  ops_.wait_event(stream_, ev_bucket_free_[k]);  // the collective that last read slot k is done
-  pack(g, grads_of(g), {bucket, DType::kF32, n, b}, 0, W);
-  ops_.record_event(ev_compute_, stream_);
-  ops_.wait_event(side_, ev_compute_);
-  comm_.reduce_scatter_sum(bucket, grad_shard_ + b, static_cast<size_t>(n * W),
-                           /*accumulate=*/count > 0, side_.handle);
-  ops_.record_event(ev_bucket_free_[k], side_);
-  side_busy_ = true;
+  // The group's shard columns C at a time (one chunk for a decoder layer).
+  for (int64_t j0 = b; j0 < e; j0 += chunk_) {
+    const int64_t j1 = std::min(e, j0 + chunk_), n = j1 - j0;
+    if (W == 1) {
+      pack(g, grads_of(g), {bucket_, DType::kF32, n, j0}, 0, 1, j0, j1);
+      const Tensor shard = dev(grad_shard_ + j0, DType::kF32, n);
+      ops_.add(shard, shard, dev(bucket_, DType::kF32, n), stream_);
+      continue;
+    }
+    const int k = next_bucket_;
+    next_bucket_ = 1 - k;
+    float* bucket = k == 0 ? bucket_ : bucket2_;
+    ops_.wait_event(stream_, ev_bucket_free_[k]);  // the collective that last read slot k is done
+    pack(g, grads_of(g), {bucket, DType::kF32, n, j0}, 0, W, j0, j1);
+    ops_.record_event(ev_compute_, stream_);
+    ops_.wait_event(side_, ev_compute_);
+    comm_.reduce_scatter_sum(bucket, grad_shard_ + j0, static_cast<size_t>(n * W),
+                             /*accumulate=*/count > 0, side_.handle);
+    ops_.record_event(ev_bucket_free_[k], side_);
+    side_busy_ = true;
+  }
   ++count;
 }
 

@@ -258,6 +258,12 @@ class ZeroEngine {
   // export. Throws zt::Error in the middle of a step.
   std::vector<float> full_master_weights();
 
+  // Shard columns one reduce-scatter (and one bucket slot, [W][C] fp32) covers: the largest
+  // decoder layer's group shard (the largest group when there is no layer). Larger groups are
+  // reduced in pieces of C columns, the same element sums in the same rank order. A device Comm
+  // needs reduce-scatter scratch for W × C elements.
+  static int64_t reduce_chunk_elems(const ShardLayout& layout);
+
   // Bytes per pool for this stage / offload / W.
   ZeroMemory memory() const;
   // Offload: the host AdamW pool's start-up line (threads and why); empty without offload.
@@ -277,7 +283,8 @@ class ZeroEngine {
     void* base;
     DType dtype;
   };
-  void pack(int g, GroupPtr src, const RankMajor& dst, int r0, int r1);
+  void pack(int g, GroupPtr src, const RankMajor& dst, int r0, int r1, int64_t lo = 0,
+            int64_t hi = INT64_MAX);
   void unpack(int g, const RankMajor& src, GroupPtr dst, int r0, int r1);
   void unpack_on(int g, const RankMajor& src, GroupPtr dst, int r0, int r1, Stream s);
   // master / m / v / step from compute_ (which holds the owned compute shards); stage 3 releases.
@@ -291,8 +298,6 @@ class ZeroEngine {
   void gather_into(int g, GroupPtr dst, Stream s);
   // Makes the compute stream wait for every reduce-scatter enqueued on the side stream.
   void join_side();
-  // The bucket slot for a [W][n] bucket: alternates between the two, the large one when needed.
-  int pick_bucket(int64_t elems);
   Tensor dev(void* p, DType dt, int64_t n) const;
   int owned_rank0() const;  // first rank whose shard this rank updates (0 for stage 0)
   int owned_ranks() const;  // W for stage 0, else 1
@@ -332,9 +337,9 @@ class ZeroEngine {
   // Device pools.
   float* grad_shard_ =
       nullptr;                  // [S] fp32: this rank's reduced gradient, accumulated over the step
-  float* bucket_ = nullptr;     // [W][max group shard] fp32: reduce-scatter send buffer, slot 0
-  float* bucket2_ = nullptr;    // [W][second largest group shard] fp32: slot 1
-  int64_t bucket_elems_[2] = {0, 0};
+  float* bucket_ = nullptr;     // [W][chunk_] fp32: reduce-scatter send buffer, slot 0
+  float* bucket2_ = nullptr;    // [W][chunk_] fp32: slot 1 (W > 1)
+  int64_t chunk_ = 0;           // reduce_chunk_elems(layout_)
   int next_bucket_ = 0;
   // Engine-owned model storage (windowed): weights of group 0, the last group, two layer slots;
   // gradients of group 0, the last group, one layer slot.

@@ -34,16 +34,19 @@ struct FileHeader {
 static_assert(sizeof(FileHeader) == 64);
 
 // out[model offsets] ← a rank-major fp32 host buffer of group g (rank r's shard element j at
-// src[r*stride + j - shift]); data elements only.
+// src[r*stride + j - shift]), shard columns [lo, hi) only (default: all); data elements only.
 void unpack_host(const ShardLayout& L, int g, const float* src, int64_t stride, int64_t shift,
-                 float* out) {
+                 float* out, int64_t lo = 0, int64_t hi = INT64_MAX) {
   for (int r = 0; r < L.world_size(); ++r)
     for (int i = L.tensor_begin(g); i < L.tensor_end(g); ++i) {
       const ShardTensor& t = L.tensor(i);
-      const int64_t valid = t.valid(r);
-      if (valid > 0)
-        std::memcpy(out + t.model_offset + r * t.shard_elems,
-                    src + r * stride + t.shard_offset - shift, static_cast<size_t>(valid) * 4);
+      const int64_t u0 = std::max(lo, t.shard_offset) - t.shard_offset;
+      const int64_t u1 = std::min({hi, t.shard_offset + t.shard_elems, t.shard_offset + t.valid(r)}) -
+                         t.shard_offset;
+      if (u0 < u1)
+        std::memcpy(out + t.model_offset + r * t.shard_elems + u0,
+                    src + r * stride + t.shard_offset + u0 - shift,
+                    static_cast<size_t>(u1 - u0) * 4);
     }
 }
 
@@ -196,21 +199,22 @@ std::vector<float> ZeroEngine::full_master_weights() {
     return out;
   }
   std::vector<float> host;
-  for (int g = 0; g < layout_.num_groups(); ++g) {
-    const int64_t n = layout_.group_shard_elems(g), b = layout_.group_shard_begin(g);
-    const float* send = master_ + b;
-    if (opt_.offload) {  // host state: stage it in device memory for the Comm
-      ops_.copy_from_host(dev(grad_shard_, DType::kF32, n), master_ + b, stream_);
+  for (int g = 0; g < layout_.num_groups(); ++g)
+    for (int64_t j0 = layout_.group_shard_begin(g); j0 < layout_.group_shard_end(g); j0 += chunk_) {
+      const int64_t n = std::min(layout_.group_shard_end(g), j0 + chunk_) - j0;
+      const float* send = master_ + j0;
+      if (opt_.offload) {  // host state: stage it in device memory for the Comm
+        ops_.copy_from_host(dev(grad_shard_, DType::kF32, n), master_ + j0, stream_);
+        ops_.synchronize(stream_);
+        send = grad_shard_;
+      }
+      comm_.all_gather(send, bucket_, static_cast<size_t>(n), stream_.handle);
+      if (!root) continue;
+      host.resize(static_cast<size_t>(W * n));
+      ops_.copy_to_host(host.data(), dev(bucket_, DType::kF32, W * n), stream_);
       ops_.synchronize(stream_);
-      send = grad_shard_;
+      unpack_host(layout_, g, host.data(), n, j0, out.data(), j0, j0 + n);
     }
-    comm_.all_gather(send, bucket_, static_cast<size_t>(n), stream_.handle);
-    if (!root) continue;
-    host.resize(static_cast<size_t>(W * n));
-    ops_.copy_to_host(host.data(), dev(bucket_, DType::kF32, W * n), stream_);
-    ops_.synchronize(stream_);
-    unpack_host(layout_, g, host.data(), n, b, out.data());
-  }
   if (opt_.offload) ops_.zero(dev(grad_shard_, DType::kF32, S), stream_);
   return out;
 }

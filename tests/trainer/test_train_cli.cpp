@@ -161,7 +161,10 @@ TEST_F(TrainCli, EvalLossIndependentOfEvalBatchAndWorld) {
   EXPECT_EQ(ea[2]["eval_entropy"], ec[2]["eval_entropy"]);
   ASSERT_TRUE(ea[0].contains("entropy"));  // the step-1 log event, same weights
   EXPECT_NEAR(ea[0]["entropy"].get<double>(), log_v - 0.0064, 0.001);
-  EXPECT_EQ(ea[0]["entropy"], ec[0]["entropy"]);  // one step, the same samples, 1 or 2 ranks
+  // One step, the same samples on 1 or 2 ranks: the same sums in another order (the ranks' share
+  // of the step is dealt by token count, compute.balance_micro_batches), so equal to fp64
+  // reassociation.
+  EXPECT_NEAR(ea[0]["entropy"].get<double>(), ec[0]["entropy"].get<double>(), 1e-9);
 }
 
 TEST_F(TrainCli, SameSeedSameBitsOtherSeedDiffers) {

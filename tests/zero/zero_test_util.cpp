@@ -10,8 +10,8 @@
 
 namespace zt::zero::test {
 
-ModelConfig tiny_config(bool tied) {
-  Json j = {{"model_type", "qwen2"},    {"vocab_size", 97},       {"hidden_size", 40},
+ModelConfig tiny_config(bool tied, int64_t vocab) {
+  Json j = {{"model_type", "qwen2"},    {"vocab_size", vocab},       {"hidden_size", 40},
             {"intermediate_size", 56},  {"num_hidden_layers", 2}, {"num_attention_heads", 4},
             {"num_key_value_heads", 2}, {"head_dim", 10},         {"max_position_embeddings", 128},
             {"rms_norm_eps", 1e-6},     {"rope_theta", 10000.0},  {"tie_word_embeddings", tied}};
@@ -38,18 +38,29 @@ PackedBatch make_micro_batch(int64_t step, int64_t j, int64_t vocab) {
 RunResult run_training(dist::Comm& comm, const RunSpec& spec) {
   CpuOps ops;
   HostMemory mem;
-  const ModelConfig cfg = tiny_config(spec.tied);
+  const ModelConfig cfg = tiny_config(spec.tied, spec.vocab);
   ModelOptions mo;
   mo.dtype = spec.dtype;
   mo.max_tokens = 48;
+  mo.own_weights = !(spec.windowed && spec.stage == 3);
+  mo.own_grads = !spec.windowed;
   CausalLM model(cfg, ops, mem, mo);
-  model.init_from_scratch(spec.init_seed);
+  std::vector<std::byte> flat_bytes(static_cast<size_t>(model.layout().total_elems()) *
+                                    dtype_size(spec.dtype));
+  const Tensor flat(flat_bytes.data(), spec.dtype, {model.layout().total_elems()}, Device::kCPU);
+  if (mo.own_weights)
+    model.init_from_scratch(spec.init_seed);
+  else
+    model.init_from_scratch(spec.init_seed, flat);
   ZeroEngine engine(model.layout(), model_buffers(model), ops, comm, mem, mem,
                     {spec.stage, spec.offload});
-  if (spec.load_dir.empty())
+  if (spec.windowed) model.set_group_hooks({engine.acquire_callback(), engine.release_callback()});
+  if (!spec.load_dir.empty())
+    engine.load_state(spec.load_dir);
+  else if (mo.own_weights)
     engine.init_from_model();
   else
-    engine.load_state(spec.load_dir);
+    engine.init_from_flat(flat);
   RunResult res;
   res.initial_master = engine.full_master_weights();
   const int W = comm.world_size(), r = comm.rank();
@@ -63,9 +74,9 @@ RunResult run_training(dist::Comm& comm, const RunSpec& spec) {
       BackwardOptions bo;
       bo.grad_scale = static_cast<float>(1.0 / static_cast<double>(N));
       bo.on_group_ready = engine.group_ready_callback();
-      engine.gather_all();
+      if (!spec.windowed) engine.gather_all();
       loss_sum += model.forward_backward(b.view(), bo).loss_sum;
-      engine.release_all();
+      if (!spec.windowed) engine.release_all();
     }
     comm.all_reduce(&loss_sum, 1, dist::ReduceOp::kSum);
     StepArgs args;
@@ -79,10 +90,16 @@ RunResult run_training(dist::Comm& comm, const RunSpec& spec) {
   }
   if (!spec.save_dir.empty()) engine.save_state(spec.save_dir);
   res.master = engine.full_master_weights();
-  engine.gather_all();
-  const Tensor w = model_buffers(model).weights;
-  res.weights.resize(w.nbytes());
-  std::memcpy(res.weights.data(), w.data, w.nbytes());
+  // The compute weights group by group (a windowed stage 3 holds two layers at a time).
+  res.weights.assign(flat_bytes.size(), 0);
+  const size_t es = dtype_size(spec.dtype);
+  for (int g = 0; g < model.layout().num_groups(); ++g) {
+    engine.acquire_group(g);
+    const Tensor w = model.group_weights(g);
+    std::memcpy(res.weights.data() + static_cast<size_t>(model.layout().group_begin(g)) * es, w.data,
+                w.nbytes());
+    engine.release_group(g);
+  }
   res.memory = engine.memory();
   res.adam_step = engine.adam_step();
   return res;

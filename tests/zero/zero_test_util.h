@@ -16,7 +16,7 @@ namespace zt::zero::test {
 
 // A 2-layer Qwen2 (vocab 97, hidden 40, 4 heads × 10, 2 KV heads, intermediate 56) — sizes chosen
 // so no tensor is a multiple of the shard quantum. tied: tie_word_embeddings.
-ModelConfig tiny_config(bool tied);
+ModelConfig tiny_config(bool tied, int64_t vocab = 97);
 
 // Micro-batch j (global index within the step) of optimizer step k: 1–3 examples of 3–12 tokens,
 // the first third of each example masked (-100). Micro-batch 1 of step 1 has no targets at all.
@@ -37,6 +37,10 @@ struct RunSpec {
   uint64_t init_seed = 1234;
   std::string load_dir;  // non-empty: load_state instead of init_from_model
   std::string save_dir;  // non-empty: save_state after the last step
+  int64_t vocab = 97;    // > ~300: the embedding group outgrows a layer (chunked reduce-scatter)
+  // The trainer's set-up: the engine owns the gradient window (and the weights under stage 3,
+  // initialised through init_from_flat), the model's group hooks acquire / release.
+  bool windowed = false;
 };
 
 // What the run produced (identical on every rank, except master: rank 0 only).
