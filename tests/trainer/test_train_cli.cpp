@@ -138,6 +138,10 @@ TEST_F(TrainCli, EvalLossIndependentOfEvalBatchAndWorld) {
   auto a = train("ev1", common + "trainer.per_device_eval_batch_size=1");
   auto b = train("ev8", common + "trainer.per_device_eval_batch_size=8");
   auto c = train("ev3w2", common + "trainer.per_device_eval_batch_size=3", 2);
+  // ZeRO-3 gathers inside every forward: ranks with fewer eval examples must still match rank 0's
+  // forwards (they repeat one and drop the result).
+  auto d = train("ev3w2s3", common + "trainer.per_device_eval_batch_size=3 compute.zero_stage=3", 2);
+  ASSERT_EQ(d.status, 0) << d.output;
   ASSERT_EQ(a.status, 0) << a.output;
   ASSERT_EQ(b.status, 0) << b.output;
   ASSERT_EQ(c.status, 0) << c.output;
@@ -148,6 +152,9 @@ TEST_F(TrainCli, EvalLossIndependentOfEvalBatchAndWorld) {
   EXPECT_GT(ea[2]["eval_loss"].get<double>(), 5.0);  // an untrained model over a 151936 vocab
   EXPECT_EQ(ea[2]["eval_loss"], eb[2]["eval_loss"]);
   EXPECT_EQ(ea[2]["eval_loss"], ec[2]["eval_loss"]);
+  const auto ed = train_events(exp("ev3w2s3"));
+  ASSERT_EQ(ed.size(), 3u);
+  EXPECT_EQ(ea[2]["eval_loss"], ed[2]["eval_loss"]);
   EXPECT_EQ(ea[2]["eval_mean_token_accuracy"], eb[2]["eval_mean_token_accuracy"]);
   EXPECT_EQ(ea[2]["eval_mean_token_accuracy"], ec[2]["eval_mean_token_accuracy"]);
   // TRL's entropy: the mean over target tokens of H(softmax(logits_t)). Logits of the untrained
