@@ -55,20 +55,22 @@
 //   (optim::adamw_cuda on a CUDA Ops: the same per-element arithmetic, so offload on/off stays
 //   bitwise equal on the GPU too).
 //
-// Typical trainer loop (one optimizer step of G micro-batches, N = the step's global target count):
+// Typical trainer loop (one optimizer step of G micro-batches, N = the step's global target count;
+// train/trainer.cpp):
+//   CausalLM model(cfg, ops, device_memory, {…, own_weights = stage != 3, own_grads = false});
+//   model.load_weights(reader, flat);  // flat: the model's all_weights(), or a host buffer (stage 3)
 //   ZeroEngine engine(model.layout(), model_buffers(model) /* zero/model_binding.h */, ops, comm,
-//                     device_memory, host_memory, {stage, offload});
-//   engine.init_from_model();  // or engine.load_state(checkpoint_dir) on resume
+//                     device_memory, host_memory, {stage, offload, overlap_gather});
+//   model.set_group_hooks({engine.acquire_callback(), engine.release_callback()});
+//   engine.init_from_model();  // or init_from_flat(flat); or engine.load_state(dir) on resume
 //   per step:
 //     if (N == 0) { engine.discard_step(); continue; }  // skipped: nothing changes, no LR step
-//     for (micro-batch mb of the step) {
-//       engine.gather_all();  // no-op below stage 3
+//     for (micro-batch mb of the step)
 //       model.forward_backward(mb, {1.0f / N, false, engine.group_ready_callback()});
-//       engine.release_all();
-//     }
 //     StepResult r = engine.finish_step({lr, max_grad_norm, adam});
-// Under stage 3 every other use of the model's weights (eval forward, model.named_weights() for an
-// HF export) is bracketed by gather_all() / release_all() too.
+// The hooks bracket every use of the model's weights (eval forward and logits included). Under
+// stage 3 a forward contains collectives: every rank must run the same number of forwards. A model
+// with its own buffers may use gather_all() / release_all() around a use instead (tests).
 // The AdamW step count (bias correction) is the engine's own, adam_step(): it counts applied
 // updates, is saved in the state files, and does not advance for discarded steps.
 //
