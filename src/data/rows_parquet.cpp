@@ -185,10 +185,9 @@ std::shared_ptr<arrow::Table> read_table(const std::string& file) {
     std::unique_ptr<parquet::arrow::FileReader> reader;
     st = builder.properties(props)->Build(&reader);
     if (!st.ok()) fail("{}: not a readable parquet file: {}", file, st.message());
-    std::shared_ptr<arrow::Table> table;
-    st = reader->ReadTable(&table);
-    if (!st.ok()) fail("{}: corrupt parquet data: {}", file, st.message());
-    return table;
+    arrow::Result<std::shared_ptr<arrow::Table>> table = reader->ReadTable();
+    if (!table.ok()) fail("{}: corrupt parquet data: {}", file, table.status().message());
+    return *table;
   } catch (const Error&) {
     throw;
   } catch (const std::exception& e) {  // parquet::ParquetException and friends

@@ -41,7 +41,7 @@ struct FakeModel {
   ModelBuffers buffers() {
     const int64_t n = layout.total_elems();
     void* w = dtype == DType::kBF16 ? static_cast<void*>(w16.data()) : w32.data();
-    return {Tensor(w, dtype, {n}), Tensor(grads.data(), DType::kF32, {n})};
+    return {Tensor(w, dtype, {n}), Tensor(grads.data(), DType::kF32, {n}), {}, {}};
   }
   // The weight the engine's master starts from (fp32 of the compute weight).
   float weight(size_t i) const { return dtype == DType::kBF16 ? bf16_to_f32(w16[i]) : w32[i]; }
@@ -271,7 +271,8 @@ TEST(ZeroArith, MisuseIsAnErrorWithAClearMessage) {
   EXPECT_EQ(message([&] { z.reduce_group(3); }),
             "zero: reduce_group(3) after grad_norm() in the same optimizer step");
   std::vector<float> small(8);
-  ModelBuffers bad{Tensor(small.data(), DType::kF32, {8}), Tensor(small.data(), DType::kF32, {8})};
+  ModelBuffers bad{Tensor(small.data(), DType::kF32, {8}), Tensor(small.data(), DType::kF32, {8}), {},
+                   {}};
   EXPECT_EQ(message([&] {
               ZeroEngine(fm.layout, bad, ops, comm, mem, mem, {1, false});
             }),
