@@ -20,7 +20,8 @@
 namespace zt::train {
 
 // Rebalances ss.samples in place (see the file comment). tokens(i): the token count of training
-// sample i (> 0). W = 1, or micro-batches of one sample per rank, leave ss as it is.
+// sample i (> 0). W = 1 leaves ss as it is, and so does a micro-step where every rank holds at
+// most one sample (no dealing can lighten the heaviest rank there).
 void balance_micro_batches(StepSamples& ss, const std::function<int64_t(int64_t)>& tokens);
 
 }  // namespace zt::train

@@ -407,8 +407,8 @@ std::function<void(int)> ZeroEngine::release_callback() {
   return [this](int g) { release_group(g); };
 }
 
-void ZeroEngine::join_side() {
-  if (!side_busy_) return;
+void ZeroEngine::join_side(bool always) {
+  if (!side_busy_ && !always) return;
   ops_.record_event(ev_side_, side_);
   ops_.wait_event(stream_, ev_side_);
   side_busy_ = false;
@@ -536,6 +536,8 @@ void ZeroEngine::update(const StepArgs& args, float coef) {
   const optim::AdamWStep s_plain = optim::adamw_step(no_decay, args.lr, t, coef);
   const int64_t S = layout_.shard_elems(), owned = owned_elems();
   const float* dev_grad = opt_.stage == 0 ? full_grad_ : grad_shard_;
+  // No side-stream gather (a stage-3 prefetch, a post-update gather) may still read compute_.
+  join_side(/*always=*/true);
   adam_step_ = t;
   if (opt_.offload) {
     update_offloaded(s_decay, s_plain, dev_grad);

@@ -31,8 +31,11 @@
 //            without data: CausalLM with own_weights = false) the engine gathers group g into
 //            storage of its own and binds it to the model: group 0 and the last group each have
 //            a buffer, the groups between them (the decoder layers) share two slots (g % 2), so
-//            only the shards plus about two layers' weights are resident. The next layer is
-//            prefetched into the other slot on the side stream while the current one computes.
+//            only the shards plus about two layers' weights are resident — and the embedding
+//            (dedicated weight storage, the all-gather staging, the gradient window's embedding
+//            part: a few embedding-sized buffers, which dominate for large vocabularies). The next
+//            layer is prefetched into the other slot on the side stream while the current one
+//            computes.
 //            With a full model buffer (tests, the CPU reference) the group is gathered in place
 //            and zeroed on release, so a use without a gather shows at once.
 // Gradient window (any stage, a model without its own gradient buffer: ModelBuffers::grads
@@ -298,8 +301,9 @@ class ZeroEngine {
   bool windowed_grads() const { return model_.grads.data == nullptr; }
   // Stage 3: gathers group g into `dst` on stream s (dst: the group's storage).
   void gather_into(int g, GroupPtr dst, Stream s);
-  // Makes the compute stream wait for every reduce-scatter enqueued on the side stream.
-  void join_side();
+  // Makes the compute stream wait for the side stream: for the reduce-scatters enqueued since the
+  // last join, or (always) for everything on it, gathers included.
+  void join_side(bool always = false);
   Tensor dev(void* p, DType dt, int64_t n) const;
   int owned_rank0() const;  // first rank whose shard this rank updates (0 for stage 0)
   int owned_ranks() const;  // W for stage 0, else 1

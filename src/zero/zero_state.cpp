@@ -98,6 +98,7 @@ void ZeroEngine::save_state(const std::filesystem::path& dir) const {
 
 void ZeroEngine::load_state(const std::filesystem::path& dir) {
   ops_.synchronize(side_);  // no gather may still read the compute shards this overwrites
+  ops_.synchronize(stream_);  // nor an H2D copy the pinned state this overwrites
   const int64_t S = layout_.shard_elems();
   const int rank = comm_.rank(), W = layout_.world_size();
   const std::filesystem::path path = state_path(dir, rank);

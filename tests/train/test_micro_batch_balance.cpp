@@ -59,6 +59,13 @@ TEST(MicroBatchBalance, KeepsEveryMicroStepsSamplesAndSizes) {
   EXPECT_EQ(again.samples, ss.samples);  // deterministic
 }
 
+TEST(MicroBatchBalance, OneSamplePerRankIsLeftAsItIs) {
+  StepSamples ss = make({{{0}, {2}}, {{1}, {3}}});
+  balance_micro_batches(ss, [](int64_t i) { return 10 * (i + 1); });  // rank 1 heavier each time
+  EXPECT_EQ(ss.samples[0], (std::vector<std::vector<int64_t>>{{0}, {2}}));
+  EXPECT_EQ(ss.samples[1], (std::vector<std::vector<int64_t>>{{1}, {3}}));
+}
+
 TEST(MicroBatchBalance, OneRankIsLeftAsItIs) {
   StepSamples ss = make({{{5, 1, 3}}});
   balance_micro_batches(ss, [](int64_t i) { return i + 1; });
