@@ -17,10 +17,18 @@ void check_run_dir_is_free(const fs::path& exp_dir, const fs::path& output_dir, 
   if (found.empty()) return;
   std::string list;
   for (const auto& f : found) list += (list.empty() ? "" : ", ") + f;
+  // Resuming is only a way out when the earlier run left a checkpoint.
+  bool has_checkpoint = false;
+  for (const fs::path& d : {exp_dir, output_dir}) {
+    std::error_code ec;
+    if (!fs::is_directory(d, ec)) continue;
+    for (const auto& e : fs::directory_iterator(d, ec))
+      if (e.is_directory() && e.path().filename().string().rfind("checkpoint-", 0) == 0) has_checkpoint = true;
+  }
   fail("exp_dir {} already holds an earlier run ({}); zerotune does not overwrite a run's outputs: give another "
-       "exp_dir (e.g. exp_dir={}_2), continue that run with trainer.resume_from_checkpoint=true, or replace it "
-       "with trainer.overwrite_output_dir=true",
-       exp_dir.string(), list, exp_dir.string());
+       "exp_dir (e.g. exp_dir={}_2), {}or replace it with trainer.overwrite_output_dir=true",
+       exp_dir.string(), list, exp_dir.string(),
+       has_checkpoint ? "continue that run with trainer.resume_from_checkpoint=true, " : "");
 }
 
 std::vector<fs::path> clear_earlier_run(const fs::path& exp_dir, const fs::path& logging_dir) {

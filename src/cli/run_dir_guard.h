@@ -12,8 +12,9 @@
 
 namespace zt::cli {
 
-// Throws zt::Error naming exp_dir / output_dir, what they hold and the three ways out, unless
-// `resuming` or `overwrite`. Touches nothing.
+// Throws zt::Error naming exp_dir / output_dir, what they hold and the ways out (another exp_dir,
+// overwrite_output_dir, and resume_from_checkpoint when a checkpoint-* directory exists in either),
+// unless `resuming` or `overwrite`. Touches nothing.
 void check_run_dir_is_free(const std::filesystem::path& exp_dir, const std::filesystem::path& output_dir,
                            bool resuming, bool overwrite);
 

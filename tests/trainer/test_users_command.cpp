@@ -123,6 +123,13 @@ TEST_F(UsersCommand, RunsUnchangedOnOneAndTwoRanks) {
             std::string::npos)
       << again.output;
   EXPECT_EQ(again.output.find("plan:"), std::string::npos) << again.output;  // refused before any data
+  // Resuming is suggested exactly when the earlier run left a checkpoint.
+  bool ckpt = false;
+  for (const fs::path d : {w2 / "logs" / "sft", w2 / "logs" / "sft" / "ckpts"})
+    if (fs::is_directory(d))
+      for (const auto& e : fs::directory_iterator(d))
+        ckpt = ckpt || e.path().filename().string().rfind("checkpoint-", 0) == 0;
+  EXPECT_EQ(again.output.find("resume_from_checkpoint=true") != std::string::npos, ckpt) << again.output;
   EXPECT_EQ(train_events(w2 / "logs" / "sft"), e2);
 }
 
