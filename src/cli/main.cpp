@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "cli/commands.h"
+#include "cli/error_report.h"
 #include "core/error.h"
 
 namespace {
@@ -52,7 +53,7 @@ int main(int argc, char** argv) {
       // CLI11 reports a usage error with its own codes (100+); a usage error is 2 here.
       return rc >= 100 && rc < 128 ? 2 : rc;
     } catch (const zt::Error& e) {
-      fmt::print(stderr, "zerotune: error: {}\n", e.what());
+      if (zt::cli::first_report_of(e.what())) fmt::print(stderr, "zerotune: error: {}\n", e.what());
       return 1;
     } catch (const std::exception& e) {
       fmt::print(stderr, "zerotune: internal error: {}\n", e.what());

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <filesystem>
 #include <cstring>
 #include <limits>
 
@@ -21,9 +22,28 @@ namespace zt::dist {
 
 namespace {
 
+// The directory where the children mark the errors they printed (cli/error_report.h), removed
+// with its files when the launch ends.
+class ErrorDir {
+ public:
+  ErrorDir() {
+    std::string t = (std::filesystem::temp_directory_path() / "zt_launch_XXXXXX").string();
+    if (::mkdtemp(t.data()) != nullptr) path_ = t;  // none: every rank prints its errors
+  }
+  ~ErrorDir() {
+    std::error_code ec;
+    if (!path_.empty()) std::filesystem::remove_all(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
 bool dropped_variable(const std::string& entry) {
-  static constexpr const char* kOwn[] = {
-      "RANK=", "WORLD_SIZE=", "LOCAL_RANK=", "LOCAL_WORLD_SIZE=", "MASTER_ADDR=", "MASTER_PORT="};
+  static constexpr const char* kOwn[] = {"RANK=",        "WORLD_SIZE=",      "LOCAL_RANK=",
+                                         "LOCAL_WORLD_SIZE=", "MASTER_ADDR=", "MASTER_PORT=",
+                                         "ZT_LAUNCH_ERRORS="};
   for (const char* k : kOwn)
     if (entry.rfind(k, 0) == 0) return true;
   return entry.rfind("OMPI_", 0) == 0 || entry.rfind("PMIX_", 0) == 0 ||
@@ -66,6 +86,8 @@ int run_local_launch(const LocalLaunch& spec) {
   base_env.push_back(fmt::format("LOCAL_WORLD_SIZE={}", n));
   base_env.push_back("MASTER_ADDR=" + spec.master_addr);
   base_env.push_back(fmt::format("MASTER_PORT={}", port));
+  const ErrorDir errors;
+  if (!errors.path().empty()) base_env.push_back("ZT_LAUNCH_ERRORS=" + errors.path());
   std::vector<std::vector<std::string>> envs(static_cast<size_t>(n), base_env);
   std::vector<std::vector<char*>> envps(static_cast<size_t>(n));
   for (int r = 0; r < n; ++r) {

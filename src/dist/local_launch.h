@@ -7,6 +7,8 @@
 // to the launcher are forwarded to every child (a second one kills them). When a child fails
 // (non-zero status or killed by a signal) the others get SIGTERM, then SIGKILL after
 // `kill_grace_s`. Children also get SIGKILL if the launcher itself dies (PR_SET_PDEATHSIG).
+// ZT_LAUNCH_ERRORS names a fresh directory (removed at the end) through which the children print
+// an error all of them hit only once (cli/error_report.h).
 #pragma once
 
 #include <string>

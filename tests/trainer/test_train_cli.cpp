@@ -198,6 +198,14 @@ TEST_F(TrainCli, ConfigErrorsNameTheKey) {
   r = train("bad2", "compute.global_batch_size=5");
   EXPECT_EQ(r.status, 1);
   EXPECT_NE(r.output.find("compute.global_batch_size 5 is not a multiple"), std::string::npos) << r.output;
+  // Under `zerotune launch` every rank finds the same error: it is printed once.
+  r = train("bad3", "+trainer.lerning_rate=1", 3);
+  EXPECT_EQ(r.status, 1);
+  size_t count = 0;
+  for (size_t p = r.output.find("unknown config key 'trainer.lerning_rate'"); p != std::string::npos;
+       p = r.output.find("unknown config key 'trainer.lerning_rate'", p + 1))
+    ++count;
+  EXPECT_EQ(count, 1u) << r.output;
 }
 
 }  // namespace
