@@ -284,6 +284,17 @@ PY
   grep -E "loss|grad_norm" "$OUT/split_compare.txt" | head -8 | tee -a "$OUT/summary.txt"
 }
 
+# median_tps METRICS SKIP: the median train_tokens_per_second of a run's log events after the first
+# SKIP (warm-up); fails when none is left.
+median_tps() {
+  python3 - "$1" "$2" <<'PY'
+import json, sys
+v = sorted(r["train_tokens_per_second"] for r in map(json.loads, open(sys.argv[1])) if "train_tokens_per_second" in r)
+v = v[int(sys.argv[2]):]
+sys.exit("no tokens/s after the warm-up in " + sys.argv[1]) if not v else print(v[len(v) // 2])
+PY
+}
+
 # The deterministic reduce-scatter (grouped send/recv + rank-order sum) vs ncclReduceScatter, and the
 # real job's scaling from 1 to 2 GPUs (Qwen2.5-1.5B config, the same global batch) — 2 GPUs.
 sec_scaling() {
@@ -306,14 +317,10 @@ sec_scaling() {
       model.name_or_path="$SHARED/models/qwen2.5-1.5b" trainer.max_steps=12 trainer.eval_strategy=no \
       trainer.save_strategy=no exp_dir="$RUNS/scale_$np" >"$OUT/scale_$np.log" 2>&1 || fail "scaling run $np"
   done
-  python3 - "$RUNS/scale_1/metrics.jsonl" "$RUNS/scale_2/metrics.jsonl" <<'PY' | tee -a "$OUT/summary.txt"
-import json, sys
-def tps(p):
-    v = sorted(r["train_tokens_per_second"] for r in map(json.loads, open(p)) if "train_tokens_per_second" in r)[2:]
-    return v[len(v) // 2]
-a, b = tps(sys.argv[1]), tps(sys.argv[2])
-print(f"  1 GPU {a:.0f} tokens/s, 2 GPUs {b:.0f} tokens/s ({b / 2:.0f} per GPU): scaling efficiency {b / (2 * a):.3f}")
-PY
+  local a b
+  a=$(median_tps "$RUNS/scale_1/metrics.jsonl" 2) && b=$(median_tps "$RUNS/scale_2/metrics.jsonl" 2) &&
+    awk -v a="$a" -v b="$b" 'BEGIN { printf "  1 GPU %.0f tokens/s, 2 GPUs %.0f tokens/s (%.0f per GPU): scaling efficiency %.3f\n", a, b, b / 2, b / (2 * a) }' |
+    tee -a "$OUT/summary.txt"
 }
 
 # Offload: the host AdamW pool vs DeepSpeed's CPU Adam on this host (users' OMP_NUM_THREADS=1), and
@@ -340,14 +347,10 @@ sec_offload() {
       >"$OUT/off16_$off.log" 2>&1 || fail "offload accumulation-16 run $off"
   done
   grep -h "host AdamW" "$OUT/off16_true.log" | head -1 | tee -a "$OUT/summary.txt"
-  python3 - "$RUNS/off16_false/metrics.jsonl" "$RUNS/off16_true/metrics.jsonl" <<'PY' | tee -a "$OUT/summary.txt"
-import json, sys
-def tps(p):
-    v = sorted(r["train_tokens_per_second"] for r in map(json.loads, open(p)) if "train_tokens_per_second" in r)[1:]
-    return v[len(v) // 2]
-a, b = tps(sys.argv[1]), tps(sys.argv[2])
-print(f"  accumulation 16: no offload {a:.0f} tokens/s, offload {b:.0f} tokens/s: offloaded step costs {a / b:.3f}x (goal <= 1.15)")
-PY
+  local a b
+  a=$(median_tps "$RUNS/off16_false/metrics.jsonl" 1) && b=$(median_tps "$RUNS/off16_true/metrics.jsonl" 1) &&
+    awk -v a="$a" -v b="$b" 'BEGIN { printf "  accumulation 16: no offload %.0f tokens/s, offload %.0f tokens/s: offloaded step costs %.3fx (goal <= 1.15)\n", a, b, a / b }' |
+    tee -a "$OUT/summary.txt"
 }
 
 main() {

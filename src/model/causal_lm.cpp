@@ -256,25 +256,23 @@ std::string CausalLM::group_name(int g) const {
   return fmt::format("model.layers.{}", g - 1);
 }
 
-void CausalLM::bind_group_weights(int g, void* base) {
+// The checks both bind_group_* make: g in range, and storage the caller may bind.
+void CausalLM::check_bind(const char* what, int g, bool owned, const char* noun,
+                          const char* option) const {
   if (g < 0 || g >= layout_.num_groups())
-    fail("model: bind_group_weights: group {} is outside [0, {})", g, layout_.num_groups());
-  if (opt_.own_weights)
-    fail(
-        "model: bind_group_weights({}): the model owns its weights (set "
-        "ModelOptions.own_weights = false to bind them)",
-        g);
+    fail("model: {}: group {} is outside [0, {})", what, g, layout_.num_groups());
+  if (owned)
+    fail("model: {}({}): the model owns its {} (set ModelOptions.{} = false to bind them)", what, g,
+         noun, option);
+}
+
+void CausalLM::bind_group_weights(int g, void* base) {
+  check_bind("bind_group_weights", g, opt_.own_weights, "weights", "own_weights");
   wbase_[static_cast<size_t>(g)] = static_cast<char*>(base);
 }
 
 void CausalLM::bind_group_grads(int g, float* base) {
-  if (g < 0 || g >= layout_.num_groups())
-    fail("model: bind_group_grads: group {} is outside [0, {})", g, layout_.num_groups());
-  if (opt_.own_grads)
-    fail(
-        "model: bind_group_grads({}): the model owns its gradients (set "
-        "ModelOptions.own_grads = false to bind them)",
-        g);
+  check_bind("bind_group_grads", g, opt_.own_grads, "gradients", "own_grads");
   gbase_[static_cast<size_t>(g)] = base;
 }
 

@@ -196,6 +196,8 @@ class CausalLM {
   void logits(int64_t row0, int64_t n, std::span<float> out);
 
  private:
+  // Throws zt::Error for g outside [0, num_groups()) or storage the model owns (`owned`).
+  void check_bind(const char* what, int g, bool owned, const char* noun, const char* option) const;
   struct LayerActs;
   void plan_and_allocate(MemoryResource& memory);
   int64_t stage_inputs(const MicroBatch& mb);
