@@ -235,11 +235,7 @@ int64_t ZeroEngine::reduce_chunk_elems(const ShardLayout& layout) {
 }
 
 // Rank-major buffer → group storage, group g, ranks [r0, r1) (data elements only), on stream s.
-void ZeroEngine::unpack(int g, const RankMajor& src, GroupPtr dst, int r0, int r1) {
-  unpack_on(g, src, dst, r0, r1, stream_);
-}
-
-void ZeroEngine::unpack_on(int g, const RankMajor& src, GroupPtr dst, int r0, int r1, Stream s) {
+void ZeroEngine::unpack(int g, const RankMajor& src, GroupPtr dst, int r0, int r1, Stream s) {
   const size_t ses = dtype_size(src.dtype), des = dtype_size(dst.dtype);
   const int64_t gb = layout_.group_model_begin(g);
   for (int r = r0; r < r1; ++r)
@@ -310,7 +306,7 @@ void ZeroEngine::init_state_from_compute() {
 void ZeroEngine::gather_into(int g, GroupPtr dst, Stream s) {
   const int64_t n = layout_.group_shard_elems(g), b = layout_.group_shard_begin(g);
   if (layout_.world_size() == 1) {  // alone: the shard is the whole group, no gather needed
-    unpack_on(g, {compute_, cdt_, 0, 0}, dst, 0, 1, s);
+    unpack(g, {compute_, cdt_, 0, 0}, dst, 0, 1, s);
     return;
   }
   if (cdt_ == DType::kBF16)
@@ -319,7 +315,7 @@ void ZeroEngine::gather_into(int g, GroupPtr dst, Stream s) {
   else
     comm_.all_gather(static_cast<const float*>(at(compute_, b, ces_)), static_cast<float*>(gather_),
                      static_cast<size_t>(n), s.handle);
-  unpack_on(g, {gather_, cdt_, n, b}, dst, 0, layout_.world_size(), s);
+  unpack(g, {gather_, cdt_, n, b}, dst, 0, layout_.world_size(), s);
 }
 
 void ZeroEngine::acquire_group(int g) {
@@ -648,22 +644,19 @@ void ZeroEngine::install_weights() {
     if (!windowed_weights()) release_all();
   } else if (opt_.stage == 0) {
     for (int g = 0; g < layout_.num_groups(); ++g)
-      unpack(g, {compute_, cdt_, S, 0}, weights_of(g), 0, W);
+      unpack(g, {compute_, cdt_, S, 0}, weights_of(g), 0, W, stream_);
   } else if (opt_.overlap_gather) {
     // On the side stream after the update; acquire_group(g) waits for group g alone.
     ops_.record_event(ev_compute_, stream_);
     ops_.wait_event(side_, ev_compute_);
     for (int g = 0; g < layout_.num_groups(); ++g) {
-      all_gather_group(g, side_);
+      gather_into(g, weights_of(g), side_);
       ops_.record_event(ev_gathered_[static_cast<size_t>(g)], side_);
       gather_pending_[static_cast<size_t>(g)] = 1;
     }
   } else {
-    for (int g = 0; g < layout_.num_groups(); ++g) all_gather_group(g, stream_);
+    for (int g = 0; g < layout_.num_groups(); ++g) gather_into(g, weights_of(g), stream_);
   }
 }
-
-// Group g's compute-weight shards of every rank → gather_ [W][n] → the model's weights, on s.
-void ZeroEngine::all_gather_group(int g, Stream s) { gather_into(g, weights_of(g), s); }
 
 }  // namespace zt::zero

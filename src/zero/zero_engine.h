@@ -208,7 +208,6 @@ class ZeroEngine {
   // in the model (not to be used until acquired again). Otherwise a no-op (a slot is reused in
   // stream order).
   void release_group(int g);
-  void gather_group(int g) { acquire_group(g); }  // the earlier name
   // acquire_group(g) for g = 0 … num_groups−1 (not with engine-owned stage-3 storage: it holds
   // two layers at a time — use the model's hooks); release_group(g) for every g.
   void gather_all();
@@ -290,8 +289,7 @@ class ZeroEngine {
   };
   void pack(int g, GroupPtr src, const RankMajor& dst, int r0, int r1, int64_t lo = 0,
             int64_t hi = INT64_MAX);
-  void unpack(int g, const RankMajor& src, GroupPtr dst, int r0, int r1);
-  void unpack_on(int g, const RankMajor& src, GroupPtr dst, int r0, int r1, Stream s);
+  void unpack(int g, const RankMajor& src, GroupPtr dst, int r0, int r1, Stream s);
   // master / m / v / step from compute_ (which holds the owned compute shards); stage 3 releases.
   void init_state_from_compute();
   GroupPtr weights_of(int g) const;  // where the model reads group g's weights
@@ -327,7 +325,6 @@ class ZeroEngine {
                         const float* dev_grad);
   void compute_from_master();    // compute_ ← round(master) (load_state)
   void install_weights();        // stages 0–2: model ← compute shards; stage 3: release_all
-  void all_gather_group(int g, Stream s);  // every rank's group-g shard → the model's weights
   void reset_step();
 
   ShardLayout layout_;
