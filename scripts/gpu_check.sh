@@ -81,8 +81,9 @@ sec_sanitize() {
 sec_micro() {
   say "micro: op benchmarks at Qwen2.5-1.5B shapes"
   for b in bench_cuda_ops bench_cuda_lm_head bench_cuda_attention; do
-    [ -x "$BUNDLE/bin/$b" ] || continue
+    [ -x "$BUNDLE/bin/$b" ] || { fail "micro: $b is not in the bundle"; continue; }
     "$BUNDLE/bin/$b" 2>&1 | tee "$OUT/$b.txt" | tail -40
+    [ "${PIPESTATUS[0]}" = 0 ] || fail "micro: $b exited non-zero (see $b.txt)"
   done
 }
 
@@ -111,8 +112,10 @@ sec_bench() {
   fi
   PYTHONUNBUFFERED=1 python3 bench/gpu_peer_transformers.py --config "$cfg" --tokens "$tok" \
     --out "$res" ${PEER_VARIANTS:+--variants $PEER_VARIANTS} 2>&1 | tee "$OUT/peer.log" | grep '^{'
+  [ "${PIPESTATUS[0]}" = 0 ] || fail "bench: the transformers peer exited non-zero (see peer.log)"
   for gc in "" --gc; do
     "$BUNDLE/bin/bench_train_gpu" --config "$cfg" --tokens "$tok" $gc 2>&1 | tee -a "$res" | cut -c1-400
+    [ "${PIPESTATUS[0]}" = 0 ] || fail "bench: bench_train_gpu $gc exited non-zero"
   done
   python3 - "$res" <<'PY' | tee "$OUT/bench_table.txt"
 import json, sys
