@@ -3,8 +3,53 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "io/unique_keys.h"
 
 namespace zt {
+
+GenerationConfigExport export_generation_config(const ModelConfig& cfg, const fs::path& input,
+                                                std::optional<int64_t> trained_eos) {
+  GenerationConfigExport g;
+  std::error_code ec;
+  if (!input.empty() && fs::exists(input, ec)) {
+    g.text = read_file(input);
+    g.json = parse_json_unique_keys(g.text, input.string());
+    if (!g.json.is_object())
+      fail("{}: expected a JSON object (a generation config), got {}", input.string(),
+           g.json.type_name());
+    g.from_input = true;
+  } else {
+    g.json = generation_config_json(cfg);
+    g.text = g.json.dump(2) + "\n";
+  }
+  if (!trained_eos) return g;
+  const std::string origin = g.from_input ? input.string() : "generation_config.json";
+  std::vector<int64_t> eos;
+  if (auto it = g.json.find("eos_token_id"); it != g.json.end() && !it->is_null()) {
+    if (it->is_number_integer()) {
+      eos.push_back(it->get<int64_t>());
+    } else if (it->is_array()) {
+      for (const Json& v : *it) {
+        if (!v.is_number_integer())
+          fail("{}: eos_token_id must be a token id or a list of token ids, got {}", origin,
+               it->dump());
+        eos.push_back(v.get<int64_t>());
+      }
+    } else {
+      fail("{}: eos_token_id must be a token id or a list of token ids, got {}", origin,
+           it->dump());
+    }
+  }
+  if (std::find(eos.begin(), eos.end(), *trained_eos) != eos.end()) return g;
+  eos.insert(eos.begin(), *trained_eos);
+  Json ids = Json::array();
+  for (int64_t id : eos) ids.push_back(id);
+  g.json["eos_token_id"] = ids;
+  const nlohmann::json sorted = nlohmann::json::parse(g.json.dump());  // std::map: sorted keys
+  g.text = sorted.dump(2) + "\n";
+  g.eos_added = true;
+  return g;
+}
 
 HfExportResult export_hf_model(const fs::path& out_dir, const ModelConfig& cfg,
                                std::span<const NamedTensor> tensors,
@@ -34,11 +79,9 @@ HfExportResult export_hf_model(const fs::path& out_dir, const ModelConfig& cfg,
 
   write_model_config(tmp / "config.json", cfg, dtype_str);
 
-  // generation_config.json: a copy of the given one, else derived from the model config.
-  if (!options.generation_config.empty() && fs::exists(options.generation_config, ec))
-    write_file_atomic(tmp / "generation_config.json", read_file(options.generation_config));
-  else
-    write_file_atomic(tmp / "generation_config.json", generation_config_json(cfg).dump(2) + "\n");
+  write_file_atomic(
+      tmp / "generation_config.json",
+      export_generation_config(cfg, options.generation_config, options.trained_eos_token_id).text);
 
   // transformers 5 adds total_parameters to the index metadata (`save_pretrained`).
   Json extra = Json::object();

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <filesystem>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -37,12 +38,35 @@ struct HfExportOptions {
   size_t max_shard_size = kDefaultMaxShardSize;
   // Directory to copy kTokenizerFiles from ("" = none).
   fs::path tokenizer_dir;
-  // generation_config.json to copy (e.g. the base model's); "" or missing file = derive it with
-  // generation_config_json(cfg).
+  // generation_config.json to export (the input model directory's, as transformers'
+  // save_pretrained writes the generation config it loaded); "" or missing file = derive it with
+  // generation_config_json(cfg). See export_generation_config().
   fs::path generation_config;
+  // The EOS id the training ended completions with (the tokenizer's EOS); added to the exported
+  // eos_token_id when it is not among it. Unset: the generation config is exported as it is.
+  std::optional<int64_t> trained_eos_token_id;
   // Replace an existing output directory (else zt::Error naming it).
   bool overwrite = true;
 };
+
+// The generation_config.json an export writes, and how it came about.
+struct GenerationConfigExport {
+  std::string text;         // the file's bytes
+  Json json;                // the same, parsed
+  bool from_input = false;  // read from HfExportOptions::generation_config (else derived)
+  bool eos_added = false;   // trained_eos_token_id was added to eos_token_id
+};
+
+// generation_config.json for an export of `cfg`: the file `input` when it exists (else
+// generation_config_json(cfg)), with `trained_eos` put first in its eos_token_id when it is not
+// already there — transformers' `Trainer._align_special_tokens` prepends the tokenizer's EOS to the
+// generation config's list the same way (it keeps the others: any of them stops generation), e.g.
+// eos 151643 + trained 151645 -> [151645, 151643]; a list that has it stays as it is. Unchanged
+// input is copied byte for byte; a changed one is written with sorted keys, indent 2 + "\n"
+// (transformers' `to_json_string`). Throws zt::Error naming `input` for bad JSON, a non-object, or
+// an eos_token_id that is not null, an id or a list of ids.
+GenerationConfigExport export_generation_config(const ModelConfig& cfg, const fs::path& input,
+                                                std::optional<int64_t> trained_eos);
 
 // What export_hf_model() wrote.
 struct HfExportResult {
