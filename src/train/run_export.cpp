@@ -7,15 +7,31 @@
 
 namespace zt::train {
 
-std::optional<std::string> trained_eos_token(const TrainArgs& a, const text::TokenizerConfig& tc) {
-  std::optional<std::string> eos = a.train_data.eos_token;
+TokenizerSpecialIds run_tokenizer_ids(const TrainArgs& a, const text::Tokenizer& tok,
+                                      const text::TokenizerConfig& tc) {
+  TokenizerSpecialIds ids;
+  std::optional<std::string> eos = tc.eos_token;
+  if (a.train_data.eos_token) {
+    eos = a.train_data.eos_token;
+    ids.eos_origin = EosOrigin::kEosTokenArg;
+  }
   if (!a.train_data.chat_template_path.empty()) {
     const data::ChatTemplateOverride t =
         data::load_chat_template_path(a.train_data.chat_template_path, nullptr);
-    if (t.from_tokenizer && t.eos_token) eos = t.eos_token;
+    if (t.from_tokenizer && t.eos_token) {
+      eos = t.eos_token;
+      ids.eos_origin = EosOrigin::kClonedTemplate;
+    }
   }
-  if (!eos) eos = tc.eos_token;
-  return eos;
+  auto id = [&](const std::optional<std::string>& s) -> std::optional<int64_t> {
+    if (!s) return std::nullopt;
+    if (const auto i = tok.token_to_id(*s)) return *i;
+    return std::nullopt;
+  };
+  ids.eos = id(eos);
+  ids.bos = id(tc.bos_token);
+  ids.pad = id(tc.pad_token ? tc.pad_token : eos);
+  return ids;
 }
 
 HfExportOptions run_export_options(const TrainArgs& a, const text::Tokenizer& tok,
@@ -26,23 +42,23 @@ HfExportOptions run_export_options(const TrainArgs& a, const text::Tokenizer& to
   eo.dtype = a.dtype == DType::kBF16 ? DType::kBF16 : DType::kF32;
   eo.tokenizer_dir = tok_dir;
   eo.generation_config = a.model_dir / "generation_config.json";
-  const std::optional<std::string> eos = trained_eos_token(a, tc);
-  if (eos)
-    if (const auto id = tok.token_to_id(*eos)) eo.trained_eos_token_id = *id;
+  eo.tokenizer_ids = run_tokenizer_ids(a, tok, tc);
   // Read it now, so a bad input file stops the run before step 1 rather than at the first save.
+  ModelConfig out = mcfg;
   const GenerationConfigExport g =
-      export_generation_config(mcfg, eo.generation_config, eo.trained_eos_token_id);
+      export_generation_config(out, eo.generation_config, eo.tokenizer_ids);
   if (log) {
-    const std::string what = g.from_input ? eo.generation_config.string()
-                                          : "a generation config derived from config.json";
-    const Json& ids = g.json.contains("eos_token_id") ? g.json["eos_token_id"] : Json();
-    if (g.eos_added)
-      log::info(
-          "export: generation_config.json is {} with eos_token_id {} ({} '{}', the EOS the "
-          "completions are trained to end with, added as transformers' Trainer does)",
-          what, ids.dump(), *eo.trained_eos_token_id, *eos);
-    else
-      log::info("export: generation_config.json is {} (eos_token_id {})", what, ids.dump());
+    const std::string what = g.from_input ? "from " + eo.generation_config.string()
+                                          : "derived from config.json (the model has none)";
+    const Json none;
+    const Json& eos = g.json.contains("eos_token_id") ? g.json["eos_token_id"] : none;
+    log::info(
+        "export: generation_config.json {} (eos_token_id {}){}", what, eos.dump(),
+        g.updated.empty()
+            ? std::string()
+            : fmt::format("; config.json and generation_config.json get the tokenizer's {}, as "
+                          "TRL's SFTTrainer and transformers' Trainer set them",
+                          g.updated.dump()));
   }
   return eo;
 }

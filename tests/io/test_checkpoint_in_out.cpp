@@ -196,61 +196,107 @@ TEST(TiedEmbeddings, UntiedConfigWithoutHeadIsRefusedNamingBoth) {
 
 // ---------------------------------------------------------------- generation config
 
-TEST(GenerationConfigExport, InputFileIsExportedAsItIsWhenItHasTheTrainedEos) {
-  const fs::path model = kCases / "generation-config-dropped" / "model";
-  const zt::ModelConfig cfg = zt::load_model_config(model);
-  const fs::path in = model / "generation_config.json";
-  const zt::GenerationConfigExport g = zt::export_generation_config(cfg, in, 151645);
+// The Qwen2.5-Instruct tokenizer's ids: eos <|im_end|>, no bos, pad <|endoftext|>.
+zt::TokenizerSpecialIds qwen_instruct_ids() {
+  zt::TokenizerSpecialIds t;
+  t.eos = 151645;
+  t.pad = 151643;
+  return t;
+}
+
+zt::ModelConfig gen_case_config() {
+  return zt::load_model_config(kCases / "generation-config-dropped" / "model");
+}
+
+TEST(GenerationConfigExport, InputFileIsExportedAsItIsAndConfigAlignedAsTrlLeavesIt) {
+  const fs::path in = kCases / "generation-config-dropped" / "model" / "generation_config.json";
+  zt::ModelConfig cfg = gen_case_config();
+  const zt::GenerationConfigExport g = zt::export_generation_config(cfg, in, qwen_instruct_ids());
   EXPECT_TRUE(g.from_input);
-  EXPECT_FALSE(g.eos_added);
   EXPECT_EQ(g.text, zt::read_file(in));
   // transformers 5.24 save_model() of that directory (the case README): these values.
   const zt::Json want = zt::Json::parse(R"({"bos_token_id": 151643, "do_sample": true,
     "eos_token_id": [151645, 151643], "pad_token_id": 151643, "repetition_penalty": 1.1,
     "temperature": 0.7, "top_k": 20, "top_p": 0.8, "transformers_version": "5.1.0"})");
   EXPECT_EQ(g.json, want);
+  // TRL 1.16 + transformers 5.24 SFT (one step, save_model) of the case: config.json bos 151643,
+  // eos 151645, pad 151643 (checked 2026-12-01).
+  EXPECT_EQ(cfg.bos_token_id, std::vector<int64_t>{151643});
+  EXPECT_EQ(cfg.eos_token_id, std::vector<int64_t>{151645});
+  EXPECT_EQ(cfg.pad_token_id, std::vector<int64_t>{151643});
+  EXPECT_EQ(g.updated.dump(), R"({"pad_token_id":151643,"eos_token_id":151645})");
 }
 
 TEST(GenerationConfigExport, TrainedEosIsPutFirstWhenAbsent) {
-  const zt::ModelConfig cfg = zt::load_model_config(kCases / "generation-config-dropped" / "model");
   TempDir d;
   zt::write_file_atomic(d / "generation_config.json",
                         R"({"top_p": 0.8, "eos_token_id": 151643, "do_sample": true})");
+  zt::ModelConfig cfg = gen_case_config();
   const zt::GenerationConfigExport g =
-      zt::export_generation_config(cfg, d / "generation_config.json", 151645);
-  EXPECT_TRUE(g.eos_added);
+      zt::export_generation_config(cfg, d / "generation_config.json", qwen_instruct_ids());
   EXPECT_EQ(g.text,
             "{\n  \"do_sample\": true,\n  \"eos_token_id\": [\n    151645,\n    151643\n  ],\n"
-            "  \"top_p\": 0.8\n}\n");
-  // No input file: derived from config.json (eos 151643), the trained EOS added.
+            "  \"pad_token_id\": 151643,\n  \"top_p\": 0.8\n}\n");
+  // No input file: derived from config.json (eos 151643) before the alignment.
+  cfg = gen_case_config();
   const zt::GenerationConfigExport derived =
-      zt::export_generation_config(cfg, d / "absent.json", 151645);
+      zt::export_generation_config(cfg, d / "absent.json", qwen_instruct_ids());
   EXPECT_FALSE(derived.from_input);
   EXPECT_EQ(derived.json.dump(),
-            R"({"_from_model_config":true,"bos_token_id":151643,"eos_token_id":[151645,151643]})");
-  // No trained EOS: exactly what transformers derives.
+            R"({"_from_model_config":true,"bos_token_id":151643,"eos_token_id":[151645,151643],)"
+            R"("pad_token_id":151643})");
+  // No tokenizer ids: exactly what transformers derives, config untouched.
+  cfg = gen_case_config();
   EXPECT_EQ(zt::export_generation_config(cfg, "", std::nullopt).json,
-            zt::generation_config_json(cfg));
+            zt::generation_config_json(gen_case_config()));
+  EXPECT_EQ(cfg.eos_token_id, std::vector<int64_t>{151643});
+}
+
+TEST(GenerationConfigExport, TrlEosArgumentAndClonedTemplateSetTheEos) {
+  zt::ModelConfig cfg = gen_case_config();
+  zt::Json gen = zt::Json::parse(R"({"eos_token_id": [7, 151643]})");
+  zt::TokenizerSpecialIds t;
+  t.eos = 151645;
+  t.eos_origin = zt::EosOrigin::kEosTokenArg;  // SFTConfig.eos_token: prepended
+  zt::align_special_token_ids(cfg, gen, t, "g.json");
+  EXPECT_EQ(gen.dump(), R"({"eos_token_id":[151645,7,151643]})");
+  EXPECT_EQ(cfg.eos_token_id, std::vector<int64_t>{151645});
+  gen = zt::Json::parse(R"({"eos_token_id": [7, 151643]})");
+  t.eos_origin = zt::EosOrigin::kClonedTemplate;  // clone_chat_template: replaced
+  zt::align_special_token_ids(cfg, gen, t, "g.json");
+  EXPECT_EQ(gen.dump(), R"({"eos_token_id":151645})");
+  // A config that lists several EOS ids keeps them behind the new one; one it has changes nothing.
+  cfg.eos_token_id = {128001, 128009};
+  gen = zt::Json::parse(R"({"eos_token_id": [128001, 128009]})");
+  t.eos = 128009;
+  t.eos_origin = zt::EosOrigin::kTokenizer;
+  EXPECT_EQ(zt::align_special_token_ids(cfg, gen, t, "g.json"), zt::Json::object());
+  t.eos = 5;
+  zt::align_special_token_ids(cfg, gen, t, "g.json");
+  EXPECT_EQ(cfg.eos_token_id, (std::vector<int64_t>{5, 128001, 128009}));
+  EXPECT_EQ(gen.dump(), R"({"eos_token_id":[5,128001,128009]})");
 }
 
 TEST(GenerationConfigExport, BadInputIsNamed) {
-  const zt::ModelConfig cfg = zt::load_model_config(kCases / "generation-config-dropped" / "model");
+  zt::ModelConfig cfg = gen_case_config();
   TempDir d;
   zt::write_file_atomic(d / "g.json", R"({"eos_token_id": "</s>"})");
-  expect_error([&] { zt::export_generation_config(cfg, d / "g.json", 2); },
+  expect_error([&] { zt::export_generation_config(cfg, d / "g.json", qwen_instruct_ids()); },
                {(d / "g.json").string(),
                 R"(eos_token_id must be a token id or a list of token ids, got "</s>")"});
+  zt::write_file_atomic(d / "g.json", R"({"pad_token_id": [1, null]})");
+  expect_error([&] { zt::export_generation_config(cfg, d / "g.json", qwen_instruct_ids()); },
+               {"pad_token_id must be a token id or a list of token ids, got [1,null]"});
   zt::write_file_atomic(d / "g.json", "[1]");
-  expect_error([&] { zt::export_generation_config(cfg, d / "g.json", 2); },
+  expect_error([&] { zt::export_generation_config(cfg, d / "g.json", std::nullopt); },
                {"expected a JSON object (a generation config), got array"});
   zt::write_file_atomic(d / "g.json", "{");
-  expect_error([&] { zt::export_generation_config(cfg, d / "g.json", 2); },
+  expect_error([&] { zt::export_generation_config(cfg, d / "g.json", std::nullopt); },
                {(d / "g.json").string(), "invalid JSON"});
 }
 
-TEST(GenerationConfigExport, ExportWritesIt) {
-  const fs::path model = kCases / "generation-config-dropped" / "model";
-  const zt::ModelConfig cfg = zt::load_model_config(model);
+TEST(GenerationConfigExport, ExportWritesBothFiles) {
+  const zt::ModelConfig cfg = gen_case_config();
   TempDir d;
   zt::write_file_atomic(d / "generation_config.json", R"({"eos_token_id": [151643]})");
   std::vector<float> embed(static_cast<size_t>(cfg.vocab_size * cfg.hidden_size), 0.0f);
@@ -259,10 +305,15 @@ TEST(GenerationConfigExport, ExportWritesIt) {
   zt::HfExportOptions o;
   o.dtype = kF32;
   o.generation_config = d / "generation_config.json";
-  o.trained_eos_token_id = 151645;
+  o.tokenizer_ids = zt::TokenizerSpecialIds{};
+  o.tokenizer_ids->eos = 151645;
   zt::export_hf_model(d / "out", cfg, ts, o);
   EXPECT_EQ(zt::read_file(d / "out" / "generation_config.json"),
             "{\n  \"eos_token_id\": [\n    151645,\n    151643\n  ]\n}\n");
+  const zt::Json c = zt::Json::parse(zt::read_file(d / "out" / "config.json"));
+  EXPECT_EQ(c["eos_token_id"], 151645);
+  EXPECT_EQ(c["bos_token_id"], 151643);
+  EXPECT_TRUE(c["pad_token_id"].is_null());
 }
 
 }  // namespace

@@ -110,13 +110,18 @@ TEST_F(CheckpointCase, GenerationConfigOfTheInputIsExportedEverywhere) {
                " trainer.max_steps=2 trainer.save_strategy=steps "
                "trainer.save_steps=1");
   ASSERT_TRUE(exited(r, 0,
-                     "export: generation_config.json is model/generation_config.json "
-                     "(eos_token_id [151645,151643])"));
+                     "export: generation_config.json from model/generation_config.json "
+                     "(eos_token_id [151645,151643]); config.json and generation_config.json get "
+                     "the tokenizer's {\"pad_token_id\":151643,\"eos_token_id\":151645}, as TRL's "
+                     "SFTTrainer and transformers' Trainer set them"));
   for (const char* sub : {"checkpoint-1", "checkpoint-2", "final"}) {
     const fs::path out = dir_ / "runs" / "gen" / sub;
     EXPECT_EQ(zt::read_file(out / "generation_config.json"), input) << sub;
-    // config.json keeps the model's own eos_token_id (transformers' save_model of it: 151643).
-    EXPECT_EQ(read_json(out / "config.json")["eos_token_id"], 151643) << sub;
+    // As TRL 1.16 + transformers 5.24 export this job: eos 151645, pad 151643, bos 151643.
+    const zt::Json c = read_json(out / "config.json");
+    EXPECT_EQ(c["eos_token_id"], 151645) << sub;
+    EXPECT_EQ(c["pad_token_id"], 151643) << sub;
+    EXPECT_EQ(c["bos_token_id"], 151643) << sub;
   }
   // An input that lists only the base model's EOS gets the trained one (<|im_end|>) first.
   set_json(dir_ / "model" / "generation_config.json", "eos_token_id", 151643);
@@ -124,10 +129,9 @@ TEST_F(CheckpointCase, GenerationConfigOfTheInputIsExportedEverywhere) {
   const RunResult b =
       zerotune("train --config sft.yaml model.tokenizer_name_or_path=" + kTok.string());
   ASSERT_TRUE(exited(b, 0,
-                     "export: generation_config.json is model/generation_config.json with "
-                     "eos_token_id [151645,151643] (151645 '<|im_end|>', the EOS the "
-                     "completions are trained to end with, added as transformers' Trainer "
-                     "does)"));
+                     "export: generation_config.json from model/generation_config.json "
+                     "(eos_token_id [151645,151643]); config.json and generation_config.json get "
+                     "the tokenizer's {\"pad_token_id\":151643,\"eos_token_id\":151645}"));
   const zt::Json g = read_json(dir_ / "runs" / "gen" / "final" / "generation_config.json");
   EXPECT_EQ(g["eos_token_id"], zt::Json::parse("[151645, 151643]"));
   EXPECT_EQ(g["top_k"], 20);
