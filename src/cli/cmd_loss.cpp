@@ -22,6 +22,7 @@
 #include "io/json.h"
 #include "io/model_config.h"
 #include "io/safetensors.h"
+#include "io/tied_embeddings.h"
 #include "model/causal_lm.h"
 
 namespace zt::cli {
@@ -96,6 +97,8 @@ int cmd_loss(const Args& args) {
   const PackedBatch batch = read_jsonl(file);
   const MicroBatch mb = batch.view();
   ModelConfig cfg = load_model_config(model_dir);
+  const SafetensorsReader weights(model_dir);
+  reconcile_tied_embeddings(cfg, weights);
   CpuOps ops;
   HostMemory memory;
   ModelOptions opt;
@@ -104,7 +107,7 @@ int cmd_loss(const Args& args) {
   opt.max_seqlen = batch.max_seqlen();
   opt.checkpointing = checkpointing;
   CausalLM model(cfg, ops, memory, opt);
-  model.load_weights(SafetensorsReader(model_dir));
+  model.load_weights(weights);
   const int64_t n = count_targets(mb);
   CeStats st;
   if (grad_norms) {

@@ -15,8 +15,10 @@
 #include "cli/run_dir_guard.h"
 #include "core/log.h"
 #include "dist/bootstrap.h"
-#include "train/device.h"
 #include "io/model_source.h"
+#include "io/safetensors.h"
+#include "io/tied_embeddings.h"
+#include "train/device.h"
 #include "train/trainer.h"
 
 namespace zt::cli {
@@ -207,7 +209,11 @@ int cmd_train(const Args& args) {
       log::info("trainer.overwrite_output_dir: removed {} of the earlier run", p.string());
   comm->barrier();
   // On the GPU the engine's collectives take device memory: NCCL (several ranks) over the host Comm.
-  comm = train::make_trainer_comm(std::move(comm), targs.backend, load_model_config(targs.model_dir));
+  ModelConfig mcfg = load_model_config(targs.model_dir);  // the trainer logs what it decides
+  if (!targs.from_scratch)
+    reconcile_tied_embeddings(mcfg, SafetensorsReader(resolve_weights_file(targs.model_dir, false)),
+                              false);
+  comm = train::make_trainer_comm(std::move(comm), targs.backend, mcfg);
   targs.train_data.num_threads = static_cast<int>(threads);
   if (targs.eval_data) targs.eval_data->num_threads = static_cast<int>(threads);
   if (rank0)

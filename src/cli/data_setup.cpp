@@ -3,6 +3,7 @@
 #include "core/error.h"
 #include "io/dataset_source.h"
 #include "io/model_source.h"
+#include "text/special_tokens.h"
 
 namespace zt::cli {
 namespace {
@@ -45,8 +46,10 @@ TokenizerBundle load_tokenizer(const RunConfig& cfg) {
   if (!src.has_tokenizer)
     fail("{}: {} = '{}' resolves to {}, which has no tokenizer.json (set model.tokenizer_name_or_path)",
          cfg.source(), key, *name, src.dir.string());
-  return TokenizerBundle{src.dir, text::Tokenizer::load(src.dir / "tokenizer.json"),
-                         text::load_tokenizer_config(src.dir)};
+  TokenizerBundle b{src.dir, text::Tokenizer::load(src.dir / "tokenizer.json"),
+                    text::load_tokenizer_config(src.dir)};
+  text::register_config_special_tokens(b.tokenizer, b.config);  // as transformers' loading does
+  return b;
 }
 
 data::DataOptions data_options(const RunConfig& cfg, const std::string& split) {

@@ -18,8 +18,10 @@
 #include "io/model_config.h"
 #include "io/safetensors.h"
 #include "io/tensorboard.h"
+#include "io/tied_embeddings.h"
 #include "model/causal_lm.h"
 #include "optim/lr_schedule.h"
+#include "text/special_tokens.h"
 #include "train/batch_builder.h"
 #include "train/checkpoint_dirs.h"
 #include "train/device.h"
@@ -27,6 +29,7 @@
 #include "train/micro_batch_balance.h"
 #include "train/progress.h"
 #include "train/run_checkpoints.h"
+#include "train/run_export.h"
 #include "train/step_plan.h"
 #include "zero/model_binding.h"
 #include "zero/zero_engine.h"
@@ -69,6 +72,7 @@ struct Trainer::State {
   std::optional<data::PreparedDataset> train, eval;
   std::vector<int64_t> train_targets;
   ModelConfig mcfg;
+  HfExportOptions export_opts;  // checkpoint-<step>/ and output_dir (train/run_export.h)
   DeviceContext dev;  // Ops + device/host memory of compute.backend (train/device.h)
   std::unique_ptr<CausalLM> model;
   std::unique_ptr<zero::ZeroEngine> engine;
@@ -117,12 +121,20 @@ void Trainer::State::prepare_data() {
 
 void Trainer::State::build_model() {
   mcfg = load_model_config(a.model_dir);
+  std::optional<SafetensorsReader> weights;
+  if (!a.from_scratch) {
+    weights.emplace(resolve_weights_file(a.model_dir, rank0()));
+    reconcile_tied_embeddings(mcfg, *weights, rank0());
+  }
+  export_opts = run_export_options(a, tok, tok_cfg, tok_dir, mcfg, rank0());
   auto check_vocab = [&](const data::PreparedDataset& ds) {
     for (int32_t id : ds.all_tokens())
       if (id < 0 || id >= mcfg.vocab_size)
-        fail("{}: token id {} is outside the model's vocabulary [0, {}) of {} — tokenizer and model do "
-             "not match",
-             ds.path().string(), id, mcfg.vocab_size, mcfg.source);
+        fail(
+            "{}: token id {} ({}) is outside the model's vocabulary [0, {}) (vocab_size of {}) — "
+            "tokenizer and model do not match",
+            ds.path().string(), id, text::describe_token(tok, tok_cfg, id), mcfg.vocab_size,
+            mcfg.source);
   };
   check_vocab(*train);
   if (eval) check_vocab(*eval);
@@ -153,7 +165,7 @@ void Trainer::State::build_model() {
   if (a.from_scratch) {
     model->init_from_scratch(a.seed, flat);
   } else {
-    model->load_weights(SafetensorsReader(a.model_dir), flat);
+    model->load_weights(*weights, flat);
   }
   zero::EngineOptions eo;
   eo.stage = a.zero_stage;
@@ -373,11 +385,8 @@ fs::path Trainer::State::save_checkpoint(int64_t global_step) {
   fs::path dir = staging_path(a.exp_dir, global_step, owner_pid);
   std::vector<float> master = engine->full_master_weights();  // collective; rank 0 gets them
   if (rank0()) {
-    HfExportOptions eo;
-    eo.dtype = a.dtype == DType::kBF16 ? DType::kBF16 : DType::kF32;
-    eo.tokenizer_dir = tok_dir;
     auto tensors = named(master);
-    export_hf_model(dir, mcfg, tensors, eo);
+    export_hf_model(dir, mcfg, tensors, export_opts);
   }
   comm.barrier();
   engine->save_state(dir);
@@ -407,11 +416,8 @@ fs::path Trainer::State::save_checkpoint(int64_t global_step) {
 void Trainer::State::export_final() {
   std::vector<float> master = engine->full_master_weights();
   if (!rank0()) return;
-  HfExportOptions eo;
-  eo.dtype = a.dtype == DType::kBF16 ? DType::kBF16 : DType::kF32;
-  eo.tokenizer_dir = tok_dir;
   auto tensors = named(master);
-  export_hf_model(a.output_dir, mcfg, tensors, eo);
+  export_hf_model(a.output_dir, mcfg, tensors, export_opts);
   progress->message(fmt::format("saved the final model to {}", a.output_dir.string()));
 }
 

@@ -21,15 +21,7 @@ using zt_test::RunResult;
 class ConfigCase : public ::testing::Test {
  protected:
   // A writable copy of case `name`; the command runs there (as run.sh's `cd "$(dirname "$0")"`).
-  fs::path copy_case(const std::string& name) {
-    dir_ = fs::temp_directory_path() / ("zt_case_" + std::to_string(getpid()) + "_" + name);
-    fs::remove_all(dir_);
-    fs::copy(zt_test::shared_cases_dir() / name, dir_, fs::copy_options::recursive);
-    for (auto& e : fs::recursive_directory_iterator(dir_))
-      fs::permissions(e.path(), fs::perms::owner_write, fs::perm_options::add);
-    fs::permissions(dir_, fs::perms::owner_write, fs::perm_options::add);
-    return dir_;
-  }
+  fs::path copy_case(const std::string& name) { return dir_ = zt_test::copy_case(name, "zt_case_"); }
   RunResult zerotune(const std::string& args) {
     const std::string tok = (fs::path(ZT_SHARED_DATA) / "tokenizers" / "qwen2.5-instruct").string();
     return run("cd " + dir_.string() + " && ZEROTUNE_CACHE_DIR=" + (dir_ / "zt_cache").string() + " " + ZT_BINARY +
