@@ -20,6 +20,7 @@
 #include "core/arena.h"
 #include "core/error.h"
 #include "io/json.h"
+#include "io/json_depth.h"
 #include "io/model_config.h"
 #include "io/safetensors.h"
 #include "io/tied_embeddings.h"
@@ -56,6 +57,8 @@ PackedBatch read_jsonl(const std::string& file) {
     ++line;
     if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
     Json row;
+    if (find_too_deep_json(text))
+      fail("{}:{}: JSON nesting depth exceeds {}", file, line, kMaxJsonDepth);
     try {
       row = Json::parse(text);
     } catch (const Json::exception& e) {

@@ -136,6 +136,8 @@ train::TrainArgs make_train_args(RunConfig& cfg, const std::optional<AccelerateC
   a.max_steps = cfg.get<int64_t>("trainer.max_steps");
   a.per_device_eval_batch_size = cfg.get<int64_t>("trainer.per_device_eval_batch_size");
   a.seed = static_cast<uint64_t>(cfg.get<int64_t>("trainer.seed"));
+  if (auto ds = cfg.get_optional<int64_t>("trainer.data_seed"))
+    a.data_seed = static_cast<uint64_t>(*ds);
   a.dataloader_drop_last = cfg.get<bool>("trainer.dataloader_drop_last");
   a.gradient_checkpointing = cfg.get<bool>("trainer.gradient_checkpointing");
   a.logging_steps = cfg.get<int64_t>("trainer.logging_steps");
@@ -201,6 +203,12 @@ int cmd_train(const Args& args) {
   omp_set_num_threads(static_cast<int>(threads));
 
   train::TrainArgs targs = make_train_args(cfg, acc, comm->world_size(), rank0);
+  // Every directory the run creates, before anything is written (dataset.cache_dir: data_options).
+  check_dir_creatable(cfg.source(), "exp_dir", targs.exp_dir);
+  check_dir_creatable(cfg.source(), "trainer.output_dir",
+                      targs.output_dir);  // default: exp_dir/final
+  if (!targs.logging_dir.empty())
+    check_dir_creatable(cfg.source(), "trainer.logging_dir", targs.logging_dir);
   // Every rank checks before any rank can write (the barrier), so all refuse alike.
   const bool overwrite = cfg.get<bool>("trainer.overwrite_output_dir");
   check_run_dir_is_free(targs.exp_dir, targs.output_dir, targs.resume_from_checkpoint.has_value(), overwrite);

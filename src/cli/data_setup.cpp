@@ -1,5 +1,6 @@
 #include "cli/data_setup.h"
 
+#include "cli/run_dir_guard.h"
 #include "core/error.h"
 #include "io/dataset_source.h"
 #include "io/model_source.h"
@@ -77,7 +78,10 @@ data::DataOptions data_options(const RunConfig& cfg, const std::string& split) {
     o.chat_template_kwargs = *kw;
   }
   if (auto p = cfg.get_optional<std::string>("trainer.chat_template_path")) o.chat_template_path = *p;
-  if (auto dir = cfg.get_optional<std::string>("dataset.cache_dir")) o.cache_dir = *dir;
+  if (auto dir = cfg.get_optional<std::string>("dataset.cache_dir")) {
+    check_dir_creatable(cfg.source(), "dataset.cache_dir", *dir);
+    o.cache_dir = *dir;
+  }
   o.num_threads = static_cast<int>(cfg.get<int64_t>("compute.threads"));
   return o;
 }

@@ -124,7 +124,7 @@ std::vector<KeySpec> trainer_keys() {
       acts("trainer.per_device_eval_batch_size", 8, integer(1)),
       acts("trainer.gradient_accumulation_steps", 1, integer(1)),
       acts("trainer.seed", 42, integer(0, kSeedMax)),
-      refused("trainer.data_seed", nullptr, "zerotune's sampler is seeded by trainer.seed"),
+      acts("trainer.data_seed", nullptr, integer(0, kSeedMax, true)),  // sampler; null: seed
       acts("trainer.dataloader_drop_last", false, boolean()),
       noted("trainer.dataloader_num_workers", 0, kLoader),
       noted("trainer.dataloader_prefetch_factor", nullptr, kLoader),

@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "io/json_depth.h"
 #include "io/unique_keys.h"
 
 namespace zt {
@@ -203,6 +204,9 @@ void SafetensorsReader::open_file(const fs::path& file) {
     fail("{}: header length {} exceeds the file size {} bytes; truncated?", fn, n, map.size());
   const size_t data_start = 8 + static_cast<size_t>(n);
   const size_t data_size = map.size() - data_start;
+  const std::string_view header_text(reinterpret_cast<const char*>(map.data()) + 8,
+                                     static_cast<size_t>(n));
+  check_json_depth(header_text, fn + " (header)");
   Json header;
   try {
     header = Json::parse(reinterpret_cast<const char*>(map.data()) + 8,

@@ -51,7 +51,8 @@ struct TrainArgs {
   int64_t per_device_train_batch_size = 8;
   int64_t per_device_eval_batch_size = 8;
   int64_t gradient_accumulation_steps = 1;
-  uint64_t seed = 42;
+  uint64_t seed = 42;                 // weight init; also the data order unless data_seed
+  std::optional<uint64_t> data_seed;  // the sampler's seed when set (transformers)
   bool dataloader_drop_last = false;
   bool gradient_checkpointing = true;
 

@@ -15,6 +15,7 @@
 #include "data/prepare.h"
 #include "io/hf_export.h"
 #include "io/hydra_yaml.h"
+#include "io/json_depth.h"
 #include "io/model_config.h"
 #include "io/safetensors.h"
 #include "io/tensorboard.h"
@@ -206,7 +207,7 @@ void Trainer::State::build_plan() {
   pc.num_train_epochs = a.num_train_epochs;
   pc.max_steps = a.max_steps;
   pc.drop_last = a.dataloader_drop_last;
-  pc.seed = a.seed;
+  pc.seed = a.data_seed.value_or(a.seed);  // transformers: data_seed if not None, else seed
   const int64_t global_batch = pc.batch_size * pc.world_size * pc.grad_accum;
   plan = std::make_unique<StepPlan>(pc);
   // Fewer samples than one global batch is a short epoch, as in HF (SFT_SEMANTICS §4): one step of
@@ -248,7 +249,7 @@ void Trainer::State::resume_or_init() {
     if (!fs::exists(state_file))
       fail("resume_from_checkpoint: {} has no trainer_state.json (not a zerotune checkpoint)", ckpt->string());
     try {
-      st = Json::parse(read_file(state_file));
+      st = parse_json(read_file(state_file), state_file.string());
     } catch (const Json::exception& e) {
       fail("{}: not valid JSON: {}", state_file.string(), e.what());
     }
@@ -283,7 +284,9 @@ void Trainer::State::resume_or_init() {
 
 void Trainer::State::open_outputs() {
   if (!rank0()) return;
-  fs::create_directories(a.exp_dir);
+  std::error_code ec;
+  fs::create_directories(a.exp_dir, ec);
+  if (ec) fail("exp_dir: cannot create {}: {}", a.exp_dir.string(), ec.message());
   for (const auto& p : clean_stale_checkpoint_dirs(a.exp_dir))
     log::info("cleaned {} left by an interrupted run", p.string());
   write_run_record(a.exp_dir, {.run_id = run_id, .started = "", .resumed_from = resumed_from.string()});
