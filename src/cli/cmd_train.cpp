@@ -179,9 +179,13 @@ int cmd_train(const Args& args) {
   if (accel.empty())
     if (const char* e = std::getenv("ZT_ACCELERATE_CONFIG"); e != nullptr && *e) accel = e;
 
-  std::unique_ptr<dist::Comm> comm = dist::make_comm_from_environment();
-  const bool rank0 = comm->rank() == 0;
   RunConfig cfg = RunConfig::load(config, overrides);
+  // trainer.ddp_timeout is the collective timeout (torch's init_process_group(timeout=...) under
+  // the HF Trainer); ZT_COMM_TIMEOUT_S overrides it.
+  const dist::LaunchEnv where = dist::read_launch_env(
+      [](const char* n) { return std::getenv(n); }, cfg.get<double>("trainer.ddp_timeout"));
+  std::unique_ptr<dist::Comm> comm = dist::make_comm(where);
+  const bool rank0 = comm->rank() == 0;
   if (rank0)
     for (const auto& n : cfg.notes()) log::info("{}", n);
   std::optional<AccelerateConfig> acc;
@@ -221,7 +225,7 @@ int cmd_train(const Args& args) {
   if (!targs.from_scratch)
     reconcile_tied_embeddings(mcfg, SafetensorsReader(resolve_weights_file(targs.model_dir, false)),
                               false);
-  comm = train::make_trainer_comm(std::move(comm), targs.backend, mcfg);
+  comm = train::make_trainer_comm(std::move(comm), targs.backend, mcfg, where.options);
   targs.train_data.num_threads = static_cast<int>(threads);
   if (targs.eval_data) targs.eval_data->num_threads = static_cast<int>(threads);
   if (rank0)

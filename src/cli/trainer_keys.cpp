@@ -173,7 +173,7 @@ std::vector<KeySpec> trainer_keys() {
       noted("trainer.ddp_find_unused_parameters", nullptr, kDdp),
       noted("trainer.ddp_bucket_cap_mb", nullptr, kDdp),
       noted("trainer.ddp_broadcast_buffers", nullptr, kDdp),
-      noted("trainer.ddp_timeout", 1800, kDdp),
+      acts("trainer.ddp_timeout", 1800, integer(1)),  // the collective timeout, s (ZT_COMM_TIMEOUT_S overrides)
       noted("trainer.ddp_static_graph", nullptr, kDdp),
       noted("trainer.fsdp", nullptr, kFsdp),
       noted("trainer.fsdp_config", nullptr, kFsdp),

@@ -80,15 +80,15 @@ DeviceContext make_device(const std::string& backend, int local_rank, int local_
 }
 
 std::unique_ptr<dist::Comm> make_trainer_comm(std::unique_ptr<dist::Comm> host,
-                                              const std::string& backend, const ModelConfig& cfg) {
+                                              const std::string& backend, const ModelConfig& cfg,
+                                              const dist::CommOptions& options) {
   if (backend != "cuda") return host;
   const int W = host->world_size();
   const zero::ShardLayout layout(ParamLayout(cfg), W);
   const size_t bucket =
       static_cast<size_t>(W) * static_cast<size_t>(zero::ZeroEngine::reduce_chunk_elems(layout));
   const int local = host->local_rank();
-  return dist::make_device_comm(std::move(host), local, bucket,
-                                dist::read_launch_env(std::getenv).options);
+  return dist::make_device_comm(std::move(host), local, bucket, options);
 }
 
 }  // namespace zt::train

@@ -13,6 +13,7 @@
 #include "backend/ops.h"
 #include "core/arena.h"
 #include "dist/comm.h"
+#include "dist/comm_tcp.h"
 #include "io/model_config.h"
 
 namespace zt::train {
@@ -41,8 +42,10 @@ DeviceContext make_device(const std::string& backend, int local_rank, int local_
 // The Comm the ZeRO engine uses on `backend`: `host` itself on the CPU; on CUDA the NCCL device
 // Comm over it (dist::make_device_comm; NCCL for several ranks, device copies alone) with its
 // reduce-scatter scratch sized for the largest bucket of `cfg` at this world size (W × the largest
-// group shard, zero/shard_layout.h). Throws what make_device_comm throws.
+// group shard, zero/shard_layout.h); options: the job's (its timeout_s bounds every device
+// collective; dist::read_launch_env). Throws what make_device_comm throws.
 std::unique_ptr<dist::Comm> make_trainer_comm(std::unique_ptr<dist::Comm> host,
-                                              const std::string& backend, const ModelConfig& cfg);
+                                              const std::string& backend, const ModelConfig& cfg,
+                                              const dist::CommOptions& options = {});
 
 }  // namespace zt::train

@@ -13,6 +13,7 @@
 #include "core/file_util.h"
 #include "core/log.h"
 #include "data/prepare.h"
+#include "dist/local_launch.h"
 #include "io/hf_export.h"
 #include "io/hydra_yaml.h"
 #include "io/json_depth.h"
@@ -46,6 +47,14 @@ extern "C" void on_stop_signal(int) { g_stop = 1; }
 double now_seconds() {
   using namespace std::chrono;
   return duration<double>(steady_clock::now().time_since_epoch()).count();
+}
+
+// Whether any rank has been asked to stop (SIGINT/SIGTERM). Collective: every rank calls it at
+// the same points, so all of them take the same decision.
+bool any_rank_stopping(dist::Comm& comm) {
+  int64_t stop = g_stop ? 1 : 0;
+  comm.all_reduce(&stop, 1, dist::ReduceOp::kMax);
+  return stop != 0;
 }
 
 // Peak resident memory of this process (VmHWM), GiB.
@@ -99,8 +108,9 @@ struct Trainer::State {
   void resume_or_init();
   void open_outputs();
   void log_record(const MetricRecord& rec);
-  MetricRecord evaluate(int64_t global_step, double epoch);
-  fs::path save_checkpoint(int64_t global_step);
+  std::optional<MetricRecord> evaluate(int64_t global_step, double epoch);
+  // interrupt: the checkpoint written after a stop signal (recorded as such for the launcher).
+  fs::path save_checkpoint(int64_t global_step, bool interrupt);
   void export_final();
   std::vector<NamedTensor> named(const std::vector<float>& flat) const;
   std::string step_rows(const StepSamples& ss) const;
@@ -300,6 +310,7 @@ void Trainer::State::open_outputs() {
               a.exp_dir.string(), others.size(), names, run_id);
   }
   write_file_atomic(a.exp_dir / "args.yaml", json_to_yaml(a.resolved_config));
+  dist::note_checkpoint_for_launcher(a.exp_dir.string(), resumed_from.string(), false);
   std::optional<int64_t> keep;
   if (start_step > 0) keep = start_step;
   metrics = std::make_unique<MetricsWriter>(a.exp_dir / "metrics.jsonl", keep);
@@ -324,33 +335,42 @@ void Trainer::State::log_record(const MetricRecord& rec) {
 
 // ---------------------------------------------------------------- eval
 
-MetricRecord Trainer::State::evaluate(int64_t global_step, double epoch) {
+// Empty when a stop signal came during the evaluation: it is abandoned (no eval record) at the next
+// eval batch, every rank agreeing, so the interrupt checkpoint of the step is written without it.
+std::optional<MetricRecord> Trainer::State::evaluate(int64_t global_step, double epoch) {
   const int64_t n = eval->num_examples();
   const int64_t W = comm.world_size(), B = a.per_device_eval_batch_size;
   std::vector<double> loss(static_cast<size_t>(n), 0.0), cnt(loss.size(), 0.0), hit(loss.size(), 0.0),
       ent(loss.size(), 0.0);
-  // The model's group hooks gather (stage 3) or wait for (overlap_gather) each group it uses.
-  // Under stage 3 a forward contains collectives, so every rank runs as many forwards as rank 0
-  // (which holds the most examples): the others end with repeats of an example whose results are
-  // dropped.
-  int64_t mine = 0, most = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    if ((i / B) % W == comm.rank()) ++mine;
-    if ((i / B) % W == 0) ++most;
-  }
-  const int64_t extra = a.zero_stage == 3 ? most - mine : 0;
-  for (int64_t i = 0, pad = 0; i < n || pad < extra; ++i) {
-    const bool padding = i >= n;
-    if (padding) ++pad;
-    else if ((i / B) % W != comm.rank()) continue;  // batch-wise sharding, as accelerate does
-    PackedBatch pb;
-    append_example(*eval, padding ? 0 : i, &pb);
-    CeStats st = model->forward(pb.view());
-    if (padding) continue;
-    loss[i] = st.loss_sum;
-    cnt[i] = static_cast<double>(st.count);
-    hit[i] = static_cast<double>(st.correct);
-    ent[i] = st.entropy_sum;
+  // Batch-wise sharding, as accelerate does: batch b (examples [bB, bB+B)) is rank b % W's. The
+  // ranks go through the batches in rounds of W — round j is batch jW + rank on each rank — and
+  // check the stop flag together before each round. The model's group hooks gather (stage 3) or
+  // wait for (overlap_gather) each group it uses; under stage 3 a forward contains collectives, so
+  // in each round every rank runs as many forwards as rank 0 (whose batch is the round's first,
+  // hence the fullest), the others ending with repeats of example 0 whose results are dropped.
+  const int64_t rounds = ((n + B - 1) / B + W - 1) / W;
+  for (int64_t j = 0; j < rounds; ++j) {
+    if (any_rank_stopping(comm)) {
+      if (rank0())
+        progress->message(fmt::format("interrupted during the evaluation at step {} after {} of {} "
+                                      "examples; the evaluation is not logged",
+                                      global_step, std::min(n, j * W * B), n));
+      return std::nullopt;
+    }
+    const int64_t lo = std::min(n, (j * W + comm.rank()) * B), hi = std::min(n, lo + B);
+    const int64_t first = std::min(n, j * W * B);
+    const int64_t forwards = a.zero_stage == 3 ? std::min(n, first + B) - first : hi - lo;
+    for (int64_t i = lo; i < lo + forwards; ++i) {
+      const bool padding = i >= hi;
+      PackedBatch pb;
+      append_example(*eval, padding ? 0 : i, &pb);
+      CeStats st = model->forward(pb.view());
+      if (padding) continue;
+      loss[i] = st.loss_sum;
+      cnt[i] = static_cast<double>(st.count);
+      hit[i] = static_cast<double>(st.correct);
+      ent[i] = st.entropy_sum;
+    }
   }
   // Each example's values come from exactly one rank; the rank-order sum adds zeros elsewhere, so
   // every rank gets the owner's exact bits, then sums examples in index order: eval_loss does not
@@ -382,7 +402,7 @@ std::vector<NamedTensor> Trainer::State::named(const std::vector<float>& flat) c
   return out;
 }
 
-fs::path Trainer::State::save_checkpoint(int64_t global_step) {
+fs::path Trainer::State::save_checkpoint(int64_t global_step, bool interrupt) {
   std::optional<CheckpointStaging> staging;
   if (rank0()) staging.emplace(a.exp_dir, global_step, owner_pid);
   fs::path dir = staging_path(a.exp_dir, global_step, owner_pid);
@@ -411,6 +431,7 @@ fs::path Trainer::State::save_checkpoint(int64_t global_step) {
     for (const auto& p : rotate_run_checkpoints(a.exp_dir, a.save_total_limit, run_id, final_path))
       log::info("deleted {}", p.string());
     progress->message(fmt::format("saved {}", final_path.string()));
+    dist::note_checkpoint_for_launcher(a.exp_dir.string(), final_path.string(), interrupt);
   }
   comm.barrier();
   return a.exp_dir / checkpoint_name(global_step);
@@ -570,15 +591,16 @@ TrainSummary Trainer::run() {
     bool do_eval = (a.eval_strategy == "steps" && gs % eval_every == 0) ||
                    (a.eval_strategy == "epoch" && info.last_in_epoch);
     if (do_eval) {
-      MetricRecord rec = s.evaluate(gs, info.epoch_progress);
-      sum.last_eval_loss = rec.number("eval_loss");
-      s.log_record(rec);
+      if (std::optional<MetricRecord> rec = s.evaluate(gs, info.epoch_progress)) {
+        sum.last_eval_loss = rec->number("eval_loss");
+        s.log_record(*rec);
+      }
     }
     int64_t stop = Trainer::stop_requested() ? 1 : 0;
     s.comm.all_reduce(&stop, 1, dist::ReduceOp::kMax);
     bool do_save = (a.save_strategy == "steps" && (gs % a.save_steps == 0 || gs == T)) ||
                    (a.save_strategy == "epoch" && info.last_in_epoch) || stop != 0;
-    if (do_save) sum.last_checkpoint = s.save_checkpoint(gs);
+    if (do_save) sum.last_checkpoint = s.save_checkpoint(gs, stop != 0);
     if (stop != 0) {
       sum.interrupted = true;
       if (s.rank0()) s.progress->message(fmt::format("interrupted: stopped after step {}", gs));
