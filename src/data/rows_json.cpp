@@ -123,7 +123,8 @@ std::vector<Json> parse_lines(const std::string& buf, const std::string& file) {
   }
   if (err.key != INT64_MAX) {
     // A pretty-printed single object fails on its first line; say what the file really is.
-    if (!lines.empty() && buf[lines[0].begin] == '{' && !find_too_deep_json(buf)) {
+    // (One line holds no pretty-printed object: its error is the row's own.)
+    if (lines.size() > 1 && buf[lines[0].begin] == '{' && !find_too_deep_json(buf)) {
       Json whole = Json::parse(buf, nullptr, /*allow_exceptions=*/false);
       if (whole.is_object()) {
         fail(

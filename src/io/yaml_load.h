@@ -7,7 +7,8 @@
 //     most kMaxYamlAliasNodes (a "billion laughs" chain of 28 lines would otherwise expand to
 //     9^10 nodes; OmegaConf stops at 10,000 too); an alias inside the node it names (a recursive
 //     structure) is refused;
-//   - nesting deeper than kMaxYamlDepth is refused (before yaml-cpp's own recursion limit);
+//   - nesting deeper than kMaxYamlDepth is refused, with a message naming the line (yaml-cpp 0.7's
+//     own recursion guard stops at 499 levels with "bad file" and the mark of a later token);
 //   - a key given twice in a mapping is an error (check_unique_yaml_keys, io/unique_keys.h); a
 //     mapping's own keys and the merge key `<<` count, keys it merges in do not;
 //   - merge keys (YAML 1.1 `<<`, resolved by PyYAML and so by OmegaConf/hydra): `<<: *base` or
@@ -26,8 +27,8 @@ namespace zt {
 
 // The most nodes that aliases may expand to in one YAML text.
 inline constexpr uint64_t kMaxYamlAliasNodes = 10000;
-// The deepest nesting of sequences/mappings read.
-inline constexpr int kMaxYamlDepth = 1000;
+// The deepest nesting of sequences/mappings read (the top-level mapping is level 1).
+inline constexpr int kMaxYamlDepth = 400;
 
 // Parses YAML `text` (ORIGIN names it in messages) with the rules above; merge keys are resolved
 // in the returned tree (nodes keep their marks, so later messages can name lines). Syntax errors

@@ -115,7 +115,7 @@ TEST(AccelerateConfig, MergeKeysSecondDocumentsAndDeepNesting) {
         << "{\"train_batch_size\": 8,\n \"x\": " << std::string(depth, '[')
         << std::string(depth, ']') << "}\n";
     EXPECT_EQ(error_of([&] { parse_deepspeed_config((dir / "deep.json").string()); }),
-              (dir / "deep.json").string() + ":2: nesting depth exceeds 1000");
+              (dir / "deep.json").string() + ":2: nesting depth exceeds 400");
   }
   fs::remove_all(dir);
 }

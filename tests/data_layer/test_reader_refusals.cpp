@@ -3,6 +3,7 @@
 // given twice in a JSON row, and a parquet column or struct field name given twice (case
 // parquet-duplicate-column-silent: the second 'prompt' column was trained on).
 #include <arrow/api.h>
+#include <arrow/io/file.h>
 #include <gtest/gtest.h>
 #include <parquet/arrow/writer.h>
 

@@ -25,9 +25,9 @@ std::string nested(size_t depth) { return std::string(depth, '[') + std::string(
 TEST(JsonDepth, FindsTheFirstBracketTooDeepOutsideStrings) {
   EXPECT_EQ(zt::find_too_deep_json("[[]]", 2), std::nullopt);
   EXPECT_EQ(zt::find_too_deep_json("[[]]", 1), std::optional<size_t>(1));
-  EXPECT_EQ(zt::find_too_deep_json(R"({"a": [{"b": 1}]})", 2), std::optional<size_t>(6));
+  EXPECT_EQ(zt::find_too_deep_json(R"({"a": [{"b": 1}]})", 2), std::optional<size_t>(7));
   // Brackets in strings do not count, an escaped quote does not end the string.
-  EXPECT_EQ(zt::find_too_deep_json(R"(["[[[", "\"[[[", {}])", 1), std::optional<size_t>(18));
+  EXPECT_EQ(zt::find_too_deep_json(R"(["[[[", "\"[[[", {}])", 1), std::optional<size_t>(17));
   EXPECT_EQ(zt::find_too_deep_json(R"(["[[[", "\"[[["])", 1), std::nullopt);
   // Closing brackets at depth 0 (malformed text) do not go negative.
   EXPECT_EQ(zt::find_too_deep_json("]]][[", 2), std::nullopt);
