@@ -96,14 +96,14 @@ int main() {
   // Median seconds of one call of f(), each timed alone between two events on s.
   auto time_of = [&](const auto& f) {
     for (int i = 0; i < kWarmup; ++i) f();
-    comm.synchronize(s);
+    comm.synchronize({s});
     std::vector<double> ms(kReps);
     for (int i = 0; i < kReps; ++i) {
       comm.barrier();  // start together: the time is the collective's, not a late peer's
       cuda_ok(cudaEventRecord(t0, s), "record");
       f();
       cuda_ok(cudaEventRecord(t1, s), "record");
-      comm.synchronize(s);
+      comm.synchronize({s});
       float e = 0;
       cuda_ok(cudaEventElapsedTime(&e, t0, t1), "elapsed");
       ms[static_cast<size_t>(i)] = e;
@@ -120,8 +120,8 @@ int main() {
   for (const Bucket& b : buckets) {
     const size_t n = b.elems, shard = n / w;
     const double det =
-        time_of([&] { comm.reduce_scatter_sum(send, out_det, n, /*accumulate=*/false, s); });
-    const double nat = time_of([&] { comm.reduce_scatter_native(send, out_nat, n, s); });
+        time_of([&] { comm.reduce_scatter_sum(send, out_det, n, /*accumulate=*/false, {s}); });
+    const double nat = time_of([&] { comm.reduce_scatter_native(send, out_nat, n, {s}); });
     std::vector<float> a(shard), c(shard);
     cuda_ok(cudaMemcpy(a.data(), out_det, shard * sizeof(float), cudaMemcpyDeviceToHost), "dl");
     cuda_ok(cudaMemcpy(c.data(), out_nat, shard * sizeof(float), cudaMemcpyDeviceToHost), "dl");
@@ -133,7 +133,7 @@ int main() {
                   bus / det, nat * 1e3, bus / nat, det / nat, same ? "yes" : "no");
   }
   std::fflush(stdout);
-  comm.synchronize(s);
+  comm.synchronize({s});
   comm.barrier();
   cudaFree(send);
   cudaFree(out_det);

@@ -17,11 +17,11 @@
 #include <cstdio>
 #include <fstream>
 
+#include "core/error.h"
 #include "dist/bootstrap.h"
 #include "io/model_config.h"
 #include "model/causal_lm.h"
 #include "train/device.h"
-#include "zero/model_binding.h"
 #include "zero/zero_engine.h"
 
 namespace {
@@ -66,29 +66,17 @@ int main(int argc, char** argv) {
     mo.max_tokens = T;
     mo.max_seqlen = seq;
     mo.checkpointing = gc;
-    mo.own_weights = stage != 3;  // as the trainer sets the model up
-    mo.own_grads = false;
-    CausalLM model(cfg, *dev.ops, *dev.device_memory, mo);
-    std::vector<std::byte> host_flat;
-    if (mo.own_weights) {
-      model.init_from_scratch(0);
-    } else {
-      host_flat.resize(static_cast<size_t>(model.layout().total_elems()) * 2);
-      model.init_from_scratch(
-          0, Tensor(host_flat.data(), mo.dtype, {model.layout().total_elems()}, Device::kCPU));
-    }
-    zero::EngineOptions eo;
+    zero::EngineOptions eo;  // as the trainer sets the model up: the engine is its storage
     eo.stage = stage;
     eo.offload = offload;
     eo.overlap_gather = true;
-    zero::ZeroEngine engine(model.layout(), zero::model_buffers(model), *dev.ops, *comm,
-                            *dev.device_memory, *dev.host_memory, eo);
-    model.set_group_hooks({engine.acquire_callback(), engine.release_callback()});
-    if (mo.own_weights)
-      engine.init_from_model();
-    else
-      engine.init_from_flat(
-          Tensor(host_flat.data(), mo.dtype, {model.layout().total_elems()}, Device::kCPU));
+    zero::ZeroEngine engine(ParamLayout(cfg), mo.dtype, *dev.ops, *comm, *dev.device_memory,
+                            *dev.host_memory, eo);
+    CausalLM model(cfg, *dev.ops, *dev.device_memory, mo, engine);
+    std::vector<std::byte> host_flat(static_cast<size_t>(model.layout().total_elems()) * 2);
+    const Tensor flat(host_flat.data(), mo.dtype, {model.layout().total_elems()}, Device::kCPU);
+    model.init_from_scratch(0, flat);
+    engine.init_from_flat(flat);
     optim::AdamWParams adam;
     std::vector<double> losses;
     double t0 = 0;
@@ -105,7 +93,6 @@ int main(int argc, char** argv) {
       const int64_t N = count_targets(pb.view());
       BackwardOptions bo;
       bo.grad_scale = 1.0f / static_cast<float>(N);
-      bo.on_group_ready = engine.group_ready_callback();
       const CeStats st = model.forward_backward(pb.view(), bo);
       zero::StepArgs sa;
       sa.lr = 1e-5;
@@ -117,7 +104,7 @@ int main(int argc, char** argv) {
     const double t1 = now();
     const double dt = (t1 - t0) / steps;
     // Phases (same micro-batch, 3 repetitions each, device synchronised around each): the
-    // forward alone, forward + backward without the engine's per-group reductions, and the
+    // forward alone, forward + backward with its per-group reductions (then discarded), and the
     // engine's part of a step (every group reduced + clip + AdamW + new weights).
     std::string phase_json;
     if (phases) {
@@ -137,7 +124,10 @@ int main(int argc, char** argv) {
       BackwardOptions bo;
       bo.grad_scale = 1e-4f;
       const double f_ms = timed([&] { model.forward(pb.view()); });
-      const double fb_ms = timed([&] { model.forward_backward(pb.view(), bo); });
+      const double fb_ms = timed([&] {
+        model.forward_backward(pb.view(), bo);
+        engine.discard_step();
+      });
       const double e_ms = timed([&] {
         for (int g = model.layout().num_groups() - 1; g >= 0; --g) engine.reduce_group(g);
         zero::StepArgs sa;

@@ -1,5 +1,5 @@
 // Ops: the device interface the model is written against (DESIGN §4). One instance per device;
-// implementations: backend/cpu (OpenMP + OpenBLAS, the reference) and later backend/cuda.
+// implementations: backend/cpu (OpenMP + OpenBLAS, the reference) and backend/cuda.
 //
 // Conventions shared by every op:
 // - Tensors are non-owning row-major views; on a CUDA backend their pointers are device pointers.
@@ -22,19 +22,10 @@
 #include <span>
 #include <string>
 
+#include "core/stream.h"
 #include "core/tensor.h"
 
 namespace zt {
-
-// Opaque queue handle: a cudaStream_t on CUDA, unused (nullptr) on the CPU.
-struct Stream {
-  void* handle = nullptr;
-};
-
-// Opaque marker in a stream: a cudaEvent_t on CUDA, unused (nullptr) on the CPU.
-struct Event {
-  void* handle = nullptr;
-};
 
 // Whether a matmul operand is used as stored (kN) or transposed (kT).
 enum class Trans : uint8_t { kN, kT };

@@ -19,14 +19,16 @@
 #include <string_view>
 #include <vector>
 
+#include "core/stream.h"
+
 namespace zt::dist {
 
 // Reduction of the small all_reduce.
 enum class ReduceOp { kSum, kMax };
 
-// Opaque stream / queue handle (a cudaStream_t for a device Comm). The CPU Comms ignore it: they
-// complete the operation before returning.
-using Stream = void*;
+// The stream a collective is enqueued on (core/stream.h: a cudaStream_t for a device Comm). The
+// CPU Comms ignore it: they complete the operation before returning.
+using zt::Stream;
 
 class Comm {
  public:
@@ -48,17 +50,17 @@ class Comm {
   // in rank order; with accumulate, out[i] = out[i] + (that sum). out must not overlap send.
   // Throws zt::Error if n % W != 0, the buffers overlap, or the transport fails.
   void reduce_scatter_sum(const float* send, float* out, size_t n, bool accumulate = false,
-                          Stream stream = nullptr);
+                          Stream stream = {});
 
   // All-gather of `bytes` bytes per rank: out [W * bytes] receives rank q's send at out + q*bytes.
   // send may be out + rank*bytes (in place); otherwise the buffers must not overlap.
-  void all_gather_bytes(const void* send, void* out, size_t bytes, Stream stream = nullptr);
+  void all_gather_bytes(const void* send, void* out, size_t bytes, Stream stream = {});
   // Typed forms: `count` elements per rank, out [W * count]. bf16 values are their uint16 bits.
-  void all_gather(const float* send, float* out, size_t count, Stream stream = nullptr);
-  void all_gather_bf16(const uint16_t* send, uint16_t* out, size_t count, Stream stream = nullptr);
+  void all_gather(const float* send, float* out, size_t count, Stream stream = {});
+  void all_gather_bf16(const uint16_t* send, uint16_t* out, size_t count, Stream stream = {});
 
   // Broadcast `bytes` bytes of data from rank `root` to every rank (in place).
-  void broadcast(void* data, size_t bytes, int root, Stream stream = nullptr);
+  void broadcast(void* data, size_t bytes, int root, Stream stream = {});
 
   // Returns when every rank has entered the barrier.
   void barrier();

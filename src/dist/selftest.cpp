@@ -76,7 +76,7 @@ class HostMemory final : public SelftestMemory {
   void download(void* host, const void* buffer, size_t bytes) override {
     if (bytes) std::memcpy(host, buffer, bytes);
   }
-  Stream stream() const override { return nullptr; }
+  Stream stream() const override { return {}; }
 
  private:
   std::vector<std::vector<char>> buffers_;

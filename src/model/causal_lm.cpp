@@ -23,15 +23,22 @@ Tensor shaped(const void* p, DType dt, const std::vector<int64_t>& shape, Device
 }  // namespace
 
 CausalLM::CausalLM(ModelConfig cfg, Ops& ops, MemoryResource& memory, ModelOptions options)
+    : CausalLM(std::move(cfg), ops, memory, options, nullptr) {}
+
+CausalLM::CausalLM(ModelConfig cfg, Ops& ops, MemoryResource& memory, ModelOptions options,
+                   GroupStorage& storage)
+    : CausalLM(std::move(cfg), ops, memory, options, &storage) {}
+
+CausalLM::CausalLM(ModelConfig cfg, Ops& ops, MemoryResource& memory, ModelOptions options,
+                   GroupStorage* storage)
     : cfg_(std::move(cfg)),
       layout_(cfg_),
       ops_(ops),
       opt_(options),
-      params_("parameters", memory),
-      grads_("gradients", memory),
       acts_("activations", memory),
       ws_("workspace", memory),
-      inputs_("inputs", memory) {
+      inputs_("inputs", memory),
+      storage_(storage) {
   if (opt_.dtype != DType::kF32 && opt_.dtype != DType::kBF16)
     fail("model: dtype {} is not supported (f32 or bf16)", dtype_name(opt_.dtype));
   if (opt_.max_tokens < 1) fail("model: max_tokens must be >= 1 (got {})", opt_.max_tokens);
@@ -42,16 +49,13 @@ CausalLM::CausalLM(ModelConfig cfg, Ops& ops, MemoryResource& memory, ModelOptio
   plan_and_allocate(memory);
 }
 
-void CausalLM::plan_and_allocate(MemoryResource&) {
+void CausalLM::plan_and_allocate(MemoryResource& memory) {
   const int64_t T = opt_.max_tokens, H = cfg_.hidden_size, I = cfg_.intermediate_size;
   const int64_t Hq = cfg_.num_attention_heads, Hkv = cfg_.num_key_value_heads, D = cfg_.head_dim;
   const int64_t V = cfg_.vocab_size, L = cfg_.num_hidden_layers;
   const DType dt = opt_.dtype;
   const size_t es = dtype_size(dt);
   const auto n = [](int64_t elems, size_t size) { return static_cast<size_t>(elems) * size; };
-
-  if (opt_.own_weights) params_.reserve("weights", n(layout_.total_elems(), es));
-  if (opt_.own_grads) grads_.reserve("grads", n(layout_.total_elems(), 4));
 
   // Activations.
   std::vector<Arena::Slot> s_xs;
@@ -124,8 +128,10 @@ void CausalLM::plan_and_allocate(MemoryResource&) {
   ws = std::max(ws, ops_.embedding_workspace_bytes(shape(kI32, {T})));
   const Arena::Slot s_ws = ws_.reserve("ops", ws);
 
-  if (opt_.own_weights) params_.allocate();
-  if (opt_.own_grads) grads_.allocate();
+  if (storage_ == nullptr) {  // the model's own parameters
+    own_ = std::make_unique<OwnedStorage>(layout_, dt, ops_, memory, stream_);
+    storage_ = own_.get();
+  }
   acts_.allocate();
   ws_.allocate();
   inputs_.allocate();
@@ -133,11 +139,11 @@ void CausalLM::plan_and_allocate(MemoryResource&) {
   const auto G = static_cast<size_t>(layout_.num_groups());
   wbase_.assign(G, nullptr);
   gbase_.assign(G, nullptr);
-  for (size_t g = 0; g < G; ++g) {
-    const auto b = static_cast<size_t>(layout_.group_begin(static_cast<int>(g)));
-    if (opt_.own_weights) wbase_[g] = static_cast<char*>(params_.base()) + b * es;
-    if (opt_.own_grads) gbase_[g] = static_cast<float*>(grads_.base()) + b;
-  }
+  if (own_)  // fixed pointers: the views stay valid between passes
+    for (size_t g = 0; g < G; ++g) {
+      wbase_[g] = static_cast<const char*>(own_->weight_base(static_cast<int>(g)));
+      gbase_[g] = own_->grad_base(static_cast<int>(g));
+    }
 
   for (int64_t l = 0; l <= L; ++l) xs_.push_back(acts_.ptr(s_xs[l]));
   for (const auto& s : s_layers) {
@@ -168,13 +174,6 @@ void CausalLM::plan_and_allocate(MemoryResource&) {
   inv_freq_ = inputs_.ptr(s_inv);
   workspace_ = ws_.view(s_ws, DType::kU8, {static_cast<int64_t>(std::max<size_t>(ws, 1))});
 
-  // Zeroed so padding between parameters stays 0 and nothing reads uninitialised memory.
-  if (opt_.own_weights) {
-    const Tensor pz(params_.base(), DType::kU8, {static_cast<int64_t>(params_.planned_bytes())},
-                    params_.device());
-    ops_.zero(pz, stream_);
-  }
-  if (opt_.own_grads) zero_grads();
   const std::vector<float> inv = rope_inv_freq(cfg_);
   if (static_cast<int64_t>(inv.size()) != D / 2)
     fail("model: rope_inv_freq gave {} values for head_dim {}", inv.size(), D);
@@ -184,7 +183,7 @@ void CausalLM::plan_and_allocate(MemoryResource&) {
 }
 
 ModelMemory CausalLM::memory() const {
-  return {params_.planned_bytes(), grads_.planned_bytes(), acts_.planned_bytes(),
+  return {own_ ? own_->weight_bytes() : 0, own_ ? own_->grad_bytes() : 0, acts_.planned_bytes(),
           ws_.planned_bytes(), inputs_.planned_bytes()};
 }
 
@@ -214,39 +213,27 @@ Tensor CausalLM::grad(int i) const {
                 s.shape, device_);
 }
 
+OwnedStorage& CausalLM::own(const char* what) const {
+  if (!own_)
+    fail("model: {} needs the model's own storage (this model uses a caller's GroupStorage)", what);
+  return *own_;
+}
+
 Tensor CausalLM::group_weights(int g) const {
   const int64_t b = layout_.group_begin(g), e = layout_.group_end(g);
-  return Tensor(wbase_[static_cast<size_t>(g)], opt_.dtype, {e - b}, device_);
+  return Tensor(own("group_weights()").weight_base(g), opt_.dtype, {e - b}, device_);
 }
 
 Tensor CausalLM::group_grads(int g) const {
   const int64_t b = layout_.group_begin(g), e = layout_.group_end(g);
-  return Tensor(gbase_[static_cast<size_t>(g)], kF32, {e - b}, device_);
+  return Tensor(own("group_grads()").grad_base(g), kF32, {e - b}, device_);
 }
 
-Tensor CausalLM::all_weights() const {
-  if (!opt_.own_weights)
-    fail(
-        "model: all_weights() needs the model's own weights (ModelOptions.own_weights is false; "
-        "use group_weights(g))");
-  return Tensor(params_.base(), opt_.dtype, {layout_.total_elems()}, device_);
-}
+Tensor CausalLM::all_weights() const { return own("all_weights()").all_weights(); }
 
-Tensor CausalLM::all_grads() const {
-  if (!opt_.own_grads)
-    fail(
-        "model: all_grads() needs the model's own gradient buffer (ModelOptions.own_grads is "
-        "false; use group_grads(g))");
-  return Tensor(grads_.base(), kF32, {layout_.total_elems()}, device_);
-}
+Tensor CausalLM::all_grads() const { return own("all_grads()").all_grads(); }
 
-void CausalLM::zero_grads() {
-  if (!opt_.own_grads)
-    fail(
-        "model: zero_grads() needs the model's own gradient buffer (ModelOptions.own_grads is "
-        "false; zero the bound group gradients instead)");
-  ops_.zero(all_grads(), stream_);
-}
+void CausalLM::zero_grads() { ops_.zero(own("zero_grads()").all_grads(), stream_); }
 
 std::string CausalLM::group_name(int g) const {
   if (g < 0 || g >= layout_.num_groups())
@@ -256,43 +243,27 @@ std::string CausalLM::group_name(int g) const {
   return fmt::format("model.layers.{}", g - 1);
 }
 
-// The checks both bind_group_* make: g in range, and storage the caller may bind.
-void CausalLM::check_bind(const char* what, int g, bool owned, const char* noun,
-                          const char* option) const {
-  if (g < 0 || g >= layout_.num_groups())
-    fail("model: {}: group {} is outside [0, {})", what, g, layout_.num_groups());
-  if (owned)
-    fail("model: {}({}): the model owns its {} (set ModelOptions.{} = false to bind them)", what, g,
-         noun, option);
-}
-
-void CausalLM::bind_group_weights(int g, void* base) {
-  check_bind("bind_group_weights", g, opt_.own_weights, "weights", "own_weights");
-  wbase_[static_cast<size_t>(g)] = static_cast<char*>(base);
-}
-
-void CausalLM::bind_group_grads(int g, float* base) {
-  check_bind("bind_group_grads", g, opt_.own_grads, "gradients", "own_grads");
-  gbase_[static_cast<size_t>(g)] = base;
-}
-
 void CausalLM::acquire(int g) {
-  if (hooks_.acquire) hooks_.acquire(g);
-  if (wbase_[static_cast<size_t>(g)] == nullptr)
-    fail(
-        "model: group {} ({}) weights are not bound (bind_group_weights before use, or in the "
-        "acquire hook)",
-        g, group_name(g));
+  const void* w = storage_->weights(g);  // ZeRO-3: all-gathers group g (collective)
+  if (w == nullptr) fail("model: group {} ({}): the storage gave no weights", g, group_name(g));
+  wbase_[static_cast<size_t>(g)] = static_cast<const char*>(w);
 }
 
 void CausalLM::release(int g) {
-  if (hooks_.release) hooks_.release(g);
+  storage_->release(g);
+  if (!own_) wbase_[static_cast<size_t>(g)] = nullptr;
 }
 
-void CausalLM::require_grads(int g) const {
-  if (gbase_[static_cast<size_t>(g)] == nullptr)
-    fail("model: group {} ({}) gradients are not bound (bind_group_grads before its backward)", g,
-         group_name(g));
+void CausalLM::take_grads(int g) {
+  float* p = storage_->grads(g);
+  if (p == nullptr)
+    fail("model: group {} ({}): the storage gave no gradient buffer", g, group_name(g));
+  gbase_[static_cast<size_t>(g)] = p;
+}
+
+void CausalLM::grads_ready(int g) {
+  storage_->grads_ready(g);  // the ZeRO engine reduce-scatters group g (collective)
+  if (!own_) gbase_[static_cast<size_t>(g)] = nullptr;
 }
 
 Tensor CausalLM::residual(int l, int64_t T) const {
@@ -457,14 +428,11 @@ CeStats CausalLM::forward_backward(const MicroBatch& mb, const BackwardOptions& 
   const int64_t H = cfg_.hidden_size;
   const DType dt = opt_.dtype;
   const float beta = bo.accumulate ? 1.0f : 0.0f;
-  const auto ready = [&](int g) {
-    if (bo.on_group_ready) bo.on_group_ready(g);
-  };
   // Head: fused LM head + cross-entropy, then the final norm. A tied LM head writes group 0's
   // gradient here already.
   const int head = layout_.group_head();
-  require_grads(head);
-  if (layout_.tied()) require_grads(0);
+  take_grads(head);
+  if (layout_.tied()) take_grads(0);
   CeStats st;
   const Tensor dh = act(dh_, {T, H}, dt), dres = act(dres_, {T, H}, dt);
   ops_.linear_cross_entropy_fwd_bwd(
@@ -473,23 +441,23 @@ CeStats CausalLM::forward_backward(const MicroBatch& mb, const BackwardOptions& 
   const int nf = layout_.final_norm();
   ops_.rmsnorm_bwd(dres, false, grad(nf), beta, dh, residual(L, T), param(nf),
                    act(rstdf_, {T}, kF32), stream_);
-  ready(head);
+  grads_ready(head);
   release(head);
   for (int l = L - 1; l >= 0; --l) {
     const LayerActs& a = layer_acts_[opt_.checkpointing ? 0 : static_cast<size_t>(l)];
     const int g = ParamLayout::group_of_layer(l);
     acquire(g);
-    require_grads(g);
+    take_grads(g);
     if (opt_.checkpointing) layer_forward(l, a, residual(l, T), nullptr, T);
     layer_backward(l, a, residual(l, T), T, beta);
-    ready(g);
+    grads_ready(g);
     release(g);
   }
   // A tied embedding already holds the LM head's gradient: add to it.
-  require_grads(0);
+  take_grads(0);
   ops_.embedding_bwd(grad(layout_.embed()), dres, Tensor(tokens_, kI32, {T}, inputs_.device()),
                      layout_.tied() ? 1.0f : beta, workspace_, stream_);
-  ready(0);
+  grads_ready(0);
   release(0);
   ops_.synchronize(stream_);
   return st;

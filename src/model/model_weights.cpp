@@ -60,10 +60,10 @@ void CausalLM::check_flat(const Tensor& flat, std::string_view what, bool host_o
 }
 
 void CausalLM::init_from_scratch(uint64_t seed) {
-  if (!opt_.own_weights)
+  if (!own_)
     fail(
-        "model.init_from_scratch: the model has no weights of its own (ModelOptions.own_weights "
-        "is false); use init_from_scratch(seed, flat)");
+        "model.init_from_scratch: the model has no weights of its own (it uses a caller's "
+        "GroupStorage); use init_from_scratch(seed, flat)");
   init_from_scratch(seed, all_weights());
 }
 
@@ -103,10 +103,10 @@ void CausalLM::init_from_scratch(uint64_t seed, const Tensor& flat) {
 }
 
 void CausalLM::load_weights(const SafetensorsReader& reader) {
-  if (!opt_.own_weights)
+  if (!own_)
     fail(
-        "model.load_weights: the model has no weights of its own (ModelOptions.own_weights is "
-        "false); use load_weights(reader, flat)");
+        "model.load_weights: the model has no weights of its own (it uses a caller's "
+        "GroupStorage); use load_weights(reader, flat)");
   load_weights(reader, all_weights());
 }
 
@@ -134,10 +134,10 @@ void CausalLM::load_weights(const SafetensorsReader& reader, const Tensor& flat)
 }
 
 std::vector<NamedTensor> CausalLM::named_weights() const {
-  if (!opt_.own_weights)
+  if (!own_)
     fail(
-        "model.named_weights: the model has no weights of its own (ModelOptions.own_weights is "
-        "false); use named_weights(flat)");
+        "model.named_weights: the model has no weights of its own (it uses a caller's "
+        "GroupStorage); use named_weights(flat)");
   if (device_ != Device::kCPU) fail("named_weights: the weights are not in host memory");
   return named_weights(all_weights());
 }

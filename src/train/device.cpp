@@ -5,9 +5,9 @@
 #include "backend/cpu/cpu_ops.h"
 #include "core/error.h"
 #include "dist/bootstrap.h"
-#include "model/param_layout.h"
+#include "param/param_layout.h"
+#include "zero/grad_reducer.h"
 #include "zero/shard_layout.h"
-#include "zero/zero_engine.h"
 #if defined(ZT_HAVE_CUDA)
 #include "backend/cuda/cuda_ops.h"
 #endif
@@ -86,7 +86,7 @@ std::unique_ptr<dist::Comm> make_trainer_comm(std::unique_ptr<dist::Comm> host,
   const int W = host->world_size();
   const zero::ShardLayout layout(ParamLayout(cfg), W);
   const size_t bucket =
-      static_cast<size_t>(W) * static_cast<size_t>(zero::ZeroEngine::reduce_chunk_elems(layout));
+      static_cast<size_t>(W) * static_cast<size_t>(zero::GradReducer::chunk_elems(layout));
   const int local = host->local_rank();
   return dist::make_device_comm(std::move(host), local, bucket, options);
 }

@@ -41,9 +41,10 @@ DeviceContext make_device(const std::string& backend, int local_rank, int local_
 
 // The Comm the ZeRO engine uses on `backend`: `host` itself on the CPU; on CUDA the NCCL device
 // Comm over it (dist::make_device_comm; NCCL for several ranks, device copies alone) with its
-// reduce-scatter scratch sized for the largest bucket of `cfg` at this world size (W × the largest
-// group shard, zero/shard_layout.h); options: the job's (its timeout_s bounds every device
-// collective; dist::read_launch_env). Throws what make_device_comm throws.
+// reduce-scatter scratch sized for one bucket of `cfg` at this world size: W × C elements, C =
+// zero::GradReducer::chunk_elems (the largest decoder layer's group shard; larger groups are
+// reduced C columns at a time); options: the job's (its timeout_s bounds every device collective;
+// dist::read_launch_env). Throws what make_device_comm throws.
 std::unique_ptr<dist::Comm> make_trainer_comm(std::unique_ptr<dist::Comm> host,
                                               const std::string& backend, const ModelConfig& cfg,
                                               const dist::CommOptions& options = {});

@@ -33,7 +33,6 @@
 #include "train/run_checkpoints.h"
 #include "train/run_export.h"
 #include "train/step_plan.h"
-#include "zero/model_binding.h"
 #include "zero/zero_engine.h"
 
 namespace zt::train {
@@ -84,10 +83,9 @@ struct Trainer::State {
   ModelConfig mcfg;
   HfExportOptions export_opts;  // checkpoint-<step>/ and output_dir (train/run_export.h)
   DeviceContext dev;  // Ops + device/host memory of compute.backend (train/device.h)
+  std::unique_ptr<zero::ZeroEngine> engine;  // the model's GroupStorage: declared first, dies last
   std::unique_ptr<CausalLM> model;
-  std::unique_ptr<zero::ZeroEngine> engine;
-  // ZeRO-3: the model has no weight buffer of its own; the initial weights are read into this
-  // host buffer (compute dtype, flat) for the engine to shard, then dropped.
+  // The initial weights (compute dtype, flat, host) for the engine to shard, then dropped.
   std::vector<std::byte> init_weights;
   std::unique_ptr<StepPlan> plan;
   optim::LrSchedule sched;
@@ -108,6 +106,7 @@ struct Trainer::State {
   void resume_or_init();
   void open_outputs();
   void log_record(const MetricRecord& rec);
+  StepStats train_step(int64_t k, StepSamples& ss, TrainSummary& sum);
   std::optional<MetricRecord> evaluate(int64_t global_step, double epoch);
   // interrupt: the checkpoint written after a stop signal (recorded as such for the launcher).
   fs::path save_checkpoint(int64_t global_step, bool interrupt);
@@ -161,32 +160,25 @@ void Trainer::State::build_model() {
   mo.max_seqlen = max_seq;
   dev = make_device(a.backend, comm.local_rank(), comm.local_world_size());
   if (rank0()) log::info("device: {}", dev.describe());
-  // Every stage: the engine owns the gradient window (a layer's gradients live until its bucket
-  // is packed). ZeRO-3: the engine also owns the weights (the shard + about two layers).
-  mo.own_weights = a.zero_stage != 3;
-  mo.own_grads = false;
-  model = std::make_unique<CausalLM>(mcfg, *dev.ops, *dev.device_memory, mo);
-  Tensor flat;
-  if (mo.own_weights) {
-    flat = model->all_weights();
-  } else {
-    init_weights.resize(static_cast<size_t>(model->layout().total_elems()) * dtype_size(a.dtype));
-    flat = Tensor(init_weights.data(), a.dtype, {model->layout().total_elems()}, Device::kCPU);
-  }
-  if (a.from_scratch) {
-    model->init_from_scratch(a.seed, flat);
-  } else {
-    model->load_weights(*weights, flat);
-  }
+  // The engine is the model's GroupStorage: it owns the gradient window (a layer's gradients
+  // live until its bucket is packed) and the weights (all of them under stages 0–2; the shard and
+  // about two layers under ZeRO-3).
   zero::EngineOptions eo;
   eo.stage = a.zero_stage;
   eo.offload = a.offload_optimizer;
   // Stages 1/2 on a GPU: the all-gather after an update runs while the next forward starts.
   eo.overlap_gather = dev.device_index >= 0;
   eo.local_world_size = comm.local_world_size();
-  engine = std::make_unique<zero::ZeroEngine>(model->layout(), zero::model_buffers(*model), *dev.ops,
-                                              comm, *dev.device_memory, *dev.host_memory, eo);
-  model->set_group_hooks({engine->acquire_callback(), engine->release_callback()});
+  engine = std::make_unique<zero::ZeroEngine>(ParamLayout(mcfg), a.dtype, *dev.ops, comm,
+                                              *dev.device_memory, *dev.host_memory, eo);
+  model = std::make_unique<CausalLM>(mcfg, *dev.ops, *dev.device_memory, mo, *engine);
+  init_weights.resize(static_cast<size_t>(model->layout().total_elems()) * dtype_size(a.dtype));
+  const Tensor flat(init_weights.data(), a.dtype, {model->layout().total_elems()}, Device::kCPU);
+  if (a.from_scratch) {
+    model->init_from_scratch(a.seed, flat);
+  } else {
+    model->load_weights(*weights, flat);
+  }
   adam.beta1 = a.adam_beta1;
   adam.beta2 = a.adam_beta2;
   adam.eps = a.adam_epsilon;
@@ -279,11 +271,8 @@ void Trainer::State::resume_or_init() {
   comm.broadcast(id, 32, 0);
   run_id = std::string(id, 32);
   if (!ckpt) {
-    if (init_weights.empty())
-      engine->init_from_model();
-    else
-      engine->init_from_flat(Tensor(init_weights.data(), a.dtype, {model->layout().total_elems()},
-                                    Device::kCPU));
+    engine->init_from_flat(
+        Tensor(init_weights.data(), a.dtype, {model->layout().total_elems()}, Device::kCPU));
     std::vector<std::byte>().swap(init_weights);
     return;
   }
@@ -333,6 +322,89 @@ void Trainer::State::log_record(const MetricRecord& rec) {
   }
 }
 
+// ---------------------------------------------------------------- one optimizer step
+
+// Optimizer step k (0-based) on this rank's micro-batches of `ss`: forward/backward of each with
+// the loss scaled by 1/N (the model hands each group's gradient to the engine, which
+// reduce-scatters it), the loss statistics all-reduced, then clip + AdamW (engine.finish_step) —
+// or a skipped step (N = 0, or a non-finite loss / norm under nan_policy: skip). Records the step
+// in `sum`.
+StepStats Trainer::State::train_step(int64_t k, StepSamples& ss, TrainSummary& sum) {
+  if (a.balance_micro_batches)
+    balance_micro_batches(
+        ss, [&](int64_t i) { return static_cast<int64_t>(train->sample_tokens(i).size()); });
+  const int64_t N = step_target_tokens(ss, train_targets);
+  const auto& mine = ss.samples[static_cast<size_t>(comm.rank())];
+  StepStats st;
+  st.target_tokens = N;
+  st.learning_rate = sched.lr(applied_steps);
+  for (const auto& rank : ss.samples)
+    for (const auto& mb : rank)
+      for (int64_t smp : mb) st.tokens += static_cast<int64_t>(train->sample_tokens(smp).size());
+  if (N == 0) {
+    if (rank0())
+      log::warn("step {}: no target token in the global batch; the step is skipped", k + 1);
+    engine->discard_step();
+    st.skipped = true;
+    ++sum.steps_skipped_no_target;
+  } else {
+    double sums[2] = {0, 0};     // Σ CE, Σ entropy over the targets
+    int64_t counts[2] = {0, 0};  // correct, targets
+    for (const auto& mb_samples : mine) {
+      PackedBatch pb;
+      append_samples(*train, mb_samples, &pb);
+      BackwardOptions bo;
+      bo.grad_scale = 1.0f / static_cast<float>(N);
+      bo.accumulate = false;
+      // Per group: engine->weights(g) (ZeRO-3: all-gather), engine->grads_ready(g)
+      // (reduce-scatter).
+      CeStats cs = model->forward_backward(pb.view(), bo);
+      sums[0] += cs.loss_sum;
+      sums[1] += cs.entropy_sum;
+      counts[0] += cs.correct;
+      counts[1] += cs.count;
+    }
+    comm.all_reduce(sums, 2, dist::ReduceOp::kSum);
+    comm.all_reduce(counts, 2, dist::ReduceOp::kSum);
+    st.loss = sums[0] / static_cast<double>(N);
+    st.correct_tokens = counts[0];
+    st.entropy_sum = sums[1];
+    if (!std::isfinite(st.loss)) {
+      if (a.nan_policy == "error")
+        fail(
+            "step {}: the loss is {} (non-finite); dataset rows of the step: {}. Set "
+            "trainer.nan_policy: skip to skip such steps",
+            k + 1, st.loss, step_rows(ss));
+      if (rank0())
+        log::warn("step {}: non-finite loss {}; skipped (rows {})", k + 1, st.loss, step_rows(ss));
+      engine->discard_step();
+      st.skipped = true;
+    } else {
+      zero::StepArgs sa;
+      sa.lr = st.learning_rate;
+      sa.max_grad_norm = a.max_grad_norm;
+      sa.adam = adam;
+      sa.skip_nonfinite = a.nan_policy == "skip";
+      // All-gather of the norm's partial sums; AdamW; all-gather of the new weights (stages 1/2).
+      zero::StepResult r = engine->finish_step(sa);
+      st.grad_norm = r.grad_norm;
+      if (!r.applied) {
+        if (rank0()) log::warn("step {}: non-finite gradient norm {}; skipped", k + 1, r.grad_norm);
+        st.skipped = true;
+      } else {
+        ++applied_steps;
+      }
+    }
+  }
+  num_tokens_seen += st.tokens;
+  ++sum.steps_done;
+  if (st.skipped) ++sum.steps_skipped;
+  sum.step_losses.push_back(st.skipped ? std::nan("") : st.loss);
+  sum.grad_norms.push_back(st.skipped ? std::nan("") : st.grad_norm);
+  sum.learning_rates.push_back(st.learning_rate);
+  return st;
+}
+
 // ---------------------------------------------------------------- eval
 
 // Empty when a stop signal came during the evaluation: it is abandoned (no eval record) at the next
@@ -340,31 +412,30 @@ void Trainer::State::log_record(const MetricRecord& rec) {
 std::optional<MetricRecord> Trainer::State::evaluate(int64_t global_step, double epoch) {
   const int64_t n = eval->num_examples();
   const int64_t W = comm.world_size(), B = a.per_device_eval_batch_size;
-  std::vector<double> loss(static_cast<size_t>(n), 0.0), cnt(loss.size(), 0.0), hit(loss.size(), 0.0),
-      ent(loss.size(), 0.0);
-  // Batch-wise sharding, as accelerate does: batch b (examples [bB, bB+B)) is rank b % W's. The
-  // ranks go through the batches in rounds of W — round j is batch jW + rank on each rank — and
-  // check the stop flag together before each round. The model's group hooks gather (stage 3) or
-  // wait for (overlap_gather) each group it uses; under stage 3 a forward contains collectives, so
-  // in each round every rank runs as many forwards as rank 0 (whose batch is the round's first,
-  // hence the fullest), the others ending with repeats of example 0 whose results are dropped.
-  const int64_t rounds = ((n + B - 1) / B + W - 1) / W;
-  for (int64_t j = 0; j < rounds; ++j) {
+  std::vector<double> loss(static_cast<size_t>(n), 0.0), cnt(loss.size(), 0.0),
+      hit(loss.size(), 0.0), ent(loss.size(), 0.0);
+  // Batch-wise sharding, as accelerate does (eval_micro_batches): the ranks go through their
+  // batches in rounds — round j is each rank's j-th batch — and check the stop flag together
+  // before each round. A forward may contain collectives (ZeRO-3 gathers each group it uses), so
+  // in each round every rank runs as many forwards as rank 0 (whose batch is the round's fullest),
+  // the others ending with repeats of example 0 whose results are dropped.
+  const auto mine = eval_micro_batches(n, B, W, comm.rank());
+  const auto firsts = eval_micro_batches(n, B, W, 0);
+  for (size_t j = 0; j < firsts.size(); ++j) {
     if (any_rank_stopping(comm)) {
       if (rank0())
         progress->message(fmt::format("interrupted during the evaluation at step {} after {} of {} "
                                       "examples; the evaluation is not logged",
-                                      global_step, std::min(n, j * W * B), n));
+                                      global_step, std::min<int64_t>(n, j * W * B), n));
       return std::nullopt;
     }
-    const int64_t lo = std::min(n, (j * W + comm.rank()) * B), hi = std::min(n, lo + B);
-    const int64_t first = std::min(n, j * W * B);
-    const int64_t forwards = a.zero_stage == 3 ? std::min(n, first + B) - first : hi - lo;
-    for (int64_t i = lo; i < lo + forwards; ++i) {
-      const bool padding = i >= hi;
+    const size_t own = j < mine.size() ? mine[j].size() : 0;
+    for (size_t f = 0; f < firsts[j].size(); ++f) {
+      const bool padding = f >= own;
+      const int64_t i = padding ? 0 : mine[j][f];
       PackedBatch pb;
-      append_example(*eval, padding ? 0 : i, &pb);
-      CeStats st = model->forward(pb.view());
+      append_example(*eval, i, &pb);
+      const CeStats st = model->forward(pb.view());
       if (padding) continue;
       loss[i] = st.loss_sum;
       cnt[i] = static_cast<double>(st.count);
@@ -506,74 +577,7 @@ TrainSummary Trainer::run() {
 
   for (int64_t k = s.start_step; k < T; ++k) {
     StepSamples ss = s.plan->samples(k);
-    if (s.a.balance_micro_batches)
-      balance_micro_batches(
-          ss, [&](int64_t i) { return static_cast<int64_t>(s.train->sample_tokens(i).size()); });
-    const int64_t N = step_target_tokens(ss, s.train_targets);
-    const auto& mine = ss.samples[static_cast<size_t>(s.comm.rank())];
-    StepStats st;
-    st.target_tokens = N;
-    st.learning_rate = s.sched.lr(s.applied_steps);
-    for (const auto& rank : ss.samples)
-      for (const auto& mb : rank)
-        for (int64_t smp : mb) st.tokens += static_cast<int64_t>(s.train->sample_tokens(smp).size());
-    if (N == 0) {
-      if (s.rank0()) log::warn("step {}: no target token in the global batch; the step is skipped", k + 1);
-      s.engine->discard_step();
-      st.skipped = true;
-      ++sum.steps_skipped_no_target;
-    } else {
-      double sums[2] = {0, 0};     // Σ CE, Σ entropy over the targets
-      int64_t counts[2] = {0, 0};  // correct, targets
-      for (const auto& mb_samples : mine) {
-        PackedBatch pb;
-        append_samples(*s.train, mb_samples, &pb);
-        BackwardOptions bo;
-        bo.grad_scale = 1.0f / static_cast<float>(N);
-        bo.accumulate = false;
-        bo.on_group_ready = s.engine->group_ready_callback();
-        CeStats cs = s.model->forward_backward(pb.view(), bo);
-        sums[0] += cs.loss_sum;
-        sums[1] += cs.entropy_sum;
-        counts[0] += cs.correct;
-        counts[1] += cs.count;
-      }
-      s.comm.all_reduce(sums, 2, dist::ReduceOp::kSum);
-      s.comm.all_reduce(counts, 2, dist::ReduceOp::kSum);
-      st.loss = sums[0] / static_cast<double>(N);
-      st.correct_tokens = counts[0];
-      st.entropy_sum = sums[1];
-      if (!std::isfinite(st.loss)) {
-        if (a.nan_policy == "error")
-          fail("step {}: the loss is {} (non-finite); dataset rows of the step: {}. Set "
-               "trainer.nan_policy: skip to skip such steps",
-               k + 1, st.loss, s.step_rows(ss));
-        if (s.rank0()) log::warn("step {}: non-finite loss {}; skipped (rows {})", k + 1, st.loss, s.step_rows(ss));
-        s.engine->discard_step();
-        st.skipped = true;
-      } else {
-        zero::StepArgs sa;
-        sa.lr = st.learning_rate;
-        sa.max_grad_norm = a.max_grad_norm;
-        sa.adam = s.adam;
-        sa.skip_nonfinite = a.nan_policy == "skip";
-        zero::StepResult r = s.engine->finish_step(sa);
-        st.grad_norm = r.grad_norm;
-        if (!r.applied) {
-          if (s.rank0()) log::warn("step {}: non-finite gradient norm {}; skipped", k + 1, r.grad_norm);
-          st.skipped = true;
-        } else {
-          ++s.applied_steps;
-        }
-      }
-    }
-    s.num_tokens_seen += st.tokens;
-    ++sum.steps_done;
-    if (st.skipped) ++sum.steps_skipped;
-    sum.step_losses.push_back(st.skipped ? std::nan("") : st.loss);
-    sum.grad_norms.push_back(st.skipped ? std::nan("") : st.grad_norm);
-    sum.learning_rates.push_back(st.learning_rate);
-    window.add_step(st);
+    window.add_step(s.train_step(k, ss, sum));  // ss: this rank's micro-batches rebalanced
 
     const int64_t gs = k + 1;  // HF global_step after this step
     const StepInfo info = ss.info;

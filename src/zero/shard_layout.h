@@ -13,14 +13,13 @@
 //
 // The layout depends on the model and W only — never on the ZeRO stage or offload — so the same
 // elements are summed in the same order under every stage, and checkpoints move between stages.
-// Only inline members of ParamLayout are used: src/zero needs no link dependency on zt_model.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "model/param_layout.h"
+#include "param/param_layout.h"
 
 namespace zt::zero {
 

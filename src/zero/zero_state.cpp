@@ -8,7 +8,6 @@
 
 #include "core/error.h"
 #include "core/file_util.h"
-#include "optim/host_adamw.h"
 #include "zero/zero_engine.h"
 
 namespace zt::zero {
@@ -41,8 +40,9 @@ void unpack_host(const ShardLayout& L, int g, const float* src, int64_t stride, 
     for (int i = L.tensor_begin(g); i < L.tensor_end(g); ++i) {
       const ShardTensor& t = L.tensor(i);
       const int64_t u0 = std::max(lo, t.shard_offset) - t.shard_offset;
-      const int64_t u1 = std::min({hi, t.shard_offset + t.shard_elems, t.shard_offset + t.valid(r)}) -
-                         t.shard_offset;
+      const int64_t u1 =
+          std::min({hi, t.shard_offset + t.shard_elems, t.shard_offset + t.valid(r)}) -
+          t.shard_offset;
       if (u0 < u1)
         std::memcpy(out + t.model_offset + r * t.shard_elems + u0,
                     src + r * stride + t.shard_offset + u0 - shift,
@@ -60,7 +60,8 @@ void ZeroEngine::save_state(const std::filesystem::path& dir) const {
   require_ready("save_state");
   require_between_steps("save_state");
   const int64_t S = layout_.shard_elems();
-  const int64_t k = comm_.rank() - owned_rank0();  // this rank's block among the owned ones
+  const int64_t k = comm_.rank() - gatherer_->owned().rank0;  // this rank's block among the owned
+  const bool host = optimizer_->host_state();
   FileHeader h{};
   std::memcpy(h.magic, kMagic, sizeof kMagic);
   h.version = kVersion;
@@ -75,14 +76,14 @@ void ZeroEngine::save_state(const std::filesystem::path& dir) const {
     sink(&h, sizeof h);
     XXH3_state_t* st = XXH3_createState();
     XXH3_64bits_reset(st);
-    for (const float* arr : {master_, m_, v_}) {
+    for (const float* arr : {optimizer_->master(), optimizer_->m(), optimizer_->v()}) {
       const float* base = arr + k * S;
       for (int64_t off = 0; off < S; off += static_cast<int64_t>(kChunk)) {
         const int64_t n = std::min<int64_t>(static_cast<int64_t>(kChunk), S - off);
         const float* p = base + off;
-        if (!opt_.offload) {  // device memory: copy out first
+        if (!host) {  // device memory: copy out first
           buf.resize(static_cast<size_t>(n));
-          ops_.copy_to_host(buf.data(), dev(const_cast<float*>(p), DType::kF32, n), stream_);
+          ops_.copy_to_host(buf.data(), dev(const_cast<float*>(p), n), stream_);
           ops_.synchronize(stream_);
           p = buf.data();
         }
@@ -97,8 +98,9 @@ void ZeroEngine::save_state(const std::filesystem::path& dir) const {
 }
 
 void ZeroEngine::load_state(const std::filesystem::path& dir) {
-  ops_.synchronize(side_);  // no gather may still read the compute shards this overwrites
-  ops_.synchronize(stream_);  // nor an H2D copy the pinned state this overwrites
+  // No gather may still read the compute shards this overwrites, nor an H2D copy the state.
+  synchronize_all();
+  const bool host = optimizer_->host_state();
   const int64_t S = layout_.shard_elems();
   const int rank = comm_.rank(), W = layout_.world_size();
   const std::filesystem::path path = state_path(dir, rank);
@@ -141,41 +143,40 @@ void ZeroEngine::load_state(const std::filesystem::path& dir) {
           "{}: ZeRO state checksum {:016x} does not match its content ({:016x}): the file is "
           "corrupt",
           path.string(), digest, actual);
-    const int64_t k = rank - owned_rank0();
-    float* arrs[3] = {master_, m_, v_};
+    const int64_t k = rank - gatherer_->owned().rank0;
+    float* arrs[3] = {optimizer_->master(), optimizer_->m(), optimizer_->v()};
     for (int a = 0; a < 3; ++a) {
       const std::byte* src = data + static_cast<size_t>(a * S) * 4;
-      if (opt_.offload)
+      if (host)
         std::memcpy(arrs[a] + k * S, src, static_cast<size_t>(S) * 4);
       else
-        ops_.copy_from_host(dev(arrs[a] + k * S, DType::kF32, S), src, stream_);
+        ops_.copy_from_host(dev(arrs[a] + k * S, S), src, stream_);
     }
     ops_.synchronize(stream_);
     adam_step_ = h.adam_step;
   }
-  if (opt_.stage == 0) {  // every rank keeps every shard: all-gather them (via device staging)
-    for (float* arr : {master_, m_, v_}) {
-      const Tensor own = dev(grad_shard_, DType::kF32, S),
-                   full = dev(full_grad_, DType::kF32, W * S);
-      if (opt_.offload)
-        ops_.copy_from_host(own, arr + rank * S, stream_);
+  float* shard = reducer_.shard();      // device staging [S] (and [W][S] under stage 0)
+  if (float* full = reducer_.full()) {  // stage 0: every rank keeps every shard: all-gather them
+    for (float* arr : {optimizer_->master(), optimizer_->m(), optimizer_->v()}) {
+      if (host)
+        ops_.copy_from_host(dev(shard, S), arr + rank * S, stream_);
       else
-        ops_.cast(own, dev(arr + rank * S, DType::kF32, S), stream_);
+        ops_.cast(dev(shard, S), dev(arr + rank * S, S), stream_);
       ops_.synchronize(stream_);
-      comm_.all_gather(grad_shard_, full_grad_, static_cast<size_t>(S), stream_.handle);
-      if (opt_.offload)
-        ops_.copy_to_host(arr, full, stream_);
+      comm_.all_gather(shard, full, static_cast<size_t>(S), stream_);
+      if (host)
+        ops_.copy_to_host(arr, dev(full, W * S), stream_);
       else
-        ops_.cast(dev(arr, DType::kF32, W * S), full, stream_);
+        ops_.cast(dev(arr, W * S), dev(full, W * S), stream_);
     }
-    ops_.zero(dev(full_grad_, DType::kF32, W * S), stream_);
+    ops_.zero(dev(full, W * S), stream_);
   }
-  ops_.zero(dev(grad_shard_, DType::kF32, S), stream_);
+  ops_.zero(dev(shard, S), stream_);
   ready_ = true;
   reset_step();
-  compute_from_master();
-  install_weights();
-  ops_.synchronize(stream_);
+  optimizer_->round_into(gatherer_->shards());
+  gatherer_->install();
+  synchronize_all();
 }
 
 std::vector<float> ZeroEngine::full_master_weights() {
@@ -183,85 +184,55 @@ std::vector<float> ZeroEngine::full_master_weights() {
   require_between_steps("full_master_weights");
   const int W = layout_.world_size();
   const int64_t S = layout_.shard_elems();
-  const bool root = comm_.rank() == 0;
+  const bool root = comm_.rank() == 0, host = optimizer_->host_state();
+  const float* master = optimizer_->master();
   std::vector<float> out;
   if (root) out.assign(static_cast<size_t>(layout_.model_elems()), 0.0f);
-  if (opt_.stage == 0) {  // every rank holds everything; rank 0 unpacks locally
+  if (gatherer_->owned().ranks > 1) {  // stage 0: rank 0 holds everything
     if (!root) return out;
-    std::vector<float> host;
-    const float* src = master_;
-    if (!opt_.offload) {
-      host.resize(static_cast<size_t>(W * S));
-      ops_.copy_to_host(host.data(), dev(master_, DType::kF32, W * S), stream_);
+    std::vector<float> staged;
+    const float* src = master;
+    if (!host) {
+      staged.resize(static_cast<size_t>(W * S));
+      ops_.copy_to_host(staged.data(), dev(const_cast<float*>(master), W * S), stream_);
       ops_.synchronize(stream_);
-      src = host.data();
+      src = staged.data();
     }
     for (int g = 0; g < layout_.num_groups(); ++g) unpack_host(layout_, g, src, S, 0, out.data());
     return out;
   }
-  std::vector<float> host;
+  // Each group's shard columns, a bucket's worth at a time, all-gathered into the bucket.
+  float* shard = reducer_.shard();
+  float* bucket = reducer_.bucket();
+  const int64_t chunk = reducer_.chunk();
+  std::vector<float> staged;
   for (int g = 0; g < layout_.num_groups(); ++g)
-    for (int64_t j0 = layout_.group_shard_begin(g); j0 < layout_.group_shard_end(g); j0 += chunk_) {
-      const int64_t n = std::min(layout_.group_shard_end(g), j0 + chunk_) - j0;
-      const float* send = master_ + j0;
-      if (opt_.offload) {  // host state: stage it in device memory for the Comm
-        ops_.copy_from_host(dev(grad_shard_, DType::kF32, n), master_ + j0, stream_);
+    for (int64_t j0 = layout_.group_shard_begin(g); j0 < layout_.group_shard_end(g); j0 += chunk) {
+      const int64_t n = std::min(layout_.group_shard_end(g), j0 + chunk) - j0;
+      const float* send = master + j0;
+      if (host) {  // host state: stage it in device memory for the Comm
+        ops_.copy_from_host(dev(shard, n), master + j0, stream_);
         ops_.synchronize(stream_);
-        send = grad_shard_;
+        send = shard;
       }
-      comm_.all_gather(send, bucket_, static_cast<size_t>(n), stream_.handle);
+      comm_.all_gather(send, bucket, static_cast<size_t>(n), stream_);
       if (!root) continue;
-      host.resize(static_cast<size_t>(W * n));
-      ops_.copy_to_host(host.data(), dev(bucket_, DType::kF32, W * n), stream_);
+      staged.resize(static_cast<size_t>(W * n));
+      ops_.copy_to_host(staged.data(), dev(bucket, W * n), stream_);
       ops_.synchronize(stream_);
-      unpack_host(layout_, g, host.data(), n, j0, out.data(), j0, j0 + n);
+      unpack_host(layout_, g, staged.data(), n, j0, out.data(), j0, j0 + n);
     }
-  if (opt_.offload) ops_.zero(dev(grad_shard_, DType::kF32, S), stream_);
+  if (host) ops_.zero(dev(shard, S), stream_);
   return out;
 }
 
 ZeroMemory ZeroEngine::memory() const {
   ZeroMemory mem;
-  for (const Arena* a : {&dev_, &host_})
-    for (size_t s = 0; s < a->size(); ++s) {
-      const auto slot = static_cast<Arena::Slot>(s);
-      if (a->bytes(slot) > 0) mem.pools.push_back({a->name(slot), a->bytes(slot), a == &host_});
-    }
-  if (windowed_weights()) {
-    mem.model_weights = 0;  // the engine's own "weights: …" pools above
-  } else {
-    mem.model_weights = static_cast<size_t>(layout_.model_elems()) * ces_;
-  }
+  reducer_.append_pools(mem.pools);
+  gatherer_->append_pools(mem.pools);
+  optimizer_->append_pools(mem.pools);
+  mem.model_weights = gatherer_->model_weight_bytes();
   return mem;
-}
-
-std::string ZeroEngine::host_adamw_description() const {
-  return host_adam_ ? host_adam_->describe() : std::string();
-}
-
-size_t ZeroMemory::device_bytes() const {
-  size_t n = model_weights;
-  for (const PoolBytes& p : pools)
-    if (!p.host) n += p.bytes;
-  return n;
-}
-
-size_t ZeroMemory::host_bytes() const {
-  size_t n = 0;
-  for (const PoolBytes& p : pools)
-    if (p.host) n += p.bytes;
-  return n;
-}
-
-std::string ZeroMemory::describe() const {
-  std::string dev, host;
-  for (const PoolBytes& p : pools)
-    (p.host ? host : dev) += fmt::format("{}{} {}", (p.host ? host : dev).empty() ? "" : ", ",
-                                         p.name, format_bytes(p.bytes));
-  return fmt::format("device {} ({}{}model weights {}); host {}{}{}{}",
-                     format_bytes(device_bytes()), dev, dev.empty() ? "" : ", ",
-                     format_bytes(model_weights), format_bytes(host_bytes()),
-                     host.empty() ? "" : " (", host, host.empty() ? "" : ")");
 }
 
 }  // namespace zt::zero

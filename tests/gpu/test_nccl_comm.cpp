@@ -100,6 +100,7 @@ class CudaStream {
   CudaStream() { cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking); }
   ~CudaStream() { cudaStreamDestroy(s_); }
   cudaStream_t get() const { return s_; }
+  zt::Stream zt() const { return {s_}; }
 
  private:
   cudaStream_t s_ = nullptr;
@@ -122,12 +123,12 @@ TEST(NcclCommSingle, ReduceScatterIsACopyOrAnExactAdd) {
   for (size_t n : {size_t{1}, size_t{1237}, size_t{4096}}) {  // scalar and float4 kernel paths
     const std::vector<float> send = values(1, n), base = values(2, n);
     DeviceVec<float> d_send(send), d_out(base);
-    c->reduce_scatter_sum(d_send.get(), d_out.get(), n, /*accumulate=*/false, s.get());
-    c->synchronize(s.get());
+    c->reduce_scatter_sum(d_send.get(), d_out.get(), n, /*accumulate=*/false, s.zt());
+    c->synchronize(s.zt());
     EXPECT_EQ(bit_differences(d_out.take(), send), 0u) << "n=" << n;
     d_out.put(base);
-    c->reduce_scatter_sum(d_send.get(), d_out.get(), n, /*accumulate=*/true, s.get());
-    c->synchronize(s.get());
+    c->reduce_scatter_sum(d_send.get(), d_out.get(), n, /*accumulate=*/true, s.zt());
+    c->synchronize(s.zt());
     std::vector<float> want = base;
     const float* parts[] = {send.data()};
     fold_rank_order(parts, 1, n, want.data(), /*accumulate=*/true);
@@ -141,15 +142,15 @@ TEST(NcclCommSingle, AllGatherAndBroadcastMoveBytesExactly) {
   CudaStream s;
   const std::vector<float> src = values(3, 777);
   DeviceVec<float> d_src(src), d_dst(std::vector<float>(777, 0.0f));
-  c->all_gather(d_src.get(), d_dst.get(), 777, s.get());
-  c->synchronize(s.get());
+  c->all_gather(d_src.get(), d_dst.get(), 777, s.zt());
+  c->synchronize(s.zt());
   EXPECT_EQ(bit_differences(d_dst.take(), src), 0u);
   std::vector<uint16_t> b = {0x3f80, 0xffff, 0x0001, 0x7fc0};
   DeviceVec<uint16_t> d_b(b), d_bo(std::vector<uint16_t>(4, 0));
-  c->all_gather_bf16(d_b.get(), d_bo.get(), 4, s.get());
-  c->all_gather_bf16(d_b.get(), d_b.get(), 4, s.get());  // in place: nothing to move
-  c->broadcast(d_b.get(), 8, 0, s.get());                // world size 1: unchanged
-  c->synchronize(s.get());
+  c->all_gather_bf16(d_b.get(), d_bo.get(), 4, s.zt());
+  c->all_gather_bf16(d_b.get(), d_b.get(), 4, s.zt());  // in place: nothing to move
+  c->broadcast(d_b.get(), 8, 0, s.zt());                // world size 1: unchanged
+  c->synchronize(s.zt());
   EXPECT_EQ(d_bo.take(), b);
   EXPECT_EQ(d_b.take(), b);
 }

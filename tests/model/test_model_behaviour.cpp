@@ -50,25 +50,45 @@ TEST(ParamLayout, NamesGroupsAndContiguousGradRanges) {
   EXPECT_GE(tl.layer(0).q.b, 0);
 }
 
-TEST(CausalLM, GroupHookFiresInBackwardOrderWithFinalGradients) {
+// An OwnedStorage that records each group's gradient as the model hands it back.
+struct SnapshotStorage : GroupStorage {
+  OwnedStorage own;
+  const ParamLayout& lay;
+  std::vector<int> order;
+  std::vector<std::vector<float>> snapshots;
+  SnapshotStorage(const ParamLayout& l, Ops& ops, MemoryResource& mem)
+      : own(l, DType::kF32, ops, mem, {}), lay(l), snapshots(static_cast<size_t>(l.num_groups())) {}
+  const void* weights(int g) override { return own.weights(g); }
+  void release(int) override {}
+  float* grads(int g) override { return own.grads(g); }
+  void grads_ready(int g) override {
+    order.push_back(g);
+    const float* p = own.grad_base(g);
+    snapshots[static_cast<size_t>(g)].assign(p, p + (lay.group_end(g) - lay.group_begin(g)));
+  }
+};
+
+TEST(CausalLM, GradsReadyComesInBackwardOrderWithFinalGradients) {
   const Golden g("qwen2_tied");
   TestModel tm(g, DType::kF32, true);
-  CausalLM& m = *tm.model;
-  std::vector<int> order;
-  std::vector<std::vector<float>> snapshots(m.layout().num_groups());
+  const ParamLayout lay(g.cfg);
+  SnapshotStorage st(lay, tm.ops, tm.memory);
+  CausalLM m(g.cfg, tm.ops, tm.memory, tm.model->options(), st);
+  const Tensor w = st.own.all_weights();
+  std::memcpy(w.data, tm.model->all_weights().data, w.nbytes());
   BackwardOptions bo;
   bo.grad_scale = 0.5f;
-  bo.on_group_ready = [&](int gi) {
-    order.push_back(gi);
-    const Tensor t = m.group_grads(gi);
-    snapshots[gi].assign(t.as<float>(), t.as<float>() + t.numel());
-  };
   m.forward_backward(g.packed.view(), bo);
-  EXPECT_EQ(order, (std::vector<int>{3, 2, 1, 0}));
-  for (int gi = 0; gi < m.layout().num_groups(); ++gi) {
-    const Tensor t = m.group_grads(gi);
-    ASSERT_EQ(0, std::memcmp(snapshots[gi].data(), t.data, t.nbytes())) << "group " << gi;
+  EXPECT_EQ(st.order, (std::vector<int>{3, 2, 1, 0}));
+  for (int gi = 0; gi < lay.num_groups(); ++gi) {
+    const float* p = st.own.grad_base(gi);
+    ASSERT_EQ(0, std::memcmp(st.snapshots[gi].data(), p, st.snapshots[gi].size() * 4))
+        << "group " << gi;
   }
+  // The same gradients as the model owning its storage.
+  tm.model->forward_backward(g.packed.view(), bo);
+  EXPECT_EQ(0, std::memcmp(st.own.all_grads().data, tm.model->all_grads().data,
+                           st.own.all_grads().nbytes()));
 }
 
 TEST(CausalLM, AccumulateAddsAndOverwriteReplaces) {

@@ -1,12 +1,13 @@
-// CausalLM with caller-bound storage (ModelOptions::own_weights / own_grads = false): per-group
-// weights and gradients in separate buffers give the resident model's loss and gradients bit for
-// bit; the GroupHooks fire in the documented order; a ZeRO-3-like rotation of two weight slots and
-// one gradient slot (poisoned with NaN when released) still matches; flat-buffer initialisation,
-// loading and named views; the errors of unbound groups and of the flat-buffer overloads.
+// CausalLM with a caller's GroupStorage (param/group_storage.h): per-group weights and gradients
+// in separate buffers give the resident model's loss and gradients bit for bit; the storage is
+// called in the documented order; a ZeRO-3-like rotation of two weight slots and one gradient slot
+// (poisoned with NaN when released) still matches; flat-buffer initialisation, loading and named
+// views; the errors of a storage that gives nothing and of the flat-buffer overloads.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <limits>
 #include <new>
 #include <string>
@@ -52,13 +53,6 @@ void poison_params(const ParamLayout& lay, int g, float* base) {
                   std::numeric_limits<float>::quiet_NaN());
 }
 
-ModelOptions external_options(const CausalLM& like) {
-  ModelOptions o = like.options();
-  o.own_weights = false;
-  o.own_grads = false;
-  return o;
-}
-
 void expect_same_stats(const CeStats& a, const CeStats& b) {
   EXPECT_EQ(a.loss_sum, b.loss_sum);
   EXPECT_EQ(a.entropy_sum, b.entropy_sum);
@@ -66,24 +60,37 @@ void expect_same_stats(const CeStats& a, const CeStats& b) {
   EXPECT_EQ(a.count, b.count);
 }
 
-// A model with no storage of its own, each group's weights (copied from `from`) and gradients in
-// a separate buffer.
+// Each group's weights (copied from `from`) and gradients in a buffer of its own. null_weights /
+// null_grads: the group whose weights / gradient buffer it does not give (-1: none).
+struct SplitStorage : GroupStorage {
+  std::vector<HostBuf> w, g;
+  int null_weights = -1, null_grads = -1;
+  explicit SplitStorage(const CausalLM& from) {
+    const ParamLayout& lay = from.layout();
+    for (int gi = 0; gi < lay.num_groups(); ++gi) {
+      w.emplace_back(group_bytes(lay, gi, from.options().dtype));
+      g.emplace_back(group_bytes(lay, gi, DType::kF32));
+      std::memcpy(w.back().data(), from.group_weights(gi).data, w.back().size());
+    }
+  }
+  const void* weights(int gi) override {
+    return gi == null_weights ? nullptr : w[static_cast<size_t>(gi)].data();
+  }
+  void release(int) override {}
+  float* grads(int gi) override {
+    return gi == null_grads ? nullptr : reinterpret_cast<float*>(g[static_cast<size_t>(gi)].data());
+  }
+  void grads_ready(int) override {}
+};
+
+// A model of `from`'s config and options whose parameters are in a SplitStorage.
 struct ExternalModel {
   CpuOps ops;
   HostMemory memory;
+  SplitStorage storage;
   std::unique_ptr<CausalLM> model;
-  std::vector<HostBuf> w, g;
-  explicit ExternalModel(const CausalLM& from) {
-    model = std::make_unique<CausalLM>(from.config(), ops, memory, external_options(from));
-    const ParamLayout& lay = model->layout();
-    const DType dt = model->options().dtype;
-    for (int gi = 0; gi < lay.num_groups(); ++gi) {
-      w.emplace_back(group_bytes(lay, gi, dt));
-      g.emplace_back(group_bytes(lay, gi, DType::kF32));
-      std::memcpy(w.back().data(), from.group_weights(gi).data, w.back().size());
-      model->bind_group_weights(gi, w.back().data());
-      model->bind_group_grads(gi, reinterpret_cast<float*>(g.back().data()));
-    }
+  explicit ExternalModel(const CausalLM& from) : storage(from) {
+    model = std::make_unique<CausalLM>(from.config(), ops, memory, from.options(), storage);
   }
 };
 
@@ -116,15 +123,22 @@ TEST_P(ExternalStorage, LossGradsAndLogitsMatchTheResidentModelBitwise) {
     expect_same_stats(b, a);
     EXPECT_GT(a.loss_sum, 0.0);
     for (int gi = 0; gi < m.layout().num_groups(); ++gi) {
-      const Tensor want = res.model->group_grads(gi), got = m.group_grads(gi);
-      ASSERT_EQ(got.data, ext.g[static_cast<size_t>(gi)].data());
-      EXPECT_EQ(0, std::memcmp(got.data, want.data, want.nbytes()))
+      const Tensor want = res.model->group_grads(gi);
+      ASSERT_EQ(ext.storage.g[static_cast<size_t>(gi)].size(), want.nbytes());
+      EXPECT_EQ(
+          0, std::memcmp(ext.storage.g[static_cast<size_t>(gi)].data(), want.data, want.nbytes()))
           << m.group_name(gi) << " accumulate " << accumulate;
     }
   }
-  for (int i = 0; i < m.layout().num_params(); ++i)
-    ASSERT_EQ(0, std::memcmp(m.grad(i).data, res.model->grad(i).data, m.grad(i).nbytes()))
-        << m.layout().param(i).name;
+  const ParamLayout& lay = m.layout();
+  for (int i = 0; i < lay.num_params(); ++i) {
+    const ParamSpec& ps = lay.param(i);
+    const auto* got =
+        reinterpret_cast<const float*>(ext.storage.g[static_cast<size_t>(ps.group)].data()) +
+        (ps.offset - lay.group_begin(ps.group));
+    ASSERT_EQ(0, std::memcmp(got, res.model->grad(i).data, res.model->grad(i).nbytes())) << ps.name;
+    EXPECT_EQ(m.grad(i).data, nullptr) << ps.name;  // handed back: no view between passes
+  }
   // Eval forward and logits (the lm_head read through its group).
   expect_same_stats(m.forward(gd.examples[1].view()), res.model->forward(gd.examples[1].view()));
   const int64_t V = gd.cfg.vocab_size, n = gd.examples[1].view().num_tokens();
@@ -146,60 +160,114 @@ INSTANTIATE_TEST_SUITE_P(Tiny, ExternalStorage,
                                   (info.param.checkpointing ? "_ckpt" : "");
                          });
 
-// Records "a<g>", "r<g>" (hooks) and "ready<g>" (on_group_ready) in call order.
-struct HookLog {
+// Records "a<g>" (weights), "r<g>" (release), "g<g>" (grads) and "ready<g>" (grads_ready) in
+// call order, forwarding to a SplitStorage.
+struct RecordingStorage : GroupStorage {
+  SplitStorage inner;
   std::vector<std::string> ev;
-  GroupHooks hooks() {
-    return {[this](int g) { ev.push_back("a" + std::to_string(g)); },
-            [this](int g) { ev.push_back("r" + std::to_string(g)); }};
+  explicit RecordingStorage(const CausalLM& from) : inner(from) {}
+  const void* weights(int g) override {
+    ev.push_back("a" + std::to_string(g));
+    return inner.weights(g);
   }
-  BackwardOptions backward() {
-    BackwardOptions bo;
-    bo.on_group_ready = [this](int g) { ev.push_back("ready" + std::to_string(g)); };
-    return bo;
+  void release(int g) override { ev.push_back("r" + std::to_string(g)); }
+  float* grads(int g) override {
+    ev.push_back("g" + std::to_string(g));
+    return inner.grads(g);
   }
+  void grads_ready(int g) override { ev.push_back("ready" + std::to_string(g)); }
 };
 
 using Events = std::vector<std::string>;
 
-TEST(GroupHooks, FireInTheDocumentedOrder) {
+TEST(GroupStorage, IsCalledInTheDocumentedOrder) {
   for (const char* name : {"llama3", "qwen2_tied"}) {
     const Golden gd(name);
     for (const bool ckpt : {false, true}) {
       SCOPED_TRACE(std::string(name) + (ckpt ? " checkpointing" : ""));
       TestModel tm(gd, DType::kF32, ckpt);
-      HookLog log;
-      tm.model->set_group_hooks(log.hooks());
+      RecordingStorage rec(*tm.model);
+      CpuOps ops;
+      HostMemory mem;
+      CausalLM m(gd.cfg, ops, mem, tm.model->options(), rec);
+      const bool tied = m.layout().tied();
       // 2 layers: groups 0 (embedding), 1, 2 (layers), 3 (final norm [+ lm_head]).
-      tm.model->forward(gd.examples[0].view());
-      EXPECT_EQ(log.ev, (Events{"a0", "a1", "r1", "a2", "r2", "a3", "r3", "r0"}));
-      log.ev.clear();
-      tm.model->forward_backward(gd.examples[0].view(), log.backward());
-      EXPECT_EQ(log.ev, (Events{"a0", "a1", "r1", "a2", "r2", "a3", "ready3", "r3", "a2", "ready2",
-                                "r2", "a1", "ready1", "r1", "ready0", "r0"}));
-      log.ev.clear();
+      m.forward(gd.examples[0].view());
+      EXPECT_EQ(rec.ev, (Events{"a0", "a1", "r1", "a2", "r2", "a3", "r3", "r0"}));
+      rec.ev.clear();
+      m.forward_backward(gd.examples[0].view(), {});
+      // The weight and readiness calls, then the gradient-buffer calls alone.
+      Events weights_ready, grads;
+      for (const std::string& e : rec.ev) (e[0] == 'g' ? grads : weights_ready).push_back(e);
+      EXPECT_EQ(weights_ready, (Events{"a0", "a1", "r1", "a2", "r2", "a3", "ready3", "r3", "a2",
+                                       "ready2", "r2", "a1", "ready1", "r1", "ready0", "r0"}));
+      EXPECT_EQ(grads,
+                tied ? (Events{"g3", "g0", "g2", "g1", "g0"}) : (Events{"g3", "g2", "g1", "g0"}));
+      rec.ev.clear();
       std::vector<float> out(static_cast<size_t>(gd.cfg.vocab_size));
-      tm.model->logits(0, 1, out);
-      const std::string lm = tm.model->layout().tied() ? "0" : "3";
-      EXPECT_EQ(log.ev, (Events{"a" + lm, "r" + lm}));
-      // Hooks off again: nothing recorded.
-      tm.model->set_group_hooks({});
-      log.ev.clear();
-      tm.model->forward(gd.examples[0].view());
-      EXPECT_TRUE(log.ev.empty());
+      m.logits(0, 1, out);
+      const std::string lm = tied ? "0" : "3";
+      EXPECT_EQ(rec.ev, (Events{"a" + lm, "r" + lm}));
     }
   }
 }
 
-// ZeRO-3 simulation: the embedding and head groups are bound for good; every layer group's
-// weights are copied into one of two shared slots on acquire (slot g % 2) and the slot is poisoned
-// with NaN and unbound on release; all layer groups share one gradient slot, copied out to a full
-// buffer on on_group_ready and then poisoned. 5 layers, so the slots rotate with an odd count.
+// ZeRO-3 simulation: the embedding and head groups live in the full buffers for good; every layer
+// group's weights are copied into one of two shared slots when asked for (slot g % 2) and the slot
+// is poisoned with NaN on release; all layer groups share one gradient slot, copied out to a full
+// buffer on grads_ready and then poisoned. 5 layers, so the slots rotate with an odd count.
 struct Stage3Case {
   const char* golden;
   bool checkpointing;
   friend void PrintTo(const Stage3Case& c, std::ostream* os) {
     *os << c.golden << (c.checkpointing ? " checkpointing" : "");
+  }
+};
+
+struct SlotStorage : GroupStorage {
+  const ParamLayout& lay;
+  float *fw, *fg;  // the full weights and gradients (fp32, flat)
+  size_t max_layer;
+  HostBuf wslot[2], gslot;
+  int owner[2] = {-1, -1};
+  int acquires = 0;
+  SlotStorage(const ParamLayout& l, float* w, float* g, size_t max_layer_bytes)
+      : lay(l),
+        fw(w),
+        fg(g),
+        max_layer(max_layer_bytes),
+        wslot{HostBuf(max_layer_bytes), HostBuf(max_layer_bytes)},
+        gslot(max_layer_bytes) {
+    for (HostBuf& sl : wslot) poison(sl);
+  }
+  bool is_layer(int g) const { return g != 0 && g != lay.group_head(); }
+  void poison(HostBuf& b) const {
+    std::fill_n(reinterpret_cast<float*>(b.data()), max_layer / 4,
+                std::numeric_limits<float>::quiet_NaN());
+  }
+  const void* weights(int g) override {
+    ++acquires;
+    if (!is_layer(g)) return fw + lay.group_begin(g);
+    int& own = owner[g % 2];
+    EXPECT_EQ(own, -1) << "slot " << g % 2 << " still holds group " << own;
+    own = g;
+    std::memcpy(wslot[g % 2].data(), fw + lay.group_begin(g), group_bytes(lay, g, DType::kF32));
+    return wslot[g % 2].data();
+  }
+  void release(int g) override {
+    if (!is_layer(g)) return;
+    EXPECT_EQ(owner[g % 2], g);
+    owner[g % 2] = -1;
+    poison(wslot[g % 2]);
+  }
+  float* grads(int g) override {
+    return is_layer(g) ? reinterpret_cast<float*>(gslot.data()) : fg + lay.group_begin(g);
+  }
+  void grads_ready(int g) override {
+    if (!is_layer(g)) return;
+    auto* slot = reinterpret_cast<float*>(gslot.data());
+    std::memcpy(fg + lay.group_begin(g), slot, group_bytes(lay, g, DType::kF32));
+    poison_params(lay, g, slot);
   }
 };
 
@@ -216,10 +284,7 @@ TEST_P(Stage3Simulation, TwoWeightSlotsAndOneGradSlotMatchTheResidentModel) {
   o.checkpointing = c.checkpointing;
   CausalLM res(gd.cfg, ops, mem, o);
   res.init_from_scratch(7);
-  o.own_weights = false;
-  o.own_grads = false;
-  CausalLM m(gd.cfg, ops, mem, o);
-  const ParamLayout& lay = m.layout();
+  const ParamLayout lay(gd.cfg);
   const int head = lay.group_head();
   ASSERT_EQ(lay.num_groups(), 7);
 
@@ -227,63 +292,29 @@ TEST_P(Stage3Simulation, TwoWeightSlotsAndOneGradSlotMatchTheResidentModel) {
   HostBuf full_w(static_cast<size_t>(lay.total_elems()) * 4),
       full_g(static_cast<size_t>(lay.total_elems()) * 4);
   const Tensor flat(full_w.data(), DType::kF32, {lay.total_elems()});
-  m.init_from_scratch(7, flat);
   auto* fw = reinterpret_cast<float*>(full_w.data());
   auto* fg = reinterpret_cast<float*>(full_g.data());
   size_t max_layer = 0;
   for (int l = 0; l < lay.num_layers(); ++l)
     max_layer = std::max(max_layer, group_bytes(lay, ParamLayout::group_of_layer(l), DType::kF32));
-  HostBuf wslot[2] = {HostBuf(max_layer), HostBuf(max_layer)}, gslot(max_layer);
-  for (HostBuf& s : wslot)
-    std::fill_n(reinterpret_cast<float*>(s.data()), max_layer / 4,
-                std::numeric_limits<float>::quiet_NaN());
-  for (const int g : {0, head}) {
-    m.bind_group_weights(g, fw + lay.group_begin(g));
-    m.bind_group_grads(g, fg + lay.group_begin(g));
-  }
-  int owner[2] = {-1, -1};
-  int acquires = 0;
-  const auto is_layer = [&](int g) { return g != 0 && g != head; };
-  m.set_group_hooks({[&](int g) {
-                       ++acquires;
-                       if (!is_layer(g)) return;
-                       int& own = owner[g % 2];
-                       ASSERT_EQ(own, -1) << "slot " << g % 2 << " still holds group " << own;
-                       own = g;
-                       std::memcpy(wslot[g % 2].data(), fw + lay.group_begin(g),
-                                   group_bytes(lay, g, DType::kF32));
-                       m.bind_group_weights(g, wslot[g % 2].data());
-                       m.bind_group_grads(g, reinterpret_cast<float*>(gslot.data()));
-                     },
-                     [&](int g) {
-                       if (!is_layer(g)) return;
-                       ASSERT_EQ(owner[g % 2], g);
-                       owner[g % 2] = -1;
-                       std::fill_n(reinterpret_cast<float*>(wslot[g % 2].data()), max_layer / 4,
-                                   std::numeric_limits<float>::quiet_NaN());
-                       m.bind_group_weights(g, nullptr);
-                       m.bind_group_grads(g, nullptr);
-                     }});
+  SlotStorage st(lay, fw, fg, max_layer);
+  CausalLM m(gd.cfg, ops, mem, o, st);
+  m.init_from_scratch(7, flat);
   BackwardOptions bo;
   bo.grad_scale = 1.0f / static_cast<float>(gd.targets());
   const CeStats want = res.forward_backward(gd.packed.view(), bo);
-  bo.on_group_ready = [&](int g) {
-    if (!is_layer(g)) return;
-    auto* slot = reinterpret_cast<float*>(gslot.data());
-    std::memcpy(fg + lay.group_begin(g), slot, group_bytes(lay, g, DType::kF32));
-    poison_params(lay, g, slot);
-  };
   const CeStats got = m.forward_backward(gd.packed.view(), bo);
   expect_same_stats(got, want);
   EXPECT_GT(want.loss_sum, 0.0);
-  EXPECT_EQ(acquires, 2 + 2 * lay.num_layers());
-  EXPECT_EQ(owner[0], -1);
-  EXPECT_EQ(owner[1], -1);
+  EXPECT_EQ(st.acquires, 2 + 2 * lay.num_layers());
+  EXPECT_EQ(st.owner[0], -1);
+  EXPECT_EQ(st.owner[1], -1);
   const Tensor rg = res.all_grads();
   for (int g = 0; g < lay.num_groups(); ++g)
     EXPECT_EQ(0, std::memcmp(fg + lay.group_begin(g), rg.as<float>() + lay.group_begin(g),
                              group_bytes(lay, g, DType::kF32)))
         << m.group_name(g);
+  EXPECT_NE(head, 0);
   // The eval forward through the same slots.
   expect_same_stats(m.forward(gd.examples[0].view()), res.forward(gd.examples[0].view()));
 }
@@ -309,8 +340,9 @@ TEST(FlatWeights, InitLoadAndNamedViewsMatchTheOwnBuffer) {
     o.max_tokens = 8;
     CausalLM res(gd.cfg, ops, mem, o);
     res.init_from_scratch(42);
-    o.own_weights = false;
-    CausalLM m(gd.cfg, ops, mem, o);
+    const ParamLayout lay(gd.cfg);
+    OwnedStorage other(lay, dt, ops, mem, {});  // a caller's storage: m has no weights of its own
+    CausalLM m(gd.cfg, ops, mem, o, other);
     const int64_t n = m.layout().total_elems();
     const size_t bytes = static_cast<size_t>(n) * dtype_size(dt);
     HostBuf buf(bytes);
@@ -350,59 +382,38 @@ TEST(ExternalStorageErrors, NameTheGroupOrWhatWasExpected) {
   ExternalModel ext(*res.model);
   CausalLM& m = *ext.model;
   const auto mb = gd.examples[0].view();
-  m.bind_group_weights(2, nullptr);
+  ext.storage.null_weights = 2;
   expect_error([&] { m.forward(mb); },
-               "model: group 2 (model.layers.1) weights are not bound (bind_group_weights before "
-               "use, or in the acquire hook)");
-  // A hook may bind it.
-  m.set_group_hooks({[&](int g) {
-                       if (g == 2) m.bind_group_weights(2, ext.w[2].data());
-                     },
-                     nullptr});
+               "model: group 2 (model.layers.1): the storage gave no weights");
+  ext.storage.null_weights = -1;
   expect_same_stats(m.forward(mb), res.model->forward(mb));
-  m.set_group_hooks({});
-  m.bind_group_grads(3, nullptr);
+  ext.storage.null_grads = 3;
   expect_error([&] { m.forward_backward(mb, {}); },
-               "model: group 3 (model.norm + lm_head) gradients are not bound (bind_group_grads "
-               "before its backward)");
-  m.bind_group_grads(3, reinterpret_cast<float*>(ext.g[3].data()));
-  m.bind_group_grads(0, nullptr);
+               "model: group 3 (model.norm + lm_head): the storage gave no gradient buffer");
+  ext.storage.null_grads = 0;
   expect_error([&] { m.forward_backward(mb, {}); },
-               "model: group 0 (model.embed_tokens) gradients are not bound (bind_group_grads "
-               "before its backward)");
-  EXPECT_EQ(m.group_grads(0).data, nullptr);
+               "model: group 0 (model.embed_tokens): the storage gave no gradient buffer");
+  ext.storage.null_grads = -1;
+  m.forward_backward(mb, {});  // a pass that ends holds no view (one that throws stops where it is)
   EXPECT_EQ(m.grad(0).data, nullptr);
-  EXPECT_EQ(m.group_weights(2).data, ext.w[2].data());
-  EXPECT_EQ(m.group_weights(2).numel(), m.layout().group_end(2) - m.layout().group_begin(2));
+  EXPECT_EQ(m.param(0).data, nullptr);
 
-  expect_error([&] { m.all_grads(); },
-               "model: all_grads() needs the model's own gradient buffer (ModelOptions.own_grads "
-               "is false; use group_grads(g))");
-  expect_error([&] { m.zero_grads(); },
-               "model: zero_grads() needs the model's own gradient buffer (ModelOptions.own_grads "
-               "is false; zero the bound group gradients instead)");
-  expect_error([&] { m.all_weights(); },
-               "model: all_weights() needs the model's own weights (ModelOptions.own_weights is "
-               "false; use group_weights(g))");
+  const std::string caller =
+      " needs the model's own storage (this model uses a caller's GroupStorage)";
+  expect_error([&] { m.all_grads(); }, "model: all_grads()" + caller);
+  expect_error([&] { m.zero_grads(); }, "model: zero_grads()" + caller);
+  expect_error([&] { m.all_weights(); }, "model: all_weights()" + caller);
+  expect_error([&] { m.group_weights(2); }, "model: group_weights()" + caller);
+  expect_error([&] { m.group_grads(2); }, "model: group_grads()" + caller);
   expect_error([&] { m.init_from_scratch(1); },
-               "model.init_from_scratch: the model has no weights of its own "
-               "(ModelOptions.own_weights is false); use init_from_scratch(seed, flat)");
+               "model.init_from_scratch: the model has no weights of its own (it uses a caller's "
+               "GroupStorage); use init_from_scratch(seed, flat)");
   expect_error([&] { m.load_weights(*gd.weights); },
-               "model.load_weights: the model has no weights of its own (ModelOptions.own_weights "
-               "is false); use load_weights(reader, flat)");
+               "model.load_weights: the model has no weights of its own (it uses a caller's "
+               "GroupStorage); use load_weights(reader, flat)");
   expect_error([&] { m.named_weights(); },
-               "model.named_weights: the model has no weights of its own "
-               "(ModelOptions.own_weights is false); use named_weights(flat)");
-  expect_error([&] { m.bind_group_weights(4, nullptr); },
-               "model: bind_group_weights: group 4 is outside [0, 4)");
-  expect_error([&] { m.bind_group_grads(-1, nullptr); },
-               "model: bind_group_grads: group -1 is outside [0, 4)");
-  expect_error([&] { res.model->bind_group_weights(1, nullptr); },
-               "model: bind_group_weights(1): the model owns its weights (set "
-               "ModelOptions.own_weights = false to bind them)");
-  expect_error([&] { res.model->bind_group_grads(1, nullptr); },
-               "model: bind_group_grads(1): the model owns its gradients (set "
-               "ModelOptions.own_grads = false to bind them)");
+               "model.named_weights: the model has no weights of its own (it uses a caller's "
+               "GroupStorage); use named_weights(flat)");
 
   // Flat buffers of the wrong size, dtype or place.
   const int64_t n = m.layout().total_elems();

@@ -2,7 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
-#include "model/param_layout.h"
+#include "param/param_layout.h"
 #include "zero/shard_layout.h"
 #include "zero_test_util.h"
 

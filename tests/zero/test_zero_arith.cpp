@@ -10,15 +10,17 @@
 
 #include "backend/cpu/cpu_ops.h"
 #include "core/error.h"
-#include "model/param_layout.h"
 #include "optim/clip.h"
+#include "param/param_layout.h"
 #include "zero/zero_engine.h"
 #include "zero_test_util.h"
 
 namespace zt::zero {
 namespace {
 
-// A "model" made of plain host vectors in ParamLayout offsets.
+// A "model" made of plain host vectors in ParamLayout offsets: its weights initialise the engine
+// and are read back from it (engine.weights(g), as the model reads them); its gradients are
+// written into the engine's gradient window group by group and handed back, as the model does.
 struct FakeModel {
   ParamLayout layout{test::tiny_config(false)};
   DType dtype;
@@ -38,10 +40,15 @@ struct FakeModel {
         w16[static_cast<size_t>(p.offset + e)] = f32_to_bf16(x);
       }
   }
-  ModelBuffers buffers() {
-    const int64_t n = layout.total_elems();
+  Tensor flat() {
     void* w = dtype == DType::kBF16 ? static_cast<void*>(w16.data()) : w32.data();
-    return {Tensor(w, dtype, {n}), Tensor(grads.data(), DType::kF32, {n}), {}, {}};
+    return Tensor(w, dtype, {layout.total_elems()});
+  }
+  // w32 / w16 ← the engine's current compute weights.
+  void read(ZeroEngine& z) {
+    const std::vector<uint8_t> b = test::read_weights(z, dtype);
+    std::memcpy(dtype == DType::kBF16 ? static_cast<void*>(w16.data()) : w32.data(), b.data(),
+                b.size());
   }
   // The weight the engine's master starts from (fp32 of the compute weight).
   float weight(size_t i) const { return dtype == DType::kBF16 ? bf16_to_f32(w16[i]) : w32[i]; }
@@ -53,7 +60,11 @@ struct FakeModel {
             scale * static_cast<float>(static_cast<int>(rng() % 2001) - 1000) / 1000.0f;
   }
   void reduce_all(ZeroEngine& z) {
-    for (int g = layout.num_groups() - 1; g >= 0; --g) z.reduce_group(g);
+    for (int g = layout.num_groups() - 1; g >= 0; --g) {
+      const int64_t b = layout.group_begin(g), e = layout.group_end(g);
+      std::memcpy(z.grads(g), grads.data() + b, static_cast<size_t>(e - b) * 4);
+      z.grads_ready(g);
+    }
   }
 };
 
@@ -83,12 +94,11 @@ TEST(ZeroArith, TwoStepsMatchAdamwElementForEveryStageAndOffload) {
     HostMemory mem;
     dist::SingleComm comm;
     FakeModel fm(c.dtype);
-    ZeroEngine z(fm.layout, fm.buffers(), ops, comm, mem, mem, {c.stage, c.offload});
+    ZeroEngine z(fm.layout, c.dtype, ops, comm, mem, mem, {c.stage, c.offload});
     const size_t n = static_cast<size_t>(fm.layout.total_elems());
     std::vector<float> p(n), m(n, 0.0f), v(n, 0.0f);
     for (size_t i = 0; i < n; ++i) p[i] = fm.weight(i);
-    z.init_from_model();  // (stage 3 releases, i.e. zeroes, the model's weights)
-    if (c.stage == 3) z.gather_all();
+    z.init_from_flat(fm.flat());
     for (int step = 1; step <= 2; ++step) {
       fm.set_grads(100 + static_cast<uint32_t>(step), step == 1 ? 1.0f : 1e-3f);
       // Micro-step 1 gets the gradient, micro-step 2 zero: the accumulated gradient is the first.
@@ -121,7 +131,7 @@ TEST(ZeroArith, TwoStepsMatchAdamwElementForEveryStageAndOffload) {
           const auto i = static_cast<size_t>(ps.offset + e);
           optim::adamw_element(ps.no_decay ? sn : sd, p[i], m[i], v[i], g[i]);
         }
-      if (c.stage == 3) z.gather_all();
+      fm.read(z);
       const std::vector<float> master = z.full_master_weights();
       size_t bad = 0;
       for (const ParamSpec& ps : fm.layout.params())
@@ -147,13 +157,14 @@ TEST(ZeroArith, WeightDecayOnlyWhereHfAppliesIt) {
   dist::SingleComm comm;
   FakeModel fm(DType::kF32);
   std::fill(fm.w32.begin(), fm.w32.end(), 2.0f);
-  ZeroEngine z(fm.layout, fm.buffers(), ops, comm, mem, mem, {1, false});
-  z.init_from_model();
+  ZeroEngine z(fm.layout, DType::kF32, ops, comm, mem, mem, {1, false});
+  z.init_from_flat(fm.flat());
   fm.reduce_all(z);  // zero gradient: Adam moves nothing, only the decay acts
   StepArgs args;
   args.lr = 0.1;
   args.adam.weight_decay = 0.5;
   const StepResult r = z.finish_step(args);
+  fm.read(z);
   EXPECT_EQ(r.grad_norm, 0.0);
   const float decayed = 2.0f * static_cast<float>(1.0 - 0.1 * 0.5);  // p · fp32(1 − lr·wd) = 1.9
   const auto at = [&](const char* nm) {
@@ -181,14 +192,16 @@ TEST(ZeroArith, DiscardStepForgetsTheGradientOnly) {
   HostMemory mem;
   dist::SingleComm comm;
   FakeModel a(DType::kF32), b(DType::kF32);
-  ZeroEngine za(a.layout, a.buffers(), ops, comm, mem, mem, {1, false});
-  ZeroEngine zb(b.layout, b.buffers(), ops, comm, mem, mem, {1, false});
-  za.init_from_model();
-  zb.init_from_model();
+  ZeroEngine za(a.layout, DType::kF32, ops, comm, mem, mem, {1, false});
+  ZeroEngine zb(b.layout, DType::kF32, ops, comm, mem, mem, {1, false});
+  za.init_from_flat(a.flat());
+  zb.init_from_flat(b.flat());
   a.set_grads(5, 3.0f);
   a.reduce_all(za);
   za.discard_step();
   EXPECT_EQ(za.adam_step(), 0);
+  a.read(za);
+  b.read(zb);
   EXPECT_EQ(a.w32, b.w32);
   a.set_grads(6, 1.0f);
   b.set_grads(6, 1.0f);
@@ -197,6 +210,8 @@ TEST(ZeroArith, DiscardStepForgetsTheGradientOnly) {
   StepArgs args;
   args.lr = 1e-3;
   const StepResult ra = za.finish_step(args), rb = zb.finish_step(args);
+  a.read(za);
+  b.read(zb);
   EXPECT_EQ(ra.grad_norm, rb.grad_norm);
   EXPECT_EQ(ra.adam_step, 1);
   EXPECT_EQ(test::bits(a.w32), test::bits(b.w32));
@@ -208,8 +223,8 @@ TEST(ZeroArith, NonFiniteNormIsReportedAndCanBeSkipped) {
   HostMemory mem;
   dist::SingleComm comm;
   FakeModel fm(DType::kF32);
-  ZeroEngine z(fm.layout, fm.buffers(), ops, comm, mem, mem, {2, true});
-  z.init_from_model();
+  ZeroEngine z(fm.layout, DType::kF32, ops, comm, mem, mem, {2, true});
+  z.init_from_flat(fm.flat());
   const std::vector<float> before = fm.w32;
   fm.set_grads(9, 1.0f);
   fm.grads[static_cast<size_t>(fm.layout.param(3).offset + 5)] = std::nanf("");
@@ -221,6 +236,7 @@ TEST(ZeroArith, NonFiniteNormIsReportedAndCanBeSkipped) {
   EXPECT_TRUE(std::isnan(skipped.grad_norm));
   EXPECT_FALSE(skipped.applied);
   EXPECT_EQ(skipped.adam_step, 0);
+  fm.read(z);
   EXPECT_EQ(test::bits(fm.w32), test::bits(before));
   // Without skip_nonfinite the update is applied, as HF does: NaN weights.
   fm.reduce_all(z);
@@ -228,6 +244,7 @@ TEST(ZeroArith, NonFiniteNormIsReportedAndCanBeSkipped) {
   const StepResult applied = z.finish_step(args);
   EXPECT_TRUE(applied.applied);
   EXPECT_EQ(applied.adam_step, 1);
+  fm.read(z);
   EXPECT_TRUE(std::isnan(fm.w32[0]));
 }
 
@@ -245,13 +262,15 @@ TEST(ZeroArith, MisuseIsAnErrorWithAClearMessage) {
     return std::string("no error");
   };
   EXPECT_EQ(message([&] {
-              ZeroEngine(fm.layout, fm.buffers(), ops, comm, mem, mem, {5, false});
+              ZeroEngine(fm.layout, DType::kF32, ops, comm, mem, mem, {5, false});
             }),
             "zero: stage 5 is not supported (expected 0, 1, 2 or 3)");
-  ZeroEngine z(fm.layout, fm.buffers(), ops, comm, mem, mem, {1, false});
+  ZeroEngine z(fm.layout, DType::kF32, ops, comm, mem, mem, {1, false});
   EXPECT_EQ(message([&] { z.reduce_group(0); }),
-            "zero: reduce_group before init_from_model() or load_state()");
-  z.init_from_model();
+            "zero: reduce_group before init_from_flat() or load_state()");
+  EXPECT_EQ(message([&] { z.weights(0); }),
+            "zero: weights before init_from_flat() or load_state()");
+  z.init_from_flat(fm.flat());
   EXPECT_EQ(message([&] { z.reduce_group(4); }),
             "zero: reduce_group(4): group out of range [0, 4)");
   EXPECT_EQ(message([&] { z.grad_norm(); }),
@@ -270,15 +289,16 @@ TEST(ZeroArith, MisuseIsAnErrorWithAClearMessage) {
   z.grad_norm();
   EXPECT_EQ(message([&] { z.reduce_group(3); }),
             "zero: reduce_group(3) after grad_norm() in the same optimizer step");
+  EXPECT_EQ(message([&] { z.weights(4); }), "zero: weights(4): group out of range [0, 4)");
   std::vector<float> small(8);
-  ModelBuffers bad{Tensor(small.data(), DType::kF32, {8}), Tensor(small.data(), DType::kF32, {8}), {},
-                   {}};
-  EXPECT_EQ(message([&] {
-              ZeroEngine(fm.layout, bad, ops, comm, mem, mem, {1, false});
-            }),
-            fmt::format("zero: model buffers weights [8] f32 / grads [8] f32 do not have the "
-                        "layout's {} elements",
+  EXPECT_EQ(message([&] { z.init_from_flat(Tensor(small.data(), DType::kF32, {8})); }),
+            fmt::format("zero: init_from_flat: expected a flat f32 tensor of {} elements, got [8] "
+                        "f32",
                         fm.layout.total_elems()));
+  EXPECT_EQ(message([&] {
+              ZeroEngine(fm.layout, DType::kI32, ops, comm, mem, mem, {1, false});
+            }),
+            "zero: compute dtype i32 is not supported (expected f32 or bf16)");
 }
 
 }  // namespace

@@ -9,7 +9,6 @@
 #include "core/error.h"
 #include "core/file_util.h"
 #include "model/causal_lm.h"
-#include "zero/model_binding.h"
 #include "zero_test_util.h"
 
 namespace zt::zero {
@@ -72,8 +71,8 @@ TEST(ZeroStages, AllStagesAndOffloadAreBitwiseEqual) {
     }
 }
 
-// The trainer's set-up (engine-owned gradient window; stage 3 with two layer slots and
-// init_from_flat) and an embedding larger than a layer (reduced in chunks) change nothing.
+// An embedding larger than a layer (reduced in chunks), through the gradient window and the stage-3
+// layer slots, changes nothing across stages and offload.
 TEST(ZeroStages, WindowedStorageAndChunkedReductionAreBitwiseEqual) {
   dist::SingleComm comm;
   for (bool tied : {false, true}) {
@@ -89,7 +88,6 @@ TEST(ZeroStages, WindowedStorageAndChunkedReductionAreBitwiseEqual) {
         RunSpec s = spec;
         s.stage = stage;
         s.offload = off;
-        s.windowed = true;
         expect_same(run_training(comm, s), ref);
       }
   }
@@ -103,17 +101,18 @@ TEST(ZeroStages, TiedEmbeddingCountsOnceInTheNorm) {
   dist::SingleComm comm;
   ModelOptions mo;
   mo.max_tokens = 48;
+  // The reference gradients from a model that owns its storage; the same model on the engine.
   CausalLM model(test::tiny_config(true), ops, mem, mo);
   model.init_from_scratch(77);
   ASSERT_TRUE(model.layout().tied());
-  ZeroEngine z(model.layout(), model_buffers(model), ops, comm, mem, mem, {3, false});
-  z.init_from_model();
+  ZeroEngine z(model.layout(), DType::kF32, ops, comm, mem, mem, {3, false});
+  CausalLM on_engine(test::tiny_config(true), ops, mem, mo, z);
+  z.init_from_flat(model.all_weights());
   const PackedBatch b = test::make_micro_batch(0, 0, 97);
   BackwardOptions bo;
   bo.grad_scale = 1.0f / static_cast<float>(count_targets(b.view()));
-  bo.on_group_ready = z.group_ready_callback();
-  z.gather_all();
   model.forward_backward(b.view(), bo);
+  on_engine.forward_backward(b.view(), bo);
   double distinct = 0.0, embed = 0.0;
   for (int i = 0; i < model.layout().num_params(); ++i) {
     const Tensor g = model.grad(i);
@@ -191,11 +190,9 @@ TEST(ZeroStages, LoadRejectsAnotherModelOrACorruptFile) {
   run_training(comm, spec);
   const fs::path file = ZeroEngine::state_path(dir, 0);
   EXPECT_EQ(file.filename(), "zero_state_rank00000.bin");
-  ModelOptions mo;
-  mo.max_tokens = 48;
-  CausalLM tied(test::tiny_config(true), ops, mem, mo);
-  ZeroEngine zt(tied.layout(), model_buffers(tied), ops, comm, mem, mem, {1, false});
-  const uint64_t want = ShardLayout(tied.layout(), 1).hash();
+  const ParamLayout tied(test::tiny_config(true));
+  ZeroEngine zt(tied, DType::kF32, ops, comm, mem, mem, {1, false});
+  const uint64_t want = ShardLayout(tied, 1).hash();
   const uint64_t got = ShardLayout(ParamLayout(test::tiny_config(false)), 1).hash();
   try {
     zt.load_state(dir);
@@ -209,8 +206,7 @@ TEST(ZeroStages, LoadRejectsAnotherModelOrACorruptFile) {
   std::string bytes = read_file(file);
   bytes[100] = static_cast<char>(bytes[100] ^ 0x40);
   write_file_atomic(file, bytes);
-  CausalLM model(test::tiny_config(false), ops, mem, mo);
-  ZeroEngine z(model.layout(), model_buffers(model), ops, comm, mem, mem, {1, false});
+  ZeroEngine z(ParamLayout(test::tiny_config(false)), DType::kF32, ops, comm, mem, mem, {1, false});
   try {
     z.load_state(dir);
     ADD_FAILURE() << "no error";
@@ -249,10 +245,7 @@ TEST(ZeroStages, WrongWorldSizeIsRejectedOnLoad) {
   spec.save_dir = dir;
   run_training(one, spec);
   ShapeComm two(2);
-  ModelOptions mo;
-  mo.max_tokens = 48;
-  CausalLM model(test::tiny_config(false), ops, mem, mo);
-  ZeroEngine z(model.layout(), model_buffers(model), ops, two, mem, mem, {1, false});
+  ZeroEngine z(ParamLayout(test::tiny_config(false)), DType::kF32, ops, two, mem, mem, {1, false});
   try {
     z.load_state(dir);
     ADD_FAILURE() << "no error";
@@ -274,18 +267,15 @@ TEST(ZeroStages, MemoryShrinksWithTheStage) {
   CpuOps ops;
   HostMemory mem;
   ShapeComm four(4);
-  ModelOptions mo;
-  mo.max_tokens = 48;
-  CausalLM model(test::tiny_config(false), ops, mem, mo);
-  const auto memory = [&](int stage, bool off) {
-    return ZeroEngine(model.layout(), model_buffers(model), ops, four, mem, mem, {stage, off})
-        .memory();
+  const ParamLayout L(test::tiny_config(false));
+  const auto memory = [&](const ParamLayout& layout, int stage, bool off) {
+    return ZeroEngine(layout, DType::kF32, ops, four, mem, mem, {stage, off}).memory();
   };
   // S = 976 (embed) + 2 × 2976 (layers) + 16 (norm) + 976 (lm_head) = 7920; largest group 2976.
   const size_t S = 7920, G = 2976, W = 4;
-  ASSERT_EQ(ShardLayout(model.layout(), 4).shard_elems(), static_cast<int64_t>(S));
-  const ZeroMemory m0 = memory(0, false), m1 = memory(1, false), m2 = memory(2, false),
-                   m3 = memory(3, false), m1o = memory(1, true), m0o = memory(0, true);
+  ASSERT_EQ(ShardLayout(L, 4).shard_elems(), static_cast<int64_t>(S));
+  const ZeroMemory m0 = memory(L, 0, false), m1 = memory(L, 1, false), m2 = memory(L, 2, false),
+                   m3 = memory(L, 3, false), m1o = memory(L, 1, true), m0o = memory(L, 0, true);
   for (const char* nm : {"master weights", "adam m", "adam v"}) {
     ASSERT_NE(pool(m0, nm), nullptr) << nm;
     EXPECT_EQ(pool(m0, nm)->bytes, 4 * W * S) << nm;
@@ -301,48 +291,41 @@ TEST(ZeroStages, MemoryShrinksWithTheStage) {
   EXPECT_EQ(pool(m1, "full gradient"), nullptr);
   EXPECT_EQ(pool(m3, "compute weight shard")->bytes, 4 * S);
   EXPECT_EQ(pool(m1, "reduce-scatter bucket 2")->bytes, 4 * W * G);  // the other layer
-  EXPECT_EQ(m1.model_weights, 4 * static_cast<size_t>(model.layout().total_elems()));
-  EXPECT_EQ(m3.model_weights, m1.model_weights);  // a model with its own weight buffer
-  // A model without its own buffers (windowed): the engine holds the embedding, the head, two
-  // layer slots of weights and one layer slot of gradients.
-  ModelBuffers windowed{Tensor(nullptr, DType::kF32, {0}, Device::kCPU),
-                        Tensor(nullptr, DType::kF32, {0}, Device::kCPU),
-                        [](int, void*) {}, [](int, float*) {}};
-  const ZeroMemory m3w =
-      ZeroEngine(model.layout(), windowed, ops, four, mem, mem, {3, false}).memory();
-  const ParamLayout& L = model.layout();
-  const auto group_bytes = [&](int g) { return 4 * static_cast<size_t>(L.group_end(g) - L.group_begin(g)); };
-  EXPECT_EQ(m3w.model_weights, 0u);
-  EXPECT_EQ(pool(m3w, "weights: layer slot 0")->bytes, group_bytes(1));
-  EXPECT_EQ(pool(m3w, "weights: layer slot 1")->bytes, group_bytes(1));
-  EXPECT_EQ(pool(m3w, "weights: embedding")->bytes, group_bytes(0));
-  EXPECT_EQ(pool(m3w, "gradients: layer slot")->bytes, group_bytes(1));
-  EXPECT_EQ(pool(m3w, "gradients: head")->bytes, group_bytes(L.group_head()));
+  EXPECT_EQ(m1.model_weights, 4 * static_cast<size_t>(L.total_elems()));
+  // Every stage: the engine holds the gradient window (the embedding, the head, one layer slot);
+  // stage 3 also the weights of the embedding, the head and two layer slots instead of the model.
+  const auto group_bytes = [&](int g) {
+    return 4 * static_cast<size_t>(L.group_end(g) - L.group_begin(g));
+  };
+  EXPECT_EQ(m3.model_weights, 0u);
+  EXPECT_EQ(pool(m3, "weights: layer slot 0")->bytes, group_bytes(1));
+  EXPECT_EQ(pool(m3, "weights: layer slot 1")->bytes, group_bytes(1));
+  EXPECT_EQ(pool(m3, "weights: embedding")->bytes, group_bytes(0));
+  EXPECT_EQ(pool(m1, "weights: embedding"), nullptr);
+  for (const ZeroMemory* m : {&m0, &m1, &m3}) {
+    EXPECT_EQ(pool(*m, "gradients: layer slot")->bytes, group_bytes(1));
+    EXPECT_EQ(pool(*m, "gradients: head")->bytes, group_bytes(L.group_head()));
+    EXPECT_EQ(pool(*m, "gradients: embedding")->bytes, group_bytes(0));
+  }
   EXPECT_EQ(m1.device_bytes(), m2.device_bytes());
   EXPECT_GT(m0.device_bytes(), m1.device_bytes());
-  // Stage 2 over the same gradient window keeps the full weights: more than stage 3 once the
-  // model has more layers than the two slots (4 here; the 2-layer model above ties).
+  // Stage 2 keeps the full weights: more than stage 3 once the model has more layers than the
+  // two slots (4 here; the 2-layer model above ties).
   ModelConfig cfg4 = test::tiny_config(false);
   cfg4.num_hidden_layers = 4;
-  CausalLM model4(cfg4, ops, mem, mo);
-  ModelBuffers grads_windowed = model_buffers(model4);
-  grads_windowed.grads = windowed.grads;
-  grads_windowed.bind_grads = windowed.bind_grads;
-  const ZeroMemory m2w =
-      ZeroEngine(model4.layout(), grads_windowed, ops, four, mem, mem, {2, false}).memory();
-  const ZeroMemory m3w4 =
-      ZeroEngine(model4.layout(), windowed, ops, four, mem, mem, {3, false}).memory();
-  EXPECT_GT(m2w.device_bytes(), m3w4.device_bytes());
+  const ParamLayout L4(cfg4);
+  EXPECT_GT(memory(L4, 2, false).device_bytes(), memory(L4, 3, false).device_bytes());
   EXPECT_GT(m0.device_bytes(), m2.device_bytes());
   EXPECT_EQ(m1.host_bytes(), 0u);
   EXPECT_EQ(m1o.device_bytes(), m1.device_bytes() - 3 * 4 * S);
   EXPECT_EQ(m1o.host_bytes(), 3 * 4 * S + 4 * S);  // master, m, v + the gradient copy
   EXPECT_EQ(
       m1o.describe(),
-      "device 324.2 KiB (gradient shard 30.9 KiB, reduce-scatter bucket 46.5 KiB, reduce-scatter "
-      "bucket 2 46.5 KiB, all-gather staging 46.5 KiB, updated compute weights 30.9 KiB, norm workspace 64 B, model weights "
-      "122.8 KiB); host 123.8 KiB (master weights 30.9 KiB, adam m 30.9 KiB, adam v 30.9 KiB, "
-      "offload gradient 30.9 KiB)");
+      "device 400.9 KiB (gradient shard 30.9 KiB, reduce-scatter bucket 46.5 KiB, reduce-scatter "
+      "bucket 2 46.5 KiB, gradients: embedding 15.2 KiB, gradients: head 15.5 KiB, gradients: "
+      "layer slot 46.0 KiB, norm workspace 64 B, all-gather staging 46.5 KiB, updated compute "
+      "weights 30.9 KiB, model weights 122.8 KiB); host 123.8 KiB (master weights 30.9 KiB, adam "
+      "m 30.9 KiB, adam v 30.9 KiB, offload gradient 30.9 KiB)");
 }
 
 }  // namespace

@@ -6,12 +6,11 @@
 #include "backend/cpu/cpu_ops.h"
 #include "core/arena.h"
 #include "model/causal_lm.h"
-#include "zero/model_binding.h"
 
 namespace zt::zero::test {
 
 ModelConfig tiny_config(bool tied, int64_t vocab) {
-  Json j = {{"model_type", "qwen2"},    {"vocab_size", vocab},       {"hidden_size", 40},
+  Json j = {{"model_type", "qwen2"},    {"vocab_size", vocab},    {"hidden_size", 40},
             {"intermediate_size", 56},  {"num_hidden_layers", 2}, {"num_attention_heads", 4},
             {"num_key_value_heads", 2}, {"head_dim", 10},         {"max_position_embeddings", 128},
             {"rms_norm_eps", 1e-6},     {"rope_theta", 10000.0},  {"tie_word_embeddings", tied}};
@@ -39,26 +38,20 @@ RunResult run_training(dist::Comm& comm, const RunSpec& spec) {
   CpuOps ops;
   HostMemory mem;
   const ModelConfig cfg = tiny_config(spec.tied, spec.vocab);
+  const ParamLayout layout(cfg);
+  // The trainer's set-up: the engine is the model's storage (the gradient window; every stage's
+  // weights), initialised from a flat host buffer.
+  ZeroEngine engine(layout, spec.dtype, ops, comm, mem, mem, {spec.stage, spec.offload});
   ModelOptions mo;
   mo.dtype = spec.dtype;
   mo.max_tokens = 48;
-  mo.own_weights = !(spec.windowed && spec.stage == 3);
-  mo.own_grads = !spec.windowed;
-  CausalLM model(cfg, ops, mem, mo);
-  std::vector<std::byte> flat_bytes(static_cast<size_t>(model.layout().total_elems()) *
+  CausalLM model(cfg, ops, mem, mo, engine);
+  std::vector<std::byte> flat_bytes(static_cast<size_t>(layout.total_elems()) *
                                     dtype_size(spec.dtype));
-  const Tensor flat(flat_bytes.data(), spec.dtype, {model.layout().total_elems()}, Device::kCPU);
-  if (mo.own_weights)
-    model.init_from_scratch(spec.init_seed);
-  else
-    model.init_from_scratch(spec.init_seed, flat);
-  ZeroEngine engine(model.layout(), model_buffers(model), ops, comm, mem, mem,
-                    {spec.stage, spec.offload});
-  if (spec.windowed) model.set_group_hooks({engine.acquire_callback(), engine.release_callback()});
+  const Tensor flat(flat_bytes.data(), spec.dtype, {layout.total_elems()}, Device::kCPU);
+  model.init_from_scratch(spec.init_seed, flat);
   if (!spec.load_dir.empty())
     engine.load_state(spec.load_dir);
-  else if (mo.own_weights)
-    engine.init_from_model();
   else
     engine.init_from_flat(flat);
   RunResult res;
@@ -73,10 +66,7 @@ RunResult run_training(dist::Comm& comm, const RunSpec& spec) {
       const PackedBatch b = make_micro_batch(k, m * W + r, cfg.vocab_size);
       BackwardOptions bo;
       bo.grad_scale = static_cast<float>(1.0 / static_cast<double>(N));
-      bo.on_group_ready = engine.group_ready_callback();
-      if (!spec.windowed) engine.gather_all();
       loss_sum += model.forward_backward(b.view(), bo).loss_sum;
-      if (!spec.windowed) engine.release_all();
     }
     comm.all_reduce(&loss_sum, 1, dist::ReduceOp::kSum);
     StepArgs args;
@@ -90,19 +80,23 @@ RunResult run_training(dist::Comm& comm, const RunSpec& spec) {
   }
   if (!spec.save_dir.empty()) engine.save_state(spec.save_dir);
   res.master = engine.full_master_weights();
-  // The compute weights group by group (a windowed stage 3 holds two layers at a time).
-  res.weights.assign(flat_bytes.size(), 0);
-  const size_t es = dtype_size(spec.dtype);
-  for (int g = 0; g < model.layout().num_groups(); ++g) {
-    engine.acquire_group(g);
-    const Tensor w = model.group_weights(g);
-    std::memcpy(res.weights.data() + static_cast<size_t>(model.layout().group_begin(g)) * es, w.data,
-                w.nbytes());
-    engine.release_group(g);
-  }
+  res.weights = read_weights(engine, spec.dtype);
   res.memory = engine.memory();
   res.adam_step = engine.adam_step();
   return res;
+}
+
+std::vector<uint8_t> read_weights(ZeroEngine& engine, DType dtype) {
+  const ShardLayout& L = engine.layout();
+  std::vector<uint8_t> out(static_cast<size_t>(L.model_elems()) * dtype_size(dtype), 0);
+  const size_t es = dtype_size(dtype);
+  for (int g = 0; g < L.num_groups(); ++g) {  // group by group (stage 3 holds two layers at once)
+    const void* w = engine.weights(g);
+    const int64_t b = L.group_model_begin(g), e = L.group_model_end(g);
+    std::memcpy(out.data() + static_cast<size_t>(b) * es, w, static_cast<size_t>(e - b) * es);
+    engine.release(g);
+  }
+  return out;
 }
 
 std::vector<uint32_t> bits(const std::vector<float>& v) {

@@ -35,12 +35,9 @@ struct RunSpec {
   double weight_decay = 0.1;
   double max_grad_norm = 0.5;
   uint64_t init_seed = 1234;
-  std::string load_dir;  // non-empty: load_state instead of init_from_model
+  std::string load_dir;  // non-empty: load_state instead of init_from_flat
   std::string save_dir;  // non-empty: save_state after the last step
   int64_t vocab = 97;    // > ~300: the embedding group outgrows a layer (chunked reduce-scatter)
-  // The trainer's set-up: the engine owns the gradient window (and the weights under stage 3,
-  // initialised through init_from_flat), the model's group hooks acquire / release.
-  bool windowed = false;
 };
 
 // What the run produced (identical on every rank, except master: rank 0 only).
@@ -55,8 +52,13 @@ struct RunResult {
   int64_t adam_step = 0;
 };
 
-// Runs `spec` on `comm` (rank r takes micro-batches j = m·W + r, m < accum).
+// Runs `spec` on `comm` (rank r takes micro-batches j = m·W + r, m < accum), the way the trainer
+// drives the engine: the engine is the model's GroupStorage.
 RunResult run_training(dist::Comm& comm, const RunSpec& spec);
+
+// The engine's current compute weights in the flat ParamLayout order (raw bytes of `dtype`),
+// read group by group through engine.weights(g) / release(g) (stage 3: gathered, collective).
+std::vector<uint8_t> read_weights(ZeroEngine& engine, DType dtype);
 
 // Raw bits of a float vector (for bitwise comparisons with readable failures).
 std::vector<uint32_t> bits(const std::vector<float>& v);

@@ -41,7 +41,7 @@ void poll_pause(int polls) {
     std::this_thread::sleep_for(kPollSleep);
 }
 
-cudaStream_t cuda_stream(Stream s) { return static_cast<cudaStream_t>(s); }
+cudaStream_t cuda_stream(Stream s) { return static_cast<cudaStream_t>(s.handle); }
 
 bool is_bad(ncclResult_t r) { return r != ncclSuccess && r != ncclInProgress; }
 

@@ -103,11 +103,9 @@ class NcclComm final : public Comm {
 
   // ncclReduceScatter (fp32 sum, NCCL's own order): send [n] device, out [n/W] device. For the
   // benchmark's comparison only — its bits may depend on NCCL's algorithm and protocol.
-  void reduce_scatter_native(const float* send, float* out, size_t n, Stream stream = nullptr);
+  void reduce_scatter_native(const float* send, float* out, size_t n, Stream stream = {});
 
   int device() const { return device_; }
-  // The communication stream (a cudaStream_t): the collectives of W > 1 run on it.
-  Stream comm_stream() const { return comm_stream_; }
   // Device bytes this Comm allocated itself (the reduce-scatter scratch), for the memory report.
   size_t scratch_bytes() const { return scratch_elems_ * sizeof(float); }
   // The host Comm carrying the small collectives.

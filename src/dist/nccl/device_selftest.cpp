@@ -42,14 +42,14 @@ class DeviceMemory final : public SelftestMemory {
   }
 
   void download(void* host, const void* buffer, size_t bytes) override {
-    comm_.synchronize(stream_);
+    comm_.synchronize({stream_});
     if (bytes)
       check(cudaMemcpyAsync(host, buffer, bytes, cudaMemcpyDeviceToHost, stream_),
             "cudaMemcpyAsync (selftest download)");
     check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (selftest download)");
   }
 
-  Stream stream() const override { return stream_; }
+  Stream stream() const override { return {stream_}; }
 
  private:
   Comm& comm_;

@@ -75,8 +75,6 @@ class ParamLayout {
 
   // Elements of the flat buffer (sum of numel + alignment padding).
   int64_t total_elems() const { return total_; }
-  // Elements of all parameters (tied counted once) = HF's `sum(p.numel())`.
-  int64_t num_elements() const;
 
  private:
   int add(std::string name, std::vector<int64_t> shape, int group, bool no_decay);

@@ -1,4 +1,4 @@
-#include "model/param_layout.h"
+#include "param/param_layout.h"
 
 #include <fmt/format.h>
 
@@ -60,12 +60,6 @@ int ParamLayout::find(std::string_view name) const {
   for (size_t i = 0; i < params_.size(); ++i)
     if (params_[i].name == name) return static_cast<int>(i);
   return -1;
-}
-
-int64_t ParamLayout::num_elements() const {
-  int64_t n = 0;
-  for (const auto& p : params_) n += p.numel;
-  return n;
 }
 
 }  // namespace zt

@@ -1,0 +1,145 @@
+#include "zero/grad_reducer.h"
+
+#include <algorithm>
+
+namespace zt::zero {
+
+GradReducer::GradReducer(const ShardLayout& layout, Ops& ops, dist::Comm& comm,
+                         MemoryResource& device_memory, Stream compute, bool replicate)
+    : layout_(layout),
+      ops_(ops),
+      comm_(comm),
+      copy_(layout, ops),
+      compute_(compute),
+      dev_("zero gradients (device)", device_memory) {
+  const int64_t W = layout.world_size(), S = layout.shard_elems();
+  const auto f32 = [](int64_t n) { return static_cast<size_t>(n) * 4; };
+  const int last = layout.num_groups() - 1;
+  const auto group_elems = [&](int g) {
+    return layout.group_model_end(g) - layout.group_model_begin(g);
+  };
+  int64_t mid = 0;
+  for (int g = 1; g < last; ++g) mid = std::max(mid, group_elems(g));
+  chunk_ = chunk_elems(layout);
+  const Arena::Slot s_shard = dev_.reserve("gradient shard", f32(S));
+  // Alone (W = 1) the first micro-step packs straight into the shard and one slot takes the later
+  // ones.
+  const Arena::Slot s_b0 = dev_.reserve("reduce-scatter bucket", f32(W * chunk_));
+  const Arena::Slot s_b1 = dev_.reserve("reduce-scatter bucket 2", W > 1 ? f32(W * chunk_) : 0);
+  const Arena::Slot s_gfirst = dev_.reserve("gradients: embedding", f32(group_elems(0)));
+  const Arena::Slot s_glast = dev_.reserve("gradients: head", f32(group_elems(last)));
+  const Arena::Slot s_gslot = dev_.reserve("gradients: layer slot", f32(mid));
+  const Arena::Slot s_full = dev_.reserve("full gradient", replicate ? f32(W * S) : 0);
+  const size_t ws_bytes = ops.sumsq_workspace_bytes(Tensor(nullptr, DType::kF32, {S}));
+  const Arena::Slot s_ws = dev_.reserve("norm workspace", ws_bytes);
+  dev_.allocate();
+  ops_.zero(
+      Tensor(dev_.base(), DType::kU8, {static_cast<int64_t>(dev_.planned_bytes())}, dev_.device()),
+      compute_);
+  ops_.synchronize(compute_);
+  shard_ = static_cast<float*>(dev_.ptr(s_shard));
+  bucket_[0] = static_cast<float*>(dev_.ptr(s_b0));
+  bucket_[1] = static_cast<float*>(dev_.ptr(s_b1));
+  gfirst_ = static_cast<float*>(dev_.ptr(s_gfirst));
+  glast_ = static_cast<float*>(dev_.ptr(s_glast));
+  gslot_ = static_cast<float*>(dev_.ptr(s_gslot));
+  full_ = replicate ? static_cast<float*>(dev_.ptr(s_full)) : nullptr;
+  sumsq_ws_ = Tensor(dev_.ptr(s_ws), DType::kU8,
+                     {static_cast<int64_t>(std::max<size_t>(ws_bytes, 1))}, dev_.device());
+  side_ = ops_.create_stream();
+  for (Event* e : {&ev_compute_, &ev_side_, &ev_bucket_free_[0], &ev_bucket_free_[1]})
+    *e = ops_.create_event();
+}
+
+GradReducer::~GradReducer() {
+  try {  // nothing in flight may outlive the buffers (after a Comm failure this returns at once)
+    ops_.synchronize(side_);
+  } catch (...) {
+  }
+  ops_.destroy_stream(side_);
+  for (Event e : {ev_compute_, ev_side_, ev_bucket_free_[0], ev_bucket_free_[1]})
+    ops_.destroy_event(e);
+}
+
+int64_t GradReducer::chunk_elems(const ShardLayout& layout) {
+  const int ng = layout.num_groups();
+  int64_t c = 0;
+  for (int g = 1; g + 1 < ng; ++g) c = std::max(c, layout.group_shard_elems(g));
+  return c > 0 ? c : layout.max_group_shard_elems();
+}
+
+float* GradReducer::window(int g) const {
+  const int last = layout_.num_groups() - 1;
+  return g == 0 ? gfirst_ : g == last ? glast_ : gslot_;
+}
+
+// Pack on the compute stream (ordered after the backward that wrote the gradients, before
+// whatever next overwrites them), reduce-scatter on the side stream.
+void GradReducer::reduce(int g, bool first) {
+  const int64_t b = layout_.group_shard_begin(g), e = layout_.group_shard_end(g);
+  const int W = layout_.world_size();
+  const GroupPtr src{window(g), DType::kF32};
+  if (W == 1 && first) {
+    // Alone, the reduce-scatter is the identity: the first micro-step packs the group straight into
+    // the gradient shard, later ones add to it chunk by chunk (the same fp32 sums as through a
+    // bucket, half the memory traffic).
+    copy_.pack(g, src, {shard_, DType::kF32, 0, 0}, 0, 1, compute_);
+    return;
+  }
+  // The group's shard columns C at a time (one chunk for a decoder layer).
+  for (int64_t j0 = b; j0 < e; j0 += chunk_) {
+    const int64_t j1 = std::min(e, j0 + chunk_), n = j1 - j0;
+    if (W == 1) {
+      copy_.pack(g, src, {bucket_[0], DType::kF32, n, j0}, 0, 1, compute_, j0, j1);
+      const Tensor sh = copy_.dev(shard_ + j0, DType::kF32, n);
+      ops_.add(sh, sh, copy_.dev(bucket_[0], DType::kF32, n), compute_);
+      continue;
+    }
+    const int k = next_bucket_;
+    next_bucket_ = 1 - k;
+    ops_.wait_event(compute_, ev_bucket_free_[k]);  // the collective that last read slot k is done
+    copy_.pack(g, src, {bucket_[k], DType::kF32, n, j0}, 0, W, compute_, j0, j1);
+    ops_.record_event(ev_compute_, compute_);
+    ops_.wait_event(side_, ev_compute_);
+    comm_.reduce_scatter_sum(bucket_[k], shard_ + j0, static_cast<size_t>(n * W),
+                             /*accumulate=*/!first, side_);
+    ops_.record_event(ev_bucket_free_[k], side_);
+    side_busy_ = true;
+  }
+}
+
+void GradReducer::join() {
+  if (!side_busy_) return;
+  ops_.record_event(ev_side_, side_);
+  ops_.wait_event(compute_, ev_side_);
+  side_busy_ = false;
+}
+
+double GradReducer::shard_sumsq() {
+  join();
+  double p = 0.0;
+  ops_.sumsq(&p, copy_.dev(shard_, DType::kF32, layout_.shard_elems()), sumsq_ws_, compute_);
+  ops_.synchronize(compute_);
+  return p;
+}
+
+const float* GradReducer::gradient_for_update() {
+  join();
+  if (full_ == nullptr) return shard_;
+  comm_.all_gather(shard_, full_, static_cast<size_t>(layout_.shard_elems()), compute_);
+  return full_;
+}
+
+void GradReducer::clear() {
+  join();
+  ops_.zero(copy_.dev(shard_, DType::kF32, layout_.shard_elems()), compute_);
+  ops_.synchronize(compute_);
+}
+
+void GradReducer::append_pools(std::vector<PoolBytes>& out) const {
+  zero::append_pools(dev_, false, out);
+}
+
+void GradReducer::synchronize() { ops_.synchronize(side_); }
+
+}  // namespace zt::zero

@@ -1,0 +1,240 @@
+#include "zero/shard_optimizer.h"
+
+#include <cstring>
+
+#include "optim/adamw_device.h"
+#include "optim/host_adamw.h"
+
+namespace zt::zero {
+
+namespace {
+
+// master / m / v in device memory; the device's AdamW kernel.
+class DeviceAdamW final : public ShardOptimizer {
+ public:
+  DeviceAdamW(const ShardLayout& layout, Ownership owned, DType dtype, Ops& ops,
+              MemoryResource& device_memory, Stream compute)
+      : ShardOptimizer(layout, owned, dtype, ops, device_memory, false, compute),
+        kernel_(optim::adamw_kernel(ops.device())) {
+    allocate();
+  }
+
+  void init_from(const void* shards) override {
+    const int64_t n = owned_elems();
+    ops_.cast(dev(master_, DType::kF32, n), dev(const_cast<void*>(shards), dtype_, n), compute_);
+    ops_.zero(dev(m_, DType::kF32, n), compute_);
+    ops_.zero(dev(v_, DType::kF32, n), compute_);
+  }
+
+  void step(const optim::AdamWStep& decay, const optim::AdamWStep& plain, const float* grad,
+            void* shards) override {
+    const int64_t S = layout_.shard_elems();
+    uint16_t* bf16_out = dtype_ == DType::kBF16 ? static_cast<uint16_t*>(shards) : nullptr;
+    for (int k = 0; k < owned_.ranks; ++k)
+      for (const ShardTensor& ts : layout_.tensors()) {
+        const int64_t valid = ts.valid(owned_.rank0 + k);
+        if (valid == 0) continue;
+        const int64_t o = k * S + ts.shard_offset;
+        kernel_(ts.no_decay ? plain : decay, master_ + o, m_ + o, v_ + o, grad + o,
+                static_cast<size_t>(valid), bf16_out ? bf16_out + o : nullptr, compute_.handle);
+      }
+    if (dtype_ == DType::kF32)  // shards ← the fp32 master weights
+      ops_.cast(dev(shards, DType::kF32, owned_elems()), dev(master_, DType::kF32, owned_elems()),
+                compute_);
+  }
+
+  void round_into(void* shards) override {
+    ops_.cast(dev(shards, dtype_, owned_elems()), dev(master_, DType::kF32, owned_elems()),
+              compute_);
+  }
+
+ private:
+  optim::AdamWKernel kernel_;
+};
+
+// master / m / v in host memory; chunked D2H → host AdamW → H2D.
+class OffloadedAdamW final : public ShardOptimizer {
+ public:
+  OffloadedAdamW(const ShardLayout& layout, Ownership owned, DType dtype, Ops& ops,
+                 MemoryResource& host_memory, Stream compute, int host_threads,
+                 int local_world_size)
+      : ShardOptimizer(layout, owned, dtype, ops, host_memory, true, compute),
+        host_adam_(host_threads, local_world_size) {
+    const auto n = static_cast<size_t>(owned_elems());
+    const Arena::Slot s_grad = state_.reserve("offload gradient", n * 4);
+    const Arena::Slot s_bf16 =
+        state_.reserve("offload bf16 weights", dtype == DType::kBF16 ? 2 * n : 0);
+    allocate();
+    host_grad_ = static_cast<float*>(state_.ptr(s_grad));
+    host_bf16_ = static_cast<uint16_t*>(state_.ptr(s_bf16));
+    plan_chunks();
+    copy_ = ops_.create_stream();
+    ev_compute_ = ops_.create_event();
+  }
+  ~OffloadedAdamW() override {
+    try {  // no copy may outlive the host buffers
+      ops_.synchronize(copy_);
+      ops_.synchronize(compute_);
+    } catch (...) {
+    }
+    ops_.destroy_stream(copy_);
+    ops_.destroy_event(ev_compute_);
+    for (Event e : ev_d2h_) ops_.destroy_event(e);
+  }
+
+  void init_from(const void* shards) override {
+    const int64_t n = owned_elems();
+    if (dtype_ == DType::kBF16) {  // widened on the host: exact, as on the device
+      ops_.copy_to_host(host_bf16_, dev(const_cast<void*>(shards), dtype_, n), compute_);
+      ops_.synchronize(compute_);
+      for (int64_t i = 0; i < n; ++i) master_[i] = bf16_to_f32(host_bf16_[i]);
+    } else {
+      ops_.copy_to_host(master_, dev(const_cast<void*>(shards), dtype_, n), compute_);
+      ops_.synchronize(compute_);
+    }
+    std::memset(m_, 0, static_cast<size_t>(n) * 4);
+    std::memset(v_, 0, static_cast<size_t>(n) * 4);
+  }
+
+  // Every gradient chunk's D2H copy is enqueued at once on the copy stream; the host AdamW takes
+  // chunk c as soon as its copy has landed, while chunk c−1's result goes H2D on the compute
+  // stream. Bitwise the device update (same per-element arithmetic; padding untouched).
+  void step(const optim::AdamWStep& decay, const optim::AdamWStep& plain, const float* grad,
+            void* shards) override {
+    ops_.record_event(ev_compute_, compute_);
+    ops_.wait_event(copy_, ev_compute_);
+    for (size_t c = 0; c < chunks_.size(); ++c) {
+      const Chunk& ch = chunks_[c];
+      ops_.copy_to_host(host_grad_ + ch.lo,
+                        dev(const_cast<float*>(grad) + ch.lo, DType::kF32, ch.hi - ch.lo), copy_);
+      ops_.record_event(ev_d2h_[c], copy_);
+    }
+    uint16_t* bf16 = dtype_ == DType::kBF16 ? host_bf16_ : nullptr;
+    const size_t es = dtype_size(dtype_);
+    std::vector<std::vector<optim::HostAdamW::Ticket>> tickets(chunks_.size());
+    const auto finish = [&](size_t c) {
+      for (const optim::HostAdamW::Ticket& tk : tickets[c]) host_adam_.wait(tk);
+      const Chunk& ch = chunks_[c];
+      const void* src = bf16 ? static_cast<const void*>(bf16 + ch.lo) : master_ + ch.lo;
+      ops_.copy_from_host(dev(elem_at(shards, ch.lo, es), dtype_, ch.hi - ch.lo), src, compute_);
+    };
+    for (size_t c = 0; c < chunks_.size(); ++c) {
+      ops_.synchronize_event(ev_d2h_[c]);
+      for (const Piece& p : chunks_[c].pieces)
+        tickets[c].push_back(host_adam_.submit(
+            p.no_decay ? plain : decay, master_ + p.offset, m_ + p.offset, v_ + p.offset,
+            host_grad_ + p.offset, static_cast<size_t>(p.n), bf16 ? bf16 + p.offset : nullptr));
+      if (c > 0) finish(c - 1);
+    }
+    if (!chunks_.empty()) finish(chunks_.size() - 1);
+  }
+
+  void round_into(void* shards) override {
+    const int64_t n = owned_elems();
+    if (dtype_ == DType::kBF16) {
+      for (int64_t i = 0; i < n; ++i) host_bf16_[i] = f32_to_bf16(master_[i]);
+      ops_.copy_from_host(dev(shards, dtype_, n), host_bf16_, compute_);
+    } else {
+      ops_.copy_from_host(dev(shards, dtype_, n), master_, compute_);
+    }
+  }
+
+  std::string describe() const override { return host_adam_.describe(); }
+
+ private:
+  struct Piece {
+    int64_t offset;  // in the owned shard buffer
+    int64_t n;       // data elements
+    bool no_decay;
+  };
+  struct Chunk {
+    std::vector<Piece> pieces;
+    int64_t lo = 0, hi = 0;  // the owned-buffer range the chunk's copies cover
+  };
+  static constexpr int64_t kChunk = int64_t{1} << 24;  // elements (64 MiB of fp32)
+
+  // Pieces of the owned shard buffer: every tensor's data elements, cut into pieces of at most
+  // kChunk elements, grouped into chunks of about that size.
+  void plan_chunks() {
+    const int64_t S = layout_.shard_elems();
+    Chunk cur;
+    int64_t cur_elems = 0;
+    const auto flush = [&] {
+      if (cur.pieces.empty()) return;
+      cur.lo = cur.pieces.front().offset;
+      cur.hi = cur.pieces.back().offset + cur.pieces.back().n;
+      chunks_.push_back(std::move(cur));
+      cur = {};
+      cur_elems = 0;
+    };
+    for (int k = 0; k < owned_.ranks; ++k)
+      for (const ShardTensor& ts : layout_.tensors()) {
+        const int64_t valid = ts.valid(owned_.rank0 + k), o = k * S + ts.shard_offset;
+        for (int64_t p = 0; p < valid; p += kChunk) {
+          const int64_t n = std::min(kChunk, valid - p);
+          if (cur_elems > 0 && cur_elems + n > kChunk) flush();
+          cur.pieces.push_back({o + p, n, ts.no_decay});
+          cur_elems += n;
+        }
+      }
+    flush();
+    for (size_t c = 0; c < chunks_.size(); ++c) ev_d2h_.push_back(ops_.create_event());
+  }
+
+  optim::HostAdamW host_adam_;
+  float* host_grad_ = nullptr;     // [owned] fp32: the gradient, copied D2H
+  uint16_t* host_bf16_ = nullptr;  // [owned] bf16 (bf16 models only): the rounded new weights
+  std::vector<Chunk> chunks_;
+  Stream copy_;                // the D2H gradient copies
+  Event ev_compute_;           // compute stream → copy stream handoff
+  std::vector<Event> ev_d2h_;  // chunk c's gradient has landed in host memory
+};
+
+}  // namespace
+
+std::unique_ptr<ShardOptimizer> ShardOptimizer::make(bool offload, const ShardLayout& layout,
+                                                     Ownership owned, DType dtype, Ops& ops,
+                                                     MemoryResource& device_memory,
+                                                     MemoryResource& host_memory, Stream compute,
+                                                     int host_threads, int local_world_size) {
+  if (offload)
+    return std::make_unique<OffloadedAdamW>(layout, owned, dtype, ops, host_memory, compute,
+                                            host_threads, local_world_size);
+  return std::make_unique<DeviceAdamW>(layout, owned, dtype, ops, device_memory, compute);
+}
+
+ShardOptimizer::ShardOptimizer(const ShardLayout& layout, Ownership owned, DType dtype, Ops& ops,
+                               MemoryResource& memory, bool host_state, Stream compute)
+    : layout_(layout),
+      owned_(owned),
+      dtype_(dtype),
+      ops_(ops),
+      compute_(compute),
+      host_state_(host_state),
+      state_(host_state ? "zero optimizer (host)" : "zero optimizer (device)", memory) {
+  const auto n = static_cast<size_t>(owned_elems()) * 4;
+  state_.reserve("master weights", n);
+  state_.reserve("adam m", n);
+  state_.reserve("adam v", n);
+}
+
+void ShardOptimizer::allocate() {
+  state_.allocate();
+  if (host_state_) {
+    state_.zero_host();
+  } else {
+    ops_.zero(Tensor(state_.base(), DType::kU8, {static_cast<int64_t>(state_.planned_bytes())},
+                     state_.device()),
+              compute_);
+    ops_.synchronize(compute_);
+  }
+  master_ = static_cast<float*>(state_.ptr(0));
+  m_ = static_cast<float*>(state_.ptr(1));
+  v_ = static_cast<float*>(state_.ptr(2));
+}
+
+void ShardOptimizer::append_pools(std::vector<PoolBytes>& out) const {
+  zero::append_pools(state_, host_state_, out);
+}
+
+}  // namespace zt::zero

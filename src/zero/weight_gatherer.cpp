@@ -1,0 +1,260 @@
+#include "zero/weight_gatherer.h"
+
+#include <algorithm>
+
+namespace zt::zero {
+
+namespace {
+
+// Stages 0–2: the whole model's compute weights on every rank.
+class FullWeights final : public WeightGatherer {
+ public:
+  FullWeights(bool replicated, bool overlap, const ShardLayout& layout, DType dtype, Ops& ops,
+              dist::Comm& comm, MemoryResource& device_memory, Stream compute)
+      : WeightGatherer(layout, dtype, ops, comm, device_memory, compute,
+                       replicated ? Ownership{0, layout.world_size()} : Ownership{comm.rank(), 1}),
+        replicated_(replicated),
+        overlap_(overlap),
+        full_("zero weights (device)", device_memory) {
+    full_.reserve("model weights", static_cast<size_t>(layout.model_elems()) * es_);
+    full_.allocate();
+    ops_.zero(Tensor(full_.base(), DType::kU8, {static_cast<int64_t>(full_.planned_bytes())},
+                     full_.device()),
+              compute_);
+    allocate(/*staging=*/!replicated, "updated compute weights");
+    if (overlap_)
+      for (int g = 0; g < layout.num_groups(); ++g) ev_gathered_.push_back(ops_.create_event());
+    pending_.assign(static_cast<size_t>(layout.num_groups()), 0);
+  }
+  ~FullWeights() override {
+    drain();
+    for (Event e : ev_gathered_) ops_.destroy_event(e);
+  }
+
+  const void* acquire(int g) override {
+    if (pending_[static_cast<size_t>(g)]) {  // the post-update gather of g is still in flight
+      ops_.wait_event(compute_, ev_gathered_[static_cast<size_t>(g)]);
+      pending_[static_cast<size_t>(g)] = 0;
+    }
+    return base(g).base;
+  }
+  void release(int) override {}
+
+  void install() override {
+    const int ng = layout_.num_groups();
+    if (replicated_) {  // stage 0: this rank updated every shard
+      for (int g = 0; g < ng; ++g)
+        copy_.unpack(g, {shards_, dtype_, layout_.shard_elems(), 0}, base(g), 0,
+                     layout_.world_size(), compute_);
+    } else if (overlap_) {
+      // On the side stream after the update; acquire(g) waits for group g alone.
+      side_after_compute();
+      for (int g = 0; g < ng; ++g) {
+        gather_into(g, base(g), side_);
+        ops_.record_event(ev_gathered_[static_cast<size_t>(g)], side_);
+        pending_[static_cast<size_t>(g)] = 1;
+      }
+    } else {
+      for (int g = 0; g < ng; ++g) gather_into(g, base(g), compute_);
+    }
+  }
+
+  size_t model_weight_bytes() const override { return full_.planned_bytes(); }
+
+ private:
+  GroupPtr base(int g) const {
+    return {elem_at(full_.base(), layout_.group_model_begin(g), es_), dtype_};
+  }
+  bool replicated_, overlap_;
+  Arena full_;
+  std::vector<Event> ev_gathered_;  // overlap: group g's post-update gather has finished
+  std::vector<char> pending_;       // overlap: group g's gather not yet waited for
+};
+
+// Stage 3: the shard plus an embedding buffer, a head buffer and two layer slots.
+class SlottedWeights final : public WeightGatherer {
+ public:
+  SlottedWeights(const ShardLayout& layout, DType dtype, Ops& ops, dist::Comm& comm,
+                 MemoryResource& device_memory, Stream compute)
+      : WeightGatherer(layout, dtype, ops, comm, device_memory, compute, {comm.rank(), 1}) {
+    const int last = layout.num_groups() - 1;
+    const auto bytes = [&](int g) {
+      return static_cast<size_t>(layout.group_model_end(g) - layout.group_model_begin(g)) * es_;
+    };
+    size_t mid = 0;
+    for (int g = 1; g < last; ++g) mid = std::max(mid, bytes(g));
+    const Arena::Slot s_first = dev_.reserve("weights: embedding", bytes(0));
+    const Arena::Slot s_last = dev_.reserve("weights: head", bytes(last));
+    const Arena::Slot s_slot0 = dev_.reserve("weights: layer slot 0", mid);
+    const Arena::Slot s_slot1 = dev_.reserve("weights: layer slot 1", mid);
+    allocate(/*staging=*/true, "compute weight shard");
+    first_ = dev_.ptr(s_first);
+    last_ = dev_.ptr(s_last);
+    slot_[0] = dev_.ptr(s_slot0);
+    slot_[1] = dev_.ptr(s_slot1);
+    for (Event* e : {&ev_slot_ready_[0], &ev_slot_ready_[1], &ev_slot_free_[0], &ev_slot_free_[1]})
+      *e = ops_.create_event();
+    valid_.assign(static_cast<size_t>(layout.num_groups()), 0);
+  }
+  ~SlottedWeights() override {
+    drain();
+    for (Event e : {ev_slot_ready_[0], ev_slot_ready_[1], ev_slot_free_[0], ev_slot_free_[1]})
+      ops_.destroy_event(e);
+  }
+
+  const void* acquire(int g) override {
+    const int ng = layout_.num_groups();
+    if (last_acquired_ >= 0 && g != last_acquired_) direction_ = g > last_acquired_ ? 1 : -1;
+    last_acquired_ = g;
+    if (g == 0 || g == ng - 1) {
+      if (!valid_[static_cast<size_t>(g)]) {
+        gather_on_side(g, -1);
+        ops_.record_event(ev_side_, side_);
+        ops_.wait_event(compute_, ev_side_);
+        valid_[static_cast<size_t>(g)] = 1;
+      }
+      return storage(g);
+    }
+    const int k = g % 2;
+    if (slot_group_[k] != g) {
+      gather_on_side(g, -1);  // compute's earlier use of the slot is ordered by ev_compute_
+      ops_.record_event(ev_slot_ready_[k], side_);
+      slot_group_[k] = g;
+    }
+    ops_.wait_event(compute_, ev_slot_ready_[k]);
+    // Prefetch the next layer (in the direction of travel) into the other slot.
+    const int next = g + direction_;
+    if (direction_ != 0 && next > 0 && next < ng - 1 && slot_group_[next % 2] != next) {
+      const int k2 = next % 2;
+      gather_on_side(next, k2);
+      ops_.record_event(ev_slot_ready_[k2], side_);
+      slot_group_[k2] = next;
+    }
+    return storage(g);
+  }
+
+  void release(int g) override {
+    if (g > 0 && g < layout_.num_groups() - 1) ops_.record_event(ev_slot_free_[g % 2], compute_);
+  }
+
+  // The storage no longer holds current weights: the next acquire of each group gathers it.
+  void install() override {
+    std::fill(valid_.begin(), valid_.end(), 0);
+    slot_group_[0] = slot_group_[1] = -1;
+  }
+
+  size_t model_weight_bytes() const override { return 0; }
+
+ private:
+  void* storage(int g) const {
+    const int last = layout_.num_groups() - 1;
+    return g == 0 ? first_ : g == last ? last_ : slot_[g % 2];
+  }
+  // Every stage-3 gather runs on the side stream, after the compute stream's work so far (the
+  // update that wrote the shards; the last use of the storage it overwrites) and, for a
+  // prefetch into slot k, after compute released the slot's previous group.
+  void gather_on_side(int g, int slot_or_minus1) {
+    side_after_compute();
+    if (slot_or_minus1 >= 0) ops_.wait_event(side_, ev_slot_free_[slot_or_minus1]);
+    gather_into(g, {storage(g), dtype_}, side_);
+  }
+
+  void *first_ = nullptr, *last_ = nullptr, *slot_[2] = {nullptr, nullptr};
+  int slot_group_[2] = {-1, -1};  // the group gathered (or in flight) in each layer slot
+  Event ev_slot_ready_[2];        // slot k holds its group (gather finished)
+  Event ev_slot_free_[2];         // compute finished with slot k's previous group
+  std::vector<char> valid_;       // group 0 / last: the buffer holds the current weights
+  int last_acquired_ = -1, direction_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<WeightGatherer> WeightGatherer::make(int stage, bool overlap,
+                                                     const ShardLayout& layout, DType dtype,
+                                                     Ops& ops, dist::Comm& comm,
+                                                     MemoryResource& device_memory,
+                                                     Stream compute) {
+  if (stage == 3)
+    return std::make_unique<SlottedWeights>(layout, dtype, ops, comm, device_memory, compute);
+  return std::make_unique<FullWeights>(stage == 0, overlap && stage != 0, layout, dtype, ops, comm,
+                                       device_memory, compute);
+}
+
+WeightGatherer::WeightGatherer(const ShardLayout& layout, DType dtype, Ops& ops, dist::Comm& comm,
+                               MemoryResource& device_memory, Stream compute, Ownership owned)
+    : layout_(layout),
+      dtype_(dtype),
+      es_(dtype_size(dtype)),
+      ops_(ops),
+      comm_(comm),
+      copy_(layout, ops),
+      compute_(compute),
+      owned_(owned),
+      dev_("zero weights (device)", device_memory) {
+  side_ = ops_.create_stream();
+  ev_compute_ = ops_.create_event();
+  ev_side_ = ops_.create_event();
+}
+
+void WeightGatherer::drain() noexcept {
+  try {  // no gather may outlive the buffers (after a Comm failure this returns at once)
+    ops_.synchronize(side_);
+    ops_.synchronize(compute_);
+  } catch (...) {
+  }
+}
+
+WeightGatherer::~WeightGatherer() {
+  drain();
+  ops_.destroy_stream(side_);
+  ops_.destroy_event(ev_compute_);
+  ops_.destroy_event(ev_side_);
+}
+
+void WeightGatherer::allocate(bool staging, const char* shard_name) {
+  const int64_t W = layout_.world_size();
+  const Arena::Slot s_staging =
+      dev_.reserve("all-gather staging",
+                   staging ? static_cast<size_t>(W * layout_.max_group_shard_elems()) * es_ : 0);
+  const Arena::Slot s_shards = dev_.reserve(shard_name, static_cast<size_t>(owned_elems()) * es_);
+  dev_.allocate();
+  ops_.zero(
+      Tensor(dev_.base(), DType::kU8, {static_cast<int64_t>(dev_.planned_bytes())}, dev_.device()),
+      compute_);
+  ops_.synchronize(compute_);
+  staging_ = dev_.ptr(s_staging);
+  shards_ = dev_.ptr(s_shards);
+}
+
+void WeightGatherer::gather_into(int g, GroupPtr dst, Stream s) {
+  const int64_t n = layout_.group_shard_elems(g), b = layout_.group_shard_begin(g);
+  if (layout_.world_size() == 1) {  // alone: the shard is the whole group, no gather needed
+    copy_.unpack(g, {shards_, dtype_, 0, 0}, dst, 0, 1, s);
+    return;
+  }
+  if (dtype_ == DType::kBF16)
+    comm_.all_gather_bf16(static_cast<const uint16_t*>(elem_at(shards_, b, es_)),
+                          static_cast<uint16_t*>(staging_), static_cast<size_t>(n), s);
+  else
+    comm_.all_gather(static_cast<const float*>(elem_at(shards_, b, es_)),
+                     static_cast<float*>(staging_), static_cast<size_t>(n), s);
+  copy_.unpack(g, {staging_, dtype_, n, b}, dst, 0, layout_.world_size(), s);
+}
+
+void WeightGatherer::side_after_compute() {
+  ops_.record_event(ev_compute_, compute_);
+  ops_.wait_event(side_, ev_compute_);
+}
+
+void WeightGatherer::join() {
+  ops_.record_event(ev_side_, side_);
+  ops_.wait_event(compute_, ev_side_);
+}
+
+void WeightGatherer::synchronize() { ops_.synchronize(side_); }
+
+void WeightGatherer::append_pools(std::vector<PoolBytes>& out) const {
+  zero::append_pools(dev_, false, out);
+}
+
+}  // namespace zt::zero
