@@ -34,10 +34,13 @@ class PrepareGolden : public ::testing::Test {
     tok_ = &zt::testing::qwen_tokenizer().tok;
     cfg_ = &zt::testing::qwen_tokenizer().cfg;
   }
-  static void TearDownTestSuite() {
+  static void TearDownTestSuite() {  // also run for FamilyGolden: leave nothing dangling
     delete bos_tok_;
     delete bos_cfg_;
     delete bos_dir_;
+    bos_tok_ = nullptr;
+    bos_cfg_ = nullptr;
+    bos_dir_ = nullptr;
   }
 
   // The Qwen2.5 tokenizer with a Llama-3-style BOS post-processor (<|box_start|> as BOS), the

@@ -34,19 +34,19 @@ size_t check_family(const std::string& name) {
   return n;
 }
 
-TEST(TokenizerFamilies, Llama32ByteLevel) { EXPECT_GE(check_family("llama3.2"), 60u); }
+TEST(TokenizerFamilies, Llama32ByteLevel) { EXPECT_GE(check_family("llama3.2"), 40u); }
 TEST(TokenizerFamilies, MistralPrependReplaceNormalizer) {
-  EXPECT_GE(check_family("mistral_v3_legacy"), 60u);
+  EXPECT_GE(check_family("mistral_v3_legacy"), 40u);
 }
-TEST(TokenizerFamilies, MistralMetaspaceFirst) { EXPECT_GE(check_family("mistral_v3"), 60u); }
+TEST(TokenizerFamilies, MistralMetaspaceFirst) { EXPECT_GE(check_family("mistral_v3"), 40u); }
 TEST(TokenizerFamilies, MetaspaceAlwaysSplitWithMetaspaceDecoder) {
-  EXPECT_GE(check_family("mistral_v3_split"), 45u);
+  EXPECT_GE(check_family("mistral_v3_split"), 40u);
 }
 TEST(TokenizerFamilies, GemmaStyleReplaceNormalizerAndSplit) {
-  EXPECT_GE(check_family("gemma_style"), 60u);
+  EXPECT_GE(check_family("gemma_style"), 40u);
 }
 TEST(TokenizerFamilies, Phi3StyleLegacyWithAddedTokens) {
-  EXPECT_GE(check_family("phi3_style"), 60u);
+  EXPECT_GE(check_family("phi3_style"), 40u);
 }
 
 // The legacy conversion equals SentencePiece itself on the texts without control tokens
@@ -61,7 +61,7 @@ TEST(TokenizerFamilies, LegacyConversionEqualsSentencePiece) {
       ++plain;
       equal += c["sentencepiece_equal"].get<bool>();
     }
-    EXPECT_GT(plain, 40u) << name;
+    EXPECT_GT(plain, 25u) << name;
     EXPECT_EQ(equal, plain) << name;
   }
 }
