@@ -222,7 +222,8 @@ TokenizerJson read_tokenizer_json(const std::filesystem::path& path) {
   size_t reached = 0;
   Handler h(out, path.string(), keys, reached);
   const char* base = text.data();
-  Json::sax_parse(OffsetIterator(base, base, &reached), OffsetIterator(base + text.size(), base, &reached), &h);
+  Json::sax_parse(OffsetIterator(base, base, &reached),
+                  OffsetIterator(base + text.size(), base, &reached), &h);
   if (!out.rest.is_object()) fail("{}: expected a JSON object at the top level", path.string());
   return out;
 }

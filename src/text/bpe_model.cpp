@@ -114,16 +114,7 @@ BpeModel::BpeModel(const BpeSource& src, BpeOptions options, std::string_view wh
       if (id_to_token_[id].length == kNoToken) continue;
       std::string_view tok = vocab_.view(id_to_token_[id]);
       raw.clear();
-      bool ok = true;
-      for (size_t i = 0; i < tok.size() && ok;) {
-        auto b = alphabet_.char_to_byte(unicode::next_code_point(tok, i));
-        if (b) {
-          raw.push_back(static_cast<char>(*b));
-        } else {
-          ok = false;
-        }
-      }
-      if (ok) word_to_id_.insert_or_assign(raw, int32_t(id));
+      if (alphabet_.to_bytes(tok, raw)) word_to_id_.insert_or_assign(raw, int32_t(id));
     }
     for (int b = 0; b < 256; ++b) {
       if (auto id = vocab_.find(alphabet_.byte_to_utf8[b])) byte_id_[b] = *id;

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 
 #include "core/error.h"
@@ -413,9 +414,24 @@ Value call_global(Interp& in, const std::string& name, Args& args) {
   if (name == "strftime_now") {
     auto p = bind(args, {"format"}, "strftime_now()");
     const std::string& f = want_str(p[0], "strftime_now()");
+    // transformers formats datetime.now(); SOURCE_DATE_EPOCH (seconds, the reproducible-builds
+    // convention) pins the time instead, read as UTC: templates that print today's date (Llama
+    // 3.x, SmolLM3) then render the same on every day.
     std::time_t t = std::time(nullptr);
     std::tm tm{};
-    localtime_r(&t, &tm);
+    const char* epoch = std::getenv("SOURCE_DATE_EPOCH");
+    if (epoch != nullptr && *epoch != '\0') {
+      char* end = nullptr;
+      long long v = std::strtoll(epoch, &end, 10);
+      if (*end != '\0' || v < 0) {
+        fail("{}: SOURCE_DATE_EPOCH must be a non-negative integer (seconds), got '{}'", in.name(),
+             epoch);
+      }
+      t = static_cast<std::time_t>(v);
+      gmtime_r(&t, &tm);
+    } else {
+      localtime_r(&t, &tm);
+    }
     std::string out(256 + f.size() * 8, '\0');
     size_t n = f.empty() ? 0 : std::strftime(out.data(), out.size(), f.c_str(), &tm);
     out.resize(n);

@@ -177,20 +177,115 @@ void NfcNormalizer::normalize(std::string_view s, uint32_t base, std::string& ou
   }
 }
 
-bool normalizer_is_nfc(const Json& n, const std::string& file, const std::string& path) {
+Normalizer Normalizer::from_json(const Json& n, const std::string& file, const std::string& path) {
+  Normalizer out;
+  out.parse(n, file, path);
+  return out;
+}
+
+void Normalizer::parse(const Json& n, const std::string& file, const std::string& path) {
   using namespace json_fields;
-  if (n.is_null()) return false;
+  if (n.is_null()) return;
   std::string type = type_of(n, file, path);
-  if (type == "NFC") return true;
-  if (type != "Sequence") {
-    fail("{}: {}.type '{}' is not supported (supported: NFC, Sequence)", file, path, type);
+  if (type == "Sequence") {
+    const Json& list = get_array(n, "normalizers", file, path);
+    for (size_t k = 0; k < list.size(); ++k) {
+      parse(list[k], file, fmt::format("{}.normalizers[{}]", path, k));
+    }
+  } else if (type == "NFC") {
+    if (!nfc_) nfc_ = std::make_shared<const NfcNormalizer>();
+    steps_.push_back({Step::Kind::kNfc, {}, nullptr});
+  } else if (type == "Prepend") {
+    auto p = get_string(n, "prepend", file, path);
+    if (!p) fail("{}: {}.prepend must be a string", file, path);
+    steps_.push_back({Step::Kind::kPrepend, *p, nullptr});
+  } else if (type == "Replace") {
+    auto re = std::make_shared<const Regex>(pattern_field(n, file, path));
+    auto content = get_string(n, "content", file, path);
+    if (!content) fail("{}: {}.content must be a string", file, path);
+    steps_.push_back({Step::Kind::kReplace, *content, std::move(re)});
+  } else {
+    fail("{}: {}.type '{}' is not supported (supported: NFC, Prepend, Replace, Sequence)", file,
+         path, type);
   }
-  const Json& list = get_array(n, "normalizers", file, path);
-  bool nfc = false;
-  for (size_t k = 0; k < list.size(); ++k) {
-    nfc = normalizer_is_nfc(list[k], file, fmt::format("{}.normalizers[{}]", path, k)) || nfc;
+}
+
+bool Normalizer::is_stable(std::string_view s, NormalizeScratch& sc) const {
+  for (const Step& st : steps_) {
+    switch (st.kind) {
+      case Step::Kind::kNfc:
+        if (!nfc_->is_stable(s)) return false;
+        break;
+      case Step::Kind::kPrepend:
+        if (!s.empty() && !st.text.empty()) return false;
+        break;
+      case Step::Kind::kReplace:
+        st.regex->find_all(s, sc.regex, sc.matches);
+        if (!sc.matches.empty()) return false;
+        break;
+    }
   }
-  return nfc;
+  return true;
+}
+
+void Normalizer::normalize(std::string_view s, uint32_t base, std::string& out,
+                           std::vector<ByteSpan>& align, NormalizeScratch& sc) const {
+  // Identity alignment: every byte maps to its character's range.
+  out.assign(s);
+  align.resize(s.size());
+  for (size_t i = 0; i < s.size();) {
+    size_t b = i;
+    unicode::next_code_point(s, i);
+    for (size_t k = b; k < i; ++k) align[k] = {base + uint32_t(b), base + uint32_t(i)};
+  }
+  std::string& t = sc.text;
+  std::vector<ByteSpan>& ta = sc.align;
+  for (const Step& st : steps_) {
+    t.clear();
+    ta.clear();
+    switch (st.kind) {
+      case Step::Kind::kNfc: {
+        if (nfc_->is_stable(out)) continue;
+        std::vector<ByteSpan> inner;
+        nfc_->normalize(out, 0, t, inner);
+        // inner maps into `out`; compose with out's alignment.
+        for (const auto& [a, b] : inner) {
+          ta.push_back(b > a ? ByteSpan{align[a].first, align[b - 1].second}
+                             : (a < align.size() ? ByteSpan{align[a].first, align[a].first}
+                                                 : ByteSpan{base, base}));
+        }
+        break;
+      }
+      case Step::Kind::kPrepend: {
+        if (out.empty() || st.text.empty()) continue;
+        t = st.text;
+        ta.assign(st.text.size(), align[0]);
+        t += out;
+        ta.insert(ta.end(), align.begin(), align.end());
+        break;
+      }
+      case Step::Kind::kReplace: {
+        st.regex->find_all(out, sc.regex, sc.matches);
+        if (sc.matches.empty()) continue;
+        uint32_t prev = 0;
+        for (auto [a, b] : sc.matches) {
+          t.append(out, prev, a - prev);
+          ta.insert(ta.end(), align.begin() + prev, align.begin() + a);
+          // The content takes the alignment of the match's last character (or, for an empty
+          // match, of the character before it).
+          ByteSpan span = b > a ? align[b - 1] : (a > 0 ? align[a - 1] : ByteSpan{base, base});
+          t += st.text;
+          ta.insert(ta.end(), st.text.size(), span);
+          prev = b;
+        }
+        t.append(out, prev, std::string::npos);
+        ta.insert(ta.end(), align.begin() + prev, align.end());
+        break;
+      }
+    }
+    out.swap(t);
+    align.swap(ta);
+  }
 }
 
 }  // namespace zt::text

@@ -162,11 +162,13 @@ void Regex::find_all(std::string_view subject, RegexScratch& scratch,
 
 void PreTokenizer::add_split(SplitStep step, std::string_view where) {
   if (byte_level_) fail("{}: a Split pre-tokenizer after ByteLevel is not supported", where);
+  if (metaspace_) fail("{}: a pre-tokenizer combined with Metaspace is not supported", where);
   steps_.emplace_back(std::move(step));
 }
 
 void PreTokenizer::add_byte_level(ByteLevelStep step, std::string_view where) {
   if (byte_level_) fail("{}: more than one ByteLevel pre-tokenizer is not supported", where);
+  if (metaspace_) fail("{}: a pre-tokenizer combined with Metaspace is not supported", where);
   byte_level_ = true;
   if (step.use_regex && !gpt2_) {
     gpt2_ = std::make_shared<Regex>(Regex::compile(kGpt2Pattern, false, where));
@@ -298,6 +300,22 @@ void PreTokenizer::apply_byte_level(const ByteLevelStep& st, std::string_view s,
   emit(prev, uint32_t(piece.size()));
 }
 
+Regex pattern_field(const Json& obj, const std::string& file, const std::string& path) {
+  using namespace json_fields;
+  const Json* pat = member(obj, "pattern");
+  std::optional<std::string> regex, literal;
+  if (pat && pat->is_object()) {
+    regex = get_string(*pat, "Regex", file, path + ".pattern");
+    literal = get_string(*pat, "String", file, path + ".pattern");
+  }
+  if (!regex && !literal) {
+    fail("{}: {}.pattern must be {{\"Regex\": ...}} or {{\"String\": ...}}", file, path);
+  }
+  if (literal && literal->empty()) fail("{}: {}.pattern.String must not be empty", file, path);
+  return Regex::compile(regex ? *regex : *literal, !regex,
+                        fmt::format("{}: {}.pattern", file, path));
+}
+
 void PreTokenizer::add_from_json(const Json& p, const std::string& file, const std::string& path) {
   using namespace json_fields;
   if (p.is_null()) return;
@@ -309,15 +327,7 @@ void PreTokenizer::add_from_json(const Json& p, const std::string& file, const s
       add_from_json(list[k], file, fmt::format("{}.pretokenizers[{}]", path, k));
     }
   } else if (type == "Split") {
-    const Json* pat = member(p, "pattern");
-    std::optional<std::string> regex, literal;
-    if (pat && pat->is_object()) {
-      regex = get_string(*pat, "Regex", file, path + ".pattern");
-      literal = get_string(*pat, "String", file, path + ".pattern");
-    }
-    if (!regex && !literal) {
-      fail("{}: {}.pattern must be {{\"Regex\": ...}} or {{\"String\": ...}}", file, path);
-    }
+    Regex pattern = pattern_field(p, file, path);
     std::string behavior = get_string(p, "behavior", file, path).value_or("Isolated");
     SplitBehavior sb;
     if (behavior == "Isolated") {
@@ -336,17 +346,78 @@ void PreTokenizer::add_from_json(const Json& p, const std::string& file, const s
           "MergedWithNext, Contiguous",
           file, path, behavior);
     }
-    add_split(SplitStep{Regex::compile(regex ? *regex : *literal, !regex, where + ".pattern"), sb,
-                        get_bool(p, "invert", false, file, path)},
-              where);
+    add_split(SplitStep{std::move(pattern), sb, get_bool(p, "invert", false, file, path)}, where);
   } else if (type == "ByteLevel") {
     add_byte_level(ByteLevelStep{get_bool(p, "add_prefix_space", true, file, path),
                                  get_bool(p, "use_regex", true, file, path)},
                    where);
+  } else if (type == "Metaspace") {
+    if (!steps_.empty() || metaspace_) {
+      fail("{}: a pre-tokenizer combined with Metaspace is not supported", where);
+    }
+    MetaspaceStep m;
+    m.replacement = get_string(p, "replacement", file, path).value_or("\u2581");
+    size_t i = 0;
+    if (m.replacement.empty() ||
+        (unicode::next_code_point(m.replacement, i), i) != m.replacement.size()) {
+      fail("{}: {}.replacement must be one character, got '{}'", file, path, m.replacement);
+    }
+    // Serialisations before tokenizers 0.19 have add_prefix_space instead of prepend_scheme.
+    auto scheme = get_string(p, "prepend_scheme", file, path);
+    if (!scheme) {
+      scheme = get_bool(p, "add_prefix_space", true, file, path) ? "always" : "never";
+    }
+    if (*scheme == "always") {
+      m.prepend = MetaspaceStep::Prepend::kAlways;
+    } else if (*scheme == "never") {
+      m.prepend = MetaspaceStep::Prepend::kNever;
+    } else if (*scheme == "first") {
+      m.prepend = MetaspaceStep::Prepend::kFirst;
+    } else {
+      fail("{}: {}.prepend_scheme '{}' is not one of always, never, first", file, path, *scheme);
+    }
+    m.split = get_bool(p, "split", true, file, path);
+    metaspace_split_.emplace(SplitStep{Regex::compile(m.replacement, true, where + ".replacement"),
+                                       SplitBehavior::kMergedWithNext, false});
+    metaspace_ = std::move(m);
   } else {
-    fail("{}: {}.type '{}' is not supported (supported: Split, ByteLevel, Sequence)", file, path,
-         type);
+    fail("{}: {}.type '{}' is not supported (supported: Split, ByteLevel, Metaspace, Sequence)",
+         file, path, type);
   }
+}
+
+void PreTokenizer::run_metaspace(std::string_view s, uint32_t begin, uint32_t end, bool input_start,
+                                 PreTokenizeScratch& sc, MetaspaceText& out) const {
+  const MetaspaceStep& m = *metaspace_;
+  out.text.clear();
+  out.source.clear();
+  out.words.clear();
+  if (begin >= end) return;
+  // Replace ' ' by the replacement (aligned with the space), then prepend (aligned with the
+  // first character), as Metaspace::pre_tokenize.
+  for (uint32_t i = begin; i < end;) {
+    uint32_t b = i;
+    size_t j = i;
+    unicode::next_code_point(s, j);
+    i = uint32_t(j);
+    std::string_view ch = s[b] == ' ' ? std::string_view(m.replacement) : s.substr(b, i - b);
+    out.text += ch;
+    out.source.insert(out.source.end(), ch.size(), {b, i - 1});
+  }
+  bool starts = out.text.compare(0, m.replacement.size(), m.replacement) == 0;
+  bool prepend = !starts && (m.prepend == MetaspaceStep::Prepend::kAlways ||
+                             (m.prepend == MetaspaceStep::Prepend::kFirst && input_start));
+  if (prepend) {
+    auto first = out.source.front();
+    out.text.insert(0, m.replacement);
+    out.source.insert(out.source.begin(), m.replacement.size(), first);
+  }
+  const auto n = uint32_t(out.text.size());
+  if (!m.split) {
+    out.words.push_back({0, n, false});
+    return;
+  }
+  apply_split(*metaspace_split_, out.text, Word{0, n, false}, sc, out.words);
 }
 
 }  // namespace zt::text

@@ -1,11 +1,13 @@
-// Pre-tokenizers of HF `tokenizers` for byte-level BPE: Split (regex or literal, with the five
-// delimiter behaviours and `invert`), ByteLevel (optional prefix space, optional GPT-2 regex) and
-// Sequence. Regexes run on PCRE2 (JIT, UTF + UCP), translated so that `\s` means what it means in
-// Oniguruma, which HF uses: the Unicode White_Space property (PCRE2's own `\s` adds U+180E).
+// Pre-tokenizers of HF `tokenizers`: Split (regex or literal, with the five delimiter behaviours
+// and `invert`), ByteLevel (optional prefix space, optional GPT-2 regex) and Sequence for
+// byte-level BPE; Metaspace for SentencePiece-style BPE. Regexes run on PCRE2 (JIT, UTF + UCP),
+// translated so that `\s` means what it means in Oniguruma, which HF uses: the Unicode White_Space
+// property (PCRE2's own `\s` adds U+180E).
 #pragma once
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -49,6 +51,10 @@ class Regex {
   bool jit_ = false;
 };
 
+// The compiled obj["pattern"] of a Split / Replace component: {"Regex": …} (Oniguruma syntax) or
+// {"String": …} (a non-empty literal). Throws zt::Error naming file and path otherwise.
+Regex pattern_field(const Json& obj, const std::string& file, const std::string& path);
+
 // Rewrites an Oniguruma pattern for PCRE2 with HF's Unicode data: `\s` / `\S` become explicit
 // White_Space classes (see above), `\p{L}` / `\p{N}` (and `\pL`, `\P{L}`, ...) gain the letters
 // and numbers of Unicode 15-16 that HF's Oniguruma knows and PCRE2 10.42 does not.
@@ -75,6 +81,17 @@ struct ByteLevelStep {
   bool use_regex;
 };
 
+// HF's Metaspace (SentencePiece-style): every ' ' becomes `replacement` (U+2581 "▁"), a
+// replacement is prepended to a piece not starting with one (always; first: only to the piece at
+// the start of the input; never), and with `split` the piece is split before every replacement
+// (MergedWithNext).
+struct MetaspaceStep {
+  enum class Prepend { kAlways, kNever, kFirst };
+  std::string replacement;
+  Prepend prepend;
+  bool split;
+};
+
 // Scratch buffers of PreTokenizer::run (per thread).
 struct PreTokenizeScratch {
   RegexScratch regex;
@@ -82,6 +99,14 @@ struct PreTokenizeScratch {
   std::vector<std::pair<std::pair<uint32_t, uint32_t>, bool>> splits;
   std::vector<Word> next;
   std::string prefixed;
+};
+
+// Output of PreTokenizer::run_metaspace: the transformed text, per byte of it the [first, last]
+// byte of the input character it comes from, and the words as ranges of the text.
+struct MetaspaceText {
+  std::string text;
+  std::vector<std::pair<uint32_t, uint32_t>> source;
+  std::vector<Word> words;
 };
 
 // The pre-tokenizer pipeline: steps applied in order; ByteLevel (at most one) must come last.
@@ -97,6 +122,13 @@ class PreTokenizer {
 
   // True when a ByteLevel step maps words to the byte alphabet (the BPE then works on bytes).
   bool byte_level() const { return byte_level_; }
+  // The Metaspace step, when the pre-tokenizer is one (it is then the only step); else null.
+  const MetaspaceStep* metaspace() const { return metaspace_ ? &*metaspace_ : nullptr; }
+
+  // Metaspace on s[begin, end) (metaspace() must be set); `input_start`: the piece starts at byte
+  // 0 of the input (prepend scheme "first").
+  void run_metaspace(std::string_view s, uint32_t begin, uint32_t end, bool input_start,
+                     PreTokenizeScratch& scratch, MetaspaceText& out) const;
 
   // Splits s[begin, end) into words (appended to `words`, in order, never empty).
   void run(std::string_view s, uint32_t begin, uint32_t end, PreTokenizeScratch& scratch,
@@ -110,6 +142,8 @@ class PreTokenizer {
 
   std::vector<std::variant<SplitStep, ByteLevelStep>> steps_;
   std::shared_ptr<Regex> gpt2_;  // ByteLevel's own regex, compiled when use_regex
+  std::optional<MetaspaceStep> metaspace_;
+  std::optional<SplitStep> metaspace_split_;  // literal replacement, MergedWithNext
   bool byte_level_ = false;
 };
 

@@ -16,6 +16,7 @@
 #include "core/log.h"
 #include "text/bpe_json.h"
 #include "text/bpe_model.h"
+#include "text/decoder.h"
 #include "text/normalize.h"
 #include "text/pretokenize.h"
 #include "text/pretokenize_added.h"
@@ -44,6 +45,8 @@ using PostStep = std::variant<ByteLevelPost, TemplatePost>;
 
 struct Context {
   PreTokenizeScratch pre;
+  NormalizeScratch norm_scratch;
+  MetaspaceText meta;
   BpeCache cache;
   BpeScratch bpe;
   std::vector<AddedSplit> outer, inner;
@@ -57,13 +60,14 @@ struct Context {
 
 struct Tokenizer::Impl {
   std::string file;
-  std::optional<NfcNormalizer> nfc;
+  Normalizer normalizer;
   PreTokenizer pre;
   BpeModel model;
   AddedTokenMatcher raw_matcher;   // added tokens with normalized: false, on the input
   AddedTokenMatcher norm_matcher;  // normalized: true, on the normalized text
   std::vector<PostStep> post;
-  bool byte_level_decoder = false;
+  Decoder decoder;
+  bool byte_level_decoder = false;  // the decoder is ByteLevel alone: decoded[] below
   // Per id (added tokens override the model, as AddedVocabulary::id_to_token).
   int32_t vocab_size = 0;
   std::vector<AddedToken> added;
@@ -77,7 +81,6 @@ struct Tokenizer::Impl {
   mutable std::vector<std::unique_ptr<Context>> pool;
 
   void parse_post_processor(const Json& p, const std::string& path);
-  void parse_decoder(const Json& d, const std::string& path);
   void build_id_tables();
   void build_matchers();  // raw_matcher / norm_matcher from `added`
   // Token string of an id (added token content, else vocabulary form); the id must be present.
@@ -175,30 +178,16 @@ void Tokenizer::Impl::parse_post_processor(const Json& p, const std::string& pat
   }
 }
 
-void Tokenizer::Impl::parse_decoder(const Json& d, const std::string& path) {
-  if (d.is_null()) return;
-  std::string type = type_of(d, file, path);
-  if (type == "ByteLevel") {
-    byte_level_decoder = true;
-  } else if (type == "Sequence") {
-    const Json& list = get_array(d, "decoders", file, path);
-    for (size_t k = 0; k < list.size(); ++k) {
-      parse_decoder(list[k], fmt::format("{}.decoders[{}]", path, k));
-    }
-  } else {
-    fail("{}: {}.type '{}' is not supported (supported: ByteLevel, Sequence)", file, path, type);
-  }
-}
-
 void Tokenizer::Impl::build_matchers() {
   std::vector<AddedToken> raw, norm;
   std::vector<std::string> raw_pat, norm_pat;
+  NormalizeScratch nsc;
   for (const auto& a : added) {
-    if (a.normalized) {
+    if (a.normalized) {  // matched on the normalized text: AddedVocabulary normalizes the content
       std::string p = a.content;
-      if (nfc && !nfc->is_stable(p)) {
+      if (!normalizer.empty() && !normalizer.is_stable(p, nsc)) {
         std::vector<ByteSpan> align;
-        nfc->normalize(a.content, 0, p, align);
+        normalizer.normalize(a.content, 0, p, align, nsc);
       }
       norm.push_back(a);
       norm_pat.push_back(std::move(p));
@@ -238,17 +227,7 @@ void Tokenizer::Impl::build_id_tables() {
     if (!present[id]) continue;
     std::string_view tok = token_of(int32_t(id));
     special[id] = special_contents.find(tok).has_value();
-    size_t start = decoded.size();
-    bool all = true;
-    for (size_t i = 0; i < tok.size() && all;) {
-      auto b = alphabet.char_to_byte(unicode::next_code_point(tok, i));
-      if (b) {
-        decoded.push_back(static_cast<char>(*b));
-      } else {
-        all = false;
-      }
-    }
-    if (!all) decoded.replace(start, std::string::npos, tok);
+    if (!alphabet.to_bytes(tok, decoded)) decoded.append(tok);
   }
   decoded_begin[size_t(vocab_size)] = uint32_t(decoded.size());
 }
@@ -270,7 +249,7 @@ Tokenizer Tokenizer::load(const std::filesystem::path& tokenizer_json) {
     return v ? *v : kNull;
   };
 
-  if (normalizer_is_nfc(field("normalizer"), f, "normalizer")) m.nfc.emplace();
+  m.normalizer = Normalizer::from_json(field("normalizer"), f, "normalizer");
   m.pre.add_from_json(field("pre_tokenizer"), f, "pre_tokenizer");
 
   const Json& mj = field("model");
@@ -324,7 +303,8 @@ Tokenizer Tokenizer::load(const std::filesystem::path& tokenizer_json) {
   }
   m.build_matchers();
   m.parse_post_processor(field("post_processor"), "post_processor");
-  m.parse_decoder(field("decoder"), "decoder");
+  m.decoder = Decoder::from_json(field("decoder"), f, "decoder");
+  m.byte_level_decoder = m.decoder.byte_level_only();
   for (const char* key : {"truncation", "padding"}) {
     if (!field(key).is_null()) log::warn("{}: '{}' settings are ignored", f, key);
   }
@@ -371,10 +351,10 @@ template <bool kOffsets>
 void Tokenizer::Impl::encode_segment(std::string_view text, uint32_t a, uint32_t b, Context& c,
                                      std::vector<int32_t>& ids, std::vector<ByteSpan>* offs) const {
   std::string_view seg = text.substr(a, b - a);
-  const bool identity = !nfc || nfc->is_stable(seg);
+  const bool identity = normalizer.empty() || normalizer.is_stable(seg, c.norm_scratch);
   std::string_view view = seg;
   if (!identity) {
-    nfc->normalize(seg, a, c.norm, c.align);
+    normalizer.normalize(seg, a, c.norm, c.align, c.norm_scratch);
     view = c.norm;
   }
   // Original byte range of normalized bytes [p0, p1] (inclusive): whole characters.
@@ -397,6 +377,26 @@ void Tokenizer::Impl::encode_segment(std::string_view text, uint32_t a, uint32_t
       if constexpr (kOffsets) {
         offs->push_back(original(sp.begin, sp.end - 1));
         c.matched.push_back(true);
+      }
+      continue;
+    }
+    if (pre.metaspace()) {
+      // SentencePiece-style: words of the Metaspace text; offsets go back through its sources.
+      const bool input_start = original(sp.begin, sp.begin).first == 0;
+      pre.run_metaspace(view, sp.begin, sp.end, input_start, c.pre, c.meta);
+      for (const Word& w : c.meta.words) {
+        c.bpe.ids.clear();
+        c.bpe.spans.clear();
+        model.tokenize(std::string_view(c.meta.text).substr(w.begin, w.end - w.begin), c.cache,
+                       c.bpe);
+        ids.insert(ids.end(), c.bpe.ids.begin(), c.bpe.ids.end());
+        if constexpr (kOffsets) {
+          for (auto [ts, te] : c.bpe.spans) {
+            offs->push_back(original(c.meta.source[w.begin + ts].first,
+                                     c.meta.source[w.begin + te - 1].second));
+          }
+          c.matched.resize(offs->size(), false);
+        }
       }
       continue;
     }
@@ -561,15 +561,11 @@ std::string Tokenizer::decode(std::span<const int32_t> ids, bool skip_special_to
     }
     return unicode::utf8_lossy(bytes);
   }
-  std::string out;  // no decoder: tokens joined by spaces, as TokenizerImpl::decode
-  bool first = true;
+  std::vector<std::string> tokens;
   for (int32_t id : ids) {
-    if (!keep(id)) continue;
-    if (!first) out.push_back(' ');
-    out += m.token_of(id);
-    first = false;
+    if (keep(id)) tokens.emplace_back(m.token_of(id));
   }
-  return out;
+  return m.decoder.decode(std::move(tokens));
 }
 
 std::optional<int32_t> Tokenizer::token_to_id(std::string_view token) const {

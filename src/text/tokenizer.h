@@ -1,6 +1,8 @@
-// HF `tokenizer.json` byte-level BPE tokenizer (Qwen2/2.5/3, Llama-3 style): normalizer,
-// pre-tokenizer, BPE model, added tokens, post-processor and ByteLevel decoder, reproducing the
-// `tokenizers` library's ids exactly. Other model types (WordPiece, Unigram, …) are rejected.
+// HF `tokenizer.json` BPE tokenizer, byte-level (Qwen2/2.5/3, Llama 3, OLMo 2, SmolLM3, Phi-4) or
+// SentencePiece-style (byte_fallback with Metaspace or Prepend/Replace normalizers: Llama 2,
+// Mistral, Gemma, Phi-3): normalizer, pre-tokenizer, BPE model, added tokens, post-processor and
+// decoder, reproducing the `tokenizers` library's ids exactly. Other model types (WordPiece,
+// Unigram, …) are rejected.
 #pragma once
 
 #include <cstdint>
@@ -40,7 +42,7 @@ class Tokenizer {
   std::vector<std::vector<int32_t>> encode_batch(std::span<const std::string> texts,
                                                  int num_threads = 0,
                                                  bool add_special_tokens = false) const;
-  // Inverse of encode (ByteLevel decoder); invalid UTF-8 byte sequences become U+FFFD as HF does.
+  // Inverse of encode (the file's decoder chain); invalid UTF-8 becomes U+FFFD as HF does.
   std::string decode(std::span<const int32_t> ids, bool skip_special_tokens = false) const;
 
   std::optional<int32_t> token_to_id(std::string_view token) const;

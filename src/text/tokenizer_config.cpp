@@ -21,9 +21,7 @@ std::string read_text(const fs::path& p) {
   return ss.str();
 }
 
-Json read_json(const fs::path& p) {
-  return parse_json_unique_keys(read_text(p), p.string());
-}
+Json read_json(const fs::path& p) { return parse_json_unique_keys(read_text(p), p.string()); }
 
 // A token field: a string, an AddedToken object {"content": …}, or null.
 std::optional<std::string> token_field(const Json& cfg, const char* key, const fs::path& file) {

@@ -100,6 +100,20 @@ struct ByteLevelAlphabet {
     if (c < 0x144 && to_byte_[c] >= 0) return static_cast<uint8_t>(to_byte_[c]);
     return std::nullopt;
   }
+  // Appends to `out` the bytes of `token` when every character of it is in the alphabet and
+  // returns true; else returns false with `out` as it was. `token` must be valid UTF-8.
+  bool to_bytes(std::string_view token, std::string& out) const {
+    const size_t start = out.size();
+    for (size_t i = 0; i < token.size();) {
+      auto b = char_to_byte(next_code_point(token, i));
+      if (!b) {
+        out.resize(start);
+        return false;
+      }
+      out.push_back(static_cast<char>(*b));
+    }
+    return true;
+  }
 
  private:
   std::array<int16_t, 0x144> to_byte_{};

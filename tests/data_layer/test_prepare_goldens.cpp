@@ -5,8 +5,10 @@
 #include <gtest/gtest.h>
 #include <xxhash.h>
 
+#include <cstdlib>
 #include <functional>
 #include <map>
+#include <memory>
 
 #include "data/prepare.h"
 #include "data/rows.h"
@@ -32,10 +34,13 @@ class PrepareGolden : public ::testing::Test {
     tok_ = &zt::testing::qwen_tokenizer().tok;
     cfg_ = &zt::testing::qwen_tokenizer().cfg;
   }
-  static void TearDownTestSuite() {
+  static void TearDownTestSuite() {  // also run for FamilyGolden: leave nothing dangling
     delete bos_tok_;
     delete bos_cfg_;
     delete bos_dir_;
+    bos_tok_ = nullptr;
+    bos_cfg_ = nullptr;
+    bos_dir_ = nullptr;
   }
 
   // The Qwen2.5 tokenizer with a Llama-3-style BOS post-processor (<|box_start|> as BOS), the
@@ -345,6 +350,100 @@ TEST_F(PrepareGolden, BosPostProcessorMessages) {
   load_bos_tokenizer();
   check("bos_messages", options(shared_data("datasets/no_robots/test.parquet")), true);
 }
+
+// ---- model families (tools/make_family_sft_goldens.py): each family's chat template and
+// tokenizer through the whole pipeline, equal to TRL 1.16, on the first 8 rows of each dataset.
+// Families without a tokenizer file here use another family's (tools/family_chat_cases.py).
+
+// The tokenizer `tok` (tests/data/families/<tok>) with the family's tokenizer_config.json and
+// chat_template.jinja (tests/data/families/chat/<family>), loaded once per test binary.
+const zt::testing::QwenTokenizer& family_tokenizer(const std::string& family,
+                                                   const std::string& tok) {
+  static std::map<std::string, std::unique_ptr<zt::testing::QwenTokenizer>> cache;
+  auto& slot = cache[family + "|" + tok];
+  if (!slot) {
+    slot = std::make_unique<zt::testing::QwenTokenizer>(zt::testing::QwenTokenizer{
+        text::Tokenizer::load(test_data("families/" + tok + "/tokenizer.json")),
+        text::load_tokenizer_config(test_data("families/chat/" + family))});
+  }
+  return *slot;
+}
+
+class FamilyGolden : public PrepareGolden {
+ protected:
+  // Llama 3.x and SmolLM3 print today's date: pinned to 26 Jul 2024 as in the goldens.
+  void SetUp() override { ::setenv("SOURCE_DATE_EPOCH", "1721952000", 1); }
+  void TearDown() override { ::unsetenv("SOURCE_DATE_EPOCH"); }
+
+  // The first 8 rows of the case's dataset as a JSONL file, shaped as the golden script shapes
+  // them.
+  std::filesystem::path case_rows(const std::string& c) {
+    const bool plain = c == "plain_pc";
+    const std::vector<Json> rows =
+        read_rows(plain ? shared_data("datasets/ultrafeedback/seed_format/sft.parquet")
+                        : shared_data("datasets/no_robots/test.parquet"));
+    std::string text;
+    for (size_t r = 0; r < 8; ++r) {
+      if (plain) {
+        text += rows[r].dump() + "\n";
+      } else if (c == "conv_pc") {
+        text += conv_pc_row(rows[r]).dump() + "\n";
+      } else {
+        text += Json{{"messages", rows[r]["messages"]}}.dump() + "\n";
+      }
+    }
+    const auto path = dir_ / (c + ".jsonl");
+    write_file(path, text);
+    return path;
+  }
+
+  // `chat`: the directory of the family's template (default: the family's own).
+  void check_family(const std::string& family, const std::string& tok,
+                    const std::vector<std::string>& cases, const std::string& chat = "") {
+    const std::string dir = chat.empty() ? family : chat;
+    const auto& t = tok == "qwen3" ? zt::testing::qwen3_tokenizer() : family_tokenizer(dir, tok);
+    for (const std::string& c : cases) {
+      DataOptions o = options(case_rows(c));
+      if (c == "messages_assistant_only") {
+        o = options(case_rows("messages"));
+        o.assistant_only_loss = true;
+        const auto training = test_data("families/chat/" + dir + "/training.jinja");
+        if (std::filesystem::exists(training)) o.chat_template = read_file_bytes(training);
+      }
+      check("fam_" + family + "_" + c, o, false, &t);
+    }
+  }
+};
+
+TEST_F(FamilyGolden, Qwen3) { check_family("qwen3", "qwen3", {"messages", "conv_pc"}); }
+TEST_F(FamilyGolden, Llama32) {
+  check_family("llama3_2", "llama3.2", {"messages", "conv_pc", "plain_pc"});
+}
+TEST_F(FamilyGolden, Llama31) { check_family("llama3_1", "llama3.2", {"messages"}); }
+// Mistral v0.3's template on its SentencePiece tokenizer, Metaspace (v0.3's file) and legacy
+// Prepend/Replace layouts: plain prompt/completion shows the BOS and the "▁" prefix rules.
+TEST_F(FamilyGolden, Mistral) {
+  check_family("mistral", "mistral_v3", {"messages", "conv_pc", "plain_pc"});
+}
+TEST_F(FamilyGolden, MistralLegacyTokenizer) {
+  check_family("mistral_legacy", "mistral_v3_legacy", {"messages", "plain_pc"}, "mistral");
+}
+// Gemma 3's template (raise_exception role checks, system text folded into the first turn) on the
+// Mistral vocabulary in Gemma's tokenizer layout; assistant-only with TRL's gemma3 training
+// template.
+TEST_F(FamilyGolden, Gemma3) {
+  check_family("gemma3", "gemma_style",
+               {"messages", "conv_pc", "plain_pc", "messages_assistant_only"});
+}
+TEST_F(FamilyGolden, Olmo2) { check_family("olmo2", "llama3.2", {"messages", "conv_pc"}); }
+// SmolLM3's template (/think and /no_think system handling, today's date, {% generation %}).
+TEST_F(FamilyGolden, SmolLM3) {
+  check_family("smollm3", "llama3.2", {"messages", "messages_assistant_only"});
+}
+TEST_F(FamilyGolden, Phi3) {
+  check_family("phi3", "phi3_style", {"messages", "conv_pc", "plain_pc"});
+}
+TEST_F(FamilyGolden, Phi4Mini) { check_family("phi4_mini", "llama3.2", {"messages", "conv_pc"}); }
 
 TEST_F(PrepareGolden, OutputIndependentOfThreadCount) {
   DataOptions o = options(shared_data("datasets/ultrafeedback/seed_format/sft.parquet"));

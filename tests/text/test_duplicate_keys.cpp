@@ -37,19 +37,23 @@ TEST(DuplicateKeys, TokenizerJsonVocabAndDom) {
     EXPECT_EQ(Tokenizer::load(ok.path()).vocab_size(), 3);
   }
   TempFile dup_vocab(tokenizer(",\n  \"a\": 7", ""));
-  EXPECT_EQ(error_of([&] { Tokenizer::load(dup_vocab.path()); }),
-            dup_vocab.path().string() + ":10: duplicate key 'model.vocab.a' (first given at line 8)");
+  EXPECT_EQ(
+      error_of([&] { Tokenizer::load(dup_vocab.path()); }),
+      dup_vocab.path().string() + ":10: duplicate key 'model.vocab.a' (first given at line 8)");
   TempFile dup_top(tokenizer("", ",\n \"normalizer\": null"));
   EXPECT_EQ(error_of([&] { Tokenizer::load(dup_top.path()); }),
             dup_top.path().string() + ":11: duplicate key 'normalizer' (first given at line 3)");
 }
 
 TEST(DuplicateKeys, TokenizerConfigJson) {
-  std::filesystem::path dir = std::filesystem::temp_directory_path() / ("zt_dupcfg_" + std::to_string(::getpid()));
+  std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("zt_dupcfg_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
-  std::ofstream(dir / "tokenizer_config.json") << "{\"eos_token\": \"<a>\",\n\"eos_token\": \"<b>\"}";
+  std::ofstream(dir / "tokenizer_config.json")
+      << "{\"eos_token\": \"<a>\",\n\"eos_token\": \"<b>\"}";
   EXPECT_EQ(error_of([&] { load_tokenizer_config(dir); }),
-            (dir / "tokenizer_config.json").string() + ":2: duplicate key 'eos_token' (first given at line 1)");
+            (dir / "tokenizer_config.json").string() +
+                ":2: duplicate key 'eos_token' (first given at line 1)");
   std::filesystem::remove_all(dir);
 }
 

@@ -68,8 +68,9 @@ TEST(TokenizerErrors, UnsupportedModelTypes) {
 TEST(TokenizerErrors, UnsupportedComponentsNameTheirField) {
   Json j = minimal();
   j["normalizer"] = Json::parse(R"({"type": "Lowercase"})");
-  expect_load_error(j.dump(),
-                    "normalizer.type 'Lowercase' is not supported (supported: NFC, Sequence)");
+  expect_load_error(
+      j.dump(),
+      "normalizer.type 'Lowercase' is not supported (supported: NFC, Prepend, Replace, Sequence)");
   j["normalizer"] = Json::parse(R"({"type": "Sequence", "normalizers": [{"type": "NFC"},
                                    {"type": "NFKD"}]})");
   expect_load_error(j.dump(), "normalizer.normalizers[1].type 'NFKD' is not supported");
@@ -124,6 +125,36 @@ TEST(TokenizerErrors, BadVocabMergesAndRegex) {
   j = minimal();
   j["added_tokens"] = Json::parse(R"([{"content": "<s>", "special": true}])");
   expect_load_error(j.dump(), "added_tokens[0].id must be a non-negative integer");
+}
+
+// SentencePiece-style components: malformed fields and unsupported combinations are named.
+TEST(TokenizerErrors, SentencePieceComponents) {
+  Json j = minimal();
+  j["pre_tokenizer"] = Json::parse(R"({"type": "Sequence", "pretokenizers": [
+      {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "first", "split": true},
+      {"type": "Split", "pattern": {"String": " "}, "behavior": "Isolated", "invert": false}]})");
+  expect_load_error(j.dump(),
+                    "pre_tokenizer.pretokenizers[1]: a pre-tokenizer combined with Metaspace is "
+                    "not supported");
+  j["pre_tokenizer"] = Json::parse(R"({"type": "Metaspace", "replacement": "\u2581",
+                                       "prepend_scheme": "sometimes"})");
+  expect_load_error(j.dump(),
+                    "pre_tokenizer.prepend_scheme 'sometimes' is not one of always, never, first");
+  j["pre_tokenizer"] = Json::parse(R"({"type": "Metaspace", "replacement": "ab"})");
+  expect_load_error(j.dump(), "pre_tokenizer.replacement must be one character, got 'ab'");
+  j = minimal();
+  j["normalizer"] = Json::parse(R"({"type": "Replace", "content": "x"})");
+  expect_load_error(j.dump(), "normalizer.pattern must be {\"Regex\": ...} or {\"String\": ...}");
+  j["normalizer"] = Json::parse(R"({"type": "Sequence", "normalizers": [{"type": "Prepend"}]})");
+  expect_load_error(j.dump(), "normalizer.normalizers[0].prepend must be a string");
+  j = minimal();
+  j["decoder"] = Json::parse(R"({"type": "Sequence", "decoders": [{"type": "ByteFallback"},
+                                 {"type": "Strip", "content": " ", "start": 1}]})");
+  expect_load_error(j.dump(), "decoder.decoders[1].stop must be a non-negative integer");
+  j["decoder"] = Json::parse(R"({"type": "CTC"})");
+  expect_load_error(j.dump(),
+                    "decoder.type 'CTC' is not supported (supported: ByteLevel, Replace, "
+                    "ByteFallback, Fuse, Strip, Metaspace, Sequence)");
 }
 
 TEST(TokenizerErrors, MissingFileAndBadText) {

@@ -120,4 +120,17 @@ class TempFile {
   std::filesystem::path path_;
 };
 
+// Checks one golden case {"text", "ids", "offsets": [[begin, end], ...]} (byte offsets):
+// encode_with_offsets and encode against it; returns the encoding.
+inline Encoding expect_golden_case(const Tokenizer& tok, const Json& c) {
+  const std::string text = c["text"];
+  Encoding e = tok.encode_with_offsets(text);
+  EXPECT_EQ(e.ids, c["ids"].get<std::vector<int32_t>>());
+  std::vector<std::pair<uint32_t, uint32_t>> want;
+  for (const auto& o : c["offsets"]) want.emplace_back(o[0], o[1]);
+  EXPECT_EQ(e.offsets, want);
+  EXPECT_EQ(tok.encode(text), e.ids);
+  return e;
+}
+
 }  // namespace zt::text::test
