@@ -114,9 +114,6 @@ class PreparedDataset {
 
   // The whole arrays ([num_tokens], [num_examples + 1], [num_samples + 1]).
   std::span<const int32_t> all_tokens() const { return {ids_, static_cast<size_t>(num_tokens_)}; }
-  std::span<const uint8_t> all_targets() const {
-    return {targets_, static_cast<size_t>(num_tokens_)};
-  }
   std::span<const int64_t> example_offsets() const {
     return {example_offsets_, static_cast<size_t>(num_examples_ + 1)};
   }

@@ -106,8 +106,6 @@ class NcclComm final : public Comm {
   void reduce_scatter_native(const float* send, float* out, size_t n, Stream stream = nullptr);
 
   int device() const { return device_; }
-  // The communication stream (a cudaStream_t): the collectives of W > 1 run on it.
-  Stream comm_stream() const { return comm_stream_; }
   // Device bytes this Comm allocated itself (the reduce-scatter scratch), for the memory report.
   size_t scratch_bytes() const { return scratch_elems_ * sizeof(float); }
   // The host Comm carrying the small collectives.
