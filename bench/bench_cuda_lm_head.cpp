@@ -4,6 +4,7 @@
 // warm-up calls) and TFLOP/s (2·M·N·K per product; the fused cross-entropy counts its three
 // products, 6·n·H·V for n target rows). Usage: bench_cuda_lm_head [T] (default 8192).
 #include <algorithm>
+#include <tuple>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -86,7 +87,15 @@ int main(int argc, char** argv) {
   const Tensor y_i = dev_random(bf, {T, I}, 1.0f, 3), y_h = dev_random(bf, {T, H}, 1.0f, 4);
   const Tensor w_ih = dev_random(bf, {I, H}, 0.02f, 5), w_hi = dev_random(bf, {H, I}, 0.02f, 6);
   const Tensor g_ih = dev_random(f32, {I, H}, 0.0f, 7), g_hi = dev_random(f32, {H, I}, 0.0f, 8);
-  Tensor ws(nullptr, DType::kU8, {int64_t{256} << 20}, Device::kCUDA);
+  // One workspace for all five products, sized by the largest need (the f32-accumulating weight
+  // gradients need room for widened operands beside cuBLASLt's own workspace).
+  size_t ws_bytes = 0;
+  for (const auto& [C, A, ta, B, tb] :
+       {std::tuple{y_i, x_h, Trans::kN, w_ih, Trans::kT}, std::tuple{y_h, x_i, Trans::kN, w_hi, Trans::kT},
+        std::tuple{y_h, y_i, Trans::kN, w_ih, Trans::kN}, std::tuple{g_ih, y_i, Trans::kT, x_h, Trans::kN},
+        std::tuple{g_hi, y_h, Trans::kT, x_i, Trans::kN}})
+    ws_bytes = std::max(ws_bytes, ops.matmul_workspace_bytes(C, A, ta, B, tb));
+  Tensor ws(nullptr, DType::kU8, {static_cast<int64_t>(ws_bytes)}, Device::kCUDA);
   ck(cudaMalloc(&ws.data, ws.nbytes()));
   const auto mm = [&](const char* what, const Tensor& C, const Tensor& A, Trans ta, const Tensor& B,
                       Trans tb, float beta) {

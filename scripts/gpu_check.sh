@@ -14,6 +14,7 @@
 #           0–3 × offload bitwise (zerotune compare); the default job's model 200 steps in bf16 on the
 #           GPU vs fp32 on the CPU (losses side by side in $OUT/curve_*.jsonl)
 #   micro   the op benchmarks (memory-bound ops, matmuls + fused LM head, attention)
+#   attention  attention vs torch SDPA (cuDNN, flash) at the 1.5B / 0.5B / Llama-3.2-1B layers, 2k-32k
 #   bench   bench_train_gpu (GC on/off) vs transformers and transformers+Liger on the same token
 #           stream (bench/gpu_peer_transformers.py; liger-kernel from .whl)
 #   realjob configs/sft_ultrafeedback.yaml with the Qwen2.5-1.5B config, 50 steps: tokens/s, curve
@@ -81,9 +82,43 @@ sec_sanitize() {
 sec_micro() {
   say "micro: op benchmarks at Qwen2.5-1.5B shapes"
   for b in bench_cuda_ops bench_cuda_lm_head bench_cuda_attention; do
-    [ -x "$BUNDLE/bin/$b" ] || continue
+    [ -x "$BUNDLE/bin/$b" ] || { fail "micro: $b is not in the bundle"; continue; }
     "$BUNDLE/bin/$b" 2>&1 | tee "$OUT/$b.txt" | tail -40
+    [ "${PIPESTATUS[0]}" = 0 ] || fail "micro: $b exited non-zero (see $b.txt)"
   done
+}
+
+# Attention beside torch's scaled_dot_product_attention (cuDNN and flash backends, same shapes, same
+# FLOP count; bench/peer_sdpa_attention.py) at the Qwen2.5-1.5B layer (D 128), the Qwen2.5-0.5B
+# layer and the Llama-3.2-1B layer (D 64), for 4 x 2k, 1 x 8k and 1 x 32k tokens (issue 18 goals:
+# forward and deterministic backward >= 1.0x the faster torch backend).
+sec_attention() {
+  say "attention: zerotune vs torch SDPA (cuDNN, flash), bf16, causal"
+  local res=$OUT/attention.jsonl shape S n hq hkv d line
+  : >"$res"
+  for shape in "2048 4 12 2 128" "8192 1 12 2 128" "32768 1 12 2 128" "2048 4 14 2 64" \
+               "8192 1 14 2 64" "32768 1 14 2 64" "2048 4 32 8 64" "8192 1 32 8 64" "32768 1 32 8 64"; do
+    read -r S n hq hkv d <<<"$shape"
+    line=$("$BUNDLE/bin/bench_cuda_attention" "$S" "$n" "$hq" "$hkv" "$d" 2>&1) ||
+      { fail "attention: bench_cuda_attention $shape"; echo "$line"; continue; }
+    echo "$line" | awk -v S="$S" -v n="$n" -v hq="$hq" -v hkv="$hkv" -v d="$d" \
+      '$1 == "forward" {f=$4} $1 == "backward" {b=$4} END {printf "{\"system\": \"zerotune\", \"S\": %d, \"n\": %d, \"Hq\": %d, \"Hkv\": %d, \"D\": %d, \"fwd_tflops\": %s, \"bwd_tflops\": %s}\n", S, n, hq, hkv, d, f, b}' >>"$res"
+    PYTHONUNBUFFERED=1 python3 bench/peer_sdpa_attention.py "$S" "$n" "$hq" "$hkv" "$d" >>"$res" 2>"$OUT/sdpa_err.txt" ||
+      fail "attention: torch SDPA peer on $shape (see attention.jsonl)"
+  done
+  python3 - "$res" <<'PY' | tee "$OUT/attention_table.txt"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+key = lambda r: (r["S"], r["n"], r.get("Hq"), r.get("Hkv"), r["D"])
+print(f"{'shape (n x S, Hq/Hkv, D)':28s} {'zt fwd':>7s} {'zt bwd':>7s} {'cudnn f/b':>13s} {'flash f/b':>13s} {'fwd ratio':>9s} {'bwd ratio':>9s}")
+for z in (r for r in rows if r["system"] == "zerotune"):
+    peers = {r["system"]: r for r in rows if r["system"] != "zerotune" and key(r) == key(z) and "error" not in r}
+    c, f = peers.get("torch-sdpa-cudnn"), peers.get("torch-sdpa-flash")
+    fmt = lambda p: f"{p['fwd_tflops']:6.0f}/{p['bwd_tflops']:<6.0f}" if p else f"{'-':>13s}"
+    bf = max([p["fwd_tflops"] for p in (c, f) if p] or [float("nan")])
+    bb = max([p["bwd_tflops"] for p in (c, f) if p] or [float("nan")])
+    print(f"{z['n']} x {z['S']:<6d} {z['Hq']:>2d}/{z['Hkv']:<2d} D {z['D']:<4d}      {z['fwd_tflops']:7.0f} {z['bwd_tflops']:7.0f} {fmt(c):>13s} {fmt(f):>13s} {z['fwd_tflops'] / bf:9.2f} {z['bwd_tflops'] / bb:9.2f}")
+PY
 }
 
 # The default job's model on the GPU for a few steps (a smoke test of the whole trainer).
@@ -111,8 +146,10 @@ sec_bench() {
   fi
   PYTHONUNBUFFERED=1 python3 bench/gpu_peer_transformers.py --config "$cfg" --tokens "$tok" \
     --out "$res" ${PEER_VARIANTS:+--variants $PEER_VARIANTS} 2>&1 | tee "$OUT/peer.log" | grep '^{'
+  [ "${PIPESTATUS[0]}" = 0 ] || fail "bench: the transformers peer exited non-zero (see peer.log)"
   for gc in "" --gc; do
     "$BUNDLE/bin/bench_train_gpu" --config "$cfg" --tokens "$tok" $gc 2>&1 | tee -a "$res" | cut -c1-400
+    [ "${PIPESTATUS[0]}" = 0 ] || fail "bench: bench_train_gpu $gc exited non-zero"
   done
   python3 - "$res" <<'PY' | tee "$OUT/bench_table.txt"
 import json, sys
@@ -356,7 +393,7 @@ sec_offload() {
 main() {
   check_libs
   local secs=("$@")
-  [ ${#secs[@]} -eq 0 ] && secs=(tests sanitize micro train multi bench realjob)
+  [ ${#secs[@]} -eq 0 ] && secs=(tests sanitize micro attention train multi bench realjob)
   for s in "${secs[@]}"; do "sec_$s"; done
   say "gpu_check: $([ $status = 0 ] && echo PASSED || echo FAILED)"
   exit $status
