@@ -22,6 +22,11 @@
 #   multi   2 GPUs: NCCL Comm tests (a killed rank included), stages 0–3 × offload bitwise at W = 2
 #           (tiny model at accumulation 1 and 4; Qwen2.5-0.5B config), resume under another stage,
 #           1 GPU × accumulation 2G vs 2 GPUs × G — needs 2 visible GPUs
+#   twonode 2 GPUs as two "nodes": two launchers (--nnodes 2 --node_rank 0/1, one GPU each through
+#           CUDA_VISIBLE_DEVICES) with NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 (NCCL over the network
+#           path, as between hosts): comm-check on the device, the tiny run bitwise equal to one
+#           launcher of 2 GPUs, a node that dies ends the other within 60 s — needs 2 visible GPUs
+#           (not in the default list; run `./scripts/gpu_check.sh twonode`)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -319,6 +324,59 @@ PY
   tiny_run split_2x4 2 compute.global_batch_size=64 trainer.max_steps=50 trainer.eval_steps=25
   "$ZT" compare --png "$OUT/split_1x8_vs_2x4.png" "$RUNS/split_1x8" "$RUNS/split_2x4" >"$OUT/split_compare.txt" 2>&1
   grep -E "loss|grad_norm" "$OUT/split_compare.txt" | head -8 | tee -a "$OUT/summary.txt"
+}
+
+# twonode_launch NODE PORT ARGS…: node NODE (0 or 1) of a two-node job on this machine, GPU NODE.
+twonode_launch() {
+  local node=$1 port=$2; shift 2
+  CUDA_VISIBLE_DEVICES=$node NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 "$ZT" launch --nnodes 2 \
+    --node_rank "$node" --nproc_per_node 1 --master_addr 127.0.0.1 --master_port "$port" "$@"
+}
+# twonode_run NAME [overrides…]: tiny_run's job as two one-GPU nodes.
+twonode_run() {
+  local name=$1 port=$((29700 + RANDOM % 200)); shift
+  demo_data
+  local args=(train --config configs/default.yaml compute.n_gpus=2 compute.backend=cuda
+    dataset.train.path="$RUNS/demo/train.parquet" dataset.eval.path="$RUNS/demo/test.parquet"
+    trainer.bf16=true trainer.gradient_checkpointing=true trainer.max_steps=20 trainer.logging_steps=1
+    trainer.eval_steps=10 trainer.save_strategy=no exp_dir="$RUNS/$name" "$@")
+  twonode_launch 1 "$port" "${args[@]}" >"$OUT/run_${name}_node1.log" 2>&1 &
+  local n1=$!
+  twonode_launch 0 "$port" "${args[@]}" >"$OUT/run_${name}_node0.log" 2>&1 || fail "run $name node 0 (see run_${name}_node0.log)"
+  wait "$n1" || fail "run $name node 1 (see run_${name}_node1.log)"
+}
+
+sec_twonode() {
+  local n port
+  n=$(nvidia-smi -L | grep -c '^GPU ')
+  if [ "$n" -lt 2 ]; then say "twonode: skipped: needs 2 GPUs, $n visible"; return; fi
+  say "twonode: comm-check --device cuda over two launchers (NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1)"
+  port=$((29500 + RANDOM % 200))
+  twonode_launch 1 "$port" comm-check --device cuda --elements 100003 >"$OUT/twonode_check1.log" 2>&1 &
+  local n1=$!
+  twonode_launch 0 "$port" comm-check --device cuda --elements 100003 >"$OUT/twonode_check0.log" 2>&1 || fail "twonode comm-check node 0"
+  wait "$n1" || fail "twonode comm-check node 1"
+  grep -h "ok digest" "$OUT"/twonode_check[01].log | sed 's/^/  /' | tee -a "$OUT/summary.txt"
+  say "twonode: the tiny run as 2 nodes x 1 GPU = 1 node x 2 GPUs, bitwise"
+  tiny_run tn_one 2 compute.global_batch_size=16
+  twonode_run tn_two compute.global_batch_size=16
+  same tn_one tn_two
+  say "twonode: node 1 killed mid-job: node 0 exits non-zero within 60 s"
+  port=$((29500 + RANDOM % 200))
+  setsid bash -c "$(declare -f twonode_launch); ZT='$ZT' twonode_launch 1 $port comm-check --device cuda --rounds 100000000" \
+    >"$OUT/twonode_die1.log" 2>&1 &
+  local pg=$!
+  twonode_launch 0 "$port" comm-check --device cuda --rounds 100000000 >"$OUT/twonode_die0.log" 2>&1 &
+  local n0=$! t0
+  sleep 20
+  kill -KILL -- -"$pg"; t0=$(date +%s)
+  local rc=0; wait "$n0" || rc=$?
+  local took=$(( $(date +%s) - t0 ))
+  if [ "$rc" -ne 0 ] && [ "$took" -le 60 ]; then
+    echo "  node 0 exited $rc ${took} s after node 1 died" | tee -a "$OUT/summary.txt"
+  else
+    fail "node 0 exited $rc ${took} s after node 1 died (see twonode_die0.log)"
+  fi
 }
 
 # median_tps METRICS SKIP: the median train_tokens_per_second of a run's log events after the first

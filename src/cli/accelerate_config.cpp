@@ -12,7 +12,7 @@
 #include "cli/launch_keys.h"
 #include "core/error.h"
 #include "core/spelling.h"
-#include "io/unique_keys.h"
+#include "io/yaml_load.h"
 
 namespace zt::cli {
 
@@ -128,16 +128,17 @@ void read_offload(Reader& rd, const YAML::Node& n, const std::string& key, std::
 void read_deepspeed_json(Reader& rd, const std::string& file, const std::string& base_dir) {
   std::filesystem::path p(file);
   if (p.is_relative() && !std::filesystem::exists(p)) p = std::filesystem::path(base_dir) / file;
+  std::ifstream in(p, std::ios::binary);
+  if (!in) fail("{}: DeepSpeed config '{}' cannot be opened", rd.origin, p.string());
+  std::stringstream text;
+  text << in.rdbuf();
   YAML::Node j;
   try {
-    j = YAML::LoadFile(p.string());
-  } catch (const YAML::BadFile&) {
-    fail("{}: DeepSpeed config '{}' cannot be opened", rd.origin, p.string());
+    j = load_yaml(text.str(), p.string());
   } catch (const YAML::Exception& e) {
     fail("{}:{}: not valid JSON: {}", p.string(), e.mark.line + 1, e.msg);
   }
   Reader jr{rd.cfg, p.string()};
-  check_unique_yaml_keys(j, jr.origin);
   if (!j.IsMap()) fail("{}: expected a JSON object of DeepSpeed settings", jr.origin);
   jr.check_keys(j, deepspeed_json_keys(), "", "a DeepSpeed config key");
   for (const char* prec : {"bf16", "bfloat16", "fp16"})
@@ -240,11 +241,10 @@ AccelerateConfig parse_accelerate_config_text(const std::string& yaml, const std
   Reader rd{&c, origin};
   YAML::Node root;
   try {
-    root = YAML::Load(yaml);
+    root = load_yaml(yaml, origin);
   } catch (const YAML::Exception& e) {
     fail("{}:{}: not valid YAML: {}", origin, e.mark.line + 1, e.msg);
   }
-  check_unique_yaml_keys(root, origin);
   if (root.IsNull()) return c;
   if (!root.IsMap()) fail("{}: expected a mapping of accelerate settings at the top level", origin);
   rd.check_keys(root, accelerate_top_keys(), "", "an accelerate config key");

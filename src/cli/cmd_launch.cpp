@@ -1,7 +1,12 @@
-// `zerotune launch [--num_processes N] [--config_file accelerate.yaml] [--main_process_port P]
-//  <command> [args…]`: runs `zerotune <command> [args…]` as N local ranks (DESIGN §7), like
-// `accelerate launch` / torchrun on one machine. The ranks find each other through the TCP Comm
-// (dist/bootstrap.h); the accelerate config's path reaches them as ZT_ACCELERATE_CONFIG.
+// `zerotune launch [--num_processes N | --nproc_per_node N] [--nnodes M --node_rank R
+//  --master_addr A --master_port P] [--config_file accelerate.yaml] <command> [args…]`: runs
+// `zerotune <command> [args…]` as N local ranks (DESIGN §7), like `accelerate launch` / torchrun.
+// With M nodes, one launcher per node (torchrun's convention): node R's ranks are R*N … R*N+N-1
+// of M*N, meeting at A:P (rank 0's node). --num_processes is accelerate's total over all machines
+// (N = total / M), --nproc_per_node torchrun's count per node. The accelerate config's
+// num_processes / num_machines / machine_rank / main_process_ip / main_process_port are the
+// defaults of these. The ranks find each other through the TCP Comm (dist/bootstrap.h); the
+// accelerate config's path reaches them as ZT_ACCELERATE_CONFIG.
 #include <CLI/CLI.hpp>
 #include <filesystem>
 #include <optional>
@@ -20,18 +25,28 @@ constexpr CommandUsage kUsage{"launch",
 
 int cmd_launch(const Args& args) {
   CLI::App app{"zerotune launch: run a zerotune command as N local processes (ranks)", "launch"};
-  int num_processes = 0;
-  std::string config_file;
+  int num_processes = 0, nproc_per_node = 0, nnodes = 0, node_rank = -1;
+  std::string config_file, master_addr;
   int port = 0;
-  double grace = 5.0;
+  double grace = dist::LocalLaunch{}.kill_grace_s;
   app.add_option("--num_processes", num_processes,
-                 "number of ranks (overrides num_processes of --config_file)")
+                 "number of ranks over all nodes (overrides num_processes of --config_file)")
+      ->check(CLI::Range(1, 1 << 20));
+  app.add_option("--nproc_per_node", nproc_per_node, "number of ranks on this node (torchrun)")
       ->check(CLI::Range(1, 1 << 16));
+  app.add_option("--nnodes,--num_machines", nnodes, "number of nodes, one launcher on each")
+      ->check(CLI::Range(1, 1 << 16));
+  app.add_option("--node_rank,--machine_rank", node_rank, "this node's index, 0 .. nnodes-1")
+      ->check(CLI::Range(0, (1 << 16) - 1));
+  app.add_option("--master_addr,--main_process_ip", master_addr,
+                 "address of rank 0's node (default 127.0.0.1)");
   app.add_option("--config_file", config_file, "accelerate config YAML")->check(CLI::ExistingFile);
   app.add_option("--main_process_port,--master_port", port, "rendezvous port (default: a free one)")
       ->check(CLI::Range(1, 65535));
   app.add_option("--kill_grace_s", grace,
-                 "seconds between SIGTERM and SIGKILL when stopping ranks");
+                 "seconds the ranks get after a forwarded SIGINT/SIGTERM to write their interrupt "
+                 "checkpoint before SIGKILL (default 30, as torchrun)")
+      ->check(CLI::Range(0.0, 1e9));
   app.prefix_command();
   if (auto rc = parse_command_line(app, kUsage, args)) return *rc;
   std::vector<std::string> command = app.remaining();
@@ -46,17 +61,16 @@ int cmd_launch(const Args& args) {
   spec.exe = "/proc/self/exe";
   spec.args = command;
   spec.kill_grace_s = grace;
-  std::optional<int> from_config;
+  std::optional<int> from_config;  // total processes
+  int machines = 1, machine = 0;
   if (!config_file.empty()) {
     const AccelerateConfig cfg = parse_accelerate_config(config_file);
     for (const auto& w : cfg.warnings) log::warn("{}", w);
     for (const auto& n : cfg.notes) log::info("note: {}", n);
-    if (cfg.num_machines > 1)
-      fail(
-          "launch: {} has num_machines: {}; `zerotune launch` starts processes on this machine "
-          "only (multi-machine jobs: mpirun, or RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT per rank)",
-          config_file, cfg.num_machines);
     from_config = cfg.num_processes;
+    machines = cfg.num_machines;
+    machine = cfg.machine_rank;
+    if (master_addr.empty()) master_addr = cfg.main_process_ip;
     if (port == 0 && cfg.main_process_port) port = *cfg.main_process_port;
     spec.extra_env.emplace_back("ZT_ACCELERATE_CONFIG",
                                 std::filesystem::absolute(config_file).string());
@@ -64,7 +78,25 @@ int cmd_launch(const Args& args) {
   if (num_processes > 0 && from_config && *from_config != num_processes)
     log::warn("launch: --num_processes {} overrides num_processes: {} of {}", num_processes,
               *from_config, config_file);
-  spec.num_processes = num_processes > 0 ? num_processes : from_config.value_or(1);
+  spec.nnodes = nnodes > 0 ? nnodes : machines;
+  spec.node_rank = node_rank >= 0 ? node_rank : (nnodes > 0 ? 0 : machine);
+  const int total = num_processes > 0 ? num_processes : from_config.value_or(0);
+  if (nproc_per_node > 0) {
+    if (num_processes > 0 && num_processes != nproc_per_node * spec.nnodes)
+      fail("launch: --num_processes {} (all nodes) disagrees with --nproc_per_node {} × {} node(s)",
+           num_processes, nproc_per_node, spec.nnodes);
+    spec.num_processes = nproc_per_node;
+  } else if (total > 0) {
+    if (total % spec.nnodes != 0)
+      fail(
+          "launch: {} processes over {} nodes: num_processes counts every node's ranks and must "
+          "be a multiple of the node count (or give --nproc_per_node)",
+          total, spec.nnodes);
+    spec.num_processes = total / spec.nnodes;
+  } else {
+    spec.num_processes = 1;
+  }
+  if (!master_addr.empty()) spec.master_addr = master_addr;
   spec.master_port = port;
   return dist::run_local_launch(spec);
 }

@@ -21,8 +21,10 @@
 #include "core/arena.h"
 #include "core/error.h"
 #include "io/json.h"
+#include "io/json_depth.h"
 #include "io/model_config.h"
 #include "io/safetensors.h"
+#include "io/tied_embeddings.h"
 #include "model/causal_lm.h"
 
 namespace zt::cli {
@@ -56,6 +58,8 @@ PackedBatch read_jsonl(const std::string& file) {
     ++line;
     if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
     Json row;
+    if (find_too_deep_json(text))
+      fail("{}:{}: JSON nesting depth exceeds {}", file, line, kMaxJsonDepth);
     try {
       row = Json::parse(text);
     } catch (const Json::exception& e) {
@@ -95,6 +99,8 @@ int cmd_loss(const Args& args) {
   const PackedBatch batch = read_jsonl(file);
   const MicroBatch mb = batch.view();
   ModelConfig cfg = load_model_config(model_dir);
+  const SafetensorsReader weights(model_dir);
+  reconcile_tied_embeddings(cfg, weights);
   CpuOps ops;
   HostMemory memory;
   ModelOptions opt;
@@ -103,7 +109,7 @@ int cmd_loss(const Args& args) {
   opt.max_seqlen = batch.max_seqlen();
   opt.checkpointing = checkpointing;
   CausalLM model(cfg, ops, memory, opt);
-  model.load_weights(SafetensorsReader(model_dir));
+  model.load_weights(weights);
   const int64_t n = count_targets(mb);
   CeStats st;
   if (grad_norms) {

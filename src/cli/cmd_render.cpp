@@ -16,6 +16,7 @@
 #include "cli/commands.h"
 #include "core/error.h"
 #include "io/json.h"
+#include "io/json_depth.h"
 #include "text/chat_template.h"
 
 namespace zt::cli {
@@ -65,6 +66,7 @@ int cmd_render(const Args& args) {
       continue;
     try {
       Json row;
+      if (find_too_deep_json(line)) fail("JSON nesting depth exceeds {}", kMaxJsonDepth);
       try {
         row = Json::parse(line);
       } catch (const Json::parse_error& e) {

@@ -12,6 +12,7 @@
 #include "cli/commands.h"
 #include "core/error.h"
 #include "io/json.h"
+#include "io/json_depth.h"
 #include "text/tokenizer.h"
 
 namespace zt::cli {
@@ -21,6 +22,8 @@ namespace {
 // Text of one JSONL line: a JSON string, or an object with a string "text".
 std::string line_text(const std::string& line, const std::string& file, size_t lineno) {
   Json v;
+  if (find_too_deep_json(line))
+    fail("{}:{}: JSON nesting depth exceeds {}", file, lineno, kMaxJsonDepth);
   try {
     v = Json::parse(line);
   } catch (const Json::parse_error& e) {

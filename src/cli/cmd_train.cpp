@@ -18,8 +18,10 @@
 #include "cli/train_options.h"
 #include "core/log.h"
 #include "dist/bootstrap.h"
-#include "train/device.h"
 #include "io/model_source.h"
+#include "io/safetensors.h"
+#include "io/tied_embeddings.h"
+#include "train/device.h"
 #include "train/trainer.h"
 
 namespace zt::cli {
@@ -155,9 +157,13 @@ int cmd_train(const Args& args) {
   if (accel.empty())
     if (const char* e = std::getenv("ZT_ACCELERATE_CONFIG"); e != nullptr && *e) accel = e;
 
-  std::unique_ptr<dist::Comm> comm = dist::make_comm_from_environment();
-  const bool rank0 = comm->rank() == 0;
   RunConfig cfg = RunConfig::load(config, overrides);
+  // trainer.ddp_timeout is the collective timeout (torch's init_process_group(timeout=...) under
+  // the HF Trainer); ZT_COMM_TIMEOUT_S overrides it.
+  const dist::LaunchEnv where = dist::read_launch_env(
+      [](const char* n) { return std::getenv(n); }, cfg.get<double>("trainer.ddp_timeout"));
+  std::unique_ptr<dist::Comm> comm = dist::make_comm(where);
+  const bool rank0 = comm->rank() == 0;
   if (rank0)
     for (const auto& n : cfg.notes()) log::info("{}", n);
   std::optional<AccelerateConfig> acc;
@@ -179,6 +185,12 @@ int cmd_train(const Args& args) {
   omp_set_num_threads(static_cast<int>(threads));
 
   train::TrainArgs targs = make_train_args(cfg, acc, comm->world_size(), rank0);
+  // Every directory the run creates, before anything is written (dataset.cache_dir: data_options).
+  check_dir_creatable(cfg.source(), "exp_dir", targs.exp_dir);
+  check_dir_creatable(cfg.source(), "trainer.output_dir",
+                      targs.output_dir);  // default: exp_dir/final
+  if (!targs.logging_dir.empty())
+    check_dir_creatable(cfg.source(), "trainer.logging_dir", targs.logging_dir);
   // Every rank checks before any rank can write (the barrier), so all refuse alike.
   const bool overwrite = cfg.get<bool>("trainer.overwrite_output_dir");
   check_run_dir_is_free(targs.exp_dir, targs.output_dir, targs.resume_from_checkpoint.has_value(), overwrite);
@@ -187,7 +199,11 @@ int cmd_train(const Args& args) {
       log::info("trainer.overwrite_output_dir: removed {} of the earlier run", p.string());
   comm->barrier();
   // On the GPU the engine's collectives take device memory: NCCL (several ranks) over the host Comm.
-  comm = train::make_trainer_comm(std::move(comm), targs.backend, load_model_config(targs.model_dir));
+  ModelConfig mcfg = load_model_config(targs.model_dir);  // the trainer logs what it decides
+  if (!targs.from_scratch)
+    reconcile_tied_embeddings(mcfg, SafetensorsReader(resolve_weights_file(targs.model_dir, false)),
+                              false);
+  comm = train::make_trainer_comm(std::move(comm), targs.backend, mcfg, where.options);
   targs.train_data.num_threads = static_cast<int>(threads);
   if (targs.eval_data) targs.eval_data->num_threads = static_cast<int>(threads);
   if (rank0)

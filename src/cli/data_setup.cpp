@@ -1,8 +1,10 @@
 #include "cli/data_setup.h"
 
+#include "cli/run_dir_guard.h"
 #include "core/error.h"
 #include "io/dataset_source.h"
 #include "io/model_source.h"
+#include "text/special_tokens.h"
 
 namespace zt::cli {
 namespace {
@@ -45,8 +47,10 @@ TokenizerBundle load_tokenizer(const RunConfig& cfg) {
   if (!src.has_tokenizer)
     fail("{}: {} = '{}' resolves to {}, which has no tokenizer.json (set model.tokenizer_name_or_path)",
          cfg.source(), key, *name, src.dir.string());
-  return TokenizerBundle{src.dir, text::Tokenizer::load(src.dir / "tokenizer.json"),
-                         text::load_tokenizer_config(src.dir)};
+  TokenizerBundle b{src.dir, text::Tokenizer::load(src.dir / "tokenizer.json"),
+                    text::load_tokenizer_config(src.dir)};
+  text::register_config_special_tokens(b.tokenizer, b.config);  // as transformers' loading does
+  return b;
 }
 
 data::DataOptions data_options(const RunConfig& cfg, const std::string& split) {
@@ -74,7 +78,10 @@ data::DataOptions data_options(const RunConfig& cfg, const std::string& split) {
     o.chat_template_kwargs = *kw;
   }
   if (auto p = cfg.get_optional<std::string>("trainer.chat_template_path")) o.chat_template_path = *p;
-  if (auto dir = cfg.get_optional<std::string>("dataset.cache_dir")) o.cache_dir = *dir;
+  if (auto dir = cfg.get_optional<std::string>("dataset.cache_dir")) {
+    check_dir_creatable(cfg.source(), "dataset.cache_dir", *dir);
+    o.cache_dir = *dir;
+  }
   o.num_threads = static_cast<int>(cfg.get<int64_t>("compute.threads"));
   return o;
 }

@@ -19,7 +19,8 @@ struct TokenizerBundle {
   text::TokenizerConfig config;
 };
 
-// Loads tokenizer.json + tokenizer_config.json of the configured tokenizer directory.
+// Loads tokenizer.json + tokenizer_config.json of the configured tokenizer directory, with the
+// config's special tokens that tokenizer.json lacks added (text/special_tokens.h).
 // Throws zt::Error naming the config key and directory when tokenizer.json is missing.
 TokenizerBundle load_tokenizer(const RunConfig& cfg);
 

@@ -6,7 +6,8 @@ namespace {
 
 constexpr std::string_view kTpu = "TPU only";
 constexpr std::string_view kMultiNode =
-    "multi-machine jobs start each rank with mpirun or RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT";
+    "multi-machine jobs run one `zerotune launch --nnodes N --node_rank R` per machine, or start "
+    "each rank with mpirun, srun or RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT";
 constexpr std::string_view kZeroTuning =
     "a DeepSpeed tuning knob; zerotune's ZeRO engine has its own buckets and schedule, and the "
     "numbers do not depend on them";

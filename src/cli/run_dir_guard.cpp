@@ -1,5 +1,9 @@
 #include "cli/run_dir_guard.h"
 
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <vector>
 
 #include "core/error.h"
@@ -29,6 +33,32 @@ void check_run_dir_is_free(const fs::path& exp_dir, const fs::path& output_dir, 
        "exp_dir (e.g. exp_dir={}_2), {}or replace it with trainer.overwrite_output_dir=true",
        exp_dir.string(), list, exp_dir.string(),
        has_checkpoint ? "continue that run with trainer.resume_from_checkpoint=true, " : "");
+}
+
+void check_dir_creatable(const std::string& source, const std::string& key, const fs::path& dir) {
+  const fs::path target = dir.empty() ? fs::path(".") : dir;
+  fs::path cur = target;
+  std::error_code ec;
+  while (!fs::exists(fs::symlink_status(cur, ec))) {
+    cur = cur.parent_path();
+    if (cur.empty()) cur = ".";
+  }
+  const bool is_target = cur == target;
+  const char* verb = is_target ? "write in" : "create";
+  if (fs::is_symlink(fs::symlink_status(cur, ec)) && !fs::exists(fs::status(cur, ec)))
+    fail("{}: {}: cannot create {}: {} is a dangling symbolic link", source, key, target.string(),
+         cur.string());
+  if (!fs::is_directory(fs::status(cur, ec)))
+    fail("{}: {}: cannot create {}: {} ({} is {})", source, key, target.string(),
+         std::strerror(ENOTDIR), cur.string(),
+         fs::is_regular_file(fs::status(cur, ec)) ? "a file" : "not a directory");
+  if (::access(cur.c_str(), W_OK | X_OK) != 0) {
+    const int e = errno;
+    if (is_target)
+      fail("{}: {}: cannot {} {}: {}", source, key, verb, target.string(), std::strerror(e));
+    fail("{}: {}: cannot {} {}: {} (in {})", source, key, verb, target.string(), std::strerror(e),
+         cur.string());
+  }
 }
 
 std::vector<fs::path> clear_earlier_run(const fs::path& exp_dir, const fs::path& logging_dir) {

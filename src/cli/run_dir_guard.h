@@ -18,6 +18,17 @@ namespace zt::cli {
 void check_run_dir_is_free(const std::filesystem::path& exp_dir, const std::filesystem::path& output_dir,
                            bool resuming, bool overwrite);
 
+// Checks, creating nothing, that directory `dir` (the value of config key `key`) exists as a
+// directory this process may write in, or can be created: walks up to the nearest existing
+// ancestor, which must be a directory (not a file, not a dangling symbolic link) with write and
+// search permission on a writable file system (access(2), so root's rights and read-only mounts
+// count as they will at mkdir). Throws zt::Error
+//   "SOURCE: KEY: cannot create DIR: REASON" (e.g. "Not a directory (runs/afile is a file)",
+//   "Read-only file system", "Permission denied"), or "SOURCE: KEY: cannot write in DIR: REASON"
+// when DIR itself exists but is not writable.
+void check_dir_creatable(const std::string& source, const std::string& key,
+                         const std::filesystem::path& dir);
+
 // trainer.overwrite_output_dir: removes the earlier run's metrics.jsonl (which a new run would
 // otherwise append to) and its TensorBoard event files in `logging_dir` ("" = none); args.yaml and
 // the final model are rewritten by the run itself. Returns the paths removed. Checkpoint

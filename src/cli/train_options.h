@@ -8,6 +8,7 @@
 //   {"best"})
 #pragma once
 
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -20,12 +21,19 @@
 
 namespace zt::cli {
 
+template <class T>
+struct IsOptional : std::false_type {};
+template <class U>
+struct IsOptional<std::optional<U>> : std::true_type {};
+
 // The checked value of `path` as T (an enum from its name). Throws zt::Error (RunConfig::get's)
 // when the value is missing or of another type.
 template <class T>
 T config_value(const RunConfig& cfg, std::string_view path) {
   const std::string key(path);
-  if constexpr (std::is_enum_v<T>) {
+  if constexpr (IsOptional<T>::value) {
+    return T(config_value<typename T::value_type>(cfg, path));
+  } else if constexpr (std::is_enum_v<T>) {
     const std::string name = cfg.get<std::string>(key);
     if (const auto v = enum_from_name<T>(name)) return *v;
     std::string names;

@@ -127,7 +127,8 @@ std::vector<KeySpec> trainer_keys() {
       option("trainer.per_device_eval_batch_size", &TrainArgs::per_device_eval_batch_size, 8, integer(1)),
       option("trainer.gradient_accumulation_steps", &TrainArgs::gradient_accumulation_steps, 1, integer(1)),
       option("trainer.seed", &TrainArgs::seed, 42, integer(0, kSeedMax)),
-      refused("trainer.data_seed", nullptr, "zerotune's sampler is seeded by trainer.seed"),
+      option_or_null("trainer.data_seed", &TrainArgs::data_seed, nullptr, std::optional<uint64_t>{},
+                     integer(0, kSeedMax, true)),  // the sampler's seed; null: trainer.seed
       option("trainer.dataloader_drop_last", &TrainArgs::dataloader_drop_last, false, boolean()),
       noted("trainer.dataloader_num_workers", 0, kLoader),
       noted("trainer.dataloader_prefetch_factor", nullptr, kLoader),
@@ -176,7 +177,7 @@ std::vector<KeySpec> trainer_keys() {
       noted("trainer.ddp_find_unused_parameters", nullptr, kDdp),
       noted("trainer.ddp_bucket_cap_mb", nullptr, kDdp),
       noted("trainer.ddp_broadcast_buffers", nullptr, kDdp),
-      noted("trainer.ddp_timeout", 1800, kDdp),
+      acts("trainer.ddp_timeout", 1800, integer(1)),  // the collective timeout, s (ZT_COMM_TIMEOUT_S overrides)
       noted("trainer.ddp_static_graph", nullptr, kDdp),
       noted("trainer.fsdp", nullptr, kFsdp),
       noted("trainer.fsdp_config", nullptr, kFsdp),

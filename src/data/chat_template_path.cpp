@@ -12,6 +12,7 @@
 #include "core/file_util.h"
 #include "core/log.h"
 #include "io/json.h"
+#include "io/json_depth.h"
 #include "io/model_source.h"
 #include "text/chat_template.h"
 
@@ -66,7 +67,9 @@ ChatTemplateOverride load_chat_template_path(const std::string& path,
   if (src.has_tokenizer) {
     const fs::path tj = src.dir / "tokenizer.json";
     // nlohmann::json, not the ordered Json: 151k vocab keys would be slow in an ordered map.
-    const nlohmann::json j = nlohmann::json::parse(read_file(tj), nullptr, false);
+    const std::string text = read_file(tj);
+    check_json_depth(text, tj.string());
+    const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
     if (j.is_discarded()) fail("{}: {} is not valid JSON", key, tj.string());
     if (const auto it = j.find("added_tokens"); it != j.end() && it->is_array()) {
       for (const auto& t : *it) {

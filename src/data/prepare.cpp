@@ -22,7 +22,7 @@ namespace zt::data {
 namespace {
 
 // Bump when a change to this layer changes the tokens or masks it produces for the same inputs.
-constexpr const char* kPipelineVersion = "zerotune-sft-data-2";
+constexpr const char* kPipelineVersion = "zerotune-sft-data-3";  // 3: config special tokens added
 constexpr size_t kMaxListedRows = 100;
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {

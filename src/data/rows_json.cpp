@@ -11,6 +11,8 @@
 #include "core/error.h"
 #include "data/rows.h"
 #include "data/utf8.h"
+#include "io/json_depth.h"
+#include "io/unique_keys.h"
 
 namespace zt::data {
 namespace {
@@ -97,7 +99,10 @@ std::vector<Json> parse_lines(const std::string& buf, const std::string& file) {
     const char* b = buf.data() + l.begin;
     const char* e = buf.data() + l.end;
     try {
-      rows[i] = Json::parse(b, e);
+      // Refuses a key given twice (HF datasets' JSON reader, pyarrow, refuses such a row: "Column
+      // ... was specified twice in row ...") and nesting deeper than kMaxJsonDepth.
+      JsonKeyTracker keys(std::string_view(b, e - b), file, l.line, fmt::format("row {}: ", i));
+      rows[i] = parse_json_tracked(std::string_view(b, e - b), keys);
       if (!rows[i].is_object()) {
         err.offer(l.line, fmt::format("{}:{}: row {} is a JSON {}, expected an object", file,
                                       l.line, i, rows[i].type_name()));
@@ -112,11 +117,13 @@ std::vector<Json> parse_lines(const std::string& buf, const std::string& file) {
         err.offer(l.line, fmt::format("{}:{}:{}: invalid JSON: {}", file, l.line, ex.byte,
                                       parse_reason(ex.what())));
       }
+    } catch (const Error& ex) {
+      err.offer(l.line, ex.what());
     }
   }
   if (err.key != INT64_MAX) {
     // A pretty-printed single object fails on its first line; say what the file really is.
-    if (!lines.empty() && buf[lines[0].begin] == '{') {
+    if (!lines.empty() && buf[lines[0].begin] == '{' && !find_too_deep_json(buf)) {
       Json whole = Json::parse(buf, nullptr, /*allow_exceptions=*/false);
       if (whole.is_object()) {
         fail(
@@ -130,16 +137,25 @@ std::vector<Json> parse_lines(const std::string& buf, const std::string& file) {
   return rows;
 }
 
+// The 0-based row (element of the top-level array) that byte `offset` of `buf` lies in.
+int64_t row_at(const std::string& buf, size_t offset) {
+  RowCounter counter;
+  Json::sax_parse(std::string_view(buf).substr(0, offset), &counter);
+  return counter.count - 1;
+}
+
 std::vector<Json> parse_array(const std::string& buf, const std::string& file) {
+  if (const auto deep = find_too_deep_json(buf))
+    fail("{}:{}: row {}: JSON nesting depth exceeds {}", file, line_of(buf, *deep),
+         row_at(buf, *deep), kMaxJsonDepth);
   Json all;
   try {
-    all = Json::parse(buf);
+    JsonKeyTracker keys(buf, file);
+    all = parse_json_tracked(buf, keys);
   } catch (const Json::parse_error& ex) {
     if (auto bad = find_invalid_utf8(buf)) {
-      RowCounter counter;
-      Json::sax_parse(std::string_view(buf).substr(0, *bad), &counter);
       fail("{}:{}: row {}: invalid UTF-8 at byte offset {} of the file", file, line_of(buf, *bad),
-           counter.count - 1, *bad);
+           row_at(buf, *bad), *bad);
     }
     const size_t at = ex.byte > 0 ? ex.byte - 1 : 0;
     const size_t line_start = buf.rfind('\n', at == 0 ? 0 : at - 1);

@@ -6,6 +6,7 @@
 #include <parquet/arrow/reader.h>
 
 #include <climits>
+#include <map>
 
 #include "core/error.h"
 #include "data/rows.h"
@@ -21,6 +22,18 @@ struct Node {
   std::vector<std::string> names;  // struct field names
   std::vector<Node> children;      // list: values; struct: fields; map: keys, items; dict: values
 };
+
+// HF datasets (Arrow) refuses an ambiguous name ("Multiple matches for FieldRef.Name(prompt)");
+// so does zerotune, instead of keeping one of the two values: throws zt::Error
+//   "FILE: WHAT 'NAME' occurs N times"
+// for the first name in `names` given more than once.
+void check_unique_names(const std::vector<std::string>& names, const std::string& file,
+                        const std::string& what) {
+  std::map<std::string, int> count;
+  for (const auto& n : names) ++count[n];
+  for (const auto& n : names)
+    if (count[n] > 1) fail("{}: {} '{}' occurs {} times", file, what, n, count[n]);
+}
 
 Node build_node(const std::shared_ptr<arrow::Array>& a, const std::string& file,
                 const std::string& column) {
@@ -50,6 +63,7 @@ Node build_node(const std::shared_ptr<arrow::Array>& a, const std::string& file,
         n.names.push_back(s.struct_type()->field(k)->name());
         n.children.push_back(build_node(s.field(k), file, column));
       }
+      check_unique_names(n.names, file, fmt::format("column '{}': struct field", column));
       break;
     }
     case arrow::Type::DICTIONARY:
@@ -200,6 +214,7 @@ std::shared_ptr<arrow::Table> read_table(const std::string& file) {
 std::vector<Json> read_parquet_rows(const std::filesystem::path& path) {
   const std::string file = path.string();
   const std::shared_ptr<arrow::Table> table = read_table(file);
+  check_unique_names(table->schema()->field_names(), file, "column");
   const int64_t num_rows = table->num_rows();
   std::vector<Json> rows(static_cast<size_t>(num_rows), Json::object());
   for (int c = 0; c < table->num_columns(); ++c) {

@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 
 #include "core/error.h"
+#include "io/json_depth.h"
 
 namespace zt::data {
 namespace {
@@ -127,6 +128,9 @@ Json json_column(const Json& row, const char* column, int64_t r, std::string_vie
   const auto it = row.find(column);
   if (it == row.end() || it->is_null()) return Json();
   if (!it->is_string()) return *it;
+  if (find_too_deep_json(it->get_ref<const std::string&>()))
+    fail("{}: row {}: column '{}' is a string of JSON nested deeper than {}", file, r, column,
+         kMaxJsonDepth);
   Json parsed = Json::parse(it->get_ref<const std::string&>(), nullptr, false);
   if (parsed.is_discarded()) {
     fail("{}: row {}: column '{}' is a string that is not valid JSON", file, r, column);

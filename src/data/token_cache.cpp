@@ -15,6 +15,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "io/json_depth.h"
 
 namespace zt::data {
 namespace {
@@ -312,7 +313,9 @@ void PreparedDataset::release() noexcept {
   map_bytes_ = 0;
 }
 
-Json PreparedDataset::stored_report() const { return Json::parse(report_); }
+Json PreparedDataset::stored_report() const {
+  return parse_json(report_, "the token cache's report");
+}
 
 PreparedDataset open_or_build_cache(const std::filesystem::path& file, const CacheKey& key,
                                     const std::function<TokenData()>& build, bool* built) {

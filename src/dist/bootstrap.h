@@ -4,9 +4,16 @@
 // Environment read:
 //   MPI job:  OMPI_COMM_WORLD_SIZE (OpenMPI's mpirun) or PMIX_RANK (srun --mpi=pmix) present.
 //   TCP job:  WORLD_SIZE > 1 with RANK, MASTER_ADDR, MASTER_PORT (required) and LOCAL_RANK,
-//             LOCAL_WORLD_SIZE (default: RANK and WORLD_SIZE, i.e. one host).
-//   Knobs:    ZT_COMM_TIMEOUT_S (TCP collective progress timeout, and how long a device
-//             collective may stay incomplete; default 1800),
+//             LOCAL_WORLD_SIZE (default: RANK and WORLD_SIZE, i.e. one host) — torchrun's,
+//             accelerate's and `zerotune launch`'s (also across nodes: --nnodes);
+//             or, when WORLD_SIZE is unset, Slurm's (srun, one task per rank): SLURM_NTASKS > 1,
+//             SLURM_PROCID (rank), SLURM_LOCALID (local rank, default 0), the local count from
+//             SLURM_TASKS_PER_NODE ("2(x3),1") at SLURM_NODEID, with MASTER_ADDR/MASTER_PORT
+//             (required: Slurm names no rendezvous; e.g. the job's first host and a free port).
+//   Knobs:    ZT_COMM_TIMEOUT_S (TCP collective progress timeout, how long a device collective
+//             may stay incomplete, and how long an MPI one may wait; default: the job's
+//             configured timeout, trainer.ddp_timeout for `train`, else 1800 — the variable
+//             overrides the config),
 //             ZT_RENDEZVOUS_TIMEOUT_S (default 300), ZT_COMM_CHUNK_ELEMENTS (reduce-scatter chunk
 //             per peer, default 1048576).
 // When both kinds of variables are present, MPI wins.
@@ -14,6 +21,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "dist/comm.h"
@@ -33,9 +41,12 @@ struct LaunchEnv {
 // Looks up an environment variable: nullptr when unset.
 using EnvLookup = std::function<const char*(const char*)>;
 
-// Reads the variables above through `env`. Throws zt::Error naming the variable, its value and what
-// was expected (non-integer, RANK outside [0, WORLD_SIZE), missing MASTER_ADDR/MASTER_PORT, …).
-LaunchEnv read_launch_env(const EnvLookup& env);
+// Reads the variables above through `env`. configured_timeout_s: the collective timeout the job's
+// config sets (trainer.ddp_timeout, seconds > 0), used unless ZT_COMM_TIMEOUT_S is set. Throws
+// zt::Error naming the variable, its value and what was expected (non-integer, RANK outside
+// [0, WORLD_SIZE), missing MASTER_ADDR/MASTER_PORT, …).
+LaunchEnv read_launch_env(const EnvLookup& env,
+                          std::optional<double> configured_timeout_s = std::nullopt);
 
 // The Comm for `where` (MPI, TCP rendezvous, or SingleComm).
 std::unique_ptr<Comm> make_comm(const LaunchEnv& where);

@@ -5,8 +5,10 @@
 #define OMPI_SKIP_MPICXX 1
 #define MPICH_SKIP_MPICXX 1
 #include <mpi.h>
+#include <time.h>
 
 #include <algorithm>
+#include <chrono>
 #include <climits>
 #include <cstring>
 #include <exception>
@@ -25,6 +27,11 @@ void check(int rc, const char* what) {
   int len = 0;
   MPI_Error_string(rc, msg, &len);
   fail("MPI {} failed: {}", what, std::string(msg, static_cast<size_t>(len)));
+}
+
+double now_s() {
+  using namespace std::chrono;
+  return duration<double>(steady_clock::now().time_since_epoch()).count();
 }
 
 // Largest byte count one MPI call moves (counts are int).
@@ -79,6 +86,7 @@ class MpiComm final : public Comm {
     scratch_.resize(static_cast<size_t>(w) * chunk);
     std::vector<const float*> parts(static_cast<size_t>(w));
     std::vector<MPI_Request> reqs(2 * static_cast<size_t>(w - 1));
+    peers_.resize(reqs.size());
     for (size_t off = 0; off < shard; off += chunk) {
       const size_t len = std::min(chunk, shard - off);
       const int count = static_cast<int>(len);
@@ -86,16 +94,17 @@ class MpiComm final : public Comm {
       for (int k = 1; k < w; ++k) {
         const int q = (r + k) % w;
         float* slot = scratch_.data() + static_cast<size_t>(q) * chunk;
+        peers_[nreq] = q;
         check(MPI_Irecv(slot, count, MPI_FLOAT, q, kTag, comm_, &reqs[nreq++]), "MPI_Irecv");
         parts[static_cast<size_t>(q)] = slot;
       }
       for (int k = 1; k < w; ++k) {
         const int q = (r + k) % w;
         const float* src = send + static_cast<size_t>(q) * shard + off;
+        peers_[nreq] = q;
         check(MPI_Isend(src, count, MPI_FLOAT, q, kTag, comm_, &reqs[nreq++]), "MPI_Isend");
       }
-      check(MPI_Waitall(static_cast<int>(nreq), reqs.data(), MPI_STATUSES_IGNORE),
-            "MPI_Waitall (reduce_scatter)");
+      wait_all(reqs.data(), nreq, "reduce_scatter", peers_.data());
       parts[static_cast<size_t>(r)] = send + static_cast<size_t>(r) * shard + off;
       fold_rank_order(parts.data(), w, len, out + off, accumulate);
     }
@@ -117,10 +126,13 @@ class MpiComm final : public Comm {
       check(MPI_Type_create_resized(block, 0, static_cast<MPI_Aint>(bytes), &strided),
             "MPI_Type_create_resized");
       MPI_Type_commit(&strided);
-      const int rc = MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, o + off, 1, strided, comm_);
+      MPI_Request req = MPI_REQUEST_NULL;
+      const int rc =
+          MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, o + off, 1, strided, comm_, &req);
+      if (rc == MPI_SUCCESS) wait_all(&req, 1, "all_gather", nullptr);
       MPI_Type_free(&strided);
       MPI_Type_free(&block);
-      check(rc, "MPI_Allgather");
+      check(rc, "MPI_Iallgather");
     }
   }
 
@@ -128,19 +140,60 @@ class MpiComm final : public Comm {
     char* p = static_cast<char*>(data);
     for (size_t off = 0; off < bytes; off += kMaxBytes) {
       const int len = static_cast<int>(std::min(kMaxBytes, bytes - off));
-      check(MPI_Bcast(p + off, len, MPI_BYTE, root, comm_), "MPI_Bcast");
+      MPI_Request req = MPI_REQUEST_NULL;
+      check(MPI_Ibcast(p + off, len, MPI_BYTE, root, comm_, &req), "MPI_Ibcast");
+      wait_all(&req, 1, "broadcast", nullptr);
     }
   }
 
-  void do_barrier() override { check(MPI_Barrier(comm_), "MPI_Barrier"); }
+  void do_barrier() override {
+    MPI_Request req = MPI_REQUEST_NULL;
+    check(MPI_Ibarrier(comm_, &req), "MPI_Ibarrier");
+    wait_all(&req, 1, "barrier", nullptr);
+  }
 
  private:
+  // Waits for reqs[0..n) by polling MPI_Testall (spinning a while, then pausing 50 µs between
+  // polls); throws after options_.timeout_s naming `what`, and with peers (the rank of each
+  // request) the ranks whose messages are still pending.
+  void wait_all(MPI_Request* reqs, size_t n, const char* what, const int* peers) {
+    const double t0 = now_s();
+    ++calls_;
+    for (int polls = 0;; ++polls) {
+      int done = 0;
+      check(MPI_Testall(static_cast<int>(n), reqs, &done, MPI_STATUSES_IGNORE), what);
+      if (done) return;
+      if (polls > 1000) {
+        const timespec pause{0, 50 * 1000};
+        nanosleep(&pause, nullptr);
+      }
+      if ((polls & 63) == 0 && now_s() - t0 > options_.timeout_s) break;
+    }
+    std::vector<int> pending;
+    for (size_t i = 0; peers && i < n; ++i) {
+      int done = 0;
+      MPI_Test(&reqs[i], &done, MPI_STATUS_IGNORE);
+      if (!done && std::find(pending.begin(), pending.end(), peers[i]) == pending.end())
+        pending.push_back(peers[i]);
+    }
+    std::sort(pending.begin(), pending.end());
+    std::string who;
+    for (int q : pending) who += fmt::format("{}{}", who.empty() ? "" : ", ", q);
+    fail(
+        "mpi: {} (call #{}) on rank {} did not complete within {:g} s (trainer.ddp_timeout / "
+        "ZT_COMM_TIMEOUT_S){}: a rank is stuck or never reached this collective",
+        what, calls_, rank(), options_.timeout_s,
+        who.empty() ? "" : fmt::format(" waiting on rank(s) {}", who));
+  }
+
   static constexpr int kTag = 7301;
   CommOptions options_;
   MPI_Comm comm_ = MPI_COMM_NULL;
   MPI_Comm local_ = MPI_COMM_NULL;
   bool owns_mpi_ = false;
   std::vector<float> scratch_;
+  std::vector<int> peers_;  // the peer of each reduce-scatter request
+  int64_t calls_ = 0;       // waits so far, to name a call in errors
 };
 
 }  // namespace

@@ -7,9 +7,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
-#include <filesystem>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <limits>
 
 #include "core/error.h"
@@ -50,6 +54,29 @@ bool dropped_variable(const std::string& entry) {
          entry.rfind("PMI_", 0) == 0;
 }
 
+// The file in the launcher's directory where rank 0 records its last complete checkpoint: three
+// lines, exp_dir / checkpoint path (empty: none) / "interrupt" or empty.
+constexpr const char* kCheckpointRecord = "checkpoint.record";
+
+// What the launcher says when it kills ranks, from rank 0's record; empty when there is none (the
+// job never reached its training loop, or the command is not `train`).
+std::string checkpoint_message(const std::string& launch_dir, bool after_signal) {
+  if (launch_dir.empty()) return "";
+  std::ifstream f(launch_dir + "/" + kCheckpointRecord);
+  std::string exp_dir, ckpt, kind;
+  if (!std::getline(f, exp_dir)) return "";
+  std::getline(f, ckpt);
+  std::getline(f, kind);
+  const std::string last =
+      ckpt.empty() ? fmt::format("none (this run wrote no checkpoint in {})", exp_dir) : ckpt;
+  if (!after_signal) return fmt::format("last complete checkpoint: {}", last);
+  if (kind == "interrupt")
+    return fmt::format("ranks killed after the interrupt checkpoint {} was written", ckpt);
+  return fmt::format(
+      "ranks killed before the interrupt checkpoint was written; last complete checkpoint: {}",
+      last);
+}
+
 int status_code(int st) {
   if (WIFEXITED(st)) return WEXITSTATUS(st);
   if (WIFSIGNALED(st)) return 128 + WTERMSIG(st);
@@ -65,6 +92,20 @@ std::string describe_status(int st) {
 
 }  // namespace
 
+void note_checkpoint_for_launcher(const std::string& exp_dir, const std::string& checkpoint,
+                                  bool interrupt) {
+  const char* dir = std::getenv("ZT_LAUNCH_ERRORS");
+  if (dir == nullptr || *dir == '\0') return;
+  const std::string path = std::string(dir) + "/" + kCheckpointRecord;
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::trunc);
+    f << exp_dir << '\n' << checkpoint << '\n' << (interrupt ? "interrupt" : "") << '\n';
+    if (!f.flush()) return;
+  }
+  std::rename(tmp.c_str(), path.c_str());
+}
+
 int pick_free_port(const std::string& addr) {
   int port = 0;
   tcp::Fd fd = tcp::listen_on(addr, 0, &port);
@@ -73,7 +114,17 @@ int pick_free_port(const std::string& addr) {
 
 int run_local_launch(const LocalLaunch& spec) {
   if (spec.num_processes < 1) fail("launch: num_processes {} (expected >= 1)", spec.num_processes);
+  if (spec.nnodes < 1) fail("launch: --nnodes {} (expected >= 1)", spec.nnodes);
+  if (spec.node_rank < 0 || spec.node_rank >= spec.nnodes)
+    fail("launch: --node_rank {} (expected 0..{} with --nnodes {})", spec.node_rank,
+         spec.nnodes - 1, spec.nnodes);
+  if (spec.nnodes > 1 && spec.master_port <= 0)
+    fail(
+        "launch: --nnodes {} needs --master_port (every node's launcher names the same "
+        "rendezvous port on rank 0's node, --master_addr)",
+        spec.nnodes);
   const int n = spec.num_processes;
+  const int first_rank = spec.node_rank * n, world = spec.nnodes * n;
   const int port = spec.master_port > 0 ? spec.master_port : pick_free_port(spec.master_addr);
 
   // Everything the children need is built before fork: the child only calls async-signal-safe
@@ -82,7 +133,7 @@ int run_local_launch(const LocalLaunch& spec) {
   for (char** e = environ; *e; ++e)
     if (!dropped_variable(*e)) base_env.emplace_back(*e);
   for (const auto& [k, v] : spec.extra_env) base_env.push_back(k + "=" + v);
-  base_env.push_back(fmt::format("WORLD_SIZE={}", n));
+  base_env.push_back(fmt::format("WORLD_SIZE={}", world));
   base_env.push_back(fmt::format("LOCAL_WORLD_SIZE={}", n));
   base_env.push_back("MASTER_ADDR=" + spec.master_addr);
   base_env.push_back(fmt::format("MASTER_PORT={}", port));
@@ -92,7 +143,7 @@ int run_local_launch(const LocalLaunch& spec) {
   std::vector<std::vector<char*>> envps(static_cast<size_t>(n));
   for (int r = 0; r < n; ++r) {
     auto& e = envs[static_cast<size_t>(r)];
-    e.push_back(fmt::format("RANK={}", r));
+    e.push_back(fmt::format("RANK={}", first_rank + r));
     e.push_back(fmt::format("LOCAL_RANK={}", r));
     for (auto& s : e) envps[static_cast<size_t>(r)].push_back(s.data());
     envps[static_cast<size_t>(r)].push_back(nullptr);
@@ -118,8 +169,13 @@ int run_local_launch(const LocalLaunch& spec) {
     for (int r = 0; r < n; ++r)
       if (alive[static_cast<size_t>(r)]) kill(pids[static_cast<size_t>(r)], sig);
   };
-  log::info("launch: starting {} process(es), MASTER_ADDR={} MASTER_PORT={}", n, spec.master_addr,
-            port);
+  if (spec.nnodes > 1)
+    log::info("launch: node {} of {}: starting ranks {}..{} of {}, MASTER_ADDR={} MASTER_PORT={}",
+              spec.node_rank, spec.nnodes, first_rank, first_rank + n - 1, world, spec.master_addr,
+              port);
+  else
+    log::info("launch: starting {} process(es), MASTER_ADDR={} MASTER_PORT={}", n, spec.master_addr,
+              port);
   for (int r = 0; r < n; ++r) {
     const pid_t pid = fork();
     if (pid < 0) {
@@ -149,6 +205,13 @@ int run_local_launch(const LocalLaunch& spec) {
   bool stopping = false;  // we asked the children to stop
   int forwarded = 0;      // user signals received
   double kill_at = std::numeric_limits<double>::infinity();
+  double grace = 0;  // the SIGTERM -> SIGKILL delay in force
+  auto kill_all = [&](const std::string& why) {
+    log::warn("launch: {}", why);
+    const std::string m = checkpoint_message(errors.path(), forwarded > 0);
+    if (!m.empty()) log::warn("launch: {}", m);
+    signal_alive(SIGKILL);
+  };
   while (alive_count > 0) {
     timespec ts{0, 100 * 1000 * 1000};
     siginfo_t info{};
@@ -161,10 +224,10 @@ int run_local_launch(const LocalLaunch& spec) {
         signal_alive(sig);
         if (result == 0) result = 128 + sig;
         stopping = true;
-        kill_at = tcp::now_s() + spec.kill_grace_s;
-      } else {
-        log::warn("launch: second signal; killing the remaining process(es)");
-        signal_alive(SIGKILL);
+        grace = spec.kill_grace_s;
+        kill_at = tcp::now_s() + grace;
+      } else if (alive_count > 0) {
+        kill_all("second signal; killing the remaining process(es)");
       }
     }
     for (int r = 0; r < n; ++r) {
@@ -178,18 +241,19 @@ int run_local_launch(const LocalLaunch& spec) {
       if (code != 0 && !stopping) {
         result = code;
         stopping = true;
-        log::warn("launch: rank {} (pid {}) {}; stopping the other {} process(es)", r,
+        log::warn("launch: rank {} (pid {}) {}; stopping the other {} process(es)", first_rank + r,
                   pids[static_cast<size_t>(r)], describe_status(st), alive_count);
         signal_alive(SIGTERM);
-        kill_at = tcp::now_s() + spec.kill_grace_s;
+        signal_alive(SIGCONT);  // a stopped (SIGSTOP) rank would never see the SIGTERM
+        grace = std::min(spec.kill_grace_s, kFailureGraceS);
+        kill_at = tcp::now_s() + grace;
       } else if (code != 0) {
         log::debug("launch: rank {} {}", r, describe_status(st));
       }
     }
     if (alive_count > 0 && tcp::now_s() >= kill_at) {
-      log::warn("launch: {} process(es) still running {:g} s after SIGTERM; killing them",
-                alive_count, spec.kill_grace_s);
-      signal_alive(SIGKILL);
+      kill_all(fmt::format("{} process(es) still running {:g} s after SIGTERM; killing them",
+                           alive_count, grace));
       kill_at = std::numeric_limits<double>::infinity();
     }
   }

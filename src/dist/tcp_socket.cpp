@@ -336,8 +336,8 @@ void exchange(std::span<Transfer> transfers, double timeout_s,
       std::string who;
       for (Transfer* t : owner) who += fmt::format("{}{}", who.empty() ? "" : ", ", t->peer);
       fail(
-          "tcp: {} made no progress for {:g} s waiting on rank(s) {} (ZT_COMM_TIMEOUT_S): a rank "
-          "is stuck or never reached this collective",
+          "tcp: {} made no progress for {:g} s waiting on rank(s) {} (trainer.ddp_timeout / "
+          "ZT_COMM_TIMEOUT_S): a rank is stuck or never reached this collective",
           describe(transfers.front().hdr), timeout_s, who);
     }
   }

@@ -3,8 +3,125 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "io/unique_keys.h"
 
 namespace zt {
+
+namespace {
+
+// The ids of a config field: null/absent -> {}, an id -> {id}, a list of ids -> the list.
+std::vector<int64_t> field_ids(const Json& j, const char* key, const std::string& origin) {
+  std::vector<int64_t> ids;
+  const auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return ids;
+  if (it->is_number_integer()) return {it->get<int64_t>()};
+  if (it->is_array()) {
+    for (const Json& v : *it) {
+      if (!v.is_number_integer()) break;
+      ids.push_back(v.get<int64_t>());
+    }
+    if (ids.size() == it->size()) return ids;
+  }
+  fail("{}: {} must be a token id or a list of token ids, got {}", origin, key, it->dump());
+}
+
+bool has(const std::vector<int64_t>& ids, int64_t id) {
+  return std::find(ids.begin(), ids.end(), id) != ids.end();
+}
+
+// [id, the others except id].
+std::vector<int64_t> put_first(int64_t id, const std::vector<int64_t>& others) {
+  std::vector<int64_t> v = {id};
+  for (int64_t o : others)
+    if (o != id) v.push_back(o);
+  return v;
+}
+
+Json ids_json(const std::vector<int64_t>& ids) {
+  Json a = Json::array();
+  for (int64_t id : ids) a.push_back(id);
+  return a;
+}
+
+// transformers `_align_special_token` for one field; `several`: the EOS, which may be a list.
+void align_one(const char* key, std::optional<int64_t> tok_id, std::vector<int64_t>& cfg_ids,
+               bool cfg_is_list, Json& gen, const std::string& origin, bool several,
+               Json& updated) {
+  if (!tok_id) return;
+  const int64_t t = *tok_id;
+  const std::vector<int64_t> gen_ids = field_ids(gen, key, origin);
+  if (has(cfg_ids, t) && has(gen_ids, t)) return;
+  updated[key] = t;
+  cfg_ids = several && cfg_is_list ? put_first(t, cfg_ids) : std::vector<int64_t>{t};
+  if (several)
+    gen[key] = ids_json(put_first(t, gen_ids));
+  else
+    gen[key] = t;
+}
+
+}  // namespace
+
+Json align_special_token_ids(ModelConfig& cfg, Json& gen, const TokenizerSpecialIds& tok,
+                             const std::string& origin) {
+  Json updated = Json::object();
+  // 1. TRL's SFTTrainer.__init__.
+  if (tok.eos && tok.eos_origin != EosOrigin::kTokenizer) {
+    const int64_t e = *tok.eos;
+    const std::vector<int64_t> gen_eos = field_ids(gen, "eos_token_id", origin);
+    if (cfg.eos_token_id != std::vector<int64_t>{e}) updated["eos_token_id"] = e;
+    cfg.eos_token_id = {e};
+    if (tok.eos_origin == EosOrigin::kClonedTemplate) {
+      if (gen_eos != std::vector<int64_t>{e}) updated["eos_token_id"] = e;
+      gen["eos_token_id"] = e;
+    } else if (!has(gen_eos, e)) {
+      updated["eos_token_id"] = e;
+      gen["eos_token_id"] = ids_json(put_first(e, gen_eos));
+    }
+  }
+  if (tok.pad) {
+    const std::vector<int64_t> gen_pad = field_ids(gen, "pad_token_id", origin);
+    if (cfg.pad_token_id != std::vector<int64_t>{*tok.pad} ||
+        gen_pad != std::vector<int64_t>{*tok.pad})
+      updated["pad_token_id"] = *tok.pad;
+    cfg.pad_token_id = {*tok.pad};
+    gen["pad_token_id"] = *tok.pad;
+  }
+  // 2. transformers' align_special_tokens at the start of Trainer.train().
+  // A config that declares a list of EOS ids keeps them (as read: a list, or several after step 1).
+  const bool eos_list = cfg.eos_token_id.size() > 1 ||
+                        (cfg.raw.contains("eos_token_id") && cfg.raw["eos_token_id"].is_array() &&
+                         tok.eos_origin == EosOrigin::kTokenizer);
+  align_one("eos_token_id", tok.eos, cfg.eos_token_id, eos_list, gen, origin, true, updated);
+  align_one("bos_token_id", tok.bos, cfg.bos_token_id, false, gen, origin, false, updated);
+  align_one("pad_token_id", tok.pad, cfg.pad_token_id, false, gen, origin, false, updated);
+  return updated;
+}
+
+GenerationConfigExport export_generation_config(ModelConfig& cfg, const fs::path& input,
+                                                const std::optional<TokenizerSpecialIds>& tok) {
+  GenerationConfigExport g;
+  std::error_code ec;
+  if (!input.empty() && fs::exists(input, ec)) {
+    g.text = read_file(input);
+    g.json = parse_json_unique_keys(g.text, input.string());
+    if (!g.json.is_object())
+      fail("{}: expected a JSON object (a generation config), got {}", input.string(),
+           g.json.type_name());
+    g.from_input = true;
+  } else {
+    g.json = generation_config_json(cfg);
+    g.text = g.json.dump(2) + "\n";
+  }
+  if (!tok) return g;
+  const Json before = g.json;
+  g.updated = align_special_token_ids(
+      cfg, g.json, *tok, g.from_input ? input.string() : "generation_config.json (derived)");
+  if (g.json != before) {
+    const nlohmann::json sorted = nlohmann::json::parse(g.json.dump());  // std::map: sorted keys
+    g.text = sorted.dump(2) + "\n";
+  }
+  return g;
+}
 
 HfExportResult export_hf_model(const fs::path& out_dir, const ModelConfig& cfg,
                                std::span<const NamedTensor> tensors,
@@ -32,13 +149,11 @@ HfExportResult export_hf_model(const fs::path& out_dir, const ModelConfig& cfg,
   StagingDir stage(out_dir);
   const fs::path& tmp = stage.path();
 
-  write_model_config(tmp / "config.json", cfg, dtype_str);
-
-  // generation_config.json: a copy of the given one, else derived from the model config.
-  if (!options.generation_config.empty() && fs::exists(options.generation_config, ec))
-    write_file_atomic(tmp / "generation_config.json", read_file(options.generation_config));
-  else
-    write_file_atomic(tmp / "generation_config.json", generation_config_json(cfg).dump(2) + "\n");
+  ModelConfig out_cfg = cfg;  // its special token ids aligned with the tokenizer's
+  const GenerationConfigExport gen =
+      export_generation_config(out_cfg, options.generation_config, options.tokenizer_ids);
+  write_model_config(tmp / "config.json", out_cfg, dtype_str);
+  write_file_atomic(tmp / "generation_config.json", gen.text);
 
   // transformers 5 adds total_parameters to the index metadata (`save_pretrained`).
   Json extra = Json::object();

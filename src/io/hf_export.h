@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <filesystem>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -29,6 +30,20 @@ inline constexpr const char* kTokenizerFiles[] = {"tokenizer.json",
                                                   "merges.txt",
                                                   "added_tokens.json"};
 
+// How the trained EOS got into the tokenizer (TRL 1.16 SFTTrainer), which decides how TRL puts it
+// into the configs (align_special_token_ids()).
+enum class EosOrigin : uint8_t {
+  kTokenizer,       // tokenizer_config.json's eos_token
+  kEosTokenArg,     // SFTConfig.eos_token (trainer.eos_token)
+  kClonedTemplate,  // chat_template_path naming a tokenizer (clone_chat_template)
+};
+
+// The special token ids of the tokenizer a model was trained with; unset: the tokenizer has none.
+struct TokenizerSpecialIds {
+  std::optional<int64_t> eos, bos, pad;  // pad: TRL's (the tokenizer's pad_token, else its EOS)
+  EosOrigin eos_origin = EosOrigin::kTokenizer;
+};
+
 struct HfExportOptions {
   // File dtype of the floating-point weights: kBF16 (F32/F16 inputs rounded RNE) or kF32.
   // config.json's dtype field is set to "bfloat16" / "float32" accordingly.
@@ -37,12 +52,50 @@ struct HfExportOptions {
   size_t max_shard_size = kDefaultMaxShardSize;
   // Directory to copy kTokenizerFiles from ("" = none).
   fs::path tokenizer_dir;
-  // generation_config.json to copy (e.g. the base model's); "" or missing file = derive it with
-  // generation_config_json(cfg).
+  // generation_config.json to export (the input model directory's, as transformers'
+  // save_pretrained writes the generation config it loaded); "" or missing file = derive it with
+  // generation_config_json(cfg). See export_generation_config().
   fs::path generation_config;
+  // The tokenizer's special token ids the exported config.json and generation_config.json are
+  // aligned with (see align_special_token_ids()); unset: both are exported as they are.
+  std::optional<TokenizerSpecialIds> tokenizer_ids;
   // Replace an existing output directory (else zt::Error naming it).
   bool overwrite = true;
 };
+
+// The generation_config.json an export writes, and how it came about.
+struct GenerationConfigExport {
+  std::string text;               // the file's bytes
+  Json json;                      // the same, parsed
+  bool from_input = false;        // read from HfExportOptions::generation_config (else derived)
+  Json updated = Json::object();  // {"eos_token_id": 151645, …}: what the alignment changed
+};
+
+// Aligns the special token ids of `cfg` (config.json) and `generation` (generation_config.json, an
+// object) with the tokenizer's, as a TRL 1.16 SFTTrainer run with transformers 5.24 leaves them:
+// 1. TRL, by tok.eos_origin: kEosTokenArg (SFTConfig.eos_token) sets cfg's eos to the id and puts
+// it
+//    first in generation's eos list unless there; kClonedTemplate (clone_chat_template) sets both
+//    to the single id; then TRL sets cfg's and generation's pad to tok.pad;
+// 2. transformers `align_special_tokens` (Trainer.train): for eos, bos and pad that the tokenizer
+//    defines, when the id is not among cfg's ids or not among generation's, cfg gets it (eos: put
+//    first in a list cfg already has) and generation gets it (eos: first in its list, the others
+//    kept, none twice — any of them stops generation).
+// E.g. config eos 151643 + generation [151645, 151643] + trained EOS 151645 -> config 151645,
+// generation unchanged; generation 151643 -> [151645, 151643]. Returns {name: id} of what changed
+// (in either). Throws zt::Error naming `origin` for an id field of generation that is not null, an
+// id or a list of ids.
+Json align_special_token_ids(ModelConfig& cfg, Json& generation, const TokenizerSpecialIds& tok,
+                             const std::string& origin);
+
+// generation_config.json for an export of `cfg`: the file `input` when it exists (else
+// generation_config_json(cfg)), aligned with `tok` (align_special_token_ids(), which also updates
+// `cfg`, the config.json to export) when given. An input the alignment leaves as it was is copied
+// byte for byte; a changed one is written with sorted keys, indent 2 + "\n" (transformers'
+// `to_json_string`; the input's transformers_version is kept). Throws zt::Error naming `input` for
+// bad JSON, a non-object, or an id field that is not null, an id or a list of ids.
+GenerationConfigExport export_generation_config(ModelConfig& cfg, const fs::path& input,
+                                                const std::optional<TokenizerSpecialIds>& tok);
 
 // What export_hf_model() wrote.
 struct HfExportResult {

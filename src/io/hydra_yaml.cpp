@@ -6,11 +6,13 @@
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
+#include <fstream>
 #include <limits>
 #include <set>
+#include <sstream>
 
 #include "core/error.h"
-#include "io/unique_keys.h"
+#include "io/yaml_load.h"
 
 namespace zt {
 namespace {
@@ -90,8 +92,12 @@ Json node_to_json(const YAML::Node& n, const std::filesystem::path& file) {
 
 YAML::Node parse_file(const std::filesystem::path& path) {
   if (!std::filesystem::exists(path)) fail("config file {} does not exist", path.string());
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream text;
+  text << in.rdbuf();
+  if (!in) fail("config file {} cannot be read", path.string());
   try {
-    return YAML::LoadFile(path.string());
+    return load_yaml(text.str(), path.string());
   } catch (const YAML::Exception& e) {
     fail("{}:{}:{}: YAML syntax error: {}", path.string(), e.mark.line + 1, e.mark.column + 1, e.msg);
   }
@@ -220,8 +226,7 @@ void apply_override(Json& root, const std::string& ov, const std::filesystem::pa
   if (is_known && is_known(key)) add = true;
   Json value;
   try {
-    YAML::Node n = YAML::Load(ov.substr(eq + 1));
-    check_unique_yaml_keys(n, "override '" + ov + "'");
+    YAML::Node n = load_yaml(ov.substr(eq + 1), "override '" + ov + "'");
     value = node_to_json(n, "<command line>");
   } catch (const YAML::Exception& e) {
     fail("override '{}': the value is not valid YAML: {}", ov, e.msg);
@@ -285,9 +290,7 @@ Json yaml_scalar_to_json(const std::string& s, bool quoted) {
 }
 
 Json load_yaml_file(const std::filesystem::path& path) {
-  YAML::Node root = parse_file(path);
-  check_unique_yaml_keys(root, path.string());
-  return node_to_json(root, path);
+  return node_to_json(parse_file(path), path);
 }
 
 Json load_hydra_yaml(const std::filesystem::path& path, const std::vector<std::string>& overrides,

@@ -35,8 +35,10 @@ Json load_hydra_yaml(const std::filesystem::path& path, const std::vector<std::s
                      const std::function<bool(const std::string&)>& is_known = {},
                      std::vector<std::string>* overridden = nullptr);
 
-// Parses a YAML file into JSON with no interpolation (e.g. accelerate / DeepSpeed configs).
-// Throws zt::Error naming the file and line on syntax errors and on a key given twice in a mapping.
+// Parses a YAML file into JSON with no interpolation (e.g. accelerate / DeepSpeed configs), by
+// load_yaml's rules (io/yaml_load.h: one document, bounded aliases, merge keys resolved).
+// Throws zt::Error naming the file and line on syntax errors, a key given twice in a mapping, a
+// second document, an alias expansion past the limit, a malformed merge key.
 Json load_yaml_file(const std::filesystem::path& path);
 
 // "a.b.c" -> {"a", "b", "c"}.

@@ -7,6 +7,8 @@
 #include <utility>
 
 #include "core/error.h"
+#include "core/log.h"
+#include "io/json_depth.h"
 #include "io/unique_keys.h"
 
 namespace zt {
@@ -92,18 +94,71 @@ std::optional<size_t> safetensors_dtype_size(std::string_view s) {
 // ---------------------------------------------------------------------------------------------
 // Reading
 
+fs::path resolve_weights_file(const fs::path& dir, bool log_choice) {
+  const fs::path single = dir / "model.safetensors";
+  const fs::path index = dir / "model.safetensors.index.json";
+  std::error_code ec;
+  // config.json's "transformers_weights" names the file explicitly (transformers 5).
+  const fs::path config = dir / "config.json";
+  if (fs::is_regular_file(config, ec)) {
+    Json cfg;
+    try {
+      cfg = parse_json_unique_keys(read_file(config), config.string());
+    } catch (const Error&) {
+      cfg = Json();  // load_model_config() reports a bad config.json, naming it
+    }
+    if (cfg.is_object() && cfg.contains("transformers_weights") &&
+        !cfg["transformers_weights"].is_null()) {
+      const Json& v = cfg["transformers_weights"];
+      if (!v.is_string())
+        fail("{}: transformers_weights must be a file name string, got {}", config.string(),
+             v.dump());
+      const std::string name = v.get<std::string>();
+      if (!name.ends_with(".safetensors") && !name.ends_with(".safetensors.index.json"))
+        fail(
+            "{}: transformers_weights '{}' is neither a safetensors file (*.safetensors) nor a "
+            "safetensors index (*.safetensors.index.json)",
+            config.string(), name);
+      const fs::path rel = fs::path(name).lexically_normal();
+      if (rel.is_absolute() || rel.empty() || *rel.begin() == "..")
+        fail("{}: transformers_weights '{}' must name a file inside {}", config.string(), name,
+             dir.string());
+      const fs::path file = dir / rel;
+      if (!fs::is_regular_file(file, ec))
+        fail("{}: transformers_weights names {}, which does not exist", config.string(),
+             file.string());
+      if (log_choice && file != single && file != index &&
+          (fs::exists(single, ec) || fs::exists(index, ec)))
+        log::info("{}: reading {} (config.json transformers_weights), as transformers does",
+                  dir.string(), rel.string());
+      return file;
+    }
+  }
+  const bool has_single = fs::is_regular_file(single, ec);
+  const bool has_index = fs::is_regular_file(index, ec);
+  if (has_single) {
+    if (has_index && log_choice)
+      log::warn(
+          "{}: holds both model.safetensors and model.safetensors.index.json; reading "
+          "model.safetensors, as transformers' from_pretrained does, and ignoring the index and "
+          "its shards (remove one of them to silence this warning)",
+          dir.string());
+    return single;
+  }
+  if (has_index) return index;
+  std::string others;
+  for (const char* f : {"pytorch_model.bin", "pytorch_model.bin.index.json"})
+    if (fs::exists(dir / f, ec))
+      others += fmt::format(" (it has {}, which zerotune cannot read)", f);
+  fail("{}: directory holds neither model.safetensors nor model.safetensors.index.json{}",
+       dir.string(), others);
+}
+
 SafetensorsReader::SafetensorsReader(const fs::path& path) : path_(path) {
   fs::path p = path;
   std::error_code ec;
-  if (fs::is_directory(p, ec)) {
-    if (fs::exists(p / "model.safetensors.index.json"))
-      p = p / "model.safetensors.index.json";
-    else if (fs::exists(p / "model.safetensors"))
-      p = p / "model.safetensors";
-    else
-      fail("{}: directory holds neither model.safetensors.index.json nor model.safetensors",
-           path.string());
-  }
+  if (fs::is_directory(p, ec)) p = resolve_weights_file(p);
+  source_ = p;
   const std::string fname = p.filename().string();
   if (fname.size() > 5 && fname.ends_with(".json")) {
     const std::string text = read_file(p);
@@ -149,6 +204,9 @@ void SafetensorsReader::open_file(const fs::path& file) {
     fail("{}: header length {} exceeds the file size {} bytes; truncated?", fn, n, map.size());
   const size_t data_start = 8 + static_cast<size_t>(n);
   const size_t data_size = map.size() - data_start;
+  const std::string_view header_text(reinterpret_cast<const char*>(map.data()) + 8,
+                                     static_cast<size_t>(n));
+  check_json_depth(header_text, fn + " (header)");
   Json header;
   try {
     header = Json::parse(reinterpret_cast<const char*>(map.data()) + 8,

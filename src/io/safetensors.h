@@ -51,6 +51,17 @@ struct SafetensorsTensorInfo {
   int64_t numel() const { return shape_numel(shape); }
 };
 
+// The weight file of model directory `dir` that transformers' `from_pretrained` loads
+// (modeling_utils `_get_resolved_checkpoint_files`, local directory, safetensors): config.json's
+// "transformers_weights" when set (a *.safetensors or *.safetensors.index.json inside `dir`), else
+// "model.safetensors", else "model.safetensors.index.json" — the single file wins over an index
+// beside it. With `log_choice`, a directory holding both logs a warning naming both files (and an
+// explicit transformers_weights beside them an info line). Throws zt::Error naming the file for a
+// transformers_weights that is not a string, not a safetensors name, outside `dir` or missing, and
+// naming `dir` when it has neither file (mentioning a pytorch_model.bin, which zerotune cannot
+// read).
+fs::path resolve_weights_file(const fs::path& dir, bool log_choice = true);
+
 // Read access to one safetensors file or a sharded set, memory-mapped (no copy until load()).
 // Opening validates every header entry (JSON, dtype string known to the format, shape, offsets
 // inside the file, byte count = numel × element size, no overlaps); errors name the file and
@@ -59,10 +70,10 @@ struct SafetensorsTensorInfo {
 //    file truncated?"
 class SafetensorsReader {
  public:
-  // `path`: a .safetensors file; a "*.safetensors.index.json"; or a directory holding
-  // "model.safetensors.index.json" (preferred) or "model.safetensors". Throws zt::Error naming the
-  // path for a missing file, bad JSON, a tensor listed in the index but absent from its shard (or
-  // vice versa), and every header problem above.
+  // `path`: a .safetensors file; a "*.safetensors.index.json"; or a model directory, whose weight
+  // file resolve_weights_file() picks. Throws zt::Error naming the path for a missing file, bad
+  // JSON, a tensor listed in the index but absent from its shard (or vice versa), and every header
+  // problem above.
   explicit SafetensorsReader(const fs::path& path);
 
   // All tensor names, sorted (byte order).
@@ -94,10 +105,14 @@ class SafetensorsReader {
   std::vector<fs::path> files() const;
   // The path given to the constructor.
   const fs::path& path() const { return path_; }
+  // The file it was read from: the .safetensors file or the index (for a directory, the one
+  // resolve_weights_file() picked).
+  const fs::path& source() const { return source_; }
 
  private:
   void open_file(const fs::path& file);
   fs::path path_;
+  fs::path source_;
   std::vector<MappedFile> maps_;
   std::vector<size_t> data_start_;  // per file: 8 + header length
   std::vector<SafetensorsTensorInfo> infos_;

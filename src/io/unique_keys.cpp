@@ -31,9 +31,18 @@ void walk_yaml(const YAML::Node& node, const std::string& path, const std::strin
 
 void check_unique_yaml_keys(const YAML::Node& node, const std::string& origin) { walk_yaml(node, "", origin); }
 
+JsonKeyTracker::JsonKeyTracker(std::string_view text, std::string origin, size_t first_line,
+                               std::string prefix)
+    : text_(text), origin_(std::move(origin)), first_line_(first_line), prefix_(std::move(prefix)) {
+  if (const auto at = find_too_deep_json(text_))
+    fail("{}:{}: {}JSON nesting depth exceeds {}", origin_, line_of(*at), prefix_, kMaxJsonDepth);
+}
+
 size_t JsonKeyTracker::line_of(size_t offset) const {
   offset = std::min(offset, text_.size());
-  return 1 + static_cast<size_t>(std::count(text_.begin(), text_.begin() + static_cast<std::ptrdiff_t>(offset), '\n'));
+  return first_line_ +
+         static_cast<size_t>(
+             std::count(text_.begin(), text_.begin() + static_cast<std::ptrdiff_t>(offset), '\n'));
 }
 
 void JsonKeyTracker::element() {
@@ -90,16 +99,15 @@ void JsonKeyTracker::key(std::string_view key, size_t offset) {
   for (; f.table[h] != 0; h = (h + 1) & mask) {
     const KeyRef& other = f.keys[f.table[h] - 1];
     if (f.name(other) == key)
-      fail("{}:{}: duplicate key '{}' (first given at line {})", origin_, line_of(offset), path_to(key),
-           line_of(other.offset));
+      fail("{}:{}: {}duplicate key '{}' (first given at line {})", origin_, line_of(offset),
+           prefix_, path_to(key), line_of(other.offset));
   }
   f.keys.push_back({static_cast<uint32_t>(f.blob.size()), static_cast<uint32_t>(key.size()), offset});
   f.blob += key;
   f.table[h] = static_cast<uint32_t>(f.keys.size());
 }
 
-Json parse_json_unique_keys(std::string_view text, const std::string& origin) {
-  JsonKeyTracker keys(text, origin);
+Json parse_json_tracked(std::string_view text, JsonKeyTracker& keys) {
   size_t reached = 0;
   const char* base = text.data();
   OffsetIterator first(base, base, &reached), last(base + text.size(), base, &reached);
@@ -114,8 +122,13 @@ Json parse_json_unique_keys(std::string_view text, const std::string& origin) {
     }
     return true;
   };
+  return Json::parse(first, last, cb);
+}
+
+Json parse_json_unique_keys(std::string_view text, const std::string& origin) {
+  JsonKeyTracker keys(text, origin);
   try {
-    return Json::parse(first, last, cb);
+    return parse_json_tracked(text, keys);
   } catch (const Json::parse_error& e) {
     // e.what(): "[json.exception.parse_error.101] parse error at line 1, column 2: …".
     std::string what = e.what();

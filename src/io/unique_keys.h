@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "io/json.h"
+#include "io/json_depth.h"
 
 namespace zt {
 
@@ -25,7 +26,8 @@ void check_unique_yaml_keys(const YAML::Node& node, const std::string& origin);
 
 // Parses JSON `text` into a Json, refusing repeated object keys with the same message as above
 // (LINE 1-based, the line of the second occurrence). A syntax error throws
-//   "ORIGIN: invalid JSON: <nlohmann's reason, which names line and column>".
+//   "ORIGIN: invalid JSON: <nlohmann's reason, which names line and column>";
+// nesting deeper than kMaxJsonDepth throws "ORIGIN:LINE: JSON nesting depth exceeds 1000".
 Json parse_json_unique_keys(std::string_view text, const std::string& origin);
 
 // Bookkeeping for a JSON parser (DOM callback or SAX handler) that must refuse repeated keys: the
@@ -33,8 +35,14 @@ Json parse_json_unique_keys(std::string_view text, const std::string& origin);
 // the parser had reached when it reported the key (just past the key's closing quote).
 class JsonKeyTracker {
  public:
-  // `text` must outlive the tracker (line numbers are counted in it only when a duplicate is found).
-  JsonKeyTracker(std::string_view text, std::string origin) : text_(text), origin_(std::move(origin)) {}
+  // `text` must outlive the tracker (line numbers are counted in it only when a duplicate is
+  // found). Messages read "ORIGIN:LINE: PREFIXduplicate key …", LINE counted from `first_line` at
+  // the start of `text` (a JSON Lines row passes its line and "row R: "). Throws zt::Error
+  //   "ORIGIN:LINE: PREFIXJSON nesting depth exceeds 1000"
+  // when `text` nests deeper than kMaxJsonDepth (io/json.h), so no parser fed by this tracker
+  // builds a value too deep to copy.
+  JsonKeyTracker(std::string_view text, std::string origin, size_t first_line = 1,
+                 std::string prefix = {});
 
   void open(bool is_array);  // '{' (false) or '[' (true)
   void close();  // '}' or ']'
@@ -44,7 +52,7 @@ class JsonKeyTracker {
   // tokenizer.json vocab has ~150k keys; a node per key would triple the parse time).
   void key(std::string_view key, size_t offset);
 
-  // 1-based line of byte `offset` of the text.
+  // Line of byte `offset` of the text (first_line at offset 0).
   size_t line_of(size_t offset) const;
 
  private:
@@ -66,8 +74,14 @@ class JsonKeyTracker {
 
   std::string_view text_;
   std::string origin_;
+  size_t first_line_;
+  std::string prefix_;
   std::vector<Frame> stack_;
 };
+
+// Json::parse of `text` with every parse event fed to `keys` (built on the same text): refuses
+// repeated keys (as the tracker does); a syntax error throws Json::parse_error.
+Json parse_json_tracked(std::string_view text, JsonKeyTracker& keys);
 
 // A char iterator over a text that publishes how far it has been advanced, so a parser's callback
 // can learn the offset it has reached (nlohmann reads its input through such an iterator pair).

@@ -79,6 +79,7 @@ struct Tokenizer::Impl {
   void parse_post_processor(const Json& p, const std::string& path);
   void parse_decoder(const Json& d, const std::string& path);
   void build_id_tables();
+  void build_matchers();  // raw_matcher / norm_matcher from `added`
   // Token string of an id (added token content, else vocabulary form); the id must be present.
   std::string_view token_of(int32_t id) const {
     int32_t a = added_index[size_t(id)];
@@ -189,10 +190,32 @@ void Tokenizer::Impl::parse_decoder(const Json& d, const std::string& path) {
   }
 }
 
+void Tokenizer::Impl::build_matchers() {
+  std::vector<AddedToken> raw, norm;
+  std::vector<std::string> raw_pat, norm_pat;
+  for (const auto& a : added) {
+    if (a.normalized) {
+      std::string p = a.content;
+      if (nfc && !nfc->is_stable(p)) {
+        std::vector<ByteSpan> align;
+        nfc->normalize(a.content, 0, p, align);
+      }
+      norm.push_back(a);
+      norm_pat.push_back(std::move(p));
+    } else {
+      raw.push_back(a);
+      raw_pat.push_back(a.content);
+    }
+  }
+  raw_matcher = AddedTokenMatcher(std::move(raw), raw_pat);
+  norm_matcher = AddedTokenMatcher(std::move(norm), norm_pat);
+}
+
 void Tokenizer::Impl::build_id_tables() {
   int32_t max_id = model.max_id();
   for (const auto& t : added) max_id = std::max(max_id, t.id);
   vocab_size = max_id + 1;
+  decoded.clear();
   present.assign(size_t(vocab_size), false);
   special.assign(size_t(vocab_size), false);
   added_index.assign(size_t(vocab_size), -1);
@@ -299,25 +322,7 @@ Tokenizer Tokenizer::load(const std::filesystem::path& tokenizer_json) {
       if (!a.content.empty()) added.push_back(std::move(a));
     }
   }
-  std::vector<AddedToken> raw, norm;
-  std::vector<std::string> raw_pat, norm_pat;
-  for (const auto& a : added) {
-    if (a.normalized) {
-      std::string p = a.content;
-      if (m.nfc && !m.nfc->is_stable(p)) {
-        std::vector<ByteSpan> align;
-        m.nfc->normalize(a.content, 0, p, align);
-      }
-      norm.push_back(a);
-      norm_pat.push_back(std::move(p));
-    } else {
-      raw.push_back(a);
-      raw_pat.push_back(a.content);
-    }
-  }
-  m.raw_matcher = AddedTokenMatcher(std::move(raw), raw_pat);
-  m.norm_matcher = AddedTokenMatcher(std::move(norm), norm_pat);
-
+  m.build_matchers();
   m.parse_post_processor(field("post_processor"), "post_processor");
   m.parse_decoder(field("decoder"), "decoder");
   for (const char* key : {"truncation", "padding"}) {
@@ -581,5 +586,23 @@ std::string Tokenizer::id_to_token(int32_t id) const {
 }
 
 int32_t Tokenizer::vocab_size() const { return impl_->vocab_size; }
+
+Tokenizer::AddResult Tokenizer::add_special_token(std::string_view content) {
+  if (content.empty()) fail("tokenizer '{}': an added token cannot be empty", impl_->file);
+  if (unicode::find_invalid_utf8(content))
+    fail("tokenizer '{}': added token '{}' is not UTF-8", impl_->file, content);
+  Impl& m = *impl_;
+  if (auto id = m.added_ids.find(content)) return {*id, false, false};
+  AddedToken a;
+  a.content = std::string(content);
+  a.special = true;
+  a.normalized = false;
+  const std::optional<int32_t> in_vocab = m.model.token_to_id(content);
+  a.id = in_vocab ? *in_vocab : m.vocab_size;
+  m.added.push_back(std::move(a));
+  m.build_matchers();
+  m.build_id_tables();
+  return {m.added.back().id, true, !in_vocab};
+}
 
 }  // namespace zt::text

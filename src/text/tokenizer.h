@@ -49,6 +49,18 @@ class Tokenizer {
   // One past the largest id, added tokens included.
   int32_t vocab_size() const;
 
+  // Registers `content` as an added special token (special, normalized false, no strip or
+  // single_word), as transformers does for a special token of tokenizer_config.json that
+  // tokenizer.json's added_tokens lack: its vocabulary id when the BPE vocabulary has that token,
+  // else the next id (vocab_size()). An existing added token is left as it is. Not thread-safe:
+  // call before encoding. Throws zt::Error for empty or non-UTF-8 content.
+  struct AddResult {
+    int32_t id = -1;
+    bool added = false;   // false: it already was an added token
+    bool new_id = false;  // the id is past the vocabulary (vocab_size() grew by one)
+  };
+  AddResult add_special_token(std::string_view content);
+
  private:
   struct Impl;
   explicit Tokenizer(std::unique_ptr<Impl> impl);

@@ -86,15 +86,14 @@ DeviceContext make_device(Backend backend, int local_rank, int local_world_size)
 }
 
 std::unique_ptr<dist::Comm> make_trainer_comm(std::unique_ptr<dist::Comm> host, Backend backend,
-                                              const ModelConfig& cfg) {
+                                              const ModelConfig& cfg, const dist::CommOptions& options) {
   if (backend != Backend::kCuda) return host;
   const int W = host->world_size();
   const zero::ShardLayout layout(ParamLayout(cfg), W);
   const size_t bucket =
       static_cast<size_t>(W) * static_cast<size_t>(zero::ZeroEngine::reduce_chunk_elems(layout));
   const int local = host->local_rank();
-  return dist::make_device_comm(std::move(host), local, bucket,
-                                dist::read_launch_env(std::getenv).options);
+  return dist::make_device_comm(std::move(host), local, bucket, options);
 }
 
 }  // namespace zt::train

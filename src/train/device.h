@@ -15,6 +15,7 @@
 #include "core/arena.h"
 #include "core/enum_names.h"
 #include "dist/comm.h"
+#include "dist/comm_tcp.h"
 #include "io/model_config.h"
 
 namespace zt::train {
@@ -57,8 +58,9 @@ DeviceContext make_device(Backend backend, int local_rank, int local_world_size)
 // The Comm the ZeRO engine uses on `backend`: `host` itself on the CPU; on CUDA the NCCL device
 // Comm over it (dist::make_device_comm; NCCL for several ranks, device copies alone) with its
 // reduce-scatter scratch sized for the largest bucket of `cfg` at this world size (W × the largest
-// group shard, zero/shard_layout.h). Throws what make_device_comm throws.
+// group shard, zero/shard_layout.h); options: the job's (its timeout_s bounds every device
+// collective; dist::read_launch_env). Throws what make_device_comm throws.
 std::unique_ptr<dist::Comm> make_trainer_comm(std::unique_ptr<dist::Comm> host, Backend backend,
-                                              const ModelConfig& cfg);
+                                              const ModelConfig& cfg, const dist::CommOptions& options = {});
 
 }  // namespace zt::train

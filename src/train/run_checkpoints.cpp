@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "core/file_util.h"
 #include "io/json.h"
+#include "io/json_depth.h"
 
 namespace zt::train {
 
@@ -43,7 +44,7 @@ std::vector<RunCheckpoint> list_run_checkpoints(const fs::path& exp_dir) {
     } else {
       Json j;
       try {
-        j = Json::parse(read_file(state));
+        j = parse_json(read_file(state), state.string());
       } catch (const std::exception&) {
         j = Json();
       }
@@ -71,7 +72,7 @@ std::optional<RunRecord> read_run_record(const fs::path& exp_dir) {
   if (!fs::exists(p, ec)) return std::nullopt;
   Json j;
   try {
-    j = Json::parse(read_file(p));
+    j = parse_json(read_file(p), p.string());
   } catch (const Json::exception& e) {
     fail("{}: not valid JSON: {}", p.string(), e.what());
   }

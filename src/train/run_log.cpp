@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "core/file_util.h"
+#include "io/json_depth.h"
 #include "train/checkpoint_dirs.h"
 
 namespace zt::train {
@@ -31,6 +32,8 @@ RunLog read_metrics_jsonl(const fs::path& run, const fs::path& file) {
     ++line_no;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     Json e;
+    if (find_too_deep_json(line))
+      fail("{}:{}: JSON nesting depth exceeds {}", file.string(), line_no, kMaxJsonDepth);
     try {
       e = parse_python_json(line);
     } catch (const Json::exception& x) {
@@ -44,7 +47,9 @@ RunLog read_metrics_jsonl(const fs::path& run, const fs::path& file) {
 
 Json read_trainer_state(const fs::path& file) {
   try {
-    return parse_python_json(read_file(file));
+    const std::string text = read_file(file);
+    check_json_depth(text, file.string());
+    return parse_python_json(text);
   } catch (const Json::exception& x) {
     fail("{}: not valid JSON: {}", file.string(), x.what());
   }

@@ -89,7 +89,8 @@ struct TrainArgs {
   int64_t per_device_train_batch_size{};
   int64_t per_device_eval_batch_size{};
   int64_t gradient_accumulation_steps{};
-  uint64_t seed{};
+  uint64_t seed{};                    // weight init; also the data order unless data_seed
+  std::optional<uint64_t> data_seed;  // the sampler's seed when set (transformers)
   bool dataloader_drop_last{};
   bool gradient_checkpointing{};
 

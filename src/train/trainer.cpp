@@ -13,13 +13,17 @@
 #include "core/file_util.h"
 #include "core/log.h"
 #include "data/prepare.h"
+#include "dist/local_launch.h"
 #include "io/hf_export.h"
 #include "io/hydra_yaml.h"
+#include "io/json_depth.h"
 #include "io/model_config.h"
 #include "io/safetensors.h"
 #include "io/tensorboard.h"
+#include "io/tied_embeddings.h"
 #include "model/causal_lm.h"
 #include "optim/lr_schedule.h"
+#include "text/special_tokens.h"
 #include "train/batch_builder.h"
 #include "train/checkpoint_dirs.h"
 #include "train/device.h"
@@ -27,6 +31,7 @@
 #include "train/micro_batch_balance.h"
 #include "train/progress.h"
 #include "train/run_checkpoints.h"
+#include "train/run_export.h"
 #include "train/step_plan.h"
 #include "zero/model_binding.h"
 #include "zero/zero_engine.h"
@@ -42,6 +47,14 @@ extern "C" void on_stop_signal(int) { g_stop = 1; }
 double now_seconds() {
   using namespace std::chrono;
   return duration<double>(steady_clock::now().time_since_epoch()).count();
+}
+
+// Whether any rank has been asked to stop (SIGINT/SIGTERM). Collective: every rank calls it at
+// the same points, so all of them take the same decision.
+bool any_rank_stopping(dist::Comm& comm) {
+  int64_t stop = g_stop ? 1 : 0;
+  comm.all_reduce(&stop, 1, dist::ReduceOp::kMax);
+  return stop != 0;
 }
 
 // Peak resident memory of this process (VmHWM), GiB.
@@ -69,6 +82,7 @@ struct Trainer::State {
   std::optional<data::PreparedDataset> train, eval;
   std::vector<int64_t> train_targets;
   ModelConfig mcfg;
+  HfExportOptions export_opts;  // checkpoint-<step>/ and output_dir (train/run_export.h)
   DeviceContext dev;  // Ops + device/host memory of compute.backend (train/device.h)
   std::unique_ptr<CausalLM> model;
   std::unique_ptr<zero::ZeroEngine> engine;
@@ -94,8 +108,9 @@ struct Trainer::State {
   void resume_or_init();
   void open_outputs();
   void log_record(const MetricRecord& rec);
-  MetricRecord evaluate(int64_t global_step, double epoch);
-  fs::path save_checkpoint(int64_t global_step);
+  std::optional<MetricRecord> evaluate(int64_t global_step, double epoch);
+  // interrupt: the checkpoint written after a stop signal (recorded as such for the launcher).
+  fs::path save_checkpoint(int64_t global_step, bool interrupt);
   void export_final();
   std::vector<NamedTensor> named(const std::vector<float>& flat) const;
   std::string step_rows(const StepSamples& ss) const;
@@ -117,12 +132,20 @@ void Trainer::State::prepare_data() {
 
 void Trainer::State::build_model() {
   mcfg = load_model_config(a.model_dir);
+  std::optional<SafetensorsReader> weights;
+  if (!a.from_scratch) {
+    weights.emplace(resolve_weights_file(a.model_dir, rank0()));
+    reconcile_tied_embeddings(mcfg, *weights, rank0());
+  }
+  export_opts = run_export_options(a, tok, tok_cfg, tok_dir, mcfg, rank0());
   auto check_vocab = [&](const data::PreparedDataset& ds) {
     for (int32_t id : ds.all_tokens())
       if (id < 0 || id >= mcfg.vocab_size)
-        fail("{}: token id {} is outside the model's vocabulary [0, {}) of {} — tokenizer and model do "
-             "not match",
-             ds.path().string(), id, mcfg.vocab_size, mcfg.source);
+        fail(
+            "{}: token id {} ({}) is outside the model's vocabulary [0, {}) (vocab_size of {}) — "
+            "tokenizer and model do not match",
+            ds.path().string(), id, text::describe_token(tok, tok_cfg, id), mcfg.vocab_size,
+            mcfg.source);
   };
   check_vocab(*train);
   if (eval) check_vocab(*eval);
@@ -153,7 +176,7 @@ void Trainer::State::build_model() {
   if (a.from_scratch) {
     model->init_from_scratch(a.seed, flat);
   } else {
-    model->load_weights(SafetensorsReader(a.model_dir), flat);
+    model->load_weights(*weights, flat);
   }
   zero::EngineOptions eo;
   eo.stage = a.zero_stage;
@@ -194,7 +217,7 @@ void Trainer::State::build_plan() {
   pc.num_train_epochs = a.num_train_epochs;
   pc.max_steps = a.max_steps;
   pc.drop_last = a.dataloader_drop_last;
-  pc.seed = a.seed;
+  pc.seed = a.data_seed.value_or(a.seed);  // transformers: data_seed if not None, else seed
   const int64_t global_batch = pc.batch_size * pc.world_size * pc.grad_accum;
   plan = std::make_unique<StepPlan>(pc);
   // Fewer samples than one global batch is a short epoch, as in HF (SFT_SEMANTICS §4): one step of
@@ -236,7 +259,7 @@ void Trainer::State::resume_or_init() {
     if (!fs::exists(state_file))
       fail("resume_from_checkpoint: {} has no trainer_state.json (not a zerotune checkpoint)", ckpt->string());
     try {
-      st = Json::parse(read_file(state_file));
+      st = parse_json(read_file(state_file), state_file.string());
     } catch (const Json::exception& e) {
       fail("{}: not valid JSON: {}", state_file.string(), e.what());
     }
@@ -271,7 +294,9 @@ void Trainer::State::resume_or_init() {
 
 void Trainer::State::open_outputs() {
   if (!rank0()) return;
-  fs::create_directories(a.exp_dir);
+  std::error_code ec;
+  fs::create_directories(a.exp_dir, ec);
+  if (ec) fail("exp_dir: cannot create {}: {}", a.exp_dir.string(), ec.message());
   for (const auto& p : clean_stale_checkpoint_dirs(a.exp_dir))
     log::info("cleaned {} left by an interrupted run", p.string());
   write_run_record(a.exp_dir, {.run_id = run_id, .started = "", .resumed_from = resumed_from.string()});
@@ -285,6 +310,7 @@ void Trainer::State::open_outputs() {
               a.exp_dir.string(), others.size(), names, run_id);
   }
   write_file_atomic(a.exp_dir / "args.yaml", json_to_yaml(a.resolved_config));
+  dist::note_checkpoint_for_launcher(a.exp_dir.string(), resumed_from.string(), false);
   std::optional<int64_t> keep;
   if (start_step > 0) keep = start_step;
   metrics = std::make_unique<MetricsWriter>(a.exp_dir / "metrics.jsonl", keep);
@@ -309,33 +335,42 @@ void Trainer::State::log_record(const MetricRecord& rec) {
 
 // ---------------------------------------------------------------- eval
 
-MetricRecord Trainer::State::evaluate(int64_t global_step, double epoch) {
+// Empty when a stop signal came during the evaluation: it is abandoned (no eval record) at the next
+// eval batch, every rank agreeing, so the interrupt checkpoint of the step is written without it.
+std::optional<MetricRecord> Trainer::State::evaluate(int64_t global_step, double epoch) {
   const int64_t n = eval->num_examples();
   const int64_t W = comm.world_size(), B = a.per_device_eval_batch_size;
   std::vector<double> loss(static_cast<size_t>(n), 0.0), cnt(loss.size(), 0.0), hit(loss.size(), 0.0),
       ent(loss.size(), 0.0);
-  // The model's group hooks gather (stage 3) or wait for (overlap_gather) each group it uses.
-  // Under stage 3 a forward contains collectives, so every rank runs as many forwards as rank 0
-  // (which holds the most examples): the others end with repeats of an example whose results are
-  // dropped.
-  int64_t mine = 0, most = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    if ((i / B) % W == comm.rank()) ++mine;
-    if ((i / B) % W == 0) ++most;
-  }
-  const int64_t extra = a.zero_stage == 3 ? most - mine : 0;
-  for (int64_t i = 0, pad = 0; i < n || pad < extra; ++i) {
-    const bool padding = i >= n;
-    if (padding) ++pad;
-    else if ((i / B) % W != comm.rank()) continue;  // batch-wise sharding, as accelerate does
-    PackedBatch pb;
-    append_example(*eval, padding ? 0 : i, &pb);
-    CeStats st = model->forward(pb.view());
-    if (padding) continue;
-    loss[i] = st.loss_sum;
-    cnt[i] = static_cast<double>(st.count);
-    hit[i] = static_cast<double>(st.correct);
-    ent[i] = st.entropy_sum;
+  // Batch-wise sharding, as accelerate does: batch b (examples [bB, bB+B)) is rank b % W's. The
+  // ranks go through the batches in rounds of W — round j is batch jW + rank on each rank — and
+  // check the stop flag together before each round. The model's group hooks gather (stage 3) or
+  // wait for (overlap_gather) each group it uses; under stage 3 a forward contains collectives, so
+  // in each round every rank runs as many forwards as rank 0 (whose batch is the round's first,
+  // hence the fullest), the others ending with repeats of example 0 whose results are dropped.
+  const int64_t rounds = ((n + B - 1) / B + W - 1) / W;
+  for (int64_t j = 0; j < rounds; ++j) {
+    if (any_rank_stopping(comm)) {
+      if (rank0())
+        progress->message(fmt::format("interrupted during the evaluation at step {} after {} of {} "
+                                      "examples; the evaluation is not logged",
+                                      global_step, std::min(n, j * W * B), n));
+      return std::nullopt;
+    }
+    const int64_t lo = std::min(n, (j * W + comm.rank()) * B), hi = std::min(n, lo + B);
+    const int64_t first = std::min(n, j * W * B);
+    const int64_t forwards = a.zero_stage == 3 ? std::min(n, first + B) - first : hi - lo;
+    for (int64_t i = lo; i < lo + forwards; ++i) {
+      const bool padding = i >= hi;
+      PackedBatch pb;
+      append_example(*eval, padding ? 0 : i, &pb);
+      CeStats st = model->forward(pb.view());
+      if (padding) continue;
+      loss[i] = st.loss_sum;
+      cnt[i] = static_cast<double>(st.count);
+      hit[i] = static_cast<double>(st.correct);
+      ent[i] = st.entropy_sum;
+    }
   }
   // Each example's values come from exactly one rank; the rank-order sum adds zeros elsewhere, so
   // every rank gets the owner's exact bits, then sums examples in index order: eval_loss does not
@@ -367,17 +402,14 @@ std::vector<NamedTensor> Trainer::State::named(const std::vector<float>& flat) c
   return out;
 }
 
-fs::path Trainer::State::save_checkpoint(int64_t global_step) {
+fs::path Trainer::State::save_checkpoint(int64_t global_step, bool interrupt) {
   std::optional<CheckpointStaging> staging;
   if (rank0()) staging.emplace(a.exp_dir, global_step, owner_pid);
   fs::path dir = staging_path(a.exp_dir, global_step, owner_pid);
   std::vector<float> master = engine->full_master_weights();  // collective; rank 0 gets them
   if (rank0()) {
-    HfExportOptions eo;
-    eo.dtype = a.dtype == DType::kBF16 ? DType::kBF16 : DType::kF32;
-    eo.tokenizer_dir = tok_dir;
     auto tensors = named(master);
-    export_hf_model(dir, mcfg, tensors, eo);
+    export_hf_model(dir, mcfg, tensors, export_opts);
   }
   comm.barrier();
   engine->save_state(dir);
@@ -399,6 +431,7 @@ fs::path Trainer::State::save_checkpoint(int64_t global_step) {
     for (const auto& p : rotate_run_checkpoints(a.exp_dir, a.save_total_limit, run_id, final_path))
       log::info("deleted {}", p.string());
     progress->message(fmt::format("saved {}", final_path.string()));
+    dist::note_checkpoint_for_launcher(a.exp_dir.string(), final_path.string(), interrupt);
   }
   comm.barrier();
   return a.exp_dir / checkpoint_name(global_step);
@@ -407,11 +440,8 @@ fs::path Trainer::State::save_checkpoint(int64_t global_step) {
 void Trainer::State::export_final() {
   std::vector<float> master = engine->full_master_weights();
   if (!rank0()) return;
-  HfExportOptions eo;
-  eo.dtype = a.dtype == DType::kBF16 ? DType::kBF16 : DType::kF32;
-  eo.tokenizer_dir = tok_dir;
   auto tensors = named(master);
-  export_hf_model(a.output_dir, mcfg, tensors, eo);
+  export_hf_model(a.output_dir, mcfg, tensors, export_opts);
   progress->message(fmt::format("saved the final model to {}", a.output_dir.string()));
 }
 
@@ -551,16 +581,17 @@ TrainSummary Trainer::run() {
     bool do_eval = (a.eval_strategy == IntervalStrategy::kSteps && gs % eval_every == 0) ||
                    (a.eval_strategy == IntervalStrategy::kEpoch && info.last_in_epoch);
     if (do_eval) {
-      MetricRecord rec = s.evaluate(gs, info.epoch_progress);
-      sum.last_eval_loss = rec.number("eval_loss");
-      s.log_record(rec);
+      if (std::optional<MetricRecord> rec = s.evaluate(gs, info.epoch_progress)) {
+        sum.last_eval_loss = rec->number("eval_loss");
+        s.log_record(*rec);
+      }
     }
     int64_t stop = Trainer::stop_requested() ? 1 : 0;
     s.comm.all_reduce(&stop, 1, dist::ReduceOp::kMax);
     bool do_save =
         (a.save_strategy == IntervalStrategy::kSteps && (gs % a.save_steps == 0 || gs == T)) ||
         (a.save_strategy == IntervalStrategy::kEpoch && info.last_in_epoch) || stop != 0;
-    if (do_save) sum.last_checkpoint = s.save_checkpoint(gs);
+    if (do_save) sum.last_checkpoint = s.save_checkpoint(gs, stop != 0);
     if (stop != 0) {
       sum.interrupted = true;
       if (s.rank0()) s.progress->message(fmt::format("interrupted: stopped after step {}", gs));

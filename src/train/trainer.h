@@ -52,8 +52,10 @@ class Trainer {
   // valid after run(). Collective.
   std::vector<float> master_weights();
 
-  // Installs SIGINT/SIGTERM handlers that ask running trainers to stop at the next step boundary
-  // (a checkpoint is written, run() returns with interrupted = true). The flag is process-wide.
+  // Installs SIGINT/SIGTERM handlers that ask running trainers to stop at the next step boundary,
+  // or during an evaluation at its next batch (the evaluation is dropped); every rank agrees, the
+  // checkpoint of the last completed step is written, run() returns with interrupted = true. The
+  // flag is process-wide.
   static void install_signal_handlers();
   // The flag the handlers set (exposed for tests).
   static volatile std::sig_atomic_t& stop_requested();

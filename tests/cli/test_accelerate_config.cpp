@@ -86,6 +86,40 @@ TEST(AccelerateConfig, DuplicateKeysAreErrors) {
             "d.yaml:4: duplicate key 'deepspeed_config.zero_stage' (first given at line 3)");
 }
 
+TEST(AccelerateConfig, MergeKeysSecondDocumentsAndDeepNesting) {
+  // Merge keys resolve as PyYAML does (the mapping's own keys win); the merged keys are checked.
+  const AccelerateConfig m = parse_accelerate_config_text(
+      "distributed_type: DEEPSPEED\ndeepspeed_config:\n  <<: {zero_stage: 2, "
+      "offload_optimizer_device: cpu}\n"
+      "  zero_stage: 3\n",
+      "m.yaml");
+  EXPECT_EQ(m.zero_stage, 3);
+  EXPECT_EQ(m.offload_optimizer_device, "cpu");
+  EXPECT_EQ(error_of([] {
+              parse_accelerate_config_text(
+                  "distributed_type: DEEPSPEED\ndeepspeed_config:\n  <<: {zero_stag: 1}\n  "
+                  "zero_stage: 1\n",
+                  "u.yaml");
+            }),
+            "u.yaml:3: unknown key 'deepspeed_config.zero_stag': not a key of accelerate's "
+            "deepspeed_config (did "
+            "you mean 'zero_stage'?)");
+  EXPECT_EQ(error_of([] {
+              parse_accelerate_config_text("num_processes: 2\n---\nnum_processes: 4\n", "s.yaml");
+            }).substr(0, 44),
+            "s.yaml:2: a second YAML document starts here");
+  const auto dir = fs::path(::testing::TempDir()) / "zt_ds_deep";
+  fs::create_directories(dir);
+  for (size_t depth : {100000u, 200000u}) {
+    std::ofstream(dir / "deep.json")
+        << "{\"train_batch_size\": 8,\n \"x\": " << std::string(depth, '[')
+        << std::string(depth, ']') << "}\n";
+    EXPECT_EQ(error_of([&] { parse_deepspeed_config((dir / "deep.json").string()); }),
+              (dir / "deep.json").string() + ":2: nesting depth exceeds 1000");
+  }
+  fs::remove_all(dir);
+}
+
 TEST(AccelerateConfig, KnownKeysThatChangeNothingGetANoteOnlyOffTheirDefault) {
   // The users' own file: every key is known, and every no-op key is at its default: no notes.
   const fs::path users = fs::path(ZT_SHARED_DATA).parent_path() / "seed_configs" / "sft_zero1_4gpu.yaml";

@@ -231,9 +231,25 @@ TEST(TcpComm, StalledPeerTripsTheProgressTimeout) {
       c.barrier();
   });
   EXPECT_NE(errors[0].find("barrier of 0 bytes (call #1) made no progress for 0.3 s waiting on "
-                           "rank(s) 1 (ZT_COMM_TIMEOUT_S)"),
+                           "rank(s) 1 (trainer.ddp_timeout / ZT_COMM_TIMEOUT_S)"),
             std::string::npos)
       << errors[0];
+}
+
+TEST(TcpComm, HugeTimeoutIsHonoured) {
+  // trainer.ddp_timeout: 180000000 (LlamaFactory's): a peer 1.5 s late is waited for, not timed out
+  // by an overflowed deadline.
+  CommOptions opt;
+  opt.timeout_s = 180000000.0;
+  const auto errors = on_tcp_ranks(2, opt, [](Comm& c) {
+    if (c.rank() == 1) std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    c.barrier();
+    double x = c.rank() + 1.0;
+    c.all_reduce(&x, 1, ReduceOp::kSum);
+    if (x != 3.0) throw std::runtime_error("all_reduce gave " + std::to_string(x));
+  });
+  EXPECT_EQ(errors[0], "");
+  EXPECT_EQ(errors[1], "");
 }
 
 TEST(TcpComm, RendezvousRejectsDuplicateRanksAndTimesOut) {

@@ -82,6 +82,22 @@ TEST(MpiComm, FailingRankEndsTheJob) {
   EXPECT_EQ(c.output().find("ok digest"), std::string::npos) << c.output();
 }
 
+TEST(MpiComm, StalledRankTripsTheCollectiveTimeout) {
+  // Rank 1 sleeps 300 s before the self-test; rank 0 waits in its first collective for at most
+  // ZT_COMM_TIMEOUT_S = 2 s, fails naming the call, and mpirun ends the job.
+  Child c({"mpirun", "--oversubscribe", "--allow-run-as-root", "-x", "ZT_COMM_TIMEOUT_S=2", "-np",
+           "2", kBin, "comm-check", "--sleep-rank", "1", "--sleep-s", "300"},
+          child_env());
+  const int st = c.wait(kHangGuard);
+  ASSERT_NE(st, -1) << "mpirun hung\n" << c.output();
+  EXPECT_NE(st, 0) << c.output();
+  EXPECT_NE(c.output().find("on rank 0 did not complete within 2 s (trainer.ddp_timeout / "
+                            "ZT_COMM_TIMEOUT_S)"),
+            std::string::npos)
+      << c.output();
+  EXPECT_EQ(c.output().find("woke up"), std::string::npos) << c.output();
+}
+
 TEST(Launch, TcpSelftestBitwiseUnderOneTwoAndFourRanks) {
   for (int np : {1, 2, 4}) {
     Child c(

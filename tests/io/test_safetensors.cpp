@@ -341,7 +341,7 @@ TEST(Safetensors, MalformedHeadersAreRejected) {
   expect_error([&] { SafetensorsReader x(d / "e.safetensors"); },
                {"e.safetensors: header is not valid JSON"});
   expect_error([&] { SafetensorsReader x(d.path()); },
-               {"neither model.safetensors.index.json nor model.safetensors"});
+               {"neither model.safetensors nor model.safetensors.index.json"});
 }
 
 TEST(Safetensors, BrokenIndexIsNamed) {

@@ -1,5 +1,6 @@
 // tokenizer.json (a SAX parse, vocab included) and tokenizer_config.json refuse a key given twice,
-// naming file, line and key.
+// naming file, line and key, and nesting deeper than kMaxJsonDepth (100,000 and 200,000 levels),
+// naming file and line.
 #include <gtest/gtest.h>
 
 #include "core/error.h"
@@ -50,6 +51,23 @@ TEST(DuplicateKeys, TokenizerConfigJson) {
   EXPECT_EQ(error_of([&] { load_tokenizer_config(dir); }),
             (dir / "tokenizer_config.json").string() + ":2: duplicate key 'eos_token' (first given at line 1)");
   std::filesystem::remove_all(dir);
+}
+
+TEST(DuplicateKeys, DeepNestingIsRefusedNamingFileAndLine) {
+  for (size_t depth : {100000u, 200000u}) {
+    const std::string deep = std::string(depth, '[') + std::string(depth, ']');
+    TempFile t(tokenizer("", ",\n \"extra\": " + deep));
+    EXPECT_EQ(error_of([&] { Tokenizer::load(t.path()); }),
+              t.path().string() + ":11: JSON nesting depth exceeds 1000");
+    std::filesystem::path dir =
+        std::filesystem::temp_directory_path() / ("zt_deepcfg_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    std::ofstream(dir / "tokenizer_config.json")
+        << "{\"eos_token\": \"<a>\",\n\"x\": " << deep << "}";
+    EXPECT_EQ(error_of([&] { load_tokenizer_config(dir); }),
+              (dir / "tokenizer_config.json").string() + ":2: JSON nesting depth exceeds 1000");
+    std::filesystem::remove_all(dir);
+  }
 }
 
 }  // namespace

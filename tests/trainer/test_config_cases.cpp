@@ -4,9 +4,19 @@
 //                                        nothing written
 //   yaml-duplicate-key-accepted          an error naming file, line and key
 //   accelerate-config-unknown-key-warns  an error before any process starts, naming file, line, key
+//   yaml-second-document-ignored         an error naming the file and the line of the '---'
+//   yaml-merge-key-refused               the merge key resolved as OmegaConf does; the job runs
+//   yaml-alias-bomb-hangs                an error naming the file and line at once
+//   deep-json-row-segfault               100,000 and 200,000 levels: an error naming file, line,
+//   row parquet-duplicate-column-silent      an error naming the file and the column
+//   unwritable-exp-dir-internal-error    a user error naming key, path and reason, exit 1, nothing
+//                                        written (also output_dir, logging_dir, dataset.cache_dir)
 #include <gtest/gtest.h>
+#include <sys/mount.h>
+#include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "train_cli_util.h"
@@ -21,21 +31,16 @@ using zt_test::RunResult;
 class ConfigCase : public ::testing::Test {
  protected:
   // A writable copy of case `name`; the command runs there (as run.sh's `cd "$(dirname "$0")"`).
-  fs::path copy_case(const std::string& name) {
-    dir_ = fs::temp_directory_path() / ("zt_case_" + std::to_string(getpid()) + "_" + name);
-    fs::remove_all(dir_);
-    fs::copy(zt_test::shared_cases_dir() / name, dir_, fs::copy_options::recursive);
-    for (auto& e : fs::recursive_directory_iterator(dir_))
-      fs::permissions(e.path(), fs::perms::owner_write, fs::perm_options::add);
-    fs::permissions(dir_, fs::perms::owner_write, fs::perm_options::add);
-    return dir_;
-  }
+  fs::path copy_case(const std::string& name) { return dir_ = zt_test::copy_case(name, "zt_case_"); }
   RunResult zerotune(const std::string& args) {
     const std::string tok = (fs::path(ZT_SHARED_DATA) / "tokenizers" / "qwen2.5-instruct").string();
     return run("cd " + dir_.string() + " && ZEROTUNE_CACHE_DIR=" + (dir_ / "zt_cache").string() + " " + ZT_BINARY +
                " " + args + " model.tokenizer_name_or_path=" + tok);
   }
   void TearDown() override { fs::remove_all(dir_); }
+  bool has(const RunResult& r, const std::string& text) {
+    return r.output.find(text) != std::string::npos;
+  }
   fs::path dir_;
 };
 
@@ -75,6 +80,128 @@ TEST_F(ConfigCase, AccelerateUnknownKeyIsAnErrorBeforeAnyProcessStarts) {
   EXPECT_EQ(r.output.find("starting"), std::string::npos) << r.output;  // no process was started
   EXPECT_EQ(r.output.find("rank 0 of"), std::string::npos) << r.output;
   EXPECT_FALSE(fs::exists(dir_ / "runs"));
+}
+
+TEST_F(ConfigCase, YamlSecondDocumentIsAnErrorNamingItsLine) {
+  copy_case("yaml-second-document-ignored");
+  const RunResult r = zerotune("train --config sft.yaml");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_TRUE(has(r,
+                  "zerotune: error: sft.yaml:21: a second YAML document starts here; zerotune "
+                  "reads one document "
+                  "per file"))
+      << r.output;
+  EXPECT_FALSE(fs::exists(dir_ / "runs")) << r.output;
+}
+
+TEST_F(ConfigCase, YamlMergeKeyIsResolvedAndTheJobRuns) {
+  copy_case("yaml-merge-key-refused");
+  const RunResult r = zerotune("train --config sft.yaml");
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(has(r, "eval_loss")) << r.output;
+  // args.yaml records the merged split as OmegaConf would resolve it.
+  const std::string args = zt_test::slurp(dir_ / "runs" / "merge" / "args.yaml");
+  EXPECT_NE(args.find("  eval:\n    path: data.jsonl\n"), std::string::npos) << args;
+}
+
+TEST_F(ConfigCase, YamlAliasBombIsAnErrorNamingFileAndLine) {
+  copy_case("yaml-alias-bomb-hangs");
+  // make_yaml.py 10: the job + z_a0 … z_a9, each a list of 9 aliases of the one before.
+  const std::string base = zt_test::slurp(dir_ / "sft.yaml");
+  std::string bomb = "z_a0: &a0 [x, x, x, x, x, x, x, x, x]\n";
+  for (int i = 1; i < 10; ++i) {
+    bomb += "z_a" + std::to_string(i) + ": &a" + std::to_string(i) + " [*a" + std::to_string(i - 1);
+    for (int k = 1; k < 9; ++k) bomb += ", *a" + std::to_string(i - 1);
+    bomb += "]\n";
+  }
+  std::ofstream(dir_ / "sft_10.yaml") << base << bomb;
+  const int line = static_cast<int>(std::count(base.begin(), base.end(), '\n')) + 5;  // z_a4
+  const RunResult r = zerotune("train --config sft_10.yaml");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_TRUE(has(r, "zerotune: error: sft_10.yaml:" + std::to_string(line) +
+                         ": YAML aliases expand to more than 10000 nodes"))
+      << r.output;
+  EXPECT_FALSE(fs::exists(dir_ / "runs"));
+}
+
+TEST_F(ConfigCase, DeepJsonRowIsAnErrorNamingFileLineAndRow) {
+  copy_case("deep-json-row-segfault");
+  std::ifstream in(dir_ / "data.jsonl");
+  std::vector<std::string> rows;
+  for (std::string l; std::getline(in, l);) rows.push_back(l);
+  ASSERT_EQ(rows.size(), 4u);
+  for (size_t depth : {100000u, 200000u}) {
+    std::ofstream(dir_ / "deep.jsonl") << rows[0] << "\n"
+                                       << rows[1] << "\n"
+                                       << rows[2] << "\n{\"prompt\": " << std::string(depth, '[')
+                                       << std::string(depth, ']') << ", \"completion\": \" x\"}\n"
+                                       << rows[3] << "\n";
+    for (const char* cmd : {"prepare", "train"}) {
+      const RunResult r = zerotune(std::string(cmd) + " --config sft.yaml");
+      EXPECT_EQ(r.status, 1) << depth << " " << cmd << "\n" << r.output;
+      EXPECT_TRUE(has(r, "zerotune: error: deep.jsonl:4: row 3: JSON nesting depth exceeds 1000"))
+          << r.output;
+    }
+  }
+}
+
+TEST_F(ConfigCase, ParquetDuplicateColumnIsAnErrorNamingFileAndColumn) {
+  copy_case("parquet-duplicate-column-silent");
+  const RunResult r = zerotune("prepare --config sft.yaml --json");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_TRUE(has(r, "zerotune: error: data.parquet: column 'prompt' occurs 2 times")) << r.output;
+  EXPECT_FALSE(has(r, "cache_file")) << r.output;
+}
+
+TEST_F(ConfigCase, UnwritableOutputDirectoriesAreUserErrorsBeforeAnythingIsWritten) {
+  copy_case("unwritable-exp-dir-internal-error");
+  fs::create_directories(dir_ / "runs");
+  std::ofstream(dir_ / "runs" / "afile") << "";
+  const std::string prefix = "zerotune: error: sft.yaml: ";
+  const struct {
+    std::string override_, message;
+  } cases[] = {
+      {"exp_dir=runs/afile",
+       "exp_dir: cannot create runs/afile: Not a directory (runs/afile is a file)"},
+      {"exp_dir=runs/afile/x/y",
+       "exp_dir: cannot create runs/afile/x/y: Not a directory (runs/afile is a file)"},
+      {"trainer.output_dir=runs/afile/final",
+       "trainer.output_dir: cannot create runs/afile/final: Not a directory (runs/afile is a "
+       "file)"},
+      {"trainer.logging_dir=runs/afile/tb trainer.report_to=tensorboard",
+       "trainer.logging_dir: cannot create runs/afile/tb: Not a directory (runs/afile is a file)"},
+      {"dataset.cache_dir=runs/afile/cache",
+       "dataset.cache_dir: cannot create runs/afile/cache: Not a directory (runs/afile is a file)"},
+  };
+  for (const auto& c : cases) {
+    const RunResult r = zerotune("train --config sft.yaml " + c.override_);
+    EXPECT_EQ(r.status, 1) << c.override_ << "\n" << r.output;
+    EXPECT_TRUE(has(r, prefix + c.message)) << r.output;
+    EXPECT_FALSE(has(r, "internal error")) << r.output;
+    EXPECT_FALSE(has(r, "rank 0 of")) << r.output;  // nothing started
+    EXPECT_FALSE(fs::exists(dir_ / "cache")) << c.override_;
+    EXPECT_FALSE(fs::exists(dir_ / "runs" / "ro")) << c.override_;
+  }
+  const RunResult p = zerotune("prepare --config sft.yaml dataset.cache_dir=runs/afile/cache");
+  EXPECT_EQ(p.status, 1) << p.output;
+  EXPECT_TRUE(has(p, prefix + "dataset.cache_dir: cannot create runs/afile/cache: Not a directory"))
+      << p.output;
+  // A read-only file system (needs root to mount; skipped otherwise).
+  if (::geteuid() != 0) GTEST_SKIP() << "the read-only mount needs root";
+  fs::create_directories(dir_ / "runs" / "rofs");
+  if (::mount("tmpfs", (dir_ / "runs" / "rofs").c_str(), "tmpfs", MS_RDONLY, "size=1m") != 0)
+    GTEST_SKIP() << "cannot mount a read-only tmpfs here";
+  const RunResult ro = zerotune("train --config sft.yaml exp_dir=runs/rofs/run");
+  const RunResult ro_self = zerotune("train --config sft.yaml exp_dir=runs/rofs");
+  ::umount((dir_ / "runs" / "rofs").c_str());
+  EXPECT_EQ(ro.status, 1) << ro.output;
+  EXPECT_TRUE(has(
+      ro, prefix + "exp_dir: cannot create runs/rofs/run: Read-only file system (in runs/rofs)"))
+      << ro.output;
+  EXPECT_EQ(ro_self.status, 1) << ro_self.output;
+  EXPECT_TRUE(has(ro_self, prefix + "exp_dir: cannot write in runs/rofs: Read-only file system"))
+      << ro_self.output;
+  EXPECT_FALSE(fs::exists(dir_ / "cache"));
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -57,6 +58,19 @@ inline std::vector<zt::Json> train_events(const std::filesystem::path& exp) {
 // ../shared/cases beside the checkout (the shared data folder's sibling).
 inline std::filesystem::path shared_cases_dir() {
   return std::filesystem::path(ZT_SHARED_DATA).parent_path() / "cases";
+}
+
+// A writable copy of ../shared/cases/<name> (the shared folder is read-only) at a fresh
+// temp-dir path tagged `tag`; returns it.
+inline std::filesystem::path copy_case(const std::string& name, const std::string& tag) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / (tag + std::to_string(getpid()) + "_" + name);
+  fs::remove_all(dir);
+  fs::copy(shared_cases_dir() / name, dir, fs::copy_options::recursive);
+  for (auto& e : fs::recursive_directory_iterator(dir))
+    fs::permissions(e.path(), fs::perms::owner_write, fs::perm_options::add);
+  fs::permissions(dir, fs::perms::owner_write, fs::perm_options::add);
+  return dir;
 }
 
 }  // namespace zt_test

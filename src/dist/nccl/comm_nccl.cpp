@@ -300,8 +300,9 @@ void NcclComm::wait_ready(const char* what) {
       problem = fmt::format("{} did not finish on rank {}: rank {}'s process is gone", what, rank(),
                             lost);
     else if (t - t0 > opt_.timeout_s)
-      problem = fmt::format("{} did not finish on rank {} within {:g} s (ZT_COMM_TIMEOUT_S)", what,
-                            rank(), opt_.timeout_s);
+      problem = fmt::format(
+          "{} did not finish on rank {} within {:g} s (trainer.ddp_timeout / ZT_COMM_TIMEOUT_S)",
+          what, rank(), opt_.timeout_s);
     if (!problem.empty()) {
       fail_and_abort(problem);
       break;
@@ -546,7 +547,8 @@ std::string NcclComm::find_problem(double* gone_since) {
   }
   if (t - f.enqueued_s > opt_.timeout_s)
     return fmt::format(
-        "{} did not complete on rank {} within {:g} s (ZT_COMM_TIMEOUT_S): a rank is stuck or gone",
+        "{} did not complete on rank {} within {:g} s (trainer.ddp_timeout / ZT_COMM_TIMEOUT_S): a "
+        "rank is stuck or gone",
         describe(f), rank(), opt_.timeout_s);
   return "";
 }

@@ -1,0 +1,194 @@
+#include "io/yaml_load.h"
+
+#include <yaml-cpp/eventhandler.h>
+
+#include <map>
+#include <sstream>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "core/error.h"
+#include "io/unique_keys.h"
+
+namespace zt {
+namespace {
+
+// Event-stream pass before the tree is built: counts documents, nesting, and the size every
+// anchored node will have once its aliases are expanded (yaml-cpp's tree shares aliased nodes,
+// but every reader after it walks them once per alias).
+class Scan : public YAML::EventHandler {
+ public:
+  explicit Scan(const std::string& origin) : origin_(origin) {}
+
+  void OnDocumentStart(const YAML::Mark& mark) override {
+    if (++documents_ > 1)
+      fail(
+          "{}:{}: a second YAML document starts here; zerotune reads one document per file, as "
+          "OmegaConf "
+          "does (\"expected a single document in the stream\")",
+          origin_, mark.line + 1);
+  }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t anchor) override { leaf(anchor); }
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t anchor,
+                const std::string&) override {
+    leaf(anchor);
+  }
+  void OnAlias(const YAML::Mark& mark, YAML::anchor_t anchor) override {
+    const auto it = size_.find(anchor);
+    if (it == size_.end())
+      fail(
+          "{}:{}: an alias inside the node it refers to (a recursive structure); zerotune does not "
+          "read it",
+          origin_, mark.line + 1);
+    expanded_ += it->second;
+    if (expanded_ > kMaxYamlAliasNodes)
+      fail(
+          "{}:{}: YAML aliases expand to more than {} nodes (aliases of aliases, as in a \"billion "
+          "laughs\" "
+          "file); OmegaConf refuses such a file too",
+          origin_, mark.line + 1, kMaxYamlAliasNodes);
+    add(it->second);
+  }
+  void OnSequenceStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
+                       YAML::EmitterStyle::value) override {
+    open(mark, anchor);
+  }
+  void OnSequenceEnd() override { close(); }
+  void OnMapStart(const YAML::Mark& mark, const std::string&, YAML::anchor_t anchor,
+                  YAML::EmitterStyle::value) override {
+    open(mark, anchor);
+  }
+  void OnMapEnd() override { close(); }
+
+ private:
+  struct Open {
+    YAML::anchor_t anchor;
+    uint64_t size;  // nodes so far, this one included, aliases expanded
+  };
+  void add(uint64_t n) {
+    if (!open_.empty()) open_.back().size += n;
+  }
+  void leaf(YAML::anchor_t anchor) {
+    if (anchor != YAML::NullAnchor) size_[anchor] = 1;
+    add(1);
+  }
+  void open(const YAML::Mark& mark, YAML::anchor_t anchor) {
+    if (static_cast<int>(open_.size()) >= kMaxYamlDepth)
+      fail("{}:{}: nesting depth exceeds {}", origin_, mark.line + 1, kMaxYamlDepth);
+    open_.push_back({anchor, 1});
+  }
+  void close() {
+    const Open o = open_.back();
+    open_.pop_back();
+    if (o.anchor != YAML::NullAnchor) size_[o.anchor] = o.size;
+    add(o.size);
+  }
+
+  const std::string& origin_;
+  int documents_ = 0;
+  uint64_t expanded_ = 0;
+  std::vector<Open> open_;
+  std::unordered_map<YAML::anchor_t, uint64_t> size_;  // anchored nodes that are complete
+};
+
+bool is_merge_key(const YAML::Node& key) {
+  return key.IsScalar() && key.Scalar() == "<<" &&
+         (key.Tag() == "?" || key.Tag() == "tag:yaml.org,2002:merge");
+}
+
+const char* kind(const YAML::Node& n) {
+  switch (n.Type()) {
+    case YAML::NodeType::Scalar:
+      return "a scalar";
+    case YAML::NodeType::Sequence:
+      return "a list";
+    case YAML::NodeType::Map:
+      return "a mapping";
+    default:
+      return "null";
+  }
+}
+
+// Resolves the merge keys of `node` and everything below it, in place. (yaml-cpp's Node::operator=
+// re-points the node it is applied to, so entries are only ever copy-constructed here.)
+void resolve_merges(YAML::Node node, const std::string& origin) {
+  if (node.IsSequence()) {
+    for (YAML::Node child : node) resolve_merges(child, origin);
+    return;
+  }
+  if (!node.IsMap()) return;
+  bool has_merge = false;
+  for (const auto& kv : node) {
+    resolve_merges(kv.second, origin);  // a merged mapping is flattened before it is merged
+    has_merge = has_merge || is_merge_key(kv.first);
+  }
+  if (!has_merge) return;
+  std::vector<std::pair<YAML::Node, YAML::Node>> merged, own;
+  for (const auto& kv : node) {
+    if (!is_merge_key(kv.first)) {
+      own.emplace_back(kv.first, kv.second);
+      continue;
+    }
+    const YAML::Node& v = kv.second;
+    const int line = kv.first.Mark().line + 1;
+    std::vector<YAML::Node> sources;
+    if (v.IsMap()) {
+      sources.push_back(v);
+    } else if (v.IsSequence()) {
+      for (const YAML::Node& m : v) {
+        if (!m.IsMap())
+          fail(
+              "{}:{}: the merge key '<<' takes a mapping or a list of mappings; this list holds {}",
+              origin, line, kind(m));
+        sources.push_back(m);
+      }
+    } else {
+      fail(
+          "{}:{}: the merge key '<<' takes a mapping or a list of mappings (e.g. <<: *base), got "
+          "{}",
+          origin, line, kind(v));
+    }
+    for (size_t i = sources.size(); i-- > 0;)
+      for (const auto& e : sources[i]) merged.emplace_back(e.first, e.second);
+  }
+  merged.insert(merged.end(), own.begin(), own.end());
+  // The last entry of a key wins; the key stays where it first appeared.
+  std::vector<size_t>
+      winner;  // per distinct key, in order of first appearance: the entry that wins
+  std::map<std::string, size_t> winner_of;  // key -> its slot in `winner`
+  for (size_t i = 0; i < merged.size(); ++i) {
+    const YAML::Node& k = merged[i].first;
+    if (k.IsScalar()) {
+      auto [it, fresh] = winner_of.emplace(k.Scalar(), winner.size());
+      if (!fresh) {
+        winner[it->second] = i;
+        continue;
+      }
+    }
+    winner.push_back(i);
+  }
+  std::vector<YAML::Node> keys;
+  for (const auto& kv : node) keys.push_back(kv.first);
+  for (const YAML::Node& k : keys) node.remove(k);
+  for (size_t w : winner) node.force_insert(merged[w].first, merged[w].second);
+}
+
+}  // namespace
+
+YAML::Node load_yaml(const std::string& text, const std::string& origin) {
+  {
+    std::istringstream in(text);
+    YAML::Parser parser(in);
+    Scan scan(origin);
+    while (parser.HandleNextDocument(scan)) {
+    }
+  }
+  YAML::Node root = YAML::Load(text);
+  check_unique_yaml_keys(root, origin);
+  resolve_merges(root, origin);
+  return root;
+}
+
+}  // namespace zt

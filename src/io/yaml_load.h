@@ -1,0 +1,38 @@
+// How zerotune reads every YAML text — the hydra-style sft.yaml, the accelerate config, a DeepSpeed
+// JSON (read as YAML for its line numbers) and command-line override values — with the rules
+// OmegaConf (PyYAML underneath) applies to the same files:
+//   - one document per file: a second document (`---`) is an error naming its line (PyYAML:
+//     "expected a single document in the stream"), never silently dropped;
+//   - aliases are bounded: the nodes that aliases stand for, summed over every alias, may number at
+//     most kMaxYamlAliasNodes (a "billion laughs" chain of 28 lines would otherwise expand to
+//     9^10 nodes; OmegaConf stops at 10,000 too); an alias inside the node it names (a recursive
+//     structure) is refused;
+//   - nesting deeper than kMaxYamlDepth is refused (before yaml-cpp's own recursion limit);
+//   - a key given twice in a mapping is an error (check_unique_yaml_keys, io/unique_keys.h); a
+//     mapping's own keys and the merge key `<<` count, keys it merges in do not;
+//   - merge keys (YAML 1.1 `<<`, resolved by PyYAML and so by OmegaConf/hydra): `<<: *base` or
+//     `<<: [*a, *b]` copies the entries of the mapping(s) into the mapping that holds it; its own
+//     keys override merged ones, and in a list earlier mappings override later ones. Entry order
+//     is PyYAML's (`flatten_mapping`): merged entries first (a list's mappings last to first), then
+//     the mapping's own, a key keeping the place where it first appeared.
+#pragma once
+
+#include <yaml-cpp/yaml.h>
+
+#include <cstdint>
+#include <string>
+
+namespace zt {
+
+// The most nodes that aliases may expand to in one YAML text.
+inline constexpr uint64_t kMaxYamlAliasNodes = 10000;
+// The deepest nesting of sequences/mappings read.
+inline constexpr int kMaxYamlDepth = 1000;
+
+// Parses YAML `text` (ORIGIN names it in messages) with the rules above; merge keys are resolved
+// in the returned tree (nodes keep their marks, so later messages can name lines). Syntax errors
+// throw YAML::Exception (its mark holds line and column) for the caller to phrase; the rules above
+// throw zt::Error "ORIGIN:LINE: …".
+YAML::Node load_yaml(const std::string& text, const std::string& origin);
+
+}  // namespace zt

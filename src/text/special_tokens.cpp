@@ -1,0 +1,63 @@
+#include "text/special_tokens.h"
+
+#include <array>
+
+#include "core/error.h"
+#include "core/log.h"
+
+namespace zt::text {
+namespace {
+
+using NamedToken = std::pair<const char*, const std::optional<std::string>*>;
+
+// transformers' SPECIAL_TOKENS_ATTRIBUTES order.
+std::array<NamedToken, 7> named_tokens(const TokenizerConfig& cfg) {
+  return {{{"bos_token", &cfg.bos_token},
+           {"eos_token", &cfg.eos_token},
+           {"unk_token", &cfg.unk_token},
+           {"sep_token", &cfg.sep_token},
+           {"pad_token", &cfg.pad_token},
+           {"cls_token", &cfg.cls_token},
+           {"mask_token", &cfg.mask_token}}};
+}
+
+}  // namespace
+
+std::vector<RegisteredSpecialToken> register_config_special_tokens(Tokenizer& tok,
+                                                                   const TokenizerConfig& cfg,
+                                                                   bool log) {
+  const auto named = named_tokens(cfg);
+  std::vector<RegisteredSpecialToken> out;
+  for (const auto& [key, value] : named) {
+    if (!*value || (*value)->empty()) continue;
+    const std::string& content = **value;
+    const Tokenizer::AddResult a = tok.add_special_token(content);
+    if (!a.added) continue;
+    RegisteredSpecialToken r{key, content, a.id, a.new_id};
+    if (a.new_id && log)
+      log::warn(
+          "{}: {} '{}' is not a token of tokenizer.json; added as a special token with id {}, as "
+          "transformers does (the model's vocab_size must have room for it)",
+          (cfg.dir / "tokenizer_config.json").string(), key, content, a.id);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+std::string describe_token(const Tokenizer& tok, const TokenizerConfig& cfg, int32_t id) {
+  if (id < 0 || id >= tok.vocab_size()) return "not a token of the tokenizer";
+  std::string text;
+  try {
+    text = tok.id_to_token(id);
+  } catch (const Error&) {
+    return "not a token of the tokenizer";
+  }
+  const auto named = named_tokens(cfg);
+  for (const auto& [key, value] : named)
+    if (*value && **value == text)
+      return fmt::format("'{}', the {} of {}", text, key,
+                         (cfg.dir / "tokenizer_config.json").string());
+  return fmt::format("'{}'", text);
+}
+
+}  // namespace zt::text

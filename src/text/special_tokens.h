@@ -1,0 +1,39 @@
+// The named special tokens of tokenizer_config.json (bos/eos/unk/sep/pad/cls/mask_token) made
+// tokens of the tokenizer, as transformers' tokenizer loading does: every one that tokenizer.json's
+// added_tokens lack is added as a special token (`PreTrainedTokenizerFast.__init__` adds
+// `all_special_tokens_extended` missing from the added vocabulary) — with its vocabulary id when
+// the BPE vocabulary has it, else the next free id. So an eos_token "<|nope|>" absent from a
+// Qwen2.5 tokenizer.json becomes id 151665 and " red red<|nope|>" encodes as [2518, 2518, 151665],
+// never as the text's six BPE pieces.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "text/chat_template.h"
+#include "text/tokenizer.h"
+
+namespace zt::text {
+
+// One special token register_config_special_tokens() added.
+struct RegisteredSpecialToken {
+  std::string key;      // "eos_token", …
+  std::string content;  // "<|nope|>"
+  int32_t id = -1;
+  bool new_id = false;  // true: not in tokenizer.json's vocabulary (the id is past it)
+};
+
+// Adds cfg's named special tokens that `tok` has no added token for, in transformers' order (bos,
+// eos, unk, sep, pad, cls, mask; a content given twice once). With `log`, a warning for each new
+// id, naming tokenizer_config.json, the key, the token and its id. Returns what was added.
+std::vector<RegisteredSpecialToken> register_config_special_tokens(Tokenizer& tok,
+                                                                   const TokenizerConfig& cfg,
+                                                                   bool log = true);
+
+// For error messages: "'<|nope|>', the eos_token of <dir>/tokenizer_config.json" for a named
+// special token, "'Ġred'" for another token, "not a token of the tokenizer" for an id it does not
+// have.
+std::string describe_token(const Tokenizer& tok, const TokenizerConfig& cfg, int32_t id);
+
+}  // namespace zt::text

@@ -1,0 +1,113 @@
+// Dataset rows zerotune refuses rather than read one of two ways (issue 17): a row nested deeper
+// than kMaxJsonDepth (case deep-json-row-segfault: 200,000 levels crashed, 100,000 did not), a key
+// given twice in a JSON row, and a parquet column or struct field name given twice (case
+// parquet-duplicate-column-silent: the second 'prompt' column was trained on).
+#include <arrow/api.h>
+#include <gtest/gtest.h>
+#include <parquet/arrow/writer.h>
+
+#include "data/rows.h"
+#include "test_util.h"
+
+namespace zt::data {
+namespace {
+
+using zt::testing::error_of;
+using zt::testing::TempDir;
+using zt::testing::write_file;
+
+std::string nested(size_t depth) { return std::string(depth, '[') + std::string(depth, ']'); }
+
+std::filesystem::path case_dir(const std::string& name) {
+  return std::filesystem::path(ZT_SHARED_DATA).parent_path() / "cases" / name;
+}
+
+TEST(ReaderRefusals, DeepJsonLineRowNamesLineAndRow) {
+  TempDir dir;
+  const auto f = dir / "deep.jsonl";
+  // As the case's run.sh writes it: the case's 4 rows with a deep row inserted as row 3 (line 4).
+  std::ifstream in(case_dir("deep-json-row-segfault") / "data.jsonl");
+  std::vector<std::string> rows;
+  for (std::string line; std::getline(in, line);) rows.push_back(line);
+  ASSERT_EQ(rows.size(), 4u);
+  for (size_t depth : {100000u, 200000u}) {
+    write_file(f, rows[0] + "\n" + rows[1] + "\n" + rows[2] + "\n{\"prompt\": " + nested(depth) +
+                      ", \"completion\": \" x\"}\n" + rows[3] + "\n");
+    EXPECT_EQ(error_of([&] { read_rows(f); }),
+              f.string() + ":4: row 3: JSON nesting depth exceeds 1000")
+        << depth;
+  }
+  // 1,000 levels are read.
+  write_file(f, "{\"a\": 1}\n\n{\"prompt\": " + nested(999) + "}\n");
+  EXPECT_EQ(read_rows(f)[1]["prompt"].size(), 1u);
+}
+
+TEST(ReaderRefusals, DeepJsonArrayRowNamesLineAndRow) {
+  TempDir dir;
+  const auto f = dir / "deep.json";
+  for (size_t depth : {100000u, 200000u}) {
+    write_file(f, "[\n {\"prompt\": \"a\"},\n {\"prompt\": [1, " + nested(depth) + "]}\n]\n");
+    EXPECT_EQ(error_of([&] { read_rows(f); }),
+              f.string() + ":3: row 1: JSON nesting depth exceeds 1000")
+        << depth;
+  }
+}
+
+TEST(ReaderRefusals, KeyGivenTwiceInAJsonRow) {
+  TempDir dir;
+  // HF datasets (pyarrow's JSON reader) refuses it too: "Column(/prompt) was specified twice in row
+  // 1".
+  write_file(dir / "d.jsonl",
+             "{\"prompt\": \"a\", \"completion\": \"b\"}\n\n"
+             "{\"prompt\": \"a\", \"completion\": \"b\", \"prompt\": \"c\"}\n");
+  EXPECT_EQ(
+      error_of([&] { read_rows(dir / "d.jsonl"); }),
+      (dir / "d.jsonl").string() + ":3: row 1: duplicate key 'prompt' (first given at line 3)");
+  write_file(
+      dir / "m.jsonl",
+      "{\"messages\": [{\"role\": \"user\", \"content\": \"a\", \"role\": \"assistant\"}]}\n");
+  EXPECT_EQ(error_of([&] { read_rows(dir / "m.jsonl"); }),
+            (dir / "m.jsonl").string() +
+                ":1: row 0: duplicate key 'messages[0].role' (first given at line 1)");
+  write_file(dir / "a.json",
+             "[\n {\"prompt\": \"a\"},\n {\"prompt\": \"a\",\n  \"prompt\": \"b\"}\n]\n");
+  EXPECT_EQ(error_of([&] { read_rows(dir / "a.json"); }),
+            (dir / "a.json").string() + ":4: duplicate key '[1].prompt' (first given at line 3)");
+  // The same key in different rows and objects is fine.
+  write_file(dir / "ok.jsonl",
+             "{\"a\": {\"a\": 1}, \"b\": [{\"a\": 1}, {\"a\": 2}]}\n{\"a\": 2}\n");
+  EXPECT_EQ(read_rows(dir / "ok.jsonl").size(), 2u);
+}
+
+TEST(ReaderRefusals, ParquetColumnGivenTwice) {
+  // The case's file: columns prompt, prompt, completion (written by pyarrow).
+  const auto f = case_dir("parquet-duplicate-column-silent") / "data.parquet";
+  EXPECT_EQ(error_of([&] { read_rows(f); }), f.string() + ": column 'prompt' occurs 2 times");
+}
+
+TEST(ReaderRefusals, ParquetStructFieldGivenTwice) {
+  TempDir dir;
+  // messages: list<struct<role, content, content>>, one row.
+  auto role = arrow::field("role", arrow::utf8()), content = arrow::field("content", arrow::utf8());
+  auto st = arrow::struct_({role, content, content});
+  arrow::StringBuilder r, c1, c2;
+  ASSERT_TRUE(r.Append("user").ok() && c1.Append("a").ok() && c2.Append("b").ok());
+  std::shared_ptr<arrow::Array> ra, c1a, c2a;
+  ASSERT_TRUE(r.Finish(&ra).ok() && c1.Finish(&c1a).ok() && c2.Finish(&c2a).ok());
+  auto structs = std::make_shared<arrow::StructArray>(st, 1, arrow::ArrayVector{ra, c1a, c2a});
+  arrow::Int32Builder off;
+  ASSERT_TRUE(off.AppendValues({0, 1}).ok());
+  std::shared_ptr<arrow::Array> offsets;
+  ASSERT_TRUE(off.Finish(&offsets).ok());
+  auto list = arrow::ListArray::FromArrays(*offsets, *structs).ValueOrDie();
+  auto table = arrow::Table::Make(arrow::schema({arrow::field("messages", list->type())}), {list});
+  auto out = arrow::io::FileOutputStream::Open((dir / "s.parquet").string()).ValueOrDie();
+  ASSERT_TRUE(parquet::arrow::WriteTable(*table, arrow::default_memory_pool(), out, 16).ok());
+  ASSERT_TRUE(out->Close().ok());
+  EXPECT_EQ(
+      error_of([&] { read_rows(dir / "s.parquet"); }),
+      (dir / "s.parquet").string() + ": column 'messages': struct field 'content' occurs 2 times");
+}
+
+}  // namespace
+}  // namespace zt::data

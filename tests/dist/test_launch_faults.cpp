@@ -1,0 +1,375 @@
+// Faults and signals of `zerotune launch … train` (issue 17), and jobs over several "nodes" (two
+// launchers on this machine, issue 16 item 4), through the real binary on the inputs
+// of ../shared/cases (`launch-sigterm-grace-loses-checkpoint`, `ddp-timeout-ignored`), each run
+// from a temporary folder linking to the case's files, as its run.sh does: a SIGTERM during
+// an evaluation or after a step ends with the interrupt checkpoint; a grace period that runs out
+// names the last complete checkpoint; trainer.ddp_timeout ends a job whose rank stalls.
+// Timings are generous bounds (a loaded 2-core machine), never exact.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "child_process.h"
+#include "core/zt_test_util.h"
+#include "dist/local_launch.h"
+#include "dist/selftest.h"
+#include "io/json.h"
+
+namespace fs = std::filesystem;
+
+namespace zt::dist {
+namespace {
+
+using test::Child;
+
+const std::string kBin = ZT_BINARY;
+const fs::path kCases = fs::path(ZT_SHARED_DATA) / ".." / "cases";
+const fs::path kTokenizer = fs::path(ZT_SHARED_DATA) / "tokenizers" / "qwen2.5-instruct";
+constexpr double kHangGuard = 180.0;  // seconds before a run counts as hung
+
+std::string slurp(const fs::path& p) {
+  std::ifstream f(p);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+double now_s() {
+  using namespace std::chrono;
+  return duration<double>(steady_clock::now().time_since_epoch()).count();
+}
+
+// The pids of `parent`'s child processes (the launcher's ranks), in start order.
+std::vector<pid_t> children_of(pid_t parent) {
+  std::istringstream in(slurp(fmt::format("/proc/{}/task/{}/children", parent, parent)));
+  std::vector<pid_t> out;
+  for (pid_t p; in >> p;) out.push_back(p);
+  return out;
+}
+
+// The RANK of process `pid` (from its environment), or -1.
+int rank_of(pid_t pid) {
+  const std::string env = slurp(fmt::format("/proc/{}/environ", pid));
+  std::istringstream in(env);
+  for (std::string e; std::getline(in, e, '\0');)
+    if (e.rfind("RANK=", 0) == 0) return std::stoi(e.substr(5));
+  return -1;
+}
+
+// Stops (SIGSTOP) the launcher's rank `rank`; returns its pid, or -1 when there is no such rank.
+pid_t stop_rank(const Child& launcher, int rank) {
+  for (pid_t p : children_of(launcher.pid()))
+    if (rank_of(p) == rank) return kill(p, SIGSTOP) == 0 ? p : -1;
+  return -1;
+}
+
+// Sends SIGTERM to the launcher and waits for it: its exit status (-1: still running after the
+// guard, then killed); *took: the seconds it took to end.
+int sigterm_and_wait(Child& launcher, double* took) {
+  const double t0 = now_s();
+  if (kill(launcher.pid(), SIGTERM) != 0) return -2;
+  const int st = launcher.wait(kHangGuard);
+  *took = now_s() - t0;
+  return st;
+}
+
+class LaunchFaults : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(fs::is_directory(kCases)) << kCases << " (../shared/cases beside the checkout)";
+  }
+
+  // A working folder for case `name`: a link to each entry of the (read-only) shared case folder;
+  // the runs write their exp_dir and cache beside them, as the case's run.sh does.
+  fs::path case_dir(const std::string& name) {
+    const fs::path dst = tmp_.path() / name;
+    fs::create_directories(dst);
+    for (const auto& e : fs::directory_iterator(kCases / name))
+      fs::create_symlink(e.path(), dst / e.path().filename());
+    return dst;
+  }
+
+  // Beside model_h256/ of `dir`: model_h<hidden>/ (the same config-only Qwen2 with that width), to
+  // keep steps and checkpoints small.
+  static void write_model(const fs::path& dir, int hidden) {
+    Json cfg = Json::parse(slurp(dir / "model_h256" / "config.json"));
+    cfg["hidden_size"] = hidden;
+    cfg["intermediate_size"] = 2 * hidden;
+    const fs::path m = dir / fmt::format("model_h{}", hidden);
+    fs::create_directories(m);
+    std::ofstream(m / "config.json") << cfg.dump();
+  }
+
+  // `zerotune launch <launch_opts> train --config sft.yaml …` run in `dir` (launch_opts: the
+  // process count and any other launcher option).
+  static std::unique_ptr<Child> launch(const fs::path& dir, const std::string& launch_opts,
+                                       const std::string& overrides) {
+    const std::string cmd = fmt::format(
+        "cd '{}' && exec {} launch {} train --config sft.yaml "
+        "model.tokenizer_name_or_path={} {}",
+        dir.string(), kBin, launch_opts, kTokenizer.string(), overrides);
+    return std::make_unique<Child>(
+        std::vector<std::string>{"/bin/sh", "-c", cmd},
+        std::vector<std::string>{"ZT_COMM_TIMEOUT_S=", "RANK=", "WORLD_SIZE=", "MASTER_ADDR=",
+                                 "MASTER_PORT=", "OMPI_COMM_WORLD_SIZE=", "PMIX_RANK="});
+  }
+
+  // Reads the launcher's output until metrics.jsonl of `exp` has the record of step `step`
+  // (looked at every 0.1 s, output or not); false when the launcher ended first or after the guard.
+  static bool until_step(Child& c, const fs::path& exp, int step) {
+    const std::string key = fmt::format("\"step\":{},", step);
+    const auto has = [&](const std::string&) {
+      return slurp(exp / "metrics.jsonl").find(key) != std::string::npos;
+    };
+    for (const double end = now_s() + kHangGuard; now_s() < end;) {
+      if (c.read_until(has, 0.1)) return true;
+      if (kill(c.pid(), 0) != 0) return false;
+    }
+    return false;
+  }
+
+  // Starts the launch-sigterm case on 2 ranks with a hidden-16 model into `exp` (exp_dir, in the
+  // case's working folder) and returns the launcher once step 3 is logged; nullptr when it is not.
+  static std::unique_ptr<Child> small_run_at_step_3(const fs::path& exp, const std::string& opts,
+                                                    const std::string& overrides) {
+    const fs::path dir = exp.parent_path().parent_path();
+    write_model(dir, 16);
+    auto c = launch(dir, "--num_processes 2 " + opts,
+                    fmt::format("exp_dir=runs/{} model.name_or_path=model_h16 {}",
+                                exp.filename().string(), overrides));
+    if (!until_step(*c, exp, 3)) {
+      ADD_FAILURE() << c->output();
+      return nullptr;
+    }
+    return c;
+  }
+
+  // global_step of the checkpoint `dir` (its trainer_state.json), -1 when it has none.
+  static int64_t checkpoint_step(const fs::path& dir) {
+    const fs::path st = dir / "trainer_state.json";
+    if (!fs::exists(st)) return -1;
+    return Json::parse(slurp(st)).at("global_step").get<int64_t>();
+  }
+
+  zt::testing::TempDir tmp_;
+};
+
+// `launch-sigterm-grace-loses-checkpoint` part 1: a SIGTERM during an evaluation (600 rows, one
+// per batch: many seconds at hidden 64) is served at the next eval batch; the interrupt
+// checkpoint of the step is written without the eval record.
+TEST_F(LaunchFaults, SigtermDuringEvaluationSavesTheStepsCheckpoint) {
+  const fs::path dir = case_dir("launch-sigterm-grace-loses-checkpoint");
+  const fs::path exp = dir / "runs" / "eval";
+  write_model(dir, 64);
+  auto c = launch(dir, "--num_processes 2",
+                  "exp_dir=runs/eval model.name_or_path=model_h64 dataset.eval.path=eval.jsonl "
+                  "trainer.eval_strategy=steps "
+                  "trainer.eval_steps=2 trainer.per_device_eval_batch_size=1 "
+                  "trainer.save_steps=1000");
+  ASSERT_TRUE(until_step(*c, exp, 2)) << c->output();
+  double took = 0;
+  EXPECT_EQ(sigterm_and_wait(*c, &took), 128 + SIGTERM) << c->output();
+  EXPECT_NE(c->output().find("interrupted during the evaluation at step 2"), std::string::npos)
+      << c->output();
+  EXPECT_EQ(checkpoint_step(exp / "checkpoint-2"), 2) << c->output();
+  EXPECT_NE(c->output().find("resume with trainer.resume_from_checkpoint=runs/eval/checkpoint-2"),
+            std::string::npos)
+      << c->output();
+  EXPECT_EQ(slurp(exp / "metrics.jsonl").find("eval_loss"), std::string::npos);
+  EXPECT_EQ(c->output().find("killing them"), std::string::npos) << c->output();
+  EXPECT_LT(took, 60.0) << c->output();  // the whole evaluation alone takes about as long
+}
+
+// Part 2 with the default grace (30 s, torchrun's): a SIGTERM between steps ends with the
+// interrupt checkpoint of the step the ranks agreed on.
+TEST_F(LaunchFaults, SigtermBetweenStepsSavesTheInterruptCheckpoint) {
+  const fs::path exp = case_dir("launch-sigterm-grace-loses-checkpoint") / "runs" / "step";
+  auto c = small_run_at_step_3(exp, "", "trainer.save_steps=1000");
+  ASSERT_TRUE(c) << "the run did not reach step 3";
+  ASSERT_EQ(kill(c->pid(), SIGTERM), 0);
+  const int st = c->wait(kHangGuard);
+  ASSERT_NE(st, -1) << "hung\n" << c->output();
+  EXPECT_EQ(st, 128 + SIGTERM) << c->output();
+  const size_t at = c->output().find("interrupted: stopped after step ");
+  ASSERT_NE(at, std::string::npos) << c->output();
+  const int step = std::stoi(c->output().substr(at + 32));
+  EXPECT_GE(step, 3);
+  EXPECT_EQ(checkpoint_step(exp / fmt::format("checkpoint-{}", step)), step) << c->output();
+  EXPECT_EQ(c->output().find("killing them"), std::string::npos) << c->output();
+}
+
+// When the grace period runs out (here: rank 1 stopped with SIGSTOP, --kill_grace_s 1), the ranks
+// are killed and the launcher names the last complete checkpoint.
+TEST_F(LaunchFaults, GraceRunningOutNamesTheLastCompleteCheckpoint) {
+  const fs::path dir = case_dir("launch-sigterm-grace-loses-checkpoint");
+  const fs::path exp = dir / "runs" / "grace";
+  auto c = small_run_at_step_3(exp, "--kill_grace_s 1", "trainer.save_steps=2");
+  ASSERT_TRUE(c) << "the run did not reach step 3";
+  const pid_t r1 = stop_rank(*c, 1);
+  ASSERT_GT(r1, 0) << c->output();
+  double took = 0;
+  EXPECT_EQ(sigterm_and_wait(*c, &took), 128 + SIGTERM) << c->output();
+  const std::string msg =
+      "ranks killed before the interrupt checkpoint was written; last complete checkpoint: ";
+  const size_t at = c->output().find(msg);
+  ASSERT_NE(at, std::string::npos) << c->output();
+  const size_t from = at + msg.size();
+  // Relative to the launcher's directory, as the ranks' exp_dir is.
+  const fs::path named = dir / c->output().substr(from, c->output().find('\n', from) - from);
+  // The named checkpoint is complete and the newest one in exp_dir (checkpoint-2, or -4 if rank 1
+  // got that far before it was stopped).
+  const int64_t step = checkpoint_step(named);
+  EXPECT_GE(step, 2) << named;
+  for (const auto& e : fs::directory_iterator(exp)) {
+    const std::string n = e.path().filename().string();
+    if (n.rfind("checkpoint-", 0) == 0 && n.find('.') == std::string::npos) {
+      EXPECT_LE(std::stoll(n.substr(11)), step) << n;
+    }
+  }
+  EXPECT_LT(took, 30.0) << c->output();
+  EXPECT_NE(kill(r1, 0), 0) << "rank 1 still exists";
+}
+
+// `ddp-timeout-ignored`: trainer.ddp_timeout (3 s here) is the collective timeout: rank 1 stopped
+// with SIGSTOP makes the job end non-zero within about that, naming rank 1.
+TEST_F(LaunchFaults, DdpTimeoutEndsAStalledJobNamingTheRank) {
+  const fs::path dir = case_dir("ddp-timeout-ignored");
+  const fs::path exp = dir / "runs" / "ddp";
+  auto c = launch(dir, "--num_processes 2",
+                  "exp_dir=runs/ddp trainer.ddp_timeout=3 trainer.logging_steps=1");
+  ASSERT_TRUE(until_step(*c, exp, 2)) << c->output();
+  const pid_t r1 = stop_rank(*c, 1);
+  ASSERT_GT(r1, 0) << c->output();
+  const double t0 = now_s();
+  const int st = c->wait(kHangGuard);
+  const double took = now_s() - t0;
+  ASSERT_NE(st, -1) << "hung\n" << c->output();
+  EXPECT_EQ(st, 1) << c->output();
+  EXPECT_NE(c->output().find("waiting on rank(s) 1 (trainer.ddp_timeout / ZT_COMM_TIMEOUT_S)"),
+            std::string::npos)
+      << c->output();
+  EXPECT_NE(c->output().find("made no progress for 3 s"), std::string::npos) << c->output();
+  EXPECT_EQ(c->output().find("changes nothing"), std::string::npos) << c->output();
+  EXPECT_LT(took, 30.0) << c->output();  // the default timeout would be 1800 s
+  EXPECT_NE(kill(r1, 0), 0) << "rank 1 still exists";
+}
+
+// A ddp_timeout that is not a positive whole number of seconds is refused naming the key.
+TEST_F(LaunchFaults, DdpTimeoutOfZeroIsRefused) {
+  const fs::path dir = case_dir("ddp-timeout-ignored");
+  const zt::testing::CommandResult r = zt::testing::run_command(
+      fmt::format("cd '{}' && {} train --config sft.yaml model.tokenizer_name_or_path={} "
+                  "trainer.ddp_timeout=0",
+                  dir.string(), kBin, kTokenizer.string()));
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("trainer.ddp_timeout"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(dir / "runs" / "stall" / "metrics.jsonl"));
+}
+
+// ---------------------------------------------------------------- several nodes (issue 16 item 4)
+
+// Two "nodes" on this machine (two launchers, --nnodes 2, one rank each) train the same bits as
+// one launcher of two ranks: the losses and gradient norms of every step and the final model.
+TEST_F(LaunchFaults, TwoNodesTrainTheBitsOfOneNode) {
+  const fs::path dir = case_dir("ddp-timeout-ignored");
+  const std::string run = "trainer.max_steps=4 trainer.logging_steps=1 trainer.save_strategy=no ";
+  auto one = launch(dir, "--num_processes 2", run + "exp_dir=runs/one");
+  ASSERT_EQ(one->wait(kHangGuard), 0) << one->output();
+  const int port = pick_free_port("127.0.0.1");
+  std::vector<std::unique_ptr<Child>> nodes;
+  for (int node = 0; node < 2; ++node)
+    nodes.push_back(launch(dir,
+                           fmt::format("--nnodes 2 --node_rank {} --nproc_per_node 1 "
+                                       "--master_addr 127.0.0.1 --master_port {}",
+                                       node, port),
+                           run + "exp_dir=runs/two"));
+  for (int node = 0; node < 2; ++node) {
+    Child& c = *nodes[static_cast<size_t>(node)];
+    ASSERT_EQ(c.wait(kHangGuard), 0) << "node " << node << "\n" << c.output();
+    EXPECT_NE(c.output().find(fmt::format("launch: node {} of 2: starting ranks {}..{} of 2", node,
+                                          node, node)),
+              std::string::npos)
+        << c.output();
+  }
+  EXPECT_NE(nodes[0]->output().find("rank 0 of 2 (tcp comm)"), std::string::npos)
+      << nodes[0]->output();
+  auto steps = [](const fs::path& exp) {
+    std::vector<std::string> out;
+    std::istringstream in(slurp(exp / "metrics.jsonl"));
+    for (std::string line; std::getline(in, line);) {
+      const Json j = Json::parse(line);
+      if (j.contains("loss")) out.push_back(j["loss"].dump() + " " + j["grad_norm"].dump());
+    }
+    return out;
+  };
+  const auto a = steps(dir / "runs" / "one"), b = steps(dir / "runs" / "two");
+  EXPECT_EQ(a.size(), 4u);
+  EXPECT_EQ(a, b);
+  const std::string ma = slurp(dir / "runs" / "one" / "final" / "model.safetensors");
+  EXPECT_GT(ma.size(), 100000u);
+  EXPECT_TRUE(ma == slurp(dir / "runs" / "two" / "final" / "model.safetensors"));
+}
+
+// `zerotune launch --nnodes 2 --node_rank 0|1 --nproc_per_node 2 … comm-check --rounds K`: the two
+// launchers of a 4-rank job on this machine (node 0 first).
+std::vector<std::unique_ptr<Child>> two_node_comm_check(int rounds) {
+  const int port = pick_free_port("127.0.0.1");
+  std::vector<std::unique_ptr<Child>> nodes;
+  for (int node = 0; node < 2; ++node)
+    nodes.push_back(std::make_unique<Child>(
+        std::vector<std::string>{kBin, "launch", "--nnodes", "2", "--node_rank",
+                                 std::to_string(node), "--nproc_per_node", "2", "--master_port",
+                                 std::to_string(port), "comm-check", "--elements", "1001",
+                                 "--rounds", std::to_string(rounds)},
+        std::vector<std::string>{"RANK=", "WORLD_SIZE=", "MASTER_ADDR=", "MASTER_PORT=",
+                                 "OMPI_COMM_WORLD_SIZE=", "PMIX_RANK="}));
+  return nodes;
+}
+
+// The collective self-test over two nodes of two ranks: every rank's digest is the 4-rank one.
+TEST(TwoNodes, SelftestBitwiseOverTwoLaunchers) {
+  auto nodes = two_node_comm_check(1);
+  std::string all;
+  for (auto& c : nodes) {
+    ASSERT_EQ(c->wait(kHangGuard), 0) << c->output();
+    all += c->output();
+  }
+  for (int r = 0; r < 4; ++r)
+    EXPECT_NE(all.find(fmt::format("comm-check: rank {} ok digest {:016x}", r,
+                                   selftest_expected_digest(4, 1001))),
+              std::string::npos)
+        << all;
+  EXPECT_NE(nodes[1]->output().find("rank 3/4 local_rank 1/2 backend tcp"), std::string::npos)
+      << nodes[1]->output();
+}
+
+// A node that dies (its launcher and ranks SIGKILLed) ends every rank of the other node non-zero
+// within a minute.
+TEST(TwoNodes, NodeThatDiesEndsTheOtherNode) {
+  auto nodes = two_node_comm_check(100000000);
+  for (auto& c : nodes)
+    ASSERT_TRUE(c->read_until(
+        [](const std::string& o) { return test::count_of(o, "backend tcp pid") == 2; }, kHangGuard))
+        << c->output();
+  const std::vector<pid_t> ranks0 = children_of(nodes[0]->pid());
+  ASSERT_EQ(ranks0.size(), 2u);
+  ASSERT_EQ(kill(-nodes[1]->pid(), SIGKILL), 0);  // the whole of node 1
+  const double t0 = now_s();
+  const int st = nodes[0]->wait(kHangGuard);
+  const double took = now_s() - t0;
+  ASSERT_NE(st, -1) << "node 0 hung\n" << nodes[0]->output();
+  EXPECT_EQ(st, 1) << nodes[0]->output();
+  EXPECT_NE(nodes[0]->output().find("exited or failed"), std::string::npos) << nodes[0]->output();
+  EXPECT_LT(took, 60.0) << nodes[0]->output();
+  for (pid_t p : ranks0) EXPECT_NE(kill(p, 0), 0) << "rank pid " << p << " still exists";
+}
+
+}  // namespace
+}  // namespace zt::dist

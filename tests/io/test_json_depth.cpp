@@ -1,0 +1,69 @@
+// Every JSON text zerotune reads is checked against kMaxJsonDepth before a value is built
+// (io/json.h): nlohmann copies values recursively, so a row or config nested 200,000 deep crashed
+// the process (case deep-json-row-segfault). 100,000 and 200,000 levels both get the error naming
+// file and line.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <string>
+
+#include "core/zt_test_util.h"
+#include "io/json.h"
+#include "io/json_depth.h"
+#include "io/model_config.h"
+#include "io/safetensors.h"
+#include "io/unique_keys.h"
+
+namespace {
+
+using zt::Json;
+using zt::testing::error_of;
+using zt::testing::TempDir;
+
+std::string nested(size_t depth) { return std::string(depth, '[') + std::string(depth, ']'); }
+
+TEST(JsonDepth, FindsTheFirstBracketTooDeepOutsideStrings) {
+  EXPECT_EQ(zt::find_too_deep_json("[[]]", 2), std::nullopt);
+  EXPECT_EQ(zt::find_too_deep_json("[[]]", 1), std::optional<size_t>(1));
+  EXPECT_EQ(zt::find_too_deep_json(R"({"a": [{"b": 1}]})", 2), std::optional<size_t>(6));
+  // Brackets in strings do not count, an escaped quote does not end the string.
+  EXPECT_EQ(zt::find_too_deep_json(R"(["[[[", "\"[[[", {}])", 1), std::optional<size_t>(18));
+  EXPECT_EQ(zt::find_too_deep_json(R"(["[[[", "\"[[["])", 1), std::nullopt);
+  // Closing brackets at depth 0 (malformed text) do not go negative.
+  EXPECT_EQ(zt::find_too_deep_json("]]][[", 2), std::nullopt);
+  EXPECT_EQ(zt::find_too_deep_json(nested(1000)), std::nullopt);
+  EXPECT_EQ(zt::find_too_deep_json(nested(1001)), std::optional<size_t>(1000));
+}
+
+TEST(JsonDepth, ParsersRefuseDeepTextNamingFileAndLine) {
+  for (size_t depth : {1001u, 100000u, 200000u}) {
+    const std::string text = "{\n \"a\": 1,\n \"b\": " + nested(depth) + "\n}\n";
+    EXPECT_EQ(error_of([&] { zt::parse_json_unique_keys(text, "c.json"); }),
+              "c.json:3: JSON nesting depth exceeds 1000")
+        << depth;
+    EXPECT_EQ(error_of([&] { zt::parse_json(text, "p.json"); }),
+              "p.json:3: JSON nesting depth exceeds 1000")
+        << depth;
+  }
+  EXPECT_EQ(zt::parse_json_unique_keys("{\"b\": " + nested(999) + "}", "c.json")["b"].size(), 1u);
+  EXPECT_EQ(zt::parse_json("[1, 2]", "p.json"), Json::parse("[1, 2]"));
+  EXPECT_THROW(zt::parse_json("[1, 2", "p.json"), Json::parse_error);
+}
+
+TEST(JsonDepth, ModelConfigAndSafetensorsIndexAndHeader) {
+  TempDir d;
+  std::ofstream(d / "config.json")
+      << "{\"model_type\": \"qwen2\",\n \"x\": " << nested(200000) << "}";
+  EXPECT_EQ(error_of([&] { zt::load_model_config(d.path()); }),
+            (d / "config.json").string() + ":2: JSON nesting depth exceeds 1000");
+  // A safetensors file whose header nests 200,000 deep.
+  const std::string header = "{\"__metadata__\": {\"x\": " + nested(200000) + "}}";
+  std::string bytes(8, '\0');
+  for (int i = 0; i < 8; ++i)
+    bytes[static_cast<size_t>(i)] = static_cast<char>((header.size() >> (8 * i)) & 0xff);
+  std::ofstream(d / "model.safetensors", std::ios::binary) << bytes << header;
+  EXPECT_EQ(error_of([&] { zt::SafetensorsReader r(d.path()); }),
+            (d / "model.safetensors").string() + " (header):1: JSON nesting depth exceeds 1000");
+}
+
+}  // namespace

@@ -1,0 +1,82 @@
+// tokenizer_config.json special tokens that tokenizer.json lacks are added as transformers' loading
+// adds them (case eos-token-not-in-vocab, ../shared/cases: transformers 5.24 AutoTokenizer gives
+// eos_token_id 151665 and " red red<|nope|>" -> [2518, 2518, 151665]).
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "core/zt_test_util.h"
+#include "text/chat_template.h"
+#include "text/special_tokens.h"
+#include "text/tokenizer.h"
+
+namespace zt::text {
+namespace {
+
+namespace fs = std::filesystem;
+const fs::path kQwen = fs::path(ZT_SHARED_DATA) / "tokenizers" / "qwen2.5-instruct";
+
+TEST(SpecialTokens, EosMissingFromTheVocabularyGetsTheNextIdAsInTransformers) {
+  Tokenizer tok = Tokenizer::load(kQwen / "tokenizer.json");
+  ASSERT_EQ(tok.vocab_size(), 151665);
+  // Before: the text's BPE pieces (what zerotune trained before the fix).
+  EXPECT_EQ(tok.encode(" red red<|nope|>"),
+            (std::vector<int32_t>{2518, 2518, 27, 91, 2152, 375, 91, 29}));
+  TokenizerConfig cfg = load_tokenizer_config(kQwen);
+  cfg.eos_token = "<|nope|>";
+  ::testing::internal::CaptureStderr();
+  const std::vector<RegisteredSpecialToken> added = register_config_special_tokens(tok, cfg);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  ASSERT_EQ(added.size(), 1u);
+  EXPECT_EQ(added[0].key, "eos_token");
+  EXPECT_EQ(added[0].id, 151665);
+  EXPECT_TRUE(added[0].new_id);
+  EXPECT_EQ(err, "zerotune: warning: " + (kQwen / "tokenizer_config.json").string() +
+                     ": eos_token '<|nope|>' is not a token of tokenizer.json; added as a special "
+                     "token with id 151665, as transformers does (the model's vocab_size must have "
+                     "room for it)\n");
+  EXPECT_EQ(tok.vocab_size(), 151666);
+  EXPECT_EQ(tok.token_to_id("<|nope|>"), 151665);
+  EXPECT_EQ(tok.encode(" red red<|nope|>"), (std::vector<int32_t>{2518, 2518, 151665}));
+  const std::vector<int32_t> ids = {2518, 151665, 151645};
+  EXPECT_EQ(tok.decode(ids), " red<|nope|><|im_end|>");
+  EXPECT_EQ(tok.decode(ids, /*skip_special_tokens=*/true), " red");
+  EXPECT_EQ(describe_token(tok, cfg, 151665),
+            "'<|nope|>', the eos_token of " + (kQwen / "tokenizer_config.json").string());
+  EXPECT_EQ(describe_token(tok, cfg, 2518), "'Ġred'");
+  // A second registration changes nothing.
+  EXPECT_TRUE(register_config_special_tokens(tok, cfg).empty());
+  EXPECT_EQ(tok.vocab_size(), 151666);
+}
+
+TEST(SpecialTokens, TokensTheTokenizerHasChangeNothing) {
+  Tokenizer tok = Tokenizer::load(kQwen / "tokenizer.json");
+  const TokenizerConfig cfg = load_tokenizer_config(kQwen);  // eos <|im_end|>, pad <|endoftext|>
+  EXPECT_TRUE(register_config_special_tokens(tok, cfg).empty());
+  EXPECT_EQ(tok.vocab_size(), 151665);
+  EXPECT_EQ(tok.encode(" red<|im_end|>"), (std::vector<int32_t>{2518, 151645}));
+}
+
+TEST(SpecialTokens, VocabularyTokenKeepsItsIdAndIsMatchedWhole) {
+  Tokenizer tok = Tokenizer::load(kQwen / "tokenizer.json");
+  const std::optional<int32_t> red = tok.token_to_id("red");
+  ASSERT_TRUE(red.has_value());
+  TokenizerConfig cfg;
+  cfg.dir = kQwen;
+  cfg.bos_token = "red";  // a BPE token, not an added one
+  cfg.eos_token = "<|x|>";
+  cfg.pad_token = "<|y|>";
+  const std::vector<RegisteredSpecialToken> added = register_config_special_tokens(tok, cfg, false);
+  ASSERT_EQ(added.size(), 3u);
+  EXPECT_EQ(added[0].id, *red);
+  EXPECT_FALSE(added[0].new_id);
+  EXPECT_EQ(added[1].id, 151665);  // transformers' order: bos, eos, unk, sep, pad, …
+  EXPECT_EQ(added[2].id, 151666);
+  EXPECT_EQ(tok.vocab_size(), 151667);
+  // A special added token is split out of the text before BPE: " red" is " " + "red".
+  EXPECT_EQ(tok.encode(" red<|y|>"), (std::vector<int32_t>{220, *red, 151666}));
+}
+
+}  // namespace
+}  // namespace zt::text

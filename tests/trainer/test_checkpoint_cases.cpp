@@ -1,0 +1,204 @@
+// The "checkpoints in and out" cases of ../shared/cases (issue 17; README there: expected vs
+// observed), run through the zerotune binary as their run.sh does, on copies of the case inputs:
+//   tied-config-drops-distinct-lm-head  loss_sum 54.17591 (transformers 5.24: kept untied); train
+//                                       exports the untied model
+//   index-and-single-file-precedence    loss_sum 54.29305 (model.safetensors), a warning naming
+//   both generation-config-dropped           final/ and checkpoint-N/ carry the input generation
+//   config
+//                                       with the trained EOS among eos_token_id
+//   eos-token-not-in-vocab              the EOS is one added token, 151665 (targets [2518, 2518,
+//                                       151665]); a vocab_size without room for it is an error
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "core/file_util.h"
+#include "data/token_cache.h"
+#include "io/json.h"
+#include "io/safetensors.h"
+#include "train_cli_util.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+using zt_test::run;
+using zt_test::RunResult;
+
+const fs::path kTok = fs::path(ZT_SHARED_DATA) / "tokenizers" / "qwen2.5-instruct";
+
+// The one JSON line `zerotune loss` prints on stdout.
+zt::Json loss_json(const std::string& output) {
+  size_t at = output.rfind("\n{");
+  at = at == std::string::npos ? output.find('{') : at + 1;
+  return zt::Json::parse(output.substr(at, output.find('\n', at) - at));
+}
+
+// The command exited with `status` and its output holds `text` (when given).
+::testing::AssertionResult exited(const RunResult& r, int status, const std::string& text = "") {
+  if (r.status == status && r.output.find(text) != std::string::npos)
+    return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "exit status " << r.status << " (expected " << status
+                                       << "); expected in the output: '" << text << "'\n"
+                                       << r.output;
+}
+
+class CheckpointCase : public ::testing::Test {
+ protected:
+  // A writable copy of case `name`; commands run there (as run.sh's `cd "$(dirname "$0")"`).
+  fs::path copy_case(const std::string& name) {
+    return dir_ = zt_test::copy_case(name, "zt_ckpt_case_");
+  }
+  RunResult zerotune(const std::string& args) {
+    return run("cd " + dir_.string() + " && ZEROTUNE_CACHE_DIR=" + (dir_ / "zt_cache").string() +
+               " " + ZT_BINARY + " " + args);
+  }
+  static void set_json(const fs::path& file, const std::string& key, const zt::Json& v) {
+    zt::Json j = zt::Json::parse(zt::read_file(file));
+    j[key] = v;
+    zt::write_file_atomic(file, j.dump(1));
+  }
+  // `zerotune loss --model model rows.jsonl`: exit 0, `text` in the output; its JSON result.
+  zt::Json loss(const std::string& text) {
+    const RunResult r = zerotune("loss --model model rows.jsonl");
+    EXPECT_TRUE(exited(r, 0, text));
+    return r.status == 0 ? loss_json(r.output) : zt::Json();
+  }
+  static zt::Json read_json(const fs::path& file) { return zt::Json::parse(zt::read_file(file)); }
+  void TearDown() override { fs::remove_all(dir_); }
+  fs::path dir_;
+};
+
+TEST_F(CheckpointCase, TiedConfigWithDistinctHeadLossIsTransformers) {
+  copy_case("tied-config-drops-distinct-lm-head");
+  const zt::Json j = loss(
+      "zerotune: warning: model/model.safetensors: model/config.json has tie_word_embeddings "
+      "true, but the checkpoint holds an 'lm_head.weight' different from "
+      "'model.embed_tokens.weight'; loading them untied");
+  EXPECT_EQ(j["targets"], 13);
+  EXPECT_NEAR(j["loss_sum"].get<double>(), 54.17591, 1e-5);  // transformers 5.24 (was 54.666002)
+  // The same files read with tie_word_embeddings false: the same model, the same number.
+  set_json(dir_ / "model" / "config.json", "tie_word_embeddings", false);
+  const RunResult u = zerotune("loss --model model rows.jsonl");
+  ASSERT_TRUE(exited(u, 0));
+  EXPECT_EQ(u.output.find("warning"), std::string::npos) << u.output;
+  EXPECT_EQ(loss_json(u.output)["loss_sum"], j["loss_sum"]);
+}
+
+TEST_F(CheckpointCase, SingleFileBesideIndexIsReadWithAWarning) {
+  copy_case("index-and-single-file-precedence");
+  const zt::Json j = loss(
+      "zerotune: warning: model: holds both model.safetensors and model.safetensors.index.json; "
+      "reading model.safetensors, as transformers' from_pretrained does, and ignoring the index "
+      "and its shards");
+  EXPECT_NEAR(j["loss_sum"].get<double>(), 54.29305, 1e-5);  // weights B (the shards: 54.586278)
+  // Without model.safetensors, the shards are read, silently.
+  fs::remove(dir_ / "model" / "model.safetensors");
+  const RunResult s = zerotune("loss --model model rows.jsonl");
+  ASSERT_TRUE(exited(s, 0));
+  EXPECT_EQ(s.output.find("warning"), std::string::npos) << s.output;
+  EXPECT_NEAR(loss_json(s.output)["loss_sum"].get<double>(), 54.586278, 1e-5);
+}
+
+TEST_F(CheckpointCase, GenerationConfigOfTheInputIsExportedEverywhere) {
+  copy_case("generation-config-dropped");
+  const std::string input = zt::read_file(dir_ / "model" / "generation_config.json");
+  const RunResult r =
+      zerotune("train --config sft.yaml model.tokenizer_name_or_path=" + kTok.string() +
+               " trainer.max_steps=2 trainer.save_strategy=steps "
+               "trainer.save_steps=1");
+  ASSERT_TRUE(exited(r, 0,
+                     "export: generation_config.json from model/generation_config.json "
+                     "(eos_token_id [151645,151643]); config.json and generation_config.json get "
+                     "the tokenizer's {\"pad_token_id\":151643,\"eos_token_id\":151645}, as TRL's "
+                     "SFTTrainer and transformers' Trainer set them"));
+  for (const char* sub : {"checkpoint-1", "checkpoint-2", "final"}) {
+    const fs::path out = dir_ / "runs" / "gen" / sub;
+    EXPECT_EQ(zt::read_file(out / "generation_config.json"), input) << sub;
+    // As TRL 1.16 + transformers 5.24 export this job: eos 151645, pad 151643, bos 151643.
+    const zt::Json c = read_json(out / "config.json");
+    EXPECT_EQ(c["eos_token_id"], 151645) << sub;
+    EXPECT_EQ(c["pad_token_id"], 151643) << sub;
+    EXPECT_EQ(c["bos_token_id"], 151643) << sub;
+  }
+  // An input that lists only the base model's EOS gets the trained one (<|im_end|>) first.
+  set_json(dir_ / "model" / "generation_config.json", "eos_token_id", 151643);
+  fs::remove_all(dir_ / "runs" / "gen");
+  const RunResult b =
+      zerotune("train --config sft.yaml model.tokenizer_name_or_path=" + kTok.string());
+  ASSERT_TRUE(exited(b, 0,
+                     "export: generation_config.json from model/generation_config.json "
+                     "(eos_token_id [151645,151643]); config.json and generation_config.json get "
+                     "the tokenizer's {\"pad_token_id\":151643,\"eos_token_id\":151645}"));
+  const zt::Json g = read_json(dir_ / "runs" / "gen" / "final" / "generation_config.json");
+  EXPECT_EQ(g["eos_token_id"], zt::Json::parse("[151645, 151643]"));
+  EXPECT_EQ(g["top_k"], 20);
+  EXPECT_EQ(g["temperature"], 0.7);
+}
+
+TEST_F(CheckpointCase, TrainingATiedConfigWithDistinctHeadTrainsAndExportsTheUntiedModel) {
+  copy_case("generation-config-dropped");
+  const std::string tok = " model.tokenizer_name_or_path=" + kTok.string();
+  // An untied model with weights: one step from scratch, exported.
+  set_json(dir_ / "model" / "config.json", "tie_word_embeddings", false);
+  RunResult r = zerotune("train --config sft.yaml exp_name=base" + tok);
+  ASSERT_TRUE(exited(r, 0));
+  const fs::path base = dir_ / "runs" / "base" / "final";
+  fs::copy(base, dir_ / "untied", fs::copy_options::recursive);
+  fs::copy(base, dir_ / "flipped", fs::copy_options::recursive);
+  set_json(dir_ / "flipped" / "config.json", "tie_word_embeddings", true);
+  r = zerotune("train --config sft.yaml exp_name=flipped model.name_or_path=flipped" + tok);
+  ASSERT_TRUE(exited(r, 0,
+                     "flipped/config.json has tie_word_embeddings true, but the checkpoint "
+                     "holds an 'lm_head.weight' different from 'model.embed_tokens.weight'"));
+  r = zerotune("train --config sft.yaml exp_name=untied model.name_or_path=untied" + tok);
+  ASSERT_TRUE(exited(r, 0));
+  // The same model trained: the same step, bitwise; exported untied.
+  EXPECT_EQ(zt_test::train_events(dir_ / "runs" / "flipped"),
+            zt_test::train_events(dir_ / "runs" / "untied"));
+  const fs::path out = dir_ / "runs" / "flipped" / "final";
+  EXPECT_EQ(read_json(out / "config.json")["tie_word_embeddings"], false);
+  const zt::SafetensorsReader w(out);
+  ASSERT_TRUE(w.contains("lm_head.weight"));
+  EXPECT_NE(w.load_f32("lm_head.weight"), w.load_f32("model.embed_tokens.weight"));
+  EXPECT_EQ(w.load_f32("lm_head.weight"),
+            zt::SafetensorsReader(dir_ / "runs" / "untied" / "final").load_f32("lm_head.weight"));
+}
+
+TEST_F(CheckpointCase, EosNotInVocabularyIsOneAddedTokenAsInTransformers) {
+  copy_case("eos-token-not-in-vocab");
+  fs::create_directories(dir_ / "tok");
+  fs::copy(kTok / "tokenizer.json", dir_ / "tok" / "tokenizer.json");
+  fs::copy(kTok / "tokenizer_config.json", dir_ / "tok" / "tokenizer_config.json");
+  set_json(dir_ / "tok" / "tokenizer_config.json", "eos_token", "<|nope|>");
+  const RunResult r = zerotune(
+      "prepare --config sft.yaml --json > prep.json 2> prep.log; s=$?; cat prep.log; exit $s");
+  ASSERT_TRUE(exited(r, 0,
+                     "zerotune: warning: tok/tokenizer_config.json: eos_token '<|nope|>' is "
+                     "not a token of tokenizer.json; added as a special token with id "
+                     "151665, as transformers does"));
+  const fs::path cache = read_json(dir_ / "prep.json")["cache_file"].get<std::string>();
+  const zt::data::PreparedDataset ds =
+      zt::data::PreparedDataset::open(cache.is_absolute() ? cache : dir_ / cache);
+  ASSERT_EQ(ds.num_examples(), 2);
+  std::vector<int32_t> targets;
+  for (size_t t = 0; t < ds.tokens(0).size(); ++t)
+    if (ds.targets(0)[t]) targets.push_back(ds.tokens(0)[t]);
+  EXPECT_EQ(targets, (std::vector<int32_t>{2518, 2518, 151665}));  // was 2518, 2518, 27, 91, …
+  EXPECT_EQ(ds.tokens(1).back(), 151665);
+
+  // Qwen2.5's vocab_size 151936 has room for it: training runs.
+  const RunResult t = zerotune("train --config sft.yaml trainer.max_steps=1");
+  EXPECT_TRUE(exited(t, 0));
+  // A vocab_size without room is an error naming config.json and the token, not a crash.
+  set_json(dir_ / "model" / "config.json", "vocab_size", 151665);
+  const RunResult s = zerotune("train --config sft.yaml trainer.max_steps=1 exp_name=small");
+  EXPECT_TRUE(exited(s, 1,
+                     "token id 151665 ('<|nope|>', the eos_token of "
+                     "tok/tokenizer_config.json) is outside the model's vocabulary [0, "
+                     "151665) (vocab_size of model/config.json)"));
+}
+
+}  // namespace
