@@ -43,7 +43,7 @@ int main(int argc, char** argv) {
   app.add_option("--steps", steps, "timed steps");
   app.add_option("--warmup", warmup, "untimed steps first");
   app.add_option("--stage", stage, "ZeRO stage");
-  app.add_option("--backend", backend, "cuda or cpu");
+  app.add_option("--backend", backend, "cuda or cpu")->check(CLI::IsMember({"cuda", "cpu"}));
   app.add_flag("--gc", gc, "gradient checkpointing");
   app.add_flag("--offload", offload, "optimizer offload to the CPU");
   app.add_flag("--phases", phases, "also time the phases: forward, forward+backward, engine step");
@@ -58,9 +58,10 @@ int main(int argc, char** argv) {
       f.read(reinterpret_cast<char*>(ids.data()), static_cast<std::streamsize>(ids.size() * 4));
       if (!f) fail("{}: fewer than {} int32 tokens", tokens_file, ids.size());
     }
-    train::DeviceContext dev = train::make_device(backend, 0, 1);
+    const train::Backend be = *enum_from_name<train::Backend>(backend);
+    train::DeviceContext dev = train::make_device(be, 0, 1);
     std::unique_ptr<dist::Comm> comm =
-        train::make_trainer_comm(std::make_unique<dist::SingleComm>(), backend, cfg);
+        train::make_trainer_comm(std::make_unique<dist::SingleComm>(), be, cfg);
     ModelOptions mo;
     mo.dtype = DType::kBF16;
     mo.max_tokens = T;

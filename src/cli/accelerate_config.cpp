@@ -216,7 +216,7 @@ void read_fsdp(Reader& rd, const YAML::Node& fs) {
       rd.warn(
           fmt::format("{}:{}: fsdp_sharding_strategy {} is run as ZeRO stage {} over all ranks "
                       "(zerotune has no hybrid sharding)",
-                      rd.origin, s.Mark().line + 1, v, c.zero_stage));
+                      rd.origin, s.Mark().line + 1, v, *c.zero_stage));
     } else {
       rd.bad(s, "fsdp_config.fsdp_sharding_strategy",
              "FULL_SHARD, SHARD_GRAD_OP, NO_SHARD, HYBRID_SHARD or _HYBRID_SHARD_ZERO2");

@@ -8,7 +8,8 @@
 //              HYBRID_SHARD / 4 -> 3 and _HYBRID_SHARD_ZERO2 / 5 -> 2 (with a warning: zerotune has
 //              no hybrid sharding); FSDP2 (fsdp_version: 2): fsdp_reshard_after_forward true -> 3,
 //              false -> 2; fsdp_offload_params: true -> optimizer offload to the CPU (warning);
-//   NO / MULTI_CPU / MULTI_GPU: stage 0 (plain data parallel).
+//   NO / MULTI_CPU / MULTI_GPU, or no stage given: unset (compute.zero_stage's default applies,
+//   cli/config_schema.h kDefaultZeroStage: plain data parallel).
 // Every key is checked against cli/launch_keys.h: an unknown key, a key given twice, or a key set
 // to something zerotune lacks is an error naming file, line and key (before any process starts);
 // a known key that changes nothing in zerotune gets a one-line note when it is not at its neutral
@@ -31,7 +32,7 @@ struct AccelerateConfig {
   std::optional<int> main_process_port;
   std::string mixed_precision = "no";  // no | bf16 | fp16 | fp8
   bool use_cpu = false;
-  int zero_stage = 0;                              // 0..3, resolved as in the file comment
+  std::optional<int> zero_stage;  // 0..3 as in the file comment; unset: the file names none
   std::string offload_optimizer_device = "none";   // none | cpu
   std::string offload_param_device = "none";       // none | cpu (not acted on: warned)
   std::optional<int> gradient_accumulation_steps;  // deepspeed_config's, when a number

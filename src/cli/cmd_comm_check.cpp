@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <thread>
 
+#include "cli/command_line.h"
 #include "cli/commands.h"
 #include "core/error.h"
 #include "dist/bootstrap.h"
@@ -32,6 +33,8 @@ const char* env_or_dash(const char* name) {
 
 }  // namespace
 
+constexpr CommandUsage kUsage{"comm-check", "[--device cpu|cuda] [--elements N] [--rounds N]"};
+
 int cmd_comm_check(const Args& args) {
   CLI::App app{"zerotune comm-check: check the collectives of a multi-process job", "comm-check"};
   size_t elements = 4099;
@@ -48,15 +51,7 @@ int cmd_comm_check(const Args& args) {
                  "this rank kills itself (SIGKILL) after the first round; the others go on");
   app.add_option("--sleep-rank", sleep_rank, "this rank sleeps --sleep-s seconds before the test");
   app.add_option("--sleep-s", sleep_s, "seconds --sleep-rank sleeps");
-  std::vector<std::string> argv(args.rbegin(), args.rend());
-  try {
-    app.parse(argv);
-  } catch (const CLI::CallForHelp&) {
-    fmt::print("{}", app.help());
-    return 0;
-  } catch (const CLI::ParseError& e) {
-    fail("comm-check: {}", e.what());
-  }
+  if (auto rc = parse_command_line(app, kUsage, args)) return *rc;
   const bool on_device = device == "cuda";
   const dist::LaunchEnv env = dist::read_launch_env([](const char* n) { return std::getenv(n); });
   std::unique_ptr<dist::Comm> comm = dist::make_comm(env);

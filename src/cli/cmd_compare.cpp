@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 
+#include "cli/command_line.h"
 #include "cli/commands.h"
 #include "core/error.h"
 #include "io/gnuplot_png.h"
@@ -122,6 +123,8 @@ int compare(const std::vector<std::string>& run_args, const std::string& png, bo
 
 }  // namespace
 
+constexpr CommandUsage kUsage{"compare", "RUN_A RUN_B [RUN …] [--png PATH] [--no-png]"};
+
 int cmd_compare(const Args& args) {
   CLI::App app{
       "Compare the logged metrics of two or more runs (zerotune metrics.jsonl or a TRL / "
@@ -139,27 +142,9 @@ int cmd_compare(const Args& args) {
       "--png", png,
       "where to write the plot of the curves (default: compare.png in the current directory)");
   app.add_flag("--no-png", no_png, "do not draw the plot");
-  std::vector<std::string> argv(args.rbegin(), args.rend());
-  try {
-    app.parse(argv);
-  } catch (const CLI::CallForHelp&) {
-    fmt::print("{}", app.help());
-    return 0;
-  } catch (const CLI::ParseError& e) {
-    fmt::print(stderr,
-               "zerotune: compare: {}\nusage: zerotune compare RUN_A RUN_B [RUN …] [--png PATH] "
-               "[--no-png]\n",
-               e.what());
-    return 2;
-  }
-  if (runs.size() < 2) {
-    fmt::print(stderr,
-               "zerotune: compare: need at least two runs, got {}\nusage: zerotune compare RUN_A "
-               "RUN_B [RUN …] "
-               "[--png PATH] [--no-png]\n",
-               runs.size());
-    return 2;
-  }
+  if (auto rc = parse_command_line(app, kUsage, args)) return *rc;
+  if (runs.size() < 2)
+    return usage_error(kUsage, fmt::format("need at least two runs, got {}", runs.size()));
   try {
     return compare(runs, png, no_png);
   } catch (const Error& e) {

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/command_line.h"
 #include "cli/commands.h"
 #include "core/error.h"
 
@@ -65,6 +66,9 @@ void write_arithmetic_parquet(const std::filesystem::path& path, int64_t rows, u
   std::filesystem::rename(tmp, path);
 }
 
+constexpr CommandUsage kUsage{"make-demo-data",
+                              "[--out DIR] [--train-rows N] [--test-rows N] [--seed S]"};
+
 int cmd_make_demo_data(const Args& args) {
   CLI::App app{"Write the deterministic integer-arithmetic demo dataset (train + test parquet)"};
   std::string out_dir = "runs/demo_data";
@@ -74,12 +78,7 @@ int cmd_make_demo_data(const Args& args) {
   app.add_option("--train-rows", train_rows, "rows in train.parquet");
   app.add_option("--test-rows", test_rows, "rows in test.parquet");
   app.add_option("--seed", seed, "generator seed");
-  std::vector<std::string> argv(args.rbegin(), args.rend());
-  try {
-    app.parse(argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
+  if (auto rc = parse_command_line(app, kUsage, args)) return *rc;
   if (train_rows <= 0 || test_rows <= 0) fail("make-demo-data: --train-rows and --test-rows must be > 0");
   write_arithmetic_parquet(std::filesystem::path(out_dir) / "train.parquet", train_rows, seed);
   write_arithmetic_parquet(std::filesystem::path(out_dir) / "test.parquet", test_rows, seed + 1);

@@ -12,12 +12,16 @@
 #include <optional>
 
 #include "cli/accelerate_config.h"
+#include "cli/command_line.h"
 #include "cli/commands.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "dist/local_launch.h"
 
 namespace zt::cli {
+
+constexpr CommandUsage kUsage{"launch",
+                              "[--num_processes N] [--config_file FILE] <command> [args…]"};
 
 int cmd_launch(const Args& args) {
   CLI::App app{"zerotune launch: run a zerotune command as N local processes (ranks)", "launch"};
@@ -44,15 +48,7 @@ int cmd_launch(const Args& args) {
                  "checkpoint before SIGKILL (default 30, as torchrun)")
       ->check(CLI::Range(0.0, 1e9));
   app.prefix_command();
-  std::vector<std::string> argv(args.rbegin(), args.rend());  // CLI11 wants them reversed
-  try {
-    app.parse(argv);
-  } catch (const CLI::CallForHelp&) {
-    fmt::print("{}", app.help());
-    return 0;
-  } catch (const CLI::ParseError& e) {
-    fail("launch: {}", e.what());
-  }
+  if (auto rc = parse_command_line(app, kUsage, args)) return *rc;
   std::vector<std::string> command = app.remaining();
   if (command.empty())
     fail(

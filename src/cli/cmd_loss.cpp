@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "backend/cpu/cpu_ops.h"
+#include "cli/command_line.h"
 #include "cli/commands.h"
 #include "core/arena.h"
 #include "core/error.h"
@@ -80,6 +81,9 @@ PackedBatch read_jsonl(const std::string& file) {
 
 }  // namespace
 
+constexpr CommandUsage kUsage{
+    "loss", "--model DIR FILE.jsonl [--grad-norms] [--dtype fp32|bf16] [--checkpointing]"};
+
 int cmd_loss(const Args& args) {
   CLI::App app{"Loss (and gradient norms) of a JSONL file run as one micro-batch"};
   std::string model_dir, file, dtype = "fp32";
@@ -91,12 +95,7 @@ int cmd_loss(const Args& args) {
   app.add_option("--dtype", dtype, "compute dtype: fp32 or bf16 (bf16-storage)")
       ->check(CLI::IsMember({"fp32", "bf16"}));
   app.add_flag("--checkpointing", checkpointing, "per-layer activation checkpointing");
-  std::vector<std::string> argv(args.rbegin(), args.rend());
-  try {
-    app.parse(argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
+  if (auto rc = parse_command_line(app, kUsage, args)) return *rc;
   const PackedBatch batch = read_jsonl(file);
   const MicroBatch mb = batch.view();
   ModelConfig cfg = load_model_config(model_dir);

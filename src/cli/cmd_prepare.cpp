@@ -2,12 +2,15 @@
 // train and eval splits and prints what was read, kept and dropped (SFT_SEMANTICS §1–2).
 #include <CLI/CLI.hpp>
 
+#include "cli/command_line.h"
 #include "cli/commands.h"
 #include "cli/data_setup.h"
 #include "core/log.h"
 #include "data/prepare.h"
 
 namespace zt::cli {
+
+constexpr CommandUsage kUsage{"prepare", "--config sft.yaml [--json] [key.path=value …]"};
 
 int cmd_prepare(const Args& args) {
   CLI::App app{"Tokenise and mask the configured datasets into the token cache, and report"};
@@ -17,12 +20,7 @@ int cmd_prepare(const Args& args) {
   app.add_option("--config", config, "hydra-style sft.yaml")->required();
   app.add_flag("--json", json, "print the reports as JSON lines instead of text");
   app.add_option("overrides", overrides, "key.path=value overrides");
-  std::vector<std::string> argv(args.rbegin(), args.rend());
-  try {
-    app.parse(argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
+  if (auto rc = parse_command_line(app, kUsage, args)) return *rc;
   RunConfig cfg = RunConfig::load(config, overrides);
   for (const auto& n : cfg.notes()) log::info("{}", n);
   TokenizerBundle tok = load_tokenizer(cfg);

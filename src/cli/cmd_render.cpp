@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/command_line.h"
 #include "cli/commands.h"
 #include "core/error.h"
 #include "io/json.h"
@@ -41,6 +42,8 @@ const text::ChatTemplate& template_for(const text::TokenizerConfig& cfg, bool ha
 // "add_generation_prompt" (bool, default false), "tools" (optional list), and any other keys,
 // which become extra template variables (e.g. "enable_thinking"). Blank lines are skipped. Prints
 // one JSON string (the rendered text) per row, in order. Errors name FILE:LINE.
+constexpr CommandUsage kUsage{"render", "--tokenizer DIR FILE.jsonl"};
+
 int cmd_render(const Args& args) {
   CLI::App app{"Render the chat template of a tokenizer over a JSONL file of conversations",
                "zerotune render"};
@@ -48,15 +51,7 @@ int cmd_render(const Args& args) {
   app.add_option("--tokenizer", tokenizer_dir, "HF tokenizer directory (tokenizer_config.json)")
       ->required();
   app.add_option("file", file, "JSONL file of {\"messages\": […], …} rows")->required();
-  std::vector<std::string> rev(args.rbegin(), args.rend());
-  try {
-    app.parse(rev);
-  } catch (const CLI::CallForHelp&) {
-    fmt::print("{}", app.help());
-    return 0;
-  } catch (const CLI::ParseError& e) {
-    fail("render: {}", e.what());
-  }
+  if (auto rc = parse_command_line(app, kUsage, args)) return *rc;
 
   const text::TokenizerConfig cfg = text::load_tokenizer_config(tokenizer_dir);
   std::map<const std::string*, text::ChatTemplate> cache;

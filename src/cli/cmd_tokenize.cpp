@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/command_line.h"
 #include "cli/commands.h"
 #include "core/error.h"
 #include "io/json.h"
@@ -74,6 +75,9 @@ void flush(const text::Tokenizer& tok, std::vector<std::string>& texts,
 
 // Reads FILE (JSONL: each line a JSON string or {"text": ...}; blank lines are skipped) and prints
 // one JSON array of token ids per text, in order. Errors name FILE:LINE.
+constexpr CommandUsage kUsage{"tokenize",
+                              "--tokenizer PATH FILE.jsonl [--add-special-tokens] [--threads N]"};
+
 int cmd_tokenize(const Args& args) {
   CLI::App app{"Print the token ids of every line of a JSONL file", "zerotune tokenize"};
   std::string tokenizer_path, file;
@@ -87,14 +91,7 @@ int cmd_tokenize(const Args& args) {
   app.add_flag("--add-special-tokens", add_special,
                "add the post-processor's special tokens (e.g. Llama-3's BOS)");
   app.add_option("--threads", threads, "encoding threads (0: all cores)");
-  std::vector<std::string> argv(args.rbegin(), args.rend());
-  try {
-    app.parse(argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    fail("tokenize: {}", e.what());
-  }
+  if (auto rc = parse_command_line(app, kUsage, args)) return *rc;
   std::filesystem::path tp(tokenizer_path);
   if (std::filesystem::is_directory(tp)) tp /= "tokenizer.json";
   text::Tokenizer tok = text::Tokenizer::load(tp);

@@ -10,9 +10,12 @@
 #include <thread>
 
 #include "cli/accelerate_config.h"
+#include "cli/command_line.h"
 #include "cli/commands.h"
+#include "cli/config_schema.h"
 #include "cli/data_setup.h"
 #include "cli/run_dir_guard.h"
+#include "cli/train_options.h"
 #include "core/log.h"
 #include "dist/bootstrap.h"
 #include "io/model_source.h"
@@ -27,12 +30,13 @@ namespace fs = std::filesystem;
 namespace {
 
 // RunConfig (+ accelerate config) → TrainArgs for a job of `world` ranks. Rank 0 logs warnings.
+// The options TrainArgs holds as they are come from their declarations (read_declared_options,
+// config_schema.h); what is resolved here is what depends on more than one key or file.
 train::TrainArgs make_train_args(RunConfig& cfg, const std::optional<AccelerateConfig>& acc,
                                  int world, bool verbose) {
   auto warn = [&](const std::string& w) {
     if (verbose) log::warn("{}", w);
   };
-  train::TrainArgs a;
   // ---- world size and batch geometry
   if (auto n = cfg.get_optional<int64_t>("compute.n_gpus"); n && *n != world)
     warn(fmt::format("{}: compute.n_gpus is {} but the job has {} rank(s); the actual world size ({}) wins",
@@ -40,7 +44,6 @@ train::TrainArgs make_train_args(RunConfig& cfg, const std::optional<AccelerateC
   if (acc && acc->num_processes && *acc->num_processes != world)
     warn(fmt::format("{}: num_processes is {} but the job has {} rank(s); the actual world size ({}) wins",
                      acc->path, *acc->num_processes, world, world));
-  a.per_device_train_batch_size = cfg.get<int64_t>("trainer.per_device_train_batch_size");
   if (cfg.is_missing("trainer.gradient_accumulation_steps")) {
     // As the users' script does: global_batch_size / (n_gpus × per_device_train_batch_size), with
     // the actual world size in place of n_gpus.
@@ -49,14 +52,15 @@ train::TrainArgs make_train_args(RunConfig& cfg, const std::optional<AccelerateC
       fail("{}: trainer.gradient_accumulation_steps is ??? and compute.global_batch_size is not set, so it "
            "cannot be derived",
            cfg.source());
-    int64_t per_step = world * a.per_device_train_batch_size;
+    int64_t per_step = world * cfg.get<int64_t>("trainer.per_device_train_batch_size");
     if (*gbs < per_step || *gbs % per_step != 0)
       fail("{}: compute.global_batch_size {} is not a multiple of world size {} × per_device_train_batch_size "
            "{} = {}; cannot derive trainer.gradient_accumulation_steps",
-           cfg.source(), *gbs, world, a.per_device_train_batch_size, per_step);
+           cfg.source(), *gbs, world, per_step / world, per_step);
     cfg.set("trainer.gradient_accumulation_steps", *gbs / per_step);
   }
-  a.gradient_accumulation_steps = cfg.get<int64_t>("trainer.gradient_accumulation_steps");
+  train::TrainArgs a;
+  read_declared_options(cfg, a);
   if (auto gbs = cfg.get_optional<int64_t>("compute.global_batch_size");
       gbs && *gbs != world * a.per_device_train_batch_size * a.gradient_accumulation_steps)
     warn(fmt::format("{}: compute.global_batch_size is {} but world size {} × per_device_train_batch_size {} × "
@@ -67,19 +71,20 @@ train::TrainArgs make_train_args(RunConfig& cfg, const std::optional<AccelerateC
     warn(fmt::format("{}: deepspeed gradient_accumulation_steps {} differs from the trainer's {}; the trainer's wins",
                      acc->path, *acc->gradient_accumulation_steps, a.gradient_accumulation_steps));
 
-  // ---- ZeRO
+  // ---- ZeRO: compute.zero_stage, else the accelerate config's, else kDefaultZeroStage
   auto stage = cfg.get_optional<int64_t>("compute.zero_stage");
-  if (stage && acc && *stage != acc->zero_stage)
+  const std::optional<int> acc_stage = acc ? acc->zero_stage : std::nullopt;
+  if (stage && acc_stage && *stage != *acc_stage)
     warn(fmt::format("{}: compute.zero_stage {} overrides the accelerate config's zero_stage {}", cfg.source(),
-                     *stage, acc->zero_stage));
-  a.zero_stage = static_cast<int>(stage ? *stage : (acc ? acc->zero_stage : 0));
+                     *stage, *acc_stage));
+  a.zero_stage = stage ? static_cast<int>(*stage) : acc_stage.value_or(kDefaultZeroStage);
   auto offload = cfg.get_optional<bool>("compute.offload_optimizer");
   a.offload_optimizer = offload ? *offload : (acc && acc->offload_optimizer_device == "cpu");
-  a.balance_micro_batches = cfg.get<bool>("compute.balance_micro_batches");
 
   // ---- backend and precision
-  std::string backend = cfg.get<std::string>("compute.backend");
-  if (backend == "auto" && (cfg.get<bool>("trainer.use_cpu") || (acc && acc->use_cpu))) backend = "cpu";
+  auto backend = config_value<train::BackendChoice>(cfg, "compute.backend");
+  if (backend == train::BackendChoice::kAuto && (cfg.get<bool>("trainer.use_cpu") || (acc && acc->use_cpu)))
+    backend = train::BackendChoice::kCpu;
   try {
     a.backend = train::resolve_backend(backend);
   } catch (const Error& e) {
@@ -118,34 +123,9 @@ train::TrainArgs make_train_args(RunConfig& cfg, const std::optional<AccelerateC
     auto ld = cfg.get_optional<std::string>("trainer.logging_dir");
     a.logging_dir = ld ? fs::path(*ld) : a.exp_dir / "tensorboard";
   }
-
-  // ---- optimisation and schedule
-  a.learning_rate = cfg.get<double>("trainer.learning_rate");
-  a.lr_scheduler_type = cfg.get<std::string>("trainer.lr_scheduler_type");
-  a.warmup_steps = cfg.get<double>("trainer.warmup_steps");
-  a.warmup_ratio = cfg.get<double>("trainer.warmup_ratio");
-  a.weight_decay = cfg.get<double>("trainer.weight_decay");
-  a.adam_beta1 = cfg.get<double>("trainer.adam_beta1");
-  a.adam_beta2 = cfg.get<double>("trainer.adam_beta2");
-  a.adam_epsilon = cfg.get<double>("trainer.adam_epsilon");
-  a.max_grad_norm = cfg.get_optional<double>("trainer.max_grad_norm").value_or(0.0);  // null: no clipping
   if (acc && acc->gradient_clipping && *acc->gradient_clipping != a.max_grad_norm)
     warn(fmt::format("{}: deepspeed gradient_clipping {} differs from trainer.max_grad_norm {}; the trainer's wins",
                      acc->path, *acc->gradient_clipping, a.max_grad_norm));
-  a.num_train_epochs = cfg.get<double>("trainer.num_train_epochs");
-  a.max_steps = cfg.get<int64_t>("trainer.max_steps");
-  a.per_device_eval_batch_size = cfg.get<int64_t>("trainer.per_device_eval_batch_size");
-  a.seed = static_cast<uint64_t>(cfg.get<int64_t>("trainer.seed"));
-  if (auto ds = cfg.get_optional<int64_t>("trainer.data_seed"))
-    a.data_seed = static_cast<uint64_t>(*ds);
-  a.dataloader_drop_last = cfg.get<bool>("trainer.dataloader_drop_last");
-  a.gradient_checkpointing = cfg.get<bool>("trainer.gradient_checkpointing");
-  a.logging_steps = cfg.get<int64_t>("trainer.logging_steps");
-  a.eval_strategy = cfg.get<std::string>("trainer.eval_strategy");
-  a.eval_steps = cfg.get_optional<int64_t>("trainer.eval_steps").value_or(0);
-  a.save_strategy = cfg.get<std::string>("trainer.save_strategy");
-  a.save_steps = cfg.get<int64_t>("trainer.save_steps");
-  a.save_total_limit = cfg.get_optional<int64_t>("trainer.save_total_limit").value_or(0);
   const Json& resume = cfg.value("trainer.resume_from_checkpoint");
   if (resume.is_boolean()) {
     if (resume.get<bool>()) a.resume_from_checkpoint = "true";
@@ -154,12 +134,15 @@ train::TrainArgs make_train_args(RunConfig& cfg, const std::optional<AccelerateC
   } else if (!resume.is_null()) {
     fail("{}: trainer.resume_from_checkpoint must be a path, true or false, got {}", cfg.source(), resume.dump());
   }
-  a.nan_policy = cfg.get<std::string>("trainer.nan_policy");
+  if (a.eval_strategy != train::IntervalStrategy::kNo && !a.eval_data)
+    fail("{}: trainer.eval_strategy is '{}' but dataset.eval.path is not set", cfg.source(), name_of(a.eval_strategy));
   a.resolved_config = cfg.tree();
   return a;
 }
 
 }  // namespace
+
+constexpr CommandUsage kUsage{"train", "--config sft.yaml [--config_file accelerate.yaml] [key.path=value …]"};
 
 int cmd_train(const Args& args) {
   CLI::App app{"Run the SFT job of a hydra-style sft.yaml (under mpirun / zerotune launch for several ranks)"};
@@ -168,12 +151,7 @@ int cmd_train(const Args& args) {
   app.add_option("--config", config, "hydra-style sft.yaml")->required();
   app.add_option("--config_file", accel, "accelerate config (ZeRO stage, offload, mixed precision)");
   app.add_option("overrides", overrides, "key.path=value overrides");
-  std::vector<std::string> argv(args.rbegin(), args.rend());
-  try {
-    app.parse(argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e);
-  }
+  if (auto rc = parse_command_line(app, kUsage, args)) return *rc;
   // ZT_ACCELERATE_CONFIG: `zerotune launch` has read (and reported on) the file already.
   const bool accel_from_launch = accel.empty() && std::getenv("ZT_ACCELERATE_CONFIG") != nullptr;
   if (accel.empty())
@@ -230,7 +208,7 @@ int cmd_train(const Args& args) {
   if (targs.eval_data) targs.eval_data->num_threads = static_cast<int>(threads);
   if (rank0)
     log::info("rank 0 of {} ({} comm), {} backend, {} thread(s) per rank, ZeRO stage {}{}",
-              comm->world_size(), comm->backend(), targs.backend, threads, targs.zero_stage,
+              comm->world_size(), comm->backend(), name_of(targs.backend), threads, targs.zero_stage,
               targs.offload_optimizer ? " + optimizer offload" : "");
   TokenizerBundle tok = load_tokenizer(cfg);
   train::Trainer::install_signal_handlers();

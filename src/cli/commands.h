@@ -18,6 +18,8 @@ int cmd_prepare(const Args& args);
 int cmd_train(const Args& args);
 int cmd_tokenize(const Args& args);  // cmd_tokenize.cpp: token ids of a JSONL file
 int cmd_render(const Args& args);    // cmd_render.cpp: chat template over a JSONL file
-int cmd_compare(const Args& args);   // cmd_compare.cpp: metrics of runs compared, PNG of the curves
+int cmd_compare(const Args& args);
+int cmd_options(const Args& args);  // cmd_options.cpp: the acted-on config keys (README's table) //
+                                    // cmd_compare.cpp: metrics of runs compared, PNG of the curves
 
 }  // namespace zt::cli

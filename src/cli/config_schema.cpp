@@ -6,6 +6,9 @@
 
 #include <cmath>
 
+#include "cli/train_options.h"
+#include "train/device.h"
+
 namespace zt::cli {
 namespace {
 
@@ -46,11 +49,13 @@ std::vector<KeySpec> section_keys() {
 
       acts("compute.n_gpus", nullptr, integer(1, 1 << 20, true)),
       acts("compute.global_batch_size", nullptr, integer(1, 1e15, true)),
-      acts("compute.backend", "auto", one_of({"auto", "cpu", "cuda"})),
+      // auto: cuda when a GPU is visible (and trainer.use_cpu / accelerate's use_cpu is not set).
+      acts("compute.backend", "auto", enum_rule<train::BackendChoice>()),
+      // null: the accelerate / DeepSpeed config's stage, without one kDefaultZeroStage (0).
       acts("compute.zero_stage", nullptr, integer(0, 3, true)),
       acts("compute.offload_optimizer", nullptr, boolean(true)),
       acts("compute.threads", 0, integer(0, 4096)),
-      acts("compute.balance_micro_batches", true, boolean()),
+      option("compute.balance_micro_batches", &train::TrainArgs::balance_micro_batches, true, boolean()),
   };
 }
 
@@ -194,6 +199,39 @@ std::string check_value(const ValueRule& r, const Json& v) {
   return "";
 }
 
+std::string describe_rule(const ValueRule& r) {
+  using K = ValueRule::Kind;
+  std::string s;
+  switch (r.kind) {
+    case K::kAny:
+      return "any value";
+    case K::kEnum:
+      s = "one of: " + join(r.choices);
+      if (!r.unsupported.empty()) s += " (not supported: " + join(r.unsupported) + ")";
+      break;
+    default:
+      s = check_value(r, Json());  // what a value of the wrong type is told is expected
+  }
+  return r.nullable ? s + ", or null" : s;
+}
+
+std::string acted_keys_markdown() {
+  std::string md = "| key | default | accepts |\n|---|---|---|\n";
+  for (const auto& k : config_schema()) {
+    if (k.use != KeyUse::kActs) continue;
+    std::string accepts = describe_rule(k.rule);
+    for (size_t p = accepts.find('|'); p != std::string::npos; p = accepts.find('|', p + 2)) accepts.replace(p, 1, "\\|");
+    md += fmt::format("| `{}` | {} | {} |\n", k.path, k.default_value.is_null() ? "—" : "`" + k.default_value.dump() + "`",
+                      accepts);
+  }
+  return md;
+}
+
+void read_declared_options(const RunConfig& cfg, train::TrainArgs& a) {
+  for (const auto& k : config_schema())
+    if (k.to_args) k.to_args(cfg, a);
+}
+
 namespace {
 ValueRule rule(ValueRule::Kind kind, bool nullable) {
   ValueRule r;
@@ -204,13 +242,13 @@ ValueRule rule(ValueRule::Kind kind, bool nullable) {
 }  // namespace
 
 KeySpec acts(std::string_view path, Json dflt, ValueRule rule) {
-  return {path, std::move(dflt), KeyUse::kActs, std::move(rule), {}};
+  return {path, std::move(dflt), KeyUse::kActs, std::move(rule), {}, {}};
 }
 KeySpec noted(std::string_view path, Json dflt, std::string_view why, ValueRule rule) {
-  return {path, std::move(dflt), KeyUse::kNote, std::move(rule), why};
+  return {path, std::move(dflt), KeyUse::kNote, std::move(rule), why, {}};
 }
 KeySpec refused(std::string_view path, Json dflt, std::string_view what) {
-  return {path, std::move(dflt), KeyUse::kUnsupported, any_value(), what};
+  return {path, std::move(dflt), KeyUse::kUnsupported, any_value(), what, {}};
 }
 
 ValueRule any_value() { return {}; }

@@ -2,8 +2,13 @@
 // and what zerotune does with it. Complete by construction: every field of TRL's SFTConfig and
 // transformers' TrainingArguments (the users' TRL 0.25.1 / transformers 4.57.1 and the current
 // TRL 1.16 / transformers 5.x; tests/data/cli/trainer_fields.json, from
-// tools/make_config_field_goldens.py) is a `trainer.` key here, and tests/cli/test_config_schema.cpp
-// fails when a field of the golden file is missing.
+// tools/make_config_field_goldens.py) is a `trainer.` key here, and
+// tests/cli/test_config_schema.cpp fails when a field of the golden file is missing.
+//
+// Each key is declared once, here: its path, default, allowed values and use. An acted-on option
+// that TrainArgs holds as it is also names its TrainArgs field (cli/train_options.h), and
+// make_train_args fills the field from the checked config through it; `zerotune options` prints
+// the acted-on keys (README's list, checked by tests/cli/test_options.cpp).
 //
 // Each key is one of:
 //   kActs         acted on (RunConfig → TrainArgs / DataOptions);
@@ -14,6 +19,7 @@
 //                 otherwise: it would change the results and zerotune lacks it. The note says what.
 #pragma once
 
+#include <functional>
 #include <limits>
 #include <string>
 #include <string_view>
@@ -21,9 +27,20 @@
 
 #include "io/json.h"
 
+namespace zt::train {
+struct TrainArgs;
+}
+
 namespace zt::cli {
 
+class RunConfig;
+
 enum class KeyUse { kActs, kNote, kUnsupported };
+
+// compute.zero_stage when neither it nor the accelerate / DeepSpeed config names a stage: plain
+// data parallel, as `accelerate launch` without DeepSpeed runs (and DeepSpeed's own
+// zero_optimization.stage default).
+inline constexpr int kDefaultZeroStage = 0;
 
 // The values a key accepts, checked at start-up for every key present (null = unset is always
 // accepted when `nullable`, and for every kNote / kUnsupported key).
@@ -54,6 +71,9 @@ struct KeySpec {
   KeyUse use = KeyUse::kActs;
   ValueRule rule;
   std::string_view note;  // kNote: why it changes nothing; kUnsupported: what zerotune lacks
+  // An option TrainArgs holds as it is: stores the (checked) value into its field. Empty for keys
+  // resolved by hand (make_train_args, data_setup.cpp) and for noted / refused keys.
+  std::function<void(const RunConfig&, train::TrainArgs&)> to_args;
 };
 
 // A field TRL / transformers renamed: the old name is read as the new one (both may not be given
@@ -78,6 +98,17 @@ std::vector<std::string_view> schema_paths();
 // was expected ("a number >= 0", "one of: no, steps, epoch"). An enum value of `unsupported`
 // returns "@unsupported" so the caller can word the error as "not supported by zerotune".
 std::string check_value(const ValueRule& rule, const Json& value);
+
+// What `rule` accepts, for the list of keys ("one of: no, steps, epoch (not supported: best)",
+// "a number >= 0, or null", "any value").
+std::string describe_rule(const ValueRule& rule);
+
+// The acted-on keys as a Markdown table (key, default, accepted values): `zerotune options` prints
+// it and README.md holds it between `<!-- options:begin -->` and `<!-- options:end -->`.
+std::string acted_keys_markdown();
+
+// Fills every TrainArgs field that an option declares (KeySpec::to_args) from `cfg`.
+void read_declared_options(const RunConfig& cfg, train::TrainArgs& a);
 
 // Table entries: acted on; noted (with why it changes nothing); refused off its default (with
 // what zerotune lacks).

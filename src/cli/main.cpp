@@ -29,6 +29,7 @@ constexpr Command kCommands[] = {
     {"make-demo-data", "write the deterministic arithmetic demo dataset (parquet)", zt::cli::cmd_make_demo_data},
     {"tokenize", "print the token ids of every line of a JSONL file", zt::cli::cmd_tokenize},
     {"render", "print the chat template rendering of every row of a JSONL file", zt::cli::cmd_render},
+    {"options", "list the config keys zerotune acts on (default, accepted values)", zt::cli::cmd_options},
     {"compare", "compare the logged metrics of runs (first difference, max diff; PNG of the curves)", zt::cli::cmd_compare},
 };
 
@@ -49,9 +50,7 @@ int main(int argc, char** argv) {
   for (const auto& c : kCommands) {
     if (c.name != name) continue;
     try {
-      int rc = c.run(args);
-      // CLI11 reports a usage error with its own codes (100+); a usage error is 2 here.
-      return rc >= 100 && rc < 128 ? 2 : rc;
+      return c.run(args);  // a usage error is 2 (cli/command_line.h)
     } catch (const zt::Error& e) {
       if (zt::cli::first_report_of(e.what())) fmt::print(stderr, "zerotune: error: {}\n", e.what());
       return 1;

@@ -125,14 +125,6 @@ class Checker {
   std::vector<std::string>* notes_;
 };
 
-void collect_leaves(const Json& node, const std::string& path, std::set<std::string>* out) {
-  if (node.is_object() && (path.empty() || find_key(path) == nullptr)) {
-    for (const auto& [k, v] : node.items()) collect_leaves(v, path.empty() ? k : path + "." + k, out);
-    return;
-  }
-  if (!path.empty()) out->insert(path);
-}
-
 }  // namespace
 
 RunConfig RunConfig::from_json(Json tree, const std::string& source, const std::vector<std::string>& overridden) {
@@ -165,7 +157,6 @@ RunConfig RunConfig::from_json(Json tree, const std::string& source, const std::
   if (const Json* seed = find_key_path(tree, "seed"); seed != nullptr && !seed->is_null() && !find_key_path(tree, "trainer.seed"))
     *ensure(tree, "trainer.seed") = *seed;
 
-  collect_leaves(tree, "", &c.given_);
   for (const auto& s : config_schema()) {
     if (find_key_path(tree, s.path) != nullptr || s.default_value.is_null()) continue;
     *ensure(tree, s.path) = s.default_value;
@@ -200,8 +191,6 @@ bool RunConfig::is_missing(const std::string& key) const {
   const Json* v = find(key);
   return v != nullptr && is_missing_value(*v);
 }
-
-bool RunConfig::was_given(const std::string& key) const { return given_.count(key) > 0; }
 
 std::string RunConfig::where(const std::string& key) const {
   return overridden_.count(key) ? " (given on the command line)" : "";

@@ -45,7 +45,6 @@ class RunConfig {
   // The value at `key` as it is (null when absent).
   const Json& value(const std::string& key) const;
   bool is_missing(const std::string& key) const;  // value is `???`
-  bool was_given(const std::string& key) const;   // present in the file or the overrides (not a default)
   void set(const std::string& key, Json value);   // for derived values (e.g. accumulation steps)
 
   const Json& tree() const { return tree_; }
@@ -61,7 +60,6 @@ class RunConfig {
   Json tree_;
   std::string source_;
   std::vector<std::string> notes_;
-  std::set<std::string> given_;       // leaf paths present before defaults were filled in
   std::set<std::string> overridden_;  // key paths given on the command line
 };
 

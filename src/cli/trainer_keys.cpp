@@ -2,10 +2,15 @@
 // 0.25.1 / transformers 4.57.1 and the current TRL 1.16 / transformers 5.x; the golden list is
 // tests/data/cli/trainer_fields.json), each acted on, noted or refused (config_schema.h), with
 // TRL SFTConfig's defaults (SFT_SEMANTICS §5), plus zerotune's own trainer keys at the end.
-#include "cli/config_schema.h"
+#include "cli/train_options.h"
 
 namespace zt::cli {
 namespace {
+
+using train::IntervalStrategy;
+using train::NanPolicy;
+using train::Optimizer;
+using train::TrainArgs;
 
 constexpr std::string_view kLoader =
     "zerotune reads micro-batches from its memory-mapped token cache; there are no loader workers";
@@ -40,9 +45,9 @@ std::vector<KeySpec> trainer_keys() {
       noted("trainer.trackio_bucket_id", nullptr, "trackio only; zerotune logs to metrics.jsonl and TensorBoard"),
       noted("trainer.trackio_static_space_id", nullptr, "trackio only; zerotune logs to metrics.jsonl and TensorBoard"),
       acts("trainer.resume_from_checkpoint", nullptr, any_value()),  // a path, true or false
-      acts("trainer.save_strategy", "steps", one_of({"no", "steps", "epoch"}, {"best"})),
-      acts("trainer.save_steps", 500, steps()),
-      acts("trainer.save_total_limit", nullptr, integer(0, 1e9, true)),
+      enum_option("trainer.save_strategy", &TrainArgs::save_strategy, IntervalStrategy::kSteps, {"best"}),
+      option("trainer.save_steps", &TrainArgs::save_steps, 500, steps()),
+      option_or_null("trainer.save_total_limit", &TrainArgs::save_total_limit, nullptr, int64_t{0}, integer(0, 1e9, true)),
       refused("trainer.save_safetensors", true, "zerotune writes safetensors only"),
       noted("trainer.save_on_each_node", false, "rank 0 writes the model; every rank writes its own ZeRO state"),
       noted("trainer.save_only_model", false,
@@ -55,8 +60,8 @@ std::vector<KeySpec> trainer_keys() {
            "zerotune stops cleanly on SIGINT/SIGTERM and resumes from its last checkpoint"),
 
       // ---- evaluation and logging
-      acts("trainer.eval_strategy", "no", one_of({"no", "steps", "epoch"})),
-      acts("trainer.eval_steps", nullptr, steps(true)),  // null: logging_steps
+      enum_option("trainer.eval_strategy", &TrainArgs::eval_strategy, IntervalStrategy::kNo),
+      option_or_null("trainer.eval_steps", &TrainArgs::eval_steps, nullptr, int64_t{0}, steps(true)),  // null: logging_steps
       refused("trainer.eval_delay", 0, "zerotune evaluates at every eval boundary from the first"),
       noted("trainer.eval_on_start", false, "zerotune evaluates at the eval_steps boundaries only"),
       noted("trainer.eval_accumulation_steps", nullptr, kEvalLoop),
@@ -69,8 +74,8 @@ std::vector<KeySpec> trainer_keys() {
       noted("trainer.jit_mode_eval", false, kCompile),
       noted("trainer.use_legacy_prediction_loop", false, kEvalLoop),
       noted("trainer.past_index", -1, "no model in zerotune returns past states"),
-      acts("trainer.logging_steps", 10, steps()),
-      noted("trainer.logging_strategy", "steps", "zerotune logs every logging_steps", one_of({"no", "steps", "epoch"})),
+      option("trainer.logging_steps", &TrainArgs::logging_steps, 10, steps()),
+      noted("trainer.logging_strategy", "steps", "zerotune logs every logging_steps", enum_rule<IntervalStrategy>()),
       noted("trainer.logging_first_step", false, "zerotune logs every logging_steps (step 1 only when it is one)"),
       noted("trainer.logging_nan_inf_filter", true,
            "zerotune stops at a non-finite loss (or skips the step, trainer.nan_policy) instead of filtering the log"),
@@ -84,21 +89,19 @@ std::vector<KeySpec> trainer_keys() {
       noted("trainer.debug", "", "debug options of PyTorch/XLA"),
 
       // ---- optimisation
-      acts("trainer.learning_rate", 2e-5, number(0)),
-      acts("trainer.lr_scheduler_type", "linear",
-           one_of({"linear", "cosine", "constant", "constant_with_warmup"},
+      option("trainer.learning_rate", &TrainArgs::learning_rate, 2e-5, number(0)),
+      enum_option("trainer.lr_scheduler_type", &TrainArgs::lr_scheduler_type, optim::LrScheduleKind::kLinear,
                   {"cosine_with_restarts", "polynomial", "inverse_sqrt", "reduce_lr_on_plateau", "cosine_with_min_lr",
-                   "cosine_warmup_with_min_lr", "warmup_stable_decay"})),
+                   "cosine_warmup_with_min_lr", "warmup_stable_decay"}),
       refused("trainer.lr_scheduler_kwargs", nullptr, "zerotune's schedules take no extra arguments"),
-      acts("trainer.warmup_steps", 0, warmup()),
-      acts("trainer.warmup_ratio", 0.0, number(0, 1, /*hi_open=*/true)),
-      acts("trainer.weight_decay", 0.0, number(0)),
-      acts("trainer.adam_beta1", 0.9, number(0, 1, true)),
-      acts("trainer.adam_beta2", 0.999, number(0, 1, true)),
-      acts("trainer.adam_epsilon", 1e-8, number(0)),
-      acts("trainer.max_grad_norm", 1.0, number(0, std::numeric_limits<double>::infinity(), false, true)),
-      acts("trainer.optim", "adamw_torch",
-           one_of({"adamw_torch", "adamw_torch_fused", "adamw_hf"},
+      option("trainer.warmup_steps", &TrainArgs::warmup_steps, 0, warmup()),
+      option("trainer.warmup_ratio", &TrainArgs::warmup_ratio, 0.0, number(0, 1, /*hi_open=*/true)),
+      option("trainer.weight_decay", &TrainArgs::weight_decay, 0.0, number(0)),
+      option("trainer.adam_beta1", &TrainArgs::adam_beta1, 0.9, number(0, 1, true)),
+      option("trainer.adam_beta2", &TrainArgs::adam_beta2, 0.999, number(0, 1, true)),
+      option("trainer.adam_epsilon", &TrainArgs::adam_epsilon, 1e-8, number(0)),
+      option_or_null("trainer.max_grad_norm", &TrainArgs::max_grad_norm, 1.0, 0.0, number(0, std::numeric_limits<double>::infinity(), false, true)),
+      enum_option("trainer.optim", &TrainArgs::optim, Optimizer::kAdamWTorch,
                   {"adamw_torch_xla", "adamw_torch_npu_fused", "adamw_apex_fused", "adafactor", "adamw_anyprecision",
                    "adamw_torch_4bit", "adamw_torch_8bit", "ademamix", "sgd", "adagrad", "adamw_bnb_8bit",
                    "adamw_8bit", "ademamix_8bit", "lion_8bit", "lion_32bit", "paged_adamw_32bit",
@@ -107,7 +110,7 @@ std::vector<KeySpec> trainer_keys() {
                    "galore_adamw", "galore_adamw_8bit", "galore_adafactor", "galore_adamw_layerwise",
                    "galore_adamw_8bit_layerwise", "galore_adafactor_layerwise", "lomo", "adalomo", "grokadamw",
                    "schedule_free_radam", "schedule_free_adamw", "schedule_free_sgd", "apollo_adamw",
-                   "apollo_adamw_layerwise", "stable_adamw", "muon"})),
+                   "apollo_adamw_layerwise", "stable_adamw", "muon"}),
       refused("trainer.optim_args", nullptr, "zerotune's AdamW takes its settings from adam_* and weight_decay"),
       refused("trainer.optim_target_modules", nullptr, "GaLore/APOLLO optimizers are not implemented"),
       refused("trainer.adafactor", false, "zerotune implements AdamW (torch.optim.AdamW) only"),
@@ -118,14 +121,15 @@ std::vector<KeySpec> trainer_keys() {
       noted("trainer.torch_empty_cache_steps", nullptr, "zerotune allocates its memory once at start-up"),
 
       // ---- batches, steps, data order
-      acts("trainer.num_train_epochs", 3.0, number(0)),
-      acts("trainer.max_steps", -1, integer(-1)),
-      acts("trainer.per_device_train_batch_size", 8, integer(1)),
-      acts("trainer.per_device_eval_batch_size", 8, integer(1)),
-      acts("trainer.gradient_accumulation_steps", 1, integer(1)),
-      acts("trainer.seed", 42, integer(0, kSeedMax)),
-      acts("trainer.data_seed", nullptr, integer(0, kSeedMax, true)),  // sampler; null: seed
-      acts("trainer.dataloader_drop_last", false, boolean()),
+      option("trainer.num_train_epochs", &TrainArgs::num_train_epochs, 3.0, number(0)),
+      option("trainer.max_steps", &TrainArgs::max_steps, -1, integer(-1)),
+      option("trainer.per_device_train_batch_size", &TrainArgs::per_device_train_batch_size, 8, integer(1)),
+      option("trainer.per_device_eval_batch_size", &TrainArgs::per_device_eval_batch_size, 8, integer(1)),
+      option("trainer.gradient_accumulation_steps", &TrainArgs::gradient_accumulation_steps, 1, integer(1)),
+      option("trainer.seed", &TrainArgs::seed, 42, integer(0, kSeedMax)),
+      option_or_null("trainer.data_seed", &TrainArgs::data_seed, nullptr, std::optional<uint64_t>{},
+                     integer(0, kSeedMax, true)),  // the sampler's seed; null: trainer.seed
+      option("trainer.dataloader_drop_last", &TrainArgs::dataloader_drop_last, false, boolean()),
       noted("trainer.dataloader_num_workers", 0, kLoader),
       noted("trainer.dataloader_prefetch_factor", nullptr, kLoader),
       noted("trainer.dataloader_pin_memory", true, kLoader),
@@ -151,7 +155,7 @@ std::vector<KeySpec> trainer_keys() {
       noted("trainer.fp16_opt_level", "O1", "Apex AMP (fp16) only"),
       noted("trainer.half_precision_backend", "auto", "fp16 only"),
       noted("trainer.tf32", nullptr, "zerotune's kernels choose their own math mode (fp32 accumulation)"),
-      acts("trainer.gradient_checkpointing", true, boolean()),
+      option("trainer.gradient_checkpointing", &TrainArgs::gradient_checkpointing, true, boolean()),
       noted("trainer.gradient_checkpointing_kwargs", nullptr, "PyTorch checkpointing options (use_reentrant, …)"),
       noted("trainer.activation_offloading", false,
            "zerotune plans activation memory at start-up and keeps it on the device; the numbers are the same"),
@@ -226,7 +230,7 @@ std::vector<KeySpec> trainer_keys() {
       // ---- zerotune's own
       acts("trainer.prefix_mismatch", "warn", one_of({"warn", "error"})),
       acts("trainer.chat_template_kwargs", nullptr, any_value()),  // a mapping; a row's column wins
-      acts("trainer.nan_policy", "error", one_of({"error", "skip"})),
+      enum_option("trainer.nan_policy", &TrainArgs::nan_policy, NanPolicy::kError),
   };
 }
 

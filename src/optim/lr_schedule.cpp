@@ -5,35 +5,21 @@
 #include <algorithm>
 #include <cmath>
 #include <numbers>
+#include <string>
 
 #include "core/error.h"
 
 namespace zt::optim {
 
 LrScheduleKind parse_lr_schedule_kind(std::string_view name) {
-  if (name == "linear") return LrScheduleKind::kLinear;
-  if (name == "cosine") return LrScheduleKind::kCosine;
-  if (name == "constant") return LrScheduleKind::kConstant;
-  if (name == "constant_with_warmup") return LrScheduleKind::kConstantWithWarmup;
-  fail(
-      "lr_scheduler_type '{}' is not supported (expected one of: linear, cosine, constant, "
-      "constant_with_warmup)",
-      name);
+  if (const auto k = enum_from_name<LrScheduleKind>(name)) return *k;
+  std::string names;
+  for (auto n : enum_name_list<LrScheduleKind>())
+    names += (names.empty() ? "" : ", ") + std::string(n);
+  fail("lr_scheduler_type '{}' is not supported (expected one of: {})", name, names);
 }
 
-std::string_view lr_schedule_name(LrScheduleKind kind) {
-  switch (kind) {
-    case LrScheduleKind::kLinear:
-      return "linear";
-    case LrScheduleKind::kCosine:
-      return "cosine";
-    case LrScheduleKind::kConstant:
-      return "constant";
-    case LrScheduleKind::kConstantWithWarmup:
-      return "constant_with_warmup";
-  }
-  return "?";
-}
+std::string_view lr_schedule_name(LrScheduleKind kind) { return name_of(kind); }
 
 int64_t resolve_warmup_steps(int64_t total_steps, double warmup_steps, double warmup_ratio) {
   if (total_steps < 0) fail("total optimizer steps {} (expected >= 0)", total_steps);

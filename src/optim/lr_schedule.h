@@ -4,12 +4,23 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string_view>
+
+#include "core/enum_names.h"
 
 namespace zt::optim {
 
 // The supported `lr_scheduler_type` values.
 enum class LrScheduleKind { kLinear, kCosine, kConstant, kConstantWithWarmup };
+inline constexpr EnumName<LrScheduleKind> kLrScheduleNames[] = {
+    {LrScheduleKind::kLinear, "linear"},
+    {LrScheduleKind::kCosine, "cosine"},
+    {LrScheduleKind::kConstant, "constant"},
+    {LrScheduleKind::kConstantWithWarmup, "constant_with_warmup"}};
+constexpr std::span<const EnumName<LrScheduleKind>> enum_names(LrScheduleKind) {
+  return kLrScheduleNames;
+}
 
 // "linear" | "cosine" | "constant" | "constant_with_warmup" -> kind. Throws zt::Error naming the
 // value and listing the accepted names otherwise.

@@ -98,13 +98,8 @@ class Value {
   // The text of a string, or the error message of an Undefined.
   const std::string& str() const { return std::get<std::string>(v_); }
   const List& items() const { return *std::get<ListPtr>(v_); }
-  const ListPtr& list_ptr() const { return std::get<ListPtr>(v_); }
   Dict& dict() const { return *std::get<DictPtr>(v_); }
-  const DictPtr& dict_ptr() const { return std::get<DictPtr>(v_); }
   Callable& fn() const { return *std::get<std::shared_ptr<Callable>>(v_); }
-  const std::shared_ptr<Callable>& fn_ptr() const {
-    return std::get<std::shared_ptr<Callable>>(v_);
-  }
   LoopState& loop_state() const { return *std::get<std::shared_ptr<LoopState>>(v_); }
   // Identity of a reference type (list, dict, namespace, callable, loop) for `is sameas`.
   const void* identity() const;

@@ -24,21 +24,27 @@ int visible_gpus() {
 }
 }  // namespace
 
-std::string resolve_backend(const std::string& requested) {
-  if (requested == "cpu") return "cpu";
-  if (requested == "auto") return visible_gpus() > 0 ? "cuda" : "cpu";
-  if (requested == "cuda") {
+Backend resolve_backend(BackendChoice requested) {
+  switch (requested) {
+    case BackendChoice::kCpu:
+      return Backend::kCpu;
+    case BackendChoice::kAuto:
+      return visible_gpus() > 0 ? Backend::kCuda : Backend::kCpu;
+    case BackendChoice::kCuda:
 #if !defined(ZT_HAVE_CUDA)
-    fail("compute.backend: cuda, but this zerotune was built without the CUDA backend (no nvcc at "
-         "build time); rebuild on a machine with the CUDA toolkit or use compute.backend: cpu");
+      fail(
+          "compute.backend: cuda, but this zerotune was built without the CUDA backend (no nvcc at "
+          "build time); rebuild on a machine with the CUDA toolkit or use compute.backend: cpu");
 #else
-    if (visible_gpus() == 0)
-      fail("compute.backend: cuda, but no CUDA GPU is visible (cudaGetDeviceCount found none; check "
-           "the driver and CUDA_VISIBLE_DEVICES) — use compute.backend: cpu or auto");
-    return "cuda";
+      if (visible_gpus() == 0)
+        fail(
+            "compute.backend: cuda, but no CUDA GPU is visible (cudaGetDeviceCount found none; "
+            "check "
+            "the driver and CUDA_VISIBLE_DEVICES) — use compute.backend: cpu or auto");
+      return Backend::kCuda;
 #endif
   }
-  fail("compute.backend must be cpu, cuda or auto, got '{}'", requested);
+  fail("compute.backend: unknown value {}", static_cast<int>(requested));
 }
 
 size_t DeviceContext::device_bytes_in_use() const {
@@ -49,16 +55,16 @@ size_t DeviceContext::device_bytes_in_use() const {
   return 0;
 }
 
-DeviceContext make_device(const std::string& backend, int local_rank, int local_world_size) {
+DeviceContext make_device(Backend backend, int local_rank, int local_world_size) {
   DeviceContext d;
-  if (backend == "cpu") {
+  if (backend == Backend::kCpu) {
     d.ops = std::make_unique<CpuOps>();
     d.device_memory = std::make_unique<HostMemory>();
     d.host_memory = std::make_unique<HostMemory>();
     return d;
   }
 #if defined(ZT_HAVE_CUDA)
-  if (backend == "cuda") {
+  if (backend == Backend::kCuda) {
     const int n = cuda_device_count();
     if (n == 0) fail("compute.backend: cuda, but no CUDA GPU is visible");
     if (local_world_size > n)
@@ -76,13 +82,12 @@ DeviceContext make_device(const std::string& backend, int local_rank, int local_
 #endif
   (void)local_rank;
   (void)local_world_size;
-  fail("make_device: unknown backend '{}'", backend);
+  fail("make_device: backend {} is not in this build", name_of(backend));
 }
 
-std::unique_ptr<dist::Comm> make_trainer_comm(std::unique_ptr<dist::Comm> host,
-                                              const std::string& backend, const ModelConfig& cfg,
-                                              const dist::CommOptions& options) {
-  if (backend != "cuda") return host;
+std::unique_ptr<dist::Comm> make_trainer_comm(std::unique_ptr<dist::Comm> host, Backend backend,
+                                              const ModelConfig& cfg, const dist::CommOptions& options) {
+  if (backend != Backend::kCuda) return host;
   const int W = host->world_size();
   const zero::ShardLayout layout(ParamLayout(cfg), W);
   const size_t bucket =

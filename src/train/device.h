@@ -8,19 +8,35 @@
 
 #include <cstddef>
 #include <memory>
+#include <span>
 #include <string>
 
 #include "backend/ops.h"
 #include "core/arena.h"
+#include "core/enum_names.h"
 #include "dist/comm.h"
 #include "dist/comm_tcp.h"
 #include "io/model_config.h"
 
 namespace zt::train {
 
-// "cpu" or "cuda" from "cpu" | "cuda" | "auto". Throws zt::Error for "cuda" when this build has no
-// CUDA backend or no GPU is visible ("compute.backend: cuda but …"), and for any other value.
-std::string resolve_backend(const std::string& requested);
+// The backend a rank trains on.
+enum class Backend { kCpu, kCuda };
+inline constexpr EnumName<Backend> kBackendNames[] = {{Backend::kCpu, "cpu"},
+                                                      {Backend::kCuda, "cuda"}};
+constexpr std::span<const EnumName<Backend>> enum_names(Backend) { return kBackendNames; }
+
+// The values of compute.backend: a backend, or kAuto.
+enum class BackendChoice { kAuto, kCpu, kCuda };
+inline constexpr EnumName<BackendChoice> kBackendChoiceNames[] = {
+    {BackendChoice::kAuto, "auto"}, {BackendChoice::kCpu, "cpu"}, {BackendChoice::kCuda, "cuda"}};
+constexpr std::span<const EnumName<BackendChoice>> enum_names(BackendChoice) {
+  return kBackendChoiceNames;
+}
+
+// kCpu or kCuda from compute.backend. Throws zt::Error for kCuda when this build has no CUDA
+// backend or no GPU is visible ("compute.backend: cuda but …").
+Backend resolve_backend(BackendChoice requested);
 
 struct DeviceContext {
   std::unique_ptr<Ops> ops;
@@ -34,10 +50,10 @@ struct DeviceContext {
   size_t device_bytes_in_use() const;
 };
 
-// Builds the context for a resolved backend ("cpu" | "cuda"). On CUDA the GPU is
+// Builds the context for a resolved backend. On CUDA the GPU is
 // local_rank % (visible GPUs); more local ranks than GPUs is an error naming both counts.
 // Throws zt::Error when the device cannot be opened.
-DeviceContext make_device(const std::string& backend, int local_rank, int local_world_size);
+DeviceContext make_device(Backend backend, int local_rank, int local_world_size);
 
 // The Comm the ZeRO engine uses on `backend`: `host` itself on the CPU; on CUDA the NCCL device
 // Comm over it (dist::make_device_comm; NCCL for several ranks, device copies alone) with its
@@ -45,8 +61,8 @@ DeviceContext make_device(const std::string& backend, int local_rank, int local_
 // zero::GradReducer::chunk_elems (the largest decoder layer's group shard; larger groups are
 // reduced C columns at a time); options: the job's (its timeout_s bounds every device collective;
 // dist::read_launch_env). Throws what make_device_comm throws.
-std::unique_ptr<dist::Comm> make_trainer_comm(std::unique_ptr<dist::Comm> host,
-                                              const std::string& backend, const ModelConfig& cfg,
+std::unique_ptr<dist::Comm> make_trainer_comm(std::unique_ptr<dist::Comm> host, Backend backend,
+                                              const ModelConfig& cfg,
                                               const dist::CommOptions& options = {});
 
 }  // namespace zt::train

@@ -1,18 +1,55 @@
 // TrainArgs: everything `zerotune train` needs, typed and resolved (the CLI builds it from the
-// users' sft.yaml + accelerate config; tests build it directly). Field names are HF's
-// (TrainingArguments / SFTConfig) where one exists; SFT_SEMANTICS §5 gives the defaults.
+// users' sft.yaml + accelerate config). Field names are HF's (TrainingArguments / SFTConfig) where
+// one exists; SFT_SEMANTICS §5 gives the defaults.
+//
+// The defaults and allowed values of the fields below are NOT here: each option is declared once,
+// with its key, default and allowed values, in the config schema (cli/trainer_keys.cpp,
+// cli/config_schema.cpp; `zerotune options` lists them), and cli::make_train_args fills every field
+// from the checked config. A TrainArgs built any other way must set every field itself.
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
 #include <optional>
+#include <span>
 #include <string>
 
 #include "core/dtype.h"
+#include "core/enum_names.h"
 #include "data/data_options.h"
 #include "io/json.h"
+#include "optim/lr_schedule.h"
+#include "train/device.h"
 
 namespace zt::train {
+
+// transformers' IntervalStrategy: when to evaluate / save / log (trainer.eval_strategy,
+// trainer.save_strategy, trainer.logging_strategy). kSteps: every *_steps optimizer steps;
+// kEpoch: at the end of each epoch.
+enum class IntervalStrategy { kNo, kSteps, kEpoch };
+inline constexpr EnumName<IntervalStrategy> kIntervalStrategyNames[] = {
+    {IntervalStrategy::kNo, "no"},
+    {IntervalStrategy::kSteps, "steps"},
+    {IntervalStrategy::kEpoch, "epoch"}};
+constexpr std::span<const EnumName<IntervalStrategy>> enum_names(IntervalStrategy) {
+  return kIntervalStrategyNames;
+}
+
+// trainer.nan_policy (zerotune's): a step whose loss or gradient norm is not finite stops the run
+// naming the step and its rows (kError), or is skipped without an update (kSkip).
+enum class NanPolicy { kError, kSkip };
+inline constexpr EnumName<NanPolicy> kNanPolicyNames[] = {{NanPolicy::kError, "error"},
+                                                          {NanPolicy::kSkip, "skip"}};
+constexpr std::span<const EnumName<NanPolicy>> enum_names(NanPolicy) { return kNanPolicyNames; }
+
+// trainer.optim: the transformers names of torch.optim.AdamW that zerotune implements; all three
+// are the same arithmetic (optim/adamw.h), the fused and HF variants differ only in speed there.
+enum class Optimizer { kAdamWTorch, kAdamWTorchFused, kAdamWHf };
+inline constexpr EnumName<Optimizer> kOptimizerNames[] = {
+    {Optimizer::kAdamWTorch, "adamw_torch"},
+    {Optimizer::kAdamWTorchFused, "adamw_torch_fused"},
+    {Optimizer::kAdamWHf, "adamw_hf"}};
+constexpr std::span<const EnumName<Optimizer>> enum_names(Optimizer) { return kOptimizerNames; }
 
 struct TrainArgs {
   // ---- model
@@ -25,46 +62,47 @@ struct TrainArgs {
   std::optional<data::DataOptions> eval_data;
 
   // ---- ZeRO / compute
-  std::string backend = "cpu";  // resolved compute.backend: "cpu" | "cuda" (train/device.h)
-  int zero_stage = 2;
-  bool offload_optimizer = false;
+  Backend backend{};  // compute.backend, resolved (auto → cpu or cuda; train/device.h)
+  int zero_stage{};   // compute.zero_stage, else the accelerate config's, else 0 (cmd_train.cpp)
+  bool offload_optimizer{};
   // compute.balance_micro_batches: deal each micro-step's samples across the ranks by token count
   // (train/micro_batch_balance.h).
-  bool balance_micro_batches = true;
+  bool balance_micro_batches{};
 
   // ---- outputs
-  std::filesystem::path exp_dir;      // args.yaml, metrics.jsonl, checkpoint-<step>/
-  std::filesystem::path output_dir;   // the final HF model
-  std::filesystem::path logging_dir;  // TensorBoard event files ("" = none)
+  std::filesystem::path exp_dir;          // args.yaml, metrics.jsonl, checkpoint-<step>/
+  std::filesystem::path output_dir;       // the final HF model
+  std::filesystem::path logging_dir;      // TensorBoard event files ("" = none)
   Json resolved_config = Json::object();  // written to exp_dir/args.yaml
 
   // ---- optimisation (TrainingArguments names)
-  double learning_rate = 2e-5;
-  std::string lr_scheduler_type = "linear";
-  double warmup_steps = 0;  // >= 1: steps; (0, 1): ratio (transformers 5)
-  double warmup_ratio = 0;
-  double weight_decay = 0;
-  double adam_beta1 = 0.9, adam_beta2 = 0.999, adam_epsilon = 1e-8;
-  double max_grad_norm = 1.0;
-  double num_train_epochs = 3;
-  int64_t max_steps = -1;
-  int64_t per_device_train_batch_size = 8;
-  int64_t per_device_eval_batch_size = 8;
-  int64_t gradient_accumulation_steps = 1;
-  uint64_t seed = 42;                 // weight init; also the data order unless data_seed
+  double learning_rate{};
+  optim::LrScheduleKind lr_scheduler_type{};
+  double warmup_steps{};  // >= 1: steps; (0, 1): ratio (transformers 5)
+  double warmup_ratio{};
+  double weight_decay{};
+  double adam_beta1{}, adam_beta2{}, adam_epsilon{};
+  double max_grad_norm{};  // 0: no clipping (null in the config)
+  Optimizer optim{};
+  double num_train_epochs{};
+  int64_t max_steps{};
+  int64_t per_device_train_batch_size{};
+  int64_t per_device_eval_batch_size{};
+  int64_t gradient_accumulation_steps{};
+  uint64_t seed{};                    // weight init; also the data order unless data_seed
   std::optional<uint64_t> data_seed;  // the sampler's seed when set (transformers)
-  bool dataloader_drop_last = false;
-  bool gradient_checkpointing = true;
+  bool dataloader_drop_last{};
+  bool gradient_checkpointing{};
 
   // ---- logging / eval / save
-  int64_t logging_steps = 10;
-  std::string eval_strategy = "no";  // "no" | "steps" | "epoch"
-  int64_t eval_steps = 0;            // 0 = logging_steps (HF default)
-  std::string save_strategy = "steps";  // "no" | "steps" | "epoch"
-  int64_t save_steps = 500;
-  int64_t save_total_limit = 0;         // <= 0: keep all
+  int64_t logging_steps{};
+  IntervalStrategy eval_strategy{};
+  int64_t eval_steps{};  // 0 = logging_steps (HF default; null in the config)
+  IntervalStrategy save_strategy{};
+  int64_t save_steps{};
+  int64_t save_total_limit{};                         // 0: keep all (null in the config)
   std::optional<std::string> resume_from_checkpoint;  // a path, or "true" for the latest
-  std::string nan_policy = "error";     // "error": stop with the step and rows; "skip": skip the step
+  NanPolicy nan_policy{};
 };
 
 }  // namespace zt::train

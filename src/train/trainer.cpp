@@ -222,7 +222,7 @@ void Trainer::State::build_plan() {
                                               "from the start of the epoch to fill the last round)",
                                               plan->samples_per_epoch())
                                 : std::string());
-  sched.kind = optim::parse_lr_schedule_kind(a.lr_scheduler_type);
+  sched.kind = a.lr_scheduler_type;
   sched.base_lr = a.learning_rate;
   sched.total_steps = plan->total_steps();
   sched.warmup_steps = optim::resolve_warmup_steps(plan->total_steps(), a.warmup_steps, a.warmup_ratio);
@@ -230,7 +230,7 @@ void Trainer::State::build_plan() {
     log::info("plan: {} samples, world size {}, micro-batch {}, accumulation {} → global batch {}; {} "
               "steps/epoch, {} steps in all; lr {} {} with {} warm-up steps",
               pc.num_samples, pc.world_size, pc.batch_size, pc.grad_accum, global_batch,
-              plan->steps_per_epoch(), plan->total_steps(), a.lr_scheduler_type, a.learning_rate,
+              plan->steps_per_epoch(), plan->total_steps(), name_of(a.lr_scheduler_type), a.learning_rate,
               sched.warmup_steps);
 }
 
@@ -370,7 +370,7 @@ StepStats Trainer::State::train_step(int64_t k, StepSamples& ss, TrainSummary& s
     st.correct_tokens = counts[0];
     st.entropy_sum = sums[1];
     if (!std::isfinite(st.loss)) {
-      if (a.nan_policy == "error")
+      if (a.nan_policy == NanPolicy::kError)
         fail(
             "step {}: the loss is {} (non-finite); dataset rows of the step: {}. Set "
             "trainer.nan_policy: skip to skip such steps",
@@ -384,7 +384,7 @@ StepStats Trainer::State::train_step(int64_t k, StepSamples& ss, TrainSummary& s
       sa.lr = st.learning_rate;
       sa.max_grad_norm = a.max_grad_norm;
       sa.adam = adam;
-      sa.skip_nonfinite = a.nan_policy == "skip";
+      sa.skip_nonfinite = a.nan_policy == NanPolicy::kSkip;
       // All-gather of the norm's partial sums; AdamW; all-gather of the new weights (stages 1/2).
       zero::StepResult r = engine->finish_step(sa);
       st.grad_norm = r.grad_norm;
@@ -552,16 +552,6 @@ std::vector<float> Trainer::master_weights() { return s_->engine->full_master_we
 TrainSummary Trainer::run() {
   State& s = *s_;
   const TrainArgs& a = s.a;
-  if (a.nan_policy != "error" && a.nan_policy != "skip")
-    fail("trainer.nan_policy: '{}' is not valid; expected 'error' or 'skip'", a.nan_policy);
-  if (a.eval_strategy != "no" && a.eval_strategy != "steps" && a.eval_strategy != "epoch")
-    fail("trainer.eval_strategy: '{}' is not valid; expected 'no', 'steps' or 'epoch'", a.eval_strategy);
-  if (a.save_strategy != "no" && a.save_strategy != "steps" && a.save_strategy != "epoch")
-    fail("trainer.save_strategy: '{}' is not valid; expected 'no', 'steps' or 'epoch'", a.save_strategy);
-  if (a.eval_strategy != "no" && !a.eval_data)
-    fail("trainer.eval_strategy is '{}' but dataset.eval.path is not set", a.eval_strategy);
-  if (a.logging_steps < 1) fail("trainer.logging_steps must be >= 1, got {}", a.logging_steps);
-  if (a.save_strategy == "steps" && a.save_steps < 1) fail("trainer.save_steps must be >= 1, got {}", a.save_steps);
   const int64_t eval_every = a.eval_steps > 0 ? a.eval_steps : a.logging_steps;
 
   s.prepare_data();
@@ -592,8 +582,8 @@ TrainSummary Trainer::run() {
       window_start = t;
       s.log_record(rec);
     }
-    bool do_eval = (a.eval_strategy == "steps" && gs % eval_every == 0) ||
-                   (a.eval_strategy == "epoch" && info.last_in_epoch);
+    bool do_eval = (a.eval_strategy == IntervalStrategy::kSteps && gs % eval_every == 0) ||
+                   (a.eval_strategy == IntervalStrategy::kEpoch && info.last_in_epoch);
     if (do_eval) {
       if (std::optional<MetricRecord> rec = s.evaluate(gs, info.epoch_progress)) {
         sum.last_eval_loss = rec->number("eval_loss");
@@ -602,8 +592,9 @@ TrainSummary Trainer::run() {
     }
     int64_t stop = Trainer::stop_requested() ? 1 : 0;
     s.comm.all_reduce(&stop, 1, dist::ReduceOp::kMax);
-    bool do_save = (a.save_strategy == "steps" && (gs % a.save_steps == 0 || gs == T)) ||
-                   (a.save_strategy == "epoch" && info.last_in_epoch) || stop != 0;
+    bool do_save =
+        (a.save_strategy == IntervalStrategy::kSteps && (gs % a.save_steps == 0 || gs == T)) ||
+        (a.save_strategy == IntervalStrategy::kEpoch && info.last_in_epoch) || stop != 0;
     if (do_save) sum.last_checkpoint = s.save_checkpoint(gs, stop != 0);
     if (stop != 0) {
       sum.interrupted = true;

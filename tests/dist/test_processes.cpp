@@ -115,8 +115,10 @@ TEST(Launch, ChildrenGetTheTorchrunVariables) {
   Child c({kBin, "launch", "--num_processes", "2", "--main_process_port", "0", "comm-check",
            "--elements", "3"},
           child_env());
-  // --main_process_port 0 is rejected (1..65535): the launcher's own option parsing works.
-  EXPECT_EQ(c.wait(kHangGuard), 1) << c.output();
+  // --main_process_port 0 is rejected (1..65535): the launcher's own option parsing works. A usage
+  // error exits 2, as every command's (cli/command_line.h; argparse's status, which accelerate's
+  // users know).
+  EXPECT_EQ(c.wait(kHangGuard), 2) << c.output();
   EXPECT_NE(c.output().find("--main_process_port"), std::string::npos) << c.output();
 
   const int port = pick_free_port("127.0.0.1");

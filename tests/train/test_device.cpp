@@ -22,26 +22,30 @@ bool gpu_visible() {
 }
 
 TEST(Device, BackendResolution) {
-  EXPECT_EQ(resolve_backend("cpu"), "cpu");
-  EXPECT_EQ(resolve_backend("auto"), gpu_visible() ? "cuda" : "cpu");
-  testing::expect_error([] { resolve_backend("tpu"); },
-                        {"compute.backend must be cpu, cuda or auto", "'tpu'"});
+  EXPECT_EQ(resolve_backend(BackendChoice::kCpu), Backend::kCpu);
+  EXPECT_EQ(resolve_backend(BackendChoice::kAuto), gpu_visible() ? Backend::kCuda : Backend::kCpu);
+  // Any other value never gets here: the config schema refuses it with these names
+  // (tests/cli/test_config_schema.cpp: "compute.backend: 'tpu' is not valid (expected one of: auto,
+  // cpu, cuda)").
+  EXPECT_EQ(enum_name_list<BackendChoice>(),
+            (std::vector<std::string_view>{"auto", "cpu", "cuda"}));
+  EXPECT_EQ(name_of(Backend::kCuda), "cuda");
 }
 
 TEST(Device, CudaWithoutAGpuIsAClearError) {
   if (gpu_visible()) GTEST_SKIP() << "a GPU is visible";
 #if defined(ZT_HAVE_CUDA)
   testing::expect_error(
-      [] { resolve_backend("cuda"); },
+      [] { resolve_backend(BackendChoice::kCuda); },
       {"compute.backend: cuda", "no CUDA GPU is visible", "compute.backend: cpu"});
 #else
-  testing::expect_error([] { resolve_backend("cuda"); },
+  testing::expect_error([] { resolve_backend(BackendChoice::kCuda); },
                         {"compute.backend: cuda", "built without the CUDA backend"});
 #endif
 }
 
 TEST(Device, CpuContextUsesHostMemory) {
-  const DeviceContext d = make_device("cpu", 0, 1);
+  const DeviceContext d = make_device(Backend::kCpu, 0, 1);
   EXPECT_EQ(d.ops->device(), Device::kCPU);
   EXPECT_EQ(d.device_memory->device(), Device::kCPU);
   EXPECT_EQ(d.device_index, -1);

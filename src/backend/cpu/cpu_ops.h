@@ -9,8 +9,9 @@
 // thread, process-wide: OpenMP is the only thread pool), so products do not depend on the thread
 // count either.
 //
-// Implementation files: cpu_ops.cpp (elementwise, embedding, RMSNorm, RoPE, SwiGLU, reductions),
-// cpu_matmul.cpp, cpu_attention.cpp, cpu_cross_entropy.cpp.
+// Implementation files, one per op family with backend/cuda's names: cpu_ops.cpp (construction,
+// memory ops), cpu_elementwise.cpp (cast, add, RoPE, SwiGLU), cpu_embedding.cpp, cpu_rmsnorm.cpp,
+// cpu_reduce.cpp (bias_grad, sumsq), cpu_matmul.cpp, cpu_attention.cpp, cpu_cross_entropy.cpp.
 #pragma once
 
 #include <cstdint>

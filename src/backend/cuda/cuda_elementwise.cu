@@ -1,5 +1,5 @@
 // Elementwise CUDA kernels: cast, add, scale, SwiGLU forward/backward, RoPE tables and rotation.
-// CPU reference: backend/cpu/cpu_ops.cpp (same operation order per element; nvcc runs with
+// CPU reference: backend/cpu/cpu_elementwise.cpp (same operation order per element; nvcc runs with
 // --fmad=false, so a*b+c is never contracted and each element rounds as on the CPU; expf / sincosf
 // are CUDA's full-precision versions, within 2 ulp of the CPU's libm).
 //

@@ -1,5 +1,5 @@
 // Embedding forward (row gather) and backward (scatter-add without atomics) on CUDA.
-// CPU reference: CpuOps::embedding_fwd / embedding_bwd (backend/cpu/cpu_ops.cpp).
+// CPU reference: CpuOps::embedding_fwd / embedding_bwd (backend/cpu/cpu_embedding.cpp).
 //
 // Backward, deterministic and bitwise equal to the CPU in fp32: the CPU adds dout rows into
 // dtable[id] in token order. Here the (id, position) pairs are sorted by id with cub's LSD radix

@@ -78,7 +78,7 @@ void launch_rmsnorm_bwd(void* dx, bool accumulate_dx, float* dw, float beta_dw, 
 // Workspace bytes of launch_sumsq for n elements: one fp64 partial per Ops::kSumsqBlock elements
 // plus the total.
 size_t sumsq_workspace_bytes(int64_t n);
-// *out (host memory) = Σ x_i² in fp64, the CPU's order (cpu_ops.cpp). The result is copied with
+// *out (host memory) = Σ x_i² in fp64, the CPU's order (cpu_reduce.cpp). The result is copied with
 // cudaMemcpyAsync: valid after the stream is synchronised (pinned `out`); for pageable `out` the
 // copy returns when the result is there.
 void launch_sumsq(double* out, const void* x, DType t, int64_t n, void* workspace,

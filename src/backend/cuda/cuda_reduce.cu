@@ -1,5 +1,5 @@
 // Reductions on CUDA: sumsq (fp64, the CPU's exact order) and bias_grad (column sums).
-// CPU reference: CpuOps::sumsq / bias_grad (backend/cpu/cpu_ops.cpp).
+// CPU reference: CpuOps::sumsq / bias_grad (backend/cpu/cpu_reduce.cpp).
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_colsum.cuh"
 #include "backend/cuda/cuda_device.cuh"

@@ -1,5 +1,5 @@
 // RMSNorm forward and backward on CUDA (HF Qwen2RMSNorm / LlamaRMSNorm, ops.h).
-// CPU reference: CpuOps::rmsnorm_fwd / rmsnorm_bwd (backend/cpu/cpu_ops.cpp); the per-element
+// CPU reference: CpuOps::rmsnorm_fwd / rmsnorm_bwd (backend/cpu/cpu_rmsnorm.cpp); the per-element
 // arithmetic is the CPU's, only the order of the row and column sums differs (fixed trees here).
 //
 // Backward in two passes, so that the op needs no workspace: (1) dw from dy and x by the column-sum

@@ -1,0 +1,32 @@
+// How every subcommand reads its command line (CLI11), with one error style:
+//   `--help`        the options, on stdout; exit status 0;
+//   a usage error   on stderr, as
+//                     zerotune: error: <command>: <what is wrong>
+//                     usage: zerotune <command> <synopsis> (`zerotune <command> --help` lists the
+//                     options)
+//                   exit status 2.
+// Errors found after parsing (a missing file, bad rows) are zt::Error (exit status 1, main.cpp).
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <optional>
+#include <string_view>
+
+#include "cli/commands.h"
+
+namespace zt::cli {
+
+// What a command is called and how it is used, for the usage line.
+struct CommandUsage {
+  std::string_view name;      // "compare"
+  std::string_view synopsis;  // "RUN_A RUN_B [RUN …] [--png PATH] [--no-png]"
+};
+
+// Parses `args` (argv after the command name) into `app`. std::nullopt: go on; otherwise the exit
+// status to return at once (0 after --help, 2 after a usage error, both printed as above).
+std::optional<int> parse_command_line(CLI::App& app, const CommandUsage& usage, const Args& args);
+
+// Prints a usage error found by the command itself (as above) and returns 2.
+int usage_error(const CommandUsage& usage, std::string_view what);
+
+}  // namespace zt::cli

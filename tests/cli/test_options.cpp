@@ -1,0 +1,150 @@
+// Options declared once (cli/config_schema.h, cli/train_options.h): the declarations fill
+// TrainArgs (enums after parsing, null → the documented value), README.md's key table is the one
+// the declarations print (`zerotune options`), and every command reads its command line with one
+// error style (cli/command_line.h).
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "cli/config_schema.h"
+#include "cli/run_config.h"
+#include "core/zt_test_util.h"
+#include "train/train_args.h"
+
+namespace {
+
+using zt::Json;
+using zt::cli::RunConfig;
+using zt::train::IntervalStrategy;
+using zt::train::NanPolicy;
+using zt::train::Optimizer;
+using zt::train::TrainArgs;
+
+std::string slurp(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+TEST(Options, DeclarationsFillTrainArgsWithTheirDefaults) {
+  const RunConfig cfg = RunConfig::from_json(Json::object(), "sft.yaml");
+  TrainArgs a;
+  zt::cli::read_declared_options(cfg, a);
+  EXPECT_EQ(a.learning_rate, 2e-5);
+  EXPECT_EQ(a.lr_scheduler_type, zt::optim::LrScheduleKind::kLinear);
+  EXPECT_EQ(a.optim, Optimizer::kAdamWTorch);
+  EXPECT_EQ(a.save_strategy, IntervalStrategy::kSteps);
+  EXPECT_EQ(a.eval_strategy, IntervalStrategy::kNo);
+  EXPECT_EQ(a.nan_policy, NanPolicy::kError);
+  EXPECT_EQ(a.save_steps, 500);
+  EXPECT_EQ(a.logging_steps, 10);
+  EXPECT_EQ(a.eval_steps, 0);        // null: logging_steps
+  EXPECT_EQ(a.save_total_limit, 0);  // null: keep all
+  EXPECT_EQ(a.max_grad_norm, 1.0);
+  EXPECT_EQ(a.num_train_epochs, 3.0);
+  EXPECT_EQ(a.max_steps, -1);
+  EXPECT_EQ(a.per_device_train_batch_size, 8);
+  EXPECT_EQ(a.gradient_accumulation_steps, 1);
+  EXPECT_EQ(a.seed, 42u);
+  EXPECT_TRUE(a.gradient_checkpointing);
+  EXPECT_TRUE(a.balance_micro_batches);
+  EXPECT_FALSE(a.dataloader_drop_last);
+}
+
+TEST(Options, GivenValuesArriveTyped) {
+  const RunConfig cfg = RunConfig::from_json({{"trainer",
+                                               {{"save_strategy", "epoch"},
+                                                {"eval_strategy", "steps"},
+                                                {"nan_policy", "skip"},
+                                                {"lr_scheduler_type", "constant_with_warmup"},
+                                                {"optim", "adamw_hf"},
+                                                {"max_grad_norm", nullptr},
+                                                {"eval_steps", 7},
+                                                {"save_total_limit", 2},
+                                                {"warmup_steps", 0.25},
+                                                {"seed", 4294967295}}},
+                                              {"compute", {{"balance_micro_batches", false}}}},
+                                             "sft.yaml");
+  TrainArgs a;
+  zt::cli::read_declared_options(cfg, a);
+  EXPECT_EQ(a.save_strategy, IntervalStrategy::kEpoch);
+  EXPECT_EQ(a.eval_strategy, IntervalStrategy::kSteps);
+  EXPECT_EQ(a.nan_policy, NanPolicy::kSkip);
+  EXPECT_EQ(a.lr_scheduler_type, zt::optim::LrScheduleKind::kConstantWithWarmup);
+  EXPECT_EQ(a.optim, Optimizer::kAdamWHf);
+  EXPECT_EQ(a.max_grad_norm, 0.0);  // null: no clipping
+  EXPECT_EQ(a.eval_steps, 7);
+  EXPECT_EQ(a.save_total_limit, 2);
+  EXPECT_EQ(a.warmup_steps, 0.25);
+  EXPECT_EQ(a.seed, 4294967295u);
+  EXPECT_FALSE(a.balance_micro_batches);
+}
+
+TEST(Options, EnumChoicesAreTheEnumNames) {
+  const auto* s = zt::cli::find_key("trainer.save_strategy");
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(s->rule.choices, (std::vector<std::string_view>{"no", "steps", "epoch"}));
+  EXPECT_EQ(s->rule.unsupported, (std::vector<std::string_view>{"best"}));
+  EXPECT_EQ(zt::cli::describe_rule(s->rule), "one of: no, steps, epoch (not supported: best)");
+  EXPECT_EQ(zt::cli::describe_rule(zt::cli::find_key("trainer.eval_steps")->rule),
+            "an integer number of steps >= 1, or null");
+  EXPECT_EQ(zt::cli::find_key("trainer.nan_policy")->default_value, Json("error"));
+  EXPECT_EQ(zt::cli::find_key("trainer.warmup_steps")->default_value.dump(),
+            "0");  // as TRL spells it
+}
+
+TEST(Options, ReadmeKeyTableIsTheDeclarations) {
+  const std::string readme = slurp(std::string(ZT_SOURCE_DIR) + "/README.md");
+  const std::string begin = "<!-- options:begin (zerotune options) -->\n",
+                    end = "<!-- options:end -->";
+  const size_t b = readme.find(begin), e = readme.find(end);
+  ASSERT_NE(b, std::string::npos) << "README.md has no " << begin;
+  ASSERT_NE(e, std::string::npos);
+  EXPECT_EQ(readme.substr(b + begin.size(), e - b - begin.size()), zt::cli::acted_keys_markdown())
+      << "README.md's key table differs from the declarations: replace it by the output of "
+         "`./build/zerotune options`";
+}
+
+struct CmdResult {
+  int status;
+  std::string out, err;
+};
+
+CmdResult run_zerotune(const std::string& args) {
+  zt::testing::TempDir tmp;
+  const std::string out = (tmp / "out").string(), err = (tmp / "err").string();
+  const int rc =
+      std::system((std::string(ZT_BINARY) + " " + args + " >" + out + " 2>" + err).c_str());
+  return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, slurp(out), slurp(err)};
+}
+
+TEST(CommandLine, EveryCommandHasOneUsageErrorStyle) {
+  const CmdResult r = run_zerotune("render --tokenizer x --bogus y.jsonl");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(r.err,
+            "zerotune: error: render: The following argument was not expected: --bogus\n"
+            "usage: zerotune render --tokenizer DIR FILE.jsonl (`zerotune render --help` lists the "
+            "options)\n");
+  for (const char* cmd : {"train", "prepare", "loss", "tokenize", "comm-check", "make-demo-data",
+                          "compare", "options"}) {
+    const CmdResult u = run_zerotune(std::string(cmd) + " --no-such-option");
+    EXPECT_EQ(u.status, 2) << cmd << ": " << u.err;
+    EXPECT_EQ(u.err.rfind(std::string("zerotune: error: ") + cmd + ": ", 0), 0u) << u.err;
+    EXPECT_NE(u.err.find(std::string("\nusage: zerotune ") + cmd), std::string::npos) << u.err;
+    const CmdResult h = run_zerotune(std::string(cmd) + " --help");
+    EXPECT_EQ(h.status, 0) << cmd;
+    EXPECT_NE(h.out.find("--help"), std::string::npos) << cmd << ": " << h.out;
+  }
+}
+
+TEST(CommandLine, OptionsPrintsTheTable) {
+  const CmdResult r = run_zerotune("options");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, zt::cli::acted_keys_markdown());
+}
+
+}  // namespace
