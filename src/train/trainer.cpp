@@ -590,13 +590,12 @@ TrainSummary Trainer::run() {
         s.log_record(*rec);
       }
     }
-    int64_t stop = Trainer::stop_requested() ? 1 : 0;
-    s.comm.all_reduce(&stop, 1, dist::ReduceOp::kMax);
+    const bool stop = any_rank_stopping(s.comm);
     bool do_save =
         (a.save_strategy == IntervalStrategy::kSteps && (gs % a.save_steps == 0 || gs == T)) ||
-        (a.save_strategy == IntervalStrategy::kEpoch && info.last_in_epoch) || stop != 0;
-    if (do_save) sum.last_checkpoint = s.save_checkpoint(gs, stop != 0);
-    if (stop != 0) {
+        (a.save_strategy == IntervalStrategy::kEpoch && info.last_in_epoch) || stop;
+    if (do_save) sum.last_checkpoint = s.save_checkpoint(gs, stop);
+    if (stop) {
       sum.interrupted = true;
       if (s.rank0()) s.progress->message(fmt::format("interrupted: stopped after step {}", gs));
       return sum;

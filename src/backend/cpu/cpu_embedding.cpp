@@ -10,14 +10,22 @@ namespace zt {
 
 using namespace cpu;
 
+namespace {
+
+// Throws zt::Error naming `op` and the first token id of ids[0, T) outside [0, V).
+void check_ids_in_vocab(const char* op, const int32_t* id, int64_t T, int64_t V) {
+  for (int64_t t = 0; t < T; ++t)
+    if (id[t] < 0 || id[t] >= V)
+      fail("{}: token id {} at position {} is outside the vocabulary [0, {})", op, id[t], t, V);
+}
+
+}  // namespace
+
 void CpuOps::embedding_fwd(const Tensor& out, const Tensor& table, const Tensor& ids, Stream) {
   const opcheck::EmbeddingDims d = opcheck::check_embedding_fwd(out, table, ids, Device::kCPU);
   const int64_t V = d.V, H = d.H, T = d.T;
   const int32_t* id = ids.as<int32_t>();
-  for (int64_t t = 0; t < T; ++t)
-    if (id[t] < 0 || id[t] >= V)
-      fail("embedding_fwd: token id {} at position {} is outside the vocabulary [0, {})", id[t], t,
-           V);
+  check_ids_in_vocab("embedding_fwd", id, T, V);
   const size_t row_bytes = static_cast<size_t>(H) * dtype_size(table.dtype);
   const char* src = static_cast<const char*>(table.data);
   char* dst = static_cast<char*>(out.data);
@@ -31,10 +39,7 @@ void CpuOps::embedding_bwd(const Tensor& dtable, const Tensor& dout, const Tenso
   const opcheck::EmbeddingDims d = opcheck::check_embedding_bwd(dtable, dout, ids, Device::kCPU);
   const int64_t V = d.V, H = d.H, T = d.T;
   const int32_t* id = ids.as<int32_t>();
-  for (int64_t t = 0; t < T; ++t)
-    if (id[t] < 0 || id[t] >= V)
-      fail("embedding_bwd: token id {} at position {} is outside the vocabulary [0, {})", id[t], t,
-           V);
+  check_ids_in_vocab("embedding_bwd", id, T, V);
   float* dt = dtable.as<float>();
   if (beta == 0.0f) {
     zero(dtable, {});
