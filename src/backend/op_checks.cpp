@@ -173,14 +173,17 @@ RopeDims check_rope_tables(const Tensor& cos, const Tensor& sin, const Tensor& p
 RopeDims check_rope(std::string_view op, const Tensor& x, const Tensor& cos, const Tensor& sin,
                     Device dev) {
   check_shape(op, "x", x, {-1, -1, -1}, dev);
-  const int64_t T = x.dim(0), NH = x.dim(1), D = x.dim(2), half = D / 2;
-  if (D % 2 != 0) fail("{}: head dim {} is odd", op, D);
-  check_shape(op, "cos", cos, {T, half}, dev);
+  const int64_t T = x.dim(0), NH = x.dim(1), D = x.dim(2);
+  check_shape(op, "cos", cos, {T, -1}, dev);
+  const int64_t half = cos.dim(1);
+  if (half < 1 || 2 * half > D)
+    fail("{}: cos/sin have {} columns; the rotated part 2·{} must be in [2, head dim {}]", op, half,
+         half, D);
   check_shape(op, "sin", sin, {T, half}, dev);
   check_dtype(op, "cos", cos, DType::kF32);
   check_dtype(op, "sin", sin, DType::kF32);
   check_float(op, "x", x);
-  return {T, NH, half};
+  return {T, NH, half, D};
 }
 
 GemmDims check_matmul_dims(const Tensor& C, const Tensor& A, Trans ta, const Tensor& B, Trans tb) {
@@ -206,6 +209,11 @@ void check_varlen(std::string_view op, int64_t T, std::span<const int32_t> cu, i
       fail("{}: sequence {} has length {}, expected 0..max_seqlen = {}", op, i - 1, len,
            max_seqlen);
   }
+}
+
+void unsupported_variant(std::string_view op, std::string_view what, Device dev) {
+  fail("{}: {} is not implemented on the {} backend", op, what,
+       dev == Device::kCPU ? "cpu" : "cuda");
 }
 
 }  // namespace zt::opcheck

@@ -42,7 +42,8 @@ struct EmbeddingDims {
   int64_t V = 0, H = 0, T = 0;  // vocabulary, hidden size, tokens
 };
 struct RopeDims {
-  int64_t T = 0, heads = 0, half = 0;  // tokens, heads (0 for the tables), head dim / 2
+  int64_t T = 0, heads = 0, half = 0;  // tokens, heads (0 for the tables), rotated dims / 2
+  int64_t head_dim = 0;                // D (0 for the tables); 2·half < D: partial rotary
 };
 
 struct GemmDims {
@@ -84,5 +85,9 @@ RopeDims check_rope_tables(const Tensor& cos, const Tensor& sin, const Tensor& p
 // [T, D/2] f32.
 RopeDims check_rope(std::string_view op, const Tensor& x, const Tensor& cos, const Tensor& sin,
                     Device dev);
+
+// Throws zt::Error "<op>: <what> is not implemented on <device>" — an op variant (a norm
+// style, an activation, a sliding window) that this backend does not have yet.
+[[noreturn]] void unsupported_variant(std::string_view op, std::string_view what, Device dev);
 
 }  // namespace zt::opcheck

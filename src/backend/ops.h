@@ -22,6 +22,7 @@
 #include <span>
 #include <string>
 
+#include "core/layer_kinds.h"
 #include "core/stream.h"
 #include "core/tensor.h"
 
@@ -91,31 +92,35 @@ class Ops {
 
   // ---- embedding (HF nn.Embedding)
 
-  // out[T, H] = table[ids[t], :]; ids [T] i32. An id outside [0, V) throws zt::Error naming the
-  // position and value (CPU; CUDA reports it after the step).
-  virtual void embedding_fwd(const Tensor& out, const Tensor& table, const Tensor& ids,
-                             Stream s) = 0;
+  // out[T, H] = to_dtype(table[ids[t], :] · scale); ids [T] i32. scale is 1 except for the
+  // Gemma families (√hidden, rounded to the table's dtype by the caller as HF's
+  // `embed_scale.to(weight.dtype)`). An id outside [0, V) throws zt::Error naming the position
+  // and value (CPU; CUDA reports it after the step).
+  virtual void embedding_fwd(const Tensor& out, const Tensor& table, const Tensor& ids, Stream s,
+                             float scale = 1.0f) = 0;
   // Scratch bytes embedding_bwd needs for ids [T] (0 on the CPU; the CUDA backend sorts the ids).
   virtual size_t embedding_workspace_bytes(const Tensor& ids) const = 0;
-  // dtable[V, H] (f32) = beta*dtable + scatter-add of dout[T, H] rows at ids[t]. Rows are added
-  // in token order (deterministic; parallel over columns).
+  // dtable[V, H] (f32) = beta*dtable + scatter-add of scale·dout[T, H] rows at ids[t] (the
+  // product in fp32). Rows are added in token order (deterministic; parallel over columns).
   virtual void embedding_bwd(const Tensor& dtable, const Tensor& dout, const Tensor& ids,
-                             float beta, const Tensor& workspace, Stream s) = 0;
+                             float beta, const Tensor& workspace, Stream s, float scale = 1.0f) = 0;
 
-  // ---- RMSNorm (HF Qwen2RMSNorm / LlamaRMSNorm)
+  // ---- RMSNorm (HF LlamaRMSNorm / Qwen2RMSNorm / Olmo2RMSNorm / Gemma3RMSNorm, by style)
 
-  // rstd[t] = 1/sqrt(mean_j(x32[t,j]^2) + eps) (f32 [T]); y[t,j] = w[j] *
-  // to_dtype(x32[t,j]*rstd[t]) — the normalised value is rounded to x's storage dtype *before* the
-  // weight multiply, as HF does. x, y [T, H]; w [H].
+  // rstd[t] = 1/sqrt(mean_j(x32[t,j]^2) + eps) (f32 [T]); y[t,j] by `style` (core/layer_kinds.h):
+  // kLlama: w[j] * to_dtype(x32[t,j]*rstd[t]) — the normalised value is rounded to x's storage
+  // dtype *before* the weight multiply, as HF does; kOlmo2: to_dtype(w[j]*x32[t,j]*rstd[t]);
+  // kGemma: to_dtype((1 + w[j])*x32[t,j]*rstd[t]). x, y [T, H]; w [H]. Per-head q/k norms are
+  // this op on a [T·heads, D] view with w [D].
   virtual void rmsnorm_fwd(const Tensor& y, const Tensor& rstd, const Tensor& x, const Tensor& w,
-                           float eps, Stream s) = 0;
-  // Backward of rmsnorm_fwd. dw[H] (f32) = beta_dw*dw + sum_t dy[t,:]*n[t,:] (n the rounded
-  // normalised value, rows summed in order t = 0..T-1); dx[T,H] = (accumulate_dx ? dx : 0) +
-  // rstd*(g - n̂*mean_j(g*n̂)) with g = dy*w and n̂ = x*rstd (the cast is treated as identity).
-  // dx may alias dy.
+                           float eps, Stream s, RmsNormStyle style = RmsNormStyle::kLlama) = 0;
+  // Backward of rmsnorm_fwd. dw[H] (f32) = beta_dw*dw + sum_t dy[t,:]*n[t,:] (n the normalised
+  // value — rounded to x's dtype for kLlama — rows summed in order t = 0..T-1); dx[T,H] =
+  // (accumulate_dx ? dx : 0) + rstd*(g - n̂*mean_j(g*n̂)) with g = dy*w' (w' = w, or 1 + w for
+  // kGemma) and n̂ = x*rstd (the cast is treated as identity). dx may alias dy.
   virtual void rmsnorm_bwd(const Tensor& dx, bool accumulate_dx, const Tensor& dw, float beta_dw,
                            const Tensor& dy, const Tensor& x, const Tensor& w, const Tensor& rstd,
-                           Stream s) = 0;
+                           Stream s, RmsNormStyle style = RmsNormStyle::kLlama) = 0;
 
   // ---- matmul (fp32 accumulate)
 
@@ -138,38 +143,49 @@ class Ops {
   // inv_freq [D/2] f32. (HF's emb = cat(freqs, freqs) is implied: both halves use index i.)
   virtual void rope_tables(const Tensor& cos, const Tensor& sin, const Tensor& pos,
                            const Tensor& inv_freq, float attention_scaling, Stream s) = 0;
-  // In place on x [T, heads, D]: x' = x*cos + rotate_half(x)*sin, rotate_half([a, b]) = [-b, a]:
-  // x'[i] = x[i]c_i - x[i+D/2]s_i, x'[i+D/2] = x[i+D/2]c_i + x[i]s_i.
+  // In place on x [T, heads, D] with cos/sin [T, R/2], R ≤ D even (R < D: partial rotary, HF
+  // Phi-3's `partial_rotary_factor`): the first R elements of each head rotate, x' = x*cos +
+  // rotate_half(x)*sin, rotate_half([a, b]) = [-b, a] over those R: x'[i] = x[i]c_i -
+  // x[i+R/2]s_i, x'[i+R/2] = x[i+R/2]c_i + x[i]s_i; elements [R, D) pass unchanged.
   virtual void rope_fwd(const Tensor& x, const Tensor& cos, const Tensor& sin, Stream s) = 0;
   // In place on dx [T, heads, D]: the transpose of the rotation (rotation by -angle).
   virtual void rope_bwd(const Tensor& dx, const Tensor& cos, const Tensor& sin, Stream s) = 0;
 
   // ---- attention (causal, GQA, varlen; HF eager attention maths with an fp32 softmax)
 
-  // out[T, Hq, D] = softmax(scale * q·kᵀ + causal mask within each sequence) · v, with
-  // q [T, Hq, D], k, v [T, Hkv, D]; query head h reads KV head h / (Hq/Hkv). lse [Hq, T] f32 gets
-  // the log-sum-exp of each row's scaled scores (saved for the backward).
+  // out[T, Hq, D] = softmax(scale * q·kᵀ + mask) · v, with q [T, Hq, D], k, v [T, Hkv, D];
+  // query head h reads KV head h / (Hq/Hkv). The mask is causal within each sequence and, with
+  // window W > 0 (sliding-window attention, HF `sliding_window`), also drops keys W or more
+  // positions back: query i of a sequence sees keys j with i - W < j <= i (transformers'
+  // `sliding_window_overlay`: kv_idx > q_idx - W). window 0 = no limit. lse [Hq, T] f32 gets the
+  // log-sum-exp of each row's scaled scores (saved for the backward).
   virtual size_t attention_workspace_bytes(const Tensor& q, const Tensor& k,
                                            const Varlen& seqs) const = 0;
   virtual void attention_fwd(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k,
                              const Tensor& v, const Varlen& seqs, float scale,
-                             const Tensor& workspace, Stream s) = 0;
+                             const Tensor& workspace, Stream s, int64_t window = 0) = 0;
   // Backward of attention_fwd: writes (overwrites) dq [T, Hq, D], dk, dv [T, Hkv, D] from dout and
   // the forward's q, k, v, out, lse. Contributions of the Hq/Hkv query heads to one KV head are
-  // summed in head order.
+  // summed in head order. window as in the forward.
   virtual void attention_bwd(const Tensor& dq, const Tensor& dk, const Tensor& dv,
                              const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v,
                              const Tensor& out, const Tensor& lse, const Varlen& seqs, float scale,
-                             const Tensor& workspace, Stream s) = 0;
+                             const Tensor& workspace, Stream s, int64_t window = 0) = 0;
 
-  // ---- SwiGLU MLP activation (HF: act_fn(gate_proj(x)) * up_proj(x), act_fn = silu)
+  // ---- gated MLP activation (HF: act_fn(gate_proj(x)) * up_proj(x); act_fn = silu for SwiGLU,
+  // gelu_pytorch_tanh for GeGLU: core/layer_kinds.h)
 
-  // out = silu(gate) * up, silu(g) = g / (1 + exp(-g)); all [T, I].
-  virtual void swiglu_fwd(const Tensor& out, const Tensor& gate, const Tensor& up, Stream s) = 0;
-  // dup = dout*silu(gate); dgate = dout*up*silu'(gate), silu'(g) = σ(g)(1 + g(1 - σ(g))).
+  // out = act(gate) * up (act(g) in fp32, the product rounded once); all [T, I]. silu(g) =
+  // g / (1 + exp(-g)); gelu_tanh(g) = 0.5g(1 + tanh(√(2/π)(g + 0.044715g³))) (torch's
+  // approximate="tanh").
+  virtual void swiglu_fwd(const Tensor& out, const Tensor& gate, const Tensor& up, Stream s,
+                          GluActivation act = GluActivation::kSilu) = 0;
+  // dup = dout*act(gate); dgate = dout*up*act'(gate), silu'(g) = σ(g)(1 + g(1 - σ(g))),
+  // gelu_tanh'(g) = 0.5(1 + t) + 0.5g(1 - t²)·√(2/π)(1 + 3·0.044715g²) with t the tanh above.
   // dgate may alias gate and dup may alias up (elementwise, in place).
   virtual void swiglu_bwd(const Tensor& dgate, const Tensor& dup, const Tensor& dout,
-                          const Tensor& gate, const Tensor& up, Stream s) = 0;
+                          const Tensor& gate, const Tensor& up, Stream s,
+                          GluActivation act = GluActivation::kSilu) = 0;
 
   // ---- fused LM head + cross-entropy (HF ForCausalLMLoss with reduction "sum")
 

@@ -202,8 +202,16 @@ ModelConfig parse_model_config(const Json& j, std::string_view source) {
   c.bos_token_id = r.ids("bos_token_id");
   c.eos_token_id = r.ids("eos_token_id");
   c.pad_token_id = r.ids("pad_token_id");
+  // The layer's choices (Llama's for qwen2 / llama).
+  c.mlp_act = GluActivation::kSilu;
+  c.attention_scale = 1.0 / std::sqrt(static_cast<double>(c.head_dim));
+  c.rotary_dim = c.head_dim;
+  c.layer_window.assign(static_cast<size_t>(c.num_hidden_layers), 0);
+  c.layer_rope.assign(static_cast<size_t>(c.num_hidden_layers), 0);
   return c;
 }
+
+std::vector<std::string> supported_model_types() { return {"qwen2", "llama"}; }
 
 ModelConfig load_model_config(const fs::path& path) {
   std::error_code ec;
@@ -224,8 +232,15 @@ int64_t ModelConfig::num_parameters() const {
 }
 
 std::vector<float> rope_inv_freq(const ModelConfig& cfg) {
-  const int64_t dim = cfg.head_dim;
-  const float base = static_cast<float>(cfg.rope.theta);
+  return rope_inv_freq(cfg.rope, cfg.rotary_dim > 0 ? cfg.rotary_dim : cfg.head_dim, false);
+}
+
+std::vector<float> rope_inv_freq(const RopeConfig& rope, int64_t rotary_dim, bool long_factors) {
+  if (rope.type != RopeType::kDefault && rope.type != RopeType::kLlama3)
+    fail("rope_inv_freq: rope type {} is not implemented", static_cast<int>(rope.type));
+  (void)long_factors;
+  const int64_t dim = rotary_dim;
+  const float base = static_cast<float>(rope.theta);
   std::vector<float> inv(static_cast<size_t>(dim / 2));
   for (int64_t i = 0; i < dim / 2; ++i) {
     // arange(0, dim, 2).float() / dim  (fp32 division)
@@ -234,18 +249,18 @@ std::vector<float> rope_inv_freq(const ModelConfig& cfg) {
     const float p = static_cast<float>(std::pow(static_cast<double>(base), static_cast<double>(e)));
     inv[static_cast<size_t>(i)] = 1.0f / p;
   }
-  if (cfg.rope.type == RopeType::kDefault) return inv;
+  if (rope.type == RopeType::kDefault) return inv;
 
   // transformers `_compute_llama3_parameters`, op by op in fp32. Python scalars meet fp32 tensors
   // as fp32 (wrapped numbers do not promote); `s / t` is `t.reciprocal() * s`.
-  const float factor = static_cast<float>(cfg.rope.factor);
-  const float low = static_cast<float>(cfg.rope.low_freq_factor);
-  const double old_ctx = static_cast<double>(cfg.rope.original_max_position_embeddings);
-  const float low_freq_wavelen = static_cast<float>(old_ctx / cfg.rope.low_freq_factor);
-  const float high_freq_wavelen = static_cast<float>(old_ctx / cfg.rope.high_freq_factor);
+  const float factor = static_cast<float>(rope.factor);
+  const float low = static_cast<float>(rope.low_freq_factor);
+  const double old_ctx = static_cast<double>(rope.original_max_position_embeddings);
+  const float low_freq_wavelen = static_cast<float>(old_ctx / rope.low_freq_factor);
+  const float high_freq_wavelen = static_cast<float>(old_ctx / rope.high_freq_factor);
   const float two_pi = static_cast<float>(2.0 * std::numbers::pi);
   const float old_ctx_f = static_cast<float>(old_ctx);
-  const float denom = static_cast<float>(cfg.rope.high_freq_factor - cfg.rope.low_freq_factor);
+  const float denom = static_cast<float>(rope.high_freq_factor - rope.low_freq_factor);
   for (float& f : inv) {
     const float wavelen = (1.0f / f) * two_pi;
     const float llama = wavelen > low_freq_wavelen ? f / factor : f;

@@ -1,10 +1,14 @@
-// HF `config.json` of a Qwen2 / Llama model -> ModelConfig, and back (for export).
-// Field names and defaults are transformers' (`Qwen2Config`, `LlamaConfig`); both the 4.x layout
-// (`rope_theta`, `rope_scaling`, `torch_dtype`) and the 5.x layout (`rope_parameters`, `dtype`) are
-// read. Anything zerotune's model does not implement is an error naming the key, the value and the
-// file, never silently ignored: model_type other than qwen2/llama, hidden_act other than silu,
-// mlp_bias true, use_sliding_window true (or a "sliding_attention" layer type), rope types other
-// than default/llama3.
+// HF `config.json` of a dense decoder -> ModelConfig, and back (for export). A family is data
+// (DESIGN §12): the parse turns each family's config into the choices a decoder layer makes (norm
+// style and placement, q/k norm, attention scale, RoPE per layer, sliding window per layer, MLP
+// activation, embedding scale, fused projections), and the model composes its layers from them.
+// Families (model_type): qwen2, qwen3, llama, mistral, gemma3_text (and the text model of gemma3),
+// olmo2, smollm3, phi3. Field names and defaults are transformers' (`Qwen2Config`, `LlamaConfig`,
+// …); both the 4.x layout (`rope_theta`, `rope_scaling`, `torch_dtype`) and the 5.x layout
+// (`rope_parameters`, `dtype`) are read. Anything zerotune's model does not implement is an error
+// naming the key, the value and the file, never silently ignored (an unknown model_type lists
+// the ones zerotune has; logit soft-capping, attention dropout, rope types other than those of
+// RopeType).
 #pragma once
 
 #include <cstdint>
@@ -14,30 +18,55 @@
 #include <vector>
 
 #include "core/file_util.h"
+#include "core/layer_kinds.h"
 #include "io/json.h"
 
 namespace zt {
 
 // RoPE variant ("rope_type", or the older "type", of rope_scaling / rope_parameters).
 enum class RopeType : uint8_t {
-  kDefault,  // inv_freq[i] = 1 / theta^(2i/d)
-  kLlama3,   // Llama 3.1 frequency-dependent scaling (transformers `_compute_llama3_parameters`)
+  kDefault,   // inv_freq[i] = 1 / theta^(2i/d)
+  kLinear,    // default / factor (transformers `_compute_linear_scaling_rope_parameters`; Gemma 3)
+  kLlama3,    // Llama 3.1 frequency-dependent scaling (transformers `_compute_llama3_parameters`)
+  kLongrope,  // Phi-3 / Phi-4-mini: default / short_factor[i], or / long_factor[i] when the
+              // micro-batch's max position + 1 exceeds original_max_position_embeddings
+              // (transformers `_compute_longrope_parameters` + `dynamic_rope_update`)
 };
 
-// RoPE parameters. For kLlama3 the four scaling fields are required in the config (zt::Error
+// RoPE parameters of one rotary embedding (a model has one, or two for Gemma 3's local and
+// global layers). For kLlama3 / kLongrope the scaling fields are required in the config (zt::Error
 // naming the missing key otherwise); for kDefault they are unused.
 struct RopeConfig {
   RopeType type = RopeType::kDefault;
   double theta = 10000.0;  // rope_theta (transformers' default_theta when absent)
-  double factor = 1.0;
+  double factor = 1.0;     // llama3 / linear / longrope "factor"
   double low_freq_factor = 1.0;
   double high_freq_factor = 4.0;
   int64_t original_max_position_embeddings = 8192;
+  // longrope: per-frequency divisors, rotary_dim / 2 values each; attention_factor (cos/sin
+  // multiplier; transformers' default sqrt(1 + ln(factor)/ln(original_max)) when absent, 1 when
+  // factor <= 1).
+  std::vector<double> short_factor, long_factor;
+  double attention_factor = 1.0;
+};
+
+// What a decoder layer does around attention and MLP (HF modelling code's forward order).
+enum class NormPlacement : uint8_t {
+  kPre,      // x += attn(norm1(x)); x += mlp(norm2(x))                (Llama, Qwen, Mistral, Phi-3)
+  kPost,     // x += norm1(attn(x)); x += norm2(mlp(x))                (OLMo 2)
+  kPrePost,  // x += norm2(attn(norm1(x))); x += norm4(mlp(norm3(x)))  (Gemma 2/3)
+};
+
+// Where q/k get an RMSNorm (before RoPE).
+enum class QkNorm : uint8_t {
+  kNone,
+  kPerHead,     // q_norm / k_norm weight [head_dim] over each head (Qwen3, Gemma 3)
+  kProjection,  // q_norm [Hq·D], k_norm [Hkv·D] over the whole projection (OLMo 2)
 };
 
 // Everything about the architecture that the model, the tokenizer glue and export need.
 struct ModelConfig {
-  std::string model_type;  // "qwen2" | "llama"
+  std::string model_type;  // one of supported_model_types(); "gemma3" is read as "gemma3_text"
   int64_t vocab_size = 0;
   int64_t hidden_size = 0;
   int64_t intermediate_size = 0;
@@ -53,7 +82,29 @@ struct ModelConfig {
   // llama. o_proj: llama's attention_bias applies to it too (o_proj_bias); qwen2's o_proj has none.
   bool qkv_bias = false;
   bool o_proj_bias = false;
-  std::string hidden_act = "silu";  // only "silu" is accepted
+  bool mlp_bias = false;            // gate/up/down biases (llama / smollm3 `mlp_bias`)
+  std::string hidden_act = "silu";  // "silu" or "gelu_pytorch_tanh" (Gemma's hidden_activation)
+  GluActivation mlp_act = GluActivation::kSilu;  // from hidden_act
+
+  // ---- the layer's choices (DESIGN §12); defaults are Llama's.
+  RmsNormStyle norm_style = RmsNormStyle::kLlama;
+  NormPlacement norm_placement = NormPlacement::kPre;
+  QkNorm qk_norm = QkNorm::kNone;
+  double attention_scale = 0.0;  // softmax scale: 1/sqrt(head_dim), or Gemma's
+                                 // query_pre_attn_scalar^-0.5
+  double embed_scale = 1.0;  // Gemma: sqrt(hidden_size) (rounded to the compute dtype by the model)
+  int64_t rotary_dim = 0;    // rotated elements of a head: head_dim · partial_rotary_factor
+                             // (even; = head_dim without it)
+  // Per layer (num_hidden_layers entries each):
+  std::vector<int64_t> layer_window;  // sliding window W of layer l, 0 = full attention
+  std::vector<int8_t> layer_rope;  // 0: rope, 1: rope_local (Gemma 3 sliding layers), -1: no RoPE
+                                   // (SmolLM3 no_rope_layers)
+  RopeConfig rope_local;           // Gemma 3: rope_local_base_freq (default rope); unused else
+  // Phi-3's checkpoint fuses q/k/v into self_attn.qkv_proj [(Hq+2Hkv)·D, H] and gate/up into
+  // mlp.gate_up_proj [2I, H] (gate rows first); the layout keeps HF's tensors and the model
+  // uses row ranges of them.
+  bool fused_qkv = false;
+  bool fused_gate_up = false;
   std::string dtype;  // "torch_dtype" / "dtype" ("bfloat16", "float32", …; "" if absent)
   double initializer_range = 0.02;
   std::vector<int64_t> bos_token_id;  // empty when null/absent; one id usually
@@ -67,6 +118,9 @@ struct ModelConfig {
   int64_t num_parameters() const;
 };
 
+// The model_type values parse_model_config accepts, in the order error messages list them.
+std::vector<std::string> supported_model_types();
+
 // Parses `config.json` (or a model directory containing it). Throws zt::Error naming the file and
 // the key for: unreadable file / bad JSON, a missing required key (vocab_size, hidden_size,
 // intermediate_size, num_hidden_layers, num_attention_heads, max_position_embeddings), a key of the
@@ -78,11 +132,16 @@ ModelConfig load_model_config(const fs::path& path);
 // Same from a parsed JSON object; `source` names it in errors.
 ModelConfig parse_model_config(const Json& j, std::string_view source);
 
-// RoPE inverse frequencies, fp32 [head_dim / 2], computed in the same fp32 operation order as
-// transformers (default: `1.0 / (base ** (arange(0, dim, 2).float() / dim))`; llama3:
-// `_compute_llama3_parameters`, where `x / t` for a scalar x is `t.reciprocal() * x`). The fp32
-// `base ** e` is evaluated as the correctly rounded fp32 of the double power, so a value may differ
-// from torch's vectorised powf by ≤ 1 ulp.
+// RoPE inverse frequencies of `rope`, fp32 [rotary_dim / 2], computed in the same fp32 operation
+// order as transformers (default: `1.0 / (base ** (arange(0, dim, 2).float() / dim))` with dim =
+// rotary_dim; llama3: `_compute_llama3_parameters`, where `x / t` for a scalar x is
+// `t.reciprocal() * x`; linear: default / factor; longrope: default / ext_factors with
+// `long_factors` choosing long_factor over short_factor). The fp32 `base ** e` is evaluated as the
+// correctly rounded fp32 of the double power, so a value may differ from torch's vectorised powf
+// by ≤ 1 ulp.
+std::vector<float> rope_inv_freq(const RopeConfig& rope, int64_t rotary_dim,
+                                 bool long_factors = false);
+// The same for cfg.rope and cfg.rotary_dim (short factors).
 std::vector<float> rope_inv_freq(const ModelConfig& cfg);
 
 // HF config.json object for `cfg`: starts from cfg.raw (so architectures, transformers_version, …

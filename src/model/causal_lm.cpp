@@ -293,19 +293,35 @@ int64_t CausalLM::stage_inputs(const MicroBatch& mb) {
   return T;
 }
 
+namespace {
+// Rows [row0, row0 + rows) of a [out, …] tensor (a fused Linear's part): a contiguous view.
+Tensor rows_of(Tensor t, const LinearIds& ids) {
+  if (t.shape[0] == ids.rows) return t;
+  const int64_t inner = t.numel() / t.shape[0];
+  t.data =
+      static_cast<char*>(t.data) + ids.row0 * inner * static_cast<int64_t>(dtype_size(t.dtype));
+  t.shape[0] = ids.rows;
+  return t;
+}
+}  // namespace
+
+Tensor CausalLM::lin_w(const LinearIds& ids) const { return rows_of(param(ids.w), ids); }
+Tensor CausalLM::lin_b(const LinearIds& ids) const {
+  return ids.b >= 0 ? rows_of(param(ids.b), ids) : Tensor();
+}
+
 void CausalLM::linear(const Tensor& y, const Tensor& x, const LinearIds& ids) {
-  ops_.matmul(y, x, Trans::kN, param(ids.w), Trans::kT, ids.b >= 0 ? param(ids.b) : Tensor(), 1.0f,
-              0.0f, workspace_, stream_);
+  ops_.matmul(y, x, Trans::kN, lin_w(ids), Trans::kT, lin_b(ids), 1.0f, 0.0f, workspace_, stream_);
 }
 
 // dx = beta_dx*dx + dy·W; dW = beta_w*dW + dyᵀ·x; db = beta_w*db + Σ_rows dy.
 void CausalLM::linear_backward(const Tensor& dx, float beta_dx, const Tensor& dy, const Tensor& x,
                                const LinearIds& ids, float beta_w) {
-  ops_.matmul(dx, dy, Trans::kN, param(ids.w), Trans::kN, Tensor(), 1.0f, beta_dx, workspace_,
+  ops_.matmul(dx, dy, Trans::kN, lin_w(ids), Trans::kN, Tensor(), 1.0f, beta_dx, workspace_,
               stream_);
-  ops_.matmul(grad(ids.w), dy, Trans::kT, x, Trans::kN, Tensor(), 1.0f, beta_w, workspace_,
-              stream_);
-  if (ids.b >= 0) ops_.bias_grad(grad(ids.b), dy, beta_w, stream_);
+  ops_.matmul(rows_of(grad(ids.w), ids), dy, Trans::kT, x, Trans::kN, Tensor(), 1.0f, beta_w,
+              workspace_, stream_);
+  if (ids.b >= 0) ops_.bias_grad(rows_of(grad(ids.b), ids), dy, beta_w, stream_);
 }
 
 void CausalLM::layer_forward(int l, const LayerActs& a, const Tensor& x, const Tensor* y,
@@ -316,7 +332,7 @@ void CausalLM::layer_forward(int l, const LayerActs& a, const Tensor& x, const T
   const DType dt = opt_.dtype;
   const float eps = static_cast<float>(cfg_.rms_norm_eps);
   const Tensor ln1 = act(a.ln1, {T, H}, dt), rstd1 = act(a.rstd1, {T}, kF32);
-  ops_.rmsnorm_fwd(ln1, rstd1, x, param(p.input_layernorm), eps, stream_);
+  ops_.rmsnorm_fwd(ln1, rstd1, x, param(p.attn_in_norm), eps, stream_);
   linear(act(a.q, {T, Hq * D}, dt), ln1, p.q);
   linear(act(a.k, {T, Hkv * D}, dt), ln1, p.k);
   linear(act(a.v, {T, Hkv * D}, dt), ln1, p.v);
@@ -332,8 +348,7 @@ void CausalLM::layer_forward(int l, const LayerActs& a, const Tensor& x, const T
   linear(tmp, act(a.att, {T, Hq * D}, dt), p.o);
   ops_.add(xmid, x, tmp, stream_);
   const Tensor ln2 = act(a.ln2, {T, H}, dt);
-  ops_.rmsnorm_fwd(ln2, act(a.rstd2, {T}, kF32), xmid, param(p.post_attention_layernorm), eps,
-                   stream_);
+  ops_.rmsnorm_fwd(ln2, act(a.rstd2, {T}, kF32), xmid, param(p.mlp_in_norm), eps, stream_);
   const Tensor gate = act(a.gate, {T, I}, dt), up = act(a.up, {T, I}, dt),
                h = act(a.act, {T, I}, dt);
   linear(gate, ln2, p.gate);
@@ -361,7 +376,7 @@ void CausalLM::layer_backward(int l, const LayerActs& a, const Tensor& x, int64_
   linear_backward(dh_acc, 0.0f, gate, ln2, p.gate, beta);
   linear_backward(dh_acc, 1.0f, up, ln2, p.up, beta);
   if (dt != kF32) ops_.cast(dh, dh32, stream_);
-  const int n2 = p.post_attention_layernorm;
+  const int n2 = p.mlp_in_norm;
   ops_.rmsnorm_bwd(dres, true, grad(n2), beta, dh, act(a.xmid, {T, H}, dt), param(n2),
                    act(a.rstd2, {T}, kF32), stream_);
   // Attention.
@@ -382,7 +397,7 @@ void CausalLM::layer_backward(int l, const LayerActs& a, const Tensor& x, int64_
   linear_backward(dh_acc, 1.0f, act(dk_, {T, Hkv * D}, dt), ln1, p.k, beta);
   linear_backward(dh_acc, 1.0f, act(dv_, {T, Hkv * D}, dt), ln1, p.v, beta);
   if (dt != kF32) ops_.cast(dh, dh32, stream_);
-  const int n1 = p.input_layernorm;
+  const int n1 = p.attn_in_norm;
   ops_.rmsnorm_bwd(dres, true, grad(n1), beta, dh, x, param(n1), act(a.rstd1, {T}, kF32), stream_);
 }
 

@@ -149,6 +149,9 @@ class CausalLM {
   void forward_trunk(int64_t T);
   void layer_forward(int l, const LayerActs& a, const Tensor& x, const Tensor* y, int64_t T);
   void layer_backward(int l, const LayerActs& a, const Tensor& x, int64_t T, float beta);
+  // A Linear's weight [rows, in] and bias [rows] (empty when none): row ranges of fused tensors.
+  Tensor lin_w(const LinearIds& ids) const;
+  Tensor lin_b(const LinearIds& ids) const;
   void linear(const Tensor& y, const Tensor& x, const LinearIds& ids);
   void linear_backward(const Tensor& dx, float beta_dx, const Tensor& dy, const Tensor& x,
                        const LinearIds& ids, float beta_w);

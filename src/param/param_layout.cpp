@@ -34,21 +34,70 @@ ParamLayout::ParamLayout(const ModelConfig& c) {
     LinearIds ids;
     ids.w = add(n + ".weight", {out, in}, g, false);
     if (bias) ids.b = add(n + ".bias", {out}, g, true);
+    ids.rows = out;
     return ids;
   };
+  // One Linear, or `parts` row ranges of one fused tensor (Phi-3).
+  auto fused = [&](const std::string& n, std::initializer_list<int64_t> outs, int64_t in, bool bias,
+                   int g) {
+    int64_t total = 0;
+    for (int64_t o : outs) total += o;
+    const LinearIds whole = linear(n, total, in, bias, g);
+    std::vector<LinearIds> parts;
+    int64_t row = 0;
+    for (int64_t o : outs) {
+      LinearIds ids = whole;
+      ids.row0 = row;
+      ids.rows = o;
+      parts.push_back(ids);
+      row += o;
+    }
+    return parts;
+  };
+  const bool per_head = c.qk_norm == QkNorm::kPerHead;
   for (int64_t l = 0; l < c.num_hidden_layers; ++l) {
     const int g = group_of_layer(static_cast<int>(l));
     const std::string p = fmt::format("model.layers.{}.", l);
     LayerIds ids;
-    ids.q = linear(p + "self_attn.q_proj", Hq * D, H, c.qkv_bias, g);
-    ids.k = linear(p + "self_attn.k_proj", Hkv * D, H, c.qkv_bias, g);
-    ids.v = linear(p + "self_attn.v_proj", Hkv * D, H, c.qkv_bias, g);
+    if (c.fused_qkv) {
+      const auto qkv =
+          fused(p + "self_attn.qkv_proj", {Hq * D, Hkv * D, Hkv * D}, H, c.qkv_bias, g);
+      ids.q = qkv[0], ids.k = qkv[1], ids.v = qkv[2];
+    } else {
+      ids.q = linear(p + "self_attn.q_proj", Hq * D, H, c.qkv_bias, g);
+      ids.k = linear(p + "self_attn.k_proj", Hkv * D, H, c.qkv_bias, g);
+      ids.v = linear(p + "self_attn.v_proj", Hkv * D, H, c.qkv_bias, g);
+    }
     ids.o = linear(p + "self_attn.o_proj", H, Hq * D, c.o_proj_bias, g);
-    ids.gate = linear(p + "mlp.gate_proj", I, H, false, g);
-    ids.up = linear(p + "mlp.up_proj", I, H, false, g);
-    ids.down = linear(p + "mlp.down_proj", H, I, false, g);
-    ids.input_layernorm = add(p + "input_layernorm.weight", {H}, g, true);
-    ids.post_attention_layernorm = add(p + "post_attention_layernorm.weight", {H}, g, true);
+    if (c.qk_norm != QkNorm::kNone) {
+      ids.q_norm = add(p + "self_attn.q_norm.weight", {per_head ? D : Hq * D}, g, true);
+      ids.k_norm = add(p + "self_attn.k_norm.weight", {per_head ? D : Hkv * D}, g, true);
+    }
+    if (c.fused_gate_up) {
+      const auto gu = fused(p + "mlp.gate_up_proj", {I, I}, H, c.mlp_bias, g);
+      ids.gate = gu[0], ids.up = gu[1];
+    } else {
+      ids.gate = linear(p + "mlp.gate_proj", I, H, c.mlp_bias, g);
+      ids.up = linear(p + "mlp.up_proj", I, H, c.mlp_bias, g);
+    }
+    ids.down = linear(p + "mlp.down_proj", H, I, c.mlp_bias, g);
+    const auto norm = [&](const char* name) { return add(p + name, {H}, g, true); };
+    switch (c.norm_placement) {
+      case NormPlacement::kPre:
+        ids.attn_in_norm = norm("input_layernorm.weight");
+        ids.mlp_in_norm = norm("post_attention_layernorm.weight");
+        break;
+      case NormPlacement::kPost:
+        ids.attn_out_norm = norm("post_attention_layernorm.weight");
+        ids.mlp_out_norm = norm("post_feedforward_layernorm.weight");
+        break;
+      case NormPlacement::kPrePost:
+        ids.attn_in_norm = norm("input_layernorm.weight");
+        ids.attn_out_norm = norm("post_attention_layernorm.weight");
+        ids.mlp_in_norm = norm("pre_feedforward_layernorm.weight");
+        ids.mlp_out_norm = norm("post_feedforward_layernorm.weight");
+        break;
+    }
     layers_.push_back(ids);
   }
   final_norm_ = add("model.norm.weight", {H}, group_head(), true);

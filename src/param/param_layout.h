@@ -1,8 +1,8 @@
-// ParamLayout: the parameter tensors of a Qwen2 / Llama causal LM — HF names and shapes, in HF
-// state_dict order — and where each lives in one flat buffer (element offsets). The same layout
-// serves the compute weights (fp32 or bf16) and the fp32 gradients, so the gradients of one
-// *group* (the embedding, one transformer layer, the final norm + untied head) are one contiguous
-// range — the unit the ZeRO engine buckets and reduce-scatters (DESIGN §6).
+// ParamLayout: the parameter tensors of a decoder-only causal LM of any supported family — HF
+// names and shapes, in HF state_dict order — and where each lives in one flat buffer (element
+// offsets). The same layout serves the compute weights (fp32 or bf16) and the fp32 gradients, so
+// the gradients of one *group* (the embedding, one transformer layer, the final norm + untied head)
+// are one contiguous range — the unit the ZeRO engine buckets and reduce-scatters (DESIGN §6).
 #pragma once
 
 #include <cstdint>
@@ -24,17 +24,27 @@ struct ParamSpec {
   bool no_decay = false;  // a bias or a norm weight (SFT_SEMANTICS §4: no weight decay)
 };
 
-// Parameter indices (into ParamLayout::params) of one Linear; b = -1 when it has no bias.
+// Parameter indices (into ParamLayout::params) of one Linear; b = -1 when it has no bias. A
+// Linear may be a row range of a fused HF tensor (Phi-3's qkv_proj, gate_up_proj): rows
+// [row0, row0 + rows) of W [out_total, in] (and of b) — contiguous, as W is row-major.
 struct LinearIds {
   int w = -1;
   int b = -1;
+  int64_t row0 = 0;  // first output row of W this Linear uses
+  int64_t rows = 0;  // output rows it uses (the whole of W when not fused)
 };
 
-// Parameter indices of one decoder layer.
+// Parameter indices of one decoder layer; -1 for a norm the family does not have. The norms are
+// named by what they do, the HF names by family (NormPlacement, io/model_config.h):
+//   attn_in_norm:  input_layernorm (kPre, kPrePost)
+//   attn_out_norm: post_attention_layernorm (kPost, kPrePost)
+//   mlp_in_norm:   post_attention_layernorm (kPre), pre_feedforward_layernorm (kPrePost)
+//   mlp_out_norm:  post_feedforward_layernorm (kPost, kPrePost)
+//   q_norm, k_norm: self_attn.q_norm / k_norm (QkNorm::kPerHead [D], kProjection [H·D])
 struct LayerIds {
-  int input_layernorm = -1;
+  int attn_in_norm = -1, attn_out_norm = -1, mlp_in_norm = -1, mlp_out_norm = -1;
+  int q_norm = -1, k_norm = -1;
   LinearIds q, k, v, o;
-  int post_attention_layernorm = -1;
   LinearIds gate, up, down;
 };
 
@@ -44,11 +54,12 @@ class ParamLayout {
   // is 32 elements): views of any dtype start on a cache line.
   static constexpr int64_t kAlign = 32;
 
-  // Builds the layout of `cfg`: model.embed_tokens.weight [V, H]; per layer (HF module order
-  // self_attn q/k/v/o, mlp gate/up/down, input_layernorm, post_attention_layernorm) with q/k/v
-  // biases when cfg.qkv_bias and an o_proj bias when cfg.o_proj_bias; model.norm.weight [H];
-  // lm_head.weight [V, H] unless cfg.tie_word_embeddings (then lm_head() == embed()).
-  // Throws zt::Error for non-positive sizes.
+  // Builds the layout of `cfg`: model.embed_tokens.weight [V, H]; per layer in HF module order:
+  // self_attn q/k/v (or Phi-3's fused qkv_proj) and o_proj, q_norm / k_norm when cfg.qk_norm, mlp
+  // gate/up (or fused gate_up_proj) and down, then the layer's norms in the family's order
+  // (LayerIds); q/k/v biases when cfg.qkv_bias, an o_proj bias when cfg.o_proj_bias, MLP biases
+  // when cfg.mlp_bias; model.norm.weight [H]; lm_head.weight [V, H] unless
+  // cfg.tie_word_embeddings (then lm_head() == embed()). Throws zt::Error for non-positive sizes.
   explicit ParamLayout(const ModelConfig& cfg);
 
   const std::vector<ParamSpec>& params() const { return params_; }

@@ -39,7 +39,7 @@ TEST(ParamLayout, NamesGroupsAndContiguousGradRanges) {
         EXPECT_EQ(p.offset % ParamLayout::kAlign, 0);
       }
   }
-  EXPECT_TRUE(lay.param(lay.layer(0).post_attention_layernorm).no_decay);
+  EXPECT_TRUE(lay.param(lay.layer(0).mlp_in_norm).no_decay);
   EXPECT_FALSE(lay.param(lay.layer(0).gate.w).no_decay);
   const Golden t("qwen2_tied");
   const ParamLayout tl(t.cfg);

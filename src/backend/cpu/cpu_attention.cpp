@@ -13,8 +13,8 @@
 #include <limits>
 
 #include "backend/cpu/cpu_common.h"
-#include "backend/op_checks.h"
 #include "backend/cpu/cpu_ops.h"
+#include "backend/op_checks.h"
 
 namespace zt {
 
@@ -75,7 +75,8 @@ size_t CpuOps::attention_workspace_bytes(const Tensor& q, const Tensor& k,
 
 void CpuOps::attention_fwd(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k,
                            const Tensor& v, const Varlen& seqs, float scale,
-                           const Tensor& workspace, Stream) {
+                           const Tensor& workspace, Stream, int64_t window) {
+  if (window != 0) opcheck::unsupported_variant("attention_fwd", "a sliding window", Device::kCPU);
   const AttnShape s = attn_shape("attention_fwd", q, k, seqs);
   check_shape("attention_fwd", "v", v, {s.T, s.Hkv, s.D});
   check_shape("attention_fwd", "out", out, {s.T, s.Hq, s.D});
@@ -133,7 +134,8 @@ void CpuOps::attention_fwd(const Tensor& out, const Tensor& lse, const Tensor& q
 void CpuOps::attention_bwd(const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& dout,
                            const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
                            const Tensor& lse, const Varlen& seqs, float scale,
-                           const Tensor& workspace, Stream) {
+                           const Tensor& workspace, Stream, int64_t window) {
+  if (window != 0) opcheck::unsupported_variant("attention_bwd", "a sliding window", Device::kCPU);
   const AttnShape s = attn_shape("attention_bwd", q, k, seqs);
   check_shape("attention_bwd", "v", v, {s.T, s.Hkv, s.D});
   check_shape("attention_bwd", "out", out, {s.T, s.Hq, s.D});

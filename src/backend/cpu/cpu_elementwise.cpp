@@ -64,6 +64,7 @@ void rope_apply(const char* op, const Tensor& x, const Tensor& cos, const Tensor
   const opcheck::RopeDims d = opcheck::check_rope(op, x, cos, sin, Device::kCPU);
   const int64_t T = d.T, NH = d.heads, half = d.half;
   const int64_t D = 2 * half;
+  if (d.head_dim != D) opcheck::unsupported_variant(op, "partial rotary", Device::kCPU);
   const float* c = cos.as<float>();
   const float* s = sin.as<float>();
   dispatch_float(x.dtype, op, "x", [&](auto tag) {
@@ -96,7 +97,10 @@ void CpuOps::rope_bwd(const Tensor& dx, const Tensor& cos, const Tensor& sin, St
   rope_apply("rope_bwd", dx, cos, sin, -1.0f);
 }
 
-void CpuOps::swiglu_fwd(const Tensor& out, const Tensor& gate, const Tensor& up, Stream) {
+void CpuOps::swiglu_fwd(const Tensor& out, const Tensor& gate, const Tensor& up, Stream,
+                        GluActivation act) {
+  if (act != GluActivation::kSilu)
+    opcheck::unsupported_variant("swiglu_fwd", "an activation other than silu", Device::kCPU);
   opcheck::check_swiglu_fwd(out, gate, up);
   const int64_t n = out.numel();
   dispatch_float(out.dtype, "swiglu_fwd", "out", [&](auto tag) {
@@ -113,7 +117,9 @@ void CpuOps::swiglu_fwd(const Tensor& out, const Tensor& gate, const Tensor& up,
 }
 
 void CpuOps::swiglu_bwd(const Tensor& dgate, const Tensor& dup, const Tensor& dout,
-                        const Tensor& gate, const Tensor& up, Stream) {
+                        const Tensor& gate, const Tensor& up, Stream, GluActivation act) {
+  if (act != GluActivation::kSilu)
+    opcheck::unsupported_variant("swiglu_bwd", "an activation other than silu", Device::kCPU);
   opcheck::check_swiglu_bwd(dgate, dup, dout, gate, up);
   const int64_t n = gate.numel();
   dispatch_float(gate.dtype, "swiglu_bwd", "gate", [&](auto tag) {

@@ -21,7 +21,10 @@ void check_ids_in_vocab(const char* op, const int32_t* id, int64_t T, int64_t V)
 
 }  // namespace
 
-void CpuOps::embedding_fwd(const Tensor& out, const Tensor& table, const Tensor& ids, Stream) {
+void CpuOps::embedding_fwd(const Tensor& out, const Tensor& table, const Tensor& ids, Stream,
+                           float scale) {
+  if (scale != 1.0f)
+    opcheck::unsupported_variant("embedding_fwd", "an embedding scale other than 1", Device::kCPU);
   const opcheck::EmbeddingDims d = opcheck::check_embedding_fwd(out, table, ids, Device::kCPU);
   const int64_t V = d.V, H = d.H, T = d.T;
   const int32_t* id = ids.as<int32_t>();
@@ -35,7 +38,9 @@ void CpuOps::embedding_fwd(const Tensor& out, const Tensor& table, const Tensor&
 }
 
 void CpuOps::embedding_bwd(const Tensor& dtable, const Tensor& dout, const Tensor& ids, float beta,
-                           const Tensor&, Stream) {
+                           const Tensor&, Stream, float scale) {
+  if (scale != 1.0f)
+    opcheck::unsupported_variant("embedding_bwd", "an embedding scale other than 1", Device::kCPU);
   const opcheck::EmbeddingDims d = opcheck::check_embedding_bwd(dtable, dout, ids, Device::kCPU);
   const int64_t V = d.V, H = d.H, T = d.T;
   const int32_t* id = ids.as<int32_t>();

@@ -8,8 +8,8 @@
 #include <cstring>
 
 #include "backend/cpu/cpu_common.h"
-#include "backend/op_checks.h"
 #include "backend/cpu/cpu_ops.h"
+#include "backend/op_checks.h"
 
 namespace zt {
 namespace cpu {

@@ -46,16 +46,17 @@ class CpuOps final : public Ops {
   void cast(const Tensor& dst, const Tensor& src, Stream s) override;
   void add(const Tensor& out, const Tensor& a, const Tensor& b, Stream s) override;
 
-  void embedding_fwd(const Tensor& out, const Tensor& table, const Tensor& ids, Stream s) override;
+  void embedding_fwd(const Tensor& out, const Tensor& table, const Tensor& ids, Stream s,
+                     float scale = 1.0f) override;
   size_t embedding_workspace_bytes(const Tensor&) const override { return 0; }
   void embedding_bwd(const Tensor& dtable, const Tensor& dout, const Tensor& ids, float beta,
-                     const Tensor& workspace, Stream s) override;
+                     const Tensor& workspace, Stream s, float scale = 1.0f) override;
 
   void rmsnorm_fwd(const Tensor& y, const Tensor& rstd, const Tensor& x, const Tensor& w, float eps,
-                   Stream s) override;
+                   Stream s, RmsNormStyle style = RmsNormStyle::kLlama) override;
   void rmsnorm_bwd(const Tensor& dx, bool accumulate_dx, const Tensor& dw, float beta_dw,
-                   const Tensor& dy, const Tensor& x, const Tensor& w, const Tensor& rstd,
-                   Stream s) override;
+                   const Tensor& dy, const Tensor& x, const Tensor& w, const Tensor& rstd, Stream s,
+                   RmsNormStyle style = RmsNormStyle::kLlama) override;
 
   size_t matmul_workspace_bytes(const Tensor& C, const Tensor& A, Trans ta, const Tensor& B,
                                 Trans tb) const override;
@@ -73,15 +74,16 @@ class CpuOps final : public Ops {
                                    const Varlen& seqs) const override;
   void attention_fwd(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k,
                      const Tensor& v, const Varlen& seqs, float scale, const Tensor& workspace,
-                     Stream s) override;
+                     Stream s, int64_t window = 0) override;
   void attention_bwd(const Tensor& dq, const Tensor& dk, const Tensor& dv, const Tensor& dout,
                      const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
                      const Tensor& lse, const Varlen& seqs, float scale, const Tensor& workspace,
-                     Stream s) override;
+                     Stream s, int64_t window = 0) override;
 
-  void swiglu_fwd(const Tensor& out, const Tensor& gate, const Tensor& up, Stream s) override;
+  void swiglu_fwd(const Tensor& out, const Tensor& gate, const Tensor& up, Stream s,
+                  GluActivation act = GluActivation::kSilu) override;
   void swiglu_bwd(const Tensor& dgate, const Tensor& dup, const Tensor& dout, const Tensor& gate,
-                  const Tensor& up, Stream s) override;
+                  const Tensor& up, Stream s, GluActivation act = GluActivation::kSilu) override;
 
   size_t linear_cross_entropy_workspace_bytes(const Tensor& hidden,
                                               const Tensor& weight) const override;

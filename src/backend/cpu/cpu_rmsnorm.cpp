@@ -11,7 +11,9 @@ namespace zt {
 using namespace cpu;
 
 void CpuOps::rmsnorm_fwd(const Tensor& y, const Tensor& rstd, const Tensor& x, const Tensor& w,
-                         float eps, Stream) {
+                         float eps, Stream, RmsNormStyle style) {
+  if (style != RmsNormStyle::kLlama)
+    opcheck::unsupported_variant("rmsnorm_fwd", "a norm style other than kLlama", Device::kCPU);
   const opcheck::MatrixDims d = opcheck::check_rmsnorm_fwd(y, rstd, x, w, Device::kCPU);
   const int64_t T = d.rows, H = d.cols;
   float* rs = rstd.as<float>();
@@ -46,7 +48,9 @@ void CpuOps::rmsnorm_fwd(const Tensor& y, const Tensor& rstd, const Tensor& x, c
 
 void CpuOps::rmsnorm_bwd(const Tensor& dx, bool accumulate_dx, const Tensor& dw, float beta_dw,
                          const Tensor& dy, const Tensor& x, const Tensor& w, const Tensor& rstd,
-                         Stream) {
+                         Stream, RmsNormStyle style) {
+  if (style != RmsNormStyle::kLlama)
+    opcheck::unsupported_variant("rmsnorm_bwd", "a norm style other than kLlama", Device::kCPU);
   const opcheck::MatrixDims d = opcheck::check_rmsnorm_bwd(dx, dw, dy, x, w, rstd, Device::kCPU);
   const int64_t T = d.rows, H = d.cols;
   const float* rs = rstd.as<float>();

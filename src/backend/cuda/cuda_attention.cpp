@@ -74,7 +74,8 @@ size_t CudaOps::attention_workspace_bytes(const Tensor& q, const Tensor& k,
 
 void CudaOps::attention_fwd(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k,
                             const Tensor& v, const Varlen& seqs, float scale,
-                            const Tensor& workspace, Stream s) {
+                            const Tensor& workspace, Stream s, int64_t window) {
+  if (window != 0) opcheck::unsupported_variant("attention_fwd", "a sliding window", Device::kCUDA);
   const char* op = "attention_fwd";
   const cuda::AttnProblem p = attn_problem(op, q, k, seqs, scale);
   check_shape(op, "v", v, {p.T, p.Hkv, p.D});
@@ -91,7 +92,8 @@ void CudaOps::attention_fwd(const Tensor& out, const Tensor& lse, const Tensor& 
 void CudaOps::attention_bwd(const Tensor& dq, const Tensor& dk, const Tensor& dv,
                             const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v,
                             const Tensor& out, const Tensor& lse, const Varlen& seqs, float scale,
-                            const Tensor& workspace, Stream s) {
+                            const Tensor& workspace, Stream s, int64_t window) {
+  if (window != 0) opcheck::unsupported_variant("attention_bwd", "a sliding window", Device::kCUDA);
   const char* op = "attention_bwd";
   const cuda::AttnProblem p = attn_problem(op, q, k, seqs, scale);
   check_shape(op, "v", v, {p.T, p.Hkv, p.D});
