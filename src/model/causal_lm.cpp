@@ -2,9 +2,12 @@
 #include "model/causal_lm.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
+#include <iterator>
 
+#include "core/dtype.h"
 #include "core/error.h"
 
 namespace zt {
@@ -46,6 +49,20 @@ CausalLM::CausalLM(ModelConfig cfg, Ops& ops, MemoryResource& memory, ModelOptio
   if (opt_.max_seqlen < 1 || opt_.max_seqlen > opt_.max_tokens)
     fail("model: max_seqlen {} must be in [1, max_tokens = {}]", opt_.max_seqlen, opt_.max_tokens);
   if (cfg_.head_dim % 2 != 0) fail("model: head_dim {} of {} is odd", cfg_.head_dim, cfg_.source);
+  // A config built in code may leave the layer choices at their zero values: Llama's then.
+  const auto L = static_cast<size_t>(cfg_.num_hidden_layers);
+  if (cfg_.attention_scale <= 0.0)
+    cfg_.attention_scale = 1.0 / std::sqrt(static_cast<double>(cfg_.head_dim));
+  if (cfg_.rotary_dim == 0) cfg_.rotary_dim = cfg_.head_dim;
+  if (cfg_.rotary_dim % 2 != 0 || cfg_.rotary_dim < 2 || cfg_.rotary_dim > cfg_.head_dim)
+    fail("model: rotary_dim {} of {} must be even and in [2, head_dim {}]", cfg_.rotary_dim,
+         cfg_.source, cfg_.head_dim);
+  if (cfg_.layer_window.empty()) cfg_.layer_window.assign(L, 0);
+  if (cfg_.layer_rope.empty()) cfg_.layer_rope.assign(L, 0);
+  if (cfg_.layer_window.size() != L || cfg_.layer_rope.size() != L)
+    fail("model: {}: {} layer windows and {} layer RoPE choices for {} layers", cfg_.source,
+         cfg_.layer_window.size(), cfg_.layer_rope.size(), L);
+  for (int8_t r : cfg_.layer_rope) uses_local_rope_ = uses_local_rope_ || r == 1;
   plan_and_allocate(memory);
 }
 
@@ -62,23 +79,47 @@ void CausalLM::plan_and_allocate(MemoryResource& memory) {
   for (int64_t l = 0; l <= L; ++l)
     s_xs.push_back(acts_.reserve(fmt::format("x.{}", l), n(T * H, es)));
   const int64_t nsets = opt_.checkpointing ? 1 : L;
-  std::vector<std::array<Arena::Slot, 13>> s_layers;
+  // Optional per-layer buffers are reserved with 0 bytes when the family has no use for them.
+  const bool qkn = cfg_.qk_norm != QkNorm::kNone;
+  const bool per_head = cfg_.qk_norm == QkNorm::kPerHead;
+  const bool attn_in = cfg_.norm_placement != NormPlacement::kPost;
+  const bool post = cfg_.norm_placement != NormPlacement::kPre;
+  const int64_t rq = per_head ? T * Hq : T, rk = per_head ? T * Hkv : T;  // q/k norm rows
+  std::vector<std::array<Arena::Slot, kLayerActs>> s_layers;
   for (int64_t l = 0; l < nsets; ++l) {
     const std::string p = fmt::format("layer.{}.", l);
-    s_layers.push_back(
-        {acts_.reserve(p + "ln1", n(T * H, es)), acts_.reserve(p + "rstd1", n(T, 4)),
-         acts_.reserve(p + "q", n(T * Hq * D, es)), acts_.reserve(p + "k", n(T * Hkv * D, es)),
-         acts_.reserve(p + "v", n(T * Hkv * D, es)), acts_.reserve(p + "att", n(T * Hq * D, es)),
-         acts_.reserve(p + "lse", n(Hq * T, 4)), acts_.reserve(p + "xmid", n(T * H, es)),
-         acts_.reserve(p + "ln2", n(T * H, es)), acts_.reserve(p + "rstd2", n(T, 4)),
-         acts_.reserve(p + "gate", n(T * I, es)), acts_.reserve(p + "up", n(T * I, es)),
-         acts_.reserve(p + "act", n(T * I, es))});
+    s_layers.push_back({
+        acts_.reserve(p + "ln1", attn_in ? n(T * H, es) : 0),
+        acts_.reserve(p + "rstd1", attn_in ? n(T, 4) : 0),
+        acts_.reserve(p + "q", n(T * Hq * D, es)),
+        acts_.reserve(p + "k", n(T * Hkv * D, es)),
+        acts_.reserve(p + "v", n(T * Hkv * D, es)),
+        acts_.reserve(p + "att", n(T * Hq * D, es)),
+        acts_.reserve(p + "lse", n(Hq * T, 4)),
+        acts_.reserve(p + "xmid", n(T * H, es)),
+        acts_.reserve(p + "ln2", attn_in ? n(T * H, es) : 0),
+        acts_.reserve(p + "rstd2", attn_in ? n(T, 4) : 0),
+        acts_.reserve(p + "gate", n(T * I, es)),
+        acts_.reserve(p + "up", n(T * I, es)),
+        acts_.reserve(p + "act", n(T * I, es)),
+        acts_.reserve(p + "q_raw", qkn ? n(T * Hq * D, es) : 0),
+        acts_.reserve(p + "k_raw", qkn ? n(T * Hkv * D, es) : 0),
+        acts_.reserve(p + "rstd_q", qkn ? n(rq, 4) : 0),
+        acts_.reserve(p + "rstd_k", qkn ? n(rk, 4) : 0),
+        acts_.reserve(p + "attn_out", post ? n(T * H, es) : 0),
+        acts_.reserve(p + "rstd_attn_out", post ? n(T, 4) : 0),
+        acts_.reserve(p + "mlp_out", post ? n(T * H, es) : 0),
+        acts_.reserve(p + "rstd_mlp_out", post ? n(T, 4) : 0),
+    });
   }
   const Arena::Slot s_lnf = acts_.reserve("lnf", n(T * H, es)),
                     s_rstdf = acts_.reserve("rstdf", n(T, 4));
   const Arena::Slot s_tmp = acts_.reserve("tmp", n(T * H, es));
-  const Arena::Slot s_cos = acts_.reserve("rope.cos", n(T * (D / 2), 4));
-  const Arena::Slot s_sin = acts_.reserve("rope.sin", n(T * (D / 2), 4));
+  const int64_t R2 = cfg_.rotary_dim / 2;  // rotated pairs of a head
+  const Arena::Slot s_cos = acts_.reserve("rope.cos", n(T * R2, 4));
+  const Arena::Slot s_sin = acts_.reserve("rope.sin", n(T * R2, 4));
+  const Arena::Slot s_cosl = acts_.reserve("rope_local.cos", uses_local_rope_ ? n(T * R2, 4) : 0);
+  const Arena::Slot s_sinl = acts_.reserve("rope_local.sin", uses_local_rope_ ? n(T * R2, 4) : 0);
   const Arena::Slot s_dres = acts_.reserve("d.residual", n(T * H, es));
   const Arena::Slot s_dh = acts_.reserve("d.hidden", n(T * H, es));
   // fp32 sum of the q/k/v (and gate/up) input gradients when the compute dtype is bf16, rounded
@@ -97,7 +138,8 @@ void CausalLM::plan_and_allocate(MemoryResource& memory) {
                     s_pos = inputs_.reserve("position_ids", n(T, 4));
   const Arena::Slot s_tgt = inputs_.reserve("targets", n(T, 4)),
                     s_cu = inputs_.reserve("cu_seqlens", n(T + 1, 4));
-  const Arena::Slot s_inv = inputs_.reserve("inv_freq", n(D / 2, 4));
+  // inv_freq tables: the global RoPE's, its longrope long-factor variant, the local RoPE's.
+  const Arena::Slot s_inv = inputs_.reserve("inv_freq", n(3 * R2, 4));
 
   // Workspace: the largest any op of a step asks for, from shape-only tensors.
   const auto shape = [](DType d, std::initializer_list<int64_t> s) {
@@ -148,8 +190,10 @@ void CausalLM::plan_and_allocate(MemoryResource& memory) {
   for (int64_t l = 0; l <= L; ++l) xs_.push_back(acts_.ptr(s_xs[l]));
   for (const auto& s : s_layers) {
     LayerActs a;
-    void** f[] = {&a.ln1,  &a.rstd1, &a.q,     &a.k,    &a.v,  &a.att, &a.lse,
-                  &a.xmid, &a.ln2,   &a.rstd2, &a.gate, &a.up, &a.act};
+    void** f[] = {&a.ln1,   &a.rstd1,  &a.q,      &a.k,        &a.v,       &a.att,     &a.lse,
+                  &a.xmid,  &a.ln2,    &a.rstd2,  &a.gate,     &a.up,      &a.act,     &a.q_raw,
+                  &a.k_raw, &a.rstd_q, &a.rstd_k, &a.attn_out, &a.rstd_ao, &a.mlp_out, &a.rstd_mo};
+    static_assert(std::size(f) == kLayerActs);
     for (size_t i = 0; i < s.size(); ++i) *f[i] = acts_.ptr(s[i]);
     layer_acts_.push_back(a);
   }
@@ -158,6 +202,8 @@ void CausalLM::plan_and_allocate(MemoryResource& memory) {
   tmp_ = acts_.ptr(s_tmp);
   cos_ = acts_.ptr(s_cos);
   sin_ = acts_.ptr(s_sin);
+  cosl_ = acts_.ptr(s_cosl);
+  sinl_ = acts_.ptr(s_sinl);
   dres_ = acts_.ptr(s_dres);
   dh_ = acts_.ptr(s_dh);
   dh32_ = dt == kF32 ? dh_ : acts_.ptr(s_dh32);
@@ -174,10 +220,22 @@ void CausalLM::plan_and_allocate(MemoryResource& memory) {
   inv_freq_ = inputs_.ptr(s_inv);
   workspace_ = ws_.view(s_ws, DType::kU8, {static_cast<int64_t>(std::max<size_t>(ws, 1))});
 
-  const std::vector<float> inv = rope_inv_freq(cfg_);
-  if (static_cast<int64_t>(inv.size()) != D / 2)
-    fail("model: rope_inv_freq gave {} values for head_dim {}", inv.size(), D);
-  ops_.copy_from_host(Tensor(inv_freq_, kF32, {D / 2}, inputs_.device()), inv.data(), stream_);
+  // Rows of the inv_freq input: 0 the global RoPE (short factors for longrope), 1 its long
+  // factors (longrope), 2 the local RoPE (Gemma 3's sliding layers).
+  std::vector<float> inv(static_cast<size_t>(3 * R2), 0.0f);
+  const auto put = [&](int row, const std::vector<float>& f) {
+    if (static_cast<int64_t>(f.size()) != R2)
+      fail("model: rope_inv_freq gave {} values for rotary_dim {}", f.size(), cfg_.rotary_dim);
+    std::copy(f.begin(), f.end(), inv.begin() + row * R2);
+  };
+  put(0, rope_inv_freq(cfg_.rope, cfg_.rotary_dim, false));
+  if (cfg_.rope.type == RopeType::kLongrope)
+    put(1, rope_inv_freq(cfg_.rope, cfg_.rotary_dim, true));
+  if (uses_local_rope_) put(2, rope_inv_freq(cfg_.rope_local, cfg_.rotary_dim, false));
+  ops_.copy_from_host(Tensor(inv_freq_, kF32, {3 * R2}, inputs_.device()), inv.data(), stream_);
+  // Gemma's embedding scale, rounded to the compute dtype (HF `embed_scale.to(weight.dtype)`).
+  embed_scale_ = static_cast<float>(cfg_.embed_scale);
+  if (dt == DType::kBF16) embed_scale_ = bf16_to_f32(f32_to_bf16(embed_scale_));
   targets_host_.resize(static_cast<size_t>(T));
   cu_host_.reserve(static_cast<size_t>(T) + 1);
 }
@@ -286,10 +344,27 @@ int64_t CausalLM::stage_inputs(const MicroBatch& mb) {
   seqs_.max_seqlen = 0;
   for (int64_t i = 1; i < n1; ++i)
     seqs_.max_seqlen = std::max<int64_t>(seqs_.max_seqlen, cu_host_[i] - cu_host_[i - 1]);
-  const int64_t half = cfg_.head_dim / 2;
-  ops_.rope_tables(act(cos_, {T, half}, kF32), act(sin_, {T, half}, kF32),
-                   Tensor(pos_, kI32, {T}, dev), Tensor(inv_freq_, kF32, {half}, dev), 1.0f,
-                   stream_);
+  // RoPE tables of this micro-batch. Longrope switches to its long factors when the longest
+  // position exceeds the original context (HF `dynamic_rope_update`: seq_len = max(pos) + 1).
+  const int64_t R2 = cfg_.rotary_dim / 2;
+  int64_t global_row = 0;
+  if (cfg_.rope.type == RopeType::kLongrope) {
+    int32_t max_pos = 0;
+    for (int32_t p : mb.position_ids) max_pos = std::max(max_pos, p);
+    if (static_cast<int64_t>(max_pos) + 1 > cfg_.rope.original_max_position_embeddings)
+      global_row = 1;
+  }
+  const auto inv = [&](int64_t row) {
+    return Tensor(static_cast<float*>(inv_freq_) + row * R2, kF32, {R2}, dev);
+  };
+  const Tensor pos(pos_, kI32, {T}, dev);
+  const float scaling =
+      cfg_.rope.type == RopeType::kLongrope ? static_cast<float>(cfg_.rope.attention_factor) : 1.0f;
+  ops_.rope_tables(act(cos_, {T, R2}, kF32), act(sin_, {T, R2}, kF32), pos, inv(global_row),
+                   scaling, stream_);
+  if (uses_local_rope_)
+    ops_.rope_tables(act(cosl_, {T, R2}, kF32), act(sinl_, {T, R2}, kF32), pos, inv(2), 1.0f,
+                     stream_);
   return T;
 }
 
@@ -324,81 +399,170 @@ void CausalLM::linear_backward(const Tensor& dx, float beta_dx, const Tensor& dy
   if (ids.b >= 0) ops_.bias_grad(rows_of(grad(ids.b), ids), dy, beta_w, stream_);
 }
 
+void CausalLM::norm_fwd(const Tensor& y, const Tensor& rstd, const Tensor& x, int w) {
+  ops_.rmsnorm_fwd(y, rstd, x, param(w), static_cast<float>(cfg_.rms_norm_eps), stream_,
+                   cfg_.norm_style);
+}
+
+void CausalLM::norm_bwd(const Tensor& dx, bool accumulate_dx, const Tensor& dy, const Tensor& x,
+                        int w, const Tensor& rstd, float beta) {
+  ops_.rmsnorm_bwd(dx, accumulate_dx, grad(w), beta, dy, x, param(w), rstd, stream_,
+                   cfg_.norm_style);
+}
+
+bool CausalLM::rope_of(int l, int64_t T, Tensor& cos, Tensor& sin) const {
+  const int8_t r = cfg_.layer_rope[static_cast<size_t>(l)];
+  if (r < 0) return false;
+  const int64_t R2 = cfg_.rotary_dim / 2;
+  cos = act(r == 1 ? cosl_ : cos_, {T, R2}, kF32);
+  sin = act(r == 1 ? sinl_ : sin_, {T, R2}, kF32);
+  return true;
+}
+
+// One decoder layer, composed from the family's choices (DESIGN §12; HF's DecoderLayer.forward):
+//   h = attn_in_norm ? norm(x) : x;  q, k, v = h·Wᵀ (+b);  q, k = qk_norm(q, k);  rope(q, k)
+//   a = o_proj(attention(q, k, v; window of layer l));  xmid = x + (attn_out_norm ? norm(a) : a)
+//   h2 = mlp_in_norm ? norm(xmid) : xmid;  m = down(act(gate(h2)) * up(h2))
+//   y = xmid + (mlp_out_norm ? norm(m) : m)
+// With y == nullptr (the recomputation before a checkpointed layer's backward) the layer output
+// is not formed, only what the backward reads.
 void CausalLM::layer_forward(int l, const LayerActs& a, const Tensor& x, const Tensor* y,
                              int64_t T) {
   const LayerIds& p = layout_.layer(l);
   const int64_t H = cfg_.hidden_size, I = cfg_.intermediate_size, D = cfg_.head_dim;
   const int64_t Hq = cfg_.num_attention_heads, Hkv = cfg_.num_key_value_heads;
   const DType dt = opt_.dtype;
-  const float eps = static_cast<float>(cfg_.rms_norm_eps);
-  const Tensor ln1 = act(a.ln1, {T, H}, dt), rstd1 = act(a.rstd1, {T}, kF32);
-  ops_.rmsnorm_fwd(ln1, rstd1, x, param(p.attn_in_norm), eps, stream_);
-  linear(act(a.q, {T, Hq * D}, dt), ln1, p.q);
-  linear(act(a.k, {T, Hkv * D}, dt), ln1, p.k);
-  linear(act(a.v, {T, Hkv * D}, dt), ln1, p.v);
+  // Attention block.
+  Tensor h = x;
+  if (p.attn_in_norm >= 0) {
+    h = act(a.ln1, {T, H}, dt);
+    norm_fwd(h, act(a.rstd1, {T}, kF32), x, p.attn_in_norm);
+  }
+  const bool qkn = p.q_norm >= 0;
+  linear(act(qkn ? a.q_raw : a.q, {T, Hq * D}, dt), h, p.q);
+  linear(act(qkn ? a.k_raw : a.k, {T, Hkv * D}, dt), h, p.k);
+  linear(act(a.v, {T, Hkv * D}, dt), h, p.v);
+  if (qkn) {  // per head: rows of D; over the projection: rows of heads·D
+    const bool per_head = cfg_.qk_norm == QkNorm::kPerHead;
+    const int64_t rq = per_head ? T * Hq : T, rk = per_head ? T * Hkv : T;
+    const int64_t cq = per_head ? D : Hq * D, ck = per_head ? D : Hkv * D;
+    norm_fwd(act(a.q, {rq, cq}, dt), act(a.rstd_q, {rq}, kF32), act(a.q_raw, {rq, cq}, dt),
+             p.q_norm);
+    norm_fwd(act(a.k, {rk, ck}, dt), act(a.rstd_k, {rk}, kF32), act(a.k_raw, {rk, ck}, dt),
+             p.k_norm);
+  }
   const Tensor q3 = act(a.q, {T, Hq, D}, dt), k3 = act(a.k, {T, Hkv, D}, dt),
                v3 = act(a.v, {T, Hkv, D}, dt);
-  const Tensor cos = act(cos_, {T, D / 2}, kF32), sin = act(sin_, {T, D / 2}, kF32);
-  ops_.rope_fwd(q3, cos, sin, stream_);
-  ops_.rope_fwd(k3, cos, sin, stream_);
-  const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(D)));
+  Tensor cos, sin;
+  if (rope_of(l, T, cos, sin)) {
+    ops_.rope_fwd(q3, cos, sin, stream_);
+    ops_.rope_fwd(k3, cos, sin, stream_);
+  }
+  const float scale = static_cast<float>(cfg_.attention_scale);
+  const int64_t window = cfg_.layer_window[static_cast<size_t>(l)];
   ops_.attention_fwd(act(a.att, {T, Hq, D}, dt), act(a.lse, {Hq, T}, kF32), q3, k3, v3, seqs_,
-                     scale, workspace_, stream_);
+                     scale, workspace_, stream_, window);
   const Tensor tmp = act(tmp_, {T, H}, dt), xmid = act(a.xmid, {T, H}, dt);
-  linear(tmp, act(a.att, {T, Hq * D}, dt), p.o);
+  if (p.attn_out_norm >= 0) {
+    const Tensor ao = act(a.attn_out, {T, H}, dt);
+    linear(ao, act(a.att, {T, Hq * D}, dt), p.o);
+    norm_fwd(tmp, act(a.rstd_ao, {T}, kF32), ao, p.attn_out_norm);
+  } else {
+    linear(tmp, act(a.att, {T, Hq * D}, dt), p.o);
+  }
   ops_.add(xmid, x, tmp, stream_);
-  const Tensor ln2 = act(a.ln2, {T, H}, dt);
-  ops_.rmsnorm_fwd(ln2, act(a.rstd2, {T}, kF32), xmid, param(p.mlp_in_norm), eps, stream_);
+  // MLP block.
+  Tensor h2 = xmid;
+  if (p.mlp_in_norm >= 0) {
+    h2 = act(a.ln2, {T, H}, dt);
+    norm_fwd(h2, act(a.rstd2, {T}, kF32), xmid, p.mlp_in_norm);
+  }
   const Tensor gate = act(a.gate, {T, I}, dt), up = act(a.up, {T, I}, dt),
-               h = act(a.act, {T, I}, dt);
-  linear(gate, ln2, p.gate);
-  linear(up, ln2, p.up);
-  ops_.swiglu_fwd(h, gate, up, stream_);
-  if (y == nullptr) return;  // recomputation for the backward: the layer output is not needed
-  linear(tmp, h, p.down);
-  ops_.add(*y, xmid, tmp, stream_);
+               hm = act(a.act, {T, I}, dt);
+  linear(gate, h2, p.gate);
+  linear(up, h2, p.up);
+  ops_.swiglu_fwd(hm, gate, up, stream_, cfg_.mlp_act);
+  if (p.mlp_out_norm >= 0) {
+    const Tensor mo = act(a.mlp_out, {T, H}, dt);
+    linear(mo, hm, p.down);
+    norm_fwd(tmp, act(a.rstd_mo, {T}, kF32), mo, p.mlp_out_norm);
+  } else {
+    if (y == nullptr) return;  // recomputation: the layer output is not needed
+    linear(tmp, hm, p.down);
+  }
+  if (y != nullptr) ops_.add(*y, xmid, tmp, stream_);
 }
 
-// In: dres = dL/d(layer output). Out: dres = dL/dx. gate/up are overwritten by their gradients.
+// In: dres = dL/d(layer output). Out: dres = dL/dx. gate/up are overwritten by their gradients;
+// tmp holds the gradient of a post-normed branch's input.
 void CausalLM::layer_backward(int l, const LayerActs& a, const Tensor& x, int64_t T, float beta) {
   const LayerIds& p = layout_.layer(l);
   const int64_t H = cfg_.hidden_size, I = cfg_.intermediate_size, D = cfg_.head_dim;
   const int64_t Hq = cfg_.num_attention_heads, Hkv = cfg_.num_key_value_heads;
   const DType dt = opt_.dtype;
   const Tensor dres = act(dres_, {T, H}, dt), dh = act(dh_, {T, H}, dt);
-  // MLP.
+  const Tensor tmp = act(tmp_, {T, H}, dt), dh32 = act(dh32_, {T, H}, kF32);
+  const Tensor& dh_acc = dt == kF32 ? dh : dh32;  // where the input gradients are summed
+  // dres += d(branch input) from dh: through the branch's input norm, or directly.
+  const auto into_residual = [&](int norm, const Tensor& branch_in, void* rstd) {
+    if (dt != kF32) ops_.cast(dh, dh32, stream_);
+    if (norm >= 0)
+      norm_bwd(dres, true, dh, branch_in, norm, act(rstd, {T}, kF32), beta);
+    else
+      ops_.add(dres, dres, dh, stream_);
+  };
+  // MLP: the gradient of its output m (through mlp_out_norm when there is one).
+  Tensor dm = dres;
+  if (p.mlp_out_norm >= 0) {
+    norm_bwd(tmp, false, dres, act(a.mlp_out, {T, H}, dt), p.mlp_out_norm,
+             act(a.rstd_mo, {T}, kF32), beta);
+    dm = tmp;
+  }
   const Tensor gate = act(a.gate, {T, I}, dt), up = act(a.up, {T, I}, dt),
                dact = act(dact_, {T, I}, dt);
-  linear_backward(dact, 0.0f, dres, act(a.act, {T, I}, dt), p.down, beta);
-  ops_.swiglu_bwd(gate, up, dact, gate, up, stream_);  // gate := dgate, up := dup
-  const Tensor ln2 = act(a.ln2, {T, H}, dt), dh32 = act(dh32_, {T, H}, kF32);
-  const Tensor& dh_acc = dt == kF32 ? dh : dh32;  // where the input gradients are summed
-  linear_backward(dh_acc, 0.0f, gate, ln2, p.gate, beta);
-  linear_backward(dh_acc, 1.0f, up, ln2, p.up, beta);
-  if (dt != kF32) ops_.cast(dh, dh32, stream_);
-  const int n2 = p.mlp_in_norm;
-  ops_.rmsnorm_bwd(dres, true, grad(n2), beta, dh, act(a.xmid, {T, H}, dt), param(n2),
-                   act(a.rstd2, {T}, kF32), stream_);
-  // Attention.
+  linear_backward(dact, 0.0f, dm, act(a.act, {T, I}, dt), p.down, beta);
+  ops_.swiglu_bwd(gate, up, dact, gate, up, stream_, cfg_.mlp_act);  // gate := dgate, up := dup
+  const Tensor xmid = act(a.xmid, {T, H}, dt);
+  const Tensor h2 = p.mlp_in_norm >= 0 ? act(a.ln2, {T, H}, dt) : xmid;
+  linear_backward(dh_acc, 0.0f, gate, h2, p.gate, beta);
+  linear_backward(dh_acc, 1.0f, up, h2, p.up, beta);
+  into_residual(p.mlp_in_norm, xmid, a.rstd2);
+  // Attention: the gradient of o_proj's output (through attn_out_norm when there is one).
+  Tensor dao = dres;
+  if (p.attn_out_norm >= 0) {
+    norm_bwd(tmp, false, dres, act(a.attn_out, {T, H}, dt), p.attn_out_norm,
+             act(a.rstd_ao, {T}, kF32), beta);
+    dao = tmp;
+  }
   const Tensor datt = act(datt_, {T, Hq * D}, dt);
-  linear_backward(datt, 0.0f, dres, act(a.att, {T, Hq * D}, dt), p.o, beta);
+  linear_backward(datt, 0.0f, dao, act(a.att, {T, Hq * D}, dt), p.o, beta);
   const Tensor dq3 = act(dq_, {T, Hq, D}, dt), dk3 = act(dk_, {T, Hkv, D}, dt),
                dv3 = act(dv_, {T, Hkv, D}, dt);
-  const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(D)));
+  const float scale = static_cast<float>(cfg_.attention_scale);
+  const int64_t window = cfg_.layer_window[static_cast<size_t>(l)];
   ops_.attention_bwd(dq3, dk3, dv3, act(datt_, {T, Hq, D}, dt), act(a.q, {T, Hq, D}, dt),
                      act(a.k, {T, Hkv, D}, dt), act(a.v, {T, Hkv, D}, dt),
                      act(a.att, {T, Hq, D}, dt), act(a.lse, {Hq, T}, kF32), seqs_, scale,
-                     workspace_, stream_);
-  const Tensor cos = act(cos_, {T, D / 2}, kF32), sin = act(sin_, {T, D / 2}, kF32);
-  ops_.rope_bwd(dq3, cos, sin, stream_);
-  ops_.rope_bwd(dk3, cos, sin, stream_);
-  const Tensor ln1 = act(a.ln1, {T, H}, dt);
-  linear_backward(dh_acc, 0.0f, act(dq_, {T, Hq * D}, dt), ln1, p.q, beta);
-  linear_backward(dh_acc, 1.0f, act(dk_, {T, Hkv * D}, dt), ln1, p.k, beta);
-  linear_backward(dh_acc, 1.0f, act(dv_, {T, Hkv * D}, dt), ln1, p.v, beta);
-  if (dt != kF32) ops_.cast(dh, dh32, stream_);
-  const int n1 = p.attn_in_norm;
-  ops_.rmsnorm_bwd(dres, true, grad(n1), beta, dh, x, param(n1), act(a.rstd1, {T}, kF32), stream_);
+                     workspace_, stream_, window);
+  Tensor cos, sin;
+  if (rope_of(l, T, cos, sin)) {
+    ops_.rope_bwd(dq3, cos, sin, stream_);
+    ops_.rope_bwd(dk3, cos, sin, stream_);
+  }
+  if (p.q_norm >= 0) {  // in place: dq, dk become the gradients of q_raw, k_raw
+    const bool per_head = cfg_.qk_norm == QkNorm::kPerHead;
+    const int64_t rq = per_head ? T * Hq : T, rk = per_head ? T * Hkv : T;
+    const int64_t cq = per_head ? D : Hq * D, ck = per_head ? D : Hkv * D;
+    norm_bwd(act(dq_, {rq, cq}, dt), false, act(dq_, {rq, cq}, dt), act(a.q_raw, {rq, cq}, dt),
+             p.q_norm, act(a.rstd_q, {rq}, kF32), beta);
+    norm_bwd(act(dk_, {rk, ck}, dt), false, act(dk_, {rk, ck}, dt), act(a.k_raw, {rk, ck}, dt),
+             p.k_norm, act(a.rstd_k, {rk}, kF32), beta);
+  }
+  const Tensor h = p.attn_in_norm >= 0 ? act(a.ln1, {T, H}, dt) : x;
+  linear_backward(dh_acc, 0.0f, act(dq_, {T, Hq * D}, dt), h, p.q, beta);
+  linear_backward(dh_acc, 1.0f, act(dk_, {T, Hkv * D}, dt), h, p.k, beta);
+  linear_backward(dh_acc, 1.0f, act(dv_, {T, Hkv * D}, dt), h, p.v, beta);
+  into_residual(p.attn_in_norm, x, a.rstd1);
 }
 
 // Acquires group 0 (kept) and the head group (kept), each layer's group only around its forward.
@@ -406,7 +570,7 @@ void CausalLM::forward_trunk(int64_t T) {
   const int L = layout_.num_layers();
   acquire(0);
   ops_.embedding_fwd(residual(0, T), param(layout_.embed()),
-                     Tensor(tokens_, kI32, {T}, inputs_.device()), stream_);
+                     Tensor(tokens_, kI32, {T}, inputs_.device()), stream_, embed_scale_);
   for (int l = 0; l < L; ++l) {
     const LayerActs& a = layer_acts_[opt_.checkpointing ? 0 : static_cast<size_t>(l)];
     const Tensor y = residual(l + 1, T);
@@ -416,9 +580,8 @@ void CausalLM::forward_trunk(int64_t T) {
     release(g);
   }
   acquire(layout_.group_head());
-  ops_.rmsnorm_fwd(act(lnf_, {T, cfg_.hidden_size}, opt_.dtype), act(rstdf_, {T}, kF32),
-                   residual(L, T), param(layout_.final_norm()),
-                   static_cast<float>(cfg_.rms_norm_eps), stream_);
+  norm_fwd(act(lnf_, {T, cfg_.hidden_size}, opt_.dtype), act(rstdf_, {T}, kF32), residual(L, T),
+           layout_.final_norm());
   last_T_ = T;
 }
 
@@ -453,9 +616,7 @@ CeStats CausalLM::forward_backward(const MicroBatch& mb, const BackwardOptions& 
   ops_.linear_cross_entropy_fwd_bwd(
       &st, dh, grad(layout_.lm_head()), beta, act(lnf_, {T, H}, dt), param(layout_.lm_head()),
       Tensor(targets_, kI32, {T}, inputs_.device()), bo.grad_scale, workspace_, stream_);
-  const int nf = layout_.final_norm();
-  ops_.rmsnorm_bwd(dres, false, grad(nf), beta, dh, residual(L, T), param(nf),
-                   act(rstdf_, {T}, kF32), stream_);
+  norm_bwd(dres, false, dh, residual(L, T), layout_.final_norm(), act(rstdf_, {T}, kF32), beta);
   grads_ready(head);
   release(head);
   for (int l = L - 1; l >= 0; --l) {
@@ -471,7 +632,7 @@ CeStats CausalLM::forward_backward(const MicroBatch& mb, const BackwardOptions& 
   // A tied embedding already holds the LM head's gradient: add to it.
   take_grads(0);
   ops_.embedding_bwd(grad(layout_.embed()), dres, Tensor(tokens_, kI32, {T}, inputs_.device()),
-                     layout_.tied() ? 1.0f : beta, workspace_, stream_);
+                     layout_.tied() ? 1.0f : beta, workspace_, stream_, embed_scale_);
   grads_ready(0);
   release(0);
   ops_.synchronize(stream_);

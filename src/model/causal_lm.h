@@ -148,6 +148,13 @@ class CausalLM {
   int64_t stage_inputs(const MicroBatch& mb);
   void forward_trunk(int64_t T);
   void layer_forward(int l, const LayerActs& a, const Tensor& x, const Tensor* y, int64_t T);
+  // RMSNorm of the family's style: y = norm(x) with weight parameter w, rstd [rows] f32.
+  void norm_fwd(const Tensor& y, const Tensor& rstd, const Tensor& x, int w);
+  // Its backward: dx (+)= …, grad(w) = beta*grad(w) + …
+  void norm_bwd(const Tensor& dx, bool accumulate_dx, const Tensor& dy, const Tensor& x, int w,
+                const Tensor& rstd, float beta);
+  // The cos/sin tables of layer l's RoPE ([T, rotary_dim/2] each), or false for a layer without.
+  bool rope_of(int l, int64_t T, Tensor& cos, Tensor& sin) const;
   void layer_backward(int l, const LayerActs& a, const Tensor& x, int64_t T, float beta);
   // A Linear's weight [rows, in] and bias [rows] (empty when none): row ranges of fused tensors.
   Tensor lin_w(const LinearIds& ids) const;
@@ -188,12 +195,21 @@ class CausalLM {
   std::vector<float*> gbase_;
 
   // Activation base pointers (views are made per micro-batch with its T).
+  // Per layer: the norm outputs and statistics, q/k/v (after q/k norm and RoPE), attention output
+  // and lse, the residual between attention and MLP, the MLP's gate/up/activation; with q/k norm
+  // the projections before it (q_raw, k_raw) and its statistics; with post-norms (OLMo 2, Gemma)
+  // the o_proj / down_proj outputs they normalise and their statistics.
+  static constexpr size_t kLayerActs = 21;
   struct LayerActs {
     void *ln1, *rstd1, *q, *k, *v, *att, *lse, *xmid, *ln2, *rstd2, *gate, *up, *act;
+    void *q_raw, *k_raw, *rstd_q, *rstd_k, *attn_out, *rstd_ao, *mlp_out, *rstd_mo;
   };
   std::vector<LayerActs> layer_acts_;  // num_layers entries, or 1 with checkpointing
   std::vector<void*> xs_;              // num_layers + 1 residual-stream inputs
   void *lnf_ = nullptr, *rstdf_ = nullptr, *tmp_ = nullptr, *cos_ = nullptr, *sin_ = nullptr;
+  void *cosl_ = nullptr, *sinl_ = nullptr;  // the local RoPE's tables (Gemma 3 sliding layers)
+  bool uses_local_rope_ = false;
+  float embed_scale_ = 1.0f;  // cfg.embed_scale in the compute dtype
   void *dres_ = nullptr, *dh_ = nullptr, *dh32_ = nullptr, *datt_ = nullptr, *dq_ = nullptr,
        *dk_ = nullptr, *dv_ = nullptr, *dact_ = nullptr, *logits_buf_ = nullptr;
   static constexpr int64_t kLogitRows = 8;
