@@ -452,6 +452,20 @@ ModelConfig parse_model_config(const Json& file_json, std::string_view source) {
       c.multimodal_type = "gemma3";
     }
   }
+  // Gemma3TextConfig's size defaults: the hub's multimodal configs leave them out of text_config
+  // (other families' files always carry these required keys).
+  Json filled;
+  if (jp->contains("model_type") && (*jp)["model_type"] == "gemma3_text") {
+    filled = *jp;
+    for (auto [k, v] : {std::pair{"vocab_size", int64_t{262208}},
+                        {"hidden_size", 2304},
+                        {"intermediate_size", 9216},
+                        {"num_hidden_layers", 26},
+                        {"num_attention_heads", 8},
+                        {"max_position_embeddings", 131072}})
+      if (!filled.contains(k)) filled[k] = v;
+    jp = &filled;
+  }
   const Json& j = *jp;
   const Reader r{j, source, pre};
   c.raw = j;

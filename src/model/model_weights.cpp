@@ -141,7 +141,7 @@ CheckpointNames checkpoint_names(const ModelConfig& cfg, const SafetensorsReader
         "'model.language_model.embed_tokens.weight' (transformers 5), "
         "'language_model.model.embed_tokens.weight' (4.x) or 'model.embed_tokens.weight'; none "
         "is there",
-        reader.path().string(), cfg.source);
+        reader.source().string(), cfg.source);
   }
   return n;
 }
@@ -190,22 +190,23 @@ void CausalLM::load_weights(const SafetensorsReader& reader, const Tensor& flat)
     } else if (n == head && layout_.tied()) {
       log::info(
           "{}: tensor '{}' is not a parameter of this {} model (tied to the embedding); ignored",
-          reader.path().string(), n, cfg_.model_type);
+          reader.source().string(), n, cfg_.model_type);
     } else {
       fail(
           "{}: tensor '{}' is not a parameter of this {} model ({}); the checkpoint does not "
           "match config.json's architecture",
-          reader.path().string(), n, cfg_.model_type, cfg_.source.empty() ? "config" : cfg_.source);
+          reader.source().string(), n, cfg_.model_type,
+          cfg_.source.empty() ? "config" : cfg_.source);
     }
   }
   if (inv_freq > 0)
     log::info("{}: {} rotary inv_freq buffer(s) ('{}', …) are not parameters; ignored (recomputed)",
-              reader.path().string(), inv_freq, first_inv_freq);
+              reader.source().string(), inv_freq, first_inv_freq);
   if (vision > 0)
     log::info(
         "{}: {} vision tower / projector tensors of the gemma3 checkpoint ignored (the text "
         "model is trained)",
-        reader.path().string(), vision);
+        reader.source().string(), vision);
 }
 
 std::vector<NamedTensor> CausalLM::named_weights() const {
