@@ -77,7 +77,8 @@ void CausalLM::init_from_scratch(uint64_t seed, const Tensor& flat) {
     if (s.no_decay && s.shape.size() == 1 && s.name.ends_with(".bias")) {
       // Linear bias: zeros.
     } else if (s.no_decay) {
-      std::fill(host.begin(), host.end(), 1.0f);  // RMSNorm weight: ones
+      // RMSNorm weight: ones (x·w); zeros for Gemma's x·(1 + w) (Gemma3RMSNorm inits zeros).
+      std::fill(host.begin(), host.end(), cfg_.norm_style == RmsNormStyle::kGemma ? 0.0f : 1.0f);
     } else {
       fill_normal(host, seed, s.name, cfg_.initializer_range);
       if (i == layout_.embed() && !cfg_.pad_token_id.empty()) {
@@ -110,27 +111,102 @@ void CausalLM::load_weights(const SafetensorsReader& reader) {
   load_weights(reader, all_weights());
 }
 
+namespace {
+
+// Where the text model's tensors of `cfg` sit in `reader`: the HF name of a parameter with
+// "model." replaced by `body` and "lm_head." by `head`. A gemma3 multimodal checkpoint keeps them
+// under model.language_model.* + lm_head.* (transformers 5) or language_model.model.* +
+// language_model.lm_head.* (4.x, renamed by transformers' "llava" conversion mapping); a text-only
+// checkpoint (zerotune's export, gemma3_text) under model.*.
+struct CheckpointNames {
+  std::string body = "model.", head = "lm_head.";
+  std::string map(const std::string& name) const {
+    if (name.starts_with("model.")) return body + name.substr(6);
+    if (name.starts_with("lm_head.")) return head + name.substr(8);
+    return name;
+  }
+};
+
+CheckpointNames checkpoint_names(const ModelConfig& cfg, const SafetensorsReader& reader) {
+  CheckpointNames n;
+  if (cfg.multimodal_type != "gemma3" || reader.contains("model.embed_tokens.weight")) return n;
+  if (reader.contains("model.language_model.embed_tokens.weight")) {
+    n.body = "model.language_model.";
+  } else if (reader.contains("language_model.model.embed_tokens.weight")) {
+    n.body = "language_model.model.";
+    n.head = "language_model.lm_head.";
+  } else {
+    fail(
+        "{}: a gemma3 checkpoint ({}) needs its text embedding as "
+        "'model.language_model.embed_tokens.weight' (transformers 5), "
+        "'language_model.model.embed_tokens.weight' (4.x) or 'model.embed_tokens.weight'; none "
+        "is there",
+        reader.source().string(), cfg.source);
+  }
+  return n;
+}
+
+// Tensors of a multimodal checkpoint that belong to the vision tower or the projector.
+bool is_vision_tensor(std::string_view name) {
+  for (std::string_view p : {"model.vision_tower.", "model.multi_modal_projector.", "vision_tower.",
+                             "multi_modal_projector."})
+    if (name.starts_with(p)) return true;
+  return false;
+}
+
+}  // namespace
+
 void CausalLM::load_weights(const SafetensorsReader& reader, const Tensor& flat) {
   check_flat(flat, "load_weights", false);
+  const CheckpointNames names = checkpoint_names(cfg_, reader);
   std::vector<std::byte> staging;
   std::set<std::string> used;
   for (int i = 0; i < layout_.num_params(); ++i) {
     const ParamSpec& s = layout_.param(i);
+    const std::string file_name = names.map(s.name);
     const Tensor dst = flat_param(flat, i);
     if (dst.device == Device::kCPU) {
-      reader.load(s.name, dst);
+      reader.load(file_name, dst);
     } else {
       staging.resize(dst.nbytes());
-      reader.load(s.name, dst.dtype, s.shape, staging.data());
+      reader.load(file_name, dst.dtype, s.shape, staging.data());
       ops_.copy_from_host(dst, staging.data(), stream_);
       ops_.synchronize(stream_);
     }
-    used.insert(s.name);
+    used.insert(file_name);
   }
-  for (const std::string& n : reader.names())
-    if (!used.contains(n))
-      log::info("{}: tensor '{}' is not a parameter of this {} model; ignored",
-                reader.path().string(), n, cfg_.model_type);
+  // The checkpoint's other tensors: known non-parameters are ignored with an info line; anything
+  // else means the checkpoint is not of this architecture (e.g. q_norm weights in a qwen2
+  // checkpoint), an error naming the file and the tensor.
+  const std::string head = names.map("lm_head.weight");
+  int64_t inv_freq = 0, vision = 0;
+  std::string first_inv_freq;
+  for (const std::string& n : reader.names()) {
+    if (used.contains(n)) continue;
+    if (n.ends_with(".rotary_emb.inv_freq")) {
+      if (inv_freq++ == 0) first_inv_freq = n;
+    } else if (cfg_.multimodal_type == "gemma3" && is_vision_tensor(n)) {
+      ++vision;
+    } else if (n == head && layout_.tied()) {
+      log::info(
+          "{}: tensor '{}' is not a parameter of this {} model (tied to the embedding); ignored",
+          reader.source().string(), n, cfg_.model_type);
+    } else {
+      fail(
+          "{}: tensor '{}' is not a parameter of this {} model ({}); the checkpoint does not "
+          "match config.json's architecture",
+          reader.source().string(), n, cfg_.model_type,
+          cfg_.source.empty() ? "config" : cfg_.source);
+    }
+  }
+  if (inv_freq > 0)
+    log::info("{}: {} rotary inv_freq buffer(s) ('{}', …) are not parameters; ignored (recomputed)",
+              reader.source().string(), inv_freq, first_inv_freq);
+  if (vision > 0)
+    log::info(
+        "{}: {} vision tower / projector tensors of the gemma3 checkpoint ignored (the text "
+        "model is trained)",
+        reader.source().string(), vision);
 }
 
 std::vector<NamedTensor> CausalLM::named_weights() const {

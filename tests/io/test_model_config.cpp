@@ -179,8 +179,8 @@ TEST(ModelConfig, UnsupportedSettingsAreErrorsNamingFileAndKey) {
     return j;
   };
   expect_error(
-      [&] { zt::parse_model_config(with("model_type", "mistral"), "m/config.json"); },
-      {"m/config.json: model_type \"mistral\" is not supported", "\"qwen2\" and \"llama\""});
+      [&] { zt::parse_model_config(with("model_type", "gpt2"), "m/config.json"); },
+      {"m/config.json: model_type \"gpt2\" is not supported", "\"qwen2\", \"qwen3\", \"llama\""});
   expect_error(
       [&] {
         zt::parse_model_config(with("rope_scaling", {{"rope_type", "yarn"}, {"factor", 4.0}}),
@@ -190,9 +190,9 @@ TEST(ModelConfig, UnsupportedSettingsAreErrorsNamingFileAndKey) {
   expect_error(
       [&] {
         zt::parse_model_config(
-            with("rope_parameters", {{"rope_type", "linear"}, {"rope_theta", 1e4}}), "p.json");
+            with("rope_parameters", {{"rope_type", "dynamic"}, {"rope_theta", 1e4}}), "p.json");
       },
-      {"p.json: rope type \"linear\" (key \"rope_parameters.rope_type\") is not supported"});
+      {"p.json: rope type \"dynamic\" (key \"rope_parameters.rope_type\") is not supported"});
   expect_error(
       [&] {
         zt::parse_model_config(with("rope_scaling", {{"rope_type", "llama3"}, {"factor", 8.0}}),
@@ -202,16 +202,22 @@ TEST(ModelConfig, UnsupportedSettingsAreErrorsNamingFileAndKey) {
        "missing"});
   expect_error([&] { zt::parse_model_config(with("mlp_bias", true), "b.json"); },
                {"b.json: mlp_bias true is not supported"});
-  expect_error([&] { zt::parse_model_config(with("use_sliding_window", true), "s.json"); },
+  // llama's transformers model has no sliding window (qwen2's has: tests/io/test_family_configs).
+  auto llama_with = [&](const char* key, zt::Json v) {
+    zt::Json j = with(key, std::move(v));
+    j["model_type"] = "llama";
+    return j;
+  };
+  expect_error([&] { zt::parse_model_config(llama_with("use_sliding_window", true), "s.json"); },
                {"s.json: use_sliding_window true is not supported"});
   expect_error(
       [&] {
-        zt::parse_model_config(with("layer_types", {"full_attention", "sliding_attention"}),
+        zt::parse_model_config(llama_with("layer_types", {"full_attention", "sliding_attention"}),
                                "lt.json");
       },
       {"lt.json: layer_types[1] is \"sliding_attention\"; only \"full_attention\" is supported"});
   expect_error([&] { zt::parse_model_config(with("hidden_act", "gelu"), "a.json"); },
-               {"a.json: hidden_act \"gelu\" is not supported"});
+               {"a.json: hidden_act \"gelu\" (key \"hidden_act\") is not supported"});
   expect_error([&] { zt::parse_model_config(with("attention_dropout", 0.1), "d.json"); },
                {"d.json: attention_dropout 0.1 is not supported"});
   expect_error([&] { zt::parse_model_config(with("hidden_size", "16"), "t.json"); },
@@ -226,6 +232,19 @@ TEST(ModelConfig, UnsupportedSettingsAreErrorsNamingFileAndKey) {
   zt::write_file_atomic(d / "config.json", "{\"model_type\": ");
   expect_error([&] { zt::load_model_config(d.path()); }, {"config.json: invalid JSON"});
   expect_error([&] { zt::load_model_config(d / "nope.json"); }, {"nope.json: cannot open"});
+}
+
+TEST(ModelConfig, Qwen2SlidingWindowAsTransformers) {
+  // Qwen2Config: use_sliding_window + max_window_layers (layer_types default), as qwen3.
+  zt::Json j = tiny();
+  j["use_sliding_window"] = true;
+  j["sliding_window"] = 32;
+  j["max_window_layers"] = 1;
+  EXPECT_EQ(zt::parse_model_config(j, "q.json").layer_window, (std::vector<int64_t>{0, 32}));
+  j["layer_types"] = {"sliding_attention", "full_attention"};
+  EXPECT_EQ(zt::parse_model_config(j, "q.json").layer_window, (std::vector<int64_t>{32, 0}));
+  j["use_sliding_window"] = false;
+  EXPECT_EQ(zt::parse_model_config(j, "q.json").layer_window, (std::vector<int64_t>{0, 0}));
 }
 
 TEST(ModelConfig, WritesConfigLikeTransformers) {

@@ -1,0 +1,67 @@
+// RoPE inverse frequencies (io/model_config.h rope_inv_freq), op by op in fp32 as transformers'
+// `modeling_rope_utils` computes them.
+#include <cmath>
+#include <numbers>
+
+#include "core/error.h"
+#include "io/model_config.h"
+
+namespace zt {
+
+std::vector<float> rope_inv_freq(const ModelConfig& cfg) {
+  return rope_inv_freq(cfg.rope, cfg.rotary_dim > 0 ? cfg.rotary_dim : cfg.head_dim, false);
+}
+
+std::vector<float> rope_inv_freq(const RopeConfig& rope, int64_t rotary_dim, bool long_factors) {
+  const int64_t dim = rotary_dim;
+  if (dim <= 0 || dim % 2 != 0) fail("rope_inv_freq: rotary_dim {} is not positive and even", dim);
+  const size_t half = static_cast<size_t>(dim / 2);
+  const float base = static_cast<float>(rope.theta);
+  // base ** (arange(0, dim, 2).float() / dim): the exponent an fp32 division, the power fp32
+  // (correctly rounded from the double power).
+  std::vector<float> pw(half);
+  for (size_t i = 0; i < half; ++i) {
+    const float e = static_cast<float>(2 * static_cast<int64_t>(i)) / static_cast<float>(dim);
+    pw[i] = static_cast<float>(std::pow(static_cast<double>(base), static_cast<double>(e)));
+  }
+  std::vector<float> inv(half);
+  if (rope.type == RopeType::kLongrope) {
+    // `1.0 / (ext_factors * base**inv_freq_shape)`, ext_factors = tensor(list, float32).
+    const std::vector<double>& ext = long_factors ? rope.long_factor : rope.short_factor;
+    if (ext.size() != half)
+      fail("rope_inv_freq: longrope {} has {} values, expected rotary_dim / 2 = {}",
+           long_factors ? "long_factor" : "short_factor", ext.size(), half);
+    for (size_t i = 0; i < half; ++i) inv[i] = 1.0f / (static_cast<float>(ext[i]) * pw[i]);
+    return inv;
+  }
+  for (size_t i = 0; i < half; ++i) inv[i] = 1.0f / pw[i];
+  if (rope.type == RopeType::kDefault) return inv;
+  if (rope.type == RopeType::kLinear) {
+    // `inv_freq /= factor` (fp32 tensor by a Python float: fp32 division).
+    const float factor = static_cast<float>(rope.factor);
+    for (float& f : inv) f = f / factor;
+    return inv;
+  }
+
+  // kLlama3: transformers `_compute_llama3_parameters`, op by op in fp32. Python scalars meet fp32
+  // tensors as fp32 (wrapped numbers do not promote); `s / t` is `t.reciprocal() * s`.
+  const float factor = static_cast<float>(rope.factor);
+  const float low = static_cast<float>(rope.low_freq_factor);
+  const double old_ctx = static_cast<double>(rope.original_max_position_embeddings);
+  const float low_freq_wavelen = static_cast<float>(old_ctx / rope.low_freq_factor);
+  const float high_freq_wavelen = static_cast<float>(old_ctx / rope.high_freq_factor);
+  const float two_pi = static_cast<float>(2.0 * std::numbers::pi);
+  const float old_ctx_f = static_cast<float>(old_ctx);
+  const float denom = static_cast<float>(rope.high_freq_factor - rope.low_freq_factor);
+  for (float& f : inv) {
+    const float wavelen = (1.0f / f) * two_pi;
+    const float llama = wavelen > low_freq_wavelen ? f / factor : f;
+    const float smooth = ((1.0f / wavelen) * old_ctx_f - low) / denom;
+    const float smoothed = ((1.0f - smooth) * llama) / factor + smooth * llama;
+    const bool medium = !(wavelen < high_freq_wavelen) && !(wavelen > low_freq_wavelen);
+    f = medium ? smoothed : llama;
+  }
+  return inv;
+}
+
+}  // namespace zt
