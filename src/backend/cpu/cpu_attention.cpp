@@ -1,10 +1,15 @@
 // CpuOps attention: causal, GQA, varlen (cu_seqlens) attention as HF's eager attention computes it
-// (scores = scale·q·kᵀ, masked, fp32 softmax, ·v). The forward runs one OpenMP task per
-// (sequence, query head); within it, blocks of attn_block_rows query rows: the block's scores
-// [rows, keys ≤ last row] are one single-threaded cblas_sgemm, then the softmax, then the output
-// sgemm. The backward runs one task per (sequence, KV head), which owns those dK/dV rows and adds
-// the contributions of its query heads and blocks in order, recomputing the probabilities from the
-// saved log-sum-exp. Each task is sequential, so results do not depend on the thread count.
+// (scores = scale·q·kᵀ, masked, fp32 softmax, ·v), optionally with a sliding window W (query i of
+// a sequence sees keys j with i - W < j <= i). The forward runs one OpenMP task per (sequence,
+// query head); within it, blocks of attn_block_rows query rows [r0, r1): the block's scores
+// [rows, keys lo..r1-1] are one single-threaded cblas_sgemm, then the softmax, then the output
+// sgemm. lo = 0 without a window, else max(0, r0 - W + 1), the first key any row of the block
+// sees: keys before it are masked for the whole block and are never read, so a windowed long row
+// costs O(L·(W + block)) rather than O(L²). Keys in [lo, r1) that a row does not see get
+// probability 0. The backward runs one task per (sequence, KV head), which owns those dK/dV rows
+// and adds the contributions of its query heads and blocks in order, recomputing the
+// probabilities from the saved log-sum-exp over the same key ranges. Each task is sequential, so
+// results do not depend on the thread count.
 #include <omp.h>
 
 #include <algorithm>
@@ -35,6 +40,21 @@ AttnShape attn_shape(const char* op, const Tensor& q, const Tensor& k, const Var
     fail("{}: {} query heads are not a multiple of {} KV heads", op, Hq, Hkv);
   opcheck::check_varlen(op, T, seqs.cu_host, seqs.max_seqlen);
   return {T, Hq, Hkv, D};
+}
+
+// The key range of query block [r0, r1) of a sequence (positions within the sequence): keys
+// [lo, r1) hold every key a row of the block sees under window W (0 = none).
+int64_t block_first_key(int64_t r0, int64_t window) {
+  return window > 0 ? std::max<int64_t>(0, r0 - window + 1) : 0;
+}
+// The first key query row i (within its sequence) sees.
+int64_t row_first_key(int64_t i, int64_t window) {
+  return window > 0 ? std::max<int64_t>(0, i - window + 1) : 0;
+}
+
+void check_window(const char* op, int64_t window) {
+  if (window < 0)
+    fail("{}: window is {}, expected 0 (none) or a positive number of keys", op, window);
 }
 
 // Widens t into `dst` (fp32) unless it already is fp32; returns the fp32 pointer.
@@ -76,7 +96,7 @@ size_t CpuOps::attention_workspace_bytes(const Tensor& q, const Tensor& k,
 void CpuOps::attention_fwd(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k,
                            const Tensor& v, const Varlen& seqs, float scale,
                            const Tensor& workspace, Stream, int64_t window) {
-  if (window != 0) opcheck::unsupported_variant("attention_fwd", "a sliding window", Device::kCPU);
+  check_window("attention_fwd", window);
   const AttnShape s = attn_shape("attention_fwd", q, k, seqs);
   check_shape("attention_fwd", "v", v, {s.T, s.Hkv, s.D});
   check_shape("attention_fwd", "out", out, {s.T, s.Hq, s.D});
@@ -109,23 +129,26 @@ void CpuOps::attention_fwd(const Tensor& out, const Tensor& lse, const Tensor& q
     float* lrow = pl + h * s.T + s0;
     for (int64_t r0 = 0; r0 < L; r0 += Bq) {
       const int64_t r1 = std::min(L, r0 + Bq), nb = r1 - r0;
-      gemm(false, true, nb, r1, s.D, scale, Q + r0 * ldq, ldq, K, ldk, 0.0f, S, r1);
+      const int64_t lo = block_first_key(r0, window), nk = r1 - lo;  // S [nb, nk]: keys lo..r1-1
+      gemm(false, true, nb, nk, s.D, scale, Q + r0 * ldq, ldq, K + lo * ldk, ldk, 0.0f, S, nk);
       for (int64_t r = 0; r < nb; ++r) {
-        float* row = S + r * r1;
-        const int64_t nvalid = r0 + r + 1;  // keys 0..r0+r
+        float* row = S + r * nk;
+        const int64_t j0 = row_first_key(r0 + r, window) - lo;  // sees columns j0..j1-1
+        const int64_t j1 = r0 + r + 1 - lo;
         float m = kNegInf;
-        for (int64_t j = 0; j < nvalid; ++j) m = std::max(m, row[j]);
+        for (int64_t j = j0; j < j1; ++j) m = std::max(m, row[j]);
         float sum = 0.0f;
-        for (int64_t j = 0; j < nvalid; ++j) {
+        for (int64_t j = j0; j < j1; ++j) {
           row[j] = std::exp(row[j] - m);
           sum += row[j];
         }
         const float inv = 1.0f / sum;
-        for (int64_t j = 0; j < nvalid; ++j) row[j] *= inv;
-        for (int64_t j = nvalid; j < r1; ++j) row[j] = 0.0f;
+        for (int64_t j = j0; j < j1; ++j) row[j] *= inv;
+        for (int64_t j = 0; j < j0; ++j) row[j] = 0.0f;
+        for (int64_t j = j1; j < nk; ++j) row[j] = 0.0f;
         lrow[r0 + r] = m + std::log(sum);
       }
-      gemm(false, false, nb, s.D, r1, 1.0f, S, r1, V, ldk, 0.0f, O + r0 * ldq, ldq);
+      gemm(false, false, nb, s.D, nk, 1.0f, S, nk, V + lo * ldk, ldk, 0.0f, O + r0 * ldq, ldq);
     }
   }
   narrow(out, po);
@@ -135,7 +158,7 @@ void CpuOps::attention_bwd(const Tensor& dq, const Tensor& dk, const Tensor& dv,
                            const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& out,
                            const Tensor& lse, const Varlen& seqs, float scale,
                            const Tensor& workspace, Stream, int64_t window) {
-  if (window != 0) opcheck::unsupported_variant("attention_bwd", "a sliding window", Device::kCPU);
+  check_window("attention_bwd", window);
   const AttnShape s = attn_shape("attention_bwd", q, k, seqs);
   check_shape("attention_bwd", "v", v, {s.T, s.Hkv, s.D});
   check_shape("attention_bwd", "out", out, {s.T, s.Hq, s.D});
@@ -188,24 +211,29 @@ void CpuOps::attention_bwd(const Tensor& dq, const Tensor& dk, const Tensor& dv,
       const float* lrow = pl + h * s.T + s0;
       for (int64_t r0 = 0; r0 < L; r0 += Bq) {
         const int64_t r1 = std::min(L, r0 + Bq), nb = r1 - r0;
-        gemm(false, true, nb, r1, s.D, scale, Q + r0 * ldq, ldq, K, ldk, 0.0f, S, r1);
-        gemm(false, true, nb, r1, s.D, 1.0f, dO + r0 * ldq, ldq, V, ldk, 0.0f, dP, r1);
+        const int64_t lo = block_first_key(r0, window), nk = r1 - lo;  // keys lo..r1-1
+        const float* Kb = K + lo * ldk;
+        const float* Vb = V + lo * ldk;
+        gemm(false, true, nb, nk, s.D, scale, Q + r0 * ldq, ldq, Kb, ldk, 0.0f, S, nk);
+        gemm(false, true, nb, nk, s.D, 1.0f, dO + r0 * ldq, ldq, Vb, ldk, 0.0f, dP, nk);
         for (int64_t r = 0; r < nb; ++r) {
-          float* P = S + r * r1;
-          float* G = dP + r * r1;
-          const int64_t nvalid = r0 + r + 1;
+          float* P = S + r * nk;
+          float* G = dP + r * nk;
+          const int64_t j0 = row_first_key(r0 + r, window) - lo;  // sees columns j0..j1-1
+          const int64_t j1 = r0 + r + 1 - lo;
           const float l = lrow[r0 + r];
           const float d = dot16(dO + (r0 + r) * ldq, O + (r0 + r) * ldq, s.D);
-          for (int64_t j = 0; j < nvalid; ++j) {
+          for (int64_t j = j0; j < j1; ++j) {
             P[j] = std::exp(P[j] - l);
             G[j] = P[j] * (G[j] - d);
           }
-          for (int64_t j = nvalid; j < r1; ++j) P[j] = G[j] = 0.0f;
+          for (int64_t j = 0; j < j0; ++j) P[j] = G[j] = 0.0f;
+          for (int64_t j = j1; j < nk; ++j) P[j] = G[j] = 0.0f;
         }
-        // dQ rows = scale·dS·K; dK += scale·dSᵀ·Q; dV += Pᵀ·dO.
-        gemm(false, false, nb, s.D, r1, scale, dP, r1, K, ldk, 0.0f, dQ + r0 * ldq, ldq);
-        gemm(true, false, r1, s.D, nb, scale, dP, r1, Q + r0 * ldq, ldq, 1.0f, dK, ldk);
-        gemm(true, false, r1, s.D, nb, 1.0f, S, r1, dO + r0 * ldq, ldq, 1.0f, dV, ldk);
+        // dQ rows = scale·dS·K; dK += scale·dSᵀ·Q; dV += Pᵀ·dO (key rows lo..r1-1 only).
+        gemm(false, false, nb, s.D, nk, scale, dP, nk, Kb, ldk, 0.0f, dQ + r0 * ldq, ldq);
+        gemm(true, false, nk, s.D, nb, scale, dP, nk, Q + r0 * ldq, ldq, 1.0f, dK + lo * ldk, ldk);
+        gemm(true, false, nk, s.D, nb, 1.0f, S, nk, dO + r0 * ldq, ldq, 1.0f, dV + lo * ldk, ldk);
       }
     }
   }

@@ -10,8 +10,9 @@
 // count either.
 //
 // Implementation files, one per op family with backend/cuda's names: cpu_ops.cpp (construction,
-// memory ops), cpu_elementwise.cpp (cast, add, RoPE, SwiGLU), cpu_embedding.cpp, cpu_rmsnorm.cpp,
-// cpu_reduce.cpp (bias_grad, sumsq), cpu_matmul.cpp, cpu_attention.cpp, cpu_cross_entropy.cpp.
+// memory ops), cpu_elementwise.cpp (cast, add, RoPE, SwiGLU/GeGLU), cpu_embedding.cpp,
+// cpu_rmsnorm.cpp, cpu_reduce.cpp (bias_grad, sumsq), cpu_matmul.cpp, cpu_attention.cpp,
+// cpu_cross_entropy.cpp.
 #pragma once
 
 #include <cstdint>
