@@ -59,9 +59,15 @@ CausalLM::CausalLM(ModelConfig cfg, Ops& ops, MemoryResource& memory, ModelOptio
          cfg_.source, cfg_.head_dim);
   if (cfg_.layer_window.empty()) cfg_.layer_window.assign(L, 0);
   if (cfg_.layer_rope.empty()) cfg_.layer_rope.assign(L, 0);
-  if (cfg_.layer_window.size() != L || cfg_.layer_rope.size() != L)
-    fail("model: {}: {} layer windows and {} layer RoPE choices for {} layers", cfg_.source,
-         cfg_.layer_window.size(), cfg_.layer_rope.size(), L);
+  // A config whose layer count was changed in code (tests, benchmarks) repeats its per-layer
+  // pattern, as HF's sliding_window_pattern does.
+  const auto repeat = [L](auto& v) {
+    const auto n = v.size();
+    v.resize(L);
+    for (size_t l = n; l < L; ++l) v[l] = v[l % n];
+  };
+  repeat(cfg_.layer_window);
+  repeat(cfg_.layer_rope);
   for (int8_t r : cfg_.layer_rope) uses_local_rope_ = uses_local_rope_ || r == 1;
   plan_and_allocate(memory);
 }
