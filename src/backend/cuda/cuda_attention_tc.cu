@@ -12,7 +12,9 @@
 // that sees one of its keys, so a tile costs O(W/64 + 1) tiles instead of O(r/64); the tiles that
 // straddle a window edge are masked like the diagonal. A row can then see no key of the first tile
 // it visits: the forward's online softmax takes 0 as the reference max while the row max is still
-// -inf (alpha, p = 0 instead of NaN). Window 0 leaves every loop bound and mask as before.
+// -inf (alpha, p = 0 instead of NaN). Whether a window is set is a template argument (Win): the
+// Win = false instances are the causal kernels of before, instruction for instruction (a run-time
+// window test cost the forward 7-15 % at D = 64/128 on an H200, bench_cuda_attention).
 //
 // D = 256: the fp32 accumulators of one warp's 16 rows are 128 registers per thread, so the forward
 // re-reads Q fragments from shared memory per key tile (instead of holding 64 more registers) and
@@ -28,6 +30,8 @@
 // fp32) = (g, c), (g, c+1), (g+8, c), (g+8, c+1). Two adjacent n8 accumulator tiles of a row block
 // therefore form one A fragment (k16) after packing to bf16 — P and dS never leave registers.
 // ldmatrix.x4 lane l supplies the address of row l%8 of 8×8 matrix l/8.
+
+#include <type_traits>
 
 #include "backend/cuda/cuda_attention_kernels.cuh"
 
@@ -218,7 +222,7 @@ __device__ __forceinline__ uint32_t kv_step(int j, int nkv, uint32_t sK, uint32_
 // on the tiles that straddle a row's window start, online softmax in base 2 (row max/sum over the
 // 4 lanes of a row by xor-shuffles), O += bf16(P)·V. Shared memory: Q + 2×(K, V) = 5 tiles
 // (80 KiB at D = 128). Per block: reads its Q rows once and each K/V tile it needs once.
-template <int D>
+template <int D, bool Win>
 __global__ void __launch_bounds__(kTcThreads, D <= 128 ? 2 : 1)
     attn_fwd_tc(KArgs a, const bf16* q, const bf16* k, const bf16* v, bf16* out, float* lse) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
@@ -228,7 +232,7 @@ __global__ void __launch_bounds__(kTcThreads, D <= 128 ? 2 : 1)
   const uint32_t sQ = smem_u32(tsm), sK = sQ + kTB, sV = sK + 2 * kTB;
   const Work w = block_work(a, kTc, true);
   const int m0 = w.tile * kTc;
-  const int j0 = first_key(a, m0) / kTc;  // the first key tile a row of ours sees
+  const int j0 = Win ? first_key(a, m0) / kTc : 0;  // the first key tile a row of ours sees
   const int64_t ldq = static_cast<int64_t>(a.Hq) * D, ldk = static_cast<int64_t>(a.Hkv) * D;
   const bf16* kb = k + w.s0 * ldk + w.kvh * D;
   const bf16* vb = v + w.s0 * ldk + w.kvh * D;
@@ -264,8 +268,8 @@ __global__ void __launch_bounds__(kTcThreads, D <= 128 ? 2 : 1)
     // it visits (its max stays -inf until its window starts, see mref below).
     const bool diag = j == w.tile;
     // Some row's window starts after this tile's first key: key j·64 ≤ row - W for row m0 + 63.
-    const bool wedge = a.window > 0 && j * kTc + a.window <= m0 + kTc - 1;
-#pragma unroll
+    const bool wedge = Win && j * kTc + a.window <= m0 + kTc - 1;
+#pragma unroll 1  // one copy of the sub-tile code (registers at D = 256)
     for (int hh = 0; hh < kSub<D>; ++hh) {
       constexpr int NB = kNB<D>;
       const uint32_t sub = buf + hh * (NB * 32 * D);
@@ -308,7 +312,7 @@ __global__ void __launch_bounds__(kTcThreads, D <= 128 ? 2 : 1)
         const float mnew = fmaxf(mx[r], tmax[r]);
         // A row with no visible key so far (only with a window): reference 0, so that alpha and
         // p are exp2(-inf) = 0 rather than exp2(-inf + inf) = NaN. Otherwise mref = mnew.
-        mref[r] = mnew == -INFINITY ? 0.0f : mnew;
+        mref[r] = Win && mnew == -INFINITY ? 0.0f : mnew;
         alpha[r] = exp2f(mx[r] - mref[r]);
         mx[r] = mnew;
       }
@@ -357,7 +361,7 @@ __global__ void __launch_bounds__(kTcThreads, D <= 128 ? 2 : 1)
 // P = 2^(S·scale·log2e − lse2) (masked on the diagonal and on window-edge tiles), dS = P·(dP − Di),
 // dQ += bf16(dS)·K; dQ = scale·dQ at the end. Shared memory: Q, dO + 2×(K, V) = 6 tiles (96 KiB at
 // D = 128).
-template <int D>
+template <int D, bool Win>
 __global__ void __launch_bounds__(kTcThreads, D <= 128 ? 2 : 1)
     attn_dq_tc(KArgs a, const bf16* q, const bf16* k, const bf16* v, const bf16* dout,
                const float* lse2, const float* Di, bf16* dq) {
@@ -371,7 +375,7 @@ __global__ void __launch_bounds__(kTcThreads, D <= 128 ? 2 : 1)
   const bf16* kb = k + w.s0 * ldk + w.kvh * D;
   const bf16* vb = v + w.s0 * ldk + w.kvh * D;
   const int64_t qoff = (w.s0 + m0) * ldq + w.h * D;
-  const int j0 = first_key(a, m0) / kTc;
+  const int j0 = Win ? first_key(a, m0) / kTc : 0;
   tile_load<D>(sQ, q + qoff, ldq, min(kTc, w.L - m0));
   tile_load<D>(sdO, dout + qoff, ldq, min(kTc, w.L - m0));
   {
@@ -401,8 +405,8 @@ __global__ void __launch_bounds__(kTcThreads, D <= 128 ? 2 : 1)
   for (int j = j0; j < nkv; ++j) {
     const uint32_t buf = kv_step<D>(j, nkv, sK, sV, kb, vb, ldk, w.L);
     const bool diag = j == w.tile;
-    const bool wedge = a.window > 0 && j * kTc + a.window <= m0 + kTc - 1;
-#pragma unroll
+    const bool wedge = Win && j * kTc + a.window <= m0 + kTc - 1;
+#pragma unroll 1
     for (int hh = 0; hh < kSub<D>; ++hh) {
       constexpr int NB = kNB<D>;
       const uint32_t sub = buf + hh * (NB * 32 * D);
@@ -447,7 +451,7 @@ __global__ void __launch_bounds__(kTcThreads, D <= 128 ? 2 : 1)
 // one per launch for D = 256 (the dV instance skips dP, V and Di). Writes scale·dK and dV: fp32
 // partials pk/pv [T, Hq, D] when non-null, else dk/dv [T, Hkv, D]. Shared memory: K, V + 2×(Q, dO)
 // = 6 tiles + 1 KiB.
-template <int D, int Parts>
+template <int D, int Parts, bool Win>
 __global__ void __launch_bounds__(kTcThreads, D <= 128 ? 2 : 1)
     attn_dkdv_tc(KArgs a, const bf16* q, const bf16* k, const bf16* v, const bf16* dout,
                  const float* lse2, const float* Di, float* pk, float* pv, bf16* dk, bf16* dv) {
@@ -460,7 +464,7 @@ __global__ void __launch_bounds__(kTcThreads, D <= 128 ? 2 : 1)
   const Work w = block_work(a, kTc, false);
   const int n0 = w.tile * kTc;
   // One past the last query tile that sees one of our keys (the sequence's last without a window).
-  const int ntiles = (query_end(a, n0 + kTc - 1, w.L) + kTc - 1) / kTc;
+  const int ntiles = ((Win ? query_end(a, n0 + kTc - 1, w.L) : w.L) + kTc - 1) / kTc;
   const int64_t ldq = static_cast<int64_t>(a.Hq) * D, ldk = static_cast<int64_t>(a.Hkv) * D;
   const int64_t koff = (w.s0 + n0) * ldk + w.kvh * D;
   const bf16* qb = q + w.s0 * ldq + w.h * D;
@@ -488,8 +492,8 @@ __global__ void __launch_bounds__(kTcThreads, D <= 128 ? 2 : 1)
   const int c2 = (lane & 3) * 2;
   // Query rows [key, qhi) see the keys of elements 0,1 (r = 0) and 2,3 (r = 1); tiles that end
   // past edge_end (the sequence end, or the first key's window end) need the mask.
-  const int qhi[2] = {query_end(a, key0, w.L), query_end(a, key0 + 8, w.L)};
-  const int edge_end = query_end(a, n0, w.L);
+  const int qhi[2] = {Win ? query_end(a, key0, w.L) : w.L, Win ? query_end(a, key0 + 8, w.L) : w.L};
+  const int edge_end = Win ? query_end(a, n0, w.L) : w.L;
   float gk[kDoK ? D / 8 : 1][4], gv[kDoV ? D / 8 : 1][4];
   zero(gk);
   zero(gv);
@@ -571,15 +575,15 @@ constexpr size_t tc_smem(int tiles) {
   return static_cast<size_t>(tiles) * tile_bytes<D>();
 }
 
-template <int D>
+template <int D, bool Win>
 void fwd(const KArgs& ka, unsigned grid, void* out, float* lse, const void* q, const void* k,
          const void* v, cudaStream_t st) {
-  launch(attn_fwd_tc<D>, grid, kTcThreads, tc_smem<D>(5), st, "attention_fwd", ka,
+  launch(attn_fwd_tc<D, Win>, grid, kTcThreads, tc_smem<D>(5), st, "attention_fwd", ka,
          static_cast<const bf16*>(q), static_cast<const bf16*>(k), static_cast<const bf16*>(v),
          static_cast<bf16*>(out), lse);
 }
 
-template <int D>
+template <int D, bool Win>
 void bwd(const KArgs& ka, unsigned grid, const float* lse2, const float* Di, float* pk, float* pv,
          void* dq, void* dk, void* dv, const void* dout, const void* q, const void* k,
          const void* v, cudaStream_t st) {
@@ -587,41 +591,54 @@ void bwd(const KArgs& ka, unsigned grid, const float* lse2, const float* Di, flo
              *tv = static_cast<const bf16*>(v), *tg = static_cast<const bf16*>(dout);
   constexpr size_t kDkdvSmem = tc_smem<D>(6) + 4 * 2 * 2 * kTc;
   if constexpr (D <= 128) {
-    launch(attn_dkdv_tc<D, kPartKV>, grid, kTcThreads, kDkdvSmem, st, "attention_bwd", ka, tq, tk,
-           tv, tg, lse2, Di, pk, pv, static_cast<bf16*>(dk), static_cast<bf16*>(dv));
+    launch(attn_dkdv_tc<D, kPartKV, Win>, grid, kTcThreads, kDkdvSmem, st, "attention_bwd", ka, tq,
+           tk, tv, tg, lse2, Di, pk, pv, static_cast<bf16*>(dk), static_cast<bf16*>(dv));
   } else {  // one accumulator per launch (see the top of the file)
-    launch(attn_dkdv_tc<D, kPartV>, grid, kTcThreads, kDkdvSmem, st, "attention_bwd", ka, tq, tk,
-           tv, tg, lse2, Di, pk, pv, static_cast<bf16*>(dk), static_cast<bf16*>(dv));
-    launch(attn_dkdv_tc<D, kPartK>, grid, kTcThreads, kDkdvSmem, st, "attention_bwd", ka, tq, tk,
-           tv, tg, lse2, Di, pk, pv, static_cast<bf16*>(dk), static_cast<bf16*>(dv));
+    launch(attn_dkdv_tc<D, kPartV, Win>, grid, kTcThreads, kDkdvSmem, st, "attention_bwd", ka, tq,
+           tk, tv, tg, lse2, Di, pk, pv, static_cast<bf16*>(dk), static_cast<bf16*>(dv));
+    launch(attn_dkdv_tc<D, kPartK, Win>, grid, kTcThreads, kDkdvSmem, st, "attention_bwd", ka, tq,
+           tk, tv, tg, lse2, Di, pk, pv, static_cast<bf16*>(dk), static_cast<bf16*>(dv));
   }
-  launch(attn_dq_tc<D>, grid, kTcThreads, tc_smem<D>(6), st, "attention_bwd", ka, tq, tk, tv, tg,
-         lse2, Di, static_cast<bf16*>(dq));
+  launch(attn_dq_tc<D, Win>, grid, kTcThreads, tc_smem<D>(6), st, "attention_bwd", ka, tq, tk, tv,
+         tg, lse2, Di, static_cast<bf16*>(dq));
+}
+
+// Calls f(std::integral_constant<int, D>{}, std::bool_constant<window set>{}) for ka.D ∈
+// {64, 128, 256}.
+template <class F>
+void by_shape(const KArgs& ka, F&& f) {
+  const auto with_d = [&](auto d) {
+    if (ka.window > 0) {
+      f(d, std::true_type{});
+    } else {
+      f(d, std::false_type{});
+    }
+  };
+  if (ka.D == 64) {
+    with_d(std::integral_constant<int, 64>{});
+  } else if (ka.D == 128) {
+    with_d(std::integral_constant<int, 128>{});
+  } else {
+    with_d(std::integral_constant<int, 256>{});
+  }
 }
 
 }  // namespace
 
 void tc_fwd(const KArgs& ka, unsigned grid, void* out, float* lse, const void* q, const void* k,
             const void* v, cudaStream_t st) {
-  if (ka.D == 64) {
-    fwd<64>(ka, grid, out, lse, q, k, v, st);
-  } else if (ka.D == 128) {
-    fwd<128>(ka, grid, out, lse, q, k, v, st);
-  } else {
-    fwd<256>(ka, grid, out, lse, q, k, v, st);
-  }
+  by_shape(ka, [&](auto d, auto win) {
+    fwd<decltype(d)::value, decltype(win)::value>(ka, grid, out, lse, q, k, v, st);
+  });
 }
 
 void tc_bwd(const KArgs& ka, unsigned grid, const float* lse2, const float* Di, float* pk,
             float* pv, void* dq, void* dk, void* dv, const void* dout, const void* q, const void* k,
             const void* v, cudaStream_t st) {
-  if (ka.D == 64) {
-    bwd<64>(ka, grid, lse2, Di, pk, pv, dq, dk, dv, dout, q, k, v, st);
-  } else if (ka.D == 128) {
-    bwd<128>(ka, grid, lse2, Di, pk, pv, dq, dk, dv, dout, q, k, v, st);
-  } else {
-    bwd<256>(ka, grid, lse2, Di, pk, pv, dq, dk, dv, dout, q, k, v, st);
-  }
+  by_shape(ka, [&](auto d, auto win) {
+    bwd<decltype(d)::value, decltype(win)::value>(ka, grid, lse2, Di, pk, pv, dq, dk, dv, dout, q,
+                                                  k, v, st);
+  });
 }
 
 }  // namespace zt::cuda::attn
