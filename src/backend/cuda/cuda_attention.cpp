@@ -48,7 +48,8 @@ cuda::AttnProblem attn_shapes(const char* op, const Tensor& q, const Tensor& k, 
 // cu_seqlens).
 cuda::AttnProblem attn_problem(const char* op, const Tensor& q, const Tensor& k, const Varlen& seqs,
                                float scale, int64_t window) {
-  if (window < 0) fail("{}: sliding window {} is negative (0 = none)", op, window);
+  if (window < 0)
+    fail("{}: window is {}, expected 0 (none) or a positive number of keys", op, window);
   cuda::AttnProblem p = attn_shapes(op, q, k, true);
   const int64_t T = p.T;
   const auto& cu = seqs.cu_host;
