@@ -534,6 +534,21 @@ TEST(CudaOps, ArgumentErrorsNameOpAndArgument) {
               ops.rmsnorm_fwd(y.view(), r.view(), hx.view(), w.view(), 1e-6f, test_stream());
             }),
             "rmsnorm_fwd: x is not in device memory");
+  // A negative sliding window (the CPU op's message).
+  DevT q(DType::kF32, {4, 2, 8}), kv(DType::kF32, {4, 1, 8}), o(DType::kF32, {4, 2, 8}),
+      lse(DType::kF32, {2, 4});
+  const std::vector<int32_t> cu = {0, 4};
+  DevT dcu(HostT({2}, cu));
+  Varlen seqs;
+  seqs.cu_seqlens = dcu.view();
+  seqs.cu_host = cu;
+  seqs.max_seqlen = 4;
+  DevT aws(DType::kU8, {int64_t(ops.attention_workspace_bytes(q.view(), kv.view(), seqs))});
+  EXPECT_EQ(error_of([&] {
+              ops.attention_fwd(o.view(), lse.view(), q.view(), kv.view(), kv.view(), seqs, 1.0f,
+                                aws.view(), test_stream(), -1);
+            }),
+            "attention_fwd: window is -1, expected 0 (none) or a positive number of keys");
 }
 
 }  // namespace
