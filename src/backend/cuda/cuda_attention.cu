@@ -45,7 +45,7 @@
 // dQ D=128 246 / 96 KiB, D=64 206 / 48 KiB; dK/dV D=128 255 / 97 KiB, D=64 245 / 49 KiB (every
 // tile fits the 99 KiB per-block limit of sm_89 too). Windowed instances (D = 64/128): 162-255
 // regs, the D = 128 dQ spills 36 bytes. D = 256 (both): __launch_bounds__(128, 1), 255 regs,
-// spills 0-56 bytes (forward ≤ 4, dQ, dK ≤ 56, dV 0), 160-193 KiB smem (sm_90 only). Generic:
+// spills 0-56 bytes (forward ≤ 28, dQ, dK ≤ 56, dV 0), 160-193 KiB smem (sm_90 only). Generic:
 // 94-128 regs (the dQ kernel spills 8-28 bytes on sm_90), ≤ 97 KiB of shared memory at D = 256.
 //
 // Expected speed on an H200 (Qwen2.5-1.5B layer, T = 8192 = 4×2048, Hq 12, Hkv 2, D 128; causal

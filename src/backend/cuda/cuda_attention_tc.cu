@@ -269,7 +269,7 @@ __global__ void __launch_bounds__(kTcThreads, D <= 128 ? 2 : 1)
     const bool diag = j == w.tile;
     // Some row's window starts after this tile's first key: key j·64 ≤ row - W for row m0 + 63.
     const bool wedge = Win && j * kTc + a.window <= m0 + kTc - 1;
-#pragma unroll 1  // one copy of the sub-tile code (registers at D = 256)
+#pragma unroll(Win ? 1 : kSub <D>)  // windowed: one copy of the sub-tile code (registers)
     for (int hh = 0; hh < kSub<D>; ++hh) {
       constexpr int NB = kNB<D>;
       const uint32_t sub = buf + hh * (NB * 32 * D);
