@@ -2,10 +2,13 @@
 // sequences; default: the Qwen2.5-1.5B layer at a micro-batch of 8,192 tokens (4 × 2,048, 12 query
 // / 2 KV heads, D = 128, bf16). Prints ms per call and TFLOP/s of causal attention FLOPs: forward
 // 4·Σ s²/2·Hq·D, backward 2.5× that (the conventional FlashAttention count; our backward recomputes
-// P in both of its passes, so it executes 7/5 of the counted backward FLOPs).
+// P in both of its passes, so it executes 7/5 of the counted backward FLOPs). With a sliding
+// window W the counted FLOPs use the visible (query, key) pairs Σ_i min(i + 1, W) per sequence in
+// place of s²/2, so TFLOP/s stay comparable while the time should fall to O(s·W).
 //
 // usage: bench_cuda_attention [seq_len=2048] [num_seqs=4] [Hq=12] [Hkv=2] [D=128] [f32|bf16=bf16]
-//                             [auto|generic=auto]
+//                             [auto|generic=auto] [--window W]
+//   e.g. Gemma 3 1B's local layers: bench_cuda_attention 8192 1 4 1 256 bf16 auto --window 512
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -30,7 +33,21 @@ void ok(cudaError_t e) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int main(int argc_in, char** argv_in) {
+  // --window W (or --window=W) anywhere; the rest are positional.
+  int64_t window = 0;
+  std::vector<char*> pos{argv_in[0]};
+  for (int i = 1; i < argc_in; ++i) {
+    if (std::strcmp(argv_in[i], "--window") == 0 && i + 1 < argc_in) {
+      window = std::atoll(argv_in[++i]);
+    } else if (std::strncmp(argv_in[i], "--window=", 9) == 0) {
+      window = std::atoll(argv_in[i] + 9);
+    } else {
+      pos.push_back(argv_in[i]);
+    }
+  }
+  const int argc = static_cast<int>(pos.size());
+  char** argv = pos.data();
   const int S = argc > 1 ? std::atoi(argv[1]) : 2048, n = argc > 2 ? std::atoi(argv[2]) : 4;
   const int Hq = argc > 3 ? std::atoi(argv[3]) : 12, Hkv = argc > 4 ? std::atoi(argv[4]) : 2;
   const int D = argc > 5 ? std::atoi(argv[5]) : 128;
@@ -52,6 +69,7 @@ int main(int argc, char** argv) {
   p.cu_host = cu.data();
   p.num_seqs = n;
   p.scale = 1.0f / std::sqrt(static_cast<float>(D));
+  p.window = window;
   for (auto [ptr, bytes] : {std::pair{&q, nq * es},
                             {&k, nk * es},
                             {&v, nk * es},
@@ -96,11 +114,16 @@ int main(int argc, char** argv) {
     ok(cudaEventElapsedTime(&ms, e0, e1));
     return ms / iters;
   };
-  const double ffwd = 4.0 * n * (static_cast<double>(S) * S / 2) * Hq * D;
+  double pairs = static_cast<double>(S) * S / 2;  // visible (query, key) pairs per sequence
+  if (window > 0 && window < S)
+    pairs =
+        static_cast<double>(window) * (window + 1) / 2 + static_cast<double>(S - window) * window;
+  const double ffwd = 4.0 * n * pairs * Hq * D;
   const double tf = time_ms(fwd, 20), tb = time_ms(bwd, 20);
-  std::printf("attention %s %s: %d x %d tokens, Hq %d, Hkv %d, D %d, workspace %.1f MiB\n",
-              bf16 ? "bf16" : "f32", tc ? "tensor cores" : "generic", n, S, Hq, Hkv, D,
-              zt::cuda::attention_workspace_bytes(p) / 1048576.0);
+  std::printf(
+      "attention %s %s: %d x %d tokens, Hq %d, Hkv %d, D %d, window %lld, workspace %.1f MiB\n",
+      bf16 ? "bf16" : "f32", tc ? "tensor cores" : "generic", n, S, Hq, Hkv, D,
+      static_cast<long long>(window), zt::cuda::attention_workspace_bytes(p) / 1048576.0);
   std::printf("  forward  %8.3f ms  %6.1f TFLOP/s\n", tf, ffwd / tf / 1e9);
   std::printf("  backward %8.3f ms  %6.1f TFLOP/s (counted 2.5x forward)\n", tb,
               2.5 * ffwd / tb / 1e9);

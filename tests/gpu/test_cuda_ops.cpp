@@ -1,5 +1,6 @@
-// CUDA ops against the CPU reference (CpuOps) on the same inputs: cast, add, SwiGLU, RoPE,
-// embedding (forward, backward, out-of-vocabulary ids), RMSNorm, bias_grad, sumsq. Outputs start as
+// CUDA ops against the CPU reference (CpuOps) on the same inputs: cast, add, SwiGLU and GeGLU
+// (gelu_tanh), RoPE (full and partial rotary), embedding (forward, backward, scaled, out-of-
+// vocabulary ids), RMSNorm (Llama, OLMo 2 and Gemma styles), bias_grad, sumsq. Outputs start as
 // NaN bytes, so an element a kernel forgets shows. Bounds: ops whose per-element arithmetic is the
 // CPU's exactly (cast, add, RoPE rotation, embedding, sumsq) are bitwise equal; fp32 ops with a
 // reordered sum or CUDA's expf/sincosf within 1e-5 of the largest reference value; bf16 outputs
@@ -8,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <utility>
 
 #include "backend/op_test_util.h"
 #include "core/error.h"
@@ -123,6 +125,74 @@ TEST(CudaOps, SwigluMatchesCpu) {
       }
 }
 
+TEST(CudaOps, GegluMatchesCpu) {
+  ZT_REQUIRE_GPU();
+  CpuOps cpu;
+  uint32_t seed = 350;
+  const GluActivation act = GluActivation::kGeluTanh;
+  for (int64_t n : {1, 9, 8192 * 3 + 5})
+    for (int64_t mis : {0, 1})
+      for (DType t : kFloats) {
+        std::vector<float> g = randn(n, seed++, 4.0f);
+        if (n > 8) g[0] = 0.0f, g[1] = 30.0f, g[2] = -30.0f, g[3] = 1e-3f;  // tanh saturated, 0
+        HostT gate(t, {n}, g), up(t, {n}, randn(n, seed++));
+        HostT dout(t, {n}, randn(n, seed++));
+        HostT out = HostT::empty(t, {n}), dg = HostT::empty(t, {n}), du = HostT::empty(t, {n});
+        cpu.swiglu_fwd(out.view(), gate.view(), up.view(), {}, act);
+        cpu.swiglu_bwd(dg.view(), du.view(), dout.view(), gate.view(), up.view(), {}, act);
+        DevT dgate(gate, mis), dup(up, mis), ddout(dout, mis), dres(t, {n}, mis);
+        cuda_ops().swiglu_fwd(dres.view(), dgate.view(), dup.view(), test_stream(), act);
+        cuda_ops().swiglu_bwd(dgate.view(), dup.view(), ddout.view(), dgate.view(), dup.view(),
+                              test_stream(), act);
+        const std::string l = label("geglu", t, {n}, mis);
+        if (t == DType::kF32) {  // tanhf vs std::tanh and the order of the products: ~1e-7
+          expect_close(dres.download(), out, 1e-5, l + " fwd");
+          expect_close(dgate.download(), dg, 1e-5, l + " dgate");
+          expect_close(dup.download(), du, 1e-5, l + " dup");
+        } else {
+          expect_bf16_close(dres.download(), out, 1, 1e-6, l + " fwd");
+          expect_bf16_close(dgate.download(), dg, 1, 1e-6, l + " dgate");
+          expect_bf16_close(dup.download(), du, 1, 1e-6, l + " dup");
+        }
+      }
+}
+
+TEST(CudaOps, RopePartialRotaryMatchesCpuBitwiseAndKeepsTheTail) {
+  ZT_REQUIRE_GPU();
+  CpuOps cpu;
+  uint32_t seed = 450;
+  // {rotated half R/2, head dim D}: Phi-3-style R = D/2 and 3D/4, the vector path (R/2 % 8 == 0
+  // and D % 8 == 0), odd tails, and R = D (the full rotation through the same call).
+  const std::pair<int64_t, int64_t> dims[] = {{16, 64}, {24, 64}, {8, 24},
+                                              {3, 10},  {5, 11},  {32, 64}};
+  for (auto [half, D] : dims)
+    for (int64_t T : {1, 37, 515})
+      for (DType t : kFloats)
+        for (int64_t mis : {0, 1}) {
+          const int64_t heads = T == 37 ? 7 : 4;
+          HostT c(DType::kF32, {T, half}, randn(T * half, seed++));
+          HostT s(DType::kF32, {T, half}, randn(T * half, seed++));
+          HostT x(t, {T, heads, D}, randn(T * heads * D, seed++));
+          HostT fwd = x, bwd = x;
+          cpu.rope_fwd(fwd.view(), c.view(), s.view(), {});
+          cpu.rope_bwd(bwd.view(), c.view(), s.view(), {});
+          DevT dc(c), ds(s), dx(x, mis), dy(x, mis);
+          cuda_ops().rope_fwd(dx.view(), dc.view(), ds.view(), test_stream());
+          cuda_ops().rope_bwd(dy.view(), dc.view(), ds.view(), test_stream());
+          const std::string l =
+              label("rope partial", t, {T, heads, D}, mis) + " rotated " + std::to_string(2 * half);
+          const HostT gf = dx.download(), gb = dy.download();
+          expect_bitwise(gf, fwd, l + " fwd");
+          expect_bitwise(gb, bwd, l + " bwd");
+          // Elements [2·half, D) of every head pass unchanged (independent of the CPU).
+          for (int64_t r = 0; r < T * heads; ++r)
+            for (int64_t j = 2 * half; j < D; ++j) {
+              ASSERT_EQ(gf.get(r * D + j), x.get(r * D + j)) << l << " tail row " << r;
+              ASSERT_EQ(gb.get(r * D + j), x.get(r * D + j)) << l << " tail row " << r;
+            }
+        }
+}
+
 TEST(CudaOps, RopeTablesMatchCpuAndRotationIsBitwise) {
   ZT_REQUIRE_GPU();
   CpuOps cpu;
@@ -220,6 +290,45 @@ TEST(CudaOps, EmbeddingBackwardAddsRowsInTokenOrderBitwise) {
       }
 }
 
+// The Gemma embedding scale (√H rounded to the table's dtype, as HF's embed_scale): forward and
+// backward are one fp32 product per element on both sides, so bitwise equal.
+TEST(CudaOps, ScaledEmbeddingMatchesCpuBitwise) {
+  ZT_REQUIRE_GPU();
+  CpuOps cpu;
+  uint32_t seed = 650;
+  std::mt19937 gen(10);
+  const int64_t V = 300;
+  for (int64_t T : {1, 37, 2049})
+    for (int64_t H : {1152, 70, 7})
+      for (DType t : kFloats)
+        for (int64_t mis : {0, 1}) {
+          const float root = std::sqrt(static_cast<float>(H));
+          const float scale = t == DType::kBF16 ? bf16_to_f32(f32_to_bf16(root)) : root;
+          std::vector<int32_t> ids(T);
+          for (auto& i : ids) i = static_cast<int32_t>(gen() % V);
+          if (T > 100)
+            for (int k = 0; k < 100; ++k) ids[gen() % T] = 5;  // a long run of one id
+          HostT table(t, {V, H}, randn(V * H, seed++)), hids({T}, ids);
+          HostT want = HostT::empty(t, {T, H});
+          cpu.embedding_fwd(want.view(), table.view(), hids.view(), {}, scale);
+          DevT dtable(table, mis), dids(hids), dout(t, {T, H}, mis);
+          cuda_ops().embedding_fwd(dout.view(), dtable.view(), dids.view(), test_stream(), scale);
+          const std::string l = label("embedding scaled", t, {T, H}, mis);
+          expect_bitwise(dout.download(), want, l + " fwd");
+
+          HostT g(t, {T, H}, randn(T * H, seed++));
+          HostT start(DType::kF32, {V, H}, randn(V * H, seed++));
+          HostT dwant = start;
+          cpu.embedding_bwd(dwant.view(), g.view(), hids.view(), 1.0f, {}, {}, scale);
+          DevT dg(g, mis), dtab(start, mis);
+          DevT ws(DType::kU8,
+                  {static_cast<int64_t>(cuda_ops().embedding_workspace_bytes(hids.view()))});
+          cuda_ops().embedding_bwd(dtab.view(), dg.view(), dids.view(), 1.0f, ws.view(),
+                                   test_stream(), scale);
+          expect_bitwise(dtab.download(), dwant, l + " bwd");
+        }
+}
+
 TEST(CudaOps, OutOfVocabularyIdIsReportedBySynchronize) {
   ZT_REQUIRE_GPU();
   CudaOps& ops = cuda_ops();
@@ -309,6 +418,51 @@ TEST(CudaOps, RmsNormBackwardMatchesCpu) {
         }
 }
 
+// The OLMo 2 (to_dtype(w·n)) and Gemma ((1 + w)·n) styles, forward and backward, at the bounds of
+// the Llama-style tests above (the styles share the statistics and the sums; only per-element
+// products differ).
+TEST(CudaOps, RmsNormStylesMatchCpu) {
+  ZT_REQUIRE_GPU();
+  CpuOps cpu;
+  uint32_t seed = 950;
+  for (RmsNormStyle style : {RmsNormStyle::kOlmo2, RmsNormStyle::kGemma})
+    for (int64_t T : {1, 37, 1031})
+      for (int64_t H : {1536, 256, 37})
+        for (DType t : kFloats)
+          for (int64_t mis : {0, 1}) {
+            const bool acc = mis == 1;  // accumulate dx and dw on the misaligned runs
+            HostT x(t, {T, H}, randn(T * H, seed++, 2.0f)), w(t, {H}, randn(H, seed++, 0.5f));
+            HostT dy(t, {T, H}, randn(T * H, seed++)), dx0(t, {T, H}, randn(T * H, seed++));
+            HostT dw0(DType::kF32, {H}, randn(H, seed++));
+            HostT y = HostT::empty(t, {T, H}), rstd = HostT::empty(DType::kF32, {T});
+            cpu.rmsnorm_fwd(y.view(), rstd.view(), x.view(), w.view(), 1e-6f, {}, style);
+            HostT dx = dx0, dw = dw0;
+            cpu.rmsnorm_bwd(dx.view(), acc, dw.view(), acc ? 1.0f : 0.0f, dy.view(), x.view(),
+                            w.view(), rstd.view(), {}, style);
+            DevT dxx(x, mis), dww(w, mis), dyy(t, {T, H}, mis), dr(DType::kF32, {T});
+            cuda_ops().rmsnorm_fwd(dyy.view(), dr.view(), dxx.view(), dww.view(), 1e-6f,
+                                   test_stream(), style);
+            const std::string l = label("rmsnorm style", t, {T, H}, mis) + " " +
+                                  (style == RmsNormStyle::kGemma ? "gemma" : "olmo2");
+            expect_close(dr.download(), rstd, 1e-5, l + " rstd");
+            if (t == DType::kF32)
+              expect_close(dyy.download(), y, 1e-5, l + " y");
+            else
+              expect_bf16_close(dyy.download(), y, 3, 1e-6, l + " y");
+            // The backward on the CPU's rstd (an input), as in RmsNormBackwardMatchesCpu.
+            DevT ddy(dy, mis), drr(rstd);
+            DevT ddx = acc ? DevT(dx0, mis) : DevT(t, {T, H}, mis);
+            DevT ddw = acc ? DevT(dw0) : DevT(DType::kF32, {H});
+            cuda_ops().rmsnorm_bwd(ddx.view(), acc, ddw.view(), acc ? 1.0f : 0.0f, ddy.view(),
+                                   dxx.view(), dww.view(), drr.view(), test_stream(), style);
+            expect_close(ddw.download(), dw, 1e-5, l + " dw");
+            if (t == DType::kF32)
+              expect_close(ddx.download(), dx, 1e-5, l + " dx");
+            else
+              expect_bf16_close(ddx.download(), dx, 1, 1e-5, l + " dx");
+          }
+}
+
 TEST(CudaOps, BiasGradMatchesCpuAndRepeatsBitwise) {
   ZT_REQUIRE_GPU();
   CpuOps cpu;
@@ -380,6 +534,21 @@ TEST(CudaOps, ArgumentErrorsNameOpAndArgument) {
               ops.rmsnorm_fwd(y.view(), r.view(), hx.view(), w.view(), 1e-6f, test_stream());
             }),
             "rmsnorm_fwd: x is not in device memory");
+  // A negative sliding window (the CPU op's message).
+  DevT q(DType::kF32, {4, 2, 8}), kv(DType::kF32, {4, 1, 8}), o(DType::kF32, {4, 2, 8}),
+      lse(DType::kF32, {2, 4});
+  const std::vector<int32_t> cu = {0, 4};
+  DevT dcu(HostT({2}, cu));
+  Varlen seqs;
+  seqs.cu_seqlens = dcu.view();
+  seqs.cu_host = cu;
+  seqs.max_seqlen = 4;
+  DevT aws(DType::kU8, {int64_t(ops.attention_workspace_bytes(q.view(), kv.view(), seqs))});
+  EXPECT_EQ(error_of([&] {
+              ops.attention_fwd(o.view(), lse.view(), q.view(), kv.view(), kv.view(), seqs, 1.0f,
+                                aws.view(), test_stream(), -1);
+            }),
+            "attention_fwd: window is -1, expected 0 (none) or a positive number of keys");
 }
 
 }  // namespace

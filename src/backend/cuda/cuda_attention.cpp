@@ -47,7 +47,9 @@ cuda::AttnProblem attn_shapes(const char* op, const Tensor& q, const Tensor& k, 
 // attn_shapes plus the sequence boundaries (as the CPU op checks them, and the device copy of
 // cu_seqlens).
 cuda::AttnProblem attn_problem(const char* op, const Tensor& q, const Tensor& k, const Varlen& seqs,
-                               float scale) {
+                               float scale, int64_t window) {
+  if (window < 0)
+    fail("{}: window is {}, expected 0 (none) or a positive number of keys", op, window);
   cuda::AttnProblem p = attn_shapes(op, q, k, true);
   const int64_t T = p.T;
   const auto& cu = seqs.cu_host;
@@ -59,6 +61,7 @@ cuda::AttnProblem attn_problem(const char* op, const Tensor& q, const Tensor& k,
   p.cu_host = cu.data();
   p.num_seqs = static_cast<int>(n);
   p.scale = scale;
+  p.window = window;
   return p;
 }
 
@@ -75,9 +78,8 @@ size_t CudaOps::attention_workspace_bytes(const Tensor& q, const Tensor& k,
 void CudaOps::attention_fwd(const Tensor& out, const Tensor& lse, const Tensor& q, const Tensor& k,
                             const Tensor& v, const Varlen& seqs, float scale,
                             const Tensor& workspace, Stream s, int64_t window) {
-  if (window != 0) opcheck::unsupported_variant("attention_fwd", "a sliding window", Device::kCUDA);
   const char* op = "attention_fwd";
-  const cuda::AttnProblem p = attn_problem(op, q, k, seqs, scale);
+  const cuda::AttnProblem p = attn_problem(op, q, k, seqs, scale, window);
   check_shape(op, "v", v, {p.T, p.Hkv, p.D});
   check_shape(op, "out", out, {p.T, p.Hq, p.D});
   check_shape(op, "lse", lse, {p.Hq, p.T});
@@ -93,9 +95,8 @@ void CudaOps::attention_bwd(const Tensor& dq, const Tensor& dk, const Tensor& dv
                             const Tensor& dout, const Tensor& q, const Tensor& k, const Tensor& v,
                             const Tensor& out, const Tensor& lse, const Varlen& seqs, float scale,
                             const Tensor& workspace, Stream s, int64_t window) {
-  if (window != 0) opcheck::unsupported_variant("attention_bwd", "a sliding window", Device::kCUDA);
   const char* op = "attention_bwd";
-  const cuda::AttnProblem p = attn_problem(op, q, k, seqs, scale);
+  const cuda::AttnProblem p = attn_problem(op, q, k, seqs, scale, window);
   check_shape(op, "v", v, {p.T, p.Hkv, p.D});
   check_shape(op, "out", out, {p.T, p.Hq, p.D});
   check_shape(op, "dout", dout, {p.T, p.Hq, p.D});

@@ -1,7 +1,8 @@
 // CUDA attention: causal, GQA, padding-free varlen (cu_seqlens) attention, forward and a
 // deterministic backward, with the maths of backend/cpu/cpu_attention.cpp (the reference the GPU
-// tests compare against): scores = scale·q·kᵀ, causal mask within each sequence, fp32 softmax
-// statistics, ·v; lse saved for the backward, which recomputes the probabilities.
+// tests compare against): scores = scale·q·kᵀ, causal mask within each sequence (and, with a
+// sliding window W, keys more than W - 1 positions back masked too), fp32 softmax statistics, ·v;
+// lse saved for the backward, which recomputes the probabilities.
 //
 // Why our own FlashAttention-2-style kernels and not cuDNN's SDPA: the cudnn-frontend headers are
 // not installed and the raw cuDNN backend graph API needs hundreds of lines of descriptor code per
@@ -12,8 +13,11 @@
 // Two kernel families behind one dispatch (attention_fwd / attention_bwd at the end):
 //  * generic (cuda_attention_generic.cu): any D ≤ 256, f32 or bf16 storage, fp32 CUDA-core
 //    arithmetic. Used for fp32 models and unusual head dims (the test models have D = 12 and 16).
-//  * tensor cores (cuda_attention_tc.cu): bf16, D ∈ {64, 128}, mma.sync m16n8k16 with fp32
+//  * tensor cores (cuda_attention_tc.cu): bf16, D ∈ {64, 128, 256}, mma.sync m16n8k16 with fp32
 //    accumulators, FlashAttention-2 style 64×64 tiles with causal tile skipping.
+// A sliding window W (Gemma 3, Mistral, SmolLM3 layers) is a KArgs field: both families skip the
+// key (query) tiles wholly outside every window of their query (key) tile, so the work per tile is
+// O(W) instead of O(position); W ≥ T is the plain causal mask and is passed as 0.
 // This file holds what both share: the varlen work list, the backward's prep and head-sum kernels,
 // the workspace layout and the dispatch.
 //
@@ -39,8 +43,10 @@
 // Resources (ptxas, sm_90; sm_89 within a few registers): tensor-core kernels 128 threads,
 // __launch_bounds__(128, 2), no spills — forward D=128 229 regs / 80 KiB smem, D=64 153 / 40 KiB;
 // dQ D=128 246 / 96 KiB, D=64 206 / 48 KiB; dK/dV D=128 255 / 97 KiB, D=64 245 / 49 KiB (every
-// tile fits the 99 KiB per-block limit of sm_89 too). Generic: 94-128 regs (the dQ kernel spills
-// 8-28 bytes on sm_90), ≤ 97 KiB of shared memory at D = 256.
+// tile fits the 99 KiB per-block limit of sm_89 too). Windowed instances (D = 64/128): 162-255
+// regs, the D = 128 dQ spills 36 bytes. D = 256 (both): __launch_bounds__(128, 1), 255 regs,
+// spills 0-56 bytes (forward ≤ 28, dQ, dK ≤ 56, dV 0), 160-193 KiB smem (sm_90 only). Generic:
+// 94-128 regs (the dQ kernel spills 8-28 bytes on sm_90), ≤ 97 KiB of shared memory at D = 256.
 //
 // Expected speed on an H200 (Qwen2.5-1.5B layer, T = 8192 = 4×2048, Hq 12, Hkv 2, D 128; causal
 // FLOPs fwd 4·Σs²/2·Hq·D = 51.5 GFLOP, bwd counted 2.5× = 129 GFLOP): the forward reads 32 FLOP per
@@ -171,11 +177,11 @@ Ws carve(const AttnProblem& p, void* base) {
 
 void validate(const AttnProblem& p) {
   if (p.T < 0 || p.Hq < 1 || p.Hkv < 1 || p.Hq % p.Hkv != 0 || p.D < 1 || p.D > kMaxD ||
-      p.num_seqs < 1 || !p.cu_host)
-    throw std::invalid_argument("cuda attention: unsupported shape (T " + std::to_string(p.T) +
-                                ", Hq " + std::to_string(p.Hq) + ", Hkv " + std::to_string(p.Hkv) +
-                                ", D " + std::to_string(p.D) + ", sequences " +
-                                std::to_string(p.num_seqs) + ")");
+      p.num_seqs < 1 || !p.cu_host || p.window < 0)
+    throw std::invalid_argument(
+        "cuda attention: unsupported shape (T " + std::to_string(p.T) + ", Hq " +
+        std::to_string(p.Hq) + ", Hkv " + std::to_string(p.Hkv) + ", D " + std::to_string(p.D) +
+        ", sequences " + std::to_string(p.num_seqs) + ", window " + std::to_string(p.window) + ")");
 }
 
 // Σ ceil(len_i / rows) over the sequences (host copy of cu_seqlens).
@@ -195,14 +201,16 @@ unsigned plan(const AttnProblem& p, int rows, const Ws& ws, cudaStream_t st, con
 }
 
 KArgs kargs(const AttnProblem& p, const Ws& ws) {
-  return KArgs{p.cu_dev, ws.tile_start, p.num_seqs,      p.T, p.Hq, p.Hkv,
-               p.D,      p.scale,       p.scale * kLog2e};
+  // Every sequence is at most T long, so a window ≥ T masks nothing beyond causality.
+  const int window = p.window >= p.T ? 0 : static_cast<int>(p.window);
+  return KArgs{p.cu_dev, ws.tile_start, p.num_seqs,       p.T,   p.Hq, p.Hkv,
+               p.D,      p.scale,       p.scale * kLog2e, window};
 }
 
 }  // namespace
 
 bool attention_uses_tensor_cores(const AttnProblem& p, std::initializer_list<const void*> ptrs) {
-  if (!p.bf16 || (p.D != 64 && p.D != 128)) return false;
+  if (!p.bf16 || (p.D != 64 && p.D != 128 && p.D != 256)) return false;
   for (const void* ptr : ptrs)
     if (reinterpret_cast<uintptr_t>(ptr) % 16 != 0) return false;
   return true;

@@ -23,10 +23,13 @@ struct AttnProblem {
   const int32_t* cu_host = nullptr;  // the same values in host memory (launch sizes come from it)
   int num_seqs = 0;
   float scale = 1.0f;  // scores = scale * q·k
+  // Sliding window W: query i of a sequence sees keys j with i - W < j ≤ i; 0 = none (≥ 0).
+  int64_t window = 0;
 };
 
-// Which kernels run. kAuto: the tensor-core kernels (bf16, D ∈ {64, 128}, 16-byte aligned
-// pointers), else the generic fp32-arithmetic ones. kGeneric forces the generic kernels (tests).
+// Which kernels run. kAuto: the tensor-core kernels (bf16, D ∈ {64, 128, 256}, 16-byte aligned
+// pointers; D = 256 needs sm_90's 227 KiB of shared memory per block), else the generic
+// fp32-arithmetic ones. kGeneric forces the generic kernels (tests).
 enum class AttnKernels { kAuto, kGeneric };
 
 // True when kAuto picks the tensor-core kernels for this problem and these tensor pointers.
@@ -39,9 +42,9 @@ bool attention_uses_tensor_cores(const AttnProblem& p, std::initializer_list<con
 // no cu_seqlens; it grows with T.
 size_t attention_workspace_bytes(const AttnProblem& p);
 
-// out = softmax(scale·q·kᵀ + causal mask within each sequence)·v; lse[h, t] = log Σ exp(scores)
-// (natural log). Enqueued on `stream` (a cudaStream_t); workspace is device memory of at least
-// attention_workspace_bytes(p).
+// out = softmax(scale·q·kᵀ + causal (and p.window) mask within each sequence)·v; lse[h, t] = log Σ
+// exp(scores) (natural log). Enqueued on `stream` (a cudaStream_t); workspace is device memory of
+// at least attention_workspace_bytes(p).
 void attention_fwd(const AttnProblem& p, void* out, float* lse, const void* q, const void* k,
                    const void* v, void* workspace, void* stream,
                    AttnKernels which = AttnKernels::kAuto);

@@ -5,6 +5,13 @@
 // owning row j of that tile for the dot products, and each lane owning dims d ≡ lane (mod 32) of
 // the accumulators. Every sum runs in index order (dot products over d, rows j of a tile, tiles),
 // and the warp reductions are fixed butterflies: results are bitwise repeatable.
+//
+// Sliding window W (KArgs::window > 0): query r sees keys [first_key(r), r]. The tile loops start
+// at the first tile any row of the block sees (forward, dQ) or end after the last query row that
+// sees one of the block's keys (dK/dV), and a warp skips a tile that holds none of its row's (or
+// key's) visible pairs, so a row costs O(W) instead of O(r); the masked pairs inside a tile are
+// excluded from the row's sums (j ranges) exactly as the causal ones. Window 0 runs the causal
+// code paths unchanged (first_key = 0, query_end = L).
 #include "backend/cuda/cuda_attention_kernels.cuh"
 
 namespace zt::cuda::attn {
@@ -100,7 +107,8 @@ __global__ void __launch_bounds__(kGenThreads)
     for (int sl = 0; sl < kGenSlots; ++sl) o[rr][sl] = 0.0f;
   }
   const int kend = min(w.L, r0 + kGenRows);
-  for (int c0 = 0; c0 < kend; c0 += kGenTile) {
+  const int kbeg = first_key(a, r0) / kGenTile * kGenTile;  // the first tile a row of ours sees
+  for (int c0 = kbeg; c0 < kend; c0 += kGenTile) {
     __syncthreads();  // the previous tile is consumed
     const int64_t koff = (w.s0 + c0) * ldk + w.kvh * D;
     gen_load_rows(Ks, kp, k + koff, ldk, kGenTile, w.L - c0, D);
@@ -109,22 +117,24 @@ __global__ void __launch_bounds__(kGenThreads)
 #pragma unroll
     for (int rr = 0; rr < kGenPerWarp; ++rr) {
       const int r = r0 + warp * kGenPerWarp + rr;  // sequence-relative row (warp-uniform)
-      if (r >= w.L || r < c0) continue;
+      const int lo = first_key(a, r);              // the row sees keys [lo, r]
+      if (r >= w.L || r < c0 || c0 + kGenTile <= lo) continue;
       const float* qr = Qs + (warp * kGenPerWarp + rr) * D;
       const float* kr = Ks + lane * kp;
       float s = 0.0f;
       for (int d = 0; d < D; ++d) s += qr[d] * kr[d];
-      s = c0 + lane <= r ? s * a.scale : -INFINITY;
-      // Key 0 is in the first tile and visible to every row, so m is finite from then on.
+      s = c0 + lane <= r && c0 + lane >= lo ? s * a.scale : -INFINITY;
+      // Every tile a row gets here holds one of its keys (c0 ≤ r, c0 + 32 > lo), so m is finite
+      // from its first tile on.
       const float mnew = fmaxf(m[rr], warp_max(s));
       const float alpha = expf(m[rr] - mnew);
       const float p = expf(s - mnew);
       l[rr] = l[rr] * alpha + warp_sum(p);
       m[rr] = mnew;
-      const int jn = min(kGenTile, r - c0 + 1);
+      const int jlo = max(0, lo - c0), jn = min(kGenTile, r - c0 + 1);
 #pragma unroll
       for (int sl = 0; sl < kGenSlots; ++sl) o[rr][sl] *= alpha;
-      gen_add_rows(o[rr], p, 0, jn, Vs, D, D, lane);
+      gen_add_rows(o[rr], p, jlo, jn, Vs, D, D, lane);
     }
   }
 #pragma unroll
@@ -168,7 +178,8 @@ __global__ void __launch_bounds__(kGenThreads)
     for (int sl = 0; sl < kGenSlots; ++sl) acc[rr][sl] = 0.0f;
   }
   const int kend = min(w.L, r0 + kGenRows);
-  for (int c0 = 0; c0 < kend; c0 += kGenTile) {
+  const int kbeg = first_key(a, r0) / kGenTile * kGenTile;
+  for (int c0 = kbeg; c0 < kend; c0 += kGenTile) {
     __syncthreads();
     const int64_t koff = (w.s0 + c0) * ldk + w.kvh * D;
     gen_load_rows(Ks, kp, k + koff, ldk, kGenTile, w.L - c0, D);
@@ -177,13 +188,14 @@ __global__ void __launch_bounds__(kGenThreads)
 #pragma unroll
     for (int rr = 0; rr < kGenPerWarp; ++rr) {
       const int r = r0 + warp * kGenPerWarp + rr;
-      if (r >= w.L || r < c0) continue;
+      const int lo = first_key(a, r);
+      if (r >= w.L || r < c0 || c0 + kGenTile <= lo) continue;
       const int ro = (warp * kGenPerWarp + rr) * D;
       const float ds = gen_p_ds(Qs + ro, Ks + lane * kp, dOs + ro, Vs + lane * kp, D, a.scale,
-                                lr[rr], dr[rr], c0 + lane <= r)
+                                lr[rr], dr[rr], c0 + lane <= r && c0 + lane >= lo)
                            .y;
-      const int jn = min(kGenTile, r - c0 + 1);
-      gen_add_rows(acc[rr], ds, 0, jn, Ks, kp, D, lane);
+      const int jlo = max(0, lo - c0), jn = min(kGenTile, r - c0 + 1);
+      gen_add_rows(acc[rr], ds, jlo, jn, Ks, kp, D, lane);
     }
   }
 #pragma unroll
@@ -195,7 +207,8 @@ __global__ void __launch_bounds__(kGenThreads)
 }
 
 // dK/dV contribution of one query head. Block: 16 keys of KV head kvh (4 per warp) and query head
-// h; query tiles of 32 rows from the block's first key to the sequence end, in order. Lane i
+// h; query tiles of 32 rows from the block's first key to the sequence end (with a window: to the
+// last row that sees one of the block's keys), in order. Lane i
 // computes P and dS for query row i of the tile; the warp adds Σ_i P_i·dO_i to the key's dV and
 // Σ_i dS_i·Q_i to its dK (lane owns dims lane + 32·slot), rows in order. Writes fp32 partials
 // pk/pv [T, Hq, D] when non-null, else the final dk/dv [T, Hkv, D].
@@ -223,7 +236,8 @@ __global__ void __launch_bounds__(kGenThreads)
   for (int kk = 0; kk < kGenPerWarp; ++kk)
 #pragma unroll
     for (int sl = 0; sl < kGenSlots; ++sl) gk[kk][sl] = gv[kk][sl] = 0.0f;
-  for (int qt = c0; qt < w.L; qt += kGenTile) {
+  const int qend = query_end(a, c0 + kGenRows - 1, w.L);
+  for (int qt = c0; qt < qend; qt += kGenTile) {
     __syncthreads();
     const int64_t qoff = (w.s0 + qt) * ldq + w.h * D;
     gen_load_rows(Qs, kp, q + qoff, ldq, kGenTile, w.L - qt, D);
@@ -236,15 +250,15 @@ __global__ void __launch_bounds__(kGenThreads)
     }
     __syncthreads();
     const int row = qt + lane;
-    const int jhi = min(kGenTile, w.L - qt);
 #pragma unroll
     for (int kk = 0; kk < kGenPerWarp; ++kk) {
       const int key = c0 + warp * kGenPerWarp + kk;  // warp-uniform
-      if (key >= w.L) continue;
+      const int qhi = query_end(a, key, w.L);        // rows [key, qhi) see this key
+      if (key >= w.L || qt >= qhi) continue;
       const int ko = (warp * kGenPerWarp + kk) * D;
       const float2 pds = gen_p_ds(Qs + lane * kp, Ks + ko, dOs + lane * kp, Vs + ko, D, a.scale,
-                                  ls[lane], ds_[lane], row >= key && row < w.L);
-      const int jlo = max(0, key - qt);
+                                  ls[lane], ds_[lane], row >= key && row < qhi);
+      const int jlo = max(0, key - qt), jhi = min(kGenTile, qhi - qt);
       gen_add_rows(gv[kk], pds.x, jlo, jhi, dOs, kp, D, lane);
       gen_add_rows(gk[kk], pds.y, jlo, jhi, Qs, kp, D, lane);
     }

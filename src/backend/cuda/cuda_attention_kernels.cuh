@@ -30,7 +30,18 @@ struct KArgs {
   int Hq, Hkv, D;
   float scale;       // softmax scale
   float scale_log2;  // scale·log2(e) (tensor-core kernels work in base 2)
+  int window;        // sliding window W (query r sees keys r - W < c ≤ r); 0 = none (or W ≥ T)
 };
+
+// The first key sequence-relative query row r sees: r - W + 1 with a window, else 0.
+__device__ __forceinline__ int first_key(const KArgs& a, int r) {
+  return a.window > 0 ? max(0, r - a.window + 1) : 0;
+}
+// One past the last query row that sees key c of a sequence of L tokens: c + W with a window
+// (capped at L), else L.
+__device__ __forceinline__ int query_end(const KArgs& a, int c, int L) {
+  return a.window > 0 ? min(L, c + a.window) : L;
+}
 
 // The (sequence, tile, head) a block works on.
 struct Work {
@@ -97,7 +108,7 @@ void generic_bwd(const KArgs& ka, unsigned grid, bool is_bf16, const float* lse,
                  float* pk, float* pv, void* dq, void* dk, void* dv, const void* dout,
                  const void* q, const void* k, const void* v, cudaStream_t st);
 
-// Tensor-core kernels (cuda_attention_tc.cu): bf16, D = ka.D ∈ {64, 128}, 16-byte aligned
+// Tensor-core kernels (cuda_attention_tc.cu): bf16, D = ka.D ∈ {64, 128, 256}, 16-byte aligned
 // tensors, work list of kTcRows-row tiles. As above, with lse2 = lse·log2(e).
 void tc_fwd(const KArgs& ka, unsigned grid, void* out, float* lse, const void* q, const void* k,
             const void* v, cudaStream_t st);

@@ -1,4 +1,5 @@
-// Elementwise CUDA kernels: cast, add, scale, SwiGLU forward/backward, RoPE tables and rotation.
+// Elementwise CUDA kernels: cast, add, scale, gated-MLP activation (SwiGLU, GeGLU with
+// gelu_pytorch_tanh) forward/backward, RoPE tables and rotation (full or partial rotary).
 // CPU reference: backend/cpu/cpu_elementwise.cpp (same operation order per element; nvcc runs with
 // --fmad=false, so a*b+c is never contracted and each element rounds as on the CPU; expf / sincosf
 // are CUDA's full-precision versions, within 2 ulp of the CPU's libm).
@@ -98,6 +99,36 @@ struct SwigluBwdF {
   }
 };
 
+// gelu_tanh(g) = ½g(1 + t), t = tanh(√(2/π)(g + 0.044715g³)) (torch approximate="tanh"), and its
+// derivative ½(1 + t) + ½g(1 − t²)·√(2/π)(1 + 3·0.044715g²) (ops.h), in fp32 with tanhf.
+constexpr float kSqrt2OverPi = 0.7978845608028654f;
+constexpr float kGeluCubic = 0.044715f;
+__device__ __forceinline__ float gelu_tanh_t(float g) {
+  return tanhf(kSqrt2OverPi * (g + kGeluCubic * g * g * g));
+}
+// in: gate, up. out = gelu_tanh(g) * u.
+struct GegluFwdF {
+  static constexpr int kIn = 2, kOut = 1;
+  __device__ void operator()(const float (&i)[2], float (&o)[1]) const {
+    const float gv = i[0];
+    o[0] = 0.5f * gv * (1.0f + gelu_tanh_t(gv)) * i[1];
+  }
+};
+// in: dout, gate, up; out: dgate, dup. du = d*gelu_tanh(g); dg = d*u*gelu_tanh'(g).
+struct GegluBwdF {
+  static constexpr int kIn = 3, kOut = 2;
+  __device__ void operator()(const float (&i)[3], float (&o)[2]) const {
+    const float dv = i[0], gv = i[1], uv = i[2];
+    const float t = gelu_tanh_t(gv);
+    const float gelu = 0.5f * gv * (1.0f + t);
+    const float dgelu =
+        0.5f * (1.0f + t) +
+        0.5f * gv * (1.0f - t * t) * (kSqrt2OverPi * (1.0f + 3.0f * kGeluCubic * gv * gv));
+    o[1] = dv * gelu;
+    o[0] = dv * uv * dgelu;
+  }
+};
+
 template <class TO, class TI, class F>
 void map(const char* op, MapArgs<TO, TI, F::kIn, F::kOut> a, int64_t n, F f, cudaStream_t stream) {
   if (n <= 0) return;
@@ -123,19 +154,21 @@ __global__ void __launch_bounds__(kThreads)
   sin[idx] = s * scaling;
 }
 
-// x [rows = T*heads, 2*half] in place: x'[i] = x[i]c - x[i+half]s, x'[i+half] = x[i+half]c + x[i]s
-// with s = sign*sin. One thread per (row, group of 8 pair indices i); with `vec` (half % 8 == 0,
-// pointers aligned) the two halves and the cos/sin rows move as 16-byte vectors. Traffic: x read
-// and written once; the cos/sin rows of token t are re-read by its `heads` rows (cache hits).
+// x [rows = T*heads, dim] in place, over the first 2*half elements of each row: x'[i] = x[i]c -
+// x[i+half]s, x'[i+half] = x[i+half]c + x[i]s with s = sign*sin; elements [2*half, dim) are not
+// touched (partial rotary, dim > 2*half). One thread per (row, group of 8 pair indices i); with
+// `vec` (half % 8 == 0, dim % 8 == 0, pointers aligned) the two halves and the cos/sin rows move as
+// 16-byte vectors. Traffic: the rotated part of x read and written once; the cos/sin rows of token
+// t are re-read by its `heads` rows (cache hits).
 template <class T>
 __global__ void __launch_bounds__(kThreads)
     rope_kernel(T* x, const float* cos, const float* sin, int64_t rows, int64_t heads, int64_t half,
-                float sign, bool vec) {
+                int64_t dim, float sign, bool vec) {
   const int64_t groups = (half + kVec - 1) / kVec;
   const int64_t idx = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
   if (idx >= rows * groups) return;
   const int64_t r = idx / groups, i0 = (idx - r * groups) * kVec, t = r / heads;
-  T* v = x + r * 2 * half;
+  T* v = x + r * dim;
   const float* c = cos + t * half;
   const float* s = sin + t * half;
   if (vec) {
@@ -191,25 +224,29 @@ void launch_scale(float* x, float beta, int64_t n, cudaStream_t stream) {
 }
 
 void launch_swiglu_fwd(void* out, const void* gate, const void* up, DType t, int64_t n,
-                       cudaStream_t stream) {
+                       GluActivation act, cudaStream_t stream) {
   by_dtype(t, [&](auto tag) {
     using T = decltype(tag);
-    map("swiglu_fwd",
-        MapArgs<T, T, 2, 1>{{static_cast<const T*>(gate), static_cast<const T*>(up)},
-                            {static_cast<T*>(out)}},
-        n, SwigluFwdF{}, stream);
+    const MapArgs<T, T, 2, 1> a{{static_cast<const T*>(gate), static_cast<const T*>(up)},
+                                {static_cast<T*>(out)}};
+    if (act == GluActivation::kGeluTanh)
+      map("swiglu_fwd", a, n, GegluFwdF{}, stream);
+    else
+      map("swiglu_fwd", a, n, SwigluFwdF{}, stream);
   });
 }
 
 void launch_swiglu_bwd(void* dgate, void* dup, const void* dout, const void* gate, const void* up,
-                       DType t, int64_t n, cudaStream_t stream) {
+                       DType t, int64_t n, GluActivation act, cudaStream_t stream) {
   by_dtype(t, [&](auto tag) {
     using T = decltype(tag);
-    map("swiglu_bwd",
-        MapArgs<T, T, 3, 2>{
-            {static_cast<const T*>(dout), static_cast<const T*>(gate), static_cast<const T*>(up)},
-            {static_cast<T*>(dgate), static_cast<T*>(dup)}},
-        n, SwigluBwdF{}, stream);
+    const MapArgs<T, T, 3, 2> a{
+        {static_cast<const T*>(dout), static_cast<const T*>(gate), static_cast<const T*>(up)},
+        {static_cast<T*>(dgate), static_cast<T*>(dup)}};
+    if (act == GluActivation::kGeluTanh)
+      map("swiglu_bwd", a, n, GegluBwdF{}, stream);
+    else
+      map("swiglu_bwd", a, n, SwigluBwdF{}, stream);
   });
 }
 
@@ -222,15 +259,16 @@ void launch_rope_tables(float* cos, float* sin, const int32_t* pos, const float*
 }
 
 void launch_rope(void* x, DType t, const float* cos, const float* sin, int64_t T, int64_t heads,
-                 int64_t half, float sign, cudaStream_t stream) {
+                 int64_t half, int64_t dim, float sign, cudaStream_t stream) {
   const int64_t rows = T * heads, groups = (half + kVec - 1) / kVec;
   if (rows * groups == 0) return;
-  const bool vec = half % kVec == 0 && aligned16(x) && aligned16(cos) && aligned16(sin);
+  const bool vec =
+      half % kVec == 0 && dim % kVec == 0 && aligned16(x) && aligned16(cos) && aligned16(sin);
   const char* op = sign > 0 ? "rope_fwd" : "rope_bwd";
   by_dtype(t, [&](auto tag) {
     using T_ = decltype(tag);
     rope_kernel<T_><<<blocks_for(rows * groups, kThreads), kThreads, 0, stream>>>(
-        static_cast<T_*>(x), cos, sin, rows, heads, half, sign, vec);
+        static_cast<T_*>(x), cos, sin, rows, heads, half, dim, sign, vec);
   });
   check_launch(op);
 }

@@ -1,4 +1,5 @@
-// Embedding forward (row gather) and backward (scatter-add without atomics) on CUDA.
+// Embedding forward (row gather, optionally scaled: Gemma's √hidden) and backward (scatter-add
+// without atomics) on CUDA.
 // CPU reference: CpuOps::embedding_fwd / embedding_bwd (backend/cpu/cpu_embedding.cpp).
 //
 // Backward, deterministic and bitwise equal to the CPU in fp32: the CPU adds dout rows into
@@ -39,6 +40,36 @@ __global__ void __launch_bounds__(kRowThreads)
   for (int64_t j = threadIdx.x; j < units; j += kRowThreads) dst[j] = src[j];
 }
 
+// out[t, :] = to_dtype(table[ids[t], :] · scale) — the embedding scale of the Gemma families.
+// Grid: one block per token t, kRowThreads threads striding over the row by 8-element 16-byte
+// vectors (`vec`: H % 8 == 0, aligned) or single elements; one read of the table row, one write.
+// Elementwise, so deterministic. An id outside [0, V) writes zeros and is recorded.
+template <class T>
+__global__ void __launch_bounds__(kRowThreads)
+    embedding_fwd_scaled_kernel(T* out, const T* table, const int32_t* ids, int64_t V, int64_t H,
+                                float scale, bool vec, int32_t* status) {
+  const int64_t t = blockIdx.x;
+  const int32_t id = ids[t];
+  T* dst = out + t * H;
+  if (id < 0 || id >= V) {
+    if (threadIdx.x == 0) record_bad_id(status, StatusOp::kEmbeddingFwd, t, id, V);
+    for (int64_t j = threadIdx.x; j < H; j += kRowThreads) st(dst, j, 0.0f);
+    return;
+  }
+  const T* src = table + static_cast<int64_t>(id) * H;
+  if (vec) {
+    for (int64_t j = threadIdx.x * int64_t{kVec}; j < H; j += kRowThreads * kVec) {
+      float v[kVec];
+      ld8(src, j, v);
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) v[e] *= scale;
+      st8(dst, j, v);
+    }
+  } else {
+    for (int64_t j = threadIdx.x; j < H; j += kRowThreads) st(dst, j, ld(src, j) * scale);
+  }
+}
+
 // keys[t] = ids[t] (or V for an id outside [0, V), recorded), vals[t] = t. One thread per token.
 __global__ void __launch_bounds__(256)
     embedding_keys_kernel(uint32_t* keys, int32_t* vals, const int32_t* ids, int64_t T, int64_t V,
@@ -73,16 +104,18 @@ __device__ __forceinline__ void ldv(const bf16s* p, int64_t i, float (&v)[VEC]) 
   }
 }
 
-// dtable[v, j..j+VEC) += dout rows of the run of equal sorted keys starting at sorted index i.
-// Grid: x = sorted index i (T blocks; only the first index of each run of equal keys works, the
-// others return at once), y = column slice of kRowThreads*VEC columns; one thread per VEC columns.
-// A working block reads its dtable slice once, reads each of its run's dout rows once (coalesced
-// across the block; kAccUnroll rows in flight), and writes the slice once. The additions into each
-// thread's registers follow the sorted order, which the stable sort made the token order.
+// dtable[v, j..j+VEC) += scale · dout rows (fp32 products) of the run of equal sorted keys starting
+// at sorted index i. Grid: x = sorted index i (T blocks; only the first index of each run of equal
+// keys works, the others return at once), y = column slice of kRowThreads*VEC columns; one thread
+// per VEC columns. A working block reads its dtable slice once, reads each of its run's dout rows
+// once (coalesced across the block; kAccUnroll rows in flight), and writes the slice once. The
+// additions into each thread's registers follow the sorted order, which the stable sort made the
+// token order.
 template <class T, int VEC>
 __global__ void __launch_bounds__(kRowThreads)
     embedding_accumulate_kernel(float* dtable, const T* dout, const uint32_t* keys,
-                                const int32_t* pos, int64_t nrows, int64_t V, int64_t H) {
+                                const int32_t* pos, int64_t nrows, int64_t V, int64_t H,
+                                float scale) {
   const int64_t i = blockIdx.x;
   const uint32_t v = keys[i];
   if (v >= V || (i > 0 && keys[i - 1] == v)) return;  // not the head of a run, or a bad id
@@ -105,7 +138,7 @@ __global__ void __launch_bounds__(kRowThreads)
     for (int u = 0; u < kAccUnroll; ++u)
       if (p[u] >= 0)
 #pragma unroll
-        for (int e = 0; e < VEC; ++e) acc[e] += row[u][e];
+        for (int e = 0; e < VEC; ++e) acc[e] += scale * row[u][e];
   }
   if constexpr (VEC == 4) {
     *reinterpret_cast<float4*>(out) = make_float4(acc[0], acc[1], acc[2], acc[3]);
@@ -131,8 +164,18 @@ size_t sort_temp_bytes(int64_t T, int end_bit) {
 }  // namespace
 
 void launch_embedding_fwd(void* out, const void* table, DType t, const int32_t* ids, int64_t T,
-                          int64_t V, int64_t H, int32_t* status, cudaStream_t stream) {
+                          int64_t V, int64_t H, float scale, int32_t* status, cudaStream_t stream) {
   if (T == 0 || H == 0) return;
+  if (scale != 1.0f) {
+    const bool vec = H % kVec == 0 && aligned16(out) && aligned16(table);
+    by_dtype(t, [&](auto tag) {
+      using T_ = decltype(tag);
+      embedding_fwd_scaled_kernel<T_><<<static_cast<unsigned>(T), kRowThreads, 0, stream>>>(
+          static_cast<T_*>(out), static_cast<const T_*>(table), ids, V, H, scale, vec, status);
+    });
+    check_launch("embedding_fwd");
+    return;
+  }
   const int64_t row_bytes = H * static_cast<int64_t>(dtype_size(t));
   const auto run = [&](auto unit) {
     using U = decltype(unit);
@@ -157,8 +200,8 @@ size_t embedding_bwd_workspace_bytes(int64_t T) {
 }
 
 void launch_embedding_bwd(float* dtable, const void* dout, DType t, const int32_t* ids, int64_t T,
-                          int64_t V, int64_t H, float beta, void* workspace, size_t workspace_bytes,
-                          int32_t* status, cudaStream_t stream) {
+                          int64_t V, int64_t H, float beta, float scale, void* workspace,
+                          size_t workspace_bytes, int32_t* status, cudaStream_t stream) {
   // dtable = beta*dtable first, as the CPU does (beta 0 writes zeros: never 0*NaN).
   if (beta == 0.0f)
     check(cudaMemsetAsync(dtable, 0, static_cast<size_t>(V * H) * sizeof(float), stream),
@@ -192,10 +235,10 @@ void launch_embedding_bwd(float* dtable, const void* dout, DType t, const int32_
     using T_ = decltype(tag);
     if (vec)
       embedding_accumulate_kernel<T_, 4><<<grid, kRowThreads, 0, stream>>>(
-          dtable, static_cast<const T_*>(dout), keys_out, vals_out, T, V, H);
+          dtable, static_cast<const T_*>(dout), keys_out, vals_out, T, V, H, scale);
     else
       embedding_accumulate_kernel<T_, 1><<<grid, kRowThreads, 0, stream>>>(
-          dtable, static_cast<const T_*>(dout), keys_out, vals_out, T, V, H);
+          dtable, static_cast<const T_*>(dout), keys_out, vals_out, T, V, H, scale);
   });
   check_launch("embedding_bwd");
 }

@@ -12,6 +12,7 @@
 #include <cstdint>
 
 #include "core/dtype.h"
+#include "core/layer_kinds.h"
 
 namespace zt::cuda {
 
@@ -38,40 +39,41 @@ void launch_cast(void* dst, DType dt, const void* src, DType st, int64_t n, cuda
 void launch_add(void* out, const void* a, const void* b, DType t, int64_t n, cudaStream_t stream);
 // x *= beta in place (fp32).
 void launch_scale(float* x, float beta, int64_t n, cudaStream_t stream);
-// out = silu(gate) * up.
+// out = act(gate) * up (act: silu or gelu_tanh, core/layer_kinds.h).
 void launch_swiglu_fwd(void* out, const void* gate, const void* up, DType t, int64_t n,
-                       cudaStream_t stream);
-// dup = dout*silu(gate); dgate = dout*up*silu'(gate) (dgate may alias gate, dup may alias up).
+                       GluActivation act, cudaStream_t stream);
+// dup = dout*act(gate); dgate = dout*up*act'(gate) (dgate may alias gate, dup may alias up).
 void launch_swiglu_bwd(void* dgate, void* dup, const void* dout, const void* gate, const void* up,
-                       DType t, int64_t n, cudaStream_t stream);
+                       DType t, int64_t n, GluActivation act, cudaStream_t stream);
 // cos/sin [T, half] = cos/sin(inv_freq[i] * float(pos[t])) * scaling.
 void launch_rope_tables(float* cos, float* sin, const int32_t* pos, const float* inv_freq,
                         int64_t T, int64_t half, float scaling, cudaStream_t stream);
-// x [T, heads, 2*half] rotated in place by +angle (sign 1) or -angle (sign -1).
+// x [T, heads, dim]: the first 2*half elements of each head rotated in place by +angle (sign 1)
+// or -angle (sign -1); elements [2*half, dim) untouched (partial rotary when 2*half < dim).
 void launch_rope(void* x, DType t, const float* cos, const float* sin, int64_t T, int64_t heads,
-                 int64_t half, float sign, cudaStream_t stream);
+                 int64_t half, int64_t dim, float sign, cudaStream_t stream);
 
 // ---- cuda_embedding.cu
 
-// out[T, H] = table[ids[t]] (table [V, H]); an id outside [0, V) writes a zero row and is recorded
-// in `status` (StatusOp::kEmbeddingFwd).
+// out[T, H] = to_dtype(table[ids[t]] * scale) (table [V, H]; scale 1 copies the row's bytes); an
+// id outside [0, V) writes a zero row and is recorded in `status` (StatusOp::kEmbeddingFwd).
 void launch_embedding_fwd(void* out, const void* table, DType t, const int32_t* ids, int64_t T,
-                          int64_t V, int64_t H, int32_t* status, cudaStream_t stream);
+                          int64_t V, int64_t H, float scale, int32_t* status, cudaStream_t stream);
 // Workspace bytes of launch_embedding_bwd for T ids (sort keys/values and cub's temp storage).
 size_t embedding_bwd_workspace_bytes(int64_t T);
-// dtable[V, H] (f32) = beta*dtable + rows of dout[T, H] added at ids[t] in token order. An id
-// outside [0, V) is skipped and recorded (StatusOp::kEmbeddingBwd).
+// dtable[V, H] (f32) = beta*dtable + rows scale*dout[T, H] (fp32 products) added at ids[t] in
+// token order. An id outside [0, V) is skipped and recorded (StatusOp::kEmbeddingBwd).
 void launch_embedding_bwd(float* dtable, const void* dout, DType t, const int32_t* ids, int64_t T,
-                          int64_t V, int64_t H, float beta, void* workspace, size_t workspace_bytes,
-                          int32_t* status, cudaStream_t stream);
+                          int64_t V, int64_t H, float beta, float scale, void* workspace,
+                          size_t workspace_bytes, int32_t* status, cudaStream_t stream);
 
-// ---- cuda_rmsnorm.cu (x, y, w, dx, dy share dtype t)
+// ---- cuda_rmsnorm.cu (x, y, w, dx, dy share dtype t; style: core/layer_kinds.h)
 
 void launch_rmsnorm_fwd(void* y, float* rstd, const void* x, const void* w, DType t, int64_t T,
-                        int64_t H, float eps, cudaStream_t stream);
+                        int64_t H, float eps, RmsNormStyle style, cudaStream_t stream);
 void launch_rmsnorm_bwd(void* dx, bool accumulate_dx, float* dw, float beta_dw, const void* dy,
                         const void* x, const void* w, const float* rstd, DType t, int64_t T,
-                        int64_t H, cudaStream_t stream);
+                        int64_t H, RmsNormStyle style, cudaStream_t stream);
 
 // ---- cuda_reduce.cu
 
