@@ -18,7 +18,8 @@ num_items_in_batch), and gradients are accumulated over the examples — which i
 padding-free micro-batch of all examples must reproduce.
 
 Usage: /work/goldenv/bin/python tools/make_model_goldens.py   (needs torch, transformers,
-tokenizers, safetensors). CI never runs this; the outputs are committed.
+tokenizers, safetensors). CI never runs this; the outputs are committed. write_case(),
+make_examples() and randomize() are shared with tools/make_family_model_goldens.py.
 """
 import json
 import os
@@ -66,14 +67,15 @@ def bf16_exact(t):
     return t.to(torch.bfloat16).to(torch.float32)
 
 
-def randomize(model, gen):
-    """Weights ~ N(0, 1/fan_in) (embeddings N(0, 1/hidden)), norms 1 + N(0, 0.1), biases N(0, 0.1),
-    all rounded to bf16 so the bf16 file is exact. Larger than HF's 0.02 init on purpose: the
-    logits must be far from uniform for the gradients to test anything."""
+def randomize(model, gen, norm_center=1.0):
+    """Weights ~ N(0, 1/fan_in) (embeddings N(0, 1/hidden)), norms norm_center + N(0, 0.1) (1 for
+    the x·w norms, 0 for Gemma's x·(1 + w)), biases N(0, 0.1), all rounded to bf16 so the bf16
+    file is exact. Larger than HF's 0.02 init on purpose: the logits must be far from uniform for
+    the gradients to test anything."""
     with torch.no_grad():
         for name, p in model.named_parameters():
             if name.endswith("norm.weight") or "layernorm" in name:
-                v = 1.0 + 0.1 * torch.randn(p.shape, generator=gen)
+                v = norm_center + 0.1 * torch.randn(p.shape, generator=gen)
             elif name.endswith(".bias"):
                 v = 0.1 * torch.randn(p.shape, generator=gen)
             elif "embed_tokens" in name:
@@ -83,12 +85,14 @@ def randomize(model, gen):
             p.copy_(bf16_exact(v))
 
 
-def make_examples(vocab, seed):
+def make_examples(vocab, seed, spec=EXAMPLES):
+    """Examples of `spec` ((length, mask) pairs, as EXAMPLES): C4 row seed * 10 + i for example i,
+    tokenised, cut to the length, ids modulo `vocab`; labels = ids with the mask's -100s."""
     tok = Tokenizer.from_file(os.path.join(SHARED, "tokenizers", "qwen2.5-instruct", "tokenizer.json"))
     with open(os.path.join(SHARED, "datasets", "text", "c4_demo.jsonl")) as f:
         texts = [json.loads(line)["text"] for line in f]
     out = []
-    for i, (length, mask) in enumerate(EXAMPLES):
+    for i, (length, mask) in enumerate(spec):
         ids = tok.encode(texts[seed * 10 + i]).ids
         assert len(ids) >= length, (len(ids), length)
         ids = [x % vocab for x in ids[:length]]
@@ -103,82 +107,95 @@ def make_examples(vocab, seed):
     return out
 
 
+def write_case(d, name, cfg, seed, norm_center=1.0, spec=EXAMPLES, text_seed=None,
+               check_example=None, extra=None):
+    """Writes the golden directory `d` of model `name` (config `cfg`, weights from `seed`, texts
+    from `text_seed`, default `seed`): see the module docstring. `norm_center` goes to
+    randomize(), `spec` to make_examples(); check_example(model, i, example) runs after example
+    i's forward (an assertion on the model's state); `extra` (a dict, or a function of the reloaded model and the examples
+    returning one) adds fields to golden.json. Returns the golden.json summary."""
+    os.makedirs(d, exist_ok=True)
+    torch.manual_seed(1234 + seed)
+    model = AutoModelForCausalLM.from_config(cfg, attn_implementation="eager",
+                                             dtype=torch.float32)
+    model.train()  # dropout is 0 in these configs
+    randomize(model, torch.Generator().manual_seed(99 + seed), norm_center)
+    model.save_pretrained(d, safe_serialization=True)
+    # Store the (bf16-exact) weights as BF16, the way released checkpoints are.
+    sd = {k: v.to(torch.bfloat16).contiguous() for k, v in model.state_dict().items()
+          if not (cfg.tie_word_embeddings and k == "lm_head.weight")}
+    save_file(sd, os.path.join(d, "model.safetensors"), metadata={"format": "pt"})
+    with open(os.path.join(d, "config.json")) as f:
+        cfg_json = json.load(f)
+    cfg_json["dtype"] = "bfloat16"
+    with open(os.path.join(d, "config.json"), "w") as f:
+        json.dump(cfg_json, f, indent=2, sort_keys=True)
+        f.write("\n")
+    if os.path.exists(os.path.join(d, "generation_config.json")):
+        os.remove(os.path.join(d, "generation_config.json"))
+
+    # Reload from disk exactly as a user would, fp32, eager attention.
+    model = AutoModelForCausalLM.from_pretrained(d, attn_implementation="eager",
+                                                 dtype=torch.float32)
+    model.train()
+    examples = make_examples(cfg.vocab_size, seed if text_seed is None else text_seed, spec)
+    n_total = sum(sum(1 for y in ex["labels"][1:] if y != -100) for ex in examples)
+    model.zero_grad()
+    golden = {}
+    records = []
+    loss_total = 0.0
+    for i, ex in enumerate(examples):
+        ids = torch.tensor([ex["input_ids"]])
+        labels = torch.tensor([ex["labels"]])
+        out = model(input_ids=ids, labels=labels, num_items_in_batch=n_total)
+        if check_example is not None:
+            check_example(model, i, ex)
+        logits = out.logits[0].float()
+        tgt = labels[0, 1:]
+        valid = tgt != -100
+        ce_sum = F.cross_entropy(logits[:-1], tgt, ignore_index=-100, reduction="sum")
+        correct = int(((logits[:-1].argmax(-1) == tgt) & valid).sum())
+        # HF's loss (ForCausalLMLoss, sum / num_items_in_batch) must agree with ours.
+        assert torch.allclose(out.loss * n_total, ce_sum, rtol=1e-6, atol=1e-6)
+        out.loss.backward()
+        loss_total += float(ce_sum.detach())
+        L = len(ex["input_ids"])
+        rows = sorted(set(list(range(min(LOGIT_ROWS, L))) + [L - 1]))
+        golden[f"logits.{i}"] = logits[rows].detach().contiguous()
+        records.append({"input_ids": ex["input_ids"], "labels": ex["labels"],
+                        "loss_sum": float(ce_sum.detach()), "targets": int(valid.sum()),
+                        "correct": correct, "logit_rows": rows})
+    norms = {}
+    total_sq = 0.0
+    for pname, p in model.named_parameters():
+        golden[f"grad.{pname}"] = p.grad.detach().float().contiguous()
+        g = p.grad.detach().double()
+        norms[pname] = float(g.norm())
+        total_sq += float((g * g).sum())
+    save_file(golden, os.path.join(d, "golden.safetensors"))
+    summary = {"model": name, "transformers": __import__("transformers").__version__,
+               "torch": torch.__version__,
+               "num_parameters": sum(p.numel() for p in model.parameters()), "examples": records, "targets": n_total,
+               "loss_sum": loss_total, "mean_loss": loss_total / n_total,
+               "grad_norms": norms, "total_grad_norm": total_sq ** 0.5}
+    if extra is not None:
+        summary.update(extra(model, examples) if callable(extra) else extra)
+    with open(os.path.join(d, "golden.json"), "w") as f:
+        json.dump(summary, f, indent=1)
+        f.write("\n")
+    for fn in os.listdir(d):
+        os.chmod(os.path.join(d, fn), 0o644)
+    print(f"{name}: {sum(p.numel() for p in model.parameters())} parameters, "
+          f"{sum(len(e['input_ids']) for e in examples)} tokens, N={n_total}, "
+          f"mean loss {loss_total / n_total:.6f}", file=sys.stderr)
+    return summary
+
+
 def main():
     torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS", "2")))
     os.makedirs(OUT, exist_ok=True)
     for seed, (name, cfg) in enumerate(MODELS.items()):
-        d = os.path.join(OUT, name)
-        os.makedirs(d, exist_ok=True)
-        torch.manual_seed(1234 + seed)
-        model = AutoModelForCausalLM.from_config(cfg, attn_implementation="eager",
-                                                 dtype=torch.float32)
-        model.train()  # dropout is 0 in these configs
-        randomize(model, torch.Generator().manual_seed(99 + seed))
-        model.save_pretrained(d, safe_serialization=True)
-        # Store the (bf16-exact) weights as BF16, the way released checkpoints are.
-        sd = {k: v.to(torch.bfloat16).contiguous() for k, v in model.state_dict().items()
-              if not (cfg.tie_word_embeddings and k == "lm_head.weight")}
-        save_file(sd, os.path.join(d, "model.safetensors"), metadata={"format": "pt"})
-        with open(os.path.join(d, "config.json")) as f:
-            cfg_json = json.load(f)
-        cfg_json["dtype"] = "bfloat16"
-        with open(os.path.join(d, "config.json"), "w") as f:
-            json.dump(cfg_json, f, indent=2, sort_keys=True)
-            f.write("\n")
-        if os.path.exists(os.path.join(d, "generation_config.json")):
-            os.remove(os.path.join(d, "generation_config.json"))
-
-        # Reload from disk exactly as a user would, fp32, eager attention.
-        model = AutoModelForCausalLM.from_pretrained(d, attn_implementation="eager",
-                                                     dtype=torch.float32)
-        model.train()
-        examples = make_examples(cfg.vocab_size, seed)
-        n_total = sum(sum(1 for y in ex["labels"][1:] if y != -100) for ex in examples)
-        model.zero_grad()
-        golden = {}
-        records = []
-        loss_total = 0.0
-        for i, ex in enumerate(examples):
-            ids = torch.tensor([ex["input_ids"]])
-            labels = torch.tensor([ex["labels"]])
-            out = model(input_ids=ids, labels=labels, num_items_in_batch=n_total)
-            logits = out.logits[0].float()
-            tgt = labels[0, 1:]
-            valid = tgt != -100
-            ce_sum = F.cross_entropy(logits[:-1], tgt, ignore_index=-100, reduction="sum")
-            correct = int(((logits[:-1].argmax(-1) == tgt) & valid).sum())
-            # HF's loss (ForCausalLMLoss, sum / num_items_in_batch) must agree with ours.
-            assert torch.allclose(out.loss * n_total, ce_sum, rtol=1e-6, atol=1e-6)
-            out.loss.backward()
-            loss_total += float(ce_sum.detach())
-            L = len(ex["input_ids"])
-            rows = sorted(set(list(range(min(LOGIT_ROWS, L))) + [L - 1]))
-            golden[f"logits.{i}"] = logits[rows].detach().contiguous()
-            records.append({"input_ids": ex["input_ids"], "labels": ex["labels"],
-                            "loss_sum": float(ce_sum.detach()), "targets": int(valid.sum()),
-                            "correct": correct, "logit_rows": rows})
-        norms = {}
-        total_sq = 0.0
-        for pname, p in model.named_parameters():
-            golden[f"grad.{pname}"] = p.grad.detach().float().contiguous()
-            g = p.grad.detach().double()
-            norms[pname] = float(g.norm())
-            total_sq += float((g * g).sum())
-        save_file(golden, os.path.join(d, "golden.safetensors"))
-        summary = {"model": name, "transformers": __import__("transformers").__version__,
-                   "torch": torch.__version__,
-                   "num_parameters": sum(p.numel() for p in model.parameters()), "examples": records, "targets": n_total,
-                   "loss_sum": loss_total, "mean_loss": loss_total / n_total,
-                   "grad_norms": norms, "total_grad_norm": total_sq ** 0.5}
-        with open(os.path.join(d, "golden.json"), "w") as f:
-            json.dump(summary, f, indent=1)
-            f.write("\n")
-        for fn in os.listdir(d):
-            os.chmod(os.path.join(d, fn), 0o644)
-        print(f"{name}: {sum(p.numel() for p in model.parameters())} parameters, "
-              f"{sum(len(e['input_ids']) for e in examples)} tokens, N={n_total}, "
-              f"mean loss {loss_total / n_total:.6f}", file=sys.stderr)
-
+        write_case(os.path.join(OUT, name), name, cfg, seed)
 
 if __name__ == "__main__":
     main()
