@@ -22,6 +22,11 @@
 #   multi   2 GPUs: NCCL Comm tests (a killed rank included), stages 0–3 × offload bitwise at W = 2
 #           (tiny model at accumulation 1 and 4; Qwen2.5-0.5B config), resume under another stage,
 #           1 GPU × accumulation 2G vs 2 GPUs × G — needs 2 visible GPUs
+#   families one training step (bench_train_gpu, bf16, stage 2, GC off) of each family's real-size
+#           configuration (tests/data/families/configs: Qwen3-1.7B, Llama-3.2-1B, Gemma-3-1B with its
+#           sliding layers, SmolLM3-3B, OLMo-2-1B, Phi-4-mini), 4 × 2,048 random tokens: tokens/s, MFU
+#           and peak memory per family (the attention kernels at head dims 64, 128 and 256 and the
+#           sliding window, no slow path)
 #   twonode 2 GPUs as two "nodes": two launchers (--nnodes 2 --node_rank 0/1, one GPU each through
 #           CUDA_VISIBLE_DEVICES) with NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 (NCCL over the network
 #           path, as between hosts): comm-check on the device, the tiny run bitwise equal to one
@@ -446,6 +451,32 @@ sec_offload() {
   a=$(median_tps "$RUNS/off16_false/metrics.jsonl" 1) && b=$(median_tps "$RUNS/off16_true/metrics.jsonl" 1) &&
     awk -v a="$a" -v b="$b" 'BEGIN { printf "  accumulation 16: no offload %.0f tokens/s, offload %.0f tokens/s: offloaded step costs %.3fx (goal <= 1.15)\n", a, b, a / b }' |
     tee -a "$OUT/summary.txt"
+}
+
+# One bf16 training step of each family's real-size configuration (issue 15, property 3).
+sec_families() {
+  say "families: real-size configurations, 4 x 2048 random tokens, bf16, stage 2"
+  local res=$OUT/families.jsonl cfgdir=$ROOT/tests/data/families/configs
+  : >"$res"
+  for name in qwen3-1.7b llama-3.2-1b_hub gemma-3-1b smollm3-3b olmo-2-1b phi-4-mini; do
+    local cfg=$cfgdir/$name.json tok=$RUNS/tokens_$name.bin
+    python3 - "$cfg" "$tok" <<'PY' || { fail "families: tokens for $name"; continue; }
+import json, sys, numpy as np
+v = json.load(open(sys.argv[1])).get("vocab_size") or json.load(open(sys.argv[1]))["text_config"]["vocab_size"]
+np.random.default_rng(0).integers(0, v, size=(12, 4, 2048), dtype=np.int32).tofile(sys.argv[2])
+PY
+    local line
+    line=$("$BUNDLE/bin/bench_train_gpu" --config "$cfg" --tokens "$tok" --steps 6 --warmup 2 2>&1 | tail -1)
+    echo "$line" | grep -q '^{' || { fail "families: bench_train_gpu on $name: $line"; continue; }
+    echo "{\"family\": \"$name\", ${line#\{}" | tee -a "$res" | cut -c1-240
+  done
+  python3 - "$res" <<'PY' | tee "$OUT/families_table.txt"
+import json, sys
+print(f"{'configuration':18s} {'params':>8s} {'tokens/s':>9s} {'MFU':>6s} {'peak GiB':>8s}")
+for l in open(sys.argv[1]):
+    r = json.loads(l)
+    print(f"{r['family']:18s} {r['params']/1e9:7.2f}B {r['tokens_per_s']:9.0f} {r['mfu']*100:5.1f}% {r['peak_gib']:8.2f}")
+PY
 }
 
 main() {
