@@ -135,8 +135,8 @@ class OffloadedAdamW final : public ShardOptimizer {
       for (int64_t i = 0; i < n; ++i) host_bf16_[i] = f32_to_bf16(master_[i]);
     for_each_segment([&](const Segment& sg) {
       ops_.copy_from_host(
-          weights(sg),
-          bf16 ? static_cast<const void*>(host_bf16_ + sg.state) : master_ + sg.state, compute_);
+          weights(sg), bf16 ? static_cast<const void*>(host_bf16_ + sg.state) : master_ + sg.state,
+          compute_);
     });
     ops_.synchronize(compute_);  // the host buffers are rewritten by the next call
   }

@@ -146,7 +146,7 @@ StepResult ZeroEngine::apply_step(const StepArgs& args) {
   const optim::AdamWStep s_decay = optim::adamw_step(args.adam, args.lr, t, coef);
   const optim::AdamWStep s_plain = optim::adamw_step(no_decay, args.lr, t, coef);
   const float* grad = reducer_.gradient_for_update();  // stage 0: all-gather of every shard
-  gatherer_->join();  // no gather (a stage-3 prefetch, a post-update gather) still reads the weights
+  gatherer_->join();  // no gather (stage-3 prefetch, post-update gather) still reads the weights
   adam_step_ = t;
   optimizer_->step(s_decay, s_plain, grad);  // writes the owned compute weights
   gatherer_->install();  // stages 1/2: all-gather of the new weights; stage 3: gathered on use

@@ -326,11 +326,11 @@ TEST(ZeroStages, MemoryShrinksWithTheStage) {
   EXPECT_EQ(m1o.host_bytes(), 3 * 4 * S + 4 * S);  // master, m, v + the gradient copy
   EXPECT_EQ(
       m1o.describe(),
-      "device 400.9 KiB (gradient shard 30.9 KiB, reduce-scatter bucket 46.5 KiB, reduce-scatter "
+      "device 381.6 KiB (gradient shard 30.9 KiB, reduce-scatter bucket 46.5 KiB, reduce-scatter "
       "bucket 2 46.5 KiB, gradients: embedding 15.2 KiB, gradients: head 15.5 KiB, gradients: "
-      "layer slot 46.0 KiB, norm workspace 64 B, all-gather staging 46.5 KiB, updated compute "
-      "weights 30.9 KiB, model weights 122.8 KiB); host 123.8 KiB (master weights 30.9 KiB, adam "
-      "m 30.9 KiB, adam v 30.9 KiB, offload gradient 30.9 KiB)");
+      "layer slot 46.0 KiB, norm workspace 64 B, compute weights 122.8 KiB, all-gather staging "
+      "46.5 KiB, all-gather send 11.6 KiB); host 123.8 KiB (master weights 30.9 KiB, adam m 30.9 "
+      "KiB, adam v 30.9 KiB, offload gradient 30.9 KiB)");
 }
 
 // One bf16 copy of the weights on the device: under stages 0–2 the engine's weight pools at W = 1
@@ -347,8 +347,7 @@ TEST(ZeroStages, OneFullWeightCopyOnTheDevice) {
   const size_t model = es * static_cast<size_t>(L.total_elems());
   const auto weight_pools = [&](int W, int stage, bool off) {
     ShapeComm comm(W);
-    const ZeroMemory m =
-        ZeroEngine(L, DType::kBF16, ops, comm, mem, mem, {stage, off}).memory();
+    const ZeroMemory m = ZeroEngine(L, DType::kBF16, ops, comm, mem, mem, {stage, off}).memory();
     size_t sum = 0;
     for (const PoolBytes& p : m.pools)
       if (p.arena == kWeightArena) {
@@ -371,10 +370,12 @@ TEST(ZeroStages, OneFullWeightCopyOnTheDevice) {
   }
   // Stage 3 at W = 1: the shard [S] (the whole model, tensors padded to 16) + embedding, head
   // and two layer slots + the staging buffer.
-  const auto group = [&](int g) { return es * static_cast<size_t>(L.group_end(g) - L.group_begin(g)); };
-  EXPECT_EQ(weight_pools(1, 3, false),
-            es * static_cast<size_t>(s1.shard_elems()) + group(0) + group(L.group_head()) +
-                2 * group(1) + es * static_cast<size_t>(s1.max_group_shard_elems()));
+  const auto group = [&](int g) {
+    return es * static_cast<size_t>(L.group_end(g) - L.group_begin(g));
+  };
+  EXPECT_EQ(weight_pools(1, 3, false), es * static_cast<size_t>(s1.shard_elems()) + group(0) +
+                                           group(L.group_head()) + 2 * group(1) +
+                                           es * static_cast<size_t>(s1.max_group_shard_elems()));
 }
 
 }  // namespace

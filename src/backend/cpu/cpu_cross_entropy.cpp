@@ -1,12 +1,13 @@
 // CpuOps::linear_cross_entropy_fwd_bwd: the LM head fused with the token cross-entropy (HF
 // `ForCausalLMLoss` on `logits.float()`, reduction "sum"). Rows that have a target are gathered
-// into chunks of C rows (ce_chunk_rows, fewer when they do not fit in ce_budget_bytes); for each chunk the logits [rows, V] are one sgemm, the softmax /
-// loss / argmax a parallel loop over rows, and (with gradients) the logits block is turned into
-// grad_scale·(softmax - onehot) in place, giving dHidden = G·W and dW += Gᵀ·hidden by two more
-// sgemms. The [T, V] logits never exist. Each target row's entropy H(softmax(logits_t)) =
-// lse − Σ_j p_j·logit_j = log Σ_j e_j − (Σ_j e_j·d_j) / Σ_j e_j, with d_j = logit_j − max and
-// e_j = exp(d_j), summed in fp64 in vocabulary order; the per-row values are added in row order
-// (TRL's `entropy_from_logits`, taken over target tokens only).
+// into chunks of C rows (ce_chunk_rows, fewer when they do not fit in ce_budget_bytes); for each
+// chunk the logits [rows, V] are one sgemm, the softmax / loss / argmax a parallel loop over rows,
+// and (with gradients) the logits block is turned into grad_scale·(softmax - onehot) in place,
+// giving dHidden = G·W and dW += Gᵀ·hidden by two more sgemms. The [T, V] logits never exist. Each
+// target row's entropy H(softmax(logits_t)) = lse − Σ_j p_j·logit_j = log Σ_j e_j − (Σ_j e_j·d_j) /
+// Σ_j e_j, with d_j = logit_j − max and e_j = exp(d_j), summed in fp64 in vocabulary order; the
+// per-row values are added in row order (TRL's `entropy_from_logits`, taken over target tokens
+// only).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
