@@ -17,6 +17,7 @@
 // - "beta" arguments: 0 overwrites the output, 1 accumulates into it (out = beta*out + result).
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -49,6 +50,28 @@ struct CeStats {
   // `entropy`).
   double entropy_sum = 0.0;
 };
+
+// Workspace budget of the fused LM-head cross-entropy's chunk (CpuOpsOptions / CudaOpsOptions
+// ce_budget_bytes): the [rows, V] fp32 logits block and the chunk's hidden-row copies. 512 MiB:
+// 832 rows for Qwen2.5-1.5B in bf16 (V 151936, H 1536) — the logits block 0.47 GiB instead of
+// 2048 rows' 1.16 GiB; not yet timed against 2048 (bench_cuda_lm_head sweeps chunk sizes).
+inline constexpr size_t kCeBudgetBytes = size_t{512} << 20;
+
+// Rows per chunk of the fused LM-head cross-entropy: min(max_rows, T) when that many rows'
+// buffers (row_bytes each) fit in budget_bytes; else the most rows that fit, rounded down to a
+// multiple of `quantum` when at least one quantum fits; at least 1. The result depends on the
+// chunk only through the order in which the chunks' weight gradients are added and the GEMM
+// shapes: a given budget gives given bits (every ZeRO stage and offload uses the same chunk);
+// another chunk changes low bits.
+inline int64_t ce_rows_for_budget(int64_t T, int64_t max_rows, size_t budget_bytes,
+                                  size_t row_bytes, int64_t quantum = 1) {
+  const int64_t want = std::min(max_rows, T);
+  int64_t c = static_cast<int64_t>(
+      std::min<size_t>(budget_bytes / std::max<size_t>(row_bytes, 1), INT64_MAX));
+  if (c >= want) return std::max<int64_t>(want, 1);
+  if (c >= quantum) c -= c % quantum;
+  return std::max<int64_t>(c, 1);
+}
 
 class Ops {
  public:
@@ -195,7 +218,8 @@ class Ops {
   // dhidden is non-empty, also the gradient of grad_scale * Σ loss_t: dhidden[T, H] =
   // grad_scale*(softmax - onehot)·weight (rows without a target get 0) and dweight[V, H] (f32) =
   // beta_dw*dweight + grad_scale*(softmax - onehot)ᵀ·hidden
-  // (chunks accumulated in row order). hidden [T, H]; weight [V, H]; targets [T] i32 in [0, V) or
+  // (chunks accumulated in row order; chunk rows: ce_rows_for_budget from the backend's
+  // ce_budget_bytes and ce_chunk_rows). hidden [T, H]; weight [V, H]; targets [T] i32 in [0, V) or
   // -100 (else zt::Error naming the position and value).
   virtual size_t linear_cross_entropy_workspace_bytes(const Tensor& hidden,
                                                       const Tensor& weight) const = 0;

@@ -1,5 +1,6 @@
 #include "train/device.h"
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "backend/cpu/cpu_ops.h"
@@ -47,9 +48,23 @@ Backend resolve_backend(BackendChoice requested) {
   fail("compute.backend: unknown value {}", static_cast<int>(requested));
 }
 
+void* CountingMemory::allocate(size_t bytes, size_t alignment) {
+  void* p = inner_->allocate(bytes, alignment);
+  if (p != nullptr) {
+    allocated_ += bytes;
+    max_allocated_ = std::max(max_allocated_, allocated_);
+  }
+  return p;
+}
+
+void CountingMemory::deallocate(void* p, size_t bytes) {
+  inner_->deallocate(p, bytes);
+  if (p != nullptr) allocated_ -= std::min(allocated_, bytes);
+}
+
 size_t DeviceContext::device_bytes_in_use() const {
 #if defined(ZT_HAVE_CUDA)
-  if (auto* m = dynamic_cast<CudaDeviceMemory*>(device_memory.get()))
+  if (auto* m = dynamic_cast<CudaDeviceMemory*>(&device_memory->inner()))
     return m->total_bytes() - m->free_bytes();
 #endif
   return 0;
@@ -59,7 +74,7 @@ DeviceContext make_device(Backend backend, int local_rank, int local_world_size)
   DeviceContext d;
   if (backend == Backend::kCpu) {
     d.ops = std::make_unique<CpuOps>();
-    d.device_memory = std::make_unique<HostMemory>();
+    d.device_memory = std::make_unique<CountingMemory>(std::make_unique<HostMemory>());
     d.host_memory = std::make_unique<HostMemory>();
     return d;
   }
@@ -75,7 +90,8 @@ DeviceContext make_device(Backend backend, int local_rank, int local_world_size)
     o.device = local_rank % n;
     d.device_index = o.device;
     d.ops = std::make_unique<CudaOps>(o);
-    d.device_memory = std::make_unique<CudaDeviceMemory>(o.device);
+    d.device_memory =
+        std::make_unique<CountingMemory>(std::make_unique<CudaDeviceMemory>(o.device));
     d.host_memory = std::make_unique<CudaPinnedMemory>();
     return d;
   }

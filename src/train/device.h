@@ -38,9 +38,28 @@ constexpr std::span<const EnumName<BackendChoice>> enum_names(BackendChoice) {
 // backend or no GPU is visible ("compute.backend: cuda but …").
 Backend resolve_backend(BackendChoice requested);
 
+// A MemoryResource that forwards to another and counts what it hands out: the bytes allocated
+// now and their maximum since construction — the pools' analog of torch.cuda.max_memory_allocated
+// (the arenas only: no CUDA context, cuBLAS / NCCL buffers or allocator slack). Not thread-safe.
+class CountingMemory final : public MemoryResource {
+ public:
+  explicit CountingMemory(std::unique_ptr<MemoryResource> inner) : inner_(std::move(inner)) {}
+  void* allocate(size_t bytes, size_t alignment) override;
+  void deallocate(void* p, size_t bytes) override;
+  Device device() const override { return inner_->device(); }
+  std::string name() const override { return inner_->name(); }
+  MemoryResource& inner() const { return *inner_; }
+  size_t allocated_bytes() const { return allocated_; }
+  size_t max_allocated_bytes() const { return max_allocated_; }
+
+ private:
+  std::unique_ptr<MemoryResource> inner_;
+  size_t allocated_ = 0, max_allocated_ = 0;
+};
+
 struct DeviceContext {
   std::unique_ptr<Ops> ops;
-  std::unique_ptr<MemoryResource> device_memory;  // model + ZeRO device pools
+  std::unique_ptr<CountingMemory> device_memory;  // model + ZeRO device pools
   std::unique_ptr<MemoryResource> host_memory;    // offloaded optimizer state (pinned on CUDA)
   int device_index = -1;                          // CUDA device, -1 on the CPU
   // "cuda:0 NVIDIA H200 (…)" / "cpu (8 threads, OpenBLAS)" for the start-up log.
@@ -48,6 +67,8 @@ struct DeviceContext {
   // Device bytes in use now on this GPU (all pools are allocated before step 1, so after start-up
   // this is the run's peak; cuBLAS/NCCL internals included); 0 on the CPU.
   size_t device_bytes_in_use() const;
+  // Bytes of the device pools (every Arena on device_memory) at their peak so far.
+  size_t device_max_allocated() const { return device_memory->max_allocated_bytes(); }
 };
 
 // Builds the context for a resolved backend. On CUDA the GPU is

@@ -188,15 +188,16 @@ void Trainer::State::build_model() {
               dtype_name(a.dtype), mcfg.num_parameters(), mcfg.num_hidden_layers, mcfg.hidden_size,
               mcfg.vocab_size, a.from_scratch ? "initialised from scratch (config only)" : "weights",
               a.model_dir.string());
+    // The model's own pools (its weights and gradients are the engine's: the ZeRO line).
     const ModelMemory mm = model->memory();
-    log::info("model pools: parameters {}, gradients {}, activations {}, workspace {}, inputs {}",
-              format_bytes(mm.params), format_bytes(mm.grads), format_bytes(mm.activations),
+    log::info("model pools: activations {}, workspace {}, inputs {}", format_bytes(mm.activations),
               format_bytes(mm.workspace), format_bytes(mm.inputs));
-    log::info("ZeRO: {}", engine->memory().describe());
+    log::info("ZeRO pools: {}", engine->memory().describe());
     if (a.offload_optimizer) log::info("{}", engine->host_adamw_description());
     if (dev.device_index >= 0)
-      log::info("GPU {}: {} in use after start-up", dev.device_index,
-                format_bytes(dev.device_bytes_in_use()));
+      log::info("GPU {}: {} in use after start-up, {} max allocated (the pools above)",
+                dev.device_index, format_bytes(dev.device_bytes_in_use()),
+                format_bytes(dev.device_max_allocated()));
   }
 }
 

@@ -12,40 +12,38 @@ namespace {
 // master / m / v in device memory; the device's AdamW kernel.
 class DeviceAdamW final : public ShardOptimizer {
  public:
-  DeviceAdamW(const ShardLayout& layout, Ownership owned, DType dtype, Ops& ops,
+  DeviceAdamW(const ShardLayout& layout, const OwnedWeights& weights, Ops& ops,
               MemoryResource& device_memory, Stream compute)
-      : ShardOptimizer(layout, owned, dtype, ops, device_memory, false, compute),
+      : ShardOptimizer(layout, weights, ops, device_memory, false, compute),
         kernel_(optim::adamw_kernel(ops.device())) {
     allocate();
   }
 
-  void init_from(const void* shards) override {
-    const int64_t n = owned_elems();
-    ops_.cast(dev(master_, DType::kF32, n), dev(const_cast<void*>(shards), dtype_, n), compute_);
-    ops_.zero(dev(m_, DType::kF32, n), compute_);
-    ops_.zero(dev(v_, DType::kF32, n), compute_);
+  void init_from_weights() override {
+    for_each_segment([&](const Segment& sg) {
+      ops_.cast(dev(master_ + sg.state, DType::kF32, sg.n), weights(sg), compute_);
+    });
+    ops_.zero(dev(m_, DType::kF32, owned_elems()), compute_);
+    ops_.zero(dev(v_, DType::kF32, owned_elems()), compute_);
   }
 
-  void step(const optim::AdamWStep& decay, const optim::AdamWStep& plain, const float* grad,
-            void* shards) override {
-    const int64_t S = layout_.shard_elems();
-    uint16_t* bf16_out = dtype_ == DType::kBF16 ? static_cast<uint16_t*>(shards) : nullptr;
-    for (int k = 0; k < owned_.ranks; ++k)
-      for (const ShardTensor& ts : layout_.tensors()) {
-        const int64_t valid = ts.valid(owned_.rank0 + k);
-        if (valid == 0) continue;
-        const int64_t o = k * S + ts.shard_offset;
-        kernel_(ts.no_decay ? plain : decay, master_ + o, m_ + o, v_ + o, grad + o,
-                static_cast<size_t>(valid), bf16_out ? bf16_out + o : nullptr, compute_.handle);
-      }
-    if (dtype_ == DType::kF32)  // shards ← the fp32 master weights
-      ops_.cast(dev(shards, DType::kF32, owned_elems()), dev(master_, DType::kF32, owned_elems()),
-                compute_);
+  void step(const optim::AdamWStep& decay, const optim::AdamWStep& plain,
+            const float* grad) override {
+    const bool bf16 = dtype_ == DType::kBF16;
+    for_each_segment([&](const Segment& sg) {
+      const int64_t o = sg.state;
+      kernel_(sg.no_decay ? plain : decay, master_ + o, m_ + o, v_ + o, grad + o,
+              static_cast<size_t>(sg.n), bf16 ? static_cast<uint16_t*>(weights(sg).data) : nullptr,
+              compute_.handle);
+      if (!bf16)  // the fp32 compute weights are the master weights
+        ops_.cast(weights(sg), dev(master_ + o, DType::kF32, sg.n), compute_);
+    });
   }
 
-  void round_into(void* shards) override {
-    ops_.cast(dev(shards, dtype_, owned_elems()), dev(master_, DType::kF32, owned_elems()),
-              compute_);
+  void round_into_weights() override {
+    for_each_segment([&](const Segment& sg) {
+      ops_.cast(weights(sg), dev(master_ + sg.state, DType::kF32, sg.n), compute_);
+    });
   }
 
  private:
@@ -55,15 +53,15 @@ class DeviceAdamW final : public ShardOptimizer {
 // master / m / v in host memory; chunked D2H → host AdamW → H2D.
 class OffloadedAdamW final : public ShardOptimizer {
  public:
-  OffloadedAdamW(const ShardLayout& layout, Ownership owned, DType dtype, Ops& ops,
+  OffloadedAdamW(const ShardLayout& layout, const OwnedWeights& weights, Ops& ops,
                  MemoryResource& host_memory, Stream compute, int host_threads,
                  int local_world_size)
-      : ShardOptimizer(layout, owned, dtype, ops, host_memory, true, compute),
+      : ShardOptimizer(layout, weights, ops, host_memory, true, compute),
         host_adam_(host_threads, local_world_size) {
     const auto n = static_cast<size_t>(owned_elems());
     const Arena::Slot s_grad = state_.reserve("offload gradient", n * 4);
     const Arena::Slot s_bf16 =
-        state_.reserve("offload bf16 weights", dtype == DType::kBF16 ? 2 * n : 0);
+        state_.reserve("offload bf16 weights", dtype_ == DType::kBF16 ? 2 * n : 0);
     allocate();
     host_grad_ = static_cast<float*>(state_.ptr(s_grad));
     host_bf16_ = static_cast<uint16_t*>(state_.ptr(s_bf16));
@@ -82,16 +80,17 @@ class OffloadedAdamW final : public ShardOptimizer {
     for (Event e : ev_d2h_) ops_.destroy_event(e);
   }
 
-  void init_from(const void* shards) override {
+  // The weights' data segments go D2H into the rank-major host buffers (whose padding stays 0).
+  void init_from_weights() override {
     const int64_t n = owned_elems();
-    if (dtype_ == DType::kBF16) {  // widened on the host: exact, as on the device
-      ops_.copy_to_host(host_bf16_, dev(const_cast<void*>(shards), dtype_, n), compute_);
-      ops_.synchronize(compute_);
+    const bool bf16 = dtype_ == DType::kBF16;
+    for_each_segment([&](const Segment& sg) {
+      ops_.copy_to_host(bf16 ? static_cast<void*>(host_bf16_ + sg.state) : master_ + sg.state,
+                        weights(sg), compute_);
+    });
+    ops_.synchronize(compute_);
+    if (bf16)  // widened on the host: exact, as on the device
       for (int64_t i = 0; i < n; ++i) master_[i] = bf16_to_f32(host_bf16_[i]);
-    } else {
-      ops_.copy_to_host(master_, dev(const_cast<void*>(shards), dtype_, n), compute_);
-      ops_.synchronize(compute_);
-    }
     std::memset(m_, 0, static_cast<size_t>(n) * 4);
     std::memset(v_, 0, static_cast<size_t>(n) * 4);
   }
@@ -99,8 +98,8 @@ class OffloadedAdamW final : public ShardOptimizer {
   // Every gradient chunk's D2H copy is enqueued at once on the copy stream; the host AdamW takes
   // chunk c as soon as its copy has landed, while chunk c−1's result goes H2D on the compute
   // stream. Bitwise the device update (same per-element arithmetic; padding untouched).
-  void step(const optim::AdamWStep& decay, const optim::AdamWStep& plain, const float* grad,
-            void* shards) override {
+  void step(const optim::AdamWStep& decay, const optim::AdamWStep& plain,
+            const float* grad) override {
     ops_.record_event(ev_compute_, compute_);
     ops_.wait_event(copy_, ev_compute_);
     for (size_t c = 0; c < chunks_.size(); ++c) {
@@ -110,13 +109,13 @@ class OffloadedAdamW final : public ShardOptimizer {
       ops_.record_event(ev_d2h_[c], copy_);
     }
     uint16_t* bf16 = dtype_ == DType::kBF16 ? host_bf16_ : nullptr;
-    const size_t es = dtype_size(dtype_);
     std::vector<std::vector<optim::HostAdamW::Ticket>> tickets(chunks_.size());
     const auto finish = [&](size_t c) {
       for (const optim::HostAdamW::Ticket& tk : tickets[c]) host_adam_.wait(tk);
-      const Chunk& ch = chunks_[c];
-      const void* src = bf16 ? static_cast<const void*>(bf16 + ch.lo) : master_ + ch.lo;
-      ops_.copy_from_host(dev(elem_at(shards, ch.lo, es), dtype_, ch.hi - ch.lo), src, compute_);
+      for (const Piece& p : chunks_[c].pieces)  // each piece's new weights to where they live
+        ops_.copy_from_host(dev(elem_at(w_.data, p.dst, dtype_size(dtype_)), dtype_, p.n),
+                            bf16 ? static_cast<const void*>(bf16 + p.offset) : master_ + p.offset,
+                            compute_);
     };
     for (size_t c = 0; c < chunks_.size(); ++c) {
       ops_.synchronize_event(ev_d2h_[c]);
@@ -129,21 +128,25 @@ class OffloadedAdamW final : public ShardOptimizer {
     if (!chunks_.empty()) finish(chunks_.size() - 1);
   }
 
-  void round_into(void* shards) override {
+  void round_into_weights() override {
     const int64_t n = owned_elems();
-    if (dtype_ == DType::kBF16) {
+    const bool bf16 = dtype_ == DType::kBF16;
+    if (bf16)
       for (int64_t i = 0; i < n; ++i) host_bf16_[i] = f32_to_bf16(master_[i]);
-      ops_.copy_from_host(dev(shards, dtype_, n), host_bf16_, compute_);
-    } else {
-      ops_.copy_from_host(dev(shards, dtype_, n), master_, compute_);
-    }
+    for_each_segment([&](const Segment& sg) {
+      ops_.copy_from_host(
+          weights(sg), bf16 ? static_cast<const void*>(host_bf16_ + sg.state) : master_ + sg.state,
+          compute_);
+    });
+    ops_.synchronize(compute_);  // the host buffers are rewritten by the next call
   }
 
   std::string describe() const override { return host_adam_.describe(); }
 
  private:
   struct Piece {
-    int64_t offset;  // in the owned shard buffer
+    int64_t offset;  // in the rank-major state buffers [owned.ranks × S]
+    int64_t dst;     // in the owned compute weights (OwnedWeights::at)
     int64_t n;       // data elements
     bool no_decay;
   };
@@ -156,7 +159,6 @@ class OffloadedAdamW final : public ShardOptimizer {
   // Pieces of the owned shard buffer: every tensor's data elements, cut into pieces of at most
   // kChunk elements, grouped into chunks of about that size.
   void plan_chunks() {
-    const int64_t S = layout_.shard_elems();
     Chunk cur;
     int64_t cur_elems = 0;
     const auto flush = [&] {
@@ -167,16 +169,14 @@ class OffloadedAdamW final : public ShardOptimizer {
       cur = {};
       cur_elems = 0;
     };
-    for (int k = 0; k < owned_.ranks; ++k)
-      for (const ShardTensor& ts : layout_.tensors()) {
-        const int64_t valid = ts.valid(owned_.rank0 + k), o = k * S + ts.shard_offset;
-        for (int64_t p = 0; p < valid; p += kChunk) {
-          const int64_t n = std::min(kChunk, valid - p);
-          if (cur_elems > 0 && cur_elems + n > kChunk) flush();
-          cur.pieces.push_back({o + p, n, ts.no_decay});
-          cur_elems += n;
-        }
+    for_each_segment([&](const Segment& sg) {
+      for (int64_t p = 0; p < sg.n; p += kChunk) {
+        const int64_t n = std::min(kChunk, sg.n - p);
+        if (cur_elems > 0 && cur_elems + n > kChunk) flush();
+        cur.pieces.push_back({sg.state + p, sg.weights + p, n, sg.no_decay});
+        cur_elems += n;
       }
+    });
     flush();
     for (size_t c = 0; c < chunks_.size(); ++c) ev_d2h_.push_back(ops_.create_event());
   }
@@ -193,21 +193,22 @@ class OffloadedAdamW final : public ShardOptimizer {
 }  // namespace
 
 std::unique_ptr<ShardOptimizer> ShardOptimizer::make(bool offload, const ShardLayout& layout,
-                                                     Ownership owned, DType dtype, Ops& ops,
+                                                     const OwnedWeights& weights, Ops& ops,
                                                      MemoryResource& device_memory,
                                                      MemoryResource& host_memory, Stream compute,
                                                      int host_threads, int local_world_size) {
   if (offload)
-    return std::make_unique<OffloadedAdamW>(layout, owned, dtype, ops, host_memory, compute,
+    return std::make_unique<OffloadedAdamW>(layout, weights, ops, host_memory, compute,
                                             host_threads, local_world_size);
-  return std::make_unique<DeviceAdamW>(layout, owned, dtype, ops, device_memory, compute);
+  return std::make_unique<DeviceAdamW>(layout, weights, ops, device_memory, compute);
 }
 
-ShardOptimizer::ShardOptimizer(const ShardLayout& layout, Ownership owned, DType dtype, Ops& ops,
+ShardOptimizer::ShardOptimizer(const ShardLayout& layout, const OwnedWeights& weights, Ops& ops,
                                MemoryResource& memory, bool host_state, Stream compute)
     : layout_(layout),
-      owned_(owned),
-      dtype_(dtype),
+      w_(weights),
+      owned_(weights.owned),
+      dtype_(weights.dtype),
       ops_(ops),
       compute_(compute),
       host_state_(host_state),

@@ -8,7 +8,9 @@
 //     stream. On the CPU backend both memories are host memory, but the code path is the
 //     distinct one, and offload on/off is bitwise equal.
 // Either way the new compute weights are the master weights rounded once to the model dtype (bf16
-// round-to-nearest-even, or an fp32 copy), written into the owned compute-weight shards.
+// round-to-nearest-even, or an fp32 copy), written where the owned shards' compute weights live
+// (OwnedWeights: the model's full weights under stages 0–2, the rank-major shard under stage 3),
+// data elements only, one segment per (owned rank, tensor).
 #pragma once
 
 #include <cstdint>
@@ -28,9 +30,11 @@ namespace zt::zero {
 class ShardOptimizer {
  public:
   // offload: host state (host_memory; host_threads / local_world_size size the host AdamW pool,
-  // optim::HostAdamW); else device state (device_memory). Throws zt::Error on an out-of-memory.
+  // optim::HostAdamW); else device state (device_memory). `weights` (which must stay valid):
+  // where the owned compute weights live, read by init_from and written by step / round_into.
+  // Throws zt::Error on an out-of-memory.
   static std::unique_ptr<ShardOptimizer> make(bool offload, const ShardLayout& layout,
-                                              Ownership owned, DType dtype, Ops& ops,
+                                              const OwnedWeights& weights, Ops& ops,
                                               MemoryResource& device_memory,
                                               MemoryResource& host_memory, Stream compute,
                                               int host_threads, int local_world_size);
@@ -38,16 +42,17 @@ class ShardOptimizer {
   ShardOptimizer(const ShardOptimizer&) = delete;
   ShardOptimizer& operator=(const ShardOptimizer&) = delete;
 
-  // master ← fp32 of the owned compute-weight shards `shards` (exact widening); m, v ← 0.
-  virtual void init_from(const void* shards) = 0;
+  // master ← fp32 of the owned compute weights (exact widening; padding stays 0); m, v ← 0.
+  virtual void init_from_weights() = 0;
   // One AdamW step over every tensor segment of the owned shards (data elements only, padding
-  // untouched): grad [owned] fp32 on the device; `decay` for tensors with weight decay, `plain`
-  // for no_decay ones. Writes the rounded new weights into `shards` (enqueued on the compute
-  // stream).
-  virtual void step(const optim::AdamWStep& decay, const optim::AdamWStep& plain, const float* grad,
-                    void* shards) = 0;
-  // shards ← the master weights rounded to the compute dtype (after load_state).
-  virtual void round_into(void* shards) = 0;
+  // untouched): grad [owned.ranks × S] fp32 on the device, rank-major; `decay` for tensors with
+  // weight decay, `plain` for no_decay ones. Writes the rounded new weights into the owned
+  // compute weights (enqueued on the compute stream).
+  virtual void step(const optim::AdamWStep& decay, const optim::AdamWStep& plain,
+                    const float* grad) = 0;
+  // The owned compute weights ← the master weights rounded to the compute dtype (after
+  // load_state).
+  virtual void round_into_weights() = 0;
   // Offload: the host AdamW pool's start-up line (threads and why); empty otherwise.
   virtual std::string describe() const { return {}; }
 
@@ -59,15 +64,37 @@ class ShardOptimizer {
   void append_pools(std::vector<PoolBytes>& out) const;
 
  protected:
-  ShardOptimizer(const ShardLayout& layout, Ownership owned, DType dtype, Ops& ops,
+  ShardOptimizer(const ShardLayout& layout, const OwnedWeights& weights, Ops& ops,
                  MemoryResource& memory, bool host_state, Stream compute);
   // Allocates and zeroes the state (master / m / v, reserved by the constructor, then the
   // subclass's views).
   void allocate();
   int64_t owned_elems() const { return owned_.ranks * layout_.shard_elems(); }
   Tensor dev(void* p, DType dt, int64_t n) const { return Tensor(p, dt, {n}, ops_.device()); }
+  // The data elements of owned rank (owned.rank0 + k)'s shard of one tensor.
+  struct Segment {
+    int64_t state;    // offset in the rank-major state and gradient buffers: k·S + shard_offset
+    int64_t weights;  // offset in the owned compute weights (OwnedWeights::at)
+    int64_t n;        // data elements (ShardTensor::valid)
+    bool no_decay;
+  };
+  // Calls fn(segment) for every non-empty segment, rank by rank, tensors in layout order.
+  template <class Fn>
+  void for_each_segment(Fn&& fn) const {
+    const int64_t S = layout_.shard_elems();
+    for (int k = 0; k < owned_.ranks; ++k)
+      for (const ShardTensor& t : layout_.tensors()) {
+        const int64_t n = t.valid(owned_.rank0 + k);
+        if (n > 0) fn(Segment{k * S + t.shard_offset, w_.at(t, k, S), n, t.no_decay});
+      }
+  }
+  // The compute weights of a segment, [n] of the model dtype on the device.
+  Tensor weights(const Segment& sg) const {
+    return dev(elem_at(w_.data, sg.weights, dtype_size(dtype_)), dtype_, sg.n);
+  }
 
   const ShardLayout& layout_;
+  const OwnedWeights& w_;  // where the owned compute weights live
   Ownership owned_;
   DType dtype_;
   Ops& ops_;

@@ -6,22 +6,19 @@ namespace zt::zero {
 
 namespace {
 
-// Stages 0–2: the whole model's compute weights on every rank.
+// Stages 0–2: one copy of the whole model's compute weights on every rank; the owned shards'
+// weights are its elements.
 class FullWeights final : public WeightGatherer {
  public:
   FullWeights(bool replicated, bool overlap, const ShardLayout& layout, DType dtype, Ops& ops,
               dist::Comm& comm, MemoryResource& device_memory, Stream compute)
       : WeightGatherer(layout, dtype, ops, comm, device_memory, compute,
                        replicated ? Ownership{0, layout.world_size()} : Ownership{comm.rank(), 1}),
-        replicated_(replicated),
-        overlap_(overlap),
-        full_("zero weights (device)", device_memory) {
-    full_.reserve("model weights", static_cast<size_t>(layout.model_elems()) * es_);
-    full_.allocate();
-    ops_.zero(Tensor(full_.base(), DType::kU8, {static_cast<int64_t>(full_.planned_bytes())},
-                     full_.device()),
-              compute_);
-    allocate(/*staging=*/!replicated, "updated compute weights");
+        gather_(!replicated && layout.world_size() > 1),
+        overlap_(overlap && gather_) {
+    const Arena::Slot s_full =
+        dev_.reserve("compute weights", static_cast<size_t>(layout.model_elems()) * es_);
+    allocate(gather_, s_full);
     if (overlap_)
       for (int g = 0; g < layout.num_groups(); ++g) ev_gathered_.push_back(ops_.create_event());
     pending_.assign(static_cast<size_t>(layout.num_groups()), 0);
@@ -41,12 +38,9 @@ class FullWeights final : public WeightGatherer {
   void release(int) override {}
 
   void install() override {
+    if (!gather_) return;  // W = 1 or stage 0: the update wrote every weight in place
     const int ng = layout_.num_groups();
-    if (replicated_) {  // stage 0: this rank updated every shard
-      for (int g = 0; g < ng; ++g)
-        copy_.unpack(g, {shards_, dtype_, layout_.shard_elems(), 0}, base(g), 0,
-                     layout_.world_size(), compute_);
-    } else if (overlap_) {
+    if (overlap_) {
       // On the side stream after the update; acquire(g) waits for group g alone.
       side_after_compute();
       for (int g = 0; g < ng; ++g) {
@@ -59,14 +53,12 @@ class FullWeights final : public WeightGatherer {
     }
   }
 
-  size_t model_weight_bytes() const override { return full_.planned_bytes(); }
-
  private:
   GroupPtr base(int g) const {
-    return {elem_at(full_.base(), layout_.group_model_begin(g), es_), dtype_};
+    return {elem_at(owned_w_.data, layout_.group_model_begin(g), es_), dtype_};
   }
-  bool replicated_, overlap_;
-  Arena full_;
+  bool gather_;   // stages 1/2 at W > 1: the other ranks' shards come by all-gather
+  bool overlap_;  // ... on the side stream, waited for per group
   std::vector<Event> ev_gathered_;  // overlap: group g's post-update gather has finished
   std::vector<char> pending_;       // overlap: group g's gather not yet waited for
 };
@@ -87,7 +79,7 @@ class SlottedWeights final : public WeightGatherer {
     const Arena::Slot s_last = dev_.reserve("weights: head", bytes(last));
     const Arena::Slot s_slot0 = dev_.reserve("weights: layer slot 0", mid);
     const Arena::Slot s_slot1 = dev_.reserve("weights: layer slot 1", mid);
-    allocate(/*staging=*/true, "compute weight shard");
+    allocate(/*gather=*/true);
     first_ = dev_.ptr(s_first);
     last_ = dev_.ptr(s_last);
     slot_[0] = dev_.ptr(s_slot0);
@@ -143,8 +135,6 @@ class SlottedWeights final : public WeightGatherer {
     slot_group_[0] = slot_group_[1] = -1;
   }
 
-  size_t model_weight_bytes() const override { return 0; }
-
  private:
   void* storage(int g) const {
     const int last = layout_.num_groups() - 1;
@@ -189,8 +179,9 @@ WeightGatherer::WeightGatherer(const ShardLayout& layout, DType dtype, Ops& ops,
       comm_(comm),
       copy_(layout, ops),
       compute_(compute),
-      owned_(owned),
-      dev_("zero weights (device)", device_memory) {
+      dev_(kWeightArena, device_memory) {
+  owned_w_.dtype = dtype;
+  owned_w_.owned = owned;
   side_ = ops_.create_stream();
   ev_compute_ = ops_.create_event();
   ev_side_ = ops_.create_event();
@@ -211,34 +202,47 @@ WeightGatherer::~WeightGatherer() {
   ops_.destroy_event(ev_side_);
 }
 
-void WeightGatherer::allocate(bool staging, const char* shard_name) {
-  const int64_t W = layout_.world_size();
-  const Arena::Slot s_staging =
-      dev_.reserve("all-gather staging",
-                   staging ? static_cast<size_t>(W * layout_.max_group_shard_elems()) * es_ : 0);
-  const Arena::Slot s_shards = dev_.reserve(shard_name, static_cast<size_t>(owned_elems()) * es_);
+void WeightGatherer::allocate(bool gather, Arena::Slot model_weights) {
+  const auto W = static_cast<size_t>(layout_.world_size());
+  const auto group = static_cast<size_t>(layout_.max_group_shard_elems());
+  const bool in_model = model_weights >= 0;
+  const Arena::Slot s_staging = dev_.reserve("all-gather staging", gather ? W * group * es_ : 0);
+  const Arena::Slot s_send = dev_.reserve("all-gather send", gather && in_model ? group * es_ : 0);
+  const int64_t owned_elems = owned_w_.owned.ranks * layout_.shard_elems();
+  const Arena::Slot s_shards =
+      dev_.reserve("compute weight shard", in_model ? 0 : static_cast<size_t>(owned_elems) * es_);
   dev_.allocate();
   ops_.zero(
       Tensor(dev_.base(), DType::kU8, {static_cast<int64_t>(dev_.planned_bytes())}, dev_.device()),
       compute_);
   ops_.synchronize(compute_);
   staging_ = dev_.ptr(s_staging);
-  shards_ = dev_.ptr(s_shards);
+  send_ = dev_.ptr(s_send);
+  owned_w_.model_layout = in_model;
+  owned_w_.data = dev_.ptr(in_model ? model_weights : s_shards);
+  owned_w_.elems = in_model ? layout_.model_elems() : owned_elems;
 }
 
 void WeightGatherer::gather_into(int g, GroupPtr dst, Stream s) {
   const int64_t n = layout_.group_shard_elems(g), b = layout_.group_shard_begin(g);
-  if (layout_.world_size() == 1) {  // alone: the shard is the whole group, no gather needed
-    copy_.unpack(g, {shards_, dtype_, 0, 0}, dst, 0, 1, s);
+  const int W = layout_.world_size();
+  if (owned_w_.model_layout) {
+    if (W == 1) return;  // dst is the owned weights themselves
+    // This rank's shard of the group, out of the full buffer (padding zeroed), is what it sends.
+    copy_.pack(g, dst, {send_, dtype_, 0, b}, comm_.rank(), comm_.rank() + 1, s);
+  }
+  const void* send = owned_w_.model_layout ? send_ : elem_at(owned_w_.data, b, es_);
+  if (W == 1) {  // alone: the shard is the whole group, no gather needed
+    copy_.unpack(g, {owned_w_.data, dtype_, 0, 0}, dst, 0, 1, s);
     return;
   }
   if (dtype_ == DType::kBF16)
-    comm_.all_gather_bf16(static_cast<const uint16_t*>(elem_at(shards_, b, es_)),
-                          static_cast<uint16_t*>(staging_), static_cast<size_t>(n), s);
+    comm_.all_gather_bf16(static_cast<const uint16_t*>(send), static_cast<uint16_t*>(staging_),
+                          static_cast<size_t>(n), s);
   else
-    comm_.all_gather(static_cast<const float*>(elem_at(shards_, b, es_)),
-                     static_cast<float*>(staging_), static_cast<size_t>(n), s);
-  copy_.unpack(g, {staging_, dtype_, n, b}, dst, 0, layout_.world_size(), s);
+    comm_.all_gather(static_cast<const float*>(send), static_cast<float*>(staging_),
+                     static_cast<size_t>(n), s);
+  copy_.unpack(g, {staging_, dtype_, n, b}, dst, 0, W, s);
 }
 
 void WeightGatherer::side_after_compute() {

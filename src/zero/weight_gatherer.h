@@ -1,16 +1,22 @@
-// WeightGatherer: the weight side of the ZeRO engine (DESIGN §6 "Stages"). It owns this rank's
-// compute-weight shard(s) [owned] in the model dtype — what AdamW writes, rounded once from the
-// master weights — and the storage the model reads a group's weights from. Built once per stage:
-//   FullWeights (stages 0–2): the whole model's weights [layout.model_elems()] on every rank.
-//     install() after an update: stage 0 unpacks the locally updated [W][S] shards; stages 1/2
-//     all-gather them group by group — with overlap, on the gatherer's side stream, and
-//     acquire(g) makes the compute stream wait for group g's gather alone.
-//   SlottedWeights (stage 3): only the shard stays resident. Group 0 and the last group each have
-//     a buffer, the decoder layers share two slots (g % 2); acquire(g) all-gathers g on the side
-//     stream unless its storage already holds it, and prefetches the next layer (in the direction
-//     of the last two acquires) into the other slot while the current one computes.
-// Every gather that reads the shards is on the side stream or the compute stream; join() makes
-// the compute stream wait for all of them before the shards are overwritten.
+// WeightGatherer: the weight side of the ZeRO engine (DESIGN §6 "Stages"). It owns the compute
+// weights in the model dtype: the storage the model reads a group's weights from, and where the
+// owned shards' weights live — what AdamW writes, rounded once from the master weights
+// (OwnedWeights). Built once per stage:
+//   FullWeights (stages 0–2): ONE copy of the whole model's compute weights [layout.model_elems()]
+//     (ParamLayout offsets) on every rank, and the owned shards' weights are its elements: the
+//     update writes them in place. install() after an update: nothing at W = 1 or under stage 0
+//     (this rank updated everything); stages 1/2 at W > 1 all-gather group by group — each rank's
+//     shard of the group packed from the full buffer into a send buffer [max group shard], gathered
+//     into a staging buffer [W][max group shard] and unpacked into the full buffer — with overlap,
+//     on the gatherer's side stream, and acquire(g) makes the compute stream wait for group g's
+//     gather alone.
+//   SlottedWeights (stage 3): only the rank-major shard [S] stays resident. Group 0 and the last
+//     group each have a buffer, the decoder layers share two slots (g % 2); acquire(g)
+//     all-gathers g on the side stream unless its storage already holds it, and prefetches the
+//     next layer (in the direction of the last two acquires) into the other slot while the
+//     current one computes.
+// Every gather that reads the owned weights is on the side stream or the compute stream; join()
+// makes the compute stream wait for all of them before the owned weights are overwritten.
 #pragma once
 
 #include <cstdint>
@@ -32,6 +38,27 @@ struct Ownership {
   int ranks = 1;
 };
 
+// Where the compute weights of the owned shards live (device memory, the model dtype). Rank
+// (owned.rank0 + k)'s shard of tensor t holds t.valid(owned.rank0 + k) data elements starting at
+// element at(t, k) of `data`:
+//   model_layout (stages 0–2): `data` is the model's full weight buffer [layout.model_elems()]:
+//     the shard's data sits inside the tensor, at t.model_offset + r·t.shard_elems; its padding
+//     does not exist there (it may be the next tensor's first elements) and is never written;
+//   rank-major (stage 3): `data` is [owned.ranks][S], at k·S + t.shard_offset, padding zero.
+// Whoever writes through it writes data elements only, one segment per (rank, tensor).
+struct OwnedWeights {
+  void* data = nullptr;
+  DType dtype = DType::kF32;
+  Ownership owned;
+  bool model_layout = false;
+  int64_t elems = 0;  // elements of `data`: model_elems() or owned.ranks · S
+  // Element offset of rank (owned.rank0 + k)'s shard of tensor t in `data` (S: ShardLayout's).
+  int64_t at(const ShardTensor& t, int k, int64_t S) const {
+    return model_layout ? t.model_offset + static_cast<int64_t>(owned.rank0 + k) * t.shard_elems
+                        : k * S + t.shard_offset;
+  }
+};
+
 class WeightGatherer {
  public:
   // The gatherer of `stage` (0–3). overlap (stages 1/2): leave the post-update all-gather in
@@ -47,17 +74,16 @@ class WeightGatherer {
   virtual const void* acquire(int g) = 0;
   // The compute stream's use of group g's weights ends here (enqueued).
   virtual void release(int g) = 0;
-  // The shards now hold new weights (after init or an update): make them the model's (stages
-  // 0–2: every rank's full weights — an all-gather under 1/2; stage 3: the next acquire gathers).
+  // The owned weights are new (after init or an update): make them the model's (stages 1/2 at
+  // W > 1: an all-gather into the full weights; stage 3: the next acquire gathers; otherwise the
+  // update already wrote the model's weights).
   virtual void install() = 0;
-  // Bytes of the full weight buffer (stages 0–2), 0 for stage 3.
-  virtual size_t model_weight_bytes() const = 0;
 
-  // [owned.ranks × S] compute dtype: the shards this rank updates (device memory).
-  void* shards() const { return shards_; }
-  const Ownership& owned() const { return owned_; }
-  int64_t owned_elems() const { return owned_.ranks * layout_.shard_elems(); }
-  // The compute stream waits for every gather in flight (before the shards are overwritten).
+  // Where the owned shards' compute weights live (the update writes them there).
+  const OwnedWeights& owned_weights() const { return owned_w_; }
+  const Ownership& owned() const { return owned_w_.owned; }
+  // The compute stream waits for every gather in flight (before the owned weights are
+  // overwritten).
   void join();
   void synchronize();  // waits for the side stream
   void append_pools(std::vector<PoolBytes>& out) const;
@@ -65,10 +91,13 @@ class WeightGatherer {
  protected:
   WeightGatherer(const ShardLayout& layout, DType dtype, Ops& ops, dist::Comm& comm,
                  MemoryResource& device_memory, Stream compute, Ownership owned);
-  // Reserves the shard and (staging = true) an all-gather staging buffer [W][max group shard],
-  // after the subclass's own views; then allocates and zeroes.
-  void allocate(bool staging, const char* shard_name);
-  // All-gathers group g's shards into `dst` (its storage) on stream s; alone, copies the shard.
+  // After the subclass's own views: reserves (gather = true) an all-gather staging buffer
+  // [W][max group shard] and, for owned weights in the model layout, a send buffer [max group
+  // shard]; then the rank-major shard [owned.ranks × S] unless `model_weights` (a view of this
+  // arena, [model_elems()]) holds the owned weights; allocates, zeroes and sets owned_weights().
+  void allocate(bool gather, Arena::Slot model_weights = -1);
+  // All-gathers group g's shards into `dst` (its storage) on stream s; alone, copies the shard
+  // (nothing when the owned weights are dst's own elements).
   void gather_into(int g, GroupPtr dst, Stream s);
   // Makes the side stream wait for the compute stream's work so far.
   void side_after_compute();
@@ -82,10 +111,10 @@ class WeightGatherer {
   dist::Comm& comm_;
   ShardCopy copy_;
   Stream compute_;
-  Ownership owned_;
+  OwnedWeights owned_w_;
   Arena dev_;
-  void* shards_ = nullptr;
-  void* staging_ = nullptr;
+  void* staging_ = nullptr;  // [W][max group shard]
+  void* send_ = nullptr;     // [max group shard] (owned weights in the model layout, W > 1)
   Stream side_;
   Event ev_compute_, ev_side_;
 };

@@ -37,7 +37,7 @@ ZeroEngine::ZeroEngine(const ParamLayout& layout, DType dtype, Ops& ops, dist::C
       reducer_(layout_, ops, comm, device_memory, stream_, /*replicate=*/opt_.stage == 0),
       gatherer_(WeightGatherer::make(opt_.stage, opt_.overlap_gather, layout_, dtype, ops, comm,
                                      device_memory, stream_)),
-      optimizer_(ShardOptimizer::make(opt_.offload, layout_, gatherer_->owned(), dtype, ops,
+      optimizer_(ShardOptimizer::make(opt_.offload, layout_, gatherer_->owned_weights(), ops,
                                       device_memory, host_memory, stream_, opt_.host_threads,
                                       opt_.local_world_size)) {
   reduced_.assign(static_cast<size_t>(layout_.num_groups()), 0);
@@ -69,14 +69,14 @@ void ZeroEngine::init_from_flat(const Tensor& flat) {
          dtype_name(dtype_), layout_.model_elems(), flat.describe());
   const int64_t S = layout_.shard_elems();
   const size_t es = dtype_size(dtype_);
-  const Ownership own = gatherer_->owned();
-  void* shards = gatherer_->shards();
-  ops_.zero(Tensor(shards, dtype_, {gatherer_->owned_elems()}, ops_.device()), stream_);
-  for (int r = own.rank0; r < own.rank0 + own.ranks; ++r)
+  const OwnedWeights& w = gatherer_->owned_weights();
+  gatherer_->join();  // no gather still reads or writes them
+  ops_.zero(Tensor(w.data, dtype_, {w.elems}, ops_.device()), stream_);
+  for (int r = w.owned.rank0; r < w.owned.rank0 + w.owned.ranks; ++r)
     for (const ShardTensor& t : layout_.tensors()) {
       const int64_t valid = t.valid(r);
       if (valid == 0) continue;
-      const Tensor dst(elem_at(shards, (r - own.rank0) * S + t.shard_offset, es), dtype_, {valid},
+      const Tensor dst(elem_at(w.data, w.at(t, r - w.owned.rank0, S), es), dtype_, {valid},
                        ops_.device());
       const void* src = elem_at(flat.data, t.model_offset + r * t.shard_elems, es);
       if (flat.device == Device::kCPU && ops_.device() != Device::kCPU)
@@ -84,15 +84,15 @@ void ZeroEngine::init_from_flat(const Tensor& flat) {
       else
         ops_.cast(dst, Tensor(const_cast<void*>(src), dtype_, {valid}, flat.device), stream_);
     }
-  init_state_from_shards();
+  init_state_from_weights();
 }
 
-void ZeroEngine::init_state_from_shards() {
-  optimizer_->init_from(gatherer_->shards());
+void ZeroEngine::init_state_from_weights() {
+  optimizer_->init_from_weights();
   ready_ = true;
   adam_step_ = 0;
   reset_step();
-  gatherer_->install();  // stages 0–2: every rank's full weights (stage 1/2: all-gather)
+  gatherer_->install();  // stages 1/2 at W > 1: all-gather into every rank's full weights
   synchronize_all();
 }
 
@@ -146,9 +146,9 @@ StepResult ZeroEngine::apply_step(const StepArgs& args) {
   const optim::AdamWStep s_decay = optim::adamw_step(args.adam, args.lr, t, coef);
   const optim::AdamWStep s_plain = optim::adamw_step(no_decay, args.lr, t, coef);
   const float* grad = reducer_.gradient_for_update();  // stage 0: all-gather of every shard
-  gatherer_->join();  // no gather (a stage-3 prefetch, a post-update gather) still reads the shards
+  gatherer_->join();  // no gather (stage-3 prefetch, post-update gather) still reads the weights
   adam_step_ = t;
-  optimizer_->step(s_decay, s_plain, grad, gatherer_->shards());
+  optimizer_->step(s_decay, s_plain, grad);  // writes the owned compute weights
   gatherer_->install();  // stages 1/2: all-gather of the new weights; stage 3: gathered on use
   reset_step();
   if (!opt_.overlap_gather) synchronize_all();

@@ -4,8 +4,10 @@
 // three mechanisms, each owning its buffers, streams and events and chosen once at construction:
 //   GradReducer (grad_reducer.h): the gradient window the model writes, the per-group buckets and
 //     the deterministic reduce-scatter into this rank's fp32 gradient shard;
-//   WeightGatherer (weight_gatherer.h): the compute-weight shards, the model's full weights
-//     (stages 0–2, all-gathered after each update) or the stage-3 slots with prefetch;
+//   WeightGatherer (weight_gatherer.h): the compute weights — under stages 0–2 one full copy the
+//     model reads and the update writes in place (stages 1/2 at W > 1 all-gather the other
+//     ranks' shards into it after each update), under stage 3 the shard and the slots with
+//     prefetch;
 //   ShardOptimizer (shard_optimizer.h): AdamW on the fp32 master shard, on the device or
 //     offloaded to the host.
 //
@@ -32,6 +34,9 @@
 //     with ParamSpec::no_decay;
 //   - the new compute weights are the master weights rounded once to the model dtype on the rank
 //     that owns them; those bits are what every rank's model receives.
+// Device memory for the bf16 weights: one full copy under stages 0–2 (plus, at W > 1 under
+// stages 1/2, a send buffer and a staging buffer of the largest group's size), the shard and
+// four group buffers under stage 3.
 // What the stages keep (memory only): stage 0 full master / m / v on every rank ([W][S]; the
 //   reduced shards are all-gathered and every rank updates everything — elementwise, so bitwise
 //   the sharded update); stages 1 and 2 the shards [S] (they coincide in this design: the
@@ -188,8 +193,8 @@ class ZeroEngine final : public GroupStorage {
   void check_group(const char* what, int g) const;
   void require_ready(const char* what) const;
   void require_between_steps(const char* what) const;
-  // master / m / v from the compute shards; the shards installed as the model's weights.
-  void init_state_from_shards();
+  // master / m / v from the owned compute weights; the weights installed as the model's.
+  void init_state_from_weights();
   void synchronize_all();  // every stream of the engine
   Tensor dev(float* p, int64_t n) const { return Tensor(p, DType::kF32, {n}, ops_.device()); }
   void reset_step();

@@ -98,7 +98,7 @@ void ZeroEngine::save_state(const std::filesystem::path& dir) const {
 }
 
 void ZeroEngine::load_state(const std::filesystem::path& dir) {
-  // No gather may still read the compute shards this overwrites, nor an H2D copy the state.
+  // No gather may still read the compute weights this overwrites, nor an H2D copy the state.
   synchronize_all();
   const bool host = optimizer_->host_state();
   const int64_t S = layout_.shard_elems();
@@ -174,7 +174,7 @@ void ZeroEngine::load_state(const std::filesystem::path& dir) {
   ops_.zero(dev(shard, S), stream_);
   ready_ = true;
   reset_step();
-  optimizer_->round_into(gatherer_->shards());
+  optimizer_->round_into_weights();
   gatherer_->install();
   synchronize_all();
 }
@@ -231,7 +231,6 @@ ZeroMemory ZeroEngine::memory() const {
   reducer_.append_pools(mem.pools);
   gatherer_->append_pools(mem.pools);
   optimizer_->append_pools(mem.pools);
-  mem.model_weights = gatherer_->model_weight_bytes();
   return mem;
 }
 

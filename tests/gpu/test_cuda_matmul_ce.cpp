@@ -493,6 +493,48 @@ TEST(CudaCrossEntropy, QwenVocab) {
   check_ce(300, 64, V, kBF16, 128, 0.0f, 5, 1020);
 }
 
+// The workspace budget (ce_budget_bytes): a budget above what the 2048-row cap needs and one of
+// exactly that many rows' bytes give the same chunk, workspace and bits; a budget of 200 rows
+// gives chunks of 192 (a multiple of 64), a smaller workspace, the same counts and values within
+// the CPU-comparison bounds of the file comment (only the chunking differs).
+TEST(CudaCrossEntropy, WorkspaceBudget) {
+  ZT_REQUIRE_GPU();
+  const int64_t T = 700, H = 64, V = 151936;
+  for (const DType dt : {kF32, kBF16}) {
+    SCOPED_TRACE(dtype_name(dt));
+    CeData d = make_ce_data(T, H, V, dt, 1150, 5);  // 560 targets
+    const std::vector<float> dw0 = randn(V * H, 1151, 0.1f);
+    const size_t row = 4 * static_cast<size_t>(V) + static_cast<size_t>(H) * (dtype_size(dt) + 4);
+    const auto run = [&](size_t budget, size_t* ws) {
+      CudaOpsOptions o;
+      o.ce_budget_bytes = budget;
+      CudaOps gpu(o);
+      *ws = gpu.linear_cross_entropy_workspace_bytes(d.hidden.view(), d.weight.view());
+      return run_gpu(gpu, d, d.targets, dw0, 1.0f, 0.5f);
+    };
+    size_t ws_big = 0, ws_exact = 0, ws_small = 0;
+    const CeResult big = run(size_t{64} << 30, &ws_big);
+    const CeResult exact = run(static_cast<size_t>(T) * row, &ws_exact);  // all 700 rows fit
+    const CeResult small = run(200 * row, &ws_small);
+    EXPECT_EQ(ws_big, ws_exact);
+    // Every region stays a multiple of 256 bytes here (V, H multiples of 64): exact difference.
+    EXPECT_EQ(ws_big - ws_small, (700 - 192) * row);
+    EXPECT_EQ(big.st.count, 560);
+    EXPECT_EQ(0, std::memcmp(&big.st.loss_sum, &exact.st.loss_sum, 8));
+    EXPECT_EQ(0, std::memcmp(&big.st.entropy_sum, &exact.st.entropy_sum, 8));
+    EXPECT_EQ(big.st.correct, exact.st.correct);
+    EXPECT_EQ(0, std::memcmp(big.dh.data(), exact.dh.data(), big.dh.size() * 4));
+    EXPECT_EQ(0, std::memcmp(big.dw.data(), exact.dw.data(), big.dw.size() * 4));
+    EXPECT_EQ(small.st.count, big.st.count);
+    EXPECT_EQ(small.st.correct, big.st.correct);
+    EXPECT_NEAR(small.st.loss_sum, big.st.loss_sum, 1e-5 * big.st.loss_sum);
+    EXPECT_NEAR(small.st.entropy_sum, big.st.entropy_sum, 1e-5 * big.st.entropy_sum);
+    const double tol = dt == kBF16 ? 1e-2 : 1e-4;
+    expect_close(small.dh, big.dh, tol, false, "dhidden");
+    expect_close(small.dw, big.dw, tol, false, "dweight");
+  }
+}
+
 TEST(CudaCrossEntropy, RowsWithoutTargets) {
   ZT_REQUIRE_GPU();
   const int64_t T = 9, H = 32, V = 100;

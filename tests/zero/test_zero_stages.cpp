@@ -291,13 +291,18 @@ TEST(ZeroStages, MemoryShrinksWithTheStage) {
   EXPECT_EQ(pool(m1, "full gradient"), nullptr);
   EXPECT_EQ(pool(m3, "compute weight shard")->bytes, 4 * S);
   EXPECT_EQ(pool(m1, "reduce-scatter bucket 2")->bytes, 4 * W * G);  // the other layer
-  EXPECT_EQ(m1.model_weights, 4 * static_cast<size_t>(L.total_elems()));
+  EXPECT_EQ(pool(m1, "compute weights")->bytes, 4 * static_cast<size_t>(L.total_elems()));
+  EXPECT_EQ(pool(m1, "all-gather send")->bytes, 4 * G);  // this rank's shard of one group
+  EXPECT_EQ(pool(m1, "all-gather staging")->bytes, 4 * W * G);
+  EXPECT_EQ(pool(m1, "compute weight shard"), nullptr);  // the update writes the full weights
+  EXPECT_EQ(pool(m0, "compute weight shard"), nullptr);
+  EXPECT_EQ(pool(m0, "all-gather staging"), nullptr);  // stage 0 updates every shard itself
   // Every stage: the engine holds the gradient window (the embedding, the head, one layer slot);
   // stage 3 also the weights of the embedding, the head and two layer slots instead of the model.
   const auto group_bytes = [&](int g) {
     return 4 * static_cast<size_t>(L.group_end(g) - L.group_begin(g));
   };
-  EXPECT_EQ(m3.model_weights, 0u);
+  EXPECT_EQ(pool(m3, "compute weights"), nullptr);
   EXPECT_EQ(pool(m3, "weights: layer slot 0")->bytes, group_bytes(1));
   EXPECT_EQ(pool(m3, "weights: layer slot 1")->bytes, group_bytes(1));
   EXPECT_EQ(pool(m3, "weights: embedding")->bytes, group_bytes(0));
@@ -321,11 +326,56 @@ TEST(ZeroStages, MemoryShrinksWithTheStage) {
   EXPECT_EQ(m1o.host_bytes(), 3 * 4 * S + 4 * S);  // master, m, v + the gradient copy
   EXPECT_EQ(
       m1o.describe(),
-      "device 400.9 KiB (gradient shard 30.9 KiB, reduce-scatter bucket 46.5 KiB, reduce-scatter "
+      "device 381.6 KiB (gradient shard 30.9 KiB, reduce-scatter bucket 46.5 KiB, reduce-scatter "
       "bucket 2 46.5 KiB, gradients: embedding 15.2 KiB, gradients: head 15.5 KiB, gradients: "
-      "layer slot 46.0 KiB, norm workspace 64 B, all-gather staging 46.5 KiB, updated compute "
-      "weights 30.9 KiB, model weights 122.8 KiB); host 123.8 KiB (master weights 30.9 KiB, adam "
-      "m 30.9 KiB, adam v 30.9 KiB, offload gradient 30.9 KiB)");
+      "layer slot 46.0 KiB, norm workspace 64 B, compute weights 122.8 KiB, all-gather staging "
+      "46.5 KiB, all-gather send 11.6 KiB); host 123.8 KiB (master weights 30.9 KiB, adam m 30.9 "
+      "KiB, adam v 30.9 KiB, offload gradient 30.9 KiB)");
+}
+
+// One bf16 copy of the weights on the device: under stages 0–2 the engine's weight pools at W = 1
+// are exactly the padded model (the update writes the weights the model reads), at W = 4 stage 0
+// too, stages 1/2 add only a send and a staging buffer of the largest group's shard; stage 3 keeps
+// the shard and four group buffers. Offload changes none of it.
+TEST(ZeroStages, OneFullWeightCopyOnTheDevice) {
+  CpuOps ops;
+  HostMemory mem;
+  ModelConfig cfg = test::tiny_config(false);
+  cfg.num_hidden_layers = 4;
+  const ParamLayout L(cfg);
+  const size_t es = 2;  // bf16
+  const size_t model = es * static_cast<size_t>(L.total_elems());
+  const auto weight_pools = [&](int W, int stage, bool off) {
+    ShapeComm comm(W);
+    const ZeroMemory m = ZeroEngine(L, DType::kBF16, ops, comm, mem, mem, {stage, off}).memory();
+    size_t sum = 0;
+    for (const PoolBytes& p : m.pools)
+      if (p.arena == kWeightArena) {
+        EXPECT_FALSE(p.host) << p.name;
+        sum += p.bytes;
+      }
+    return sum;
+  };
+  for (bool off : {false, true})
+    for (int stage = 0; stage <= 2; ++stage) {
+      SCOPED_TRACE(fmt::format("stage {} offload {}", stage, off));
+      EXPECT_EQ(weight_pools(1, stage, off), model);
+    }
+  const ShardLayout s4(L, 4), s1(L, 1);
+  const auto G4 = static_cast<size_t>(s4.max_group_shard_elems());
+  for (bool off : {false, true}) {
+    EXPECT_EQ(weight_pools(4, 0, off), model);
+    EXPECT_EQ(weight_pools(4, 1, off), model + es * (4 + 1) * G4);
+    EXPECT_EQ(weight_pools(4, 2, off), model + es * (4 + 1) * G4);
+  }
+  // Stage 3 at W = 1: the shard [S] (the whole model, tensors padded to 16) + embedding, head
+  // and two layer slots + the staging buffer.
+  const auto group = [&](int g) {
+    return es * static_cast<size_t>(L.group_end(g) - L.group_begin(g));
+  };
+  EXPECT_EQ(weight_pools(1, 3, false), es * static_cast<size_t>(s1.shard_elems()) + group(0) +
+                                           group(L.group_head()) + 2 * group(1) +
+                                           es * static_cast<size_t>(s1.max_group_shard_elems()));
 }
 
 }  // namespace

@@ -1,12 +1,13 @@
 // CpuOps::linear_cross_entropy_fwd_bwd: the LM head fused with the token cross-entropy (HF
 // `ForCausalLMLoss` on `logits.float()`, reduction "sum"). Rows that have a target are gathered
-// into chunks of ce_chunk_rows; for each chunk the logits [rows, V] are one sgemm, the softmax /
-// loss / argmax a parallel loop over rows, and (with gradients) the logits block is turned into
-// grad_scale·(softmax - onehot) in place, giving dHidden = G·W and dW += Gᵀ·hidden by two more
-// sgemms. The [T, V] logits never exist. Each target row's entropy H(softmax(logits_t)) =
-// lse − Σ_j p_j·logit_j = log Σ_j e_j − (Σ_j e_j·d_j) / Σ_j e_j, with d_j = logit_j − max and
-// e_j = exp(d_j), summed in fp64 in vocabulary order; the per-row values are added in row order
-// (TRL's `entropy_from_logits`, taken over target tokens only).
+// into chunks of C rows (ce_chunk_rows, fewer when they do not fit in ce_budget_bytes); for each
+// chunk the logits [rows, V] are one sgemm, the softmax / loss / argmax a parallel loop over rows,
+// and (with gradients) the logits block is turned into grad_scale·(softmax - onehot) in place,
+// giving dHidden = G·W and dW += Gᵀ·hidden by two more sgemms. The [T, V] logits never exist. Each
+// target row's entropy H(softmax(logits_t)) = lse − Σ_j p_j·logit_j = log Σ_j e_j − (Σ_j e_j·d_j) /
+// Σ_j e_j, with d_j = logit_j − max and e_j = exp(d_j), summed in fp64 in vocabulary order; the
+// per-row values are added in row order (TRL's `entropy_from_logits`, taken over target tokens
+// only).
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -19,10 +20,21 @@ namespace zt {
 
 using namespace cpu;
 
+namespace {
+
+// Rows per chunk: each row takes a logits row [V] and a hidden row and its gradient [H] (fp32),
+// its loss, entropy (fp64) and hit (i32).
+int64_t chunk_rows(const CpuOpsOptions& o, int64_t T, int64_t H, int64_t V) {
+  const size_t row = 4 * static_cast<size_t>(V + 2 * H) + 8 + 8 + 4;
+  return ce_rows_for_budget(T, o.ce_chunk_rows, o.ce_budget_bytes, row);
+}
+
+}  // namespace
+
 size_t CpuOps::linear_cross_entropy_workspace_bytes(const Tensor& hidden,
                                                     const Tensor& weight) const {
   const int64_t T = hidden.dim(0), H = hidden.dim(1), V = weight.dim(0);
-  const int64_t C = std::max<int64_t>(1, std::min(opt_.ce_chunk_rows, T));
+  const int64_t C = chunk_rows(opt_, T, H, V);
   size_t n = WorkspaceCarver::bytes(T, 4)            // target row indices
              + 2 * WorkspaceCarver::bytes(C * H, 4)  // gathered hidden rows, their gradient
              + WorkspaceCarver::bytes(C * V, 4)      // logits / gradient block
@@ -56,7 +68,7 @@ void CpuOps::linear_cross_entropy_fwd_bwd(CeStats* stats, const Tensor& dhidden,
   check_workspace(kOp, workspace, linear_cross_entropy_workspace_bytes(hidden, weight));
   const int32_t* tg = targets.as<int32_t>();
   WorkspaceCarver ws(workspace);
-  const int64_t C = std::max<int64_t>(1, std::min(opt_.ce_chunk_rows, T));
+  const int64_t C = chunk_rows(opt_, T, H, V);
   int32_t* rows = ws.take<int32_t>(T);
   float* hc = ws.take<float>(C * H);
   float* dhc = ws.take<float>(C * H);

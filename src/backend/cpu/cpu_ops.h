@@ -27,6 +27,9 @@ struct CpuOpsOptions {
   // [ce_chunk_rows, V] fp32 logits block. Results depend on it only through the order in which
   // the chunks' weight gradients are added.
   int64_t ce_chunk_rows = 256;
+  // Bytes the chunk's buffers may take (the logits block, the hidden rows and their gradient):
+  // fewer rows per chunk when ce_chunk_rows of them do not fit (ce_rows_for_budget, ops.h).
+  size_t ce_budget_bytes = kCeBudgetBytes;
   // Query rows per block of the attention: the workspace holds [attn_block_rows, max_seqlen] fp32
   // score blocks. Results depend on it only through the dK/dV accumulation order.
   int64_t attn_block_rows = 128;

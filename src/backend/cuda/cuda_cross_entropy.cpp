@@ -1,7 +1,8 @@
 // CudaOps::linear_cross_entropy_fwd_bwd: the LM head fused with the token cross-entropy (HF
 // `ForCausalLMLoss` on `logits.float()`, reduction "sum"; CPU reference
 // backend/cpu/cpu_cross_entropy.cpp). [T, V] logits never exist: the rows that have a target are
-// compacted (prompt tokens cost nothing) and processed in chunks of ce_chunk_rows:
+// compacted (prompt tokens cost nothing) and processed in chunks of C rows — ce_chunk_rows, fewer
+// (a multiple of 64) when they do not fit in ce_budget_bytes (chunk_rows below):
 //
 //   hc[nc, H]      = hidden[rows]                         (gather, in the compute dtype)
 //   logits[nc, V]  = hc · weightᵀ                         (cuBLASLt, fp32 out)
@@ -23,10 +24,11 @@
 // work — naming its position and value, as the CPU does), and at the end to fill *stats (a plain
 // host struct). Once per micro-batch, each costs a few microseconds of idle GPU.
 //
-// Workspace (linear_cross_entropy_workspace_bytes), with C = min(ce_chunk_rows, T), e = 2 (bf16
-// compute) or 4: 24·T (rows, per-row stats) + C·H·(e + 4) + 4·C·V (logits / G) + 32 MiB
+// Workspace (linear_cross_entropy_workspace_bytes), with e = 2 (bf16 compute) or 4: 24·T (rows,
+// per-row stats) + C·H·(e + 4) + 4·C·V (logits / G: these two within ce_budget_bytes) + 32 MiB
 // (cuBLASLt) [+ 4·V·H for an f32 copy of a bf16 weight beside f32 hidden]. Qwen2.5-1.5B, bf16,
-// T = 8192, C = 2048: 1.245 GB (logits) + 18.9 MB + 0.2 MB + 33.6 MB ≈ 1.30 GB.
+// T = 8192: the default 512 MiB budget gives C = 832: 505.6 MB (logits) + 7.7 MB + 0.2 MB +
+// 33.6 MB ≈ 0.55 GB (C = 2048, the cap: 1.245 GB + 18.9 MB + 0.2 MB + 33.6 MB ≈ 1.30 GB).
 #include <algorithm>
 #include <cstdint>
 
@@ -99,6 +101,14 @@ DType compute_dtype(const Tensor& hidden, const Tensor& weight) {
   return hidden.dtype == DType::kBF16 && weight.dtype == DType::kBF16 ? DType::kBF16 : DType::kF32;
 }
 
+// Rows per chunk: each row takes an fp32 logits row [V], a gathered hidden row [H] of the
+// compute dtype and its fp32 gradient [H]; a multiple of kCeRowQuantum rows when one fits.
+constexpr int64_t kCeRowQuantum = 64;  // the GEMMs' M dimension in whole tensor-core tiles
+int64_t chunk_rows(const CudaOpsOptions& o, int64_t T, int64_t H, int64_t V, DType ct) {
+  const size_t row = 4 * static_cast<size_t>(V) + static_cast<size_t>(H) * (dtype_size(ct) + 4);
+  return ce_rows_for_budget(T, o.ce_chunk_rows, o.ce_budget_bytes, row, kCeRowQuantum);
+}
+
 }  // namespace
 
 size_t CudaOps::linear_cross_entropy_workspace_bytes(const Tensor& hidden,
@@ -108,8 +118,8 @@ size_t CudaOps::linear_cross_entropy_workspace_bytes(const Tensor& hidden,
   check_float("hidden", hidden);
   check_float("weight", weight);
   const int64_t T = hidden.dim(0), H = hidden.dim(1), V = weight.dim(0);
-  const int64_t C = std::max<int64_t>(1, std::min(opt_.ce_chunk_rows, T));
   const DType ct = compute_dtype(hidden, weight);
+  const int64_t C = chunk_rows(opt_, T, H, V, ct);
   return ce_layout(T, H, V, C, ct, weight.dtype != ct, kLtWorkspaceBytes).total;
 }
 
@@ -147,8 +157,8 @@ void CudaOps::linear_cross_entropy_fwd_bwd(CeStats* stats, const Tensor& dhidden
   if (workspace.device != Device::kCUDA) fail("{}: workspace is not in device memory", kOp);
 
   const cudaStream_t cs = static_cast<cudaStream_t>(s.handle);
-  const int64_t C = std::max<int64_t>(1, std::min(opt_.ce_chunk_rows, T));
   const DType ct = compute_dtype(hidden, weight);
+  const int64_t C = chunk_rows(opt_, T, H, V, ct);
   const bool bf16 = ct == DType::kBF16;
   const CeLayout L = ce_layout(T, H, V, C, ct, weight.dtype != ct, kLtWorkspaceBytes);
   char* base = static_cast<char*>(workspace.data);
