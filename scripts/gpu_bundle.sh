@@ -33,7 +33,8 @@ S=../shared/data
 for f in models/qwen2.5-0.5b-instruct/config.json models/qwen2.5-1.5b/config.json \
          models/qwen2.5-1.5b-instruct/config.json tokenizers/qwen2.5-instruct/tokenizer.json \
          tokenizers/qwen2.5-instruct/tokenizer_config.json \
-         datasets/ultrafeedback/seed_format/sft.parquet datasets/ultrafeedback/seed_format/test_sft.parquet; do
+         datasets/ultrafeedback/seed_format/sft.parquet datasets/ultrafeedback/seed_format/test_sft.parquet \
+         tokenizers/qwen3/tokenizer.json tokenizers/qwen3/tokenizer_config.json; do
   mkdir -p "$out/shared_data/$(dirname "$f")"
   cp "$S/$f" "$out/shared_data/$f"
 done
@@ -43,6 +44,11 @@ done
 if [ -d ../shared/peers ]; then
   mkdir -p "$out/peers"
   cp ../shared/peers/*.py ../shared/peers/*.sh "$out/peers/"
+fi
+# The users' own files (gpu_check.sh familyjob runs them unchanged).
+if [ -d ../shared/seed_configs ]; then
+  mkdir -p "$out/seed_configs"
+  cp ../shared/seed_configs/*.yaml "$out/seed_configs/"
 fi
 # Where the build machine's binaries look for test data (gpu_check.sh links these paths there).
 {

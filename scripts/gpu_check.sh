@@ -13,6 +13,7 @@
 #   train   the trainer on 1 GPU: the same 20-step run twice (two processes) bitwise; ZeRO stages
 #           0–3 × offload bitwise (zerotune compare); the default job's model 200 steps in bf16 on the
 #           GPU vs fp32 on the CPU (losses side by side in $OUT/curve_*.jsonl)
+#   stages  the first half of train alone (no curve)
 #   micro   the op benchmarks (memory-bound ops, matmuls + fused LM head, attention)
 #   attention  attention vs torch SDPA (cuDNN, flash) at the 1.5B / 0.5B / Llama-3.2-1B layers, 2k-32k
 #   bench   bench_train_gpu (GC on/off) vs transformers and transformers+Liger on the same token
@@ -27,6 +28,10 @@
 #           sliding layers, SmolLM3-3B, OLMo-2-1B, Phi-4-mini), 4 × 2,048 random tokens: tokens/s, MFU
 #           and peak memory per family (the attention kernels at head dims 64, 128 and 256 and the
 #           sliding window, no slow path)
+#   familyjob the users' own sft.yaml and accelerate file, unchanged, on one GPU with model_name
+#           pointing at a Qwen3-1.7B and a Gemma-3-1B directory (real-size configurations, random
+#           init; Qwen3's real tokenizer, Gemma 3's template on the Gemma-layout stand-in
+#           tokenizer) and the UltraFeedback rows: 3 optimizer steps each, loss and tokens/s
 #   twonode 2 GPUs as two "nodes": two launchers (--nnodes 2 --node_rank 0/1, one GPU each through
 #           CUDA_VISIBLE_DEVICES) with NCCL_P2P_DISABLE=1 NCCL_SHM_DISABLE=1 (NCCL over the network
 #           path, as between hosts): comm-check on the device, the tiny run bitwise equal to one
@@ -238,6 +243,12 @@ same() {
 }
 
 sec_train() {
+  sec_stages
+  sec_curve
+}
+
+# The determinism and stage/offload half of `train` (without the 200-step curve).
+sec_stages() {
   say "train: the same 20-step run in two processes (1 GPU)"
   tiny_run det_a 1
   tiny_run det_b 1
@@ -247,7 +258,6 @@ sec_train() {
     tiny_run "s${st}_$off" 1 compute.zero_stage=$st compute.offload_optimizer=$off
   done; done
   same s0_false s0_true s1_false s1_true s2_false s2_true s3_false s3_true
-  sec_curve
 }
 
 # The default job's model for 200 steps: GPU bf16 vs CPU fp32 (part of `train`).
@@ -477,6 +487,44 @@ for l in open(sys.argv[1]):
     r = json.loads(l)
     print(f"{r['family']:18s} {r['params']/1e9:7.2f}B {r['tokens_per_s']:9.0f} {r['mfu']*100:5.1f}% {r['peak_gib']:8.2f}")
 PY
+}
+
+# The users' job on the families (issue 15 "done when"): their sft.yaml, unchanged, on one GPU.
+sec_familyjob() {
+  say "familyjob: the users' sft.yaml on one GPU with a Qwen3-1.7B and a Gemma-3-1B directory"
+  local seed=$BUNDLE/seed_configs fam=$ROOT/tests/data/families
+  [ -f "$seed/sft.yaml" ] || { fail "familyjob: $seed/sft.yaml missing (gpu_bundle.sh copies it)"; return; }
+  local q=$RUNS/models/qwen3-1.7b g=$RUNS/models/gemma-3-1b
+  mkdir -p "$q" "$g"
+  cp "$fam/configs/qwen3-1.7b.json" "$q/config.json"
+  cp "$SHARED/tokenizers/qwen3/tokenizer.json" "$SHARED/tokenizers/qwen3/tokenizer_config.json" "$q/"
+  cp "$fam/configs/gemma-3-1b.json" "$g/config.json"
+  cp "$fam/gemma_style/tokenizer.json" "$g/"
+  python3 - "$fam" "$g" <<'PY' || fail "familyjob: gemma tokenizer_config"
+import json, sys
+fam, g = sys.argv[1], sys.argv[2]
+c = json.load(open(f"{fam}/gemma_style/tokenizer_config.json"))
+c["chat_template"] = open(f"{fam}/chat/gemma3/chat_template.jinja").read()
+json.dump(c, open(f"{g}/tokenizer_config.json", "w"), indent=2)
+PY
+  for m in "$q" "$g"; do
+    local w=$RUNS/familyjob_$(basename "$m")
+    mkdir -p "$w/data/UltraFeedback"
+    cp "$seed/sft.yaml" "$seed/sft_zero1_4gpu.yaml" "$w/"
+    cp "$SHARED/datasets/ultrafeedback/seed_format/sft.parquet" "$w/data/UltraFeedback/sft.parquet"
+    cp "$SHARED/datasets/ultrafeedback/seed_format/test_sft.parquet" "$w/data/UltraFeedback/test_sft.parquet"
+    (cd "$w" && "$ZT" launch --num_processes 1 --config_file sft_zero1_4gpu.yaml train --config sft.yaml \
+      model_name="$m" compute.n_gpus=1 trainer.max_steps=3 trainer.logging_steps=1 \
+      >"$OUT/familyjob_$(basename "$m").log" 2>&1) || { fail "familyjob $(basename "$m") (see its log)"; continue; }
+    grep -E "device|model:|plan:" "$OUT/familyjob_$(basename "$m").log" | head -4 | cut -c1-200
+    python3 - "$w/logs/sft/metrics.jsonl" "$(basename "$m")" <<'PY' | tee -a "$OUT/summary.txt"
+import json, sys
+rs = [json.loads(l) for l in open(sys.argv[1])]
+tr = [r for r in rs if "loss" in r]
+print(f"  {sys.argv[2]}: steps {[r['step'] for r in tr]}, loss {[round(r['loss'], 4) for r in tr]}, "
+      f"tokens/s {[round(r.get('train_tokens_per_second', 0)) for r in tr]}")
+PY
+  done
 }
 
 main() {
