@@ -1,17 +1,15 @@
 // The CPU model against transformers 5.17 (fp32, eager attention) on tiny random models of every
 // family beyond Qwen2 / Llama-3 (tests/data/model/<case>/, made by
 // tools/make_family_model_goldens.py): Qwen3, Llama 3.x variants, Mistral, Gemma 3 text, OLMo 2,
-// SmolLM3, Phi-3 / Phi-4-mini. The same checks as test_model_golden.cpp — one padding-free packed
-// micro-batch of all examples against the examples run alone by transformers: loss (1e-5
-// relative), logits of selected rows, argmax hits, every parameter's gradient (1e-4 relative L2)
-// — plus what the parsed config must say (sliding windows per layer, Gemma's embedding scale,
-// longrope's attention factor) and that an export holds exactly transformers' state-dict keys
-// with the input's bytes.
+// SmolLM3, Phi-3 / Phi-4-mini. test_model_golden.cpp runs the parity checks on these cases (loss,
+// logits, gradients against transformers); here: what the parsed config must say (sliding windows
+// per layer, Gemma's embedding scale, longrope's attention factor) and that an export holds exactly
+// transformers' state-dict keys with the input's bytes.
 #include <gtest/gtest.h>
 
 #include <cstdio>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -23,11 +21,6 @@ namespace {
 
 using test::Golden;
 using test::TestModel;
-
-// Parity tolerances with transformers in fp32 (the family task's bar).
-constexpr double kLossRel = 1e-5;    // |loss - ref| / ref
-constexpr double kGradRelL2 = 1e-4;  // ||g - ref||₂ / ||ref||₂ per parameter
-constexpr double kLogitRel = 1e-5;   // max |l - ref| / max |ref| per example's stored rows
 
 class FamilyGolden : public ::testing::TestWithParam<const char*> {};
 
@@ -53,136 +46,6 @@ TEST_P(FamilyGolden, ConfigMatchesTransformers) {
     EXPECT_NEAR(c.rope.attention_factor, g.json["rope_attention_factor"].get<double>(), 1e-12);
   }
   EXPECT_EQ(c.num_parameters(), g.json["num_parameters"].get<int64_t>());
-}
-
-TEST_P(FamilyGolden, PackedMicroBatchMatchesTransformers) {
-  const Golden g(GetParam());
-  TestModel tm(g, DType::kF32, false);
-  CausalLM& m = *tm.model;
-  const int64_t N = g.targets();
-  ASSERT_EQ(N, count_targets(g.packed.view()));
-  BackwardOptions bo;
-  bo.grad_scale = static_cast<float>(1.0 / static_cast<double>(N));
-  const CeStats st = m.forward_backward(g.packed.view(), bo);
-  EXPECT_EQ(st.count, N);
-  int64_t correct = 0;
-  for (const auto& ex : g.json["examples"]) correct += ex["correct"].get<int64_t>();
-  EXPECT_EQ(st.correct, correct);
-  const double loss_ref = g.json["loss_sum"].get<double>();
-  EXPECT_NEAR(st.loss_sum, loss_ref, kLossRel * loss_ref);
-
-  // Every parameter's gradient (a tied embedding holds both uses; Phi-3's fused tensors whole).
-  double worst = 0;
-  std::string worst_name;
-  for (int i = 0; i < m.layout().num_params(); ++i) {
-    const std::string& name = m.layout().param(i).name;
-    const std::vector<float> ref = g.golden->load_f32("grad." + name);
-    const double e = test::rel_l2(tm.grad(i), ref);
-    EXPECT_EQ(tm.grad(i).size(), ref.size()) << name;
-    EXPECT_LT(e, kGradRelL2) << name;
-    if (e > worst) worst = e, worst_name = name;
-  }
-  std::printf("[ %s ] loss rel err %.2e, worst gradient rel L2 err %.2e (%s)\n", GetParam(),
-              std::abs(st.loss_sum - loss_ref) / loss_ref, worst, worst_name.c_str());
-  int64_t layout_elems = 0;  // every tensor once (a tied head is the embedding)
-  for (const ParamSpec& p : m.layout().params()) layout_elems += p.numel;
-  EXPECT_EQ(layout_elems, g.json["num_parameters"].get<int64_t>());
-  EXPECT_EQ(layout_elems, g.cfg.num_parameters());
-  // Every gradient transformers has is one of ours (none left unchecked).
-  for (const auto& [name, norm] : g.json["grad_norms"].items())
-    EXPECT_GE(m.layout().find(name), 0) << name;
-
-  // Logits of selected rows of each example, from a forward of the packed batch.
-  const CeStats st2 = m.forward(g.packed.view());
-  EXPECT_EQ(st2.loss_sum, st.loss_sum);  // same forward, same bits
-  const int64_t V = g.cfg.vocab_size;
-  double worst_logit = 0;
-  for (size_t e = 0; e < g.examples.size(); ++e) {
-    const auto rows = g.json["examples"][e]["logit_rows"].get<std::vector<int64_t>>();
-    const std::vector<float> ref = g.golden->load_f32("logits." + std::to_string(e));
-    std::vector<float> got(rows.size() * V), one(V);
-    for (size_t r = 0; r < rows.size(); ++r) {
-      m.logits(g.packed.cu_seqlens[e] + rows[r], 1, one);
-      std::copy(one.begin(), one.end(), got.begin() + static_cast<int64_t>(r) * V);
-    }
-    const double err = test::rel_err(got, ref);
-    EXPECT_LT(err, kLogitRel) << "example " << e;
-    worst_logit = std::max(worst_logit, err);
-  }
-  std::printf("[ %s ] worst logits rel err %.2e\n", GetParam(), worst_logit);
-}
-
-TEST_P(FamilyGolden, EachExampleAloneHasTransformersLoss) {
-  const Golden g(GetParam());
-  TestModel tm(g, DType::kF32, false);
-  for (size_t e = 0; e < g.examples.size(); ++e) {
-    const auto& ex = g.json["examples"][e];
-    const CeStats st = tm.model->forward(g.examples[e].view());
-    EXPECT_EQ(st.count, ex["targets"].get<int64_t>()) << "example " << e;
-    EXPECT_EQ(st.correct, ex["correct"].get<int64_t>()) << "example " << e;
-    const double ref = ex["loss_sum"].get<double>();
-    EXPECT_NEAR(st.loss_sum, ref, kLossRel * std::max(1.0, ref)) << "example " << e;
-  }
-}
-
-TEST_P(FamilyGolden, PackingEqualsExamplesAlone) {
-  // Per-example backward passes (accumulated) equal the packed micro-batch to fp32 rounding
-  // (sliding windows and RoPE restart at every example; longrope cases keep all examples on one
-  // side of original_max_position_embeddings, so the factor choice agrees too).
-  const Golden g(GetParam());
-  TestModel packed(g, DType::kF32, false), alone(g, DType::kF32, false);
-  BackwardOptions bo;
-  bo.grad_scale = static_cast<float>(1.0 / static_cast<double>(g.targets()));
-  const CeStats sp = packed.model->forward_backward(g.packed.view(), bo);
-  double loss = 0;
-  bo.accumulate = true;
-  alone.model->zero_grads();
-  for (const auto& ex : g.examples) loss += alone.model->forward_backward(ex.view(), bo).loss_sum;
-  EXPECT_NEAR(loss, sp.loss_sum, 1e-6 * sp.loss_sum);
-  // A per-head q/k norm weight's gradient sums T·heads rows, each the product of two
-  // reassociated sums: its bound is 1e-5 (measured 2.1e-6 on qwen3_tied_gqa); the rest 2e-6.
-  for (int i = 0; i < packed.model->layout().num_params(); ++i) {
-    const std::string& name = packed.model->layout().param(i).name;
-    const bool qk = name.find("_norm.weight") != std::string::npos &&
-                    name.find("self_attn.") != std::string::npos;
-    EXPECT_LT(test::rel_err(alone.grad(i), packed.grad(i)), qk ? 1e-5 : 2e-6) << name;
-  }
-}
-
-TEST_P(FamilyGolden, CheckpointingIsBitwiseIdentical) {
-  const Golden g(GetParam());
-  TestModel off(g, DType::kF32, false), on(g, DType::kF32, true);
-  EXPECT_LT(on.model->memory().activations, off.model->memory().activations);
-  BackwardOptions bo;
-  bo.grad_scale = 0.01f;
-  const CeStats a = off.model->forward_backward(g.packed.view(), bo);
-  const CeStats b = on.model->forward_backward(g.packed.view(), bo);
-  EXPECT_EQ(a.loss_sum, b.loss_sum);
-  EXPECT_EQ(a.correct, b.correct);
-  const auto ga = off.all_grads(), gb = on.all_grads();
-  ASSERT_EQ(ga.size(), gb.size());
-  EXPECT_EQ(0, std::memcmp(ga.data(), gb.data(), ga.size() * 4));
-}
-
-TEST_P(FamilyGolden, Bf16StorageIsWithinBf16ToleranceOfFp32) {
-  const Golden g(GetParam());
-  TestModel f32(g, DType::kF32, false), b16(g, DType::kBF16, true);
-  BackwardOptions bo;
-  bo.grad_scale = static_cast<float>(1.0 / static_cast<double>(g.targets()));
-  const CeStats a = f32.model->forward_backward(g.packed.view(), bo);
-  const CeStats b = b16.model->forward_backward(g.packed.view(), bo);
-  EXPECT_EQ(a.count, b.count);
-  const double loss_err = std::abs(b.loss_sum - a.loss_sum) / a.loss_sum;
-  EXPECT_LT(loss_err, 1e-2);
-  EXPECT_GT(loss_err, 0.0);  // it really ran in bf16
-  double worst = 0;
-  for (int i = 0; i < f32.model->layout().num_params(); ++i) {
-    const double e = test::rel_l2(b16.grad(i), f32.grad(i));
-    EXPECT_LT(e, 0.1) << f32.model->layout().param(i).name;
-    worst = std::max(worst, e);
-  }
-  std::printf("[ %s ] bf16 vs fp32: loss rel err %.2e, worst gradient relative L2 err %.2e\n",
-              GetParam(), loss_err, worst);
 }
 
 TEST_P(FamilyGolden, ExportHasExactlyTransformersStateDictKeys) {

@@ -1,11 +1,16 @@
-// The CPU model against transformers (fp32, eager attention) on tiny random Qwen2 (tied, untied)
-// and Llama-3 (llama3 rope scaling, attention_bias) models, several real-text examples packed into
-// one padding-free micro-batch: logits, per-example and total loss, argmax hits, and every
-// parameter's gradient of the token-mean loss.
+// The CPU model against transformers 5.17 (fp32, eager attention) on tiny random models of every
+// family (tests/data/model/<case>: Qwen2 tied/untied and Llama-3 from tools/make_model_goldens.py;
+// Qwen3, Llama 3.x variants, Mistral, Gemma 3 text, OLMo 2, SmolLM3, Phi-3 / Phi-4-mini from
+// tools/make_family_model_goldens.py), several real-text examples packed into one padding-free
+// micro-batch whose lengths straddle the sliding windows: logits, per-example and total loss,
+// argmax hits, every parameter's gradient of the token-mean loss; packing = examples alone,
+// checkpointing bitwise, bf16 storage within bf16 tolerance. (test_family_golden.cpp: the parsed
+// config and the export of the family cases.)
 #include <gtest/gtest.h>
 
 #include <cstdio>
 #include <cstring>
+#include <string>
 
 #include "model_test_util.h"
 
@@ -14,6 +19,12 @@ namespace {
 
 using test::Golden;
 using test::TestModel;
+
+// Parity bounds with transformers in fp32 (the family issue asks 1e-5 / 1e-4; every case is
+// within 1e-7 / 2.2e-6, measured 2026-12-02).
+constexpr double kLossRel = 2e-6;    // |loss - ref| / ref
+constexpr double kGradRelL2 = 1e-5;  // ||g - ref||₂ / ||ref||₂ per parameter
+constexpr double kLogitRel = 1e-5;   // max |l - ref| / max |ref| per example's stored rows
 
 class ModelGolden : public ::testing::TestWithParam<const char*> {};
 
@@ -31,24 +42,28 @@ TEST_P(ModelGolden, PackedMicroBatchMatchesTransformers) {
   for (const auto& ex : g.json["examples"]) correct += ex["correct"].get<int64_t>();
   EXPECT_EQ(st.correct, correct);
   const double loss_ref = g.json["loss_sum"].get<double>();
-  EXPECT_NEAR(st.loss_sum, loss_ref, 2e-6 * loss_ref);
+  EXPECT_NEAR(st.loss_sum, loss_ref, kLossRel * loss_ref);
 
-  // Every parameter's gradient (the tied embedding holds both uses).
+  // Every parameter's gradient (a tied embedding holds both uses; Phi-3's fused tensors whole).
   double worst = 0;
   std::string worst_name;
   for (int i = 0; i < m.layout().num_params(); ++i) {
     const std::string& name = m.layout().param(i).name;
     const std::vector<float> ref = g.golden->load_f32("grad." + name);
-    const double e = test::rel_err(tm.grad(i), ref);
-    EXPECT_LT(e, 1e-5) << name;
+    const double e = test::rel_l2(tm.grad(i), ref);
+    EXPECT_EQ(tm.grad(i).size(), ref.size()) << name;
+    EXPECT_LT(e, kGradRelL2) << name;
     if (e > worst) worst = e, worst_name = name;
   }
-  std::printf("[ %s ] loss rel err %.2e, worst gradient rel err %.2e (%s)\n", GetParam(),
+  std::printf("[ %s ] loss rel err %.2e, worst gradient rel L2 err %.2e (%s)\n", GetParam(),
               std::abs(st.loss_sum - loss_ref) / loss_ref, worst, worst_name.c_str());
   int64_t layout_elems = 0;  // every tensor once (a tied head is the embedding)
   for (const ParamSpec& p : m.layout().params()) layout_elems += p.numel;
   EXPECT_EQ(layout_elems, g.json["num_parameters"].get<int64_t>());
   EXPECT_EQ(layout_elems, g.cfg.num_parameters());
+  // Every gradient transformers has is one of ours (none left unchecked).
+  for (const auto& [name, norm] : g.json["grad_norms"].items())
+    EXPECT_GE(m.layout().find(name), 0) << name;
 
   // Logits of selected rows of each example, from a forward of the packed batch.
   const CeStats st2 = m.forward(g.packed.view());
@@ -63,9 +78,10 @@ TEST_P(ModelGolden, PackedMicroBatchMatchesTransformers) {
       m.logits(g.packed.cu_seqlens[e] + rows[r], 1, one);
       std::copy(one.begin(), one.end(), got.begin() + static_cast<int64_t>(r) * V);
     }
-    worst_logit = std::max(worst_logit, test::rel_err(got, ref));
+    const double err = test::rel_err(got, ref);
+    EXPECT_LT(err, kLogitRel) << "example " << e;
+    worst_logit = std::max(worst_logit, err);
   }
-  EXPECT_LT(worst_logit, 1e-5);
   std::printf("[ %s ] worst logits rel err %.2e\n", GetParam(), worst_logit);
 }
 
@@ -78,12 +94,14 @@ TEST_P(ModelGolden, EachExampleAloneHasTransformersLoss) {
     EXPECT_EQ(st.count, ex["targets"].get<int64_t>()) << "example " << e;
     EXPECT_EQ(st.correct, ex["correct"].get<int64_t>()) << "example " << e;
     const double ref = ex["loss_sum"].get<double>();
-    EXPECT_NEAR(st.loss_sum, ref, 2e-6 * std::max(1.0, ref)) << "example " << e;
+    EXPECT_NEAR(st.loss_sum, ref, kLossRel * std::max(1.0, ref)) << "example " << e;
   }
 }
 
 TEST_P(ModelGolden, PackingEqualsExamplesAlone) {
-  // Per-example backward passes (accumulated) equal the packed micro-batch to fp32 rounding.
+  // Per-example backward passes (accumulated) equal the packed micro-batch to fp32 rounding
+  // (sliding windows and RoPE restart at every example; longrope cases keep all examples on one
+  // side of original_max_position_embeddings, so the factor choice agrees too).
   const Golden g(GetParam());
   TestModel packed(g, DType::kF32, false), alone(g, DType::kF32, false);
   BackwardOptions bo;
@@ -94,9 +112,14 @@ TEST_P(ModelGolden, PackingEqualsExamplesAlone) {
   alone.model->zero_grads();
   for (const auto& ex : g.examples) loss += alone.model->forward_backward(ex.view(), bo).loss_sum;
   EXPECT_NEAR(loss, sp.loss_sum, 1e-6 * sp.loss_sum);
-  for (int i = 0; i < packed.model->layout().num_params(); ++i)
-    EXPECT_LT(test::rel_err(alone.grad(i), packed.grad(i)), 2e-6)
-        << packed.model->layout().param(i).name;
+  // A per-head q/k norm weight's gradient sums T·heads rows, each the product of two
+  // reassociated sums: its bound is 1e-5 (measured 2.1e-6 on qwen3_tied_gqa); the rest 2e-6.
+  for (int i = 0; i < packed.model->layout().num_params(); ++i) {
+    const std::string& name = packed.model->layout().param(i).name;
+    const bool qk = name.find("_norm.weight") != std::string::npos &&
+                    name.find("self_attn.") != std::string::npos;
+    EXPECT_LT(test::rel_err(alone.grad(i), packed.grad(i)), qk ? 1e-5 : 2e-6) << name;
+  }
 }
 
 TEST_P(ModelGolden, CheckpointingIsBitwiseIdentical) {
@@ -135,8 +158,14 @@ TEST_P(ModelGolden, Bf16StorageIsWithinBf16ToleranceOfFp32) {
               GetParam(), loss_err, worst);
 }
 
-INSTANTIATE_TEST_SUITE_P(Tiny, ModelGolden,
-                         ::testing::Values("qwen2_tied", "qwen2_untied", "llama3"));
+// tools/make_model_goldens.py's cases, then tools/make_family_model_goldens.py's in its order.
+INSTANTIATE_TEST_SUITE_P(
+    Tiny, ModelGolden,
+    ::testing::Values("qwen2_tied", "qwen2_untied", "llama3", "qwen3_tied_gqa", "qwen3_untied",
+                      "qwen3_sliding", "llama32_tied", "llama_bias", "llama_linear", "mistral_swa",
+                      "gemma3_swa", "gemma3_linear", "olmo2_gqa", "smollm3_nope",
+                      "phi3_partial_swa", "phi3_longrope_short", "phi4mini_longrope_long"),
+    [](const ::testing::TestParamInfo<const char*>& info) { return std::string(info.param); });
 
 }  // namespace
 }  // namespace zt

@@ -56,13 +56,13 @@ class FamilyRuns : public ::testing::Test {
                  " --train-rows 32 --test-rows 8 --seed 5");
     ASSERT_EQ(r.status, 0) << r.output;
     // Hub-cache snapshots, as `huggingface_hub` lays them out.
-    const fs::path qwen3 = snapshot("Qwen--Qwen3-1.7B");
+    const fs::path qwen3 = zt_test::hf_snapshot(root_ / "hf", "Qwen/Qwen3-1.7B", "c0ffee1");
     std::ofstream(qwen3 / "config.json") << kQwen3Config;
     for (const char* f : {"tokenizer.json", "tokenizer_config.json"})
       fs::copy_file(fs::path(ZT_SHARED_DATA) / "tokenizers" / "qwen3" / f, qwen3 / f);
     // Gemma 3: no real Gemma tokenizer can be had here; the Mistral vocabulary in Gemma's
     // tokenizer layout (tests/data/families/gemma_style) with Gemma 3's chat template.
-    const fs::path gemma = snapshot("google--gemma-3-1b-it");
+    const fs::path gemma = zt_test::hf_snapshot(root_ / "hf", "google/gemma-3-1b-it", "c0ffee1");
     std::ofstream(gemma / "config.json") << kGemma3Config;
     const fs::path fam = fs::path(ZT_TEST_DATA) / "families";
     fs::copy_file(fam / "gemma_style" / "tokenizer.json", gemma / "tokenizer.json");
@@ -72,26 +72,8 @@ class FamilyRuns : public ::testing::Test {
   }
   static void TearDownTestSuite() { fs::remove_all(root_); }
 
-  static fs::path snapshot(const std::string& repo) {
-    const fs::path base = root_ / "hf" / "hub" / ("models--" + repo);
-    const fs::path snap = base / "snapshots" / "c0ffee1";
-    fs::create_directories(snap);
-    fs::create_directories(base / "refs");
-    std::ofstream(base / "refs" / "main") << "c0ffee1";
-    return snap;
-  }
-
-  // A working directory holding the users' files unchanged and their data layout.
   static fs::path workdir(const std::string& name) {
-    const fs::path w = root_ / name;
-    fs::create_directories(w / "data" / "UltraFeedback");
-    const fs::path seed = fs::path(ZT_SHARED_DATA).parent_path() / "seed_configs";
-    fs::copy_file(seed / "sft.yaml", w / "sft.yaml");
-    fs::copy_file(seed / "sft_zero1_4gpu.yaml", w / "sft_zero1_4gpu.yaml");
-    fs::copy_file(root_ / "demo" / "train.parquet", w / "data" / "UltraFeedback" / "sft.parquet");
-    fs::copy_file(root_ / "demo" / "test.parquet",
-                  w / "data" / "UltraFeedback" / "test_sft.parquet");
-    return w;
+    return zt_test::users_workdir(root_ / name, root_ / "demo");
   }
 
   // The users' command line (their accelerate file and sft.yaml) with `model` and `ranks`.
@@ -113,8 +95,8 @@ fs::path FamilyRuns::root_;
 // The users' sft.yaml and accelerate file, unchanged, train each family and export a model
 // directory whose config.json keeps the family.
 TEST_F(FamilyRuns, UsersSftYamlTrainsQwen3AndGemma3) {
-  for (const auto& [model, type] : {std::pair{"Qwen/Qwen3-1.7B", "qwen3"},
-                                    std::pair{"google/gemma-3-1b-it", "gemma3_text"}}) {
+  for (const auto& [model, type] :
+       {std::pair{"Qwen/Qwen3-1.7B", "qwen3"}, std::pair{"google/gemma-3-1b-it", "gemma3_text"}}) {
     const fs::path w = workdir(std::string("users_") + type);
     const RunResult r = users_command(w, model, 1, "trainer.num_train_epochs=1");
     ASSERT_EQ(r.status, 0) << model << "\n" << r.output;
@@ -149,9 +131,9 @@ TEST_F(FamilyRuns, StagesAndOffloadBitwiseOnTwoRanks) {
   for (const char* model : {"Qwen/Qwen3-1.7B", "google/gemma-3-1b-it"}) {
     std::vector<std::vector<zt::Json>> events;
     std::vector<std::string> weights;
-    for (const auto& [stage, offload] : {std::pair{"0", "false"}, std::pair{"0", "true"},
-                                         std::pair{"1", "false"}, std::pair{"2", "false"},
-                                         std::pair{"3", "false"}, std::pair{"3", "true"}}) {
+    for (const auto& [stage, offload] :
+         {std::pair{"0", "false"}, std::pair{"0", "true"}, std::pair{"1", "false"},
+          std::pair{"2", "false"}, std::pair{"3", "false"}, std::pair{"3", "true"}}) {
       const std::string mode =
           std::string("compute.zero_stage=") + stage + " compute.offload_optimizer=" + offload;
       const fs::path w = workdir("stages_" + std::to_string(events.size()) + "_" +

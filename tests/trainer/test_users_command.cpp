@@ -32,9 +32,7 @@ class UsersCommand : public ::testing::Test {
     auto r = run(std::string(ZT_BINARY) + " make-demo-data --out " + (root_ / "demo").string() +
                  " --train-rows 64 --test-rows 8 --seed 11");
     ASSERT_EQ(r.status, 0) << r.output;
-    const fs::path snap = root_ / "hf" / "hub" / "models--Qwen--Qwen2.5-1.5B" / "snapshots" / "5fee7c4";
-    fs::create_directories(snap);
-    std::ofstream(root_ / "hf" / "hub" / "models--Qwen--Qwen2.5-1.5B" / "refs" / "main") << "5fee7c4";
+    const fs::path snap = zt_test::hf_snapshot(root_ / "hf", "Qwen/Qwen2.5-1.5B", "5fee7c4");
     std::ofstream(snap / "config.json") << R"({
   "architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "vocab_size": 151936, "hidden_size": 16,
   "intermediate_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
@@ -48,14 +46,7 @@ class UsersCommand : public ::testing::Test {
 
   // A fresh working directory holding the users' files unchanged and their data layout.
   static fs::path workdir(const std::string& name) {
-    const fs::path w = root_ / name;
-    fs::create_directories(w / "data" / "UltraFeedback");
-    const fs::path seed = fs::path(ZT_SHARED_DATA).parent_path() / "seed_configs";
-    fs::copy_file(seed / "sft.yaml", w / "sft.yaml");
-    fs::copy_file(seed / "sft_zero1_4gpu.yaml", w / "sft_zero1_4gpu.yaml");
-    fs::copy_file(root_ / "demo" / "train.parquet", w / "data" / "UltraFeedback" / "sft.parquet");
-    fs::copy_file(root_ / "demo" / "test.parquet", w / "data" / "UltraFeedback" / "test_sft.parquet");
-    return w;
+    return zt_test::users_workdir(root_ / name, root_ / "demo");
   }
 
   // The users' command line with N ranks, run in `w`.

@@ -16,8 +16,8 @@
 namespace zt_test {
 
 struct RunResult {
-  int status = -1;      // exit status (128 + signal when killed)
-  std::string output;   // stdout and stderr together
+  int status = -1;     // exit status (128 + signal when killed)
+  std::string output;  // stdout and stderr together
 };
 
 // Runs `cmd` through the shell, stderr merged into stdout.
@@ -53,6 +53,35 @@ inline std::vector<zt::Json> train_events(const std::filesystem::path& exp) {
     out.push_back(j);
   }
   return out;
+}
+
+// An HF hub-cache snapshot directory for model repo `repo` ("Org/Name") under `hf_home`, laid out
+// as huggingface_hub does (hub/models--Org--Name/snapshots/<rev>, refs/main = rev); returns it.
+inline std::filesystem::path hf_snapshot(const std::filesystem::path& hf_home,
+                                         const std::string& repo, const std::string& rev) {
+  namespace fs = std::filesystem;
+  std::string dir = "models--" + repo;
+  for (size_t i = dir.find('/'); i != std::string::npos; i = dir.find('/')) dir.replace(i, 1, "--");
+  const fs::path base = hf_home / "hub" / dir, snap = base / "snapshots" / rev;
+  fs::create_directories(snap);
+  fs::create_directories(base / "refs");
+  std::ofstream(base / "refs" / "main") << rev;
+  return snap;
+}
+
+// A working directory `w` laid out as the users': their sft.yaml and accelerate file from
+// ../shared/seed_configs, unchanged, and their data paths data/UltraFeedback/{sft,test_sft}.parquet
+// holding `demo`'s train/test parquet (zerotune make-demo-data). Returns w.
+inline std::filesystem::path users_workdir(const std::filesystem::path& w,
+                                           const std::filesystem::path& demo) {
+  namespace fs = std::filesystem;
+  fs::create_directories(w / "data" / "UltraFeedback");
+  const fs::path seed = fs::path(ZT_SHARED_DATA).parent_path() / "seed_configs";
+  fs::copy_file(seed / "sft.yaml", w / "sft.yaml");
+  fs::copy_file(seed / "sft_zero1_4gpu.yaml", w / "sft_zero1_4gpu.yaml");
+  fs::copy_file(demo / "train.parquet", w / "data" / "UltraFeedback" / "sft.parquet");
+  fs::copy_file(demo / "test.parquet", w / "data" / "UltraFeedback" / "test_sft.parquet");
+  return w;
 }
 
 // ../shared/cases beside the checkout (the shared data folder's sibling).
