@@ -35,7 +35,7 @@ int main(int argc, char** argv) {
   std::string config, tokens_file, backend = "cuda";
   int64_t seqs = 4, seq = 2048;
   int steps = 8, warmup = 3, stage = 2;
-  bool gc = false, offload = false, phases = false;
+  bool gc = false, offload = false, phases = false, keep_attention = false;
   app.add_option("--config", config, "HF config.json")->required();
   app.add_option("--tokens", tokens_file, "int32 token file [steps, seqs, seq]")->required();
   app.add_option("--seqs", seqs, "sequences per micro-batch");
@@ -45,6 +45,8 @@ int main(int argc, char** argv) {
   app.add_option("--stage", stage, "ZeRO stage");
   app.add_option("--backend", backend, "cuda or cpu")->check(CLI::IsMember({"cuda", "cpu"}));
   app.add_flag("--gc", gc, "gradient checkpointing");
+  app.add_flag("--keep-attention", keep_attention,
+               "with --gc: keep each layer's attention output and lse (selective checkpointing)");
   app.add_flag("--offload", offload, "optimizer offload to the CPU");
   app.add_flag("--phases", phases, "also time the phases: forward, forward+backward, engine step");
   CLI11_PARSE(app, argc, argv);
@@ -67,6 +69,7 @@ int main(int argc, char** argv) {
     mo.max_tokens = T;
     mo.max_seqlen = seq;
     mo.checkpointing = gc;
+    mo.keep_attention = keep_attention;
     zero::EngineOptions eo;  // as the trainer sets the model up: the engine is its storage
     eo.stage = stage;
     eo.offload = offload;
@@ -147,12 +150,12 @@ int main(int argc, char** argv) {
     std::string ls;
     for (double l : losses) ls += (ls.empty() ? "" : ", ") + fmt::format("{:.6f}", l);
     std::printf(
-        "{\"system\": \"zerotune\", \"gc\": %s, \"stage\": %d, \"offload\": %s, \"tokens_per_s\": "
+        "{\"system\": \"zerotune\", \"gc\": %s, \"keep_attention\": %s, \"stage\": %d, \"offload\": %s, \"tokens_per_s\": "
         "%.1f, "
         "\"step_s\": %.5f, \"mfu\": %.4f, \"peak_gib\": %.3f, \"params\": %.0f, \"device\": "
         "\"%s\", "
         "\"losses\": [%s]%s}\n",
-        gc ? "true" : "false", stage, offload ? "true" : "false", tok_s, dt, mfu, gib, P,
+        gc ? "true" : "false", keep_attention ? "true" : "false", stage, offload ? "true" : "false", tok_s, dt, mfu, gib, P,
         dev.describe().c_str(), ls.c_str(), phase_json.c_str());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_train_gpu: error: %s\n", e.what());

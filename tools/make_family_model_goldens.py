@@ -45,7 +45,8 @@ What the C++ side must honour:
     factor = max_position_embeddings / original_max (absent "factor"); golden.json
     "rope_attention_factor" is the value used. Phi3Config's top-level
     original_max_position_embeddings overrides the one in rope_parameters (both are equal here).
-  * pad_token_id never occurs among the inputs (the tool asserts it), so nn.Embedding's
+  * pad_token_id never occurs among the inputs (the tool asserts it) except in the *_pad cases,
+    which make it the most frequent input id; elsewhere nn.Embedding's
     padding_idx (whose row gets no gradient from the lookup) does not matter for these goldens.
 
 Usage: /work/goldenv/bin/python tools/make_family_model_goldens.py [case ...]
@@ -187,10 +188,25 @@ CASES = {
              exercises="Phi-4-mini-style: longrope with every example > original_max 8 (long "
                        "factors), attention_factor sqrt(1 + ln 64 / ln 8), "
                        "partial_rotary_factor 0.75 (12 of 16 dims), GQA 2:1, tied")),
+    # nn.Embedding(padding_idx = pad_token_id) with the pad id among the inputs: the lookup adds
+    # nothing to that row's gradient (tied: the LM head's share stays).
+    "gemma3_pad": (Gemma3TextConfig, dict(
+        SMALL, num_hidden_layers=2, num_key_value_heads=1, head_dim=12, sliding_window=6,
+        layer_types=["sliding_attention", "full_attention"],
+        hidden_activation="gelu_pytorch_tanh", rms_norm_eps=1e-6, tie_word_embeddings=True),
+        dict(norm_center=0.0, pad_in_inputs=True,
+             exercises="Gemma 3 text, tied: pad_token_id is the most frequent input id (HF "
+                       "padding_idx: no lookup gradient into its row, the head's stays)")),
+    "olmo2_pad": (Olmo2Config, dict(
+        SMALL, num_hidden_layers=2, num_key_value_heads=2, tie_word_embeddings=False,
+        rms_norm_eps=1e-6),
+        dict(pad_in_inputs=True,
+             exercises="OLMo 2, untied: pad_token_id is the most frequent input id (its "
+                       "embedding row gets no gradient)")),
 }
 
 
-def special_ids(kwargs, cls, inputs):
+def special_ids(kwargs, cls, inputs, pad_in_inputs=False):
     """bos/eos/pad ids for a case: the family's defaults when inside the tiny vocabulary, else
     ids near its end; pad_token_id (when the family has one) an id none of the inputs uses, so
     nn.Embedding's padding_idx never affects a gradient here."""
@@ -200,6 +216,9 @@ def special_ids(kwargs, cls, inputs):
         v = getattr(defaults, key)
         out[key] = v if v is None or (isinstance(v, int) and v < VOCAB) else fallback
     pad = defaults.pad_token_id
+    if pad_in_inputs:  # the most frequent input id (ties: the smallest)
+        out["pad_token_id"] = max(sorted(inputs), key=inputs.count)
+        return out
     if pad is not None and (pad >= VOCAB or pad in inputs):
         pad = max(i for i in range(VOCAB) if i not in inputs)
     out["pad_token_id"] = pad
@@ -270,13 +289,16 @@ def make_case(index, name, tseeds):
     seed = 3 + index  # RNG streams not used by make_model_goldens (seeds 0-2)
     text_seed = tseeds[index % len(tseeds)]
     spec = opt.get("spec", mg.EXAMPLES)
-    inputs = {x for ex in mg.make_examples(VOCAB, text_seed, spec) for x in ex["input_ids"]}
-    cfg = cls(**kwargs, **special_ids(kwargs, cls, inputs))
+    all_ids = [x for ex in mg.make_examples(VOCAB, text_seed, spec) for x in ex["input_ids"]]
+    inputs = set(all_ids)
+    pad_in = opt.get("pad_in_inputs", False)
+    cfg = cls(**kwargs, **special_ids(kwargs, cls, all_ids if pad_in else inputs, pad_in))
     d = os.path.join(OUT, name)
     long_factors = opt.get("long_factors")
 
     def check_example(model, i, ex):
-        assert cfg.pad_token_id is None or cfg.pad_token_id not in ex["input_ids"]
+        if not pad_in:
+            assert cfg.pad_token_id is None or cfg.pad_token_id not in ex["input_ids"]
         if long_factors is not None:  # every example on the case's side of original_max
             rp = model.config.rope_parameters
             assert (len(ex["input_ids"]) > rp["original_max_position_embeddings"]) == long_factors

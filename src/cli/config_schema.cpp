@@ -56,6 +56,9 @@ std::vector<KeySpec> section_keys() {
       acts("compute.offload_optimizer", nullptr, boolean(true)),
       acts("compute.threads", 0, integer(0, 4096)),
       option("compute.balance_micro_batches", &train::TrainArgs::balance_micro_batches, true, boolean()),
+      // With trainer.gradient_checkpointing: keep each layer's attention output and softmax
+      // statistics, recompute only the rest (selective activation checkpointing; bitwise the same).
+      option("compute.selective_checkpointing", &train::TrainArgs::selective_checkpointing, false, boolean()),
   };
 }
 

@@ -239,7 +239,8 @@ RopeConfig parse_rope_dict(const Reader& r, const Json& d, const std::string& wh
 double parse_rope(const Reader& r, const Family& fam, ModelConfig& c) {
   const Json& j = r.j;
   const char* dict_key = nullptr;
-  if (r.has("rope_scaling"))
+  // transformers `rope_scaling or rope_parameters`: an empty rope_scaling falls through.
+  if (r.has("rope_scaling") && !(j["rope_scaling"].is_object() && j["rope_scaling"].empty()))
     dict_key = "rope_scaling";
   else if (r.has("rope_parameters"))
     dict_key = "rope_parameters";
@@ -291,6 +292,11 @@ void parse_gemma_rope(const Reader& r, const Family& fam, ModelConfig& c) {
   c.rope = parse_rope_dict(r, full, full_where, theta, c.max_position_embeddings, false);
   c.rope_local = parse_rope_dict(r, local, "rope_parameters.sliding_attention.", local_theta,
                                  c.max_position_embeddings, false);
+  if (c.rope_local.type == RopeType::kLongrope)
+    fail(
+        "{}: key \"{}rope_parameters.sliding_attention.rope_type\" is \"longrope\": not "
+        "supported for Gemma's local RoPE",
+        r.src, r.pre);
 }
 
 // layer_types: absent/null -> {}; else num_hidden_layers of "full_attention" /
@@ -357,7 +363,12 @@ void parse_windows(const Reader& r, const Family& fam, ModelConfig& c) {
       for (int64_t l = 0; l < n; ++l) {
         const bool sliding =
             types.empty() ? (sw && l >= mwl) : types[static_cast<size_t>(l)] == "sliding_attention";
-        if (sliding && sw) c.layer_window[static_cast<size_t>(l)] = *sw;
+        if (sliding && !sw)  // transformers' mask raises for a sliding layer without a window
+          fail(
+              "{}: {}layer_types[{}] is \"sliding_attention\" but there is no window "
+              "(use_sliding_window false or sliding_window null)",
+              r.src, r.pre, l);
+        if (sliding) c.layer_window[static_cast<size_t>(l)] = *sw;
       }
       break;
     }
@@ -375,9 +386,12 @@ void parse_windows(const Reader& r, const Family& fam, ModelConfig& c) {
       for (int64_t l = 0; l < n; ++l) {
         const bool sliding = types.empty() ? (l + 1) % pattern != 0
                                            : types[static_cast<size_t>(l)] == "sliding_attention";
+        if (sliding && !sw)  // transformers' mask raises for a sliding layer without a window
+          fail("{}: {}sliding_window is null but layer {} is a sliding_attention layer", r.src,
+               r.pre, l);
         if (sliding) {
           c.layer_rope[static_cast<size_t>(l)] = 1;
-          c.layer_window[static_cast<size_t>(l)] = sw.value_or(0);
+          c.layer_window[static_cast<size_t>(l)] = *sw;
         }
       }
       break;
@@ -410,7 +424,15 @@ void parse_windows(const Reader& r, const Family& fam, ModelConfig& c) {
         c.layer_rope[ul] = rope_on[ul] ? 0 : -1;
         const bool sliding =
             types.empty() ? (use_sw && sw && !rope_on[ul]) : types[ul] == "sliding_attention";
-        if (use_sw && sliding && sw) c.layer_window[ul] = *sw;
+        // transformers' SmolLM3 mask slides on a sliding_attention layer whenever sliding_window
+        // is set, whatever use_sliding_window says, and raises without a window: both refused
+        // when they disagree rather than guessed.
+        if (sliding && (!use_sw || !sw))
+          fail(
+              "{}: {}layer_types[{}] is \"sliding_attention\" but use_sliding_window is {} and "
+              "sliding_window is {}; set both or make the layer full_attention",
+              r.src, r.pre, l, use_sw ? "true" : "false", sw ? std::to_string(*sw) : "null");
+        if (sliding) c.layer_window[ul] = *sw;
       }
       break;
     }
@@ -490,8 +512,12 @@ ModelConfig parse_model_config(const Json& file_json, std::string_view source) {
                       {"num_attention_heads", c.num_attention_heads},
                       {"max_position_embeddings", c.max_position_embeddings}})
     if (v <= 0) fail("{}: key \"{}{}\" is {}, expected a positive integer", source, pre, k, v);
-  c.num_key_value_heads =
-      r.opt_int("num_key_value_heads", fam.kv_heads ? fam.kv_heads : c.num_attention_heads);
+  // An explicit null is num_attention_heads (the configs' __post_init__); absent, the family's
+  // default.
+  const bool kv_null = r.j.contains("num_key_value_heads") && r.j["num_key_value_heads"].is_null();
+  c.num_key_value_heads = kv_null ? c.num_attention_heads
+                                  : r.opt_int("num_key_value_heads",
+                                              fam.kv_heads ? fam.kv_heads : c.num_attention_heads);
   if (c.num_key_value_heads <= 0 || c.num_attention_heads % c.num_key_value_heads != 0)
     fail("{}: num_attention_heads {} is not a multiple of num_key_value_heads {}", source,
          c.num_attention_heads, c.num_key_value_heads);

@@ -85,6 +85,7 @@ void CausalLM::plan_and_allocate(MemoryResource& memory) {
   for (int64_t l = 0; l <= L; ++l)
     s_xs.push_back(acts_.reserve(fmt::format("x.{}", l), n(T * H, es)));
   const int64_t nsets = opt_.checkpointing ? 1 : L;
+  const bool keep = opt_.checkpointing && opt_.keep_attention;  // att / lse per layer below
   // Optional per-layer buffers are reserved with 0 bytes when the family has no use for them.
   const bool qkn = cfg_.qk_norm != QkNorm::kNone;
   const bool per_head = cfg_.qk_norm == QkNorm::kPerHead;
@@ -100,8 +101,8 @@ void CausalLM::plan_and_allocate(MemoryResource& memory) {
         acts_.reserve(p + "q", n(T * Hq * D, es)),
         acts_.reserve(p + "k", n(T * Hkv * D, es)),
         acts_.reserve(p + "v", n(T * Hkv * D, es)),
-        acts_.reserve(p + "att", n(T * Hq * D, es)),
-        acts_.reserve(p + "lse", n(Hq * T, 4)),
+        acts_.reserve(p + "att", keep ? 0 : n(T * Hq * D, es)),
+        acts_.reserve(p + "lse", keep ? 0 : n(Hq * T, 4)),
         acts_.reserve(p + "xmid", n(T * H, es)),
         acts_.reserve(p + "ln2", attn_in ? n(T * H, es) : 0),
         acts_.reserve(p + "rstd2", attn_in ? n(T, 4) : 0),
@@ -118,6 +119,15 @@ void CausalLM::plan_and_allocate(MemoryResource& memory) {
         acts_.reserve(p + "rstd_mlp_out", post ? n(T, 4) : 0),
     });
   }
+  // Selective checkpointing: every layer's attention output and softmax statistics.
+  std::vector<std::pair<Arena::Slot, Arena::Slot>> s_kept;
+  for (int64_t l = 0; keep && l < L; ++l)
+    s_kept.emplace_back(acts_.reserve(fmt::format("layer.{}.att (kept)", l), n(T * Hq * D, es)),
+                        acts_.reserve(fmt::format("layer.{}.lse (kept)", l), n(Hq * T, 4)));
+  // The pad row's gradient saved around the embedding backward (HF padding_idx).
+  if (!cfg_.pad_token_id.empty() && cfg_.pad_token_id.front() >= 0 && cfg_.pad_token_id.front() < V)
+    pad_row_ = cfg_.pad_token_id.front();
+  const Arena::Slot s_pad = acts_.reserve("embed.pad_row", pad_row_ >= 0 ? n(H, 4) : 0);
   const Arena::Slot s_lnf = acts_.reserve("lnf", n(T * H, es)),
                     s_rstdf = acts_.reserve("rstdf", n(T, 4));
   const Arena::Slot s_tmp = acts_.reserve("tmp", n(T * H, es));
@@ -203,6 +213,11 @@ void CausalLM::plan_and_allocate(MemoryResource& memory) {
     for (size_t i = 0; i < s.size(); ++i) *f[i] = acts_.ptr(s[i]);
     layer_acts_.push_back(a);
   }
+  for (const auto& [att, lse] : s_kept) {
+    kept_att_.push_back(acts_.ptr(att));
+    kept_lse_.push_back(acts_.ptr(lse));
+  }
+  pad_save_ = acts_.ptr(s_pad);
   lnf_ = acts_.ptr(s_lnf);
   rstdf_ = acts_.ptr(s_rstdf);
   tmp_ = acts_.ptr(s_tmp);
@@ -416,6 +431,14 @@ void CausalLM::norm_bwd(const Tensor& dx, bool accumulate_dx, const Tensor& dy, 
                    cfg_.norm_style);
 }
 
+void* CausalLM::att_of(int l, const LayerActs& a) const {
+  return kept_att_.empty() ? a.att : kept_att_[static_cast<size_t>(l)];
+}
+
+void* CausalLM::lse_of(int l, const LayerActs& a) const {
+  return kept_lse_.empty() ? a.lse : kept_lse_[static_cast<size_t>(l)];
+}
+
 bool CausalLM::rope_of(int l, int64_t T, Tensor& cos, Tensor& sin) const {
   const int8_t r = cfg_.layer_rope[static_cast<size_t>(l)];
   if (r < 0) return false;
@@ -466,15 +489,19 @@ void CausalLM::layer_forward(int l, const LayerActs& a, const Tensor& x, const T
   }
   const float scale = static_cast<float>(cfg_.attention_scale);
   const int64_t window = cfg_.layer_window[static_cast<size_t>(l)];
-  ops_.attention_fwd(act(a.att, {T, Hq, D}, dt), act(a.lse, {Hq, T}, kF32), q3, k3, v3, seqs_,
-                     scale, workspace_, stream_, window);
+  void* att = att_of(l, a);
+  // The recomputation of a layer whose attention output was kept skips the attention forward
+  // (the same deterministic kernel would write the same bits).
+  if (y != nullptr || kept_att_.empty())
+    ops_.attention_fwd(act(att, {T, Hq, D}, dt), act(lse_of(l, a), {Hq, T}, kF32), q3, k3, v3,
+                       seqs_, scale, workspace_, stream_, window);
   const Tensor tmp = act(tmp_, {T, H}, dt), xmid = act(a.xmid, {T, H}, dt);
   if (p.attn_out_norm >= 0) {
     const Tensor ao = act(a.attn_out, {T, H}, dt);
-    linear(ao, act(a.att, {T, Hq * D}, dt), p.o);
+    linear(ao, act(att, {T, Hq * D}, dt), p.o);
     norm_fwd(tmp, act(a.rstd_ao, {T}, kF32), ao, p.attn_out_norm);
   } else {
-    linear(tmp, act(a.att, {T, Hq * D}, dt), p.o);
+    linear(tmp, act(att, {T, Hq * D}, dt), p.o);
   }
   ops_.add(xmid, x, tmp, stream_);
   // MLP block.
@@ -541,15 +568,15 @@ void CausalLM::layer_backward(int l, const LayerActs& a, const Tensor& x, int64_
     dao = tmp;
   }
   const Tensor datt = act(datt_, {T, Hq * D}, dt);
-  linear_backward(datt, 0.0f, dao, act(a.att, {T, Hq * D}, dt), p.o, beta);
+  void* att = att_of(l, a);
+  linear_backward(datt, 0.0f, dao, act(att, {T, Hq * D}, dt), p.o, beta);
   const Tensor dq3 = act(dq_, {T, Hq, D}, dt), dk3 = act(dk_, {T, Hkv, D}, dt),
                dv3 = act(dv_, {T, Hkv, D}, dt);
   const float scale = static_cast<float>(cfg_.attention_scale);
   const int64_t window = cfg_.layer_window[static_cast<size_t>(l)];
   ops_.attention_bwd(dq3, dk3, dv3, act(datt_, {T, Hq, D}, dt), act(a.q, {T, Hq, D}, dt),
-                     act(a.k, {T, Hkv, D}, dt), act(a.v, {T, Hkv, D}, dt),
-                     act(a.att, {T, Hq, D}, dt), act(a.lse, {Hq, T}, kF32), seqs_, scale,
-                     workspace_, stream_, window);
+                     act(a.k, {T, Hkv, D}, dt), act(a.v, {T, Hkv, D}, dt), act(att, {T, Hq, D}, dt),
+                     act(lse_of(l, a), {Hq, T}, kF32), seqs_, scale, workspace_, stream_, window);
   Tensor cos, sin;
   if (rope_of(l, T, cos, sin)) {
     ops_.rope_bwd(dq3, cos, sin, stream_);
@@ -637,8 +664,22 @@ CeStats CausalLM::forward_backward(const MicroBatch& mb, const BackwardOptions& 
   }
   // A tied embedding already holds the LM head's gradient: add to it.
   take_grads(0);
+  // HF's nn.Embedding(padding_idx = pad_token_id): the lookup adds nothing to the pad row's
+  // gradient (a tied head's share and earlier micro-steps' sums stay; else the row is 0).
+  const bool keep_pad_row = layout_.tied() || bo.accumulate;
+  const Tensor pad_grad =
+      pad_row_ < 0 ? Tensor()
+                   : Tensor(grad(layout_.embed()).as<float>() + pad_row_ * H, kF32, {H}, device_);
+  const Tensor pad_save = act(pad_save_, {H}, kF32);
+  if (pad_row_ >= 0 && keep_pad_row) ops_.cast(pad_save, pad_grad, stream_);
   ops_.embedding_bwd(grad(layout_.embed()), dres, Tensor(tokens_, kI32, {T}, inputs_.device()),
                      layout_.tied() ? 1.0f : beta, workspace_, stream_, embed_scale_);
+  if (pad_row_ >= 0) {
+    if (keep_pad_row)
+      ops_.cast(pad_grad, pad_save, stream_);
+    else
+      ops_.zero(pad_grad, stream_);
+  }
   grads_ready(0);
   release(0);
   ops_.synchronize(stream_);

@@ -38,6 +38,11 @@ struct ModelOptions {
   int64_t max_tokens = 0;      // T capacity of one micro-batch (> 0)
   int64_t max_seqlen = 0;      // longest example (tokens); 0 = max_tokens
   bool checkpointing = false;  // per-layer activation checkpointing
+  // With checkpointing: keep every layer's attention output [T, Hq·D] (compute dtype) and softmax
+  // statistics lse [Hq, T] (fp32) from the forward, so the recomputation before a layer's backward
+  // skips the attention forward (selective activation checkpointing; torchtitan's "selective"
+  // mode). Costs L·T·(Hq·D·dtype bytes + Hq·4) bytes of activations; changes no bit of the result.
+  bool keep_attention = false;
 };
 
 struct BackwardOptions {
@@ -205,11 +210,18 @@ class CausalLM {
     void *q_raw, *k_raw, *rstd_q, *rstd_k, *attn_out, *rstd_ao, *mlp_out, *rstd_mo;
   };
   std::vector<LayerActs> layer_acts_;  // num_layers entries, or 1 with checkpointing
-  std::vector<void*> xs_;              // num_layers + 1 residual-stream inputs
+  // keep_attention: each layer's own attention output and lse (else the LayerActs' att / lse).
+  std::vector<void*> kept_att_, kept_lse_;
+  // Layer l's attention output and lse buffers.
+  void* att_of(int l, const LayerActs& a) const;
+  void* lse_of(int l, const LayerActs& a) const;
+  std::vector<void*> xs_;  // num_layers + 1 residual-stream inputs
   void *lnf_ = nullptr, *rstdf_ = nullptr, *tmp_ = nullptr, *cos_ = nullptr, *sin_ = nullptr;
   void *cosl_ = nullptr, *sinl_ = nullptr;  // the local RoPE's tables (Gemma 3 sliding layers)
   bool uses_local_rope_ = false;
   float embed_scale_ = 1.0f;  // cfg.embed_scale in the compute dtype
+  int64_t pad_row_ = -1;      // HF padding_idx (pad_token_id), -1 for none
+  void* pad_save_ = nullptr;  // fp32 [H]: the pad row's gradient kept across embedding_bwd
   void *dres_ = nullptr, *dh_ = nullptr, *dh32_ = nullptr, *datt_ = nullptr, *dq_ = nullptr,
        *dk_ = nullptr, *dv_ = nullptr, *dact_ = nullptr, *logits_buf_ = nullptr;
   static constexpr int64_t kLogitRows = 8;

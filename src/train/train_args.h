@@ -93,6 +93,9 @@ struct TrainArgs {
   std::optional<uint64_t> data_seed;  // the sampler's seed when set (transformers)
   bool dataloader_drop_last{};
   bool gradient_checkpointing{};
+  // compute.selective_checkpointing: under gradient checkpointing keep every layer's attention
+  // output and lse (ModelOptions::keep_attention); the results do not change.
+  bool selective_checkpointing{};
 
   // ---- logging / eval / save
   int64_t logging_steps{};

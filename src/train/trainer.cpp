@@ -151,6 +151,7 @@ void Trainer::State::build_model() {
   ModelOptions mo;
   mo.dtype = a.dtype;
   mo.checkpointing = a.gradient_checkpointing;
+  mo.keep_attention = a.selective_checkpointing;
   int64_t max_seq = max_example_tokens(*train);
   mo.max_tokens = a.per_device_train_batch_size * max_sample_tokens(*train);
   if (eval) {
@@ -192,6 +193,17 @@ void Trainer::State::build_model() {
     const ModelMemory mm = model->memory();
     log::info("model pools: activations {}, workspace {}, inputs {}", format_bytes(mm.activations),
               format_bytes(mm.workspace), format_bytes(mm.inputs));
+    if (a.selective_checkpointing && a.gradient_checkpointing) {
+      const int64_t attn = mcfg.num_attention_heads * mcfg.head_dim;
+      const auto kept = static_cast<size_t>(mcfg.num_hidden_layers * mo.max_tokens) *
+                        (static_cast<size_t>(attn) * dtype_size(a.dtype) +
+                         static_cast<size_t>(mcfg.num_attention_heads) * 4);
+      log::info("compute.selective_checkpointing: each layer's attention output and softmax statistics are "
+                "kept ({} of the activations above); only the rest is recomputed",
+                format_bytes(kept));
+    } else if (a.selective_checkpointing) {
+      log::info("compute.selective_checkpointing: without trainer.gradient_checkpointing it changes nothing");
+    }
     log::info("ZeRO pools: {}", engine->memory().describe());
     if (a.offload_optimizer) log::info("{}", engine->host_adamw_description());
     if (dev.device_index >= 0)

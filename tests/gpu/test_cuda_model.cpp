@@ -1,8 +1,8 @@
 // Whole model on the GPU vs the CPU backend (issue 8, property 2): forward + backward of the
-// transformers goldens in tests/data/model and of the Qwen2.5-0.5B architecture at T = 2048, fp32 on
-// both backends: loss within 1e-5 relative, every gradient within 1e-4 relative L2. Also bf16 on the
-// GPU against fp32 on the CPU (stated bounds), checkpointing on/off bitwise on the GPU, and bitwise
-// repeatability of a forward/backward.
+// transformers goldens in tests/data/model and of the Qwen2.5-0.5B architecture at T = 2048, fp32
+// on both backends: loss within 1e-5 relative, every gradient within 1e-4 relative L2. Also bf16 on
+// the GPU against fp32 on the CPU (stated bounds), checkpointing on/off bitwise on the GPU, and
+// bitwise repeatability of a forward/backward.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -25,11 +25,13 @@ struct GpuModel {
   CudaOps ops;
   CudaDeviceMemory memory{0};
   std::unique_ptr<CausalLM> model;
-  GpuModel(const ModelConfig& cfg, DType dt, bool ckpt, int64_t max_tokens) {
+  GpuModel(const ModelConfig& cfg, DType dt, bool ckpt, int64_t max_tokens,
+           bool keep_attention = false) {
     ModelOptions o;
     o.dtype = dt;
     o.max_tokens = max_tokens;
     o.checkpointing = ckpt;
+    o.keep_attention = keep_attention;
     model = std::make_unique<CausalLM>(cfg, ops, memory, o);
   }
   std::vector<float> grads() {
@@ -58,7 +60,8 @@ struct CpuModel {
 };
 
 // ||a - b|| / ||b|| over [begin, end).
-double rel_l2(const std::vector<float>& a, const std::vector<float>& b, int64_t begin, int64_t end) {
+double rel_l2(const std::vector<float>& a, const std::vector<float>& b, int64_t begin,
+              int64_t end) {
   double num = 0, den = 0;
   for (int64_t i = begin; i < end; ++i) {
     const double d = static_cast<double>(a[i]) - b[i];
@@ -112,16 +115,22 @@ TEST_P(GpuModelGolden, CheckpointingIsBitwiseIdenticalOnGpu) {
   const Golden g(GetParam());
   const int64_t T = g.packed.view().num_tokens();
   for (DType dt : {DType::kF32, DType::kBF16}) {
-    GpuModel off(g.cfg, dt, false, T), on(g.cfg, dt, true, T);
+    // Full and selective (attention output kept) checkpointing: the same bits as none.
+    GpuModel off(g.cfg, dt, false, T), on(g.cfg, dt, true, T), sel(g.cfg, dt, true, T, true);
     off.model->load_weights(*g.weights);
     on.model->load_weights(*g.weights);
+    sel.model->load_weights(*g.weights);
     BackwardOptions bo;
     bo.grad_scale = 1.0f / static_cast<float>(g.targets());
     const CeStats a = off.model->forward_backward(g.packed.view(), bo);
     const CeStats b = on.model->forward_backward(g.packed.view(), bo);
+    const CeStats c = sel.model->forward_backward(g.packed.view(), bo);
     EXPECT_EQ(a.loss_sum, b.loss_sum);
-    const auto ga = off.grads(), gb = on.grads();
+    EXPECT_EQ(a.loss_sum, c.loss_sum);
+    const auto ga = off.grads(), gb = on.grads(), gc = sel.grads();
     EXPECT_EQ(0, std::memcmp(ga.data(), gb.data(), ga.size() * 4)) << dtype_name(dt);
+    EXPECT_EQ(0, std::memcmp(ga.data(), gc.data(), ga.size() * 4))
+        << dtype_name(dt) << " selective";
   }
 }
 
@@ -153,12 +162,14 @@ TEST_P(GpuModelGolden, Bf16IsWithinBf16ToleranceOfCpuFp32) {
 
 // The transformers goldens of every family (tools/make_model_goldens.py,
 // tools/make_family_model_goldens.py).
-INSTANTIATE_TEST_SUITE_P(
-    Tiny, GpuModelGolden,
-    ::testing::Values("qwen2_tied", "qwen2_untied", "llama3", "qwen3_tied_gqa", "qwen3_untied",
-                      "qwen3_sliding", "llama32_tied", "llama_bias", "llama_linear",
-                      "mistral_swa", "gemma3_swa", "gemma3_linear", "olmo2_gqa", "smollm3_nope",
-                      "phi3_partial_swa", "phi3_longrope_short", "phi4mini_longrope_long"));
+INSTANTIATE_TEST_SUITE_P(Tiny, GpuModelGolden,
+                         ::testing::Values("qwen2_tied", "qwen2_untied", "llama3", "qwen3_tied_gqa",
+                                           "qwen3_untied", "qwen3_sliding", "llama32_tied",
+                                           "llama_bias", "llama_linear", "mistral_swa",
+                                           "gemma3_swa", "gemma3_linear", "olmo2_gqa",
+                                           "smollm3_nope", "phi3_partial_swa",
+                                           "phi3_longrope_short", "phi4mini_longrope_long",
+                                           "gemma3_pad", "olmo2_pad"));
 
 // Random packed micro-batch of `n` sequences of random lengths summing to T; labels = ids with the
 // first quarter of each sequence masked (-100), like a prompt.

@@ -122,11 +122,14 @@ TEST(FamilyConfigs, Qwen3) {
   j["max_window_layers"] = 26;
   const ModelConfig s = zt::parse_model_config(j, "sw.json");
   for (int64_t l = 0; l < 28; ++l) EXPECT_EQ(s.layer_window[l], l >= 26 ? 4096 : 0) << l;
-  // layer_types without use_sliding_window: no window (sliding_window is set to None).
+  // Sliding layer_types without use_sliding_window: Qwen3Config sets sliding_window to None and
+  // transformers' mask then raises (masking_utils.create_sliding_window_causal_mask): refused.
   j["use_sliding_window"] = false;
   j["layer_types"] = zt::Json::array();
   for (int l = 0; l < 28; ++l) j["layer_types"].push_back("sliding_attention");
-  EXPECT_EQ(zt::parse_model_config(j, "x.json").layer_window, std::vector<int64_t>(28, 0));
+  expect_error([&] { zt::parse_model_config(j, "x.json"); },
+               {"x.json: layer_types[0] is \"sliding_attention\" but there is no window "
+                "(use_sliding_window false or sliding_window null)"});
 }
 
 TEST(FamilyConfigs, LlamaMistralOlmo2SmolLM3) {
@@ -422,3 +425,31 @@ TEST(FamilyConfigs, LinearAndLongropeInvFreqFormulas) {
 }
 
 }  // namespace
+
+// What transformers raises on or reads differently, refused or read as it does (review of the
+// family parse): sliding layers without a window, SmolLM3's use_sliding_window disagreeing with
+// its layer_types, an empty rope_scaling (falls through to rope_parameters), an explicit null
+// num_key_value_heads (= num_attention_heads), longrope on Gemma's local RoPE.
+TEST(FamilyConfigs, TransformersEdgeCases) {
+  zt::Json g = load_json(kConfigs / "gemma-3-1b.json");
+  g["sliding_window"] = nullptr;
+  expect_error([&] { zt::parse_model_config(g, "g.json"); },
+               {"g.json: sliding_window is null but layer 0 is a sliding_attention layer"});
+  zt::Json s = load_json(kConfigs / "smollm3-3b.json");
+  s["layer_types"][1] = "sliding_attention";
+  s["sliding_window"] = 128;
+  expect_error([&] { zt::parse_model_config(s, "s.json"); },
+               {"s.json: layer_types[1] is \"sliding_attention\" but use_sliding_window is false "
+                "and sliding_window is 128"});
+  s["use_sliding_window"] = true;
+  EXPECT_EQ(zt::parse_model_config(s, "s.json").layer_window[1], 128);
+  zt::Json l = load_json(kConfigs / "llama-3.2-1b_hub.json");
+  l["rope_parameters"] = l["rope_scaling"];
+  l["rope_parameters"]["rope_theta"] = 500000.0;
+  l["rope_scaling"] = zt::Json::object();
+  EXPECT_EQ(zt::parse_model_config(l, "l.json").rope.type, RopeType::kLlama3);
+  zt::Json q = load_json(kConfigs / "qwen3-1.7b.json");
+  q["num_key_value_heads"] = nullptr;
+  EXPECT_EQ(zt::parse_model_config(q, "q.json").num_key_value_heads,
+            q["num_attention_heads"].get<int64_t>());
+}

@@ -243,7 +243,11 @@ TEST(ModelConfig, Qwen2SlidingWindowAsTransformers) {
   EXPECT_EQ(zt::parse_model_config(j, "q.json").layer_window, (std::vector<int64_t>{0, 32}));
   j["layer_types"] = {"sliding_attention", "full_attention"};
   EXPECT_EQ(zt::parse_model_config(j, "q.json").layer_window, (std::vector<int64_t>{32, 0}));
+  // A sliding layer without a window: transformers' mask raises; refused naming the layer.
   j["use_sliding_window"] = false;
+  expect_error([&] { zt::parse_model_config(j, "q.json"); },
+               {"q.json: layer_types[0] is \"sliding_attention\" but there is no window"});
+  j["layer_types"] = {"full_attention", "full_attention"};
   EXPECT_EQ(zt::parse_model_config(j, "q.json").layer_window, (std::vector<int64_t>{0, 0}));
 }
 

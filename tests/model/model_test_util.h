@@ -58,13 +58,15 @@ struct TestModel {
   CpuOps ops;
   HostMemory memory;
   std::unique_ptr<CausalLM> model;
+  // keep_attention: ModelOptions::keep_attention (selective checkpointing).
   TestModel(const Golden& g, DType dtype, bool checkpointing, int64_t max_tokens = 0,
-            CpuOpsOptions oo = {})
+            CpuOpsOptions oo = {}, bool keep_attention = false)
       : ops(oo) {
     ModelOptions o;
     o.dtype = dtype;
     o.max_tokens = max_tokens > 0 ? max_tokens : g.packed.view().num_tokens();
     o.checkpointing = checkpointing;
+    o.keep_attention = keep_attention;
     model = std::make_unique<CausalLM>(g.cfg, ops, memory, o);
     model->load_weights(*g.weights);
   }

@@ -93,15 +93,13 @@ TEST_P(FamilyGolden, ExportHasExactlyTransformersStateDictKeys) {
 }
 
 // tools/make_family_model_goldens.py CASES, in its order.
-INSTANTIATE_TEST_SUITE_P(Tiny, FamilyGolden,
-                         ::testing::Values("qwen3_tied_gqa", "qwen3_untied", "qwen3_sliding",
-                                           "llama32_tied", "llama_bias", "llama_linear",
-                                           "mistral_swa", "gemma3_swa", "gemma3_linear",
-                                           "olmo2_gqa", "smollm3_nope", "phi3_partial_swa",
-                                           "phi3_longrope_short", "phi4mini_longrope_long"),
-                         [](const ::testing::TestParamInfo<const char*>& info) {
-                           return std::string(info.param);
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Tiny, FamilyGolden,
+    ::testing::Values("qwen3_tied_gqa", "qwen3_untied", "qwen3_sliding", "llama32_tied",
+                      "llama_bias", "llama_linear", "mistral_swa", "gemma3_swa", "gemma3_linear",
+                      "olmo2_gqa", "smollm3_nope", "phi3_partial_swa", "phi3_longrope_short",
+                      "phi4mini_longrope_long", "gemma3_pad", "olmo2_pad"),
+    [](const ::testing::TestParamInfo<const char*>& info) { return std::string(info.param); });
 
 }  // namespace
 }  // namespace zt
