@@ -45,6 +45,7 @@ if [ -d ../shared/peers ]; then
   mkdir -p "$out/peers"
   cp ../shared/peers/*.py ../shared/peers/*.sh "$out/peers/"
 fi
+gzip -9f "$out/shared_data/tokenizers/qwen3/tokenizer.json"  # 7 MB -> 2 MB (gpu_check.sh unpacks it)
 # The users' own files (gpu_check.sh familyjob runs them unchanged).
 if [ -d ../shared/seed_configs ]; then
   mkdir -p "$out/seed_configs"

@@ -14,6 +14,9 @@
 #           0–3 × offload bitwise (zerotune compare); the default job's model 200 steps in bf16 on the
 #           GPU vs fp32 on the CPU (losses side by side in $OUT/curve_*.jsonl)
 #   stages  the first half of train alone (no curve)
+#   selective  gradient checkpointing, full vs selective (compute.selective_checkpointing: each
+#           layer's attention output kept), Qwen2.5-1.5B config at 1 x 8,192 and 1 x 32,768 tokens
+#           (bench_train_gpu --gc [--keep-attention]): tokens/s and peak memory
 #   micro   the op benchmarks (memory-bound ops, matmuls + fused LM head, attention)
 #   attention  attention vs torch SDPA (cuDNN, flash) at the 1.5B / 0.5B / Llama-3.2-1B layers, 2k-32k
 #   bench   bench_train_gpu (GC on/off) vs transformers and transformers+Liger on the same token
@@ -497,7 +500,13 @@ sec_familyjob() {
   local q=$RUNS/models/qwen3-1.7b g=$RUNS/models/gemma-3-1b
   mkdir -p "$q" "$g"
   cp "$fam/configs/qwen3-1.7b.json" "$q/config.json"
-  cp "$SHARED/tokenizers/qwen3/tokenizer.json" "$SHARED/tokenizers/qwen3/tokenizer_config.json" "$q/"
+  # (gpu_bundle.sh may carry the Qwen3 tokenizer gzipped to stay inside the tool's 64 MiB)
+  if [ -f "$SHARED/tokenizers/qwen3/tokenizer.json.gz" ]; then
+    gzip -dc "$SHARED/tokenizers/qwen3/tokenizer.json.gz" >"$q/tokenizer.json"
+  else
+    cp "$SHARED/tokenizers/qwen3/tokenizer.json" "$q/"
+  fi
+  cp "$SHARED/tokenizers/qwen3/tokenizer_config.json" "$q/"
   cp "$fam/configs/gemma-3-1b.json" "$g/config.json"
   cp "$fam/gemma_style/tokenizer.json" "$g/"
   python3 - "$fam" "$g" <<'PY' || fail "familyjob: gemma tokenizer_config"
@@ -524,6 +533,25 @@ tr = [r for r in rs if "loss" in r]
 print(f"  {sys.argv[2]}: steps {[r['step'] for r in tr]}, loss {[round(r['loss'], 4) for r in tr]}, "
       f"tokens/s {[round(r.get('train_tokens_per_second', 0)) for r in tr]}")
 PY
+  done
+}
+
+# Full vs selective activation checkpointing at long context (issue 18 §3).
+sec_selective() {
+  say "selective: Qwen2.5-1.5B config, GC full vs keep attention, 1 x 8k and 1 x 32k, bf16"
+  local cfg=$SHARED/models/qwen2.5-1.5b/config.json res=$OUT/selective.jsonl
+  : >"$res"
+  for seq in 8192 32768; do
+    local tok=$RUNS/tokens_1x$seq.bin
+    python3 -c "import numpy as np; np.random.default_rng(1).integers(0, 151936, size=(8, 1, $seq), dtype=np.int32).tofile('$tok')" ||
+      { fail "selective: tokens"; continue; }
+    for keep in "" --keep-attention; do
+      local line
+      line=$("$BUNDLE/bin/bench_train_gpu" --config "$cfg" --tokens "$tok" --seqs 1 --seq $seq --gc $keep \
+        --steps 4 --warmup 1 2>&1 | tail -1)
+      echo "$line" | grep -q '^{' || { fail "selective: bench_train_gpu $seq $keep: $line"; continue; }
+      echo "{\"seq\": $seq, ${line#\{}" | tee -a "$res" | cut -c1-200
+    done
   done
 }
 
