@@ -65,12 +65,14 @@ inline constexpr size_t kCeBudgetBytes = size_t{512} << 20;
 // another chunk changes low bits.
 inline int64_t ce_rows_for_budget(int64_t T, int64_t max_rows, size_t budget_bytes,
                                   size_t row_bytes, int64_t quantum = 1) {
+  // min(T, max_rows, the budget's rows rounded down to the quantum): non-decreasing in T, so the
+  // workspace planned for the largest T serves every smaller one (a T between the rounded and
+  // the unrounded budget rows must not get a larger chunk than the largest T).
   const int64_t want = std::min(max_rows, T);
   int64_t c = static_cast<int64_t>(
       std::min<size_t>(budget_bytes / std::max<size_t>(row_bytes, 1), INT64_MAX));
-  if (c >= want) return std::max<int64_t>(want, 1);
   if (c >= quantum) c -= c % quantum;
-  return std::max<int64_t>(c, 1);
+  return std::max<int64_t>(std::min(want, c), 1);
 }
 
 class Ops {

@@ -25,6 +25,17 @@ TEST(CeBudget, RowsPerChunk) {
   EXPECT_EQ(ce_rows_for_budget(8192, 2048, 50 * row + 7, row, 64), 50);       // under one quantum
   EXPECT_EQ(ce_rows_for_budget(8192, 2048, 0, row, 64), 1);                   // at least one row
   EXPECT_EQ(ce_rows_for_budget(0, 2048, kCeBudgetBytes, row), 1);
+  // Non-decreasing in T: a T between the rounded (832) and unrounded (870) budget rows gets 832,
+  // not T — the workspace planned for the longest micro-batch must serve every shorter one (the
+  // users' job on Qwen3-1.7B / Gemma-3-1B failed "workspace has … needed" on the GPU otherwise).
+  EXPECT_EQ(ce_rows_for_budget(850, 2048, kCeBudgetBytes, row, 64), 832);
+  int64_t prev = 0;
+  for (int64_t T = 1; T <= 4096; ++T) {
+    const int64_t c = ce_rows_for_budget(T, 2048, kCeBudgetBytes, row, 64);
+    ASSERT_GE(c, prev) << "T " << T;
+    ASSERT_LE(c, 832) << "T " << T;
+    prev = c;
+  }
 }
 
 struct CeRun {
