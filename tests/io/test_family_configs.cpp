@@ -453,3 +453,12 @@ TEST(FamilyConfigs, TransformersEdgeCases) {
   EXPECT_EQ(zt::parse_model_config(q, "q.json").num_key_value_heads,
             q["num_attention_heads"].get<int64_t>());
 }
+
+// Absurd sizes are config errors naming the key (not an allocation failure later).
+TEST(FamilyConfigs, SizesBeyondWhatZerotuneSupportsNameTheKey) {
+  zt::Json q = load_json(kConfigs / "qwen3-1.7b.json");
+  q["num_hidden_layers"] = int64_t{1000000000000};
+  expect_error([&] { zt::parse_model_config(q, "q.json"); },
+               {"q.json: key \"num_hidden_layers\" is 1000000000000, larger than zerotune "
+                "supports (at most 65536)"});
+}
