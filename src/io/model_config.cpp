@@ -508,17 +508,17 @@ ModelConfig parse_model_config(const Json& file_json, std::string_view source) {
   c.max_position_embeddings = r.req_int("max_position_embeddings");
   // Upper bounds keep every product of sizes (vocab·hidden, T·heads·head_dim, …) far inside
   // int64 and ids / positions inside int32; a larger value is a config error, not a std::bad_alloc.
-  for (auto [k, v, most] : {std::tuple{"vocab_size", c.vocab_size, int64_t{1} << 31},
-                            {"hidden_size", c.hidden_size, int64_t{1} << 20},
-                            {"intermediate_size", c.intermediate_size, int64_t{1} << 22},
-                            {"num_hidden_layers", c.num_hidden_layers, int64_t{1} << 16},
-                            {"num_attention_heads", c.num_attention_heads, int64_t{1} << 14},
-                            {"max_position_embeddings", c.max_position_embeddings,
-                             int64_t{1} << 31}}) {
+  for (auto [k, v, most] :
+       {std::tuple{"vocab_size", c.vocab_size, int64_t{1} << 31},
+        {"hidden_size", c.hidden_size, int64_t{1} << 20},
+        {"intermediate_size", c.intermediate_size, int64_t{1} << 22},
+        {"num_hidden_layers", c.num_hidden_layers, int64_t{1} << 16},
+        {"num_attention_heads", c.num_attention_heads, int64_t{1} << 14},
+        {"max_position_embeddings", c.max_position_embeddings, int64_t{1} << 31}}) {
     if (v <= 0) fail("{}: key \"{}{}\" is {}, expected a positive integer", source, pre, k, v);
     if (v > most)
-      fail("{}: key \"{}{}\" is {}, larger than zerotune supports (at most {})", source, pre, k,
-           v, most);
+      fail("{}: key \"{}{}\" is {}, larger than zerotune supports (at most {})", source, pre, k, v,
+           most);
   }
   // An explicit null is num_attention_heads (the configs' __post_init__); absent, the family's
   // default.
