@@ -49,12 +49,9 @@ constexpr const char* kGemma3Config = R"({
 class FamilyRuns : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    root_ = fs::temp_directory_path() / ("zt_family_runs_" + std::to_string(getpid()));
-    fs::remove_all(root_);
-    fs::create_directories(root_);
-    auto r = run(std::string(ZT_BINARY) + " make-demo-data --out " + (root_ / "demo").string() +
-                 " --train-rows 32 --test-rows 8 --seed 5");
-    ASSERT_EQ(r.status, 0) << r.output;
+    std::string error;
+    root_ = zt_test::fresh_root_with_demo("zt_family_runs_", 32, 8, 5, &error);
+    ASSERT_FALSE(root_.empty()) << error;
     // Hub-cache snapshots, as `huggingface_hub` lays them out.
     const fs::path qwen3 = zt_test::hf_snapshot(root_ / "hf", "Qwen/Qwen3-1.7B", "c0ffee1");
     std::ofstream(qwen3 / "config.json") << kQwen3Config;

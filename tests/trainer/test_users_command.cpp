@@ -26,12 +26,9 @@ using zt_test::train_events;
 class UsersCommand : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    root_ = fs::temp_directory_path() / ("zt_users_cmd_" + std::to_string(getpid()));
-    fs::remove_all(root_);
-    fs::create_directories(root_);
-    auto r = run(std::string(ZT_BINARY) + " make-demo-data --out " + (root_ / "demo").string() +
-                 " --train-rows 64 --test-rows 8 --seed 11");
-    ASSERT_EQ(r.status, 0) << r.output;
+    std::string error;
+    root_ = zt_test::fresh_root_with_demo("zt_users_cmd_", 64, 8, 11, &error);
+    ASSERT_FALSE(root_.empty()) << error;
     const fs::path snap = zt_test::hf_snapshot(root_ / "hf", "Qwen/Qwen2.5-1.5B", "5fee7c4");
     std::ofstream(snap / "config.json") << R"({
   "architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "vocab_size": 151936, "hidden_size": 16,

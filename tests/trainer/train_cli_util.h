@@ -55,6 +55,26 @@ inline std::vector<zt::Json> train_events(const std::filesystem::path& exp) {
   return out;
 }
 
+// A fresh temp directory <tmp>/<tag><pid> holding `zerotune make-demo-data` output in demo/
+// (train.parquet, test.parquet with the given rows and seed); returns it, or an empty path with
+// `error` set to the command's output when it fails.
+inline std::filesystem::path fresh_root_with_demo(const std::string& tag, int train_rows,
+                                                  int test_rows, int seed, std::string* error) {
+  namespace fs = std::filesystem;
+  const fs::path root = fs::temp_directory_path() / (tag + std::to_string(getpid()));
+  fs::remove_all(root);
+  fs::create_directories(root);
+  const RunResult r =
+      run(std::string(ZT_BINARY) + " make-demo-data --out " + (root / "demo").string() +
+          " --train-rows " + std::to_string(train_rows) + " --test-rows " +
+          std::to_string(test_rows) + " --seed " + std::to_string(seed));
+  if (r.status != 0) {
+    *error = r.output;
+    return {};
+  }
+  return root;
+}
+
 // An HF hub-cache snapshot directory for model repo `repo` ("Org/Name") under `hf_home`, laid out
 // as huggingface_hub does (hub/models--Org--Name/snapshots/<rev>, refs/main = rev); returns it.
 inline std::filesystem::path hf_snapshot(const std::filesystem::path& hf_home,
