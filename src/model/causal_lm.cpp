@@ -86,11 +86,13 @@ void CausalLM::plan_and_allocate(MemoryResource& memory) {
     s_xs.push_back(acts_.reserve(fmt::format("x.{}", l), n(T * H, es)));
   const int64_t nsets = opt_.checkpointing ? 1 : L;
   const bool keep = opt_.checkpointing && opt_.keep_attention;  // att / lse per layer below
-  // Optional per-layer buffers are reserved with 0 bytes when the family has no use for them.
-  const bool qkn = cfg_.qk_norm != QkNorm::kNone;
+  // Optional per-layer buffers are reserved with 0 bytes (and get a null pointer) when the
+  // layer has no parameter that uses them: the layout's norms decide, as in layer_forward.
+  const LayerIds& l0 = layout_.layer(0);
+  const bool qkn = l0.q_norm >= 0;
   const bool per_head = cfg_.qk_norm == QkNorm::kPerHead;
-  const bool attn_in = cfg_.norm_placement != NormPlacement::kPost;
-  const bool post = cfg_.norm_placement != NormPlacement::kPre;
+  const bool attn_in = l0.attn_in_norm >= 0, mlp_in = l0.mlp_in_norm >= 0;
+  const bool attn_post = l0.attn_out_norm >= 0, mlp_post = l0.mlp_out_norm >= 0;
   const int64_t rq = per_head ? T * Hq : T, rk = per_head ? T * Hkv : T;  // q/k norm rows
   std::vector<std::array<Arena::Slot, kLayerActs>> s_layers;
   for (int64_t l = 0; l < nsets; ++l) {
@@ -104,8 +106,8 @@ void CausalLM::plan_and_allocate(MemoryResource& memory) {
         acts_.reserve(p + "att", keep ? 0 : n(T * Hq * D, es)),
         acts_.reserve(p + "lse", keep ? 0 : n(Hq * T, 4)),
         acts_.reserve(p + "xmid", n(T * H, es)),
-        acts_.reserve(p + "ln2", attn_in ? n(T * H, es) : 0),
-        acts_.reserve(p + "rstd2", attn_in ? n(T, 4) : 0),
+        acts_.reserve(p + "ln2", mlp_in ? n(T * H, es) : 0),
+        acts_.reserve(p + "rstd2", mlp_in ? n(T, 4) : 0),
         acts_.reserve(p + "gate", n(T * I, es)),
         acts_.reserve(p + "up", n(T * I, es)),
         acts_.reserve(p + "act", n(T * I, es)),
@@ -113,10 +115,10 @@ void CausalLM::plan_and_allocate(MemoryResource& memory) {
         acts_.reserve(p + "k_raw", qkn ? n(T * Hkv * D, es) : 0),
         acts_.reserve(p + "rstd_q", qkn ? n(rq, 4) : 0),
         acts_.reserve(p + "rstd_k", qkn ? n(rk, 4) : 0),
-        acts_.reserve(p + "attn_out", post ? n(T * H, es) : 0),
-        acts_.reserve(p + "rstd_attn_out", post ? n(T, 4) : 0),
-        acts_.reserve(p + "mlp_out", post ? n(T * H, es) : 0),
-        acts_.reserve(p + "rstd_mlp_out", post ? n(T, 4) : 0),
+        acts_.reserve(p + "attn_out", attn_post ? n(T * H, es) : 0),
+        acts_.reserve(p + "rstd_attn_out", attn_post ? n(T, 4) : 0),
+        acts_.reserve(p + "mlp_out", mlp_post ? n(T * H, es) : 0),
+        acts_.reserve(p + "rstd_mlp_out", mlp_post ? n(T, 4) : 0),
     });
   }
   // Selective checkpointing: every layer's attention output and softmax statistics.
@@ -210,21 +212,21 @@ void CausalLM::plan_and_allocate(MemoryResource& memory) {
                   &a.xmid,  &a.ln2,    &a.rstd2,  &a.gate,     &a.up,      &a.act,     &a.q_raw,
                   &a.k_raw, &a.rstd_q, &a.rstd_k, &a.attn_out, &a.rstd_ao, &a.mlp_out, &a.rstd_mo};
     static_assert(std::size(f) == kLayerActs);
-    for (size_t i = 0; i < s.size(); ++i) *f[i] = acts_.ptr(s[i]);
+    for (size_t i = 0; i < s.size(); ++i) *f[i] = ptr_or_null(s[i]);
     layer_acts_.push_back(a);
   }
   for (const auto& [att, lse] : s_kept) {
     kept_att_.push_back(acts_.ptr(att));
     kept_lse_.push_back(acts_.ptr(lse));
   }
-  pad_save_ = acts_.ptr(s_pad);
+  pad_save_ = ptr_or_null(s_pad);
   lnf_ = acts_.ptr(s_lnf);
   rstdf_ = acts_.ptr(s_rstdf);
   tmp_ = acts_.ptr(s_tmp);
   cos_ = acts_.ptr(s_cos);
   sin_ = acts_.ptr(s_sin);
-  cosl_ = acts_.ptr(s_cosl);
-  sinl_ = acts_.ptr(s_sinl);
+  cosl_ = ptr_or_null(s_cosl);
+  sinl_ = ptr_or_null(s_sinl);
   dres_ = acts_.ptr(s_dres);
   dh_ = acts_.ptr(s_dh);
   dh32_ = dt == kF32 ? dh_ : acts_.ptr(s_dh32);
@@ -259,6 +261,10 @@ void CausalLM::plan_and_allocate(MemoryResource& memory) {
   if (dt == DType::kBF16) embed_scale_ = bf16_to_f32(f32_to_bf16(embed_scale_));
   targets_host_.resize(static_cast<size_t>(T));
   cu_host_.reserve(static_cast<size_t>(T) + 1);
+}
+
+void* CausalLM::ptr_or_null(Arena::Slot slot) const {
+  return acts_.bytes(slot) == 0 ? nullptr : acts_.ptr(slot);
 }
 
 ModelMemory CausalLM::memory() const {

@@ -168,6 +168,9 @@ class CausalLM {
   void linear_backward(const Tensor& dx, float beta_dx, const Tensor& dy, const Tensor& x,
                        const LinearIds& ids, float beta_w);
   Tensor act(void* p, std::initializer_list<int64_t> shape, DType dt) const;
+  // The activation view of `slot`, or nullptr for a view reserved with 0 bytes (a buffer the
+  // family does not use: a stray use fails loudly instead of aliasing the next view).
+  void* ptr_or_null(Arena::Slot slot) const;
   Tensor residual(int l, int64_t T) const;
   // Parameter i with its HF shape inside a flat [total_elems()] compute-dtype buffer.
   Tensor flat_param(const Tensor& flat, int i) const;
