@@ -57,6 +57,11 @@ link_path() {  # link_path COMPILED_PATH LOCAL_PATH
   [ -e "$1" ] && return 0
   mkdir -p "$(dirname "$1")" && ln -s "$2" "$1"
 }
+# gpu_bundle.sh gzips the binaries and the big tokenizers: unpack them once, in place.
+find "$BUNDLE" -name '*.gz' -print0 2>/dev/null | while IFS= read -r -d '' z; do
+  gzip -df "$z" || { echo "gpu_check.sh: cannot unpack $z" >&2; exit 1; }
+done || exit 1
+chmod +x "$BUNDLE"/bin/* 2>/dev/null
 SHARED=$ROOT/gpu_bundle/shared_data
 [ -d "$SHARED" ] || SHARED=$ROOT/../shared/data
 if [ -f "$BUNDLE/paths" ]; then
@@ -500,12 +505,7 @@ sec_familyjob() {
   local q=$RUNS/models/qwen3-1.7b g=$RUNS/models/gemma-3-1b
   mkdir -p "$q" "$g"
   cp "$fam/configs/qwen3-1.7b.json" "$q/config.json"
-  # (gpu_bundle.sh may carry the Qwen3 tokenizer gzipped to stay inside the tool's 64 MiB)
-  if [ -f "$SHARED/tokenizers/qwen3/tokenizer.json.gz" ]; then
-    gzip -dc "$SHARED/tokenizers/qwen3/tokenizer.json.gz" >"$q/tokenizer.json"
-  else
-    cp "$SHARED/tokenizers/qwen3/tokenizer.json" "$q/"
-  fi
+  cp "$SHARED/tokenizers/qwen3/tokenizer.json" "$q/"
   cp "$SHARED/tokenizers/qwen3/tokenizer_config.json" "$q/"
   cp "$fam/configs/gemma-3-1b.json" "$g/config.json"
   cp "$fam/gemma_style/tokenizer.json" "$g/"
