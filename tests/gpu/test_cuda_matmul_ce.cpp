@@ -494,7 +494,8 @@ TEST(CudaCrossEntropy, QwenVocab) {
 }
 
 // The workspace budget (ce_budget_bytes): a budget above what the 2048-row cap needs and one of
-// exactly that many rows' bytes give the same chunk, workspace and bits; a budget of 200 rows
+// 704 rows' bytes (T = 700 rounded up to the 64-row quantum: the budget's rows are rounded down to
+// the quantum, ce_rows_for_budget) give the same chunk, workspace and bits; a budget of 200 rows
 // gives chunks of 192 (a multiple of 64), a smaller workspace, the same counts and values within
 // the CPU-comparison bounds of the file comment (only the chunking differs).
 TEST(CudaCrossEntropy, WorkspaceBudget) {
@@ -514,7 +515,7 @@ TEST(CudaCrossEntropy, WorkspaceBudget) {
     };
     size_t ws_big = 0, ws_exact = 0, ws_small = 0;
     const CeResult big = run(size_t{64} << 30, &ws_big);
-    const CeResult exact = run(static_cast<size_t>(T) * row, &ws_exact);  // all 700 rows fit
+    const CeResult exact = run(704 * row, &ws_exact);  // all 700 rows fit
     const CeResult small = run(200 * row, &ws_small);
     EXPECT_EQ(ws_big, ws_exact);
     // Every region stays a multiple of 256 bytes here (V, H multiples of 64): exact difference.
