@@ -7,7 +7,9 @@
 // place of s²/2, so TFLOP/s stay comparable while the time should fall to O(s·W).
 //
 // usage: bench_cuda_attention [seq_len=2048] [num_seqs=4] [Hq=12] [Hkv=2] [D=128] [f32|bf16=bf16]
-//                             [auto|generic=auto] [--window W]
+//                             [auto|generic|mmasync=auto] [--window W]
+//   auto: what the model runs (on an sm_90 device the Hopper forward where it applies);
+//   mmasync: the mma.sync tensor-core kernels; generic: the fp32-arithmetic kernels.
 //   e.g. Gemma 3 1B's local layers: bench_cuda_attention 8192 1 4 1 256 bf16 auto --window 512
 #include <cmath>
 #include <cstdio>
@@ -52,9 +54,16 @@ int main(int argc_in, char** argv_in) {
   const int Hq = argc > 3 ? std::atoi(argv[3]) : 12, Hkv = argc > 4 ? std::atoi(argv[4]) : 2;
   const int D = argc > 5 ? std::atoi(argv[5]) : 128;
   const bool bf16 = !(argc > 6 && std::strcmp(argv[6], "f32") == 0);
-  const auto which = argc > 7 && std::strcmp(argv[7], "generic") == 0
-                         ? zt::cuda::AttnKernels::kGeneric
-                         : zt::cuda::AttnKernels::kAuto;
+  const char* kind = argc > 7 ? argv[7] : "auto";
+  const auto which = std::strcmp(kind, "generic") == 0   ? zt::cuda::AttnKernels::kGeneric
+                     : std::strcmp(kind, "mmasync") == 0 ? zt::cuda::AttnKernels::kMmaSync
+                                                         : zt::cuda::AttnKernels::kAuto;
+  if (std::strcmp(kind, "auto") != 0 && std::strcmp(kind, "generic") != 0 &&
+      std::strcmp(kind, "mmasync") != 0) {
+    std::fprintf(stderr, "bench_cuda_attention: kernels '%s': expected auto, generic or mmasync\n",
+                 kind);
+    return 2;
+  }
   const int64_t T = static_cast<int64_t>(S) * n;
   std::vector<int32_t> cu(n + 1);
   for (int i = 0; i <= n; ++i) cu[i] = i * S;
@@ -92,8 +101,10 @@ int main(int argc_in, char** argv_in) {
   ok(cudaMemset(g, 0x3a, nq * es));
   ok(cudaMemcpy(dcu, cu.data(), cu.size() * 4, cudaMemcpyHostToDevice));
   p.cu_dev = static_cast<const int32_t*>(dcu);
-  const bool tc = which == zt::cuda::AttnKernels::kAuto &&
+  const bool tc = which != zt::cuda::AttnKernels::kGeneric &&
                   zt::cuda::attention_uses_tensor_cores(p, {q, k, v, o, g, dq, dk, dv});
+  const bool sm90 =
+      tc && which == zt::cuda::AttnKernels::kAuto && zt::cuda::attention_uses_sm90(p);
   cudaEvent_t e0, e1;
   ok(cudaEventCreate(&e0));
   ok(cudaEventCreate(&e1));
@@ -122,7 +133,9 @@ int main(int argc_in, char** argv_in) {
   const double tf = time_ms(fwd, 20), tb = time_ms(bwd, 20);
   std::printf(
       "attention %s %s: %d x %d tokens, Hq %d, Hkv %d, D %d, window %lld, workspace %.1f MiB\n",
-      bf16 ? "bf16" : "f32", tc ? "tensor cores" : "generic", n, S, Hq, Hkv, D,
+      bf16 ? "bf16" : "f32",
+      sm90 ? "tensor cores (Hopper wgmma forward)" : tc ? "tensor cores (mma.sync)" : "generic", n,
+      S, Hq, Hkv, D,
       static_cast<long long>(window), zt::cuda::attention_workspace_bytes(p) / 1048576.0);
   std::printf("  forward  %8.3f ms  %6.1f TFLOP/s\n", tf, ffwd / tf / 1e9);
   std::printf("  backward %8.3f ms  %6.1f TFLOP/s (counted 2.5x forward)\n", tb,

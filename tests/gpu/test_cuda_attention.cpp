@@ -167,10 +167,10 @@ Outputs gpu_run(const Case& c, const std::vector<int32_t>& cu, const std::vector
   p.num_seqs = static_cast<int>(cu.size()) - 1;
   p.scale = 1.0f / std::sqrt(static_cast<float>(c.D));
   p.window = c.window;
-  const bool tc = c.kernels == cuda::AttnKernels::kAuto &&
+  const bool tc = c.kernels != cuda::AttnKernels::kGeneric &&
                   cuda::attention_uses_tensor_cores(p, {dq_in.p, dk_in.p, dout.p});
   EXPECT_EQ(tc, c.bf16 && (c.D == 64 || c.D == 128 || c.D == 256) &&
-                    c.kernels == cuda::AttnKernels::kAuto);
+                    c.kernels != cuda::AttnKernels::kGeneric);
   // Sized without sequences, as the model queries it; must equal the size with them.
   cuda::AttnProblem probe = p;
   probe.num_seqs = 0;
@@ -340,6 +340,10 @@ TEST(CudaAttention, Bf16TensorCoreKernels) {
       {"bf16 tc D128 rep6 {1000,1,300,65}", {1000, 1, 300, 65}, 12, 2, 128, true},
       {"bf16 tc D64 rep7 {1000}", {1000}, 7, 1, 64, true},
       {"bf16 tc D128 rep1 {64,128,63,129,1}", {64, 128, 63, 129, 1}, 2, 2, 128, true},
+      // Around the Hopper forward's 128-row tiles: a sequence of exactly one and two tiles, one
+      // row short and one over, and a long one (many key tiles, both buffers reused).
+      {"bf16 tc D128 rep6 {128,256,127,129,1,300}", {128, 256, 127, 129, 1, 300}, 12, 2, 128, true},
+      {"bf16 tc D64 rep4 {2500,255,257}", {2500, 255, 257}, 8, 2, 64, true},
   };
   uint32_t seed = 200;
   for (const Case& c : cases) {
@@ -423,7 +427,9 @@ TEST(CudaAttention, SlidingWindow) {
 TEST(CudaAttention, WindowAtLeastTheLengthIsCausal) {
   SKIP_WITHOUT_GPU();
   const std::vector<int32_t> lens = {1, 130, 67, 200};
-  for (const auto& [D, bf16, kernels] : {std::tuple{64, true, cuda::AttnKernels::kAuto},
+  // D = 64 on the mma.sync kernels: with W = 0 an sm_90 device runs the Hopper forward, which has
+  // no window and whose bits differ from the mma.sync forward's.
+  for (const auto& [D, bf16, kernels] : {std::tuple{64, true, cuda::AttnKernels::kMmaSync},
                                          std::tuple{256, true, cuda::AttnKernels::kAuto},
                                          std::tuple{16, false, cuda::AttnKernels::kGeneric}}) {
     Case c{"W0", lens, 4, 2, D, bf16, kernels, 0};
@@ -437,6 +443,57 @@ TEST(CudaAttention, WindowAtLeastTheLengthIsCausal) {
                   o.dk == causal.dk && o.dv == causal.dv)
           << "window " << W << " differs from the causal run";
     }
+  }
+}
+
+// The Hopper (wgmma) kernels against the mma.sync kernels on the same inputs (an sm_90 device
+// only): kAuto picks them for bf16 D 64/128 without a window; out, dq, dk, dv agree to bf16
+// rounding (both round P and dS to bf16 but accumulate in different orders), lse to fp32 rounding.
+// Each run is bitwise repeatable and matches the CPU (run_case's checks and bounds). (Bits may
+// coincide: on sequences of at most 40 tokens — one key tile — both families' results are bitwise
+// equal on an H200.)
+TEST(CudaAttention, HopperKernelsMatchMmaSync) {
+  SKIP_WITHOUT_GPU();
+  cuda::AttnProblem probe;
+  probe.T = 256;
+  probe.Hq = probe.Hkv = 1;
+  probe.D = 128;
+  probe.bf16 = true;
+  if (!cuda::attention_uses_sm90(probe)) GTEST_SKIP() << "not a compute capability 9.0 device";
+  probe.window = 100;
+  EXPECT_FALSE(cuda::attention_uses_sm90(probe)) << "a window runs the mma.sync kernels";
+  probe.window = 0;
+  probe.D = 256;
+  EXPECT_FALSE(cuda::attention_uses_sm90(probe)) << "D 256 runs the mma.sync kernels";
+  const std::vector<Case> cases = {
+      {"D128 rep6 {1000,1,300,65}", {1000, 1, 300, 65}, 12, 2, 128, true},
+      {"D64 rep7 {128,129,4000}", {128, 129, 4000}, 7, 1, 64, true},
+      {"D128 rep1 50 short", short_seqs(17), 2, 2, 128, true},
+  };
+  uint32_t seed = 700;
+  for (Case c : cases) {
+    SCOPED_TRACE(c.name);
+    seed += 10;
+    const Outputs hopper = run_case(c, seed);
+    c.kernels = cuda::AttnKernels::kMmaSync;
+    const Outputs mma = run_case(c, seed);
+    const std::vector<float> lh = from_storage(hopper.lse, false), lm = from_storage(mma.lse, false);
+    double lse_err = 0;
+    for (size_t i = 0; i < lh.size(); ++i)
+      lse_err = std::max(lse_err, std::abs(static_cast<double>(lh[i]) - lm[i]) /
+                                      std::max(1.0, std::abs(static_cast<double>(lm[i]))));
+    const auto err = [](const std::vector<uint8_t>& x, const std::vector<uint8_t>& y) {
+      return rel_max_err(from_storage(x, true), from_storage(y, true));
+    };
+    const double e[4] = {err(hopper.out, mma.out), err(hopper.dq, mma.dq), err(hopper.dk, mma.dk),
+                         err(hopper.dv, mma.dv)};
+    EXPECT_LE(lse_err, 1e-5) << "lse: Hopper vs mma.sync";
+    EXPECT_LE(e[0], 1e-2) << "out: Hopper vs mma.sync";
+    EXPECT_LE(e[1], 2e-2) << "dq: Hopper vs mma.sync";
+    EXPECT_LE(e[2], 2e-2) << "dk: Hopper vs mma.sync";
+    EXPECT_LE(e[3], 2e-2) << "dv: Hopper vs mma.sync";
+    std::printf("[attn] Hopper vs mma.sync %-26s out %.1e dq %.1e dk %.1e dv %.1e lse %.1e\n",
+                c.name.c_str(), e[0], e[1], e[2], e[3], lse_err);
   }
 }
 

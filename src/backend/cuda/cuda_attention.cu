@@ -10,11 +10,17 @@
 // cuDNN version; two small kernel families are less code, run on any sm_80+ GPU and are tested
 // against the CPU op like every other kernel.
 //
-// Two kernel families behind one dispatch (attention_fwd / attention_bwd at the end):
+// Three kernel families behind one dispatch (attention_fwd / attention_bwd at the end):
 //  * generic (cuda_attention_generic.cu): any D ≤ 256, f32 or bf16 storage, fp32 CUDA-core
 //    arithmetic. Used for fp32 models and unusual head dims (the test models have D = 12 and 16).
 //  * tensor cores (cuda_attention_tc.cu): bf16, D ∈ {64, 128, 256}, mma.sync m16n8k16 with fp32
 //    accumulators, FlashAttention-2 style 64×64 tiles with causal tile skipping.
+//  * Hopper (sm90/attention_sm90.cu, sm_90a only): bf16, D ∈ {64, 128}, no window — warpgroup MMA
+//    (wgmma) from 128-byte-swizzled shared memory, two warpgroups per block, the same work split,
+//    masks, determinism and workspace as the mma.sync kernels (tile table of 128 rows). On a
+//    compute-capability-9.0 device kAuto takes it for the forward and the backward of such calls;
+//    the mma.sync kernels stay the path for sm_89, windows and D = 256, and the second check the
+//    GPU tests compare it against.
 // A sliding window W (Gemma 3, Mistral, SmolLM3 layers) is a KArgs field: both families skip the
 // key (query) tiles wholly outside every window of their query (key) tile, so the work per tile is
 // O(W) instead of O(position); W ≥ T is the plain causal mask and is passed as 0.
@@ -209,6 +215,20 @@ KArgs kargs(const AttnProblem& p, const Ws& ws) {
 
 }  // namespace
 
+bool attention_uses_sm90(const AttnProblem& p) {
+#if defined(ZT_HAVE_SM90A)
+  if (!p.bf16 || (p.D != 64 && p.D != 128) || (p.window > 0 && p.window < p.T)) return false;
+  int dev = 0, major = 0, minor = 0;
+  check(cudaGetDevice(&dev), "attention_fwd");
+  check(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev), "attention_fwd");
+  check(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev), "attention_fwd");
+  return major == 9 && minor == 0;  // sm_90a code runs on exactly compute capability 9.0
+#else
+  (void)p;
+  return false;
+#endif
+}
+
 bool attention_uses_tensor_cores(const AttnProblem& p, std::initializer_list<const void*> ptrs) {
   if (!p.bf16 || (p.D != 64 && p.D != 128 && p.D != 256)) return false;
   for (const void* ptr : ptrs)
@@ -228,12 +248,15 @@ void attention_fwd(const AttnProblem& p, void* out, float* lse, const void* q, c
   validate(p);
   if (p.T == 0) return;
   const auto st = static_cast<cudaStream_t>(stream);
-  const bool tc = which == AttnKernels::kAuto && attention_uses_tensor_cores(p, {out, q, k, v});
+  const bool tc = which != AttnKernels::kGeneric && attention_uses_tensor_cores(p, {out, q, k, v});
+  const bool sm90 = tc && which == AttnKernels::kAuto && attention_uses_sm90(p);
   const Ws ws = carve(p, workspace);
-  const unsigned grid = plan(p, tc ? kTcRows : kGenRows, ws, st, "attention_fwd");
+  const unsigned grid = plan(p, sm90 ? kSm90Rows : tc ? kTcRows : kGenRows, ws, st, "attention_fwd");
   if (grid == 0) return;
   const KArgs ka = kargs(p, ws);
-  if (tc) {
+  if (sm90) {
+    sm90_fwd(ka, grid, out, lse, q, k, v, st);
+  } else if (tc) {
     tc_fwd(ka, grid, out, lse, q, k, v, st);
   } else {
     generic_fwd(ka, grid, p.bf16, out, lse, q, k, v, st);
@@ -246,10 +269,11 @@ void attention_bwd(const AttnProblem& p, void* dq, void* dk, void* dv, const voi
   validate(p);
   if (p.T == 0) return;
   const auto st = static_cast<cudaStream_t>(stream);
-  const bool tc = which == AttnKernels::kAuto &&
+  const bool tc = which != AttnKernels::kGeneric &&
                   attention_uses_tensor_cores(p, {dq, dk, dv, dout, q, k, v, out});
+  const bool sm90 = tc && which == AttnKernels::kAuto && attention_uses_sm90(p);
   const Ws ws = carve(p, workspace);
-  const unsigned grid = plan(p, tc ? kTcRows : kGenRows, ws, st, "attention_bwd");
+  const unsigned grid = plan(p, sm90 ? kSm90Rows : tc ? kTcRows : kGenRows, ws, st, "attention_bwd");
   if (grid == 0) return;
   const KArgs ka = kargs(p, ws);
   const int64_t rows = p.T * p.Hq;
@@ -266,7 +290,9 @@ void attention_bwd(const AttnProblem& p, void* dq, void* dk, void* dv, const voi
   check_launch("attention_bwd");
   float* pk = p.Hq > p.Hkv ? ws.pk : nullptr;  // per-query-head partials, summed below
   float* pv = p.Hq > p.Hkv ? ws.pv : nullptr;
-  if (tc) {
+  if (sm90) {
+    sm90_bwd(ka, grid, ws.lse2, ws.Di, pk, pv, dq, dk, dv, dout, q, k, v, st);
+  } else if (tc) {
     tc_bwd(ka, grid, ws.lse2, ws.Di, pk, pv, dq, dk, dv, dout, q, k, v, st);
   } else {
     generic_bwd(ka, grid, p.bf16, lse, ws.Di, pk, pv, dq, dk, dv, dout, q, k, v, st);

@@ -28,9 +28,17 @@ struct AttnProblem {
 };
 
 // Which kernels run. kAuto: the tensor-core kernels (bf16, D ∈ {64, 128, 256}, 16-byte aligned
-// pointers; D = 256 needs sm_90's 227 KiB of shared memory per block), else the generic
-// fp32-arithmetic ones. kGeneric forces the generic kernels (tests).
-enum class AttnKernels { kAuto, kGeneric };
+// pointers; D = 256 needs sm_90's 227 KiB of shared memory per block) — on an sm_90 device, at
+// D ∈ {64, 128} without a window, the Hopper (wgmma) forward and backward — else the generic
+// fp32-arithmetic ones. kMmaSync forces the mma.sync tensor-core kernels where kAuto would pick the
+// Hopper ones (tests and benchmarks compare the two); kGeneric forces the generic kernels (tests).
+// The forward and backward of one layer must use the same choice (the backward recomputes P
+// from the forward's lse; either pair is exact to its own rounding).
+enum class AttnKernels { kAuto, kGeneric, kMmaSync };
+
+// True when kAuto runs the Hopper kernels for this problem on the current device (given
+// attention_uses_tensor_cores).
+bool attention_uses_sm90(const AttnProblem& p);
 
 // True when kAuto picks the tensor-core kernels for this problem and these tensor pointers.
 bool attention_uses_tensor_cores(const AttnProblem& p, std::initializer_list<const void*> ptrs);

@@ -19,6 +19,7 @@ constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
 constexpr int kGenRows = 16;  // rows per tile of the generic kernels' work list
 constexpr int kTcRows = 64;   // rows per tile of the tensor-core kernels' work list
+constexpr int kSm90Rows = 128;  // query rows per tile of the Hopper forward's work list
 constexpr int kMaxD = 256;    // largest head dim (generic kernels)
 
 // Arguments every attention kernel takes (by value).
@@ -115,5 +116,15 @@ void tc_fwd(const KArgs& ka, unsigned grid, void* out, float* lse, const void* q
 void tc_bwd(const KArgs& ka, unsigned grid, const float* lse2, const float* Di, float* pk,
             float* pv, void* dq, void* dk, void* dv, const void* dout, const void* q, const void* k,
             const void* v, cudaStream_t st);
+
+// Hopper kernels (sm90/attention_sm90.cu, built only when the build targets sm_90 —
+// ZT_HAVE_SM90A — and run only on a compute-capability-9.0 device): bf16, D = ka.D ∈ {64, 128},
+// no window (ka.window == 0), 16-byte aligned tensors, work list of kSm90Rows-row tiles (forward
+// and dQ: query tiles; dK/dV: key tiles). Arguments as tc_fwd / tc_bwd.
+void sm90_fwd(const KArgs& ka, unsigned grid, void* out, float* lse, const void* q, const void* k,
+              const void* v, cudaStream_t st);
+void sm90_bwd(const KArgs& ka, unsigned grid, const float* lse2, const float* Di, float* pk,
+              float* pv, void* dq, void* dk, void* dv, const void* dout, const void* q,
+              const void* k, const void* v, cudaStream_t st);
 
 }  // namespace zt::cuda::attn

@@ -1,0 +1,576 @@
+// Hopper (sm_90a) attention, forward and deterministic backward: warpgroup MMA (wgmma.mma_async)
+// from shared memory, for the causal bf16 attention of cuda_attention.cu at head dims 64 and 128
+// without a sliding window (the other cases, and every GPU before sm_90, run the mma.sync kernels
+// of cuda_attention_tc.cu, which stay the second check the GPU tests compare against). Compiled
+// for sm_90a only (src/CMakeLists.txt) and chosen at run time on a compute-capability-9.0 device.
+// The backward has the mma.sync family's structure (cuda_attention.cu): a dK/dV kernel per (key
+// tile, query head) looping over query tiles in order, then a dQ kernel per (query tile, query
+// head) looping over key tiles in order — no atomics, every element written by one thread.
+//
+// Forward. Block: 128 query rows of one head (two warpgroups of 64 rows), key tiles of 128 up to the
+// diagonal in order, K/V double-buffered by cp.async (all 256 threads load; the next tile's copy
+// is in flight while this tile computes). Per warpgroup and key tile:
+//   S[64×128] = Q·Kᵀ — wgmma m64n128k16, both operands K-major from shared memory, D/16 steps;
+//   the causal mask on the diagonal tile, online softmax in base 2 as the mma.sync kernel (the
+//   same row max / rescale / sum order per thread, a row's 4 lanes combined by xor-shuffles);
+//   O[64×D] += bf16(P)·V — wgmma m64n64k16 with P from registers (the wgmma A fragment of a
+//   warp's 16 rows is the mma.m16n8k16 A fragment, which the fp32 accumulator layout packs into
+//   without shuffles) and V MN-major from shared memory (transposed read), one instruction per
+//   16 keys and 64 output columns.
+// Every output element is accumulated by one thread over key tiles in index order with a fixed
+// instruction order: bitwise repeatable, no atomics. The probabilities are rounded to bf16 before
+// P·V, as the mma.sync kernels and FlashAttention do, so the two families agree to the rounding of
+// the accumulation order (the GPU tests bound the difference).
+//
+// Shared-memory layout (what wgmma's 128-byte swizzle mode reads): a [R × D] tile is D/64 column
+// blocks of [R × 64] bf16; row r of a block is 128 bytes at r·128, its 16-byte chunk c stored at
+// chunk c ^ (r % 8) — 8 rows form one 1024-byte swizzle atom. A K-major operand's descriptor
+// starts at the 64-row (or 128-row) block, advances 32 bytes per 16-element k step inside the
+// 128-byte row, and strides 1024 bytes per 8 rows (SBO). V, MN-major, is read 16 keys (two atoms,
+// 2048 bytes) per k step within one 64-column block, 1024 bytes per 8 keys; no instruction spans
+// two column blocks, so the MN-atom stride never matters (both offsets are set to 1024).
+// Descriptor bits (PTX ISA, "Matrix Descriptor Format"): start address >> 4 in [0, 14), leading
+// byte offset >> 4 in [16, 30), stride byte offset >> 4 in [32, 46), swizzle mode 1 (128 B) in
+// [62, 64).
+//
+// Resources (ptxas, sm_90a): 256 threads, one block per SM, no spills. Forward 243 / 198 registers
+// (D 128 / 64), shared memory Q + 2×(K, V) = 160 / 80 KiB; dK/dV 255 / 196 registers, K, V + 2×(Q,
+// dO) + lse2/Di = 129 / 65 KiB; dQ 198 / 144 registers, Q, dO + 2×(K, V) = 128 / 64 KiB; each plus
+// 1 KiB to align the tiles to the swizzle atom.
+
+#include "backend/cuda/cuda_attention_kernels.cuh"
+#include "backend/cuda/cuda_ptx.cuh"
+
+namespace zt::cuda::attn {
+namespace {
+
+constexpr int kBM = kSm90Rows;  // query rows per block (two warpgroups × 64)
+constexpr int kBN = 128;        // keys per tile
+constexpr int kThreads = 256;
+
+// Byte offset of element (r, c) (c a multiple of 8) in a tile of R rows (layout above).
+template <int R>
+__device__ __forceinline__ uint32_t sw128(int r, int c) {
+  return static_cast<uint32_t>((c >> 6) * (R * 128) + r * 128 + ((((c >> 3) & 7) ^ (r & 7)) << 4));
+}
+
+// cp.async of rows [0, R) of a [*, ld] bf16 tensor (row 0 at src) into a tile at dst; rows ≥
+// nvalid are zero-filled (and never read from global memory).
+template <int D, int R>
+__device__ __forceinline__ void load_tile(uint32_t dst, const bf16* src, int64_t ld, int nvalid) {
+  constexpr int kChunks = D / 8;
+#pragma unroll
+  for (int it = 0; it < R * kChunks / kThreads; ++it) {
+    const int c = it * kThreads + static_cast<int>(threadIdx.x);
+    const int r = c / kChunks, ch = c % kChunks;
+    const bool ok = r < nvalid;
+    cp_async16(dst + sw128<R>(r, ch * 8), src + (ok ? r : 0) * ld + ch * 8, ok);
+  }
+}
+
+__device__ __forceinline__ void cp_async4(uint32_t dst, const void* src, bool full) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src),
+               "r"(full ? 4 : 0)
+               : "memory");
+}
+
+// A shared-memory matrix descriptor in the 128-byte swizzle mode.
+__device__ __forceinline__ uint64_t desc_sw128(uint32_t addr, uint32_t lbo, uint32_t sbo) {
+  return static_cast<uint64_t>((addr & 0x3FFFF) >> 4) | (static_cast<uint64_t>(lbo >> 4) << 16) |
+         (static_cast<uint64_t>(sbo >> 4) << 32) | (uint64_t{1} << 62);
+}
+
+__device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wg_commit() {
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void wg_wait0() {
+  asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+}
+// Generic-proxy writes to shared memory (cp.async) visible to the async proxy (wgmma reads).
+__device__ __forceinline__ void fence_async_smem() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+// Keeps the compiler from moving register reads/writes across an asynchronous wgmma's window.
+template <int N>
+__device__ __forceinline__ void keep(float (&r)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) asm volatile("" : "+f"(r[i])::"memory");
+}
+template <int N>
+__device__ __forceinline__ void keep(uint32_t (&r)[N][4]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) asm volatile("" : "+r"(r[i][e])::"memory");
+}
+
+// D[64×128] (+)= A·Bᵀ, A [64×16] and B [128×16] K-major in shared memory (descriptors);
+// scale_d = 0 overwrites D.
+__device__ __forceinline__ void wgmma_ss_n128(float (&d)[64], uint64_t da, uint64_t db,
+                                              int scale_d) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+      : "l"(da), "l"(db), "r"(scale_d));
+}
+
+// D[64×64] (+)= A·Bᵀ, A [64×16] and B [64×16] K-major in shared memory (descriptors);
+// scale_d = 0 overwrites D.
+__device__ __forceinline__ void wgmma_ss_n64(float (&d)[32], uint64_t da, uint64_t db,
+                                              int scale_d) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      : "l"(da), "l"(db), "r"(scale_d));
+}
+
+// D[64×64] += A·B, A [64×16] bf16 in registers (per warp the mma.m16n8k16 A fragment of its 16
+// rows), B [16×64] MN-major in shared memory (immTransB = 1).
+__device__ __forceinline__ void wgmma_rs_n64(float (&d)[32], const uint32_t (&a)[4], uint64_t db) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));
+}
+
+// acc[64×64] (=) A·Bᵀ over D: A the 64 rows at `a` of an RA-row tile, B the 64 rows at `b` of an
+// RB-row tile, both K-major (D/16 wgmma steps; the first overwrites acc).
+template <int D, int RA, int RB>
+__device__ __forceinline__ void mma_abt64(float (&acc)[32], uint32_t a, uint32_t b) {
+#pragma unroll
+  for (int kk = 0; kk < D / 16; ++kk)
+    wgmma_ss_n64(acc, desc_sw128(a + (kk >> 2) * (RA * 128) + (kk & 3) * 32, 16, 1024),
+                 desc_sw128(b + (kk >> 2) * (RB * 128) + (kk & 3) * 32, 16, 1024), kk > 0 ? 1 : 0);
+}
+// acc[64×D] += P·B: P [64 × 16·K] as K bf16 A fragments (pack_a), B the 16·K rows at `b` of an
+// R-row tile, MN-major (K·D/64 wgmma steps of 16 rows and 64 columns).
+template <int D, int R, int K>
+__device__ __forceinline__ void mma_pb(float (&acc)[D / 64][32], const uint32_t (&pa)[K][4],
+                                       uint32_t b) {
+#pragma unroll
+  for (int kq = 0; kq < K; ++kq)
+#pragma unroll
+    for (int nb = 0; nb < D / 64; ++nb)
+      wgmma_rs_n64(acc[nb], pa[kq], desc_sw128(b + nb * (R * 128) + kq * 2048, 1024, 1024));
+}
+// The A fragments of K 16-column steps from fp32 accumulators [8·K] (wgmma D layout → A layout:
+// elements 2x, 2x + 1 of each 8 form register x).
+template <int K>
+__device__ __forceinline__ void pack_a(const float (&x)[8 * K], uint32_t (&pa)[K][4]) {
+#pragma unroll
+  for (int kq = 0; kq < K; ++kq)
+#pragma unroll
+    for (int r = 0; r < 4; ++r) pa[kq][r] = pack_bf16(x[8 * kq + 2 * r], x[8 * kq + 2 * r + 1]);
+}
+// Waits for the oldest tile copy in flight (`more`: one newer copy stays in flight), makes it
+// visible to wgmma (the async proxy) and to every thread.
+__device__ __forceinline__ void tile_ready(bool more) {
+  if (more) {
+    cp_async_wait<1>();
+  } else {
+    cp_async_wait<0>();
+  }
+  fence_async_smem();
+  __syncthreads();
+}
+
+// Key-tile loop step j of nkv (forward, dQ): starts the copy of K/V tile j + 1 (R rows each, of
+// a sequence of L tokens from kb / vb) into the other buffer, waits for tile j and returns its
+// buffer offset (bytes). Every thread must have finished reading that other buffer.
+template <int D, int R>
+__device__ __forceinline__ uint32_t kv_step(int j, int nkv, uint32_t sK, uint32_t sV,
+                                            const bf16* kb, const bf16* vb, int64_t ldk, int L) {
+  constexpr uint32_t kTB = R * D * 2;
+  if (j + 1 < nkv) {
+    const uint32_t nbuf = ((j + 1) & 1) * kTB;
+    const int64_t off = static_cast<int64_t>(j + 1) * R * ldk;
+    const int nv = min(R, L - (j + 1) * R);
+    load_tile<D, R>(sK + nbuf, kb + off, ldk, nv);
+    load_tile<D, R>(sV + nbuf, vb + off, ldk, nv);
+    cp_async_commit();
+  }
+  tile_ready(j + 1 < nkv);
+  return (j & 1) * kTB;
+}
+
+// Forward (see the file comment). grid: Σ ceil(len / 128) tiles × Hq blocks (tile table of
+// kSm90Rows rows).
+template <int D>
+__global__ void __launch_bounds__(kThreads, 1)
+    attn_fwd_sm90(KArgs a, const bf16* q, const bf16* k, const bf16* v, bf16* out, float* lse) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  constexpr uint32_t kQB = kBM * D * 2, kKB = kBN * D * 2;
+  constexpr int kNB = D / 64;  // 64-column blocks of the output
+  extern __shared__ unsigned char smem[];
+  const uint32_t sQ = (smem_u32(smem) + 1023u) & ~1023u, sK = sQ + kQB, sV = sK + 2 * kKB;
+  const Work w = block_work(a, kBM, true);
+  const int m0 = w.tile * kBM;
+  const int64_t ldq = static_cast<int64_t>(a.Hq) * D, ldk = static_cast<int64_t>(a.Hkv) * D;
+  const bf16* kb = k + w.s0 * ldk + w.kvh * D;
+  const bf16* vb = v + w.s0 * ldk + w.kvh * D;
+  load_tile<D, kBM>(sQ, q + (w.s0 + m0) * ldq + w.h * D, ldq, min(kBM, w.L - m0));
+  load_tile<D, kBN>(sK, kb, ldk, min(kBN, w.L));
+  load_tile<D, kBN>(sV, vb, ldk, min(kBN, w.L));
+  cp_async_commit();
+
+  const int wg = static_cast<int>(threadIdx.x >> 7), warp = static_cast<int>(threadIdx.x >> 5) & 3;
+  const int lane = static_cast<int>(threadIdx.x & 31);
+  const int rr0 = wg * 64 + warp * 16 + (lane >> 2);  // tile row of accumulator elements 0, 1 (+8: 2, 3)
+  const int c2 = (lane & 3) * 2;                      // column of element 0 within an 8-column group
+  float o[kNB][32];
+#pragma unroll
+  for (int nb = 0; nb < kNB; ++nb)
+#pragma unroll
+    for (int i = 0; i < 32; ++i) o[nb][i] = 0.0f;
+  float mx[2] = {-INFINITY, -INFINITY}, sum[2] = {0.0f, 0.0f};
+  const uint32_t sQwg = sQ + wg * 64 * 128;  // this warpgroup's 64 rows (a multiple of the atom)
+
+  const int nkv = w.tile + 1;
+  for (int j = 0; j < nkv; ++j) {
+    const uint32_t buf = kv_step<D, kBN>(j, nkv, sK, sV, kb, vb, ldk, w.L);
+    const uint32_t kbuf = sK + buf, vbuf = sV + buf;
+
+    float s[64];
+    wg_fence();
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk) {
+      const uint32_t koff = (kk >> 2) * (kBN * 128) + (kk & 3) * 32;  // kBM == kBN: same offsets
+      wgmma_ss_n128(s, desc_sw128(sQwg + koff, 16, 1024), desc_sw128(kbuf + koff, 16, 1024),
+                    kk > 0 ? 1 : 0);
+    }
+    wg_commit();
+    wg_wait0();
+    keep(s);
+
+    // Scaled scores (base 2), the causal mask on the diagonal tile, row max.
+    const bool diag = j == w.tile;
+    float tmax[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+    for (int i = 0; i < 64; ++i) {
+      const int col = (i >> 2) * 8 + c2 + (i & 1), hi = (i >> 1) & 1;
+      float x = s[i] * a.scale_log2;
+      if (diag && col > rr0 + hi * 8) x = -INFINITY;
+      s[i] = x;
+      tmax[hi] = fmaxf(tmax[hi], x);
+    }
+    float alpha[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      tmax[r] = fmaxf(tmax[r], __shfl_xor_sync(0xffffffffu, tmax[r], 1));
+      tmax[r] = fmaxf(tmax[r], __shfl_xor_sync(0xffffffffu, tmax[r], 2));
+      const float mnew = fmaxf(mx[r], tmax[r]);  // finite: every row sees key 0 in tile 0
+      alpha[r] = exp2f(mx[r] - mnew);
+      mx[r] = mnew;
+    }
+    float rs[2] = {0.0f, 0.0f};
+#pragma unroll
+    for (int i = 0; i < 64; ++i) {
+      const int hi = (i >> 1) & 1;
+      const float p = exp2f(s[i] - mx[hi]);
+      s[i] = p;
+      rs[hi] += p;
+    }
+#pragma unroll
+    for (int r = 0; r < 2; ++r) sum[r] = sum[r] * alpha[r] + rs[r];
+#pragma unroll
+    for (int nb = 0; nb < kNB; ++nb)
+#pragma unroll
+      for (int i = 0; i < 32; ++i) o[nb][i] *= alpha[(i >> 1) & 1];
+    uint32_t pa[8][4];  // P as the A operand: 16 keys per k step
+    pack_a(s, pa);
+    wg_fence();
+    mma_pb<D, kBN>(o, pa, vbuf);
+    wg_commit();
+    wg_wait0();
+#pragma unroll
+    for (int nb = 0; nb < kNB; ++nb) keep(o[nb]);
+    keep(pa);
+    __syncthreads();  // this buffer is refilled by the next iteration's prefetch
+  }
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    sum[r] += __shfl_xor_sync(0xffffffffu, sum[r], 1);
+    sum[r] += __shfl_xor_sync(0xffffffffu, sum[r], 2);
+    const int row = m0 + rr0 + r * 8;
+    if (row >= w.L) continue;
+    const float inv = 1.0f / sum[r];
+    bf16* orow = out + (w.s0 + row) * ldq + w.h * D + c2;
+#pragma unroll
+    for (int nb = 0; nb < kNB; ++nb)
+#pragma unroll
+      for (int i = 0; i < 8; ++i)
+        *reinterpret_cast<uint32_t*>(orow + nb * 64 + i * 8) =
+            pack_bf16(o[nb][4 * i + 2 * r] * inv, o[nb][4 * i + 2 * r + 1] * inv);
+    if ((lane & 3) == 0)
+      lse[static_cast<int64_t>(w.h) * a.T + w.s0 + row] = (mx[r] + log2f(sum[r])) * kLn2;
+  }
+#endif
+}
+
+// dK/dV contribution of query head h (deterministic: one writer per element, query tiles in
+// order). Block: 128 keys (64 per warpgroup), query tiles of 64 rows from the one holding the
+// block's first key to the sequence end, Q / dO / lse2 / Di double-buffered. Per warpgroup and
+// query tile: Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ (wgmma m64n64k16, K-major operands), Pᵀ = 2^(Sᵀ·scale·log2e
+// − lse2[q]) masked where q < key or q ≥ L, dSᵀ = Pᵀ·(dPᵀ − Di[q]), then dV += bf16(Pᵀ)·dO and
+// dK += bf16(dSᵀ)·Q (P and dS from registers, dO and Q MN-major). Writes scale·dK and dV as the
+// mma.sync kernel does: fp32 partials pk/pv [T, Hq, D] when non-null, else dk/dv [T, Hkv, D].
+template <int D>
+__global__ void __launch_bounds__(kThreads, 1)
+    attn_dkdv_sm90(KArgs a, const bf16* q, const bf16* k, const bf16* v, const bf16* dout,
+                   const float* lse2, const float* Di, float* pk, float* pv, bf16* dk, bf16* dv) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  constexpr int kKeys = 128, kRows = 64;
+  constexpr uint32_t kKB = kKeys * D * 2, kQB = kRows * D * 2;
+  constexpr int kNB = D / 64;
+  extern __shared__ unsigned char smem[];
+  const uint32_t s0addr = smem_u32(smem);
+  const uint32_t sK = (s0addr + 1023u) & ~1023u, sV = sK + kKB, sQ = sV + kKB, sdO = sQ + 2 * kQB;
+  const uint32_t sStat = sdO + 2 * kQB;  // [2 buffers][lse2 64 | Di 64] f32
+  const float* stat = reinterpret_cast<const float*>(smem + (sStat - s0addr));
+  const Work w = block_work(a, kKeys, false);
+  const int n0 = w.tile * kKeys;
+  const int i0 = n0 / kRows, ntiles = (w.L + kRows - 1) / kRows;
+  const int64_t ldq = static_cast<int64_t>(a.Hq) * D, ldk = static_cast<int64_t>(a.Hkv) * D;
+  const int64_t koff = (w.s0 + n0) * ldk + w.kvh * D;
+  const bf16* qb = q + w.s0 * ldq + w.h * D;
+  const bf16* gb = dout + w.s0 * ldq + w.h * D;
+  const int64_t sbase = static_cast<int64_t>(w.h) * a.T + w.s0;
+  const int tid = static_cast<int>(threadIdx.x);
+  auto prefetch = [&](int i, int b) {
+    const int nv = min(kRows, w.L - i * kRows);
+    load_tile<D, kRows>(sQ + b * kQB, qb + static_cast<int64_t>(i) * kRows * ldq, ldq, nv);
+    load_tile<D, kRows>(sdO + b * kQB, gb + static_cast<int64_t>(i) * kRows * ldq, ldq, nv);
+    if (tid < 2 * kRows) {  // threads 0-63: lse2, 64-127: Di
+      const int r = tid & (kRows - 1);
+      const bool ok = r < nv;
+      const float* src = (tid < kRows ? lse2 : Di) + sbase + i * kRows + (ok ? r : 0);
+      cp_async4(sStat + (b * 2 * kRows + tid) * 4, src, ok);
+    }
+  };
+  load_tile<D, kKeys>(sK, k + koff, ldk, min(kKeys, w.L - n0));
+  load_tile<D, kKeys>(sV, v + koff, ldk, min(kKeys, w.L - n0));
+  prefetch(i0, 0);
+  cp_async_commit();
+
+  const int wg = tid >> 7, warp = (tid >> 5) & 3, lane = tid & 31;
+  const int key0 = n0 + wg * 64 + warp * 16 + (lane >> 2);  // keys of elements 0, 1 (+8: 2, 3)
+  const int c2 = (lane & 3) * 2;
+  const uint32_t sKwg = sK + wg * 64 * 128, sVwg = sV + wg * 64 * 128;
+  float gk[kNB][32], gv[kNB][32];
+#pragma unroll
+  for (int nb = 0; nb < kNB; ++nb)
+#pragma unroll
+    for (int e = 0; e < 32; ++e) gk[nb][e] = gv[nb][e] = 0.0f;
+
+  for (int i = i0; i < ntiles; ++i) {
+    const int b = (i - i0) & 1;
+    if (i + 1 < ntiles) {
+      prefetch(i + 1, b ^ 1);
+      cp_async_commit();
+    }
+    tile_ready(i + 1 < ntiles);
+    const uint32_t tQ = sQ + b * kQB, tdO = sdO + b * kQB;
+    const float* ls = stat + b * 2 * kRows;
+    const float* dd = ls + kRows;
+    float s[32], dp[32];
+    wg_fence();
+    mma_abt64<D, kKeys, kRows>(s, sKwg, tQ);
+    mma_abt64<D, kKeys, kRows>(dp, sVwg, tdO);
+    wg_commit();
+    wg_wait0();
+    keep(s);
+    keep(dp);
+    const bool edge = i * kRows < n0 + kKeys || (i + 1) * kRows > w.L;
+#pragma unroll
+    for (int e = 0; e < 32; ++e) {
+      const int col = (e >> 2) * 8 + c2 + (e & 1);
+      const int qrow = i * kRows + col, key = key0 + ((e >> 1) & 1) * 8;
+      float p = exp2f(s[e] * a.scale_log2 - ls[col]);
+      if (edge && (qrow < key || qrow >= w.L)) p = 0.0f;
+      s[e] = p;
+      dp[e] = p * (dp[e] - dd[col]);
+    }
+    uint32_t pa[4][4], da[4][4];
+    pack_a(s, pa);
+    pack_a(dp, da);
+    wg_fence();
+    mma_pb<D, kRows>(gv, pa, tdO);
+    mma_pb<D, kRows>(gk, da, tQ);
+    wg_commit();
+    wg_wait0();
+#pragma unroll
+    for (int nb = 0; nb < kNB; ++nb) {
+      keep(gv[nb]);
+      keep(gk[nb]);
+    }
+    keep(pa);
+    keep(da);
+    __syncthreads();  // the next iteration's prefetch refills this buffer
+  }
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int key = key0 + r * 8;
+    if (key >= w.L) continue;
+#pragma unroll
+    for (int nb = 0; nb < kNB; ++nb)
+#pragma unroll
+      for (int x = 0; x < 8; ++x) {
+        const int col = nb * 64 + x * 8 + c2, e = 4 * x + 2 * r;
+        if (pk) {
+          const int64_t base = ((w.s0 + key) * static_cast<int64_t>(a.Hq) + w.h) * D + col;
+          *reinterpret_cast<float2*>(pk + base) =
+              make_float2(a.scale * gk[nb][e], a.scale * gk[nb][e + 1]);
+          *reinterpret_cast<float2*>(pv + base) = make_float2(gv[nb][e], gv[nb][e + 1]);
+        } else {
+          const int64_t base = (w.s0 + key) * ldk + w.kvh * D + col;
+          *reinterpret_cast<uint32_t*>(dk + base) =
+              pack_bf16(a.scale * gk[nb][e], a.scale * gk[nb][e + 1]);
+          *reinterpret_cast<uint32_t*>(dv + base) = pack_bf16(gv[nb][e], gv[nb][e + 1]);
+        }
+      }
+  }
+#endif
+}
+
+// dQ of query head h. Block: 128 query rows (64 per warpgroup), key tiles of 64 up to the last
+// row's diagonal in order (K/V double-buffered). Per warpgroup and key tile: S = Q·Kᵀ and dP =
+// dO·Vᵀ (wgmma m64n64k16), P = 2^(S·scale·log2e − lse2) masked where key > row, dS = P·(dP − Di),
+// dQ += bf16(dS)·K (K MN-major); dQ = scale·dQ at the end.
+template <int D>
+__global__ void __launch_bounds__(kThreads, 1)
+    attn_dq_sm90(KArgs a, const bf16* q, const bf16* k, const bf16* v, const bf16* dout,
+                 const float* lse2, const float* Di, bf16* dq) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  constexpr int kRows = 128, kKeys = 64;
+  constexpr uint32_t kQB = kRows * D * 2, kKB = kKeys * D * 2;
+  constexpr int kNB = D / 64;
+  extern __shared__ unsigned char smem[];
+  const uint32_t sQ = (smem_u32(smem) + 1023u) & ~1023u, sdO = sQ + kQB, sK = sdO + kQB,
+                 sV = sK + 2 * kKB;
+  const Work w = block_work(a, kRows, true);
+  const int m0 = w.tile * kRows;
+  const int64_t ldq = static_cast<int64_t>(a.Hq) * D, ldk = static_cast<int64_t>(a.Hkv) * D;
+  const bf16* kb = k + w.s0 * ldk + w.kvh * D;
+  const bf16* vb = v + w.s0 * ldk + w.kvh * D;
+  const int64_t qoff = (w.s0 + m0) * ldq + w.h * D;
+  load_tile<D, kRows>(sQ, q + qoff, ldq, min(kRows, w.L - m0));
+  load_tile<D, kRows>(sdO, dout + qoff, ldq, min(kRows, w.L - m0));
+  load_tile<D, kKeys>(sK, kb, ldk, min(kKeys, w.L));
+  load_tile<D, kKeys>(sV, vb, ldk, min(kKeys, w.L));
+  cp_async_commit();
+
+  const int tid = static_cast<int>(threadIdx.x);
+  const int wg = tid >> 7, warp = (tid >> 5) & 3, lane = tid & 31;
+  const int rl = wg * 64 + warp * 16 + (lane >> 2);  // block row of elements 0, 1 (+8: 2, 3)
+  const int c2 = (lane & 3) * 2;
+  const int64_t sbase = static_cast<int64_t>(w.h) * a.T + w.s0;
+  float lrow[2], drow[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int row = m0 + rl + r * 8;
+    lrow[r] = row < w.L ? lse2[sbase + row] : 0.0f;
+    drow[r] = row < w.L ? Di[sbase + row] : 0.0f;
+  }
+  const uint32_t sQwg = sQ + wg * 64 * 128, sdOwg = sdO + wg * 64 * 128;
+  float acc[kNB][32];
+#pragma unroll
+  for (int nb = 0; nb < kNB; ++nb)
+#pragma unroll
+    for (int e = 0; e < 32; ++e) acc[nb][e] = 0.0f;
+
+  const int nkv = min(m0 + kRows, w.L) / kKeys + (min(m0 + kRows, w.L) % kKeys != 0);
+  for (int j = 0; j < nkv; ++j) {
+    const uint32_t buf = kv_step<D, kKeys>(j, nkv, sK, sV, kb, vb, ldk, w.L);
+    const uint32_t kbuf = sK + buf, vbuf = sV + buf;
+    float s[32], dp[32];
+    wg_fence();
+    mma_abt64<D, kRows, kKeys>(s, sQwg, kbuf);
+    mma_abt64<D, kRows, kKeys>(dp, sdOwg, vbuf);
+    wg_commit();
+    wg_wait0();
+    keep(s);
+    keep(dp);
+    const bool edge = j * kKeys + kKeys - 1 > m0;  // some key of the tile is after some row
+#pragma unroll
+    for (int e = 0; e < 32; ++e) {
+      const int r = (e >> 1) & 1;
+      const int key = j * kKeys + (e >> 2) * 8 + c2 + (e & 1), row = m0 + rl + r * 8;
+      float p = exp2f(s[e] * a.scale_log2 - lrow[r]);
+      if (edge && key > row) p = 0.0f;
+      dp[e] = p * (dp[e] - drow[r]);
+    }
+    uint32_t da[4][4];
+    pack_a(dp, da);
+    wg_fence();
+    mma_pb<D, kKeys>(acc, da, kbuf);
+    wg_commit();
+    wg_wait0();
+#pragma unroll
+    for (int nb = 0; nb < kNB; ++nb) keep(acc[nb]);
+    keep(da);
+    __syncthreads();  // the next iteration's prefetch refills this buffer
+  }
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int row = m0 + rl + r * 8;
+    if (row >= w.L) continue;
+    bf16* grow = dq + (w.s0 + row) * ldq + w.h * D + c2;
+#pragma unroll
+    for (int nb = 0; nb < kNB; ++nb)
+#pragma unroll
+      for (int x = 0; x < 8; ++x)
+        *reinterpret_cast<uint32_t*>(grow + nb * 64 + x * 8) =
+            pack_bf16(a.scale * acc[nb][4 * x + 2 * r], a.scale * acc[nb][4 * x + 2 * r + 1]);
+  }
+#endif
+}
+
+template <int D>
+void fwd(const KArgs& ka, unsigned grid, void* out, float* lse, const void* q, const void* k,
+         const void* v, cudaStream_t st) {
+  constexpr size_t kSmem = static_cast<size_t>(kBM + 4 * kBN) * D * 2 + 1024;
+  launch(attn_fwd_sm90<D>, grid, kThreads, kSmem, st, "attention_fwd", ka,
+         static_cast<const bf16*>(q), static_cast<const bf16*>(k), static_cast<const bf16*>(v),
+         static_cast<bf16*>(out), lse);
+}
+
+template <int D>
+void bwd(const KArgs& ka, unsigned grid, const float* lse2, const float* Di, float* pk, float* pv,
+         void* dq, void* dk, void* dv, const void* dout, const void* q, const void* k,
+         const void* v, cudaStream_t st) {
+  const bf16 *tq = static_cast<const bf16*>(q), *tk = static_cast<const bf16*>(k),
+             *tv = static_cast<const bf16*>(v), *tg = static_cast<const bf16*>(dout);
+  constexpr size_t kDkdvSmem = static_cast<size_t>(2 * 128 + 4 * 64) * D * 2 + 1024 + 1024;
+  constexpr size_t kDqSmem = static_cast<size_t>(2 * 128 + 4 * 64) * D * 2 + 1024;
+  launch(attn_dkdv_sm90<D>, grid, kThreads, kDkdvSmem, st, "attention_bwd", ka, tq, tk, tv, tg,
+         lse2, Di, pk, pv, static_cast<bf16*>(dk), static_cast<bf16*>(dv));
+  launch(attn_dq_sm90<D>, grid, kThreads, kDqSmem, st, "attention_bwd", ka, tq, tk, tv, tg, lse2,
+         Di, static_cast<bf16*>(dq));
+}
+
+}  // namespace
+
+void sm90_bwd(const KArgs& ka, unsigned grid, const float* lse2, const float* Di, float* pk,
+              float* pv, void* dq, void* dk, void* dv, const void* dout, const void* q,
+              const void* k, const void* v, cudaStream_t st) {
+  if (ka.D == 64) {
+    bwd<64>(ka, grid, lse2, Di, pk, pv, dq, dk, dv, dout, q, k, v, st);
+  } else {
+    bwd<128>(ka, grid, lse2, Di, pk, pv, dq, dk, dv, dout, q, k, v, st);
+  }
+}
+
+void sm90_fwd(const KArgs& ka, unsigned grid, void* out, float* lse, const void* q, const void* k,
+              const void* v, cudaStream_t st) {
+  if (ka.D == 64) {
+    fwd<64>(ka, grid, out, lse, q, k, v, st);
+  } else {
+    fwd<128>(ka, grid, out, lse, q, k, v, st);
+  }
+}
+
+}  // namespace zt::cuda::attn
