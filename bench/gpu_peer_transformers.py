@@ -55,37 +55,7 @@ import torch
 import transformers
 from transformers import AutoConfig, AutoModelForCausalLM
 
-SYSTEMS = {"plain": "transformers", "liger": "transformers+liger",
-           "plain32": "transformers fp32-master", "liger32": "transformers+liger fp32-master"}
-
-
-def parse_shape(s):
-    """'4x2048' -> (4, 2048); raises ValueError naming the text otherwise."""
-    try:
-        n, t = (int(x) for x in s.lower().split("x"))
-    except ValueError:
-        raise ValueError(f"shape {s!r}: expected SEQSxSEQ, e.g. 4x2048") from None
-    if n <= 0 or t <= 0:
-        raise ValueError(f"shape {s!r}: both numbers must be positive")
-    return n, t
-
-
-def parse_variants(text, shapes):
-    """'liger:1,liger:0@4x2048+1x8192' -> [(kind, gc, [(seqs, seq), …])], plain kinds before Liger."""
-    out, seen_liger = [], False
-    for item in filter(None, (x.strip() for x in text.split(","))):
-        head, _, at = item.partition("@")
-        kind, _, gc = head.partition(":")
-        if kind not in SYSTEMS or gc not in ("0", "1"):
-            raise ValueError(f"variant {item!r}: expected KIND:GC with KIND one of "
-                             f"{', '.join(SYSTEMS)} and GC 0 or 1")
-        if kind.startswith("liger"):
-            seen_liger = True
-        elif seen_liger:
-            raise ValueError(f"variant {item!r} comes after a Liger variant: Liger's class patch "
-                             "cannot be undone, list plain/plain32 variants first")
-        out.append((kind, int(gc), [parse_shape(s) for s in at.split("+")] if at else shapes))
-    return out
+from sweep_spec import SYSTEMS, parse_shapes, parse_variants  # beside this file
 
 
 def load_config(spec):
@@ -219,7 +189,7 @@ def main():
     p.add_argument("--out", required=True, help="jsonl file the records are appended to")
     a = p.parse_args()
     try:
-        shapes = [parse_shape(s) for s in a.shapes.split(",")] if a.shapes else [(a.seqs, a.seq)]
+        shapes = parse_shapes(a.shapes) if a.shapes else [(a.seqs, a.seq)]
         variants = parse_variants(a.variants, shapes)
         configs = [load_config(c) for c in a.config]
     except (ValueError, OSError) as e:
