@@ -106,6 +106,34 @@ def version(pkg):
         return None
 
 
+def guarded(rec, fn, cuda):
+    """rec.update(fn()); an out-of-memory error sets rec's "error" to "oom", any other exception to
+    "exception" (message in "message", traceback on stderr). The run's memory is freed either way.
+    Returns False for an error other than OOM."""
+    ok = True
+    try:
+        rec.update(fn())
+    except Exception as e:  # noqa: BLE001 — recorded, the sweep goes on
+        if is_oom(e):
+            rec.update(error="oom", message=str(e).splitlines()[0][:300])
+        else:
+            ok = False
+            rec.update(error="exception", message=f"{type(e).__name__}: {e}"[:500])
+            traceback.print_exc()
+    # The failed run's tensors went with its frames when the exception was dropped; free the cache.
+    pygc.collect()
+    if cuda:
+        torch.cuda.empty_cache()
+    return ok
+
+
+def emit(rec, out):
+    """One JSON line on stdout (without the losses) and appended to `out` (with them)."""
+    print(json.dumps({k: v for k, v in rec.items() if k != "losses"}), flush=True)
+    with open(out, "a") as f:
+        f.write(json.dumps(rec) + "\n")
+
+
 class Runner:
     """Runs one (variant, config, shape) after another on one device; the device is chosen once."""
 
@@ -125,17 +153,15 @@ class Runner:
         _apply_liger_kernel(model_type)  # class-level patch, before the Liger models are built
         self.patched.add(model_type)
 
-    def run(self, kind, gc, name, cfg, seqs, seq):
-        """One variant at one shape -> its record; exceptions propagate to the caller."""
-        a, fp32 = self.a, kind.endswith("32")
+    def build(self, kind, gc, cfg):
+        """The model of `cfg` for variant `kind` (random init, torch seed 0), GC on or off, and its
+        AdamW -> (model, optimizer, params, liger_modules). Raises when Liger patched nothing."""
         if kind.startswith("liger"):
             self.patch_liger(cfg.model_type)
-        n_steps = a.warmup + a.steps
-        ids = token_batches(a.tokens, name, cfg.vocab_size, seqs, seq, n_steps)
         torch.manual_seed(0)
         with self.dev:
             m = AutoModelForCausalLM.from_config(cfg, attn_implementation="sdpa", dtype=torch.float32)
-        if not fp32:
+        if not kind.endswith("32"):
             m = m.to(torch.bfloat16)
         if gc:
             m.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
@@ -144,8 +170,15 @@ class Runner:
         liger_modules = names.count("LigerRMSNorm") + names.count("LigerSwiGLUMLP")
         if kind.startswith("liger") and liger_modules == 0:
             raise RuntimeError(f"Liger did not patch model_type {cfg.model_type!r}")
-        n_params = sum(t.numel() for t in m.parameters())
         opt = torch.optim.AdamW(m.parameters(), lr=1e-5, fused=True)
+        return m, opt, sum(t.numel() for t in m.parameters()), liger_modules
+
+    def run(self, kind, gc, name, cfg, seqs, seq):
+        """One variant at one shape -> its record; exceptions propagate to the caller."""
+        a, fp32 = self.a, kind.endswith("32")
+        n_steps = a.warmup + a.steps
+        ids = token_batches(a.tokens, name, cfg.vocab_size, seqs, seq, n_steps)
+        m, opt, n_params, liger_modules = self.build(kind, gc, cfg)
         batches = [torch.from_numpy(ids[i].astype(np.int64)).to(self.dev) for i in range(n_steps)]
 
         def step(i):
@@ -205,23 +238,8 @@ def main():
             for seqs, seq in kind_shapes:
                 rec = dict(system=SYSTEMS[kind], variant=kind, config=name, model_type=cfg.model_type,
                            gc=bool(gc), seqs=seqs, seq=seq)
-                try:
-                    rec.update(runner.run(kind, gc, name, cfg, seqs, seq))
-                except Exception as e:  # noqa: BLE001 — recorded, the sweep goes on
-                    if is_oom(e):
-                        rec.update(error="oom", message=str(e).splitlines()[0][:300])
-                    else:
-                        failed += 1
-                        rec.update(error="exception", message=f"{type(e).__name__}: {e}"[:500])
-                        traceback.print_exc()
-                rec.update(common)
-                # Free the failed run's tensors (its frames went with the exception) before the next.
-                pygc.collect()
-                if runner.cuda:
-                    torch.cuda.empty_cache()
-                print(json.dumps({k: v for k, v in rec.items() if k != "losses"}), flush=True)
-                with open(a.out, "a") as f:
-                    f.write(json.dumps(rec) + "\n")
+                failed += not guarded(rec, lambda: runner.run(kind, gc, name, cfg, seqs, seq), runner.cuda)
+                emit(dict(rec, **common), a.out)
     if failed:
         print(f"gpu_peer_transformers.py: {failed} run(s) failed with an error other than OOM", file=sys.stderr)
     return 1 if failed else 0

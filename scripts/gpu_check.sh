@@ -24,6 +24,10 @@
 #           transformers+Liger in bf16 and with fp32 master weights (bench/gpu_peer_transformers.py,
 #           liger-kernel from .whl) on the same token files: tokens/s, peak memory, one table per
 #           config in bench_table.txt (~9 minutes: run it alone; knobs in its comment)
+#   usersrows the users' sft.yaml (micro-batch 4, GC on) on their rows, Qwen2.5-1.5B config, 1 GPU:
+#           zerotune (with and without their accelerate file) vs transformers+Liger bf16 and fp32-master
+#           fed zerotune's token cache of the rows padded per micro-batch as TRL does (~2.5 minutes;
+#           not in the default list)
 #   realjob configs/sft_ultrafeedback.yaml with the Qwen2.5-1.5B config, 50 steps: tokens/s, curve
 #   offload host AdamW vs DeepSpeedCPUAdam (parameters/s), offloaded step cost at accumulation 16
 #   multi   2 GPUs: NCCL Comm tests (a killed rank included), stages 0–3 × offload bitwise at W = 2
@@ -185,6 +189,13 @@ sec_smoke() {
 # BENCH_STEPS, BENCH_OFFLOAD=0 (no offload runs), PEER=0 (no peer), PEER_VARIANTS (the peer's
 # --variants), BENCH_PLAIN=1 (adds plain transformers, pure bf16, GC on and off at 4x2048: the old
 # issue-8 rows). Writes bench.jsonl (every record), bench_zt.log, peer.log, bench_table.txt.
+# install_liger: liger-kernel (pure Python) travels as a wheel in .whl/; installed into /tmp/site.
+install_liger() {
+  if ls "$ROOT"/.whl/liger_kernel-*.whl >/dev/null 2>&1; then
+    python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site \
+      "$ROOT"/.whl/liger_kernel-*.whl && export PYTHONPATH=/tmp/site
+  fi
+}
 bench_config_path() {  # bench_config_path NAME: the config.json of a sweep config name
   case $1 in
     qwen2.5-1.5b) echo "$SHARED/models/qwen2.5-1.5b/config.json" ;;
@@ -245,10 +256,7 @@ sec_bench() {
     done
   done
   if [ -n "$variants" ] && [ ${#peer_cfgs[@]} -gt 0 ]; then
-    if ls "$ROOT"/.whl/liger_kernel-*.whl >/dev/null 2>&1; then  # liger-kernel (pure Python) travels as a wheel
-      python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site \
-        "$ROOT"/.whl/liger_kernel-*.whl && export PYTHONPATH=/tmp/site
-    fi
+    install_liger
     local left=$((deadline - SECONDS))
     if [ $left -le 0 ]; then
       fail "bench: out of time before the peer"
@@ -262,6 +270,65 @@ sec_bench() {
   python3 bench/sweep_table.py "$res" --configs "$configs" --shapes "$shapes" --gc-off-shapes "$off_shapes" \
     --offload "$offload" --peer-variants "$variants" 2>&1 | tee "$OUT/bench_table.txt"
   [ "${PIPESTATUS[0]}" = 0 ] || fail "bench: planned runs without a record (see bench_table.txt)"
+}
+
+# The users' rows (issue 18 §3): their sft.yaml (micro-batch 4, GC on, bf16, max_length 4096,
+# global batch 256 -> accumulation 64 on one GPU) on their UltraFeedback rows (sft.parquet), the
+# Qwen2.5-1.5B config (random init) with the Qwen2.5 tokenizer, one GPU. zerotune: with their
+# accelerate file (ZeRO-1 + optimizer offload) and without it, 3 optimizer steps each (tokens/s:
+# the median of steps 2-3). The peer (bench/gpu_peer_users_rows.py): transformers+Liger bf16 and
+# fp32-master fed zerotune's own token cache of those rows (the same ids and completion mask) as TRL
+# feeds them: micro-batches of 4 rows padded to the longest, accumulation 64, 1 timed optimizer step.
+# Both count non-padding tokens. ~2.5 minutes (zerotune 2 x ~35 s with start-up and export; the
+# peer ~20 s imports + 2 x ~25 s). Writes usersrows.jsonl, usersrows_*.log, usersrows_table.txt.
+sec_usersrows() {
+  say "usersrows: the users' sft.yaml, micro-batch 4, GC on, their rows: zerotune vs transformers+Liger (padded)"
+  local seed=$BUNDLE/seed_configs w=$RUNS/usersrows m=$RUNS/models/qwen2.5-1.5b res=$OUT/usersrows.jsonl
+  [ -f "$seed/sft.yaml" ] || { fail "usersrows: $seed/sft.yaml missing (gpu_bundle.sh copies it)"; return; }
+  mkdir -p "$m" "$w/data/UltraFeedback"
+  cp "$SHARED/models/qwen2.5-1.5b/config.json" "$m/"
+  cp "$SHARED/tokenizers/qwen2.5-instruct/tokenizer.json" "$SHARED/tokenizers/qwen2.5-instruct/tokenizer_config.json" "$m/"
+  cp "$seed/sft.yaml" "$seed/sft_zero1_4gpu.yaml" "$w/"
+  cp "$SHARED/datasets/ultrafeedback/seed_format/sft.parquet" "$SHARED/datasets/ultrafeedback/seed_format/test_sft.parquet" \
+    "$w/data/UltraFeedback/"
+  : >"$res"
+  local tag launch
+  for tag in zero1_offload no_accelerate_file; do
+    launch=(launch --num_processes 1 --config_file sft_zero1_4gpu.yaml)
+    [ $tag = no_accelerate_file ] && launch=()
+    (cd "$w" && "$ZT" "${launch[@]}" train --config sft.yaml model_name="$m" compute.n_gpus=1 \
+      trainer.per_device_train_batch_size=4 trainer.max_steps=3 trainer.logging_steps=1 trainer.eval_strategy=no \
+      exp_dir="logs/$tag" >"$OUT/usersrows_$tag.log" 2>&1) || { fail "usersrows: zerotune $tag (see usersrows_$tag.log)"; continue; }
+    python3 - "$w/logs/$tag/metrics.jsonl" "$tag" <<'PY' >>"$res" || fail "usersrows: zerotune $tag logged no tokens/s"
+import json, sys
+rs = [json.loads(l) for l in open(sys.argv[1])]
+tps = sorted(r["train_tokens_per_second"] for r in rs if "train_tokens_per_second" in r and r.get("step", 0) >= 2)
+peak = max((r.get("peak_gpu_memory_gib", 0) for r in rs), default=0)
+if not tps: sys.exit(1)
+print(json.dumps({"system": "zerotune", "variant": sys.argv[2], "tokens_per_s": tps[len(tps) // 2], "peak_gib": peak,
+                  "micro_batch": 4, "losses": [r["loss"] for r in rs if "loss" in r]}))
+PY
+  done
+  local cache
+  cache=$(cd "$w" && "$ZT" prepare --config sft.yaml --json model_name="$m" 2>>"$OUT/usersrows_prepare.log" |
+    python3 -c 'import json, sys; print(next(j["cache_file"] for j in map(json.loads, sys.stdin) if j.get("split") == "train"))') ||
+    { fail "usersrows: no token cache from zerotune prepare (see usersrows_prepare.log)"; return; }
+  install_liger
+  PYTHONUNBUFFERED=1 python3 bench/gpu_peer_users_rows.py --config "$m/config.json" --cache "$cache" \
+    --micro-batch 4 --accumulation 64 --steps 1 --out "$res" 2>&1 | tee "$OUT/usersrows_peer.log" | grep '^{' | cut -c1-240
+  [ "${PIPESTATUS[0]}" = 0 ] || fail "usersrows: the peer exited non-zero (see usersrows_peer.log)"
+  python3 - "$res" <<'PY' | tee "$OUT/usersrows_table.txt"
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+best = max((r["tokens_per_s"] for r in rows if r["system"] != "zerotune" and "tokens_per_s" in r), default=None)
+print(f"{'system':34s} {'variant':20s} {'tokens/s':>9s} {'padding':>8s} {'peak GiB':>8s} {'/ best peer':>11s}")
+for r in rows:
+    tps = r.get("tokens_per_s")
+    pad = f"{r['padding_fraction'] * 100:7.1f}%" if "padding_fraction" in r else f"{'-':>8s}"
+    ratio = f"{tps / best:10.2f}x" if r["system"] == "zerotune" and tps and best else f"{'':>11s}"
+    val = f"{tps:9.0f}" if tps else f"{r.get('error', '?').upper():>9s}"
+    print(f"{r['system']:34s} {r['variant']:20s} {val} {pad} {r.get('peak_gib') or 0:8.2f} {ratio}")
+PY
 }
 
 # The real job: configs/sft_ultrafeedback.yaml with the Qwen2.5-1.5B config on 1 GPU, 50 steps.
