@@ -19,8 +19,15 @@
 #           (bench_train_gpu --gc [--keep-attention]): tokens/s and peak memory
 #   micro   the op benchmarks (memory-bound ops, matmuls + fused LM head, attention)
 #   attention  attention vs torch SDPA (cuDNN, flash) at the 1.5B / 0.5B / Llama-3.2-1B layers, 2k-32k
-#   bench   bench_train_gpu (GC on/off) vs transformers and transformers+Liger on the same token
-#           stream (bench/gpu_peer_transformers.py; liger-kernel from .whl)
+#   bench   context-length sweep, Qwen2.5-1.5B and Llama-3.2-1B configs, 4x2k, 2x4k, 1x8k, 1x16k, 1x32k
+#           tokens: bench_train_gpu (GC on, GC on + offload, GC off at 4x2k and 1x8k) vs
+#           transformers+Liger in bf16 and with fp32 master weights (bench/gpu_peer_transformers.py,
+#           liger-kernel from .whl) on the same token files: tokens/s, peak memory, one table per
+#           config in bench_table.txt (~9 minutes: run it alone; knobs in its comment)
+#   usersrows the users' sft.yaml (micro-batch 4, GC on) on their rows, Qwen2.5-1.5B config, 1 GPU:
+#           zerotune (with and without their accelerate file) vs transformers+Liger bf16 and fp32-master
+#           fed zerotune's token cache of the rows padded per micro-batch as TRL does (~2.5 minutes;
+#           not in the default list)
 #   realjob configs/sft_ultrafeedback.yaml with the Qwen2.5-1.5B config, 50 steps: tokens/s, curve
 #   offload host AdamW vs DeepSpeedCPUAdam (parameters/s), offloaded step cost at accumulation 16
 #   multi   2 GPUs: NCCL Comm tests (a killed rank included), stages 0–3 × offload bitwise at W = 2
@@ -157,38 +164,170 @@ sec_smoke() {
   cp "$d/metrics.jsonl" "$OUT/smoke_metrics.jsonl" 2>/dev/null
 }
 
-# zerotune vs transformers (plain and + Liger) on one GPU, the same token stream, GC on and off
-# (issue 8 benchmark), then the real job for 50 steps.
-sec_bench() {
-  say "bench: Qwen2.5-1.5B config, 4 x 2048 tokens per step, bf16, AdamW"
-  local cfg=$SHARED/models/qwen2.5-1.5b/config.json tok=$RUNS/tokens.bin res=$OUT/bench.jsonl
-  : >"$res"
-  if ls "$ROOT"/.whl/*.whl >/dev/null 2>&1; then  # liger-kernel (pure Python) travels as a wheel
+# zerotune vs the single-GPU peers over context length (issues 8 and 18 §2), the same int32 token
+# file per (config, shape) for both systems, one optimizer step (AdamW) per micro-batch of SEQS x SEQ
+# tokens (zerotune: one padding-free micro-batch; the peer: a [SEQS, SEQ] batch). Configs: the
+# Qwen2.5-1.5B and Llama-3.2-1B configs (random init). Shapes 4x2048, 2x4096, 1x8192, 1x16384,
+# 1x32768. Runs, per config:
+#   zerotune (bench_train_gpu, bf16, fp32 master weights + Adam state, stage 2): --gc at every shape;
+#     --gc --offload at every shape (the memory goal: with offload below Liger's peak); GC off at
+#     4x2048 and 1x8192 — 12 processes;
+#   the peer (bench/gpu_peer_transformers.py, one process for every config): transformers+Liger
+#     (pure bf16) and transformers+Liger fp32-master (fp32 model, bf16 autocast: TRL 0.25 +
+#     transformers 4.57 with bf16: true), GC on at every shape, GC off at 4x2048 and 1x8192 — 14 runs.
+# Every run: 1 warm-up + 3 timed steps. Time on one H200, estimated (not measured as a whole):
+#   zerotune, 24 processes: ~10 s start-up each (the 1B less) + 4 steps (0.2-0.3 s at 8k tokens,
+#     ~0.8 s at 16k, ~2.4 s at 32k) + for the 10 offloaded ones ~5 s of pinned host memory and
+#     ~0.5 s of host AdamW per step: ~190 s (Qwen) + ~160 s (Llama) ≈ 350 s;
+#   the peer, 1 process, 28 runs: ~20 s imports + ~15 s first Triton compilations + ~5 s a run (model
+#     build, 4 steps of 0.25-1.8 s) ≈ 175 s;
+#   ≈ 525 s + the script's start-up: run it alone (`gpu_check.sh bench`, timeout_s 600, carry
+#   gpu_bundle and .whl). BENCH_DEADLINE_S (default 540) bounds the section: no zerotune run starts
+#   after it, the peer is stopped at it, the table is still printed and its missing cells fail the
+#   section. Should one call not hold it, split it: BENCH_CONFIGS=qwen2.5-1.5b, then llama-3.2-1b.
+# Knobs: BENCH_CONFIGS (qwen2.5-1.5b,llama-3.2-1b), BENCH_SHAPES, BENCH_GC_OFF_SHAPES, BENCH_WARMUP,
+# BENCH_STEPS, BENCH_OFFLOAD=0 (no offload runs), PEER=0 (no peer), PEER_VARIANTS (the peer's
+# --variants), BENCH_PLAIN=1 (adds plain transformers, pure bf16, GC on and off at 4x2048: the old
+# issue-8 rows). Writes bench.jsonl (every record), bench_zt.log, peer.log, bench_table.txt.
+# install_liger: liger-kernel (pure Python) travels as a wheel in .whl/; installed into /tmp/site.
+install_liger() {
+  if ls "$ROOT"/.whl/liger_kernel-*.whl >/dev/null 2>&1; then
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site \
       "$ROOT"/.whl/liger_kernel-*.whl && export PYTHONPATH=/tmp/site
   fi
-  PYTHONUNBUFFERED=1 python3 bench/gpu_peer_transformers.py --config "$cfg" --tokens "$tok" \
-    --out "$res" ${PEER_VARIANTS:+--variants $PEER_VARIANTS} 2>&1 | tee "$OUT/peer.log" | grep '^{'
-  [ "${PIPESTATUS[0]}" = 0 ] || fail "bench: the transformers peer exited non-zero (see peer.log)"
-  for gc in "" --gc; do
-    "$BUNDLE/bin/bench_train_gpu" --config "$cfg" --tokens "$tok" $gc 2>&1 | tee -a "$res" | cut -c1-400
-    [ "${PIPESTATUS[0]}" = 0 ] || fail "bench: bench_train_gpu $gc exited non-zero"
+}
+bench_config_path() {  # bench_config_path NAME: the config.json of a sweep config name
+  case $1 in
+    qwen2.5-1.5b) echo "$SHARED/models/qwen2.5-1.5b/config.json" ;;
+    llama-3.2-1b) echo "$ROOT/tests/data/families/configs/llama-3.2-1b_hub.json" ;;
+    *) return 1 ;;
+  esac
+}
+# write_tokens CONFIG FILE ROWS SEQS SEQ: ROWS x SEQS x SEQ int32 ids in [0, the config's
+# vocab_size), numpy default_rng(0) (as gpu_peer_transformers.py writes them).
+write_tokens() {
+  python3 - "$@" <<'PY'
+import json, sys, numpy as np
+c = json.load(open(sys.argv[1]))
+v = c.get("vocab_size") or c["text_config"]["vocab_size"]
+rows, seqs, seq = (int(x) for x in sys.argv[3:6])
+np.random.default_rng(0).integers(0, v, size=(rows, seqs, seq), dtype=np.int32).tofile(sys.argv[2])
+PY
+}
+sec_bench() {
+  local shapes=${BENCH_SHAPES:-4x2048,2x4096,1x8192,1x16384,1x32768}
+  local off_shapes=${BENCH_GC_OFF_SHAPES-4x2048,1x8192} configs=${BENCH_CONFIGS:-qwen2.5-1.5b,llama-3.2-1b}
+  local warmup=${BENCH_WARMUP:-1} steps=${BENCH_STEPS:-3} offload=${BENCH_OFFLOAD:-1}
+  local deadline=$((SECONDS + ${BENCH_DEADLINE_S:-540})) res=$OUT/bench.jsonl s
+  local want_off=$off_shapes
+  off_shapes=$(for s in ${want_off//,/ }; do [[ ",$shapes," == *",$s,"* ]] && echo "$s"; done | paste -sd,)
+  local variants="liger:1,liger32:1"
+  [ -n "$off_shapes" ] && variants+=",liger:0@${off_shapes//,/+},liger32:0@${off_shapes//,/+}"
+  [ "${BENCH_PLAIN:-0}" = 1 ] && variants="plain:1@4x2048,plain:0@4x2048,$variants"
+  variants=${PEER_VARIANTS:-$variants}
+  [ "${PEER:-1}" = 0 ] && variants=""
+  say "bench: zerotune vs transformers+Liger (bf16, fp32-master), configs $configs, shapes $shapes (GC off: ${off_shapes:-none}), $warmup + $steps steps"
+  : >"$res"
+  : >"$OUT/bench_zt.log"
+  local name cfg shape n t peer_cfgs=()
+  for name in ${configs//,/ }; do
+    cfg=$(bench_config_path "$name") || { fail "bench: unknown config $name"; continue; }
+    peer_cfgs+=(--config "$name=$cfg")
+    for shape in ${shapes//,/ }; do
+      n=${shape%x*} t=${shape#*x}
+      write_tokens "$cfg" "$RUNS/tokens_${name}_$shape.bin" $((warmup + steps)) "$n" "$t" ||
+        fail "bench: tokens for $name $shape"
+    done
+    local flags
+    for shape in ${shapes//,/ }; do
+      for flags in --gc "--gc --offload" ""; do
+        [ "$flags" = "--gc --offload" ] && [ "$offload" = 0 ] && continue
+        [ -z "$flags" ] && [[ ",$off_shapes," != *",$shape,"* ]] && continue
+        if [ $SECONDS -ge $deadline ]; then fail "bench: out of time before zerotune $name $shape $flags"; continue; fi
+        n=${shape%x*} t=${shape#*x}
+        local line
+        # shellcheck disable=SC2086  # flags: zero, one or two words
+        line=$("$BUNDLE/bin/bench_train_gpu" --config "$cfg" --tokens "$RUNS/tokens_${name}_$shape.bin" \
+          --seqs "$n" --seq "$t" --warmup "$warmup" --steps "$steps" $flags 2>&1 | tee -a "$OUT/bench_zt.log" | tail -1) ||
+          { fail "bench: bench_train_gpu $name $shape $flags exited non-zero: $line"; continue; }
+        echo "$line" | grep -q '^{' || { fail "bench: bench_train_gpu $name $shape $flags printed no JSON: $line"; continue; }
+        echo "{\"config\": \"$name\", \"seqs\": $n, \"seq\": $t, ${line#\{}" | tee -a "$res" | cut -c1-220
+      done
+    done
   done
-  python3 - "$res" <<'PY' | tee "$OUT/bench_table.txt"
+  if [ -n "$variants" ] && [ ${#peer_cfgs[@]} -gt 0 ]; then
+    install_liger
+    local left=$((deadline - SECONDS))
+    if [ $left -le 0 ]; then
+      fail "bench: out of time before the peer"
+    else
+      PYTHONUNBUFFERED=1 timeout "$left" python3 bench/gpu_peer_transformers.py "${peer_cfgs[@]}" \
+        --tokens "$RUNS/tokens_{config}_{seqs}x{seq}.bin" --shapes "$shapes" --warmup "$warmup" --steps "$steps" \
+        --variants "$variants" --out "$res" 2>&1 | tee "$OUT/peer.log" | grep '^{' | cut -c1-220
+      [ "${PIPESTATUS[0]}" = 0 ] || fail "bench: the transformers peer exited non-zero or ran out of time (see peer.log)"
+    fi
+  fi
+  python3 bench/sweep_table.py "$res" --configs "$configs" --shapes "$shapes" --gc-off-shapes "$off_shapes" \
+    --offload "$offload" --peer-variants "$variants" 2>&1 | tee "$OUT/bench_table.txt"
+  [ "${PIPESTATUS[0]}" = 0 ] || fail "bench: planned runs without a record (see bench_table.txt)"
+}
+
+# The users' rows (issue 18 §3): their sft.yaml (micro-batch 4, GC on, bf16, max_length 4096,
+# global batch 256 -> accumulation 64 on one GPU) on their UltraFeedback rows (sft.parquet), the
+# Qwen2.5-1.5B config (random init) with the Qwen2.5 tokenizer, one GPU. zerotune: with their
+# accelerate file (ZeRO-1 + optimizer offload) and without it, 3 optimizer steps each (tokens/s:
+# the median of steps 2-3). The peer (bench/gpu_peer_users_rows.py): transformers+Liger bf16 and
+# fp32-master fed zerotune's own token cache of those rows (the same ids and completion mask) as TRL
+# feeds them: micro-batches of 4 rows padded to the longest, accumulation 64, 1 timed optimizer step.
+# Both count non-padding tokens. ~2.5 minutes (zerotune 2 x ~35 s with start-up and export; the
+# peer ~20 s imports + 2 x ~25 s). Writes usersrows.jsonl, usersrows_*.log, usersrows_table.txt.
+sec_usersrows() {
+  say "usersrows: the users' sft.yaml, micro-batch 4, GC on, their rows: zerotune vs transformers+Liger (padded)"
+  local seed=$BUNDLE/seed_configs w=$RUNS/usersrows m=$RUNS/models/qwen2.5-1.5b res=$OUT/usersrows.jsonl
+  [ -f "$seed/sft.yaml" ] || { fail "usersrows: $seed/sft.yaml missing (gpu_bundle.sh copies it)"; return; }
+  mkdir -p "$m" "$w/data/UltraFeedback"
+  cp "$SHARED/models/qwen2.5-1.5b/config.json" "$m/"
+  cp "$SHARED/tokenizers/qwen2.5-instruct/tokenizer.json" "$SHARED/tokenizers/qwen2.5-instruct/tokenizer_config.json" "$m/"
+  cp "$seed/sft.yaml" "$seed/sft_zero1_4gpu.yaml" "$w/"
+  cp "$SHARED/datasets/ultrafeedback/seed_format/sft.parquet" "$SHARED/datasets/ultrafeedback/seed_format/test_sft.parquet" \
+    "$w/data/UltraFeedback/"
+  : >"$res"
+  local tag launch
+  for tag in zero1_offload no_accelerate_file; do
+    launch=(launch --num_processes 1 --config_file sft_zero1_4gpu.yaml)
+    [ $tag = no_accelerate_file ] && launch=()
+    (cd "$w" && "$ZT" "${launch[@]}" train --config sft.yaml model_name="$m" compute.n_gpus=1 \
+      trainer.per_device_train_batch_size=4 trainer.max_steps=3 trainer.logging_steps=1 trainer.eval_strategy=no \
+      exp_dir="logs/$tag" >"$OUT/usersrows_$tag.log" 2>&1) || { fail "usersrows: zerotune $tag (see usersrows_$tag.log)"; continue; }
+    python3 - "$w/logs/$tag/metrics.jsonl" "$tag" <<'PY' >>"$res" || fail "usersrows: zerotune $tag logged no tokens/s"
+import json, sys
+rs = [json.loads(l) for l in open(sys.argv[1])]
+tps = sorted(r["train_tokens_per_second"] for r in rs if "train_tokens_per_second" in r and r.get("step", 0) >= 2)
+peak = max((r.get("peak_gpu_memory_gib", 0) for r in rs), default=0)
+if not tps: sys.exit(1)
+print(json.dumps({"system": "zerotune", "variant": sys.argv[2], "tokens_per_s": tps[len(tps) // 2], "peak_gib": peak,
+                  "micro_batch": 4, "losses": [r["loss"] for r in rs if "loss" in r]}))
+PY
+  done
+  local cache
+  cache=$(cd "$w" && "$ZT" prepare --config sft.yaml --json model_name="$m" 2>>"$OUT/usersrows_prepare.log" |
+    python3 -c 'import json, sys; print(next(j["cache_file"] for j in map(json.loads, sys.stdin) if j.get("split") == "train"))') ||
+    { fail "usersrows: no token cache from zerotune prepare (see usersrows_prepare.log)"; return; }
+  install_liger
+  PYTHONUNBUFFERED=1 python3 bench/gpu_peer_users_rows.py --config "$m/config.json" --cache "$cache" \
+    --micro-batch 4 --accumulation 64 --steps 1 --out "$res" 2>&1 | tee "$OUT/usersrows_peer.log" | grep '^{' | cut -c1-240
+  [ "${PIPESTATUS[0]}" = 0 ] || fail "usersrows: the peer exited non-zero (see usersrows_peer.log)"
+  python3 - "$res" <<'PY' | tee "$OUT/usersrows_table.txt"
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
-print(f"{'system':24s} {'GC':3s} {'tokens/s':>9s} {'MFU':>6s} {'peak GiB':>8s}")
+best = max((r["tokens_per_s"] for r in rows if r["system"] != "zerotune" and "tokens_per_s" in r), default=None)
+print(f"{'system':34s} {'variant':20s} {'tokens/s':>9s} {'padding':>8s} {'peak GiB':>8s} {'/ best peer':>11s}")
 for r in rows:
-    if "tokens_per_s" in r:
-        print(f"{r['system']:24s} {'on' if r['gc'] else 'off':3s} {r['tokens_per_s']:9.0f} {r['mfu']*100:5.1f}% {r['peak_gib']:8.2f}")
-best = {}
-for r in rows:
-    if "tokens_per_s" in r: best[(r["system"], r["gc"])] = r["tokens_per_s"]
-for gc in (False, True):
-    z = best.get(("zerotune", gc))
-    for peer in ("transformers", "transformers+liger"):
-        if z and best.get((peer, gc)):
-            print(f"zerotune / {peer} (GC {'on' if gc else 'off'}): {z / best[(peer, gc)]:.2f}x")
+    tps = r.get("tokens_per_s")
+    pad = f"{r['padding_fraction'] * 100:7.1f}%" if "padding_fraction" in r else f"{'-':>8s}"
+    ratio = f"{tps / best:10.2f}x" if r["system"] == "zerotune" and tps and best else f"{'':>11s}"
+    val = f"{tps:9.0f}" if tps else f"{r.get('error', '?').upper():>9s}"
+    print(f"{r['system']:34s} {r['variant']:20s} {val} {pad} {r.get('peak_gib') or 0:8.2f} {ratio}")
 PY
 }
 
@@ -478,11 +617,7 @@ sec_families() {
   : >"$res"
   for name in qwen3-1.7b llama-3.2-1b_hub gemma-3-1b smollm3-3b olmo-2-1b phi-4-mini; do
     local cfg=$cfgdir/$name.json tok=$RUNS/tokens_$name.bin
-    python3 - "$cfg" "$tok" <<'PY' || { fail "families: tokens for $name"; continue; }
-import json, sys, numpy as np
-v = json.load(open(sys.argv[1])).get("vocab_size") or json.load(open(sys.argv[1]))["text_config"]["vocab_size"]
-np.random.default_rng(0).integers(0, v, size=(12, 4, 2048), dtype=np.int32).tofile(sys.argv[2])
-PY
+    write_tokens "$cfg" "$tok" 12 4 2048 || { fail "families: tokens for $name"; continue; }
     local line
     line=$("$BUNDLE/bin/bench_train_gpu" --config "$cfg" --tokens "$tok" --steps 6 --warmup 2 2>&1 | tail -1)
     echo "$line" | grep -q '^{' || { fail "families: bench_train_gpu on $name: $line"; continue; }
