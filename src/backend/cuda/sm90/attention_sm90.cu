@@ -84,9 +84,12 @@ __device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.alig
 __device__ __forceinline__ void wg_commit() {
   asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
 }
-__device__ __forceinline__ void wg_wait0() {
-  asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+// Waits until at most N of this warpgroup's most recent wgmma groups are pending (older ones done).
+template <int N>
+__device__ __forceinline__ void wg_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
 }
+__device__ __forceinline__ void wg_wait0() { wg_wait<0>(); }
 // Generic-proxy writes to shared memory (cp.async) visible to the async proxy (wgmma reads).
 __device__ __forceinline__ void fence_async_smem() {
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
@@ -212,9 +215,24 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int64_t ldq = static_cast<int64_t>(a.Hq) * D, ldk = static_cast<int64_t>(a.Hkv) * D;
   const bf16* kb = k + w.s0 * ldk + w.kvh * D;
   const bf16* vb = v + w.s0 * ldk + w.kvh * D;
+  const int nkv = w.tile + 1;
+  // Copy groups: {Q, K0, V0}, {K1}, then per iteration j {V(j+1), K(j+2)} (possibly empty), so
+  // that iteration j finds K(j+1) and V(j) landed while the next group is in flight. K(j+2)
+  // refills K(j)'s buffer and V(j+1) V(j−1)'s: both were last read before the previous
+  // iteration's closing barrier.
   load_tile<D, kBM>(sQ, q + (w.s0 + m0) * ldq + w.h * D, ldq, min(kBM, w.L - m0));
   load_tile<D, kBN>(sK, kb, ldk, min(kBN, w.L));
   load_tile<D, kBN>(sV, vb, ldk, min(kBN, w.L));
+  cp_async_commit();
+  const auto load_k = [&](int j) {
+    load_tile<D, kBN>(sK + (j & 1) * kKB, kb + static_cast<int64_t>(j) * kBN * ldk, ldk,
+                      min(kBN, w.L - j * kBN));
+  };
+  const auto load_v = [&](int j) {
+    load_tile<D, kBN>(sV + (j & 1) * kKB, vb + static_cast<int64_t>(j) * kBN * ldk, ldk,
+                      min(kBN, w.L - j * kBN));
+  };
+  if (nkv > 1) load_k(1);
   cp_async_commit();
 
   const int wg = static_cast<int>(threadIdx.x >> 7), warp = static_cast<int>(threadIdx.x >> 5) & 3;
@@ -226,16 +244,12 @@ __global__ void __launch_bounds__(kThreads, 1)
   for (int nb = 0; nb < kNB; ++nb)
 #pragma unroll
     for (int i = 0; i < 32; ++i) o[nb][i] = 0.0f;
-  float mx[2] = {-INFINITY, -INFINITY}, sum[2] = {0.0f, 0.0f};
+  float mx[2] = {-INFINITY, -INFINITY}, sum[2] = {0.0f, 0.0f}, alpha[2];
   const uint32_t sQwg = sQ + wg * 64 * 128;  // this warpgroup's 64 rows (a multiple of the atom)
-
-  const int nkv = w.tile + 1;
-  for (int j = 0; j < nkv; ++j) {
-    const uint32_t buf = kv_step<D, kBN>(j, nkv, sK, sV, kb, vb, ldk, w.L);
-    const uint32_t kbuf = sK + buf, vbuf = sV + buf;
-
-    float s[64];
-    wg_fence();
+  float s[64];
+  // S = Q·K(j)ᵀ into s, issued and committed (not waited for).
+  const auto issue_s = [&](int j) {
+    const uint32_t kbuf = sK + (j & 1) * kKB;
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk) {
       const uint32_t koff = (kk >> 2) * (kBN * 128) + (kk & 3) * 32;  // kBM == kBN: same offsets
@@ -243,10 +257,10 @@ __global__ void __launch_bounds__(kThreads, 1)
                     kk > 0 ? 1 : 0);
     }
     wg_commit();
-    wg_wait0();
-    keep(s);
-
-    // Scaled scores (base 2), the causal mask on the diagonal tile, row max.
+  };
+  // Online softmax of key tile j's scores in s (base 2, the causal mask on the diagonal tile):
+  // s ← P, the running max and sum updated, alpha = the factor O must be rescaled by.
+  const auto softmax = [&](int j) {
     const bool diag = j == w.tile;
     float tmax[2] = {-INFINITY, -INFINITY};
 #pragma unroll
@@ -257,7 +271,6 @@ __global__ void __launch_bounds__(kThreads, 1)
       s[i] = x;
       tmax[hi] = fmaxf(tmax[hi], x);
     }
-    float alpha[2];
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       tmax[r] = fmaxf(tmax[r], __shfl_xor_sync(0xffffffffu, tmax[r], 1));
@@ -276,21 +289,47 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
 #pragma unroll
     for (int r = 0; r < 2; ++r) sum[r] = sum[r] * alpha[r] + rs[r];
-#pragma unroll
-    for (int nb = 0; nb < kNB; ++nb)
-#pragma unroll
-      for (int i = 0; i < 32; ++i) o[nb][i] *= alpha[(i >> 1) & 1];
-    uint32_t pa[8][4];  // P as the A operand: 16 keys per k step
+  };
+
+  tile_ready(true);  // {Q, K0, V0}
+  wg_fence();
+  issue_s(0);
+  wg_wait0();
+  keep(s);
+  softmax(0);  // O is 0: no rescale
+  uint32_t pa[8][4];  // P(j) as the A operand: 16 keys per k step
+  for (int j = 0; j + 1 < nkv; ++j) {
+    load_v(j + 1);
+    if (j + 2 < nkv) load_k(j + 2);
+    cp_async_commit();
+    tile_ready(true);  // K(j+1), V(j)
     pack_a(s, pa);
     wg_fence();
-    mma_pb<D, kBN>(o, pa, vbuf);
+    issue_s(j + 1);  // S(j+1) on the tensor cores, then P(j)·V(j) ...
+    mma_pb<D, kBN>(o, pa, sV + (j & 1) * kKB);
     wg_commit();
+    wg_wait<1>();  // S(j+1) done
+    keep(s);
+    softmax(j + 1);  // ... while this tile's exponentials run
     wg_wait0();
 #pragma unroll
     for (int nb = 0; nb < kNB; ++nb) keep(o[nb]);
     keep(pa);
-    __syncthreads();  // this buffer is refilled by the next iteration's prefetch
+#pragma unroll
+    for (int nb = 0; nb < kNB; ++nb)
+#pragma unroll
+      for (int i = 0; i < 32; ++i) o[nb][i] *= alpha[(i >> 1) & 1];
+    __syncthreads();  // V(j)'s and K(j+1)'s buffers are refilled by the next iterations
   }
+  tile_ready(false);  // the last V
+  pack_a(s, pa);
+  wg_fence();
+  mma_pb<D, kBN>(o, pa, sV + ((nkv - 1) & 1) * kKB);
+  wg_commit();
+  wg_wait0();
+#pragma unroll
+  for (int nb = 0; nb < kNB; ++nb) keep(o[nb]);
+  keep(pa);
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     sum[r] += __shfl_xor_sync(0xffffffffu, sum[r], 1);
@@ -378,12 +417,14 @@ __global__ void __launch_bounds__(kThreads, 1)
     const float* dd = ls + kRows;
     float s[32], dp[32];
     wg_fence();
+    // Four GEMMs in four groups, each element-wise step overlapping the next GEMM: Pᵀ while
+    // dPᵀ runs, dSᵀ while dV += Pᵀ·dO runs.
     mma_abt64<D, kKeys, kRows>(s, sKwg, tQ);
+    wg_commit();
     mma_abt64<D, kKeys, kRows>(dp, sVwg, tdO);
     wg_commit();
-    wg_wait0();
+    wg_wait<1>();  // Sᵀ
     keep(s);
-    keep(dp);
     const bool edge = i * kRows < n0 + kKeys || (i + 1) * kRows > w.L;
 #pragma unroll
     for (int e = 0; e < 32; ++e) {
@@ -392,13 +433,18 @@ __global__ void __launch_bounds__(kThreads, 1)
       float p = exp2f(s[e] * a.scale_log2 - ls[col]);
       if (edge && (qrow < key || qrow >= w.L)) p = 0.0f;
       s[e] = p;
-      dp[e] = p * (dp[e] - dd[col]);
     }
     uint32_t pa[4][4], da[4][4];
     pack_a(s, pa);
-    pack_a(dp, da);
     wg_fence();
     mma_pb<D, kRows>(gv, pa, tdO);
+    wg_commit();
+    wg_wait<1>();  // dPᵀ
+    keep(dp);
+#pragma unroll
+    for (int e = 0; e < 32; ++e) dp[e] = s[e] * (dp[e] - dd[(e >> 2) * 8 + c2 + (e & 1)]);
+    pack_a(dp, da);
+    wg_fence();
     mma_pb<D, kRows>(gk, da, tQ);
     wg_commit();
     wg_wait0();
@@ -489,20 +535,23 @@ __global__ void __launch_bounds__(kThreads, 1)
     float s[32], dp[32];
     wg_fence();
     mma_abt64<D, kRows, kKeys>(s, sQwg, kbuf);
+    wg_commit();
     mma_abt64<D, kRows, kKeys>(dp, sdOwg, vbuf);
     wg_commit();
-    wg_wait0();
+    wg_wait<1>();  // S; P's exponentials overlap dP's GEMM
     keep(s);
-    keep(dp);
     const bool edge = j * kKeys + kKeys - 1 > m0;  // some key of the tile is after some row
 #pragma unroll
     for (int e = 0; e < 32; ++e) {
       const int r = (e >> 1) & 1;
       const int key = j * kKeys + (e >> 2) * 8 + c2 + (e & 1), row = m0 + rl + r * 8;
-      float p = exp2f(s[e] * a.scale_log2 - lrow[r]);
-      if (edge && key > row) p = 0.0f;
-      dp[e] = p * (dp[e] - drow[r]);
+      const float p = exp2f(s[e] * a.scale_log2 - lrow[r]);
+      s[e] = edge && key > row ? 0.0f : p;
     }
+    wg_wait0();
+    keep(dp);
+#pragma unroll
+    for (int e = 0; e < 32; ++e) dp[e] = s[e] * (dp[e] - drow[(e >> 1) & 1]);
     uint32_t da[4][4];
     pack_a(dp, da);
     wg_fence();
