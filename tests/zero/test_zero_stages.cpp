@@ -263,6 +263,13 @@ const PoolBytes* pool(const ZeroMemory& m, const std::string& name) {
   return nullptr;
 }
 
+// The untied tiny model's layout with `layers` decoder layers.
+ParamLayout tiny_layout(int layers) {
+  ModelConfig cfg = test::tiny_config(false);
+  cfg.num_hidden_layers = layers;
+  return ParamLayout(cfg);
+}
+
 TEST(ZeroStages, MemoryShrinksWithTheStage) {
   CpuOps ops;
   HostMemory mem;
@@ -316,9 +323,7 @@ TEST(ZeroStages, MemoryShrinksWithTheStage) {
   EXPECT_GT(m0.device_bytes(), m1.device_bytes());
   // Stage 2 keeps the full weights: more than stage 3 once the model has more layers than the
   // two slots (4 here; the 2-layer model above ties).
-  ModelConfig cfg4 = test::tiny_config(false);
-  cfg4.num_hidden_layers = 4;
-  const ParamLayout L4(cfg4);
+  const ParamLayout L4 = tiny_layout(4);
   EXPECT_GT(memory(L4, 2, false).device_bytes(), memory(L4, 3, false).device_bytes());
   EXPECT_GT(m0.device_bytes(), m2.device_bytes());
   EXPECT_EQ(m1.host_bytes(), 0u);
@@ -348,9 +353,7 @@ TEST(ZeroStages, MemoryShrinksWithTheStage) {
 TEST(ZeroStages, OffloadKeepsNoGradientShardOnTheDevice) {
   CpuOps ops;
   HostMemory mem;
-  ModelConfig cfg = test::tiny_config(false);
-  cfg.num_hidden_layers = 8;
-  const ParamLayout L(cfg);
+  const ParamLayout L = tiny_layout(8);
   for (int W : {1, 2, 4})
     for (int stage = 0; stage <= 3; ++stage) {
       SCOPED_TRACE(fmt::format("W {} stage {}", W, stage));
@@ -361,8 +364,11 @@ TEST(ZeroStages, OffloadKeepsNoGradientShardOnTheDevice) {
       const ZeroMemory on = ZeroEngine(L, DType::kF32, ops, comm, mem, mem, {stage, true}).memory();
       const ZeroMemory off =
           ZeroEngine(L, DType::kF32, ops, comm, mem, mem, {stage, false}).memory();
-      for (const PoolBytes& p : on.pools)
-        if (!p.host && p.arena != kWeightArena) EXPECT_LT(p.bytes, 4 * S) << p.name;
+      for (const PoolBytes& p : on.pools) {
+        if (!p.host && p.arena != kWeightArena) {
+          EXPECT_LT(p.bytes, 4 * S) << p.name;
+        }
+      }
       EXPECT_EQ(pool(on, "gradient shard"), nullptr);
       EXPECT_EQ(pool(on, "full gradient"), nullptr);
       ASSERT_NE(pool(on, "gradient staging"), nullptr);
@@ -386,9 +392,7 @@ TEST(ZeroStages, OffloadKeepsNoGradientShardOnTheDevice) {
 TEST(ZeroStages, OneFullWeightCopyOnTheDevice) {
   CpuOps ops;
   HostMemory mem;
-  ModelConfig cfg = test::tiny_config(false);
-  cfg.num_hidden_layers = 4;
-  const ParamLayout L(cfg);
+  const ParamLayout L = tiny_layout(4);
   const size_t es = 2;  // bf16
   const size_t model = es * static_cast<size_t>(L.total_elems());
   const auto weight_pools = [&](int W, int stage, bool off) {
