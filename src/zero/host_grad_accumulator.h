@@ -13,11 +13,14 @@
 //       offload on and off agree bitwise. -ffp-contract=off (CMakeLists) keeps the host exact;
 //       an add has nothing to contract anyway.
 // Synchronisation: the worker waits for the chunk's D2H (its slot's event, synchronize_event;
-//   it binds itself to the Ops device first) and then adds; the thread that enqueues GPU work never
-//   waits for a copy. acquire(k, s) before slot k is rewritten: (host) waits until the worker has
-//   finished slot k's previous add — so at most kSlots chunks are in flight, and the host staging
-//   slot and its event are never reused early — and (device) makes `s` wait for slot k's previous
-//   D2H. drain() waits for everything landed so far: the host shard is complete after it.
+//   it binds itself to the Ops device first) and then adds, so the thread that enqueues GPU work
+//   does not wait for copies or adds as they happen. acquire(k, s) before slot k is rewritten:
+//   (host) waits until the worker has finished slot k's previous add — so at most kSlots chunks
+//   are in flight, and the host staging slot and its event are never reused early — and (device)
+//   makes `s` wait for slot k's previous D2H. Only micro-steps after the first can block the
+//   enqueuing thread there (the first micro-step's chunks have no add), and only until the chunk
+//   two back (a layer two back in the backward) has been added: the GPU keeps the work already
+//   enqueued. drain() waits for everything landed so far: the host shard is complete after it.
 // On the CPU backend the copies are synchronous and the events no-ops: only the worker runs
 // concurrently, under the same slot protocol.
 #pragma once
