@@ -29,8 +29,10 @@ GradReducer::GradReducer(const ShardLayout& layout, Ops& ops, dist::Comm& comm,
   if (on_host && host.memory == nullptr) fail("GradReducer: a host gradient needs host memory");
   const Arena::Slot s_shard = dev_.reserve("gradient shard", on_host ? 0 : f32(S));
   // Alone (W = 1) the first micro-step packs straight into the shard and one slot takes the later
-  // ones (offload: into the staging slot).
-  const Arena::Slot s_b0 = dev_.reserve("reduce-scatter bucket", f32(W * chunk_));
+  // ones; under offload every chunk packs into a staging slot, and the export's all-gather
+  // (bucket()) borrows staging slot 1.
+  const bool no_bucket = on_host && W == 1;
+  const Arena::Slot s_b0 = dev_.reserve("reduce-scatter bucket", no_bucket ? 0 : f32(W * chunk_));
   const Arena::Slot s_b1 = dev_.reserve("reduce-scatter bucket 2", W > 1 ? f32(W * chunk_) : 0);
   const Arena::Slot s_stage =
       dev_.reserve("gradient staging", on_host ? f32(HostGradAccumulator::kSlots * chunk_) : 0);
@@ -63,6 +65,7 @@ GradReducer::GradReducer(const ShardLayout& layout, Ops& ops, dist::Comm& comm,
     float* mine = host.data + (replicate ? comm.rank() * S : 0);
     host_ = std::make_unique<HostGradAccumulator>(ops, *host.memory, mine, S,
                                                   static_cast<float*>(dev_.ptr(s_stage)), chunk_);
+    if (no_bucket) bucket_[0] = host_->slot(1);
   }
 }
 

@@ -88,7 +88,7 @@ class GradReducer {
 
   // Buffers the engine borrows as staging at step boundaries (checkpoints, export).
   float* staging() const;                       // [C] fp32 on the device
-  float* bucket() const { return bucket_[0]; }  // [W][C] fp32
+  float* bucket() const { return bucket_[0]; }  // [W][C] fp32 (distinct from staging())
   int64_t chunk() const { return chunk_; }
   void append_pools(std::vector<PoolBytes>& out) const;
   void synchronize();  // waits for the side stream (and every host add)

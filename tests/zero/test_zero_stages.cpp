@@ -382,6 +382,9 @@ TEST(ZeroStages, OffloadKeepsNoGradientShardOnTheDevice) {
       EXPECT_FALSE(pool(off, "gradient shard")->host);
       EXPECT_EQ(pool(off, "gradient shard")->bytes, 4 * S);
       EXPECT_EQ(pool(off, "host gradient"), nullptr);
+      // Alone, every chunk packs into the staging ring: no reduce-scatter bucket.
+      EXPECT_EQ(pool(on, "reduce-scatter bucket") == nullptr, W == 1);
+      EXPECT_EQ(pool(off, "reduce-scatter bucket")->bytes, 4 * W * C);
     }
 }
 
