@@ -99,6 +99,10 @@ class Ops {
   virtual void wait_event(Stream /*waiter*/, Event /*e*/) {}
   // Blocks the calling thread until the last record_event of e has been reached.
   virtual void synchronize_event(Event) {}
+  // Makes the calling thread's ops address this Ops' device. A thread other than the one that
+  // built the Ops calls it once before its first call (CUDA's current device is per thread:
+  // cudaSetDevice); no-op on the CPU.
+  virtual void bind_thread() {}
 
   // ---- memory
 

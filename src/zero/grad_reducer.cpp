@@ -2,15 +2,19 @@
 
 #include <algorithm>
 
+#include "core/error.h"
+
 namespace zt::zero {
 
 GradReducer::GradReducer(const ShardLayout& layout, Ops& ops, dist::Comm& comm,
-                         MemoryResource& device_memory, Stream compute, bool replicate)
+                         MemoryResource& device_memory, Stream compute, bool replicate,
+                         HostGradient host)
     : layout_(layout),
       ops_(ops),
       comm_(comm),
       copy_(layout, ops),
       compute_(compute),
+      replicate_(replicate),
       dev_("zero gradients (device)", device_memory) {
   const int64_t W = layout.world_size(), S = layout.shard_elems();
   const auto f32 = [](int64_t n) { return static_cast<size_t>(n) * 4; };
@@ -21,34 +25,48 @@ GradReducer::GradReducer(const ShardLayout& layout, Ops& ops, dist::Comm& comm,
   int64_t mid = 0;
   for (int g = 1; g < last; ++g) mid = std::max(mid, group_elems(g));
   chunk_ = chunk_elems(layout);
-  const Arena::Slot s_shard = dev_.reserve("gradient shard", f32(S));
+  const bool on_host = host.data != nullptr;
+  if (on_host && host.memory == nullptr) fail("GradReducer: a host gradient needs host memory");
+  const Arena::Slot s_shard = dev_.reserve("gradient shard", on_host ? 0 : f32(S));
   // Alone (W = 1) the first micro-step packs straight into the shard and one slot takes the later
-  // ones.
-  const Arena::Slot s_b0 = dev_.reserve("reduce-scatter bucket", f32(W * chunk_));
+  // ones; under offload every chunk packs into a staging slot, and the export's all-gather
+  // (bucket()) borrows staging slot 1.
+  const bool no_bucket = on_host && W == 1;
+  const Arena::Slot s_b0 = dev_.reserve("reduce-scatter bucket", no_bucket ? 0 : f32(W * chunk_));
   const Arena::Slot s_b1 = dev_.reserve("reduce-scatter bucket 2", W > 1 ? f32(W * chunk_) : 0);
+  const Arena::Slot s_stage =
+      dev_.reserve("gradient staging", on_host ? f32(HostGradAccumulator::kSlots * chunk_) : 0);
   const Arena::Slot s_gfirst = dev_.reserve("gradients: embedding", f32(group_elems(0)));
   const Arena::Slot s_glast = dev_.reserve("gradients: head", f32(group_elems(last)));
   const Arena::Slot s_gslot = dev_.reserve("gradients: layer slot", f32(mid));
-  const Arena::Slot s_full = dev_.reserve("full gradient", replicate ? f32(W * S) : 0);
-  const size_t ws_bytes = ops.sumsq_workspace_bytes(Tensor(nullptr, DType::kF32, {S}));
+  const Arena::Slot s_full = dev_.reserve("full gradient", replicate && !on_host ? f32(W * S) : 0);
+  const size_t ws_bytes =
+      on_host ? 0 : ops.sumsq_workspace_bytes(Tensor(nullptr, DType::kF32, {S}));
   const Arena::Slot s_ws = dev_.reserve("norm workspace", ws_bytes);
   dev_.allocate();
   ops_.zero(
       Tensor(dev_.base(), DType::kU8, {static_cast<int64_t>(dev_.planned_bytes())}, dev_.device()),
       compute_);
   ops_.synchronize(compute_);
-  shard_ = static_cast<float*>(dev_.ptr(s_shard));
+  shard_ = on_host ? nullptr : static_cast<float*>(dev_.ptr(s_shard));
   bucket_[0] = static_cast<float*>(dev_.ptr(s_b0));
   bucket_[1] = static_cast<float*>(dev_.ptr(s_b1));
   gfirst_ = static_cast<float*>(dev_.ptr(s_gfirst));
   glast_ = static_cast<float*>(dev_.ptr(s_glast));
   gslot_ = static_cast<float*>(dev_.ptr(s_gslot));
-  full_ = replicate ? static_cast<float*>(dev_.ptr(s_full)) : nullptr;
+  full_ = replicate && !on_host ? static_cast<float*>(dev_.ptr(s_full)) : nullptr;
   sumsq_ws_ = Tensor(dev_.ptr(s_ws), DType::kU8,
                      {static_cast<int64_t>(std::max<size_t>(ws_bytes, 1))}, dev_.device());
   side_ = ops_.create_stream();
   for (Event* e : {&ev_compute_, &ev_side_, &ev_bucket_free_[0], &ev_bucket_free_[1]})
     *e = ops_.create_event();
+  if (on_host) {
+    host_base_ = host.data;
+    float* mine = host.data + (replicate ? comm.rank() * S : 0);
+    host_ = std::make_unique<HostGradAccumulator>(ops, *host.memory, mine, S,
+                                                  static_cast<float*>(dev_.ptr(s_stage)), chunk_);
+    if (no_bucket) bucket_[0] = host_->slot(1);
+  }
 }
 
 GradReducer::~GradReducer() {
@@ -56,6 +74,7 @@ GradReducer::~GradReducer() {
     ops_.synchronize(side_);
   } catch (...) {
   }
+  host_.reset();  // waits for its copies and adds
   ops_.destroy_stream(side_);
   for (Event e : {ev_compute_, ev_side_, ev_bucket_free_[0], ev_bucket_free_[1]})
     ops_.destroy_event(e);
@@ -76,6 +95,10 @@ float* GradReducer::window(int g) const {
 // Pack on the compute stream (ordered after the backward that wrote the gradients, before
 // whatever next overwrites them), reduce-scatter on the side stream.
 void GradReducer::reduce(int g, bool first) {
+  if (host_) {
+    reduce_to_host(g, first);
+    return;
+  }
   const int64_t b = layout_.group_shard_begin(g), e = layout_.group_shard_end(g);
   const int W = layout_.world_size();
   const GroupPtr src{window(g), DType::kF32};
@@ -108,6 +131,35 @@ void GradReducer::reduce(int g, bool first) {
   }
 }
 
+// Offload: chunk i's sum lands in staging slot k = i mod 2 (the bucket of the same index at
+// W > 1) and goes D2H (HostGradAccumulator); the host overwrites or adds.
+void GradReducer::reduce_to_host(int g, bool first) {
+  const int64_t b = layout_.group_shard_begin(g), e = layout_.group_shard_end(g);
+  const int W = layout_.world_size();
+  const GroupPtr src{window(g), DType::kF32};
+  for (int64_t j0 = b; j0 < e; j0 += chunk_) {
+    const int64_t j1 = std::min(e, j0 + chunk_), n = j1 - j0;
+    const int k = next_bucket_;
+    next_bucket_ = 1 - k;
+    if (W == 1) {  // the reduce-scatter is the identity: pack straight into the staging slot
+      host_->acquire(k, compute_);
+      copy_.pack(g, src, {host_->slot(k), DType::kF32, n, j0}, 0, 1, compute_, j0, j1);
+      host_->land(k, j0, n, first, compute_);
+      continue;
+    }
+    host_->acquire(k, side_);
+    ops_.wait_event(compute_, ev_bucket_free_[k]);  // the collective that last read bucket k
+    copy_.pack(g, src, {bucket_[k], DType::kF32, n, j0}, 0, W, compute_, j0, j1);
+    ops_.record_event(ev_compute_, compute_);
+    ops_.wait_event(side_, ev_compute_);
+    comm_.reduce_scatter_sum(bucket_[k], host_->slot(k), static_cast<size_t>(n * W),
+                             /*accumulate=*/false, side_);
+    ops_.record_event(ev_bucket_free_[k], side_);
+    host_->land(k, j0, n, first, side_);
+    side_busy_ = true;
+  }
+}
+
 void GradReducer::join() {
   if (!side_busy_) return;
   ops_.record_event(ev_side_, side_);
@@ -117,6 +169,7 @@ void GradReducer::join() {
 
 double GradReducer::shard_sumsq() {
   join();
+  if (host_) return host_->sumsq();
   double p = 0.0;
   ops_.sumsq(&p, copy_.dev(shard_, DType::kF32, layout_.shard_elems()), sumsq_ws_, compute_);
   ops_.synchronize(compute_);
@@ -125,6 +178,11 @@ double GradReducer::shard_sumsq() {
 
 const float* GradReducer::gradient_for_update() {
   join();
+  if (host_) {
+    host_->drain();
+    if (replicate_ && layout_.world_size() > 1) all_gather_host(host_base_);
+    return host_base_;
+  }
   if (full_ == nullptr) return shard_;
   comm_.all_gather(shard_, full_, static_cast<size_t>(layout_.shard_elems()), compute_);
   return full_;
@@ -132,14 +190,43 @@ const float* GradReducer::gradient_for_update() {
 
 void GradReducer::clear() {
   join();
+  if (host_) {
+    host_->zero();
+    return;
+  }
   ops_.zero(copy_.dev(shard_, DType::kF32, layout_.shard_elems()), compute_);
   ops_.synchronize(compute_);
 }
 
-void GradReducer::append_pools(std::vector<PoolBytes>& out) const {
-  zero::append_pools(dev_, false, out);
+void GradReducer::all_gather_host(float* buf) {
+  if (!host_) fail("GradReducer::all_gather_host without a host gradient");
+  const int W = layout_.world_size(), r = comm_.rank();
+  const int64_t S = layout_.shard_elems();
+  join();
+  host_->drain();  // no copy still reads the staging slot
+  float* send = host_->slot(0);
+  for (int64_t j0 = 0; j0 < S; j0 += chunk_) {  // stream-ordered: each buffer reused in order
+    const int64_t n = std::min(chunk_, S - j0);
+    ops_.copy_from_host(copy_.dev(send, DType::kF32, n), buf + r * S + j0, compute_);
+    comm_.all_gather(send, bucket_[0], static_cast<size_t>(n), compute_);
+    for (int q = 0; q < W; ++q)
+      if (q != r)
+        ops_.copy_to_host(buf + q * S + j0, copy_.dev(bucket_[0] + q * n, DType::kF32, n),
+                          compute_);
+  }
+  ops_.synchronize(compute_);
 }
 
-void GradReducer::synchronize() { ops_.synchronize(side_); }
+float* GradReducer::staging() const { return host_ ? host_->slot(0) : shard_; }
+
+void GradReducer::append_pools(std::vector<PoolBytes>& out) const {
+  zero::append_pools(dev_, false, out);
+  if (host_) host_->append_pools(out);
+}
+
+void GradReducer::synchronize() {
+  ops_.synchronize(side_);
+  if (host_) host_->drain();
+}
 
 }  // namespace zt::zero

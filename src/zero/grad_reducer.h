@@ -9,31 +9,52 @@
 //     once the collective that read it has finished; a larger group is reduced C shard columns
 //     at a time (the same element sums in the same rank order);
 //   - this rank's fp32 gradient shard [S], overwritten by a group's first reduction of an
-//     optimizer step and added to after; under stage 0 also the [W][S] all-gather of every
-//     rank's shard (each rank then updates everything);
+//     optimizer step and added to after; where it lives is chosen at construction:
+//       on the device (no offload): the reduce-scatter accumulates into it (Comm's accumulate:
+//         shard + Σ ranks in rank order); under stage 0 also the [W][S] all-gather of every
+//         rank's shard (each rank then updates everything);
+//       in host memory (optimizer offload, HostGradient): the shard is the offloaded optimizer's
+//         host gradient and no [S] buffer is on the device. Each chunk's reduce-scatter
+//         (accumulate off) lands in a device staging ring of two [C] slots and goes D2H as soon
+//         as its collective has finished; the host overwrites or adds (HostGradAccumulator:
+//         shard + Σ ranks, the device's association, so offload on/off agree bitwise). The
+//         norm and the host AdamW read the host shard; stage 0 all-gathers it chunk by chunk
+//         through the device staging into the optimizer's host [W][S];
 //   - its side stream: packs run on the compute stream, the reduce-scatter on the side stream,
 //     so the collective of group g runs while the backward computes group g−1; join() makes the
 //     compute stream wait before the shard is read.
-// On the CPU every op and collective is synchronous, so all of this reduces to the plain order.
+// On the CPU every op and collective is synchronous, so all of this reduces to the plain order
+// (under offload the host adds still run on HostGradAccumulator's worker thread).
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "backend/ops.h"
 #include "core/arena.h"
 #include "dist/comm.h"
+#include "zero/host_grad_accumulator.h"
 #include "zero/shard_copy.h"
 #include "zero/zero_memory.h"
 
 namespace zt::zero {
 
+// Where the gradient shard accumulates under optimizer offload.
+struct HostGradient {
+  // [owned ranks × S] fp32 host memory (ShardOptimizer::host_gradient(): [S], or [W][S] under
+  // stage 0 with this rank's block at rank·S); null: the shard stays on the device.
+  float* data = nullptr;
+  MemoryResource* memory = nullptr;  // host pools (staging); required with data
+};
+
 class GradReducer {
  public:
-  // Allocates the pools on `device_memory` (zeroed). replicate (stage 0): keep a [W][S] buffer
-  // for gradient_for_update(). Throws zt::Error on an out-of-memory (naming the pool).
+  // Allocates the pools on `device_memory` (zeroed) and, with host.data, on host.memory.
+  // replicate (stage 0): gradient_for_update() returns every rank's shard ([W][S]: on the device,
+  // or host.data). Throws zt::Error on an out-of-memory (naming the pool).
   GradReducer(const ShardLayout& layout, Ops& ops, dist::Comm& comm, MemoryResource& device_memory,
-              Stream compute, bool replicate);
+              Stream compute, bool replicate, HostGradient host = {});
   ~GradReducer();
   GradReducer(const GradReducer&) = delete;
   GradReducer& operator=(const GradReducer&) = delete;
@@ -47,47 +68,57 @@ class GradReducer {
   float* window(int g) const;
   // Packs group g's window into a bucket (compute stream) and reduce-scatters it into the shard
   // (side stream; collective): overwrite when `first` (the group's first reduction of the step),
-  // add otherwise.
+  // add otherwise. Host shard: may wait for the host add of the chunk two chunks back.
   void reduce(int g, bool first);
   // The compute stream waits for every reduce-scatter enqueued so far.
   void join();
-  // Σ x² (fp64) over this rank's gradient shard, after join() (synchronises the compute stream).
+  // Σ x² (fp64) over this rank's gradient shard, after join() (synchronises the compute stream;
+  // host shard: waits for every chunk to land, then CpuOps::sumsq — bitwise Ops::sumsq).
   double shard_sumsq();
   // The fp32 gradient of the shards this rank updates: the shard [S], or under stage 0 the
-  // all-gather of every rank's shard into [W][S] (collective, compute stream).
+  // all-gather of every rank's shard into [W][S] (collective, compute stream). Host shard: host
+  // memory (HostGradient::data), complete on return.
   const float* gradient_for_update();
   // Zeroes the shard (after join(); synchronises).
   void clear();
+  // Host shard only: buf [W][S] fp32 host memory, rank-major, this rank's block valid → every
+  // block its owner's (collective; C columns at a time: H2D into device staging, all-gather into
+  // a bucket, D2H; compute stream; synchronises). Call between steps.
+  void all_gather_host(float* buf);
 
   // Buffers the engine borrows as staging at step boundaries (checkpoints, export).
-  float* shard() const { return shard_; }       // [S] fp32
-  float* full() const { return full_; }         // [W][S] fp32 (stage 0), else nullptr
-  float* bucket() const { return bucket_[0]; }  // [W][C] fp32
+  float* staging() const;                       // [C] fp32 on the device
+  float* bucket() const { return bucket_[0]; }  // [W][C] fp32 (distinct from staging())
   int64_t chunk() const { return chunk_; }
   void append_pools(std::vector<PoolBytes>& out) const;
-  void synchronize();  // waits for the side stream
+  void synchronize();  // waits for the side stream (and every host add)
 
  private:
   const ShardLayout& layout_;
   Ops& ops_;
   dist::Comm& comm_;
+  void reduce_to_host(int g, bool first);
+
   ShardCopy copy_;
   Stream compute_;
+  bool replicate_;
   Arena dev_;
   int64_t chunk_ = 0;
-  float* shard_ = nullptr;
+  float* shard_ = nullptr;                 // device shard [S] (null under offload)
   float* bucket_[2] = {nullptr, nullptr};  // slot 1 only for W > 1
   int next_bucket_ = 0;
   float* gfirst_ = nullptr;  // the window: group 0, the last group, one layer slot
   float* glast_ = nullptr;
   float* gslot_ = nullptr;
-  float* full_ = nullptr;
+  float* full_ = nullptr;       // [W][S] (stage 0 without offload)
+  float* host_base_ = nullptr;  // HostGradient::data (offload)
   Tensor sumsq_ws_;
   Stream side_;
-  Event ev_compute_;         // compute stream → side stream handoff
-  Event ev_side_;            // side stream → compute stream handoff
-  Event ev_bucket_free_[2];  // the reduce-scatter reading bucket k has finished
-  bool side_busy_ = false;   // reduce-scatters enqueued since the last join
+  Event ev_compute_;                           // compute stream → side stream handoff
+  Event ev_side_;                              // side stream → compute stream handoff
+  Event ev_bucket_free_[2];                    // the reduce-scatter reading bucket k has finished
+  bool side_busy_ = false;                     // reduce-scatters enqueued since the last join
+  std::unique_ptr<HostGradAccumulator> host_;  // offload: the host shard, its staging and adds
 };
 
 }  // namespace zt::zero

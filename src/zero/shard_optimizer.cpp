@@ -50,7 +50,7 @@ class DeviceAdamW final : public ShardOptimizer {
   optim::AdamWKernel kernel_;
 };
 
-// master / m / v in host memory; chunked D2H → host AdamW → H2D.
+// master / m / v and the gradient in host memory; chunked host AdamW → H2D.
 class OffloadedAdamW final : public ShardOptimizer {
  public:
   OffloadedAdamW(const ShardLayout& layout, const OwnedWeights& weights, Ops& ops,
@@ -59,26 +59,22 @@ class OffloadedAdamW final : public ShardOptimizer {
       : ShardOptimizer(layout, weights, ops, host_memory, true, compute),
         host_adam_(host_threads, local_world_size) {
     const auto n = static_cast<size_t>(owned_elems());
-    const Arena::Slot s_grad = state_.reserve("offload gradient", n * 4);
+    const Arena::Slot s_grad = state_.reserve("host gradient", n * 4);
     const Arena::Slot s_bf16 =
         state_.reserve("offload bf16 weights", dtype_ == DType::kBF16 ? 2 * n : 0);
     allocate();
     host_grad_ = static_cast<float*>(state_.ptr(s_grad));
     host_bf16_ = static_cast<uint16_t*>(state_.ptr(s_bf16));
     plan_chunks();
-    copy_ = ops_.create_stream();
-    ev_compute_ = ops_.create_event();
   }
   ~OffloadedAdamW() override {
-    try {  // no copy may outlive the host buffers
-      ops_.synchronize(copy_);
+    try {  // no H2D copy may outlive the host buffers
       ops_.synchronize(compute_);
     } catch (...) {
     }
-    ops_.destroy_stream(copy_);
-    ops_.destroy_event(ev_compute_);
-    for (Event e : ev_d2h_) ops_.destroy_event(e);
   }
+
+  float* host_gradient() const override { return host_grad_; }
 
   // The weights' data segments go D2H into the rank-major host buffers (whose padding stays 0).
   void init_from_weights() override {
@@ -95,19 +91,12 @@ class OffloadedAdamW final : public ShardOptimizer {
     std::memset(v_, 0, static_cast<size_t>(n) * 4);
   }
 
-  // Every gradient chunk's D2H copy is enqueued at once on the copy stream; the host AdamW takes
-  // chunk c as soon as its copy has landed, while chunk c−1's result goes H2D on the compute
-  // stream. Bitwise the device update (same per-element arithmetic; padding untouched).
+  // grad: the host gradient (host_gradient(), complete: GradReducer accumulated it there). The
+  // host AdamW takes the chunks in order while chunk c−1's result goes H2D on the compute stream.
+  // Bitwise the device update (same per-element arithmetic; padding untouched).
   void step(const optim::AdamWStep& decay, const optim::AdamWStep& plain,
             const float* grad) override {
-    ops_.record_event(ev_compute_, compute_);
-    ops_.wait_event(copy_, ev_compute_);
-    for (size_t c = 0; c < chunks_.size(); ++c) {
-      const Chunk& ch = chunks_[c];
-      ops_.copy_to_host(host_grad_ + ch.lo,
-                        dev(const_cast<float*>(grad) + ch.lo, DType::kF32, ch.hi - ch.lo), copy_);
-      ops_.record_event(ev_d2h_[c], copy_);
-    }
+    ops_.synchronize(compute_);  // the last step's H2D copies have read what this one rewrites
     uint16_t* bf16 = dtype_ == DType::kBF16 ? host_bf16_ : nullptr;
     std::vector<std::vector<optim::HostAdamW::Ticket>> tickets(chunks_.size());
     const auto finish = [&](size_t c) {
@@ -118,11 +107,10 @@ class OffloadedAdamW final : public ShardOptimizer {
                             compute_);
     };
     for (size_t c = 0; c < chunks_.size(); ++c) {
-      ops_.synchronize_event(ev_d2h_[c]);
       for (const Piece& p : chunks_[c].pieces)
         tickets[c].push_back(host_adam_.submit(
             p.no_decay ? plain : decay, master_ + p.offset, m_ + p.offset, v_ + p.offset,
-            host_grad_ + p.offset, static_cast<size_t>(p.n), bf16 ? bf16 + p.offset : nullptr));
+            grad + p.offset, static_cast<size_t>(p.n), bf16 ? bf16 + p.offset : nullptr));
       if (c > 0) finish(c - 1);
     }
     if (!chunks_.empty()) finish(chunks_.size() - 1);
@@ -152,7 +140,6 @@ class OffloadedAdamW final : public ShardOptimizer {
   };
   struct Chunk {
     std::vector<Piece> pieces;
-    int64_t lo = 0, hi = 0;  // the owned-buffer range the chunk's copies cover
   };
   static constexpr int64_t kChunk = int64_t{1} << 24;  // elements (64 MiB of fp32)
 
@@ -163,8 +150,6 @@ class OffloadedAdamW final : public ShardOptimizer {
     int64_t cur_elems = 0;
     const auto flush = [&] {
       if (cur.pieces.empty()) return;
-      cur.lo = cur.pieces.front().offset;
-      cur.hi = cur.pieces.back().offset + cur.pieces.back().n;
       chunks_.push_back(std::move(cur));
       cur = {};
       cur_elems = 0;
@@ -178,16 +163,12 @@ class OffloadedAdamW final : public ShardOptimizer {
       }
     });
     flush();
-    for (size_t c = 0; c < chunks_.size(); ++c) ev_d2h_.push_back(ops_.create_event());
   }
 
   optim::HostAdamW host_adam_;
-  float* host_grad_ = nullptr;     // [owned] fp32: the gradient, copied D2H
+  float* host_grad_ = nullptr;     // [owned] fp32: the gradient, accumulated by GradReducer
   uint16_t* host_bf16_ = nullptr;  // [owned] bf16 (bf16 models only): the rounded new weights
   std::vector<Chunk> chunks_;
-  Stream copy_;                // the D2H gradient copies
-  Event ev_compute_;           // compute stream → copy stream handoff
-  std::vector<Event> ev_d2h_;  // chunk c's gradient has landed in host memory
 };
 
 }  // namespace

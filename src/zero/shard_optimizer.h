@@ -2,11 +2,12 @@
 // "AdamW", "Offload"), chosen once at construction:
 //   on the device (no offload): master / m / v in device memory, optim::adamw_kernel of the
 //     device (adamw_cuda or adamw_cpu — the same per-element arithmetic);
-//   offloaded: master / m / v in (pinned) host memory; at the step boundary the gradient goes
-//     D2H chunk by chunk on the optimizer's copy stream, the host AdamW (optim::HostAdamW) takes
-//     chunk c as soon as it has landed while chunk c−1's new weights go H2D on the compute
-//     stream. On the CPU backend both memories are host memory, but the code path is the
-//     distinct one, and offload on/off is bitwise equal.
+//   offloaded: master / m / v and the gradient ("host gradient", [owned] fp32) in (pinned) host
+//     memory; GradReducer accumulates the gradient there during the backward (HostGradient),
+//     so nothing goes D2H at the step boundary: the host AdamW (optim::HostAdamW) takes the
+//     gradient chunk by chunk while chunk c−1's new weights go H2D on the compute stream. On the
+//     CPU backend both memories are host memory, but the code path is the distinct one, and
+//     offload on/off is bitwise equal.
 // Either way the new compute weights are the master weights rounded once to the model dtype (bf16
 // round-to-nearest-even, or an fp32 copy), written where the owned shards' compute weights live
 // (OwnedWeights: the model's full weights under stages 0–2, the rank-major shard under stage 3),
@@ -45,9 +46,10 @@ class ShardOptimizer {
   // master ← fp32 of the owned compute weights (exact widening; padding stays 0); m, v ← 0.
   virtual void init_from_weights() = 0;
   // One AdamW step over every tensor segment of the owned shards (data elements only, padding
-  // untouched): grad [owned.ranks × S] fp32 on the device, rank-major; `decay` for tensors with
-  // weight decay, `plain` for no_decay ones. Writes the rounded new weights into the owned
-  // compute weights (enqueued on the compute stream).
+  // untouched): grad [owned.ranks × S] fp32, rank-major, on the device — or, offloaded, in host
+  // memory (host_gradient()); `decay` for tensors with weight decay, `plain` for no_decay ones.
+  // Writes the rounded new weights into the owned compute weights (enqueued on the compute
+  // stream).
   virtual void step(const optim::AdamWStep& decay, const optim::AdamWStep& plain,
                     const float* grad) = 0;
   // The owned compute weights ← the master weights rounded to the compute dtype (after
@@ -55,6 +57,9 @@ class ShardOptimizer {
   virtual void round_into_weights() = 0;
   // Offload: the host AdamW pool's start-up line (threads and why); empty otherwise.
   virtual std::string describe() const { return {}; }
+  // Offload: the host gradient [owned.ranks × S] fp32 (pinned host memory) the gradient
+  // reducer accumulates into and step() reads; nullptr otherwise.
+  virtual float* host_gradient() const { return nullptr; }
 
   // The state [owned] fp32 each, in host memory when host_state().
   float* master() const { return master_; }

@@ -34,12 +34,13 @@ ZeroEngine::ZeroEngine(const ParamLayout& layout, DType dtype, Ops& ops, dist::C
       comm_(comm),
       opt_(checked(options, dtype, ops, device_memory)),
       dtype_(dtype),
-      reducer_(layout_, ops, comm, device_memory, stream_, /*replicate=*/opt_.stage == 0),
       gatherer_(WeightGatherer::make(opt_.stage, opt_.overlap_gather, layout_, dtype, ops, comm,
                                      device_memory, stream_)),
       optimizer_(ShardOptimizer::make(opt_.offload, layout_, gatherer_->owned_weights(), ops,
                                       device_memory, host_memory, stream_, opt_.host_threads,
-                                      opt_.local_world_size)) {
+                                      opt_.local_world_size)),
+      reducer_(layout_, ops, comm, device_memory, stream_, /*replicate=*/opt_.stage == 0,
+               {optimizer_->host_gradient(), &host_memory}) {
   reduced_.assign(static_cast<size_t>(layout_.num_groups()), 0);
 }
 

@@ -26,7 +26,9 @@
 // What every stage does identically (so stages agree bitwise — DESIGN §1 promise 1):
 //   - per micro-step, as the backward hands back group g, its fp32 gradient is packed into a
 //     rank-major bucket, reduce-scattered (fp32 SUM, rank order, dist::Comm) and added into this
-//     rank's gradient shard [S] (overwritten by the group's first reduction of a step);
+//     rank's gradient shard [S] (overwritten by the group's first reduction of a step) — on the
+//     device, or under offload in the optimizer's host memory (the sum goes D2H chunk by chunk
+//     and the host adds it: the same fp32 additions in the same association);
 //   - the global gradient norm is sqrt of the rank-order sum of the W ranks' fp64 sums of squares
 //     of their shards (Ops::sumsq, all-gathered); a tied embedding is one tensor, counted once;
 //   - clip coefficient optim::clip_coefficient(norm, max_grad_norm), folded into AdamW
@@ -205,9 +207,9 @@ class ZeroEngine final : public GroupStorage {
   EngineOptions opt_;
   DType dtype_;
   Stream stream_;  // the compute stream (the model's)
-  GradReducer reducer_;
   std::unique_ptr<WeightGatherer> gatherer_;
   std::unique_ptr<ShardOptimizer> optimizer_;
+  GradReducer reducer_;  // after optimizer_: under offload it accumulates into its host gradient
 
   // Step state.
   std::vector<int> reduced_;  // per group: reductions in this step

@@ -155,23 +155,15 @@ void ZeroEngine::load_state(const std::filesystem::path& dir) {
     ops_.synchronize(stream_);
     adam_step_ = h.adam_step;
   }
-  float* shard = reducer_.shard();      // device staging [S] (and [W][S] under stage 0)
-  if (float* full = reducer_.full()) {  // stage 0: every rank keeps every shard: all-gather them
+  if (gatherer_->owned().ranks > 1) {  // stage 0: every rank keeps every shard: all-gather them
     for (float* arr : {optimizer_->master(), optimizer_->m(), optimizer_->v()}) {
       if (host)
-        ops_.copy_from_host(dev(shard, S), arr + rank * S, stream_);
+        reducer_.all_gather_host(arr);  // through the device staging, C columns at a time
       else
-        ops_.cast(dev(shard, S), dev(arr + rank * S, S), stream_);
-      ops_.synchronize(stream_);
-      comm_.all_gather(shard, full, static_cast<size_t>(S), stream_);
-      if (host)
-        ops_.copy_to_host(arr, dev(full, W * S), stream_);
-      else
-        ops_.cast(dev(arr, W * S), dev(full, W * S), stream_);
+        comm_.all_gather(arr + rank * S, arr, static_cast<size_t>(S), stream_);  // in place
     }
-    ops_.zero(dev(full, W * S), stream_);
   }
-  ops_.zero(dev(shard, S), stream_);
+  reducer_.clear();
   ready_ = true;
   reset_step();
   optimizer_->round_into_weights();
@@ -202,7 +194,7 @@ std::vector<float> ZeroEngine::full_master_weights() {
     return out;
   }
   // Each group's shard columns, a bucket's worth at a time, all-gathered into the bucket.
-  float* shard = reducer_.shard();
+  float* staging = reducer_.staging();  // [C] on the device
   float* bucket = reducer_.bucket();
   const int64_t chunk = reducer_.chunk();
   std::vector<float> staged;
@@ -211,9 +203,9 @@ std::vector<float> ZeroEngine::full_master_weights() {
       const int64_t n = std::min(layout_.group_shard_end(g), j0 + chunk) - j0;
       const float* send = master + j0;
       if (host) {  // host state: stage it in device memory for the Comm
-        ops_.copy_from_host(dev(shard, n), master + j0, stream_);
+        ops_.copy_from_host(dev(staging, n), master + j0, stream_);
         ops_.synchronize(stream_);
-        send = shard;
+        send = staging;
       }
       comm_.all_gather(send, bucket, static_cast<size_t>(n), stream_);
       if (!root) continue;
@@ -222,7 +214,6 @@ std::vector<float> ZeroEngine::full_master_weights() {
       ops_.synchronize(stream_);
       unpack_host(layout_, g, staged.data(), n, j0, out.data(), j0, j0 + n);
     }
-  if (host) ops_.zero(dev(shard, S), stream_);
   return out;
 }
 

@@ -263,6 +263,13 @@ const PoolBytes* pool(const ZeroMemory& m, const std::string& name) {
   return nullptr;
 }
 
+// The untied tiny model's layout with `layers` decoder layers.
+ParamLayout tiny_layout(int layers) {
+  ModelConfig cfg = test::tiny_config(false);
+  cfg.num_hidden_layers = layers;
+  return ParamLayout(cfg);
+}
+
 TEST(ZeroStages, MemoryShrinksWithTheStage) {
   CpuOps ops;
   HostMemory mem;
@@ -316,21 +323,69 @@ TEST(ZeroStages, MemoryShrinksWithTheStage) {
   EXPECT_GT(m0.device_bytes(), m1.device_bytes());
   // Stage 2 keeps the full weights: more than stage 3 once the model has more layers than the
   // two slots (4 here; the 2-layer model above ties).
-  ModelConfig cfg4 = test::tiny_config(false);
-  cfg4.num_hidden_layers = 4;
-  const ParamLayout L4(cfg4);
+  const ParamLayout L4 = tiny_layout(4);
   EXPECT_GT(memory(L4, 2, false).device_bytes(), memory(L4, 3, false).device_bytes());
   EXPECT_GT(m0.device_bytes(), m2.device_bytes());
   EXPECT_EQ(m1.host_bytes(), 0u);
-  EXPECT_EQ(m1o.device_bytes(), m1.device_bytes() - 3 * 4 * S);
-  EXPECT_EQ(m1o.host_bytes(), 3 * 4 * S + 4 * S);  // master, m, v + the gradient copy
+  // Offload: master / m / v and the gradient shard leave the device (and the norm's device
+  // workspace); a staging ring of two chunks (C = G, a layer's shard) takes the reduce-scatter's
+  // output on the device, and its copy on the host.
+  EXPECT_EQ(m1o.device_bytes(), m1.device_bytes() - 3 * 4 * S - 4 * S - 64 + 2 * 4 * G);
+  EXPECT_EQ(m1o.host_bytes(), 3 * 4 * S + 4 * S + 2 * 4 * G + 64);  // + host gradient, staging
+  EXPECT_EQ(pool(m1o, "gradient shard"), nullptr);
+  EXPECT_EQ(pool(m0o, "full gradient"), nullptr);
+  EXPECT_EQ(pool(m1o, "host gradient")->bytes, 4 * S);
+  EXPECT_EQ(pool(m0o, "host gradient")->bytes, 4 * W * S);
   EXPECT_EQ(
       m1o.describe(),
-      "device 381.6 KiB (gradient shard 30.9 KiB, reduce-scatter bucket 46.5 KiB, reduce-scatter "
-      "bucket 2 46.5 KiB, gradients: embedding 15.2 KiB, gradients: head 15.5 KiB, gradients: "
-      "layer slot 46.0 KiB, norm workspace 64 B, compute weights 122.8 KiB, all-gather staging "
-      "46.5 KiB, all-gather send 11.6 KiB); host 123.8 KiB (master weights 30.9 KiB, adam m 30.9 "
-      "KiB, adam v 30.9 KiB, offload gradient 30.9 KiB)");
+      "device 373.9 KiB (reduce-scatter bucket 46.5 KiB, reduce-scatter bucket 2 46.5 KiB, "
+      "gradient staging 23.2 KiB, gradients: embedding 15.2 KiB, gradients: head 15.5 KiB, "
+      "gradients: layer slot 46.0 KiB, compute weights 122.8 KiB, all-gather staging 46.5 KiB, "
+      "all-gather send 11.6 KiB); host 147.1 KiB (gradient staging (host) 23.2 KiB, norm "
+      "workspace (host) 64 B, master weights 30.9 KiB, adam m 30.9 KiB, adam v 30.9 KiB, host "
+      "gradient 30.9 KiB)");
+}
+
+// Under offload the fp32 gradient shard [S] (and stage 0's [W][S]) leaves the device: it
+// accumulates in the optimizer's host gradient, through a device staging ring of two chunks.
+// Apart from the compute weights, no device pool is as large as S fp32 elements (8 layers, so a
+// layer's bucket [W][C] is smaller than S for every W here); without offload the shard is there.
+TEST(ZeroStages, OffloadKeepsNoGradientShardOnTheDevice) {
+  CpuOps ops;
+  HostMemory mem;
+  const ParamLayout L = tiny_layout(8);
+  for (int W : {1, 2, 4})
+    for (int stage = 0; stage <= 3; ++stage) {
+      SCOPED_TRACE(fmt::format("W {} stage {}", W, stage));
+      ShapeComm comm(W);
+      const ShardLayout sl(L, W);
+      const auto S = static_cast<size_t>(sl.shard_elems());
+      const auto C = static_cast<size_t>(GradReducer::chunk_elems(sl));
+      const ZeroMemory on = ZeroEngine(L, DType::kF32, ops, comm, mem, mem, {stage, true}).memory();
+      const ZeroMemory off =
+          ZeroEngine(L, DType::kF32, ops, comm, mem, mem, {stage, false}).memory();
+      for (const PoolBytes& p : on.pools) {
+        if (!p.host && p.arena != kWeightArena) {
+          EXPECT_LT(p.bytes, 4 * S) << p.name;
+        }
+      }
+      EXPECT_EQ(pool(on, "gradient shard"), nullptr);
+      EXPECT_EQ(pool(on, "full gradient"), nullptr);
+      ASSERT_NE(pool(on, "gradient staging"), nullptr);
+      EXPECT_FALSE(pool(on, "gradient staging")->host);
+      EXPECT_EQ(pool(on, "gradient staging")->bytes, 2 * 4 * C);
+      ASSERT_NE(pool(on, "host gradient"), nullptr);
+      EXPECT_TRUE(pool(on, "host gradient")->host);
+      EXPECT_EQ(pool(on, "host gradient")->bytes, 4 * S * (stage == 0 ? W : 1));
+      EXPECT_EQ(pool(on, "gradient staging (host)")->bytes, 2 * 4 * C);
+      ASSERT_NE(pool(off, "gradient shard"), nullptr);
+      EXPECT_FALSE(pool(off, "gradient shard")->host);
+      EXPECT_EQ(pool(off, "gradient shard")->bytes, 4 * S);
+      EXPECT_EQ(pool(off, "host gradient"), nullptr);
+      // Alone, every chunk packs into the staging ring: no reduce-scatter bucket.
+      EXPECT_EQ(pool(on, "reduce-scatter bucket") == nullptr, W == 1);
+      EXPECT_EQ(pool(off, "reduce-scatter bucket")->bytes, 4 * W * C);
+    }
 }
 
 // One bf16 copy of the weights on the device: under stages 0–2 the engine's weight pools at W = 1
@@ -340,9 +395,7 @@ TEST(ZeroStages, MemoryShrinksWithTheStage) {
 TEST(ZeroStages, OneFullWeightCopyOnTheDevice) {
   CpuOps ops;
   HostMemory mem;
-  ModelConfig cfg = test::tiny_config(false);
-  cfg.num_hidden_layers = 4;
-  const ParamLayout L(cfg);
+  const ParamLayout L = tiny_layout(4);
   const size_t es = 2;  // bf16
   const size_t model = es * static_cast<size_t>(L.total_elems());
   const auto weight_pools = [&](int W, int stage, bool off) {

@@ -115,6 +115,8 @@ void CudaOps::synchronize_event(Event e) {
   cuda::check(cudaEventSynchronize(static_cast<cudaEvent_t>(e.handle)), "synchronize_event");
 }
 
+void CudaOps::bind_thread() { cuda::check(cudaSetDevice(opt_.device), "bind_thread"); }
+
 void CudaOps::zero(const Tensor& x, Stream s) {
   check_dev("zero", "x", x);
   if (x.numel() > 0) cuda::check(cudaMemsetAsync(x.data, 0, x.nbytes(), stream_of(s)), "zero");

@@ -90,6 +90,7 @@ class CudaOps final : public Ops {
   void record_event(Event e, Stream s) override;
   void wait_event(Stream waiter, Event e) override;
   void synchronize_event(Event e) override;
+  void bind_thread() override;
 
   void zero(const Tensor& x, Stream s) override;
   void copy_from_host(const Tensor& dst, const void* src, Stream s) override;

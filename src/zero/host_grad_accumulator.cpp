@@ -1,0 +1,135 @@
+#include "zero/host_grad_accumulator.h"
+
+#include <algorithm>
+#include <cstring>
+#include <utility>
+
+namespace zt::zero {
+
+namespace {
+
+Tensor host_f32(float* p, int64_t n) { return Tensor(p, DType::kF32, {n}, Device::kCPU); }
+
+}  // namespace
+
+HostGradAccumulator::HostGradAccumulator(Ops& ops, MemoryResource& host_memory, float* shard,
+                                         int64_t shard_elems, float* device_slots, int64_t chunk)
+    : ops_(ops),
+      host_("zero gradients (host)", host_memory),
+      shard_(shard),
+      shard_elems_(shard_elems),
+      dev_slots_(device_slots),
+      chunk_(chunk) {
+  const Arena::Slot s_stage =
+      host_.reserve("gradient staging (host)", static_cast<size_t>(kSlots * chunk) * 4);
+  const size_t ws_bytes = cpu_.sumsq_workspace_bytes(host_f32(nullptr, shard_elems));
+  const Arena::Slot s_ws = host_.reserve("norm workspace (host)", ws_bytes);
+  host_.allocate();
+  host_.zero_host();
+  host_slots_ = static_cast<float*>(host_.ptr(s_stage));
+  ws_ = Tensor(host_.ptr(s_ws), DType::kU8, {static_cast<int64_t>(std::max<size_t>(ws_bytes, 1))},
+               Device::kCPU);
+  copy_ = ops_.create_stream();
+  ev_ready_ = ops_.create_event();
+  for (Event& e : ev_landed_) e = ops_.create_event();
+  worker_ = std::thread([this] { run_worker(); });
+}
+
+HostGradAccumulator::~HostGradAccumulator() {
+  try {  // no copy or add may outlive the buffers
+    drain();
+  } catch (...) {
+  }
+  {
+    const std::lock_guard lk(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  worker_.join();
+  ops_.destroy_stream(copy_);
+  ops_.destroy_event(ev_ready_);
+  for (Event e : ev_landed_) ops_.destroy_event(e);
+}
+
+void HostGradAccumulator::rethrow_locked() {
+  if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
+}
+
+void HostGradAccumulator::acquire(int k, Stream s) {
+  {
+    std::unique_lock lk(mu_);
+    cv_.wait(lk, [&] { return !busy_[k] || error_; });
+    rethrow_locked();
+  }
+  ops_.wait_event(s, ev_landed_[k]);  // the D2H that last read device slot k has completed
+}
+
+void HostGradAccumulator::land(int k, int64_t j0, int64_t n, bool first, Stream s) {
+  ops_.record_event(ev_ready_, s);
+  ops_.wait_event(copy_, ev_ready_);
+  ops_.copy_to_host(first ? shard_ + j0 : host_slot(k),
+                    Tensor(slot(k), DType::kF32, {n}, ops_.device()), copy_);
+  ops_.record_event(ev_landed_[k], copy_);
+  if (first) return;  // landed in place; drain() waits for the copy stream
+  {
+    const std::lock_guard lk(mu_);
+    busy_[k] = true;
+    tasks_.push_back({k, j0, n});
+  }
+  cv_.notify_all();
+}
+
+void HostGradAccumulator::run_worker() {
+  bool bound = false;
+  std::unique_lock lk(mu_);
+  for (;;) {
+    cv_.wait(lk, [&] { return stop_ || !tasks_.empty(); });
+    if (tasks_.empty()) return;  // stop_
+    const Task t = tasks_.front();
+    tasks_.pop_front();
+    lk.unlock();
+    std::exception_ptr err;
+    try {
+      if (!bound) ops_.bind_thread();
+      bound = true;
+      ops_.synchronize_event(ev_landed_[t.k]);  // the chunk is in host staging slot k
+      const Tensor sh = host_f32(shard_ + t.j0, t.n);
+      cpu_.add(sh, sh, host_f32(host_slot(t.k), t.n), {});  // shard + s, fp32
+    } catch (...) {
+      err = std::current_exception();
+    }
+    lk.lock();
+    if (err && !error_) error_ = err;
+    busy_[t.k] = false;
+    cv_.notify_all();
+  }
+}
+
+void HostGradAccumulator::drain() {
+  {
+    std::unique_lock lk(mu_);
+    cv_.wait(lk, [&] {
+      return std::none_of(busy_, busy_ + kSlots, [](bool b) { return b; }) || error_;
+    });
+    rethrow_locked();
+  }
+  ops_.synchronize(copy_);  // the first reductions' copies straight into the shard
+}
+
+double HostGradAccumulator::sumsq() {
+  drain();
+  double p = 0.0;
+  cpu_.sumsq(&p, host_f32(shard_, shard_elems_), ws_, {});
+  return p;
+}
+
+void HostGradAccumulator::zero() {
+  drain();
+  std::memset(shard_, 0, static_cast<size_t>(shard_elems_) * 4);
+}
+
+void HostGradAccumulator::append_pools(std::vector<PoolBytes>& out) const {
+  zero::append_pools(host_, true, out);
+}
+
+}  // namespace zt::zero
