@@ -98,9 +98,12 @@ sec_tests() {
 
 sec_sanitize() {
   say "sanitize: compute-sanitizer (memcheck, racecheck) on a quick subset"
-  local f='CudaAttention.*:Tiny/*:CudaCrossEntropy.Rows*:CudaCrossEntropy.Forward*:CudaOps.Rms*:CudaOps.Embedding*:CudaOps.Sumsq*:CudaMatmul.Unaligned*'
+  # The attention tests run the Hopper kernels on an H200 (kAuto); their comparison with the
+  # mma.sync kernels (HopperKernelsMatchMmaSync) repeats the same kernels on longer inputs: left out.
+  local skip='-CudaAttention.HopperKernelsMatchMmaSync'
+  local f="CudaAttention.*:Tiny/*:CudaCrossEntropy.Rows*:CudaCrossEntropy.Forward*:CudaOps.Rms*:CudaOps.Embedding*:CudaOps.Sumsq*:CudaMatmul.Unaligned*$skip"
   for tool in memcheck racecheck; do
-    [ $tool = racecheck ] && f='CudaAttention.*:CudaOps.Rms*:CudaOps.Embedding*:CudaCrossEntropy.Rows*'
+    [ $tool = racecheck ] && f="CudaAttention.*:CudaOps.Rms*:CudaOps.Embedding*:CudaCrossEntropy.Rows*$skip"
     timeout 200 compute-sanitizer --tool $tool --error-exitcode 9 "$BUNDLE/bin/zt_test_gpu" --gtest_filter="$f" \
       >"$OUT/sanitize_$tool.log" 2>&1 || fail "compute-sanitizer $tool (see sanitize_$tool.log)"
     tail -3 "$OUT/sanitize_$tool.log"
