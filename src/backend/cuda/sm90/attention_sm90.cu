@@ -297,6 +297,10 @@ __global__ void __launch_bounds__(kThreads, 1)
   wg_wait0();
   keep(s);
   softmax(0);  // O is 0: no rescale
+  // Both warpgroups have read K(0) before iteration 0 refills its buffer with K(2). (Without this
+  // barrier one warpgroup's copy could overwrite K(0) under the other's S(0): wrong results on
+  // sequences of 3+ key tiles whenever the warpgroups drift apart, as under compute-sanitizer.)
+  __syncthreads();
   uint32_t pa[8][4];  // P(j) as the A operand: 16 keys per k step
   for (int j = 0; j + 1 < nkv; ++j) {
     load_v(j + 1);
