@@ -63,8 +63,8 @@ GradReducer::GradReducer(const ShardLayout& layout, Ops& ops, dist::Comm& comm,
   if (on_host) {
     host_base_ = host.data;
     float* mine = host.data + (replicate ? comm.rank() * S : 0);
-    host_ = std::make_unique<HostGradAccumulator>(ops, *host.memory, mine, S,
-                                                  static_cast<float*>(dev_.ptr(s_stage)), chunk_);
+    host_ = std::make_unique<HostGradAccumulator>(
+        ops, *host.memory, mine, S, static_cast<float*>(dev_.ptr(s_stage)), chunk_, host.threads);
     if (no_bucket) bucket_[0] = host_->slot(1);
   }
 }

@@ -46,6 +46,7 @@ struct HostGradient {
   // stage 0 with this rank's block at rank·S); null: the shard stays on the device.
   float* data = nullptr;
   MemoryResource* memory = nullptr;  // host pools (staging); required with data
+  int threads = 1;  // host threads for the adds (the host AdamW's count: OMP_NUM_THREADS ignored)
 };
 
 class GradReducer {

@@ -13,7 +13,8 @@ Tensor host_f32(float* p, int64_t n) { return Tensor(p, DType::kF32, {n}, Device
 }  // namespace
 
 HostGradAccumulator::HostGradAccumulator(Ops& ops, MemoryResource& host_memory, float* shard,
-                                         int64_t shard_elems, float* device_slots, int64_t chunk)
+                                         int64_t shard_elems, float* device_slots, int64_t chunk,
+                                         int threads)
     : ops_(ops),
       host_("zero gradients (host)", host_memory),
       shard_(shard),
@@ -33,6 +34,7 @@ HostGradAccumulator::HostGradAccumulator(Ops& ops, MemoryResource& host_memory, 
   ev_ready_ = ops_.create_event();
   for (Event& e : ev_landed_) e = ops_.create_event();
   worker_ = std::thread([this] { run_worker(); });
+  for (int i = 1; i < std::max(threads, 1); ++i) team_.emplace_back([this, i] { run_helper(i); });
 }
 
 HostGradAccumulator::~HostGradAccumulator() {
@@ -46,6 +48,12 @@ HostGradAccumulator::~HostGradAccumulator() {
   }
   cv_.notify_all();
   worker_.join();
+  {
+    const std::lock_guard lk(team_mu_);
+    team_stop_ = true;
+  }
+  team_cv_.notify_all();
+  for (std::thread& t : team_) t.join();
   ops_.destroy_stream(copy_);
   ops_.destroy_event(ev_ready_);
   for (Event e : ev_landed_) ops_.destroy_event(e);
@@ -93,8 +101,7 @@ void HostGradAccumulator::run_worker() {
       if (!bound) ops_.bind_thread();
       bound = true;
       ops_.synchronize_event(ev_landed_[t.k]);  // the chunk is in host staging slot k
-      const Tensor sh = host_f32(shard_ + t.j0, t.n);
-      cpu_.add(sh, sh, host_f32(host_slot(t.k), t.n), {});  // shard + s, fp32
+      parallel_add(shard_ + t.j0, host_slot(t.k), t.n);  // shard + s, fp32
     } catch (...) {
       err = std::current_exception();
     }
@@ -102,6 +109,63 @@ void HostGradAccumulator::run_worker() {
     if (err && !error_) error_ = err;
     busy_[t.k] = false;
     cv_.notify_all();
+  }
+}
+
+namespace {
+
+// The part [lo, hi) of n elements that piece `index` of `pieces` adds.
+void piece_range(int64_t n, int pieces, int index, int64_t* lo, int64_t* hi) {
+  *lo = n * index / pieces;
+  *hi = n * (index + 1) / pieces;
+}
+
+void add_range(float* dst, const float* src, int64_t lo, int64_t hi) {
+  for (int64_t i = lo; i < hi; ++i) dst[i] = dst[i] + src[i];
+}
+
+}  // namespace
+
+void HostGradAccumulator::parallel_add(float* dst, const float* src, int64_t n) {
+  const int pieces = static_cast<int>(team_.size()) + 1;
+  if (pieces == 1 || n < int64_t{1} << 16) {  // small chunks: not worth waking the team
+    add_range(dst, src, 0, n);
+    return;
+  }
+  {
+    const std::lock_guard lk(team_mu_);
+    job_dst_ = dst;
+    job_src_ = src;
+    job_n_ = n;
+    job_pieces_ = pieces;
+    job_left_ = pieces - 1;
+    ++job_gen_;
+  }
+  team_cv_.notify_all();
+  int64_t lo = 0, hi = 0;
+  piece_range(n, pieces, 0, &lo, &hi);
+  add_range(dst, src, lo, hi);
+  std::unique_lock lk(team_mu_);
+  team_done_.wait(lk, [&] { return job_left_ == 0; });
+}
+
+void HostGradAccumulator::run_helper(int index) {
+  uint64_t seen = 0;
+  std::unique_lock lk(team_mu_);
+  for (;;) {
+    team_cv_.wait(lk, [&] { return team_stop_ || job_gen_ != seen; });
+    if (team_stop_) return;
+    seen = job_gen_;
+    float* dst = job_dst_;
+    const float* src = job_src_;
+    const int64_t n = job_n_;
+    const int pieces = job_pieces_;
+    lk.unlock();
+    int64_t lo = 0, hi = 0;
+    piece_range(n, pieces, index, &lo, &hi);
+    add_range(dst, src, lo, hi);
+    lk.lock();
+    if (--job_left_ == 0) team_done_.notify_all();
   }
 }
 

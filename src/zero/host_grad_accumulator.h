@@ -8,7 +8,9 @@
 //   `s`; land() enqueues its D2H on this object's copy stream (after s's work so far):
 //     first reduction of the step: straight into the host shard [j0, j0 + n) (an overwrite);
 //     later micro-steps: into host staging slot k [C], and a worker thread then adds it:
-//       shard[j] = shard[j] + s[j] (fp32, CpuOps::add) — the association of the device path
+//       shard[j] = shard[j] + s[j] (fp32, split over `threads` host threads: the worker and a
+//       fork-join team of threads − 1, as many as the host AdamW's pool, so OMP_NUM_THREADS=1 in
+//       the users' launch scripts does not serialise it) — the association of the device path
 //       (Comm's accumulate is out + Σ ranks in rank order; at W = 1 shard + packed gradient), so
 //       offload on and off agree bitwise. -ffp-contract=off (CMakeLists) keeps the host exact;
 //       an add has nothing to contract anyway.
@@ -47,9 +49,10 @@ class HostGradAccumulator {
   // shard: [shard_elems] fp32 host memory (this rank's block of the offloaded optimizer's host
   // gradient), device_slots: [kSlots][chunk] fp32 on the Ops device; both outlive this object.
   // Allocates the host staging [kSlots][chunk] and the norm workspace from host_memory (zt::Error
-  // naming the pool on an out-of-memory) and starts the worker thread.
+  // naming the pool on an out-of-memory) and starts the worker thread and threads − 1 helpers
+  // for the adds (threads ≥ 1).
   HostGradAccumulator(Ops& ops, MemoryResource& host_memory, float* shard, int64_t shard_elems,
-                      float* device_slots, int64_t chunk);
+                      float* device_slots, int64_t chunk, int threads = 1);
   // Waits for every landed chunk (errors swallowed), then stops the worker.
   ~HostGradAccumulator();
   HostGradAccumulator(const HostGradAccumulator&) = delete;
@@ -79,6 +82,9 @@ class HostGradAccumulator {
   };
   float* host_slot(int k) const { return host_slots_ + k * chunk_; }
   void run_worker();
+  // dst[i] = dst[i] + src[i] for i < n, split over the worker and the helpers (fork-join).
+  void parallel_add(float* dst, const float* src, int64_t n);
+  void run_helper(int index);
   // Rethrows (once) an error the worker met; call with mu_ held.
   void rethrow_locked();
 
@@ -103,6 +109,19 @@ class HostGradAccumulator {
   bool stop_ = false;
   std::exception_ptr error_;
   std::thread worker_;
+
+  // Fork-join team of the adds, guarded by team_mu_: job_gen_ counts jobs, job_left_ the helpers
+  // still working on the current one.
+  std::mutex team_mu_;
+  std::condition_variable team_cv_, team_done_;
+  uint64_t job_gen_ = 0;
+  int job_left_ = 0;
+  bool team_stop_ = false;
+  float* job_dst_ = nullptr;
+  const float* job_src_ = nullptr;
+  int64_t job_n_ = 0;
+  int job_pieces_ = 1;
+  std::vector<std::thread> team_;
 };
 
 }  // namespace zt::zero

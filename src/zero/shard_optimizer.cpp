@@ -75,6 +75,7 @@ class OffloadedAdamW final : public ShardOptimizer {
   }
 
   float* host_gradient() const override { return host_grad_; }
+  int host_threads() const override { return host_adam_.threads(); }
 
   // The weights' data segments go D2H into the rank-major host buffers (whose padding stays 0).
   void init_from_weights() override {

@@ -60,6 +60,8 @@ class ShardOptimizer {
   // Offload: the host gradient [owned.ranks × S] fp32 (pinned host memory) the gradient
   // reducer accumulates into and step() reads; nullptr otherwise.
   virtual float* host_gradient() const { return nullptr; }
+  // Offload: the host AdamW pool's thread count (the host gradient's adds use as many); else 1.
+  virtual int host_threads() const { return 1; }
 
   // The state [owned] fp32 each, in host memory when host_state().
   float* master() const { return master_; }

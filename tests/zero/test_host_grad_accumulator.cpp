@@ -3,6 +3,7 @@
 // (shard + incoming), with the adds on the worker thread; sumsq is CpuOps::sumsq of the shard.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <vector>
 
 #include "backend/cpu/cpu_ops.h"
@@ -52,6 +53,39 @@ TEST(HostGradAccumulator, OverwritesThenAddsEveryChunkInOrder) {
   EXPECT_EQ(pools[0].name, "gradient staging (host)");
   EXPECT_EQ(pools[0].bytes, static_cast<size_t>(HostGradAccumulator::kSlots * C * 4));
   EXPECT_TRUE(pools[0].host);
+}
+
+// The adds split over a team of host threads (chunks of 2^17 columns: above the size below which
+// the worker adds alone, and not a multiple of the team's 3 pieces): bitwise the serial sums, for
+// every thread count.
+TEST(HostGradAccumulator, TeamAddsAreBitwiseTheSerialOnes) {
+  CpuOps ops;
+  constexpr int64_t C = int64_t{1} << 17, S = 3 * C - 5;
+  std::vector<float> want;
+  for (int threads : {1, 3, 4}) {
+    SCOPED_TRACE(threads);
+    HostMemory mem;
+    std::vector<float> shard(S), slots(HostGradAccumulator::kSlots * C), ref(S);
+    HostGradAccumulator acc(ops, mem, shard.data(), S, slots.data(), C, threads);
+    int i = 0;
+    for (int micro = 0; micro < 3; ++micro)
+      for (int64_t j0 = 0; j0 < S; j0 += C, ++i) {
+        const int k = i % HostGradAccumulator::kSlots;
+        acc.acquire(k, {});
+        const int64_t n = std::min(C, S - j0);
+        for (int64_t j = 0; j < n; ++j) {
+          const float v = 1.0f / static_cast<float>(1 + ((j0 + j) * 7 + micro * 13) % 1009);
+          acc.slot(k)[j] = v;
+          float& r = ref[static_cast<size_t>(j0 + j)];
+          r = micro == 0 ? v : r + v;
+        }
+        acc.land(k, j0, n, micro == 0, {});
+      }
+    acc.drain();
+    EXPECT_EQ(bits(shard), bits(ref));
+    if (want.empty()) want = shard;
+    EXPECT_EQ(bits(shard), bits(want)) << "differs from the 1-thread run";
+  }
 }
 
 }  // namespace
