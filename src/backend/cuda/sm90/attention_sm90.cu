@@ -33,9 +33,9 @@
 // byte offset >> 4 in [16, 30), stride byte offset >> 4 in [32, 46), swizzle mode 1 (128 B) in
 // [62, 64).
 //
-// Resources (ptxas, sm_90a): 256 threads, one block per SM, no spills. Forward 243 / 198 registers
-// (D 128 / 64), shared memory Q + 2×(K, V) = 160 / 80 KiB; dK/dV 255 / 196 registers, K, V + 2×(Q,
-// dO) + lse2/Di = 129 / 65 KiB; dQ 198 / 144 registers, Q, dO + 2×(K, V) = 128 / 64 KiB; each plus
+// Resources (ptxas, sm_90a): 256 threads, one block per SM, no spills. Forward 238 / 216 registers
+// (D 128 / 64), shared memory Q + 2×(K, V) = 160 / 80 KiB; dK/dV 254 / 192 registers, K, V + 2×(Q,
+// dO) + lse2/Di = 129 / 65 KiB; dQ 180 / 138 registers, Q, dO + 2×(K, V) = 128 / 64 KiB; each plus
 // 1 KiB to align the tiles to the swizzle atom.
 
 #include "backend/cuda/cuda_attention_kernels.cuh"
@@ -219,7 +219,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   // Copy groups: {Q, K0, V0}, {K1}, then per iteration j {V(j+1), K(j+2)} (possibly empty), so
   // that iteration j finds K(j+1) and V(j) landed while the next group is in flight. K(j+2)
   // refills K(j)'s buffer and V(j+1) V(j−1)'s: both were last read before the previous
-  // iteration's closing barrier.
+  // iteration's closing barrier (for j = 0, K(0) before the barrier after the prologue).
   load_tile<D, kBM>(sQ, q + (w.s0 + m0) * ldq + w.h * D, ldq, min(kBM, w.L - m0));
   load_tile<D, kBN>(sK, kb, ldk, min(kBN, w.L));
   load_tile<D, kBN>(sV, vb, ldk, min(kBN, w.L));
