@@ -4,6 +4,8 @@
 #include <cstring>
 #include <utility>
 
+#include "backend/cpu/cpu_common.h"
+
 namespace zt::zero {
 
 namespace {
@@ -33,8 +35,32 @@ HostGradAccumulator::HostGradAccumulator(Ops& ops, MemoryResource& host_memory, 
   copy_ = ops_.create_stream();
   ev_ready_ = ops_.create_event();
   for (Event& e : ev_landed_) e = ops_.create_event();
-  worker_ = std::thread([this] { run_worker(); });
-  for (int i = 1; i < std::max(threads, 1); ++i) team_.emplace_back([this, i] { run_helper(i); });
+  try {
+    worker_ = std::thread([this] { run_worker(); });
+    for (int i = 1; i < std::max(threads, 1); ++i) team_.emplace_back([this, i] { run_helper(i); });
+  } catch (...) {  // a thread could not start: stop the ones that did
+    stop_threads();
+    ops_.destroy_stream(copy_);
+    ops_.destroy_event(ev_ready_);
+    for (Event e : ev_landed_) ops_.destroy_event(e);
+    throw;
+  }
+}
+
+void HostGradAccumulator::stop_threads() {
+  {
+    const std::lock_guard lk(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (worker_.joinable()) worker_.join();
+  {
+    const std::lock_guard lk(team_mu_);
+    team_stop_ = true;
+  }
+  team_cv_.notify_all();
+  for (std::thread& t : team_) t.join();
+  team_.clear();
 }
 
 HostGradAccumulator::~HostGradAccumulator() {
@@ -42,18 +68,11 @@ HostGradAccumulator::~HostGradAccumulator() {
     drain();
   } catch (...) {
   }
-  {
-    const std::lock_guard lk(mu_);
-    stop_ = true;
+  try {  // drain() may have rethrown a worker error before waiting for the copies
+    ops_.synchronize(copy_);
+  } catch (...) {
   }
-  cv_.notify_all();
-  worker_.join();
-  {
-    const std::lock_guard lk(team_mu_);
-    team_stop_ = true;
-  }
-  team_cv_.notify_all();
-  for (std::thread& t : team_) t.join();
+  stop_threads();
   ops_.destroy_stream(copy_);
   ops_.destroy_event(ev_ready_);
   for (Event e : ev_landed_) ops_.destroy_event(e);
@@ -100,7 +119,7 @@ void HostGradAccumulator::run_worker() {
     try {
       if (!bound) ops_.bind_thread();
       bound = true;
-      ops_.synchronize_event(ev_landed_[t.k]);  // the chunk is in host staging slot k
+      ops_.synchronize_event(ev_landed_[t.k]);           // the chunk is in host staging slot k
       parallel_add(shard_ + t.j0, host_slot(t.k), t.n);  // shard + s, fp32
     } catch (...) {
       err = std::current_exception();
@@ -126,27 +145,36 @@ void add_range(float* dst, const float* src, int64_t lo, int64_t hi) {
 
 }  // namespace
 
-void HostGradAccumulator::parallel_add(float* dst, const float* src, int64_t n) {
+void HostGradAccumulator::run_team(const std::function<void(int, int)>& job) {
   const int pieces = static_cast<int>(team_.size()) + 1;
-  if (pieces == 1 || n < int64_t{1} << 16) {  // small chunks: not worth waking the team
-    add_range(dst, src, 0, n);
+  if (pieces == 1) {
+    job(0, 1);
     return;
   }
   {
     const std::lock_guard lk(team_mu_);
-    job_dst_ = dst;
-    job_src_ = src;
-    job_n_ = n;
+    job_ = &job;
     job_pieces_ = pieces;
     job_left_ = pieces - 1;
     ++job_gen_;
   }
   team_cv_.notify_all();
-  int64_t lo = 0, hi = 0;
-  piece_range(n, pieces, 0, &lo, &hi);
-  add_range(dst, src, lo, hi);
+  job(0, pieces);
   std::unique_lock lk(team_mu_);
   team_done_.wait(lk, [&] { return job_left_ == 0; });
+  job_ = nullptr;
+}
+
+void HostGradAccumulator::parallel_add(float* dst, const float* src, int64_t n) {
+  if (n < int64_t{1} << 16) {  // small chunks: not worth waking the team
+    add_range(dst, src, 0, n);
+    return;
+  }
+  run_team([&](int piece, int pieces) {
+    int64_t lo = 0, hi = 0;
+    piece_range(n, pieces, piece, &lo, &hi);
+    add_range(dst, src, lo, hi);
+  });
 }
 
 void HostGradAccumulator::run_helper(int index) {
@@ -156,14 +184,10 @@ void HostGradAccumulator::run_helper(int index) {
     team_cv_.wait(lk, [&] { return team_stop_ || job_gen_ != seen; });
     if (team_stop_) return;
     seen = job_gen_;
-    float* dst = job_dst_;
-    const float* src = job_src_;
-    const int64_t n = job_n_;
+    const std::function<void(int, int)>* job = job_;
     const int pieces = job_pieces_;
     lk.unlock();
-    int64_t lo = 0, hi = 0;
-    piece_range(n, pieces, index, &lo, &hi);
-    add_range(dst, src, lo, hi);
+    (*job)(index, pieces);
     lk.lock();
     if (--job_left_ == 0) team_done_.notify_all();
   }
@@ -182,9 +206,19 @@ void HostGradAccumulator::drain() {
 
 double HostGradAccumulator::sumsq() {
   drain();
-  double p = 0.0;
-  cpu_.sumsq(&p, host_f32(shard_, shard_elems_), ws_, {});
-  return p;
+  const int64_t n = shard_elems_, nblk = (n + Ops::kSumsqBlock - 1) / Ops::kSumsqBlock;
+  double* part = static_cast<double*>(ws_.data);  // [nblk] (sumsq_workspace_bytes)
+  run_team([&](int piece, int pieces) {
+    int64_t b0 = 0, b1 = 0;
+    piece_range(nblk, pieces, piece, &b0, &b1);
+    for (int64_t b = b0; b < b1; ++b) {
+      const int64_t i0 = b * Ops::kSumsqBlock;
+      part[b] = cpu::sumsq_block(shard_, i0, std::min(n, i0 + Ops::kSumsqBlock));
+    }
+  });
+  double total = 0.0;
+  for (int64_t b = 0; b < nblk; ++b) total += part[b];
+  return total;
 }
 
 void HostGradAccumulator::zero() {

@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <deque>
 #include <exception>
+#include <functional>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -68,7 +69,8 @@ class HostGradAccumulator {
   void land(int k, int64_t j0, int64_t n, bool first, Stream s);
   // Returns when every chunk landed so far is in the host shard. Rethrows a worker's error.
   void drain();
-  // Σ x² (fp64) over the host shard after drain(): CpuOps::sumsq, bitwise the device's Ops::sumsq.
+  // Σ x² (fp64) over the host shard after drain(): Ops::sumsq's blocks (cpu::sumsq_block) split
+  // over the team, their partials added in block order — bitwise CpuOps::sumsq and the device's.
   double sumsq();
   // drain(), then zeroes the host shard.
   void zero();
@@ -82,9 +84,14 @@ class HostGradAccumulator {
   };
   float* host_slot(int k) const { return host_slots_ + k * chunk_; }
   void run_worker();
-  // dst[i] = dst[i] + src[i] for i < n, split over the worker and the helpers (fork-join).
+  // Runs job(piece, pieces) for piece = 0 .. pieces − 1 on the calling thread (piece 0) and the
+  // helpers (fork-join; pieces = helpers + 1). Called by one thread at a time (the worker's adds,
+  // or sumsq/zero after drain()).
+  void run_team(const std::function<void(int, int)>& job);
+  // dst[i] = dst[i] + src[i] for i < n, split over the team.
   void parallel_add(float* dst, const float* src, int64_t n);
   void run_helper(int index);
+  void stop_threads();
   // Rethrows (once) an error the worker met; call with mu_ held.
   void rethrow_locked();
 
@@ -117,9 +124,7 @@ class HostGradAccumulator {
   uint64_t job_gen_ = 0;
   int job_left_ = 0;
   bool team_stop_ = false;
-  float* job_dst_ = nullptr;
-  const float* job_src_ = nullptr;
-  int64_t job_n_ = 0;
+  const std::function<void(int, int)>* job_ = nullptr;
   int job_pieces_ = 1;
   std::vector<std::thread> team_;
 };

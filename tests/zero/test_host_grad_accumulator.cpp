@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "backend/cpu/cpu_ops.h"
@@ -57,7 +58,7 @@ TEST(HostGradAccumulator, OverwritesThenAddsEveryChunkInOrder) {
 
 // The adds split over a team of host threads (chunks of 2^17 columns: above the size below which
 // the worker adds alone, and not a multiple of the team's 3 pieces): bitwise the serial sums, for
-// every thread count.
+// every thread count; so is the team's sum of squares against CpuOps::sumsq.
 TEST(HostGradAccumulator, TeamAddsAreBitwiseTheSerialOnes) {
   CpuOps ops;
   constexpr int64_t C = int64_t{1} << 17, S = 3 * C - 5;
@@ -85,6 +86,14 @@ TEST(HostGradAccumulator, TeamAddsAreBitwiseTheSerialOnes) {
     EXPECT_EQ(bits(shard), bits(ref));
     if (want.empty()) want = shard;
     EXPECT_EQ(bits(shard), bits(want)) << "differs from the 1-thread run";
+    // The team's sum of squares (24 blocks, the last one short) is bitwise CpuOps::sumsq's.
+    double cpu = 0.0;
+    std::vector<double> ws(ops.sumsq_workspace_bytes(Tensor(nullptr, DType::kF32, {S})) / 8 + 1);
+    ops.sumsq(&cpu, Tensor(ref.data(), DType::kF32, {S}, Device::kCPU),
+              Tensor(ws.data(), DType::kU8, {static_cast<int64_t>(ws.size() * 8)}, Device::kCPU),
+              {});
+    const double team = acc.sumsq();
+    EXPECT_EQ(std::memcmp(&team, &cpu, sizeof(double)), 0) << team << " vs " << cpu;
   }
 }
 

@@ -86,6 +86,25 @@ inline float dot16(const float* a, const float* b, int64_t n) {
   return acc[0];
 }
 
+// One block of Ops::sumsq: Σ x_i² over [i0, i1) in fp64, in 8 lanes (element i in lane
+// (i − i0) % 8) combined as ((l0 + l4) + (l1 + l5)) + ((l2 + l6) + (l3 + l7)) — the CUDA kernel's
+// order (cuda_reduce.cu). The partials of consecutive blocks are then added in block order.
+template <class T>
+double sumsq_block(const T* p, int64_t i0, int64_t i1) {
+  double acc[8] = {};
+  int64_t i = i0;
+  for (; i + 8 <= i1; i += 8)
+    for (int k = 0; k < 8; ++k) {
+      const double v = ld(p, i + k);
+      acc[k] += v * v;
+    }
+  for (int k = 0; i < i1; ++i, ++k) {
+    const double v = ld(p, i);
+    acc[k] += v * v;
+  }
+  return ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+}
+
 // Carves consecutive 64-byte aligned regions out of a workspace tensor.
 class WorkspaceCarver {
  public:

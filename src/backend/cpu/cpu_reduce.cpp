@@ -46,19 +46,8 @@ void CpuOps::sumsq(double* out, const Tensor& x, const Tensor& workspace, Stream
     const T_* p = x.as<T_>();
 #pragma omp parallel for schedule(static) if (n >= kParallelWork)
     for (int64_t b = 0; b < nblk; ++b) {
-      const int64_t i0 = b * kSumsqBlock, i1 = std::min(n, i0 + kSumsqBlock);
-      double acc[8] = {};
-      int64_t i = i0;
-      for (; i + 8 <= i1; i += 8)
-        for (int k = 0; k < 8; ++k) {
-          const double v = ld(p, i + k);
-          acc[k] += v * v;
-        }
-      for (int k = 0; i < i1; ++i, ++k) {
-        const double v = ld(p, i);
-        acc[k] += v * v;
-      }
-      part[b] = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+      const int64_t i0 = b * kSumsqBlock;
+      part[b] = sumsq_block(p, i0, std::min(n, i0 + kSumsqBlock));
     }
   });
   double total = 0.0;
