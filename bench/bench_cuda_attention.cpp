@@ -103,8 +103,7 @@ int main(int argc_in, char** argv_in) {
   p.cu_dev = static_cast<const int32_t*>(dcu);
   const bool tc = which != zt::cuda::AttnKernels::kGeneric &&
                   zt::cuda::attention_uses_tensor_cores(p, {q, k, v, o, g, dq, dk, dv});
-  const bool sm90 =
-      tc && which == zt::cuda::AttnKernels::kAuto && zt::cuda::attention_uses_sm90(p);
+  const bool sm90 = tc && which == zt::cuda::AttnKernels::kAuto && zt::cuda::attention_uses_sm90(p);
   cudaEvent_t e0, e1;
   ok(cudaEventCreate(&e0));
   ok(cudaEventCreate(&e1));
@@ -134,9 +133,11 @@ int main(int argc_in, char** argv_in) {
   std::printf(
       "attention %s %s: %d x %d tokens, Hq %d, Hkv %d, D %d, window %lld, workspace %.1f MiB\n",
       bf16 ? "bf16" : "f32",
-      sm90 ? "tensor cores (Hopper wgmma forward)" : tc ? "tensor cores (mma.sync)" : "generic", n,
-      S, Hq, Hkv, D,
-      static_cast<long long>(window), zt::cuda::attention_workspace_bytes(p) / 1048576.0);
+      sm90 ? "tensor cores (Hopper wgmma forward)"
+      : tc ? "tensor cores (mma.sync)"
+           : "generic",
+      n, S, Hq, Hkv, D, static_cast<long long>(window),
+      zt::cuda::attention_workspace_bytes(p) / 1048576.0);
   std::printf("  forward  %8.3f ms  %6.1f TFLOP/s\n", tf, ffwd / tf / 1e9);
   std::printf("  backward %8.3f ms  %6.1f TFLOP/s (counted 2.5x forward)\n", tb,
               2.5 * ffwd / tb / 1e9);

@@ -477,7 +477,8 @@ TEST(CudaAttention, HopperKernelsMatchMmaSync) {
     const Outputs hopper = run_case(c, seed);
     c.kernels = cuda::AttnKernels::kMmaSync;
     const Outputs mma = run_case(c, seed);
-    const std::vector<float> lh = from_storage(hopper.lse, false), lm = from_storage(mma.lse, false);
+    const std::vector<float> lh = from_storage(hopper.lse, false),
+                             lm = from_storage(mma.lse, false);
     double lse_err = 0;
     for (size_t i = 0; i < lh.size(); ++i)
       lse_err = std::max(lse_err, std::abs(static_cast<double>(lh[i]) - lm[i]) /

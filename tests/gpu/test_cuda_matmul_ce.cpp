@@ -6,9 +6,9 @@
 // bf16 C: additionally one bf16 rounding step, |got - want| <= 2^-7·|want| + 1e-4·max|want|.
 // Cross-entropy fp32: loss and entropy within 1e-5 relative; dweight within 1e-5 of each row's
 // largest magnitude (of the whole tensor when dweight accumulates into old values); dhidden, a
-// product summed over the whole vocabulary (K = V = 151,936, terms of both signs), within the matmul
-// bound 1e-4 of the tensor's largest magnitude (per row it measured up to 1.3e-4 of the row's own
-// max on an H200 — summation order alone — so the per-row measure is too strict here);
+// product summed over the whole vocabulary (K = V = 151,936, terms of both signs), within the
+// matmul bound 1e-4 of the tensor's largest magnitude (per row it measured up to 1.3e-4 of the
+// row's own max on an H200 — summation order alone — so the per-row measure is too strict here);
 // argmax hits and target counts exact (on data where no hit is decided by less than 1e-4 in a
 // logit). bf16: loss and entropy 1e-5 (fp32 logits of bf16 values), dhidden / dweight 1e-2 in the
 // same measures (the GPU rounds G = grad_scale·(softmax - onehot) to bf16 for the backward

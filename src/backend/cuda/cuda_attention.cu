@@ -251,7 +251,11 @@ void attention_fwd(const AttnProblem& p, void* out, float* lse, const void* q, c
   const bool tc = which != AttnKernels::kGeneric && attention_uses_tensor_cores(p, {out, q, k, v});
   const bool sm90 = tc && which == AttnKernels::kAuto && attention_uses_sm90(p);
   const Ws ws = carve(p, workspace);
-  const unsigned grid = plan(p, sm90 ? kSm90Rows : tc ? kTcRows : kGenRows, ws, st, "attention_fwd");
+  const unsigned grid = plan(p,
+                             sm90 ? kSm90Rows
+                             : tc ? kTcRows
+                                  : kGenRows,
+                             ws, st, "attention_fwd");
   if (grid == 0) return;
   const KArgs ka = kargs(p, ws);
   if (sm90) {
@@ -273,7 +277,11 @@ void attention_bwd(const AttnProblem& p, void* dq, void* dk, void* dv, const voi
                   attention_uses_tensor_cores(p, {dq, dk, dv, dout, q, k, v, out});
   const bool sm90 = tc && which == AttnKernels::kAuto && attention_uses_sm90(p);
   const Ws ws = carve(p, workspace);
-  const unsigned grid = plan(p, sm90 ? kSm90Rows : tc ? kTcRows : kGenRows, ws, st, "attention_bwd");
+  const unsigned grid = plan(p,
+                             sm90 ? kSm90Rows
+                             : tc ? kTcRows
+                                  : kGenRows,
+                             ws, st, "attention_bwd");
   if (grid == 0) return;
   const KArgs ka = kargs(p, ws);
   const int64_t rows = p.T * p.Hq;

@@ -17,10 +17,10 @@ using bf16 = __nv_bfloat16;
 
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
-constexpr int kGenRows = 16;  // rows per tile of the generic kernels' work list
-constexpr int kTcRows = 64;   // rows per tile of the tensor-core kernels' work list
+constexpr int kGenRows = 16;    // rows per tile of the generic kernels' work list
+constexpr int kTcRows = 64;     // rows per tile of the tensor-core kernels' work list
 constexpr int kSm90Rows = 128;  // query rows per tile of the Hopper forward's work list
-constexpr int kMaxD = 256;    // largest head dim (generic kernels)
+constexpr int kMaxD = 256;      // largest head dim (generic kernels)
 
 // Arguments every attention kernel takes (by value).
 struct KArgs {
