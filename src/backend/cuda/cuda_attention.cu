@@ -229,6 +229,24 @@ bool attention_uses_sm90(const AttnProblem& p) {
 #endif
 }
 
+namespace {
+
+// The kernel family a call runs and its work list's rows per tile. The forward and the backward of
+// one problem choose alike (the backward recomputes P from the forward's lse).
+enum class Family { kGeneric, kMmaSync, kSm90 };
+struct Choice {
+  Family family;
+  int rows;
+};
+Choice choose(const AttnProblem& p, AttnKernels which, std::initializer_list<const void*> ptrs) {
+  if (which == AttnKernels::kGeneric || !attention_uses_tensor_cores(p, ptrs))
+    return {Family::kGeneric, kGenRows};
+  if (which == AttnKernels::kAuto && attention_uses_sm90(p)) return {Family::kSm90, kSm90Rows};
+  return {Family::kMmaSync, kTcRows};
+}
+
+}  // namespace
+
 bool attention_uses_tensor_cores(const AttnProblem& p, std::initializer_list<const void*> ptrs) {
   if (!p.bf16 || (p.D != 64 && p.D != 128 && p.D != 256)) return false;
   for (const void* ptr : ptrs)
@@ -248,19 +266,14 @@ void attention_fwd(const AttnProblem& p, void* out, float* lse, const void* q, c
   validate(p);
   if (p.T == 0) return;
   const auto st = static_cast<cudaStream_t>(stream);
-  const bool tc = which != AttnKernels::kGeneric && attention_uses_tensor_cores(p, {out, q, k, v});
-  const bool sm90 = tc && which == AttnKernels::kAuto && attention_uses_sm90(p);
+  const Choice c = choose(p, which, {out, q, k, v});
   const Ws ws = carve(p, workspace);
-  const unsigned grid = plan(p,
-                             sm90 ? kSm90Rows
-                             : tc ? kTcRows
-                                  : kGenRows,
-                             ws, st, "attention_fwd");
+  const unsigned grid = plan(p, c.rows, ws, st, "attention_fwd");
   if (grid == 0) return;
   const KArgs ka = kargs(p, ws);
-  if (sm90) {
+  if (c.family == Family::kSm90) {
     sm90_fwd(ka, grid, out, lse, q, k, v, st);
-  } else if (tc) {
+  } else if (c.family == Family::kMmaSync) {
     tc_fwd(ka, grid, out, lse, q, k, v, st);
   } else {
     generic_fwd(ka, grid, p.bf16, out, lse, q, k, v, st);
@@ -273,15 +286,9 @@ void attention_bwd(const AttnProblem& p, void* dq, void* dk, void* dv, const voi
   validate(p);
   if (p.T == 0) return;
   const auto st = static_cast<cudaStream_t>(stream);
-  const bool tc = which != AttnKernels::kGeneric &&
-                  attention_uses_tensor_cores(p, {dq, dk, dv, dout, q, k, v, out});
-  const bool sm90 = tc && which == AttnKernels::kAuto && attention_uses_sm90(p);
+  const Choice c = choose(p, which, {dq, dk, dv, dout, q, k, v, out});
   const Ws ws = carve(p, workspace);
-  const unsigned grid = plan(p,
-                             sm90 ? kSm90Rows
-                             : tc ? kTcRows
-                                  : kGenRows,
-                             ws, st, "attention_bwd");
+  const unsigned grid = plan(p, c.rows, ws, st, "attention_bwd");
   if (grid == 0) return;
   const KArgs ka = kargs(p, ws);
   const int64_t rows = p.T * p.Hq;
@@ -298,9 +305,9 @@ void attention_bwd(const AttnProblem& p, void* dq, void* dk, void* dv, const voi
   check_launch("attention_bwd");
   float* pk = p.Hq > p.Hkv ? ws.pk : nullptr;  // per-query-head partials, summed below
   float* pv = p.Hq > p.Hkv ? ws.pv : nullptr;
-  if (sm90) {
+  if (c.family == Family::kSm90) {
     sm90_bwd(ka, grid, ws.lse2, ws.Di, pk, pv, dq, dk, dv, dout, q, k, v, st);
-  } else if (tc) {
+  } else if (c.family == Family::kMmaSync) {
     tc_bwd(ka, grid, ws.lse2, ws.Di, pk, pv, dq, dk, dv, dout, q, k, v, st);
   } else {
     generic_bwd(ka, grid, p.bf16, lse, ws.Di, pk, pv, dq, dk, dv, dout, q, k, v, st);
