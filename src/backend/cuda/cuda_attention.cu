@@ -16,8 +16,10 @@
 //  * tensor cores (cuda_attention_tc.cu): bf16, D ∈ {64, 128, 256}, mma.sync m16n8k16 with fp32
 //    accumulators, FlashAttention-2 style 64×64 tiles with causal tile skipping.
 //  * Hopper (sm90/attention_sm90.cu, sm_90a only): bf16, D ∈ {64, 128}, no window — warpgroup MMA
-//    (wgmma) from 128-byte-swizzled shared memory, two warpgroups per block, the same work split,
-//    masks, determinism and workspace as the mma.sync kernels (tile table of 128 rows). On a
+//    (wgmma) from 128-byte-swizzled shared memory, two MMA warpgroups per block, the same masks
+//    and forward work split as the mma.sync kernels (tile table of 128 rows), and at D = 128 a
+//    fused backward: the dK/dV pass also forms dQ, added across key tiles in a fixed order (below).
+//    On a
 //    compute-capability-9.0 device kAuto takes it for the forward and the backward of such calls;
 //    the mma.sync kernels stay the path for sm_89, windows and D = 256, and the second check the
 //    GPU tests compare it against.
@@ -30,7 +32,8 @@
 // Varlen work lists: a tiny kernel turns cu_seqlens into tile_start[i] = Σ_{j<i} ceil(len_j / rows)
 // (device, in the workspace); a block b of the 1-D grid (Σ tiles × Hq blocks) takes query head
 // b % Hq and global tile b / Hq, and finds its sequence by binary search. Query tiles run heaviest
-// (last) first, key tiles of the dK/dV pass also heaviest (first) first, which evens the tail.
+// (last) first, key tiles of the mma.sync dK/dV pass also heaviest (first) first, which evens the
+// tail; the Hopper backward runs them lightest first (its dQ order needs it).
 //
 // Backward (both families): (1) a prep kernel writes Di = rowsum(dO∘O) and lse·log2(e) f32 [Hq, T];
 // (2) a dK/dV kernel, one block per (key tile, query head): it loops over the query tiles at and
@@ -42,9 +45,18 @@
 // blocks for Qwen2.5-1.5B (12 query / 2 KV heads), where one block per (KV head, key tile) would
 // leave the longest block ~2× the average on 132 SMs.
 //
-// Determinism: no atomics at all. Every output element is written by exactly one thread, which
-// adds its terms in an order fixed by the shapes (tile loops in index order, fixed warp-shuffle
-// trees, fixed mma k order); nothing depends on scheduling, the SM count or addresses.
+// The Hopper backward at D = 128 fuses (2) and (3): its dK/dV block also computes each query tile's
+// dQ partial dS·K and a writer warp adds it into an fp32 accumulator [Hq, T, D] (workspace) with a
+// bulk copy (first key tile) or bulk reduce-add (the others), one block at a time per query tile
+// in descending key-tile order, enforced by a per-(query tile, head) flag that each block waits on
+// (acquire) and advances (release) after its addition has completed; a small kernel then writes
+// dq = scale·accumulator in bf16. Blocks are issued lightest key tile first, so a block only ever
+// waits on blocks issued before it.
+//
+// Determinism: every output element is written by exactly one thread, or (the Hopper dQ
+// accumulator) added to by one block at a time in an order fixed by the shapes; each thread adds
+// its terms in an order fixed by the shapes too (tile loops in index order, fixed warp-shuffle
+// trees, fixed mma k order). Nothing depends on scheduling, the SM count or addresses.
 //
 // Resources (ptxas, sm_90; sm_89 within a few registers): tensor-core kernels 128 threads,
 // __launch_bounds__(128, 2), no spills — forward D=128 229 regs / 80 KiB smem, D=64 153 / 40 KiB;
@@ -162,7 +174,13 @@ struct Ws {
   float* lse2;
   float* pk;
   float* pv;
+  float* dqa;  // Hopper backward: dQ accumulator fp32 [Hq, T, D]
+  int* sem;    // Hopper backward: one flag per (64-row query tile, query head)
 };
+// Whether the backward runs the Hopper fused kernel (D = 128), whose dQ accumulator and flags live
+// in the workspace.
+bool sm90_fused_bwd(const AttnProblem& p) { return p.D == 128 && attention_uses_sm90(p); }
+
 Ws carve(const AttnProblem& p, void* base) {
   char* c = static_cast<char*>(base);
   Ws w{};
@@ -177,6 +195,12 @@ Ws carve(const AttnProblem& p, void* base) {
     w.pk = reinterpret_cast<float*>(c);
     c += align256(st * p.D);
     w.pv = reinterpret_cast<float*>(c);
+    c += align256(st * p.D);
+  }
+  if (sm90_fused_bwd(p)) {
+    w.dqa = reinterpret_cast<float*>(c);
+    c += align256(st * p.D);
+    w.sem = reinterpret_cast<int32_t*>(c);
   }
   return w;
 }
@@ -258,6 +282,9 @@ size_t attention_workspace_bytes(const AttnProblem& p) {
   const size_t st = static_cast<size_t>(p.T) * p.Hq * 4;
   size_t n = table_bytes(p) + 2 * align256(st);
   if (p.Hq > p.Hkv) n += 2 * align256(st * p.D);
+  // Hopper backward: the dQ accumulator and its flags (2 per 128-row tile and head; a sequence
+  // holds ≥ 1 token per tile, so ≤ 2·T·Hq of them).
+  if (sm90_fused_bwd(p)) n += align256(st * p.D) + align256(2 * st);
   return n;
 }
 
@@ -306,7 +333,7 @@ void attention_bwd(const AttnProblem& p, void* dq, void* dk, void* dv, const voi
   float* pk = p.Hq > p.Hkv ? ws.pk : nullptr;  // per-query-head partials, summed below
   float* pv = p.Hq > p.Hkv ? ws.pv : nullptr;
   if (c.family == Family::kSm90) {
-    sm90_bwd(ka, grid, ws.lse2, ws.Di, pk, pv, dq, dk, dv, dout, q, k, v, st);
+    sm90_bwd(ka, grid, ws.lse2, ws.Di, pk, pv, ws.dqa, ws.sem, dq, dk, dv, dout, q, k, v, st);
   } else if (c.family == Family::kMmaSync) {
     tc_bwd(ka, grid, ws.lse2, ws.Di, pk, pv, dq, dk, dv, dout, q, k, v, st);
   } else {

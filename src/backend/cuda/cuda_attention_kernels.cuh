@@ -46,6 +46,7 @@ __device__ __forceinline__ int query_end(const KArgs& a, int c, int L) {
 
 // The (sequence, tile, head) a block works on.
 struct Work {
+  int seq;     // sequence index
   int s0, L;   // first token and length of the sequence
   int tile;    // tile index within the sequence (rows [tile·rows, tile·rows + rows))
   int h, kvh;  // query head and its KV head
@@ -67,6 +68,7 @@ __device__ __forceinline__ Work block_work(const KArgs& a, int rows, bool revers
       hi = mid - 1;
     }
   }
+  w.seq = lo;
   w.s0 = a.cu[lo];
   w.L = a.cu[lo + 1] - w.s0;
   const int local = bt - a.tile_start[lo];
@@ -119,12 +121,14 @@ void tc_bwd(const KArgs& ka, unsigned grid, const float* lse2, const float* Di, 
 
 // Hopper kernels (sm90/attention_sm90.cu, built only when the build targets sm_90 —
 // ZT_HAVE_SM90A — and run only on a compute-capability-9.0 device): bf16, D = ka.D ∈ {64, 128},
-// no window (ka.window == 0), 16-byte aligned tensors, work list of kSm90Rows-row tiles (forward
-// and dQ: query tiles; dK/dV: key tiles). Arguments as tc_fwd / tc_bwd.
+// no window (ka.window == 0), 16-byte aligned tensors, work list of kSm90Rows-row tiles (forward:
+// query tiles; backward: key tiles). Arguments as tc_fwd / tc_bwd; the backward at D = 128 (fused)
+// also takes dqa, fp32 [Hq, T, D] (dQ accumulated in key-tile order), and sem, 2·grid ints (zeroed
+// by the call); at D = 64 (split: dK/dV then dQ kernel) they are unused.
 void sm90_fwd(const KArgs& ka, unsigned grid, void* out, float* lse, const void* q, const void* k,
               const void* v, cudaStream_t st);
 void sm90_bwd(const KArgs& ka, unsigned grid, const float* lse2, const float* Di, float* pk,
-              float* pv, void* dq, void* dk, void* dv, const void* dout, const void* q,
-              const void* k, const void* v, cudaStream_t st);
+              float* pv, float* dqa, int* sem, void* dq, void* dk, void* dv, const void* dout,
+              const void* q, const void* k, const void* v, cudaStream_t st);
 
 }  // namespace zt::cuda::attn

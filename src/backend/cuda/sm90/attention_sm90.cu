@@ -3,9 +3,13 @@
 // without a sliding window (the other cases, and every GPU before sm_90, run the mma.sync kernels
 // of cuda_attention_tc.cu, which stay the second check the GPU tests compare against). Compiled
 // for sm_90a only (src/CMakeLists.txt) and chosen at run time on a compute-capability-9.0 device.
-// The backward has the mma.sync family's structure (cuda_attention.cu): a dK/dV kernel per (key
-// tile, query head) looping over query tiles in order, then a dQ kernel per (query tile, query
-// head) looping over key tiles in order — no atomics, every element written by one thread.
+// The backward at D = 128 is one kernel per (key tile, query head) looping over query tiles in
+// order (attn_bwd_sm90): it writes dK and dV as the mma.sync family's dK/dV kernel does and also
+// forms each query tile's dQ partial, which writer warps add into an fp32 accumulator in a fixed
+// key-tile order (flags between blocks, FlashAttention-3's deterministic scheme) — P and dP are
+// computed once instead of again in a separate dQ pass (5 GEMMs per tile pair instead of 7). At
+// D = 64 it keeps the mma.sync family's split: a dK/dV kernel per (key tile, query head), then a dQ
+// kernel per (query tile, query head), each looping in order, every element written by one thread.
 //
 // Forward. Block: 128 query rows of one head (two warpgroups of 64 rows), key tiles of 128 up to
 // the diagonal in order, K/V double-buffered by cp.async (all 256 threads load; the next tile's
@@ -33,10 +37,14 @@
 // byte offset >> 4 in [16, 30), stride byte offset >> 4 in [32, 46), swizzle mode 1 (128 B) in
 // [62, 64).
 //
-// Resources (ptxas, sm_90a): 256 threads, one block per SM, no spills. Forward 238 / 216 registers
-// (D 128 / 64), shared memory Q + 2×(K, V) = 160 / 80 KiB; dK/dV 254 / 192 registers, K, V + 2×(Q,
-// dO) + lse2/Di = 129 / 65 KiB; dQ 180 / 138 registers, Q, dO + 2×(K, V) = 128 / 64 KiB; each plus
-// 1 KiB to align the tiles to the swizzle atom.
+// Resources (ptxas, sm_90a): one block per SM, no spills. Forward: 256 threads, 238 / 216 registers
+// (D 128 / 64), shared memory Q + 2×(K, V) = 160 / 80 KiB. Fused backward (D 128): 384 threads
+// launched at 168 registers, the MMA warpgroups raised to 240 and the writers lowered to 24
+// (setmaxnreg), shared memory K, V + 2×(Q, dO) + dSᵀ + 2 staged fp32 dQ tiles + lse2/Di = 209 KiB.
+// Split backward (D 64): dK/dV 192 registers, K, V + 2×(Q, dO) + lse2/Di = 65 KiB; dQ 138
+// registers, Q, dO + 2×(K, V) = 64 KiB. Each plus 1 KiB to align the tiles to the swizzle atom.
+
+#include <algorithm>
 
 #include "backend/cuda/cuda_attention_kernels.cuh"
 #include "backend/cuda/cuda_ptx.cuh"
@@ -134,21 +142,22 @@ __device__ __forceinline__ void wgmma_ss_n128(float (&d)[64], uint64_t da, uint6
       : "l"(da), "l"(db), "r"(scale_d));
 }
 
-// D[64×64] (+)= A·Bᵀ, A [64×16] and B [64×16] K-major in shared memory (descriptors);
-// scale_d = 0 overwrites D.
+// D[64×64] (+)= A·Bᵀ, A [64×16] and B [64×16] from shared memory (descriptors), K-major, or
+// MN-major where TA / TB = 1 (the transpose bits, bf16 only); scale_d = 0 overwrites D.
+template <int TA = 0, int TB = 0>
 __device__ __forceinline__ void wgmma_ss_n64(float (&d)[32], uint64_t da, uint64_t db,
                                              int scale_d) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, "
       "%9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, "
-      "%27, %28, %29, %30, %31}, %32, %33, p, 1, 1, 0, 0;\n}\n"
+      "%27, %28, %29, %30, %31}, %32, %33, p, 1, 1, %35, %36;\n}\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
         "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
         "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
         "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
         "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-      : "l"(da), "l"(db), "r"(scale_d));
+      : "l"(da), "l"(db), "r"(scale_d), "n"(TA), "n"(TB));
 }
 
 // D[64×64] += A·B, A [64×16] bf16 in registers (per warp the mma.m16n8k16 A fragment of its 16
@@ -208,25 +217,6 @@ __device__ __forceinline__ void tile_ready(bool more) {
   __syncthreads();
 }
 
-// Key-tile loop step j of nkv (forward, dQ): starts the copy of K/V tile j + 1 (R rows each, of
-// a sequence of L tokens from kb / vb) into the other buffer, waits for tile j and returns its
-// buffer offset (bytes). Every thread must have finished reading that other buffer.
-template <int D, int R>
-__device__ __forceinline__ uint32_t kv_step(int j, int nkv, uint32_t sK, uint32_t sV,
-                                            const bf16* kb, const bf16* vb, int64_t ldk, int L) {
-  constexpr uint32_t kTB = R * D * 2;
-  if (j + 1 < nkv) {
-    const uint32_t nbuf = ((j + 1) & 1) * kTB;
-    const int64_t off = static_cast<int64_t>(j + 1) * R * ldk;
-    const int nv = min(R, L - (j + 1) * R);
-    load_tile<D, R>(sK + nbuf, kb + off, ldk, nv);
-    load_tile<D, R>(sV + nbuf, vb + off, ldk, nv);
-    cp_async_commit();
-  }
-  tile_ready(j + 1 < nkv);
-  return (j & 1) * kTB;
-}
-
 // Forward (see the file comment). grid: Σ ceil(len / 128) tiles × Hq blocks (tile table of
 // kSm90Rows rows).
 template <int D>
@@ -243,10 +233,10 @@ __global__ void __launch_bounds__(kThreads, 1)
   const bf16* kb = k + w.s0 * ldk + w.kvh * D;
   const bf16* vb = v + w.s0 * ldk + w.kvh * D;
   const int nkv = w.tile + 1;
-  // Copy groups: {Q, K0, V0}, {K1}, then per iteration j {V(j+1), K(j+2)} (possibly empty), so
-  // that iteration j finds K(j+1) and V(j) landed while the next group is in flight. K(j+2)
-  // refills K(j)'s buffer and V(j+1) V(j−1)'s: both were last read before the previous
-  // iteration's closing barrier (for j = 0, K(0) before the barrier after the prologue).
+  // Copy groups: {Q, K0, V0}, {K1}, then per iteration j {V(j+1), K(j+2)} (possibly empty),
+  // issued right after iteration j's opening barrier: every thread is then past iteration j − 1,
+  // the last reader of the buffers they refill (V(j−1)'s, and K(j)'s: S(j) was waited for in
+  // iteration j − 1), and they land while iteration j computes (one barrier per key tile).
   load_tile<D, kBM>(sQ, q + (w.s0 + m0) * ldq + w.h * D, ldq, min(kBM, w.L - m0));
   load_tile<D, kBN>(sK, kb, ldk, min(kBN, w.L));
   load_tile<D, kBN>(sV, vb, ldk, min(kBN, w.L));
@@ -324,17 +314,16 @@ __global__ void __launch_bounds__(kThreads, 1)
   issue_s(0);
   wg_wait0();
   keep(s);
-  softmax(0);  // O is 0: no rescale
-  // Both warpgroups have read K(0) before iteration 0 refills its buffer with K(2). (Without this
-  // barrier one warpgroup's copy could overwrite K(0) under the other's S(0): wrong results on
-  // sequences of 3+ key tiles whenever the warpgroups drift apart, as under compute-sanitizer.)
-  __syncthreads();
+  softmax(0);         // O is 0: no rescale
   uint32_t pa[8][4];  // P(j) as the A operand: 16 keys per k step
   for (int j = 0; j + 1 < nkv; ++j) {
+    // K(j+1) and V(j) landed; both warpgroups are past iteration j − 1 (for j = 0: past S(0),
+    // so K(2) may overwrite K(0) — without this, one warpgroup's copy could land under the
+    // other's S(0), as a compute-sanitizer racecheck run once showed).
+    tile_ready(false);
     load_v(j + 1);
     if (j + 2 < nkv) load_k(j + 2);
     cp_async_commit();
-    tile_ready(true);  // K(j+1), V(j)
     pack_a(s, pa);
     wg_fence();
     issue_s(j + 1);  // S(j+1) on the tensor cores, then P(j)·V(j) ...
@@ -351,7 +340,6 @@ __global__ void __launch_bounds__(kThreads, 1)
     for (int nb = 0; nb < kNB; ++nb)
 #pragma unroll
       for (int i = 0; i < 32; ++i) o[nb][i] *= alpha[(i >> 1) & 1];
-    __syncthreads();  // V(j)'s and K(j+1)'s buffers are refilled by the next iterations
   }
   tile_ready(false);  // the last V
   pack_a(s, pa);
@@ -382,7 +370,27 @@ __global__ void __launch_bounds__(kThreads, 1)
 #endif
 }
 
-// dK/dV contribution of query head h (deterministic: one writer per element, query tiles in
+// Key-tile loop step j of nkv (forward, dQ): starts the copy of K/V tile j + 1 (R rows each, of
+// a sequence of L tokens from kb / vb) into the other buffer, waits for tile j and returns its
+// buffer offset (bytes). Every thread must have finished reading that other buffer.
+template <int D, int R>
+__device__ __forceinline__ uint32_t kv_step(int j, int nkv, uint32_t sK, uint32_t sV,
+                                            const bf16* kb, const bf16* vb, int64_t ldk, int L) {
+  constexpr uint32_t kTB = R * D * 2;
+  if (j + 1 < nkv) {
+    const uint32_t nbuf = ((j + 1) & 1) * kTB;
+    const int64_t off = static_cast<int64_t>(j + 1) * R * ldk;
+    const int nv = min(R, L - (j + 1) * R);
+    load_tile<D, R>(sK + nbuf, kb + off, ldk, nv);
+    load_tile<D, R>(sV + nbuf, vb + off, ldk, nv);
+    cp_async_commit();
+  }
+  tile_ready(j + 1 < nkv);
+  return (j & 1) * kTB;
+}
+
+// The split backward (D = 64): this dK/dV kernel, then the dQ kernel below, as the mma.sync family
+// does. dK/dV contribution of query head h (deterministic: one writer per element, query tiles in
 // order). Block: 128 keys (64 per warpgroup), query tiles of 64 rows from the one holding the
 // block's first key to the sequence end, Q / dO / lse2 / Di double-buffered. Per warpgroup and
 // query tile: Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ (wgmma m64n64k16, K-major operands), Pᵀ = 2^(Sᵀ·scale·log2e
@@ -610,6 +618,293 @@ __global__ void __launch_bounds__(kThreads, 1)
 #endif
 }
 
+// Ordered accumulation between blocks (the fused backward's dQ): a flag read with acquire and
+// written with release semantics at GPU scope (PTX ISA, memory consistency model), named barriers
+// between the MMA warpgroups and the dQ writers, and the bulk asynchronous copies (cp.async.bulk,
+// shared → global, plain or .add.f32 reduction) the writers issue.
+__device__ __forceinline__ int ld_acquire(const int* p) {
+  int v;
+  asm volatile("ld.acquire.gpu.global.b32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ void st_release(int* p, int v) {
+  asm volatile("st.release.gpu.global.b32 [%0], %1;\n" ::"l"(p), "r"(v) : "memory");
+}
+__device__ __forceinline__ void bar_sync(int id, int n) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(n) : "memory");
+}
+__device__ __forceinline__ void bar_arrive(int id, int n) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(n) : "memory");
+}
+__device__ __forceinline__ void bulk_s2g(float* dst, uint32_t src, uint32_t bytes, bool add) {
+  if (add) {
+    asm volatile(
+        "cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;\n" ::"l"(dst),
+        "r"(src), "r"(bytes)
+        : "memory");
+  } else {
+    asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;\n" ::"l"(dst),
+                 "r"(src), "r"(bytes)
+                 : "memory");
+  }
+  asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+}
+
+// The fused backward at D = 128 (D = 64 runs the split kernels below: at half the GEMM work per
+// tile the fused kernel's fixed per-tile costs — the dSᵀ store and barrier, the staging — made it
+// 8-11 % slower there on an H200, while it is 3-6 % faster at D = 128), of query head h for one key
+// tile (deterministic: see below). Block: two MMA
+// warpgroups (threads 0-255) and two dQ-writer warps (warpgroup 2, warps 8 and 9, one per staging
+// buffer, i.e. alternate query tiles; its other two warps exit), registers moved to the MMA
+// warpgroups (setmaxnreg 240 / 24, as FlashAttention-3 splits them). The MMA warpgroups: 128 keys
+// (64 each), query tiles of 64 rows from the one holding the block's first key to the sequence end
+// in order, Q / dO / lse2 / Di double-buffered. Per warpgroup and query tile: Sᵀ = K·Qᵀ and dPᵀ =
+// V·dOᵀ (wgmma m64n64k16, K-major operands), Pᵀ = 2^(Sᵀ·scale·log2e − lse2[q]) masked where q < key
+// or q ≥ L, dSᵀ = Pᵀ·(dPᵀ − Di[q]), then dV += bf16(Pᵀ)·dO and dK += bf16(dSᵀ)·Q (P and dS from
+// registers, dO and Q MN-major), and the tile's dQ partial bf16(dS)·K (dSᵀ stored to shared memory
+// and read back transposed, K MN-major; each warpgroup 64 of the output columns over all 128
+// keys), staged in one of two fp32 buffers. The writers add staged tiles into dqa [Hq, T, D] fp32
+// in a fixed order: query tile i's partials come from key tiles n = i/2, i/2 − 1, …, 0; block n
+// waits until the tile's flag (sem, zeroed before the launch) reads i/2 − n, copies (n = i/2) or
+// reduce-adds its tile with one bulk copy, waits for it to complete and sets the flag to i/2 − n
+// + 1. Each reduction completes before the next starts, so every element's sum has one order:
+// bitwise repeatable. Blocks run lightest key tile first (block_work reverse), so every block waits
+// only on blocks launched before it (no deadlock whatever the residency), and block n + 1 starts
+// two query tiles ahead of block n. Staged rows are stored with their 16-byte chunks XOR-swizzled
+// by (token & 7) (conflict-free stores; the bulk copy moves them as they are);
+// attn_dq_convert_kernel undoes it: dQ = scale·dqa. Writes scale·dK and dV as the mma.sync kernel
+// does: fp32 partials pk/pv [T, Hq, D] when non-null, else dk/dv [T, Hkv, D].
+constexpr int kBwdThreads = 384;
+constexpr int kBarMma = 1, kBarFull = 2, kBarEmpty = 4;  // named barriers (0: __syncthreads)
+constexpr int kBarWriter = 256 + 32;                     // MMA threads + one writer warp
+
+// Offset (floats) of element (r, c) of a staged dQ row r of token t: chunk c/4 swizzled by t & 7.
+template <int D>
+__device__ __forceinline__ int dq_slot(int r, int c, int64_t t) {
+  return r * D + ((((c >> 2) ^ static_cast<int>(t & 7))) << 2) + (c & 3);
+}
+
+template <int D>
+__global__ void __launch_bounds__(kBwdThreads, 1)
+    attn_bwd_sm90(KArgs a, const bf16* q, const bf16* k, const bf16* v, const bf16* dout,
+                  const float* lse2, const float* Di, float* pk, float* pv, bf16* dk, bf16* dv,
+                  float* dqa, int* sem) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  constexpr int kKeys = 128, kRows = 64;
+  constexpr uint32_t kKB = kKeys * D * 2, kQB = kRows * D * 2, kSB = kRows * D * 4;
+  constexpr int kNB = D / 64;
+  extern __shared__ unsigned char smem[];
+  const uint32_t s0addr = smem_u32(smem);
+  const uint32_t sK = (s0addr + 1023u) & ~1023u, sV = sK + kKB, sQ = sV + kKB, sdO = sQ + 2 * kQB;
+  const uint32_t sdS = sdO + 2 * kQB;          // dSᵀ [128 keys × 64 q] bf16, swizzled
+  const uint32_t sAcc = sdS + kKeys * 64 * 2;  // 2 staged dQ tiles [64][D] f32
+  const uint32_t sStat = sAcc + 2 * kSB;       // [2 buffers][lse2 64 | Di 64] f32
+  const float* stat = reinterpret_cast<const float*>(smem + (sStat - s0addr));
+  float* acc_s = reinterpret_cast<float*>(smem + (sAcc - s0addr));
+  const Work w = block_work(a, kKeys, true);
+  const int n0 = w.tile * kKeys;
+  const int i0 = n0 / kRows, ntiles = (w.L + kRows - 1) / kRows;
+  const int64_t sbase = static_cast<int64_t>(w.h) * a.T + w.s0;
+  const int tid = static_cast<int>(threadIdx.x);
+  const int wg = tid >> 7, warp = (tid >> 5) & 3, lane = tid & 31;
+
+  if (wg == 2) {  // the dQ writer
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 24;\n" ::: "memory");
+    if (warp >= 2) return;
+    float* dqb = dqa + sbase * D;  // this sequence's rows of head h
+    int* semb = sem + static_cast<int64_t>(2 * a.tile_start[w.seq]) * a.Hq + w.h;
+    const int sb = warp;  // writer warp sb sends the tiles staged in buffer sb
+    for (int i = i0 + sb; i < ntiles; i += 2) {
+      bar_sync(kBarFull + sb, kBarWriter);
+      const int turn = i / 2 - w.tile;
+      int* flag = semb + static_cast<int64_t>(i) * a.Hq;
+      if (lane == 0) {
+#ifndef ZT_ATTN_DIAG_NO_ORDER
+        if (turn > 0)
+          while (ld_acquire(flag) != turn) {
+          }
+#endif
+        const uint32_t bytes = static_cast<uint32_t>(min(kRows, w.L - i * kRows)) * D * 4;
+        bulk_s2g(dqb + static_cast<int64_t>(i) * kRows * D, sAcc + sb * kSB, bytes, turn > 0);
+        asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+      }
+      __syncwarp();
+      bar_arrive(kBarEmpty + sb, kBarWriter);  // the buffer may be refilled
+      if (lane == 0) {
+        asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
+        asm volatile("fence.proxy.async.global;\n" ::: "memory");
+        st_release(flag, turn + 1);
+      }
+      __syncwarp();
+    }
+    return;
+  }
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 240;\n" ::: "memory");
+
+  const int64_t ldq = static_cast<int64_t>(a.Hq) * D, ldk = static_cast<int64_t>(a.Hkv) * D;
+  const int64_t koff = (w.s0 + n0) * ldk + w.kvh * D;
+  const bf16* qb = q + w.s0 * ldq + w.h * D;
+  const bf16* gb = dout + w.s0 * ldq + w.h * D;
+  auto prefetch = [&](int i, int b) {
+    const int nv = min(kRows, w.L - i * kRows);
+    load_tile<D, kRows>(sQ + b * kQB, qb + static_cast<int64_t>(i) * kRows * ldq, ldq, nv);
+    load_tile<D, kRows>(sdO + b * kQB, gb + static_cast<int64_t>(i) * kRows * ldq, ldq, nv);
+    if (tid < 2 * kRows) {  // threads 0-63: lse2, 64-127: Di
+      const int r = tid & (kRows - 1);
+      const bool ok = r < nv;
+      const float* src = (tid < kRows ? lse2 : Di) + sbase + i * kRows + (ok ? r : 0);
+      cp_async4(sStat + (b * 2 * kRows + tid) * 4, src, ok);
+    }
+  };
+  load_tile<D, kKeys>(sK, k + koff, ldk, min(kKeys, w.L - n0));
+  load_tile<D, kKeys>(sV, v + koff, ldk, min(kKeys, w.L - n0));
+  prefetch(i0, 0);
+  cp_async_commit();
+
+  const int kl = wg * 64 + warp * 16 + (lane >> 2);  // block key of elements 0, 1 (+8: 2, 3)
+  const int key0 = n0 + kl;
+  const int c2 = (lane & 3) * 2;
+  const uint32_t sKwg = sK + wg * 64 * 128, sVwg = sV + wg * 64 * 128;
+  float gk[kNB][32], gv[kNB][32];
+#pragma unroll
+  for (int nb = 0; nb < kNB; ++nb)
+#pragma unroll
+    for (int e = 0; e < 32; ++e) gk[nb][e] = gv[nb][e] = 0.0f;
+
+  for (int i = i0; i < ntiles; ++i) {
+    const int b = (i - i0) & 1;
+    cp_async_wait<0>();
+    fence_async_smem();
+    // Tile i's Q, dO, lse2, Di landed, and every thread is past tile i − 1 (whose buffer the
+    // next prefetch refills): one barrier per tile.
+    bar_sync(kBarMma, 256);
+    if (i + 1 < ntiles) {
+      prefetch(i + 1, b ^ 1);
+      cp_async_commit();
+    }
+    const uint32_t tQ = sQ + b * kQB, tdO = sdO + b * kQB;
+    const float* ls = stat + b * 2 * kRows;
+    const float* dd = ls + kRows;
+    float s[32], dp[32];
+    wg_fence();
+    // Five GEMMs in five groups, each element-wise step overlapping the next GEMM: Pᵀ while
+    // dPᵀ runs, dSᵀ while dV += Pᵀ·dO runs, the dSᵀ store while dK += dSᵀ·Q runs.
+    mma_abt64<D, kKeys, kRows>(s, sKwg, tQ);
+    wg_commit();
+    mma_abt64<D, kKeys, kRows>(dp, sVwg, tdO);
+    wg_commit();
+    wg_wait<1>();  // Sᵀ
+    keep(s);
+    const bool edge = i * kRows < n0 + kKeys || (i + 1) * kRows > w.L;
+#pragma unroll
+    for (int e = 0; e < 32; ++e) {
+      const int col = (e >> 2) * 8 + c2 + (e & 1);
+      const int qrow = i * kRows + col, key = key0 + ((e >> 1) & 1) * 8;
+      float p = exp2f(s[e] * a.scale_log2 - ls[col]);
+      if (edge && (qrow < key || qrow >= w.L)) p = 0.0f;
+      s[e] = p;
+    }
+    uint32_t pa[4][4], da[4][4];
+    pack_a(s, pa);
+    wg_fence();
+    mma_pb<D, kRows>(gv, pa, tdO);
+    wg_commit();
+    wg_wait<1>();  // dPᵀ
+    keep(dp);
+#pragma unroll
+    for (int e = 0; e < 32; ++e) dp[e] = s[e] * (dp[e] - dd[(e >> 2) * 8 + c2 + (e & 1)]);
+    pack_a(dp, da);
+    wg_fence();
+    mma_pb<D, kRows>(gk, da, tQ);
+    wg_commit();
+    // dSᵀ to shared memory: register [kq][r] holds keys kl + (r & 1)·8, query columns
+    // (2·kq + r / 2)·8 + c2 and + 1 (the A-fragment layout of pack_a).
+#pragma unroll
+    for (int kq = 0; kq < 4; ++kq)
+#pragma unroll
+      for (int r = 0; r < 4; ++r)
+        *reinterpret_cast<uint32_t*>(smem + (sdS - s0addr) +
+                                     sw128<kKeys>(kl + (r & 1) * 8, (2 * kq + (r >> 1)) * 8) +
+                                     c2 * 2) = da[kq][r];
+    fence_async_smem();
+    bar_sync(kBarMma, 256);  // both warpgroups' dSᵀ (D 128 reads all 128 keys)
+    float gq[32];
+    wg_fence();
+    // dQ partial [64 q × this warpgroup's 64 columns] = dS·K over all 128 keys: A = dSᵀ read
+    // transposed, B = K MN-major (16-key steps).
+#pragma unroll
+    for (int kq = 0; kq < kKeys / 16; ++kq)
+      wgmma_ss_n64<1, 1>(gq, desc_sw128(sdS + kq * 2048, 1024, 1024),
+                         desc_sw128(sK + wg * (kKeys * 128) + kq * 2048, 1024, 1024),
+                         kq > 0 ? 1 : 0);
+    wg_commit();
+    wg_wait0();
+#pragma unroll
+    for (int nb = 0; nb < kNB; ++nb) {
+      keep(gv[nb]);
+      keep(gk[nb]);
+    }
+    keep(gq);
+    keep(pa);
+    keep(da);
+    // Stage the tile once the writer has sent what this buffer held two tiles ago.
+    const int sb = (i - i0) & 1;
+    if (i - i0 >= 2) bar_sync(kBarEmpty + sb, kBarWriter);
+    float* st = acc_s + sb * (kSB / 4);
+    const int row = warp * 16 + (lane >> 2);
+    const int64_t t0 = w.s0 + static_cast<int64_t>(i) * kRows;
+#pragma unroll
+    for (int e = 0; e < 32; e += 2) {
+      const int rr = row + ((e >> 1) & 1) * 8, col = wg * 64 + (e >> 2) * 8 + c2;
+      *reinterpret_cast<float2*>(st + dq_slot<D>(rr, col, t0 + rr)) = make_float2(gq[e], gq[e + 1]);
+    }
+    fence_async_smem();  // the staged tile visible to the bulk copy (async proxy)
+    bar_arrive(kBarFull + sb, kBarWriter);
+  }
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int key = key0 + r * 8;
+    if (key >= w.L) continue;
+#pragma unroll
+    for (int nb = 0; nb < kNB; ++nb)
+#pragma unroll
+      for (int x = 0; x < 8; ++x) {
+        const int col = nb * 64 + x * 8 + c2, e = 4 * x + 2 * r;
+        if (pk) {
+          const int64_t base = ((w.s0 + key) * static_cast<int64_t>(a.Hq) + w.h) * D + col;
+          *reinterpret_cast<float2*>(pk + base) =
+              make_float2(a.scale * gk[nb][e], a.scale * gk[nb][e + 1]);
+          *reinterpret_cast<float2*>(pv + base) = make_float2(gv[nb][e], gv[nb][e + 1]);
+        } else {
+          const int64_t base = (w.s0 + key) * ldk + w.kvh * D + col;
+          *reinterpret_cast<uint32_t*>(dk + base) =
+              pack_bf16(a.scale * gk[nb][e], a.scale * gk[nb][e + 1]);
+          *reinterpret_cast<uint32_t*>(dv + base) = pack_bf16(gv[nb][e], gv[nb][e + 1]);
+        }
+      }
+  }
+#endif
+}
+
+// dq[t, h, :] = bf16(scale·dqa[h, t, :]), dqa's 16-byte chunks swizzled by t & 7 (dq_slot); four
+// elements per thread, grid-stride.
+template <int D>
+__global__ void __launch_bounds__(256)
+    attn_dq_convert_kernel(const float* dqa, bf16* dq, int64_t T, int Hq, float scale) {
+  const int64_t n4 = T * Hq * D / 4;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n4;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t row = i / (D / 4);  // h·T + t
+    const int64_t h = row / T, t = row - h * T;
+    const int c = static_cast<int>(i - row * (D / 4)) * 4;
+    const float4 x = *reinterpret_cast<const float4*>(dqa + row * D + dq_slot<D>(0, c, t));
+    uint2 o;
+    o.x = pack_bf16(scale * x.x, scale * x.y);
+    o.y = pack_bf16(scale * x.z, scale * x.w);
+    *reinterpret_cast<uint2*>(dq + (t * Hq + h) * D + c) = o;
+  }
+}
+
 template <int D>
 void fwd(const KArgs& ka, unsigned grid, void* out, float* lse, const void* q, const void* k,
          const void* v, cudaStream_t st) {
@@ -619,10 +914,11 @@ void fwd(const KArgs& ka, unsigned grid, void* out, float* lse, const void* q, c
          static_cast<bf16*>(out), lse);
 }
 
-template <int D>
-void bwd(const KArgs& ka, unsigned grid, const float* lse2, const float* Di, float* pk, float* pv,
-         void* dq, void* dk, void* dv, const void* dout, const void* q, const void* k,
-         const void* v, cudaStream_t st) {
+// The split backward (D = 64).
+void bwd_split(const KArgs& ka, unsigned grid, const float* lse2, const float* Di, float* pk,
+               float* pv, void* dq, void* dk, void* dv, const void* dout, const void* q,
+               const void* k, const void* v, cudaStream_t st) {
+  constexpr int D = 64;
   const bf16 *tq = static_cast<const bf16*>(q), *tk = static_cast<const bf16*>(k),
              *tv = static_cast<const bf16*>(v), *tg = static_cast<const bf16*>(dout);
   constexpr size_t kDkdvSmem = static_cast<size_t>(2 * 128 + 4 * 64) * D * 2 + 1024 + 1024;
@@ -633,15 +929,35 @@ void bwd(const KArgs& ka, unsigned grid, const float* lse2, const float* Di, flo
          Di, static_cast<bf16*>(dq));
 }
 
+// The fused backward (D = 128).
+void bwd_fused(const KArgs& ka, unsigned grid, const float* lse2, const float* Di, float* pk,
+               float* pv, float* dqa, int* sem, void* dq, void* dk, void* dv, const void* dout,
+               const void* q, const void* k, const void* v, cudaStream_t st) {
+  constexpr int D = 128;
+  // K, V, 2 × (Q, dO), dSᵀ, lse2/Di, the staged dQ partial(s), 1 KiB to align.
+  constexpr size_t kSmem =
+      static_cast<size_t>(2 * 128 + 4 * 64) * D * 2 + 128 * 64 * 2 + 2 * 64 * D * 4 + 1024 + 1024;
+  // One flag per (64-row query tile, query head): 2 per 128-row tile of the grid.
+  check(cudaMemsetAsync(sem, 0, static_cast<size_t>(grid) * 2 * sizeof(int), st), "attention_bwd");
+  launch(attn_bwd_sm90<D>, grid, kBwdThreads, kSmem, st, "attention_bwd", ka,
+         static_cast<const bf16*>(q), static_cast<const bf16*>(k), static_cast<const bf16*>(v),
+         static_cast<const bf16*>(dout), lse2, Di, pk, pv, static_cast<bf16*>(dk),
+         static_cast<bf16*>(dv), dqa, sem);
+  const int64_t n4 = ka.T * ka.Hq * D / 4;
+  const unsigned g = static_cast<unsigned>(std::min<int64_t>((n4 + 255) / 256, 65536));
+  attn_dq_convert_kernel<D><<<g, 256, 0, st>>>(dqa, static_cast<bf16*>(dq), ka.T, ka.Hq, ka.scale);
+  check_launch("attention_bwd");
+}
+
 }  // namespace
 
 void sm90_bwd(const KArgs& ka, unsigned grid, const float* lse2, const float* Di, float* pk,
-              float* pv, void* dq, void* dk, void* dv, const void* dout, const void* q,
-              const void* k, const void* v, cudaStream_t st) {
+              float* pv, float* dqa, int* sem, void* dq, void* dk, void* dv, const void* dout,
+              const void* q, const void* k, const void* v, cudaStream_t st) {
   if (ka.D == 64) {
-    bwd<64>(ka, grid, lse2, Di, pk, pv, dq, dk, dv, dout, q, k, v, st);
+    bwd_split(ka, grid, lse2, Di, pk, pv, dq, dk, dv, dout, q, k, v, st);
   } else {
-    bwd<128>(ka, grid, lse2, Di, pk, pv, dq, dk, dv, dout, q, k, v, st);
+    bwd_fused(ka, grid, lse2, Di, pk, pv, dqa, sem, dq, dk, dv, dout, q, k, v, st);
   }
 }
 
