@@ -446,6 +446,16 @@ TEST(CudaAttention, WindowAtLeastTheLengthIsCausal) {
   }
 }
 
+// A problem the Hopper kernels take on a compute-capability-9.0 device (bf16, D 128, no window).
+cuda::AttnProblem hopper_probe() {
+  cuda::AttnProblem p;
+  p.T = 256;
+  p.Hq = p.Hkv = 1;
+  p.D = 128;
+  p.bf16 = true;
+  return p;
+}
+
 // The Hopper (wgmma) kernels against the mma.sync kernels on the same inputs (an sm_90 device
 // only): kAuto picks them for bf16 D 64/128 without a window; out, dq, dk, dv agree to bf16
 // rounding (both round P and dS to bf16 but accumulate in different orders), lse to fp32 rounding.
@@ -454,11 +464,7 @@ TEST(CudaAttention, WindowAtLeastTheLengthIsCausal) {
 // equal on an H200.)
 TEST(CudaAttention, HopperKernelsMatchMmaSync) {
   SKIP_WITHOUT_GPU();
-  cuda::AttnProblem probe;
-  probe.T = 256;
-  probe.Hq = probe.Hkv = 1;
-  probe.D = 128;
-  probe.bf16 = true;
+  cuda::AttnProblem probe = hopper_probe();
   if (!cuda::attention_uses_sm90(probe)) GTEST_SKIP() << "not a compute capability 9.0 device";
   probe.window = 100;
   EXPECT_FALSE(cuda::attention_uses_sm90(probe)) << "a window runs the mma.sync kernels";
@@ -505,12 +511,8 @@ TEST(CudaAttention, HopperKernelsMatchMmaSync) {
 // cases above.)
 TEST(CudaAttention, HopperBackwardIsBitwiseRepeatableAtScale) {
   SKIP_WITHOUT_GPU();
-  cuda::AttnProblem probe;
-  probe.T = 256;
-  probe.Hq = probe.Hkv = 1;
-  probe.D = 128;
-  probe.bf16 = true;
-  if (!cuda::attention_uses_sm90(probe)) GTEST_SKIP() << "not a compute capability 9.0 device";
+  if (!cuda::attention_uses_sm90(hopper_probe()))
+    GTEST_SKIP() << "not a compute capability 9.0 device";
   const std::vector<Case> cases = {
       {"D128 rep6 {16384}", {16384}, 12, 2, 128, true},
       {"D64 rep7 {5000,5000,5000}", {5000, 5000, 5000}, 14, 2, 64, true},

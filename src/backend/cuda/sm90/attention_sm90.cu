@@ -389,6 +389,112 @@ __device__ __forceinline__ uint32_t kv_step(int j, int nkv, uint32_t sK, uint32_
   return (j & 1) * kTB;
 }
 
+// Backward helpers shared by the split dK/dV kernel and the fused kernel (both: 128 keys per
+// block, 64 per warpgroup, 64-row query tiles).
+
+// cp.async of query tile i (64 rows of a sequence of L tokens): Q and dO rows from qb / gb (row
+// stride ldq) into swizzled tiles at tQ / tdO, lse2 and Di (the sequence's, head-major) into
+// stat[0, 64) / [64, 128) (f32). Rows ≥ L are zero-filled. Threads 0-255 take part.
+template <int D>
+__device__ __forceinline__ void bwd_prefetch(uint32_t tQ, uint32_t tdO, uint32_t stat,
+                                             const bf16* qb, const bf16* gb, int64_t ldq,
+                                             const float* lse2, const float* Di, int i, int L) {
+  constexpr int kRows = 64;
+  const int nv = min(kRows, L - i * kRows), tid = static_cast<int>(threadIdx.x);
+  load_tile<D, kRows>(tQ, qb + static_cast<int64_t>(i) * kRows * ldq, ldq, nv);
+  load_tile<D, kRows>(tdO, gb + static_cast<int64_t>(i) * kRows * ldq, ldq, nv);
+  if (tid < 2 * kRows) {  // threads 0-63: lse2, 64-127: Di
+    const int r = tid & (kRows - 1);
+    const bool ok = r < nv;
+    cp_async4(stat + tid * 4, (tid < kRows ? lse2 : Di) + i * kRows + (ok ? r : 0), ok);
+  }
+}
+
+// Pᵀ = 2^(Sᵀ·scale_log2 − lse2[q]) in place for one warpgroup's [64 keys × 64 query rows] tile
+// (wgmma accumulator layout: element e is key key0 + ((e >> 1) & 1)·8, query row q0 + (e >> 2)·8 +
+// c2 + (e & 1)); `edge`: zero where the query row is before the key or ≥ L.
+__device__ __forceinline__ void bwd_probs(float (&s)[32], const float* lse2, float scale_log2,
+                                          int q0, int key0, int c2, int L, bool edge) {
+#pragma unroll
+  for (int e = 0; e < 32; ++e) {
+    const int col = (e >> 2) * 8 + c2 + (e & 1);
+    const int qrow = q0 + col, key = key0 + ((e >> 1) & 1) * 8;
+    float p = exp2f(s[e] * scale_log2 - lse2[col]);
+    if (edge && (qrow < key || qrow >= L)) p = 0.0f;
+    s[e] = p;
+  }
+}
+
+// One warpgroup's four GEMMs of query tile q0 (64 rows) against its 64 keys, in four wgmma
+// groups, each element-wise step overlapping the next GEMM: Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ (K-major
+// operands at sK / sV, the warpgroup's rows, and tQ / tdO); Pᵀ (bwd_probs) while dPᵀ runs;
+// dV += bf16(Pᵀ)·dO; dSᵀ = Pᵀ·(dPᵀ − Di) while that runs; dK += bf16(dSᵀ)·Q. stat: lse2 [64] then
+// Di [64] of the tile. Returns with dV's and dK's groups in flight (pa, da — P and dS as A
+// fragments — must stay live until they complete).
+template <int D>
+__device__ __forceinline__ void bwd_tile_gemms(float (&gk)[D / 64][32], float (&gv)[D / 64][32],
+                                               uint32_t (&pa)[4][4], uint32_t (&da)[4][4],
+                                               uint32_t sK, uint32_t sV, uint32_t tQ, uint32_t tdO,
+                                               const float* stat, float scale_log2, int q0,
+                                               int key0, int c2, int L, bool edge) {
+  constexpr int kKeys = 128, kRows = 64;
+  float s[32], dp[32];
+  wg_fence();
+  mma_abt64<D, kKeys, kRows>(s, sK, tQ);
+  wg_commit();
+  mma_abt64<D, kKeys, kRows>(dp, sV, tdO);
+  wg_commit();
+  wg_wait<1>();  // Sᵀ
+  keep(s);
+  bwd_probs(s, stat, scale_log2, q0, key0, c2, L, edge);
+  pack_a(s, pa);
+  wg_fence();
+  mma_pb<D, kRows>(gv, pa, tdO);
+  wg_commit();
+  wg_wait<1>();  // dPᵀ
+  keep(dp);
+  const float* Di = stat + kRows;
+#pragma unroll
+  for (int e = 0; e < 32; ++e) dp[e] = s[e] * (dp[e] - Di[(e >> 2) * 8 + c2 + (e & 1)]);
+  pack_a(dp, da);
+  wg_fence();
+  mma_pb<D, kRows>(gk, da, tQ);
+  wg_commit();
+}
+
+// Writes a warpgroup's scale·dK and dV rows (keys key0 and key0 + 8 of each accumulator quad) as
+// the mma.sync kernel does: fp32 partials pk/pv [T, Hq, D] when non-null, else dk/dv [T, Hkv, D];
+// keys ≥ L skipped.
+template <int D>
+__device__ __forceinline__ void bwd_store_dkdv(const float (&gk)[D / 64][32],
+                                               const float (&gv)[D / 64][32], const KArgs& a,
+                                               const Work& w, int key0, int c2, float* pk,
+                                               float* pv, bf16* dk, bf16* dv) {
+  const int64_t ldk = static_cast<int64_t>(a.Hkv) * D;
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int key = key0 + r * 8;
+    if (key >= w.L) continue;
+#pragma unroll
+    for (int nb = 0; nb < D / 64; ++nb)
+#pragma unroll
+      for (int x = 0; x < 8; ++x) {
+        const int col = nb * 64 + x * 8 + c2, e = 4 * x + 2 * r;
+        if (pk) {
+          const int64_t base = ((w.s0 + key) * static_cast<int64_t>(a.Hq) + w.h) * D + col;
+          *reinterpret_cast<float2*>(pk + base) =
+              make_float2(a.scale * gk[nb][e], a.scale * gk[nb][e + 1]);
+          *reinterpret_cast<float2*>(pv + base) = make_float2(gv[nb][e], gv[nb][e + 1]);
+        } else {
+          const int64_t base = (w.s0 + key) * ldk + w.kvh * D + col;
+          *reinterpret_cast<uint32_t*>(dk + base) =
+              pack_bf16(a.scale * gk[nb][e], a.scale * gk[nb][e + 1]);
+          *reinterpret_cast<uint32_t*>(dv + base) = pack_bf16(gv[nb][e], gv[nb][e + 1]);
+        }
+      }
+  }
+}
+
 // The split backward (D = 64): this dK/dV kernel, then the dQ kernel below, as the mma.sync family
 // does. dK/dV contribution of query head h (deterministic: one writer per element, query tiles in
 // order). Block: 128 keys (64 per warpgroup), query tiles of 64 rows from the one holding the
@@ -420,15 +526,8 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int64_t sbase = static_cast<int64_t>(w.h) * a.T + w.s0;
   const int tid = static_cast<int>(threadIdx.x);
   auto prefetch = [&](int i, int b) {
-    const int nv = min(kRows, w.L - i * kRows);
-    load_tile<D, kRows>(sQ + b * kQB, qb + static_cast<int64_t>(i) * kRows * ldq, ldq, nv);
-    load_tile<D, kRows>(sdO + b * kQB, gb + static_cast<int64_t>(i) * kRows * ldq, ldq, nv);
-    if (tid < 2 * kRows) {  // threads 0-63: lse2, 64-127: Di
-      const int r = tid & (kRows - 1);
-      const bool ok = r < nv;
-      const float* src = (tid < kRows ? lse2 : Di) + sbase + i * kRows + (ok ? r : 0);
-      cp_async4(sStat + (b * 2 * kRows + tid) * 4, src, ok);
-    }
+    bwd_prefetch<D>(sQ + b * kQB, sdO + b * kQB, sStat + b * 2 * kRows * 4, qb, gb, ldq,
+                    lse2 + sbase, Di + sbase, i, w.L);
   };
   load_tile<D, kKeys>(sK, k + koff, ldk, min(kKeys, w.L - n0));
   load_tile<D, kKeys>(sV, v + koff, ldk, min(kKeys, w.L - n0));
@@ -453,40 +552,11 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     tile_ready(i + 1 < ntiles);
     const uint32_t tQ = sQ + b * kQB, tdO = sdO + b * kQB;
-    const float* ls = stat + b * 2 * kRows;
-    const float* dd = ls + kRows;
-    float s[32], dp[32];
-    wg_fence();
-    // Four GEMMs in four groups, each element-wise step overlapping the next GEMM: Pᵀ while
-    // dPᵀ runs, dSᵀ while dV += Pᵀ·dO runs.
-    mma_abt64<D, kKeys, kRows>(s, sKwg, tQ);
-    wg_commit();
-    mma_abt64<D, kKeys, kRows>(dp, sVwg, tdO);
-    wg_commit();
-    wg_wait<1>();  // Sᵀ
-    keep(s);
+    const float* ls = stat + b * 2 * kRows;  // lse2, then Di
     const bool edge = i * kRows < n0 + kKeys || (i + 1) * kRows > w.L;
-#pragma unroll
-    for (int e = 0; e < 32; ++e) {
-      const int col = (e >> 2) * 8 + c2 + (e & 1);
-      const int qrow = i * kRows + col, key = key0 + ((e >> 1) & 1) * 8;
-      float p = exp2f(s[e] * a.scale_log2 - ls[col]);
-      if (edge && (qrow < key || qrow >= w.L)) p = 0.0f;
-      s[e] = p;
-    }
     uint32_t pa[4][4], da[4][4];
-    pack_a(s, pa);
-    wg_fence();
-    mma_pb<D, kRows>(gv, pa, tdO);
-    wg_commit();
-    wg_wait<1>();  // dPᵀ
-    keep(dp);
-#pragma unroll
-    for (int e = 0; e < 32; ++e) dp[e] = s[e] * (dp[e] - dd[(e >> 2) * 8 + c2 + (e & 1)]);
-    pack_a(dp, da);
-    wg_fence();
-    mma_pb<D, kRows>(gk, da, tQ);
-    wg_commit();
+    bwd_tile_gemms<D>(gk, gv, pa, da, sKwg, sVwg, tQ, tdO, ls, a.scale_log2, i * kRows, key0, c2,
+                      w.L, edge);
     wg_wait0();
 #pragma unroll
     for (int nb = 0; nb < kNB; ++nb) {
@@ -497,28 +567,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     keep(da);
     __syncthreads();  // the next iteration's prefetch refills this buffer
   }
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const int key = key0 + r * 8;
-    if (key >= w.L) continue;
-#pragma unroll
-    for (int nb = 0; nb < kNB; ++nb)
-#pragma unroll
-      for (int x = 0; x < 8; ++x) {
-        const int col = nb * 64 + x * 8 + c2, e = 4 * x + 2 * r;
-        if (pk) {
-          const int64_t base = ((w.s0 + key) * static_cast<int64_t>(a.Hq) + w.h) * D + col;
-          *reinterpret_cast<float2*>(pk + base) =
-              make_float2(a.scale * gk[nb][e], a.scale * gk[nb][e + 1]);
-          *reinterpret_cast<float2*>(pv + base) = make_float2(gv[nb][e], gv[nb][e + 1]);
-        } else {
-          const int64_t base = (w.s0 + key) * ldk + w.kvh * D + col;
-          *reinterpret_cast<uint32_t*>(dk + base) =
-              pack_bf16(a.scale * gk[nb][e], a.scale * gk[nb][e + 1]);
-          *reinterpret_cast<uint32_t*>(dv + base) = pack_bf16(gv[nb][e], gv[nb][e + 1]);
-        }
-      }
-  }
+  bwd_store_dkdv<D>(gk, gv, a, w, key0, c2, pk, pv, dk, dv);
 #endif
 }
 
@@ -746,15 +795,8 @@ __global__ void __launch_bounds__(kBwdThreads, 1)
   const bf16* qb = q + w.s0 * ldq + w.h * D;
   const bf16* gb = dout + w.s0 * ldq + w.h * D;
   auto prefetch = [&](int i, int b) {
-    const int nv = min(kRows, w.L - i * kRows);
-    load_tile<D, kRows>(sQ + b * kQB, qb + static_cast<int64_t>(i) * kRows * ldq, ldq, nv);
-    load_tile<D, kRows>(sdO + b * kQB, gb + static_cast<int64_t>(i) * kRows * ldq, ldq, nv);
-    if (tid < 2 * kRows) {  // threads 0-63: lse2, 64-127: Di
-      const int r = tid & (kRows - 1);
-      const bool ok = r < nv;
-      const float* src = (tid < kRows ? lse2 : Di) + sbase + i * kRows + (ok ? r : 0);
-      cp_async4(sStat + (b * 2 * kRows + tid) * 4, src, ok);
-    }
+    bwd_prefetch<D>(sQ + b * kQB, sdO + b * kQB, sStat + b * 2 * kRows * 4, qb, gb, ldq,
+                    lse2 + sbase, Di + sbase, i, w.L);
   };
   load_tile<D, kKeys>(sK, k + koff, ldk, min(kKeys, w.L - n0));
   load_tile<D, kKeys>(sV, v + koff, ldk, min(kKeys, w.L - n0));
@@ -783,40 +825,11 @@ __global__ void __launch_bounds__(kBwdThreads, 1)
       cp_async_commit();
     }
     const uint32_t tQ = sQ + b * kQB, tdO = sdO + b * kQB;
-    const float* ls = stat + b * 2 * kRows;
-    const float* dd = ls + kRows;
-    float s[32], dp[32];
-    wg_fence();
-    // Five GEMMs in five groups, each element-wise step overlapping the next GEMM: Pᵀ while
-    // dPᵀ runs, dSᵀ while dV += Pᵀ·dO runs, the dSᵀ store while dK += dSᵀ·Q runs.
-    mma_abt64<D, kKeys, kRows>(s, sKwg, tQ);
-    wg_commit();
-    mma_abt64<D, kKeys, kRows>(dp, sVwg, tdO);
-    wg_commit();
-    wg_wait<1>();  // Sᵀ
-    keep(s);
+    const float* ls = stat + b * 2 * kRows;  // lse2, then Di
     const bool edge = i * kRows < n0 + kKeys || (i + 1) * kRows > w.L;
-#pragma unroll
-    for (int e = 0; e < 32; ++e) {
-      const int col = (e >> 2) * 8 + c2 + (e & 1);
-      const int qrow = i * kRows + col, key = key0 + ((e >> 1) & 1) * 8;
-      float p = exp2f(s[e] * a.scale_log2 - ls[col]);
-      if (edge && (qrow < key || qrow >= w.L)) p = 0.0f;
-      s[e] = p;
-    }
     uint32_t pa[4][4], da[4][4];
-    pack_a(s, pa);
-    wg_fence();
-    mma_pb<D, kRows>(gv, pa, tdO);
-    wg_commit();
-    wg_wait<1>();  // dPᵀ
-    keep(dp);
-#pragma unroll
-    for (int e = 0; e < 32; ++e) dp[e] = s[e] * (dp[e] - dd[(e >> 2) * 8 + c2 + (e & 1)]);
-    pack_a(dp, da);
-    wg_fence();
-    mma_pb<D, kRows>(gk, da, tQ);
-    wg_commit();
+    bwd_tile_gemms<D>(gk, gv, pa, da, sKwg, sVwg, tQ, tdO, ls, a.scale_log2, i * kRows, key0, c2,
+                      w.L, edge);
     // dSᵀ to shared memory: register [kq][r] holds keys kl + (r & 1)·8, query columns
     // (2·kq + r / 2)·8 + c2 and + 1 (the A-fragment layout of pack_a).
 #pragma unroll
@@ -861,28 +874,7 @@ __global__ void __launch_bounds__(kBwdThreads, 1)
     fence_async_smem();  // the staged tile visible to the bulk copy (async proxy)
     bar_arrive(kBarFull + sb, kBarWriter);
   }
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const int key = key0 + r * 8;
-    if (key >= w.L) continue;
-#pragma unroll
-    for (int nb = 0; nb < kNB; ++nb)
-#pragma unroll
-      for (int x = 0; x < 8; ++x) {
-        const int col = nb * 64 + x * 8 + c2, e = 4 * x + 2 * r;
-        if (pk) {
-          const int64_t base = ((w.s0 + key) * static_cast<int64_t>(a.Hq) + w.h) * D + col;
-          *reinterpret_cast<float2*>(pk + base) =
-              make_float2(a.scale * gk[nb][e], a.scale * gk[nb][e + 1]);
-          *reinterpret_cast<float2*>(pv + base) = make_float2(gv[nb][e], gv[nb][e + 1]);
-        } else {
-          const int64_t base = (w.s0 + key) * ldk + w.kvh * D + col;
-          *reinterpret_cast<uint32_t*>(dk + base) =
-              pack_bf16(a.scale * gk[nb][e], a.scale * gk[nb][e + 1]);
-          *reinterpret_cast<uint32_t*>(dv + base) = pack_bf16(gv[nb][e], gv[nb][e + 1]);
-        }
-      }
-  }
+  bwd_store_dkdv<D>(gk, gv, a, w, key0, c2, pk, pv, dk, dv);
 #endif
 }
 
