@@ -25,8 +25,10 @@ GradReducer::GradReducer(const ShardLayout& layout, Ops& ops, dist::Comm& comm,
   int64_t mid = 0;
   for (int g = 1; g < last; ++g) mid = std::max(mid, group_elems(g));
   chunk_ = chunk_elems(layout);
-  const bool on_host = host.data != nullptr;
+  const bool on_host = host.data != nullptr && host.accumulate;
   if (on_host && host.memory == nullptr) fail("GradReducer: a host gradient needs host memory");
+  // Delivering to the host, stage 0 all-gathers through the host gradient: no [W][S] here.
+  const bool device_full = replicate && host.data == nullptr;
   const Arena::Slot s_shard = dev_.reserve("gradient shard", on_host ? 0 : f32(S));
   // Alone (W = 1) the first micro-step packs straight into the shard and one slot takes the later
   // ones; under offload every chunk packs into a staging slot, and the export's all-gather
@@ -39,7 +41,7 @@ GradReducer::GradReducer(const ShardLayout& layout, Ops& ops, dist::Comm& comm,
   const Arena::Slot s_gfirst = dev_.reserve("gradients: embedding", f32(group_elems(0)));
   const Arena::Slot s_glast = dev_.reserve("gradients: head", f32(group_elems(last)));
   const Arena::Slot s_gslot = dev_.reserve("gradients: layer slot", f32(mid));
-  const Arena::Slot s_full = dev_.reserve("full gradient", replicate && !on_host ? f32(W * S) : 0);
+  const Arena::Slot s_full = dev_.reserve("full gradient", device_full ? f32(W * S) : 0);
   const size_t ws_bytes =
       on_host ? 0 : ops.sumsq_workspace_bytes(Tensor(nullptr, DType::kF32, {S}));
   const Arena::Slot s_ws = dev_.reserve("norm workspace", ws_bytes);
@@ -54,14 +56,15 @@ GradReducer::GradReducer(const ShardLayout& layout, Ops& ops, dist::Comm& comm,
   gfirst_ = static_cast<float*>(dev_.ptr(s_gfirst));
   glast_ = static_cast<float*>(dev_.ptr(s_glast));
   gslot_ = static_cast<float*>(dev_.ptr(s_gslot));
-  full_ = replicate && !on_host ? static_cast<float*>(dev_.ptr(s_full)) : nullptr;
+  full_ = device_full ? static_cast<float*>(dev_.ptr(s_full)) : nullptr;
   sumsq_ws_ = Tensor(dev_.ptr(s_ws), DType::kU8,
                      {static_cast<int64_t>(std::max<size_t>(ws_bytes, 1))}, dev_.device());
   side_ = ops_.create_stream();
   for (Event* e : {&ev_compute_, &ev_side_, &ev_bucket_free_[0], &ev_bucket_free_[1]})
     *e = ops_.create_event();
+  host_base_ = host.data;
+  deliver_ = host.data != nullptr && !host.accumulate;
   if (on_host) {
-    host_base_ = host.data;
     float* mine = host.data + (replicate ? comm.rank() * S : 0);
     host_ = std::make_unique<HostGradAccumulator>(
         ops, *host.memory, mine, S, static_cast<float*>(dev_.ptr(s_stage)), chunk_, host.threads);
@@ -183,6 +186,14 @@ const float* GradReducer::gradient_for_update() {
     if (replicate_ && layout_.world_size() > 1) all_gather_host(host_base_);
     return host_base_;
   }
+  if (deliver_) {  // this rank's block D2H, then (stage 0) every rank's through all_gather_host
+    const int64_t S = layout_.shard_elems();
+    float* mine = host_base_ + (replicate_ ? comm_.rank() * S : 0);
+    ops_.copy_to_host(mine, copy_.dev(shard_, DType::kF32, S), compute_);
+    ops_.synchronize(compute_);
+    if (replicate_ && layout_.world_size() > 1) all_gather_host(host_base_);
+    return host_base_;
+  }
   if (full_ == nullptr) return shard_;
   comm_.all_gather(shard_, full_, static_cast<size_t>(layout_.shard_elems()), compute_);
   return full_;
@@ -199,13 +210,13 @@ void GradReducer::clear() {
 }
 
 void GradReducer::all_gather_host(float* buf) {
-  if (!host_) fail("GradReducer::all_gather_host without a host gradient");
+  if (host_base_ == nullptr) fail("GradReducer::all_gather_host without a host gradient");
   const int W = layout_.world_size(), r = comm_.rank();
   const int64_t S = layout_.shard_elems();
   join();
-  host_->drain();  // no copy still reads the staging slot
-  float* send = host_->slot(0);
-  for (int64_t j0 = 0; j0 < S; j0 += chunk_) {  // stream-ordered: each buffer reused in order
+  if (host_) host_->drain();                      // no copy still reads the staging slot
+  float* send = host_ ? host_->slot(0) : shard_;  // [C] / [S] on the device
+  for (int64_t j0 = 0; j0 < S; j0 += chunk_) {    // stream-ordered: each buffer reused in order
     const int64_t n = std::min(chunk_, S - j0);
     ops_.copy_from_host(copy_.dev(send, DType::kF32, n), buf + r * S + j0, compute_);
     comm_.all_gather(send, bucket_[0], static_cast<size_t>(n), compute_);

@@ -13,8 +13,13 @@
 //       on the device (no offload): the reduce-scatter accumulates into it (Comm's accumulate:
 //         shard + Σ ranks in rank order); under stage 0 also the [W][S] all-gather of every
 //         rank's shard (each rank then updates everything);
-//       in host memory (optimizer offload, HostGradient): the shard is the offloaded optimizer's
-//         host gradient and no [S] buffer is on the device. Each chunk's reduce-scatter
+//       on the device, delivered to the host (optimizer offload with gradient accumulation,
+//         HostGradient::accumulate false): accumulated as without offload; gradient_for_update()
+//         copies it D2H into the offloaded optimizer's host gradient once per step (stage 0:
+//         this rank's block, then all_gather_host). One transfer per optimizer step instead of
+//         one per micro-step (DeepSpeed's CPU offload pays one per micro-step);
+//       in host memory (optimizer offload, HostGradient::accumulate): the shard is the offloaded
+//         optimizer's host gradient and no [S] buffer is on the device. Each chunk's reduce-scatter
 //         (accumulate off) lands in a device staging ring of two [C] slots and goes D2H as soon
 //         as its collective has finished; the host overwrites or adds (HostGradAccumulator:
 //         shard + Σ ranks, the device's association, so offload on/off agree bitwise). The
@@ -47,6 +52,9 @@ struct HostGradient {
   float* data = nullptr;
   MemoryResource* memory = nullptr;  // host pools (staging); required with data
   int threads = 1;  // host threads for the adds (the host AdamW's count: OMP_NUM_THREADS ignored)
+  // true: accumulate in host memory (no [S] on the device; a D2H and a host add per micro-step);
+  // false: accumulate on the device and copy the result to `data` once per step.
+  bool accumulate = true;
 };
 
 class GradReducer {
@@ -77,14 +85,15 @@ class GradReducer {
   // host shard: waits for every chunk to land, then CpuOps::sumsq — bitwise Ops::sumsq).
   double shard_sumsq();
   // The fp32 gradient of the shards this rank updates: the shard [S], or under stage 0 the
-  // all-gather of every rank's shard into [W][S] (collective, compute stream). Host shard: host
-  // memory (HostGradient::data), complete on return.
+  // all-gather of every rank's shard into [W][S] (collective, compute stream). With a host
+  // gradient (either mode): host memory (HostGradient::data), complete on return.
   const float* gradient_for_update();
   // Zeroes the shard (after join(); synchronises).
   void clear();
-  // Host shard only: buf [W][S] fp32 host memory, rank-major, this rank's block valid → every
-  // block its owner's (collective; C columns at a time: H2D into device staging, all-gather into
-  // a bucket, D2H; compute stream; synchronises). Call between steps.
+  // With a host gradient only: buf [W][S] fp32 host memory, rank-major, this rank's block valid →
+  // every block its owner's (collective; C columns at a time: H2D into device staging — a host
+  // staging slot, or the device shard, which it overwrites — all-gather into a bucket, D2H;
+  // compute stream; synchronises). Call between steps (the shard is cleared or overwritten next).
   void all_gather_host(float* buf);
 
   // Buffers the engine borrows as staging at step boundaries (checkpoints, export).
@@ -113,6 +122,7 @@ class GradReducer {
   float* gslot_ = nullptr;
   float* full_ = nullptr;       // [W][S] (stage 0 without offload)
   float* host_base_ = nullptr;  // HostGradient::data (offload)
+  bool deliver_ = false;        // offload, device accumulation: copy to host_base_ per step
   Tensor sumsq_ws_;
   Stream side_;
   Event ev_compute_;                           // compute stream → side stream handoff

@@ -40,7 +40,8 @@ ZeroEngine::ZeroEngine(const ParamLayout& layout, DType dtype, Ops& ops, dist::C
                                       device_memory, host_memory, stream_, opt_.host_threads,
                                       opt_.local_world_size)),
       reducer_(layout_, ops, comm, device_memory, stream_, /*replicate=*/opt_.stage == 0,
-               {optimizer_->host_gradient(), &host_memory, optimizer_->host_threads()}) {
+               {optimizer_->host_gradient(), &host_memory, optimizer_->host_threads(),
+                opt_.host_gradient_accumulation}) {
   reduced_.assign(static_cast<size_t>(layout_.num_groups()), 0);
 }
 

@@ -85,6 +85,11 @@ struct EngineOptions {
   // Offload: the host AdamW (optim::HostAdamW) threads; 0 = automatic (cores / local ranks).
   int host_threads = 0;
   int local_world_size = 1;  // ranks sharing this host (for the automatic thread count)
+  // Offload: where the fp32 gradient shard accumulates over the micro-steps of a step. true: in
+  // host memory (no [S] gradient on the device; one D2H and host add per micro-step — free at
+  // one micro-step per step); false: on the device, copied to the host once per step. Bitwise
+  // the same either way.
+  bool host_gradient_accumulation = true;
 };
 
 // Hyper-parameters of one optimizer step.

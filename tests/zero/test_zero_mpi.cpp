@@ -49,19 +49,21 @@ void expect_same(const RunResult& a, const RunResult& b, int rank) {
 
 void worker(dist::Comm& comm, const std::string& out) {
   const int W = comm.world_size(), r = comm.rank();
-  // fp32, tied embedding: every stage × offload, accumulation 1 and 4.
+  // fp32, tied embedding: every stage × offload (none, the gradient accumulated in host memory,
+  // on the device), accumulation 1 and 4.
   for (int accum : {1, 4}) {
     RunSpec spec;
     spec.accum = accum;
     spec.tied = true;
     const RunResult ref = run_training(comm, spec);
     for (int stage = 0; stage <= 3; ++stage)
-      for (bool off : {false, true}) {
-        if (stage == 1 && !off) continue;
+      for (int off = 0; off < 3; ++off) {
+        if (stage == 1 && off == 0) continue;
         SCOPED_TRACE(fmt::format("W {} accum {} stage {} offload {}", W, accum, stage, off));
         RunSpec s = spec;
         s.stage = stage;
-        s.offload = off;
+        s.offload = off > 0;
+        s.host_accum = off == 1;
         expect_same(run_training(comm, s), ref, r);
       }
     // Every rank ends with the same compute weights.
@@ -105,13 +107,18 @@ void worker(dist::Comm& comm, const std::string& out) {
     first.save_dir = dir;
     run_training(comm, first);
     comm.barrier();
-    const int stages[3] = {0, 3, 2};
-    const bool offs[3] = {true, false, true};
-    for (int i = 0; i < 3; ++i) {
-      SCOPED_TRACE(fmt::format("W {} resume under stage {} offload {}", W, stages[i], offs[i]));
+    // Stage 0 with offload twice: the load's all-gather of master / m / v goes through the host
+    // staging ring (host accumulation) or the device shard (device accumulation).
+    const int stages[4] = {0, 0, 3, 2};
+    const bool offs[4] = {true, true, false, true};
+    const bool host_accum[4] = {true, false, true, true};
+    for (int i = 0; i < 4; ++i) {
+      SCOPED_TRACE(fmt::format("W {} resume under stage {} offload {} host accumulation {}", W,
+                               stages[i], offs[i], host_accum[i]));
       RunSpec rest = spec;
       rest.stage = stages[i];
       rest.offload = offs[i];
+      rest.host_accum = host_accum[i];
       rest.first_step = 2;
       rest.load_dir = dir;
       rest.init_seed = 4321;

@@ -60,12 +60,13 @@ TEST(ZeroStages, AllStagesAndOffloadAreBitwiseEqual) {
       }
       EXPECT_NE(bits(ref.master), bits(ref.initial_master));
       for (int stage = 0; stage <= 3; ++stage)
-        for (bool off : {false, true}) {
-          if (stage == 1 && !off) continue;
+        for (int off = 0; off < 3; ++off) {  // none, host accumulation, device accumulation
+          if (stage == 1 && off == 0) continue;
           SCOPED_TRACE(fmt::format("stage {} offload {}", stage, off));
           RunSpec s = spec;
           s.stage = stage;
-          s.offload = off;
+          s.offload = off > 0;
+          s.host_accum = off == 1;
           expect_same(run_training(comm, s), ref);
         }
     }
@@ -346,8 +347,9 @@ TEST(ZeroStages, MemoryShrinksWithTheStage) {
       "gradient 30.9 KiB)");
 }
 
-// Under offload the fp32 gradient shard [S] (and stage 0's [W][S]) leaves the device: it
-// accumulates in the optimizer's host gradient, through a device staging ring of two chunks.
+// Under offload with host accumulation (the default; the trainer's choice at one micro-batch per
+// step) the fp32 gradient shard [S] (and stage 0's [W][S]) leaves the device: it accumulates in
+// the optimizer's host gradient, through a device staging ring of two chunks.
 // Apart from the compute weights, no device pool is as large as S fp32 elements (8 layers, so a
 // layer's bucket [W][C] is smaller than S for every W here); without offload the shard is there.
 TEST(ZeroStages, OffloadKeepsNoGradientShardOnTheDevice) {
@@ -385,6 +387,21 @@ TEST(ZeroStages, OffloadKeepsNoGradientShardOnTheDevice) {
       // Alone, every chunk packs into the staging ring: no reduce-scatter bucket.
       EXPECT_EQ(pool(on, "reduce-scatter bucket") == nullptr, W == 1);
       EXPECT_EQ(pool(off, "reduce-scatter bucket")->bytes, 4 * W * C);
+      // Offload with device accumulation (EngineOptions::host_gradient_accumulation false, the
+      // trainer's choice with gradient accumulation): the shard [S] is on the device as without
+      // offload, but stage 0 gathers through the host gradient (no [W][S] on the device).
+      EngineOptions dev_accum;
+      dev_accum.stage = stage;
+      dev_accum.offload = true;
+      dev_accum.host_gradient_accumulation = false;
+      const ZeroMemory da = ZeroEngine(L, DType::kF32, ops, comm, mem, mem, dev_accum).memory();
+      ASSERT_NE(pool(da, "gradient shard"), nullptr);
+      EXPECT_FALSE(pool(da, "gradient shard")->host);
+      EXPECT_EQ(pool(da, "gradient shard")->bytes, 4 * S);
+      EXPECT_EQ(pool(da, "full gradient"), nullptr);
+      EXPECT_EQ(pool(da, "gradient staging"), nullptr);
+      ASSERT_NE(pool(da, "host gradient"), nullptr);
+      EXPECT_EQ(pool(da, "host gradient")->bytes, 4 * S * (stage == 0 ? W : 1));
     }
 }
 

@@ -41,7 +41,11 @@ RunResult run_training(dist::Comm& comm, const RunSpec& spec) {
   const ParamLayout layout(cfg);
   // The trainer's set-up: the engine is the model's storage (the gradient window; every stage's
   // weights), initialised from a flat host buffer.
-  ZeroEngine engine(layout, spec.dtype, ops, comm, mem, mem, {spec.stage, spec.offload});
+  EngineOptions eo;
+  eo.stage = spec.stage;
+  eo.offload = spec.offload;
+  eo.host_gradient_accumulation = spec.host_accum;
+  ZeroEngine engine(layout, spec.dtype, ops, comm, mem, mem, eo);
   ModelOptions mo;
   mo.dtype = spec.dtype;
   mo.max_tokens = 48;
