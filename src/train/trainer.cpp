@@ -208,8 +208,7 @@ void Trainer::State::build_model() {
                          static_cast<size_t>(mcfg.num_attention_heads) * 4);
       log::info(
           "compute.selective_checkpointing: each layer's attention output and softmax statistics "
-          "are "
-          "kept ({} of the activations above); only the rest is recomputed",
+          "are kept ({} of the activations above); only the rest is recomputed",
           format_bytes(kept));
     } else if (a.selective_checkpointing) {
       log::info(
