@@ -97,7 +97,7 @@ class GradReducer {
   void all_gather_host(float* buf);
 
   // Buffers the engine borrows as staging at step boundaries (checkpoints, export).
-  float* staging() const;                       // [C] fp32 on the device
+  float* staging() const;  // ≥ [C] fp32 on the device (a host staging slot, or the shard [S])
   float* bucket() const { return bucket_[0]; }  // [W][C] fp32 (distinct from staging())
   int64_t chunk() const { return chunk_; }
   void append_pools(std::vector<PoolBytes>& out) const;

@@ -43,9 +43,11 @@ bool attention_uses_sm90(const AttnProblem& p);
 // True when kAuto picks the tensor-core kernels for this problem and these tensor pointers.
 bool attention_uses_tensor_cores(const AttnProblem& p, std::initializer_list<const void*> ptrs);
 
-// Workspace bytes attention_fwd and attention_bwd need (the same for both, and for either kernel
-// family): tile table i32 [max(num_seqs, T) + 1], Di and log2-scaled lse f32 [Hq, T], and, when
-// Hq > Hkv, per-query-head fp32 dK and dV partials [T, Hq, D] each (8·T·Hq·D bytes). Depends on
+// Workspace bytes attention_fwd and attention_bwd need (the same for both): tile table i32
+// [max(num_seqs, T) + 1], Di and log2-scaled lse f32 [Hq, T], when Hq > Hkv per-query-head fp32
+// dK and dV partials [T, Hq, D] each (8·T·Hq·D bytes), and when the Hopper fused backward runs
+// (bf16, D 128, no window, compute capability 9.0) its dQ accumulator f32 [Hq, T, D]
+// (4·T·Hq·D bytes) and flags (8·T·Hq bytes). Depends on
 // num_seqs only when it exceeds T (empty sequences), so it may be queried with num_seqs = 0 and
 // no cu_seqlens; it grows with T.
 size_t attention_workspace_bytes(const AttnProblem& p);

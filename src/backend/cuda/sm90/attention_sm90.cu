@@ -425,12 +425,13 @@ __device__ __forceinline__ void bwd_probs(float (&s)[32], const float* lse2, flo
   }
 }
 
-// One warpgroup's four GEMMs of query tile q0 (64 rows) against its 64 keys, in four wgmma
-// groups, each element-wise step overlapping the next GEMM: Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ (K-major
-// operands at sK / sV, the warpgroup's rows, and tQ / tdO); Pᵀ (bwd_probs) while dPᵀ runs;
-// dV += bf16(Pᵀ)·dO; dSᵀ = Pᵀ·(dPᵀ − Di) while that runs; dK += bf16(dSᵀ)·Q. stat: lse2 [64] then
-// Di [64] of the tile. Returns with dV's and dK's groups in flight (pa, da — P and dS as A
-// fragments — must stay live until they complete).
+// One warpgroup's first three GEMMs of query tile q0 (64 rows) against its 64 keys, in three
+// wgmma groups, each element-wise step overlapping the next GEMM: Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ
+// (K-major operands at sK / sV, the warpgroup's rows, and tQ / tdO); Pᵀ (bwd_probs) while dPᵀ
+// runs; dV += bf16(Pᵀ)·dO; dSᵀ = Pᵀ·(dPᵀ − Di) while that runs, packed into da. stat: lse2 [64]
+// then Di [64] of the tile. Returns with dV's group in flight (pa — P as A fragments — must stay
+// live and unread until it completes); the caller issues dK += bf16(dSᵀ)·Q (bwd_issue_dk) once
+// it has read da (a wgmma's register operands may not be read while it runs).
 template <int D>
 __device__ __forceinline__ void bwd_tile_gemms(float (&gk)[D / 64][32], float (&gv)[D / 64][32],
                                                uint32_t (&pa)[4][4], uint32_t (&da)[4][4],
@@ -457,8 +458,14 @@ __device__ __forceinline__ void bwd_tile_gemms(float (&gk)[D / 64][32], float (&
 #pragma unroll
   for (int e = 0; e < 32; ++e) dp[e] = s[e] * (dp[e] - Di[(e >> 2) * 8 + c2 + (e & 1)]);
   pack_a(dp, da);
+}
+
+// dK += bf16(dSᵀ)·Q for one warpgroup (Q MN-major at tQ), issued and committed.
+template <int D>
+__device__ __forceinline__ void bwd_issue_dk(float (&gk)[D / 64][32], const uint32_t (&da)[4][4],
+                                             uint32_t tQ) {
   wg_fence();
-  mma_pb<D, kRows>(gk, da, tQ);
+  mma_pb<D, 64>(gk, da, tQ);
   wg_commit();
 }
 
@@ -557,6 +564,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     uint32_t pa[4][4], da[4][4];
     bwd_tile_gemms<D>(gk, gv, pa, da, sKwg, sVwg, tQ, tdO, ls, a.scale_log2, i * kRows, key0, c2,
                       w.L, edge);
+    bwd_issue_dk<D>(gk, da, tQ);
     wg_wait0();
 #pragma unroll
     for (int nb = 0; nb < kNB; ++nb) {
@@ -769,16 +777,21 @@ __global__ void __launch_bounds__(kBwdThreads, 1)
       int* flag = semb + static_cast<int64_t>(i) * a.Hq;
       if (lane == 0) {
 #ifndef ZT_ATTN_DIAG_NO_ORDER
-        if (turn > 0)
+        if (turn > 0) {
           while (ld_acquire(flag) != turn) {
           }
+          // The predecessor's bulk reduction (async proxy) ordered before this one's.
+          asm volatile("fence.proxy.async.global;\n" ::: "memory");
+        }
 #endif
         const uint32_t bytes = static_cast<uint32_t>(min(kRows, w.L - i * kRows)) * D * 4;
         bulk_s2g(dqb + static_cast<int64_t>(i) * kRows * D, sAcc + sb * kSB, bytes, turn > 0);
         asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
       }
       __syncwarp();
-      bar_arrive(kBarEmpty + sb, kBarWriter);  // the buffer may be refilled
+      // The buffer may be refilled. (The last two tiles' arrivals are never waited for: the block
+      // ends, which is harmless in a non-persistent kernel.)
+      bar_arrive(kBarEmpty + sb, kBarWriter);
       if (lane == 0) {
         asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
         asm volatile("fence.proxy.async.global;\n" ::: "memory");
@@ -830,8 +843,8 @@ __global__ void __launch_bounds__(kBwdThreads, 1)
     uint32_t pa[4][4], da[4][4];
     bwd_tile_gemms<D>(gk, gv, pa, da, sKwg, sVwg, tQ, tdO, ls, a.scale_log2, i * kRows, key0, c2,
                       w.L, edge);
-    // dSᵀ to shared memory: register [kq][r] holds keys kl + (r & 1)·8, query columns
-    // (2·kq + r / 2)·8 + c2 and + 1 (the A-fragment layout of pack_a).
+    // dSᵀ to shared memory before the dK GEMM takes da: register [kq][r] holds keys
+    // kl + (r & 1)·8, query columns (2·kq + r / 2)·8 + c2 and + 1 (pack_a's A-fragment layout).
 #pragma unroll
     for (int kq = 0; kq < 4; ++kq)
 #pragma unroll
@@ -839,6 +852,7 @@ __global__ void __launch_bounds__(kBwdThreads, 1)
         *reinterpret_cast<uint32_t*>(smem + (sdS - s0addr) +
                                      sw128<kKeys>(kl + (r & 1) * 8, (2 * kq + (r >> 1)) * 8) +
                                      c2 * 2) = da[kq][r];
+    bwd_issue_dk<D>(gk, da, tQ);
     fence_async_smem();
     bar_sync(kBarMma, 256);  // both warpgroups' dSᵀ (D 128 reads all 128 keys)
     float gq[32];
