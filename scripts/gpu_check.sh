@@ -410,6 +410,12 @@ sec_stages() {
   for st in 0 1 2 3; do for off in false true; do
     tiny_run "s${st}_$off" 1 compute.zero_stage=$st compute.offload_optimizer=$off
   done; done
+  # The default job accumulates 4 micro-batches per step on 1 GPU: the offloaded runs must take the
+  # device accumulation (copied to the host once per step), so the comparison covers that path.
+  for st in 0 1 2 3; do
+    grep -q "gradient shard accumulates on the device" "$OUT/run_s${st}_true.log" ||
+      fail "stages: s${st}_true did not accumulate the gradient on the device (see run_s${st}_true.log)"
+  done
   same s0_false s0_true s1_false s1_true s2_false s2_true s3_false s3_true
 }
 
