@@ -41,7 +41,7 @@
 // (D 128 / 64), shared memory Q + 2×(K, V) = 160 / 80 KiB. Fused backward (D 128): 384 threads
 // launched at 168 registers, the MMA warpgroups raised to 240 and the writers lowered to 24
 // (setmaxnreg), shared memory K, V + 2×(Q, dO) + dSᵀ + 2 staged fp32 dQ tiles + lse2/Di = 209 KiB.
-// Split backward (D 64): dK/dV 192 registers, K, V + 2×(Q, dO) + lse2/Di = 65 KiB; dQ 138
+// Split backward (D 64): dK/dV 190 registers, K, V + 2×(Q, dO) + lse2/Di = 65 KiB; dQ 138
 // registers, Q, dO + 2×(K, V) = 64 KiB. Each plus 1 KiB to align the tiles to the swizzle atom.
 
 #include <algorithm>
@@ -469,6 +469,65 @@ __device__ __forceinline__ void bwd_issue_dk(float (&gk)[D / 64][32], const uint
   wg_commit();
 }
 
+// A backward block's global operands (query head h, key tile n0..n0+127 of its sequence): starts
+// the block's first copy group — K and V of the key tile, query tile i0 into buffer 0 — and then
+// prefetches query tile i into buffer b (bwd_prefetch) when asked. Threads 0-255 take part.
+template <int D>
+struct BwdOperands {
+  const bf16 *qb, *gb;      // the sequence's row 0 of Q / dO, head h
+  const float *lse2, *Di;   // the sequence's statistics of head h
+  uint32_t sQ, sdO, sStat;  // double-buffered Q / dO tiles and statistics in shared memory
+  int64_t ldq;
+  int L;
+
+  __device__ __forceinline__ BwdOperands(const KArgs& a, const Work& w, const bf16* q,
+                                         const bf16* k, const bf16* v, const bf16* dout,
+                                         const float* lse2_all, const float* Di_all, uint32_t sK,
+                                         uint32_t sV, uint32_t sQ_, uint32_t sdO_, uint32_t sStat_,
+                                         int n0, int i0)
+      : sQ(sQ_), sdO(sdO_), sStat(sStat_), ldq(static_cast<int64_t>(a.Hq) * D), L(w.L) {
+    const int64_t ldk = static_cast<int64_t>(a.Hkv) * D;
+    const int64_t koff = (w.s0 + n0) * ldk + w.kvh * D;
+    const int64_t sbase = static_cast<int64_t>(w.h) * a.T + w.s0;
+    qb = q + w.s0 * ldq + w.h * D;
+    gb = dout + w.s0 * ldq + w.h * D;
+    lse2 = lse2_all + sbase;
+    Di = Di_all + sbase;
+    load_tile<D, 128>(sK, k + koff, ldk, min(128, w.L - n0));
+    load_tile<D, 128>(sV, v + koff, ldk, min(128, w.L - n0));
+    prefetch(i0, 0);
+    cp_async_commit();
+  }
+  __device__ __forceinline__ void prefetch(int i, int b) const {
+    constexpr uint32_t kQB = 64 * D * 2;
+    bwd_prefetch<D>(sQ + b * kQB, sdO + b * kQB, sStat + b * 2 * 64 * 4, qb, gb, ldq, lse2, Di, i,
+                    L);
+  }
+};
+
+// After the tile's last wgmma_wait: the accumulators and A fragments its GEMMs used stay where
+// they are (keep).
+template <int D>
+__device__ __forceinline__ void keep_tile(float (&gk)[D / 64][32], float (&gv)[D / 64][32],
+                                          uint32_t (&pa)[4][4], uint32_t (&da)[4][4]) {
+#pragma unroll
+  for (int nb = 0; nb < D / 64; ++nb) {
+    keep(gv[nb]);
+    keep(gk[nb]);
+  }
+  keep(pa);
+  keep(da);
+}
+
+// Zeroes a warpgroup's dK and dV accumulators.
+template <int D>
+__device__ __forceinline__ void zero_dkdv(float (&gk)[D / 64][32], float (&gv)[D / 64][32]) {
+#pragma unroll
+  for (int nb = 0; nb < D / 64; ++nb)
+#pragma unroll
+    for (int e = 0; e < 32; ++e) gk[nb][e] = gv[nb][e] = 0.0f;
+}
+
 // Writes a warpgroup's scale·dK and dV rows (keys key0 and key0 + 8 of each accumulator quad) as
 // the mma.sync kernel does: fp32 partials pk/pv [T, Hq, D] when non-null, else dk/dv [T, Hkv, D];
 // keys ≥ L skipped.
@@ -526,35 +585,19 @@ __global__ void __launch_bounds__(kThreads, 1)
   const Work w = block_work(a, kKeys, false);
   const int n0 = w.tile * kKeys;
   const int i0 = n0 / kRows, ntiles = (w.L + kRows - 1) / kRows;
-  const int64_t ldq = static_cast<int64_t>(a.Hq) * D, ldk = static_cast<int64_t>(a.Hkv) * D;
-  const int64_t koff = (w.s0 + n0) * ldk + w.kvh * D;
-  const bf16* qb = q + w.s0 * ldq + w.h * D;
-  const bf16* gb = dout + w.s0 * ldq + w.h * D;
-  const int64_t sbase = static_cast<int64_t>(w.h) * a.T + w.s0;
+  const BwdOperands<D> ops(a, w, q, k, v, dout, lse2, Di, sK, sV, sQ, sdO, sStat, n0, i0);
   const int tid = static_cast<int>(threadIdx.x);
-  auto prefetch = [&](int i, int b) {
-    bwd_prefetch<D>(sQ + b * kQB, sdO + b * kQB, sStat + b * 2 * kRows * 4, qb, gb, ldq,
-                    lse2 + sbase, Di + sbase, i, w.L);
-  };
-  load_tile<D, kKeys>(sK, k + koff, ldk, min(kKeys, w.L - n0));
-  load_tile<D, kKeys>(sV, v + koff, ldk, min(kKeys, w.L - n0));
-  prefetch(i0, 0);
-  cp_async_commit();
-
   const int wg = tid >> 7, warp = (tid >> 5) & 3, lane = tid & 31;
   const int key0 = n0 + wg * 64 + warp * 16 + (lane >> 2);  // keys of elements 0, 1 (+8: 2, 3)
   const int c2 = (lane & 3) * 2;
   const uint32_t sKwg = sK + wg * 64 * 128, sVwg = sV + wg * 64 * 128;
   float gk[kNB][32], gv[kNB][32];
-#pragma unroll
-  for (int nb = 0; nb < kNB; ++nb)
-#pragma unroll
-    for (int e = 0; e < 32; ++e) gk[nb][e] = gv[nb][e] = 0.0f;
+  zero_dkdv<D>(gk, gv);
 
   for (int i = i0; i < ntiles; ++i) {
     const int b = (i - i0) & 1;
     if (i + 1 < ntiles) {
-      prefetch(i + 1, b ^ 1);
+      ops.prefetch(i + 1, b ^ 1);
       cp_async_commit();
     }
     tile_ready(i + 1 < ntiles);
@@ -566,13 +609,7 @@ __global__ void __launch_bounds__(kThreads, 1)
                       w.L, edge);
     bwd_issue_dk<D>(gk, da, tQ);
     wg_wait0();
-#pragma unroll
-    for (int nb = 0; nb < kNB; ++nb) {
-      keep(gv[nb]);
-      keep(gk[nb]);
-    }
-    keep(pa);
-    keep(da);
+    keep_tile<D>(gk, gv, pa, da);
     __syncthreads();  // the next iteration's prefetch refills this buffer
   }
   bwd_store_dkdv<D>(gk, gv, a, w, key0, c2, pk, pv, dk, dv);
@@ -803,28 +840,13 @@ __global__ void __launch_bounds__(kBwdThreads, 1)
   }
   asm volatile("setmaxnreg.inc.sync.aligned.u32 240;\n" ::: "memory");
 
-  const int64_t ldq = static_cast<int64_t>(a.Hq) * D, ldk = static_cast<int64_t>(a.Hkv) * D;
-  const int64_t koff = (w.s0 + n0) * ldk + w.kvh * D;
-  const bf16* qb = q + w.s0 * ldq + w.h * D;
-  const bf16* gb = dout + w.s0 * ldq + w.h * D;
-  auto prefetch = [&](int i, int b) {
-    bwd_prefetch<D>(sQ + b * kQB, sdO + b * kQB, sStat + b * 2 * kRows * 4, qb, gb, ldq,
-                    lse2 + sbase, Di + sbase, i, w.L);
-  };
-  load_tile<D, kKeys>(sK, k + koff, ldk, min(kKeys, w.L - n0));
-  load_tile<D, kKeys>(sV, v + koff, ldk, min(kKeys, w.L - n0));
-  prefetch(i0, 0);
-  cp_async_commit();
-
+  const BwdOperands<D> ops(a, w, q, k, v, dout, lse2, Di, sK, sV, sQ, sdO, sStat, n0, i0);
   const int kl = wg * 64 + warp * 16 + (lane >> 2);  // block key of elements 0, 1 (+8: 2, 3)
   const int key0 = n0 + kl;
   const int c2 = (lane & 3) * 2;
   const uint32_t sKwg = sK + wg * 64 * 128, sVwg = sV + wg * 64 * 128;
   float gk[kNB][32], gv[kNB][32];
-#pragma unroll
-  for (int nb = 0; nb < kNB; ++nb)
-#pragma unroll
-    for (int e = 0; e < 32; ++e) gk[nb][e] = gv[nb][e] = 0.0f;
+  zero_dkdv<D>(gk, gv);
 
   for (int i = i0; i < ntiles; ++i) {
     const int b = (i - i0) & 1;
@@ -834,7 +856,7 @@ __global__ void __launch_bounds__(kBwdThreads, 1)
     // next prefetch refills): one barrier per tile.
     bar_sync(kBarMma, 256);
     if (i + 1 < ntiles) {
-      prefetch(i + 1, b ^ 1);
+      ops.prefetch(i + 1, b ^ 1);
       cp_async_commit();
     }
     const uint32_t tQ = sQ + b * kQB, tdO = sdO + b * kQB;
@@ -866,14 +888,8 @@ __global__ void __launch_bounds__(kBwdThreads, 1)
                          kq > 0 ? 1 : 0);
     wg_commit();
     wg_wait0();
-#pragma unroll
-    for (int nb = 0; nb < kNB; ++nb) {
-      keep(gv[nb]);
-      keep(gk[nb]);
-    }
+    keep_tile<D>(gk, gv, pa, da);
     keep(gq);
-    keep(pa);
-    keep(da);
     // Stage the tile once the writer has sent what this buffer held two tiles ago.
     const int sb = (i - i0) & 1;
     if (i - i0 >= 2) bar_sync(kBarEmpty + sb, kBarWriter);
