@@ -654,8 +654,8 @@ TrainSummary Trainer::run() {
   if (s.applied_steps == 0 && sum.steps_done > 0)
     fail(
         "no optimizer step was applied: all {} step(s) of the run were skipped ({} without a "
-        "target "
-        "token, {} with a non-finite loss or gradient norm under trainer.nan_policy: skip); the "
+        "target token, {} with a non-finite loss or gradient norm under trainer.nan_policy: skip); "
+        "the "
         "weights are unchanged, so no final model is written to {}",
         sum.steps_done, sum.steps_skipped_no_target,
         sum.steps_skipped - sum.steps_skipped_no_target, a.output_dir.string());

@@ -63,7 +63,6 @@ GradReducer::GradReducer(const ShardLayout& layout, Ops& ops, dist::Comm& comm,
   for (Event* e : {&ev_compute_, &ev_side_, &ev_bucket_free_[0], &ev_bucket_free_[1]})
     *e = ops_.create_event();
   host_base_ = host.data;
-  deliver_ = host.data != nullptr && !host.accumulate;
   if (on_host) {
     float* mine = host.data + (replicate ? comm.rank() * S : 0);
     host_ = std::make_unique<HostGradAccumulator>(
@@ -181,17 +180,16 @@ double GradReducer::shard_sumsq() {
 
 const float* GradReducer::gradient_for_update() {
   join();
-  if (host_) {
-    host_->drain();
-    if (replicate_ && layout_.world_size() > 1) all_gather_host(host_base_);
-    return host_base_;
-  }
-  if (deliver_) {  // this rank's block D2H, then (stage 0) every rank's through all_gather_host
-    const int64_t S = layout_.shard_elems();
-    float* mine = host_base_ + (replicate_ ? comm_.rank() * S : 0);
-    ops_.copy_to_host(mine, copy_.dev(shard_, DType::kF32, S), compute_);
-    ops_.synchronize(compute_);
-    if (replicate_ && layout_.world_size() > 1) all_gather_host(host_base_);
+  if (host_base_ != nullptr) {  // offload: the gradient goes to the optimizer's host memory
+    if (host_) {
+      host_->drain();
+    } else {  // accumulated on the device: this rank's block D2H
+      const int64_t S = layout_.shard_elems();
+      float* mine = host_base_ + (replicate_ ? comm_.rank() * S : 0);
+      ops_.copy_to_host(mine, copy_.dev(shard_, DType::kF32, S), compute_);
+      ops_.synchronize(compute_);
+    }
+    if (replicate_ && layout_.world_size() > 1) all_gather_host(host_base_);  // stage 0
     return host_base_;
   }
   if (full_ == nullptr) return shard_;

@@ -121,8 +121,8 @@ class GradReducer {
   float* glast_ = nullptr;
   float* gslot_ = nullptr;
   float* full_ = nullptr;       // [W][S] (stage 0 without offload)
-  float* host_base_ = nullptr;  // HostGradient::data (offload)
-  bool deliver_ = false;        // offload, device accumulation: copy to host_base_ per step
+  float* host_base_ = nullptr;  // HostGradient::data (offload; without host_: device accumulation,
+                                // copied here once per step)
   Tensor sumsq_ws_;
   Stream side_;
   Event ev_compute_;                           // compute stream → side stream handoff
