@@ -310,10 +310,13 @@ import json, sys
 rs = [json.loads(l) for l in open(sys.argv[1])]
 tps = sorted(r["train_tokens_per_second"] for r in rs if "train_tokens_per_second" in r and r.get("step", 0) >= 2)
 peak = max((r.get("peak_gpu_memory_gib", 0) for r in rs), default=0)
-if not tps: sys.exit(1)
+alloc = max((r.get("peak_gpu_max_allocated_gib", 0) for r in rs), default=0)
+if not tps or not alloc: sys.exit(1)
 print(json.dumps({"system": "zerotune", "variant": sys.argv[2], "tokens_per_s": tps[len(tps) // 2], "peak_gib": peak,
-                  "micro_batch": 4, "losses": [r["loss"] for r in rs if "loss" in r]}))
+                  "max_allocated_gib": alloc, "micro_batch": 4, "losses": [r["loss"] for r in rs if "loss" in r]}))
 PY
+    # Where the memory goes: the start-up log's pool lines.
+    grep -E "model pools|ZeRO pools|in use after start-up|offload:" "$OUT/usersrows_$tag.log" | cut -c1-600
   done
   local cache
   cache=$(cd "$w" && "$ZT" prepare --config sft.yaml --json model_name="$m" 2>>"$OUT/usersrows_prepare.log" |
@@ -327,13 +330,17 @@ PY
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
 best = max((r["tokens_per_s"] for r in rows if r["system"] != "zerotune" and "tokens_per_s" in r), default=None)
-print(f"{'system':34s} {'variant':20s} {'tokens/s':>9s} {'padding':>8s} {'peak GiB':>8s} {'/ best peer':>11s}")
+# peak GiB: device memory in use (zerotune: context and libraries included); max alloc: the pools'
+# maximum (zerotune) / torch.cuda.max_memory_allocated (the peers) — the like-for-like column.
+print(f"{'system':34s} {'variant':20s} {'tokens/s':>9s} {'padding':>8s} {'peak GiB':>8s} {'max alloc':>9s} {'/ best peer':>11s}")
 for r in rows:
     tps = r.get("tokens_per_s")
     pad = f"{r['padding_fraction'] * 100:7.1f}%" if "padding_fraction" in r else f"{'-':>8s}"
     ratio = f"{tps / best:10.2f}x" if r["system"] == "zerotune" and tps and best else f"{'':>11s}"
     val = f"{tps:9.0f}" if tps else f"{r.get('error', '?').upper():>9s}"
-    print(f"{r['system']:34s} {r['variant']:20s} {val} {pad} {r.get('peak_gib') or 0:8.2f} {ratio}")
+    peak = r.get("peak_gib") or 0
+    alloc = r.get("max_allocated_gib", peak if r["system"] != "zerotune" else 0) or 0
+    print(f"{r['system']:34s} {r['variant']:20s} {val} {pad} {peak:8.2f} {alloc:9.2f} {ratio}")
 PY
 }
 

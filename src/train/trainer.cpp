@@ -623,9 +623,14 @@ TrainSummary Trainer::run() {
       double t = now_seconds();
       MetricRecord rec = window.take(gs, info.epoch_progress, t - window_start);
       rec.set("peak_memory_gib", peak_memory_gib());
-      if (s.dev.device_index >= 0)
-        rec.set("peak_gpu_memory_gib",
-                static_cast<double>(s.dev.device_bytes_in_use()) / (1024.0 * 1024.0 * 1024.0));
+      if (s.dev.device_index >= 0) {
+        constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+        // In use (CUDA context, cuBLAS / NCCL included) and the pools' maximum allocation (the
+        // analog of torch.cuda.max_memory_allocated, which the peers report).
+        rec.set("peak_gpu_memory_gib", static_cast<double>(s.dev.device_bytes_in_use()) / kGiB);
+        rec.set("peak_gpu_max_allocated_gib",
+                static_cast<double>(s.dev.device_max_allocated()) / kGiB);
+      }
       window_start = t;
       s.log_record(rec);
     }

@@ -28,8 +28,10 @@ GradReducer::GradReducer(const ShardLayout& layout, Ops& ops, dist::Comm& comm,
   const bool on_host = host.data != nullptr && host.accumulate;
   if (on_host && host.memory == nullptr) fail("GradReducer: a host gradient needs host memory");
   // Delivering to the host, stage 0 all-gathers through the host gradient: no [W][S] here.
+  // Without offload stage 0 holds the full gradient [W][S] and this rank's shard is its block r
+  // (the all-gather runs in place): one fp32 gradient, not a shard beside a full copy.
   const bool device_full = replicate && host.data == nullptr;
-  const Arena::Slot s_shard = dev_.reserve("gradient shard", on_host ? 0 : f32(S));
+  const Arena::Slot s_shard = dev_.reserve("gradient shard", on_host || device_full ? 0 : f32(S));
   // Alone (W = 1) the first micro-step packs straight into the shard and one slot takes the later
   // ones; under offload every chunk packs into a staging slot, and the export's all-gather
   // (bucket()) borrows staging slot 1.
@@ -41,7 +43,8 @@ GradReducer::GradReducer(const ShardLayout& layout, Ops& ops, dist::Comm& comm,
   const Arena::Slot s_gfirst = dev_.reserve("gradients: embedding", f32(group_elems(0)));
   const Arena::Slot s_glast = dev_.reserve("gradients: head", f32(group_elems(last)));
   const Arena::Slot s_gslot = dev_.reserve("gradients: layer slot", f32(mid));
-  const Arena::Slot s_full = dev_.reserve("full gradient", device_full ? f32(W * S) : 0);
+  const Arena::Slot s_full =
+      dev_.reserve("full gradient (the shard is this rank's block)", device_full ? f32(W * S) : 0);
   const size_t ws_bytes =
       on_host ? 0 : ops.sumsq_workspace_bytes(Tensor(nullptr, DType::kF32, {S}));
   const Arena::Slot s_ws = dev_.reserve("norm workspace", ws_bytes);
@@ -50,13 +53,15 @@ GradReducer::GradReducer(const ShardLayout& layout, Ops& ops, dist::Comm& comm,
       Tensor(dev_.base(), DType::kU8, {static_cast<int64_t>(dev_.planned_bytes())}, dev_.device()),
       compute_);
   ops_.synchronize(compute_);
-  shard_ = on_host ? nullptr : static_cast<float*>(dev_.ptr(s_shard));
+  full_ = device_full ? static_cast<float*>(dev_.ptr(s_full)) : nullptr;
+  shard_ = on_host       ? nullptr
+           : device_full ? full_ + static_cast<int64_t>(comm.rank()) * S
+                         : static_cast<float*>(dev_.ptr(s_shard));
   bucket_[0] = static_cast<float*>(dev_.ptr(s_b0));
   bucket_[1] = static_cast<float*>(dev_.ptr(s_b1));
   gfirst_ = static_cast<float*>(dev_.ptr(s_gfirst));
   glast_ = static_cast<float*>(dev_.ptr(s_glast));
   gslot_ = static_cast<float*>(dev_.ptr(s_gslot));
-  full_ = device_full ? static_cast<float*>(dev_.ptr(s_full)) : nullptr;
   sumsq_ws_ = Tensor(dev_.ptr(s_ws), DType::kU8,
                      {static_cast<int64_t>(std::max<size_t>(ws_bytes, 1))}, dev_.device());
   side_ = ops_.create_stream();
@@ -193,6 +198,7 @@ const float* GradReducer::gradient_for_update() {
     return host_base_;
   }
   if (full_ == nullptr) return shard_;
+  // In place: the shard is block r of full_ (at W = 1 nothing moves).
   comm_.all_gather(shard_, full_, static_cast<size_t>(layout_.shard_elems()), compute_);
   return full_;
 }

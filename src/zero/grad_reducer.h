@@ -114,13 +114,13 @@ class GradReducer {
   bool replicate_;
   Arena dev_;
   int64_t chunk_ = 0;
-  float* shard_ = nullptr;                 // device shard [S] (null under offload)
+  float* shard_ = nullptr;  // device shard [S] (null under offload; stage 0: block r of full_)
   float* bucket_[2] = {nullptr, nullptr};  // slot 1 only for W > 1
   int next_bucket_ = 0;
   float* gfirst_ = nullptr;  // the window: group 0, the last group, one layer slot
   float* glast_ = nullptr;
   float* gslot_ = nullptr;
-  float* full_ = nullptr;       // [W][S] (stage 0 without offload)
+  float* full_ = nullptr;       // [W][S] (stage 0 without offload; holds the shard)
   float* host_base_ = nullptr;  // HostGradient::data (offload; without host_: device accumulation,
                                 // copied here once per step)
   Tensor sumsq_ws_;

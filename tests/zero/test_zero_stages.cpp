@@ -258,6 +258,9 @@ TEST(ZeroStages, WrongWorldSizeIsRejectedOnLoad) {
   }
 }
 
+// Stage 0's device gradient pool without offload.
+constexpr char kFullGradient[] = "full gradient (the shard is this rank's block)";
+
 const PoolBytes* pool(const ZeroMemory& m, const std::string& name) {
   for (const PoolBytes& p : m.pools)
     if (p.name == name) return &p;
@@ -295,8 +298,10 @@ TEST(ZeroStages, MemoryShrinksWithTheStage) {
   }
   EXPECT_EQ(pool(m1, "gradient shard")->bytes, 4 * S);
   EXPECT_EQ(pool(m1, "reduce-scatter bucket")->bytes, 4 * W * G);
-  EXPECT_EQ(pool(m0, "full gradient")->bytes, 4 * W * S);
-  EXPECT_EQ(pool(m1, "full gradient"), nullptr);
+  // Stage 0: one fp32 gradient, the full [W][S] one; the shard is this rank's block of it.
+  EXPECT_EQ(pool(m0, kFullGradient)->bytes, 4 * W * S);
+  EXPECT_EQ(pool(m0, "gradient shard"), nullptr);
+  EXPECT_EQ(pool(m1, kFullGradient), nullptr);
   EXPECT_EQ(pool(m3, "compute weight shard")->bytes, 4 * S);
   EXPECT_EQ(pool(m1, "reduce-scatter bucket 2")->bytes, 4 * W * G);  // the other layer
   EXPECT_EQ(pool(m1, "compute weights")->bytes, 4 * static_cast<size_t>(L.total_elems()));
@@ -334,7 +339,7 @@ TEST(ZeroStages, MemoryShrinksWithTheStage) {
   EXPECT_EQ(m1o.device_bytes(), m1.device_bytes() - 3 * 4 * S - 4 * S - 64 + 2 * 4 * G);
   EXPECT_EQ(m1o.host_bytes(), 3 * 4 * S + 4 * S + 2 * 4 * G + 64);  // + host gradient, staging
   EXPECT_EQ(pool(m1o, "gradient shard"), nullptr);
-  EXPECT_EQ(pool(m0o, "full gradient"), nullptr);
+  EXPECT_EQ(pool(m0o, kFullGradient), nullptr);
   EXPECT_EQ(pool(m1o, "host gradient")->bytes, 4 * S);
   EXPECT_EQ(pool(m0o, "host gradient")->bytes, 4 * W * S);
   EXPECT_EQ(
@@ -372,7 +377,7 @@ TEST(ZeroStages, OffloadKeepsNoGradientShardOnTheDevice) {
         }
       }
       EXPECT_EQ(pool(on, "gradient shard"), nullptr);
-      EXPECT_EQ(pool(on, "full gradient"), nullptr);
+      EXPECT_EQ(pool(on, kFullGradient), nullptr);
       ASSERT_NE(pool(on, "gradient staging"), nullptr);
       EXPECT_FALSE(pool(on, "gradient staging")->host);
       EXPECT_EQ(pool(on, "gradient staging")->bytes, 2 * 4 * C);
@@ -380,9 +385,13 @@ TEST(ZeroStages, OffloadKeepsNoGradientShardOnTheDevice) {
       EXPECT_TRUE(pool(on, "host gradient")->host);
       EXPECT_EQ(pool(on, "host gradient")->bytes, 4 * S * (stage == 0 ? W : 1));
       EXPECT_EQ(pool(on, "gradient staging (host)")->bytes, 2 * 4 * C);
-      ASSERT_NE(pool(off, "gradient shard"), nullptr);
-      EXPECT_FALSE(pool(off, "gradient shard")->host);
-      EXPECT_EQ(pool(off, "gradient shard")->bytes, 4 * S);
+      // Without offload one fp32 gradient on the device: the shard, or at stage 0 the full
+      // gradient that holds it.
+      const PoolBytes* g = pool(off, stage == 0 ? kFullGradient : "gradient shard");
+      ASSERT_NE(g, nullptr);
+      EXPECT_FALSE(g->host);
+      EXPECT_EQ(g->bytes, 4 * S * (stage == 0 ? W : 1));
+      EXPECT_EQ(pool(off, stage == 0 ? "gradient shard" : kFullGradient), nullptr);
       EXPECT_EQ(pool(off, "host gradient"), nullptr);
       // Alone, every chunk packs into the staging ring: no reduce-scatter bucket.
       EXPECT_EQ(pool(on, "reduce-scatter bucket") == nullptr, W == 1);
@@ -398,7 +407,7 @@ TEST(ZeroStages, OffloadKeepsNoGradientShardOnTheDevice) {
       ASSERT_NE(pool(da, "gradient shard"), nullptr);
       EXPECT_FALSE(pool(da, "gradient shard")->host);
       EXPECT_EQ(pool(da, "gradient shard")->bytes, 4 * S);
-      EXPECT_EQ(pool(da, "full gradient"), nullptr);
+      EXPECT_EQ(pool(da, kFullGradient), nullptr);
       EXPECT_EQ(pool(da, "gradient staging"), nullptr);
       ASSERT_NE(pool(da, "host gradient"), nullptr);
       EXPECT_EQ(pool(da, "host gradient")->bytes, 4 * S * (stage == 0 ? W : 1));
