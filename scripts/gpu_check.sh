@@ -318,6 +318,14 @@ PY
     # Where the memory goes: the start-up log's pool lines.
     grep -E "model pools|ZeRO pools|in use after start-up|offload:" "$OUT/usersrows_$tag.log" | cut -c1-600
   done
+  # The ZeRO stage and offload are memory settings only: stage 0 on the device and ZeRO-1 with the
+  # offloaded AdamW (the gradient accumulated on the GPU, delivered D2H in 64 MiB pieces that the
+  # host AdamW takes as they land) log the same bits.
+  if "$ZT" compare --no-png "$w/logs/no_accelerate_file" "$w/logs/zero1_offload" >"$OUT/usersrows_compare.txt" 2>&1; then
+    echo "  bitwise equal: no_accelerate_file == zero1_offload (loss, grad_norm, … of 3 steps)"
+  else
+    fail "usersrows: stage 0 and ZeRO-1 + offload differ (usersrows_compare.txt)"; head -12 "$OUT/usersrows_compare.txt"
+  fi
   local cache
   cache=$(cd "$w" && "$ZT" prepare --config sft.yaml --json model_name="$m" 2>>"$OUT/usersrows_prepare.log" |
     python3 -c 'import json, sys; print(next(j["cache_file"] for j in map(json.loads, sys.stdin) if j.get("split") == "train"))') ||

@@ -68,6 +68,12 @@ GradReducer::GradReducer(const ShardLayout& layout, Ops& ops, dist::Comm& comm,
   for (Event* e : {&ev_compute_, &ev_side_, &ev_bucket_free_[0], &ev_bucket_free_[1]})
     *e = ops_.create_event();
   host_base_ = host.data;
+  if (host_base_ != nullptr && !on_host && !(replicate && W > 1)) {  // streamed delivery
+    if (host.deliver_elems < 0) fail("GradReducer: deliver_elems {} < 0", host.deliver_elems);
+    if (host.deliver_elems > 0) deliver_elems_ = host.deliver_elems;
+    ev_delivered_.resize(static_cast<size_t>((S + deliver_elems_ - 1) / deliver_elems_));
+    for (Event& e : ev_delivered_) e = ops_.create_event();
+  }
   if (on_host) {
     float* mine = host.data + (replicate ? comm.rank() * S : 0);
     host_ = std::make_unique<HostGradAccumulator>(
@@ -85,6 +91,7 @@ GradReducer::~GradReducer() {
   ops_.destroy_stream(side_);
   for (Event e : {ev_compute_, ev_side_, ev_bucket_free_[0], ev_bucket_free_[1]})
     ops_.destroy_event(e);
+  for (Event e : ev_delivered_) ops_.destroy_event(e);
 }
 
 int64_t GradReducer::chunk_elems(const ShardLayout& layout) {
@@ -188,9 +195,26 @@ const float* GradReducer::gradient_for_update() {
   if (host_base_ != nullptr) {  // offload: the gradient goes to the optimizer's host memory
     if (host_) {
       host_->drain();
-    } else {  // accumulated on the device: this rank's block D2H
+    } else if (!ev_delivered_.empty()) {
+      // Accumulated on the device, one owner: D2H piece by piece on the side stream (after the
+      // compute stream's last adds), each piece's event recorded for wait_delivered().
       const int64_t S = layout_.shard_elems();
-      float* mine = host_base_ + (replicate_ ? comm_.rank() * S : 0);
+      ops_.record_event(ev_compute_, compute_);
+      ops_.wait_event(side_, ev_compute_);
+      for (size_t i = 0; i < ev_delivered_.size(); ++i) {
+        const int64_t j0 = static_cast<int64_t>(i) * deliver_elems_;
+        ops_.copy_to_host(host_base_ + j0,
+                          copy_.dev(shard_ + j0, DType::kF32, std::min(deliver_elems_, S - j0)),
+                          side_);
+        ops_.record_event(ev_delivered_[i], side_);
+      }
+      side_busy_ = true;  // clear() joins before zeroing the shard
+      delivered_pending_ = ev_delivered_.size();
+      delivered_waited_ = 0;
+      return host_base_;
+    } else {  // accumulated on the device, stage 0 at W > 1: this rank's block D2H
+      const int64_t S = layout_.shard_elems();
+      float* mine = host_base_ + comm_.rank() * S;
       ops_.copy_to_host(mine, copy_.dev(shard_, DType::kF32, S), compute_);
       ops_.synchronize(compute_);
     }
@@ -201,6 +225,12 @@ const float* GradReducer::gradient_for_update() {
   // In place: the shard is block r of full_ (at W = 1 nothing moves).
   comm_.all_gather(shard_, full_, static_cast<size_t>(layout_.shard_elems()), compute_);
   return full_;
+}
+
+void GradReducer::wait_delivered(int64_t end) {
+  while (delivered_waited_ < delivered_pending_ &&
+         static_cast<int64_t>(delivered_waited_) * deliver_elems_ < end)
+    ops_.synchronize_event(ev_delivered_[delivered_waited_++]);
 }
 
 void GradReducer::clear() {

@@ -15,9 +15,11 @@
 //         rank's shard (each rank then updates everything);
 //       on the device, delivered to the host (optimizer offload with gradient accumulation,
 //         HostGradient::accumulate false): accumulated as without offload; gradient_for_update()
-//         copies it D2H into the offloaded optimizer's host gradient once per step (stage 0:
-//         this rank's block, then all_gather_host). One transfer per optimizer step instead of
-//         one per micro-step (DeepSpeed's CPU offload pays one per micro-step);
+//         copies it D2H into the offloaded optimizer's host gradient once per step, in pieces
+//         on the side stream that the host AdamW waits for one by one (wait_delivered), so the
+//         copy overlaps the update (stage 0 at W > 1: this rank's block in one copy, then
+//         all_gather_host). One transfer per optimizer step instead of one per micro-step
+//         (DeepSpeed's CPU offload pays one per micro-step);
 //       in host memory (optimizer offload, HostGradient::accumulate): the shard is the offloaded
 //         optimizer's host gradient and no [S] buffer is on the device. Each chunk's reduce-scatter
 //         (accumulate off) lands in a device staging ring of two [C] slots and goes D2H as soon
@@ -55,6 +57,8 @@ struct HostGradient {
   // true: accumulate in host memory (no [S] on the device; a D2H and a host add per micro-step);
   // false: accumulate on the device and copy the result to `data` once per step.
   bool accumulate = true;
+  // accumulate false: elements per D2H piece (GradReducer::gradient_for_update); 0 = the default.
+  int64_t deliver_elems = 0;
 };
 
 class GradReducer {
@@ -86,8 +90,17 @@ class GradReducer {
   double shard_sumsq();
   // The fp32 gradient of the shards this rank updates: the shard [S], or under stage 0 the
   // all-gather of every rank's shard into [W][S] (collective, compute stream). With a host
-  // gradient (either mode): host memory (HostGradient::data), complete on return.
+  // gradient: host memory (HostGradient::data). Complete on return, except when the device shard
+  // is delivered to the host of one owner (offload with device accumulation, stages 1–3, or
+  // stage 0 alone): then the D2H is enqueued on the side stream in pieces of kDeliverElems and
+  // the caller calls wait_delivered() before reading a range (the host AdamW starts on the first
+  // piece while the rest is in flight).
   const float* gradient_for_update();
+  // Blocks until elements [0, end) of the delivered gradient are in host memory (no-op when
+  // gradient_for_update() returned a complete gradient). end in elements of the host gradient.
+  // Throws zt::Error when a piece's copy failed.
+  void wait_delivered(int64_t end);
+  static constexpr int64_t kDeliverElems = int64_t{1} << 24;  // 64 MiB of fp32 per D2H piece
   // Zeroes the shard (after join(); synchronises).
   void clear();
   // With a host gradient only: buf [W][S] fp32 host memory, rank-major, this rank's block valid →
@@ -125,9 +138,13 @@ class GradReducer {
                                 // copied here once per step)
   Tensor sumsq_ws_;
   Stream side_;
-  Event ev_compute_;                           // compute stream → side stream handoff
-  Event ev_side_;                              // side stream → compute stream handoff
-  Event ev_bucket_free_[2];                    // the reduce-scatter reading bucket k has finished
+  Event ev_compute_;                 // compute stream → side stream handoff
+  Event ev_side_;                    // side stream → compute stream handoff
+  Event ev_bucket_free_[2];          // the reduce-scatter reading bucket k has finished
+  std::vector<Event> ev_delivered_;  // D2H piece i of the shard has landed (side stream)
+  size_t delivered_pending_ = 0;     // pieces enqueued by gradient_for_update() not yet waited for
+  size_t delivered_waited_ = 0;      // pieces [0, delivered_waited_) known to have landed
+  int64_t deliver_elems_ = kDeliverElems;      // elements per D2H piece
   bool side_busy_ = false;                     // reduce-scatters enqueued since the last join
   std::unique_ptr<HostGradAccumulator> host_;  // offload: the host shard, its staging and adds
 };

@@ -27,8 +27,8 @@ class DeviceAdamW final : public ShardOptimizer {
     ops_.zero(dev(v_, DType::kF32, owned_elems()), compute_);
   }
 
-  void step(const optim::AdamWStep& decay, const optim::AdamWStep& plain,
-            const float* grad) override {
+  void step(const optim::AdamWStep& decay, const optim::AdamWStep& plain, const float* grad,
+            const std::function<void(int64_t)>& /*ready*/) override {
     const bool bf16 = dtype_ == DType::kBF16;
     for_each_segment([&](const Segment& sg) {
       const int64_t o = sg.state;
@@ -92,11 +92,12 @@ class OffloadedAdamW final : public ShardOptimizer {
     std::memset(v_, 0, static_cast<size_t>(n) * 4);
   }
 
-  // grad: the host gradient (host_gradient(), complete: GradReducer accumulated it there). The
-  // host AdamW takes the chunks in order while chunk c−1's result goes H2D on the compute stream.
+  // grad: the host gradient (host_gradient(); chunk c's range complete once ready() returns).
+  // The host AdamW takes the chunks in order while chunk c−1's result goes H2D on the compute
+  // stream and, with a delivered gradient, chunk c+1's gradient is still coming D2H.
   // Bitwise the device update (same per-element arithmetic; padding untouched).
-  void step(const optim::AdamWStep& decay, const optim::AdamWStep& plain,
-            const float* grad) override {
+  void step(const optim::AdamWStep& decay, const optim::AdamWStep& plain, const float* grad,
+            const std::function<void(int64_t)>& ready) override {
     ops_.synchronize(compute_);  // the last step's H2D copies have read what this one rewrites
     uint16_t* bf16 = dtype_ == DType::kBF16 ? host_bf16_ : nullptr;
     std::vector<std::vector<optim::HostAdamW::Ticket>> tickets(chunks_.size());
@@ -108,6 +109,7 @@ class OffloadedAdamW final : public ShardOptimizer {
                             compute_);
     };
     for (size_t c = 0; c < chunks_.size(); ++c) {
+      if (ready) ready(chunks_[c].pieces.back().offset + chunks_[c].pieces.back().n);
       for (const Piece& p : chunks_[c].pieces)
         tickets[c].push_back(host_adam_.submit(
             p.no_decay ? plain : decay, master_ + p.offset, m_ + p.offset, v_ + p.offset,

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -49,9 +50,10 @@ class ShardOptimizer {
   // untouched): grad [owned.ranks × S] fp32, rank-major, on the device — or, offloaded, in host
   // memory (host_gradient()); `decay` for tensors with weight decay, `plain` for no_decay ones.
   // Writes the rounded new weights into the owned compute weights (enqueued on the compute
-  // stream).
-  virtual void step(const optim::AdamWStep& decay, const optim::AdamWStep& plain,
-                    const float* grad) = 0;
+  // stream). ready(end), when given, is called before elements [0, end) of grad are read (a host
+  // gradient still landing: GradReducer::wait_delivered); the device update ignores it.
+  virtual void step(const optim::AdamWStep& decay, const optim::AdamWStep& plain, const float* grad,
+                    const std::function<void(int64_t)>& ready = {}) = 0;
   // The owned compute weights ← the master weights rounded to the compute dtype (after
   // load_state).
   virtual void round_into_weights() = 0;

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 
 #include "core/error.h"
 #include "optim/clip.h"
@@ -41,7 +42,7 @@ ZeroEngine::ZeroEngine(const ParamLayout& layout, DType dtype, Ops& ops, dist::C
                                       opt_.local_world_size)),
       reducer_(layout_, ops, comm, device_memory, stream_, /*replicate=*/opt_.stage == 0,
                {optimizer_->host_gradient(), &host_memory, optimizer_->host_threads(),
-                opt_.host_gradient_accumulation}) {
+                opt_.host_gradient_accumulation, opt_.gradient_delivery_elems}) {
   reduced_.assign(static_cast<size_t>(layout_.num_groups()), 0);
 }
 
@@ -150,7 +151,9 @@ StepResult ZeroEngine::apply_step(const StepArgs& args) {
   const float* grad = reducer_.gradient_for_update();  // stage 0: all-gather of every shard
   gatherer_->join();  // no gather (stage-3 prefetch, post-update gather) still reads the weights
   adam_step_ = t;
-  optimizer_->step(s_decay, s_plain, grad);  // writes the owned compute weights
+  // Writes the owned compute weights; a delivered host gradient is read as its pieces land.
+  optimizer_->step(s_decay, s_plain, grad, [&](int64_t end) { reducer_.wait_delivered(end); });
+  reducer_.wait_delivered(INT64_MAX);  // the padding's pieces too, before the shard is rewritten
   gatherer_->install();  // stages 1/2: all-gather of the new weights; stage 3: gathered on use
   reset_step();
   if (!opt_.overlap_gather) synchronize_all();

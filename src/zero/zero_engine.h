@@ -90,6 +90,10 @@ struct EngineOptions {
   // one micro-step per step); false: on the device, copied to the host once per step. Bitwise
   // the same either way.
   bool host_gradient_accumulation = true;
+  // Offload with device accumulation: elements per D2H piece of the delivered gradient shard
+  // (the host AdamW starts on a piece once it has landed); 0: GradReducer::kDeliverElems. Tests
+  // set it small to cut a tiny model's shard into many pieces.
+  int64_t gradient_delivery_elems = 0;
 };
 
 // Hyper-parameters of one optimizer step.

@@ -60,13 +60,16 @@ TEST(ZeroStages, AllStagesAndOffloadAreBitwiseEqual) {
       }
       EXPECT_NE(bits(ref.master), bits(ref.initial_master));
       for (int stage = 0; stage <= 3; ++stage)
-        for (int off = 0; off < 3; ++off) {  // none, host accumulation, device accumulation
+        // none, host accumulation, device accumulation (delivered in one piece, and in pieces
+        // of 100 elements that the host AdamW waits for one by one)
+        for (int off = 0; off < 4; ++off) {
           if (stage == 1 && off == 0) continue;
           SCOPED_TRACE(fmt::format("stage {} offload {}", stage, off));
           RunSpec s = spec;
           s.stage = stage;
           s.offload = off > 0;
           s.host_accum = off == 1;
+          s.delivery_elems = off == 3 ? 100 : 0;
           expect_same(run_training(comm, s), ref);
         }
     }

@@ -45,6 +45,7 @@ RunResult run_training(dist::Comm& comm, const RunSpec& spec) {
   eo.stage = spec.stage;
   eo.offload = spec.offload;
   eo.host_gradient_accumulation = spec.host_accum;
+  eo.gradient_delivery_elems = spec.delivery_elems;
   ZeroEngine engine(layout, spec.dtype, ops, comm, mem, mem, eo);
   ModelOptions mo;
   mo.dtype = spec.dtype;

@@ -26,10 +26,11 @@ PackedBatch make_micro_batch(int64_t step, int64_t j, int64_t vocab);
 struct RunSpec {
   int stage = 1;
   bool offload = false;
-  bool host_accum = true;  // offload: EngineOptions::host_gradient_accumulation
-  int accum = 1;           // micro-batches per rank per step (G)
-  int steps = 3;           // run up to this step (exclusive)
-  int first_step = 0;      // > 0 with load_dir: resume at this step
+  bool host_accum = true;      // offload: EngineOptions::host_gradient_accumulation
+  int64_t delivery_elems = 0;  // EngineOptions::gradient_delivery_elems
+  int accum = 1;               // micro-batches per rank per step (G)
+  int steps = 3;               // run up to this step (exclusive)
+  int first_step = 0;          // > 0 with load_dir: resume at this step
   DType dtype = DType::kF32;
   bool tied = false;
   double lr = 2e-3;  // step k uses lr·(1 − 0.2·k)
