@@ -32,10 +32,10 @@ GradReducer::GradReducer(const ShardLayout& layout, Ops& ops, dist::Comm& comm,
   // (the all-gather runs in place): one fp32 gradient, not a shard beside a full copy.
   const bool device_full = replicate && host.data == nullptr;
   const Arena::Slot s_shard = dev_.reserve("gradient shard", on_host || device_full ? 0 : f32(S));
-  // Alone (W = 1) the first micro-step packs straight into the shard and one slot takes the later
-  // ones; under offload every chunk packs into a staging slot, and the export's all-gather
-  // (bucket()) borrows staging slot 1.
-  const bool no_bucket = on_host && W == 1;
+  // Alone (W = 1) there is no bucket: the first micro-step packs straight into the shard and the
+  // later ones add to it (ShardCopy::pack_add); under host accumulation every chunk packs into a
+  // staging slot.
+  const bool no_bucket = W == 1;
   const Arena::Slot s_b0 = dev_.reserve("reduce-scatter bucket", no_bucket ? 0 : f32(W * chunk_));
   const Arena::Slot s_b1 = dev_.reserve("reduce-scatter bucket 2", W > 1 ? f32(W * chunk_) : 0);
   const Arena::Slot s_stage =
@@ -57,7 +57,7 @@ GradReducer::GradReducer(const ShardLayout& layout, Ops& ops, dist::Comm& comm,
   shard_ = on_host       ? nullptr
            : device_full ? full_ + static_cast<int64_t>(comm.rank()) * S
                          : static_cast<float*>(dev_.ptr(s_shard));
-  bucket_[0] = static_cast<float*>(dev_.ptr(s_b0));
+  bucket_[0] = no_bucket ? nullptr : static_cast<float*>(dev_.ptr(s_b0));
   bucket_[1] = static_cast<float*>(dev_.ptr(s_b1));
   gfirst_ = static_cast<float*>(dev_.ptr(s_gfirst));
   glast_ = static_cast<float*>(dev_.ptr(s_glast));
@@ -78,7 +78,6 @@ GradReducer::GradReducer(const ShardLayout& layout, Ops& ops, dist::Comm& comm,
     float* mine = host.data + (replicate ? comm.rank() * S : 0);
     host_ = std::make_unique<HostGradAccumulator>(
         ops, *host.memory, mine, S, static_cast<float*>(dev_.ptr(s_stage)), chunk_, host.threads);
-    if (no_bucket) bucket_[0] = host_->slot(1);
   }
 }
 
@@ -116,22 +115,19 @@ void GradReducer::reduce(int g, bool first) {
   const int64_t b = layout_.group_shard_begin(g), e = layout_.group_shard_end(g);
   const int W = layout_.world_size();
   const GroupPtr src{window(g), DType::kF32};
-  if (W == 1 && first) {
+  if (W == 1) {
     // Alone, the reduce-scatter is the identity: the first micro-step packs the group straight into
-    // the gradient shard, later ones add to it chunk by chunk (the same fp32 sums as through a
-    // bucket, half the memory traffic).
-    copy_.pack(g, src, {shard_, DType::kF32, 0, 0}, 0, 1, compute_);
+    // the gradient shard, later ones add to it (the same fp32 sums as through a bucket, without
+    // the bucket).
+    if (first)
+      copy_.pack(g, src, {shard_, DType::kF32, 0, 0}, 0, 1, compute_);
+    else
+      copy_.pack_add(g, src, {shard_, DType::kF32, 0, 0}, compute_);
     return;
   }
   // The group's shard columns C at a time (one chunk for a decoder layer).
   for (int64_t j0 = b; j0 < e; j0 += chunk_) {
     const int64_t j1 = std::min(e, j0 + chunk_), n = j1 - j0;
-    if (W == 1) {
-      copy_.pack(g, src, {bucket_[0], DType::kF32, n, j0}, 0, 1, compute_, j0, j1);
-      const Tensor sh = copy_.dev(shard_ + j0, DType::kF32, n);
-      ops_.add(sh, sh, copy_.dev(bucket_[0], DType::kF32, n), compute_);
-      continue;
-    }
     const int k = next_bucket_;
     next_bucket_ = 1 - k;
     ops_.wait_event(compute_, ev_bucket_free_[k]);  // the collective that last read slot k is done

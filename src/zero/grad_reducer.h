@@ -111,7 +111,8 @@ class GradReducer {
 
   // Buffers the engine borrows as staging at step boundaries (checkpoints, export).
   float* staging() const;  // ≥ [C] fp32 on the device (a host staging slot, or the shard [S])
-  float* bucket() const { return bucket_[0]; }  // [W][C] fp32 (distinct from staging())
+  // [W][C] fp32 (distinct from staging()); null at W = 1 (nothing to gather).
+  float* bucket() const { return bucket_[0]; }
   int64_t chunk() const { return chunk_; }
   void append_pools(std::vector<PoolBytes>& out) const;
   void synchronize();  // waits for the side stream (and every host add)
@@ -128,7 +129,7 @@ class GradReducer {
   Arena dev_;
   int64_t chunk_ = 0;
   float* shard_ = nullptr;  // device shard [S] (null under offload; stage 0: block r of full_)
-  float* bucket_[2] = {nullptr, nullptr};  // slot 1 only for W > 1
+  float* bucket_[2] = {nullptr, nullptr};  // W > 1 only
   int next_bucket_ = 0;
   float* gfirst_ = nullptr;  // the window: group 0, the last group, one layer slot
   float* glast_ = nullptr;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/error.h"
+
 namespace zt::zero {
 
 void ShardCopy::pack(int g, GroupPtr src, const RankMajor& dst, int r0, int r1, Stream s,
@@ -27,6 +29,21 @@ void ShardCopy::pack(int g, GroupPtr src, const RankMajor& dst, int r0, int r1, 
       const int64_t z0 = std::max(u0, valid);
       if (z0 < u1) ops_.zero(dev(elem_at(dst.data, d + z0, des), dst.dtype, u1 - z0), s);
     }
+}
+
+void ShardCopy::pack_add(int g, GroupPtr src, const RankMajor& dst, Stream s) const {
+  if (layout_.world_size() != 1)
+    fail("ShardCopy::pack_add: world size {} (expected 1)", layout_.world_size());
+  if (src.dtype != dst.dtype) fail("ShardCopy::pack_add: source and shard dtypes differ");
+  const size_t es = dtype_size(dst.dtype);
+  const int64_t gb = layout_.group_model_begin(g);
+  for (int i = layout_.tensor_begin(g); i < layout_.tensor_end(g); ++i) {
+    const ShardTensor& t = layout_.tensor(i);
+    const int64_t n = t.valid(0);
+    if (n == 0) continue;
+    const Tensor d = dev(elem_at(dst.data, t.shard_offset - dst.shift, es), dst.dtype, n);
+    ops_.add(d, d, dev(elem_at(src.base, t.model_offset - gb, es), src.dtype, n), s);
+  }
 }
 
 void ShardCopy::unpack(int g, const RankMajor& src, GroupPtr dst, int r0, int r1, Stream s) const {

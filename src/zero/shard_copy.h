@@ -42,6 +42,10 @@ class ShardCopy {
   // shard segment is converted (Ops::cast: a copy for equal dtypes) and its padding zeroed.
   void pack(int g, GroupPtr src, const RankMajor& dst, int r0, int r1, Stream s, int64_t lo = 0,
             int64_t hi = INT64_MAX) const;
+  // One rank (W = 1): the shard buffer's group g columns += the group storage's elements (fp32
+  // Ops::add per tensor segment, data elements only: the padding keeps its value). Bitwise pack
+  // into a zeroed buffer followed by Ops::add(dst, dst, buffer), without the buffer.
+  void pack_add(int g, GroupPtr src, const RankMajor& dst, Stream s) const;
   // Rank-major buffer → group storage, group g, ranks [r0, r1) (data elements only).
   void unpack(int g, const RankMajor& src, GroupPtr dst, int r0, int r1, Stream s) const;
   // A 1-D view [n] of `p` on the Ops device.

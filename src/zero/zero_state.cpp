@@ -207,10 +207,14 @@ std::vector<float> ZeroEngine::full_master_weights() {
         ops_.synchronize(stream_);
         send = staging;
       }
-      comm_.all_gather(send, bucket, static_cast<size_t>(n), stream_);
+      const float* gathered = send;  // W = 1: nothing to gather (and no bucket)
+      if (W > 1) {
+        comm_.all_gather(send, bucket, static_cast<size_t>(n), stream_);
+        gathered = bucket;
+      }
       if (!root) continue;
       staged.resize(static_cast<size_t>(W * n));
-      ops_.copy_to_host(staged.data(), dev(bucket, W * n), stream_);
+      ops_.copy_to_host(staged.data(), dev(const_cast<float*>(gathered), W * n), stream_);
       ops_.synchronize(stream_);
       unpack_host(layout_, g, staged.data(), n, j0, out.data(), j0, j0 + n);
     }
