@@ -148,7 +148,6 @@ void CausalLM::plan_and_allocate(MemoryResource& memory) {
   const Arena::Slot s_dq = acts_.reserve("d.q", n(T * Hq * D, es));
   const Arena::Slot s_dk = acts_.reserve("d.k", n(T * Hkv * D, es));
   const Arena::Slot s_dv = acts_.reserve("d.v", n(T * Hkv * D, es));
-  const Arena::Slot s_dact = acts_.reserve("d.act", n(T * I, es));
   const Arena::Slot s_logits = acts_.reserve("logits", n(kLogitRows * V, 4));
 
   // Inputs.
@@ -234,7 +233,6 @@ void CausalLM::plan_and_allocate(MemoryResource& memory) {
   dq_ = acts_.ptr(s_dq);
   dk_ = acts_.ptr(s_dk);
   dv_ = acts_.ptr(s_dv);
-  dact_ = acts_.ptr(s_dact);
   logits_buf_ = acts_.ptr(s_logits);
   tokens_ = inputs_.ptr(s_tok);
   pos_ = inputs_.ptr(s_pos);
@@ -418,12 +416,16 @@ void CausalLM::linear(const Tensor& y, const Tensor& x, const LinearIds& ids) {
 
 // dx = beta_dx*dx + dy·W; dW = beta_w*dW + dyᵀ·x; db = beta_w*db + Σ_rows dy.
 void CausalLM::linear_backward(const Tensor& dx, float beta_dx, const Tensor& dy, const Tensor& x,
-                               const LinearIds& ids, float beta_w) {
-  ops_.matmul(dx, dy, Trans::kN, lin_w(ids), Trans::kN, Tensor(), 1.0f, beta_dx, workspace_,
-              stream_);
+                               const LinearIds& ids, float beta_w, bool weight_first) {
+  const auto input_grad = [&] {
+    ops_.matmul(dx, dy, Trans::kN, lin_w(ids), Trans::kN, Tensor(), 1.0f, beta_dx, workspace_,
+                stream_);
+  };
+  if (!weight_first) input_grad();
   ops_.matmul(rows_of(grad(ids.w), ids), dy, Trans::kT, x, Trans::kN, Tensor(), 1.0f, beta_w,
               workspace_, stream_);
   if (ids.b >= 0) ops_.bias_grad(rows_of(grad(ids.b), ids), dy, beta_w, stream_);
+  if (weight_first) input_grad();
 }
 
 void CausalLM::norm_fwd(const Tensor& y, const Tensor& rstd, const Tensor& x, int w) {
@@ -557,9 +559,10 @@ void CausalLM::layer_backward(int l, const LayerActs& a, const Tensor& x, int64_
              act(a.rstd_mo, {T}, kF32), beta);
     dm = tmp;
   }
+  // d(act) overwrites act (dead once the down projection's weight gradient has read it).
   const Tensor gate = act(a.gate, {T, I}, dt), up = act(a.up, {T, I}, dt),
-               dact = act(dact_, {T, I}, dt);
-  linear_backward(dact, 0.0f, dm, act(a.act, {T, I}, dt), p.down, beta);
+               dact = act(a.act, {T, I}, dt);
+  linear_backward(dact, 0.0f, dm, dact, p.down, beta, /*weight_first=*/true);
   ops_.swiglu_bwd(gate, up, dact, gate, up, stream_, cfg_.mlp_act);  // gate := dgate, up := dup
   const Tensor xmid = act(a.xmid, {T, H}, dt);
   const Tensor h2 = p.mlp_in_norm >= 0 ? act(a.ln2, {T, H}, dt) : xmid;

@@ -165,8 +165,10 @@ class CausalLM {
   Tensor lin_w(const LinearIds& ids) const;
   Tensor lin_b(const LinearIds& ids) const;
   void linear(const Tensor& y, const Tensor& x, const LinearIds& ids);
+  // dx = beta_dx·dx + dy·W and dW = beta_w·dW + dyᵀ·x (and the bias gradient). weight_first:
+  // dW first, so dx may alias x (the two GEMMs are independent: no bit changes).
   void linear_backward(const Tensor& dx, float beta_dx, const Tensor& dy, const Tensor& x,
-                       const LinearIds& ids, float beta_w);
+                       const LinearIds& ids, float beta_w, bool weight_first = false);
   Tensor act(void* p, std::initializer_list<int64_t> shape, DType dt) const;
   // The activation view of `slot`, or nullptr for a view reserved with 0 bytes (a buffer the
   // family does not use: a stray use fails loudly instead of aliasing the next view).
@@ -226,7 +228,7 @@ class CausalLM {
   int64_t pad_row_ = -1;      // HF padding_idx (pad_token_id), -1 for none
   void* pad_save_ = nullptr;  // fp32 [H]: the pad row's gradient kept across embedding_bwd
   void *dres_ = nullptr, *dh_ = nullptr, *dh32_ = nullptr, *datt_ = nullptr, *dq_ = nullptr,
-       *dk_ = nullptr, *dv_ = nullptr, *dact_ = nullptr, *logits_buf_ = nullptr;
+       *dk_ = nullptr, *dv_ = nullptr, *logits_buf_ = nullptr;
   static constexpr int64_t kLogitRows = 8;
   // Inputs (device) and their host staging.
   void *tokens_ = nullptr, *pos_ = nullptr, *targets_ = nullptr, *cu_ = nullptr,
