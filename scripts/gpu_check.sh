@@ -305,7 +305,7 @@ sec_usersrows() {
     (cd "$w" && "$ZT" "${launch[@]}" train --config sft.yaml model_name="$m" compute.n_gpus=1 \
       trainer.per_device_train_batch_size=4 trainer.max_steps=3 trainer.logging_steps=1 trainer.eval_strategy=no \
       exp_dir="logs/$tag" >"$OUT/usersrows_$tag.log" 2>&1) || { fail "usersrows: zerotune $tag (see usersrows_$tag.log)"; continue; }
-    python3 - "$w/logs/$tag/metrics.jsonl" "$tag" <<'PY' >>"$res" || fail "usersrows: zerotune $tag logged no tokens/s"
+    python3 - "$w/logs/$tag/metrics.jsonl" "$tag" <<'PY' >>"$res" || fail "usersrows: zerotune $tag logged no tokens/s or no peak_gpu_max_allocated_gib"
 import json, sys
 rs = [json.loads(l) for l in open(sys.argv[1])]
 tps = sorted(r["train_tokens_per_second"] for r in rs if "train_tokens_per_second" in r and r.get("step", 0) >= 2)
@@ -321,7 +321,9 @@ PY
   # The ZeRO stage and offload are memory settings only: stage 0 on the device and ZeRO-1 with the
   # offloaded AdamW (the gradient accumulated on the GPU, delivered D2H in 64 MiB pieces that the
   # host AdamW takes as they land) log the same bits.
-  if "$ZT" compare --no-png "$w/logs/no_accelerate_file" "$w/logs/zero1_offload" >"$OUT/usersrows_compare.txt" 2>&1; then
+  if [ ! -f "$w/logs/no_accelerate_file/metrics.jsonl" ] || [ ! -f "$w/logs/zero1_offload/metrics.jsonl" ]; then
+    echo "  (no bitwise comparison: a zerotune run failed above)"
+  elif "$ZT" compare --no-png "$w/logs/no_accelerate_file" "$w/logs/zero1_offload" >"$OUT/usersrows_compare.txt" 2>&1; then
     echo "  bitwise equal: no_accelerate_file == zero1_offload (loss, grad_norm, … of 3 steps)"
   else
     fail "usersrows: stage 0 and ZeRO-1 + offload differ (usersrows_compare.txt)"; head -12 "$OUT/usersrows_compare.txt"

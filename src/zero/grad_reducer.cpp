@@ -71,7 +71,7 @@ GradReducer::GradReducer(const ShardLayout& layout, Ops& ops, dist::Comm& comm,
   if (host_base_ != nullptr && !on_host && !(replicate && W > 1)) {  // streamed delivery
     if (host.deliver_elems < 0) fail("GradReducer: deliver_elems {} < 0", host.deliver_elems);
     if (host.deliver_elems > 0) deliver_elems_ = host.deliver_elems;
-    ev_delivered_.resize(static_cast<size_t>((S + deliver_elems_ - 1) / deliver_elems_));
+    ev_delivered_.resize(static_cast<size_t>(S / deliver_elems_ + (S % deliver_elems_ != 0)));
     for (Event& e : ev_delivered_) e = ops_.create_event();
   }
   if (on_host) {

@@ -109,7 +109,14 @@ class OffloadedAdamW final : public ShardOptimizer {
                             compute_);
     };
     for (size_t c = 0; c < chunks_.size(); ++c) {
-      if (ready) ready(chunks_[c].pieces.back().offset + chunks_[c].pieces.back().n);
+      if (ready) {
+        try {  // a failed copy: no host AdamW chunk may outlive this call before the error leaves
+          ready(chunks_[c].pieces.back().offset + chunks_[c].pieces.back().n);
+        } catch (...) {
+          host_adam_.wait_all();
+          throw;
+        }
+      }
       for (const Piece& p : chunks_[c].pieces)
         tickets[c].push_back(host_adam_.submit(
             p.no_decay ? plain : decay, master_ + p.offset, m_ + p.offset, v_ + p.offset,

@@ -1,8 +1,13 @@
 // The canonical shard layout (DESIGN §6): sizes, offsets, groups, padding, hash.
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <vector>
+
+#include "backend/cpu/cpu_ops.h"
 #include "core/error.h"
 #include "param/param_layout.h"
+#include "zero/shard_copy.h"
 #include "zero/shard_layout.h"
 #include "zero_test_util.h"
 
@@ -92,6 +97,46 @@ TEST(ShardLayout, RejectsWorldSizeZero) {
   } catch (const Error& e) {
     EXPECT_STREQ(e.what(), "zero: world size 0 must be >= 1");
   }
+}
+
+// ShardCopy::pack_add (W = 1): the shard's group columns += the group's gradient, padding kept;
+// bitwise pack into a zeroed bucket followed by Ops::add(shard, shard, bucket), group by group.
+TEST(ShardCopy, PackAddIsPackIntoABucketThenAdd) {
+  const ParamLayout pl(test::tiny_config(true));
+  const ShardLayout L(pl, 1);
+  CpuOps ops;
+  const ShardCopy copy(L, ops);
+  const int64_t S = L.shard_elems();
+  std::vector<float> a(static_cast<size_t>(S)), b(static_cast<size_t>(S));
+  for (int g = 0; g < L.num_groups(); ++g) {
+    const int64_t n = L.group_model_end(g) - L.group_model_begin(g);
+    std::vector<float> g1(static_cast<size_t>(n)), g2(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) {  // values whose fp32 sums round
+      g1[static_cast<size_t>(i)] = 0.1f * static_cast<float>(i % 97) + 1e-3f;
+      g2[static_cast<size_t>(i)] = 1.0f / static_cast<float>(3 + i % 89);
+    }
+    // a: the first micro-step packs, the second packs into a bucket and adds (the old path).
+    copy.pack(g, {g1.data(), DType::kF32}, {a.data(), DType::kF32, 0, 0}, 0, 1, {});
+    const int64_t b0 = L.group_shard_begin(g), e0 = L.group_shard_end(g);
+    std::vector<float> bucket(static_cast<size_t>(e0 - b0), -7.0f);
+    copy.pack(g, {g2.data(), DType::kF32}, {bucket.data(), DType::kF32, 0, b0}, 0, 1, {});
+    const Tensor sh(a.data() + b0, DType::kF32, {e0 - b0}, Device::kCPU);
+    ops.add(sh, sh, Tensor(bucket.data(), DType::kF32, {e0 - b0}, Device::kCPU), {});
+    // b: the first micro-step packs, the second adds in place.
+    copy.pack(g, {g1.data(), DType::kF32}, {b.data(), DType::kF32, 0, 0}, 0, 1, {});
+    copy.pack_add(g, {g2.data(), DType::kF32}, {b.data(), DType::kF32, 0, 0}, {});
+  }
+  ASSERT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * 4));
+  // Not trivially equal: sums landed, and the padding of the tied embedding stayed 0.
+  const ShardTensor& e = L.tensor(pl.embed());
+  EXPECT_EQ(b[1], 0.1f * 1 + 1e-3f + 1.0f / 4);
+  ASSERT_LT(e.valid(0), e.shard_elems);
+  EXPECT_EQ(b[static_cast<size_t>(e.shard_offset + e.valid(0))], 0.0f);
+  // Only one rank.
+  const ShardLayout L2(pl, 2);
+  const ShardCopy copy2(L2, ops);
+  EXPECT_THROW(copy2.pack_add(0, {b.data(), DType::kF32}, {a.data(), DType::kF32, 0, 0}, {}),
+               Error);
 }
 
 }  // namespace
