@@ -9,7 +9,8 @@
 //   {"system": "zerotune", "gc": …, "tokens_per_s": …, "step_s": …, "mfu": …, "peak_gib": …, …}
 // MFU = tokens/s × (6·params + 12·L·H·seq/2) / 790e12 — the peer's formula (causal attention at
 // half). peak_gib = device memory in use after start-up (every pool is allocated before step 1, so
-// this is the peak; the CUDA context and cuBLAS workspace included).
+// this is the peak; the CUDA context and cuBLAS workspace included); max_allocated_gib = the pools'
+// maximum (the analog of torch.cuda.max_memory_allocated, which the peers report).
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
@@ -147,16 +148,20 @@ int main(int argc, char** argv) {
     const double mfu =
         tok_s * (6 * P + 12.0 * cfg.num_hidden_layers * cfg.hidden_size * seq / 2) / 790e12;
     const double gib = static_cast<double>(dev.device_bytes_in_use()) / (1024.0 * 1024.0 * 1024.0);
+    const double alloc_gib =
+        static_cast<double>(dev.device_max_allocated()) / (1024.0 * 1024.0 * 1024.0);
     std::string ls;
     for (double l : losses) ls += (ls.empty() ? "" : ", ") + fmt::format("{:.6f}", l);
     std::printf(
-        "{\"system\": \"zerotune\", \"gc\": %s, \"keep_attention\": %s, \"stage\": %d, \"offload\": %s, \"tokens_per_s\": "
+        "{\"system\": \"zerotune\", \"gc\": %s, \"keep_attention\": %s, \"stage\": %d, "
+        "\"offload\": %s, \"tokens_per_s\": "
         "%.1f, "
-        "\"step_s\": %.5f, \"mfu\": %.4f, \"peak_gib\": %.3f, \"params\": %.0f, \"device\": "
+        "\"step_s\": %.5f, \"mfu\": %.4f, \"peak_gib\": %.3f, \"max_allocated_gib\": %.3f, "
+        "\"params\": %.0f, \"device\": "
         "\"%s\", "
         "\"losses\": [%s]%s}\n",
-        gc ? "true" : "false", keep_attention ? "true" : "false", stage, offload ? "true" : "false", tok_s, dt, mfu, gib, P,
-        dev.describe().c_str(), ls.c_str(), phase_json.c_str());
+        gc ? "true" : "false", keep_attention ? "true" : "false", stage, offload ? "true" : "false",
+        tok_s, dt, mfu, gib, alloc_gib, P, dev.describe().c_str(), ls.c_str(), phase_json.c_str());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_train_gpu: error: %s\n", e.what());
     return 1;

@@ -6,7 +6,8 @@ bench/gpu_peer_transformers.py.
 Rows: shape x GC. Columns: tokens/s of zerotune (GC as the row), zerotune --gc --offload (GC-on rows),
 transformers+Liger (bf16), transformers+Liger fp32-master; zerotune / the best peer of the row (the
 fastest peer record, any variant); peak GiB of each (zerotune: device memory in use after start-up;
-peers: torch.cuda.max_memory_allocated). Variants other than the two Liger ones (plain, plain32)
+peers: torch.cuda.max_memory_allocated), then zerotune's pools' maximum allocation (the like-for-like
+figure; n/a in records older than the field). Variants other than the two Liger ones (plain, plain32)
 are listed below the table. A cell reads OOM for a recorded peer OOM, ERR for a recorded error,
 '-' where the plan has no run, MISSING where the plan has one and no record came.
 
@@ -89,7 +90,8 @@ def main():
         return max(v) if v else None
 
     head = (f"{'shape':12s} {'GC':3s} {'zerotune':>9s} {'zt+offl':>9s} {'Liger':>9s} {'Liger32':>9s} "
-            f"{'zt/best':>8s} {'zt GiB':>7s} {'zt+o GiB':>8s} {'Liger GiB':>9s} {'L32 GiB':>8s}")
+            f"{'zt/best':>8s} {'zt GiB':>7s} {'zt+o GiB':>8s} {'Liger GiB':>9s} {'L32 GiB':>8s} "
+            f"{'zt alloc':>8s} {'zt+o alloc':>10s}")
     for c in configs:
         print(f"{c}: tokens/s per system; Liger = transformers+Liger (bf16), Liger32 = transformers+Liger "
               "fp32-master; zt/best = zerotune / the fastest peer of the row")
@@ -103,7 +105,8 @@ def main():
                   f"{cell(k('zt_off'), 'tokens_per_s', 9, '.0f')} {cell(k('liger'), 'tokens_per_s', 9, '.0f')} "
                   f"{cell(k('liger32'), 'tokens_per_s', 9, '.0f')} {ratio} {cell(k('zt'), 'peak_gib', 7, '.2f')} "
                   f"{cell(k('zt_off'), 'peak_gib', 8, '.2f')} {cell(k('liger'), 'peak_gib', 9, '.2f')} "
-                  f"{cell(k('liger32'), 'peak_gib', 8, '.2f')}")
+                  f"{cell(k('liger32'), 'peak_gib', 8, '.2f')} {cell(k('zt'), 'max_allocated_gib', 8, '.2f')} "
+                  f"{cell(k('zt_off'), 'max_allocated_gib', 10, '.2f')}")
         for (c2, s, g, col), r in sorted(cells.items(), key=lambda kv: (row_order(kv[0][1:3]), kv[0][3] or "")):
             if c2 == c and col in SYSTEMS and col not in COLUMNS:
                 z = cells.get((c, s, g, "zt"), {}).get("tokens_per_s")
