@@ -193,6 +193,11 @@ std::vector<float> ZeroEngine::full_master_weights() {
     for (int g = 0; g < layout_.num_groups(); ++g) unpack_host(layout_, g, src, S, 0, out.data());
     return out;
   }
+  if (W == 1 && host) {  // the host master is the whole model: no device round trip
+    for (int g = 0; g < layout_.num_groups(); ++g)
+      unpack_host(layout_, g, master, S, 0, out.data());
+    return out;
+  }
   // Each group's shard columns, a bucket's worth at a time, all-gathered into the bucket.
   float* staging = reducer_.staging();  // [C] on the device
   float* bucket = reducer_.bucket();
