@@ -214,7 +214,8 @@ const float* GradReducer::gradient_for_update() {
       ops_.copy_to_host(mine, copy_.dev(shard_, DType::kF32, S), compute_);
       ops_.synchronize(compute_);
     }
-    if (replicate_ && layout_.world_size() > 1) all_gather_host(host_base_);  // stage 0
+    if (replicate_ && layout_.world_size() > 1)  // stage 0; device accumulation: the shard is it
+      all_gather_host(host_base_, /*shard_is_mine=*/host_ == nullptr);
     return host_base_;
   }
   if (full_ == nullptr) return shard_;
@@ -239,8 +240,10 @@ void GradReducer::clear() {
   ops_.synchronize(compute_);
 }
 
-void GradReducer::all_gather_host(float* buf) {
+void GradReducer::all_gather_host(float* buf, bool shard_is_mine) {
   if (host_base_ == nullptr) fail("GradReducer::all_gather_host without a host gradient");
+  if (shard_is_mine && shard_ == nullptr)
+    fail("GradReducer::all_gather_host: shard_is_mine without a device shard");
   const int W = layout_.world_size(), r = comm_.rank();
   const int64_t S = layout_.shard_elems();
   join();
@@ -248,7 +251,10 @@ void GradReducer::all_gather_host(float* buf) {
   float* send = host_ ? host_->slot(0) : shard_;  // [C] / [S] on the device
   for (int64_t j0 = 0; j0 < S; j0 += chunk_) {    // stream-ordered: each buffer reused in order
     const int64_t n = std::min(chunk_, S - j0);
-    ops_.copy_from_host(copy_.dev(send, DType::kF32, n), buf + r * S + j0, compute_);
+    if (shard_is_mine)
+      send = shard_ + j0;
+    else
+      ops_.copy_from_host(copy_.dev(send, DType::kF32, n), buf + r * S + j0, compute_);
     comm_.all_gather(send, bucket_[0], static_cast<size_t>(n), compute_);
     for (int q = 0; q < W; ++q)
       if (q != r)

@@ -107,7 +107,9 @@ class GradReducer {
   // every block its owner's (collective; C columns at a time: H2D into device staging — a host
   // staging slot, or the device shard, which it overwrites — all-gather into a bucket, D2H;
   // compute stream; synchronises). Call between steps (the shard is cleared or overwritten next).
-  void all_gather_host(float* buf);
+  // shard_is_mine: the device shard already holds this rank's block of buf (the delivered
+  // gradient): the all-gather sends its columns directly, no H2D.
+  void all_gather_host(float* buf, bool shard_is_mine = false);
 
   // Buffers the engine borrows as staging at step boundaries (checkpoints, export).
   float* staging() const;  // ≥ [C] fp32 on the device (a host staging slot, or the shard [S])
