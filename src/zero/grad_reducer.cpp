@@ -73,6 +73,7 @@ GradReducer::GradReducer(const ShardLayout& layout, Ops& ops, dist::Comm& comm,
     if (host.deliver_elems > 0) deliver_elems_ = host.deliver_elems;
     ev_delivered_.resize(static_cast<size_t>(S / deliver_elems_ + (S % deliver_elems_ != 0)));
     for (Event& e : ev_delivered_) e = ops_.create_event();
+    delivered_waited_ = ev_delivered_.size();  // nothing in flight
   }
   if (on_host) {
     float* mine = host.data + (replicate ? comm.rank() * S : 0);
@@ -205,7 +206,6 @@ const float* GradReducer::gradient_for_update() {
         ops_.record_event(ev_delivered_[i], side_);
       }
       side_busy_ = true;  // clear() joins before zeroing the shard
-      delivered_pending_ = ev_delivered_.size();
       delivered_waited_ = 0;
       return host_base_;
     } else {  // accumulated on the device, stage 0 at W > 1: this rank's block D2H
@@ -225,7 +225,7 @@ const float* GradReducer::gradient_for_update() {
 }
 
 void GradReducer::wait_delivered(int64_t end) {
-  while (delivered_waited_ < delivered_pending_ &&
+  while (delivered_waited_ < ev_delivered_.size() &&
          static_cast<int64_t>(delivered_waited_) * deliver_elems_ < end)
     ops_.synchronize_event(ev_delivered_[delivered_waited_++]);
 }

@@ -145,8 +145,8 @@ class GradReducer {
   Event ev_side_;                    // side stream → compute stream handoff
   Event ev_bucket_free_[2];          // the reduce-scatter reading bucket k has finished
   std::vector<Event> ev_delivered_;  // D2H piece i of the shard has landed (side stream)
-  size_t delivered_pending_ = 0;     // pieces enqueued by gradient_for_update() not yet waited for
-  size_t delivered_waited_ = 0;      // pieces [0, delivered_waited_) known to have landed
+  // Pieces [0, delivered_waited_) of the last delivery have landed (all of them: none in flight).
+  size_t delivered_waited_ = 0;
   int64_t deliver_elems_ = kDeliverElems;      // elements per D2H piece
   bool side_busy_ = false;                     // reduce-scatters enqueued since the last join
   std::unique_ptr<HostGradAccumulator> host_;  // offload: the host shard, its staging and adds

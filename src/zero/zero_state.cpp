@@ -180,7 +180,9 @@ std::vector<float> ZeroEngine::full_master_weights() {
   const float* master = optimizer_->master();
   std::vector<float> out;
   if (root) out.assign(static_cast<size_t>(layout_.model_elems()), 0.0f);
-  if (gatherer_->owned().ranks > 1) {  // stage 0: rank 0 holds everything
+  // Rank 0 holds every shard (stage 0; or alone, where host state is read in place — a device
+  // state alone takes the chunked path below rather than a second full host copy).
+  if (gatherer_->owned().ranks > 1 || (W == 1 && host)) {
     if (!root) return out;
     std::vector<float> staged;
     const float* src = master;
@@ -191,11 +193,6 @@ std::vector<float> ZeroEngine::full_master_weights() {
       src = staged.data();
     }
     for (int g = 0; g < layout_.num_groups(); ++g) unpack_host(layout_, g, src, S, 0, out.data());
-    return out;
-  }
-  if (W == 1 && host) {  // the host master is the whole model: no device round trip
-    for (int g = 0; g < layout_.num_groups(); ++g)
-      unpack_host(layout_, g, master, S, 0, out.data());
     return out;
   }
   // Each group's shard columns, a bucket's worth at a time, all-gathered into the bucket.
