@@ -100,7 +100,9 @@ ZT_OPTIM_HD void adamw_element(const AdamWStep s, float& p, float& m, float& v, 
 
 // CPU AdamW over a contiguous fp32 shard: p (master weights), m (exp_avg), v (exp_avg_sq), all [n],
 // updated in place; g [n] is the raw gradient (scaled by s.grad_scale inside). When p_bf16 is not
-// null it receives bf16(p) [n] (round to nearest even, as torch's .to(bfloat16)). Bitwise equal to
+// null it receives the bf16 compute weights master_hi(p) [n] (optim/master_split.h: round to
+// nearest, ties away from zero — torch's .to(bfloat16) rounds ties to even; they differ only on an
+// exact tie, by one ulp, so the master can be stored split on the GPU). Bitwise equal to
 // adamw_element() per element whatever the thread count or SIMD width (element-wise, no reduction).
 // OpenMP-parallel above a size threshold; dispatches to AVX-512 / AVX2+FMA builds of the same loop
 // when the CPU has them. The arrays must not overlap (p_bf16 included).
@@ -123,11 +125,29 @@ void adamw_cpu_range(const AdamWStep& s, float* p, float* m, float* v, const flo
 void adamw_cuda(const AdamWStep& s, float* p, float* m, float* v, const float* g, size_t n,
                 uint16_t* p_bf16, void* stream);
 
+// AdamW on split master weights (optim/master_split.h): element i's master weight is
+// p = master_join(hi[i], lo[i]), where hi [n] are the bf16 compute weights and lo [n] the low
+// halves; both are rewritten in place from the updated p' (hi ← master_hi(p'), lo ← master_lo(p')).
+// m, v [n] fp32 updated in place, g [n] the raw gradient. For non-NaN results: the same bits as
+// adamw_cpu on the joined p with p_bf16 (p' = master_join of the new halves, hi = its p_bf16).
+// Same builds, threading and no-overlap rule as adamw_cpu.
+void adamw_split_cpu(const AdamWStep& s, uint16_t* hi, uint16_t* lo, float* m, float* v,
+                     const float* g, size_t n);
+
+// adamw_split_cpu on the device: hi, lo, m, v, g device pointers, `stream` a cudaStream_t. The same
+// bits as adamw_split_cpu. Only enqueues; throws zt::Error naming adamw_split_cuda when the launch
+// fails, and always in a build without CUDA.
+void adamw_split_cuda(const AdamWStep& s, uint16_t* hi, uint16_t* lo, float* m, float* v,
+                      const float* g, size_t n, void* stream);
+
 // The builds adamw_cpu picks from (the best the CPU runs). Exposed so tests can run each one.
 enum class AdamWBuild { kAuto, kGeneric, kAvx2, kAvx512 };
 
 // adamw_cpu with the given build; returns false, touching nothing, when this CPU cannot run it.
 bool adamw_cpu_build(AdamWBuild build, const AdamWStep& s, float* p, float* m, float* v,
                      const float* g, size_t n, uint16_t* p_bf16);
+// adamw_split_cpu with the given build; false, touching nothing, when this CPU cannot run it.
+bool adamw_split_cpu_build(AdamWBuild build, const AdamWStep& s, uint16_t* hi, uint16_t* lo,
+                           float* m, float* v, const float* g, size_t n);
 
 }  // namespace zt::optim

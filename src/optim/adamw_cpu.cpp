@@ -10,22 +10,12 @@
 #include <cmath>
 #include <cstring>
 
-#include "core/dtype.h"
 #include "optim/adamw.h"
+#include "optim/master_split.h"
 
 namespace zt::optim {
 
 namespace {
-
-// f32_to_bf16 (core/dtype.h) written as a select, so that it vectorises: round to nearest even,
-// NaN kept quiet. Same bits (the tests compare them).
-[[gnu::always_inline]] inline uint16_t to_bf16(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  const uint32_t rounded = (u + 0x7fffU + ((u >> 16) & 1U)) >> 16;
-  const uint32_t nan = (u >> 16) | 0x40U;
-  return static_cast<uint16_t>((u & 0x7fffffffU) > 0x7f800000U ? nan : rounded);
-}
 
 // One build of the loop. The `omp simd` loops must sit lexically in the function that carries the
 // target attribute (GCC does not vectorise them for the caller's ISA once inlined), hence macros
@@ -34,7 +24,7 @@ namespace {
 #define ZT_ADAMW_SIMD(FROM_M, BF16)                     \
   _Pragma("omp simd") for (size_t i = 0; i < n; ++i) {  \
     adamw_element_t<FROM_M>(k, p[i], m[i], v[i], g[i]); \
-    if constexpr (BF16) pb[i] = to_bf16(p[i]);          \
+    if constexpr (BF16) pb[i] = master_hi(p[i]);        \
   }
 #define ZT_ADAMW_LOOP(ATTRS, NAME)                                                 \
   ATTRS void NAME(const AdamWStep& s, float* __restrict p, float* __restrict m,    \
@@ -56,15 +46,41 @@ namespace {
     }                                                                              \
   }
 
+// The split-master build: p joined from (hi, lo), updated, split back (optim/master_split.h).
+#define ZT_ADAMW_SPLIT_SIMD(FROM_M)                    \
+  _Pragma("omp simd") for (size_t i = 0; i < n; ++i) { \
+    float pi = master_join(hi[i], lo[i]);              \
+    adamw_element_t<FROM_M>(k, pi, m[i], v[i], g[i]);  \
+    hi[i] = master_hi(pi);                             \
+    lo[i] = master_lo(pi);                             \
+  }
+#define ZT_ADAMW_SPLIT_LOOP(ATTRS, NAME)                                                           \
+  ATTRS void NAME(const AdamWStep& s, uint16_t* __restrict hi, uint16_t* __restrict lo,            \
+                  float* __restrict m, float* __restrict v, const float* __restrict g, size_t n) { \
+    const AdamWStep k = s;                                                                         \
+    if (k.lerp_from_m) {                                                                           \
+      ZT_ADAMW_SPLIT_SIMD(true)                                                                    \
+    } else {                                                                                       \
+      ZT_ADAMW_SPLIT_SIMD(false)                                                                   \
+    }                                                                                              \
+  }
+
 using LoopFn = void (*)(const AdamWStep&, float*, float*, float*, const float*, size_t, uint16_t*);
+using SplitFn = void (*)(const AdamWStep&, uint16_t*, uint16_t*, float*, float*, const float*,
+                         size_t);
 
 ZT_ADAMW_LOOP(, loop_generic)
+ZT_ADAMW_SPLIT_LOOP(, split_generic)
 #if defined(__x86_64__)
 ZT_ADAMW_LOOP([[gnu::target("avx2,fma")]], loop_avx2)
 ZT_ADAMW_LOOP([[gnu::target("avx512f,avx512vl,avx512bw,avx2,fma")]], loop_avx512)
+ZT_ADAMW_SPLIT_LOOP([[gnu::target("avx2,fma")]], split_avx2)
+ZT_ADAMW_SPLIT_LOOP([[gnu::target("avx512f,avx512vl,avx512bw,avx2,fma")]], split_avx512)
 #endif
 #undef ZT_ADAMW_LOOP
 #undef ZT_ADAMW_SIMD
+#undef ZT_ADAMW_SPLIT_LOOP
+#undef ZT_ADAMW_SPLIT_SIMD
 
 bool cpu_has(AdamWBuild b) {
 #if defined(__x86_64__)
@@ -86,6 +102,14 @@ LoopFn loop_of(AdamWBuild b) {
   return loop_generic;
 }
 
+SplitFn split_of(AdamWBuild b) {
+#if defined(__x86_64__)
+  if (b == AdamWBuild::kAvx512) return split_avx512;
+  if (b == AdamWBuild::kAvx2) return split_avx2;
+#endif
+  return split_generic;
+}
+
 AdamWBuild best_build() {
   for (AdamWBuild b : {AdamWBuild::kAvx512, AdamWBuild::kAvx2})
     if (cpu_has(b)) return b;
@@ -96,19 +120,32 @@ AdamWBuild best_build() {
 constexpr size_t kBlock = 1 << 14;
 constexpr size_t kParallelMin = 1 << 16;
 
-void run(LoopFn loop, const AdamWStep& s, float* p, float* m, float* v, const float* g, size_t n,
-         uint16_t* p_bf16) {
+// fn(offset, length) over [0, n): one call below kParallelMin, else kBlock-sized blocks shared by
+// OpenMP threads (element-wise loops: any split gives the same bits).
+template <class Fn>
+void for_blocks(size_t n, Fn&& fn) {
   if (n < kParallelMin) {
-    loop(s, p, m, v, g, n, p_bf16);
+    fn(size_t{0}, n);
     return;
   }
   const auto blocks = static_cast<int64_t>((n + kBlock - 1) / kBlock);
 #pragma omp parallel for schedule(static)
   for (int64_t b = 0; b < blocks; ++b) {
-    const size_t lo = static_cast<size_t>(b) * kBlock;
-    const size_t len = std::min(kBlock, n - lo);
-    loop(s, p + lo, m + lo, v + lo, g + lo, len, p_bf16 ? p_bf16 + lo : nullptr);
+    const size_t o = static_cast<size_t>(b) * kBlock;
+    fn(o, std::min(kBlock, n - o));
   }
+}
+
+void run(LoopFn loop, const AdamWStep& s, float* p, float* m, float* v, const float* g, size_t n,
+         uint16_t* p_bf16) {
+  for_blocks(n, [&](size_t o, size_t len) {
+    loop(s, p + o, m + o, v + o, g + o, len, p_bf16 ? p_bf16 + o : nullptr);
+  });
+}
+
+void run_split(SplitFn loop, const AdamWStep& s, uint16_t* hi, uint16_t* lo, float* m, float* v,
+               const float* g, size_t n) {
+  for_blocks(n, [&](size_t o, size_t len) { loop(s, hi + o, lo + o, m + o, v + o, g + o, len); });
 }
 
 // The build adamw_cpu and adamw_cpu_range use: the best this CPU runs, picked once.
@@ -127,6 +164,20 @@ void adamw_cpu(const AdamWStep& s, float* p, float* m, float* v, const float* g,
 void adamw_cpu_range(const AdamWStep& s, float* p, float* m, float* v, const float* g, size_t n,
                      uint16_t* p_bf16) {
   best_loop()(s, p, m, v, g, n, p_bf16);
+}
+
+void adamw_split_cpu(const AdamWStep& s, uint16_t* hi, uint16_t* lo, float* m, float* v,
+                     const float* g, size_t n) {
+  static const SplitFn loop = split_of(best_build());
+  run_split(loop, s, hi, lo, m, v, g, n);
+}
+
+bool adamw_split_cpu_build(AdamWBuild build, const AdamWStep& s, uint16_t* hi, uint16_t* lo,
+                           float* m, float* v, const float* g, size_t n) {
+  if (build == AdamWBuild::kAuto) build = best_build();
+  if (!cpu_has(build)) return false;
+  run_split(split_of(build), s, hi, lo, m, v, g, n);
+  return true;
 }
 
 bool adamw_cpu_build(AdamWBuild build, const AdamWStep& s, float* p, float* m, float* v,

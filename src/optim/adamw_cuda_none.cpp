@@ -10,5 +10,10 @@ void adamw_cuda(const AdamWStep&, float*, float*, float*, const float*, size_t, 
   fail("adamw_cuda: this zerotune was built without CUDA");
 }
 
+void adamw_split_cuda(const AdamWStep&, uint16_t*, uint16_t*, float*, float*, const float*, size_t,
+                      void*) {
+  fail("adamw_split_cuda: this zerotune was built without CUDA");
+}
+
 }  // namespace zt::optim
 #endif

@@ -1,53 +1,108 @@
 #include "zero/shard_optimizer.h"
 
+#include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "optim/adamw_device.h"
 #include "optim/host_adamw.h"
+#include "optim/master_split.h"
 
 namespace zt::zero {
 
 namespace {
 
-// master / m / v in device memory; the device's AdamW kernel.
+// master / m / v in device memory; the device's AdamW kernel. An fp32 model keeps an fp32 master
+// beside its compute weights; a bf16 model keeps the master split (the compute weights are its
+// high halves, lo_ its low halves).
 class DeviceAdamW final : public ShardOptimizer {
  public:
   DeviceAdamW(const ShardLayout& layout, const OwnedWeights& weights, Ops& ops,
               MemoryResource& device_memory, Stream compute)
-      : ShardOptimizer(layout, weights, ops, device_memory, false, compute),
-        kernel_(optim::adamw_kernel(ops.device())) {
+      : ShardOptimizer(layout, weights, ops, device_memory, false, compute,
+                       weights.dtype == DType::kBF16),
+        kernel_(optim::adamw_kernel(ops.device())),
+        split_kernel_(optim::adamw_split_kernel(ops.device())) {
     allocate();
   }
 
   void init_from_weights() override {
-    for_each_segment([&](const Segment& sg) {
-      ops_.cast(dev(master_ + sg.state, DType::kF32, sg.n), weights(sg), compute_);
-    });
+    if (lo_ != nullptr) {  // bf16 weights are exact masters: low halves 0
+      ops_.zero(bytes(lo_, owned_elems() * 2), compute_);
+    } else {
+      for_each_segment([&](const Segment& sg) {
+        ops_.cast(dev(master_ + sg.state, DType::kF32, sg.n), weights(sg), compute_);
+      });
+    }
     ops_.zero(dev(m_, DType::kF32, owned_elems()), compute_);
     ops_.zero(dev(v_, DType::kF32, owned_elems()), compute_);
   }
 
   void step(const optim::AdamWStep& decay, const optim::AdamWStep& plain, const float* grad,
             const std::function<void(int64_t)>& /*ready*/) override {
-    const bool bf16 = dtype_ == DType::kBF16;
     for_each_segment([&](const Segment& sg) {
       const int64_t o = sg.state;
-      kernel_(sg.no_decay ? plain : decay, master_ + o, m_ + o, v_ + o, grad + o,
-              static_cast<size_t>(sg.n), bf16 ? static_cast<uint16_t*>(weights(sg).data) : nullptr,
-              compute_.handle);
-      if (!bf16)  // the fp32 compute weights are the master weights
+      const optim::AdamWStep& s = sg.no_decay ? plain : decay;
+      const auto n = static_cast<size_t>(sg.n);
+      if (lo_ != nullptr) {
+        split_kernel_(s, static_cast<uint16_t*>(weights(sg).data), lo_ + o, m_ + o, v_ + o,
+                      grad + o, n, compute_.handle);
+      } else {  // fp32: the compute weights are a copy of the master weights
+        kernel_(s, master_ + o, m_ + o, v_ + o, grad + o, n, nullptr, compute_.handle);
         ops_.cast(weights(sg), dev(master_ + o, DType::kF32, sg.n), compute_);
+      }
     });
   }
 
+  // Split: nothing to do — the compute weights are the master's high halves (write_master wrote
+  // them).
   void round_into_weights() override {
+    if (lo_ != nullptr) return;
     for_each_segment([&](const Segment& sg) {
       ops_.cast(weights(sg), dev(master_ + sg.state, DType::kF32, sg.n), compute_);
     });
   }
 
+  void read_master(int64_t begin, int64_t n, float* dst) override {
+    if (lo_ == nullptr) return ShardOptimizer::read_master(begin, n, dst);
+    std::vector<uint16_t> hi(static_cast<size_t>(n), 0), lo(static_cast<size_t>(n));
+    ops_.copy_to_host(lo.data(), bytes(lo_ + begin, n * 2), compute_);
+    for_each_overlap(begin, n, [&](int64_t at, int64_t w, int64_t len) {
+      ops_.copy_to_host(hi.data() + (at - begin), bytes(hi_at(w), len * 2), compute_);
+    });
+    ops_.synchronize(compute_);
+    for (int64_t i = 0; i < n; ++i) dst[i] = optim::master_join(hi[i], lo[i]);
+  }
+
+  void write_master(int64_t begin, int64_t n, const float* src) override {
+    if (lo_ == nullptr) return ShardOptimizer::write_master(begin, n, src);
+    std::vector<uint16_t> hi(static_cast<size_t>(n)), lo(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) {
+      hi[i] = optim::master_hi(src[i]);
+      lo[i] = optim::master_lo(src[i]);
+    }
+    ops_.copy_from_host(bytes(lo_ + begin, n * 2), lo.data(), compute_);
+    for_each_overlap(begin, n, [&](int64_t at, int64_t w, int64_t len) {
+      ops_.copy_from_host(bytes(hi_at(w), len * 2), hi.data() + (at - begin), compute_);
+    });
+    ops_.synchronize(compute_);  // the host vectors die here
+  }
+
  private:
+  Tensor bytes(void* p, int64_t n) const { return dev(p, DType::kU8, n); }
+  uint16_t* hi_at(int64_t w) const { return static_cast<uint16_t*>(w_.data) + w; }
+  // fn(state offset, compute-weights offset, n) for each segment's part inside the state range
+  // [begin, begin + n).
+  template <class Fn>
+  void for_each_overlap(int64_t begin, int64_t n, Fn&& fn) const {
+    for_each_segment([&](const Segment& sg) {
+      const int64_t a = std::max(begin, sg.state), b = std::min(begin + n, sg.state + sg.n);
+      if (a < b) fn(a, sg.weights + (a - sg.state), b - a);
+    });
+  }
+
   optim::AdamWKernel kernel_;
+  optim::AdamWSplitKernel split_kernel_;
 };
 
 // master / m / v and the gradient in host memory; chunked host AdamW → H2D.
@@ -56,7 +111,7 @@ class OffloadedAdamW final : public ShardOptimizer {
   OffloadedAdamW(const ShardLayout& layout, const OwnedWeights& weights, Ops& ops,
                  MemoryResource& host_memory, Stream compute, int host_threads,
                  int local_world_size)
-      : ShardOptimizer(layout, weights, ops, host_memory, true, compute),
+      : ShardOptimizer(layout, weights, ops, host_memory, true, compute, false),
         host_adam_(host_threads, local_world_size) {
     const auto n = static_cast<size_t>(owned_elems());
     const Arena::Slot s_grad = state_.reserve("host gradient", n * 4);
@@ -130,7 +185,7 @@ class OffloadedAdamW final : public ShardOptimizer {
     const int64_t n = owned_elems();
     const bool bf16 = dtype_ == DType::kBF16;
     if (bf16)
-      for (int64_t i = 0; i < n; ++i) host_bf16_[i] = f32_to_bf16(master_[i]);
+      for (int64_t i = 0; i < n; ++i) host_bf16_[i] = optim::master_hi(master_[i]);
     for_each_segment([&](const Segment& sg) {
       ops_.copy_from_host(
           weights(sg), bf16 ? static_cast<const void*>(host_bf16_ + sg.state) : master_ + sg.state,
@@ -195,7 +250,8 @@ std::unique_ptr<ShardOptimizer> ShardOptimizer::make(bool offload, const ShardLa
 }
 
 ShardOptimizer::ShardOptimizer(const ShardLayout& layout, const OwnedWeights& weights, Ops& ops,
-                               MemoryResource& memory, bool host_state, Stream compute)
+                               MemoryResource& memory, bool host_state, Stream compute,
+                               bool split_master)
     : layout_(layout),
       w_(weights),
       owned_(weights.owned),
@@ -203,9 +259,13 @@ ShardOptimizer::ShardOptimizer(const ShardLayout& layout, const OwnedWeights& we
       ops_(ops),
       compute_(compute),
       host_state_(host_state),
+      split_(split_master),
       state_(host_state ? "zero optimizer (host)" : "zero optimizer (device)", memory) {
   const auto n = static_cast<size_t>(owned_elems()) * 4;
-  state_.reserve("master weights", n);
+  if (split_master)
+    state_.reserve("master weights (low halves)", n / 2);
+  else
+    state_.reserve("master weights", n);
   state_.reserve("adam m", n);
   state_.reserve("adam v", n);
 }
@@ -220,9 +280,30 @@ void ShardOptimizer::allocate() {
               compute_);
     ops_.synchronize(compute_);
   }
-  master_ = static_cast<float*>(state_.ptr(0));
+  if (split_)
+    lo_ = static_cast<uint16_t*>(state_.ptr(0));
+  else
+    master_ = static_cast<float*>(state_.ptr(0));
   m_ = static_cast<float*>(state_.ptr(1));
   v_ = static_cast<float*>(state_.ptr(2));
+}
+
+void ShardOptimizer::read_master(int64_t begin, int64_t n, float* dst) {
+  if (host_state_) {
+    std::memcpy(dst, master_ + begin, static_cast<size_t>(n) * 4);
+    return;
+  }
+  ops_.copy_to_host(dst, dev(master_ + begin, DType::kF32, n), compute_);
+  ops_.synchronize(compute_);
+}
+
+void ShardOptimizer::write_master(int64_t begin, int64_t n, const float* src) {
+  if (host_state_) {
+    std::memcpy(master_ + begin, src, static_cast<size_t>(n) * 4);
+    return;
+  }
+  ops_.copy_from_host(dev(master_ + begin, DType::kF32, n), src, compute_);
+  ops_.synchronize(compute_);
 }
 
 void ShardOptimizer::append_pools(std::vector<PoolBytes>& out) const {

@@ -8,10 +8,14 @@
 //     gradient chunk by chunk while chunk c−1's new weights go H2D on the compute stream. On the
 //     CPU backend both memories are host memory, but the code path is the distinct one, and
 //     offload on/off is bitwise equal.
-// Either way the new compute weights are the master weights rounded once to the model dtype (bf16
-// round-to-nearest-even, or an fp32 copy), written where the owned shards' compute weights live
-// (OwnedWeights: the model's full weights under stages 0–2, the rank-major shard under stage 3),
-// data elements only, one segment per (owned rank, tensor).
+// Either way the new compute weights are the master weights rounded once to the model dtype (bf16:
+// optim::master_hi, round to nearest with ties away from zero; fp32: a copy), written where the
+// owned shards' compute weights live (OwnedWeights: the model's full weights under stages 0–2, the
+// rank-major shard under stage 3), data elements only, one segment per (owned rank, tensor).
+// A bf16 model's device master is stored SPLIT (optim/master_split.h): its high halves are the
+// compute weights themselves and only the low halves [owned] u16 are kept beside them — 2 bytes of
+// master per parameter instead of 4, the same fp32 values and update bits (the step rewrites both
+// halves in place). Its master weights are then reached through read_master / write_master.
 #pragma once
 
 #include <cstdint>
@@ -65,16 +69,25 @@ class ShardOptimizer {
   // Offload: the host AdamW pool's thread count (the host gradient's adds use as many); else 1.
   virtual int host_threads() const { return 1; }
 
-  // The state [owned] fp32 each, in host memory when host_state().
+  // The fp32 master weights of state elements [begin, begin + n) of [owned.ranks × S] into /
+  // from host memory (padding elements 0), whatever the storage: a copy, or (split) the two
+  // halves joined / split — write_master also rewrites the compute weights the halves include.
+  // Synchronous (the compute stream is synchronized). Throws zt::Error on a failed copy.
+  virtual void read_master(int64_t begin, int64_t n, float* dst);
+  virtual void write_master(int64_t begin, int64_t n, const float* src);
+  // The fp32 master weights [owned], in host memory when host_state(); nullptr when the device
+  // keeps them split (read_master / write_master reach them either way).
   float* master() const { return master_; }
+  // The state [owned] fp32 each, in host memory when host_state().
   float* m() const { return m_; }
   float* v() const { return v_; }
   bool host_state() const { return host_state_; }
   void append_pools(std::vector<PoolBytes>& out) const;
 
  protected:
+  // split_master: reserve the master as low halves [owned] u16 (lo_) instead of fp32.
   ShardOptimizer(const ShardLayout& layout, const OwnedWeights& weights, Ops& ops,
-                 MemoryResource& memory, bool host_state, Stream compute);
+                 MemoryResource& memory, bool host_state, Stream compute, bool split_master);
   // Allocates and zeroes the state (master / m / v, reserved by the constructor, then the
   // subclass's views).
   void allocate();
@@ -109,8 +122,10 @@ class ShardOptimizer {
   Ops& ops_;
   Stream compute_;
   bool host_state_;
+  bool split_;  // the master is stored as low halves beside the compute weights
   Arena state_;
-  float* master_ = nullptr;
+  float* master_ = nullptr;  // fp32, or null when split
+  uint16_t* lo_ = nullptr;   // split: the master's low halves
   float* m_ = nullptr;
   float* v_ = nullptr;
 };

@@ -207,6 +207,10 @@ class ZeroEngine final : public GroupStorage {
   // master / m / v from the owned compute weights; the weights installed as the model's.
   void init_state_from_weights();
   void synchronize_all();  // every stream of the engine
+  // load_state under stage 0 (every rank keeps every shard): m and v all-gathered in place (host
+  // state: through the reducer), the master likewise — or, split, this rank's block own_master
+  // [S] (host memory) all-gathered C columns at a time and written into the other ranks' blocks.
+  void all_gather_loaded_state(const float* own_master);
   Tensor dev(float* p, int64_t n) const { return Tensor(p, DType::kF32, {n}, ops_.device()); }
   void reset_step();
 

@@ -76,15 +76,19 @@ void ZeroEngine::save_state(const std::filesystem::path& dir) const {
     sink(&h, sizeof h);
     XXH3_state_t* st = XXH3_createState();
     XXH3_64bits_reset(st);
-    for (const float* arr : {optimizer_->master(), optimizer_->m(), optimizer_->v()}) {
-      const float* base = arr + k * S;
+    for (int a = 0; a < 3; ++a) {  // master (whatever its storage), m, v: this rank's block
+      const float* base = a == 1 ? optimizer_->m() + k * S : optimizer_->v() + k * S;
       for (int64_t off = 0; off < S; off += static_cast<int64_t>(kChunk)) {
         const int64_t n = std::min<int64_t>(static_cast<int64_t>(kChunk), S - off);
-        const float* p = base + off;
-        if (!host) {  // device memory: copy out first
+        const float* p = a == 0 ? nullptr : base + off;
+        if (a == 0 || !host) {  // the master, or device memory: copy out first
           buf.resize(static_cast<size_t>(n));
-          ops_.copy_to_host(buf.data(), dev(const_cast<float*>(p), n), stream_);
-          ops_.synchronize(stream_);
+          if (a == 0) {
+            optimizer_->read_master(k * S + off, n, buf.data());
+          } else {
+            ops_.copy_to_host(buf.data(), dev(const_cast<float*>(p), n), stream_);
+            ops_.synchronize(stream_);
+          }
           p = buf.data();
         }
         XXH3_64bits_update(st, p, static_cast<size_t>(n) * 4);
@@ -144,9 +148,10 @@ void ZeroEngine::load_state(const std::filesystem::path& dir) {
           "corrupt",
           path.string(), digest, actual);
     const int64_t k = rank - gatherer_->owned().rank0;
-    float* arrs[3] = {optimizer_->master(), optimizer_->m(), optimizer_->v()};
-    for (int a = 0; a < 3; ++a) {
-      const std::byte* src = data + static_cast<size_t>(a * S) * 4;
+    optimizer_->write_master(k * S, S, reinterpret_cast<const float*>(data));
+    float* arrs[2] = {optimizer_->m(), optimizer_->v()};
+    for (int a = 0; a < 2; ++a) {
+      const std::byte* src = data + static_cast<size_t>((a + 1) * S) * 4;
       if (host)
         std::memcpy(arrs[a] + k * S, src, static_cast<size_t>(S) * 4);
       else
@@ -154,14 +159,8 @@ void ZeroEngine::load_state(const std::filesystem::path& dir) {
     }
     ops_.synchronize(stream_);
     adam_step_ = h.adam_step;
-  }
-  if (gatherer_->owned().ranks > 1) {  // stage 0: every rank keeps every shard: all-gather them
-    for (float* arr : {optimizer_->master(), optimizer_->m(), optimizer_->v()}) {
-      if (host)
-        reducer_.all_gather_host(arr);  // through the device staging, C columns at a time
-      else
-        comm_.all_gather(arr + rank * S, arr, static_cast<size_t>(S), stream_);  // in place
-    }
+    if (gatherer_->owned().ranks > 1)  // stage 0: every rank keeps every shard: all-gather them
+      all_gather_loaded_state(reinterpret_cast<const float*>(data));
   }
   reducer_.clear();
   ready_ = true;
@@ -177,7 +176,7 @@ std::vector<float> ZeroEngine::full_master_weights() {
   const int W = layout_.world_size();
   const int64_t S = layout_.shard_elems();
   const bool root = comm_.rank() == 0, host = optimizer_->host_state();
-  const float* master = optimizer_->master();
+  const float* master = optimizer_->master();  // null when the device keeps it split
   std::vector<float> out;
   if (root) out.assign(static_cast<size_t>(layout_.model_elems()), 0.0f);
   // Rank 0 holds every shard (stage 0; or alone, where host state is read in place — a device
@@ -188,39 +187,73 @@ std::vector<float> ZeroEngine::full_master_weights() {
     const float* src = master;
     if (!host) {
       staged.resize(static_cast<size_t>(W * S));
-      ops_.copy_to_host(staged.data(), dev(const_cast<float*>(master), W * S), stream_);
-      ops_.synchronize(stream_);
+      optimizer_->read_master(0, W * S, staged.data());
       src = staged.data();
     }
     for (int g = 0; g < layout_.num_groups(); ++g) unpack_host(layout_, g, src, S, 0, out.data());
     return out;
   }
-  // Each group's shard columns, a bucket's worth at a time, all-gathered into the bucket.
+  // Each group's shard columns, a bucket's worth at a time, all-gathered into the bucket (W = 1:
+  // read straight into host memory).
   float* staging = reducer_.staging();  // [C] on the device
   float* bucket = reducer_.bucket();
   const int64_t chunk = reducer_.chunk();
-  std::vector<float> staged;
+  std::vector<float> staged, cols;
   for (int g = 0; g < layout_.num_groups(); ++g)
     for (int64_t j0 = layout_.group_shard_begin(g); j0 < layout_.group_shard_end(g); j0 += chunk) {
       const int64_t n = std::min(layout_.group_shard_end(g), j0 + chunk) - j0;
+      if (W == 1) {  // nothing to gather (and no bucket)
+        staged.resize(static_cast<size_t>(n));
+        optimizer_->read_master(j0, n, staged.data());
+        unpack_host(layout_, g, staged.data(), n, j0, out.data(), j0, j0 + n);
+        continue;
+      }
       const float* send = master + j0;
-      if (host) {  // host state: stage it in device memory for the Comm
-        ops_.copy_from_host(dev(staging, n), master + j0, stream_);
-        ops_.synchronize(stream_);
+      if (host || master == nullptr) {  // host or split state: staged in device memory
+        cols.resize(static_cast<size_t>(n));
+        optimizer_->read_master(j0, n, cols.data());
+        ops_.copy_from_host(dev(staging, n), cols.data(), stream_);
         send = staging;
       }
-      const float* gathered = send;  // W = 1: nothing to gather (and no bucket)
-      if (W > 1) {
-        comm_.all_gather(send, bucket, static_cast<size_t>(n), stream_);
-        gathered = bucket;
-      }
+      comm_.all_gather(send, bucket, static_cast<size_t>(n), stream_);
+      ops_.synchronize(stream_);  // cols is rewritten by the next chunk
       if (!root) continue;
       staged.resize(static_cast<size_t>(W * n));
-      ops_.copy_to_host(staged.data(), dev(const_cast<float*>(gathered), W * n), stream_);
+      ops_.copy_to_host(staged.data(), dev(bucket, W * n), stream_);
       ops_.synchronize(stream_);
       unpack_host(layout_, g, staged.data(), n, j0, out.data(), j0, j0 + n);
     }
   return out;
+}
+
+void ZeroEngine::all_gather_loaded_state(const float* own_master) {
+  const bool host = optimizer_->host_state();
+  const int rank = comm_.rank(), W = layout_.world_size();
+  const int64_t S = layout_.shard_elems();
+  for (float* arr : {optimizer_->master(), optimizer_->m(), optimizer_->v()}) {
+    if (arr == nullptr) continue;  // a split master: below
+    if (host)
+      reducer_.all_gather_host(arr);  // through the device staging, C columns at a time
+    else
+      comm_.all_gather(arr + rank * S, arr, static_cast<size_t>(S), stream_);  // in place
+  }
+  if (optimizer_->master() != nullptr) return;
+  // The split master: this rank's block C columns at a time through the reducer's staging and
+  // bucket (both free between steps), each other rank's block written back as master weights.
+  float* staging = reducer_.staging();
+  float* bucket = reducer_.bucket();
+  const int64_t chunk = reducer_.chunk();
+  std::vector<float> gathered;
+  for (int64_t j0 = 0; j0 < S; j0 += chunk) {
+    const int64_t n = std::min(chunk, S - j0);
+    ops_.copy_from_host(dev(staging, n), own_master + j0, stream_);
+    comm_.all_gather(staging, bucket, static_cast<size_t>(n), stream_);
+    gathered.resize(static_cast<size_t>(W * n));
+    ops_.copy_to_host(gathered.data(), dev(bucket, W * n), stream_);
+    ops_.synchronize(stream_);
+    for (int q = 0; q < W; ++q)
+      if (q != rank) optimizer_->write_master(q * S + j0, n, gathered.data() + q * n);
+  }
 }
 
 ZeroMemory ZeroEngine::memory() const {

@@ -14,6 +14,7 @@
 #include "optim/adamw.h"
 #include "optim/clip.h"
 #include "optim/lr_schedule.h"
+#include "optim/master_split.h"
 
 namespace zt::optim {
 namespace {
@@ -121,8 +122,17 @@ TEST(AdamW, MatchesTorchBitwiseOverSeveralSteps) {
         EXPECT_EQ(first_diff(v[t], blob.get<float>(st.at("v")[t])), -1) << "v of tensor " << t;
       }
     }
-    for (size_t t = 0; t < sizes.size(); ++t)
-      EXPECT_EQ(pb[t], blob.get<uint16_t>(c.at("p_bf16_final")[t])) << "bf16 copy of tensor " << t;
+    // The compute weights round ties away from zero (master_split.h); torch's .to(bfloat16) rounds
+    // them to even: the same bits except on an exact tie.
+    for (size_t t = 0; t < sizes.size(); ++t) {
+      const std::vector<uint16_t> torch_bf16 = blob.get<uint16_t>(c.at("p_bf16_final")[t]);
+      ASSERT_EQ(torch_bf16.size(), pb[t].size());
+      for (size_t i = 0; i < pb[t].size(); ++i) {
+        const bool tie = (bits(p[t][i]) & 0xffffu) == 0x8000u;
+        EXPECT_EQ(pb[t][i], master_hi(p[t][i])) << "tensor " << t << " element " << i;
+        if (!tie) EXPECT_EQ(pb[t][i], torch_bf16[i]) << "tensor " << t << " element " << i;
+      }
+    }
   }
 }
 
@@ -217,7 +227,7 @@ TEST(AdamW, CpuBuildsEqualElementFormulaOnLargeShard) {
       EXPECT_EQ(first_diff(m, mr), -1);
       EXPECT_EQ(first_diff(v, vr), -1);
       size_t bad_bf16 = 0;
-      for (size_t i = 0; i < n; ++i) bad_bf16 += pb[i] != f32_to_bf16(pr[i]);
+      for (size_t i = 0; i < n; ++i) bad_bf16 += pb[i] != master_hi(pr[i]);
       EXPECT_EQ(bad_bf16, 0u);
       std::vector<float> p2 = p0, m2 = m0, v2 = v0;
       ASSERT_TRUE(adamw_cpu_build(build, s, p2.data(), m2.data(), v2.data(), g.data(), n, nullptr));
@@ -230,6 +240,85 @@ TEST(AdamW, CpuBuildsEqualElementFormulaOnLargeShard) {
   adamw_cpu(s, p.data(), m.data(), v.data(), g.data(), n);
   for (size_t i = 0; i < n; ++i) adamw_element(s, pr[i], mr[i], vr[i], g[i]);
   EXPECT_EQ(first_diff(p, pr), -1);
+}
+
+// The split master (master_split.h): (master_hi, master_lo) → master_join is the identity on every
+// non-NaN fp32 (sampled: every exponent and sign, the low halves around the rounding point, the
+// extremes), rounds to nearest with ties away from zero, differs from round-to-even only on ties,
+// and keeps NaN a NaN.
+TEST(MasterSplit, JoinInvertsTheSplitAndRoundsTiesAway) {
+  std::vector<uint32_t> us;
+  for (uint32_t hi = 0; hi < 0x10000u; hi += 7)
+    for (uint32_t lo : {0x0000u, 0x0001u, 0x7fffu, 0x8000u, 0x8001u, 0xfffeu, 0xffffu, 0x1234u})
+      us.push_back(hi << 16 | lo);
+  for (uint32_t u : {0x00000000u, 0x80000000u, 0x7f7fffffu, 0xff7fffffu, 0x7f7f8000u, 0x7f800000u,
+                     0xff800000u, 0x00008000u, 0x0000ffffu, 0x3f808000u, 0x3f818000u})
+    us.push_back(u);
+  size_t ties = 0, differ = 0;
+  for (uint32_t u : us) {
+    float f;
+    std::memcpy(&f, &u, 4);
+    const uint16_t hi = master_hi(f), lo = master_lo(f);
+    if (std::isnan(f)) {
+      EXPECT_TRUE(std::isnan(master_join(hi, lo))) << std::hex << u;
+      EXPECT_EQ(hi, f32_to_bf16(f)) << std::hex << u;
+      continue;
+    }
+    ASSERT_EQ(bits(master_join(hi, lo)), u) << std::hex << u;
+    // Nearest: |f − hi| ≤ |f − either neighbour|, ties away from zero.
+    const float h = bf16_to_f32(hi);
+    const bool tie = (u & 0xffffu) == 0x8000u;
+    if (tie) EXPECT_GT(std::fabs(h), std::fabs(f)) << std::hex << u;
+    ties += tie;
+    if (hi != f32_to_bf16(f)) {
+      ++differ;
+      EXPECT_TRUE(tie) << std::hex << u;
+    }
+  }
+  EXPECT_GT(ties, 1000u);
+  EXPECT_GT(differ, 500u);  // the even halves of the ties
+  EXPECT_LT(differ, ties);
+}
+
+// adamw_split_cpu (every build) = adamw_cpu with p_bf16 on the joined master: the same m, v, the
+// same compute weights (hi), and hi / lo joining to adamw_cpu's new p.
+TEST(AdamWSplit, EveryBuildMatchesTheFp32Update) {
+  const size_t n = (1 << 17) + 13;
+  std::vector<uint16_t> hi0(n), lo0(n);
+  std::vector<float> p0(n), m0(n), v0(n), g(n);
+  for (size_t i = 0; i < n; ++i) {
+    const float x = std::sin(static_cast<float>(i)) * 0.3f;
+    hi0[i] = master_hi(x);
+    lo0[i] = static_cast<uint16_t>((i * 40503u) & 0xffffu);  // any low half, ties included
+    p0[i] = master_join(hi0[i], lo0[i]);
+    m0[i] = std::cos(static_cast<float>(i) * 0.7f) * 1e-3f;
+    v0[i] = 1e-6f * static_cast<float>(i % 101);
+    g[i] = std::sin(static_cast<float>(i) * 1.3f) * 1e-2f;
+  }
+  for (const AdamWParams& hp :
+       {AdamWParams{0.9, 0.95, 1e-8, 0.01}, AdamWParams{0.3, 0.999, 1e-6, 0}}) {
+    const AdamWStep s = adamw_step(hp, 3e-4, 7, 0.75f);
+    std::vector<float> pr = p0, mr = m0, vr = v0;
+    std::vector<uint16_t> pbr(n);
+    adamw_cpu(s, pr.data(), mr.data(), vr.data(), g.data(), n, pbr.data());
+    for (AdamWBuild build : runnable_builds()) {
+      SCOPED_TRACE("build " + std::to_string(static_cast<int>(build)));
+      std::vector<uint16_t> hi = hi0, lo = lo0;
+      std::vector<float> m = m0, v = v0;
+      ASSERT_TRUE(
+          adamw_split_cpu_build(build, s, hi.data(), lo.data(), m.data(), v.data(), g.data(), n));
+      EXPECT_EQ(hi, pbr);
+      std::vector<float> joined(n);
+      for (size_t i = 0; i < n; ++i) joined[i] = master_join(hi[i], lo[i]);
+      EXPECT_EQ(first_diff(joined, pr), -1);
+      EXPECT_EQ(first_diff(m, mr), -1);
+      EXPECT_EQ(first_diff(v, vr), -1);
+    }
+    std::vector<uint16_t> hi = hi0, lo = lo0;  // adamw_split_cpu: the best build, same bits
+    std::vector<float> m = m0, v = v0;
+    adamw_split_cpu(s, hi.data(), lo.data(), m.data(), v.data(), g.data(), n);
+    EXPECT_EQ(hi, pbr);
+  }
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "backend/cpu/cpu_ops.h"
 #include "core/error.h"
 #include "optim/clip.h"
+#include "optim/master_split.h"
 #include "param/param_layout.h"
 #include "zero/zero_engine.h"
 #include "zero_test_util.h"
@@ -140,7 +141,7 @@ TEST(ZeroArith, TwoStepsMatchAdamwElementForEveryStageAndOffload) {
           uint32_t a, b;
           std::memcpy(&a, &master[i], 4);
           std::memcpy(&b, &p[i], 4);
-          const bool weight_ok = c.dtype == DType::kBF16 ? fm.w16[i] == f32_to_bf16(p[i])
+          const bool weight_ok = c.dtype == DType::kBF16 ? fm.w16[i] == optim::master_hi(p[i])
                                                          : std::memcmp(&fm.w32[i], &p[i], 4) == 0;
           if ((a != b || !weight_ok) && bad++ < 3)
             ADD_FAILURE() << ps.name << "[" << e << "] step " << step << ": master " << master[i]

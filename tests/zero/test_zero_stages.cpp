@@ -133,53 +133,59 @@ TEST(ZeroStages, TiedEmbeddingCountsOnceInTheNorm) {
   z.discard_step();
 }
 
+// Also in bf16, where the device master is split (optim/master_split.h): saved joined, loaded
+// split.
 TEST(ZeroStages, SaveLoadRoundTripAcrossStages) {
-  dist::SingleComm comm;
-  const ScopedDir d1("zero_state_w1");
-  const std::string& dir = d1.path;
-  const ScopedDir d0("zero_state_w1_stage0");
-  const std::string& dir0 = d0.path;
-  RunSpec spec;
-  spec.accum = 2;
-  const RunResult full = run_training(comm, spec);  // steps 0, 1, 2 in one go
-  RunSpec first = spec;
-  first.steps = 2;
-  first.save_dir = dir;
-  const RunResult part = run_training(comm, first);
-  EXPECT_EQ(part.adam_step, 2);
-  // The same state saved under stage 0 with offload is the same file, byte for byte.
-  first.stage = 0;
-  first.offload = true;
-  first.save_dir = dir0;
-  run_training(comm, first);
-  const std::string bytes = read_file(ZeroEngine::state_path(dir, 0));
-  EXPECT_EQ(bytes.size(),
-            64 +
-                3 * 4 *
-                    static_cast<size_t>(
-                        ShardLayout(ParamLayout(test::tiny_config(false)), 1).shard_elems()) +
-                8);
-  EXPECT_EQ(bytes.substr(0, 8), "ZTZERO01");
-  EXPECT_TRUE(bytes == read_file(ZeroEngine::state_path(dir0, 0)));
-  // Load (into a model initialised differently) under every stage and finish step 2.
-  for (int stage = 0; stage <= 3; ++stage)
-    for (bool off : {false, true}) {
-      SCOPED_TRACE(fmt::format("resume under stage {} offload {}", stage, off));
-      RunSpec rest = spec;
-      rest.stage = stage;
-      rest.offload = off;
-      rest.first_step = 2;
-      rest.load_dir = dir;
-      rest.init_seed = 999;
-      const RunResult r = run_training(comm, rest);
-      EXPECT_EQ(bits(r.initial_master), bits(part.master));
-      ASSERT_EQ(r.losses.size(), 1u);
-      EXPECT_EQ(bits(r.losses)[0], bits(full.losses)[2]);
-      EXPECT_EQ(bits(r.norms)[0], bits(full.norms)[2]);
-      EXPECT_EQ(bits(r.master), bits(full.master));
-      EXPECT_TRUE(r.weights == full.weights);
-      EXPECT_EQ(r.adam_step, 3);
-    }
+  for (DType dt : {DType::kF32, DType::kBF16}) {
+    SCOPED_TRACE(dtype_name(dt));
+    dist::SingleComm comm;
+    const ScopedDir d1("zero_state_w1");
+    const std::string& dir = d1.path;
+    const ScopedDir d0("zero_state_w1_stage0");
+    const std::string& dir0 = d0.path;
+    RunSpec spec;
+    spec.accum = 2;
+    spec.dtype = dt;
+    const RunResult full = run_training(comm, spec);  // steps 0, 1, 2 in one go
+    RunSpec first = spec;
+    first.steps = 2;
+    first.save_dir = dir;
+    const RunResult part = run_training(comm, first);
+    EXPECT_EQ(part.adam_step, 2);
+    // The same state saved under stage 0 with offload is the same file, byte for byte.
+    first.stage = 0;
+    first.offload = true;
+    first.save_dir = dir0;
+    run_training(comm, first);
+    const std::string bytes = read_file(ZeroEngine::state_path(dir, 0));
+    EXPECT_EQ(bytes.size(),
+              64 +
+                  3 * 4 *
+                      static_cast<size_t>(
+                          ShardLayout(ParamLayout(test::tiny_config(false)), 1).shard_elems()) +
+                  8);
+    EXPECT_EQ(bytes.substr(0, 8), "ZTZERO01");
+    EXPECT_TRUE(bytes == read_file(ZeroEngine::state_path(dir0, 0)));
+    // Load (into a model initialised differently) under every stage and finish step 2.
+    for (int stage = 0; stage <= 3; ++stage)
+      for (bool off : {false, true}) {
+        SCOPED_TRACE(fmt::format("resume under stage {} offload {}", stage, off));
+        RunSpec rest = spec;
+        rest.stage = stage;
+        rest.offload = off;
+        rest.first_step = 2;
+        rest.load_dir = dir;
+        rest.init_seed = 999;
+        const RunResult r = run_training(comm, rest);
+        EXPECT_EQ(bits(r.initial_master), bits(part.master));
+        ASSERT_EQ(r.losses.size(), 1u);
+        EXPECT_EQ(bits(r.losses)[0], bits(full.losses)[2]);
+        EXPECT_EQ(bits(r.norms)[0], bits(full.norms)[2]);
+        EXPECT_EQ(bits(r.master), bits(full.master));
+        EXPECT_TRUE(r.weights == full.weights);
+        EXPECT_EQ(r.adam_step, 3);
+      }
+  }
 }
 
 TEST(ZeroStages, LoadRejectsAnotherModelOrACorruptFile) {
@@ -298,6 +304,16 @@ TEST(ZeroStages, MemoryShrinksWithTheStage) {
     EXPECT_TRUE(pool(m1o, nm)->host) << nm;
     EXPECT_TRUE(pool(m0o, nm)->host) << nm;
     EXPECT_EQ(pool(m0o, nm)->bytes, 4 * W * S) << nm;
+  }
+  // A bf16 model's device master is split: its low halves [S] u16 beside the compute weights (the
+  // high halves); offloaded it stays fp32 on the host.
+  for (bool off : {false, true}) {
+    const ZeroMemory mb = ZeroEngine(L, DType::kBF16, ops, four, mem, mem, {1, off}).memory();
+    EXPECT_EQ(pool(mb, "master weights") == nullptr, !off) << off;
+    EXPECT_EQ(pool(mb, "master weights (low halves)") == nullptr, off) << off;
+    if (off) EXPECT_EQ(pool(mb, "master weights")->bytes, 4 * S);
+    if (!off) EXPECT_EQ(pool(mb, "master weights (low halves)")->bytes, 2 * S);
+    EXPECT_EQ(pool(mb, "adam m")->bytes, 4 * S);
   }
   EXPECT_EQ(pool(m1, "gradient shard")->bytes, 4 * S);
   EXPECT_EQ(pool(m1, "reduce-scatter bucket")->bytes, 4 * W * G);
