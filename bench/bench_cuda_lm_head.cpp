@@ -1,15 +1,16 @@
 // CUDA matmul and fused LM-head cross-entropy timings at Qwen2.5-1.5B shapes (bf16; T = 8192,
-// H = 1536, I = 8960, V = 151936), to choose ce_chunk_rows and to see what the cuBLASLt plans
-// without split-K reach. Prints one line per case: milliseconds per call (median of 5 after 2
-// warm-up calls) and TFLOP/s (2·M·N·K per product; the fused cross-entropy counts its three
-// products, 6·n·H·V for n target rows). Usage: bench_cuda_lm_head [T] (default 8192).
+// H = 1536, I = 8960, V = 151936), to choose the CE workspace budget (ce_budget_bytes) and to see
+// what the cuBLASLt plans without split-K reach. Prints one line per case: milliseconds per call
+// (median of 5 after 2 warm-up calls) and TFLOP/s (2·M·N·K per product; the fused cross-entropy
+// counts its three products, 6·n·H·V for n target rows). Usage: bench_cuda_lm_head [T] (default
+// 8192).
 #include <algorithm>
-#include <tuple>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #if defined(ZT_HAVE_CUDA)
@@ -90,10 +91,11 @@ int main(int argc, char** argv) {
   // One workspace for all five products, sized by the largest need (the f32-accumulating weight
   // gradients need room for widened operands beside cuBLASLt's own workspace).
   size_t ws_bytes = 0;
-  for (const auto& [C, A, ta, B, tb] :
-       {std::tuple{y_i, x_h, Trans::kN, w_ih, Trans::kT}, std::tuple{y_h, x_i, Trans::kN, w_hi, Trans::kT},
-        std::tuple{y_h, y_i, Trans::kN, w_ih, Trans::kN}, std::tuple{g_ih, y_i, Trans::kT, x_h, Trans::kN},
-        std::tuple{g_hi, y_h, Trans::kT, x_i, Trans::kN}})
+  for (const auto& [C, A, ta, B, tb] : {std::tuple{y_i, x_h, Trans::kN, w_ih, Trans::kT},
+                                        std::tuple{y_h, x_i, Trans::kN, w_hi, Trans::kT},
+                                        std::tuple{y_h, y_i, Trans::kN, w_ih, Trans::kN},
+                                        std::tuple{g_ih, y_i, Trans::kT, x_h, Trans::kN},
+                                        std::tuple{g_hi, y_h, Trans::kT, x_i, Trans::kN}})
     ws_bytes = std::max(ws_bytes, ops.matmul_workspace_bytes(C, A, ta, B, tb));
   Tensor ws(nullptr, DType::kU8, {static_cast<int64_t>(ws_bytes)}, Device::kCUDA);
   ck(cudaMalloc(&ws.data, ws.nbytes()));
@@ -122,10 +124,16 @@ int main(int argc, char** argv) {
   }
   Tensor tg(nullptr, DType::kI32, {T}, Device::kCUDA);
   ck(cudaMalloc(&tg.data, tg.nbytes()));
-  for (const int64_t chunk : {1024, 2048, 4096}) {
+  // The chunk is the most rows whose buffers fit the workspace budget (ce_rows_for_budget), at most
+  // 4096 here: 128 / 256 / 512 MiB (the default) / 2 GiB budgets.
+  for (const size_t budget_mib : {128, 256, 512, 2048}) {
     CudaOpsOptions o;
-    o.ce_chunk_rows = chunk;
+    o.ce_chunk_rows = 4096;
+    o.ce_budget_bytes = budget_mib << 20;
     CudaOps ce(o);
+    const int64_t chunk =
+        ce_rows_for_budget(T, o.ce_chunk_rows, o.ce_budget_bytes,
+                           4 * static_cast<size_t>(V) + 6 * static_cast<size_t>(H), 64);
     Tensor cws(nullptr, DType::kU8,
                {static_cast<int64_t>(ce.linear_cross_entropy_workspace_bytes(x_h, wv))},
                Device::kCUDA);
@@ -142,10 +150,10 @@ int main(int argc, char** argv) {
                                         Stream{});
       });
       std::printf(
-          "lm-head CE chunk %4lld, %5lld target rows: fwd+bwd %8.3f ms %6.1f TFLOP/s, fwd %8.3f "
-          "ms %6.1f TFLOP/s, workspace %.3f GB\n",
-          static_cast<long long>(chunk), static_cast<long long>(n), fb, 6.0 * n * H * V / fb * 1e-9,
-          fo, 2.0 * n * H * V / fo * 1e-9, cws.nbytes() * 1e-9);
+          "lm-head CE budget %4zu MiB (chunk %4lld), %5lld target rows: fwd+bwd %8.3f ms %6.1f "
+          "TFLOP/s, fwd %8.3f ms %6.1f TFLOP/s, workspace %.3f GB\n",
+          budget_mib, static_cast<long long>(chunk), static_cast<long long>(n), fb,
+          6.0 * n * H * V / fb * 1e-9, fo, 2.0 * n * H * V / fo * 1e-9, cws.nbytes() * 1e-9);
     }
     ck(cudaFree(cws.data));
   }

@@ -76,15 +76,17 @@ class DeviceAdamW final : public ShardOptimizer {
 
   void write_master(int64_t begin, int64_t n, const float* src) override {
     if (lo_ == nullptr) return ShardOptimizer::write_master(begin, n, src);
-    std::vector<uint16_t> hi(static_cast<size_t>(n)), lo(static_cast<size_t>(n));
-    for (int64_t i = 0; i < n; ++i) {
-      hi[i] = optim::master_hi(src[i]);
-      lo[i] = optim::master_lo(src[i]);
-    }
-    ops_.copy_from_host(bytes(lo_ + begin, n * 2), lo.data(), compute_);
+    // Data elements only: a padding element has no compute weight, so its low half stays 0 (it
+    // reads back as 0 whatever the source held there).
+    std::vector<uint16_t> hi(static_cast<size_t>(n)), lo(static_cast<size_t>(n), 0);
     for_each_overlap(begin, n, [&](int64_t at, int64_t w, int64_t len) {
+      for (int64_t i = at - begin; i < at - begin + len; ++i) {
+        hi[i] = optim::master_hi(src[i]);
+        lo[i] = optim::master_lo(src[i]);
+      }
       ops_.copy_from_host(bytes(hi_at(w), len * 2), hi.data() + (at - begin), compute_);
     });
+    ops_.copy_from_host(bytes(lo_ + begin, n * 2), lo.data(), compute_);
     ops_.synchronize(compute_);  // the host vectors die here
   }
 

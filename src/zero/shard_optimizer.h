@@ -15,7 +15,10 @@
 // A bf16 model's device master is stored SPLIT (optim/master_split.h): its high halves are the
 // compute weights themselves and only the low halves [owned] u16 are kept beside them — 2 bytes of
 // master per parameter instead of 4, the same fp32 values and update bits (the step rewrites both
-// halves in place). Its master weights are then reached through read_master / write_master.
+// halves in place). Its master weights are then reached through read_master / write_master. The
+// rule that keeps it sound: nothing but this class writes the owned compute weights with other
+// bits (gathers only copy them; a write without its low halves would change the master).
+// A split master's padding elements read as 0 whatever write_master was given there.
 #pragma once
 
 #include <cstdint>
@@ -70,7 +73,7 @@ class ShardOptimizer {
   virtual int host_threads() const { return 1; }
 
   // The fp32 master weights of state elements [begin, begin + n) of [owned.ranks × S] into /
-  // from host memory (padding elements 0), whatever the storage: a copy, or (split) the two
+  // from host memory, whatever the storage: a copy, or (split) the two
   // halves joined / split — write_master also rewrites the compute weights the halves include.
   // Synchronous (the compute stream is synchronized). Throws zt::Error on a failed copy.
   virtual void read_master(int64_t begin, int64_t n, float* dst);

@@ -77,7 +77,7 @@ void ZeroEngine::save_state(const std::filesystem::path& dir) const {
     XXH3_state_t* st = XXH3_createState();
     XXH3_64bits_reset(st);
     for (int a = 0; a < 3; ++a) {  // master (whatever its storage), m, v: this rank's block
-      const float* base = a == 1 ? optimizer_->m() + k * S : optimizer_->v() + k * S;
+      const float* base = a == 0 ? nullptr : (a == 1 ? optimizer_->m() : optimizer_->v()) + k * S;
       for (int64_t off = 0; off < S; off += static_cast<int64_t>(kChunk)) {
         const int64_t n = std::min<int64_t>(static_cast<int64_t>(kChunk), S - off);
         const float* p = a == 0 ? nullptr : base + off;
@@ -185,9 +185,11 @@ std::vector<float> ZeroEngine::full_master_weights() {
     if (!root) return out;
     std::vector<float> staged;
     const float* src = master;
-    if (!host) {
+    if (!host) {  // read in pieces: a split master's halves are staged per piece
       staged.resize(static_cast<size_t>(W * S));
-      optimizer_->read_master(0, W * S, staged.data());
+      for (int64_t off = 0; off < W * S; off += static_cast<int64_t>(kChunk))
+        optimizer_->read_master(off, std::min<int64_t>(static_cast<int64_t>(kChunk), W * S - off),
+                                staged.data() + off);
       src = staged.data();
     }
     for (int g = 0; g < layout_.num_groups(); ++g) unpack_host(layout_, g, src, S, 0, out.data());
@@ -208,12 +210,15 @@ std::vector<float> ZeroEngine::full_master_weights() {
         unpack_host(layout_, g, staged.data(), n, j0, out.data(), j0, j0 + n);
         continue;
       }
-      const float* send = master + j0;
-      if (host || master == nullptr) {  // host or split state: staged in device memory
+      const float* send = staging;  // host or split state: staged in device memory
+      if (host) {
+        ops_.copy_from_host(dev(staging, n), master + j0, stream_);
+      } else if (master != nullptr) {
+        send = master + j0;
+      } else {
         cols.resize(static_cast<size_t>(n));
         optimizer_->read_master(j0, n, cols.data());
         ops_.copy_from_host(dev(staging, n), cols.data(), stream_);
-        send = staging;
       }
       comm_.all_gather(send, bucket, static_cast<size_t>(n), stream_);
       ops_.synchronize(stream_);  // cols is rewritten by the next chunk
