@@ -59,6 +59,9 @@ std::vector<KeySpec> section_keys() {
       // With trainer.gradient_checkpointing: keep each layer's attention output and softmax
       // statistics, recompute only the rest (selective activation checkpointing; bitwise the same).
       option("compute.selective_checkpointing", &train::TrainArgs::selective_checkpointing, false, boolean()),
+      // The fused LM-head cross-entropy's chunk budget (kCeBudgetBytes by default).
+      option("compute.cross_entropy_workspace_mib", &train::TrainArgs::cross_entropy_workspace_mib,
+             static_cast<int64_t>(kCeBudgetBytes >> 20), integer(16, 1 << 20)),
   };
 }
 

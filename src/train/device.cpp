@@ -70,10 +70,13 @@ size_t DeviceContext::device_bytes_in_use() const {
   return 0;
 }
 
-DeviceContext make_device(Backend backend, int local_rank, int local_world_size) {
+DeviceContext make_device(Backend backend, int local_rank, int local_world_size,
+                          size_t ce_budget_bytes) {
   DeviceContext d;
   if (backend == Backend::kCpu) {
-    d.ops = std::make_unique<CpuOps>();
+    CpuOpsOptions o;
+    o.ce_budget_bytes = ce_budget_bytes;
+    d.ops = std::make_unique<CpuOps>(o);
     d.device_memory = std::make_unique<CountingMemory>(std::make_unique<HostMemory>());
     d.host_memory = std::make_unique<HostMemory>();
     return d;
@@ -88,6 +91,7 @@ DeviceContext make_device(Backend backend, int local_rank, int local_world_size)
            local_world_size, n, n);
     CudaOpsOptions o;
     o.device = local_rank % n;
+    o.ce_budget_bytes = ce_budget_bytes;
     d.device_index = o.device;
     d.ops = std::make_unique<CudaOps>(o);
     d.device_memory =

@@ -73,8 +73,10 @@ struct DeviceContext {
 
 // Builds the context for a resolved backend. On CUDA the GPU is
 // local_rank % (visible GPUs); more local ranks than GPUs is an error naming both counts.
+// ce_budget_bytes: the fused cross-entropy's chunk budget (Cpu/CudaOpsOptions::ce_budget_bytes).
 // Throws zt::Error when the device cannot be opened.
-DeviceContext make_device(Backend backend, int local_rank, int local_world_size);
+DeviceContext make_device(Backend backend, int local_rank, int local_world_size,
+                          size_t ce_budget_bytes = kCeBudgetBytes);
 
 // The Comm the ZeRO engine uses on `backend`: `host` itself on the CPU; on CUDA the NCCL device
 // Comm over it (dist::make_device_comm; NCCL for several ranks, device copies alone) with its

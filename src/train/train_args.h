@@ -96,6 +96,11 @@ struct TrainArgs {
   // compute.selective_checkpointing: under gradient checkpointing keep every layer's attention
   // output and lse (ModelOptions::keep_attention); the results do not change.
   bool selective_checkpointing{};
+  // compute.cross_entropy_workspace_mib: the fused LM-head cross-entropy's chunk budget
+  // (CudaOpsOptions / CpuOpsOptions ce_budget_bytes, in MiB): more rows per chunk, faster, for
+  // that much more device memory. It changes the order of the LM head's gradient sums, so bits
+  // differ between values (each value is deterministic).
+  int64_t cross_entropy_workspace_mib{};
 
   // ---- logging / eval / save
   int64_t logging_steps{};

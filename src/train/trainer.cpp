@@ -160,7 +160,8 @@ void Trainer::State::build_model() {
     mo.max_tokens = std::max(mo.max_tokens, max_example_tokens(*eval));
   }
   mo.max_seqlen = max_seq;
-  dev = make_device(a.backend, comm.local_rank(), comm.local_world_size());
+  dev = make_device(a.backend, comm.local_rank(), comm.local_world_size(),
+                    static_cast<size_t>(a.cross_entropy_workspace_mib) << 20);
   if (rank0()) log::info("device: {}", dev.describe());
   // The engine is the model's GroupStorage: it owns the gradient window (a layer's gradients
   // live until its bucket is packed) and the weights (all of them under stages 0–2; the shard and

@@ -52,6 +52,7 @@ TEST(Options, DeclarationsFillTrainArgsWithTheirDefaults) {
   EXPECT_EQ(a.seed, 42u);
   EXPECT_TRUE(a.gradient_checkpointing);
   EXPECT_TRUE(a.balance_micro_batches);
+  EXPECT_EQ(a.cross_entropy_workspace_mib, 512);  // kCeBudgetBytes
   EXPECT_FALSE(a.dataloader_drop_last);
 }
 
@@ -67,7 +68,9 @@ TEST(Options, GivenValuesArriveTyped) {
                                                 {"save_total_limit", 2},
                                                 {"warmup_steps", 0.25},
                                                 {"seed", 4294967295}}},
-                                              {"compute", {{"balance_micro_batches", false}}}},
+                                              {"compute",
+                                               {{"balance_micro_batches", false},
+                                                {"cross_entropy_workspace_mib", 2048}}}},
                                              "sft.yaml");
   TrainArgs a;
   zt::cli::read_declared_options(cfg, a);
@@ -82,6 +85,7 @@ TEST(Options, GivenValuesArriveTyped) {
   EXPECT_EQ(a.warmup_steps, 0.25);
   EXPECT_EQ(a.seed, 4294967295u);
   EXPECT_FALSE(a.balance_micro_batches);
+  EXPECT_EQ(a.cross_entropy_workspace_mib, 2048);
 }
 
 TEST(Options, EnumChoicesAreTheEnumNames) {
