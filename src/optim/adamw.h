@@ -133,6 +133,9 @@ void adamw_cuda(const AdamWStep& s, float* p, float* m, float* v, const float* g
 // Same builds, threading and no-overlap rule as adamw_cpu.
 void adamw_split_cpu(const AdamWStep& s, uint16_t* hi, uint16_t* lo, float* m, float* v,
                      const float* g, size_t n);
+// adamw_split_cpu on the calling thread only (never OpenMP): the building block of HostAdamW.
+void adamw_split_cpu_range(const AdamWStep& s, uint16_t* hi, uint16_t* lo, float* m, float* v,
+                           const float* g, size_t n);
 
 // adamw_split_cpu on the device: hi, lo, m, v, g device pointers, `stream` a cudaStream_t. The same
 // bits as adamw_split_cpu. Only enqueues; throws zt::Error naming adamw_split_cuda when the launch

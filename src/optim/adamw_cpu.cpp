@@ -166,10 +166,20 @@ void adamw_cpu_range(const AdamWStep& s, float* p, float* m, float* v, const flo
   best_loop()(s, p, m, v, g, n, p_bf16);
 }
 
+// The split build adamw_split_cpu and adamw_split_cpu_range use, picked once.
+SplitFn best_split() {
+  static const SplitFn loop = split_of(best_build());  // immutable after first use
+  return loop;
+}
+
 void adamw_split_cpu(const AdamWStep& s, uint16_t* hi, uint16_t* lo, float* m, float* v,
                      const float* g, size_t n) {
-  static const SplitFn loop = split_of(best_build());
-  run_split(loop, s, hi, lo, m, v, g, n);
+  run_split(best_split(), s, hi, lo, m, v, g, n);
+}
+
+void adamw_split_cpu_range(const AdamWStep& s, uint16_t* hi, uint16_t* lo, float* m, float* v,
+                           const float* g, size_t n) {
+  best_split()(s, hi, lo, m, v, g, n);
 }
 
 bool adamw_split_cpu_build(AdamWBuild build, const AdamWStep& s, uint16_t* hi, uint16_t* lo,

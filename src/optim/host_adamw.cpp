@@ -87,6 +87,17 @@ std::string HostAdamW::describe() const {
 
 HostAdamW::Ticket HostAdamW::submit(const AdamWStep& st, float* master, float* m, float* v,
                                     const float* grad, size_t n, uint16_t* bf16_out) {
+  return enqueue(st, master, nullptr, m, v, grad, n, bf16_out);
+}
+
+HostAdamW::Ticket HostAdamW::submit_split(const AdamWStep& st, uint16_t* hi, uint16_t* lo, float* m,
+                                          float* v, const float* grad, size_t n) {
+  return enqueue(st, nullptr, lo, m, v, grad, n, hi);
+}
+
+HostAdamW::Ticket HostAdamW::enqueue(const AdamWStep& st, float* master, uint16_t* lo_half,
+                                     float* m, float* v, const float* grad, size_t n,
+                                     uint16_t* bf16_out) {
   // Pieces: as many as threads, none below kMinPiece, lengths rounded up to kAlign (the last one
   // takes the rest).
   const size_t want = std::clamp<size_t>((n + kMinPiece - 1) / kMinPiece, 1, workers_.size());
@@ -98,8 +109,9 @@ HostAdamW::Ticket HostAdamW::submit(const AdamWStep& st, float* master, float* m
     t.id = next_id_++;
     for (size_t lo = 0; lo < n; lo += len, ++pieces) {
       const size_t k = std::min(len, n - lo);
-      queue_.push_back(Piece{t.id, st, master + lo, m + lo, v + lo, grad + lo, k,
-                             bf16_out != nullptr ? bf16_out + lo : nullptr});
+      queue_.push_back(Piece{t.id, st, master != nullptr ? master + lo : nullptr, m + lo, v + lo,
+                             grad + lo, k, bf16_out != nullptr ? bf16_out + lo : nullptr,
+                             lo_half != nullptr ? lo_half + lo : nullptr});
     }
     remaining_.push_back(pieces);
     while (!remaining_.empty() && remaining_.front() == 0) {  // n == 0 at the front: done now
@@ -146,7 +158,10 @@ void HostAdamW::worker() {
       pc = queue_.front();
       queue_.pop_front();
     }
-    adamw_cpu_range(pc.st, pc.p, pc.m, pc.v, pc.g, pc.n, pc.pb);
+    if (pc.lo != nullptr)
+      adamw_split_cpu_range(pc.st, pc.pb, pc.lo, pc.m, pc.v, pc.g, pc.n);
+    else
+      adamw_cpu_range(pc.st, pc.p, pc.m, pc.v, pc.g, pc.n, pc.pb);
     bool finished = false;
     {
       std::lock_guard<std::mutex> lk(mu_);

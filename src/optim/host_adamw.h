@@ -70,6 +70,10 @@ class HostAdamW {
   // may finish in any order. Thread-safe (any thread may submit and wait).
   Ticket submit(const AdamWStep& st, float* master, float* m, float* v, const float* grad, size_t n,
                 uint16_t* bf16_out);
+  // submit() for a split master (optim/master_split.h): hi [n] (the bf16 weights) and lo [n] hold
+  // it and are rewritten in place (adamw_split_cpu's arithmetic and arguments); the same rules.
+  Ticket submit_split(const AdamWStep& st, uint16_t* hi, uint16_t* lo, float* m, float* v,
+                      const float* grad, size_t n);
   // Blocks (no spinning) until the chunk of `t` is done; returns at once if it already is. Throws
   // zt::Error for a ticket this pool has not issued (waiting on it could never end).
   void wait(Ticket t);
@@ -80,7 +84,8 @@ class HostAdamW {
            uint16_t* bf16_out);
 
  private:
-  // One piece of a chunk: the work of one worker.
+  // One piece of a chunk: the work of one worker. A split master: p null, pb the high halves,
+  // lo the low halves.
   struct Piece {
     uint64_t id;  // the chunk's ticket
     AdamWStep st;
@@ -90,7 +95,10 @@ class HostAdamW {
     const float* g;
     size_t n;
     uint16_t* pb;
+    uint16_t* lo;
   };
+  Ticket enqueue(const AdamWStep& st, float* master, uint16_t* lo, float* m, float* v,
+                 const float* grad, size_t n, uint16_t* bf16_out);
 
   void worker();
   bool done_locked(uint64_t id) const;  // caller holds mu_

@@ -113,12 +113,14 @@ class OffloadedAdamW final : public ShardOptimizer {
   OffloadedAdamW(const ShardLayout& layout, const OwnedWeights& weights, Ops& ops,
                  MemoryResource& host_memory, Stream compute, int host_threads,
                  int local_world_size)
-      : ShardOptimizer(layout, weights, ops, host_memory, true, compute, false),
+      : ShardOptimizer(layout, weights, ops, host_memory, true, compute,
+                       weights.dtype == DType::kBF16),
         host_adam_(host_threads, local_world_size) {
     const auto n = static_cast<size_t>(owned_elems());
     const Arena::Slot s_grad = state_.reserve("host gradient", n * 4);
-    const Arena::Slot s_bf16 =
-        state_.reserve("offload bf16 weights", dtype_ == DType::kBF16 ? 2 * n : 0);
+    // bf16: the rounded new weights that go H2D, which are also the master's high halves.
+    const Arena::Slot s_bf16 = state_.reserve("master weights (high halves: the bf16 weights)",
+                                              dtype_ == DType::kBF16 ? 2 * n : 0);
     allocate();
     host_grad_ = static_cast<float*>(state_.ptr(s_grad));
     host_bf16_ = static_cast<uint16_t*>(state_.ptr(s_bf16));
@@ -143,8 +145,8 @@ class OffloadedAdamW final : public ShardOptimizer {
                         weights(sg), compute_);
     });
     ops_.synchronize(compute_);
-    if (bf16)  // widened on the host: exact, as on the device
-      for (int64_t i = 0; i < n; ++i) master_[i] = bf16_to_f32(host_bf16_[i]);
+    if (bf16)  // bf16 weights are exact masters: low halves 0 (padding stays 0 in both halves)
+      std::memset(lo_, 0, static_cast<size_t>(n) * 2);
     std::memset(m_, 0, static_cast<size_t>(n) * 4);
     std::memset(v_, 0, static_cast<size_t>(n) * 4);
   }
@@ -174,20 +176,23 @@ class OffloadedAdamW final : public ShardOptimizer {
           throw;
         }
       }
-      for (const Piece& p : chunks_[c].pieces)
-        tickets[c].push_back(host_adam_.submit(
-            p.no_decay ? plain : decay, master_ + p.offset, m_ + p.offset, v_ + p.offset,
-            grad + p.offset, static_cast<size_t>(p.n), bf16 ? bf16 + p.offset : nullptr));
+      for (const Piece& p : chunks_[c].pieces) {
+        const optim::AdamWStep& s = p.no_decay ? plain : decay;
+        const auto n = static_cast<size_t>(p.n);
+        tickets[c].push_back(bf16 ? host_adam_.submit_split(s, bf16 + p.offset, lo_ + p.offset,
+                                                            m_ + p.offset, v_ + p.offset,
+                                                            grad + p.offset, n)
+                                  : host_adam_.submit(s, master_ + p.offset, m_ + p.offset,
+                                                      v_ + p.offset, grad + p.offset, n, nullptr));
+      }
       if (c > 0) finish(c - 1);
     }
     if (!chunks_.empty()) finish(chunks_.size() - 1);
   }
 
+  // bf16: the high halves are already the weights (write_master wrote them).
   void round_into_weights() override {
-    const int64_t n = owned_elems();
     const bool bf16 = dtype_ == DType::kBF16;
-    if (bf16)
-      for (int64_t i = 0; i < n; ++i) host_bf16_[i] = optim::master_hi(master_[i]);
     for_each_segment([&](const Segment& sg) {
       ops_.copy_from_host(
           weights(sg), bf16 ? static_cast<const void*>(host_bf16_ + sg.state) : master_ + sg.state,
@@ -197,6 +202,21 @@ class OffloadedAdamW final : public ShardOptimizer {
   }
 
   std::string describe() const override { return host_adam_.describe(); }
+
+  // Split (bf16): both halves live rank-major in host memory, padding included.
+  void read_master(int64_t begin, int64_t n, float* dst) override {
+    if (lo_ == nullptr) return ShardOptimizer::read_master(begin, n, dst);
+    for (int64_t i = 0; i < n; ++i)
+      dst[i] = optim::master_join(host_bf16_[begin + i], lo_[begin + i]);
+  }
+  void write_master(int64_t begin, int64_t n, const float* src) override {
+    if (lo_ == nullptr) return ShardOptimizer::write_master(begin, n, src);
+    ops_.synchronize(compute_);  // no H2D copy still reads the high halves
+    for (int64_t i = 0; i < n; ++i) {
+      host_bf16_[begin + i] = optim::master_hi(src[i]);
+      lo_[begin + i] = optim::master_lo(src[i]);
+    }
+  }
 
  private:
   struct Piece {

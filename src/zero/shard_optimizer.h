@@ -12,13 +12,17 @@
 // optim::master_hi, round to nearest with ties away from zero; fp32: a copy), written where the
 // owned shards' compute weights live (OwnedWeights: the model's full weights under stages 0–2, the
 // rank-major shard under stage 3), data elements only, one segment per (owned rank, tensor).
-// A bf16 model's device master is stored SPLIT (optim/master_split.h): its high halves are the
-// compute weights themselves and only the low halves [owned] u16 are kept beside them — 2 bytes of
-// master per parameter instead of 4, the same fp32 values and update bits (the step rewrites both
-// halves in place). Its master weights are then reached through read_master / write_master. The
-// rule that keeps it sound: nothing but this class writes the owned compute weights with other
-// bits (gathers only copy them; a write without its low halves would change the master).
-// A split master's padding elements read as 0 whatever write_master was given there.
+// A bf16 model's master is stored SPLIT (optim/master_split.h), the same fp32 values and update
+// bits (the step rewrites both halves in place), 2 bytes per parameter beside the bf16 weights
+// instead of 4:
+//   on the device, its high halves are the compute weights themselves and only the low halves
+//     [owned] u16 are kept beside them. The rule that keeps it sound: nothing but this class
+//     writes the owned compute weights with other bits (gathers only copy them; a write without
+//     its low halves would change the master). Padding elements read as 0 whatever write_master
+//     was given there;
+//   offloaded, its high halves are the host bf16 weights that go H2D after each update (rank-major
+//     [owned], padding included) and the low halves sit beside them in host memory.
+// Its master weights are then reached through read_master / write_master.
 #pragma once
 
 #include <cstdint>
@@ -78,8 +82,8 @@ class ShardOptimizer {
   // Synchronous (the compute stream is synchronized). Throws zt::Error on a failed copy.
   virtual void read_master(int64_t begin, int64_t n, float* dst);
   virtual void write_master(int64_t begin, int64_t n, const float* src);
-  // The fp32 master weights [owned], in host memory when host_state(); nullptr when the device
-  // keeps them split (read_master / write_master reach them either way).
+  // The fp32 master weights [owned], in host memory when host_state(); nullptr when they are kept
+  // split (read_master / write_master reach them either way).
   float* master() const { return master_; }
   // The state [owned] fp32 each, in host memory when host_state().
   float* m() const { return m_; }

@@ -176,7 +176,7 @@ std::vector<float> ZeroEngine::full_master_weights() {
   const int W = layout_.world_size();
   const int64_t S = layout_.shard_elems();
   const bool root = comm_.rank() == 0, host = optimizer_->host_state();
-  const float* master = optimizer_->master();  // null when the device keeps it split
+  const float* master = optimizer_->master();  // null when it is kept split
   std::vector<float> out;
   if (root) out.assign(static_cast<size_t>(layout_.model_elems()), 0.0f);
   // Rank 0 holds every shard (stage 0; or alone, where host state is read in place — a device
@@ -185,7 +185,8 @@ std::vector<float> ZeroEngine::full_master_weights() {
     if (!root) return out;
     std::vector<float> staged;
     const float* src = master;
-    if (!host) {  // read in pieces: a split master's halves are staged per piece
+    if (!host ||
+        master == nullptr) {  // read in pieces: a split master's halves are joined per piece
       staged.resize(static_cast<size_t>(W * S));
       for (int64_t off = 0; off < W * S; off += static_cast<int64_t>(kChunk))
         optimizer_->read_master(off, std::min<int64_t>(static_cast<int64_t>(kChunk), W * S - off),
@@ -211,14 +212,14 @@ std::vector<float> ZeroEngine::full_master_weights() {
         continue;
       }
       const float* send = staging;  // host or split state: staged in device memory
-      if (host) {
-        ops_.copy_from_host(dev(staging, n), master + j0, stream_);
-      } else if (master != nullptr) {
-        send = master + j0;
-      } else {
+      if (master == nullptr) {
         cols.resize(static_cast<size_t>(n));
         optimizer_->read_master(j0, n, cols.data());
         ops_.copy_from_host(dev(staging, n), cols.data(), stream_);
+      } else if (host) {
+        ops_.copy_from_host(dev(staging, n), master + j0, stream_);
+      } else {
+        send = master + j0;
       }
       comm_.all_gather(send, bucket, static_cast<size_t>(n), stream_);
       ops_.synchronize(stream_);  // cols is rewritten by the next chunk

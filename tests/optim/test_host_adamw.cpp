@@ -12,6 +12,7 @@
 #include "core/zt_test_util.h"
 #include "optim/adamw.h"
 #include "optim/host_adamw.h"
+#include "optim/master_split.h"
 
 namespace zt::optim {
 namespace {
@@ -85,6 +86,41 @@ TEST(HostAdamW, EqualsAdamwCpuBitwise) {
           expect_same(got, want);
         }
       }
+    }
+  }
+}
+
+// A split master (submit_split): chunks in several pieces on several threads give adamw_split_cpu's
+// bits, which join to adamw_cpu's master (master_split.h).
+TEST(HostAdamW, SplitMasterEqualsAdamwSplitCpuBitwise) {
+  const size_t n = (size_t{1} << 18) + 5;
+  const State init(n);
+  std::vector<uint16_t> hi0(n), lo0(n);
+  for (size_t i = 0; i < n; ++i) {
+    hi0[i] = master_hi(init.p[i]);
+    lo0[i] = master_lo(init.p[i]);
+  }
+  for (const AdamWStep& s : steps()) {
+    std::vector<uint16_t> hi_want = hi0, lo_want = lo0;
+    State want = init;
+    adamw_split_cpu(s, hi_want.data(), lo_want.data(), want.m.data(), want.v.data(), want.g.data(),
+                    n);
+    for (const int threads : {1, 4}) {
+      SCOPED_TRACE("threads " + std::to_string(threads));
+      HostAdamW pool(threads);
+      std::vector<uint16_t> hi = hi0, lo = lo0;
+      State got = init;
+      std::vector<HostAdamW::Ticket> tickets;
+      for (size_t a = 0; a < n; a += 100000)  // chunks of several pieces
+        tickets.push_back(pool.submit_split(s, hi.data() + a, lo.data() + a, got.m.data() + a,
+                                            got.v.data() + a, got.g.data() + a,
+                                            std::min<size_t>(100000, n - a)));
+      for (const HostAdamW::Ticket& t : tickets) pool.wait(t);
+      EXPECT_EQ(first_diff(hi, hi_want), -1);
+      EXPECT_EQ(first_diff(lo, lo_want), -1);
+      EXPECT_EQ(first_diff(got.m, want.m), -1);
+      EXPECT_EQ(first_diff(got.v, want.v), -1);
+      EXPECT_NE(first_diff(hi, hi0), -1);  // the step changed something
     }
   }
 }

@@ -366,14 +366,17 @@ TEST(ZeroStages, MemoryShrinksWithTheStage) {
     EXPECT_TRUE(pool(m0o, nm)->host) << nm;
     EXPECT_EQ(pool(m0o, nm)->bytes, 4 * W * S) << nm;
   }
-  // A bf16 model's device master is split: its low halves [S] u16 beside the compute weights (the
-  // high halves); offloaded it stays fp32 on the host.
+  // A bf16 model's master is split: its low halves [S] u16 beside the compute weights (the high
+  // halves) on the device; offloaded, beside the host bf16 weights that go H2D.
   for (bool off : {false, true}) {
     const ZeroMemory mb = ZeroEngine(L, DType::kBF16, ops, four, mem, mem, {1, off}).memory();
-    EXPECT_EQ(pool(mb, "master weights") == nullptr, !off) << off;
-    EXPECT_EQ(pool(mb, "master weights (low halves)") == nullptr, off) << off;
-    if (off) EXPECT_EQ(pool(mb, "master weights")->bytes, 4 * S);
-    if (!off) EXPECT_EQ(pool(mb, "master weights (low halves)")->bytes, 2 * S);
+    EXPECT_EQ(pool(mb, "master weights"), nullptr) << off;
+    ASSERT_NE(pool(mb, "master weights (low halves)"), nullptr) << off;
+    EXPECT_EQ(pool(mb, "master weights (low halves)")->bytes, 2 * S);
+    EXPECT_EQ(pool(mb, "master weights (low halves)")->host, off);
+    const PoolBytes* hi = pool(mb, "master weights (high halves: the bf16 weights)");
+    EXPECT_EQ(hi != nullptr && hi->bytes > 0, off) << off;
+    if (off) EXPECT_EQ(hi->bytes, 2 * S);
     EXPECT_EQ(pool(mb, "adam m")->bytes, 4 * S);
   }
   EXPECT_EQ(pool(m1, "gradient shard")->bytes, 4 * S);
