@@ -94,21 +94,20 @@ bool cpu_has(AdamWBuild b) {
   return b == AdamWBuild::kGeneric;
 }
 
-LoopFn loop_of(AdamWBuild b) {
+// The build b of a loop: generic, or (x86-64) its AVX2+FMA or AVX-512 compilation.
 #if defined(__x86_64__)
-  if (b == AdamWBuild::kAvx512) return loop_avx512;
-  if (b == AdamWBuild::kAvx2) return loop_avx2;
-#endif
-  return loop_generic;
+template <class F>
+F build_of(AdamWBuild b, F generic, F avx2, F avx512) {
+  return b == AdamWBuild::kAvx512 ? avx512 : b == AdamWBuild::kAvx2 ? avx2 : generic;
 }
-
+LoopFn loop_of(AdamWBuild b) { return build_of<LoopFn>(b, loop_generic, loop_avx2, loop_avx512); }
 SplitFn split_of(AdamWBuild b) {
-#if defined(__x86_64__)
-  if (b == AdamWBuild::kAvx512) return split_avx512;
-  if (b == AdamWBuild::kAvx2) return split_avx2;
-#endif
-  return split_generic;
+  return build_of<SplitFn>(b, split_generic, split_avx2, split_avx512);
 }
+#else
+LoopFn loop_of(AdamWBuild) { return loop_generic; }
+SplitFn split_of(AdamWBuild) { return split_generic; }
+#endif
 
 AdamWBuild best_build() {
   for (AdamWBuild b : {AdamWBuild::kAvx512, AdamWBuild::kAvx2})

@@ -19,8 +19,7 @@ class DeviceAdamW final : public ShardOptimizer {
  public:
   DeviceAdamW(const ShardLayout& layout, const OwnedWeights& weights, Ops& ops,
               MemoryResource& device_memory, Stream compute)
-      : ShardOptimizer(layout, weights, ops, device_memory, false, compute,
-                       weights.dtype == DType::kBF16),
+      : ShardOptimizer(layout, weights, ops, device_memory, false, compute),
         kernel_(optim::adamw_kernel(ops.device())),
         split_kernel_(optim::adamw_split_kernel(ops.device())) {
     allocate();
@@ -113,8 +112,7 @@ class OffloadedAdamW final : public ShardOptimizer {
   OffloadedAdamW(const ShardLayout& layout, const OwnedWeights& weights, Ops& ops,
                  MemoryResource& host_memory, Stream compute, int host_threads,
                  int local_world_size)
-      : ShardOptimizer(layout, weights, ops, host_memory, true, compute,
-                       weights.dtype == DType::kBF16),
+      : ShardOptimizer(layout, weights, ops, host_memory, true, compute),
         host_adam_(host_threads, local_world_size) {
     const auto n = static_cast<size_t>(owned_elems());
     const Arena::Slot s_grad = state_.reserve("host gradient", n * 4);
@@ -272,8 +270,7 @@ std::unique_ptr<ShardOptimizer> ShardOptimizer::make(bool offload, const ShardLa
 }
 
 ShardOptimizer::ShardOptimizer(const ShardLayout& layout, const OwnedWeights& weights, Ops& ops,
-                               MemoryResource& memory, bool host_state, Stream compute,
-                               bool split_master)
+                               MemoryResource& memory, bool host_state, Stream compute)
     : layout_(layout),
       w_(weights),
       owned_(weights.owned),
@@ -281,10 +278,9 @@ ShardOptimizer::ShardOptimizer(const ShardLayout& layout, const OwnedWeights& we
       ops_(ops),
       compute_(compute),
       host_state_(host_state),
-      split_(split_master),
       state_(host_state ? "zero optimizer (host)" : "zero optimizer (device)", memory) {
   const auto n = static_cast<size_t>(owned_elems()) * 4;
-  if (split_master)
+  if (dtype_ == DType::kBF16)  // split: the low halves
     state_.reserve("master weights (low halves)", n / 2);
   else
     state_.reserve("master weights", n);
@@ -302,7 +298,7 @@ void ShardOptimizer::allocate() {
               compute_);
     ops_.synchronize(compute_);
   }
-  if (split_)
+  if (dtype_ == DType::kBF16)
     lo_ = static_cast<uint16_t*>(state_.ptr(0));
   else
     master_ = static_cast<float*>(state_.ptr(0));

@@ -92,9 +92,9 @@ class ShardOptimizer {
   void append_pools(std::vector<PoolBytes>& out) const;
 
  protected:
-  // split_master: reserve the master as low halves [owned] u16 (lo_) instead of fp32.
+  // Reserves master / m / v; a bf16 model's master as low halves [owned] u16 (lo_), split.
   ShardOptimizer(const ShardLayout& layout, const OwnedWeights& weights, Ops& ops,
-                 MemoryResource& memory, bool host_state, Stream compute, bool split_master);
+                 MemoryResource& memory, bool host_state, Stream compute);
   // Allocates and zeroes the state (master / m / v, reserved by the constructor, then the
   // subclass's views).
   void allocate();
@@ -129,7 +129,6 @@ class ShardOptimizer {
   Ops& ops_;
   Stream compute_;
   bool host_state_;
-  bool split_;  // the master is stored as low halves beside the compute weights
   Arena state_;
   float* master_ = nullptr;  // fp32, or null when split
   uint16_t* lo_ = nullptr;   // split: the master's low halves
