@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <functional>
 #include <random>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -115,6 +116,16 @@ int main(int argc, char** argv) {
 
   // Fused LM head + cross-entropy, all rows with a target and 60 % of them.
   const Tensor wv = dev_random(bf, {V, H}, 0.02f, 9), dwv = dev_random(f32, {V, H}, 0.0f, 10);
+  // Its two backward products as plain matmuls at chunk sizes (G contiguous here; in the op it is
+  // the bf16 first half of each fp32 logits row): dh = G·W (K = V) and dW += Gᵀ·h.
+  for (const int64_t nc : {int64_t{832}, int64_t{3456}}) {
+    const Tensor g = dev_random(bf, {nc, V}, 1e-3f, 13), hcs = dev_random(bf, {nc, H}, 1.0f, 14);
+    const Tensor dhs = dev_random(f32, {nc, H}, 0.0f, 15);
+    const std::string a = "dh    G[" + std::to_string(nc) + ",V]·W[V,H] -> f32";
+    const std::string b = "dW    G[" + std::to_string(nc) + ",V]ᵀ·h += [V,H] f32";
+    mm(a.c_str(), dhs, g, Trans::kN, wv, Trans::kN, 0.0f);
+    mm(b.c_str(), dwv, g, Trans::kT, hcs, Trans::kN, 1.0f);
+  }
   const Tensor dh = dev_random(bf, {T, H}, 0.0f, 11);
   std::vector<int32_t> tg_all(static_cast<size_t>(T)), tg_part(tg_all.size());
   std::mt19937 gen(12);
@@ -131,9 +142,9 @@ int main(int argc, char** argv) {
     o.ce_chunk_rows = 4096;
     o.ce_budget_bytes = budget_mib << 20;
     CudaOps ce(o);
-    const int64_t chunk =
-        ce_rows_for_budget(T, o.ce_chunk_rows, o.ce_budget_bytes,
-                           4 * static_cast<size_t>(V) + 6 * static_cast<size_t>(H), 64);
+    const int64_t chunk = ce_rows_for_budget(
+        T, o.ce_chunk_rows, o.ce_budget_bytes,
+        4 * static_cast<size_t>(V) + (2 + 4 * kCeDhParts) * static_cast<size_t>(H), 64);
     Tensor cws(nullptr, DType::kU8,
                {static_cast<int64_t>(ce.linear_cross_entropy_workspace_bytes(x_h, wv))},
                Device::kCUDA);

@@ -505,7 +505,9 @@ TEST(CudaCrossEntropy, WorkspaceBudget) {
     SCOPED_TRACE(dtype_name(dt));
     CeData d = make_ce_data(T, H, V, dt, 1150, 5);  // 560 targets
     const std::vector<float> dw0 = randn(V * H, 1151, 0.1f);
-    const size_t row = 4 * static_cast<size_t>(V) + static_cast<size_t>(H) * (dtype_size(dt) + 4);
+    // Per row: the fp32 logits, the gathered hidden row and the kCeDhParts input-gradient partials.
+    const size_t row =
+        4 * static_cast<size_t>(V) + static_cast<size_t>(H) * (dtype_size(dt) + 4 * kCeDhParts);
     const auto run = [&](size_t budget, size_t* ws) {
       CudaOpsOptions o;
       o.ce_budget_bytes = budget;

@@ -25,7 +25,8 @@
 // host struct). Once per micro-batch, each costs a few microseconds of idle GPU.
 //
 // Workspace (linear_cross_entropy_workspace_bytes), with e = 2 (bf16 compute) or 4: 24·T (rows,
-// per-row stats) + C·H·(e + 4) + 4·C·V (logits / G: these two within ce_budget_bytes) + 32 MiB
+// per-row stats) + C·H·(e + 4·P) + 4·C·V (logits / G, the gathered rows and the P = kCeDhParts
+// input-gradient partials: these within ce_budget_bytes) + 32 MiB + (P − 1)·4 MiB
 // (cuBLASLt) [+ 4·V·H for an f32 copy of a bf16 weight beside f32 hidden]. Qwen2.5-1.5B, bf16,
 // T = 8192: the default 512 MiB budget gives C = 832: 505.6 MB (logits) + 7.7 MB + 0.2 MB +
 // 33.6 MB ≈ 0.55 GB (C = 2048, the cap: 1.245 GB + 18.9 MB + 0.2 MB + 33.6 MB ≈ 1.30 GB).
@@ -47,8 +48,11 @@ size_t round256(size_t n) { return (n + 255) & ~size_t{255}; }
 
 // Byte offsets of the workspace regions (from a 256-byte aligned base) and the total asked for.
 struct CeLayout {
-  size_t info, stats, rows, loss, entropy, hit, hc, dhc, logits, w32, lt, total;
+  size_t info, stats, rows, loss, entropy, hit, hc, dhc, logits, w32, lt, lt_side, total;
 };
+
+// cuBLASLt workspace of each input-gradient slice product on a side stream.
+constexpr size_t kSideLtBytes = size_t{4} << 20;
 
 CeLayout ce_layout(int64_t T, int64_t H, int64_t V, int64_t C, DType ct, bool w32,
                    size_t lt_bytes) {
@@ -67,10 +71,11 @@ CeLayout ce_layout(int64_t T, int64_t H, int64_t V, int64_t C, DType ct, bool w3
   L.entropy = take(n(T) * 8);
   L.hit = take(n(T) * 4);
   L.hc = take(n(C) * n(H) * dtype_size(ct));
-  L.dhc = take(n(C) * n(H) * 4);
+  L.dhc = take(n(kCeDhParts) * n(C) * n(H) * 4);  // the input-gradient partials
   L.logits = take(n(C) * n(V) * 4);
   L.w32 = w32 ? take(n(V) * n(H) * 4) : off;
   L.lt = take(lt_bytes);
+  L.lt_side = take((kCeDhParts - 1) * kSideLtBytes);
   L.total = off + 256;  // slack to align the base
   return L;
 }
@@ -105,7 +110,8 @@ DType compute_dtype(const Tensor& hidden, const Tensor& weight) {
 // compute dtype and its fp32 gradient [H]; a multiple of kCeRowQuantum rows when one fits.
 constexpr int64_t kCeRowQuantum = 64;  // the GEMMs' M dimension in whole tensor-core tiles
 int64_t chunk_rows(const CudaOpsOptions& o, int64_t T, int64_t H, int64_t V, DType ct) {
-  const size_t row = 4 * static_cast<size_t>(V) + static_cast<size_t>(H) * (dtype_size(ct) + 4);
+  const size_t row =
+      4 * static_cast<size_t>(V) + static_cast<size_t>(H) * (dtype_size(ct) + 4 * kCeDhParts);
   return ce_rows_for_budget(T, o.ce_chunk_rows, o.ce_budget_bytes, row, kCeRowQuantum);
 }
 
@@ -203,6 +209,14 @@ void CudaOps::linear_cross_entropy_fwd_bwd(CeStats* stats, const Tensor& dhidden
     w = w32.data;
   }
   const GemmView W{w, ct, V, H, H};
+  // The input-gradient product's vocabulary slices: kCeDhParts of `slice` columns (a multiple of
+  // 64), the last one shorter; fewer when V is small. A function of V alone, so the same bits.
+  const int64_t slice = (V + kCeDhParts * 64 - 1) / (kCeDhParts * 64) * 64;
+  const int parts = static_cast<int>((V + slice - 1) / slice);
+  if (grad && n > 0 && ce_side_[0].handle == nullptr) {  // first use: the side streams and events
+    for (Stream& st : ce_side_) st = create_stream();
+    for (Event& ev : ce_ev_) ev = create_event();
+  }
   for (int64_t c0 = 0; c0 < n; c0 += C) {
     const int64_t nc = std::min(C, n - c0);
     const GemmView hcv{hc, ct, nc, H, H};
@@ -217,11 +231,37 @@ void CudaOps::linear_cross_entropy_fwd_bwd(CeStats* stats, const Tensor& dhidden
     // G [nc, V]: bf16 over the first half of each fp32 logits row (row stride 2V), or the fp32
     // logits themselves.
     const GemmView G{logits, ct, nc, V, bf16 ? 2 * V : V};
-    gemm(kOp, GemmView{dhc, DType::kF32, nc, H, H}, G, Trans::kN, W, Trans::kN, nullptr, 1.0f, 0.0f,
-         lt_ws, s);
-    cuda::ce_scatter_rows(dhidden.data, dhidden.dtype == DType::kBF16, dhc, rows + c0, nc, H, cs);
+    // dh = G·W [nc, H] over K = V: few output tiles and a long K, so one product leaves most SMs
+    // idle. It runs as `parts` vocabulary slices at once (partial p: G[:, slice p]·W[slice p, :]
+    // into dhc + p·C·H; slice 0 and the weight gradient on the caller's stream, the others on side
+    // streams with a 4 MiB cuBLASLt workspace each), added in slice order by the scatter: a fixed
+    // order.
+    cuda::check(cudaEventRecord(static_cast<cudaEvent_t>(ce_ev_[0].handle), cs), kOp);
+    for (int p = 1; p < parts; ++p) {
+      const auto side = static_cast<cudaStream_t>(ce_side_[p - 1].handle);
+      cuda::check(cudaStreamWaitEvent(side, static_cast<cudaEvent_t>(ce_ev_[0].handle), 0), kOp);
+    }
+    for (int p = 0; p < parts; ++p) {
+      const int64_t k0 = p * slice, kn = std::min(slice, V - k0);
+      const GemmView Gp{reinterpret_cast<const char*>(logits) + k0 * dtype_size(ct), ct, nc, kn,
+                        G.ld};
+      const GemmView Wp{static_cast<const char*>(w) + k0 * H * dtype_size(ct), ct, kn, H, H};
+      const GemmView Dp{dhc + p * C * H, DType::kF32, nc, H, H};
+      if (p == 0)
+        gemm(kOp, Dp, Gp, Trans::kN, Wp, Trans::kN, nullptr, 1.0f, 0.0f, lt_ws, s);
+      else
+        gemm(kOp, Dp, Gp, Trans::kN, Wp, Trans::kN, nullptr, 1.0f, 0.0f,
+             at(L.lt_side + (p - 1) * kSideLtBytes), ce_side_[p - 1], kSideLtBytes);
+    }
     gemm(kOp, GemmView{dweight.data, DType::kF32, V, H, H}, G, Trans::kT, hcv, Trans::kN, nullptr,
          1.0f, c0 == 0 ? beta_dw : 1.0f, lt_ws, s);
+    for (int p = 1; p < parts; ++p) {
+      const auto ev = static_cast<cudaEvent_t>(ce_ev_[p].handle);
+      cuda::check(cudaEventRecord(ev, static_cast<cudaStream_t>(ce_side_[p - 1].handle)), kOp);
+      cuda::check(cudaStreamWaitEvent(cs, ev, 0), kOp);
+    }
+    cuda::ce_scatter_rows(dhidden.data, dhidden.dtype == DType::kBF16, dhc, parts, C * H, rows + c0,
+                          nc, H, cs);
   }
   cuda::ce_reduce_stats(loss, entropy, hit, n, dstats, cs);
   cuda::CeDeviceStats hs{};

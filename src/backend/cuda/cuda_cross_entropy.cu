@@ -83,12 +83,19 @@ __global__ void __launch_bounds__(kCopyThreads)
   for (int64_t j = threadIdx.x; j < H; j += kCopyThreads) store_f(out, j, load_f(in, j));
 }
 
+// dst row rows[r] = Σ_p src[p][r] over the `parts` partials (stride part_stride floats), added
+// in p order.
 template <class D>
 __global__ void __launch_bounds__(kCopyThreads)
-    scatter_kernel(D* dst, const float* src, const int32_t* rows, int64_t H) {
+    scatter_kernel(D* dst, const float* src, int parts, int64_t part_stride, const int32_t* rows,
+                   int64_t H) {
   const float* in = src + static_cast<int64_t>(blockIdx.x) * H;
   D* out = dst + static_cast<int64_t>(rows[blockIdx.x]) * H;
-  for (int64_t j = threadIdx.x; j < H; j += kCopyThreads) store_f(out, j, in[j]);
+  for (int64_t j = threadIdx.x; j < H; j += kCopyThreads) {
+    float v = in[j];
+    for (int p = 1; p < parts; ++p) v = __fadd_rn(v, in[p * part_stride + j]);
+    store_f(out, j, v);
+  }
 }
 
 // ---- per-row softmax statistics (online over the row: max m, s = Σ e^{x-m},
@@ -357,14 +364,16 @@ void ce_gather_rows(void* dst, bool dst_bf16, const void* src, bool src_bf16, co
   check_launch("linear_cross_entropy (gather rows)");
 }
 
-void ce_scatter_rows(void* dst, bool dst_bf16, const float* src, const int32_t* rows, int64_t n,
-                     int64_t H, cudaStream_t s) {
+void ce_scatter_rows(void* dst, bool dst_bf16, const float* src, int parts, int64_t part_stride,
+                     const int32_t* rows, int64_t n, int64_t H, cudaStream_t s) {
   if (n == 0 || H == 0) return;
   const dim3 grid(static_cast<unsigned>(n));
   if (dst_bf16)
-    scatter_kernel<<<grid, kCopyThreads, 0, s>>>(static_cast<__nv_bfloat16*>(dst), src, rows, H);
+    scatter_kernel<<<grid, kCopyThreads, 0, s>>>(static_cast<__nv_bfloat16*>(dst), src, parts,
+                                                 part_stride, rows, H);
   else
-    scatter_kernel<<<grid, kCopyThreads, 0, s>>>(static_cast<float*>(dst), src, rows, H);
+    scatter_kernel<<<grid, kCopyThreads, 0, s>>>(static_cast<float*>(dst), src, parts, part_stride,
+                                                 rows, H);
   check_launch("linear_cross_entropy (scatter rows)");
 }
 

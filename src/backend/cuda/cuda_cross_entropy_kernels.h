@@ -31,9 +31,10 @@ void ce_compact_targets(const int32_t* targets, int64_t T, int64_t V, int32_t* r
 // (f32 or bf16 each; bf16 -> f32 exact, f32 -> bf16 round-to-nearest-even).
 void ce_gather_rows(void* dst, bool dst_bf16, const void* src, bool src_bf16, const int32_t* rows,
                     int64_t n, int64_t H, cudaStream_t s);
-// dst[rows[r], :] = src[r, :] (f32 [n, H]) for r < n, stored as f32 or bf16 (RNE).
-void ce_scatter_rows(void* dst, bool dst_bf16, const float* src, const int32_t* rows, int64_t n,
-                     int64_t H, cudaStream_t s);
+// dst[rows[r], :] = Σ_p src[p][r, :] for r < n: `parts` f32 [n, H] partials part_stride floats
+// apart, added in p order (fp32), stored as f32 or bf16 (RNE).
+void ce_scatter_rows(void* dst, bool dst_bf16, const float* src, int parts, int64_t part_stride,
+                     const int32_t* rows, int64_t n, int64_t H, cudaStream_t s);
 
 // What ce_softmax_rows writes in place of the logits.
 enum class CeGrad {

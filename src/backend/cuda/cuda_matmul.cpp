@@ -12,9 +12,9 @@
 // made native through the workspace, exactly: a bf16 operand beside an f32 one is widened to an f32
 // copy (so mixed operands run as an fp32 GEMM, like the CPU reference), and a bf16 C with f32
 // operands, or a bf16 C accumulated into (beta != 0), is computed in an f32 copy of C and rounded
-// once at the end (cuBLASLt's own bf16 beta epilogue is not within a bf16 ulp). The bias is used in C's
-// dtype (a bf16 bias beside an f32 C is widened exactly; an f32 bias beside a bf16 C is rounded to
-// bf16 first, the one place where this differs from the CPU's fl(product + bias)).
+// once at the end (cuBLASLt's own bf16 beta epilogue is not within a bf16 ulp). The bias is used in
+// C's dtype (a bf16 bias beside an f32 C is widened exactly; an f32 bias beside a bf16 C is rounded
+// to bf16 first, the one place where this differs from the CPU's fl(product + bias)).
 //
 // Determinism: the algorithm is chosen once per MatmulKey (shape, leading dimensions, transposes,
 // dtypes, epilogue and which pointers are 16-byte aligned) by cublasLtMatmulAlgoGetHeuristic with
@@ -126,7 +126,7 @@ void CudaOps::destroy_matmul() {
 
 void CudaOps::gemm(const char* op, const GemmView& C, const GemmView& A, Trans ta,
                    const GemmView& B, Trans tb, const void* bias, float alpha, float beta,
-                   void* lt_workspace, Stream s) {
+                   void* lt_workspace, Stream s, size_t lt_workspace_bytes) {
   const int64_t M = C.rows, N = C.cols, K = ta == Trans::kN ? A.cols : A.rows;
   const int mask =
       (aligned16(A.data) ? 1 : 0) | (aligned16(B.data) ? 2 : 0) | (aligned16(C.data) ? 4 : 0);
@@ -141,7 +141,8 @@ void CudaOps::gemm(const char* op, const GemmView& C, const GemmView& A, Trans t
                       static_cast<int>(A.dtype),
                       static_cast<int>(C.dtype),
                       bias ? static_cast<int>(C.dtype) : -1,
-                      mask};
+                      mask,
+                      lt_workspace_bytes};
   auto it = plans_.find(key);
   if (it == plans_.end()) {
     if (plans_.size() >= kMaxPlans) plans_.clear();
@@ -176,7 +177,7 @@ void CudaOps::gemm(const char* op, const GemmView& C, const GemmView& A, Trans t
     int found = 0;
     cublasStatus_t st = CUBLAS_STATUS_SUCCESS;
     {
-      const uint64_t ws = kLtWorkspaceBytes;
+      const uint64_t ws = lt_workspace_bytes;
       const uint32_t scheme = CUBLASLT_REDUCTION_SCHEME_NONE;
       const uint32_t al_a = (mask & 2) ? 16 : static_cast<uint32_t>(dtype_size(B.dtype));
       const uint32_t al_b = (mask & 1) ? 16 : static_cast<uint32_t>(dtype_size(A.dtype));
@@ -202,8 +203,8 @@ void CudaOps::gemm(const char* op, const GemmView& C, const GemmView& A, Trans t
       found = 0;  // reported below, naming the shapes
     else
       chk(st, "cublasLtMatmulAlgoGetHeuristic");
-    const auto best = std::find_if(res, res + found, [](const cublasLtMatmulHeuristicResult_t& r) {
-      return r.state == CUBLAS_STATUS_SUCCESS && r.workspaceSize <= kLtWorkspaceBytes;
+    const auto best = std::find_if(res, res + found, [&](const cublasLtMatmulHeuristicResult_t& r) {
+      return r.state == CUBLAS_STATUS_SUCCESS && r.workspaceSize <= lt_workspace_bytes;
     });
     if (best == res + found)
       fail("{}: cuBLASLt has no algorithm for C [{}, {}] {} = A{} [{}, {}] {} · B{} [{}, {}] {}{}",
@@ -221,7 +222,7 @@ void CudaOps::gemm(const char* op, const GemmView& C, const GemmView& A, Trans t
   cuda::check(
       cublasLtMatmul(static_cast<cublasLtHandle_t>(lt_handle_), p.desc, &alpha, B.data, p.a, A.data,
                      p.b, &beta, C.data, p.c, const_cast<void*>(C.data), p.c, &p.algo, lt_workspace,
-                     kLtWorkspaceBytes, static_cast<cudaStream_t>(s.handle)),
+                     lt_workspace_bytes, static_cast<cudaStream_t>(s.handle)),
       op);
 }
 

@@ -75,6 +75,10 @@ CudaOps::CudaOps(CudaOpsOptions options) : opt_(options) {
 }
 
 CudaOps::~CudaOps() {
+  for (Stream& st : ce_side_)
+    if (st.handle != nullptr) (void)cudaStreamDestroy(static_cast<cudaStream_t>(st.handle));
+  for (Event& ev : ce_ev_)
+    if (ev.handle != nullptr) (void)cudaEventDestroy(static_cast<cudaEvent_t>(ev.handle));
   destroy_matmul();
   (void)cudaFree(dev_status_);
   (void)cudaFreeHost(host_status_);

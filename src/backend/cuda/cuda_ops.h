@@ -70,6 +70,9 @@ class CudaPinnedMemory final : public MemoryResource {
   std::string name() const override { return "pinned host"; }
 };
 
+// Vocabulary slices of the fused cross-entropy's input-gradient product (cuda_cross_entropy.cpp).
+inline constexpr int kCeDhParts = 4;
+
 class CudaOps final : public Ops {
  public:
   // Selects options.device (cudaSetDevice), creates the cuBLASLt handle and the small device
@@ -168,15 +171,18 @@ class CudaOps final : public Ops {
   };
   // C = alpha·op(A)·op(B) + beta·C + bias[C.cols] on stream s through cuBLASLt, for the
   // combinations it runs natively: A, B both f32 with C f32, or both bf16 with C bf16 or f32;
-  // bias (nullable) of C's dtype and 16-byte aligned. lt_workspace: kLtWorkspaceBytes, 16-byte
-  // aligned. K = 0 is not handled here. Throws zt::Error naming `op` on a cuBLAS failure.
+  // bias (nullable) of C's dtype and 16-byte aligned. lt_workspace: lt_workspace_bytes (less for
+  // a product that runs beside another on a second stream), 16-byte aligned. K = 0 is not handled
+  // here. Throws zt::Error naming `op` on a cuBLAS failure.
   void gemm(const char* op, const GemmView& C, const GemmView& A, Trans ta, const GemmView& B,
-            Trans tb, const void* bias, float alpha, float beta, void* lt_workspace, Stream s);
+            Trans tb, const void* bias, float alpha, float beta, void* lt_workspace, Stream s,
+            size_t lt_workspace_bytes = kLtWorkspaceBytes);
   // What selects a cached algorithm: shape, leading dimensions, transposes, dtypes, epilogue and
   // which pointers are 16-byte aligned (never the addresses themselves).
   struct MatmulKey {
     int64_t m, n, k, lda, ldb, ldc;
     int ta, tb, ab_dtype, c_dtype, bias_dtype, aligned16;
+    size_t lt_workspace_bytes;
     auto operator<=>(const MatmulKey&) const = default;
   };
   struct MatmulPlan;
@@ -185,6 +191,11 @@ class CudaOps final : public Ops {
   // Creates/destroys the cuBLASLt state (cuda_matmul.cpp).
   void init_matmul();
   void destroy_matmul();
+  // The fused cross-entropy's input-gradient product runs as kCeDhParts vocabulary slices at once
+  // (cuda_cross_entropy.cpp): slice 0 on the caller's stream, the others on these side streams,
+  // forked and joined through the events (created on first use, destroyed with the ops).
+  Stream ce_side_[kCeDhParts - 1] = {};
+  Event ce_ev_[kCeDhParts] = {};
 };
 
 }  // namespace zt
