@@ -11,16 +11,18 @@
 // D = 64 it keeps the mma.sync family's split: a dK/dV kernel per (key tile, query head), then a dQ
 // kernel per (query tile, query head), each looping in order, every element written by one thread.
 //
-// Forward. Block: 128 query rows of one head (two warpgroups of 64 rows), key tiles of 128 up to
-// the diagonal in order, K/V double-buffered by cp.async (all 256 threads load; the next tile's
-// copy is in flight while this tile computes). Per warpgroup and key tile:
+// Forward. Block: 128 query rows of one head, key tiles of 128 up to the diagonal in order.
+// Warp-specialized: a producer warpgroup (one thread) loads Q once and K/V tiles by TMA into two
+// buffers each, handed over by mbarriers ("full": the TMA's transaction bytes landed; "empty": all
+// 256 MMA threads have read it), and two MMA warpgroups (64 rows each) consume them without a
+// block-wide barrier. Per warpgroup and key tile:
 //   S[64×128] = Q·Kᵀ — wgmma m64n128k16, both operands K-major from shared memory, D/16 steps;
 //   the causal mask on the diagonal tile, online softmax in base 2 as the mma.sync kernel (the
 //   same row max / rescale / sum order per thread, a row's 4 lanes combined by xor-shuffles);
-//   O[64×D] += bf16(P)·V — wgmma m64n64k16 with P from registers (the wgmma A fragment of a
+//   O[64×D] += bf16(P)·V — wgmma m64nDk16 with P from registers (the wgmma A fragment of a
 //   warp's 16 rows is the mma.m16n8k16 A fragment, which the fp32 accumulator layout packs into
 //   without shuffles) and V MN-major from shared memory (transposed read), one instruction per
-//   16 keys and 64 output columns.
+//   16 keys; the exponentials are ex2.approx.ftz of one FFMA (the max taken on the raw scores).
 // Every output element is accumulated by one thread over key tiles in index order with a fixed
 // instruction order: bitwise repeatable, no atomics. The probabilities are rounded to bf16 before
 // P·V, as the mma.sync kernels and FlashAttention do, so the two families agree to the rounding of
@@ -31,20 +33,26 @@
 // chunk c ^ (r % 8) — 8 rows form one 1024-byte swizzle atom. A K-major operand's descriptor
 // starts at the 64-row (or 128-row) block, advances 32 bytes per 16-element k step inside the
 // 128-byte row, and strides 1024 bytes per 8 rows (SBO). V, MN-major, is read 16 keys (two atoms,
-// 2048 bytes) per k step within one 64-column block, 1024 bytes per 8 keys; no instruction spans
-// two column blocks, so the MN-atom stride never matters (both offsets are set to 1024).
+// 2048 bytes) per k step, 1024 bytes per 8 keys (SBO); at D = 128 one instruction spans both
+// 64-column blocks, whose distance R·128 bytes is the leading byte offset (at D = 64 it is unused).
+// The TMA's 128-byte swizzle writes exactly this layout into 1024-byte-aligned boxes of 64 columns.
 // Descriptor bits (PTX ISA, "Matrix Descriptor Format"): start address >> 4 in [0, 14), leading
 // byte offset >> 4 in [16, 30), stride byte offset >> 4 in [32, 46), swizzle mode 1 (128 B) in
 // [62, 64).
 //
-// Resources (ptxas, sm_90a): one block per SM, no spills. Forward: 256 threads, 238 / 216 registers
-// (D 128 / 64), shared memory Q + 2×(K, V) = 160 / 80 KiB. Fused backward (D 128): 384 threads
+// Resources (ptxas, sm_90a): one block per SM, no spills. Forward: 384 threads launched at 168
+// registers, the MMA warpgroups raised to 240 and the producer lowered to 24; shared memory Q +
+// 2×(K, V) = 160 / 80 KiB (D 128 / 64) + barriers. Fused backward (D 128): 384 threads
 // launched at 168 registers, the MMA warpgroups raised to 240 and the writers lowered to 24
 // (setmaxnreg), shared memory K, V + 2×(Q, dO) + dSᵀ + 2 staged fp32 dQ tiles + lse2/Di = 209 KiB.
 // Split backward (D 64): dK/dV 190 registers, K, V + 2×(Q, dO) + lse2/Di = 65 KiB; dQ 138
 // registers, Q, dO + 2×(K, V) = 64 KiB. Each plus 1 KiB to align the tiles to the swizzle atom.
 
+#include <cuda.h>
+
 #include <algorithm>
+#include <stdexcept>
+#include <string>
 
 #include "backend/cuda/cuda_attention_kernels.cuh"
 #include "backend/cuda/cuda_ptx.cuh"
@@ -176,6 +184,41 @@ __device__ __forceinline__ void wgmma_rs_n64(float (&d)[32], const uint32_t (&a)
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));
 }
 
+// D[64×128] += A·B, A [64×16] bf16 in registers (as wgmma_rs_n64), B [16×128] MN-major in shared
+// memory spanning two 64-column blocks (the descriptor's leading byte offset is their distance);
+// the accumulator is d0 (columns 0-63) then d1 (64-127): the m64n128 D layout is two m64n64 ones.
+__device__ __forceinline__ void wgmma_rs_n128(float (&d0)[32], float (&d1)[32],
+                                              const uint32_t (&a)[4], uint64_t db) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, "
+      "%9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, "
+      "%27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, "
+      "%45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, "
+      "%63}, {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"
+      : "+f"(d0[0]), "+f"(d0[1]), "+f"(d0[2]), "+f"(d0[3]), "+f"(d0[4]), "+f"(d0[5]), "+f"(d0[6]),
+        "+f"(d0[7]), "+f"(d0[8]), "+f"(d0[9]), "+f"(d0[10]), "+f"(d0[11]), "+f"(d0[12]),
+        "+f"(d0[13]), "+f"(d0[14]), "+f"(d0[15]), "+f"(d0[16]), "+f"(d0[17]), "+f"(d0[18]),
+        "+f"(d0[19]), "+f"(d0[20]), "+f"(d0[21]), "+f"(d0[22]), "+f"(d0[23]), "+f"(d0[24]),
+        "+f"(d0[25]), "+f"(d0[26]), "+f"(d0[27]), "+f"(d0[28]), "+f"(d0[29]), "+f"(d0[30]),
+        "+f"(d0[31]), "+f"(d1[0]), "+f"(d1[1]), "+f"(d1[2]), "+f"(d1[3]), "+f"(d1[4]), "+f"(d1[5]),
+        "+f"(d1[6]), "+f"(d1[7]), "+f"(d1[8]), "+f"(d1[9]), "+f"(d1[10]), "+f"(d1[11]),
+        "+f"(d1[12]), "+f"(d1[13]), "+f"(d1[14]), "+f"(d1[15]), "+f"(d1[16]), "+f"(d1[17]),
+        "+f"(d1[18]), "+f"(d1[19]), "+f"(d1[20]), "+f"(d1[21]), "+f"(d1[22]), "+f"(d1[23]),
+        "+f"(d1[24]), "+f"(d1[25]), "+f"(d1[26]), "+f"(d1[27]), "+f"(d1[28]), "+f"(d1[29]),
+        "+f"(d1[30]), "+f"(d1[31])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));
+}
+
+// 2^x on the special-function unit without the subnormal fix-up exp2f adds (ex2.approx.ftz.f32:
+// relative error ≤ 2^-22 per the PTX ISA; results below 2^-126 flush to 0, -inf gives 0). The
+// softmax exponentials of both Hopper kernels use it.
+__device__ __forceinline__ float exp2_ftz(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
 // acc[64×64] (=) A·Bᵀ over D: A the 64 rows at `a` of an RA-row tile, B the 64 rows at `b` of an
 // RB-row tile, both K-major (D/16 wgmma steps; the first overwrites acc).
 template <int D, int RA, int RB>
@@ -191,10 +234,15 @@ template <int D, int R, int K>
 __device__ __forceinline__ void mma_pb(float (&acc)[D / 64][32], const uint32_t (&pa)[K][4],
                                        uint32_t b) {
 #pragma unroll
-  for (int kq = 0; kq < K; ++kq)
+  for (int kq = 0; kq < K; ++kq) {
+    if constexpr (D == 128) {  // one instruction over both column blocks, R·128 bytes apart
+      wgmma_rs_n128(acc[0], acc[1], pa[kq], desc_sw128(b + kq * 2048, R * 128, 1024));
+    } else {
 #pragma unroll
-    for (int nb = 0; nb < D / 64; ++nb)
-      wgmma_rs_n64(acc[nb], pa[kq], desc_sw128(b + nb * (R * 128) + kq * 2048, 1024, 1024));
+      for (int nb = 0; nb < D / 64; ++nb)
+        wgmma_rs_n64(acc[nb], pa[kq], desc_sw128(b + nb * (R * 128) + kq * 2048, 1024, 1024));
+    }
+  }
 }
 // The A fragments of K 16-column steps from fp32 accumulators [8·K] (wgmma D layout → A layout:
 // elements 2x, 2x + 1 of each 8 form register x).
@@ -217,46 +265,117 @@ __device__ __forceinline__ void tile_ready(bool more) {
   __syncthreads();
 }
 
+// mbarrier and TMA (cp.async.bulk.tensor) wrappers for the forward's producer/consumer pipeline
+// (PTX ISA: "mbarrier", "cp.async.bulk.tensor"). Barrier addresses are shared-memory offsets.
+__device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+// One arrival that also expects `bytes` of asynchronous (TMA) transactions this phase.
+__device__ __forceinline__ void mbar_expect_tx(uint32_t bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes)
+               : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+// Spins until the phase with the given parity (0 for the barrier's first phase) has completed.
+__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
+  asm volatile(
+      "{\n.reg .pred done;\nZT_MBAR_WAIT:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra ZT_MBAR_WAIT;\n}\n" ::"r"(bar),
+      "r"(parity)
+      : "memory");
+}
+// TMA: the box at element coordinates (x, y) of a 2-D tensor map into shared memory at dst, in
+// the map's 128-byte swizzle (the layout above), completing `bar`'s transaction count. Rows past
+// the tensor's end are zero-filled.
+__device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap* map, int x, int y,
+                                            uint32_t bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%2, %3}], [%4];\n" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(x), "r"(y), "r"(bar)
+      : "memory");
+}
+
+constexpr int kFwdThreads = 384;  // a producer warpgroup (one thread issues the TMA) + 2 MMA ones
+constexpr int kFwdStages = 2;     // K and V buffers in flight
+
 // Forward (see the file comment). grid: Σ ceil(len / 128) tiles × Hq blocks (tile table of
-// kSm90Rows rows).
+// kSm90Rows rows). Warp-specialized (FlashAttention-3's split): warpgroup 0 is the producer — one
+// thread loads Q once and the K/V tiles with TMA into kFwdStages buffers, each with a "full"
+// mbarrier (transaction bytes) and an "empty" one that all 256 MMA threads arrive on once they
+// have finished reading it — and gives its registers up (setmaxnreg 24); warpgroups 1 and 2 take
+// 64 query rows each (setmaxnreg 240) and never meet at a block-wide barrier, so one warpgroup's
+// softmax overlaps the other's GEMMs. A sequence's last tiles read rows past its end (the next
+// sequence's, or zeros past T): those keys are after every valid query row (masked on the
+// diagonal tile, probability 0), and those query rows are never stored.
 template <int D>
-__global__ void __launch_bounds__(kThreads, 1)
-    attn_fwd_sm90(KArgs a, const bf16* q, const bf16* k, const bf16* v, bf16* out, float* lse) {
+__global__ void __launch_bounds__(kFwdThreads, 1)
+    attn_fwd_sm90(const __grid_constant__ CUtensorMap tq, const __grid_constant__ CUtensorMap tk,
+                  const __grid_constant__ CUtensorMap tv, KArgs a, bf16* out, float* lse) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   constexpr uint32_t kQB = kBM * D * 2, kKB = kBN * D * 2;
   constexpr int kNB = D / 64;  // 64-column blocks of the output
   extern __shared__ unsigned char smem[];
-  const uint32_t sQ = (smem_u32(smem) + 1023u) & ~1023u, sK = sQ + kQB, sV = sK + 2 * kKB;
+  const uint32_t sQ = (smem_u32(smem) + 1023u) & ~1023u, sK = sQ + kQB, sV = sK + kFwdStages * kKB;
+  // Barriers (8 bytes each): Q full, then per stage K full, V full, K empty, V empty.
+  const uint32_t bars = sV + kFwdStages * kKB, q_full = bars;
+  const auto k_full = [&](int st) { return bars + 8 + 32 * st; };
+  const auto v_full = [&](int st) { return bars + 16 + 32 * st; };
+  const auto k_empty = [&](int st) { return bars + 24 + 32 * st; };
+  const auto v_empty = [&](int st) { return bars + 32 + 32 * st; };
   const Work w = block_work(a, kBM, true);
   const int m0 = w.tile * kBM;
-  const int64_t ldq = static_cast<int64_t>(a.Hq) * D, ldk = static_cast<int64_t>(a.Hkv) * D;
-  const bf16* kb = k + w.s0 * ldk + w.kvh * D;
-  const bf16* vb = v + w.s0 * ldk + w.kvh * D;
   const int nkv = w.tile + 1;
-  // Copy groups: {Q, K0, V0}, {K1}, then per iteration j {V(j+1), K(j+2)} (possibly empty),
-  // issued right after iteration j's opening barrier: every thread is then past iteration j − 1,
-  // the last reader of the buffers they refill (V(j−1)'s, and K(j)'s: S(j) was waited for in
-  // iteration j − 1), and they land while iteration j computes (one barrier per key tile).
-  load_tile<D, kBM>(sQ, q + (w.s0 + m0) * ldq + w.h * D, ldq, min(kBM, w.L - m0));
-  load_tile<D, kBN>(sK, kb, ldk, min(kBN, w.L));
-  load_tile<D, kBN>(sV, vb, ldk, min(kBN, w.L));
-  cp_async_commit();
-  const auto load_k = [&](int j) {
-    load_tile<D, kBN>(sK + (j & 1) * kKB, kb + static_cast<int64_t>(j) * kBN * ldk, ldk,
-                      min(kBN, w.L - j * kBN));
-  };
-  const auto load_v = [&](int j) {
-    load_tile<D, kBN>(sV + (j & 1) * kKB, vb + static_cast<int64_t>(j) * kBN * ldk, ldk,
-                      min(kBN, w.L - j * kBN));
-  };
-  if (nkv > 1) load_k(1);
-  cp_async_commit();
+  const int tid = static_cast<int>(threadIdx.x);
+  if (tid == 0) {
+    mbar_init(q_full, 1);
+    for (int st = 0; st < kFwdStages; ++st) {
+      mbar_init(k_full(st), 1);
+      mbar_init(v_full(st), 1);
+      mbar_init(k_empty(st), 256);
+      mbar_init(v_empty(st), 256);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  __syncthreads();
 
-  const int wg = static_cast<int>(threadIdx.x >> 7), warp = static_cast<int>(threadIdx.x >> 5) & 3;
-  const int lane = static_cast<int>(threadIdx.x & 31);
+  if (tid < 128) {  // producer
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 24;\n" ::: "memory");
+    if (tid == 0) {
+      // The D/64 boxes of a tile of R rows at row y of `map` into buf, completing `full` (after
+      // waiting, unless `first`, for the buffer's previous use to be released on `empty`).
+      const auto load = [&](const CUtensorMap* map, int R, uint32_t buf, int x0, int y,
+                            uint32_t full, bool first, uint32_t empty, uint32_t parity) {
+        if (!first) mbar_wait(empty, parity);
+        mbar_expect_tx(full, static_cast<uint32_t>(R) * D * 2);
+#pragma unroll
+        for (int cb = 0; cb < kNB; ++cb)
+          tma_load_2d(buf + cb * (R * 128), map, x0 + cb * 64, y, full);
+      };
+      load(&tq, kBM, sQ, w.h * D, w.s0 + m0, q_full, true, 0, 0);
+      for (int j = 0; j < nkv; ++j) {
+        const int st = j % kFwdStages;
+        const uint32_t par = ((j / kFwdStages) + 1) & 1;  // the previous use's phase
+        const bool first = j < kFwdStages;
+        load(&tk, kBN, sK + st * kKB, w.kvh * D, w.s0 + j * kBN, k_full(st), first, k_empty(st),
+             par);
+        load(&tv, kBN, sV + st * kKB, w.kvh * D, w.s0 + j * kBN, v_full(st), first, v_empty(st),
+             par);
+      }
+    }
+    return;
+  }
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 240;\n" ::: "memory");
+
+  const int wg = (tid >> 7) - 1, warp = (tid >> 5) & 3;
+  const int lane = tid & 31;
   const int rr0 =
       wg * 64 + warp * 16 + (lane >> 2);  // tile row of accumulator elements 0, 1 (+8: 2, 3)
   const int c2 = (lane & 3) * 2;          // column of element 0 within an 8-column group
+  const int64_t ldq = static_cast<int64_t>(a.Hq) * D;
   float o[kNB][32];
 #pragma unroll
   for (int nb = 0; nb < kNB; ++nb)
@@ -267,7 +386,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   float s[64];
   // S = Q·K(j)ᵀ into s, issued and committed (not waited for).
   const auto issue_s = [&](int j) {
-    const uint32_t kbuf = sK + (j & 1) * kKB;
+    const uint32_t kbuf = sK + (j % kFwdStages) * kKB;
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk) {
       const uint32_t koff = (kk >> 2) * (kBN * 128) + (kk & 3) * 32;  // kBM == kBN: same offsets
@@ -280,71 +399,73 @@ __global__ void __launch_bounds__(kThreads, 1)
   // s ← P, the running max and sum updated, alpha = the factor O must be rescaled by.
   const auto softmax = [&](int j) {
     const bool diag = j == w.tile;
-    float tmax[2] = {-INFINITY, -INFINITY};
+    float tmax[2] = {-INFINITY, -INFINITY};  // of the raw scores: the scale is positive
 #pragma unroll
     for (int i = 0; i < 64; ++i) {
       const int col = (i >> 2) * 8 + c2 + (i & 1), hi = (i >> 1) & 1;
-      float x = s[i] * a.scale_log2;
-      if (diag && col > rr0 + hi * 8) x = -INFINITY;
-      s[i] = x;
-      tmax[hi] = fmaxf(tmax[hi], x);
+      if (diag && col > rr0 + hi * 8) s[i] = -INFINITY;
+      tmax[hi] = fmaxf(tmax[hi], s[i]);
     }
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       tmax[r] = fmaxf(tmax[r], __shfl_xor_sync(0xffffffffu, tmax[r], 1));
       tmax[r] = fmaxf(tmax[r], __shfl_xor_sync(0xffffffffu, tmax[r], 2));
-      const float mnew = fmaxf(mx[r], tmax[r]);  // finite: every row sees key 0 in tile 0
-      alpha[r] = exp2f(mx[r] - mnew);
+      // finite: every row sees key 0 in tile 0; max(s)·c = max(s·c) for c > 0 (rounding is
+      // monotone), so mx is the running max of the base-2 scores
+      const float mnew = fmaxf(mx[r], tmax[r] * a.scale_log2);
+      alpha[r] = exp2_ftz(mx[r] - mnew);
       mx[r] = mnew;
     }
     float rs[2] = {0.0f, 0.0f};
 #pragma unroll
     for (int i = 0; i < 64; ++i) {
       const int hi = (i >> 1) & 1;
-      const float p = exp2f(s[i] - mx[hi]);
+      const float p = exp2_ftz(fmaf(s[i], a.scale_log2, -mx[hi]));  // one FFMA + MUFU.EX2
       s[i] = p;
       rs[hi] += p;
     }
 #pragma unroll
     for (int r = 0; r < 2; ++r) sum[r] = sum[r] * alpha[r] + rs[r];
   };
+  const auto parity = [](int j) { return static_cast<uint32_t>((j / kFwdStages) & 1); };
 
-  tile_ready(true);  // {Q, K0, V0}
+  mbar_wait(q_full, 0);
+  mbar_wait(k_full(0), 0);
   wg_fence();
   issue_s(0);
   wg_wait0();
   keep(s);
-  softmax(0);         // O is 0: no rescale
-  uint32_t pa[8][4];  // P(j) as the A operand: 16 keys per k step
+  mbar_arrive(k_empty(0));  // this warpgroup is done reading K(0)
+  softmax(0);               // O is 0: no rescale
+  uint32_t pa[8][4];        // P(j) as the A operand: 16 keys per k step
   for (int j = 0; j + 1 < nkv; ++j) {
-    // K(j+1) and V(j) landed; both warpgroups are past iteration j − 1 (for j = 0: past S(0),
-    // so K(2) may overwrite K(0) — without this, one warpgroup's copy could land under the
-    // other's S(0), as a compute-sanitizer racecheck run once showed).
-    tile_ready(false);
-    load_v(j + 1);
-    if (j + 2 < nkv) load_k(j + 2);
-    cp_async_commit();
+    const int sk = (j + 1) % kFwdStages, sv = j % kFwdStages;
     pack_a(s, pa);
+    mbar_wait(k_full(sk), parity(j + 1));
     wg_fence();
     issue_s(j + 1);  // S(j+1) on the tensor cores, then P(j)·V(j) ...
-    mma_pb<D, kBN>(o, pa, sV + (j & 1) * kKB);
+    mbar_wait(v_full(sv), parity(j));
+    mma_pb<D, kBN>(o, pa, sV + sv * kKB);
     wg_commit();
     wg_wait<1>();  // S(j+1) done
     keep(s);
+    mbar_arrive(k_empty(sk));
     softmax(j + 1);  // ... while this tile's exponentials run
     wg_wait0();
 #pragma unroll
     for (int nb = 0; nb < kNB; ++nb) keep(o[nb]);
     keep(pa);
+    mbar_arrive(v_empty(sv));
 #pragma unroll
     for (int nb = 0; nb < kNB; ++nb)
 #pragma unroll
       for (int i = 0; i < 32; ++i) o[nb][i] *= alpha[(i >> 1) & 1];
   }
-  tile_ready(false);  // the last V
+  const int sv = (nkv - 1) % kFwdStages;
   pack_a(s, pa);
+  mbar_wait(v_full(sv), parity(nkv - 1));
   wg_fence();
-  mma_pb<D, kBN>(o, pa, sV + ((nkv - 1) & 1) * kKB);
+  mma_pb<D, kBN>(o, pa, sV + sv * kKB);
   wg_commit();
   wg_wait0();
 #pragma unroll
@@ -419,7 +540,7 @@ __device__ __forceinline__ void bwd_probs(float (&s)[32], const float* lse2, flo
   for (int e = 0; e < 32; ++e) {
     const int col = (e >> 2) * 8 + c2 + (e & 1);
     const int qrow = q0 + col, key = key0 + ((e >> 1) & 1) * 8;
-    float p = exp2f(s[e] * scale_log2 - lse2[col]);
+    float p = exp2_ftz(fmaf(s[e], scale_log2, -lse2[col]));
     if (edge && (qrow < key || qrow >= L)) p = 0.0f;
     s[e] = p;
   }
@@ -679,7 +800,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     for (int e = 0; e < 32; ++e) {
       const int r = (e >> 1) & 1;
       const int key = j * kKeys + (e >> 2) * 8 + c2 + (e & 1), row = m0 + rl + r * 8;
-      const float p = exp2f(s[e] * a.scale_log2 - lrow[r]);
+      const float p = exp2_ftz(fmaf(s[e], a.scale_log2, -lrow[r]));
       s[e] = edge && key > row ? 0.0f : p;
     }
     wg_wait0();
@@ -927,12 +1048,47 @@ __global__ void __launch_bounds__(256)
   }
 }
 
+// A 2-D TMA map of a [T, cols] bf16 tensor (row stride cols elements) read in boxes of 64 columns
+// × `rows` rows, 128-byte swizzled (the kernels' shared-memory layout). cuTensorMapEncodeTiled
+// comes from the driver through the runtime's entry-point query (no libcuda link).
+CUtensorMap tma_map(const void* base, int64_t T, int64_t cols, int rows) {
+  using Encode =
+      CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
+                   const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
+                   CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+  static Encode encode = [] {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult q{};
+    check(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault,
+                                           &q),
+          "attention_fwd: cuTensorMapEncodeTiled");
+    if (q != cudaDriverEntryPointSuccess || fn == nullptr)
+      throw std::runtime_error("attention_fwd: the CUDA driver has no cuTensorMapEncodeTiled");
+    return reinterpret_cast<Encode>(fn);
+  }();
+  CUtensorMap m;
+  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(T)};
+  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(cols) * 2};
+  const cuuint32_t box[2] = {64, static_cast<cuuint32_t>(rows)}, elem[2] = {1, 1};
+  const CUresult r =
+      encode(&m, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<void*>(base), dims, strides, box,
+             elem, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+             CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS)
+    throw std::runtime_error("attention_fwd: cuTensorMapEncodeTiled failed (error " +
+                             std::to_string(static_cast<int>(r)) + ")");
+  return m;
+}
+
 template <int D>
 void fwd(const KArgs& ka, unsigned grid, void* out, float* lse, const void* q, const void* k,
          const void* v, cudaStream_t st) {
-  constexpr size_t kSmem = static_cast<size_t>(kBM + 4 * kBN) * D * 2 + 1024;
-  launch(attn_fwd_sm90<D>, grid, kThreads, kSmem, st, "attention_fwd", ka,
-         static_cast<const bf16*>(q), static_cast<const bf16*>(k), static_cast<const bf16*>(v),
+  // Q, kFwdStages × (K, V), the barriers, 1 KiB to align the tiles to the swizzle atom.
+  constexpr size_t kSmem = static_cast<size_t>(kBM + 2 * kFwdStages * kBN) * D * 2 + 1024 + 1024;
+  const CUtensorMap tq = tma_map(q, ka.T, static_cast<int64_t>(ka.Hq) * D, kBM),
+                    tk = tma_map(k, ka.T, static_cast<int64_t>(ka.Hkv) * D, kBN),
+                    tv = tma_map(v, ka.T, static_cast<int64_t>(ka.Hkv) * D, kBN);
+  launch(attn_fwd_sm90<D>, grid, kFwdThreads, kSmem, st, "attention_fwd", tq, tk, tv, ka,
          static_cast<bf16*>(out), lse);
 }
 
