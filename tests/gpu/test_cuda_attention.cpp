@@ -469,6 +469,10 @@ TEST(CudaAttention, HopperKernelsMatchMmaSync) {
   probe.window = 100;
   EXPECT_FALSE(cuda::attention_uses_sm90(probe)) << "a window runs the mma.sync kernels";
   probe.window = 0;
+  probe.scale = -0.5f;
+  EXPECT_FALSE(cuda::attention_uses_sm90(probe))
+      << "a non-positive scale runs the mma.sync kernels";
+  probe.scale = 0.125f;
   probe.D = 256;
   EXPECT_FALSE(cuda::attention_uses_sm90(probe)) << "D 256 runs the mma.sync kernels";
   const std::vector<Case> cases = {

@@ -242,6 +242,7 @@ KArgs kargs(const AttnProblem& p, const Ws& ws) {
 bool attention_uses_sm90(const AttnProblem& p) {
 #if defined(ZT_HAVE_SM90A)
   if (!p.bf16 || (p.D != 64 && p.D != 128) || (p.window > 0 && p.window < p.T)) return false;
+  if (!(p.scale > 0.0f)) return false;  // the forward takes the row max on unscaled scores
   int dev = 0, major = 0, minor = 0;
   check(cudaGetDevice(&dev), "attention_fwd");
   check(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev), "attention_fwd");

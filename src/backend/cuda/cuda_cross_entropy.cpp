@@ -8,7 +8,8 @@
 //   logits[nc, V]  = hc · weightᵀ                         (cuBLASLt, fp32 out)
 //   per row        : max, log-sum-exp, loss, first argmax, entropy, and in place
 //                    G = grad_scale·(softmax - onehot)    (one kernel, two reads of the row)
-//   dhc[nc, H]     = G · weight                           (cuBLASLt, fp32 out) → dhidden[rows]
+//   dhc[P][nc, H]  = G[:, slice p] · weight[slice p, :]   (cuBLASLt, fp32 out, P vocabulary
+//                    slices on P streams) → dhidden[rows] = Σ_p in slice order (the scatter)
 //   dweight[V, H]  = (c0 == 0 ? beta_dw : 1)·dweight + Gᵀ · hc   (cuBLASLt, fp32 accumulate)
 //
 // Compute dtype: bf16 when hidden and weight are both bf16 — the GEMMs then run on tensor cores
@@ -28,8 +29,8 @@
 // per-row stats) + C·H·(e + 4·P) + 4·C·V (logits / G, the gathered rows and the P = kCeDhParts
 // input-gradient partials: these within ce_budget_bytes) + 32 MiB + (P − 1)·4 MiB
 // (cuBLASLt) [+ 4·V·H for an f32 copy of a bf16 weight beside f32 hidden]. Qwen2.5-1.5B, bf16,
-// T = 8192: the default 512 MiB budget gives C = 832: 505.6 MB (logits) + 7.7 MB + 0.2 MB +
-// 33.6 MB ≈ 0.55 GB (C = 2048, the cap: 1.245 GB + 18.9 MB + 0.2 MB + 33.6 MB ≈ 1.30 GB).
+// T = 8192, P = 4: the default 512 MiB budget gives C = 832: 505.6 MB (logits) + 23.0 MB + 0.2 MB
+// + 46.1 MB ≈ 0.57 GB (C = 2048, the cap: 1.245 GB + 56.6 MB + 0.2 MB + 46.1 MB ≈ 1.35 GB).
 #include <algorithm>
 #include <cstdint>
 
@@ -241,25 +242,38 @@ void CudaOps::linear_cross_entropy_fwd_bwd(CeStats* stats, const Tensor& dhidden
       const auto side = static_cast<cudaStream_t>(ce_side_[p - 1].handle);
       cuda::check(cudaStreamWaitEvent(side, static_cast<cudaEvent_t>(ce_ev_[0].handle), 0), kOp);
     }
-    for (int p = 0; p < parts; ++p) {
-      const int64_t k0 = p * slice, kn = std::min(slice, V - k0);
-      const GemmView Gp{reinterpret_cast<const char*>(logits) + k0 * dtype_size(ct), ct, nc, kn,
-                        G.ld};
-      const GemmView Wp{static_cast<const char*>(w) + k0 * H * dtype_size(ct), ct, kn, H, H};
-      const GemmView Dp{dhc + p * C * H, DType::kF32, nc, H, H};
-      if (p == 0)
-        gemm(kOp, Dp, Gp, Trans::kN, Wp, Trans::kN, nullptr, 1.0f, 0.0f, lt_ws, s);
-      else
-        gemm(kOp, Dp, Gp, Trans::kN, Wp, Trans::kN, nullptr, 1.0f, 0.0f,
-             at(L.lt_side + (p - 1) * kSideLtBytes), ce_side_[p - 1], kSideLtBytes);
+    // The side streams joined back into the caller's (their work ordered before whatever the
+    // caller does next with the workspace) — also when a product throws after the fork.
+    const auto join = [&] {
+      for (int p = 1; p < parts; ++p) {
+        const auto ev = static_cast<cudaEvent_t>(ce_ev_[p].handle);
+        cuda::check(cudaEventRecord(ev, static_cast<cudaStream_t>(ce_side_[p - 1].handle)), kOp);
+        cuda::check(cudaStreamWaitEvent(cs, ev, 0), kOp);
+      }
+    };
+    try {
+      for (int p = 0; p < parts; ++p) {
+        const int64_t k0 = p * slice, kn = std::min(slice, V - k0);
+        const GemmView Gp{reinterpret_cast<const char*>(logits) + k0 * dtype_size(ct), ct, nc, kn,
+                          G.ld};
+        const GemmView Wp{static_cast<const char*>(w) + k0 * H * dtype_size(ct), ct, kn, H, H};
+        const GemmView Dp{dhc + p * C * H, DType::kF32, nc, H, H};
+        if (p == 0)
+          gemm(kOp, Dp, Gp, Trans::kN, Wp, Trans::kN, nullptr, 1.0f, 0.0f, lt_ws, s);
+        else
+          gemm(kOp, Dp, Gp, Trans::kN, Wp, Trans::kN, nullptr, 1.0f, 0.0f,
+               at(L.lt_side + (p - 1) * kSideLtBytes), ce_side_[p - 1], kSideLtBytes);
+      }
+      gemm(kOp, GemmView{dweight.data, DType::kF32, V, H, H}, G, Trans::kT, hcv, Trans::kN, nullptr,
+           1.0f, c0 == 0 ? beta_dw : 1.0f, lt_ws, s);
+    } catch (...) {
+      try {
+        join();
+      } catch (...) {  // the first error is the one to report
+      }
+      throw;
     }
-    gemm(kOp, GemmView{dweight.data, DType::kF32, V, H, H}, G, Trans::kT, hcv, Trans::kN, nullptr,
-         1.0f, c0 == 0 ? beta_dw : 1.0f, lt_ws, s);
-    for (int p = 1; p < parts; ++p) {
-      const auto ev = static_cast<cudaEvent_t>(ce_ev_[p].handle);
-      cuda::check(cudaEventRecord(ev, static_cast<cudaStream_t>(ce_side_[p - 1].handle)), kOp);
-      cuda::check(cudaStreamWaitEvent(cs, ev, 0), kOp);
-    }
+    join();
     cuda::ce_scatter_rows(dhidden.data, dhidden.dtype == DType::kBF16, dhc, parts, C * H, rows + c0,
                           nc, H, cs);
   }

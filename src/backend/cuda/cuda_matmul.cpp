@@ -17,13 +17,14 @@
 // to bf16 first, the one place where this differs from the CPU's fl(product + bias)).
 //
 // Determinism: the algorithm is chosen once per MatmulKey (shape, leading dimensions, transposes,
-// dtypes, epilogue and which pointers are 16-byte aligned) by cublasLtMatmulAlgoGetHeuristic with
-// the reduction scheme restricted to CUBLASLT_REDUCTION_SCHEME_NONE (no split-K, so each element's
-// dot product runs in one fixed order), and cached. The heuristic is told the alignment we
-// guarantee (16 bytes, or the element size for a pointer that is not 16-byte aligned — a separate
-// plan) instead of its default of 256, so the choice never depends on where a buffer happens to
-// lie. The same call therefore gives the same bits every time; the cache is cleared when it exceeds
-// kMaxPlans entries (the heuristic picks the same algorithms again).
+// dtypes, epilogue, which pointers are 16-byte aligned and the workspace size) by
+// cublasLtMatmulAlgoGetHeuristic with the reduction scheme restricted to
+// CUBLASLT_REDUCTION_SCHEME_NONE (no split-K, so each element's dot product runs in one fixed
+// order), and cached. The heuristic is told the alignment we guarantee (16 bytes, or the element
+// size for a pointer that is not 16-byte aligned — a separate plan) instead of its default of 256,
+// so the choice never depends on where a buffer happens to lie. The same call therefore gives the
+// same bits every time; the cache is cleared when it exceeds kMaxPlans entries (the heuristic picks
+// the same algorithms again).
 //
 // Workspace (matmul_workspace_bytes): kLtWorkspaceBytes (32 MiB) for cuBLASLt + 4·N bytes for a
 // bias copy + the f32 copies above when needed + 256 bytes of alignment slack.

@@ -177,8 +177,9 @@ class CudaOps final : public Ops {
   void gemm(const char* op, const GemmView& C, const GemmView& A, Trans ta, const GemmView& B,
             Trans tb, const void* bias, float alpha, float beta, void* lt_workspace, Stream s,
             size_t lt_workspace_bytes = kLtWorkspaceBytes);
-  // What selects a cached algorithm: shape, leading dimensions, transposes, dtypes, epilogue and
-  // which pointers are 16-byte aligned (never the addresses themselves).
+  // What selects a cached algorithm: shape, leading dimensions, transposes, dtypes, epilogue,
+  // which pointers are 16-byte aligned (never the addresses themselves) and the cuBLASLt
+  // workspace size the heuristic was given.
   struct MatmulKey {
     int64_t m, n, k, lda, ldb, ldc;
     int ta, tb, ab_dtype, c_dtype, bias_dtype, aligned16;

@@ -26,7 +26,8 @@
 // Every output element is accumulated by one thread over key tiles in index order with a fixed
 // instruction order: bitwise repeatable, no atomics. The probabilities are rounded to bf16 before
 // P·V, as the mma.sync kernels and FlashAttention do, so the two families agree to the rounding of
-// the accumulation order (the GPU tests bound the difference).
+// the accumulation order, of the FFMA against a multiply and a subtract, and of ex2.approx.ftz
+// against exp2f (the GPU tests bound the difference).
 //
 // Shared-memory layout (what wgmma's 128-byte swizzle mode reads): a [R × D] tile is D/64 column
 // blocks of [R × 64] bf16; row r of a block is 128 bytes at r·128, its 16-byte chunk c stored at
@@ -46,7 +47,8 @@
 // launched at 168 registers, the MMA warpgroups raised to 240 and the writers lowered to 24
 // (setmaxnreg), shared memory K, V + 2×(Q, dO) + dSᵀ + 2 staged fp32 dQ tiles + lse2/Di = 209 KiB.
 // Split backward (D 64): dK/dV 190 registers, K, V + 2×(Q, dO) + lse2/Di = 65 KiB; dQ 138
-// registers, Q, dO + 2×(K, V) = 64 KiB. Each plus 1 KiB to align the tiles to the swizzle atom.
+// registers, Q, dO + 2×(K, V) = 64 KiB. Each plus 1 KiB to align the tiles to the swizzle atom
+// (the forward 1 KiB more for its barriers).
 
 #include <cuda.h>
 
@@ -310,7 +312,10 @@ constexpr int kFwdStages = 2;     // K and V buffers in flight
 // 64 query rows each (setmaxnreg 240) and never meet at a block-wide barrier, so one warpgroup's
 // softmax overlaps the other's GEMMs. A sequence's last tiles read rows past its end (the next
 // sequence's, or zeros past T): those keys are after every valid query row (masked on the
-// diagonal tile, probability 0), and those query rows are never stored.
+// diagonal tile, probability 0), and those query rows are never stored. So the sequences of a
+// micro-batch stay isolated only while its values are finite: 0 × a NaN or Inf in the next
+// sequence's V is NaN (the cp.async version zero-filled those rows); with non-finite activations
+// the micro-batch's loss is non-finite anyway.
 template <int D>
 __global__ void __launch_bounds__(kFwdThreads, 1)
     attn_fwd_sm90(const __grid_constant__ CUtensorMap tq, const __grid_constant__ CUtensorMap tk,
@@ -1059,9 +1064,14 @@ CUtensorMap tma_map(const void* base, int64_t T, int64_t cols, int rows) {
   static Encode encode = [] {
     void* fn = nullptr;
     cudaDriverEntryPointQueryResult q{};
+#if CUDART_VERSION >= 12050
     check(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault,
                                            &q),
           "attention_fwd: cuTensorMapEncodeTiled");
+#else
+    check(cudaGetDriverEntryPoint("cuTensorMapEncodeTiled", &fn, cudaEnableDefault, &q),
+          "attention_fwd: cuTensorMapEncodeTiled");
+#endif
     if (q != cudaDriverEntryPointSuccess || fn == nullptr)
       throw std::runtime_error("attention_fwd: the CUDA driver has no cuTensorMapEncodeTiled");
     return reinterpret_cast<Encode>(fn);
