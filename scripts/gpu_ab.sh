@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# A/B of attention kernel variants on a GPU machine, in one call: for each variant directory (made
+# here by `scripts/gpu_ab.sh --pack NAME [BUILD_DIR]` from a build of that variant) it runs the
+# attention GPU tests and bench_cuda_attention at the issue-18 shapes, each command under a
+# timeout (a hung kernel costs its timeout, not the whole call), printing as it goes, then one
+# table of forward / backward TFLOP/s per variant. The shared libraries come from gpu_bundle/lib
+# (scripts/gpu_bundle.sh), so carry ["gpu_bundle", "ab_bundle"].
+#
+# Usage (here):   scripts/gpu_ab.sh --pack NAME [BUILD_DIR]   copies BUILD_DIR's (default build)
+#                                                             zt_test_gpu and bench_cuda_attention,
+#                                                             stripped and gzipped, to ab_bundle/NAME
+# Usage (device): scripts/gpu_ab.sh [NAME ...]                 every ab_bundle/* when none is named
+# Exit status: 1 when a variant's tests fail, time out, or a benchmark prints no figures.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+AB=ab_bundle
+if [ "${1:-}" = "--pack" ]; then
+  name=${2:?"--pack NAME [BUILD_DIR]"}
+  b=${3:-build}
+  mkdir -p "$AB/$name"
+  for f in "$b/zt_test_gpu" "$b/bench/bench_cuda_attention"; do
+    [ -x "$f" ] || { echo "gpu_ab.sh: $f not built" >&2; exit 2; }
+    cp "$f" "$AB/$name/" && strip "$AB/$name/$(basename "$f")" && gzip -f "$AB/$name/$(basename "$f")"
+  done
+  git rev-parse --short HEAD >"$AB/$name/commit" 2>/dev/null
+  echo "packed $AB/$name ($(du -sh "$AB/$name" | cut -f1))"
+  exit 0
+fi
+
+BUNDLE=$PWD/gpu_bundle
+PA_DIR=$(python3 -c 'import pyarrow, os; print(os.path.dirname(pyarrow.__file__))' 2>/dev/null || true)
+export LD_LIBRARY_PATH="$BUNDLE/lib:${PA_DIR}:${LD_LIBRARY_PATH:-}"
+if [ -f "$BUNDLE/paths" ]; then  # the test binaries' compiled-in data paths
+  . "$BUNDLE/paths"
+  for pair in "$BUILD_TEST_DATA:$PWD/tests/data" "$BUILD_SHARED_DATA:$BUNDLE/shared_data"; do
+    src=${pair%%:*} dst=${pair#*:}
+    [ -e "$src" ] || { mkdir -p "$(dirname "$src")" && ln -s "$dst" "$src"; }
+  done
+fi
+names=("$@")
+[ ${#names[@]} -eq 0 ] && for d in "$AB"/*/; do names+=("$(basename "$d")"); done
+[ ${#names[@]} -eq 0 ] && { echo "gpu_ab.sh: no variant in $AB/" >&2; exit 2; }
+shapes=("2048 4 12 2 128" "8192 1 12 2 128" "32768 1 12 2 128" "2048 4 14 2 64" "8192 1 14 2 64"
+        "32768 1 14 2 64" "2048 4 32 8 64" "8192 1 32 8 64" "32768 1 32 8 64")
+status=0
+table=$(mktemp)
+for n in "${names[@]}"; do
+  d=$AB/$n
+  find "$d" -name '*.gz' -exec gzip -df {} \;
+  chmod +x "$d"/zt_test_gpu "$d"/bench_cuda_attention 2>/dev/null
+  echo "== $n ($(cat "$d/commit" 2>/dev/null))"
+  out=$(timeout 180 "$d/zt_test_gpu" --gtest_filter='CudaAttention.*' 2>&1)
+  rc=$?
+  echo "$out" | grep -E "Hopper vs mma|PASSED|FAILED|Failure" | head -12
+  [ $rc -eq 0 ] || { echo "   tests: exit $rc (124: timed out)"; status=1; }
+  row="$n"
+  for s in "${shapes[@]}"; do
+    line=$(timeout 60 "$d/bench_cuda_attention" $s 2>&1)
+    f=$(echo "$line" | awk '$1 == "forward" {print $4}') b=$(echo "$line" | awk '$1 == "backward" {print $4}')
+    [ -n "$f" ] && [ -n "$b" ] || { echo "   bench $s: no figures"; status=1; f=-; b=-; }
+    echo "   $s: fwd $f bwd $b"
+    row="$row $f/$b"
+  done
+  echo "$row" >>"$table"
+done
+echo "== forward/backward TFLOP/s (shapes: 4x2k, 8k, 32k at 12/2 D128; 14/2 D64; 32/8 D64)"
+column -t "$table"
+exit $status
