@@ -27,16 +27,8 @@ if [ "${1:-}" = "--pack" ]; then
   exit 0
 fi
 
-BUNDLE=$PWD/gpu_bundle
-PA_DIR=$(python3 -c 'import pyarrow, os; print(os.path.dirname(pyarrow.__file__))' 2>/dev/null || true)
-export LD_LIBRARY_PATH="$BUNDLE/lib:${PA_DIR}:${LD_LIBRARY_PATH:-}"
-if [ -f "$BUNDLE/paths" ]; then  # the test binaries' compiled-in data paths
-  . "$BUNDLE/paths"
-  for pair in "$BUILD_TEST_DATA:$PWD/tests/data" "$BUILD_SHARED_DATA:$BUNDLE/shared_data"; do
-    src=${pair%%:*} dst=${pair#*:}
-    [ -e "$src" ] || { mkdir -p "$(dirname "$src")" && ln -s "$dst" "$src"; }
-  done
-fi
+ROOT=$PWD
+. "$ROOT/scripts/gpu_env.sh" || exit 1
 names=("$@")
 [ ${#names[@]} -eq 0 ] && for d in "$AB"/*/; do names+=("$(basename "$d")"); done
 [ ${#names[@]} -eq 0 ] && { echo "gpu_ab.sh: no variant in $AB/" >&2; exit 2; }
