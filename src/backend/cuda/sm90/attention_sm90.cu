@@ -9,7 +9,9 @@
 // key-tile order (flags between blocks, FlashAttention-3's deterministic scheme) — P and dP are
 // computed once instead of again in a separate dQ pass (5 GEMMs per tile pair instead of 7). At
 // D = 64 it keeps the mma.sync family's split: a dK/dV kernel per (key tile, query head), then a dQ
-// kernel per (query tile, query head), each looping in order, every element written by one thread.
+// kernel per (query tile, query head), each looping in order, every element written by one thread;
+// both issue the next tile's first GEMM (Sᵀ = K·Qᵀ, S = Q·Kᵀ) before they wait for the current
+// tile's last one, so it runs while the buffer is handed back and the next copy is started.
 //
 // Forward. Block: 128 query rows of one head, key tiles of 128 up to the diagonal in order.
 // Warp-specialized: a producer warpgroup (one thread) loads Q once and K/V tiles by TMA into two
@@ -46,7 +48,7 @@
 // 2×(K, V) = 160 / 80 KiB (D 128 / 64) + barriers. Fused backward (D 128): 384 threads
 // launched at 168 registers, the MMA warpgroups raised to 240 and the writers lowered to 24
 // (setmaxnreg), shared memory K, V + 2×(Q, dO) + dSᵀ + 2 staged fp32 dQ tiles + lse2/Di = 209 KiB.
-// Split backward (D 64): dK/dV 190 registers, K, V + 2×(Q, dO) + lse2/Di = 65 KiB; dQ 138
+// Split backward (D 64): dK/dV 222 registers, K, V + 2×(Q, dO) + lse2/Di = 65 KiB; dQ 168
 // registers, Q, dO + 2×(K, V) = 64 KiB. Each plus 1 KiB to align the tiles to the swizzle atom
 // (the forward 1 KiB more for its barriers).
 
@@ -255,18 +257,6 @@ __device__ __forceinline__ void pack_a(const float (&x)[8 * K], uint32_t (&pa)[K
 #pragma unroll
     for (int r = 0; r < 4; ++r) pa[kq][r] = pack_bf16(x[8 * kq + 2 * r], x[8 * kq + 2 * r + 1]);
 }
-// Waits for the oldest tile copy in flight (`more`: one newer copy stays in flight), makes it
-// visible to wgmma (the async proxy) and to every thread.
-__device__ __forceinline__ void tile_ready(bool more) {
-  if (more) {
-    cp_async_wait<1>();
-  } else {
-    cp_async_wait<0>();
-  }
-  fence_async_smem();
-  __syncthreads();
-}
-
 // mbarrier and TMA (cp.async.bulk.tensor) wrappers for the forward's producer/consumer pipeline
 // (PTX ISA: "mbarrier", "cp.async.bulk.tensor"). Barrier addresses are shared-memory offsets.
 __device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {
@@ -496,25 +486,6 @@ __global__ void __launch_bounds__(kFwdThreads, 1)
 #endif
 }
 
-// Key-tile loop step j of nkv (forward, dQ): starts the copy of K/V tile j + 1 (R rows each, of
-// a sequence of L tokens from kb / vb) into the other buffer, waits for tile j and returns its
-// buffer offset (bytes). Every thread must have finished reading that other buffer.
-template <int D, int R>
-__device__ __forceinline__ uint32_t kv_step(int j, int nkv, uint32_t sK, uint32_t sV,
-                                            const bf16* kb, const bf16* vb, int64_t ldk, int L) {
-  constexpr uint32_t kTB = R * D * 2;
-  if (j + 1 < nkv) {
-    const uint32_t nbuf = ((j + 1) & 1) * kTB;
-    const int64_t off = static_cast<int64_t>(j + 1) * R * ldk;
-    const int nv = min(R, L - (j + 1) * R);
-    load_tile<D, R>(sK + nbuf, kb + off, ldk, nv);
-    load_tile<D, R>(sV + nbuf, vb + off, ldk, nv);
-    cp_async_commit();
-  }
-  tile_ready(j + 1 < nkv);
-  return (j & 1) * kTB;
-}
-
 // Backward helpers shared by the split dK/dV kernel and the fused kernel (both: 128 keys per
 // block, 64 per warpgroup, 64-row query tiles).
 
@@ -536,45 +507,65 @@ __device__ __forceinline__ void bwd_prefetch(uint32_t tQ, uint32_t tdO, uint32_t
   }
 }
 
-// Pᵀ = 2^(Sᵀ·scale_log2 − lse2[q]) in place for one warpgroup's [64 keys × 64 query rows] tile
+// pt = Pᵀ = 2^(Sᵀ·scale_log2 − lse2[q]) for one warpgroup's [64 keys × 64 query rows] tile
 // (wgmma accumulator layout: element e is key key0 + ((e >> 1) & 1)·8, query row q0 + (e >> 2)·8 +
 // c2 + (e & 1)); `edge`: zero where the query row is before the key or ≥ L.
-__device__ __forceinline__ void bwd_probs(float (&s)[32], const float* lse2, float scale_log2,
-                                          int q0, int key0, int c2, int L, bool edge) {
+__device__ __forceinline__ void bwd_probs(const float (&s)[32], float (&pt)[32], const float* lse2,
+                                          float scale_log2, int q0, int key0, int c2, int L,
+                                          bool edge) {
 #pragma unroll
   for (int e = 0; e < 32; ++e) {
     const int col = (e >> 2) * 8 + c2 + (e & 1);
     const int qrow = q0 + col, key = key0 + ((e >> 1) & 1) * 8;
     float p = exp2_ftz(fmaf(s[e], scale_log2, -lse2[col]));
     if (edge && (qrow < key || qrow >= L)) p = 0.0f;
-    s[e] = p;
+    pt[e] = p;
   }
 }
 
-// One warpgroup's first three GEMMs of query tile q0 (64 rows) against its 64 keys, in three
-// wgmma groups, each element-wise step overlapping the next GEMM: Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ
-// (K-major operands at sK / sV, the warpgroup's rows, and tQ / tdO); Pᵀ (bwd_probs) while dPᵀ
-// runs; dV += bf16(Pᵀ)·dO; dSᵀ = Pᵀ·(dPᵀ − Di) while that runs, packed into da. stat: lse2 [64]
-// then Di [64] of the tile. Returns with dV's group in flight (pa — P as A fragments — must stay
-// live and unread until it completes); the caller issues dK += bf16(dSᵀ)·Q (bwd_issue_dk) once
-// it has read da (a wgmma's register operands may not be read while it runs).
+// Sᵀ = K·Qᵀ for one warpgroup's 64 keys (K-major at sK) and the 64 query rows at tQ, issued and
+// committed as one wgmma group; s stays unread until bwd_tile_gemms waits for it. The split dK/dV
+// kernel issues it one query tile ahead (it runs while the previous tile's dV and dK GEMMs drain
+// and the buffer is handed back); the fused kernel just before bwd_tile_gemms.
 template <int D>
-__device__ __forceinline__ void bwd_tile_gemms(float (&gk)[D / 64][32], float (&gv)[D / 64][32],
-                                               uint32_t (&pa)[4][4], uint32_t (&da)[4][4],
-                                               uint32_t sK, uint32_t sV, uint32_t tQ, uint32_t tdO,
-                                               const float* stat, float scale_log2, int q0,
-                                               int key0, int c2, int L, bool edge) {
-  constexpr int kKeys = 128, kRows = 64;
-  float s[32], dp[32];
+__device__ __forceinline__ void bwd_issue_s(float (&s)[32], uint32_t sK, uint32_t tQ) {
   wg_fence();
-  mma_abt64<D, kKeys, kRows>(s, sK, tQ);
+  mma_abt64<D, 128, 64>(s, sK, tQ);
   wg_commit();
+}
+
+// One warpgroup's next GEMMs of query tile q0 (64 rows) against its 64 keys, entered with Sᵀ =
+// K·Qᵀ (bwd_issue_s) the only pending wgmma group — issued a tile ahead (kSAhead: waited for
+// before dPᵀ is issued) or just before (waited for once dPᵀ is issued) — each element-wise step
+// overlapping the next GEMM: dPᵀ = V·dOᵀ (K-major operands at sV, the warpgroup's rows, and tdO);
+// Pᵀ (bwd_probs) while dPᵀ runs; dV += bf16(Pᵀ)·dO; dSᵀ = Pᵀ·(dPᵀ − Di) while that runs, packed
+// into da. stat: lse2 [64] then Di [64] of the tile. Returns with dV's group in flight (pa — P as A
+// fragments — must stay live and unread until it completes); the caller issues dK += bf16(dSᵀ)·Q
+// (bwd_issue_dk) once it has read da (a wgmma's register operands may not be read while it runs).
+template <int D, bool kSAhead>
+__device__ __forceinline__ void bwd_tile_gemms(float (&s)[32], float (&gv)[D / 64][32],
+                                               uint32_t (&pa)[4][4], uint32_t (&da)[4][4],
+                                               uint32_t sV, uint32_t tdO, const float* stat,
+                                               float scale_log2, int q0, int key0, int c2, int L,
+                                               bool edge) {
+  constexpr int kKeys = 128, kRows = 64;
+  float dp[32];
+  if constexpr (kSAhead) {
+    wg_wait0();  // Sᵀ, issued a tile ahead (long done)
+    keep(s);
+  }
+  wg_fence();
   mma_abt64<D, kKeys, kRows>(dp, sV, tdO);
   wg_commit();
-  wg_wait<1>();  // Sᵀ
-  keep(s);
-  bwd_probs(s, stat, scale_log2, q0, key0, c2, L, edge);
-  pack_a(s, pa);
+  if constexpr (!kSAhead) {
+    wg_wait<1>();  // Sᵀ, issued just before; Pᵀ's exponentials overlap dPᵀ's GEMM
+    keep(s);
+  }
+  // Pᵀ, then dSᵀ, in pt: s is written by wgmma only (ptxas serializes the kernel's wgmmas when
+  // other instructions write the accumulator of one issued a loop iteration ahead).
+  float pt[32];
+  bwd_probs(s, pt, stat, scale_log2, q0, key0, c2, L, edge);
+  pack_a(pt, pa);
   wg_fence();
   mma_pb<D, kRows>(gv, pa, tdO);
   wg_commit();
@@ -582,8 +573,8 @@ __device__ __forceinline__ void bwd_tile_gemms(float (&gk)[D / 64][32], float (&
   keep(dp);
   const float* Di = stat + kRows;
 #pragma unroll
-  for (int e = 0; e < 32; ++e) dp[e] = s[e] * (dp[e] - Di[(e >> 2) * 8 + c2 + (e & 1)]);
-  pack_a(dp, da);
+  for (int e = 0; e < 32; ++e) pt[e] = pt[e] * (dp[e] - Di[(e >> 2) * 8 + c2 + (e & 1)]);
+  pack_a(pt, da);
 }
 
 // dK += bf16(dSᵀ)·Q for one warpgroup (Q MN-major at tQ), issued and committed.
@@ -645,13 +636,17 @@ __device__ __forceinline__ void keep_tile(float (&gk)[D / 64][32], float (&gv)[D
   keep(da);
 }
 
-// Zeroes a warpgroup's dK and dV accumulators.
+// Zeroes a warpgroup's dK and dV accumulators, pinned before the next wgmma issue (keep) so the
+// zeroing is not moved among in-flight wgmmas.
 template <int D>
 __device__ __forceinline__ void zero_dkdv(float (&gk)[D / 64][32], float (&gv)[D / 64][32]) {
 #pragma unroll
-  for (int nb = 0; nb < D / 64; ++nb)
+  for (int nb = 0; nb < D / 64; ++nb) {
 #pragma unroll
     for (int e = 0; e < 32; ++e) gk[nb][e] = gv[nb][e] = 0.0f;
+    keep(gk[nb]);
+    keep(gv[nb]);
+  }
 }
 
 // Writes a warpgroup's scale·dK and dV rows (keys key0 and key0 + 8 of each accumulator quad) as
@@ -720,23 +715,42 @@ __global__ void __launch_bounds__(kThreads, 1)
   float gk[kNB][32], gv[kNB][32];
   zero_dkdv<D>(gk, gv);
 
+  // Tile i0 (the constructor's copy group) landed for every thread; tile i0 + 1's copy starts and
+  // tile i0's Sᵀ is issued. Each iteration issues the next tile's Sᵀ before it waits for its own
+  // dK/dV GEMMs and prefetches the tile after that into the buffer it has finished.
+  float s[32];
+  cp_async_wait<0>();
+  fence_async_smem();
+  __syncthreads();
+  if (i0 + 1 < ntiles) {
+    ops.prefetch(i0 + 1, 1);
+    cp_async_commit();
+  }
+  bwd_issue_s<D>(s, sKwg, sQ);
   for (int i = i0; i < ntiles; ++i) {
     const int b = (i - i0) & 1;
-    if (i + 1 < ntiles) {
-      ops.prefetch(i + 1, b ^ 1);
-      cp_async_commit();
-    }
-    tile_ready(i + 1 < ntiles);
     const uint32_t tQ = sQ + b * kQB, tdO = sdO + b * kQB;
     const float* ls = stat + b * 2 * kRows;  // lse2, then Di
     const bool edge = i * kRows < n0 + kKeys || (i + 1) * kRows > w.L;
     uint32_t pa[4][4], da[4][4];
-    bwd_tile_gemms<D>(gk, gv, pa, da, sKwg, sVwg, tQ, tdO, ls, a.scale_log2, i * kRows, key0, c2,
-                      w.L, edge);
+    bwd_tile_gemms<D, true>(s, gv, pa, da, sVwg, tdO, ls, a.scale_log2, i * kRows, key0, c2, w.L,
+                            edge);
     bwd_issue_dk<D>(gk, da, tQ);
-    wg_wait0();
+    cp_async_wait<0>();
+    fence_async_smem();
+    __syncthreads();  // tile i + 1 landed for every thread
+    if (i + 1 < ntiles) {
+      bwd_issue_s<D>(s, sKwg, sQ + (b ^ 1) * kQB);
+      wg_wait<1>();  // dV, dK of tile i
+    } else {
+      wg_wait0();
+    }
     keep_tile<D>(gk, gv, pa, da);
-    __syncthreads();  // the next iteration's prefetch refills this buffer
+    __syncthreads();  // every thread is done with buffer b
+    if (i + 2 < ntiles) {
+      ops.prefetch(i + 2, b);
+      cp_async_commit();
+    }
   }
   bwd_store_dkdv<D>(gk, gv, a, w, key0, c2, pk, pv, dk, dv);
 #endif
@@ -789,39 +803,67 @@ __global__ void __launch_bounds__(kThreads, 1)
     for (int e = 0; e < 32; ++e) acc[nb][e] = 0.0f;
 
   const int nkv = min(m0 + kRows, w.L) / kKeys + (min(m0 + kRows, w.L) % kKeys != 0);
+  // K/V tile j + 1 is copied while tile j is used, and S of tile j + 1 is issued before tile j's
+  // dQ GEMM is waited for (it runs while the buffer is handed back); buffer j & 1 is refilled with
+  // tile j + 2 once every thread has finished with it.
+  const auto load_kv = [&](int j) {
+    const uint32_t buf = (j & 1) * kKB;
+    const int64_t off = static_cast<int64_t>(j) * kKeys * ldk;
+    const int nv = min(kKeys, w.L - j * kKeys);
+    load_tile<D, kKeys>(sK + buf, kb + off, ldk, nv);
+    load_tile<D, kKeys>(sV + buf, vb + off, ldk, nv);
+    cp_async_commit();
+  };
+  float s[32];
+  cp_async_wait<0>();
+  fence_async_smem();
+  __syncthreads();  // Q, dO and K/V tile 0 landed for every thread
+  if (nkv > 1) load_kv(1);
+  wg_fence();
+  mma_abt64<D, kRows, kKeys>(s, sQwg, sK);
+  wg_commit();
   for (int j = 0; j < nkv; ++j) {
-    const uint32_t buf = kv_step<D, kKeys>(j, nkv, sK, sV, kb, vb, ldk, w.L);
+    const uint32_t buf = (j & 1) * kKB;
     const uint32_t kbuf = sK + buf, vbuf = sV + buf;
-    float s[32], dp[32];
+    wg_wait0();  // S of tile j, issued a tile ahead
+    keep(s);
+    float dp[32], pt[32];  // P not in place: only wgmma writes s, which tile j + 1's S reuses
     wg_fence();
-    mma_abt64<D, kRows, kKeys>(s, sQwg, kbuf);
-    wg_commit();
     mma_abt64<D, kRows, kKeys>(dp, sdOwg, vbuf);
     wg_commit();
-    wg_wait<1>();  // S; P's exponentials overlap dP's GEMM
-    keep(s);
     const bool edge = j * kKeys + kKeys - 1 > m0;  // some key of the tile is after some row
 #pragma unroll
-    for (int e = 0; e < 32; ++e) {
+    for (int e = 0; e < 32; ++e) {  // P's exponentials overlap dP's GEMM
       const int r = (e >> 1) & 1;
       const int key = j * kKeys + (e >> 2) * 8 + c2 + (e & 1), row = m0 + rl + r * 8;
       const float p = exp2_ftz(fmaf(s[e], a.scale_log2, -lrow[r]));
-      s[e] = edge && key > row ? 0.0f : p;
+      pt[e] = edge && key > row ? 0.0f : p;
     }
     wg_wait0();
     keep(dp);
 #pragma unroll
-    for (int e = 0; e < 32; ++e) dp[e] = s[e] * (dp[e] - drow[(e >> 1) & 1]);
+    for (int e = 0; e < 32; ++e) pt[e] = pt[e] * (dp[e] - drow[(e >> 1) & 1]);
     uint32_t da[4][4];
-    pack_a(dp, da);
+    pack_a(pt, da);
     wg_fence();
     mma_pb<D, kKeys>(acc, da, kbuf);
     wg_commit();
-    wg_wait0();
+    cp_async_wait<0>();
+    fence_async_smem();
+    __syncthreads();  // K/V tile j + 1 landed for every thread
+    if (j + 1 < nkv) {
+      wg_fence();
+      mma_abt64<D, kRows, kKeys>(s, sQwg, sK + (buf ^ kKB));
+      wg_commit();
+      wg_wait<1>();  // dQ of tile j
+    } else {
+      wg_wait0();
+    }
 #pragma unroll
     for (int nb = 0; nb < kNB; ++nb) keep(acc[nb]);
     keep(da);
-    __syncthreads();  // the next iteration's prefetch refills this buffer
+    __syncthreads();  // every thread is done with buffer j & 1
+    if (j + 2 < nkv) load_kv(j + 2);
   }
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
@@ -989,8 +1031,10 @@ __global__ void __launch_bounds__(kBwdThreads, 1)
     const float* ls = stat + b * 2 * kRows;  // lse2, then Di
     const bool edge = i * kRows < n0 + kKeys || (i + 1) * kRows > w.L;
     uint32_t pa[4][4], da[4][4];
-    bwd_tile_gemms<D>(gk, gv, pa, da, sKwg, sVwg, tQ, tdO, ls, a.scale_log2, i * kRows, key0, c2,
-                      w.L, edge);
+    float s[32];
+    bwd_issue_s<D>(s, sKwg, tQ);
+    bwd_tile_gemms<D, false>(s, gv, pa, da, sVwg, tdO, ls, a.scale_log2, i * kRows, key0, c2, w.L,
+                             edge);
     // dSᵀ to shared memory before the dK GEMM takes da: register [kq][r] holds keys
     // kl + (r & 1)·8, query columns (2·kq + r / 2)·8 + c2 and + 1 (pack_a's A-fragment layout).
 #pragma unroll
