@@ -32,8 +32,8 @@
 // Varlen work lists: a tiny kernel turns cu_seqlens into tile_start[i] = Σ_{j<i} ceil(len_j / rows)
 // (device, in the workspace); a block b of the 1-D grid (Σ tiles × Hq blocks) takes query head
 // b % Hq and global tile b / Hq, and finds its sequence by binary search. Query tiles run heaviest
-// (last) first, key tiles of the mma.sync dK/dV pass also heaviest (first) first, which evens the
-// tail; the Hopper backward runs them lightest first (its dQ order needs it).
+// (last) first, key tiles of the dK/dV passes and of the Hopper fused backward also heaviest
+// (first) first, which evens the tail.
 //
 // Backward (both families): (1) a prep kernel writes Di = rowsum(dO∘O) and lse·log2(e) f32 [Hq, T];
 // (2) a dK/dV kernel, one block per (key tile, query head): it loops over the query tiles at and
@@ -47,11 +47,12 @@
 //
 // The Hopper backward at D = 128 fuses (2) and (3): its dK/dV block also computes each query tile's
 // dQ partial dS·K and a writer warp adds it into an fp32 accumulator [Hq, T, D] (workspace) with a
-// bulk copy (first key tile) or bulk reduce-add (the others), one block at a time per query tile
-// in descending key-tile order, enforced by a per-(query tile, head) flag that each block waits on
+// bulk copy (key tile 0) or bulk reduce-add (the others), one block at a time per query tile in
+// ascending key-tile order, enforced by a per-(query tile, head) flag that each block waits on
 // (acquire) and advances (release) after its addition has completed; a small kernel then writes
-// dq = scale·accumulator in bf16. Blocks are issued lightest key tile first, so a block only ever
-// waits on blocks issued before it.
+// dq = scale·accumulator in bf16. Blocks are issued key tile 0 (the heaviest) first, so a block
+// only ever waits on blocks issued before it, and each takes its query tiles last first, so the
+// blocks of one head meet on the same query tile and trail each other by about one tile.
 //
 // Determinism: every output element is written by exactly one thread, or (the Hopper dQ
 // accumulator) added to by one block at a time in an order fixed by the shapes; each thread adds
