@@ -3,15 +3,16 @@
 // without a sliding window (the other cases, and every GPU before sm_90, run the mma.sync kernels
 // of cuda_attention_tc.cu, which stay the second check the GPU tests compare against). Compiled
 // for sm_90a only (src/CMakeLists.txt) and chosen at run time on a compute-capability-9.0 device.
-// The backward at D = 128 is one kernel per (key tile, query head) looping over query tiles in
-// order (attn_bwd_sm90): it writes dK and dV as the mma.sync family's dK/dV kernel does and also
-// forms each query tile's dQ partial, which writer warps add into an fp32 accumulator in a fixed
-// key-tile order (flags between blocks, FlashAttention-3's deterministic scheme) — P and dP are
-// computed once instead of again in a separate dQ pass (5 GEMMs per tile pair instead of 7). At
-// D = 64 it keeps the mma.sync family's split: a dK/dV kernel per (key tile, query head), then a dQ
-// kernel per (query tile, query head), each looping in order, every element written by one thread;
-// both issue the next tile's first GEMM (Sᵀ = K·Qᵀ, S = Q·Kᵀ) before they wait for the current
-// tile's last one, so it runs while the buffer is handed back and the next copy is started.
+// The backward at D = 128 is one kernel per (key tile, query head) looping over its query tiles
+// from the sequence's last one down to its diagonal (attn_bwd_sm90): it writes dK and dV as the
+// mma.sync family's dK/dV kernel does and also forms each query tile's dQ partial, which writer
+// warps add into an fp32 accumulator in a fixed key-tile order (flags between blocks,
+// FlashAttention-3's deterministic scheme) — P and dP are computed once instead of again in a
+// separate dQ pass (5 GEMMs per tile pair instead of 7). At D = 64 it keeps the mma.sync family's
+// split: a dK/dV kernel per (key tile, query head), then a dQ kernel per (query tile, query head),
+// each looping in order, every element written by one thread; both issue the next tile's first GEMM
+// (Sᵀ = K·Qᵀ, S = Q·Kᵀ) before they wait for the current tile's last one, so it runs while the
+// buffer is handed back and the next copy is started.
 //
 // Forward. Block: 128 query rows of one head, key tiles of 128 up to the diagonal in order.
 // Warp-specialized: a producer warpgroup (one thread) loads Q once and K/V tiles by TMA into two
@@ -587,8 +588,10 @@ __device__ __forceinline__ void bwd_issue_dk(float (&gk)[D / 64][32], const uint
 }
 
 // A backward block's global operands (query head h, key tile n0..n0+127 of its sequence): starts
-// the block's first copy group — K and V of the key tile, query tile i0 into buffer 0 — and then
-// prefetches query tile i into buffer b (bwd_prefetch) when asked. Threads 0-255 take part.
+// the block's first copy group — K and V of the key tile, query tile i0 (the first one the block
+// takes: its diagonal in the split kernel, the sequence's last in the fused one) into buffer 0 —
+// and then prefetches query tile i into buffer b (bwd_prefetch) when asked. Threads 0-255 take
+// part.
 template <int D>
 struct BwdOperands {
   const bf16 *qb, *gb;      // the sequence's row 0 of Q / dO, head h
@@ -919,25 +922,26 @@ __device__ __forceinline__ void bulk_s2g(float* dst, uint32_t src, uint32_t byte
 // warpgroups (threads 0-255) and two dQ-writer warps (warpgroup 2, warps 8 and 9, one per staging
 // buffer, i.e. alternate query tiles; its other two warps exit), registers moved to the MMA
 // warpgroups (setmaxnreg 240 / 24, as FlashAttention-3 splits them). The MMA warpgroups: 128 keys
-// (64 each), query tiles of 64 rows from the one holding the block's first key to the sequence end
-// in order, Q / dO / lse2 / Di double-buffered. Per warpgroup and query tile: Sᵀ = K·Qᵀ and dPᵀ =
-// V·dOᵀ (wgmma m64n64k16, K-major operands), Pᵀ = 2^(Sᵀ·scale·log2e − lse2[q]) masked where q < key
-// or q ≥ L, dSᵀ = Pᵀ·(dPᵀ − Di[q]), then dV += bf16(Pᵀ)·dO and dK += bf16(dSᵀ)·Q (P and dS from
-// registers, dO and Q MN-major), and the tile's dQ partial bf16(dS)·K (dSᵀ stored to shared memory
-// and read back transposed, K MN-major; each warpgroup 64 of the output columns over all 128
-// keys), staged in one of two fp32 buffers. The writers add staged tiles into dqa [Hq, T, D] fp32
-// in a fixed order: query tile i's partials come from key tiles n = 0, 1, …, i/2; block n waits
-// until the tile's flag (sem, zeroed before the launch) reads n, copies (n = 0) or reduce-adds its
-// tile with one bulk copy, waits for it to complete and sets the flag to n + 1. Each reduction
-// completes before the next starts, so every element's sum has one order: bitwise repeatable.
-// Blocks run heaviest key tile first (block_work forward: key tile 0 has the most query tiles),
-// which balances the SMs' work (a lightest-first order left a tail of the heaviest blocks: 86 % of
-// the SMs' time busy at 1 × 8k in a simulation, against 99 %), and every block waits only on blocks
-// launched before it (no deadlock whatever the residency). Each block takes its query tiles last
-// first: block n + 1, launched after block n, meets it on the sequence's last query tile (the
-// first both add to), so it trails block n by about one tile instead of waiting for it to reach
-// its diagonal. Staged rows are stored with their 16-byte chunks XOR-swizzled
-// by (token & 7) (conflict-free stores; the bulk copy moves them as they are);
+// (64 each), query tiles of 64 rows from the sequence's last one down to the one holding the
+// block's first key, Q / dO / lse2 / Di double-buffered. Per warpgroup and query tile: Sᵀ = K·Qᵀ
+// and dPᵀ = V·dOᵀ (wgmma m64n64k16, K-major operands), Pᵀ = 2^(Sᵀ·scale·log2e − lse2[q]) masked
+// where q < key or q ≥ L, dSᵀ = Pᵀ·(dPᵀ − Di[q]), then dV += bf16(Pᵀ)·dO and dK += bf16(dSᵀ)·Q (P
+// and dS from registers, dO and Q MN-major), and the tile's dQ partial bf16(dS)·K (dSᵀ stored to
+// shared memory and read back transposed, K MN-major; each warpgroup 64 of the output columns over
+// all 128 keys), staged in one of two fp32 buffers. The writers add staged tiles into dqa [Hq, T,
+// D] fp32 in a fixed order: query tile i's partials come from key tiles n = 0, 1, …, i/2; block n
+// waits until the tile's flag (sem, zeroed before the launch) reads n, copies (n = 0) or
+// reduce-adds its tile with one bulk copy, waits for it to complete and sets the flag to n + 1.
+// Each reduction completes before the next starts, so every element's sum has one order: bitwise
+// repeatable. Blocks run heaviest key tile first (block_work forward: key tile 0 has the most query
+// tiles), which balances the SMs' work (a lightest-first order left a tail of the heaviest blocks:
+// 86 % of the SMs' time busy at 1 × 8k in a simulation, against 99 %), and every block waits only
+// on blocks launched before it (no deadlock whatever the residency, given that blocks are
+// dispatched in index order, as FlashAttention-3's deterministic backward also assumes). Each block
+// takes its query tiles last first: block n + 1, launched after block n, meets it on the sequence's
+// last query tile (the first both add to), so it trails block n by about one tile instead of
+// waiting for it to reach its diagonal. Staged rows are stored with their 16-byte chunks
+// XOR-swizzled by (token & 7) (conflict-free stores; the bulk copy moves them as they are);
 // attn_dq_convert_kernel undoes it: dQ = scale·dqa. Writes scale·dK and dV as the mma.sync kernel
 // does: fp32 partials pk/pv [T, Hq, D] when non-null, else dk/dv [T, Hkv, D].
 constexpr int kBwdThreads = 384;
