@@ -258,6 +258,14 @@ __device__ __forceinline__ void pack_a(const float (&x)[8 * K], uint32_t (&pa)[K
 #pragma unroll
     for (int r = 0; r < 4; ++r) pa[kq][r] = pack_bf16(x[8 * kq + 2 * r], x[8 * kq + 2 * r + 1]);
 }
+// Waits for this thread's cp.async copies and makes them visible to wgmma (the async proxy); after
+// the block barrier every thread's copies are visible to every thread.
+__device__ __forceinline__ void copies_landed() {
+  cp_async_wait<0>();
+  fence_async_smem();
+  __syncthreads();
+}
+
 // mbarrier and TMA (cp.async.bulk.tensor) wrappers for the forward's producer/consumer pipeline
 // (PTX ISA: "mbarrier", "cp.async.bulk.tensor"). Barrier addresses are shared-memory offsets.
 __device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {
@@ -524,19 +532,20 @@ __device__ __forceinline__ void bwd_probs(const float (&s)[32], float (&pt)[32],
   }
 }
 
-// Sᵀ = K·Qᵀ for one warpgroup's 64 keys (K-major at sK) and the 64 query rows at tQ, issued and
-// committed as one wgmma group; s stays unread until bwd_tile_gemms waits for it. The split dK/dV
-// kernel issues it one query tile ahead (it runs while the previous tile's dV and dK GEMMs drain
-// and the buffer is handed back); the fused kernel just before bwd_tile_gemms.
-template <int D>
-__device__ __forceinline__ void bwd_issue_s(float (&s)[32], uint32_t sK, uint32_t tQ) {
+// mma_abt64 issued and committed as one wgmma group; acc stays unread until a wait covers it. The
+// backward's first GEMM of a tile (Sᵀ = K·Qᵀ: RA = 128 keys, RB = 64 query rows; the dQ kernel's
+// S = Q·Kᵀ: 128 rows, 64 keys): the split kernels issue it one tile ahead (it runs while the
+// previous tile's last GEMMs drain and the buffer is handed back), the fused kernel just before
+// bwd_tile_gemms.
+template <int D, int RA, int RB>
+__device__ __forceinline__ void issue_abt64(float (&acc)[32], uint32_t a, uint32_t b) {
   wg_fence();
-  mma_abt64<D, 128, 64>(s, sK, tQ);
+  mma_abt64<D, RA, RB>(acc, a, b);
   wg_commit();
 }
 
 // One warpgroup's next GEMMs of query tile q0 (64 rows) against its 64 keys, entered with Sᵀ =
-// K·Qᵀ (bwd_issue_s) the only pending wgmma group — issued a tile ahead (kSAhead: waited for
+// K·Qᵀ (issue_abt64) the only pending wgmma group — issued a tile ahead (kSAhead: waited for
 // before dPᵀ is issued) or just before (waited for once dPᵀ is issued) — each element-wise step
 // overlapping the next GEMM: dPᵀ = V·dOᵀ (K-major operands at sV, the warpgroup's rows, and tdO);
 // Pᵀ (bwd_probs) while dPᵀ runs; dV += bf16(Pᵀ)·dO; dSᵀ = Pᵀ·(dPᵀ − Di) while that runs, packed
@@ -722,14 +731,12 @@ __global__ void __launch_bounds__(kThreads, 1)
   // tile i0's Sᵀ is issued. Each iteration issues the next tile's Sᵀ before it waits for its own
   // dK/dV GEMMs and prefetches the tile after that into the buffer it has finished.
   float s[32];
-  cp_async_wait<0>();
-  fence_async_smem();
-  __syncthreads();
+  copies_landed();
   if (i0 + 1 < ntiles) {
     ops.prefetch(i0 + 1, 1);
     cp_async_commit();
   }
-  bwd_issue_s<D>(s, sKwg, sQ);
+  issue_abt64<D, 128, 64>(s, sKwg, sQ);
   for (int i = i0; i < ntiles; ++i) {
     const int b = (i - i0) & 1;
     const uint32_t tQ = sQ + b * kQB, tdO = sdO + b * kQB;
@@ -739,11 +746,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     bwd_tile_gemms<D, true>(s, gv, pa, da, sVwg, tdO, ls, a.scale_log2, i * kRows, key0, c2, w.L,
                             edge);
     bwd_issue_dk<D>(gk, da, tQ);
-    cp_async_wait<0>();
-    fence_async_smem();
-    __syncthreads();  // tile i + 1 landed for every thread
+    copies_landed();  // tile i + 1
     if (i + 1 < ntiles) {
-      bwd_issue_s<D>(s, sKwg, sQ + (b ^ 1) * kQB);
+      issue_abt64<D, 128, 64>(s, sKwg, sQ + (b ^ 1) * kQB);
       wg_wait<1>();  // dV, dK of tile i
     } else {
       wg_wait0();
@@ -818,13 +823,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     cp_async_commit();
   };
   float s[32];
-  cp_async_wait<0>();
-  fence_async_smem();
-  __syncthreads();  // Q, dO and K/V tile 0 landed for every thread
+  copies_landed();  // Q, dO and K/V tile 0
   if (nkv > 1) load_kv(1);
-  wg_fence();
-  mma_abt64<D, kRows, kKeys>(s, sQwg, sK);
-  wg_commit();
+  issue_abt64<D, kRows, kKeys>(s, sQwg, sK);
   for (int j = 0; j < nkv; ++j) {
     const uint32_t buf = (j & 1) * kKB;
     const uint32_t kbuf = sK + buf, vbuf = sV + buf;
@@ -851,13 +852,9 @@ __global__ void __launch_bounds__(kThreads, 1)
     wg_fence();
     mma_pb<D, kKeys>(acc, da, kbuf);
     wg_commit();
-    cp_async_wait<0>();
-    fence_async_smem();
-    __syncthreads();  // K/V tile j + 1 landed for every thread
+    copies_landed();  // K/V tile j + 1
     if (j + 1 < nkv) {
-      wg_fence();
-      mma_abt64<D, kRows, kKeys>(s, sQwg, sK + (buf ^ kKB));
-      wg_commit();
+      issue_abt64<D, kRows, kKeys>(s, sQwg, sK + (buf ^ kKB));
       wg_wait<1>();  // dQ of tile j
     } else {
       wg_wait0();
@@ -1043,7 +1040,7 @@ __global__ void __launch_bounds__(kBwdThreads, 1)
     const bool edge = i * kRows < n0 + kKeys || (i + 1) * kRows > w.L;
     uint32_t pa[4][4], da[4][4];
     float s[32];
-    bwd_issue_s<D>(s, sKwg, tQ);
+    issue_abt64<D, 128, 64>(s, sKwg, tQ);
     bwd_tile_gemms<D, false>(s, gv, pa, da, sVwg, tdO, ls, a.scale_log2, i * kRows, key0, c2, w.L,
                              edge);
     // dSᵀ to shared memory before the dK GEMM takes da: register [kq][r] holds keys
