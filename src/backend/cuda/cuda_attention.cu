@@ -17,9 +17,8 @@
 //    accumulators, FlashAttention-2 style 64×64 tiles with causal tile skipping.
 //  * Hopper (sm90/attention_sm90.cu, sm_90a only): bf16, D ∈ {64, 128}, no window — warpgroup MMA
 //    (wgmma) from 128-byte-swizzled shared memory, two MMA warpgroups per block, the same masks
-//    and forward work split as the mma.sync kernels (tile table of 128 rows), and at D = 128 a
-//    fused backward: the dK/dV pass also forms dQ, added across key tiles in a fixed order (below).
-//    On a
+//    and forward work split as the mma.sync kernels (tile table of 128 rows), and a fused
+//    backward: the dK/dV pass also forms dQ, added across key tiles in a fixed order (below). On a
 //    compute-capability-9.0 device kAuto takes it for the forward and the backward of such calls;
 //    the mma.sync kernels stay the path for sm_89, windows and D = 256, and the second check the
 //    GPU tests compare it against.
@@ -45,10 +44,10 @@
 // blocks for Qwen2.5-1.5B (12 query / 2 KV heads), where one block per (KV head, key tile) would
 // leave the longest block ~2× the average on 132 SMs.
 //
-// The Hopper backward at D = 128 fuses (2) and (3): its dK/dV block also computes each query tile's
-// dQ partial dS·K and a writer warp adds it into an fp32 accumulator [Hq, T, D] (workspace) with a
-// bulk copy (key tile 0) or bulk reduce-add (the others), one block at a time per query tile in
-// ascending key-tile order, enforced by a per-(query tile, head) flag that each block waits on
+// The Hopper backward (D 64 and 128) fuses (2) and (3): its dK/dV block also computes each query
+// tile's dQ partial dS·K and a writer warp adds it into an fp32 accumulator [Hq, T, D] (workspace)
+// with a bulk copy (key tile 0) or bulk reduce-add (the others), one block at a time per query tile
+// in ascending key-tile order, enforced by a per-(query tile, head) flag that each block waits on
 // (acquire) and advances (release) after its addition has completed; a small kernel then writes
 // dq = scale·accumulator in bf16. Blocks are issued key tile 0 (the heaviest) first, so a block
 // only ever waits on blocks issued before it, and each takes its query tiles last first, so the
@@ -178,9 +177,9 @@ struct Ws {
   float* dqa;  // Hopper backward: dQ accumulator fp32 [Hq, T, D]
   int* sem;    // Hopper backward: one flag per (64-row query tile, query head)
 };
-// Whether the backward runs the Hopper fused kernel (D = 128), whose dQ accumulator and flags live
-// in the workspace.
-bool sm90_fused_bwd(const AttnProblem& p) { return p.D == 128 && attention_uses_sm90(p); }
+// Whether the backward runs the Hopper fused kernel (D 64 and 128: every shape the Hopper family
+// takes), whose dQ accumulator and flags live in the workspace.
+bool sm90_fused_bwd(const AttnProblem& p) { return attention_uses_sm90(p); }
 
 Ws carve(const AttnProblem& p, void* base) {
   char* c = static_cast<char*>(base);

@@ -3,16 +3,14 @@
 // without a sliding window (the other cases, and every GPU before sm_90, run the mma.sync kernels
 // of cuda_attention_tc.cu, which stay the second check the GPU tests compare against). Compiled
 // for sm_90a only (src/CMakeLists.txt) and chosen at run time on a compute-capability-9.0 device.
-// The backward at D = 128 is one kernel per (key tile, query head) looping over its query tiles
-// from the sequence's last one down to its diagonal (attn_bwd_sm90): it writes dK and dV as the
-// mma.sync family's dK/dV kernel does and also forms each query tile's dQ partial, which writer
-// warps add into an fp32 accumulator in a fixed key-tile order (flags between blocks,
-// FlashAttention-3's deterministic scheme) — P and dP are computed once instead of again in a
-// separate dQ pass (5 GEMMs per tile pair instead of 7). At D = 64 it keeps the mma.sync family's
-// split: a dK/dV kernel per (key tile, query head), then a dQ kernel per (query tile, query head),
-// each looping in order, every element written by one thread; both issue the next tile's first GEMM
-// (Sᵀ = K·Qᵀ, S = Q·Kᵀ) before they wait for the current tile's last one, so it runs while the
-// buffer is handed back and the next copy is started.
+// The backward is one kernel per (key tile, query head) looping over its query tiles from the
+// sequence's last one down to its diagonal (attn_bwd_sm90): it writes dK and dV as the mma.sync
+// family's dK/dV kernel does and also forms each query tile's dQ partial, which writer warps add
+// into an fp32 accumulator in a fixed key-tile order (flags between blocks, FlashAttention-3's
+// deterministic scheme) — P and dP are computed once instead of again in a separate dQ pass (5
+// GEMMs per tile pair instead of 7). At D = 64 it also issues the next query tile's first GEMM
+// (Sᵀ = K·Qᵀ) before it waits for the current tile's last ones, so it runs while the dQ partial is
+// staged and the next copy is started (at D = 128 the registers do not allow it).
 //
 // Forward. Block: 128 query rows of one head, key tiles of 128 up to the diagonal in order.
 // Warp-specialized: a producer warpgroup (one thread) loads Q once and K/V tiles by TMA into two
@@ -48,10 +46,9 @@
 // registers, the MMA warpgroups raised to 240 and the producer lowered to 24; shared memory Q +
 // 2×(K, V) = 160 / 80 KiB (D 128 / 64) + barriers. Fused backward (D 128): 384 threads
 // launched at 168 registers, the MMA warpgroups raised to 240 and the writers lowered to 24
-// (setmaxnreg), shared memory K, V + 2×(Q, dO) + dSᵀ + 2 staged fp32 dQ tiles + lse2/Di = 209 KiB.
-// Split backward (D 64): dK/dV 222 registers, K, V + 2×(Q, dO) + lse2/Di = 65 KiB; dQ 168
-// registers, Q, dO + 2×(K, V) = 64 KiB. Each plus 1 KiB to align the tiles to the swizzle atom
-// (the forward 1 KiB more for its barriers).
+// (setmaxnreg), shared memory K, V + 2×(Q, dO) + dSᵀ + 2 staged fp32 dQ tiles + lse2/Di = 209 KiB;
+// (D 64, pipelined) K, V + 3×(Q, dO, lse2/Di) + 2×dSᵀ + 2 staged dQ tiles = 145.5 KiB. Each plus
+// 1 KiB to align the tiles to the swizzle atom (the forward 1 KiB more for its barriers).
 
 #include <cuda.h>
 
@@ -173,6 +170,21 @@ __device__ __forceinline__ void wgmma_ss_n64(float (&d)[32], uint64_t da, uint64
       : "l"(da), "l"(db), "r"(scale_d), "n"(TA), "n"(TB));
 }
 
+// D[64×32] (+)= A·Bᵀ as wgmma_ss_n64 with 32 columns (16 accumulator registers, the m64n64
+// layout's first half); the fused backward's dQ at D = 64, each warpgroup 32 of the columns.
+template <int TA = 0, int TB = 0>
+__device__ __forceinline__ void wgmma_ss_n32(float (&d)[16], uint64_t da, uint64_t db,
+                                             int scale_d) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, "
+      "%9, %10, %11, %12, %13, %14, %15}, %16, %17, p, 1, 1, %19, %20;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+        "+f"(d[14]), "+f"(d[15])
+      : "l"(da), "l"(db), "r"(scale_d), "n"(TA), "n"(TB));
+}
+
 // D[64×64] += A·B, A [64×16] bf16 in registers (per warp the mma.m16n8k16 A fragment of its 16
 // rows), B [16×64] MN-major in shared memory (immTransB = 1).
 __device__ __forceinline__ void wgmma_rs_n64(float (&d)[32], const uint32_t (&a)[4], uint64_t db) {
@@ -258,14 +270,6 @@ __device__ __forceinline__ void pack_a(const float (&x)[8 * K], uint32_t (&pa)[K
 #pragma unroll
     for (int r = 0; r < 4; ++r) pa[kq][r] = pack_bf16(x[8 * kq + 2 * r], x[8 * kq + 2 * r + 1]);
 }
-// Waits for this thread's cp.async copies and makes them visible to wgmma (the async proxy); after
-// the block barrier every thread's copies are visible to every thread.
-__device__ __forceinline__ void copies_landed() {
-  cp_async_wait<0>();
-  fence_async_smem();
-  __syncthreads();
-}
-
 // mbarrier and TMA (cp.async.bulk.tensor) wrappers for the forward's producer/consumer pipeline
 // (PTX ISA: "mbarrier", "cp.async.bulk.tensor"). Barrier addresses are shared-memory offsets.
 __device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {
@@ -495,8 +499,8 @@ __global__ void __launch_bounds__(kFwdThreads, 1)
 #endif
 }
 
-// Backward helpers shared by the split dK/dV kernel and the fused kernel (both: 128 keys per
-// block, 64 per warpgroup, 64-row query tiles).
+// Backward helpers (the fused kernel's steps: 128 keys per block, 64 per warpgroup, 64-row query
+// tiles).
 
 // cp.async of query tile i (64 rows of a sequence of L tokens): Q and dO rows from qb / gb (row
 // stride ldq) into swizzled tiles at tQ / tdO, lse2 and Di (the sequence's, head-major) into
@@ -533,10 +537,9 @@ __device__ __forceinline__ void bwd_probs(const float (&s)[32], float (&pt)[32],
 }
 
 // mma_abt64 issued and committed as one wgmma group; acc stays unread until a wait covers it. The
-// backward's first GEMM of a tile (Sᵀ = K·Qᵀ: RA = 128 keys, RB = 64 query rows; the dQ kernel's
-// S = Q·Kᵀ: 128 rows, 64 keys): the split kernels issue it one tile ahead (it runs while the
-// previous tile's last GEMMs drain and the buffer is handed back), the fused kernel just before
-// bwd_tile_gemms.
+// backward's first GEMM of a tile (Sᵀ = K·Qᵀ: RA = 128 keys, RB = 64 query rows): at D 64 issued
+// one tile ahead (it runs while the previous tile's last GEMMs drain and its dQ partial is staged),
+// at D 128 just before bwd_tile_gemms.
 template <int D, int RA, int RB>
 __device__ __forceinline__ void issue_abt64(float (&acc)[32], uint32_t a, uint32_t b) {
   wg_fence();
@@ -598,7 +601,7 @@ __device__ __forceinline__ void bwd_issue_dk(float (&gk)[D / 64][32], const uint
 
 // A backward block's global operands (query head h, key tile n0..n0+127 of its sequence): starts
 // the block's first copy group — K and V of the key tile, query tile i0 (the first one the block
-// takes: its diagonal in the split kernel, the sequence's last in the fused one) into buffer 0 —
+// takes: the sequence's last) into buffer 0 —
 // and then prefetches query tile i into buffer b (bwd_prefetch) when asked. Threads 0-255 take
 // part.
 template <int D>
@@ -694,192 +697,6 @@ __device__ __forceinline__ void bwd_store_dkdv(const float (&gk)[D / 64][32],
   }
 }
 
-// The split backward (D = 64): this dK/dV kernel, then the dQ kernel below, as the mma.sync family
-// does. dK/dV contribution of query head h (deterministic: one writer per element, query tiles in
-// order). Block: 128 keys (64 per warpgroup), query tiles of 64 rows from the one holding the
-// block's first key to the sequence end, Q / dO / lse2 / Di double-buffered. Per warpgroup and
-// query tile: Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ (wgmma m64n64k16, K-major operands), Pᵀ = 2^(Sᵀ·scale·log2e
-// − lse2[q]) masked where q < key or q ≥ L, dSᵀ = Pᵀ·(dPᵀ − Di[q]), then dV += bf16(Pᵀ)·dO and
-// dK += bf16(dSᵀ)·Q (P and dS from registers, dO and Q MN-major). Writes scale·dK and dV as the
-// mma.sync kernel does: fp32 partials pk/pv [T, Hq, D] when non-null, else dk/dv [T, Hkv, D].
-template <int D>
-__global__ void __launch_bounds__(kThreads, 1)
-    attn_dkdv_sm90(KArgs a, const bf16* q, const bf16* k, const bf16* v, const bf16* dout,
-                   const float* lse2, const float* Di, float* pk, float* pv, bf16* dk, bf16* dv) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  constexpr int kKeys = 128, kRows = 64;
-  constexpr uint32_t kKB = kKeys * D * 2, kQB = kRows * D * 2;
-  constexpr int kNB = D / 64;
-  extern __shared__ unsigned char smem[];
-  const uint32_t s0addr = smem_u32(smem);
-  const uint32_t sK = (s0addr + 1023u) & ~1023u, sV = sK + kKB, sQ = sV + kKB, sdO = sQ + 2 * kQB;
-  const uint32_t sStat = sdO + 2 * kQB;  // [2 buffers][lse2 64 | Di 64] f32
-  const float* stat = reinterpret_cast<const float*>(smem + (sStat - s0addr));
-  const Work w = block_work(a, kKeys, false);
-  const int n0 = w.tile * kKeys;
-  const int i0 = n0 / kRows, ntiles = (w.L + kRows - 1) / kRows;
-  const BwdOperands<D> ops(a, w, q, k, v, dout, lse2, Di, sK, sV, sQ, sdO, sStat, n0, i0);
-  const int tid = static_cast<int>(threadIdx.x);
-  const int wg = tid >> 7, warp = (tid >> 5) & 3, lane = tid & 31;
-  const int key0 = n0 + wg * 64 + warp * 16 + (lane >> 2);  // keys of elements 0, 1 (+8: 2, 3)
-  const int c2 = (lane & 3) * 2;
-  const uint32_t sKwg = sK + wg * 64 * 128, sVwg = sV + wg * 64 * 128;
-  float gk[kNB][32], gv[kNB][32];
-  zero_dkdv<D>(gk, gv);
-
-  // Tile i0 (the constructor's copy group) landed for every thread; tile i0 + 1's copy starts and
-  // tile i0's Sᵀ is issued. Each iteration issues the next tile's Sᵀ before it waits for its own
-  // dK/dV GEMMs and prefetches the tile after that into the buffer it has finished.
-  float s[32];
-  copies_landed();
-  if (i0 + 1 < ntiles) {
-    ops.prefetch(i0 + 1, 1);
-    cp_async_commit();
-  }
-  issue_abt64<D, 128, 64>(s, sKwg, sQ);
-  for (int i = i0; i < ntiles; ++i) {
-    const int b = (i - i0) & 1;
-    const uint32_t tQ = sQ + b * kQB, tdO = sdO + b * kQB;
-    const float* ls = stat + b * 2 * kRows;  // lse2, then Di
-    const bool edge = i * kRows < n0 + kKeys || (i + 1) * kRows > w.L;
-    uint32_t pa[4][4], da[4][4];
-    bwd_tile_gemms<D, true>(s, gv, pa, da, sVwg, tdO, ls, a.scale_log2, i * kRows, key0, c2, w.L,
-                            edge);
-    bwd_issue_dk<D>(gk, da, tQ);
-    copies_landed();  // tile i + 1
-    if (i + 1 < ntiles) {
-      issue_abt64<D, 128, 64>(s, sKwg, sQ + (b ^ 1) * kQB);
-      wg_wait<1>();  // dV, dK of tile i
-    } else {
-      wg_wait0();
-    }
-    keep_tile<D>(gk, gv, pa, da);
-    __syncthreads();  // every thread is done with buffer b
-    if (i + 2 < ntiles) {
-      ops.prefetch(i + 2, b);
-      cp_async_commit();
-    }
-  }
-  bwd_store_dkdv<D>(gk, gv, a, w, key0, c2, pk, pv, dk, dv);
-#endif
-}
-
-// dQ of query head h. Block: 128 query rows (64 per warpgroup), key tiles of 64 up to the last
-// row's diagonal in order (K/V double-buffered). Per warpgroup and key tile: S = Q·Kᵀ and dP =
-// dO·Vᵀ (wgmma m64n64k16), P = 2^(S·scale·log2e − lse2) masked where key > row, dS = P·(dP − Di),
-// dQ += bf16(dS)·K (K MN-major); dQ = scale·dQ at the end.
-template <int D>
-__global__ void __launch_bounds__(kThreads, 1)
-    attn_dq_sm90(KArgs a, const bf16* q, const bf16* k, const bf16* v, const bf16* dout,
-                 const float* lse2, const float* Di, bf16* dq) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  constexpr int kRows = 128, kKeys = 64;
-  constexpr uint32_t kQB = kRows * D * 2, kKB = kKeys * D * 2;
-  constexpr int kNB = D / 64;
-  extern __shared__ unsigned char smem[];
-  const uint32_t sQ = (smem_u32(smem) + 1023u) & ~1023u, sdO = sQ + kQB, sK = sdO + kQB,
-                 sV = sK + 2 * kKB;
-  const Work w = block_work(a, kRows, true);
-  const int m0 = w.tile * kRows;
-  const int64_t ldq = static_cast<int64_t>(a.Hq) * D, ldk = static_cast<int64_t>(a.Hkv) * D;
-  const bf16* kb = k + w.s0 * ldk + w.kvh * D;
-  const bf16* vb = v + w.s0 * ldk + w.kvh * D;
-  const int64_t qoff = (w.s0 + m0) * ldq + w.h * D;
-  load_tile<D, kRows>(sQ, q + qoff, ldq, min(kRows, w.L - m0));
-  load_tile<D, kRows>(sdO, dout + qoff, ldq, min(kRows, w.L - m0));
-  load_tile<D, kKeys>(sK, kb, ldk, min(kKeys, w.L));
-  load_tile<D, kKeys>(sV, vb, ldk, min(kKeys, w.L));
-  cp_async_commit();
-
-  const int tid = static_cast<int>(threadIdx.x);
-  const int wg = tid >> 7, warp = (tid >> 5) & 3, lane = tid & 31;
-  const int rl = wg * 64 + warp * 16 + (lane >> 2);  // block row of elements 0, 1 (+8: 2, 3)
-  const int c2 = (lane & 3) * 2;
-  const int64_t sbase = static_cast<int64_t>(w.h) * a.T + w.s0;
-  float lrow[2], drow[2];
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const int row = m0 + rl + r * 8;
-    lrow[r] = row < w.L ? lse2[sbase + row] : 0.0f;
-    drow[r] = row < w.L ? Di[sbase + row] : 0.0f;
-  }
-  const uint32_t sQwg = sQ + wg * 64 * 128, sdOwg = sdO + wg * 64 * 128;
-  float acc[kNB][32];
-#pragma unroll
-  for (int nb = 0; nb < kNB; ++nb)
-#pragma unroll
-    for (int e = 0; e < 32; ++e) acc[nb][e] = 0.0f;
-
-  const int nkv = min(m0 + kRows, w.L) / kKeys + (min(m0 + kRows, w.L) % kKeys != 0);
-  // K/V tile j + 1 is copied while tile j is used, and S of tile j + 1 is issued before tile j's
-  // dQ GEMM is waited for (it runs while the buffer is handed back); buffer j & 1 is refilled with
-  // tile j + 2 once every thread has finished with it.
-  const auto load_kv = [&](int j) {
-    const uint32_t buf = (j & 1) * kKB;
-    const int64_t off = static_cast<int64_t>(j) * kKeys * ldk;
-    const int nv = min(kKeys, w.L - j * kKeys);
-    load_tile<D, kKeys>(sK + buf, kb + off, ldk, nv);
-    load_tile<D, kKeys>(sV + buf, vb + off, ldk, nv);
-    cp_async_commit();
-  };
-  float s[32];
-  copies_landed();  // Q, dO and K/V tile 0
-  if (nkv > 1) load_kv(1);
-  issue_abt64<D, kRows, kKeys>(s, sQwg, sK);
-  for (int j = 0; j < nkv; ++j) {
-    const uint32_t buf = (j & 1) * kKB;
-    const uint32_t kbuf = sK + buf, vbuf = sV + buf;
-    wg_wait0();  // S of tile j, issued a tile ahead
-    keep(s);
-    float dp[32], pt[32];  // P not in place: only wgmma writes s, which tile j + 1's S reuses
-    wg_fence();
-    mma_abt64<D, kRows, kKeys>(dp, sdOwg, vbuf);
-    wg_commit();
-    const bool edge = j * kKeys + kKeys - 1 > m0;  // some key of the tile is after some row
-#pragma unroll
-    for (int e = 0; e < 32; ++e) {  // P's exponentials overlap dP's GEMM
-      const int r = (e >> 1) & 1;
-      const int key = j * kKeys + (e >> 2) * 8 + c2 + (e & 1), row = m0 + rl + r * 8;
-      const float p = exp2_ftz(fmaf(s[e], a.scale_log2, -lrow[r]));
-      pt[e] = edge && key > row ? 0.0f : p;
-    }
-    wg_wait0();
-    keep(dp);
-#pragma unroll
-    for (int e = 0; e < 32; ++e) pt[e] = pt[e] * (dp[e] - drow[(e >> 1) & 1]);
-    uint32_t da[4][4];
-    pack_a(pt, da);
-    wg_fence();
-    mma_pb<D, kKeys>(acc, da, kbuf);
-    wg_commit();
-    copies_landed();  // K/V tile j + 1
-    if (j + 1 < nkv) {
-      issue_abt64<D, kRows, kKeys>(s, sQwg, sK + (buf ^ kKB));
-      wg_wait<1>();  // dQ of tile j
-    } else {
-      wg_wait0();
-    }
-#pragma unroll
-    for (int nb = 0; nb < kNB; ++nb) keep(acc[nb]);
-    keep(da);
-    __syncthreads();  // every thread is done with buffer j & 1
-    if (j + 2 < nkv) load_kv(j + 2);
-  }
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const int row = m0 + rl + r * 8;
-    if (row >= w.L) continue;
-    bf16* grow = dq + (w.s0 + row) * ldq + w.h * D + c2;
-#pragma unroll
-    for (int nb = 0; nb < kNB; ++nb)
-#pragma unroll
-      for (int x = 0; x < 8; ++x)
-        *reinterpret_cast<uint32_t*>(grow + nb * 64 + x * 8) =
-            pack_bf16(a.scale * acc[nb][4 * x + 2 * r], a.scale * acc[nb][4 * x + 2 * r + 1]);
-  }
-#endif
-}
-
 // Ordered accumulation between blocks (the fused backward's dQ): a flag read with acquire and
 // written with release semantics at GPU scope (PTX ISA, memory consistency model), named barriers
 // between the MMA warpgroups and the dQ writers, and the bulk asynchronous copies (cp.async.bulk,
@@ -912,38 +729,44 @@ __device__ __forceinline__ void bulk_s2g(float* dst, uint32_t src, uint32_t byte
   asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
 }
 
-// The fused backward at D = 128 (D = 64 runs the split kernels below: at half the GEMM work per
-// tile the fused kernel's fixed per-tile costs — the dSᵀ store and barrier, the staging — made it
-// 8-11 % slower there on an H200, while it is 3-6 % faster at D = 128), of query head h for one key
-// tile (deterministic: see below). Block: two MMA
-// warpgroups (threads 0-255) and two dQ-writer warps (warpgroup 2, warps 8 and 9, one per staging
-// buffer, i.e. alternate query tiles; its other two warps exit), registers moved to the MMA
-// warpgroups (setmaxnreg 240 / 24, as FlashAttention-3 splits them). The MMA warpgroups: 128 keys
-// (64 each), query tiles of 64 rows from the sequence's last one down to the one holding the
-// block's first key, Q / dO / lse2 / Di double-buffered. Per warpgroup and query tile: Sᵀ = K·Qᵀ
-// and dPᵀ = V·dOᵀ (wgmma m64n64k16, K-major operands), Pᵀ = 2^(Sᵀ·scale·log2e − lse2[q]) masked
-// where q < key or q ≥ L, dSᵀ = Pᵀ·(dPᵀ − Di[q]), then dV += bf16(Pᵀ)·dO and dK += bf16(dSᵀ)·Q (P
-// and dS from registers, dO and Q MN-major), and the tile's dQ partial bf16(dS)·K (dSᵀ stored to
-// shared memory and read back transposed, K MN-major; each warpgroup 64 of the output columns over
-// all 128 keys), staged in one of two fp32 buffers. The writers add staged tiles into dqa [Hq, T,
-// D] fp32 in a fixed order: query tile i's partials come from key tiles n = 0, 1, …, i/2; block n
-// waits until the tile's flag (sem, zeroed before the launch) reads n, copies (n = 0) or
-// reduce-adds its tile with one bulk copy, waits for it to complete and sets the flag to n + 1.
-// Each reduction completes before the next starts, so every element's sum has one order: bitwise
-// repeatable. Blocks run heaviest key tile first (block_work forward: key tile 0 has the most query
-// tiles), which balances the SMs' work (a lightest-first order left a tail of the heaviest blocks:
-// 86 % of the SMs' time busy at 1 × 8k in a simulation, against 99 %), and every block waits only
-// on blocks launched before it (no deadlock whatever the residency, given that blocks are
-// dispatched in index order, as FlashAttention-3's deterministic backward also assumes). Each block
-// takes its query tiles last first: block n + 1, launched after block n, meets it on the sequence's
-// last query tile (the first both add to), so it trails block n by about one tile instead of
-// waiting for it to reach its diagonal. Staged rows are stored with their 16-byte chunks
-// XOR-swizzled by (token & 7) (conflict-free stores; the bulk copy moves them as they are);
-// attn_dq_convert_kernel undoes it: dQ = scale·dqa. Writes scale·dK and dV as the mma.sync kernel
-// does: fp32 partials pk/pv [T, Hq, D] when non-null, else dk/dv [T, Hkv, D].
+// The fused backward of query head h for one key tile (deterministic: see below), D 64 or 128.
+// It replaced, at D 64, the mma.sync family's split into a dK/dV and a dQ kernel (7 GEMMs per tile
+// pair instead of 5): once blocks ran heaviest first and steps were pipelined, the fused kernel was
+// 8-18 % faster there on an H200. Block: two MMA warpgroups (threads 0-255) and two dQ-writer warps
+// (warpgroup 2, warps 8 and 9, one per staging buffer, i.e. alternate query tiles; its other two
+// warps exit), registers moved to the MMA warpgroups (setmaxnreg 240 / 24, as FlashAttention-3
+// splits them). The MMA warpgroups: 128 keys (64 each), query tiles of 64 rows from the sequence's
+// last one down to the one holding the block's first key, Q / dO / lse2 / Di double-buffered (D 64:
+// triple, bwd_pipelined). Per warpgroup and query tile: Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ (wgmma m64n64k16,
+// K-major operands), Pᵀ = 2^(Sᵀ·scale·log2e − lse2[q]) masked where q < key or q ≥ L, dSᵀ = Pᵀ·(dPᵀ
+// − Di[q]), then dV += bf16(Pᵀ)·dO and dK += bf16(dSᵀ)·Q (P and dS from registers, dO and Q
+// MN-major), and the tile's dQ partial bf16(dS)·K (dSᵀ stored to shared memory and read back
+// transposed, K MN-major; each warpgroup D/2 of the output columns over all 128 keys), staged in
+// one of two fp32 buffers. The writers add staged tiles into dqa [Hq, T, D] fp32 in a fixed order:
+// query tile i's partials come from key tiles n = 0, 1, …, i/2; block n waits until the tile's flag
+// (sem, zeroed before the launch) reads n, copies (n = 0) or reduce-adds its tile with one bulk
+// copy, waits for it to complete and sets the flag to n + 1. Each reduction completes before the
+// next starts, so every element's sum has one order: bitwise repeatable. Blocks run heaviest key
+// tile first (block_work forward: key tile 0 has the most query tiles), which balances the SMs'
+// work (a lightest-first order left a tail of the heaviest blocks: 86 % of the SMs' time busy at 1
+// × 8k in a simulation, against 99 %), and every block waits only on blocks launched before it (no
+// deadlock whatever the residency, given that blocks are dispatched in index order, as
+// FlashAttention-3's deterministic backward also assumes). Each block takes its query tiles last
+// first: block n + 1, launched after block n, meets it on the sequence's last query tile (the first
+// both add to), so it trails block n by about one tile instead of waiting for it to reach its
+// diagonal. Staged rows are stored with their 16-byte chunks XOR-swizzled by (token & 7)
+// (conflict-free stores; the bulk copy moves them as they are); attn_dq_convert_kernel undoes it:
+// dQ = scale·dqa. Writes scale·dK and dV as the mma.sync kernel does: fp32 partials pk/pv [T, Hq,
+// D] when non-null, else dk/dv [T, Hkv, D].
 constexpr int kBwdThreads = 384;
 constexpr int kBarMma = 1, kBarFull = 2, kBarEmpty = 4;  // named barriers (0: __syncthreads)
 constexpr int kBarWriter = 256 + 32;                     // MMA threads + one writer warp
+
+// Whether the fused backward at head dim D pipelines its steps (issues the next query tile's Sᵀ
+// before it waits for the current one's last GEMMs; three Q/dO buffers, two dSᵀ): D 64. At D 128
+// the carried Sᵀ does not fit beside the 128 dK/dV accumulator registers (ptxas spills) nor the
+// third buffer in shared memory.
+__host__ __device__ constexpr bool bwd_pipelined(int D) { return D == 64; }
 
 // Offset (floats) of element (r, c) of a staged dQ row r of token t: chunk c/4 swizzled by t & 7.
 template <int D>
@@ -959,13 +782,17 @@ __global__ void __launch_bounds__(kBwdThreads, 1)
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   constexpr int kKeys = 128, kRows = 64;
   constexpr uint32_t kKB = kKeys * D * 2, kQB = kRows * D * 2, kSB = kRows * D * 4;
-  constexpr int kNB = D / 64;
+  constexpr int kNB = D / 64, kQN = D / 2;  // kQN: dQ columns per warpgroup
+  constexpr bool kPipe = bwd_pipelined(D);
+  constexpr int kNQ = kPipe ? 3 : 2, kNdS = kPipe ? 2 : 1;  // Q/dO/stat and dSᵀ buffers
+  constexpr uint32_t kDSB = kKeys * 64 * 2;
   extern __shared__ unsigned char smem[];
   const uint32_t s0addr = smem_u32(smem);
-  const uint32_t sK = (s0addr + 1023u) & ~1023u, sV = sK + kKB, sQ = sV + kKB, sdO = sQ + 2 * kQB;
-  const uint32_t sdS = sdO + 2 * kQB;          // dSᵀ [128 keys × 64 q] bf16, swizzled
-  const uint32_t sAcc = sdS + kKeys * 64 * 2;  // 2 staged dQ tiles [64][D] f32
-  const uint32_t sStat = sAcc + 2 * kSB;       // [2 buffers][lse2 64 | Di 64] f32
+  const uint32_t sK = (s0addr + 1023u) & ~1023u, sV = sK + kKB, sQ = sV + kKB;
+  const uint32_t sdO = sQ + kNQ * kQB;
+  const uint32_t sdS = sdO + kNQ * kQB;     // dSᵀ [128 keys × 64 q] bf16, swizzled
+  const uint32_t sAcc = sdS + kNdS * kDSB;  // 2 staged dQ tiles [64][D] f32
+  const uint32_t sStat = sAcc + 2 * kSB;    // [kNQ buffers][lse2 64 | Di 64] f32
   const float* stat = reinterpret_cast<const float*>(smem + (sStat - s0addr));
   float* acc_s = reinterpret_cast<float*>(smem + (sAcc - s0addr));
   const Work w = block_work(a, kKeys, false);
@@ -1024,48 +851,85 @@ __global__ void __launch_bounds__(kBwdThreads, 1)
   float gk[kNB][32], gv[kNB][32];
   zero_dkdv<D>(gk, gv);
 
-  for (int kstep = 0; kstep < steps; ++kstep) {
-    const int i = ntiles - 1 - kstep, b = kstep & 1;
-    cp_async_wait<0>();
-    fence_async_smem();
-    // Tile i's Q, dO, lse2, Di landed, and every thread is past the previous step (whose buffer
-    // the next prefetch refills): one barrier per tile.
-    bar_sync(kBarMma, 256);
-    if (kstep + 1 < steps) {
-      ops.prefetch(i - 1, b ^ 1);
+  float s[32];
+  if constexpr (kPipe) {  // step 0's copies landed, step 1's started, step 0's Sᵀ issued
+    if (steps > 1) {
+      ops.prefetch(ntiles - 2, 1);
       cp_async_commit();
+      cp_async_wait<1>();
+    } else {
+      cp_async_wait<0>();
+    }
+    fence_async_smem();
+    bar_sync(kBarMma, 256);
+    issue_abt64<D, 128, 64>(s, sKwg, sQ);
+  }
+  for (int kstep = 0; kstep < steps; ++kstep) {
+    const int i = ntiles - 1 - kstep, b = kPipe ? kstep % 3 : kstep & 1;
+    if constexpr (!kPipe) {
+      cp_async_wait<0>();
+      fence_async_smem();
+      // Tile i's Q, dO, lse2, Di landed, and every thread is past the previous step (whose buffer
+      // the next prefetch refills): one barrier per tile.
+      bar_sync(kBarMma, 256);
+      if (kstep + 1 < steps) {
+        ops.prefetch(i - 1, b ^ 1);
+        cp_async_commit();
+      }
     }
     const uint32_t tQ = sQ + b * kQB, tdO = sdO + b * kQB;
     const float* ls = stat + b * 2 * kRows;  // lse2, then Di
     const bool edge = i * kRows < n0 + kKeys || (i + 1) * kRows > w.L;
     uint32_t pa[4][4], da[4][4];
-    float s[32];
-    issue_abt64<D, 128, 64>(s, sKwg, tQ);
-    bwd_tile_gemms<D, false>(s, gv, pa, da, sVwg, tdO, ls, a.scale_log2, i * kRows, key0, c2, w.L,
+    if constexpr (!kPipe) issue_abt64<D, 128, 64>(s, sKwg, tQ);
+    bwd_tile_gemms<D, kPipe>(s, gv, pa, da, sVwg, tdO, ls, a.scale_log2, i * kRows, key0, c2, w.L,
                              edge);
+    const uint32_t tdS = sdS + (kPipe ? (kstep & 1) * kDSB : 0);
     // dSᵀ to shared memory before the dK GEMM takes da: register [kq][r] holds keys
     // kl + (r & 1)·8, query columns (2·kq + r / 2)·8 + c2 and + 1 (pack_a's A-fragment layout).
 #pragma unroll
     for (int kq = 0; kq < 4; ++kq)
 #pragma unroll
       for (int r = 0; r < 4; ++r)
-        *reinterpret_cast<uint32_t*>(smem + (sdS - s0addr) +
+        *reinterpret_cast<uint32_t*>(smem + (tdS - s0addr) +
                                      sw128<kKeys>(kl + (r & 1) * 8, (2 * kq + (r >> 1)) * 8) +
                                      c2 * 2) = da[kq][r];
     bwd_issue_dk<D>(gk, da, tQ);
     fence_async_smem();
     bar_sync(kBarMma, 256);  // both warpgroups' dSᵀ (D 128 reads all 128 keys)
-    float gq[32];
+    float gq[kQN / 2];
     wg_fence();
-    // dQ partial [64 q × this warpgroup's 64 columns] = dS·K over all 128 keys: A = dSᵀ read
-    // transposed, B = K MN-major (16-key steps).
+    // dQ partial [64 q × this warpgroup's D/2 columns] = dS·K over all 128 keys: A = dSᵀ read
+    // transposed, B = K MN-major (16-key steps) from column wg·D/2 (D 128: the second 64-column
+    // block; D 64: 64 bytes into each 128-byte row — the swizzle is a function of the address).
+    const uint32_t kcols = sK + (wg * kQN / 64) * (kKeys * 128) + (wg * kQN % 64) * 2;
 #pragma unroll
-    for (int kq = 0; kq < kKeys / 16; ++kq)
-      wgmma_ss_n64<1, 1>(gq, desc_sw128(sdS + kq * 2048, 1024, 1024),
-                         desc_sw128(sK + wg * (kKeys * 128) + kq * 2048, 1024, 1024),
-                         kq > 0 ? 1 : 0);
+    for (int kq = 0; kq < kKeys / 16; ++kq) {
+      const uint64_t da = desc_sw128(tdS + kq * 2048, 1024, 1024),
+                     db = desc_sw128(kcols + kq * 2048, 1024, 1024);
+      if constexpr (kQN == 64) {
+        wgmma_ss_n64<1, 1>(gq, da, db, kq > 0 ? 1 : 0);
+      } else {
+        wgmma_ss_n32<1, 1>(gq, da, db, kq > 0 ? 1 : 0);
+      }
+    }
     wg_commit();
-    wg_wait0();
+    if (kPipe && kstep + 1 < steps) {
+      // The next step's copies landed (started a step ago); its Sᵀ runs while this step's last
+      // GEMMs drain and the dQ partial is staged. The step after it is copied into the buffer
+      // step − 1 used (every thread is past its GEMMs: they were waited for before this barrier).
+      cp_async_wait<0>();
+      fence_async_smem();
+      bar_sync(kBarMma, 256);
+      issue_abt64<D, 128, 64>(s, sKwg, sQ + ((kstep + 1) % 3) * kQB);
+      if (kstep + 2 < steps) {
+        ops.prefetch(i - 2, (kstep + 2) % 3);
+        cp_async_commit();
+      }
+      wg_wait<1>();  // dV, dK and dQ of this step
+    } else {
+      wg_wait0();
+    }
     keep_tile<D>(gk, gv, pa, da);
     keep(gq);
     // Stage the tile once the writer has sent what this buffer held two tiles ago.
@@ -1075,8 +939,8 @@ __global__ void __launch_bounds__(kBwdThreads, 1)
     const int row = warp * 16 + (lane >> 2);
     const int64_t t0 = w.s0 + static_cast<int64_t>(i) * kRows;
 #pragma unroll
-    for (int e = 0; e < 32; e += 2) {
-      const int rr = row + ((e >> 1) & 1) * 8, col = wg * 64 + (e >> 2) * 8 + c2;
+    for (int e = 0; e < kQN / 2; e += 2) {
+      const int rr = row + ((e >> 1) & 1) * 8, col = wg * kQN + (e >> 2) * 8 + c2;
       *reinterpret_cast<float2*>(st + dq_slot<D>(rr, col, t0 + rr)) = make_float2(gq[e], gq[e + 1]);
     }
     fence_async_smem();  // the staged tile visible to the bulk copy (async proxy)
@@ -1154,29 +1018,15 @@ void fwd(const KArgs& ka, unsigned grid, void* out, float* lse, const void* q, c
          static_cast<bf16*>(out), lse);
 }
 
-// The split backward (D = 64).
-void bwd_split(const KArgs& ka, unsigned grid, const float* lse2, const float* Di, float* pk,
-               float* pv, void* dq, void* dk, void* dv, const void* dout, const void* q,
-               const void* k, const void* v, cudaStream_t st) {
-  constexpr int D = 64;
-  const bf16 *tq = static_cast<const bf16*>(q), *tk = static_cast<const bf16*>(k),
-             *tv = static_cast<const bf16*>(v), *tg = static_cast<const bf16*>(dout);
-  constexpr size_t kDkdvSmem = static_cast<size_t>(2 * 128 + 4 * 64) * D * 2 + 1024 + 1024;
-  constexpr size_t kDqSmem = static_cast<size_t>(2 * 128 + 4 * 64) * D * 2 + 1024;
-  launch(attn_dkdv_sm90<D>, grid, kThreads, kDkdvSmem, st, "attention_bwd", ka, tq, tk, tv, tg,
-         lse2, Di, pk, pv, static_cast<bf16*>(dk), static_cast<bf16*>(dv));
-  launch(attn_dq_sm90<D>, grid, kThreads, kDqSmem, st, "attention_bwd", ka, tq, tk, tv, tg, lse2,
-         Di, static_cast<bf16*>(dq));
-}
-
-// The fused backward (D = 128).
+// The fused backward.
+template <int D>
 void bwd_fused(const KArgs& ka, unsigned grid, const float* lse2, const float* Di, float* pk,
                float* pv, float* dqa, int* sem, void* dq, void* dk, void* dv, const void* dout,
                const void* q, const void* k, const void* v, cudaStream_t st) {
-  constexpr int D = 128;
   // K, V, 2 × (Q, dO), dSᵀ, lse2/Di, the staged dQ partial(s), 1 KiB to align.
-  constexpr size_t kSmem =
-      static_cast<size_t>(2 * 128 + 4 * 64) * D * 2 + 128 * 64 * 2 + 2 * 64 * D * 4 + 1024 + 1024;
+  constexpr size_t kNQ = bwd_pipelined(D) ? 3 : 2, kNdS = bwd_pipelined(D) ? 2 : 1;
+  constexpr size_t kSmem = (2 * 128 + 2 * kNQ * 64) * D * 2 + kNdS * 128 * 64 * 2 + 2 * 64 * D * 4 +
+                           kNQ * 2 * 64 * 4 + 1024;
   // One flag per (64-row query tile, query head): 2 per 128-row tile of the grid.
   check(cudaMemsetAsync(sem, 0, static_cast<size_t>(grid) * 2 * sizeof(int), st), "attention_bwd");
   launch(attn_bwd_sm90<D>, grid, kBwdThreads, kSmem, st, "attention_bwd", ka,
@@ -1195,9 +1045,9 @@ void sm90_bwd(const KArgs& ka, unsigned grid, const float* lse2, const float* Di
               float* pv, float* dqa, int* sem, void* dq, void* dk, void* dv, const void* dout,
               const void* q, const void* k, const void* v, cudaStream_t st) {
   if (ka.D == 64) {
-    bwd_split(ka, grid, lse2, Di, pk, pv, dq, dk, dv, dout, q, k, v, st);
+    bwd_fused<64>(ka, grid, lse2, Di, pk, pv, dqa, sem, dq, dk, dv, dout, q, k, v, st);
   } else {
-    bwd_fused(ka, grid, lse2, Di, pk, pv, dqa, sem, dq, dk, dv, dout, q, k, v, st);
+    bwd_fused<128>(ka, grid, lse2, Di, pk, pv, dqa, sem, dq, dk, dv, dout, q, k, v, st);
   }
 }
 
