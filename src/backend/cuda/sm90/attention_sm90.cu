@@ -16,7 +16,10 @@
 // Warp-specialized: a producer warpgroup (one thread) loads Q once and K/V tiles by TMA into two
 // buffers each, handed over by mbarriers ("full": the TMA's transaction bytes landed; "empty": all
 // 256 MMA threads have read it), and two MMA warpgroups (64 rows each) consume them without a
-// block-wide barrier. Per warpgroup and key tile:
+// block-wide barrier (at D 64 they take turns to issue their GEMMs, FlashAttention-3's ping-pong:
+// there a tile's exponentials on the special-function unit take as long as its GEMMs, so one
+// warpgroup's softmax runs while the other's GEMMs hold the tensor cores). Per warpgroup and key
+// tile:
 //   S[64×128] = Q·Kᵀ — wgmma m64n128k16, both operands K-major from shared memory, D/16 steps;
 //   the causal mask on the diagonal tile, online softmax in base 2 as the mma.sync kernel (the
 //   same row max / rescale / sum order per thread, a row's 4 lanes combined by xor-shuffles);
@@ -110,6 +113,13 @@ __device__ __forceinline__ void wg_wait() {
   asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
 }
 __device__ __forceinline__ void wg_wait0() { wg_wait<0>(); }
+// Named barrier `id` (1-15; 0 is __syncthreads) of n threads: wait, or arrive only.
+__device__ __forceinline__ void bar_sync(int id, int n) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(n) : "memory");
+}
+__device__ __forceinline__ void bar_arrive(int id, int n) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(n) : "memory");
+}
 // Generic-proxy writes to shared memory (cp.async) visible to the async proxy (wgmma reads).
 __device__ __forceinline__ void fence_async_smem() {
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
@@ -304,6 +314,11 @@ __device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap* map
       : "memory");
 }
 
+// Whether the forward's MMA warpgroups take turns at the tensor cores (below): at D 64, where a
+// tile's exponentials take as long as its GEMMs (on an H200 +4-6 % forward TFLOP/s at D 64; at
+// D 128, GEMM-bound, it cost 8-11 %).
+__host__ __device__ constexpr bool fwd_pingpong(int D) { return D == 64; }
+
 constexpr int kFwdThreads = 384;  // a producer warpgroup (one thread issues the TMA) + 2 MMA ones
 constexpr int kFwdStages = 2;     // K and V buffers in flight
 
@@ -313,12 +328,12 @@ constexpr int kFwdStages = 2;     // K and V buffers in flight
 // mbarrier (transaction bytes) and an "empty" one that all 256 MMA threads arrive on once they
 // have finished reading it — and gives its registers up (setmaxnreg 24); warpgroups 1 and 2 take
 // 64 query rows each (setmaxnreg 240) and never meet at a block-wide barrier, so one warpgroup's
-// softmax overlaps the other's GEMMs. A sequence's last tiles read rows past its end (the next
-// sequence's, or zeros past T): those keys are after every valid query row (masked on the
-// diagonal tile, probability 0), and those query rows are never stored. So the sequences of a
-// micro-batch stay isolated only while its values are finite: 0 × a NaN or Inf in the next
-// sequence's V is NaN (the cp.async version zero-filled those rows); with non-finite activations
-// the micro-batch's loss is non-finite anyway.
+// softmax overlaps the other's GEMMs (at D 64 by turns: kPingPong, below). A sequence's last tiles
+// read rows past its end (the next sequence's, or zeros past T): those keys are after every valid
+// query row (masked on the diagonal tile, probability 0), and those query rows are never stored. So
+// the sequences of a micro-batch stay isolated only while its values are finite: 0 × a NaN or Inf
+// in the next sequence's V is NaN (the cp.async version zero-filled those rows); with non-finite
+// activations the micro-batch's loss is non-finite anyway.
 template <int D>
 __global__ void __launch_bounds__(kFwdThreads, 1)
     attn_fwd_sm90(const __grid_constant__ CUtensorMap tq, const __grid_constant__ CUtensorMap tk,
@@ -437,6 +452,11 @@ __global__ void __launch_bounds__(kFwdThreads, 1)
   };
   const auto parity = [](int j) { return static_cast<uint32_t>((j / kFwdStages) & 1); };
 
+  // Ping-pong (D 64): the two warpgroups take turns to issue their GEMMs — named barrier 1 + wg
+  // is "warpgroup wg may issue", each turn ends with an arrival on the other's — so that one
+  // warpgroup's exponentials run while the other's GEMMs hold the tensor cores.
+  constexpr bool kPingPong = fwd_pingpong(D);
+  if (kPingPong && wg == 1) bar_arrive(1, 256);  // warpgroup 0 takes the first turn
   mbar_wait(q_full, 0);
   mbar_wait(k_full(0), 0);
   wg_fence();
@@ -450,11 +470,13 @@ __global__ void __launch_bounds__(kFwdThreads, 1)
     const int sk = (j + 1) % kFwdStages, sv = j % kFwdStages;
     pack_a(s, pa);
     mbar_wait(k_full(sk), parity(j + 1));
+    if constexpr (kPingPong) bar_sync(1 + wg, 256);
     wg_fence();
     issue_s(j + 1);  // S(j+1) on the tensor cores, then P(j)·V(j) ...
     mbar_wait(v_full(sv), parity(j));
     mma_pb<D, kBN>(o, pa, sV + sv * kKB);
     wg_commit();
+    if constexpr (kPingPong) bar_arrive(2 - wg, 256);
     wg_wait<1>();  // S(j+1) done
     keep(s);
     mbar_arrive(k_empty(sk));
@@ -708,12 +730,6 @@ __device__ __forceinline__ int ld_acquire(const int* p) {
 }
 __device__ __forceinline__ void st_release(int* p, int v) {
   asm volatile("st.release.gpu.global.b32 [%0], %1;\n" ::"l"(p), "r"(v) : "memory");
-}
-__device__ __forceinline__ void bar_sync(int id, int n) {
-  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(n) : "memory");
-}
-__device__ __forceinline__ void bar_arrive(int id, int n) {
-  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(n) : "memory");
 }
 __device__ __forceinline__ void bulk_s2g(float* dst, uint32_t src, uint32_t bytes, bool add) {
   if (add) {
