@@ -376,7 +376,9 @@ TEST(ZeroStages, MemoryShrinksWithTheStage) {
     EXPECT_EQ(pool(mb, "master weights (low halves)")->host, off);
     const PoolBytes* hi = pool(mb, "master weights (high halves: the bf16 weights)");
     EXPECT_EQ(hi != nullptr && hi->bytes > 0, off) << off;
-    if (off) EXPECT_EQ(hi->bytes, 2 * S);
+    if (off) {
+      EXPECT_EQ(hi->bytes, 2 * S);
+    }
     EXPECT_EQ(pool(mb, "adam m")->bytes, 4 * S);
   }
   EXPECT_EQ(pool(m1, "gradient shard")->bytes, 4 * S);
