@@ -75,6 +75,7 @@ int main(int argc, char** argv) {
     eo.stage = stage;
     eo.offload = offload;
     eo.overlap_gather = true;
+    eo.micro_steps_per_step = 1;  // one micro-batch per step, as the trainer at accumulation 1
     zero::ZeroEngine engine(ParamLayout(cfg), mo.dtype, *dev.ops, *comm, *dev.device_memory,
                             *dev.host_memory, eo);
     CausalLM model(cfg, *dev.ops, *dev.device_memory, mo, engine);

@@ -414,6 +414,19 @@ sec_stages() {
       fail "stages: s${st}_true did not accumulate the gradient on the device (see run_s${st}_true.log)"
   done
   same s0_false s0_true s1_false s1_true s2_false s2_true s3_false s3_true
+  # One micro-batch per step (global batch 8 = the micro-batch): without offload the gradients are
+  # written straight into the fp32 shard (no window); offloaded they go through the windows and the
+  # host accumulation. Bitwise the same.
+  say "train: accumulation 1, gradients straight into the shard vs through the windows, bitwise"
+  for r in g1_s0_false:0:false g1_s1_false:1:false g1_s3_false:3:false g1_s1_true:1:true; do
+    IFS=: read -r name st off <<<"$r"
+    tiny_run "$name" 1 compute.global_batch_size=8 compute.zero_stage=$st compute.offload_optimizer=$off
+  done
+  for name in g1_s0_false g1_s1_false g1_s3_false; do
+    grep -q "straight into the gradient shard" "$OUT/run_$name.log" ||
+      fail "stages: $name did not write its gradients into the shard (see run_$name.log)"
+  done
+  same g1_s1_true g1_s0_false g1_s1_false g1_s3_false
 }
 
 # The default job's model for 200 steps: GPU bf16 vs CPU fp32 (part of `train`).

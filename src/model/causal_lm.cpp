@@ -95,6 +95,8 @@ void CausalLM::plan_and_allocate(MemoryResource& memory) {
   const bool attn_post = l0.attn_out_norm >= 0, mlp_post = l0.mlp_out_norm >= 0;
   const int64_t rq = per_head ? T * Hq : T, rk = per_head ? T * Hkv : T;  // q/k norm rows
   std::vector<std::array<Arena::Slot, kLayerActs>> s_layers;
+  const size_t sets_begin = acts_.planned_bytes();  // the first set's bytes: [begin, end)
+  size_t set0_end = sets_begin;
   for (int64_t l = 0; l < nsets; ++l) {
     const std::string p = fmt::format("layer.{}.", l);
     s_layers.push_back({
@@ -120,6 +122,7 @@ void CausalLM::plan_and_allocate(MemoryResource& memory) {
         acts_.reserve(p + "mlp_out", mlp_post ? n(T * H, es) : 0),
         acts_.reserve(p + "rstd_mlp_out", mlp_post ? n(T, 4) : 0),
     });
+    if (l == 0) set0_end = acts_.planned_bytes();
   }
   // Selective checkpointing: every layer's attention output and softmax statistics.
   std::vector<std::pair<Arena::Slot, Arena::Slot>> s_kept;
@@ -182,9 +185,17 @@ void CausalLM::plan_and_allocate(MemoryResource& memory) {
   probe.max_seqlen = opt_.max_seqlen;
   ws = std::max(
       ws, ops_.attention_workspace_bytes(shape(dt, {T, Hq, D}), shape(dt, {T, Hkv, D}), probe));
-  ws =
-      std::max(ws, ops_.linear_cross_entropy_workspace_bytes(shape(dt, {T, H}), shape(dt, {V, H})));
   ws = std::max(ws, ops_.embedding_workspace_bytes(shape(kI32, {T})));
+  // The fused LM-head cross-entropy's workspace. Under gradient checkpointing the one layer
+  // activation set is dead while it runs (the backward recomputes every layer into it, the last
+  // one included), so the cross-entropy borrows the set when it is large enough (from a few
+  // thousand tokens: for Qwen2.5-1.5B the set is 73 KiB a token, the workspace ~0.57 GB at the
+  // default budget) instead of adding its size to the workspace pool.
+  const size_t ce_ws =
+      ops_.linear_cross_entropy_workspace_bytes(shape(dt, {T, H}), shape(dt, {V, H}));
+  const size_t set0_bytes = set0_end - align_up(sets_begin, Arena::kAlignment);
+  ce_in_layer_set_ = opt_.checkpointing && ce_ws <= set0_bytes;
+  if (!ce_in_layer_set_) ws = std::max(ws, ce_ws);
   const Arena::Slot s_ws = ws_.reserve("ops", ws);
 
   if (storage_ == nullptr) {  // the model's own parameters
@@ -240,6 +251,11 @@ void CausalLM::plan_and_allocate(MemoryResource& memory) {
   cu_ = inputs_.ptr(s_cu);
   inv_freq_ = inputs_.ptr(s_inv);
   workspace_ = ws_.view(s_ws, DType::kU8, {static_cast<int64_t>(std::max<size_t>(ws, 1))});
+  ce_workspace_ =
+      ce_in_layer_set_
+          ? Tensor(static_cast<char*>(acts_.base()) + align_up(sets_begin, Arena::kAlignment),
+                   DType::kU8, {static_cast<int64_t>(set0_bytes)}, acts_.device())
+          : workspace_;
 
   // Rows of the inv_freq input: 0 the global RoPE (short factors for longrope), 1 its long
   // factors (longrope), 2 the local RoPE (Gemma 3's sliding layers).
@@ -633,7 +649,7 @@ CeStats CausalLM::forward(const MicroBatch& mb) {
   CeStats st;
   ops_.linear_cross_entropy_fwd_bwd(
       &st, Tensor(), Tensor(), 0.0f, act(lnf_, {T, cfg_.hidden_size}, opt_.dtype),
-      param(layout_.lm_head()), Tensor(targets_, kI32, {T}, inputs_.device()), 1.0f, workspace_,
+      param(layout_.lm_head()), Tensor(targets_, kI32, {T}, inputs_.device()), 1.0f, ce_workspace_,
       stream_);
   release(layout_.group_head());
   release(0);
@@ -657,7 +673,7 @@ CeStats CausalLM::forward_backward(const MicroBatch& mb, const BackwardOptions& 
   const Tensor dh = act(dh_, {T, H}, dt), dres = act(dres_, {T, H}, dt);
   ops_.linear_cross_entropy_fwd_bwd(
       &st, dh, grad(layout_.lm_head()), beta, act(lnf_, {T, H}, dt), param(layout_.lm_head()),
-      Tensor(targets_, kI32, {T}, inputs_.device()), bo.grad_scale, workspace_, stream_);
+      Tensor(targets_, kI32, {T}, inputs_.device()), bo.grad_scale, ce_workspace_, stream_);
   norm_bwd(dres, false, dh, residual(L, T), layout_.final_norm(), act(rstdf_, {T}, kF32), beta);
   grads_ready(head);
   release(head);

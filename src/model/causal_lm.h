@@ -81,6 +81,9 @@ class CausalLM {
   // The stream every op of the model is enqueued on (a GroupStorage orders its work on it).
   Stream stream() const { return stream_; }
   ModelMemory memory() const;
+  // Whether the fused cross-entropy's workspace is the layer activation set (gradient
+  // checkpointing, the set at least as large as the workspace), not part of the workspace pool.
+  bool ce_shares_layer_set() const { return ce_in_layer_set_; }
 
   // Compute-dtype view of parameter i with its HF shape: in the model's own storage, or (a
   // caller's storage) where the storage put its group for the use in progress (data == nullptr
@@ -197,6 +200,10 @@ class CausalLM {
   std::unique_ptr<OwnedStorage> own_;  // the model's own parameters (first constructor)
   GroupStorage* storage_ = nullptr;    // own_ or the caller's
   Tensor workspace_;
+  // The fused cross-entropy's workspace: workspace_, or under gradient checkpointing the layer
+  // activation set when it is large enough (ce_in_layer_set_; see plan_and_allocate).
+  Tensor ce_workspace_;
+  bool ce_in_layer_set_ = false;
   Device device_ = Device::kCPU;  // where the pools (and bound storage) live
 
   // Group g's weights (compute dtype) / gradients (fp32) as the storage gave them for the use in

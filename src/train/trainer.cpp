@@ -178,6 +178,9 @@ void Trainer::State::build_model() {
   // micro-batch (the users' job, accumulation 64: 7.4k tokens/s against 30.9k without offload,
   // bench/README). There the shard accumulates on the device and goes to the host once per step.
   eo.host_gradient_accumulation = a.gradient_accumulation_steps == 1;
+  // One micro-batch per step on one GPU: the gradients are written straight into the fp32 shard
+  // (no fp32 gradient window beside it: 1.0 GiB less for a tied 1.5B model).
+  eo.micro_steps_per_step = static_cast<int>(a.gradient_accumulation_steps);
   engine = std::make_unique<zero::ZeroEngine>(ParamLayout(mcfg), a.dtype, *dev.ops, comm,
                                               *dev.device_memory, *dev.host_memory, eo);
   model = std::make_unique<CausalLM>(mcfg, *dev.ops, *dev.device_memory, mo, *engine);
@@ -200,8 +203,11 @@ void Trainer::State::build_model() {
               a.model_dir.string());
     // The model's own pools (its weights and gradients are the engine's: the ZeRO line).
     const ModelMemory mm = model->memory();
-    log::info("model pools: activations {}, workspace {}, inputs {}", format_bytes(mm.activations),
-              format_bytes(mm.workspace), format_bytes(mm.inputs));
+    log::info("model pools: activations {}, workspace {}, inputs {}{}", format_bytes(mm.activations),
+              format_bytes(mm.workspace), format_bytes(mm.inputs),
+              model->ce_shares_layer_set()
+                  ? " (the cross-entropy's workspace is the recomputed layer's activations)"
+                  : "");
     if (a.selective_checkpointing && a.gradient_checkpointing) {
       const int64_t attn = mcfg.num_attention_heads * mcfg.head_dim;
       const auto kept = static_cast<size_t>(mcfg.num_hidden_layers * mo.max_tokens) *
@@ -217,6 +223,11 @@ void Trainer::State::build_model() {
           "nothing");
     }
     log::info("ZeRO pools: {}", engine->memory().describe());
+    if (engine->groups_in_shard() > 0)
+      log::info(
+          "gradients: one micro-batch per step on one rank: {} of {} parameter groups write their "
+          "fp32 gradient straight into the gradient shard (no gradient window for them)",
+          engine->groups_in_shard(), model->layout().num_groups());
     if (a.offload_optimizer) {
       log::info("{}", engine->host_adamw_description());
       if (eo.host_gradient_accumulation) {

@@ -61,13 +61,23 @@ struct HostGradient {
   int64_t deliver_elems = 0;
 };
 
+// Whether group g's storage (ParamLayout offsets) is element for element the same as its columns
+// of a rank's shard buffer: W = 1 and no tensor of the group padded (every numel a multiple of
+// ShardLayout::kShardQuantum, the model's tensors packed in the same order).
+bool shard_is_group_storage(const ShardLayout& layout, int g);
+
 class GradReducer {
  public:
   // Allocates the pools on `device_memory` (zeroed) and, with host.data, on host.memory.
   // replicate (stage 0): gradient_for_update() returns every rank's shard ([W][S]: on the device,
-  // or host.data). Throws zt::Error on an out-of-memory (naming the pool).
+  // or host.data). one_micro_step: every optimizer step reduces each group once (gradient
+  // accumulation 1); then, alone (W = 1) with the shard on the device, a group whose storage is
+  // its shard columns (shard_is_group_storage) has no window: the model writes its gradient
+  // straight into the shard (the bits the window's copy would put there) and reduce() does
+  // nothing for it; a second reduction of such a group in one step throws zt::Error. Throws
+  // zt::Error on an out-of-memory (naming the pool).
   GradReducer(const ShardLayout& layout, Ops& ops, dist::Comm& comm, MemoryResource& device_memory,
-              Stream compute, bool replicate, HostGradient host = {});
+              Stream compute, bool replicate, HostGradient host = {}, bool one_micro_step = false);
   ~GradReducer();
   GradReducer(const GradReducer&) = delete;
   GradReducer& operator=(const GradReducer&) = delete;
@@ -77,8 +87,13 @@ class GradReducer {
   // reduce-scatter scratch for W × C elements.
   static int64_t chunk_elems(const ShardLayout& layout);
 
-  // The fp32 storage [group size] the model writes group g's gradients into.
+  // The fp32 storage [group size] the model writes group g's gradients into: a window buffer, or
+  // the group's columns of the shard (in_shard(g)).
   float* window(int g) const;
+  // Whether group g's gradient is written straight into the shard (see the constructor).
+  bool in_shard(int g) const { return !direct_.empty() && direct_[static_cast<size_t>(g)]; }
+  // How many groups are in_shard.
+  int groups_in_shard() const;
   // Packs group g's window into a bucket (compute stream) and reduce-scatters it into the shard
   // (side stream; collective): overwrite when `first` (the group's first reduction of the step),
   // add otherwise. Host shard: may wait for the host add of the chunk two chunks back.
@@ -136,6 +151,7 @@ class GradReducer {
   float* gfirst_ = nullptr;  // the window: group 0, the last group, one layer slot
   float* glast_ = nullptr;
   float* gslot_ = nullptr;
+  std::vector<bool> direct_;  // per group: in_shard(g) (empty when no group is)
   float* full_ = nullptr;       // [W][S] (stage 0 without offload; holds the shard)
   float* host_base_ = nullptr;  // HostGradient::data (offload; without host_: device accumulation,
                                 // copied here once per step)

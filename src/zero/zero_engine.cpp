@@ -22,6 +22,9 @@ EngineOptions checked(EngineOptions o, DType dtype, const Ops& ops, const Memory
     fail("zero: compute dtype {} is not supported (expected f32 or bf16)", dtype_name(dtype));
   if (dev.device() != ops.device())
     fail("zero: device memory must be on the Ops device ({})", ops.name());
+  if (o.micro_steps_per_step < 0)
+    fail("zero: micro_steps_per_step {} < 0 (expected 0 = unknown, or the micro-steps per step)",
+         o.micro_steps_per_step);
   return o;
 }
 
@@ -42,7 +45,8 @@ ZeroEngine::ZeroEngine(const ParamLayout& layout, DType dtype, Ops& ops, dist::C
                                       opt_.local_world_size)),
       reducer_(layout_, ops, comm, device_memory, stream_, /*replicate=*/opt_.stage == 0,
                {optimizer_->host_gradient(), &host_memory, optimizer_->host_threads(),
-                opt_.host_gradient_accumulation, opt_.gradient_delivery_elems}) {
+                opt_.host_gradient_accumulation, opt_.gradient_delivery_elems},
+               /*one_micro_step=*/opt_.micro_steps_per_step == 1) {
   reduced_.assign(static_cast<size_t>(layout_.num_groups()), 0);
 }
 

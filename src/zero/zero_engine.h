@@ -94,6 +94,11 @@ struct EngineOptions {
   // (the host AdamW starts on a piece once it has landed); 0: GradReducer::kDeliverElems. Tests
   // set it small to cut a tiny model's shard into many pieces.
   int64_t gradient_delivery_elems = 0;
+  // Micro-steps (reductions of each group) per optimizer step when the caller knows it is fixed
+  // (the trainer: gradient_accumulation_steps); 0 = unknown. 1, alone (W = 1), with the gradient
+  // shard on the device: the model writes its gradients straight into the shard, no fp32 window
+  // (GradReducer's one_micro_step; a second reduction in a step then throws zt::Error).
+  int micro_steps_per_step = 0;
 };
 
 // Hyper-parameters of one optimizer step.
@@ -148,8 +153,11 @@ class ZeroEngine final : public GroupStorage {
   // post-update gather. Throws zt::Error for a bad g or before init_from_flat / load_state.
   const void* weights(int g) override;
   void release(int g) override;
-  // Group g's gradient window (fp32, zero padding).
+  // Group g's gradient window (fp32, zero padding), or its columns of the gradient shard
+  // (EngineOptions::micro_steps_per_step).
   float* grads(int g) override;
+  // Groups whose gradient the model writes straight into the shard (no window).
+  int groups_in_shard() const { return reducer_.groups_in_shard(); }
   // reduce_group(g).
   void grads_ready(int g) override { reduce_group(g); }
   // Reduce-scatters group g's gradient window into this rank's gradient shard: overwrite on the

@@ -126,6 +126,10 @@ TEST_P(ModelGolden, CheckpointingIsBitwiseIdentical) {
   const Golden g(GetParam());
   TestModel off(g, DType::kF32, false), on(g, DType::kF32, true);
   EXPECT_LT(on.model->memory().activations, off.model->memory().activations);
+  // Under checkpointing the cross-entropy's workspace is the (then dead) layer activation set.
+  EXPECT_FALSE(off.model->ce_shares_layer_set());
+  EXPECT_TRUE(on.model->ce_shares_layer_set());
+  EXPECT_LE(on.model->memory().workspace, off.model->memory().workspace);
   BackwardOptions bo;
   bo.grad_scale = 0.01f;
   const CeStats a = off.model->forward_backward(g.packed.view(), bo);

@@ -503,6 +503,60 @@ TEST(ZeroStages, OffloadKeepsNoGradientShardOnTheDevice) {
     }
 }
 
+// One rank, one micro-step per step (EngineOptions::micro_steps_per_step = 1): a model whose
+// tensors need no shard padding writes its gradients straight into the fp32 shard, with no
+// gradient window on the device — bitwise the windowed run under every stage and offload; a
+// second micro-step in a step is refused; a padded model keeps its windows.
+TEST(ZeroStages, GradientsStraightIntoTheShardAreBitwiseTheWindows) {
+  dist::SingleComm comm;
+  for (DType dt : {DType::kF32, DType::kBF16}) {
+    RunSpec spec;
+    spec.aligned = true;
+    spec.dtype = dt;
+    spec.tied = dt == DType::kBF16;
+    const RunResult ref = run_training(comm, spec);  // windows (micro-steps unknown)
+    EXPECT_EQ(ref.groups_in_shard, 0);
+    ASSERT_NE(pool(ref.memory, "gradients: embedding"), nullptr);
+    for (int stage = 0; stage <= 3; ++stage)
+      for (int off = 0; off < 3; ++off) {  // none, host accumulation, device accumulation
+        SCOPED_TRACE(fmt::format("{} stage {} offload {}", dtype_name(dt), stage, off));
+        RunSpec s = spec;
+        s.stage = stage;
+        s.offload = off > 0;
+        s.host_accum = off == 1;
+        const RunResult windowed = run_training(comm, s);
+        s.micro_steps_per_step = 1;
+        const RunResult r = run_training(comm, s);
+        expect_same(r, ref);
+        // Host accumulation has no device shard to write into: it keeps its windows.
+        EXPECT_EQ(r.groups_in_shard, off == 1 ? 0 : 4);  // embedding, 2 layers, head
+        size_t windows = 0;  // the windowed run's window pools: what the direct run saves
+        for (const char* w : {"gradients: embedding", "gradients: layer slot", "gradients: head"}) {
+          EXPECT_EQ(pool(r.memory, w) == nullptr, off != 1) << w;
+          ASSERT_NE(pool(windowed.memory, w), nullptr) << w;
+          windows += pool(windowed.memory, w)->bytes;
+        }
+        EXPECT_EQ(windowed.memory.device_bytes() - r.memory.device_bytes(),
+                  off == 1 ? 0 : windows);
+      }
+  }
+  RunSpec two;  // the engine set up for one micro-step, driven with two
+  two.aligned = true;
+  two.accum = 2;
+  two.micro_steps_per_step = 1;
+  try {
+    run_training(comm, two);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("reduced twice in one optimizer step"),
+              std::string::npos)
+        << e.what();
+  }
+  RunSpec padded;  // the tiny model pads every tensor: nothing is written into the shard
+  padded.micro_steps_per_step = 1;
+  EXPECT_EQ(run_training(comm, padded).groups_in_shard, 0);
+}
+
 // One bf16 copy of the weights on the device: under stages 0–2 the engine's weight pools at W = 1
 // are exactly the padded model (the update writes the weights the model reads), at W = 4 stage 0
 // too, stages 1/2 add only a send and a staging buffer of the largest group's shard; stage 3 keeps

@@ -17,6 +17,14 @@ ModelConfig tiny_config(bool tied, int64_t vocab) {
   return parse_model_config(j, "tiny test config");
 }
 
+ModelConfig aligned_config(bool tied) {
+  Json j = {{"model_type", "qwen2"},    {"vocab_size", 112},      {"hidden_size", 64},
+            {"intermediate_size", 96},  {"num_hidden_layers", 2}, {"num_attention_heads", 4},
+            {"num_key_value_heads", 2}, {"head_dim", 16},         {"max_position_embeddings", 128},
+            {"rms_norm_eps", 1e-6},     {"rope_theta", 10000.0},  {"tie_word_embeddings", tied}};
+  return parse_model_config(j, "aligned test config");
+}
+
 PackedBatch make_micro_batch(int64_t step, int64_t j, int64_t vocab) {
   std::mt19937 rng(static_cast<uint32_t>(1000003 * step + 7919 * j + 17));
   PackedBatch b;
@@ -37,7 +45,7 @@ PackedBatch make_micro_batch(int64_t step, int64_t j, int64_t vocab) {
 RunResult run_training(dist::Comm& comm, const RunSpec& spec) {
   CpuOps ops;
   HostMemory mem;
-  const ModelConfig cfg = tiny_config(spec.tied, spec.vocab);
+  const ModelConfig cfg = spec.aligned ? aligned_config(spec.tied) : tiny_config(spec.tied, spec.vocab);
   const ParamLayout layout(cfg);
   // The trainer's set-up: the engine is the model's storage (the gradient window; every stage's
   // weights), initialised from a flat host buffer.
@@ -46,6 +54,7 @@ RunResult run_training(dist::Comm& comm, const RunSpec& spec) {
   eo.offload = spec.offload;
   eo.host_gradient_accumulation = spec.host_accum;
   eo.gradient_delivery_elems = spec.delivery_elems;
+  eo.micro_steps_per_step = spec.micro_steps_per_step;
   ZeroEngine engine(layout, spec.dtype, ops, comm, mem, mem, eo);
   ModelOptions mo;
   mo.dtype = spec.dtype;
@@ -87,6 +96,7 @@ RunResult run_training(dist::Comm& comm, const RunSpec& spec) {
   res.master = engine.full_master_weights();
   res.weights = read_weights(engine, spec.dtype);
   res.memory = engine.memory();
+  res.groups_in_shard = engine.groups_in_shard();
   res.adam_step = engine.adam_step();
   return res;
 }

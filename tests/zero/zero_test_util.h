@@ -17,6 +17,9 @@ namespace zt::zero::test {
 // A 2-layer Qwen2 (vocab 97, hidden 40, 4 heads × 10, 2 KV heads, intermediate 56) — sizes chosen
 // so no tensor is a multiple of the shard quantum. tied: tie_word_embeddings.
 ModelConfig tiny_config(bool tied, int64_t vocab = 97);
+// A 2-layer Qwen2 whose every tensor is a multiple of the shard quantum (vocab 112, hidden 64,
+// 4 heads × 16, 2 KV heads, intermediate 96): alone, its shard columns are its storage.
+ModelConfig aligned_config(bool tied);
 
 // Micro-batch j (global index within the step) of optimizer step k: 1–3 examples of 3–12 tokens,
 // the first third of each example masked (-100). Micro-batch 1 of step 1 has no targets at all.
@@ -40,6 +43,8 @@ struct RunSpec {
   std::string load_dir;  // non-empty: load_state instead of init_from_flat
   std::string save_dir;  // non-empty: save_state after the last step
   int64_t vocab = 97;    // > ~300: the embedding group outgrows a layer (chunked reduce-scatter)
+  bool aligned = false;  // aligned_config (vocab ignored) instead of tiny_config
+  int micro_steps_per_step = 0;  // EngineOptions::micro_steps_per_step
 };
 
 // What the run produced (identical on every rank, except master: rank 0 only).
@@ -52,6 +57,7 @@ struct RunResult {
   std::vector<uint8_t> weights;  // final compute weights of the model (raw bytes, after gather)
   ZeroMemory memory;
   int64_t adam_step = 0;
+  int groups_in_shard = 0;  // ZeroEngine::groups_in_shard()
 };
 
 // Runs `spec` on `comm` (rank r takes micro-batches j = m·W + r, m < accum), the way the trainer
