@@ -79,6 +79,9 @@ void CausalLM::plan_and_allocate(MemoryResource& memory) {
   const DType dt = opt_.dtype;
   const size_t es = dtype_size(dt);
   const auto n = [](int64_t elems, size_t size) { return static_cast<size_t>(elems) * size; };
+  const auto shape = [](DType d, std::initializer_list<int64_t> s) {  // shape-only tensors
+    return Tensor(nullptr, d, s);
+  };
 
   // Activations.
   std::vector<Arena::Slot> s_xs;
@@ -147,10 +150,28 @@ void CausalLM::plan_and_allocate(MemoryResource& memory) {
   // once into d.hidden (HF rounds each partial to bf16 and adds in bf16; one rounding is closer to
   // fp32 and lets the GPU accumulate in the GEMM epilogue).
   const Arena::Slot s_dh32 = acts_.reserve("d.hidden.f32", dt == kF32 ? 0 : n(T * H, 4));
-  const Arena::Slot s_datt = acts_.reserve("d.att", n(T * Hq * D, es));
-  const Arena::Slot s_dq = acts_.reserve("d.q", n(T * Hq * D, es));
-  const Arena::Slot s_dk = acts_.reserve("d.k", n(T * Hkv * D, es));
-  const Arena::Slot s_dv = acts_.reserve("d.v", n(T * Hkv * D, es));
+  // The attention's gradient buffers and workspace inside each layer's MLP activations (gate, up,
+  // act: reserved one after the other, so contiguous) when they fit: saves their own pools, for
+  // Qwen2.5-1.5B 25 KB a token (dK/dV partials, the dQ accumulator, d.att, d.q, d.k, d.v) out of
+  // the 53 KB a token the three MLP buffers hold.
+  Varlen probe;
+  probe.max_seqlen = opt_.max_seqlen;
+  attn_ws_bytes_ =
+      ops_.attention_workspace_bytes(shape(dt, {T, Hq, D}), shape(dt, {T, Hkv, D}), probe);
+  {
+    const auto a256 = [](size_t b) { return align_up(b, 256); };
+    off_dq_ = a256(n(T * Hq * D, es));
+    off_dk_ = off_dq_ + a256(n(T * Hq * D, es));
+    off_dv_ = off_dk_ + a256(n(T * Hkv * D, es));
+    off_aws_ = off_dv_ + a256(n(T * Hkv * D, es));
+    const size_t mlp = 2 * align_up(n(T * I, es), Arena::kAlignment) + n(T * I, es);
+    attn_in_mlp_ = opt_.share_activation_memory && 255 + off_aws_ + attn_ws_bytes_ <= mlp;  // 255: the base rounded up to 256 B
+  }
+  const size_t dbytes = attn_in_mlp_ ? 0 : 1;  // the dedicated buffers: none when carved
+  const Arena::Slot s_datt = acts_.reserve("d.att", dbytes * n(T * Hq * D, es));
+  const Arena::Slot s_dq = acts_.reserve("d.q", dbytes * n(T * Hq * D, es));
+  const Arena::Slot s_dk = acts_.reserve("d.k", dbytes * n(T * Hkv * D, es));
+  const Arena::Slot s_dv = acts_.reserve("d.v", dbytes * n(T * Hkv * D, es));
   const Arena::Slot s_logits = acts_.reserve("logits", n(kLogitRows * V, 4));
 
   // Inputs.
@@ -162,9 +183,6 @@ void CausalLM::plan_and_allocate(MemoryResource& memory) {
   const Arena::Slot s_inv = inputs_.reserve("inv_freq", n(3 * R2, 4));
 
   // Workspace: the largest any op of a step asks for, from shape-only tensors.
-  const auto shape = [](DType d, std::initializer_list<int64_t> s) {
-    return Tensor(nullptr, d, s);
-  };
   size_t ws = 0;
   const auto linear_ws = [&](int64_t out, int64_t in) {
     const Tensor x = shape(dt, {T, in}), y = shape(dt, {T, out}), w = shape(dt, {out, in});
@@ -181,10 +199,7 @@ void CausalLM::plan_and_allocate(MemoryResource& memory) {
   ws = std::max(
       ws, ops_.matmul_workspace_bytes(shape(kF32, {kLogitRows, V}), shape(dt, {kLogitRows, H}),
                                       Trans::kN, shape(dt, {V, H}), Trans::kT));
-  Varlen probe;
-  probe.max_seqlen = opt_.max_seqlen;
-  ws = std::max(
-      ws, ops_.attention_workspace_bytes(shape(dt, {T, Hq, D}), shape(dt, {T, Hkv, D}), probe));
+  if (!attn_in_mlp_) ws = std::max(ws, attn_ws_bytes_);
   ws = std::max(ws, ops_.embedding_workspace_bytes(shape(kI32, {T})));
   // The fused LM-head cross-entropy's workspace. Under gradient checkpointing the one layer
   // activation set is dead while it runs (the backward recomputes every layer into it, the last
@@ -194,8 +209,9 @@ void CausalLM::plan_and_allocate(MemoryResource& memory) {
   const size_t ce_ws =
       ops_.linear_cross_entropy_workspace_bytes(shape(dt, {T, H}), shape(dt, {V, H}));
   const size_t set0_bytes = set0_end - align_up(sets_begin, Arena::kAlignment);
-  ce_in_layer_set_ = opt_.checkpointing && ce_ws <= set0_bytes;
+  ce_in_layer_set_ = opt_.share_activation_memory && opt_.checkpointing && ce_ws <= set0_bytes;
   if (!ce_in_layer_set_) ws = std::max(ws, ce_ws);
+  ws = std::max<size_t>(ws, 1);  // every workspace buffer may be shared away: keep a valid view
   const Arena::Slot s_ws = ws_.reserve("ops", ws);
 
   if (storage_ == nullptr) {  // the model's own parameters
@@ -279,6 +295,15 @@ void CausalLM::plan_and_allocate(MemoryResource& memory) {
 
 void* CausalLM::ptr_or_null(Arena::Slot slot) const {
   return acts_.bytes(slot) == 0 ? nullptr : acts_.ptr(slot);
+}
+
+CausalLM::AttnBufs CausalLM::attn_bufs(const LayerActs& a) const {
+  if (!attn_in_mlp_) return {datt_, dq_, dk_, dv_, workspace_};
+  const auto g = reinterpret_cast<uintptr_t>(a.gate);
+  char* base = static_cast<char*>(a.gate) + ((256 - (g & 255u)) & 255u);
+  return {base, base + off_dq_, base + off_dk_, base + off_dv_,
+          Tensor(base + off_aws_, DType::kU8,
+                 {static_cast<int64_t>(std::max<size_t>(attn_ws_bytes_, 1))}, acts_.device())};
 }
 
 ModelMemory CausalLM::memory() const {
@@ -518,7 +543,7 @@ void CausalLM::layer_forward(int l, const LayerActs& a, const Tensor& x, const T
   // (the same deterministic kernel would write the same bits).
   if (y != nullptr || kept_att_.empty())
     ops_.attention_fwd(act(att, {T, Hq, D}, dt), act(lse_of(l, a), {Hq, T}, kF32), q3, k3, v3,
-                       seqs_, scale, workspace_, stream_, window);
+                       seqs_, scale, attn_bufs(a).ws, stream_, window);
   const Tensor tmp = act(tmp_, {T, H}, dt), xmid = act(a.xmid, {T, H}, dt);
   if (p.attn_out_norm >= 0) {
     const Tensor ao = act(a.attn_out, {T, H}, dt);
@@ -592,16 +617,18 @@ void CausalLM::layer_backward(int l, const LayerActs& a, const Tensor& x, int64_
              act(a.rstd_ao, {T}, kF32), beta);
     dao = tmp;
   }
-  const Tensor datt = act(datt_, {T, Hq * D}, dt);
+  // From here on the MLP activations (gate, up, act) are dead: attn_bufs may be carved from them.
+  const AttnBufs ab = attn_bufs(a);
+  const Tensor datt = act(ab.datt, {T, Hq * D}, dt);
   void* att = att_of(l, a);
   linear_backward(datt, 0.0f, dao, act(att, {T, Hq * D}, dt), p.o, beta);
-  const Tensor dq3 = act(dq_, {T, Hq, D}, dt), dk3 = act(dk_, {T, Hkv, D}, dt),
-               dv3 = act(dv_, {T, Hkv, D}, dt);
+  const Tensor dq3 = act(ab.dq, {T, Hq, D}, dt), dk3 = act(ab.dk, {T, Hkv, D}, dt),
+               dv3 = act(ab.dv, {T, Hkv, D}, dt);
   const float scale = static_cast<float>(cfg_.attention_scale);
   const int64_t window = cfg_.layer_window[static_cast<size_t>(l)];
-  ops_.attention_bwd(dq3, dk3, dv3, act(datt_, {T, Hq, D}, dt), act(a.q, {T, Hq, D}, dt),
+  ops_.attention_bwd(dq3, dk3, dv3, act(ab.datt, {T, Hq, D}, dt), act(a.q, {T, Hq, D}, dt),
                      act(a.k, {T, Hkv, D}, dt), act(a.v, {T, Hkv, D}, dt), act(att, {T, Hq, D}, dt),
-                     act(lse_of(l, a), {Hq, T}, kF32), seqs_, scale, workspace_, stream_, window);
+                     act(lse_of(l, a), {Hq, T}, kF32), seqs_, scale, ab.ws, stream_, window);
   Tensor cos, sin;
   if (rope_of(l, T, cos, sin)) {
     ops_.rope_bwd(dq3, cos, sin, stream_);
@@ -611,15 +638,15 @@ void CausalLM::layer_backward(int l, const LayerActs& a, const Tensor& x, int64_
     const bool per_head = cfg_.qk_norm == QkNorm::kPerHead;
     const int64_t rq = per_head ? T * Hq : T, rk = per_head ? T * Hkv : T;
     const int64_t cq = per_head ? D : Hq * D, ck = per_head ? D : Hkv * D;
-    norm_bwd(act(dq_, {rq, cq}, dt), false, act(dq_, {rq, cq}, dt), act(a.q_raw, {rq, cq}, dt),
-             p.q_norm, act(a.rstd_q, {rq}, kF32), beta);
-    norm_bwd(act(dk_, {rk, ck}, dt), false, act(dk_, {rk, ck}, dt), act(a.k_raw, {rk, ck}, dt),
-             p.k_norm, act(a.rstd_k, {rk}, kF32), beta);
+    norm_bwd(act(ab.dq, {rq, cq}, dt), false, act(ab.dq, {rq, cq}, dt),
+             act(a.q_raw, {rq, cq}, dt), p.q_norm, act(a.rstd_q, {rq}, kF32), beta);
+    norm_bwd(act(ab.dk, {rk, ck}, dt), false, act(ab.dk, {rk, ck}, dt),
+             act(a.k_raw, {rk, ck}, dt), p.k_norm, act(a.rstd_k, {rk}, kF32), beta);
   }
   const Tensor h = p.attn_in_norm >= 0 ? act(a.ln1, {T, H}, dt) : x;
-  linear_backward(dh_acc, 0.0f, act(dq_, {T, Hq * D}, dt), h, p.q, beta);
-  linear_backward(dh_acc, 1.0f, act(dk_, {T, Hkv * D}, dt), h, p.k, beta);
-  linear_backward(dh_acc, 1.0f, act(dv_, {T, Hkv * D}, dt), h, p.v, beta);
+  linear_backward(dh_acc, 0.0f, act(ab.dq, {T, Hq * D}, dt), h, p.q, beta);
+  linear_backward(dh_acc, 1.0f, act(ab.dk, {T, Hkv * D}, dt), h, p.k, beta);
+  linear_backward(dh_acc, 1.0f, act(ab.dv, {T, Hkv * D}, dt), h, p.v, beta);
   into_residual(p.attn_in_norm, x, a.rstd1);
 }
 

@@ -43,6 +43,11 @@ struct ModelOptions {
   // skips the attention forward (selective activation checkpointing; torchtitan's "selective"
   // mode). Costs L·T·(Hq·D·dtype bytes + Hq·4) bytes of activations; changes no bit of the result.
   bool keep_attention = false;
+  // Buffers that are never live at the same time share memory: under checkpointing the fused
+  // cross-entropy's workspace is the layer activation set; the attention's gradient buffers and
+  // workspace are carved from each layer's MLP activations (each where it fits). Changes no bit;
+  // false gives every buffer its own memory (tests compare the two).
+  bool share_activation_memory = true;
 };
 
 struct BackwardOptions {
@@ -84,6 +89,9 @@ class CausalLM {
   // Whether the fused cross-entropy's workspace is the layer activation set (gradient
   // checkpointing, the set at least as large as the workspace), not part of the workspace pool.
   bool ce_shares_layer_set() const { return ce_in_layer_set_; }
+  // Whether the attention's gradient buffers and workspace live in each layer's MLP activations
+  // (when those are large enough: every family's real configuration) instead of their own pools.
+  bool attention_in_mlp_activations() const { return attn_in_mlp_; }
 
   // Compute-dtype view of parameter i with its HF shape: in the model's own storage, or (a
   // caller's storage) where the storage put its group for the use in progress (data == nullptr
@@ -236,6 +244,17 @@ class CausalLM {
   void* pad_save_ = nullptr;  // fp32 [H]: the pad row's gradient kept across embedding_bwd
   void *dres_ = nullptr, *dh_ = nullptr, *dh32_ = nullptr, *datt_ = nullptr, *dq_ = nullptr,
        *dk_ = nullptr, *dv_ = nullptr, *logits_buf_ = nullptr;
+  // The attention's gradient buffers and workspace for a layer. With attn_in_mlp_ they are carved
+  // from that layer's MLP activations (gate, up, act: contiguous, and dead while the attention
+  // runs — before the MLP forward writes them, after the MLP backward has read them) at the byte
+  // offsets below; else the dedicated d.att / d.q / d.k / d.v buffers and workspace_.
+  struct AttnBufs {
+    void *datt, *dq, *dk, *dv;
+    Tensor ws;
+  };
+  AttnBufs attn_bufs(const LayerActs& a) const;
+  bool attn_in_mlp_ = false;
+  size_t off_dq_ = 0, off_dk_ = 0, off_dv_ = 0, off_aws_ = 0, attn_ws_bytes_ = 0;
   static constexpr int64_t kLogitRows = 8;
   // Inputs (device) and their host staging.
   void *tokens_ = nullptr, *pos_ = nullptr, *targets_ = nullptr, *cu_ = nullptr,

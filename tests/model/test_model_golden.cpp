@@ -152,6 +152,46 @@ TEST_P(ModelGolden, CheckpointingIsBitwiseIdentical) {
   }
 }
 
+// ModelOptions::share_activation_memory (the default) against every buffer in its own memory: the
+// same bits with and without checkpointing, in fp32 and bf16. The case's MLP is widened 16× (random
+// weights) so that the attention's buffers and workspace fit in it whatever the CPU's thread count
+// (its attention workspace grows with the threads), and the sharing really happens.
+TEST_P(ModelGolden, SharedActivationMemoryIsBitwiseIdentical) {
+  const Golden g(GetParam());
+  ModelConfig cfg = g.cfg;
+  cfg.intermediate_size *= 16;
+  for (DType dt : {DType::kF32, DType::kBF16})
+    for (bool ckpt : {false, true}) {
+      SCOPED_TRACE(std::string(dtype_name(dt)) + (ckpt ? " checkpointing" : ""));
+      CpuOps ops;
+      HostMemory mem;
+      ModelOptions o;
+      o.dtype = dt;
+      o.max_tokens = g.packed.view().num_tokens();
+      o.checkpointing = ckpt;
+      CausalLM shared(cfg, ops, mem, o);
+      o.share_activation_memory = false;
+      CausalLM own(cfg, ops, mem, o);
+      EXPECT_TRUE(shared.attention_in_mlp_activations());
+      EXPECT_FALSE(own.attention_in_mlp_activations());
+      EXPECT_EQ(shared.ce_shares_layer_set(), ckpt);
+      EXPECT_FALSE(own.ce_shares_layer_set());
+      const ModelMemory ms = shared.memory(), mo = own.memory();
+      EXPECT_LT(ms.activations + ms.workspace, mo.activations + mo.workspace);
+      shared.init_from_scratch(7);
+      own.init_from_scratch(7);
+      BackwardOptions bo;
+      bo.grad_scale = 0.01f;
+      const CeStats a = shared.forward_backward(g.packed.view(), bo);
+      const CeStats b = own.forward_backward(g.packed.view(), bo);
+      EXPECT_EQ(a.loss_sum, b.loss_sum);
+      EXPECT_GT(a.count, 0);
+      const Tensor ga = shared.all_grads(), gb = own.all_grads();
+      ASSERT_EQ(ga.numel(), gb.numel());
+      EXPECT_EQ(0, std::memcmp(ga.data, gb.data, static_cast<size_t>(ga.numel()) * 4));
+    }
+}
+
 TEST_P(ModelGolden, Bf16StorageIsWithinBf16ToleranceOfFp32) {
   const Golden g(GetParam());
   TestModel f32(g, DType::kF32, false), b16(g, DType::kBF16, true);
