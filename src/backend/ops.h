@@ -159,8 +159,10 @@ class Ops {
   // = none). op(A) is [M, K]: A is [M, K] for kN, [K, M] for kT; op(B) is [K, N]: B is [K, N] for
   // kN, [N, K] for kT. All 2-D. Used as x·Wᵀ (kN, kT), dY·W (kN, kN) and dYᵀ·X (kT, kN).
   // A, B, C, bias: f32 or bf16 independently; products are summed in fp32.
+  // beta_nonzero: whether the call will have beta != 0 (a backend may need less without it: the
+  // CUDA one keeps no fp32 copy of a bf16 C that it only writes); true covers both.
   virtual size_t matmul_workspace_bytes(const Tensor& C, const Tensor& A, Trans ta, const Tensor& B,
-                                        Trans tb) const = 0;
+                                        Trans tb, bool beta_nonzero = true) const = 0;
   virtual void matmul(const Tensor& C, const Tensor& A, Trans ta, const Tensor& B, Trans tb,
                       const Tensor& bias, float alpha, float beta, const Tensor& workspace,
                       Stream s) = 0;

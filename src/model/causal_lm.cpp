@@ -184,10 +184,15 @@ void CausalLM::plan_and_allocate(MemoryResource& memory) {
 
   // Workspace: the largest any op of a step asks for, from shape-only tensors.
   size_t ws = 0;
+  // The calls as linear / linear_backward make them: the output and an input gradient of the
+  // compute dtype are only written (beta 0: on the GPU no fp32 copy of a bf16 result, for the
+  // MLP's [T, I] 4·T·I bytes), the summed input gradient (dh_acc, fp32) and the weight gradient
+  // (fp32) are accumulated into.
   const auto linear_ws = [&](int64_t out, int64_t in) {
     const Tensor x = shape(dt, {T, in}), y = shape(dt, {T, out}), w = shape(dt, {out, in});
-    ws = std::max(ws, ops_.matmul_workspace_bytes(y, x, Trans::kN, w, Trans::kT));
-    ws = std::max(ws, ops_.matmul_workspace_bytes(x, y, Trans::kN, w, Trans::kN));
+    ws = std::max(ws, ops_.matmul_workspace_bytes(y, x, Trans::kN, w, Trans::kT, false));
+    ws = std::max(ws, ops_.matmul_workspace_bytes(x, y, Trans::kN, w, Trans::kN, false));
+    ws = std::max(ws, ops_.matmul_workspace_bytes(shape(kF32, {T, in}), y, Trans::kN, w, Trans::kN));
     ws = std::max(ws,
                   ops_.matmul_workspace_bytes(shape(kF32, {out, in}), y, Trans::kT, x, Trans::kN));
   };

@@ -84,8 +84,9 @@ const float* as_f32(const Tensor& t, WorkspaceCarver& ws) {
 
 }  // namespace
 
+// beta_nonzero is unused: a bf16 C is always computed in an fp32 copy here.
 size_t CpuOps::matmul_workspace_bytes(const Tensor& C, const Tensor& A, Trans ta, const Tensor& B,
-                                      Trans tb) const {
+                                      Trans tb, bool /*beta_nonzero*/) const {
   matmul_dims(C, A, ta, B, tb, false);
   size_t n = 0;
   if (A.dtype != DType::kF32) n += WorkspaceCarver::bytes(A.numel(), 4);

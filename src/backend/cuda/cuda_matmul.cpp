@@ -87,8 +87,9 @@ struct Conversions {
 
 // beta_nonzero: whether C is read. A bf16 C that is accumulated into (beta != 0) also goes through
 // the f32 copy: cuBLASLt's bf16 epilogue with beta was measured (H200, cuBLASLt 13.1) to be several
-// bf16 ulps off fl(beta·C + A·B); the copy gives the CPU's single rounding. Workspace queries pass
-// beta_nonzero = true (the size covers both).
+// bf16 ulps off fl(beta·C + A·B); the copy gives the CPU's single rounding. Workspace queries
+// default to beta_nonzero = true (the size covers both); a caller that never accumulates into a
+// bf16 C (the model) asks with false and saves the [M, N] fp32 copy.
 Conversions conversions(const Tensor& C, const Tensor& A, const Tensor& B, bool beta_nonzero) {
   const bool mixed = A.dtype != B.dtype;
   return {mixed && A.dtype == DType::kBF16, mixed && B.dtype == DType::kBF16,
@@ -228,9 +229,9 @@ void CudaOps::gemm(const char* op, const GemmView& C, const GemmView& A, Trans t
 }
 
 size_t CudaOps::matmul_workspace_bytes(const Tensor& C, const Tensor& A, Trans ta, const Tensor& B,
-                                       Trans tb) const {
+                                       Trans tb, bool beta_nonzero) const {
   const Dims d = matmul_dims(C, A, ta, B, tb, false);
-  const Conversions cv = conversions(C, A, B, true);
+  const Conversions cv = conversions(C, A, B, beta_nonzero);
   size_t n = 256 + kLtWorkspaceBytes + round256(static_cast<size_t>(d.N) * 4);
   if (cv.widen_a) n += round256(static_cast<size_t>(A.numel()) * 4);
   if (cv.widen_b) n += round256(static_cast<size_t>(B.numel()) * 4);
@@ -250,7 +251,7 @@ void CudaOps::matmul(const Tensor& C, const Tensor& A, Trans ta, const Tensor& B
       fail("matmul: bias has dtype {}, expected f32 or bf16", dtype_name(bias.dtype));
     if (bias.device != Device::kCUDA) fail("matmul: bias is not in device memory");
   }
-  const size_t need = matmul_workspace_bytes(C, A, ta, B, tb);
+  const size_t need = matmul_workspace_bytes(C, A, ta, B, tb, beta != 0.0f);
   if (workspace.nbytes() < need || workspace.data == nullptr)
     fail("matmul: workspace has {} bytes, {} needed", workspace.nbytes(), need);
   if (workspace.device != Device::kCUDA) fail("matmul: workspace is not in device memory");

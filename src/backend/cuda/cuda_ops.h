@@ -116,7 +116,7 @@ class CudaOps final : public Ops {
                    RmsNormStyle style = RmsNormStyle::kLlama) override;
 
   size_t matmul_workspace_bytes(const Tensor& C, const Tensor& A, Trans ta, const Tensor& B,
-                                Trans tb) const override;
+                                Trans tb, bool beta_nonzero = true) const override;
   void matmul(const Tensor& C, const Tensor& A, Trans ta, const Tensor& B, Trans tb,
               const Tensor& bias, float alpha, float beta, const Tensor& workspace,
               Stream s) override;
