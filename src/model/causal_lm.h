@@ -92,6 +92,11 @@ class CausalLM {
   // Whether the attention's gradient buffers and workspace live in each layer's MLP activations
   // (when those are large enough: every family's real configuration) instead of their own pools.
   bool attention_in_mlp_activations() const { return attn_in_mlp_; }
+  // How many residual-stream checkpoints (layer inputs x.1 … x.L, the last the final norm's
+  // input) forward_backward keeps in the gradient memory of the layer that writes them
+  // (GroupStorage::gradient_scratch: the ZeRO engine alone with one micro-step per step), not in
+  // activation memory: T·hidden_size·dtype bytes each. 0 without share_activation_memory.
+  int residuals_in_gradient_memory() const { return residuals_in_grads_; }
 
   // Compute-dtype view of parameter i with its HF shape: in the model's own storage, or (a
   // caller's storage) where the storage put its group for the use in progress (data == nullptr
@@ -162,7 +167,8 @@ class CausalLM {
   struct LayerActs;
   void plan_and_allocate(MemoryResource& memory);
   int64_t stage_inputs(const MicroBatch& mb);
-  void forward_trunk(int64_t T);
+  // The embedding, every layer and the final norm; layer l reads xs[l] and writes xs[l + 1].
+  void forward_trunk(int64_t T, const std::vector<void*>& xs);
   void layer_forward(int l, const LayerActs& a, const Tensor& x, const Tensor* y, int64_t T);
   // RMSNorm of the family's style: y = norm(x) with weight parameter w, rstd [rows] f32.
   void norm_fwd(const Tensor& y, const Tensor& rstd, const Tensor& x, int w);
@@ -235,7 +241,12 @@ class CausalLM {
   // Layer l's attention output and lse buffers.
   void* att_of(int l, const LayerActs& a) const;
   void* lse_of(int l, const LayerActs& a) const;
-  std::vector<void*> xs_;  // num_layers + 1 residual-stream inputs
+  std::vector<void*> xs_;  // num_layers + 1 residual-stream inputs (forward_backward)
+  // forward()'s: xs_, or where some of those are gradient memory (which forward() must not
+  // touch: it may run between a backward and the step that reads its gradients) x.0 and
+  // d.residual (unused by a forward) in turn.
+  std::vector<void*> xs_eval_;
+  int residuals_in_grads_ = 0;
   void *lnf_ = nullptr, *rstdf_ = nullptr, *tmp_ = nullptr, *cos_ = nullptr, *sin_ = nullptr;
   void *cosl_ = nullptr, *sinl_ = nullptr;  // the local RoPE's tables (Gemma 3 sliding layers)
   bool uses_local_rope_ = false;

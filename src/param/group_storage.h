@@ -43,6 +43,16 @@ class GroupStorage {
   // Group g's gradients of this micro-batch are final, in the order head, …, 1, 0. May
   // reduce-scatter them (a collective); the buffer may be reused afterwards.
   virtual void grads_ready(int g) = 0;
+  // Group g's gradient buffer while it holds nothing the storage needs: the buffer grads(g) will
+  // return ([group_end(g) - group_begin(g)] fp32, fixed for the storage's lifetime, no padding
+  // between parameters), which forward_backward may use as scratch from its start until it asks
+  // grads(g) — the backward (accumulate = false) then overwrites every element. nullptr (the
+  // default) when the buffer carries something between calls (a sum over micro-steps, padding
+  // that must stay zero, a window other groups share).
+  virtual void* gradient_scratch(int g) {
+    (void)g;
+    return nullptr;
+  }
 };
 
 }  // namespace zt

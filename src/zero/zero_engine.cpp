@@ -119,6 +119,15 @@ float* ZeroEngine::grads(int g) {
   return reducer_.window(g);
 }
 
+void* ZeroEngine::gradient_scratch(int g) {
+  check_group("gradient_scratch", g);
+  if (!reducer_.in_shard(g)) return nullptr;
+  int64_t numel = 0;  // the group's parameters: every column when there is no padding
+  for (int i = layout_.tensor_begin(g); i < layout_.tensor_end(g); ++i)
+    numel += layout_.tensor(i).numel;
+  return numel == layout_.group_shard_elems(g) ? reducer_.window(g) : nullptr;
+}
+
 void ZeroEngine::reduce_group(int g) {
   require_ready("reduce_group");
   check_group("reduce_group", g);

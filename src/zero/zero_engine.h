@@ -158,6 +158,9 @@ class ZeroEngine final : public GroupStorage {
   float* grads(int g) override;
   // Groups whose gradient the model writes straight into the shard (no window).
   int groups_in_shard() const { return reducer_.groups_in_shard(); }
+  // A group written straight into the shard whose columns hold no padding: its columns, dead
+  // from the update of one step to the backward of the next (one micro-step per step).
+  void* gradient_scratch(int g) override;
   // reduce_group(g).
   void grads_ready(int g) override { reduce_group(g); }
   // Reduce-scatters group g's gradient window into this rank's gradient shard: overwrite on the

@@ -39,6 +39,7 @@ struct ScopedDir {
 void expect_same(const RunResult& a, const RunResult& b) {
   EXPECT_EQ(bits(a.losses), bits(b.losses));
   EXPECT_EQ(bits(a.norms), bits(b.norms));
+  EXPECT_EQ(bits(a.eval_losses), bits(b.eval_losses));
   EXPECT_EQ(bits(a.master), bits(b.master));
   EXPECT_TRUE(a.weights == b.weights) << "compute weights differ";
   EXPECT_EQ(a.adam_step, b.adam_step);
@@ -506,7 +507,9 @@ TEST(ZeroStages, OffloadKeepsNoGradientShardOnTheDevice) {
 // One rank, one micro-step per step (EngineOptions::micro_steps_per_step = 1): a model whose
 // tensors need no shard padding writes its gradients straight into the fp32 shard, with no
 // gradient window on the device — bitwise the windowed run under every stage and offload; a
-// second micro-step in a step is refused; a padded model keeps its windows.
+// second micro-step in a step is refused; a padded model keeps its windows. The residual stream
+// x.1, x.2 then lives in the layers' idle shard columns (with and without checkpointing; eval
+// forwards between steps keep to activation memory), bitwise the same.
 TEST(ZeroStages, GradientsStraightIntoTheShardAreBitwiseTheWindows) {
   dist::SingleComm comm;
   for (DType dt : {DType::kF32, DType::kBF16}) {
@@ -516,6 +519,9 @@ TEST(ZeroStages, GradientsStraightIntoTheShardAreBitwiseTheWindows) {
     spec.tied = dt == DType::kBF16;
     const RunResult ref = run_training(comm, spec);  // windows (micro-steps unknown)
     EXPECT_EQ(ref.groups_in_shard, 0);
+    EXPECT_EQ(ref.residuals_in_gradient_memory, 0);
+    ASSERT_EQ(ref.eval_losses.size(), 3u);
+    EXPECT_GT(ref.eval_losses[2], 0.0);
     ASSERT_NE(pool(ref.memory, "gradients: embedding"), nullptr);
     for (int stage = 0; stage <= 3; ++stage)
       for (int off = 0; off < 3; ++off) {  // none, host accumulation, device accumulation
@@ -530,6 +536,19 @@ TEST(ZeroStages, GradientsStraightIntoTheShardAreBitwiseTheWindows) {
         expect_same(r, ref);
         // Host accumulation has no device shard to write into: it keeps its windows.
         EXPECT_EQ(r.groups_in_shard, off == 1 ? 0 : 4);  // embedding, 2 layers, head
+        EXPECT_EQ(r.residuals_in_gradient_memory, off == 1 ? 0 : 2);  // x.1, x.2
+        EXPECT_EQ(windowed.residuals_in_gradient_memory, 0);
+        if (stage == 1) {  // the residuals under checkpointing, and without the sharing
+          RunSpec c = s;
+          c.checkpointing = true;
+          const RunResult ckpt = run_training(comm, c);
+          expect_same(ckpt, ref);
+          EXPECT_EQ(ckpt.residuals_in_gradient_memory, off == 1 ? 0 : 2);
+          c.share_activation_memory = false;
+          const RunResult own = run_training(comm, c);
+          expect_same(own, ref);
+          EXPECT_EQ(own.residuals_in_gradient_memory, 0);
+        }
         size_t windows = 0;  // the windowed run's window pools: what the direct run saves
         for (const char* w : {"gradients: embedding", "gradients: layer slot", "gradients: head"}) {
           EXPECT_EQ(pool(r.memory, w) == nullptr, off != 1) << w;
@@ -551,6 +570,26 @@ TEST(ZeroStages, GradientsStraightIntoTheShardAreBitwiseTheWindows) {
     EXPECT_NE(std::string(e.what()).find("reduced twice in one optimizer step"),
               std::string::npos)
         << e.what();
+  }
+  {  // adding to gradients whose memory held the residual stream is refused before any write
+    CpuOps ops;
+    HostMemory mem;
+    const ModelConfig cfg = test::aligned_config(false);
+    EngineOptions eo;
+    eo.micro_steps_per_step = 1;
+    ZeroEngine engine(ParamLayout(cfg), DType::kF32, ops, comm, mem, mem, eo);
+    ModelOptions mo;
+    mo.max_tokens = 48;
+    CausalLM model(cfg, ops, mem, mo, engine);
+    EXPECT_EQ(model.residuals_in_gradient_memory(), 2);
+    BackwardOptions bo;
+    bo.accumulate = true;
+    try {
+      model.forward_backward(test::make_micro_batch(0, 0, cfg.vocab_size).view(), bo);
+      ADD_FAILURE() << "no error";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("accumulate = true"), std::string::npos) << e.what();
+    }
   }
   RunSpec padded;  // the tiny model pads every tensor: nothing is written into the shard
   padded.micro_steps_per_step = 1;

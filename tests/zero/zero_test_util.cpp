@@ -59,6 +59,8 @@ RunResult run_training(dist::Comm& comm, const RunSpec& spec) {
   ModelOptions mo;
   mo.dtype = spec.dtype;
   mo.max_tokens = 48;
+  mo.checkpointing = spec.checkpointing;
+  mo.share_activation_memory = spec.share_activation_memory;
   CausalLM model(cfg, ops, mem, mo, engine);
   std::vector<std::byte> flat_bytes(static_cast<size_t>(layout.total_elems()) *
                                     dtype_size(spec.dtype));
@@ -91,12 +93,14 @@ RunResult run_training(dist::Comm& comm, const RunSpec& spec) {
     res.losses.push_back(loss_sum / static_cast<double>(N));
     res.norms.push_back(st.grad_norm);
     res.clip_coefs.push_back(st.clip_coef);
+    res.eval_losses.push_back(model.forward(make_micro_batch(k, r, cfg.vocab_size).view()).loss_sum);
   }
   if (!spec.save_dir.empty()) engine.save_state(spec.save_dir);
   res.master = engine.full_master_weights();
   res.weights = read_weights(engine, spec.dtype);
   res.memory = engine.memory();
   res.groups_in_shard = engine.groups_in_shard();
+  res.residuals_in_gradient_memory = model.residuals_in_gradient_memory();
   res.adam_step = engine.adam_step();
   return res;
 }

@@ -45,6 +45,8 @@ struct RunSpec {
   int64_t vocab = 97;    // > ~300: the embedding group outgrows a layer (chunked reduce-scatter)
   bool aligned = false;  // aligned_config (vocab ignored) instead of tiny_config
   int micro_steps_per_step = 0;  // EngineOptions::micro_steps_per_step
+  bool checkpointing = false;    // ModelOptions::checkpointing
+  bool share_activation_memory = true;  // ModelOptions::share_activation_memory
 };
 
 // What the run produced (identical on every rank, except master: rank 0 only).
@@ -58,6 +60,9 @@ struct RunResult {
   ZeroMemory memory;
   int64_t adam_step = 0;
   int groups_in_shard = 0;  // ZeroEngine::groups_in_shard()
+  int residuals_in_gradient_memory = 0;  // CausalLM::residuals_in_gradient_memory()
+  // After each step: forward() (eval) of the step's first micro-batch, its Σ CE.
+  std::vector<double> eval_losses;
 };
 
 // Runs `spec` on `comm` (rank r takes micro-batches j = m·W + r, m < accum), the way the trainer
