@@ -85,6 +85,8 @@ RunResult run_training(dist::Comm& comm, const RunSpec& spec) {
       loss_sum += model.forward_backward(b.view(), bo).loss_sum;
     }
     comm.all_reduce(&loss_sum, 1, dist::ReduceOp::kSum);
+    // An eval forward between the backward and the update: it must leave the gradients alone.
+    res.eval_losses.push_back(model.forward(make_micro_batch(k, r, cfg.vocab_size).view()).loss_sum);
     StepArgs args;
     args.lr = spec.lr * (1.0 - 0.2 * k);
     args.max_grad_norm = spec.max_grad_norm;
@@ -93,7 +95,6 @@ RunResult run_training(dist::Comm& comm, const RunSpec& spec) {
     res.losses.push_back(loss_sum / static_cast<double>(N));
     res.norms.push_back(st.grad_norm);
     res.clip_coefs.push_back(st.clip_coef);
-    res.eval_losses.push_back(model.forward(make_micro_batch(k, r, cfg.vocab_size).view()).loss_sum);
   }
   if (!spec.save_dir.empty()) engine.save_state(spec.save_dir);
   res.master = engine.full_master_weights();
