@@ -166,7 +166,9 @@ StepResult ZeroEngine::apply_step(const StepArgs& args) {
   adam_step_ = t;
   // Writes the owned compute weights; a delivered host gradient is read as its pieces land.
   optimizer_->step(s_decay, s_plain, grad, [&](int64_t end) { reducer_.wait_delivered(end); });
-  reducer_.wait_delivered(INT64_MAX);  // the padding's pieces too, before the shard is rewritten
+  // The padding's pieces too, before the shard is rewritten — by the next step's gradients, or
+  // by the residual stream the model keeps in lent columns (gradient_scratch) from its next forward.
+  reducer_.wait_delivered(INT64_MAX);
   gatherer_->install();  // stages 1/2: all-gather of the new weights; stage 3: gathered on use
   reset_step();
   if (!opt_.overlap_gather) synchronize_all();
