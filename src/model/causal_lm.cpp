@@ -95,7 +95,8 @@ void CausalLM::plan_and_allocate(MemoryResource& memory) {
       auto* p = static_cast<char*>(storage_->gradient_scratch(g));
       if (p == nullptr) continue;
       const size_t bytes = n(layout_.group_end(g) - layout_.group_begin(g), 4);
-      const size_t skip = align_up(reinterpret_cast<uintptr_t>(p), 256) - reinterpret_cast<uintptr_t>(p);
+      const size_t skip =
+          align_up(reinterpret_cast<uintptr_t>(p), 256) - reinterpret_cast<uintptr_t>(p);
       if (skip + n(T * H, es) > bytes) continue;
       x_in_grads[static_cast<size_t>(l)] = p + skip;
       ++residuals_in_grads_;
@@ -681,10 +682,12 @@ void CausalLM::layer_backward(int l, const LayerActs& a, const Tensor& x, int64_
 // Acquires group 0 (kept) and the head group (kept), each layer's group only around its forward.
 void CausalLM::forward_trunk(int64_t T, const std::vector<void*>& xs) {
   const int L = layout_.num_layers();
-  const auto x = [&](int l) { return act(xs[static_cast<size_t>(l)], {T, cfg_.hidden_size}, opt_.dtype); };
+  const auto x = [&](int l) {
+    return act(xs[static_cast<size_t>(l)], {T, cfg_.hidden_size}, opt_.dtype);
+  };
   acquire(0);
-  ops_.embedding_fwd(x(0), param(layout_.embed()),
-                     Tensor(tokens_, kI32, {T}, inputs_.device()), stream_, embed_scale_);
+  ops_.embedding_fwd(x(0), param(layout_.embed()), Tensor(tokens_, kI32, {T}, inputs_.device()),
+                     stream_, embed_scale_);
   for (int l = 0; l < L; ++l) {
     const LayerActs& a = layer_acts_[opt_.checkpointing ? 0 : static_cast<size_t>(l)];
     const Tensor y = x(l + 1);

@@ -233,7 +233,8 @@ void Trainer::State::build_model() {
           "activations: {} of {} residual-stream checkpoints (x.1 … x.L, {} each) live in the "
           "gradient shard of the layer that writes them, unused until its backward",
           model->residuals_in_gradient_memory(), mcfg.num_hidden_layers,
-          format_bytes(static_cast<size_t>(mo.max_tokens * mcfg.hidden_size) * dtype_size(a.dtype)));
+          format_bytes(static_cast<size_t>(mo.max_tokens * mcfg.hidden_size) *
+                       dtype_size(a.dtype)));
     if (a.offload_optimizer) {
       log::info("{}", engine->host_adamw_description());
       if (eo.host_gradient_accumulation) {

@@ -167,7 +167,8 @@ StepResult ZeroEngine::apply_step(const StepArgs& args) {
   // Writes the owned compute weights; a delivered host gradient is read as its pieces land.
   optimizer_->step(s_decay, s_plain, grad, [&](int64_t end) { reducer_.wait_delivered(end); });
   // The padding's pieces too, before the shard is rewritten — by the next step's gradients, or
-  // by the residual stream the model keeps in lent columns (gradient_scratch) from its next forward.
+  // by the residual stream the model keeps in lent columns (gradient_scratch) from its next
+  // forward.
   reducer_.wait_delivered(INT64_MAX);
   gatherer_->install();  // stages 1/2: all-gather of the new weights; stage 3: gathered on use
   reset_step();

@@ -86,7 +86,8 @@ RunResult run_training(dist::Comm& comm, const RunSpec& spec) {
     }
     comm.all_reduce(&loss_sum, 1, dist::ReduceOp::kSum);
     // An eval forward between the backward and the update: it must leave the gradients alone.
-    res.eval_losses.push_back(model.forward(make_micro_batch(k, r, cfg.vocab_size).view()).loss_sum);
+    res.eval_losses.push_back(
+        model.forward(make_micro_batch(k, r, cfg.vocab_size).view()).loss_sum);
     StepArgs args;
     args.lr = spec.lr * (1.0 - 0.2 * k);
     args.max_grad_norm = spec.max_grad_norm;

@@ -61,7 +61,8 @@ struct RunResult {
   int64_t adam_step = 0;
   int groups_in_shard = 0;  // ZeroEngine::groups_in_shard()
   int residuals_in_gradient_memory = 0;  // CausalLM::residuals_in_gradient_memory()
-  // Per step, between the backward and the update: forward() (eval) of micro-batch (k, rank), its Σ CE.
+  // Per step, between the backward and the update: forward() (eval) of micro-batch (k, rank), its Σ
+  // CE.
   std::vector<double> eval_losses;
 };
 
