@@ -158,11 +158,12 @@ int main(int argc, char** argv) {
         "\"offload\": %s, \"tokens_per_s\": "
         "%.1f, "
         "\"step_s\": %.5f, \"mfu\": %.4f, \"peak_gib\": %.3f, \"max_allocated_gib\": %.3f, "
-        "\"params\": %.0f, \"device\": "
+        "\"params\": %.0f, \"attention_in_gradient_memory\": %d, \"device\": "
         "\"%s\", "
         "\"losses\": [%s]%s}\n",
         gc ? "true" : "false", keep_attention ? "true" : "false", stage, offload ? "true" : "false",
-        tok_s, dt, mfu, gib, alloc_gib, P, dev.describe().c_str(), ls.c_str(), phase_json.c_str());
+        tok_s, dt, mfu, gib, alloc_gib, P, model.attention_in_gradient_memory(),
+        dev.describe().c_str(), ls.c_str(), phase_json.c_str());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_train_gpu: error: %s\n", e.what());
     return 1;

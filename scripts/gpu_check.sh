@@ -18,6 +18,9 @@
 #           layer's attention output kept), Qwen2.5-1.5B config at 1 x 8,192 and 1 x 32,768 tokens
 #           (bench_train_gpu --gc [--keep-attention]): tokens/s and peak memory
 #   micro   the op benchmarks (memory-bound ops, matmuls + fused LM head, attention)
+#   profile kernel time per training step (ncu, clocks not locked), grouped by kernel:
+#           Qwen2.5-1.5B and Llama-3.2-1B configs at 4x2k GC off and 1x32k GC (PROFILE_CONFIGS,
+#           PROFILE_SHAPES); not in the default list
 #   attention  attention vs torch SDPA (cuDNN, flash) at the 1.5B / 0.5B / Llama-3.2-1B layers, 2k-32k
 #   bench   context-length sweep, Qwen2.5-1.5B and Llama-3.2-1B configs, 4x2k, 2x4k, 1x8k, 1x16k, 1x32k
 #           tokens: bench_train_gpu (GC on, GC on + offload, GC off at 4x2k and 1x8k) vs
@@ -708,6 +711,34 @@ sec_selective() {
         --steps 4 --warmup 1 2>&1 | tail -1)
       echo "$line" | grep -q '^{' || { fail "selective: bench_train_gpu $seq $keep: $line"; continue; }
       echo "{\"seq\": $seq, ${line#\{}" | tee -a "$res" | cut -c1-200
+    done
+  done
+}
+
+# Where a training step's GPU time goes, kernel by kernel (issue 18's per-phase profile): ncu times
+# every kernel of 2 steps of bench_train_gpu (gpu__time_duration, clocks not locked) for the
+# Qwen2.5-1.5B and Llama-3.2-1B configurations; bench/ncu_kernel_table.py sums them by kernel.
+# PROFILE_SHAPES: seqsxseq[:gc] (default 4x2048 with GC off, and 1x32768 with GC).
+sec_profile() {
+  say "profile: kernel time per step (ncu), bf16, stage 2"
+  local name cfg spec shape gc n t flags
+  for name in ${PROFILE_CONFIGS:-qwen2.5-1.5b,llama-3.2-1b}; do
+    name=${name//,/ }
+    for n in $name; do
+      cfg=$(bench_config_path "$n") || { fail "profile: unknown config $n"; continue; }
+      for spec in ${PROFILE_SHAPES:-4x2048 1x32768:gc}; do
+        shape=${spec%%:*} gc=""; [[ "$spec" == *:gc ]] && gc=--gc
+        local seqs=${shape%x*} seq=${shape#*x} csvf=$RUNS/ncu_${n}_$shape.csv
+        write_tokens "$cfg" "$RUNS/ptok_${n}_$shape.bin" 2 "$seqs" "$seq" || { fail "profile: tokens"; continue; }
+        say "profile: $n $shape ${gc:-GC off}"
+        # shellcheck disable=SC2086
+        ncu --clock-control none --metrics gpu__time_duration.sum --csv --page raw --log-file "$csvf" \
+          "$BUNDLE/bin/bench_train_gpu" --config "$cfg" --tokens "$RUNS/ptok_${n}_$shape.bin" \
+          --seqs "$seqs" --seq "$seq" --warmup 1 --steps 1 $gc >"$RUNS/ncu_${n}_$shape.out" 2>&1 ||
+          { fail "profile: ncu on $n $shape"; tail -5 "$RUNS/ncu_${n}_$shape.out"; continue; }
+        python3 "$ROOT/bench/ncu_kernel_table.py" "$csvf" 2 "${PROFILE_TOP:-25}" | tee -a "$OUT/profile.txt" ||
+          fail "profile: no kernel table for $n $shape"
+      done
     done
   done
 }

@@ -13,6 +13,48 @@
 namespace zt {
 
 namespace {
+
+// Where the layers' lent gradient memory is handed out, in layer order: layer `layer`'s memory,
+// from `next` (nullptr: its start).
+struct LentCursor {
+  int64_t layer = 0;
+  char* next = nullptr;
+};
+
+// Places `bytes` (256-byte aligned) at the cursor in the lent memory of layers 0 … `last`
+// (lb[l], le[l]: layer l's [begin, end), nullptr where nothing is lent). An item may run on from
+// one layer's memory into the next one's where the two are adjacent. Returns nullptr, the cursor
+// unchanged, when it does not fit before the end of layer `last`'s memory (a later item, with a
+// later limit, may still fit).
+void* place_in_lent(const std::vector<char*>& lb, const std::vector<char*>& le, LentCursor& at,
+                    size_t bytes, int64_t last) {
+  const auto L = static_cast<int64_t>(lb.size());
+  while (at.layer <= last && at.layer < L) {
+    const auto c = static_cast<size_t>(at.layer);
+    if (lb[c] == nullptr) {  // nothing lent here: on to the next layer's memory
+      ++at.layer;
+      at.next = nullptr;
+      continue;
+    }
+    char* cur = at.next != nullptr ? at.next : lb[c];
+    auto* a = reinterpret_cast<char*>(align_up(reinterpret_cast<uintptr_t>(cur), 256));
+    char* end = a + bytes;
+    auto e = c;  // the item may run on into the next layers' memory where it follows on
+    while (end > le[e] && static_cast<int64_t>(e) < last && e + 1 < lb.size() && lb[e + 1] == le[e])
+      ++e;
+    if (end <= le[e]) {
+      at.layer = static_cast<int64_t>(e);
+      at.next = end;
+      return a;
+    }
+    // Stopped by the limit: the item does not fit (a later, later-read item may).
+    if (static_cast<int64_t>(e) >= last || e + 1 >= lb.size()) return nullptr;
+    ++e;  // stopped by a gap: start again at the next layer's memory
+    at.layer = static_cast<int64_t>(e);
+    at.next = nullptr;
+  }
+  return nullptr;
+}
 constexpr DType kF32 = DType::kF32;
 constexpr DType kI32 = DType::kI32;
 
@@ -84,23 +126,38 @@ void CausalLM::plan_and_allocate(MemoryResource& memory) {
   };
 
   // Activations. The residual stream x.l (l >= 1: written by layer l - 1, read by layer l's
-  // backward, or the final norm's for l = L) goes into the gradient memory of layer l - 1's group
-  // when the storage lends it (GroupStorage::gradient_scratch): that memory is dead from the start
-  // of forward_backward until the backward of layer l - 1 asks for it, after x.l's last read.
-  // For Qwen2.5-1.5B at 8k tokens 28 × 25 MB.
+  // backward, or the final norm's for l = L) goes into gradient memory the storage lends
+  // (GroupStorage::gradient_scratch): a layer group's fp32 gradient columns are dead from the
+  // start of forward_backward until that layer's backward writes them, so anything whose last
+  // read is in the backward of layer l may live in the lent memory of layers 0 … l - 1 (never
+  // layer l's own: its MLP weight gradients are written before its attention backward). Under
+  // checkpointing (without keep_attention) layer l's attention output and lse follow x.l when
+  // they fit: the recomputation before layer l's backward then skips the attention forward, as
+  // keep_attention does, for no memory (lent_in_gradient_memory below). For Qwen2.5-1.5B at 8k
+  // tokens 28 × 25 MB of residuals and 27 × 25.6 MB of attention outputs.
   std::vector<void*> x_in_grads(static_cast<size_t>(L) + 1, nullptr);
-  if (opt_.share_activation_memory && storage_ != nullptr)
-    for (int64_t l = 1; l <= L; ++l) {
-      const int g = ParamLayout::group_of_layer(static_cast<int>(l) - 1);
+  std::vector<void*> att_in_grads(static_cast<size_t>(L), nullptr);
+  if (opt_.share_activation_memory && storage_ != nullptr) {
+    std::vector<char*> lb(static_cast<size_t>(L), nullptr), le(static_cast<size_t>(L), nullptr);
+    for (int64_t l = 0; l < L; ++l) {
+      const int g = ParamLayout::group_of_layer(static_cast<int>(l));
       auto* p = static_cast<char*>(storage_->gradient_scratch(g));
       if (p == nullptr) continue;
-      const size_t bytes = n(layout_.group_end(g) - layout_.group_begin(g), 4);
-      const size_t skip =
-          align_up(reinterpret_cast<uintptr_t>(p), 256) - reinterpret_cast<uintptr_t>(p);
-      if (skip + n(T * H, es) > bytes) continue;
-      x_in_grads[static_cast<size_t>(l)] = p + skip;
-      ++residuals_in_grads_;
+      lb[static_cast<size_t>(l)] = p;
+      le[static_cast<size_t>(l)] = p + n(layout_.group_end(g) - layout_.group_begin(g), 4);
     }
+    const bool lend_att = opt_.checkpointing && !opt_.keep_attention;
+    LentCursor cursor;
+    const size_t att_bytes = align_up(n(T * Hq * D, es), 256) + n(Hq * T, 4);  // att, then lse
+    for (int64_t l = 1; l <= L; ++l) {
+      x_in_grads[static_cast<size_t>(l)] = place_in_lent(lb, le, cursor, n(T * H, es), l - 1);
+      if (x_in_grads[static_cast<size_t>(l)] != nullptr) ++residuals_in_grads_;
+      if (lend_att && l < L) {
+        att_in_grads[static_cast<size_t>(l)] = place_in_lent(lb, le, cursor, att_bytes, l - 1);
+        if (att_in_grads[static_cast<size_t>(l)] != nullptr) ++att_in_grads_;
+      }
+    }
+  }
   std::vector<Arena::Slot> s_xs;
   for (int64_t l = 0; l <= L; ++l)
     s_xs.push_back(acts_.reserve(fmt::format("x.{}", l),
@@ -183,7 +240,8 @@ void CausalLM::plan_and_allocate(MemoryResource& memory) {
     off_dv_ = off_dk_ + a256(n(T * Hkv * D, es));
     off_aws_ = off_dv_ + a256(n(T * Hkv * D, es));
     const size_t mlp = 2 * align_up(n(T * I, es), Arena::kAlignment) + n(T * I, es);
-    attn_in_mlp_ = opt_.share_activation_memory && 255 + off_aws_ + attn_ws_bytes_ <= mlp;  // 255: the base rounded up to 256 B
+    attn_in_mlp_ = opt_.share_activation_memory &&
+                   255 + off_aws_ + attn_ws_bytes_ <= mlp;  // 255: the base rounded up to 256 B
   }
   const size_t dbytes = attn_in_mlp_ ? 0 : 1;  // the dedicated buffers: none when carved
   const Arena::Slot s_datt = acts_.reserve("d.att", dbytes * n(T * Hq * D, es));
@@ -210,7 +268,8 @@ void CausalLM::plan_and_allocate(MemoryResource& memory) {
     const Tensor x = shape(dt, {T, in}), y = shape(dt, {T, out}), w = shape(dt, {out, in});
     ws = std::max(ws, ops_.matmul_workspace_bytes(y, x, Trans::kN, w, Trans::kT, false));
     ws = std::max(ws, ops_.matmul_workspace_bytes(x, y, Trans::kN, w, Trans::kN, false));
-    ws = std::max(ws, ops_.matmul_workspace_bytes(shape(kF32, {T, in}), y, Trans::kN, w, Trans::kN));
+    ws =
+        std::max(ws, ops_.matmul_workspace_bytes(shape(kF32, {T, in}), y, Trans::kN, w, Trans::kN));
     ws = std::max(ws,
                   ops_.matmul_workspace_bytes(shape(kF32, {out, in}), y, Trans::kT, x, Trans::kN));
   };
@@ -270,6 +329,15 @@ void CausalLM::plan_and_allocate(MemoryResource& memory) {
   for (const auto& [att, lse] : s_kept) {
     kept_att_.push_back(acts_.ptr(att));
     kept_lse_.push_back(acts_.ptr(lse));
+  }
+  if (att_in_grads_ > 0) {  // layers whose attention output (then lse) is in lent memory
+    kept_att_.assign(static_cast<size_t>(L), nullptr);
+    kept_lse_.assign(static_cast<size_t>(L), nullptr);
+    for (size_t l = 0; l < att_in_grads.size(); ++l)
+      if (auto* p = static_cast<char*>(att_in_grads[l]); p != nullptr) {
+        kept_att_[l] = p;
+        kept_lse_[l] = p + align_up(n(T * Hq * D, es), 256);
+      }
   }
   pad_save_ = ptr_or_null(s_pad);
   lnf_ = acts_.ptr(s_lnf);
@@ -509,12 +577,16 @@ void CausalLM::norm_bwd(const Tensor& dx, bool accumulate_dx, const Tensor& dy, 
                    cfg_.norm_style);
 }
 
+// The kept buffers of a layer, when it has them and this pass may use them: a forward() (eval)
+// must not write into lent gradient memory (att_in_grads_ > 0), so it uses the layer set's.
 void* CausalLM::att_of(int l, const LayerActs& a) const {
-  return kept_att_.empty() ? a.att : kept_att_[static_cast<size_t>(l)];
+  void* k = kept_att_.empty() ? nullptr : kept_att_[static_cast<size_t>(l)];
+  return k != nullptr && (training_pass_ || att_in_grads_ == 0) ? k : a.att;
 }
 
 void* CausalLM::lse_of(int l, const LayerActs& a) const {
-  return kept_lse_.empty() ? a.lse : kept_lse_[static_cast<size_t>(l)];
+  void* k = kept_lse_.empty() ? nullptr : kept_lse_[static_cast<size_t>(l)];
+  return k != nullptr && (training_pass_ || att_in_grads_ == 0) ? k : a.lse;
 }
 
 bool CausalLM::rope_of(int l, int64_t T, Tensor& cos, Tensor& sin) const {
@@ -570,7 +642,7 @@ void CausalLM::layer_forward(int l, const LayerActs& a, const Tensor& x, const T
   void* att = att_of(l, a);
   // The recomputation of a layer whose attention output was kept skips the attention forward
   // (the same deterministic kernel would write the same bits).
-  if (y != nullptr || kept_att_.empty())
+  if (y != nullptr || att_of(l, a) == a.att)
     ops_.attention_fwd(act(att, {T, Hq, D}, dt), act(lse_of(l, a), {Hq, T}, kF32), q3, k3, v3,
                        seqs_, scale, attn_bufs(a).ws, stream_, window);
   const Tensor tmp = act(tmp_, {T, H}, dt), xmid = act(a.xmid, {T, H}, dt);
@@ -667,10 +739,10 @@ void CausalLM::layer_backward(int l, const LayerActs& a, const Tensor& x, int64_
     const bool per_head = cfg_.qk_norm == QkNorm::kPerHead;
     const int64_t rq = per_head ? T * Hq : T, rk = per_head ? T * Hkv : T;
     const int64_t cq = per_head ? D : Hq * D, ck = per_head ? D : Hkv * D;
-    norm_bwd(act(ab.dq, {rq, cq}, dt), false, act(ab.dq, {rq, cq}, dt),
-             act(a.q_raw, {rq, cq}, dt), p.q_norm, act(a.rstd_q, {rq}, kF32), beta);
-    norm_bwd(act(ab.dk, {rk, ck}, dt), false, act(ab.dk, {rk, ck}, dt),
-             act(a.k_raw, {rk, ck}, dt), p.k_norm, act(a.rstd_k, {rk}, kF32), beta);
+    norm_bwd(act(ab.dq, {rq, cq}, dt), false, act(ab.dq, {rq, cq}, dt), act(a.q_raw, {rq, cq}, dt),
+             p.q_norm, act(a.rstd_q, {rq}, kF32), beta);
+    norm_bwd(act(ab.dk, {rk, ck}, dt), false, act(ab.dk, {rk, ck}, dt), act(a.k_raw, {rk, ck}, dt),
+             p.k_norm, act(a.rstd_k, {rk}, kF32), beta);
   }
   const Tensor h = p.attn_in_norm >= 0 ? act(a.ln1, {T, H}, dt) : x;
   linear_backward(dh_acc, 0.0f, act(ab.dq, {T, Hq * D}, dt), h, p.q, beta);
@@ -704,6 +776,7 @@ void CausalLM::forward_trunk(int64_t T, const std::vector<void*>& xs) {
 
 CeStats CausalLM::forward(const MicroBatch& mb) {
   const int64_t T = stage_inputs(mb);
+  training_pass_ = false;
   forward_trunk(T, xs_eval_);
   CeStats st;
   ops_.linear_cross_entropy_fwd_bwd(
@@ -722,6 +795,7 @@ CeStats CausalLM::forward_backward(const MicroBatch& mb, const BackwardOptions& 
         "model: forward_backward with accumulate = true, but the storage lent its gradient memory "
         "for the residual stream (one micro-step per optimizer step): nothing can be added to it");
   const int64_t T = stage_inputs(mb);
+  training_pass_ = true;
   forward_trunk(T, xs_);
   const int L = layout_.num_layers();
   const int64_t H = cfg_.hidden_size;

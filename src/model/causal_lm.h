@@ -97,6 +97,11 @@ class CausalLM {
   // (GroupStorage::gradient_scratch: the ZeRO engine alone with one micro-step per step), not in
   // activation memory: T·hidden_size·dtype bytes each. 0 without share_activation_memory.
   int residuals_in_gradient_memory() const { return residuals_in_grads_; }
+  // Under checkpointing without keep_attention: how many layers keep their attention output
+  // [T, Hq·D] and lse [Hq, T] from the forward in such lent gradient memory (after the residuals,
+  // where they fit; never layer 0), so that their recomputation skips the attention forward, as
+  // keep_attention does, at no memory cost. Changes no bit. 0 without share_activation_memory.
+  int attention_in_gradient_memory() const { return att_in_grads_; }
 
   // Compute-dtype view of parameter i with its HF shape: in the model's own storage, or (a
   // caller's storage) where the storage put its group for the use in progress (data == nullptr
@@ -236,8 +241,12 @@ class CausalLM {
     void *q_raw, *k_raw, *rstd_q, *rstd_k, *attn_out, *rstd_ao, *mlp_out, *rstd_mo;
   };
   std::vector<LayerActs> layer_acts_;  // num_layers entries, or 1 with checkpointing
-  // keep_attention: each layer's own attention output and lse (else the LayerActs' att / lse).
+  // keep_attention: each layer's own attention output and lse (else the LayerActs' att / lse);
+  // att_in_grads_ > 0: those of the layers that keep them in lent gradient memory (nullptr for
+  // the others), for forward_backward only.
   std::vector<void*> kept_att_, kept_lse_;
+  int att_in_grads_ = 0;
+  bool training_pass_ = false;  // forward_backward's passes (else forward()'s)
   // Layer l's attention output and lse buffers.
   void* att_of(int l, const LayerActs& a) const;
   void* lse_of(int l, const LayerActs& a) const;

@@ -203,8 +203,8 @@ void Trainer::State::build_model() {
               a.model_dir.string());
     // The model's own pools (its weights and gradients are the engine's: the ZeRO line).
     const ModelMemory mm = model->memory();
-    log::info("model pools: activations {}, workspace {}, inputs {}{}", format_bytes(mm.activations),
-              format_bytes(mm.workspace), format_bytes(mm.inputs),
+    log::info("model pools: activations {}, workspace {}, inputs {}{}",
+              format_bytes(mm.activations), format_bytes(mm.workspace), format_bytes(mm.inputs),
               model->ce_shares_layer_set()
                   ? " (the cross-entropy's workspace is the recomputed layer's activations)"
                   : "");
@@ -235,6 +235,11 @@ void Trainer::State::build_model() {
           model->residuals_in_gradient_memory(), mcfg.num_hidden_layers,
           format_bytes(static_cast<size_t>(mo.max_tokens * mcfg.hidden_size) *
                        dtype_size(a.dtype)));
+    if (model->attention_in_gradient_memory() > 0)
+      log::info(
+          "activations: {} of {} layers keep their attention output and lse in that gradient "
+          "memory too (no memory added): their recomputation skips the attention forward",
+          model->attention_in_gradient_memory(), mcfg.num_hidden_layers);
     if (a.offload_optimizer) {
       log::info("{}", engine->host_adamw_description());
       if (eo.host_gradient_accumulation) {

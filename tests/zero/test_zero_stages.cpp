@@ -510,13 +510,19 @@ TEST(ZeroStages, OffloadKeepsNoGradientShardOnTheDevice) {
 // second micro-step in a step is refused; a padded model keeps its windows. The residual stream
 // x.1, x.2 then lives in the layers' idle shard columns (with and without checkpointing; eval
 // forwards between steps keep to activation memory), bitwise the same.
+// The aligned model (no shard padding) in `dt`, its embedding tied in bf16.
+RunSpec aligned_spec(DType dt) {
+  RunSpec spec;
+  spec.aligned = true;
+  spec.dtype = dt;
+  spec.tied = dt == DType::kBF16;
+  return spec;
+}
+
 TEST(ZeroStages, GradientsStraightIntoTheShardAreBitwiseTheWindows) {
   dist::SingleComm comm;
   for (DType dt : {DType::kF32, DType::kBF16}) {
-    RunSpec spec;
-    spec.aligned = true;
-    spec.dtype = dt;
-    spec.tied = dt == DType::kBF16;
+    const RunSpec spec = aligned_spec(dt);
     const RunResult ref = run_training(comm, spec);  // windows (micro-steps unknown)
     EXPECT_EQ(ref.groups_in_shard, 0);
     EXPECT_EQ(ref.residuals_in_gradient_memory, 0);
@@ -535,8 +541,9 @@ TEST(ZeroStages, GradientsStraightIntoTheShardAreBitwiseTheWindows) {
         const RunResult r = run_training(comm, s);
         expect_same(r, ref);
         // Host accumulation has no device shard to write into: it keeps its windows.
-        EXPECT_EQ(r.groups_in_shard, off == 1 ? 0 : 4);  // embedding, 2 layers, head
+        EXPECT_EQ(r.groups_in_shard, off == 1 ? 0 : 4);               // embedding, 2 layers, head
         EXPECT_EQ(r.residuals_in_gradient_memory, off == 1 ? 0 : 2);  // x.1, x.2
+        EXPECT_EQ(r.attention_in_gradient_memory, 0);  // no checkpointing: nothing to skip
         EXPECT_EQ(windowed.residuals_in_gradient_memory, 0);
         if (stage == 1) {  // the residuals under checkpointing, and without the sharing
           RunSpec c = s;
@@ -544,10 +551,12 @@ TEST(ZeroStages, GradientsStraightIntoTheShardAreBitwiseTheWindows) {
           const RunResult ckpt = run_training(comm, c);
           expect_same(ckpt, ref);
           EXPECT_EQ(ckpt.residuals_in_gradient_memory, off == 1 ? 0 : 2);
+          EXPECT_EQ(ckpt.attention_in_gradient_memory, off == 1 ? 0 : 1);  // layer 1's
           c.share_activation_memory = false;
           const RunResult own = run_training(comm, c);
           expect_same(own, ref);
           EXPECT_EQ(own.residuals_in_gradient_memory, 0);
+          EXPECT_EQ(own.attention_in_gradient_memory, 0);
         }
         size_t windows = 0;  // the windowed run's window pools: what the direct run saves
         for (const char* w : {"gradients: embedding", "gradients: layer slot", "gradients: head"}) {
@@ -555,8 +564,7 @@ TEST(ZeroStages, GradientsStraightIntoTheShardAreBitwiseTheWindows) {
           ASSERT_NE(pool(windowed.memory, w), nullptr) << w;
           windows += pool(windowed.memory, w)->bytes;
         }
-        EXPECT_EQ(windowed.memory.device_bytes() - r.memory.device_bytes(),
-                  off == 1 ? 0 : windows);
+        EXPECT_EQ(windowed.memory.device_bytes() - r.memory.device_bytes(), off == 1 ? 0 : windows);
       }
   }
   RunSpec two;  // the engine set up for one micro-step, driven with two
@@ -567,8 +575,7 @@ TEST(ZeroStages, GradientsStraightIntoTheShardAreBitwiseTheWindows) {
     run_training(comm, two);
     ADD_FAILURE() << "no error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("reduced twice in one optimizer step"),
-              std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("reduced twice in one optimizer step"), std::string::npos)
         << e.what();
   }
   {  // adding to gradients whose memory held the residual stream is refused before any write
@@ -594,6 +601,40 @@ TEST(ZeroStages, GradientsStraightIntoTheShardAreBitwiseTheWindows) {
   RunSpec padded;  // the tiny model pads every tensor: nothing is written into the shard
   padded.micro_steps_per_step = 1;
   EXPECT_EQ(run_training(comm, padded).groups_in_shard, 0);
+}
+
+// Under checkpointing the lent gradient memory also keeps attention outputs and lse (after the
+// residuals, where they fit before the end of the memory of the layers below their own), and the
+// recomputation skips those layers' attention forward: bitwise the windowed run without
+// checkpointing, eval forwards included. Four layers at a 256-token capacity make items run on
+// from one layer's memory into the next and one not fit. A layer's memory is 30,976 fp32
+// gradients (123,904 B); items are x [256, 64] and att [256, 64] + lse [4, 256] fp32:
+//  fp32: x.1 [0, 64K); att.1 would end at 132 K > 121 K (layer 0's end): not kept; x.2 [64K,
+//        128K) runs into layer 1; att.2 [128K, 196K); x.3, att.3; x.4 — 4 residuals, 2 layers.
+//  bf16: half the x and att bytes: att.1 ends at 68 K, so layers 1, 2, 3 — 4 residuals, 3 layers.
+TEST(ZeroStages, AttentionKeptInLentGradientMemoryIsBitwise) {
+  dist::SingleComm comm;
+  for (DType dt : {DType::kF32, DType::kBF16}) {
+    RunSpec spec = aligned_spec(dt);
+    spec.layers = 4;
+    spec.max_tokens = 256;
+    const RunResult ref = run_training(comm, spec);  // windows, no checkpointing
+    ASSERT_EQ(ref.eval_losses.size(), 3u);
+    for (int stage = 0; stage <= 3; ++stage)
+      for (int off : {0, 2}) {  // none, offload with device accumulation
+        SCOPED_TRACE(fmt::format("{} stage {} offload {}", dtype_name(dt), stage, off));
+        RunSpec s = spec;
+        s.stage = stage;
+        s.offload = off > 0;
+        s.host_accum = false;
+        s.micro_steps_per_step = 1;
+        s.checkpointing = true;
+        const RunResult r = run_training(comm, s);
+        expect_same(r, ref);
+        EXPECT_EQ(r.residuals_in_gradient_memory, 4);
+        EXPECT_EQ(r.attention_in_gradient_memory, dt == DType::kF32 ? 2 : 3);
+      }
+  }
 }
 
 // One bf16 copy of the weights on the device: under stages 0–2 the engine's weight pools at W = 1

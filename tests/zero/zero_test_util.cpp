@@ -45,7 +45,8 @@ PackedBatch make_micro_batch(int64_t step, int64_t j, int64_t vocab) {
 RunResult run_training(dist::Comm& comm, const RunSpec& spec) {
   CpuOps ops;
   HostMemory mem;
-  const ModelConfig cfg = spec.aligned ? aligned_config(spec.tied) : tiny_config(spec.tied, spec.vocab);
+  ModelConfig cfg = spec.aligned ? aligned_config(spec.tied) : tiny_config(spec.tied, spec.vocab);
+  if (spec.layers > 0) cfg.num_hidden_layers = spec.layers;
   const ParamLayout layout(cfg);
   // The trainer's set-up: the engine is the model's storage (the gradient window; every stage's
   // weights), initialised from a flat host buffer.
@@ -58,7 +59,7 @@ RunResult run_training(dist::Comm& comm, const RunSpec& spec) {
   ZeroEngine engine(layout, spec.dtype, ops, comm, mem, mem, eo);
   ModelOptions mo;
   mo.dtype = spec.dtype;
-  mo.max_tokens = 48;
+  mo.max_tokens = spec.max_tokens;
   mo.checkpointing = spec.checkpointing;
   mo.share_activation_memory = spec.share_activation_memory;
   CausalLM model(cfg, ops, mem, mo, engine);
@@ -103,6 +104,7 @@ RunResult run_training(dist::Comm& comm, const RunSpec& spec) {
   res.memory = engine.memory();
   res.groups_in_shard = engine.groups_in_shard();
   res.residuals_in_gradient_memory = model.residuals_in_gradient_memory();
+  res.attention_in_gradient_memory = model.attention_in_gradient_memory();
   res.adam_step = engine.adam_step();
   return res;
 }

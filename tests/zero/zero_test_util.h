@@ -44,9 +44,11 @@ struct RunSpec {
   std::string save_dir;  // non-empty: save_state after the last step
   int64_t vocab = 97;    // > ~300: the embedding group outgrows a layer (chunked reduce-scatter)
   bool aligned = false;  // aligned_config (vocab ignored) instead of tiny_config
-  int micro_steps_per_step = 0;  // EngineOptions::micro_steps_per_step
-  bool checkpointing = false;    // ModelOptions::checkpointing
+  int micro_steps_per_step = 0;         // EngineOptions::micro_steps_per_step
+  bool checkpointing = false;           // ModelOptions::checkpointing
   bool share_activation_memory = true;  // ModelOptions::share_activation_memory
+  int64_t max_tokens = 48;              // ModelOptions::max_tokens (the batches hold <= 36)
+  int layers = 0;                       // > 0: num_hidden_layers instead of the config's 2
 };
 
 // What the run produced (identical on every rank, except master: rank 0 only).
@@ -59,8 +61,9 @@ struct RunResult {
   std::vector<uint8_t> weights;  // final compute weights of the model (raw bytes, after gather)
   ZeroMemory memory;
   int64_t adam_step = 0;
-  int groups_in_shard = 0;  // ZeroEngine::groups_in_shard()
+  int groups_in_shard = 0;               // ZeroEngine::groups_in_shard()
   int residuals_in_gradient_memory = 0;  // CausalLM::residuals_in_gradient_memory()
+  int attention_in_gradient_memory = 0;  // CausalLM::attention_in_gradient_memory()
   // Per step, between the backward and the update: forward() (eval) of micro-batch (k, rank), its Σ
   // CE.
   std::vector<double> eval_losses;
