@@ -146,7 +146,7 @@ void CausalLM::plan_and_allocate(MemoryResource& memory) {
       lb[static_cast<size_t>(l)] = p;
       le[static_cast<size_t>(l)] = p + n(layout_.group_end(g) - layout_.group_begin(g), 4);
     }
-    const bool lend_att = opt_.checkpointing && !opt_.keep_attention;
+    const bool lend_att = opt_.checkpointing;
     LentCursor cursor;
     const size_t att_bytes = align_up(n(T * Hq * D, es), 256) + n(Hq * T, 4);  // att, then lse
     for (int64_t l = 1; l <= L; ++l) {
@@ -163,7 +163,11 @@ void CausalLM::plan_and_allocate(MemoryResource& memory) {
     s_xs.push_back(acts_.reserve(fmt::format("x.{}", l),
                                  x_in_grads[static_cast<size_t>(l)] ? 0 : n(T * H, es)));
   const int64_t nsets = opt_.checkpointing ? 1 : L;
-  const bool keep = opt_.checkpointing && opt_.keep_attention;  // att / lse per layer below
+  // keep_attention: att / lse per layer below, for the layers the lent memory did not take; the
+  // layer set keeps its own for the others' recomputation and for forward() (eval), which must
+  // not write lent memory — none when every layer keeps them in activation memory.
+  const bool keep = opt_.checkpointing && opt_.keep_attention;
+  const bool set_att = !keep || att_in_grads_ > 0;
   // Optional per-layer buffers are reserved with 0 bytes (and get a null pointer) when the
   // layer has no parameter that uses them: the layout's norms decide, as in layer_forward.
   const LayerIds& l0 = layout_.layer(0);
@@ -183,8 +187,8 @@ void CausalLM::plan_and_allocate(MemoryResource& memory) {
         acts_.reserve(p + "q", n(T * Hq * D, es)),
         acts_.reserve(p + "k", n(T * Hkv * D, es)),
         acts_.reserve(p + "v", n(T * Hkv * D, es)),
-        acts_.reserve(p + "att", keep ? 0 : n(T * Hq * D, es)),
-        acts_.reserve(p + "lse", keep ? 0 : n(Hq * T, 4)),
+        acts_.reserve(p + "att", set_att ? n(T * Hq * D, es) : 0),
+        acts_.reserve(p + "lse", set_att ? n(Hq * T, 4) : 0),
         acts_.reserve(p + "xmid", n(T * H, es)),
         acts_.reserve(p + "ln2", mlp_in ? n(T * H, es) : 0),
         acts_.reserve(p + "rstd2", mlp_in ? n(T, 4) : 0),
@@ -202,11 +206,14 @@ void CausalLM::plan_and_allocate(MemoryResource& memory) {
     });
     if (l == 0) set0_end = acts_.planned_bytes();
   }
-  // Selective checkpointing: every layer's attention output and softmax statistics.
+  // Selective checkpointing: every other layer's attention output and softmax statistics.
   std::vector<std::pair<Arena::Slot, Arena::Slot>> s_kept;
-  for (int64_t l = 0; keep && l < L; ++l)
-    s_kept.emplace_back(acts_.reserve(fmt::format("layer.{}.att (kept)", l), n(T * Hq * D, es)),
-                        acts_.reserve(fmt::format("layer.{}.lse (kept)", l), n(Hq * T, 4)));
+  for (int64_t l = 0; keep && l < L; ++l) {
+    const bool own = att_in_grads[static_cast<size_t>(l)] == nullptr;
+    s_kept.emplace_back(
+        acts_.reserve(fmt::format("layer.{}.att (kept)", l), own ? n(T * Hq * D, es) : 0),
+        acts_.reserve(fmt::format("layer.{}.lse (kept)", l), own ? n(Hq * T, 4) : 0));
+  }
   // The pad row's gradient saved around the embedding backward (HF padding_idx).
   if (!cfg_.pad_token_id.empty() && cfg_.pad_token_id.front() >= 0 && cfg_.pad_token_id.front() < V)
     pad_row_ = cfg_.pad_token_id.front();
@@ -326,19 +333,23 @@ void CausalLM::plan_and_allocate(MemoryResource& memory) {
     for (size_t i = 0; i < s.size(); ++i) *f[i] = ptr_or_null(s[i]);
     layer_acts_.push_back(a);
   }
-  for (const auto& [att, lse] : s_kept) {
-    kept_att_.push_back(acts_.ptr(att));
-    kept_lse_.push_back(acts_.ptr(lse));
-  }
-  if (att_in_grads_ > 0) {  // layers whose attention output (then lse) is in lent memory
+  // Per layer: its kept att / lse in lent memory (then kept_lent_), in activation memory
+  // (keep_attention), or none.
+  if (keep || att_in_grads_ > 0) {
     kept_att_.assign(static_cast<size_t>(L), nullptr);
     kept_lse_.assign(static_cast<size_t>(L), nullptr);
-    for (size_t l = 0; l < att_in_grads.size(); ++l)
-      if (auto* p = static_cast<char*>(att_in_grads[l]); p != nullptr) {
-        kept_att_[l] = p;
-        kept_lse_[l] = p + align_up(n(T * Hq * D, es), 256);
-      }
+    kept_lent_.assign(static_cast<size_t>(L), false);
   }
+  for (size_t l = 0; l < s_kept.size(); ++l) {
+    kept_att_[l] = ptr_or_null(s_kept[l].first);
+    kept_lse_[l] = ptr_or_null(s_kept[l].second);
+  }
+  for (size_t l = 0; l < att_in_grads.size(); ++l)
+    if (auto* p = static_cast<char*>(att_in_grads[l]); p != nullptr) {
+      kept_att_[l] = p;
+      kept_lse_[l] = p + align_up(n(T * Hq * D, es), 256);
+      kept_lent_[l] = true;
+    }
   pad_save_ = ptr_or_null(s_pad);
   lnf_ = acts_.ptr(s_lnf);
   rstdf_ = acts_.ptr(s_rstdf);
@@ -578,15 +589,17 @@ void CausalLM::norm_bwd(const Tensor& dx, bool accumulate_dx, const Tensor& dy, 
 }
 
 // The kept buffers of a layer, when it has them and this pass may use them: a forward() (eval)
-// must not write into lent gradient memory (att_in_grads_ > 0), so it uses the layer set's.
+// must not write into lent gradient memory, so it uses the layer set's for those layers.
 void* CausalLM::att_of(int l, const LayerActs& a) const {
-  void* k = kept_att_.empty() ? nullptr : kept_att_[static_cast<size_t>(l)];
-  return k != nullptr && (training_pass_ || att_in_grads_ == 0) ? k : a.att;
+  const auto i = static_cast<size_t>(l);
+  void* k = kept_att_.empty() ? nullptr : kept_att_[i];
+  return k != nullptr && (training_pass_ || !kept_lent_[i]) ? k : a.att;
 }
 
 void* CausalLM::lse_of(int l, const LayerActs& a) const {
-  void* k = kept_lse_.empty() ? nullptr : kept_lse_[static_cast<size_t>(l)];
-  return k != nullptr && (training_pass_ || att_in_grads_ == 0) ? k : a.lse;
+  const auto i = static_cast<size_t>(l);
+  void* k = kept_lse_.empty() ? nullptr : kept_lse_[i];
+  return k != nullptr && (training_pass_ || !kept_lent_[i]) ? k : a.lse;
 }
 
 bool CausalLM::rope_of(int l, int64_t T, Tensor& cos, Tensor& sin) const {

@@ -41,7 +41,9 @@ struct ModelOptions {
   // With checkpointing: keep every layer's attention output [T, Hq·D] (compute dtype) and softmax
   // statistics lse [Hq, T] (fp32) from the forward, so the recomputation before a layer's backward
   // skips the attention forward (selective activation checkpointing; torchtitan's "selective"
-  // mode). Costs L·T·(Hq·D·dtype bytes + Hq·4) bytes of activations; changes no bit of the result.
+  // mode). Costs T·(Hq·D·dtype bytes + Hq·4) bytes of activations for each layer whose output
+  // does not fit in lent gradient memory (attention_in_gradient_memory(); all L when none is
+  // lent); changes no bit of the result.
   bool keep_attention = false;
   // Buffers that are never live at the same time share memory: under checkpointing the fused
   // cross-entropy's workspace is the layer activation set; the attention's gradient buffers and
@@ -97,10 +99,11 @@ class CausalLM {
   // (GroupStorage::gradient_scratch: the ZeRO engine alone with one micro-step per step), not in
   // activation memory: T·hidden_size·dtype bytes each. 0 without share_activation_memory.
   int residuals_in_gradient_memory() const { return residuals_in_grads_; }
-  // Under checkpointing without keep_attention: how many layers keep their attention output
-  // [T, Hq·D] and lse [Hq, T] from the forward in such lent gradient memory (after the residuals,
-  // where they fit; never layer 0), so that their recomputation skips the attention forward, as
-  // keep_attention does, at no memory cost. Changes no bit. 0 without share_activation_memory.
+  // Under checkpointing: how many layers keep their attention output [T, Hq·D] and lse [Hq, T]
+  // from the forward in such lent gradient memory (after the residuals, where they fit; never
+  // layer 0), so that their recomputation skips the attention forward, as keep_attention does,
+  // at no memory cost (keep_attention then reserves activation memory for the other layers
+  // only). Changes no bit. 0 without share_activation_memory.
   int attention_in_gradient_memory() const { return att_in_grads_; }
 
   // Compute-dtype view of parameter i with its HF shape: in the model's own storage, or (a
@@ -245,6 +248,7 @@ class CausalLM {
   // att_in_grads_ > 0: those of the layers that keep them in lent gradient memory (nullptr for
   // the others), for forward_backward only.
   std::vector<void*> kept_att_, kept_lse_;
+  std::vector<bool> kept_lent_;  // per layer (with kept_att_): in lent gradient memory
   int att_in_grads_ = 0;
   bool training_pass_ = false;  // forward_backward's passes (else forward()'s)
   // Layer l's attention output and lse buffers.

@@ -210,13 +210,15 @@ void Trainer::State::build_model() {
                   : "");
     if (a.selective_checkpointing && a.gradient_checkpointing) {
       const int64_t attn = mcfg.num_attention_heads * mcfg.head_dim;
-      const auto kept = static_cast<size_t>(mcfg.num_hidden_layers * mo.max_tokens) *
+      const int64_t own = mcfg.num_hidden_layers - model->attention_in_gradient_memory();
+      const auto kept = static_cast<size_t>(own * mo.max_tokens) *
                         (static_cast<size_t>(attn) * dtype_size(a.dtype) +
                          static_cast<size_t>(mcfg.num_attention_heads) * 4);
       log::info(
           "compute.selective_checkpointing: each layer's attention output and softmax statistics "
-          "are kept ({} of the activations above); only the rest is recomputed",
-          format_bytes(kept));
+          "are kept ({} of the activations above, for the {} layers that do not keep them in "
+          "gradient memory); only the rest is recomputed",
+          format_bytes(kept), own);
     } else if (a.selective_checkpointing) {
       log::info(
           "compute.selective_checkpointing: without trainer.gradient_checkpointing it changes "
@@ -231,7 +233,8 @@ void Trainer::State::build_model() {
     if (model->residuals_in_gradient_memory() > 0)
       log::info(
           "activations: {} of {} residual-stream checkpoints (x.1 … x.L, {} each) live in the "
-          "gradient shard of the layer that writes them, unused until its backward",
+          "gradient shard's columns of the layers below the one that reads them, unused until "
+          "their backward",
           model->residuals_in_gradient_memory(), mcfg.num_hidden_layers,
           format_bytes(static_cast<size_t>(mo.max_tokens * mcfg.hidden_size) *
                        dtype_size(a.dtype)));

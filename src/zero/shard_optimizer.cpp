@@ -4,6 +4,7 @@
 #include <cstring>
 #include <vector>
 
+#include "core/error.h"
 #include "optim/adamw_device.h"
 #include "optim/host_adamw.h"
 #include "optim/master_split.h"
@@ -39,18 +40,29 @@ class DeviceAdamW final : public ShardOptimizer {
 
   void step(const optim::AdamWStep& decay, const optim::AdamWStep& plain, const float* grad,
             const std::function<void(int64_t)>& /*ready*/) override {
+    step_on(compute_, decay, plain, grad, {});
+  }
+
+  bool async_step() const override { return owned_.ranks == 1; }
+
+  void step_on(Stream st, const optim::AdamWStep& decay, const optim::AdamWStep& plain,
+               const float* grad, const std::function<void(int)>& group_done) override {
+    int last = -1;  // the group of the segment enqueued last
     for_each_segment([&](const Segment& sg) {
+      if (group_done && last >= 0 && sg.group != last) group_done(last);
+      last = sg.group;
       const int64_t o = sg.state;
       const optim::AdamWStep& s = sg.no_decay ? plain : decay;
       const auto n = static_cast<size_t>(sg.n);
       if (lo_ != nullptr) {
         split_kernel_(s, static_cast<uint16_t*>(weights(sg).data), lo_ + o, m_ + o, v_ + o,
-                      grad + o, n, compute_.handle);
+                      grad + o, n, st.handle);
       } else {  // fp32: the compute weights are a copy of the master weights
-        kernel_(s, master_ + o, m_ + o, v_ + o, grad + o, n, nullptr, compute_.handle);
-        ops_.cast(weights(sg), dev(master_ + o, DType::kF32, sg.n), compute_);
+        kernel_(s, master_ + o, m_ + o, v_ + o, grad + o, n, nullptr, st.handle);
+        ops_.cast(weights(sg), dev(master_ + o, DType::kF32, sg.n), st);
       }
     });
+    if (group_done && last >= 0) group_done(last);
   }
 
   // Split: nothing to do — the compute weights are the master's high halves (write_master wrote
@@ -267,6 +279,11 @@ std::unique_ptr<ShardOptimizer> ShardOptimizer::make(bool offload, const ShardLa
     return std::make_unique<OffloadedAdamW>(layout, weights, ops, host_memory, compute,
                                             host_threads, local_world_size);
   return std::make_unique<DeviceAdamW>(layout, weights, ops, device_memory, compute);
+}
+
+void ShardOptimizer::step_on(Stream, const optim::AdamWStep&, const optim::AdamWStep&, const float*,
+                             const std::function<void(int)>&) {
+  fail("zero: step_on: this optimizer updates on the compute stream only");
 }
 
 ShardOptimizer::ShardOptimizer(const ShardLayout& layout, const OwnedWeights& weights, Ops& ops,

@@ -65,6 +65,14 @@ class ShardOptimizer {
   // gradient still landing: GradReducer::wait_delivered); the device update ignores it.
   virtual void step(const optim::AdamWStep& decay, const optim::AdamWStep& plain, const float* grad,
                     const std::function<void(int64_t)>& ready = {}) = 0;
+  // Device state only (async_step()): the same step enqueued on stream `s` (which must have waited
+  // for the gradient), tensors in layout order; group_done(g) is called once the last segment of
+  // ParamLayout group g has been enqueued, so the caller can record an event there. One owned
+  // rank only (each group's segments then come together).
+  virtual void step_on(Stream s, const optim::AdamWStep& decay, const optim::AdamWStep& plain,
+                       const float* grad, const std::function<void(int)>& group_done);
+  // Whether step_on is available (device state, one owned rank).
+  virtual bool async_step() const { return false; }
   // The owned compute weights ← the master weights rounded to the compute dtype (after
   // load_state).
   virtual void round_into_weights() = 0;
@@ -106,6 +114,7 @@ class ShardOptimizer {
     int64_t weights;  // offset in the owned compute weights (OwnedWeights::at)
     int64_t n;        // data elements (ShardTensor::valid)
     bool no_decay;
+    int group;  // ParamLayout group of the tensor
   };
   // Calls fn(segment) for every non-empty segment, rank by rank, tensors in layout order.
   template <class Fn>
@@ -114,7 +123,7 @@ class ShardOptimizer {
     for (int k = 0; k < owned_.ranks; ++k)
       for (const ShardTensor& t : layout_.tensors()) {
         const int64_t n = t.valid(owned_.rank0 + k);
-        if (n > 0) fn(Segment{k * S + t.shard_offset, w_.at(t, k, S), n, t.no_decay});
+        if (n > 0) fn(Segment{k * S + t.shard_offset, w_.at(t, k, S), n, t.no_decay, t.group});
       }
   }
   // The compute weights of a segment, [n] of the model dtype on the device.

@@ -48,9 +48,38 @@ ZeroEngine::ZeroEngine(const ParamLayout& layout, DType dtype, Ops& ops, dist::C
                 opt_.host_gradient_accumulation, opt_.gradient_delivery_elems},
                /*one_micro_step=*/opt_.micro_steps_per_step == 1) {
   reduced_.assign(static_cast<size_t>(layout_.num_groups()), 0);
+  const auto G = static_cast<size_t>(layout_.num_groups());
+  update_pending_.assign(G, 0);
+  overlap_update_ = opt_.overlap_gather && layout_.world_size() == 1 && opt_.stage <= 2 &&
+                    !opt_.offload && optimizer_->async_step();
+  if (overlap_update_) {
+    update_stream_ = ops_.create_stream();
+    ev_update_start_ = ops_.create_event();
+    for (size_t g = 0; g < G; ++g) ev_updated_.push_back(ops_.create_event());
+  }
 }
 
-ZeroEngine::~ZeroEngine() = default;
+ZeroEngine::~ZeroEngine() {
+  if (!overlap_update_) return;
+  try {
+    ops_.synchronize(update_stream_);
+  } catch (...) {  // a destructor does not throw; the stream goes with the device
+  }
+  for (Event e : ev_updated_) ops_.destroy_event(e);
+  ops_.destroy_event(ev_update_start_);
+  ops_.destroy_stream(update_stream_);
+}
+
+void ZeroEngine::await_update(int g) const {
+  char& p = update_pending_[static_cast<size_t>(g)];
+  if (p == 0) return;
+  ops_.wait_event(stream_, ev_updated_[static_cast<size_t>(g)]);
+  p = 0;
+}
+
+void ZeroEngine::await_update() const {
+  for (int g = 0; g < layout_.num_groups(); ++g) await_update(g);
+}
 
 void ZeroEngine::check_group(const char* what, int g) const {
   if (g < 0 || g >= layout_.num_groups())
@@ -77,6 +106,7 @@ void ZeroEngine::init_from_flat(const Tensor& flat) {
   const int64_t S = layout_.shard_elems();
   const size_t es = dtype_size(dtype_);
   const OwnedWeights& w = gatherer_->owned_weights();
+  await_update();
   gatherer_->join();  // no gather still reads or writes them
   ops_.zero(Tensor(w.data, dtype_, {w.elems}, ops_.device()), stream_);
   for (int r = w.owned.rank0; r < w.owned.rank0 + w.owned.ranks; ++r)
@@ -106,6 +136,7 @@ void ZeroEngine::init_state_from_weights() {
 const void* ZeroEngine::weights(int g) {
   require_ready("weights");
   check_group("weights", g);
+  await_update(g);  // the groups before g were updated first (one stream, layout order)
   return gatherer_->acquire(g);  // stage 3: all-gather of group g (collective) + prefetch
 }
 
@@ -116,6 +147,7 @@ void ZeroEngine::release(int g) {
 
 float* ZeroEngine::grads(int g) {
   check_group("grads", g);
+  await_update();  // the update reads the gradient shard
   return reducer_.window(g);
 }
 
@@ -132,6 +164,7 @@ void ZeroEngine::reduce_group(int g) {
   require_ready("reduce_group");
   check_group("reduce_group", g);
   if (norm_) fail("zero: reduce_group({}) after grad_norm() in the same optimizer step", g);
+  await_update();
   int& count = reduced_[static_cast<size_t>(g)];
   reducer_.reduce(g, /*first=*/count == 0);  // reduce-scatter (collective)
   ++count;
@@ -140,6 +173,7 @@ void ZeroEngine::reduce_group(int g) {
 double ZeroEngine::grad_norm() {
   require_ready("grad_norm");
   if (norm_) return *norm_;
+  await_update();
   const bool equal =
       std::all_of(reduced_.begin(), reduced_.end(), [&](int c) { return c == reduced_[0]; });
   if (!equal || reduced_[0] == 0)
@@ -163,7 +197,19 @@ StepResult ZeroEngine::apply_step(const StepArgs& args) {
   const optim::AdamWStep s_plain = optim::adamw_step(no_decay, args.lr, t, coef);
   const float* grad = reducer_.gradient_for_update();  // stage 0: all-gather of every shard
   gatherer_->join();  // no gather (stage-3 prefetch, post-update gather) still reads the weights
+  await_update();     // (the last step's update was awaited by this step's forward already)
   adam_step_ = t;
+  if (overlap_update_) {
+    // On the update stream after everything enqueued so far; weights(g) waits for group g.
+    ops_.record_event(ev_update_start_, stream_);
+    ops_.wait_event(update_stream_, ev_update_start_);
+    optimizer_->step_on(update_stream_, s_decay, s_plain, grad, [&](int g) {
+      ops_.record_event(ev_updated_[static_cast<size_t>(g)], update_stream_);
+      update_pending_[static_cast<size_t>(g)] = 1;
+    });
+    reset_step();
+    return {norm, coef, true, adam_step_};
+  }
   // Writes the owned compute weights; a delivered host gradient is read as its pieces land.
   optimizer_->step(s_decay, s_plain, grad, [&](int64_t end) { reducer_.wait_delivered(end); });
   // The padding's pieces too, before the shard is rewritten — by the next step's gradients, or
@@ -186,6 +232,7 @@ StepResult ZeroEngine::finish_step(const StepArgs& args) {
 }
 
 void ZeroEngine::discard_step() {
+  await_update();
   reducer_.clear();
   reset_step();
 }
@@ -196,6 +243,7 @@ void ZeroEngine::reset_step() {
 }
 
 void ZeroEngine::synchronize_all() {
+  await_update();
   reducer_.synchronize();
   gatherer_->synchronize();
   ops_.synchronize(stream_);

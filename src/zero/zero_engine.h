@@ -82,6 +82,12 @@ struct EngineOptions {
   // makes the compute stream wait for group g's alone. false: apply_step returns with the
   // weights complete.
   bool overlap_gather = false;
+  // With overlap_gather, one rank (W = 1), stages 0–2 and the optimizer state on the device:
+  // apply_step enqueues the AdamW update on a side stream, group by group in layout order, and
+  // returns; weights(g) makes the compute stream wait for group g's update alone, so the next
+  // forward overlaps the update of the groups after the one it computes (the same kernels on the
+  // same data: bitwise the synchronous update). Every other call that reads or writes the
+  // weights, the Adam state or the gradients waits for the whole update first.
   // Offload: the host AdamW (optim::HostAdamW) threads; 0 = automatic (cores / local ranks).
   int host_threads = 0;
   int local_world_size = 1;  // ranks sharing this host (for the automatic thread count)
@@ -150,7 +156,8 @@ class ZeroEngine final : public GroupStorage {
 
   // Group g's compute weights. Stage 3: all-gathers g into its slot (collective) and prefetches
   // the neighbouring layer; stages 1/2 with overlap_gather: the compute stream waits for g's
-  // post-update gather. Throws zt::Error for a bad g or before init_from_flat / load_state.
+  // post-update gather (W > 1) or g's update (W = 1). Throws zt::Error for a bad g or before
+  // init_from_flat / load_state.
   const void* weights(int g) override;
   void release(int g) override;
   // Group g's gradient window (fp32, zero padding), or its columns of the gradient shard
@@ -206,6 +213,12 @@ class ZeroEngine final : public GroupStorage {
   // export. Throws zt::Error in the middle of a step.
   std::vector<float> full_master_weights();
 
+  // Blocks the host until every stream of the engine is idle (the asynchronous update included;
+  // benchmarks end their timing here).
+  void synchronize() { synchronize_all(); }
+  // Whether apply_step leaves the update in flight (see EngineOptions::overlap_gather).
+  bool overlaps_update() const { return overlap_update_; }
+
   // Bytes per pool for this stage / offload / W.
   ZeroMemory memory() const;
   // Offload: the host AdamW pool's start-up line (threads and why); empty without offload.
@@ -218,6 +231,10 @@ class ZeroEngine final : public GroupStorage {
   // master / m / v from the owned compute weights; the weights installed as the model's.
   void init_state_from_weights();
   void synchronize_all();  // every stream of the engine
+  // The compute stream waits for the pending asynchronous update (overlap_update_) of group g /
+  // of every group. Const: save_state needs it (the bookkeeping is mutable).
+  void await_update(int g) const;
+  void await_update() const;
   // load_state under stage 0 (every rank keeps every shard): m and v all-gathered in place (host
   // state: through the reducer), the master likewise — or, split, this rank's block own_master
   // [S] (host memory) all-gathered C columns at a time and written into the other ranks' blocks.
@@ -234,6 +251,14 @@ class ZeroEngine final : public GroupStorage {
   std::unique_ptr<WeightGatherer> gatherer_;
   std::unique_ptr<ShardOptimizer> optimizer_;
   GradReducer reducer_;  // after optimizer_: under offload it accumulates into its host gradient
+  // The asynchronous update (EngineOptions::overlap_gather at W = 1, device state, stages 0–2):
+  // its stream, the event the compute stream records before it, one event per group recorded
+  // after the group's update, and which groups the compute stream has not yet waited for.
+  bool overlap_update_ = false;
+  Stream update_stream_;
+  Event ev_update_start_;
+  std::vector<Event> ev_updated_;
+  mutable std::vector<char> update_pending_;
 
   // Step state.
   std::vector<int> reduced_;  // per group: reductions in this step

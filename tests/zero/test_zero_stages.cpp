@@ -612,6 +612,9 @@ TEST(ZeroStages, GradientsStraightIntoTheShardAreBitwiseTheWindows) {
 //  fp32: x.1 [0, 64K); att.1 would end at 132 K > 121 K (layer 0's end): not kept; x.2 [64K,
 //        128K) runs into layer 1; att.2 [128K, 196K); x.3, att.3; x.4 — 4 residuals, 2 layers.
 //  bf16: half the x and att bytes: att.1 ends at 68 K, so layers 1, 2, 3 — 4 residuals, 3 layers.
+// With keep_attention as well, activation memory holds the att / lse of the other layers only.
+// With overlap_gather the update is left in flight (on the CPU the streams are one: this checks
+// the bookkeeping and the per-group update, not the ordering, which the GPU runs check).
 TEST(ZeroStages, AttentionKeptInLentGradientMemoryIsBitwise) {
   dist::SingleComm comm;
   for (DType dt : {DType::kF32, DType::kBF16}) {
@@ -632,7 +635,21 @@ TEST(ZeroStages, AttentionKeptInLentGradientMemoryIsBitwise) {
         const RunResult r = run_training(comm, s);
         expect_same(r, ref);
         EXPECT_EQ(r.residuals_in_gradient_memory, 4);
-        EXPECT_EQ(r.attention_in_gradient_memory, dt == DType::kF32 ? 2 : 3);
+        const int lent = dt == DType::kF32 ? 2 : 3;
+        EXPECT_EQ(r.attention_in_gradient_memory, lent);
+        // Selective checkpointing adds activation memory for the other layers' att / lse only.
+        s.keep_attention = true;
+        const RunResult k = run_training(comm, s);
+        expect_same(k, ref);
+        EXPECT_EQ(k.attention_in_gradient_memory, lent);
+        const size_t att = 256 * 64 * dtype_size(dt), lse = 4 * 256 * 4;
+        EXPECT_EQ(k.activation_bytes - r.activation_bytes, (4 - lent) * (att + lse));
+        EXPECT_FALSE(r.overlaps_update);
+        // The update left in flight for the next forward (W = 1, device state, stages 0-2).
+        s.overlap_gather = true;
+        const RunResult o = run_training(comm, s);
+        expect_same(o, ref);
+        EXPECT_EQ(o.overlaps_update, off == 0 && stage <= 2);
       }
   }
 }

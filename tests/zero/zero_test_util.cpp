@@ -56,11 +56,13 @@ RunResult run_training(dist::Comm& comm, const RunSpec& spec) {
   eo.host_gradient_accumulation = spec.host_accum;
   eo.gradient_delivery_elems = spec.delivery_elems;
   eo.micro_steps_per_step = spec.micro_steps_per_step;
+  eo.overlap_gather = spec.overlap_gather;
   ZeroEngine engine(layout, spec.dtype, ops, comm, mem, mem, eo);
   ModelOptions mo;
   mo.dtype = spec.dtype;
   mo.max_tokens = spec.max_tokens;
   mo.checkpointing = spec.checkpointing;
+  mo.keep_attention = spec.keep_attention;
   mo.share_activation_memory = spec.share_activation_memory;
   CausalLM model(cfg, ops, mem, mo, engine);
   std::vector<std::byte> flat_bytes(static_cast<size_t>(layout.total_elems()) *
@@ -105,6 +107,8 @@ RunResult run_training(dist::Comm& comm, const RunSpec& spec) {
   res.groups_in_shard = engine.groups_in_shard();
   res.residuals_in_gradient_memory = model.residuals_in_gradient_memory();
   res.attention_in_gradient_memory = model.attention_in_gradient_memory();
+  res.activation_bytes = model.memory().activations;
+  res.overlaps_update = engine.overlaps_update();
   res.adam_step = engine.adam_step();
   return res;
 }

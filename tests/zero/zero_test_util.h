@@ -49,6 +49,8 @@ struct RunSpec {
   bool share_activation_memory = true;  // ModelOptions::share_activation_memory
   int64_t max_tokens = 48;              // ModelOptions::max_tokens (the batches hold <= 36)
   int layers = 0;                       // > 0: num_hidden_layers instead of the config's 2
+  bool keep_attention = false;          // ModelOptions::keep_attention
+  bool overlap_gather = false;          // EngineOptions::overlap_gather
 };
 
 // What the run produced (identical on every rank, except master: rank 0 only).
@@ -64,6 +66,8 @@ struct RunResult {
   int groups_in_shard = 0;               // ZeroEngine::groups_in_shard()
   int residuals_in_gradient_memory = 0;  // CausalLM::residuals_in_gradient_memory()
   int attention_in_gradient_memory = 0;  // CausalLM::attention_in_gradient_memory()
+  size_t activation_bytes = 0;           // CausalLM::memory().activations
+  bool overlaps_update = false;          // ZeroEngine::overlaps_update()
   // Per step, between the backward and the update: forward() (eval) of micro-batch (k, rank), its Σ
   // CE.
   std::vector<double> eval_losses;
