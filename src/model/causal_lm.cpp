@@ -23,9 +23,10 @@ struct LentCursor {
 
 // Places `bytes` (256-byte aligned) at the cursor in the lent memory of layers 0 … `last`
 // (lb[l], le[l]: layer l's [begin, end), nullptr where nothing is lent). An item may run on from
-// one layer's memory into the next one's where the two are adjacent. Returns nullptr, the cursor
-// unchanged, when it does not fit before the end of layer `last`'s memory (a later item, with a
-// later limit, may still fit).
+// one layer's memory into the next one's where the two are adjacent. Returns nullptr when it does
+// not fit before the end of layer `last`'s memory (a later item, with a later limit, may still
+// fit); the cursor then stays, or has moved past a gap or an unlent layer it crossed (space no
+// later item could use either: the cursor only moves forward).
 void* place_in_lent(const std::vector<char*>& lb, const std::vector<char*>& le, LentCursor& at,
                     size_t bytes, int64_t last) {
   const auto L = static_cast<int64_t>(lb.size());
@@ -147,14 +148,32 @@ void CausalLM::plan_and_allocate(MemoryResource& memory) {
       le[static_cast<size_t>(l)] = p + n(layout_.group_end(g) - layout_.group_begin(g), 4);
     }
     const bool lend_att = opt_.checkpointing;
-    LentCursor cursor;
+    const size_t x_bytes = n(T * H, es);
     const size_t att_bytes = align_up(n(T * Hq * D, es), 256) + n(Hq * T, 4);  // att, then lse
+    // Residuals x.l0 … x.L placed from cursor c alone (a dry run: how many fit).
+    const auto residuals_from = [&](LentCursor c, int64_t l0) {
+      int count = 0;
+      for (int64_t l = l0; l <= L; ++l)
+        count += place_in_lent(lb, le, c, x_bytes, l - 1) != nullptr;
+      return count;
+    };
+    // Residuals come first: a lent att.l saves memory only where the layer set's own buffer
+    // would otherwise be needed (never, under plain checkpointing), a lent x.l saves T·H·dtype
+    // bytes. So att.l is placed only when the residuals after it still fit as many as they would
+    // without any att (when H > Hq·D and a layer's memory is short, e.g. Gemma 3, it may not).
+    const int residuals_alone = residuals_from(LentCursor{}, 1);
+    LentCursor cursor;
     for (int64_t l = 1; l <= L; ++l) {
-      x_in_grads[static_cast<size_t>(l)] = place_in_lent(lb, le, cursor, n(T * H, es), l - 1);
+      x_in_grads[static_cast<size_t>(l)] = place_in_lent(lb, le, cursor, x_bytes, l - 1);
       if (x_in_grads[static_cast<size_t>(l)] != nullptr) ++residuals_in_grads_;
       if (lend_att && l < L) {
-        att_in_grads[static_cast<size_t>(l)] = place_in_lent(lb, le, cursor, att_bytes, l - 1);
-        if (att_in_grads[static_cast<size_t>(l)] != nullptr) ++att_in_grads_;
+        LentCursor c = cursor;
+        void* p = place_in_lent(lb, le, c, att_bytes, l - 1);
+        if (p != nullptr && residuals_in_grads_ + residuals_from(c, l + 1) >= residuals_alone) {
+          att_in_grads[static_cast<size_t>(l)] = p;
+          cursor = c;
+          ++att_in_grads_;
+        }
       }
     }
   }
@@ -803,10 +822,11 @@ CeStats CausalLM::forward(const MicroBatch& mb) {
 }
 
 CeStats CausalLM::forward_backward(const MicroBatch& mb, const BackwardOptions& bo) {
-  if (bo.accumulate && residuals_in_grads_ > 0)
+  if (bo.accumulate && (residuals_in_grads_ > 0 || att_in_grads_ > 0))
     fail(
         "model: forward_backward with accumulate = true, but the storage lent its gradient memory "
-        "for the residual stream (one micro-step per optimizer step): nothing can be added to it");
+        "for the residual stream or attention outputs (one micro-step per optimizer step): nothing "
+        "can be added to it");
   const int64_t T = stage_inputs(mb);
   training_pass_ = true;
   forward_trunk(T, xs_);

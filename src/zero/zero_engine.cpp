@@ -61,8 +61,9 @@ ZeroEngine::ZeroEngine(const ParamLayout& layout, DType dtype, Ops& ops, dist::C
 
 ZeroEngine::~ZeroEngine() {
   if (!overlap_update_) return;
-  try {
-    ops_.synchronize(update_stream_);
+  try {  // an event wait, not synchronize(): that would also consume the ops' error status
+    ops_.record_event(ev_update_start_, update_stream_);
+    ops_.synchronize_event(ev_update_start_);
   } catch (...) {  // a destructor does not throw; the stream goes with the device
   }
   for (Event e : ev_updated_) ops_.destroy_event(e);

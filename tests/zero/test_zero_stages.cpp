@@ -654,6 +654,33 @@ TEST(ZeroStages, AttentionKeptInLentGradientMemoryIsBitwise) {
   }
 }
 
+// Residuals before attention outputs: with fewer attention columns than hidden (4 heads × 8 <
+// 64) and residuals larger than a layer's memory (x: 520 tokens × 64 × 4 B = 133,120 B; a layer's
+// 26,848 gradients: 107,392 B; att + lse 74,880 B), residuals alone fit x.2, x.4, x.5, x.6. A
+// greedy placement in layer order (att.1, x.2, att.3, x.4, att.5, x.6) would keep 3 residuals;
+// att.l is placed only when the later residuals still fit as many as without any: att.1 and the
+// 4 residuals — bitwise the windowed run.
+TEST(ZeroStages, LentMemoryTakesResidualsBeforeAttentionOutputs) {
+  dist::SingleComm comm;
+  RunSpec spec = aligned_spec(DType::kF32);
+  spec.layers = 6;
+  spec.kv_heads = 4;
+  spec.head_dim = 8;
+  spec.max_tokens = 520;
+  const RunResult ref = run_training(comm, spec);
+  RunSpec s = spec;
+  s.micro_steps_per_step = 1;
+  const RunResult alone = run_training(comm, s);  // no checkpointing: residuals only
+  expect_same(alone, ref);
+  EXPECT_EQ(alone.residuals_in_gradient_memory, 4);
+  EXPECT_EQ(alone.attention_in_gradient_memory, 0);
+  s.checkpointing = true;
+  const RunResult r = run_training(comm, s);
+  expect_same(r, ref);
+  EXPECT_EQ(r.residuals_in_gradient_memory, 4);
+  EXPECT_EQ(r.attention_in_gradient_memory, 1);
+}
+
 // One bf16 copy of the weights on the device: under stages 0–2 the engine's weight pools at W = 1
 // are exactly the padded model (the update writes the weights the model reads), at W = 4 stage 0
 // too, stages 1/2 add only a send and a staging buffer of the largest group's shard; stage 3 keeps

@@ -17,10 +17,12 @@ ModelConfig tiny_config(bool tied, int64_t vocab) {
   return parse_model_config(j, "tiny test config");
 }
 
-ModelConfig aligned_config(bool tied) {
-  Json j = {{"model_type", "qwen2"},    {"vocab_size", 112},      {"hidden_size", 64},
-            {"intermediate_size", 96},  {"num_hidden_layers", 2}, {"num_attention_heads", 4},
-            {"num_key_value_heads", 2}, {"head_dim", 16},         {"max_position_embeddings", 128},
+ModelConfig aligned_config(bool tied, int heads, int kv_heads, int head_dim) {
+  Json j = {{"model_type", "qwen2"},           {"vocab_size", 112},
+            {"hidden_size", 64},               {"intermediate_size", 96},
+            {"num_hidden_layers", 2},          {"num_attention_heads", heads},
+            {"num_key_value_heads", kv_heads}, {"head_dim", head_dim},
+            {"max_position_embeddings", 128},
             {"rms_norm_eps", 1e-6},     {"rope_theta", 10000.0},  {"tie_word_embeddings", tied}};
   return parse_model_config(j, "aligned test config");
 }
@@ -45,7 +47,11 @@ PackedBatch make_micro_batch(int64_t step, int64_t j, int64_t vocab) {
 RunResult run_training(dist::Comm& comm, const RunSpec& spec) {
   CpuOps ops;
   HostMemory mem;
-  ModelConfig cfg = spec.aligned ? aligned_config(spec.tied) : tiny_config(spec.tied, spec.vocab);
+  ModelConfig cfg =
+      spec.aligned ? aligned_config(spec.tied, spec.heads > 0 ? spec.heads : 4,
+                                    spec.kv_heads > 0 ? spec.kv_heads : 2,
+                                    spec.head_dim > 0 ? spec.head_dim : 16)
+                   : tiny_config(spec.tied, spec.vocab);
   if (spec.layers > 0) cfg.num_hidden_layers = spec.layers;
   const ParamLayout layout(cfg);
   // The trainer's set-up: the engine is the model's storage (the gradient window; every stage's

@@ -19,7 +19,8 @@ namespace zt::zero::test {
 ModelConfig tiny_config(bool tied, int64_t vocab = 97);
 // A 2-layer Qwen2 whose every tensor is a multiple of the shard quantum (vocab 112, hidden 64,
 // 4 heads × 16, 2 KV heads, intermediate 96): alone, its shard columns are its storage.
-ModelConfig aligned_config(bool tied);
+// heads / kv_heads / head_dim: the attention's (defaults 4, 2, 16).
+ModelConfig aligned_config(bool tied, int heads = 4, int kv_heads = 2, int head_dim = 16);
 
 // Micro-batch j (global index within the step) of optimizer step k: 1–3 examples of 3–12 tokens,
 // the first third of each example masked (-100). Micro-batch 1 of step 1 has no targets at all.
@@ -50,6 +51,7 @@ struct RunSpec {
   int64_t max_tokens = 48;              // ModelOptions::max_tokens (the batches hold <= 36)
   int layers = 0;                       // > 0: num_hidden_layers instead of the config's 2
   bool keep_attention = false;          // ModelOptions::keep_attention
+  int heads = 0, kv_heads = 0, head_dim = 0;  // aligned: > 0 instead of 4, 2, 16
   bool overlap_gather = false;          // EngineOptions::overlap_gather
 };
 
