@@ -132,10 +132,10 @@ void CausalLM::plan_and_allocate(MemoryResource& memory) {
   // start of forward_backward until that layer's backward writes them, so anything whose last
   // read is in the backward of layer l may live in the lent memory of layers 0 … l - 1 (never
   // layer l's own: its MLP weight gradients are written before its attention backward). Under
-  // checkpointing (without keep_attention) layer l's attention output and lse follow x.l when
-  // they fit: the recomputation before layer l's backward then skips the attention forward, as
-  // keep_attention does, for no memory (lent_in_gradient_memory below). For Qwen2.5-1.5B at 8k
-  // tokens 28 × 25 MB of residuals and 27 × 25.6 MB of attention outputs.
+  // checkpointing layer l's attention output and lse follow x.l where they fit without costing a
+  // later residual its place: the recomputation before layer l's backward then skips the
+  // attention forward, as keep_attention does, for no memory (attention_in_gradient_memory()).
+  // For Qwen2.5-1.5B at 8k tokens 28 × 25 MB of residuals and 27 × 25.6 MB of attention outputs.
   std::vector<void*> x_in_grads(static_cast<size_t>(L) + 1, nullptr);
   std::vector<void*> att_in_grads(static_cast<size_t>(L), nullptr);
   if (opt_.share_activation_memory && storage_ != nullptr) {
@@ -225,7 +225,8 @@ void CausalLM::plan_and_allocate(MemoryResource& memory) {
     });
     if (l == 0) set0_end = acts_.planned_bytes();
   }
-  // Selective checkpointing: every other layer's attention output and softmax statistics.
+  // Selective checkpointing: the attention output and softmax statistics of each layer the lent
+  // memory did not take.
   std::vector<std::pair<Arena::Slot, Arena::Slot>> s_kept;
   for (int64_t l = 0; keep && l < L; ++l) {
     const bool own = att_in_grads[static_cast<size_t>(l)] == nullptr;

@@ -244,9 +244,9 @@ class CausalLM {
     void *q_raw, *k_raw, *rstd_q, *rstd_k, *attn_out, *rstd_ao, *mlp_out, *rstd_mo;
   };
   std::vector<LayerActs> layer_acts_;  // num_layers entries, or 1 with checkpointing
-  // keep_attention: each layer's own attention output and lse (else the LayerActs' att / lse);
-  // att_in_grads_ > 0: those of the layers that keep them in lent gradient memory (nullptr for
-  // the others), for forward_backward only.
+  // Per layer (empty when no layer keeps them): where its attention output and lse are kept —
+  // lent gradient memory (kept_lent_: forward_backward only), activation memory (keep_attention)
+  // — or nullptr (the LayerActs' att / lse, recomputed).
   std::vector<void*> kept_att_, kept_lse_;
   std::vector<bool> kept_lent_;  // per layer (with kept_att_): in lent gradient memory
   int att_in_grads_ = 0;
