@@ -36,9 +36,6 @@ namespace {
 using test::randn;
 using test::rel_err;
 
-#define ZT_REQUIRE_GPU() \
-  if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device"
-
 using gputest::make_view;
 
 // Host data in f32 or bf16 storage; values() gives the exact fp32 values.

@@ -11,14 +11,12 @@
 
 #include "backend/cpu/cpu_ops.h"
 #include "backend/cuda/cuda_ops.h"
+#include "gpu/gpu_test_util.h"
 #include "model/causal_lm.h"
 #include "model/model_test_util.h"
 
 namespace zt::test {
 namespace {
-
-#define ZT_REQUIRE_GPU() \
-  if (cuda_device_count() == 0) GTEST_SKIP() << "no CUDA device"
 
 // A model on the GPU with its own ops and memory.
 struct GpuModel {

@@ -10,7 +10,9 @@
 // deterministic scheme) — P and dP are computed once instead of again in a separate dQ pass (5
 // GEMMs per tile pair instead of 7). At D = 64 it also issues the next query tile's first GEMM
 // (Sᵀ = K·Qᵀ) before it waits for the current tile's last ones, so it runs while the dQ partial is
-// staged and the next copy is started (at D = 128 the registers do not allow it).
+// staged and the next copy is started, and holds each warpgroup's K and V rows in registers as
+// wgmma A fragments, so Sᵀ and dPᵀ read only Q and dO from shared memory (at D = 128 the registers
+// allow neither).
 //
 // Forward. Block: 128 query rows of one head, key tiles of 128 up to the diagonal in order.
 // Warp-specialized: a producer warpgroup (one thread) loads Q once and K/V tiles by TMA into two
@@ -195,20 +197,24 @@ __device__ __forceinline__ void wgmma_ss_n32(float (&d)[16], uint64_t da, uint64
       : "l"(da), "l"(db), "r"(scale_d), "n"(TA), "n"(TB));
 }
 
-// D[64×64] += A·B, A [64×16] bf16 in registers (per warp the mma.m16n8k16 A fragment of its 16
-// rows), B [16×64] MN-major in shared memory (immTransB = 1).
-__device__ __forceinline__ void wgmma_rs_n64(float (&d)[32], const uint32_t (&a)[4], uint64_t db) {
+// D[64×64] (+)= A·B, A [64×16] bf16 in registers (per warp the mma.m16n8k16 A fragment of its 16
+// rows), B [16×64] in shared memory, MN-major (TB = 1, as P·V and dV/dK read it) or K-major (TB =
+// 0: B [64×16] read as Bᵀ, the backward's Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ with K and V in registers at
+// D 64, bwd_load_a); scale_d = 0 overwrites D.
+template <int TB = 1>
+__device__ __forceinline__ void wgmma_rs_n64(float (&d)[32], const uint32_t (&a)[4], uint64_t db,
+                                             int scale_d = 1) {
   asm volatile(
       "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, "
       "%9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, "
-      "%27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1, 1;\n}\n"
+      "%27, %28, %29, %30, %31}, {%32, %33, %34, %35}, %36, p, 1, 1, %38;\n}\n"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
         "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
         "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
         "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
         "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(1));
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(db), "r"(scale_d), "n"(TB));
 }
 
 // D[64×128] += A·B, A [64×16] bf16 in registers (as wgmma_rs_n64), B [16×128] MN-major in shared
@@ -254,6 +260,16 @@ __device__ __forceinline__ void mma_abt64(float (&acc)[32], uint32_t a, uint32_t
   for (int kk = 0; kk < D / 16; ++kk)
     wgmma_ss_n64(acc, desc_sw128(a + (kk >> 2) * (RA * 128) + (kk & 3) * 32, 16, 1024),
                  desc_sw128(b + (kk >> 2) * (RB * 128) + (kk & 3) * 32, 16, 1024), kk > 0 ? 1 : 0);
+}
+// acc[64×64] = A·Bᵀ over D as mma_abt64, A [64 × D] as D/16 bf16 A fragments (bwd_load_a), B the
+// 64 rows at `b` of an RB-row tile, K-major.
+template <int D, int RB>
+__device__ __forceinline__ void mma_rbt64(float (&acc)[32], const uint32_t (&fa)[D / 16][4],
+                                          uint32_t b) {
+#pragma unroll
+  for (int kk = 0; kk < D / 16; ++kk)
+    wgmma_rs_n64<0>(acc, fa[kk], desc_sw128(b + (kk >> 2) * (RB * 128) + (kk & 3) * 32, 16, 1024),
+                    kk > 0 ? 1 : 0);
 }
 // acc[64×D] += P·B: P [64 × 16·K] as K bf16 A fragments (pack_a), B the 16·K rows at `b` of an
 // R-row tile, MN-major (K·D/64 wgmma steps of 16 rows and 64 columns).
@@ -569,10 +585,45 @@ __device__ __forceinline__ void issue_abt64(float (&acc)[32], uint32_t a, uint32
   wg_commit();
 }
 
+// Whether the fused backward at head dim D holds each warpgroup's 64 K and V rows in registers as
+// wgmma A fragments (2·D/4 registers a thread, loaded once per block), so Sᵀ = K·Qᵀ and dPᵀ =
+// V·dOᵀ read only Q / dO from shared memory: at D 64 those two SS products (m64n64k16, 4 KiB of
+// shared memory per 32 tensor-core clocks) run at the shared-memory port's limit, and they are two
+// fifths of the tile's traffic. At D 128 the 64 registers do not fit beside the dK/dV accumulators.
+__host__ __device__ constexpr bool bwd_kv_in_registers(int D) { return D == 64; }
+
+// The A fragments (wgmma_rs_n64<0>) of block rows row and row + 8 of a K-major [128 × D] tile at
+// `tile` (generic pointer; layout sw128): fragment kk holds columns 16·kk … 16·kk + 15, register
+// r row row + (r & 1)·8, columns 16·kk + (r >> 1)·8 + c2 and + 1 (the mma.m16n8k16 A layout).
+template <int D>
+__device__ __forceinline__ void bwd_load_a(uint32_t (&f)[D / 16][4], const unsigned char* tile,
+                                           int row, int c2) {
+#pragma unroll
+  for (int kk = 0; kk < D / 16; ++kk)
+#pragma unroll
+    for (int r = 0; r < 4; ++r)
+      f[kk][r] = *reinterpret_cast<const uint32_t*>(
+          tile + sw128<128>(row + (r & 1) * 8, kk * 16 + (r >> 1) * 8) + c2 * 2);
+}
+
+// The backward's Sᵀ = K·Qᵀ of one warpgroup (its 64 keys against the 64 query rows at tQ), issued
+// and committed: K from the fragments kf (bwd_kv_in_registers) or from shared memory at sK.
+template <int D>
+__device__ __forceinline__ void issue_st(float (&acc)[32], const uint32_t (&kf)[D / 16][4],
+                                         uint32_t sK, uint32_t tQ) {
+  if constexpr (bwd_kv_in_registers(D)) {
+    wg_fence();
+    mma_rbt64<D, 64>(acc, kf, tQ);
+    wg_commit();
+  } else {
+    issue_abt64<D, 128, 64>(acc, sK, tQ);
+  }
+}
+
 // One warpgroup's next GEMMs of query tile q0 (64 rows) against its 64 keys, entered with Sᵀ =
 // K·Qᵀ (issue_abt64) the only pending wgmma group — issued a tile ahead (kSAhead: waited for
 // before dPᵀ is issued) or just before (waited for once dPᵀ is issued) — each element-wise step
-// overlapping the next GEMM: dPᵀ = V·dOᵀ (K-major operands at sV, the warpgroup's rows, and tdO);
+// overlapping the next GEMM: dPᵀ = V·dOᵀ (V: the fragments vf, or K-major at sV; dO K-major at tdO);
 // Pᵀ (bwd_probs) while dPᵀ runs; dV += bf16(Pᵀ)·dO; dSᵀ = Pᵀ·(dPᵀ − Di) while that runs, packed
 // into da. stat: lse2 [64] then Di [64] of the tile. Returns with dV's group in flight (pa — P as A
 // fragments — must stay live and unread until it completes); the caller issues dK += bf16(dSᵀ)·Q
@@ -580,7 +631,8 @@ __device__ __forceinline__ void issue_abt64(float (&acc)[32], uint32_t a, uint32
 template <int D, bool kSAhead>
 __device__ __forceinline__ void bwd_tile_gemms(float (&s)[32], float (&gv)[D / 64][32],
                                                uint32_t (&pa)[4][4], uint32_t (&da)[4][4],
-                                               uint32_t sV, uint32_t tdO, const float* stat,
+                                               const uint32_t (&vf)[D / 16][4], uint32_t sV,
+                                               uint32_t tdO, const float* stat,
                                                float scale_log2, int q0, int key0, int c2, int L,
                                                bool edge) {
   constexpr int kKeys = 128, kRows = 64;
@@ -590,7 +642,11 @@ __device__ __forceinline__ void bwd_tile_gemms(float (&s)[32], float (&gv)[D / 6
     keep(s);
   }
   wg_fence();
-  mma_abt64<D, kKeys, kRows>(dp, sV, tdO);
+  if constexpr (bwd_kv_in_registers(D)) {
+    mma_rbt64<D, kRows>(dp, vf, tdO);
+  } else {
+    mma_abt64<D, kKeys, kRows>(dp, sV, tdO);
+  }
   wg_commit();
   if constexpr (!kSAhead) {
     wg_wait<1>();  // Sᵀ, issued just before; Pᵀ's exponentials overlap dPᵀ's GEMM
@@ -800,6 +856,7 @@ __global__ void __launch_bounds__(kBwdThreads, 1)
   constexpr uint32_t kKB = kKeys * D * 2, kQB = kRows * D * 2, kSB = kRows * D * 4;
   constexpr int kNB = D / 64, kQN = D / 2;  // kQN: dQ columns per warpgroup
   constexpr bool kPipe = bwd_pipelined(D);
+  static_assert(!bwd_kv_in_registers(D) || kPipe, "K/V fragments are loaded in the pipelined prologue");
   constexpr int kNQ = kPipe ? 3 : 2, kNdS = kPipe ? 2 : 1;  // Q/dO/stat and dSᵀ buffers
   constexpr uint32_t kDSB = kKeys * 64 * 2;
   extern __shared__ unsigned char smem[];
@@ -868,6 +925,7 @@ __global__ void __launch_bounds__(kBwdThreads, 1)
   zero_dkdv<D>(gk, gv);
 
   float s[32];
+  uint32_t kf[D / 16][4], vf[D / 16][4];  // this warpgroup's K and V rows (bwd_kv_in_registers)
   if constexpr (kPipe) {  // step 0's copies landed, step 1's started, step 0's Sᵀ issued
     if (steps > 1) {
       ops.prefetch(ntiles - 2, 1);
@@ -878,7 +936,11 @@ __global__ void __launch_bounds__(kBwdThreads, 1)
     }
     fence_async_smem();
     bar_sync(kBarMma, 256);
-    issue_abt64<D, 128, 64>(s, sKwg, sQ);
+    if constexpr (bwd_kv_in_registers(D)) {
+      bwd_load_a<D>(kf, smem + (sK - s0addr), kl, c2);
+      bwd_load_a<D>(vf, smem + (sV - s0addr), kl, c2);
+    }
+    issue_st<D>(s, kf, sKwg, sQ);
   }
   for (int kstep = 0; kstep < steps; ++kstep) {
     const int i = ntiles - 1 - kstep, b = kPipe ? kstep % 3 : kstep & 1;
@@ -897,8 +959,8 @@ __global__ void __launch_bounds__(kBwdThreads, 1)
     const float* ls = stat + b * 2 * kRows;  // lse2, then Di
     const bool edge = i * kRows < n0 + kKeys || (i + 1) * kRows > w.L;
     uint32_t pa[4][4], da[4][4];
-    if constexpr (!kPipe) issue_abt64<D, 128, 64>(s, sKwg, tQ);
-    bwd_tile_gemms<D, kPipe>(s, gv, pa, da, sVwg, tdO, ls, a.scale_log2, i * kRows, key0, c2, w.L,
+    if constexpr (!kPipe) issue_st<D>(s, kf, sKwg, tQ);
+    bwd_tile_gemms<D, kPipe>(s, gv, pa, da, vf, sVwg, tdO, ls, a.scale_log2, i * kRows, key0, c2, w.L,
                              edge);
     const uint32_t tdS = sdS + (kPipe ? (kstep & 1) * kDSB : 0);
     // dSᵀ to shared memory before the dK GEMM takes da: register [kq][r] holds keys
@@ -937,7 +999,7 @@ __global__ void __launch_bounds__(kBwdThreads, 1)
       cp_async_wait<0>();
       fence_async_smem();
       bar_sync(kBarMma, 256);
-      issue_abt64<D, 128, 64>(s, sKwg, sQ + ((kstep + 1) % 3) * kQB);
+      issue_st<D>(s, kf, sKwg, sQ + ((kstep + 1) % 3) * kQB);
       if (kstep + 2 < steps) {
         ops.prefetch(i - 2, (kstep + 2) % 3);
         cp_async_commit();
