@@ -1024,6 +1024,7 @@ __global__ void __launch_bounds__(kBwdThreads, 1)
     fence_async_smem();  // the staged tile visible to the bulk copy (async proxy)
     bar_arrive(kBarFull + sb, kBarWriter);
   }
+  wg_wait0();  // (every group is complete here; without it ptxas injects this wait, C7517)
   bwd_store_dkdv<D>(gk, gv, a, w, key0, c2, pk, pv, dk, dv);
 #endif
 }
