@@ -1,6 +1,7 @@
 #include "zero/weight_gatherer.h"
 
 #include <algorithm>
+#include <cassert>
 
 namespace zt::zero {
 
@@ -10,8 +11,9 @@ namespace {
 // weights are its elements.
 class FullWeights final : public WeightGatherer {
  public:
-  FullWeights(bool replicated, bool overlap, const ShardLayout& layout, DType dtype, Ops& ops,
-              dist::Comm& comm, MemoryResource& device_memory, Stream compute)
+  FullWeights(bool replicated, bool overlap, bool async_update, const ShardLayout& layout,
+              DType dtype, Ops& ops, dist::Comm& comm, MemoryResource& device_memory,
+              Stream compute)
       : WeightGatherer(layout, dtype, ops, comm, device_memory, compute,
                        replicated ? Ownership{0, layout.world_size()} : Ownership{comm.rank(), 1}),
         gather_(!replicated && layout.world_size() > 1),
@@ -19,20 +21,12 @@ class FullWeights final : public WeightGatherer {
     const Arena::Slot s_full =
         dev_.reserve("compute weights", static_cast<size_t>(layout.model_elems()) * es_);
     allocate(gather_, s_full);
-    if (overlap_)
-      for (int g = 0; g < layout.num_groups(); ++g) ev_gathered_.push_back(ops_.create_event());
-    pending_.assign(static_cast<size_t>(layout.num_groups()), 0);
+    if (overlap_ || async_update) create_ready_events();
   }
-  ~FullWeights() override {
-    drain();
-    for (Event e : ev_gathered_) ops_.destroy_event(e);
-  }
+  ~FullWeights() override { drain(); }
 
   const void* acquire(int g) override {
-    if (pending_[static_cast<size_t>(g)]) {  // the post-update gather of g is still in flight
-      ops_.wait_event(compute_, ev_gathered_[static_cast<size_t>(g)]);
-      pending_[static_cast<size_t>(g)] = 0;
-    }
+    wait_ready(g);  // the post-update gather of g, or the update of g, may still be in flight
     return base(g).base;
   }
   void release(int) override {}
@@ -45,8 +39,7 @@ class FullWeights final : public WeightGatherer {
       side_after_compute();
       for (int g = 0; g < ng; ++g) {
         gather_into(g, base(g), side_);
-        ops_.record_event(ev_gathered_[static_cast<size_t>(g)], side_);
-        pending_[static_cast<size_t>(g)] = 1;
+        mark_produced(g, side_);
       }
     } else {
       for (int g = 0; g < ng; ++g) gather_into(g, base(g), compute_);
@@ -58,9 +51,7 @@ class FullWeights final : public WeightGatherer {
     return {elem_at(owned_w_.data, layout_.group_model_begin(g), es_), dtype_};
   }
   bool gather_;   // stages 1/2 at W > 1: the other ranks' shards come by all-gather
-  bool overlap_;  // ... on the side stream, waited for per group
-  std::vector<Event> ev_gathered_;  // overlap: group g's post-update gather has finished
-  std::vector<char> pending_;       // overlap: group g's gather not yet waited for
+  bool overlap_;  // ... on the side stream, marked produced per group
 };
 
 // Stage 3: the shard plus an embedding buffer, a head buffer and two layer slots.
@@ -159,15 +150,16 @@ class SlottedWeights final : public WeightGatherer {
 
 }  // namespace
 
-std::unique_ptr<WeightGatherer> WeightGatherer::make(int stage, bool overlap,
+std::unique_ptr<WeightGatherer> WeightGatherer::make(int stage, bool overlap, bool async_update,
                                                      const ShardLayout& layout, DType dtype,
                                                      Ops& ops, dist::Comm& comm,
                                                      MemoryResource& device_memory,
                                                      Stream compute) {
+  assert(stage != 3 || !async_update);  // the engine overlaps the update under stages 0–2 only
   if (stage == 3)
     return std::make_unique<SlottedWeights>(layout, dtype, ops, comm, device_memory, compute);
-  return std::make_unique<FullWeights>(stage == 0, overlap && stage != 0, layout, dtype, ops, comm,
-                                       device_memory, compute);
+  return std::make_unique<FullWeights>(stage == 0, overlap && stage != 0, async_update, layout,
+                                       dtype, ops, comm, device_memory, compute);
 }
 
 WeightGatherer::WeightGatherer(const ShardLayout& layout, DType dtype, Ops& ops, dist::Comm& comm,
@@ -182,9 +174,16 @@ WeightGatherer::WeightGatherer(const ShardLayout& layout, DType dtype, Ops& ops,
       dev_(kWeightArena, device_memory) {
   owned_w_.dtype = dtype;
   owned_w_.owned = owned;
-  side_ = ops_.create_stream();
-  ev_compute_ = ops_.create_event();
-  ev_side_ = ops_.create_event();
+  try {
+    side_ = ops_.create_stream();
+    ev_compute_ = ops_.create_event();
+    ev_side_ = ops_.create_event();
+  } catch (...) {  // the device refused one: destroy what was made (null handles are ignored)
+    ops_.destroy_stream(side_);
+    ops_.destroy_event(ev_compute_);
+    ops_.destroy_event(ev_side_);
+    throw;
+  }
 }
 
 void WeightGatherer::drain() noexcept {
@@ -200,6 +199,32 @@ WeightGatherer::~WeightGatherer() {
   ops_.destroy_stream(side_);
   ops_.destroy_event(ev_compute_);
   ops_.destroy_event(ev_side_);
+  for (Event e : ev_ready_) ops_.destroy_event(e);
+}
+
+void WeightGatherer::create_ready_events() {
+  const auto G = static_cast<size_t>(layout_.num_groups());
+  ev_ready_.reserve(G);  // push_back then cannot throw: a refused event leaves the others listed
+  for (size_t g = 0; g < G; ++g) ev_ready_.push_back(ops_.create_event());
+  ready_pending_.assign(G, 0);
+}
+
+void WeightGatherer::mark_produced(int g, Stream s) {
+  assert(static_cast<size_t>(g) < ev_ready_.size());  // made with overlap or async_update
+  ops_.record_event(ev_ready_[static_cast<size_t>(g)], s);
+  ready_pending_[static_cast<size_t>(g)] = 1;
+}
+
+void WeightGatherer::wait_ready(int g) {
+  if (ready_pending_.empty()) return;  // no ready events: nothing is produced elsewhere
+  char& pending = ready_pending_[static_cast<size_t>(g)];
+  if (pending == 0) return;
+  ops_.wait_event(compute_, ev_ready_[static_cast<size_t>(g)]);
+  pending = 0;
+}
+
+void WeightGatherer::wait_all_ready() {
+  for (int g = 0; g < static_cast<int>(ready_pending_.size()); ++g) wait_ready(g);
 }
 
 void WeightGatherer::allocate(bool gather, Arena::Slot model_weights) {

@@ -8,13 +8,18 @@
 //     (this rank updated everything); stages 1/2 at W > 1 all-gather group by group — each rank's
 //     shard of the group packed from the full buffer into a send buffer [max group shard], gathered
 //     into a staging buffer [W][max group shard] and unpacked into the full buffer — with overlap,
-//     on the gatherer's side stream, and acquire(g) makes the compute stream wait for group g's
-//     gather alone.
+//     on the gatherer's side stream, each group marked produced there (below).
 //   SlottedWeights (stage 3): only the rank-major shard [S] stays resident. Group 0 and the last
 //     group each have a buffer, the decoder layers share two slots (g % 2); acquire(g)
 //     all-gathers g on the side stream unless its storage already holds it, and prefetches the
 //     next layer (in the direction of the last two acquires) into the other slot while the
 //     current one computes.
+// Weights produced on another stream (FullWeights only): the post-update all-gather on the side
+// stream (overlap, stages 1/2 at W > 1) or the engine's AdamW update on its update stream
+// (async_update, W = 1) — never both — call mark_produced(g, s) once group g's new weights are
+// enqueued on s. One event and one pending flag per group hold it; the one rule for the compute
+// stream: acquire(g) waits for group g's ready event alone, wait_all_ready() for every group's
+// (the engine calls it before anything else that touches what the producer reads or writes).
 // Every gather that reads the owned weights is on the side stream or the compute stream; join()
 // makes the compute stream wait for all of them before the owned weights are overwritten.
 #pragma once
@@ -62,15 +67,20 @@ struct OwnedWeights {
 class WeightGatherer {
  public:
   // The gatherer of `stage` (0–3). overlap (stages 1/2): leave the post-update all-gather in
-  // flight (the model then reaches every weight through acquire). Allocates on device_memory.
-  static std::unique_ptr<WeightGatherer> make(int stage, bool overlap, const ShardLayout& layout,
-                                              DType dtype, Ops& ops, dist::Comm& comm,
-                                              MemoryResource& device_memory, Stream compute);
+  // flight (the model then reaches every weight through acquire). async_update (stages 0–2): the
+  // caller's update writes the compute weights on another stream and marks each group produced.
+  // Either one creates the per-group ready events. Allocates on device_memory. Throws zt::Error
+  // on an out-of-memory or when the device refuses a stream or event.
+  static std::unique_ptr<WeightGatherer> make(int stage, bool overlap, bool async_update,
+                                              const ShardLayout& layout, DType dtype, Ops& ops,
+                                              dist::Comm& comm, MemoryResource& device_memory,
+                                              Stream compute);
   virtual ~WeightGatherer();
   WeightGatherer(const WeightGatherer&) = delete;
   WeightGatherer& operator=(const WeightGatherer&) = delete;
 
-  // Group g's weights for a use on the compute stream (stage 3: an all-gather, collective).
+  // Group g's weights for a use on the compute stream: the compute stream waits for group g's
+  // ready event if it is pending (stage 3: an all-gather, collective).
   virtual const void* acquire(int g) = 0;
   // The compute stream's use of group g's weights ends here (enqueued).
   virtual void release(int g) = 0;
@@ -82,6 +92,13 @@ class WeightGatherer {
   // Where the owned shards' compute weights live (the update writes them there).
   const OwnedWeights& owned_weights() const { return owned_w_; }
   const Ownership& owned() const { return owned_w_.owned; }
+  // Group g's new weights are enqueued on stream s (the producer's): records g's ready event
+  // there; the next acquire(g) or wait_all_ready() makes the compute stream wait for it. Only
+  // with ready events (make: overlap or async_update).
+  void mark_produced(int g, Stream s);
+  // The compute stream waits for every group's pending ready event, in group order (none without
+  // ready events).
+  void wait_all_ready();
   // The compute stream waits for every gather in flight (before the owned weights are
   // overwritten).
   void join();
@@ -103,6 +120,10 @@ class WeightGatherer {
   void side_after_compute();
   // Waits for both streams, ignoring errors (destructors: nothing in flight may outlive a buffer).
   void drain() noexcept;
+  // One ready event per group (the base destructor destroys them).
+  void create_ready_events();
+  // The compute stream waits for group g's ready event if it is pending.
+  void wait_ready(int g);
 
   const ShardLayout& layout_;
   DType dtype_;
@@ -117,6 +138,8 @@ class WeightGatherer {
   void* send_ = nullptr;     // [max group shard] (owned weights in the model layout, W > 1)
   Stream side_;
   Event ev_compute_, ev_side_;
+  std::vector<Event> ev_ready_;      // per group: its weights' producer reached this point
+  std::vector<char> ready_pending_;  // per group: recorded, not yet waited for by compute_
 };
 
 }  // namespace zt::zero

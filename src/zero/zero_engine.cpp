@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 #include <cstdint>
 
@@ -28,6 +29,12 @@ EngineOptions checked(EngineOptions o, DType dtype, const Ops& ops, const Memory
   return o;
 }
 
+// EngineOptions::overlap_gather at W = 1, stages 0–2, the optimizer state on the device: the
+// AdamW update runs on the engine's update stream (ShardOptimizer::step_on).
+bool update_overlapped(const EngineOptions& o, int world_size) {
+  return o.overlap_gather && world_size == 1 && o.stage <= 2 && !o.offload;
+}
+
 }  // namespace
 
 ZeroEngine::ZeroEngine(const ParamLayout& layout, DType dtype, Ops& ops, dist::Comm& comm,
@@ -38,8 +45,9 @@ ZeroEngine::ZeroEngine(const ParamLayout& layout, DType dtype, Ops& ops, dist::C
       comm_(comm),
       opt_(checked(options, dtype, ops, device_memory)),
       dtype_(dtype),
-      gatherer_(WeightGatherer::make(opt_.stage, opt_.overlap_gather, layout_, dtype, ops, comm,
-                                     device_memory, stream_)),
+      overlap_update_(update_overlapped(opt_, layout_.world_size())),
+      gatherer_(WeightGatherer::make(opt_.stage, opt_.overlap_gather, overlap_update_, layout_,
+                                     dtype, ops, comm, device_memory, stream_)),
       optimizer_(ShardOptimizer::make(opt_.offload, layout_, gatherer_->owned_weights(), ops,
                                       device_memory, host_memory, stream_, opt_.host_threads,
                                       opt_.local_world_size)),
@@ -48,14 +56,15 @@ ZeroEngine::ZeroEngine(const ParamLayout& layout, DType dtype, Ops& ops, dist::C
                 opt_.host_gradient_accumulation, opt_.gradient_delivery_elems},
                /*one_micro_step=*/opt_.micro_steps_per_step == 1) {
   reduced_.assign(static_cast<size_t>(layout_.num_groups()), 0);
-  const auto G = static_cast<size_t>(layout_.num_groups());
-  update_pending_.assign(G, 0);
-  overlap_update_ = opt_.overlap_gather && layout_.world_size() == 1 && opt_.stage <= 2 &&
-                    !opt_.offload && optimizer_->async_step();
-  if (overlap_update_) {
+  assert(!overlap_update_ || optimizer_->async_step());  // device state, one owned rank
+  if (!overlap_update_) return;
+  try {
     update_stream_ = ops_.create_stream();
     ev_update_start_ = ops_.create_event();
-    for (size_t g = 0; g < G; ++g) ev_updated_.push_back(ops_.create_event());
+  } catch (...) {  // the device refused one: destroy what was made (null handles are ignored)
+    ops_.destroy_event(ev_update_start_);
+    ops_.destroy_stream(update_stream_);
+    throw;
   }
 }
 
@@ -66,20 +75,8 @@ ZeroEngine::~ZeroEngine() {
     ops_.synchronize_event(ev_update_start_);
   } catch (...) {  // a destructor does not throw; the stream goes with the device
   }
-  for (Event e : ev_updated_) ops_.destroy_event(e);
   ops_.destroy_event(ev_update_start_);
-  ops_.destroy_stream(update_stream_);
-}
-
-void ZeroEngine::await_update(int g) const {
-  char& p = update_pending_[static_cast<size_t>(g)];
-  if (p == 0) return;
-  ops_.wait_event(stream_, ev_updated_[static_cast<size_t>(g)]);
-  p = 0;
-}
-
-void ZeroEngine::await_update() const {
-  for (int g = 0; g < layout_.num_groups(); ++g) await_update(g);
+  ops_.destroy_stream(update_stream_);  // (the gatherer destroys the per-group ready events)
 }
 
 void ZeroEngine::check_group(const char* what, int g) const {
@@ -107,7 +104,7 @@ void ZeroEngine::init_from_flat(const Tensor& flat) {
   const int64_t S = layout_.shard_elems();
   const size_t es = dtype_size(dtype_);
   const OwnedWeights& w = gatherer_->owned_weights();
-  await_update();
+  gatherer_->wait_all_ready();
   gatherer_->join();  // no gather still reads or writes them
   ops_.zero(Tensor(w.data, dtype_, {w.elems}, ops_.device()), stream_);
   for (int r = w.owned.rank0; r < w.owned.rank0 + w.owned.ranks; ++r)
@@ -137,8 +134,9 @@ void ZeroEngine::init_state_from_weights() {
 const void* ZeroEngine::weights(int g) {
   require_ready("weights");
   check_group("weights", g);
-  await_update(g);  // the groups before g were updated first (one stream, layout order)
-  return gatherer_->acquire(g);  // stage 3: all-gather of group g (collective) + prefetch
+  // Waits for group g's ready event alone (the groups before g were produced first: one stream,
+  // layout order); stage 3: all-gather of group g (collective) + prefetch.
+  return gatherer_->acquire(g);
 }
 
 void ZeroEngine::release(int g) {
@@ -148,7 +146,7 @@ void ZeroEngine::release(int g) {
 
 float* ZeroEngine::grads(int g) {
   check_group("grads", g);
-  await_update();  // the update reads the gradient shard
+  gatherer_->wait_all_ready();  // the update reads the gradient shard
   return reducer_.window(g);
 }
 
@@ -165,7 +163,7 @@ void ZeroEngine::reduce_group(int g) {
   require_ready("reduce_group");
   check_group("reduce_group", g);
   if (norm_) fail("zero: reduce_group({}) after grad_norm() in the same optimizer step", g);
-  await_update();
+  gatherer_->wait_all_ready();
   int& count = reduced_[static_cast<size_t>(g)];
   reducer_.reduce(g, /*first=*/count == 0);  // reduce-scatter (collective)
   ++count;
@@ -174,7 +172,7 @@ void ZeroEngine::reduce_group(int g) {
 double ZeroEngine::grad_norm() {
   require_ready("grad_norm");
   if (norm_) return *norm_;
-  await_update();
+  gatherer_->wait_all_ready();
   const bool equal =
       std::all_of(reduced_.begin(), reduced_.end(), [&](int c) { return c == reduced_[0]; });
   if (!equal || reduced_[0] == 0)
@@ -198,16 +196,14 @@ StepResult ZeroEngine::apply_step(const StepArgs& args) {
   const optim::AdamWStep s_plain = optim::adamw_step(no_decay, args.lr, t, coef);
   const float* grad = reducer_.gradient_for_update();  // stage 0: all-gather of every shard
   gatherer_->join();  // no gather (stage-3 prefetch, post-update gather) still reads the weights
-  await_update();     // (the last step's update was awaited by this step's forward already)
+  gatherer_->wait_all_ready();  // (this step's forward waited for the last update already)
   adam_step_ = t;
   if (overlap_update_) {
     // On the update stream after everything enqueued so far; weights(g) waits for group g.
     ops_.record_event(ev_update_start_, stream_);
     ops_.wait_event(update_stream_, ev_update_start_);
-    optimizer_->step_on(update_stream_, s_decay, s_plain, grad, [&](int g) {
-      ops_.record_event(ev_updated_[static_cast<size_t>(g)], update_stream_);
-      update_pending_[static_cast<size_t>(g)] = 1;
-    });
+    optimizer_->step_on(update_stream_, s_decay, s_plain, grad,
+                        [&](int g) { gatherer_->mark_produced(g, update_stream_); });
     reset_step();
     return {norm, coef, true, adam_step_};
   }
@@ -233,7 +229,7 @@ StepResult ZeroEngine::finish_step(const StepArgs& args) {
 }
 
 void ZeroEngine::discard_step() {
-  await_update();
+  gatherer_->wait_all_ready();
   reducer_.clear();
   reset_step();
 }
@@ -244,7 +240,7 @@ void ZeroEngine::reset_step() {
 }
 
 void ZeroEngine::synchronize_all() {
-  await_update();
+  gatherer_->wait_all_ready();
   reducer_.synchronize();
   gatherer_->synchronize();
   ops_.synchronize(stream_);

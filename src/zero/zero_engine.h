@@ -7,7 +7,8 @@
 //   WeightGatherer (weight_gatherer.h): the compute weights — under stages 0–2 one full copy the
 //     model reads and the update writes in place (stages 1/2 at W > 1 all-gather the other
 //     ranks' shards into it after each update), under stage 3 the shard and the slots with
-//     prefetch;
+//     prefetch; and each group's ready event for weights produced on a side stream
+//     (EngineOptions::overlap_gather): weights(g) waits for group g's, every other call for all;
 //   ShardOptimizer (shard_optimizer.h): AdamW on the fp32 master shard, on the device or
 //     offloaded to the host.
 //
@@ -78,16 +79,16 @@ namespace zt::zero {
 struct EngineOptions {
   int stage = 1;         // ZeRO stage 0, 1, 2 or 3 (1 and 2 coincide; see the file comment)
   bool offload = false;  // master / m / v in host memory, CPU AdamW (DeepSpeed offload_optimizer)
-  // Stages 1/2: after an update, leave the all-gather of the new weights in flight; weights(g)
-  // makes the compute stream wait for group g's alone. false: apply_step returns with the
-  // weights complete.
+  // Leave the new weights of an update in flight, produced group by group on a side stream:
+  //   stages 1/2 at W > 1: the all-gather of the new weights (on the weight gatherer's stream);
+  //   W = 1, stages 0–2, the optimizer state on the device: the AdamW update itself (on the
+  //     engine's update stream, in layout order; the same kernels on the same data: bitwise the
+  //     synchronous update) — overlaps_update().
+  // Each group's weights then have a ready event (WeightGatherer::mark_produced). The one rule:
+  // weights(g) makes the compute stream wait for group g's ready event alone, so the next forward
+  // overlaps the production of the groups after the one it computes; every other engine call
+  // waits for every group's first. false: apply_step returns with the weights complete.
   bool overlap_gather = false;
-  // With overlap_gather, one rank (W = 1), stages 0–2 and the optimizer state on the device:
-  // apply_step enqueues the AdamW update on a side stream, group by group in layout order, and
-  // returns; weights(g) makes the compute stream wait for group g's update alone, so the next
-  // forward overlaps the update of the groups after the one it computes (the same kernels on the
-  // same data: bitwise the synchronous update). Every other call that reads or writes the
-  // weights, the Adam state or the gradients waits for the whole update first.
   // Offload: the host AdamW (optim::HostAdamW) threads; 0 = automatic (cores / local ranks).
   int host_threads = 0;
   int local_world_size = 1;  // ranks sharing this host (for the automatic thread count)
@@ -155,9 +156,9 @@ class ZeroEngine final : public GroupStorage {
   // ---- GroupStorage: the model's calls, per group g (ParamLayout groups)
 
   // Group g's compute weights. Stage 3: all-gathers g into its slot (collective) and prefetches
-  // the neighbouring layer; stages 1/2 with overlap_gather: the compute stream waits for g's
-  // post-update gather (W > 1) or g's update (W = 1). Throws zt::Error for a bad g or before
-  // init_from_flat / load_state.
+  // the neighbouring layer; stages 0–2 with overlap_gather: the compute stream waits for group
+  // g's ready event alone (its post-update gather at W > 1, its update at W = 1). Throws zt::Error
+  // for a bad g or before init_from_flat / load_state.
   const void* weights(int g) override;
   void release(int g) override;
   // Group g's gradient window (fp32, zero padding), or its columns of the gradient shard
@@ -230,11 +231,8 @@ class ZeroEngine final : public GroupStorage {
   void require_between_steps(const char* what) const;
   // master / m / v from the owned compute weights; the weights installed as the model's.
   void init_state_from_weights();
-  void synchronize_all();  // every stream of the engine
-  // The compute stream waits for the pending asynchronous update (overlap_update_) of group g /
-  // of every group. Const: save_state needs it (the bookkeeping is mutable).
-  void await_update(int g) const;
-  void await_update() const;
+  // Every stream of the engine (after the compute stream has waited for every ready event).
+  void synchronize_all();
   // load_state under stage 0 (every rank keeps every shard): m and v all-gathered in place (host
   // state: through the reducer), the master likewise — or, split, this rank's block own_master
   // [S] (host memory) all-gathered C columns at a time and written into the other ranks' blocks.
@@ -248,17 +246,19 @@ class ZeroEngine final : public GroupStorage {
   EngineOptions opt_;
   DType dtype_;
   Stream stream_;  // the compute stream (the model's)
+  // The asynchronous update (overlaps_update()): decided here, before the gatherer is built,
+  // which then holds its per-group ready events.
+  bool overlap_update_ = false;
+  // Hands out the compute weights; owns the per-group ready events and their one wait rule:
+  // weights(g) waits for group g's (acquire), every other engine call for all (wait_all_ready).
   std::unique_ptr<WeightGatherer> gatherer_;
   std::unique_ptr<ShardOptimizer> optimizer_;
   GradReducer reducer_;  // after optimizer_: under offload it accumulates into its host gradient
-  // The asynchronous update (EngineOptions::overlap_gather at W = 1, device state, stages 0–2):
-  // its stream, the event the compute stream records before it, one event per group recorded
-  // after the group's update, and which groups the compute stream has not yet waited for.
-  bool overlap_update_ = false;
+  // The asynchronous update: its stream and the event the compute stream records before it (both
+  // null otherwise; the destructor waits for the stream). Each group's update marks the group
+  // produced in the gatherer.
   Stream update_stream_;
   Event ev_update_start_;
-  std::vector<Event> ev_updated_;
-  mutable std::vector<char> update_pending_;
 
   // Step state.
   std::vector<int> reduced_;  // per group: reductions in this step

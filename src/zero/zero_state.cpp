@@ -59,7 +59,7 @@ std::filesystem::path ZeroEngine::state_path(const std::filesystem::path& dir, i
 void ZeroEngine::save_state(const std::filesystem::path& dir) const {
   require_ready("save_state");
   require_between_steps("save_state");
-  await_update();
+  gatherer_->wait_all_ready();
   const int64_t S = layout_.shard_elems();
   const int64_t k = comm_.rank() - gatherer_->owned().rank0;  // this rank's block among the owned
   const bool host = optimizer_->host_state();
@@ -174,7 +174,7 @@ void ZeroEngine::load_state(const std::filesystem::path& dir) {
 std::vector<float> ZeroEngine::full_master_weights() {
   require_ready("full_master_weights");
   require_between_steps("full_master_weights");
-  await_update();
+  gatherer_->wait_all_ready();
   const int W = layout_.world_size();
   const int64_t S = layout_.shard_elems();
   const bool root = comm_.rank() == 0, host = optimizer_->host_state();
