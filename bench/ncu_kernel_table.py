@@ -14,8 +14,15 @@ from collections import defaultdict
 
 
 def short(name: str) -> str:
-    name = name.replace("(anonymous namespace)::", "")
+    """The kernel's qualified name without return type, namespaces zt/anonymous, template
+    arguments or parameters: "void zt::cuda::(anonymous namespace)::rmsnorm_fwd<bf16, 4>(...)"
+    -> "cuda::rmsnorm_fwd" (ncu writes the anonymous namespace as "(anonymous namespace)" or
+    "<unnamed>", which cut at the first '<' or '(' left only "cuda::" before)."""
+    name = name.strip()
+    for anon in ("(anonymous namespace)::", "<unnamed>::", "`anonymous namespace'::"):
+        name = name.replace(anon, "")
     name = re.sub(r"^void ", "", name)
+    name = re.sub(r"^zt::", "", name)
     name = re.sub(r"<.*", "", name)       # template arguments
     name = re.sub(r"\(.*", "", name)      # parameter list
     return name.strip()[:70]

@@ -85,22 +85,36 @@ GradReducer::GradReducer(const ShardLayout& layout, Ops& ops, dist::Comm& comm,
   gslot_ = static_cast<float*>(dev_.ptr(s_gslot));
   sumsq_ws_ = Tensor(dev_.ptr(s_ws), DType::kU8,
                      {static_cast<int64_t>(std::max<size_t>(ws_bytes, 1))}, dev_.device());
-  side_ = ops_.create_stream();
-  for (Event* e : {&ev_compute_, &ev_side_, &ev_bucket_free_[0], &ev_bucket_free_[1]})
-    *e = ops_.create_event();
   host_base_ = host.data;
-  if (host_base_ != nullptr && !on_host && !(replicate && W > 1)) {  // streamed delivery
-    if (host.deliver_elems < 0) fail("GradReducer: deliver_elems {} < 0", host.deliver_elems);
-    if (host.deliver_elems > 0) deliver_elems_ = host.deliver_elems;
-    ev_delivered_.resize(static_cast<size_t>(S / deliver_elems_ + (S % deliver_elems_ != 0)));
-    for (Event& e : ev_delivered_) e = ops_.create_event();
-    delivered_waited_ = ev_delivered_.size();  // nothing in flight
+  try {  // a refused stream or event, or a bad option, destroys what was made (the destructor
+         // does not run; null handles are ignored)
+    side_ = ops_.create_stream();
+    for (Event* e : {&ev_compute_, &ev_side_, &ev_bucket_free_[0], &ev_bucket_free_[1]})
+      *e = ops_.create_event();
+    if (host_base_ != nullptr && !on_host && !(replicate && W > 1)) {  // streamed delivery
+      if (host.deliver_elems < 0) fail("GradReducer: deliver_elems {} < 0", host.deliver_elems);
+      if (host.deliver_elems > 0) deliver_elems_ = host.deliver_elems;
+      ev_delivered_.resize(static_cast<size_t>(S / deliver_elems_ + (S % deliver_elems_ != 0)));
+      for (Event& e : ev_delivered_) e = ops_.create_event();
+      delivered_waited_ = ev_delivered_.size();  // nothing in flight
+    }
+    if (on_host) {
+      float* mine = host.data + (replicate ? comm.rank() * S : 0);
+      host_ = std::make_unique<HostGradAccumulator>(ops, *host.memory, mine, S,
+                                                    static_cast<float*>(dev_.ptr(s_stage)), chunk_,
+                                                    host.threads);
+    }
+  } catch (...) {
+    destroy_streams_and_events();
+    throw;
   }
-  if (on_host) {
-    float* mine = host.data + (replicate ? comm.rank() * S : 0);
-    host_ = std::make_unique<HostGradAccumulator>(
-        ops, *host.memory, mine, S, static_cast<float*>(dev_.ptr(s_stage)), chunk_, host.threads);
-  }
+}
+
+void GradReducer::destroy_streams_and_events() {
+  ops_.destroy_stream(side_);
+  for (Event e : {ev_compute_, ev_side_, ev_bucket_free_[0], ev_bucket_free_[1]})
+    ops_.destroy_event(e);
+  for (Event e : ev_delivered_) ops_.destroy_event(e);
 }
 
 GradReducer::~GradReducer() {
@@ -109,10 +123,7 @@ GradReducer::~GradReducer() {
   } catch (...) {
   }
   host_.reset();  // waits for its copies and adds
-  ops_.destroy_stream(side_);
-  for (Event e : {ev_compute_, ev_side_, ev_bucket_free_[0], ev_bucket_free_[1]})
-    ops_.destroy_event(e);
-  for (Event e : ev_delivered_) ops_.destroy_event(e);
+  destroy_streams_and_events();
 }
 
 int64_t GradReducer::chunk_elems(const ShardLayout& layout) {

@@ -135,6 +135,10 @@ class GradReducer {
   void synchronize();  // waits for the side stream (and every host add)
 
  private:
+  // The side stream and every event (null handles ignored): the destructor, and the constructor
+  // when it throws part-way.
+  void destroy_streams_and_events();
+
   const ShardLayout& layout_;
   Ops& ops_;
   dist::Comm& comm_;
