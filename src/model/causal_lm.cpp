@@ -675,7 +675,7 @@ void CausalLM::layer_forward(int l, const LayerActs& a, const Tensor& x, const T
   void* att = att_of(l, a);
   // The recomputation of a layer whose attention output was kept skips the attention forward
   // (the same deterministic kernel would write the same bits).
-  if (y != nullptr || att_of(l, a) == a.att)
+  if (y != nullptr || att == a.att)
     ops_.attention_fwd(act(att, {T, Hq, D}, dt), act(lse_of(l, a), {Hq, T}, kF32), q3, k3, v3,
                        seqs_, scale, attn_bufs(a).ws, stream_, window);
   const Tensor tmp = act(tmp_, {T, H}, dt), xmid = act(a.xmid, {T, H}, dt);
