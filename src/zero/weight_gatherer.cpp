@@ -75,14 +75,19 @@ class SlottedWeights final : public WeightGatherer {
     last_ = dev_.ptr(s_last);
     slot_[0] = dev_.ptr(s_slot0);
     slot_[1] = dev_.ptr(s_slot1);
-    for (Event* e : {&ev_slot_ready_[0], &ev_slot_ready_[1], &ev_slot_free_[0], &ev_slot_free_[1]})
-      *e = ops_.create_event();
-    valid_.assign(static_cast<size_t>(layout.num_groups()), 0);
+    try {  // a refused event destroys the ones made (the base destructor does not know them)
+      for (Event* e :
+           {&ev_slot_ready_[0], &ev_slot_ready_[1], &ev_slot_free_[0], &ev_slot_free_[1]})
+        *e = ops_.create_event();
+      valid_.assign(static_cast<size_t>(layout.num_groups()), 0);
+    } catch (...) {
+      destroy_slot_events();
+      throw;
+    }
   }
   ~SlottedWeights() override {
     drain();
-    for (Event e : {ev_slot_ready_[0], ev_slot_ready_[1], ev_slot_free_[0], ev_slot_free_[1]})
-      ops_.destroy_event(e);
+    destroy_slot_events();
   }
 
   const void* acquire(int g) override {
@@ -127,6 +132,11 @@ class SlottedWeights final : public WeightGatherer {
   }
 
  private:
+  // The slots' events (null handles ignored).
+  void destroy_slot_events() {
+    for (Event e : {ev_slot_ready_[0], ev_slot_ready_[1], ev_slot_free_[0], ev_slot_free_[1]})
+      ops_.destroy_event(e);
+  }
   void* storage(int g) const {
     const int last = layout_.num_groups() - 1;
     return g == 0 ? first_ : g == last ? last_ : slot_[g % 2];

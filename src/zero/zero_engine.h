@@ -167,7 +167,12 @@ class ZeroEngine final : public GroupStorage {
   // Groups whose gradient the model writes straight into the shard (no window).
   int groups_in_shard() const { return reducer_.groups_in_shard(); }
   // A group written straight into the shard whose columns hold no padding: its columns, dead
-  // from the update of one step to the backward of the next (one micro-step per step).
+  // from the update of one step to the backward of the next (one micro-step per step). The one
+  // call that does not wait for every ready event: with the overlapped update (overlaps_update())
+  // group g's columns may still be read by its update until weights(g) has returned. The model
+  // writes only into the scratch of groups below the layer it is computing, after weights() of
+  // that layer's group has returned — the update runs in layout order, so every lower group's is
+  // done (CausalLM's lent-memory placement).
   void* gradient_scratch(int g) override;
   // reduce_group(g).
   void grads_ready(int g) override { reduce_group(g); }

@@ -575,9 +575,9 @@ __device__ __forceinline__ void bwd_probs(const float (&s)[32], float (&pt)[32],
 }
 
 // mma_abt64 issued and committed as one wgmma group; acc stays unread until a wait covers it. The
-// backward's first GEMM of a tile (Sᵀ = K·Qᵀ: RA = 128 keys, RB = 64 query rows): at D 64 issued
-// one tile ahead (it runs while the previous tile's last GEMMs drain and its dQ partial is staged),
-// at D 128 just before bwd_tile_gemms.
+// backward's first GEMM of a tile at D 128 (Sᵀ = K·Qᵀ: RA = 128 keys, RB = 64 query rows), issued
+// just before bwd_tile_gemms (issue_st; at D 64 Sᵀ takes K from registers, mma_rbt64, one tile
+// ahead).
 template <int D, int RA, int RB>
 __device__ __forceinline__ void issue_abt64(float (&acc)[32], uint32_t a, uint32_t b) {
   wg_fence();
@@ -621,7 +621,7 @@ __device__ __forceinline__ void issue_st(float (&acc)[32], const uint32_t (&kf)[
 }
 
 // One warpgroup's next GEMMs of query tile q0 (64 rows) against its 64 keys, entered with Sᵀ =
-// K·Qᵀ (issue_abt64) the only pending wgmma group — issued a tile ahead (kSAhead: waited for
+// K·Qᵀ (issue_st) the only pending wgmma group — issued a tile ahead (kSAhead: waited for
 // before dPᵀ is issued) or just before (waited for once dPᵀ is issued) — each element-wise step
 // overlapping the next GEMM: dPᵀ = V·dOᵀ (V: the fragments vf, or K-major at sV; dO K-major at tdO);
 // Pᵀ (bwd_probs) while dPᵀ runs; dV += bf16(Pᵀ)·dO; dSᵀ = Pᵀ·(dPᵀ − Di) while that runs, packed
@@ -810,7 +810,8 @@ __device__ __forceinline__ void bulk_s2g(float* dst, uint32_t src, uint32_t byte
 // splits them). The MMA warpgroups: 128 keys (64 each), query tiles of 64 rows from the sequence's
 // last one down to the one holding the block's first key, Q / dO / lse2 / Di double-buffered (D 64:
 // triple, bwd_pipelined). Per warpgroup and query tile: Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ (wgmma m64n64k16,
-// K-major operands), Pᵀ = 2^(Sᵀ·scale·log2e − lse2[q]) masked where q < key or q ≥ L, dSᵀ = Pᵀ·(dPᵀ
+// Q and dO K-major in shared memory; K and V K-major there too at D 128, held in registers as A
+// fragments at D 64, bwd_kv_in_registers), Pᵀ = 2^(Sᵀ·scale·log2e − lse2[q]) masked where q < key or q ≥ L, dSᵀ = Pᵀ·(dPᵀ
 // − Di[q]), then dV += bf16(Pᵀ)·dO and dK += bf16(dSᵀ)·Q (P and dS from registers, dO and Q
 // MN-major), and the tile's dQ partial bf16(dS)·K (dSᵀ stored to shared memory and read back
 // transposed, K MN-major; each warpgroup D/2 of the output columns over all 128 keys), staged in
