@@ -50,6 +50,13 @@
 #           path, as between hosts): comm-check on the device, the tiny run bitwise equal to one
 #           launcher of 2 GPUs, a node that dies ends the other within 60 s — needs 2 visible GPUs
 #           (not in the default list; run `./scripts/gpu_check.sh twonode`)
+# Bounding a call: each section bounds its own long commands (timeout on the test binaries, the
+# sanitizers, the benchmarks). Do not put a plain `timeout` around this script to cut a section
+# short: the signal reaches this shell only, which waits for its running child, and a child left
+# behind (compute-sanitizer's racecheck, several minutes) keeps the GPU busy beside the next
+# section — the figures of the next section are then not valid (seen on 2026-12-04: attention
+# TFLOP/s halved while an orphaned racecheck ran). Run the sections that must be bounded in
+# separate calls, or let the script's own limits act.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
