@@ -52,9 +52,9 @@
 #           (not in the default list; run `./scripts/gpu_check.sh twonode`)
 # Bounding a call: each section bounds its own long commands (timeout on the test binaries, the
 # sanitizers, the benchmarks). Do not put a plain `timeout` around this script to cut a section
-# short: the signal reaches this shell only, which waits for its running child, and a child left
-# behind (compute-sanitizer's racecheck, several minutes) keeps the GPU busy beside the next
-# section — the figures of the next section are then not valid (seen on 2026-12-04: attention
+# short: the signal reaches this shell only, which exits, and the command it was running is left
+# behind (compute-sanitizer's racecheck: several minutes), keeping the GPU busy beside whatever the
+# call runs next — whose figures are then not valid (seen on 2026-12-04: attention
 # TFLOP/s halved while an orphaned racecheck ran). Run the sections that must be bounded in
 # separate calls, or let the script's own limits act.
 set -uo pipefail
