@@ -188,12 +188,17 @@ WeightGatherer::WeightGatherer(const ShardLayout& layout, DType dtype, Ops& ops,
     side_ = ops_.create_stream();
     ev_compute_ = ops_.create_event();
     ev_side_ = ops_.create_event();
-  } catch (...) {  // the device refused one: destroy what was made (null handles are ignored)
-    ops_.destroy_stream(side_);
-    ops_.destroy_event(ev_compute_);
-    ops_.destroy_event(ev_side_);
+  } catch (...) {  // the device refused one: destroy what was made (the destructor does not run)
+    destroy_streams_and_events();
     throw;
   }
+}
+
+void WeightGatherer::destroy_streams_and_events() {
+  ops_.destroy_stream(side_);
+  ops_.destroy_event(ev_compute_);
+  ops_.destroy_event(ev_side_);
+  for (Event e : ev_ready_) ops_.destroy_event(e);
 }
 
 void WeightGatherer::drain() noexcept {
@@ -206,10 +211,7 @@ void WeightGatherer::drain() noexcept {
 
 WeightGatherer::~WeightGatherer() {
   drain();
-  ops_.destroy_stream(side_);
-  ops_.destroy_event(ev_compute_);
-  ops_.destroy_event(ev_side_);
-  for (Event e : ev_ready_) ops_.destroy_event(e);
+  destroy_streams_and_events();
 }
 
 void WeightGatherer::create_ready_events() {

@@ -124,6 +124,9 @@ class WeightGatherer {
   void create_ready_events();
   // The compute stream waits for group g's ready event if it is pending.
   void wait_ready(int g);
+  // The side stream and every event of the base (null handles ignored): the destructor, and the
+  // constructor when it throws part-way.
+  void destroy_streams_and_events();
 
   const ShardLayout& layout_;
   DType dtype_;
