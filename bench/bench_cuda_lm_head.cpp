@@ -116,9 +116,9 @@ int main(int argc, char** argv) {
 
   // Fused LM head + cross-entropy, all rows with a target and 60 % of them.
   const Tensor wv = dev_random(bf, {V, H}, 0.02f, 9), dwv = dev_random(f32, {V, H}, 0.0f, 10);
-  // Its two backward products as plain matmuls at chunk sizes (G contiguous here; in the op it is
-  // the bf16 first half of each fp32 logits row): dh = G·W (K = V) and dW += Gᵀ·h.
-  for (const int64_t nc : {int64_t{832}, int64_t{3456}}) {
+  // Its two backward products as plain matmuls at chunk sizes (832 and 1600: the default 512 MiB
+  // budget's chunk with fp32 and with bf16 logits): dh = G·W (K = V) and dW += Gᵀ·h.
+  for (const int64_t nc : {int64_t{832}, int64_t{1600}, int64_t{3456}}) {
     const Tensor g = dev_random(bf, {nc, V}, 1e-3f, 13), hcs = dev_random(bf, {nc, H}, 1.0f, 14);
     const Tensor dhs = dev_random(f32, {nc, H}, 0.0f, 15);
     const std::string a = "dh    G[" + std::to_string(nc) + ",V]·W[V,H] -> f32";
@@ -144,7 +144,7 @@ int main(int argc, char** argv) {
     CudaOps ce(o);
     const int64_t chunk = ce_rows_for_budget(
         T, o.ce_chunk_rows, o.ce_budget_bytes,
-        4 * static_cast<size_t>(V) + (2 + 4 * kCeDhParts) * static_cast<size_t>(H), 64);
+        2 * static_cast<size_t>(V) + (2 + 4 * kCeDhParts) * static_cast<size_t>(H), 64);
     Tensor cws(nullptr, DType::kU8,
                {static_cast<int64_t>(ce.linear_cross_entropy_workspace_bytes(x_h, wv))},
                Device::kCUDA);

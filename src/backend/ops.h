@@ -222,8 +222,10 @@ class Ops {
 
   // ---- fused LM head + cross-entropy (HF ForCausalLMLoss with reduction "sum")
 
-  // For every row t with targets[t] != -100: logits_t = hidden[t] · weightᵀ (fp32, never stored
-  // for more than a chunk of rows), loss_t = logsumexp(logits_t) - logits_t[target], argmax.
+  // For every row t with targets[t] != -100: logits_t = hidden[t] · weightᵀ (fp32 accumulate,
+  // rounded to bf16 when hidden and weight are both bf16 — HF's bf16 lm_head; never stored for
+  // more than a chunk of rows), loss_t = logsumexp(logits_t) - logits_t[target] and the argmax in
+  // fp32.
   // stats = {Σ loss_t, #argmax hits, #targets, Σ entropy(softmax(logits_t)) in fp64}. When
   // dhidden is non-empty, also the gradient of grad_scale * Σ loss_t: dhidden[T, H] =
   // grad_scale*(softmax - onehot)·weight (rows without a target get 0) and dweight[V, H] (f32) =

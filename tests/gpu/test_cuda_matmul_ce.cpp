@@ -10,9 +10,14 @@
 // matmul bound 1e-4 of the tensor's largest magnitude (per row it measured up to 1.3e-4 of the
 // row's own max on an H200 — summation order alone — so the per-row measure is too strict here);
 // argmax hits and target counts exact (on data where no hit is decided by less than 1e-4 in a
-// logit). bf16: loss and entropy 1e-5 (fp32 logits of bf16 values), dhidden / dweight 1e-2 in the
-// same measures (the GPU rounds G = grad_scale·(softmax - onehot) to bf16 for the backward
-// products: 2^-9 relative per element).
+// logit). bf16: both backends round the logits to bf16 (HF's bf16 lm_head); loss and entropy
+// 1e-5 relative; dhidden / dweight 2e-2 in the same measures: the GPU rounds G = grad_scale·
+// (softmax - onehot) to bf16 for the backward products (2^-9 relative per element), and a logit
+// whose fp32 sum lands on the other side of a bf16 rounding boundary on one backend moves its
+// softmax value by 2^-8 relative — where the target's p ≈ 1, G = p - 1 is a small difference and
+// moves by far more (measured 1.27e-2 of a row's max at the Qwen vocabulary on an H200). The
+// argmax hit count is compared exactly; against the data's own argmax (fp32) only a third of the
+// rows less the bf16 ties (two logits rounded to one value: the lower index wins).
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -319,7 +324,9 @@ struct CeData {
   int64_t T, H, V;
   HostTensor hidden, weight;
   std::vector<int32_t> targets;
-  double entropy_sum = 0;  // Σ over target rows of H(softmax(logits)), in double from CPU logits
+  // Σ over target rows of H(softmax(logits)), in double from CPU logits (rounded to bf16 for
+  // bf16 data, as both backends round them)
+  double entropy_sum = 0;
 };
 
 // hidden [T, H] ~ N(0, 1), weight [V, H] ~ N(0, 4/H) (logits of standard deviation ~2); every
@@ -354,12 +361,16 @@ CeData make_ce_data(int64_t T, int64_t H, int64_t V, DType dt, uint32_t seed, in
     // Whether the target is the argmax must not hinge on rounding: the runner-up (to the argmax
     // when the target is the argmax, else the argmax to the target) is at least 1e-4 away.
     float runner_up = -std::numeric_limits<float>::infinity();
-    double m = row[am], s = 0, sx = 0;
+    const auto logit = [&](int64_t j) {
+      return dt == kBF16 ? static_cast<double>(bf16_to_f32(f32_to_bf16(row[j]))) : static_cast<double>(row[j]);
+    };
+    double m = -std::numeric_limits<double>::infinity(), s = 0, sx = 0;
+    for (int64_t j = 0; j < V; ++j) m = std::max(m, logit(j));
     for (int64_t j = 0; j < V; ++j) {
       if (j != am) runner_up = std::max(runner_up, row[j]);
-      const double e = std::exp(row[j] - m);
+      const double e = std::exp(logit(j) - m);
       s += e;
-      sx += e * row[j];
+      sx += e * logit(j);
     }
     const float gap = tgt == am ? row[am] - runner_up : row[am] - row[tgt];
     EXPECT_GE(gap, 1e-4f) << "test data: row " << t << " has a near tie";
@@ -444,11 +455,12 @@ void check_ce(int64_t T, int64_t H, int64_t V, DType dt, int64_t chunk, float be
   const CeResult got = run_gpu(gpu, d, d.targets, dw0, beta_dw, scale);
   EXPECT_EQ(got.st.count, want.st.count);
   EXPECT_EQ(got.st.correct, want.st.correct);
-  EXPECT_GE(want.st.correct, want.st.count / 3);  // the argmax targets are hit
+  // The argmax targets are hit (a third of the rows; in bf16 some tie with a lower index).
+  EXPECT_GE(want.st.correct, dt == kBF16 ? want.st.count / 4 : want.st.count / 3);
   EXPECT_NEAR(got.st.loss_sum, want.st.loss_sum, 1e-5 * want.st.loss_sum);
   EXPECT_NEAR(got.st.entropy_sum, d.entropy_sum, 1e-5 * d.entropy_sum);
   EXPECT_NEAR(got.st.entropy_sum, want.st.entropy_sum, 1e-5 * d.entropy_sum);  // CpuOps' own
-  const double tol = dt == kBF16 ? 1e-2 : 1e-5;
+  const double tol = dt == kBF16 ? 2e-2 : 1e-5;
   if (dt == kBF16)
     expect_close_rows(got.dh, want.dh, T, H, tol, "dhidden");
   else  // K = V terms of both signs: a row's max can be far below its terms' scale
@@ -502,9 +514,10 @@ TEST(CudaCrossEntropy, WorkspaceBudget) {
     SCOPED_TRACE(dtype_name(dt));
     CeData d = make_ce_data(T, H, V, dt, 1150, 5);  // 560 targets
     const std::vector<float> dw0 = randn(V * H, 1151, 0.1f);
-    // Per row: the fp32 logits, the gathered hidden row and the kCeDhParts input-gradient partials.
-    const size_t row =
-        4 * static_cast<size_t>(V) + static_cast<size_t>(H) * (dtype_size(dt) + 4 * kCeDhParts);
+    // Per row: the logits and the gathered hidden row (compute dtype) and the kCeDhParts fp32
+    // input-gradient partials.
+    const size_t row = dtype_size(dt) * static_cast<size_t>(V) +
+                       static_cast<size_t>(H) * (dtype_size(dt) + 4 * kCeDhParts);
     const auto run = [&](size_t budget, size_t* ws) {
       CudaOpsOptions o;
       o.ce_budget_bytes = budget;

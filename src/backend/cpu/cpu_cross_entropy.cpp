@@ -1,7 +1,9 @@
 // CpuOps::linear_cross_entropy_fwd_bwd: the LM head fused with the token cross-entropy (HF
 // `ForCausalLMLoss` on `logits.float()`, reduction "sum"). Rows that have a target are gathered
 // into chunks of C rows (ce_chunk_rows, fewer when they do not fit in ce_budget_bytes); for each
-// chunk the logits [rows, V] are one sgemm, the softmax / loss / argmax a parallel loop over rows,
+// chunk the logits [rows, V] are one sgemm (rounded to bf16 when hidden and weight are both bf16:
+// the logits HF's bf16 `lm_head` returns and the CUDA backend stores, cuda_cross_entropy.cpp),
+// the softmax / loss / argmax (fp32, from those logits) a parallel loop over rows,
 // and (with gradients) the logits block is turned into grad_scale·(softmax - onehot) in place,
 // giving dHidden = G·W and dW += Gᵀ·hidden by two more sgemms. The [T, V] logits never exist. Each
 // target row's entropy H(softmax(logits_t)) = lse − Σ_j p_j·logit_j = log Σ_j e_j − (Σ_j e_j·d_j) /
@@ -101,6 +103,7 @@ void CpuOps::linear_cross_entropy_fwd_bwd(CeStats* stats, const Tensor& dhidden,
         for (int64_t i = 0; i < V * H; ++i) dw[i] *= beta_dw;
     }
   }
+  const bool bf16_logits = hidden.dtype == DType::kBF16 && weight.dtype == DType::kBF16;
   CeStats acc;
   for (int64_t c0 = 0; c0 < n; c0 += C) {
     const int64_t nc = std::min(C, n - c0);
@@ -116,6 +119,8 @@ void CpuOps::linear_cross_entropy_fwd_bwd(CeStats* stats, const Tensor& dhidden,
     for (int64_t r = 0; r < nc; ++r) {
       float* row = G + r * V;
       const int32_t y = tg[rows[c0 + r]];
+      if (bf16_logits)
+        for (int64_t j = 0; j < V; ++j) row[j] = round_to<bf16_t>(row[j]);
       float m = -std::numeric_limits<float>::infinity();
       int64_t am = 0;
       for (int64_t j = 0; j < V; ++j)

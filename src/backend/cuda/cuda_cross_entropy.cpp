@@ -2,21 +2,26 @@
 // `ForCausalLMLoss` on `logits.float()`, reduction "sum"; CPU reference
 // backend/cpu/cpu_cross_entropy.cpp). [T, V] logits never exist: the rows that have a target are
 // compacted (prompt tokens cost nothing) and processed in chunks of C rows — ce_chunk_rows, fewer
-// (a multiple of 64) when they do not fit in ce_budget_bytes (chunk_rows below):
+// (a multiple of 64) when they do not fit in ce_budget_bytes (chunk_rows below), the rows shared
+// evenly between the chunks:
 //
 //   hc[nc, H]      = hidden[rows]                         (gather, in the compute dtype)
-//   logits[nc, V]  = hc · weightᵀ                         (cuBLASLt, fp32 out)
-//   per row        : max, log-sum-exp, loss, first argmax, entropy, and in place
+//   logits[nc, V]  = hc · weightᵀ                         (cuBLASLt, fp32 accumulate, stored
+//                                                          in the compute dtype)
+//   per row        : max, log-sum-exp, loss, first argmax, entropy (fp32), and in place
 //                    G = grad_scale·(softmax - onehot)    (one kernel, two reads of the row)
 //   dhc[P][nc, H]  = G[:, slice p] · weight[slice p, :]   (cuBLASLt, fp32 out, P vocabulary
 //                    slices on P streams) → dhidden[rows] = Σ_p in slice order (the scatter)
 //   dweight[V, H]  = (c0 == 0 ? beta_dw : 1)·dweight + Gᵀ · hc   (cuBLASLt, fp32 accumulate)
 //
-// Compute dtype: bf16 when hidden and weight are both bf16 — the GEMMs then run on tensor cores
-// and G is rounded to bf16 for the two backward products (as Liger's fused linear cross-entropy
-// does; logits, softmax and the statistics stay fp32); G is written over the first half of each
-// fp32 logits row, so no second [nc, V] buffer exists. Otherwise fp32 throughout (a bf16 operand
-// widened exactly), G in place in fp32.
+// Compute dtype: bf16 when hidden and weight are both bf16 — the GEMMs then run on tensor cores,
+// the logits are stored in bf16 (each the fp32-accumulated dot product rounded once, as HF's bf16
+// `lm_head` returns them and as Liger's fused linear cross-entropy computes them; the CPU
+// reference rounds them the same way), the softmax, loss, argmax and entropy are computed from
+// them in fp32, and G is written over them in bf16 for the two backward products. Halving the
+// logits' bytes doubles the rows a chunk holds in the same budget, which halves the re-reads of
+// the fp32 weight gradient (one read-modify-write of [V, H] per chunk) and the softmax's traffic.
+// Otherwise fp32 throughout (a bf16 operand widened exactly), G in place in fp32.
 //
 // Statistics: per-row loss / entropy (fp64) and argmax hits land in device arrays indexed by the
 // compacted row and are reduced in one fixed order at the end (ce_reduce_stats), so they do not
@@ -26,11 +31,12 @@
 // host struct). Once per micro-batch, each costs a few microseconds of idle GPU.
 //
 // Workspace (linear_cross_entropy_workspace_bytes), with e = 2 (bf16 compute) or 4: 24·T (rows,
-// per-row stats) + C·H·(e + 4·P) + 4·C·V (logits / G, the gathered rows and the P = kCeDhParts
+// per-row stats) + C·H·(e + 4·P) + e·C·V (logits / G, the gathered rows and the P = kCeDhParts
 // input-gradient partials: these within ce_budget_bytes) + 32 MiB + (P − 1)·4 MiB
 // (cuBLASLt) [+ 4·V·H for an f32 copy of a bf16 weight beside f32 hidden]. Qwen2.5-1.5B, bf16,
-// T = 8192, P = 4: the default 512 MiB budget gives C = 832: 505.6 MB (logits) + 23.0 MB + 0.2 MB
-// + 46.1 MB ≈ 0.57 GB (C = 2048, the cap: 1.245 GB + 56.6 MB + 0.2 MB + 46.1 MB ≈ 1.35 GB).
+// T = 8192, P = 4: the default 512 MiB budget gives C = 1600: 486.2 MB (logits) + 44.2 MB
+// + 0.2 MB + 46.1 MB ≈ 0.58 GB (C = 2048, the cap: 622.3 MB + 56.6 MB + 0.2 MB + 46.1 MB
+// ≈ 0.73 GB).
 #include <algorithm>
 #include <cstdint>
 
@@ -73,7 +79,7 @@ CeLayout ce_layout(int64_t T, int64_t H, int64_t V, int64_t C, DType ct, bool w3
   L.hit = take(n(T) * 4);
   L.hc = take(n(C) * n(H) * dtype_size(ct));
   L.dhc = take(n(kCeDhParts) * n(C) * n(H) * 4);  // the input-gradient partials
-  L.logits = take(n(C) * n(V) * 4);
+  L.logits = take(n(C) * n(V) * dtype_size(ct));
   L.w32 = w32 ? take(n(V) * n(H) * 4) : off;
   L.lt = take(lt_bytes);
   L.lt_side = take((kCeDhParts - 1) * kSideLtBytes);
@@ -107,12 +113,12 @@ DType compute_dtype(const Tensor& hidden, const Tensor& weight) {
   return hidden.dtype == DType::kBF16 && weight.dtype == DType::kBF16 ? DType::kBF16 : DType::kF32;
 }
 
-// Rows per chunk: each row takes an fp32 logits row [V], a gathered hidden row [H] of the
-// compute dtype and its fp32 gradient [H]; a multiple of kCeRowQuantum rows when one fits.
+// Rows per chunk: each row takes a logits row [V] and a gathered hidden row [H] of the compute
+// dtype and kCeDhParts fp32 gradient partials [H]; a multiple of kCeRowQuantum rows when one fits.
 constexpr int64_t kCeRowQuantum = 64;  // the GEMMs' M dimension in whole tensor-core tiles
 int64_t chunk_rows(const CudaOpsOptions& o, int64_t T, int64_t H, int64_t V, DType ct) {
-  const size_t row =
-      4 * static_cast<size_t>(V) + static_cast<size_t>(H) * (dtype_size(ct) + 4 * kCeDhParts);
+  const size_t row = dtype_size(ct) * static_cast<size_t>(V) +
+                     static_cast<size_t>(H) * (dtype_size(ct) + 4 * kCeDhParts);
   return ce_rows_for_budget(T, o.ce_chunk_rows, o.ce_budget_bytes, row, kCeRowQuantum);
 }
 
@@ -179,7 +185,7 @@ void CudaOps::linear_cross_entropy_fwd_bwd(CeStats* stats, const Tensor& dhidden
   auto* hit = reinterpret_cast<int32_t*>(at(L.hit));
   void* hc = at(L.hc);
   auto* dhc = reinterpret_cast<float*>(at(L.dhc));
-  auto* logits = reinterpret_cast<float*>(at(L.logits));
+  void* logits = at(L.logits);  // [C, V] of the compute dtype
   void* lt_ws = at(L.lt);
 
   // Rows with a target, and the first invalid target (thrown before any work).
@@ -218,20 +224,26 @@ void CudaOps::linear_cross_entropy_fwd_bwd(CeStats* stats, const Tensor& dhidden
     for (Stream& st : ce_side_) st = create_stream();
     for (Event& ev : ce_ev_) ev = create_event();
   }
-  for (int64_t c0 = 0; c0 < n; c0 += C) {
-    const int64_t nc = std::min(C, n - c0);
+  // As many chunks as C rows need, of equal rows (rounded up to the quantum, at most C): n = 8192
+  // at C = 1600 runs five chunks of 1408 rows and one of 1152, where chunks of C would leave a
+  // 192-row tail that pays a whole [V, H] weight-gradient pass for a sliver of work. A function
+  // of n and C alone, so the same bits for the same batch.
+  const int64_t chunks = (n + C - 1) / C;
+  const int64_t step =
+      chunks == 0 ? C
+                  : std::min(C, ((n + chunks - 1) / chunks + kCeRowQuantum - 1) / kCeRowQuantum *
+                                    kCeRowQuantum);
+  for (int64_t c0 = 0; c0 < n; c0 += step) {
+    const int64_t nc = std::min(step, n - c0);
     const GemmView hcv{hc, ct, nc, H, H};
     cuda::ce_gather_rows(hc, bf16, hidden.data, hidden.dtype == DType::kBF16, rows + c0, nc, H, cs);
-    gemm(kOp, GemmView{logits, DType::kF32, nc, V, V}, hcv, Trans::kN, W, Trans::kT, nullptr, 1.0f,
-         0.0f, lt_ws, s);
-    const cuda::CeGrad gmode =
-        !grad ? cuda::CeGrad::kNone : (bf16 ? cuda::CeGrad::kBF16 : cuda::CeGrad::kF32);
-    cuda::ce_softmax_rows(logits, nc, V, rows + c0, targets.as<int32_t>(), grad_scale, gmode,
+    gemm(kOp, GemmView{logits, ct, nc, V, V}, hcv, Trans::kN, W, Trans::kT, nullptr, 1.0f, 0.0f,
+         lt_ws, s);
+    cuda::ce_softmax_rows(logits, bf16, nc, V, rows + c0, targets.as<int32_t>(), grad_scale, grad,
                           loss + c0, entropy + c0, hit + c0, cs);
     if (!grad) continue;
-    // G [nc, V]: bf16 over the first half of each fp32 logits row (row stride 2V), or the fp32
-    // logits themselves.
-    const GemmView G{logits, ct, nc, V, bf16 ? 2 * V : V};
+    // G [nc, V] over the logits, in the compute dtype.
+    const GemmView G{logits, ct, nc, V, V};
     // dh = G·W [nc, H] over K = V: few output tiles and a long K, so one product leaves most SMs
     // idle. It runs as `parts` vocabulary slices at once (partial p: G[:, slice p]·W[slice p, :]
     // into dhc + p·C·H; slice 0 and the weight gradient on the caller's stream, the others on side
@@ -254,7 +266,7 @@ void CudaOps::linear_cross_entropy_fwd_bwd(CeStats* stats, const Tensor& dhidden
     try {
       for (int p = 0; p < parts; ++p) {
         const int64_t k0 = p * slice, kn = std::min(slice, V - k0);
-        const GemmView Gp{reinterpret_cast<const char*>(logits) + k0 * dtype_size(ct), ct, nc, kn,
+        const GemmView Gp{static_cast<const char*>(logits) + k0 * dtype_size(ct), ct, nc, kn,
                           G.ld};
         const GemmView Wp{static_cast<const char*>(w) + k0 * H * dtype_size(ct), ct, kn, H, H};
         const GemmView Dp{dhc + p * C * H, DType::kF32, nc, H, H};

@@ -13,7 +13,7 @@
 #include <climits>
 #include <cmath>
 #include <cstdint>
-#include <type_traits>
+#include <cstring>
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_cross_entropy_kernels.h"
@@ -184,7 +184,27 @@ __device__ __forceinline__ void load_vec(const float* x, int64_t q, float (&v)[k
     v[2] = t.z;
     v[3] = t.w;
   } else {
+    static_assert(kVec == 1);
     v[0] = x[q];
+  }
+}
+
+template <int kVec>
+__device__ __forceinline__ void load_vec(const __nv_bfloat16* x, int64_t q, float (&v)[kVec]) {
+  if constexpr (kVec == 8) {
+    const uint4 t = reinterpret_cast<const uint4*>(x)[q];
+    const uint32_t w[4] = {t.x, t.y, t.z, t.w};
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      __nv_bfloat162 b;
+      memcpy(&b, &w[k], 4);
+      const float2 f = __bfloat1622float2(b);
+      v[2 * k] = f.x;
+      v[2 * k + 1] = f.y;
+    }
+  } else {
+    static_assert(kVec == 1);
+    v[0] = __bfloat162float(x[q]);
   }
 }
 
@@ -198,32 +218,35 @@ __device__ __forceinline__ void store_vec(float* g, int64_t q, const float (&o)[
 
 template <int kVec>
 __device__ __forceinline__ void store_vec(__nv_bfloat16* g, int64_t q, const float (&o)[kVec]) {
-  if constexpr (kVec == 4) {
-    __nv_bfloat162* p = reinterpret_cast<__nv_bfloat162*>(g + 4 * q);
-    p[0] = __floats2bfloat162_rn(o[0], o[1]);
-    p[1] = __floats2bfloat162_rn(o[2], o[3]);
+  if constexpr (kVec == 8) {
+    uint32_t w[4];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      const __nv_bfloat162 b = __floats2bfloat162_rn(o[2 * k], o[2 * k + 1]);
+      memcpy(&w[k], &b, 4);
+    }
+    reinterpret_cast<uint4*>(g)[q] = make_uint4(w[0], w[1], w[2], w[3]);
   } else {
     g[q] = __float2bfloat16_rn(o[0]);
   }
 }
 
-// One block per row r of logits [n, V] (row stride V floats); thread t handles the kVec-element
-// vectors t, t + B, t + 2B, … (coalesced). Pass 1 reads the row once (online max / sum / entropy
-// term / argmax), pass 2 reads it again and writes the gradient: 8 (+2 or 4 written) bytes per
-// logit. kBF16 writes bf16 element j over fp32 slot j/2 of the same row; the barrier between each
-// step's loads and stores keeps that safe: a step's stores land below (its first vector + its
-// vector count)·kVec/2 floats, i.e. on slots this step has already loaded (barrier) or earlier
-// steps loaded, never on slots a later step will load.
-template <int kVec, CeGrad kGrad>
+// One block per row r of logits [n, V] (row stride V elements of type L: f32, or bf16 when the
+// LM head computes in bf16); thread t handles the kVec-element vectors t, t + B, t + 2B, …
+// (coalesced). Pass 1 reads the row once (online max / sum / entropy term / argmax); with kGrad,
+// pass 2 reads it again and writes G over it in the same type: each thread stores exactly the
+// vectors it has just loaded, so no barrier is needed (x[y] is read before block_merge's barrier).
+// 2·sizeof(L) bytes read and sizeof(L) written per logit.
+template <int kVec, bool kGrad, class L>
 __global__ void __launch_bounds__(kCeRowThreads)
-    softmax_rows_kernel(float* logits, int64_t V, const int32_t* rows, const int32_t* targets,
+    softmax_rows_kernel(L* logits, int64_t V, const int32_t* rows, const int32_t* targets,
                         float grad_scale, double* loss, double* entropy, int32_t* hit) {
   __shared__ RowAcc part[kCeRowThreads / 32 + 1];
   const int tid = threadIdx.x;
   const int64_t r = blockIdx.x;
-  float* x = logits + r * V;
+  L* x = logits + r * V;
   const int y = targets[rows[r]];
-  const float xy = x[y];  // read before the barrier that precedes any store
+  const float xy = load_f(x, y);  // read before the barrier that precedes any store
   const int64_t nv = V / kVec;
   constexpr int64_t kStep = static_cast<int64_t>(kRowUnroll) * kCeRowThreads;
 
@@ -248,9 +271,7 @@ __global__ void __launch_bounds__(kCeRowThreads)
     entropy[r] = log_s + static_cast<double>(acc.d) / static_cast<double>(acc.s);
     hit[r] = acc.idx == y ? 1 : 0;
   }
-  if constexpr (kGrad != CeGrad::kNone) {
-    using OutT = std::conditional_t<kGrad == CeGrad::kBF16, __nv_bfloat16, float>;
-    OutT* g = reinterpret_cast<OutT*>(x);
+  if constexpr (kGrad) {
     // As the CPU: p_j = e^{x_j - m}·(fl(1/s)·grad_scale), then the target's grad_scale off.
     const float scale = static_cast<float>(1.0 / static_cast<double>(acc.s)) * grad_scale;
     for (int64_t q0 = 0; q0 < nv; q0 += kStep) {
@@ -260,7 +281,6 @@ __global__ void __launch_bounds__(kCeRowThreads)
         const int64_t q = q0 + u * kCeRowThreads + tid;
         if (q < nv) load_vec<kVec>(x, q, v[u]);
       }
-      if constexpr (kGrad == CeGrad::kBF16) __syncthreads();
 #pragma unroll
       for (int u = 0; u < kRowUnroll; ++u) {
         const int64_t q = q0 + u * kCeRowThreads + tid;
@@ -271,31 +291,23 @@ __global__ void __launch_bounds__(kCeRowThreads)
           o[k] = expf(v[u][k] - acc.m) * scale;
           if (q * kVec + k == y) o[k] -= grad_scale;
         }
-        store_vec<kVec>(g, q, o);
+        store_vec<kVec>(x, q, o);
       }
     }
   }
 }
 
-template <int kVec>
-void launch_rows(float* logits, int64_t n, int64_t V, const int32_t* rows, const int32_t* targets,
-                 float grad_scale, CeGrad grad, double* loss, double* entropy, int32_t* hit,
+template <int kVec, class L>
+void launch_rows(L* logits, int64_t n, int64_t V, const int32_t* rows, const int32_t* targets,
+                 float grad_scale, bool grad, double* loss, double* entropy, int32_t* hit,
                  cudaStream_t s) {
   const dim3 grid(static_cast<unsigned>(n));
-  switch (grad) {
-    case CeGrad::kNone:
-      softmax_rows_kernel<kVec, CeGrad::kNone>
-          <<<grid, kCeRowThreads, 0, s>>>(logits, V, rows, targets, grad_scale, loss, entropy, hit);
-      break;
-    case CeGrad::kF32:
-      softmax_rows_kernel<kVec, CeGrad::kF32>
-          <<<grid, kCeRowThreads, 0, s>>>(logits, V, rows, targets, grad_scale, loss, entropy, hit);
-      break;
-    case CeGrad::kBF16:
-      softmax_rows_kernel<kVec, CeGrad::kBF16>
-          <<<grid, kCeRowThreads, 0, s>>>(logits, V, rows, targets, grad_scale, loss, entropy, hit);
-      break;
-  }
+  if (grad)
+    softmax_rows_kernel<kVec, true, L>
+        <<<grid, kCeRowThreads, 0, s>>>(logits, V, rows, targets, grad_scale, loss, entropy, hit);
+  else
+    softmax_rows_kernel<kVec, false, L>
+        <<<grid, kCeRowThreads, 0, s>>>(logits, V, rows, targets, grad_scale, loss, entropy, hit);
 }
 
 // ---- statistics: one block; thread i sums the contiguous rows [i·per, (i+1)·per), then a fixed
@@ -377,14 +389,24 @@ void ce_scatter_rows(void* dst, bool dst_bf16, const float* src, int parts, int6
   check_launch("linear_cross_entropy (scatter rows)");
 }
 
-void ce_softmax_rows(float* logits, int64_t n, int64_t V, const int32_t* rows,
-                     const int32_t* targets, float grad_scale, CeGrad grad, double* loss,
+void ce_softmax_rows(void* logits, bool bf16, int64_t n, int64_t V, const int32_t* rows,
+                     const int32_t* targets, float grad_scale, bool grad, double* loss,
                      double* entropy, int32_t* hit, cudaStream_t s) {
   if (n == 0) return;
-  if (V % 4 == 0 && (reinterpret_cast<uintptr_t>(logits) & 15u) == 0)
-    launch_rows<4>(logits, n, V, rows, targets, grad_scale, grad, loss, entropy, hit, s);
-  else
-    launch_rows<1>(logits, n, V, rows, targets, grad_scale, grad, loss, entropy, hit, s);
+  const bool aligned = (reinterpret_cast<uintptr_t>(logits) & 15u) == 0;
+  if (bf16) {
+    auto* x = static_cast<__nv_bfloat16*>(logits);
+    if (V % 8 == 0 && aligned)
+      launch_rows<8>(x, n, V, rows, targets, grad_scale, grad, loss, entropy, hit, s);
+    else
+      launch_rows<1>(x, n, V, rows, targets, grad_scale, grad, loss, entropy, hit, s);
+  } else {
+    auto* x = static_cast<float*>(logits);
+    if (V % 4 == 0 && aligned)
+      launch_rows<4>(x, n, V, rows, targets, grad_scale, grad, loss, entropy, hit, s);
+    else
+      launch_rows<1>(x, n, V, rows, targets, grad_scale, grad, loss, entropy, hit, s);
+  }
   check_launch("linear_cross_entropy (softmax rows)");
 }
 

@@ -36,20 +36,13 @@ void ce_gather_rows(void* dst, bool dst_bf16, const void* src, bool src_bf16, co
 void ce_scatter_rows(void* dst, bool dst_bf16, const float* src, int parts, int64_t part_stride,
                      const int32_t* rows, int64_t n, int64_t H, cudaStream_t s);
 
-// What ce_softmax_rows writes in place of the logits.
-enum class CeGrad {
-  kNone,  // forward only: the logits are left as they are
-  kF32,   // G[r, j] (f32) over logits[r, j]: a [n, V] f32 matrix with row stride V
-  kBF16,  // G[r, j] (bf16) in the first half of each logits row's bytes: a [n, V] bf16 matrix
-          // with row stride 2V elements
-};
-
-// Per row r < n of logits [n, V] f32 (row stride V), whose target is y = targets[rows[r]]:
-// m = max, lse = m + log Σ exp(x - m), loss[r] = lse - x[y], hit[r] = (first argmax == y),
-// entropy[r] = lse - Σ softmax·x (computed as log s + Σ e^{x-m}(m - x) / s, no cancellation), and
-// when grad != kNone G[r, j] = grad_scale·(softmax_j - [j == y]) as described by CeGrad.
-void ce_softmax_rows(float* logits, int64_t n, int64_t V, const int32_t* rows,
-                     const int32_t* targets, float grad_scale, CeGrad grad, double* loss,
+// Per row r < n of logits [n, V] (row stride V; f32, or bf16 when `bf16`), whose target is
+// y = targets[rows[r]]: m = max, lse = m + log Σ exp(x - m), loss[r] = lse - x[y],
+// hit[r] = (first argmax == y), entropy[r] = lse - Σ softmax·x (computed as
+// log s + Σ e^{x-m}(m - x) / s, no cancellation), all in fp32 (loss and entropy finished in fp64);
+// when `grad`, G[r, j] = grad_scale·(softmax_j - [j == y]) over the logits, in their type.
+void ce_softmax_rows(void* logits, bool bf16, int64_t n, int64_t V, const int32_t* rows,
+                     const int32_t* targets, float grad_scale, bool grad, double* loss,
                      double* entropy, int32_t* hit, cudaStream_t s);
 
 // out = {Σ loss[0..n), Σ entropy[0..n), Σ hit[0..n), n}, summed in a fixed order (fp64 / int64).
