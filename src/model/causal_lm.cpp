@@ -195,6 +195,58 @@ void CausalLM::plan_and_allocate(MemoryResource& memory) {
   const bool attn_in = l0.attn_in_norm >= 0, mlp_in = l0.mlp_in_norm >= 0;
   const bool attn_post = l0.attn_out_norm >= 0, mlp_post = l0.mlp_out_norm >= 0;
   const int64_t rq = per_head ? T * Hq : T, rk = per_head ? T * Hkv : T;  // q/k norm rows
+  // The attention's gradient buffers and workspace inside each layer's MLP activations (gate, up,
+  // act: reserved one after the other, so contiguous) when they fit: saves their own pools, for
+  // Qwen2.5-1.5B 25 KB a token (dK/dV partials, the dQ accumulator, d.att, d.q, d.k, d.v) out of
+  // the 53 KB a token the three MLP buffers hold.
+  Varlen probe;
+  probe.max_seqlen = opt_.max_seqlen;
+  attn_ws_bytes_ =
+      ops_.attention_workspace_bytes(shape(dt, {T, Hq, D}), shape(dt, {T, Hkv, D}), probe);
+  {
+    const auto a256 = [](size_t b) { return align_up(b, 256); };
+    off_dq_ = a256(n(T * Hq * D, es));
+    off_dk_ = off_dq_ + a256(n(T * Hq * D, es));
+    off_dv_ = off_dk_ + a256(n(T * Hkv * D, es));
+    off_aws_ = off_dv_ + a256(n(T * Hkv * D, es));
+    const size_t mlp = 2 * align_up(n(T * I, es), Arena::kAlignment) + n(T * I, es);
+    attn_in_mlp_ = opt_.share_activation_memory &&
+                   255 + off_aws_ + attn_ws_bytes_ <= mlp;  // 255: the base rounded up to 256 B
+  }
+  // Workspace: the largest any op of a step asks for, from shape-only tensors.
+  size_t ws = 0;
+  // The calls as linear / linear_backward make them: the output and an input gradient of the
+  // compute dtype are only written (beta 0: on the GPU no fp32 copy of a bf16 result, for the
+  // MLP's [T, I] 4·T·I bytes), the summed input gradient (dh_acc, fp32) and the weight gradient
+  // (fp32) are accumulated into.
+  const auto linear_ws = [&](int64_t out, int64_t in) {
+    const Tensor x = shape(dt, {T, in}), y = shape(dt, {T, out}), w = shape(dt, {out, in});
+    ws = std::max(ws, ops_.matmul_workspace_bytes(y, x, Trans::kN, w, Trans::kT, false));
+    ws = std::max(ws, ops_.matmul_workspace_bytes(x, y, Trans::kN, w, Trans::kN, false));
+    ws =
+        std::max(ws, ops_.matmul_workspace_bytes(shape(kF32, {T, in}), y, Trans::kN, w, Trans::kN));
+    ws = std::max(ws,
+                  ops_.matmul_workspace_bytes(shape(kF32, {out, in}), y, Trans::kT, x, Trans::kN));
+  };
+  linear_ws(Hq * D, H);
+  linear_ws(Hkv * D, H);
+  linear_ws(H, Hq * D);
+  linear_ws(I, H);
+  linear_ws(H, I);
+  ws = std::max(
+      ws, ops_.matmul_workspace_bytes(shape(kF32, {kLogitRows, V}), shape(dt, {kLogitRows, H}),
+                                      Trans::kN, shape(dt, {V, H}), Trans::kT));
+  if (!attn_in_mlp_) ws = std::max(ws, attn_ws_bytes_);
+  ws = std::max(ws, ops_.embedding_workspace_bytes(shape(kI32, {T})));
+  // The fused LM-head cross-entropy's workspace. Under gradient checkpointing the one layer
+  // activation set is dead while it runs (the backward recomputes every layer into it, the last
+  // one included), so the cross-entropy borrows the set (for Qwen2.5-1.5B 73 KiB a token, the
+  // workspace ~0.58 GB at the default budget), extended by the bytes it lacks (ce_overhang_, reserved
+  // right after the set so the two are contiguous) when that costs less than the workspace pool
+  // growing to hold the cross-entropy's own buffer. Only where it lives depends on this, not its
+  // chunking: the same bits either way.
+  const size_t ce_ws =
+      ops_.linear_cross_entropy_workspace_bytes(shape(dt, {T, H}), shape(dt, {V, H}));
   std::vector<std::array<Arena::Slot, kLayerActs>> s_layers;
   const size_t sets_begin = acts_.planned_bytes();  // the first set's bytes: [begin, end)
   size_t set0_end = sets_begin;
@@ -225,6 +277,13 @@ void CausalLM::plan_and_allocate(MemoryResource& memory) {
     });
     if (l == 0) set0_end = acts_.planned_bytes();
   }
+  const size_t set0_bytes = set0_end - align_up(sets_begin, Arena::kAlignment);
+  if (opt_.share_activation_memory && opt_.checkpointing) {
+    // + kAlignment: the overhang's slot starts at the set's end rounded up to the alignment.
+    ce_overhang_ = ce_ws > set0_bytes ? ce_ws - set0_bytes + Arena::kAlignment : 0;
+    ce_in_layer_set_ = ce_overhang_ == 0 || ce_overhang_ < (ce_ws > ws ? ce_ws - ws : 0);
+  }
+  acts_.reserve("layer.0 (cross-entropy overhang)", ce_in_layer_set_ ? ce_overhang_ : 0);
   // Selective checkpointing: the attention output and softmax statistics of each layer the lent
   // memory did not take.
   std::vector<std::pair<Arena::Slot, Arena::Slot>> s_kept;
@@ -252,24 +311,6 @@ void CausalLM::plan_and_allocate(MemoryResource& memory) {
   // once into d.hidden (HF rounds each partial to bf16 and adds in bf16; one rounding is closer to
   // fp32 and lets the GPU accumulate in the GEMM epilogue).
   const Arena::Slot s_dh32 = acts_.reserve("d.hidden.f32", dt == kF32 ? 0 : n(T * H, 4));
-  // The attention's gradient buffers and workspace inside each layer's MLP activations (gate, up,
-  // act: reserved one after the other, so contiguous) when they fit: saves their own pools, for
-  // Qwen2.5-1.5B 25 KB a token (dK/dV partials, the dQ accumulator, d.att, d.q, d.k, d.v) out of
-  // the 53 KB a token the three MLP buffers hold.
-  Varlen probe;
-  probe.max_seqlen = opt_.max_seqlen;
-  attn_ws_bytes_ =
-      ops_.attention_workspace_bytes(shape(dt, {T, Hq, D}), shape(dt, {T, Hkv, D}), probe);
-  {
-    const auto a256 = [](size_t b) { return align_up(b, 256); };
-    off_dq_ = a256(n(T * Hq * D, es));
-    off_dk_ = off_dq_ + a256(n(T * Hq * D, es));
-    off_dv_ = off_dk_ + a256(n(T * Hkv * D, es));
-    off_aws_ = off_dv_ + a256(n(T * Hkv * D, es));
-    const size_t mlp = 2 * align_up(n(T * I, es), Arena::kAlignment) + n(T * I, es);
-    attn_in_mlp_ = opt_.share_activation_memory &&
-                   255 + off_aws_ + attn_ws_bytes_ <= mlp;  // 255: the base rounded up to 256 B
-  }
   const size_t dbytes = attn_in_mlp_ ? 0 : 1;  // the dedicated buffers: none when carved
   const Arena::Slot s_datt = acts_.reserve("d.att", dbytes * n(T * Hq * D, es));
   const Arena::Slot s_dq = acts_.reserve("d.q", dbytes * n(T * Hq * D, es));
@@ -285,40 +326,6 @@ void CausalLM::plan_and_allocate(MemoryResource& memory) {
   // inv_freq tables: the global RoPE's, its longrope long-factor variant, the local RoPE's.
   const Arena::Slot s_inv = inputs_.reserve("inv_freq", n(3 * R2, 4));
 
-  // Workspace: the largest any op of a step asks for, from shape-only tensors.
-  size_t ws = 0;
-  // The calls as linear / linear_backward make them: the output and an input gradient of the
-  // compute dtype are only written (beta 0: on the GPU no fp32 copy of a bf16 result, for the
-  // MLP's [T, I] 4·T·I bytes), the summed input gradient (dh_acc, fp32) and the weight gradient
-  // (fp32) are accumulated into.
-  const auto linear_ws = [&](int64_t out, int64_t in) {
-    const Tensor x = shape(dt, {T, in}), y = shape(dt, {T, out}), w = shape(dt, {out, in});
-    ws = std::max(ws, ops_.matmul_workspace_bytes(y, x, Trans::kN, w, Trans::kT, false));
-    ws = std::max(ws, ops_.matmul_workspace_bytes(x, y, Trans::kN, w, Trans::kN, false));
-    ws =
-        std::max(ws, ops_.matmul_workspace_bytes(shape(kF32, {T, in}), y, Trans::kN, w, Trans::kN));
-    ws = std::max(ws,
-                  ops_.matmul_workspace_bytes(shape(kF32, {out, in}), y, Trans::kT, x, Trans::kN));
-  };
-  linear_ws(Hq * D, H);
-  linear_ws(Hkv * D, H);
-  linear_ws(H, Hq * D);
-  linear_ws(I, H);
-  linear_ws(H, I);
-  ws = std::max(
-      ws, ops_.matmul_workspace_bytes(shape(kF32, {kLogitRows, V}), shape(dt, {kLogitRows, H}),
-                                      Trans::kN, shape(dt, {V, H}), Trans::kT));
-  if (!attn_in_mlp_) ws = std::max(ws, attn_ws_bytes_);
-  ws = std::max(ws, ops_.embedding_workspace_bytes(shape(kI32, {T})));
-  // The fused LM-head cross-entropy's workspace. Under gradient checkpointing the one layer
-  // activation set is dead while it runs (the backward recomputes every layer into it, the last
-  // one included), so the cross-entropy borrows the set when it is large enough (from a few
-  // thousand tokens: for Qwen2.5-1.5B the set is 73 KiB a token, the workspace ~0.57 GB at the
-  // default budget) instead of adding its size to the workspace pool.
-  const size_t ce_ws =
-      ops_.linear_cross_entropy_workspace_bytes(shape(dt, {T, H}), shape(dt, {V, H}));
-  const size_t set0_bytes = set0_end - align_up(sets_begin, Arena::kAlignment);
-  ce_in_layer_set_ = opt_.share_activation_memory && opt_.checkpointing && ce_ws <= set0_bytes;
   if (!ce_in_layer_set_) ws = std::max(ws, ce_ws);
   ws = std::max<size_t>(ws, 1);  // every workspace buffer may be shared away: keep a valid view
   const Arena::Slot s_ws = ws_.reserve("ops", ws);
@@ -398,7 +405,8 @@ void CausalLM::plan_and_allocate(MemoryResource& memory) {
   ce_workspace_ =
       ce_in_layer_set_
           ? Tensor(static_cast<char*>(acts_.base()) + align_up(sets_begin, Arena::kAlignment),
-                   DType::kU8, {static_cast<int64_t>(set0_bytes)}, acts_.device())
+                   DType::kU8, {static_cast<int64_t>(std::max(set0_bytes, ce_ws))},
+                   acts_.device())
           : workspace_;
 
   // Rows of the inv_freq input: 0 the global RoPE (short factors for longrope), 1 its long

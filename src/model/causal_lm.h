@@ -91,6 +91,9 @@ class CausalLM {
   // Whether the fused cross-entropy's workspace is the layer activation set (gradient
   // checkpointing, the set at least as large as the workspace), not part of the workspace pool.
   bool ce_shares_layer_set() const { return ce_in_layer_set_; }
+  // Bytes the layer activation set was extended by for the cross-entropy's workspace to fit in it
+  // (0 when it fits, or when the cross-entropy has its own buffer).
+  size_t ce_overhang_bytes() const { return ce_in_layer_set_ ? ce_overhang_ : 0; }
   // Whether the attention's gradient buffers and workspace live in each layer's MLP activations
   // (when those are large enough: every family's real configuration) instead of their own pools.
   bool attention_in_mlp_activations() const { return attn_in_mlp_; }
@@ -226,6 +229,7 @@ class CausalLM {
   // activation set when it is large enough (ce_in_layer_set_; see plan_and_allocate).
   Tensor ce_workspace_;
   bool ce_in_layer_set_ = false;
+  size_t ce_overhang_ = 0;  // see ce_overhang_bytes()
   Device device_ = Device::kCPU;  // where the pools (and bound storage) live
 
   // Group g's weights (compute dtype) / gradients (fp32) as the storage gave them for the use in

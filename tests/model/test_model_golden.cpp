@@ -152,6 +152,49 @@ TEST_P(ModelGolden, CheckpointingIsBitwiseIdentical) {
   }
 }
 
+// A cross-entropy workspace larger than the layer activation set (random weights; the vocabulary
+// widened 32×: ~40 KB a row, against the set's ~17 KB a token with the MLP widened 16×, which
+// also carves the attention's buffers out of the MLP's so that the other ops' workspace is
+// smaller than the set): under checkpointing the set is extended by the difference instead of
+// the workspace pool holding the whole buffer — the cheaper of the two exactly when the other
+// ops' workspace is smaller than the set — and the bits are those without checkpointing.
+TEST_P(ModelGolden, CrossEntropyWorkspaceOverhangsTheLayerSet) {
+  const Golden g(GetParam());
+  ModelConfig cfg = g.cfg;
+  cfg.vocab_size *= 32;
+  cfg.intermediate_size *= 16;
+  const int64_t T = g.packed.view().num_tokens();
+  CpuOps ops;
+  HostMemory mem;
+  ModelOptions o;
+  o.dtype = DType::kF32;
+  o.max_tokens = T;
+  o.checkpointing = true;
+  CausalLM on(cfg, ops, mem, o);
+  o.checkpointing = false;
+  CausalLM off(cfg, ops, mem, o);
+  const size_t ce = ops.linear_cross_entropy_workspace_bytes(
+      Tensor(nullptr, DType::kF32, {T, cfg.hidden_size}),
+      Tensor(nullptr, DType::kF32, {cfg.vocab_size, cfg.hidden_size}));
+  EXPECT_TRUE(on.attention_in_mlp_activations());
+  EXPECT_TRUE(on.ce_shares_layer_set());
+  EXPECT_GT(on.ce_overhang_bytes(), 0u);
+  EXPECT_LT(on.ce_overhang_bytes(), ce);
+  EXPECT_LT(on.memory().workspace, ce);  // the pool does not hold the cross-entropy's buffer
+  EXPECT_FALSE(off.ce_shares_layer_set());
+  EXPECT_EQ(off.ce_overhang_bytes(), 0u);
+  on.init_from_scratch(7);
+  off.init_from_scratch(7);
+  BackwardOptions bo;
+  bo.grad_scale = 0.01f;
+  const CeStats a = off.forward_backward(g.packed.view(), bo);
+  const CeStats b = on.forward_backward(g.packed.view(), bo);
+  EXPECT_EQ(a.loss_sum, b.loss_sum);
+  const Tensor ga = off.all_grads(), gb = on.all_grads();
+  ASSERT_EQ(ga.numel(), gb.numel());
+  EXPECT_EQ(0, std::memcmp(ga.data, gb.data, ga.nbytes()));
+}
+
 // ModelOptions::share_activation_memory (the default) against every buffer in its own memory: the
 // same bits with and without checkpointing, in fp32 and bf16. The case's MLP is widened 16× (random
 // weights) so that the attention's buffers and workspace fit in it whatever the CPU's thread count
