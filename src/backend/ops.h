@@ -52,11 +52,11 @@ struct CeStats {
 };
 
 // Workspace budget of the fused LM-head cross-entropy's chunk (CpuOpsOptions / CudaOpsOptions
-// ce_budget_bytes): the [rows, V] fp32 logits block and the chunk's hidden-row copies. 512 MiB:
-// 832 rows for Qwen2.5-1.5B in bf16 (V 151936, H 1536) — the logits block 0.47 GiB instead of
-// 2048 rows' 1.16 GiB. Timed at d602108 (bench_cuda_lm_head sweeps budgets): the backward costs
-// ~4 ms per chunk whatever its rows, so 832-row chunks run the op 2.4x slower than 3456-row ones
-// (bench/README.md); kept for memory until the per-chunk cost is fixed.
+// ce_budget_bytes): the [rows, V] logits block (fp32, or bf16 on the GPU when the LM head
+// computes in bf16) and the chunk's hidden-row buffers. 512 MiB: 1600 rows for Qwen2.5-1.5B in
+// bf16 on the GPU (V 151936, H 1536) — the logits block 0.45 GiB instead of 2048 rows' 0.58 GiB.
+// Timed on an H200 at 8803d08 (bench_cuda_lm_head, 8192 rows): 21.0 ms against 20.2 ms at a
+// 2 GiB budget (bench/README.md).
 inline constexpr size_t kCeBudgetBytes = size_t{512} << 20;
 
 // Rows per chunk of the fused LM-head cross-entropy: min(max_rows, T) when that many rows'

@@ -48,7 +48,11 @@ class GroupStorage {
   // between parameters), which forward_backward may use as scratch from its start until it asks
   // grads(g) — the backward (accumulate = false) then overwrites every element. nullptr (the
   // default) when the buffer carries something between calls (a sum over micro-steps, padding
-  // that must stay zero, a window other groups share).
+  // that must stay zero, a window other groups share). Ordering: a storage may still be reading
+  // the buffer when it hands it out (ZeroEngine's overlapped update reads group g's columns until
+  // weights(g) has returned); it is safe to write once weights() of a group whose update comes
+  // after g's has returned — CausalLM writes group g's scratch only while computing a layer above
+  // g, after that layer's weights() (zero/zero_engine.h).
   virtual void* gradient_scratch(int g) {
     (void)g;
     return nullptr;

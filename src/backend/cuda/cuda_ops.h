@@ -33,8 +33,8 @@ namespace zt {
 
 struct CudaOpsOptions {
   int device = 0;  // CUDA device index (the trainer passes LOCAL_RANK)
-  // Most rows per chunk of the fused LM-head cross-entropy (its workspace holds [rows, V] fp32
-  // logits) ...
+  // Most rows per chunk of the fused LM-head cross-entropy (its workspace holds [rows, V] logits
+  // of the compute dtype) ...
   int64_t ce_chunk_rows = 2048;
   // ... and the bytes the chunk's buffers may take: fewer rows (a multiple of 64) when
   // ce_chunk_rows of them do not fit (ce_rows_for_budget, ops.h).
