@@ -230,8 +230,9 @@ class Ops {
   // dhidden is non-empty, also the gradient of grad_scale * Σ loss_t: dhidden[T, H] =
   // grad_scale*(softmax - onehot)·weight (rows without a target get 0) and dweight[V, H] (f32) =
   // beta_dw*dweight + grad_scale*(softmax - onehot)ᵀ·hidden
-  // (chunks accumulated in row order; chunk rows: ce_rows_for_budget from the backend's
-  // ce_budget_bytes and ce_chunk_rows). hidden [T, H]; weight [V, H]; targets [T] i32 in [0, V) or
+  // (chunks accumulated in row order; chunk rows: at most ce_rows_for_budget from the backend's
+  // ce_budget_bytes and ce_chunk_rows — the CUDA backend shares the rows evenly between as many
+  // chunks as that needs). hidden [T, H]; weight [V, H]; targets [T] i32 in [0, V) or
   // -100 (else zt::Error naming the position and value).
   virtual size_t linear_cross_entropy_workspace_bytes(const Tensor& hidden,
                                                       const Tensor& weight) const = 0;
@@ -249,5 +250,43 @@ class Ops {
   virtual size_t sumsq_workspace_bytes(const Tensor& x) const = 0;
   virtual void sumsq(double* out, const Tensor& x, const Tensor& workspace, Stream s) = 0;
 };
+
+// A stream or event owned by the object that holds it: made by ops.create_stream() /
+// create_event() and destroyed through the same Ops when it is reset, reassigned or destroyed
+// (so a constructor that throws after making some leaks none, and no destructor lists them).
+// Move-only; converts to the plain handle every Ops call takes. Destroying a CUDA stream or
+// event with work still pending on it is allowed (CUDA releases it when the work is done); the
+// holders synchronise first where buffers must outlive that work.
+template <class Handle, Handle (Ops::*kCreate)(), void (Ops::*kDestroy)(Handle)>
+class OwnedHandle {
+ public:
+  OwnedHandle() = default;
+  // Throws zt::Error when the device refuses (as create_stream / create_event).
+  explicit OwnedHandle(Ops& ops) : ops_(&ops), h_((ops.*kCreate)()) {}
+  OwnedHandle(OwnedHandle&& o) noexcept : ops_(o.ops_), h_(o.h_) { o.h_ = {}; }
+  OwnedHandle& operator=(OwnedHandle&& o) noexcept {
+    if (this != &o) {
+      reset();
+      ops_ = o.ops_;
+      h_ = o.h_;
+      o.h_ = {};
+    }
+    return *this;
+  }
+  OwnedHandle(const OwnedHandle&) = delete;
+  OwnedHandle& operator=(const OwnedHandle&) = delete;
+  ~OwnedHandle() { reset(); }
+  operator Handle() const { return h_; }  // NOLINT(google-explicit-constructor): a handle
+  void reset() noexcept {
+    if (ops_ != nullptr && h_.handle != nullptr) (ops_->*kDestroy)(h_);
+    h_ = {};
+  }
+
+ private:
+  Ops* ops_ = nullptr;
+  Handle h_{};
+};
+using OwnedStream = OwnedHandle<Stream, &Ops::create_stream, &Ops::destroy_stream>;
+using OwnedEvent = OwnedHandle<Event, &Ops::create_event, &Ops::destroy_event>;
 
 }  // namespace zt

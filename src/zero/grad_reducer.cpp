@@ -86,35 +86,23 @@ GradReducer::GradReducer(const ShardLayout& layout, Ops& ops, dist::Comm& comm,
   sumsq_ws_ = Tensor(dev_.ptr(s_ws), DType::kU8,
                      {static_cast<int64_t>(std::max<size_t>(ws_bytes, 1))}, dev_.device());
   host_base_ = host.data;
-  try {  // a refused stream or event, or a bad option, destroys what was made (the destructor
-         // does not run; null handles are ignored)
-    side_ = ops_.create_stream();
-    for (Event* e : {&ev_compute_, &ev_side_, &ev_bucket_free_[0], &ev_bucket_free_[1]})
-      *e = ops_.create_event();
-    if (host_base_ != nullptr && !on_host && !(replicate && W > 1)) {  // streamed delivery
-      if (host.deliver_elems < 0) fail("GradReducer: deliver_elems {} < 0", host.deliver_elems);
-      if (host.deliver_elems > 0) deliver_elems_ = host.deliver_elems;
-      ev_delivered_.resize(static_cast<size_t>(S / deliver_elems_ + (S % deliver_elems_ != 0)));
-      for (Event& e : ev_delivered_) e = ops_.create_event();
-      delivered_waited_ = ev_delivered_.size();  // nothing in flight
-    }
-    if (on_host) {
-      float* mine = host.data + (replicate ? comm.rank() * S : 0);
-      host_ = std::make_unique<HostGradAccumulator>(ops, *host.memory, mine, S,
-                                                    static_cast<float*>(dev_.ptr(s_stage)), chunk_,
-                                                    host.threads);
-    }
-  } catch (...) {
-    destroy_streams_and_events();
-    throw;
+  // A refused stream or event, or a bad option, throws: the members made so far destroy theirs.
+  side_ = OwnedStream(ops_);
+  for (OwnedEvent* e : {&ev_compute_, &ev_side_, &ev_bucket_free_[0], &ev_bucket_free_[1]})
+    *e = OwnedEvent(ops_);
+  if (host_base_ != nullptr && !on_host && !(replicate && W > 1)) {  // streamed delivery
+    if (host.deliver_elems < 0) fail("GradReducer: deliver_elems {} < 0", host.deliver_elems);
+    if (host.deliver_elems > 0) deliver_elems_ = host.deliver_elems;
+    ev_delivered_.resize(static_cast<size_t>(S / deliver_elems_ + (S % deliver_elems_ != 0)));
+    for (OwnedEvent& e : ev_delivered_) e = OwnedEvent(ops_);
+    delivered_waited_ = ev_delivered_.size();  // nothing in flight
   }
-}
-
-void GradReducer::destroy_streams_and_events() {
-  ops_.destroy_stream(side_);
-  for (Event e : {ev_compute_, ev_side_, ev_bucket_free_[0], ev_bucket_free_[1]})
-    ops_.destroy_event(e);
-  for (Event e : ev_delivered_) ops_.destroy_event(e);
+  if (on_host) {
+    float* mine = host.data + (replicate ? comm.rank() * S : 0);
+    host_ = std::make_unique<HostGradAccumulator>(ops, *host.memory, mine, S,
+                                                  static_cast<float*>(dev_.ptr(s_stage)), chunk_,
+                                                  host.threads);
+  }
 }
 
 GradReducer::~GradReducer() {
@@ -123,8 +111,7 @@ GradReducer::~GradReducer() {
   } catch (...) {
   }
   host_.reset();  // waits for its copies and adds
-  destroy_streams_and_events();
-}
+}  // then the members: the events and the side stream
 
 int64_t GradReducer::chunk_elems(const ShardLayout& layout) {
   const int ng = layout.num_groups();

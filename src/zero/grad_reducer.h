@@ -135,10 +135,6 @@ class GradReducer {
   void synchronize();  // waits for the side stream (and every host add)
 
  private:
-  // The side stream and every event (null handles ignored): the destructor, and the constructor
-  // when it throws part-way.
-  void destroy_streams_and_events();
-
   const ShardLayout& layout_;
   Ops& ops_;
   dist::Comm& comm_;
@@ -160,11 +156,11 @@ class GradReducer {
   float* host_base_ = nullptr;  // HostGradient::data (offload; without host_: device accumulation,
                                 // copied here once per step)
   Tensor sumsq_ws_;
-  Stream side_;
-  Event ev_compute_;                 // compute stream → side stream handoff
-  Event ev_side_;                    // side stream → compute stream handoff
-  Event ev_bucket_free_[2];          // the reduce-scatter reading bucket k has finished
-  std::vector<Event> ev_delivered_;  // D2H piece i of the shard has landed (side stream)
+  OwnedStream side_;
+  OwnedEvent ev_compute_;                 // compute stream → side stream handoff
+  OwnedEvent ev_side_;                    // side stream → compute stream handoff
+  OwnedEvent ev_bucket_free_[2];          // the reduce-scatter reading bucket k has finished
+  std::vector<OwnedEvent> ev_delivered_;  // D2H piece i of the shard has landed (side stream)
   // Pieces [0, delivered_waited_) of the last delivery have landed (all of them: none in flight).
   size_t delivered_waited_ = 0;
   int64_t deliver_elems_ = kDeliverElems;      // elements per D2H piece

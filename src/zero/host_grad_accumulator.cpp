@@ -32,17 +32,14 @@ HostGradAccumulator::HostGradAccumulator(Ops& ops, MemoryResource& host_memory, 
   host_slots_ = static_cast<float*>(host_.ptr(s_stage));
   ws_ = Tensor(host_.ptr(s_ws), DType::kU8, {static_cast<int64_t>(std::max<size_t>(ws_bytes, 1))},
                Device::kCPU);
-  copy_ = ops_.create_stream();
-  ev_ready_ = ops_.create_event();
-  for (Event& e : ev_landed_) e = ops_.create_event();
+  copy_ = OwnedStream(ops_);  // a refused one throws: the members made destroy theirs
+  ev_ready_ = OwnedEvent(ops_);
+  for (OwnedEvent& e : ev_landed_) e = OwnedEvent(ops_);
   try {
     worker_ = std::thread([this] { run_worker(); });
     for (int i = 1; i < std::max(threads, 1); ++i) team_.emplace_back([this, i] { run_helper(i); });
   } catch (...) {  // a thread could not start: stop the ones that did
     stop_threads();
-    ops_.destroy_stream(copy_);
-    ops_.destroy_event(ev_ready_);
-    for (Event e : ev_landed_) ops_.destroy_event(e);
     throw;
   }
 }
@@ -73,10 +70,7 @@ HostGradAccumulator::~HostGradAccumulator() {
   } catch (...) {
   }
   stop_threads();
-  ops_.destroy_stream(copy_);
-  ops_.destroy_event(ev_ready_);
-  for (Event e : ev_landed_) ops_.destroy_event(e);
-}
+}  // then the members: the events and the copy stream
 
 void HostGradAccumulator::rethrow_locked() {
   if (error_) std::rethrow_exception(std::exchange(error_, nullptr));

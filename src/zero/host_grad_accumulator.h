@@ -104,9 +104,9 @@ class HostGradAccumulator {
   int64_t chunk_;
   float* host_slots_ = nullptr;
   Tensor ws_;  // sumsq workspace (host)
-  Stream copy_;
-  Event ev_ready_;           // the reducer's stream → the copy stream
-  Event ev_landed_[kSlots];  // slot k's last D2H has completed
+  OwnedStream copy_;
+  OwnedEvent ev_ready_;           // the reducer's stream → the copy stream
+  OwnedEvent ev_landed_[kSlots];  // slot k's last D2H has completed
 
   // Worker state, guarded by mu_.
   std::mutex mu_;

@@ -75,20 +75,12 @@ class SlottedWeights final : public WeightGatherer {
     last_ = dev_.ptr(s_last);
     slot_[0] = dev_.ptr(s_slot0);
     slot_[1] = dev_.ptr(s_slot1);
-    try {  // a refused event destroys the ones made (the base destructor does not know them)
-      for (Event* e :
-           {&ev_slot_ready_[0], &ev_slot_ready_[1], &ev_slot_free_[0], &ev_slot_free_[1]})
-        *e = ops_.create_event();
-      valid_.assign(static_cast<size_t>(layout.num_groups()), 0);
-    } catch (...) {
-      destroy_slot_events();
-      throw;
-    }
+    for (OwnedEvent* e :
+         {&ev_slot_ready_[0], &ev_slot_ready_[1], &ev_slot_free_[0], &ev_slot_free_[1]})
+      *e = OwnedEvent(ops_);  // a refused one throws: the members made destroy theirs
+    valid_.assign(static_cast<size_t>(layout.num_groups()), 0);
   }
-  ~SlottedWeights() override {
-    drain();
-    destroy_slot_events();
-  }
+  ~SlottedWeights() override { drain(); }  // then the slot events, then the base
 
   const void* acquire(int g) override {
     const int ng = layout_.num_groups();
@@ -132,11 +124,6 @@ class SlottedWeights final : public WeightGatherer {
   }
 
  private:
-  // The slots' events (null handles ignored).
-  void destroy_slot_events() {
-    for (Event e : {ev_slot_ready_[0], ev_slot_ready_[1], ev_slot_free_[0], ev_slot_free_[1]})
-      ops_.destroy_event(e);
-  }
   void* storage(int g) const {
     const int last = layout_.num_groups() - 1;
     return g == 0 ? first_ : g == last ? last_ : slot_[g % 2];
@@ -152,8 +139,8 @@ class SlottedWeights final : public WeightGatherer {
 
   void *first_ = nullptr, *last_ = nullptr, *slot_[2] = {nullptr, nullptr};
   int slot_group_[2] = {-1, -1};  // the group gathered (or in flight) in each layer slot
-  Event ev_slot_ready_[2];        // slot k holds its group (gather finished)
-  Event ev_slot_free_[2];         // compute finished with slot k's previous group
+  OwnedEvent ev_slot_ready_[2];   // slot k holds its group (gather finished)
+  OwnedEvent ev_slot_free_[2];    // compute finished with slot k's previous group
   std::vector<char> valid_;       // group 0 / last: the buffer holds the current weights
   int last_acquired_ = -1, direction_ = 0;
 };
@@ -184,21 +171,9 @@ WeightGatherer::WeightGatherer(const ShardLayout& layout, DType dtype, Ops& ops,
       dev_(kWeightArena, device_memory) {
   owned_w_.dtype = dtype;
   owned_w_.owned = owned;
-  try {
-    side_ = ops_.create_stream();
-    ev_compute_ = ops_.create_event();
-    ev_side_ = ops_.create_event();
-  } catch (...) {  // the device refused one: destroy what was made (the destructor does not run)
-    destroy_streams_and_events();
-    throw;
-  }
-}
-
-void WeightGatherer::destroy_streams_and_events() {
-  ops_.destroy_stream(side_);
-  ops_.destroy_event(ev_compute_);
-  ops_.destroy_event(ev_side_);
-  for (Event e : ev_ready_) ops_.destroy_event(e);
+  side_ = OwnedStream(ops_);  // a refused one throws: the members made destroy theirs
+  ev_compute_ = OwnedEvent(ops_);
+  ev_side_ = OwnedEvent(ops_);
 }
 
 void WeightGatherer::drain() noexcept {
@@ -209,15 +184,12 @@ void WeightGatherer::drain() noexcept {
   }
 }
 
-WeightGatherer::~WeightGatherer() {
-  drain();
-  destroy_streams_and_events();
-}
+WeightGatherer::~WeightGatherer() { drain(); }  // then the members: events, side stream
 
 void WeightGatherer::create_ready_events() {
   const auto G = static_cast<size_t>(layout_.num_groups());
-  ev_ready_.reserve(G);  // push_back then cannot throw: a refused event leaves the others listed
-  for (size_t g = 0; g < G; ++g) ev_ready_.push_back(ops_.create_event());
+  ev_ready_.reserve(G);
+  for (size_t g = 0; g < G; ++g) ev_ready_.emplace_back(ops_);
   ready_pending_.assign(G, 0);
 }
 

@@ -120,13 +120,10 @@ class WeightGatherer {
   void side_after_compute();
   // Waits for both streams, ignoring errors (destructors: nothing in flight may outlive a buffer).
   void drain() noexcept;
-  // One ready event per group (the base destructor destroys them).
+  // One ready event per group.
   void create_ready_events();
   // The compute stream waits for group g's ready event if it is pending.
   void wait_ready(int g);
-  // The side stream and every event of the base (null handles ignored): the destructor, and the
-  // constructor when it throws part-way.
-  void destroy_streams_and_events();
 
   const ShardLayout& layout_;
   DType dtype_;
@@ -139,9 +136,9 @@ class WeightGatherer {
   Arena dev_;
   void* staging_ = nullptr;  // [W][max group shard]
   void* send_ = nullptr;     // [max group shard] (owned weights in the model layout, W > 1)
-  Stream side_;
-  Event ev_compute_, ev_side_;
-  std::vector<Event> ev_ready_;      // per group: its weights' producer reached this point
+  OwnedStream side_;
+  OwnedEvent ev_compute_, ev_side_;
+  std::vector<OwnedEvent> ev_ready_;  // per group: its weights' producer reached this point
   std::vector<char> ready_pending_;  // per group: recorded, not yet waited for by compute_
 };
 

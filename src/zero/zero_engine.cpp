@@ -58,14 +58,8 @@ ZeroEngine::ZeroEngine(const ParamLayout& layout, DType dtype, Ops& ops, dist::C
   reduced_.assign(static_cast<size_t>(layout_.num_groups()), 0);
   assert(!overlap_update_ || optimizer_->async_step());  // device state, one owned rank
   if (!overlap_update_) return;
-  try {
-    update_stream_ = ops_.create_stream();
-    ev_update_start_ = ops_.create_event();
-  } catch (...) {  // the device refused one: destroy what was made (null handles are ignored)
-    ops_.destroy_event(ev_update_start_);
-    ops_.destroy_stream(update_stream_);
-    throw;
-  }
+  update_stream_ = OwnedStream(ops_);  // a refused one throws: the members made destroy theirs
+  ev_update_start_ = OwnedEvent(ops_);
 }
 
 ZeroEngine::~ZeroEngine() {
@@ -75,9 +69,7 @@ ZeroEngine::~ZeroEngine() {
     ops_.synchronize_event(ev_update_start_);
   } catch (...) {  // a destructor does not throw; the stream goes with the device
   }
-  ops_.destroy_event(ev_update_start_);
-  ops_.destroy_stream(update_stream_);  // (the gatherer destroys the per-group ready events)
-}
+}  // then the members: the event and the stream first (the gatherer owns the ready events)
 
 void ZeroEngine::check_group(const char* what, int g) const {
   if (g < 0 || g >= layout_.num_groups())

@@ -262,8 +262,8 @@ class ZeroEngine final : public GroupStorage {
   // The asynchronous update: its stream and the event the compute stream records before it (both
   // null otherwise; the destructor waits for the stream). Each group's update marks the group
   // produced in the gatherer.
-  Stream update_stream_;
-  Event ev_update_start_;
+  OwnedStream update_stream_;
+  OwnedEvent ev_update_start_;
 
   // Step state.
   std::vector<int> reduced_;  // per group: reductions in this step
