@@ -279,7 +279,8 @@ void CausalLM::plan_and_allocate(MemoryResource& memory) {
   }
   const size_t set0_bytes = set0_end - align_up(sets_begin, Arena::kAlignment);
   if (opt_.share_activation_memory && opt_.checkpointing) {
-    // + kAlignment: the overhang's slot starts at the set's end rounded up to the alignment.
+    // + kAlignment: slack in case the overhang's slot starts past the set's end (the arena
+    // aligns every slot; the set's end is aligned today, so it starts right there).
     ce_overhang_ = ce_ws > set0_bytes ? ce_ws - set0_bytes + Arena::kAlignment : 0;
     ce_in_layer_set_ = ce_overhang_ == 0 || ce_overhang_ < (ce_ws > ws ? ce_ws - ws : 0);
   }

@@ -89,7 +89,8 @@ class CausalLM {
   Stream stream() const { return stream_; }
   ModelMemory memory() const;
   // Whether the fused cross-entropy's workspace is the layer activation set (gradient
-  // checkpointing, the set at least as large as the workspace), not part of the workspace pool.
+  // checkpointing; the set extended by ce_overhang_bytes() when it is smaller and that is cheaper
+  // than the pool holding the buffer), not part of the workspace pool.
   bool ce_shares_layer_set() const { return ce_in_layer_set_; }
   // Bytes the layer activation set was extended by for the cross-entropy's workspace to fit in it
   // (0 when it fits, or when the cross-entropy has its own buffer).
@@ -226,7 +227,7 @@ class CausalLM {
   GroupStorage* storage_ = nullptr;    // own_ or the caller's
   Tensor workspace_;
   // The fused cross-entropy's workspace: workspace_, or under gradient checkpointing the layer
-  // activation set when it is large enough (ce_in_layer_set_; see plan_and_allocate).
+  // activation set, extended when needed (ce_in_layer_set_; see plan_and_allocate).
   Tensor ce_workspace_;
   bool ce_in_layer_set_ = false;
   size_t ce_overhang_ = 0;  // see ce_overhang_bytes()

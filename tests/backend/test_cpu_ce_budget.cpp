@@ -16,9 +16,12 @@ using test::randn;
 using test::view;
 
 TEST(CeBudget, RowsPerChunk) {
-  // Qwen2.5-1.5B on CUDA, bf16: a row is 4·V + 6·H bytes; 512 MiB fit 870 rows → 832 (× 64).
-  const size_t row = 4 * 151936 + 6 * 1536;
+  // Qwen2.5-1.5B on CUDA with fp32 logits: a row is 4·V + 18·H bytes (the logits, a bf16 hidden
+  // row, 4 fp32 gradient partials); 512 MiB fit 844 rows → 832 (× 64). With bf16 logits (2·V +
+  // 18·H) they fit 1619 → 1600.
+  const size_t row = 4 * 151936 + 18 * 1536;
   EXPECT_EQ(ce_rows_for_budget(8192, 2048, kCeBudgetBytes, row, 64), 832);
+  EXPECT_EQ(ce_rows_for_budget(8192, 2048, kCeBudgetBytes, 2 * 151936 + 18 * 1536, 64), 1600);
   EXPECT_EQ(ce_rows_for_budget(8192, 2048, size_t{2} << 30, row, 64), 2048);  // the cap
   EXPECT_EQ(ce_rows_for_budget(300, 2048, size_t{2} << 30, row, 64), 300);    // T fits: as is
   EXPECT_EQ(ce_rows_for_budget(300, 2048, 200 * row, row, 64), 192);          // else × 64
