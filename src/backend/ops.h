@@ -88,8 +88,8 @@ class Ops {
   // every op synchronously, so these defaults are no-ops there. A CUDA stream made here is
   // non-blocking (no implicit ordering with the legacy default stream, which the model uses).
 
-  // A new stream / event, and their destruction (null handles are ignored). Throw zt::Error when
-  // the device refuses.
+  // A new stream / event (zt::Error when the device refuses), and their destruction (null handles
+  // are ignored; never throws: OwnedHandle calls it from a noexcept reset).
   virtual Stream create_stream() { return {}; }
   virtual void destroy_stream(Stream) {}
   virtual Event create_event() { return {}; }

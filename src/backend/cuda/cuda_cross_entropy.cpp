@@ -39,6 +39,7 @@
 // ≈ 0.73 GB).
 #include <algorithm>
 #include <cstdint>
+#include <utility>
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_cross_entropy_kernels.h"
@@ -221,8 +222,14 @@ void CudaOps::linear_cross_entropy_fwd_bwd(CeStats* stats, const Tensor& dhidden
   const int64_t slice = (V + kCeDhParts * 64 - 1) / (kCeDhParts * 64) * 64;
   const int parts = static_cast<int>((V + slice - 1) / slice);
   if (grad && n > 0 && ce_side_[0].handle == nullptr) {  // first use: the side streams and events
-    for (Stream& st : ce_side_) st = create_stream();
-    for (Event& ev : ce_ev_) ev = create_event();
+    try {
+      for (Stream& st : ce_side_) st = create_stream();
+      for (Event& ev : ce_ev_) ev = create_event();
+    } catch (...) {  // all or none: a later call must not find some made and skip the rest
+      for (Stream& st : ce_side_) destroy_stream(std::exchange(st, Stream{}));
+      for (Event& ev : ce_ev_) destroy_event(std::exchange(ev, Event{}));
+      throw;
+    }
   }
   // As many chunks as C rows need, of equal rows (rounded up to the quantum, at most C): n = 8192
   // at C = 1600 runs five chunks of 1408 rows and one of 1152, where chunks of C would leave a
