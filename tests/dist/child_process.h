@@ -10,11 +10,28 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <functional>
 #include <string>
 #include <vector>
 
 namespace zt::test {
+
+// OpenMPI's session-directory base for the mpiruns of this test process: /tmp/zt_ompi.<pid>
+// (OpenMPI creates it; removed when the process exits). Under the default base, two mpiruns
+// started at once — two tests under ctest -j2 — race to create /tmp/ompi.<host>.<uid>, and one
+// fails ("orte_session_dir failed … File exists", seen in a CI run); a process's own mpiruns run
+// one after the other.
+inline std::string mpi_tmpdir_base() {
+  static const struct Base {
+    std::string path = "/tmp/zt_ompi." + std::to_string(getpid());
+    ~Base() {
+      std::error_code ec;
+      std::filesystem::remove_all(path, ec);
+    }
+  } base;
+  return base.path;
+}
 
 class Child {
  public:

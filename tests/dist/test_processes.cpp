@@ -40,7 +40,8 @@ std::vector<std::string> child_env() {
           "MASTER_ADDR=",
           "MASTER_PORT=",
           "OMPI_COMM_WORLD_SIZE=",
-          "PMIX_RANK="};
+          "PMIX_RANK=",
+          "OMPI_MCA_orte_tmpdir_base=" + test::mpi_tmpdir_base()};
 }
 
 std::string digest_line(int rank, int world, size_t shard) {

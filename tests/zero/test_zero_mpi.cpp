@@ -15,6 +15,7 @@
 
 #include "core/file_util.h"
 #include "dist/bootstrap.h"
+#include "dist/child_process.h"
 #include "zero_test_util.h"
 
 namespace zt::zero {
@@ -160,9 +161,9 @@ void run_ranks(int W) {
   const std::string log = dir + "/log.txt";
   const std::string cmd = fmt::format(
       "OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMP_NUM_THREADS=1 {}={} "
-      "timeout 120 mpirun --oversubscribe --bind-to none -np {} {} "
+      "OMPI_MCA_orte_tmpdir_base={} timeout 120 mpirun --oversubscribe --bind-to none -np {} {} "
       "--gtest_filter=ZeroMpiWorker.* --gtest_color=no > {} 2>&1",
-      kOutEnv, dir, W, exe, log);
+      kOutEnv, dir, zt::test::mpi_tmpdir_base(), W, exe, log);
   const int rc = std::system(cmd.c_str());
   std::string text;
   try {
