@@ -152,6 +152,22 @@ TEST_P(ModelGolden, CheckpointingIsBitwiseIdentical) {
   }
 }
 
+// Both models initialised from the same seed, one forward/backward of the golden's packed batch
+// each: the same loss (with targets) and bitwise the same gradients.
+void expect_same_bits(CausalLM& a, CausalLM& b, const Golden& g) {
+  a.init_from_scratch(7);
+  b.init_from_scratch(7);
+  BackwardOptions bo;
+  bo.grad_scale = 0.01f;
+  const CeStats sa = a.forward_backward(g.packed.view(), bo);
+  const CeStats sb = b.forward_backward(g.packed.view(), bo);
+  EXPECT_EQ(sa.loss_sum, sb.loss_sum);
+  EXPECT_GT(sa.count, 0);
+  const Tensor ga = a.all_grads(), gb = b.all_grads();
+  ASSERT_EQ(ga.numel(), gb.numel());
+  EXPECT_EQ(0, std::memcmp(ga.data, gb.data, ga.nbytes()));
+}
+
 // A cross-entropy workspace larger than the layer activation set (random weights; the vocabulary
 // widened 32×: ~40 KB a row, against the set's ~17 KB a token with the MLP widened 16×, which
 // also carves the attention's buffers out of the MLP's so that the other ops' workspace is
@@ -183,16 +199,7 @@ TEST_P(ModelGolden, CrossEntropyWorkspaceOverhangsTheLayerSet) {
   EXPECT_LT(on.memory().workspace, ce);  // the pool does not hold the cross-entropy's buffer
   EXPECT_FALSE(off.ce_shares_layer_set());
   EXPECT_EQ(off.ce_overhang_bytes(), 0u);
-  on.init_from_scratch(7);
-  off.init_from_scratch(7);
-  BackwardOptions bo;
-  bo.grad_scale = 0.01f;
-  const CeStats a = off.forward_backward(g.packed.view(), bo);
-  const CeStats b = on.forward_backward(g.packed.view(), bo);
-  EXPECT_EQ(a.loss_sum, b.loss_sum);
-  const Tensor ga = off.all_grads(), gb = on.all_grads();
-  ASSERT_EQ(ga.numel(), gb.numel());
-  EXPECT_EQ(0, std::memcmp(ga.data, gb.data, ga.nbytes()));
+  expect_same_bits(off, on, g);
 }
 
 // ModelOptions::share_activation_memory (the default) against every buffer in its own memory: the
@@ -221,17 +228,7 @@ TEST_P(ModelGolden, SharedActivationMemoryIsBitwiseIdentical) {
       EXPECT_FALSE(own.ce_shares_layer_set());
       const ModelMemory ms = shared.memory(), mo = own.memory();
       EXPECT_LT(ms.activations + ms.workspace, mo.activations + mo.workspace);
-      shared.init_from_scratch(7);
-      own.init_from_scratch(7);
-      BackwardOptions bo;
-      bo.grad_scale = 0.01f;
-      const CeStats a = shared.forward_backward(g.packed.view(), bo);
-      const CeStats b = own.forward_backward(g.packed.view(), bo);
-      EXPECT_EQ(a.loss_sum, b.loss_sum);
-      EXPECT_GT(a.count, 0);
-      const Tensor ga = shared.all_grads(), gb = own.all_grads();
-      ASSERT_EQ(ga.numel(), gb.numel());
-      EXPECT_EQ(0, std::memcmp(ga.data, gb.data, static_cast<size_t>(ga.numel()) * 4));
+      expect_same_bits(shared, own, g);
     }
 }
 
