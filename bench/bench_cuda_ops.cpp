@@ -117,6 +117,13 @@ int main(int argc, char** argv) {
           },
           st),
       static_cast<double>(T) * 256 * 2, peak);
+  row("bias_grad [32768,1536] bf16",  // in the gate buffer (T·I ≥ 4T·H elements)
+      time_of(
+          [&] {
+            ops.bias_grad(tdw, dev(gate, bf, {4 * T, H}), 1.0f, s);
+          },
+          st),
+      4 * TH, peak);
   const Tensor tg = dev(gate, bf, {T, I}), tu = dev(up, bf, {T, I}), ta = dev(act, bf, {T, I});
   row("swiglu_fwd [8192,8960] bf16", time_of([&] { ops.swiglu_fwd(ta, tg, tu, s); }, st), 3 * TI,
       peak);

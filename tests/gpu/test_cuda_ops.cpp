@@ -463,32 +463,39 @@ TEST(CudaOps, RmsNormStylesMatchCpu) {
           }
 }
 
+// The shapes cover cuda_colsum.cuh's mapping: M = 1 and 37 (one row range), 8193 and 32771 (8
+// ranges on Hopper, not a multiple of anything); N = 1536 (64-column slices, none partial), 1544
+// and 520 at M = 8193 (64- and 32-column slices, the last one partial), 256 and 24 (16-column
+// slices), 7 and a misaligned view (the scalar path, 32-column slices).
 TEST(CudaOps, BiasGradMatchesCpuAndRepeatsBitwise) {
   ZT_REQUIRE_GPU();
   CpuOps cpu;
   uint32_t seed = 1000;
+  std::vector<std::pair<int64_t, int64_t>> shapes;
   for (int64_t M : {1, 37, 8193})
-    for (int64_t N : {256, 1536, 24, 7})
-      for (DType t : kFloats)
-        for (float beta : {0.0f, 1.0f}) {
-          HostT dy(t, {M, N}, randn(M * N, seed++)), db0(DType::kF32, {N}, randn(N, seed++));
-          HostT want = db0;
-          cpu.bias_grad(want.view(), dy.view(), beta, {});
-          const int64_t mis = N == 24 && beta == 1.0f ? 1 : 0;  // N = 24, beta 0: a half slice
-          DevT ddy(dy, mis);
-          HostT first;
-          for (int rep = 0; rep < 2; ++rep) {
-            DevT db = beta == 0.0f ? DevT(DType::kF32, {N}) : DevT(db0);
-            cuda_ops().bias_grad(db.view(), ddy.view(), beta, test_stream());
-            HostT got = db.download();
-            if (rep == 0) {
-              expect_close(got, want, 1e-5, label("bias_grad", t, {M, N}, mis));
-              first = got;
-            } else {
-              expect_bitwise(got, first, label("bias_grad repeat", t, {M, N}, mis));
-            }
+    for (int64_t N : {256, 1536, 24, 7}) shapes.emplace_back(M, N);
+  shapes.insert(shapes.end(), {{8193, 1544}, {8193, 520}, {32771, 1536}});
+  for (const auto& [M, N] : shapes)
+    for (DType t : kFloats)
+      for (float beta : {0.0f, 1.0f}) {
+        HostT dy(t, {M, N}, randn(M * N, seed++)), db0(DType::kF32, {N}, randn(N, seed++));
+        HostT want = db0;
+        cpu.bias_grad(want.view(), dy.view(), beta, {});
+        const int64_t mis = N == 24 && beta == 1.0f ? 1 : 0;  // N = 24, beta 0: a half slice
+        DevT ddy(dy, mis);
+        HostT first;
+        for (int rep = 0; rep < 2; ++rep) {
+          DevT db = beta == 0.0f ? DevT(DType::kF32, {N}) : DevT(db0);
+          cuda_ops().bias_grad(db.view(), ddy.view(), beta, test_stream());
+          HostT got = db.download();
+          if (rep == 0) {
+            expect_close(got, want, 1e-5, label("bias_grad", t, {M, N}, mis));
+            first = got;
+          } else {
+            expect_bitwise(got, first, label("bias_grad repeat", t, {M, N}, mis));
           }
         }
+      }
 }
 
 TEST(CudaOps, SumsqEqualsCpuBitwise) {

@@ -6,7 +6,8 @@
 // arithmetic is the CPU's, only the order of the row and column sums differs (fixed trees here).
 //
 // Backward in two passes, so that the op needs no workspace: (1) dw from dy and x by the column-sum
-// kernel (cuda_colsum.cuh: per-column partials over fixed row slots, then a fixed tree), run before
+// kernel (cuda_colsum.cuh: per-column partials over fixed row slots, then fixed-order sums over
+// the slots of a warp, the warps of a block and the row ranges of a cluster), run before
 // (2) overwrites anything, since dx may alias dy; (2) dx row by row. The price is one extra read of
 // dy and x ([T, H] each) against a fused kernel with a [T/rows, H] partials workspace — measured
 // nowhere yet; the fused variant needs an Ops workspace query and is the next step if it shows.
