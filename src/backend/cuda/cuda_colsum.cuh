@@ -25,8 +25,11 @@
 // 8 rows a thread); M = 32768, N = 1536: 192 blocks, 128 rows a thread. The bf16 kernels take at
 // most 118 registers, so 2 blocks fit an SM and such grids are resident at once (fp32 dw: 184).
 // The previous mapping (16 columns, 512 threads, 4 rows a thread at M = 8192, an 8-level shared
-// tree, 768 blocks: ~1.45 waves) ran the [8192, 1536] bf16 dw term at ~23 µs where reading the
-// inputs once at the H200's bandwidth takes ~12. This one is not measured on a GPU yet.
+// tree, 768 blocks: ~1.45 waves) left most of the bandwidth unused. bench_cuda_ops on one H200
+// (this mapping at aae9ddf; the old one in the bcfbb7e call): rmsnorm_bwd [8192, 1536] bf16 (this
+// dw kernel + the dx kernel) 83.7 → 56.2 µs; bias_grad [8192, 1536] 15.9 → 12.4 µs, [8192, 256]
+// 15.6 → 9.8 µs; [32768, 1536] 33.0 µs (3.05 TB/s). A training step: +0.7 % (Qwen2.5-1.5B
+// 4 × 2k), +0.9 % (1.5B 8k GC), ±0.1 % (Llama-3.2-1B, no biases) — bench/results.
 #pragma once
 
 #include <cooperative_groups.h>
@@ -36,8 +39,9 @@
 
 namespace zt::cuda {
 
-// Chosen by the arithmetic above (fill an H200's 132 SMs, 8 loads in flight a thread), not yet by
-// a measurement: bench_cuda_ops's bias_grad and rmsnorm_bwd rows are the ones to tune them by.
+// Chosen by the arithmetic above (fill an H200's 132 SMs, 8 loads in flight a thread) and measured
+// as a whole (above), not tuned one by one: bench_cuda_ops's bias_grad and rmsnorm_bwd rows are the
+// ones to tune them by.
 constexpr int kColsumThreads = 256;
 constexpr int kColsumWarps = kColsumThreads / 32;
 constexpr int kColsumUnroll = 8;              // rows a thread loads before adding them
