@@ -418,6 +418,71 @@ TEST(CudaOps, RmsNormBackwardMatchesCpu) {
         }
 }
 
+// The one-pass backward (cuda_rmsnorm.cu: bf16, 1024 <= H <= 2048, H % 8 == 0, given the
+// workspace) against the CPU (dw within 1e-5) and against the two-pass path on the same inputs: dx
+// bitwise (the same per-lane arithmetic), dw in another order (so at least one long shape differs
+// in its bits: the one-pass path really ran). T: 1 row, fewer rows than a block's warps, rows not a
+// multiple of a block's (2053: 129 blocks of 16), and 32771 (256 blocks, capped). H: 1152 (lanes
+// with 4 and 5 chunks), 1536, 2048 (8 chunks, 12 warps). Narrower rows and f32 need no workspace.
+TEST(CudaOps, RmsNormOnePassMatchesCpuAndTwoPass) {
+  ZT_REQUIRE_GPU();
+  CpuOps cpu;
+  const DType bf = DType::kBF16;
+  EXPECT_EQ(
+      cuda_ops().rmsnorm_bwd_workspace_bytes(make_view(nullptr, bf, {4096, 128}, Device::kCUDA)),
+      0u);
+  EXPECT_EQ(cuda_ops().rmsnorm_bwd_workspace_bytes(
+                make_view(nullptr, DType::kF32, {4096, 1536}, Device::kCUDA)),
+            0u);
+  uint32_t seed = 970;
+  int dw_differs = 0;
+  for (RmsNormStyle style : {RmsNormStyle::kLlama, RmsNormStyle::kOlmo2, RmsNormStyle::kGemma})
+    for (int64_t T : {1, 13, 2053, 32771})
+      for (int64_t H : {1152, 1536, 2048})
+        for (int variant = 0; variant < 3; ++variant) {
+          if (T == 32771 && (H != 1536 || variant == 2)) continue;
+          // 0: overwrite dx, beta_dw 0; 1: accumulate dx, beta_dw 1; 2: dx aliases dy.
+          const bool acc = variant == 1;
+          const float beta = acc ? 1.0f : 0.0f;
+          HostT x(bf, {T, H}, randn(T * H, seed++, 2.0f)), w(bf, {H}, randn(H, seed++, 0.5f));
+          HostT dy(bf, {T, H}, randn(T * H, seed++)), dx0(bf, {T, H}, randn(T * H, seed++));
+          HostT dw0(DType::kF32, {H}, randn(H, seed++));
+          HostT y = HostT::empty(bf, {T, H}), rstd = HostT::empty(DType::kF32, {T});
+          cpu.rmsnorm_fwd(y.view(), rstd.view(), x.view(), w.view(), 1e-6f, {}, style);
+          HostT dx = variant == 2 ? dy : dx0, dw = dw0;
+          cpu.rmsnorm_bwd(dx.view(), acc, dw.view(), beta, variant == 2 ? dx.view() : dy.view(),
+                          x.view(), w.view(), rstd.view(), {}, style);
+          const size_t ws_bytes = cuda_ops().rmsnorm_bwd_workspace_bytes(x.view());
+          ASSERT_GT(ws_bytes, 0u) << T << " x " << H;
+          DevT ws(DType::kF32, {static_cast<int64_t>(ws_bytes / 4)});
+          DevT dxx(x, 0), dww(w, 0), dr(rstd);
+          // Two runs of each path on fresh copies: [0] one pass, [1] one pass again, [2] two
+          // passes.
+          HostT got_dx[3], got_dw[3];
+          for (int run = 0; run < 3; ++run) {
+            DevT ddy(dy);
+            DevT ddx = acc ? DevT(dx0) : DevT(bf, {T, H});
+            DevT ddw = acc ? DevT(dw0) : DevT(DType::kF32, {H});
+            const Tensor dx_view = variant == 2 ? ddy.view() : ddx.view();
+            cuda_ops().rmsnorm_bwd(dx_view, acc, ddw.view(), beta, ddy.view(), dxx.view(),
+                                   dww.view(), dr.view(), test_stream(), style,
+                                   run < 2 ? ws.view() : Tensor());
+            got_dx[run] = variant == 2 ? ddy.download() : ddx.download();
+            got_dw[run] = ddw.download();
+          }
+          const std::string l = label("rmsnorm_bwd one pass", bf, {T, H}, 0) + " variant " +
+                                std::to_string(variant) + " style " +
+                                std::to_string(static_cast<int>(style));
+          expect_close(got_dw[0], dw, 1e-5, l + " dw");
+          expect_bf16_close(got_dx[0], dx, 1, 1e-5, l + " dx");
+          expect_bitwise(got_dx[0], got_dx[2], l + " dx vs two passes");
+          expect_bitwise(got_dx[1], got_dx[0], l + " dx repeat");
+          expect_bitwise(got_dw[1], got_dw[0], l + " dw repeat");
+          if (std::memcmp(got_dw[0].data(), got_dw[2].data(), got_dw[0].bytes()) != 0) ++dw_differs;
+        }
+  EXPECT_GT(dw_differs, 0);
+}
+
 // The OLMo 2 (to_dtype(w·n)) and Gemma ((1 + w)·n) styles, forward and backward, at the bounds of
 // the Llama-style tests above (the styles share the statistics and the sums; only per-element
 // products differ).
