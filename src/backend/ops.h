@@ -149,16 +149,9 @@ class Ops {
   // value — rounded to x's dtype for kLlama — rows summed in order t = 0..T-1); dx[T,H] =
   // (accumulate_dx ? dx : 0) + rstd*(g - n̂*mean_j(g*n̂)) with g = dy*w' (w' = w, or 1 + w for
   // kGemma) and n̂ = x*rstd (the cast is treated as identity). dx may alias dy.
-  // workspace: rmsnorm_bwd_workspace_bytes(x) bytes (u8, the backend's memory), or an empty
-  // Tensor — then a backend that wants one takes a slower path without it (CUDA: dw in a second
-  // pass over dy and x). dx is the same either way; dw's rows are summed in another fixed order
-  // (each repeatable).
   virtual void rmsnorm_bwd(const Tensor& dx, bool accumulate_dx, const Tensor& dw, float beta_dw,
                            const Tensor& dy, const Tensor& x, const Tensor& w, const Tensor& rstd,
-                           Stream s, RmsNormStyle style = RmsNormStyle::kLlama,
-                           const Tensor& workspace = Tensor()) = 0;
-  // Workspace bytes rmsnorm_bwd takes for x [T, H] (shape and dtype only; 0: none).
-  virtual size_t rmsnorm_bwd_workspace_bytes(const Tensor& x) const = 0;
+                           Stream s, RmsNormStyle style = RmsNormStyle::kLlama) = 0;
 
   // ---- matmul (fp32 accumulate)
 

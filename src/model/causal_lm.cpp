@@ -238,20 +238,13 @@ void CausalLM::plan_and_allocate(MemoryResource& memory) {
                                       Trans::kN, shape(dt, {V, H}), Trans::kT));
   if (!attn_in_mlp_) ws = std::max(ws, attn_ws_bytes_);
   ws = std::max(ws, ops_.embedding_workspace_bytes(shape(kI32, {T})));
-  // The RMSNorm backward's per-block dw partials (on the GPU ~0.8 MB for Qwen2.5-1.5B at 8k
-  // tokens; below the matmuls' need): the [T, H] norms and the q/k norms' rows.
-  ws = std::max(ws, ops_.rmsnorm_bwd_workspace_bytes(shape(dt, {T, H})));
-  if (qkn) {
-    ws = std::max(ws, ops_.rmsnorm_bwd_workspace_bytes(shape(dt, {rq, per_head ? D : Hq * D})));
-    ws = std::max(ws, ops_.rmsnorm_bwd_workspace_bytes(shape(dt, {rk, per_head ? D : Hkv * D})));
-  }
   // The fused LM-head cross-entropy's workspace. Under gradient checkpointing the one layer
   // activation set is dead while it runs (the backward recomputes every layer into it, the last
   // one included), so the cross-entropy borrows the set (for Qwen2.5-1.5B 73 KiB a token, the
-  // workspace ~0.58 GB at the default budget), extended by the bytes it lacks (ce_overhang_,
-  // reserved right after the set so the two are contiguous) when that costs less than the workspace
-  // pool growing to hold the cross-entropy's own buffer. Only where it lives depends on this, not
-  // its chunking: the same bits either way.
+  // workspace ~0.58 GB at the default budget), extended by the bytes it lacks (ce_overhang_, reserved
+  // right after the set so the two are contiguous) when that costs less than the workspace pool
+  // growing to hold the cross-entropy's own buffer. Only where it lives depends on this, not its
+  // chunking: the same bits either way.
   const size_t ce_ws =
       ops_.linear_cross_entropy_workspace_bytes(shape(dt, {T, H}), shape(dt, {V, H}));
   std::vector<std::array<Arena::Slot, kLayerActs>> s_layers;
@@ -413,7 +406,8 @@ void CausalLM::plan_and_allocate(MemoryResource& memory) {
   ce_workspace_ =
       ce_in_layer_set_
           ? Tensor(static_cast<char*>(acts_.base()) + align_up(sets_begin, Arena::kAlignment),
-                   DType::kU8, {static_cast<int64_t>(std::max(set0_bytes, ce_ws))}, acts_.device())
+                   DType::kU8, {static_cast<int64_t>(std::max(set0_bytes, ce_ws))},
+                   acts_.device())
           : workspace_;
 
   // Rows of the inv_freq input: 0 the global RoPE (short factors for longrope), 1 its long
@@ -620,7 +614,7 @@ void CausalLM::norm_fwd(const Tensor& y, const Tensor& rstd, const Tensor& x, in
 void CausalLM::norm_bwd(const Tensor& dx, bool accumulate_dx, const Tensor& dy, const Tensor& x,
                         int w, const Tensor& rstd, float beta) {
   ops_.rmsnorm_bwd(dx, accumulate_dx, grad(w), beta, dy, x, param(w), rstd, stream_,
-                   cfg_.norm_style, workspace_);
+                   cfg_.norm_style);
 }
 
 // The kept buffers of a layer, when it has them and this pass may use them: a forward() (eval)

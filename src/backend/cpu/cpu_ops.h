@@ -60,9 +60,7 @@ class CpuOps final : public Ops {
                    Stream s, RmsNormStyle style = RmsNormStyle::kLlama) override;
   void rmsnorm_bwd(const Tensor& dx, bool accumulate_dx, const Tensor& dw, float beta_dw,
                    const Tensor& dy, const Tensor& x, const Tensor& w, const Tensor& rstd, Stream s,
-                   RmsNormStyle style = RmsNormStyle::kLlama,
-                   const Tensor& workspace = Tensor()) override;
-  size_t rmsnorm_bwd_workspace_bytes(const Tensor&) const override { return 0; }
+                   RmsNormStyle style = RmsNormStyle::kLlama) override;
 
   size_t matmul_workspace_bytes(const Tensor& C, const Tensor& A, Trans ta, const Tensor& B,
                                 Trans tb, bool beta_nonzero = true) const override;

@@ -101,7 +101,7 @@ void CpuOps::rmsnorm_fwd(const Tensor& y, const Tensor& rstd, const Tensor& x, c
 
 void CpuOps::rmsnorm_bwd(const Tensor& dx, bool accumulate_dx, const Tensor& dw, float beta_dw,
                          const Tensor& dy, const Tensor& x, const Tensor& w, const Tensor& rstd,
-                         Stream, RmsNormStyle style, const Tensor&) {
+                         Stream, RmsNormStyle style) {
   const opcheck::MatrixDims d = opcheck::check_rmsnorm_bwd(dx, dw, dy, x, w, rstd, Device::kCPU);
   const int64_t T = d.rows, H = d.cols;
   const float* rs = rstd.as<float>();

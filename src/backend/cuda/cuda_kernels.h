@@ -71,14 +71,9 @@ void launch_embedding_bwd(float* dtable, const void* dout, DType t, const int32_
 
 void launch_rmsnorm_fwd(void* y, float* rstd, const void* x, const void* w, DType t, int64_t T,
                         int64_t H, float eps, RmsNormStyle style, cudaStream_t stream);
-// workspace (nullable): rmsnorm_bwd_workspace_bytes(t, T, H) bytes, 16-byte aligned, for the fused
-// one-pass backward (bf16, H % 8 == 0, 1024 <= H <= 2048, aligned); without it, or otherwise, two
-// passes.
-size_t rmsnorm_bwd_workspace_bytes(DType t, int64_t T, int64_t H);
 void launch_rmsnorm_bwd(void* dx, bool accumulate_dx, float* dw, float beta_dw, const void* dy,
                         const void* x, const void* w, const float* rstd, DType t, int64_t T,
-                        int64_t H, RmsNormStyle style, void* workspace, size_t workspace_bytes,
-                        cudaStream_t stream);
+                        int64_t H, RmsNormStyle style, cudaStream_t stream);
 
 // ---- cuda_reduce.cu
 

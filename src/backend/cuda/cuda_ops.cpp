@@ -228,24 +228,10 @@ void CudaOps::rmsnorm_fwd(const Tensor& y, const Tensor& rstd, const Tensor& x, 
 
 void CudaOps::rmsnorm_bwd(const Tensor& dx, bool accumulate_dx, const Tensor& dw, float beta_dw,
                           const Tensor& dy, const Tensor& x, const Tensor& w, const Tensor& rstd,
-                          Stream s, RmsNormStyle style, const Tensor& workspace) {
+                          Stream s, RmsNormStyle style) {
   const opcheck::MatrixDims d = opcheck::check_rmsnorm_bwd(dx, dw, dy, x, w, rstd, Device::kCUDA);
-  void* ws = nullptr;
-  size_t ws_bytes = 0;
-  if (workspace.data != nullptr && workspace.numel() > 0) {
-    if (workspace.device != Device::kCUDA)
-      fail("rmsnorm_bwd: workspace {} is not in device memory", workspace.describe());
-    ws = workspace.data;
-    ws_bytes = workspace.nbytes();
-  }
   cuda::launch_rmsnorm_bwd(dx.data, accumulate_dx, dw.as<float>(), beta_dw, dy.data, x.data, w.data,
-                           rstd.as<float>(), x.dtype, d.rows, d.cols, style, ws, ws_bytes,
-                           stream_of(s));
-}
-
-size_t CudaOps::rmsnorm_bwd_workspace_bytes(const Tensor& x) const {
-  if (x.ndim != 2) fail("rmsnorm_bwd_workspace_bytes: x is {}, expected [T, H]", x.describe());
-  return cuda::rmsnorm_bwd_workspace_bytes(x.dtype, x.dim(0), x.dim(1));
+                           rstd.as<float>(), x.dtype, d.rows, d.cols, style, stream_of(s));
 }
 
 void CudaOps::bias_grad(const Tensor& db, const Tensor& dy, float beta, Stream s) {

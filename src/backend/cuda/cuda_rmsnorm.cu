@@ -5,16 +5,12 @@
 // CPU reference: CpuOps::rmsnorm_fwd / rmsnorm_bwd (backend/cpu/cpu_rmsnorm.cpp); the per-element
 // arithmetic is the CPU's, only the order of the row and column sums differs (fixed trees here).
 //
-// Backward, bf16 with H % 8 == 0, 1024 <= H <= 2048, aligned, given the workspace: one pass
-// (rmsnorm_bwd_fused_kernel): a warp per row loads the row's dy and x once into registers, forms
-// the row sum, writes dx and adds the row's dw terms into its own fp32 row of shared memory; the
-// block then adds its warps' rows in warp order into one [H] partial per block (the workspace), and
-// rmsnorm_dw_sum_kernel adds the partials in a fixed order into dw. Otherwise (f32, odd widths, no
-// workspace) two passes: (1) dw from dy and x by the column-sum kernel (cuda_colsum.cuh), run
-// before (2) overwrites anything, since dx may alias dy; (2) dx row by row (rmsnorm_dx_kernel).
-// dx is computed by the same per-lane arithmetic in the same order on both paths (the same bits);
-// dw's rows are summed in a different fixed order.
-#include <algorithm>
+// Backward in two passes, so that the op needs no workspace: (1) dw from dy and x by the column-sum
+// kernel (cuda_colsum.cuh: per-column partials over fixed row slots, then fixed-order sums over
+// the slots of a warp, the warps of a block and the row ranges of a cluster), run before
+// (2) overwrites anything, since dx may alias dy; (2) dx row by row. The price is one extra read of
+// dy and x ([T, H] each) against a fused kernel with a [T/rows, H] partials workspace — measured
+// nowhere yet; the fused variant needs an Ops workspace query and is the next step if it shows.
 #include <type_traits>
 
 #include "backend/cuda/cuda_check.h"
@@ -188,145 +184,6 @@ struct DwTerm {
   }
 };
 
-// ---- one-pass backward (bf16)
-
-constexpr int kFusedMaxChunks = 8;                     // 16-byte chunks a lane holds of a row
-constexpr int64_t kFusedMaxH = kFusedMaxChunks * 256;  // 2048: 32 lanes × 8 chunks × 8 elements
-// Narrower rows (the per-head q/k norms, H = head_dim) keep the two-pass path: a warp would walk
-// many short rows one after the other (each a memory latency), where the dx kernel's warp a row
-// spreads them over the whole GPU.
-constexpr int64_t kFusedMinH = 1024;
-constexpr int kFusedMaxWarps = 16;
-constexpr size_t kFusedSmemBytes = size_t{96}
-                                   << 10;  // the warps' fp32 dw rows, at most (sm_89: 99 KiB)
-constexpr int64_t kFusedMaxBlocks = 256;   // partial rows in the workspace, at most
-constexpr int64_t kFusedRowsPerWarp = 4;   // a warp's rows at least, before more blocks
-
-// The fused kernel's launch shape, a function of T and H only (so are the bits): W warps a block
-// (as many as 16 whose fp32 [W, H] rows fit kFusedSmemBytes), G blocks of R consecutive rows
-// (G = min(256, ceil(T / 4W)), R = ceil(T / G)).
-struct FusedShape {
-  int warps;
-  int64_t blocks, rows_per_block;
-};
-FusedShape fused_shape(int64_t T, int64_t H) {
-  const int w = static_cast<int>(
-      std::min<int64_t>(kFusedMaxWarps, static_cast<int64_t>(kFusedSmemBytes / (4 * H))));
-  const int64_t g =
-      std::min<int64_t>(kFusedMaxBlocks, (T + kFusedRowsPerWarp * w - 1) / (kFusedRowsPerWarp * w));
-  return {w, g, (T + g - 1) / g};
-}
-
-__device__ __forceinline__ void unpack8(const uint4& a, float (&v)[kVec]) {
-  const uint32_t w[4] = {a.x, a.y, a.z, a.w};
-#pragma unroll
-  for (int k = 0; k < 4; ++k) {
-    v[2 * k] = __uint_as_float(w[k] << 16);
-    v[2 * k + 1] = __uint_as_float(w[k] & 0xffff0000u);
-  }
-}
-
-// One pass (file comment). Block b takes rows [b·R, min((b+1)·R, T)); warp k of W its rows b·R + k,
-// b·R + k + W, …, in increasing order. A lane holds the row's 16-byte chunks g = lane·8 + c·256
-// (c < 8, g < H) of dy and x in registers: the row sum runs over them in the order of
-// rmsnorm_dx_kernel (so dx has its bits), dx is stored after every dy chunk of the lane was read
-// (dx may alias dy), and the dw term dy·dw_n(x·r) of each element is added into the warp's own
-// shared fp32 row at that element — each element by one lane, rows in increasing order. After the
-// rows: partial[b, j] = Σ_k row_k[j] in warp order. Shared memory: W·H fp32 (dynamic).
-template <RmsNormStyle S>
-__global__ void __launch_bounds__(kFusedMaxWarps * 32)
-    rmsnorm_bwd_fused_kernel(bf16s* dx, bool accumulate, const bf16s* dy, const bf16s* x,
-                             const bf16s* w, const float* rstd, int64_t rows, int64_t H,
-                             int64_t rows_per_block, float* partial) {
-  extern __shared__ float sdw[];  // [W][H]
-  const int warps = static_cast<int>(blockDim.x / 32), warp = static_cast<int>(threadIdx.x / 32);
-  const int lane = static_cast<int>(threadIdx.x % 32);
-  float* mine = sdw + static_cast<int64_t>(warp) * H;
-#pragma unroll
-  for (int c = 0; c < kFusedMaxChunks; ++c) {
-    const int64_t g = lane * kVec + c * 256;
-    if (g < H)
-#pragma unroll
-      for (int e = 0; e < kVec; ++e) mine[g + e] = 0.0f;
-  }
-  const int64_t t0 = static_cast<int64_t>(blockIdx.x) * rows_per_block;
-  const int64_t t1 = t0 + rows_per_block < rows ? t0 + rows_per_block : rows;
-  for (int64_t t = t0 + warp; t < t1; t += warps) {  // uniform in the warp
-    const float r = rstd[t];
-    const bf16s* xr = x + t * H;
-    const bf16s* gr = dy + t * H;
-    bf16s* dxr = dx + t * H;
-    uint4 xc[kFusedMaxChunks], gc[kFusedMaxChunks];
-#pragma unroll
-    for (int c = 0; c < kFusedMaxChunks; ++c) {
-      const int64_t g = lane * kVec + c * 256;
-      if (g < H) {
-        xc[c] = *reinterpret_cast<const uint4*>(xr + g);
-        gc[c] = *reinterpret_cast<const uint4*>(gr + g);
-      }
-    }
-    float dot = 0.0f;
-#pragma unroll
-    for (int c = 0; c < kFusedMaxChunks; ++c) {
-      const int64_t g = lane * kVec + c * 256;
-      if (g < H) {
-        float xv[kVec], gv[kVec], wv[kVec];
-        unpack8(xc[c], xv);
-        unpack8(gc[c], gv);
-        ld8(w, g, wv);
-#pragma unroll
-        for (int e = 0; e < kVec; ++e) dot += (gv[e] * eff_w<S>(wv[e])) * (xv[e] * r);
-      }
-    }
-    const float mean = warp_sum(dot) / static_cast<float>(H);
-#pragma unroll
-    for (int c = 0; c < kFusedMaxChunks; ++c) {
-      const int64_t g = lane * kVec + c * 256;
-      if (g < H) {
-        float xv[kVec], gv[kVec], wv[kVec], o[kVec];
-        unpack8(xc[c], xv);
-        unpack8(gc[c], gv);
-        ld8(w, g, wv);
-        if (accumulate) ld8(dxr, g, o);
-#pragma unroll
-        for (int e = 0; e < kVec; ++e) {
-          const float v = r * (gv[e] * eff_w<S>(wv[e]) - (xv[e] * r) * mean);
-          o[e] = accumulate ? o[e] + v : v;
-          mine[g + e] += gv[e] * dw_n<bf16s, S>(xv[e] * r);
-        }
-        st8(dxr, g, o);
-      }
-    }
-  }
-  __syncthreads();
-  float* out = partial + static_cast<int64_t>(blockIdx.x) * H;
-  for (int64_t j = threadIdx.x; j < H; j += blockDim.x) {
-    float s = sdw[j];
-    for (int k = 1; k < warps; ++k) s += sdw[static_cast<int64_t>(k) * H + j];
-    out[j] = s;
-  }
-}
-
-// dw[j] = (beta == 0 ? 0 : beta·dw[j]) + Σ_b partial[b, j]: a block takes 32 columns; its 8 warps
-// sum the partials b ≡ warp (mod 8) in increasing b, then thread (0, j) adds the 8 in warp order.
-__global__ void __launch_bounds__(256)
-    rmsnorm_dw_sum_kernel(float* dw, float beta, const float* partial, int64_t blocks, int64_t H) {
-  __shared__ float s[8][32];
-  const int col = static_cast<int>(threadIdx.x % 32), grp = static_cast<int>(threadIdx.x / 32);
-  const int64_t j = static_cast<int64_t>(blockIdx.x) * 32 + col;
-  float acc = 0.0f;
-  if (j < H)
-    for (int64_t b = grp; b < blocks; b += 8) acc += partial[b * H + j];
-  s[grp][col] = acc;
-  __syncthreads();
-  if (grp == 0 && j < H) {
-    float t = s[0][col];
-#pragma unroll
-    for (int k = 1; k < 8; ++k) t += s[k][col];
-    dw[j] = (beta == 0.0f ? 0.0f : beta * dw[j]) + t;
-  }
-}
-
 }  // namespace
 
 void launch_rmsnorm_fwd(void* y, float* rstd, const void* x, const void* w, DType t, int64_t T,
@@ -345,45 +202,11 @@ void launch_rmsnorm_fwd(void* y, float* rstd, const void* x, const void* w, DTyp
   check_launch("rmsnorm_fwd");
 }
 
-size_t rmsnorm_bwd_workspace_bytes(DType t, int64_t T, int64_t H) {
-  if (t != DType::kBF16 || T <= 0 || H < kFusedMinH || H % kVec != 0 || H > kFusedMaxH) return 0;
-  const FusedShape f = fused_shape(T, H);
-  return static_cast<size_t>(f.blocks * H) * 4;
-}
-
 void launch_rmsnorm_bwd(void* dx, bool accumulate_dx, float* dw, float beta_dw, const void* dy,
                         const void* x, const void* w, const float* rstd, DType t, int64_t T,
-                        int64_t H, RmsNormStyle style, void* workspace, size_t workspace_bytes,
-                        cudaStream_t stream) {
+                        int64_t H, RmsNormStyle style, cudaStream_t stream) {
   if (H == 0) return;
   const bool vec = H % kVec == 0 && aligned16(dx) && aligned16(dy) && aligned16(x) && aligned16(w);
-  const size_t need = rmsnorm_bwd_workspace_bytes(t, T, H);
-  if (vec && need > 0 && workspace != nullptr && workspace_bytes >= need && aligned16(workspace)) {
-    const FusedShape f = fused_shape(T, H);
-    const size_t smem = static_cast<size_t>(f.warps) * static_cast<size_t>(H) * 4;
-    auto* partial = static_cast<float*>(workspace);
-    by_style(style, [&](auto sty) {
-      constexpr RmsNormStyle S = decltype(sty)::value;
-      static const bool attr_set = [] {  // once per style: up to kFusedSmemBytes of dynamic smem
-        check(cudaFuncSetAttribute(rmsnorm_bwd_fused_kernel<S>,
-                                   cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                   static_cast<int>(kFusedSmemBytes)),
-              "rmsnorm_bwd");
-        return true;
-      }();
-      (void)attr_set;
-      rmsnorm_bwd_fused_kernel<S>
-          <<<static_cast<unsigned>(f.blocks), static_cast<unsigned>(f.warps * 32), smem, stream>>>(
-              static_cast<bf16s*>(dx), accumulate_dx, static_cast<const bf16s*>(dy),
-              static_cast<const bf16s*>(x), static_cast<const bf16s*>(w), rstd, T, H,
-              f.rows_per_block, partial);
-    });
-    check_launch("rmsnorm_bwd");
-    rmsnorm_dw_sum_kernel<<<static_cast<unsigned>((H + 31) / 32), 256, 0, stream>>>(
-        dw, beta_dw, partial, f.blocks, H);
-    check_launch("rmsnorm_bwd");
-    return;
-  }
   by_dtype(t, [&](auto tag) {
     using T_ = decltype(tag);
     const auto* pdy = static_cast<const T_*>(dy);
