@@ -463,10 +463,11 @@ TEST(CudaOps, RmsNormStylesMatchCpu) {
           }
 }
 
-// The shapes cover cuda_colsum.cuh's mapping: M = 1 and 37 (one row range), 8193 and 32771 (8
-// ranges on Hopper, not a multiple of anything); N = 1536 (64-column slices, none partial), 1544
-// and 520 at M = 8193 (64- and 32-column slices, the last one partial), 256 and 24 (16-column
-// slices), 7 and a misaligned view (the scalar path, 32-column slices).
+// The shapes cover cuda_colsum.cuh's mapping: M = 1 and 37 (one row range), 777, 1500, 8193 and
+// 32771 (3, 5 and 8 ranges with clusters, not a multiple of anything); at M = 8193 and 32771 with
+// clusters N = 1536 (64-column slices, none partial), 1544 and 520 (64- and 32-column slices, the
+// last one partial); with fewer blocks (one range, or no clusters) the slices narrow to 16
+// columns; 256, 24 and 8 (16-column slices), 7 and a misaligned view (the scalar path, 32 columns).
 TEST(CudaOps, BiasGradMatchesCpuAndRepeatsBitwise) {
   ZT_REQUIRE_GPU();
   CpuOps cpu;
@@ -474,7 +475,8 @@ TEST(CudaOps, BiasGradMatchesCpuAndRepeatsBitwise) {
   std::vector<std::pair<int64_t, int64_t>> shapes;
   for (int64_t M : {1, 37, 8193})
     for (int64_t N : {256, 1536, 24, 7}) shapes.emplace_back(M, N);
-  shapes.insert(shapes.end(), {{8193, 1544}, {8193, 520}, {32771, 1536}});
+  shapes.insert(shapes.end(),
+                {{8193, 1544}, {8193, 520}, {32771, 1536}, {777, 1536}, {1500, 520}, {1500, 8}});
   for (const auto& [M, N] : shapes)
     for (DType t : kFloats)
       for (float beta : {0.0f, 1.0f}) {

@@ -3,21 +3,24 @@
 // (term = dy * rounded normalised x). Include from .cu files only.
 //
 // Mapping: a block of 256 threads (8 warps) takes a column slice of P·VEC columns, P threads to a
-// row (colsum_threads_per_row: VEC = 8, 16-byte loads: P = 8, 4 or 2, i.e. 64, 32 or 16 columns,
+// row (colsum_threads_per_row: VEC = 8, 16-byte loads of bf16 (two of fp32): P = 8, 4 or 2, i.e.
+// 64, 32 or 16 columns,
 // the widest whose grid still has kColsumMinBlocks blocks; VEC = 1: P = 32), and one of S
-// consecutive row ranges of ceil(M/S) rows (blockIdx.y; S = colsum_row_splits(M): 1, or on Hopper
-// M/256 clamped to [1, 8], the S blocks of a column slice forming one thread-block cluster). A
+// consecutive row ranges of ceil(M/S) rows (blockIdx.y; S = colsum_row_splits(M): 1, or with
+// thread-block clusters (compute capability 9 and later) M/256 clamped to [1, 8], the S blocks of
+// a column slice forming one cluster). A
 // thread owns VEC consecutive columns and a row slot r of R = 256/P; it adds the terms of rows r,
 // r+R, r+2R, … of its range in increasing order into fp32 registers, loading kColsumUnroll = 8 rows
 // before adding them. Then, each in a fixed order: the 32/P slots of a warp by an xor butterfly of
 // shuffles (offsets 16, 8, …, P); the 8 warp sums of a block, added in warp order by one thread a
 // column; with S > 1 the S range sums, which every block of the cluster writes into the rank-0
-// block's shared memory (distributed shared memory) before one cluster barrier, added there in
-// range order. No workspace, no atomics.
+// block's shared memory (distributed shared memory) between two cluster barriers (a relaxed
+// arrive at the start, waited on before the writes: rank 0 runs; a full one after: the writes are
+// seen), added there in range order. No workspace, no atomics.
 // Determinism: the row ranges, the rows of a slot and their order, the butterfly and the warp and
 // range orders depend only on M, N, S, VEC and the constants here (P is a function of VEC, N, S) —
 // not on scheduling or the grid placement. S depends on M and on whether the device has clusters
-// (compute capability 9), so sm_89 and sm_90 GPUs may differ in the last bits, each repeatable.
+// (compute capability >= 9), so sm_89 and sm_90 GPUs may differ in the last bits, each repeatable.
 // Traffic: every input element is read once (rows past a range or columns past N load an element
 // again, from cache); with P = 8 a warp's load covers 4 rows of a 64-column slice (bf16: whole
 // 128-byte lines). N floats are read and written at the end. Grids at M = 8192 (S = 8): N = 1536,
@@ -71,7 +74,8 @@ __global__ void __launch_bounds__(kColsumThreads, 1)
 #pragma unroll
   for (int e = 0; e < VEC; ++e) acc[e] = 0.0f;
   // The loop is uniform in a warp (its first slot's rows decide the trip count; lanes past the
-  // matrix load its last row or columns again, neither added nor stored), so __syncwarp can part
+  // range load its last row again and do not add it; lanes past N load the last columns again and
+  // add them into their own column slots, which are never stored), so __syncwarp can part
   // the loads from the adds. Without it, or without the launch bound's minimum of 1 block, ptxas
   // (nvcc 13.0) issues as few as 2 of the 8 rows' loads before the first add (seen in the SASS).
   const int64_t jl = j < N ? j : N - VEC;
@@ -122,6 +126,11 @@ __global__ void __launch_bounds__(kColsumThreads, 1)
       for (unsigned y = 1; y < gridDim.y; ++y) sum += ranges[y][threadIdx.x];
     }
   }
+#else
+  // Compiled for a GPU before sm_90 (no clusters) but launched with row ranges: a build for an
+  // older architecture JIT-run on a Hopper GPU, where colsum_row_splits sees clusters. The ranges
+  // cannot be combined here; stop the kernel rather than store one range's sum as the column's.
+  if (gridDim.y > 1) __trap();
 #endif
   if (threadIdx.x < cols) {
     const int64_t jj = static_cast<int64_t>(blockIdx.x) * cols + threadIdx.x;
