@@ -15,16 +15,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 AB=ab_bundle
 if [ "${1:-}" = "--pack" ]; then
-  name=${2:?"--pack NAME [BUILD_DIR]"}
-  b=${3:-build}
-  mkdir -p "$AB/$name"
-  for f in "$b/zt_test_gpu" "$b/bench/bench_cuda_attention"; do
-    [ -x "$f" ] || { echo "gpu_ab.sh: $f not built" >&2; exit 2; }
-    cp "$f" "$AB/$name/" && strip "$AB/$name/$(basename "$f")" && gzip -f "$AB/$name/$(basename "$f")"
-  done
-  git rev-parse --short HEAD >"$AB/$name/commit" 2>/dev/null
-  echo "packed $AB/$name ($(du -sh "$AB/$name" | cut -f1))"
-  exit 0
+  exec scripts/ab_pack.sh "${2:?"--pack NAME [BUILD_DIR]"}" "${3:-build}" zt_test_gpu bench/bench_cuda_attention
 fi
 
 ROOT=$PWD
