@@ -4,19 +4,18 @@
 //
 // Mapping: a block of 256 threads (8 warps) takes a column slice of P·VEC columns, P threads to a
 // row (colsum_threads_per_row: VEC = 8, 16-byte loads of bf16 (two of fp32): P = 8, 4 or 2, i.e.
-// 64, 32 or 16 columns,
-// the widest whose grid still has kColsumMinBlocks blocks; VEC = 1: P = 32), and one of S
-// consecutive row ranges of ceil(M/S) rows (blockIdx.y; S = colsum_row_splits(M): 1, or with
-// thread-block clusters (compute capability 9 and later) M/256 clamped to [1, 8], the S blocks of
-// a column slice forming one cluster). A
-// thread owns VEC consecutive columns and a row slot r of R = 256/P; it adds the terms of rows r,
-// r+R, r+2R, … of its range in increasing order into fp32 registers, loading kColsumUnroll = 8 rows
-// before adding them. Then, each in a fixed order: the 32/P slots of a warp by an xor butterfly of
-// shuffles (offsets 16, 8, …, P); the 8 warp sums of a block, added in warp order by one thread a
-// column; with S > 1 the S range sums, which every block of the cluster writes into the rank-0
-// block's shared memory (distributed shared memory) between two cluster barriers (a relaxed
-// arrive at the start, waited on before the writes: rank 0 runs; a full one after: the writes are
-// seen), added there in range order. No workspace, no atomics.
+// 64, 32 or 16 columns, the widest whose grid still has kColsumMinBlocks blocks; VEC = 1: P = 32),
+// and one of S consecutive row ranges of ceil(M/S) rows (blockIdx.y; S = colsum_row_splits(M): 1,
+// or with thread-block clusters (compute capability 9 and later) M/256 clamped to [1, 8], the S
+// blocks of a column slice forming one cluster). A thread owns VEC consecutive columns and a row
+// slot r of R = 256/P; it adds the terms of rows r, r+R, r+2R, … of its range in increasing order
+// into fp32 registers, loading kColsumUnroll = 8 rows before adding them. Then, each in a fixed
+// order: the 32/P slots of a warp by an xor butterfly of shuffles (offsets 16, 8, …, P); the 8 warp
+// sums of a block, added in warp order by one thread a column; with S > 1 the S range sums, which
+// every block of the cluster writes into the rank-0 block's shared memory (distributed shared
+// memory) between two cluster barriers (a relaxed arrive at the start, waited on before the writes:
+// rank 0 runs; a full one after: the writes are seen), added there in range order. No workspace, no
+// atomics.
 // Determinism: the row ranges, the rows of a slot and their order, the butterfly and the warp and
 // range orders depend only on M, N, S, VEC and the constants here (P is a function of VEC, N, S) —
 // not on scheduling or the grid placement. S depends on M and on whether the device has clusters
@@ -24,15 +23,15 @@
 // Traffic: every input element is read once (rows past a range or columns past N load an element
 // again, from cache); with P = 8 a warp's load covers 4 rows of a 64-column slice (bf16: whole
 // 128-byte lines). N floats are read and written at the end. Grids at M = 8192 (S = 8): N = 1536,
-// 24 × 8 = 192 blocks (64 columns, 32 rows a thread); N = 256, 16 × 8 = 128 blocks (16 columns,
-// 8 rows a thread); M = 32768, N = 1536: 192 blocks, 128 rows a thread. The bf16 kernels take at
-// most 118 registers, so 2 blocks fit an SM and such grids are resident at once (fp32 dw: 184).
-// The previous mapping (16 columns, 512 threads, 4 rows a thread at M = 8192, an 8-level shared
-// tree, 768 blocks: ~1.45 waves) left most of the bandwidth unused. bench_cuda_ops on one H200
-// (this mapping at aae9ddf; the old one in the bcfbb7e call): rmsnorm_bwd [8192, 1536] bf16 (this
-// dw kernel + the dx kernel) 83.7 → 56.2 µs; bias_grad [8192, 1536] 15.9 → 12.4 µs, [8192, 256]
-// 15.6 → 9.8 µs; [32768, 1536] 33.0 µs (3.05 TB/s). A training step: +0.7 % (Qwen2.5-1.5B
-// 4 × 2k), +0.9 % (1.5B 8k GC), ±0.1 % (Llama-3.2-1B, no biases) — bench/results.
+// 24 × 8 = 192 blocks (64 columns, 32 rows a thread); N = 256, 16 × 8 = 128 blocks (16 columns, 8
+// rows a thread); M = 32768, N = 1536: 192 blocks, 128 rows a thread. The bf16 kernels take at most
+// 118 registers, so 2 blocks fit an SM and such grids are resident at once (fp32 dw: 184). The
+// previous mapping (16 columns, 512 threads, 4 rows a thread at M = 8192, an 8-level shared tree,
+// 768 blocks: ~1.45 waves) left most of the bandwidth unused. bench_cuda_ops on one H200 (this
+// mapping at aae9ddf; the old one in the bcfbb7e call): rmsnorm_bwd [8192, 1536] bf16 (this dw
+// kernel + the dx kernel) 83.7 → 56.2 µs; bias_grad [8192, 1536] 15.9 → 12.4 µs, [8192, 256]
+// 15.6 → 9.8 µs; [32768, 1536] 33.0 µs (3.05 TB/s). A training step: +0.7 % (Qwen2.5-1.5B 4 × 2k),
+// +1.0 % (1.5B 8k GC), ±0.1 % (Llama-3.2-1B, no biases) — bench/results.
 #pragma once
 
 #include <cooperative_groups.h>

@@ -9,8 +9,10 @@
 // kernel (cuda_colsum.cuh: per-column partials over fixed row slots, then fixed-order sums over
 // the slots of a warp, the warps of a block and the row ranges of a cluster), run before
 // (2) overwrites anything, since dx may alias dy; (2) dx row by row. The price is one extra read of
-// dy and x ([T, H] each) against a fused kernel with a [T/rows, H] partials workspace — measured
-// nowhere yet; the fused variant needs an Ops workspace query and is the next step if it shows.
+// dy and x ([T, H] each) against a fused kernel with a [T/rows, H] partials workspace. That one
+// was built and measured on an H200 (8f2d7e2, reverted: dy and x held in registers, dw rows in
+// shared memory, the partials in the model's workspace): no gain end to end (-0.5 % on
+// Qwen2.5-1.5B and Llama-3.2-1B 4 × 2k, bench/results/rmsnorm_onepass_ab_h200_8f2d7e2.txt).
 #include <type_traits>
 
 #include "backend/cuda/cuda_check.h"
