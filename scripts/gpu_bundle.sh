@@ -16,6 +16,8 @@ mkdir -p "$out/bin" "$out/lib"
 bins=("$B/zerotune")
 [ -x "$B/zt_test_gpu" ] && bins+=("$B/zt_test_gpu")
 for b in "$B"/bench/bench_*; do [ -x "$b" ] && bins+=("$b"); done
+# The CUPTI tracer (a library the driver injects: gpu_check.sh timeline); libcupti comes with it.
+[ -f "$B/bench/libzt_gpu_trace.so" ] && bins+=("$B/bench/libzt_gpu_trace.so")
 for b in "${bins[@]}"; do
   cp "$b" "$out/bin/"
   strip "$out/bin/$(basename "$b")"

@@ -21,6 +21,9 @@
 #   profile kernel time per training step (ncu, clocks not locked), grouped by kernel:
 #           Qwen2.5-1.5B and Llama-3.2-1B configs at 4x2k GC off and 1x32k GC (PROFILE_CONFIGS,
 #           PROFILE_SHAPES); not in the default list
+#   timeline GPU busy and idle time per training step and the largest idle sources (CUPTI tracer
+#           injected into bench_train_gpu; what ncu's serialised kernel times cannot show), same
+#           configs, 4x2k GC off, 1x8k and 1x32k GC (TIMELINE_SHAPES); not in the default list
 #   attention  attention vs torch SDPA (cuDNN, flash) at the 1.5B / 0.5B / Llama-3.2-1B layers, 2k-32k
 #   bench   context-length sweep, Qwen2.5-1.5B and Llama-3.2-1B configs, 4x2k, 2x4k, 1x8k, 1x16k, 1x32k
 #           tokens: bench_train_gpu (GC on, GC on + offload, GC off at 4x2k and 1x8k) vs
@@ -745,6 +748,40 @@ sec_profile() {
           { fail "profile: ncu on $n $shape"; tail -5 "$RUNS/ncu_${n}_$shape.out"; continue; }
         python3 "$ROOT/bench/ncu_kernel_table.py" "$csvf" 2 "${PROFILE_TOP:-25}" | tee -a "$OUT/profile.txt" ||
           fail "profile: no kernel table for $n $shape"
+      done
+    done
+  done
+}
+
+# Where a training step's wall time goes between kernels (what ncu cannot see: it serialises them):
+# bench_train_gpu with the CUPTI tracer injected (bench/trace/zt_gpu_trace.cpp, built as
+# libzt_gpu_trace.so) for 2 warm-up + 4 steps; bench/gpu_trace_summary.py splits the records into
+# steps at the embedding gather and prints per step the GPU's busy and idle time, the idle the
+# host caused (work launched after the GPU had gone idle) and the largest idle sources.
+# TIMELINE_SHAPES: seqsxseq[:gc] (default 4x2048 GC off, 1x8192 and 1x32768 with GC);
+# TIMELINE_CONFIGS as PROFILE_CONFIGS.
+sec_timeline() {
+  say "timeline: GPU busy / idle per training step (CUPTI), bf16, stage 2"
+  local lib=$BUNDLE/bin/libzt_gpu_trace.so name n cfg spec shape gc
+  [ -f "$lib" ] || { fail "timeline: no $lib in the bundle"; return; }
+  for name in ${TIMELINE_CONFIGS:-qwen2.5-1.5b,llama-3.2-1b}; do
+    for n in ${name//,/ }; do
+      cfg=$(bench_config_path "$n") || { fail "timeline: unknown config $n"; continue; }
+      for spec in ${TIMELINE_SHAPES:-4x2048 1x8192:gc 1x32768:gc}; do
+        shape=${spec%%:*} gc=""; [[ "$spec" == *:gc ]] && gc=--gc
+        local seqs=${shape%x*} seq=${shape#*x} tr=$RUNS/trace_${n}_$shape$gc.tsv
+        write_tokens "$cfg" "$RUNS/ttok_${n}_$shape.bin" 6 "$seqs" "$seq" || { fail "timeline: tokens"; continue; }
+        say "timeline: $n $shape ${gc:-GC off}"
+        # shellcheck disable=SC2086
+        CUDA_INJECTION64_PATH=$lib ZT_TRACE_OUT=$tr timeout 300 "$BUNDLE/bin/bench_train_gpu" \
+          --config "$cfg" --tokens "$RUNS/ttok_${n}_$shape.bin" --seqs "$seqs" --seq "$seq" \
+          --warmup 2 --steps 4 $gc >"$tr.out" 2>&1
+        local rc=$?
+        cat "$tr.out" >>"$OUT/timeline.txt"
+        [ $rc = 0 ] && grep -q '^{' "$tr.out" ||
+          { fail "timeline: bench_train_gpu on $n $shape (exit $rc)"; tail -3 "$tr.out"; continue; }
+        python3 "$ROOT/bench/gpu_trace_summary.py" "$tr" --skip 2 --top "${TIMELINE_TOP:-20}" |
+          tee -a "$OUT/timeline.txt" || fail "timeline: no summary for $n $shape"
       done
     done
   done
