@@ -11,10 +11,17 @@
 //   auto: what the model runs (on an sm_90 device the Hopper forward where it applies);
 //   mmasync: the mma.sync tensor-core kernels; generic: the fp32-arithmetic kernels.
 //   e.g. Gemma 3 1B's local layers: bench_cuda_attention 8192 1 4 1 256 bf16 auto --window 512
+//   --random: Q, K, V, dO uniform in [−√3, √3) (unit variance; seeded, the same every run) instead
+//   of one constant, so that the running softmax maximum changes as it does on real scores (with
+//   equal scores it never does, which a kernel that skips work on an unchanged maximum would
+//   exploit). Prints a hash (FNV-1a over the bytes) of the forward's output and lse and of the
+//   backward's dQ, dK, dV, for bitwise comparisons of kernel variants.
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <utility>
 
 #ifdef ZT_HAVE_CUDA
@@ -38,10 +45,13 @@ void ok(cudaError_t e) {
 int main(int argc_in, char** argv_in) {
   // --window W (or --window=W) anywhere; the rest are positional.
   int64_t window = 0;
+  bool random = false;
   std::vector<char*> pos{argv_in[0]};
   for (int i = 1; i < argc_in; ++i) {
     if (std::strcmp(argv_in[i], "--window") == 0 && i + 1 < argc_in) {
       window = std::atoll(argv_in[++i]);
+    } else if (std::strcmp(argv_in[i], "--random") == 0) {
+      random = true;
     } else if (std::strncmp(argv_in[i], "--window=", 9) == 0) {
       window = std::atoll(argv_in[i] + 9);
     } else {
@@ -95,10 +105,39 @@ int main(int argc_in, char** argv_in) {
   }
   // Every element ≈ 0.0115 (bytes 0x3c / 0x3b / 0x3a in bf16 or f32): finite; timing does not
   // depend on the values.
-  ok(cudaMemset(q, 0x3c, nq * es));
-  ok(cudaMemset(k, 0x3b, nk * es));
-  ok(cudaMemset(v, 0x3c, nk * es));
-  ok(cudaMemset(g, 0x3a, nq * es));
+  if (random) {
+    uint64_t state = 0x9E3779B97F4A7C15ull;
+    const auto fill = [&](void* dst, size_t count) {
+      std::vector<float> x(count);
+      for (float& e : x) {  // splitmix64 → uniform [−√3, √3)
+        uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+        z ^= z >> 31;
+        e = static_cast<float>((static_cast<double>(z >> 11) * 0x1.0p-53 * 2.0 - 1.0) * 1.7320508);
+      }
+      if (bf16) {
+        std::vector<uint16_t> h(count);
+        for (size_t i = 0; i < count; ++i) {  // round to nearest even (finite values)
+          uint32_t b;
+          std::memcpy(&b, &x[i], 4);
+          h[i] = static_cast<uint16_t>((b + 0x7FFFu + ((b >> 16) & 1u)) >> 16);
+        }
+        ok(cudaMemcpy(dst, h.data(), count * 2, cudaMemcpyHostToDevice));
+      } else {
+        ok(cudaMemcpy(dst, x.data(), count * 4, cudaMemcpyHostToDevice));
+      }
+    };
+    fill(q, nq);
+    fill(k, nk);
+    fill(v, nk);
+    fill(g, nq);
+  } else {
+    ok(cudaMemset(q, 0x3c, nq * es));
+    ok(cudaMemset(k, 0x3b, nk * es));
+    ok(cudaMemset(v, 0x3c, nk * es));
+    ok(cudaMemset(g, 0x3a, nq * es));
+  }
   ok(cudaMemcpy(dcu, cu.data(), cu.size() * 4, cudaMemcpyHostToDevice));
   p.cu_dev = static_cast<const int32_t*>(dcu);
   const bool tc = which != zt::cuda::AttnKernels::kGeneric &&
@@ -142,6 +181,22 @@ int main(int argc_in, char** argv_in) {
   std::printf("  backward %8.3f ms  %6.1f TFLOP/s (counted 2.5x forward)\n", tb,
               2.5 * ffwd / tb / 1e9);
   std::printf("  total    %8.3f ms\n", tf + tb);
+  // The outputs of the last calls (forward, then backward from that output): FNV-1a 64 of bytes.
+  const auto hash = [&](std::initializer_list<std::pair<const void*, size_t>> bufs) {
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (auto [ptr, bytes] : bufs) {
+      std::vector<unsigned char> b(bytes);
+      ok(cudaMemcpy(b.data(), ptr, bytes, cudaMemcpyDeviceToHost));
+      for (unsigned char c : b) h = (h ^ c) * 0x100000001b3ull;
+    }
+    return static_cast<unsigned long long>(h);
+  };
+  fwd();
+  const unsigned long long hf = hash({{o, nq * es}, {lse, static_cast<size_t>(Hq) * T * 4}});
+  bwd();
+  const unsigned long long hb = hash({{dq, nq * es}, {dk, nk * es}, {dv, nk * es}});
+  std::printf("  hash     forward %016llx backward %016llx%s\n", hf, hb,
+              random ? " (random inputs)" : "");
   return 0;
 }
 #else

@@ -439,12 +439,13 @@ __global__ void __launch_bounds__(kFwdThreads, 1)
   const auto softmax = [&](int j) {
     const bool diag = j == w.tile;
     float tmax[2] = {-INFINITY, -INFINITY};  // of the raw scores: the scale is positive
+    if (diag) {  // the mask in its own loop: off the diagonal the max loop is one FMNMX a score
 #pragma unroll
-    for (int i = 0; i < 64; ++i) {
-      const int col = (i >> 2) * 8 + c2 + (i & 1), hi = (i >> 1) & 1;
-      if (diag && col > rr0 + hi * 8) s[i] = -INFINITY;
-      tmax[hi] = fmaxf(tmax[hi], s[i]);
+      for (int i = 0; i < 64; ++i)
+        if ((i >> 2) * 8 + c2 + (i & 1) > rr0 + ((i >> 1) & 1) * 8) s[i] = -INFINITY;
     }
+#pragma unroll
+    for (int i = 0; i < 64; ++i) tmax[(i >> 1) & 1] = fmaxf(tmax[(i >> 1) & 1], s[i]);
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       tmax[r] = fmaxf(tmax[r], __shfl_xor_sync(0xffffffffu, tmax[r], 1));
@@ -502,10 +503,20 @@ __global__ void __launch_bounds__(kFwdThreads, 1)
     for (int nb = 0; nb < kNB; ++nb) keep(o[nb]);
     keep(pa);
     mbar_arrive(v_empty(sv));
+    // O rescaled by alpha unless alpha is exactly 1 on every row of the warp (no row's maximum
+    // rose): multiplying by 1 changes no bit, so skipping it is bitwise the same result, and after
+    // the first tiles most maxima stay put. At D 64, where the softmax's instruction issue is
+    // the limit, the 32 FMULs a thread saved per tile gave +3 % (4 × 2k) to +6 % (32k) forward
+    // TFLOP/s on random inputs on an H200
+    // (bench/results/attention_skip_rescale_ab_h200_80d2d6a.txt); at D 128 (GEMM-bound) ±0.5 %. End
+    // to end (same results file, _train_ab_): Llama-3.2-1B 1 × 32k GC +0.9 %, 8k GC +0.4 %, 4 × 2k
+    // ±0, losses bitwise equal.
+    if (!__all_sync(0xffffffffu, alpha[0] == 1.0f && alpha[1] == 1.0f)) {
 #pragma unroll
-    for (int nb = 0; nb < kNB; ++nb)
+      for (int nb = 0; nb < kNB; ++nb)
 #pragma unroll
-      for (int i = 0; i < 32; ++i) o[nb][i] *= alpha[(i >> 1) & 1];
+        for (int i = 0; i < 32; ++i) o[nb][i] *= alpha[(i >> 1) & 1];
+    }
   }
   const int sv = (nkv - 1) % kFwdStages;
   pack_a(s, pa);
@@ -623,18 +634,18 @@ __device__ __forceinline__ void issue_st(float (&acc)[32], const uint32_t (&kf)[
 // One warpgroup's next GEMMs of query tile q0 (64 rows) against its 64 keys, entered with Sᵀ =
 // K·Qᵀ (issue_st) the only pending wgmma group — issued a tile ahead (kSAhead: waited for
 // before dPᵀ is issued) or just before (waited for once dPᵀ is issued) — each element-wise step
-// overlapping the next GEMM: dPᵀ = V·dOᵀ (V: the fragments vf, or K-major at sV; dO K-major at tdO);
-// Pᵀ (bwd_probs) while dPᵀ runs; dV += bf16(Pᵀ)·dO; dSᵀ = Pᵀ·(dPᵀ − Di) while that runs, packed
-// into da. stat: lse2 [64] then Di [64] of the tile. Returns with dV's group in flight (pa — P as A
-// fragments — must stay live and unread until it completes); the caller issues dK += bf16(dSᵀ)·Q
-// (bwd_issue_dk) once it has read da (a wgmma's register operands may not be read while it runs).
+// overlapping the next GEMM: dPᵀ = V·dOᵀ (V: the fragments vf, or K-major at sV; dO K-major at
+// tdO); Pᵀ (bwd_probs) while dPᵀ runs; dV += bf16(Pᵀ)·dO; dSᵀ = Pᵀ·(dPᵀ − Di) while that runs,
+// packed into da. stat: lse2 [64] then Di [64] of the tile. Returns with dV's group in flight (pa —
+// P as A fragments — must stay live and unread until it completes); the caller issues dK +=
+// bf16(dSᵀ)·Q (bwd_issue_dk) once it has read da (a wgmma's register operands may not be read while
+// it runs).
 template <int D, bool kSAhead>
 __device__ __forceinline__ void bwd_tile_gemms(float (&s)[32], float (&gv)[D / 64][32],
                                                uint32_t (&pa)[4][4], uint32_t (&da)[4][4],
                                                const uint32_t (&vf)[D / 16][4], uint32_t sV,
-                                               uint32_t tdO, const float* stat,
-                                               float scale_log2, int q0, int key0, int c2, int L,
-                                               bool edge) {
+                                               uint32_t tdO, const float* stat, float scale_log2,
+                                               int q0, int key0, int c2, int L, bool edge) {
   constexpr int kKeys = 128, kRows = 64;
   float dp[32];
   if constexpr (kSAhead) {
@@ -811,23 +822,23 @@ __device__ __forceinline__ void bulk_s2g(float* dst, uint32_t src, uint32_t byte
 // last one down to the one holding the block's first key, Q / dO / lse2 / Di double-buffered (D 64:
 // triple, bwd_pipelined). Per warpgroup and query tile: Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ (wgmma m64n64k16,
 // Q and dO K-major in shared memory; K and V K-major there too at D 128, held in registers as A
-// fragments at D 64, bwd_kv_in_registers), Pᵀ = 2^(Sᵀ·scale·log2e − lse2[q]) masked where q < key or q ≥ L, dSᵀ = Pᵀ·(dPᵀ
-// − Di[q]), then dV += bf16(Pᵀ)·dO and dK += bf16(dSᵀ)·Q (P and dS from registers, dO and Q
-// MN-major), and the tile's dQ partial bf16(dS)·K (dSᵀ stored to shared memory and read back
-// transposed, K MN-major; each warpgroup D/2 of the output columns over all 128 keys), staged in
-// one of two fp32 buffers. The writers add staged tiles into dqa [Hq, T, D] fp32 in a fixed order:
-// query tile i's partials come from key tiles n = 0, 1, …, i/2; block n waits until the tile's flag
-// (sem, zeroed before the launch) reads n, copies (n = 0) or reduce-adds its tile with one bulk
-// copy, waits for it to complete and sets the flag to n + 1. Each reduction completes before the
-// next starts, so every element's sum has one order: bitwise repeatable. Blocks run heaviest key
-// tile first (block_work forward: key tile 0 has the most query tiles), which balances the SMs'
-// work (a lightest-first order left a tail of the heaviest blocks: 86 % of the SMs' time busy at 1
-// × 8k in a simulation, against 99 %), and every block waits only on blocks launched before it (no
-// deadlock whatever the residency, given that blocks are dispatched in index order, as
-// FlashAttention-3's deterministic backward also assumes). Each block takes its query tiles last
-// first: block n + 1, launched after block n, meets it on the sequence's last query tile (the first
-// both add to), so it trails block n by about one tile instead of waiting for it to reach its
-// diagonal. Staged rows are stored with their 16-byte chunks XOR-swizzled by (token & 7)
+// fragments at D 64, bwd_kv_in_registers), Pᵀ = 2^(Sᵀ·scale·log2e − lse2[q]) masked where q < key
+// or q ≥ L, dSᵀ = Pᵀ·(dPᵀ − Di[q]), then dV += bf16(Pᵀ)·dO and dK += bf16(dSᵀ)·Q (P and dS from
+// registers, dO and Q MN-major), and the tile's dQ partial bf16(dS)·K (dSᵀ stored to shared memory
+// and read back transposed, K MN-major; each warpgroup D/2 of the output columns over all 128
+// keys), staged in one of two fp32 buffers. The writers add staged tiles into dqa [Hq, T, D] fp32
+// in a fixed order: query tile i's partials come from key tiles n = 0, 1, …, i/2; block n waits
+// until the tile's flag (sem, zeroed before the launch) reads n, copies (n = 0) or reduce-adds its
+// tile with one bulk copy, waits for it to complete and sets the flag to n + 1. Each reduction
+// completes before the next starts, so every element's sum has one order: bitwise repeatable.
+// Blocks run heaviest key tile first (block_work forward: key tile 0 has the most query tiles),
+// which balances the SMs' work (a lightest-first order left a tail of the heaviest blocks: 86 % of
+// the SMs' time busy at 1 × 8k in a simulation, against 99 %), and every block waits only on blocks
+// launched before it (no deadlock whatever the residency, given that blocks are dispatched in index
+// order, as FlashAttention-3's deterministic backward also assumes). Each block takes its query
+// tiles last first: block n + 1, launched after block n, meets it on the sequence's last query tile
+// (the first both add to), so it trails block n by about one tile instead of waiting for it to
+// reach its diagonal. Staged rows are stored with their 16-byte chunks XOR-swizzled by (token & 7)
 // (conflict-free stores; the bulk copy moves them as they are); attn_dq_convert_kernel undoes it:
 // dQ = scale·dqa. Writes scale·dK and dV as the mma.sync kernel does: fp32 partials pk/pv [T, Hq,
 // D] when non-null, else dk/dv [T, Hkv, D].
@@ -857,7 +868,8 @@ __global__ void __launch_bounds__(kBwdThreads, 1)
   constexpr uint32_t kKB = kKeys * D * 2, kQB = kRows * D * 2, kSB = kRows * D * 4;
   constexpr int kNB = D / 64, kQN = D / 2;  // kQN: dQ columns per warpgroup
   constexpr bool kPipe = bwd_pipelined(D);
-  static_assert(!bwd_kv_in_registers(D) || kPipe, "K/V fragments are loaded in the pipelined prologue");
+  static_assert(!bwd_kv_in_registers(D) || kPipe,
+                "K/V fragments are loaded in the pipelined prologue");
   constexpr int kNQ = kPipe ? 3 : 2, kNdS = kPipe ? 2 : 1;  // Q/dO/stat and dSᵀ buffers
   constexpr uint32_t kDSB = kKeys * 64 * 2;
   extern __shared__ unsigned char smem[];
@@ -961,8 +973,8 @@ __global__ void __launch_bounds__(kBwdThreads, 1)
     const bool edge = i * kRows < n0 + kKeys || (i + 1) * kRows > w.L;
     uint32_t pa[4][4], da[4][4];
     if constexpr (!kPipe) issue_st<D>(s, kf, sKwg, tQ);
-    bwd_tile_gemms<D, kPipe>(s, gv, pa, da, vf, sVwg, tdO, ls, a.scale_log2, i * kRows, key0, c2, w.L,
-                             edge);
+    bwd_tile_gemms<D, kPipe>(s, gv, pa, da, vf, sVwg, tdO, ls, a.scale_log2, i * kRows, key0, c2,
+                             w.L, edge);
     const uint32_t tdS = sdS + (kPipe ? (kstep & 1) * kDSB : 0);
     // dSᵀ to shared memory before the dK GEMM takes da: register [kq][r] holds keys
     // kl + (r & 1)·8, query columns (2·kq + r / 2)·8 + c2 and + 1 (pack_a's A-fragment layout).
