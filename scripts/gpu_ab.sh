@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # A/B of attention kernel variants on a GPU machine, in one call: for each variant directory (made
 # here by `scripts/gpu_ab.sh --pack NAME [BUILD_DIR]` from a build of that variant) it runs the
-# attention GPU tests and bench_cuda_attention at the issue-18 shapes, each command under a
-# timeout (a hung kernel costs its timeout, not the whole call), printing as it goes, then one
-# table of forward / backward TFLOP/s per variant. The shared libraries come from gpu_bundle/lib
-# (scripts/gpu_bundle.sh), so carry ["gpu_bundle", "ab_bundle"].
+# attention GPU tests and bench_cuda_attention at the issue-18 shapes (--random inputs), each
+# command under a timeout (a hung kernel costs its timeout, not the whole call), printing as it
+# goes, then one table of forward / backward TFLOP/s per variant. The shared libraries come from
+# gpu_bundle/lib (scripts/gpu_bundle.sh), so carry ["gpu_bundle", "ab_bundle"].
 #
 # Usage (here):   scripts/gpu_ab.sh --pack NAME [BUILD_DIR]   copies BUILD_DIR's (default build)
 #                                                             zt_test_gpu and bench_cuda_attention,
@@ -38,7 +38,7 @@ for n in "${names[@]}"; do
   [ $rc -eq 0 ] || { echo "   tests: exit $rc (124: timed out)"; status=1; }
   row="$n"
   for s in "${shapes[@]}"; do
-    line=$(timeout 60 "$d/bench_cuda_attention" $s 2>&1)
+    line=$(timeout 60 "$d/bench_cuda_attention" $s --random 2>&1)
     f=$(echo "$line" | awk '$1 == "forward" {print $4}') b=$(echo "$line" | awk '$1 == "backward" {print $4}')
     [ -n "$f" ] && [ -n "$b" ] || { echo "   bench $s: no figures"; status=1; f=-; b=-; }
     echo "   $s: fwd $f bwd $b"
