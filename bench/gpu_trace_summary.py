@@ -72,12 +72,11 @@ def main() -> int:
     dev.sort()
     marker = re.compile(args.marker)
     starts = [i for i, r in enumerate(dev) if r[2] == "kernel" and marker.search(r[5])]
-    # A step's first kernel: the marker kernels that follow a gap in the marker sequence (a step
-    # may launch the marker kernel more than once); here every match begins a step unless another
-    # match ran less than 1 ms before it.
+    # A step's first kernel: every match begins a step unless another match started less than
+    # 100 µs before it (a marker kernel launched twice in a row belongs to one step).
     firsts = []
     for i in starts:
-        if not firsts or dev[i][0] - dev[firsts[-1]][0] > 1_000_000:
+        if not firsts or dev[i][0] - dev[firsts[-1]][0] >= 100_000:
             firsts.append(i)
     if len(firsts) <= args.skip + 1:
         print(f"{args.trace}: {len(firsts)} steps found by --marker {args.marker!r}, "
