@@ -5,8 +5,9 @@ Reads the tab-separated records of bench/trace/zt_gpu_trace.cpp (kind, start ns,
 correlation, name), cuts the device records into steps at each kernel whose name matches --marker
 (the first kernel of a step, e.g. the embedding gather), drops the first --skip steps (warm-up)
 and the last one (it runs to the end of the trace, the program's teardown included), and prints
-per step: span, busy (the union of kernel / memcpy / memset intervals over all streams), idle, and the idle the host caused (a gap before work whose launching API call ended
-after the device had gone idle: the host was late). Then the largest idle sources summed over the
+per step: span, busy (the union of kernel / memcpy / memset intervals over all streams, clipped to
+the step's window), idle, and the idle the host caused (the part of a gap before the launching
+API call of the work after it began: the host was late). Then the largest idle sources summed over the
 kept steps, by (work before, work after), with the host-late share, and the host's time in
 synchronising calls per step.
 
@@ -82,46 +83,61 @@ def main() -> int:
         print(f"{args.trace}: {len(firsts)} steps found by --marker {args.marker!r}, "
               f"--skip {args.skip}", file=sys.stderr)
         return 1
-    step_of = [0] * len(dev)
-    for s, i in enumerate(firsts):
-        for j in range(i, firsts[s + 1] if s + 1 < len(firsts) else len(dev)):
-            step_of[j] = s
-    # One pass over every device record: the frontier is the latest end so far; a record starting
-    # past it opens a gap, which belongs to the step of the work that ended at the frontier (a
-    # step's span runs from its first record to the next step's: the gap before a step's first
-    # kernel is the previous step's).
+    # Step windows: step s is [its first record's start, the next step's first record's start);
+    # the last one ends where the last work ends. Everything below is clipped to the windows, so a
+    # kernel on another stream that runs past the next step's marker counts in both, each its part.
+    end_all = max(r[1] for r in dev[firsts[0]:])
+    bounds = [dev[i][0] for i in firsts] + [end_all]
+    nsteps = len(firsts)
+
+    def window_parts(a, b):
+        """(step, overlap in ns) of the interval [a, b) with each step's window."""
+        out = []
+        for s in range(nsteps):
+            lo, hi = max(a, bounds[s]), min(b, bounds[s + 1])
+            if hi > lo:
+                out.append((s, hi - lo))
+        return out
+
+    def counted(s):
+        return args.skip <= s < nsteps - 1  # the last step runs into the program's teardown
+
+    # One pass: the frontier is the latest end so far (the union of all streams' work). A record
+    # starting past it opens a gap; the host caused the part of it before the record's launching
+    # call began (its start: a blocking copy's call ends only after the copy itself).
     per = [collections.Counter() for _ in firsts]
     gap_src = collections.defaultdict(lambda: [0.0, 0.0, 0])  # ns total, ns host-late, count
-    frontier, prev, ps = dev[firsts[0]][0], dev[firsts[0]], 0
-    for j in range(firsts[0], len(dev)):
-        r, s = dev[j], step_of[j]
+    frontier, prev = dev[firsts[0]][0], dev[firsts[0]]
+    for r in dev[firsts[0]:]:
         if r[0] > frontier:
-            gap = r[0] - frontier
             launch = api.get(r[4])
-            host = min(gap, max(0, launch[1] - frontier)) if launch else 0
-            per[ps].update(idle=gap, late=host)
-            if args.skip <= ps < len(firsts) - 1:
+            host_end = min(r[0], max(frontier, launch[0])) if launch else frontier
+            parts = window_parts(frontier, r[0])
+            for s, ns in parts:
+                per[s].update(idle=ns)
+            for s, ns in window_parts(frontier, host_end):
+                per[s].update(late=ns)
+            if parts and counted(parts[0][0]):
                 g = gap_src[(short(prev[5]), short(r[5]))]
-                g[0] += gap
-                g[1] += host
+                g[0] += r[0] - frontier
+                g[1] += host_end - frontier
                 g[2] += 1
         if r[1] > frontier:
-            per[s].update(busy=r[1] - max(r[0], frontier))
-            frontier, prev, ps = r[1], r, s
+            for s, ns in window_parts(max(r[0], frontier), r[1]):
+                per[s].update(busy=ns)
+            frontier, prev = r[1], r
     kept = 0
     tot = collections.Counter()
     print("step  span_ms  busy_ms  idle_ms  host_late_ms  sync_ms  device_records")
     for s, i in enumerate(firsts):
-        t0 = dev[i][0]
-        last = firsts[s + 1] if s + 1 < len(firsts) else len(dev)
-        t1 = dev[last][0] if last < len(dev) else frontier
+        t0, t1 = bounds[s], bounds[s + 1]
+        last = firsts[s + 1] if s + 1 < nsteps else len(dev)
         sync = sum(min(e, t1) - max(b, t0) for b, e, _ in syncs if e > t0 and b < t1)
         c = per[s]
-        complete = s + 1 < len(firsts)  # the last step runs to the trace's end (teardown too)
+        note = "  (skipped)" if s < args.skip else ("" if counted(s) else "  (last: not counted)")
         print(f"{s:4d}  {(t1 - t0) / 1e6:7.2f}  {c['busy'] / 1e6:7.2f}  {c['idle'] / 1e6:7.2f}  "
-              f"{c['late'] / 1e6:12.2f}  {sync / 1e6:7.2f}  {last - i:6d}"
-              f"{'  (skipped)' if s < args.skip else ('' if complete else '  (last: not counted)')}")
-        if s >= args.skip and complete:
+              f"{c['late'] / 1e6:12.2f}  {sync / 1e6:7.2f}  {last - i:6d}{note}")
+        if counted(s):
             kept += 1
             tot.update(span=t1 - t0, busy=c["busy"], idle=c["idle"], late=c["late"], sync=sync)
     print(f"\nmean over {kept} steps: span {tot['span'] / kept / 1e6:.2f} ms, busy "

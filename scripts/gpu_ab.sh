@@ -41,6 +41,9 @@ for n in "${names[@]}"; do
     line=$(timeout 60 "$d/bench_cuda_attention" $s --random 2>&1)
     f=$(echo "$line" | awk '$1 == "forward" {print $4}') b=$(echo "$line" | awk '$1 == "backward" {print $4}')
     [ -n "$f" ] && [ -n "$b" ] || { echo "   bench $s: no figures"; status=1; f=-; b=-; }
+    # A variant built before --random existed reads it as the dtype and runs on constant inputs.
+    echo "$line" | grep -q "(random inputs)" ||
+      { echo "   bench $s: not on random inputs (a build older than --random?)"; status=1; }
     echo "   $s: fwd $f bwd $b"
     row="$row $f/$b"
   done

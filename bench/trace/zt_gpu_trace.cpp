@@ -12,8 +12,11 @@
 // them. Interface: CUDA's injection entry point InitializeInjection (CUDA driver API docs,
 // "CUDA_INJECTION64_PATH") and the CUPTI activity API (cupti_activity.h, CUDA 13: kernel records
 // CUpti_ActivityKernel10, memcpy 6, memset 4, API CUpti_ActivityAPI, synchronization 2).
-// Errors: a CUPTI call that fails prints its message to stderr and tracing stays off; the process
-// itself is not changed. Records CUPTI drops (buffer full) are counted and reported at exit.
+// Errors: each failing CUPTI call prints its message to stderr; if the callbacks cannot be
+// registered nothing is traced, and a record kind that cannot be enabled is left out. The traced
+// process itself is not changed. Records CUPTI drops (buffer full) are counted and reported at
+// exit. Every process that inherits the two variables writes the same file: trace one process at a
+// time.
 
 #include <cupti.h>
 #include <cxxabi.h>
