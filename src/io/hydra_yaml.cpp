@@ -45,7 +45,8 @@ bool parse_int(const std::string& s, int64_t* out) {
 
 bool parse_float(const std::string& s, double* out) {
   std::string l = lower(s);
-  if (l == ".inf" || l == "+.inf" || l == "inf") return *out = std::numeric_limits<double>::infinity(), true;
+  if (l == ".inf" || l == "+.inf" || l == "inf")
+    return *out = std::numeric_limits<double>::infinity(), true;
   if (l == "-.inf" || l == "-inf") return *out = -std::numeric_limits<double>::infinity(), true;
   if (l == ".nan" || l == "nan") return *out = std::numeric_limits<double>::quiet_NaN(), true;
   std::string t;
@@ -55,9 +56,12 @@ bool parse_float(const std::string& s, double* out) {
   bool digit = false, marker = false;
   for (size_t i = 0; i < t.size(); ++i) {
     char c = t[i];
-    if (std::isdigit(static_cast<unsigned char>(c))) digit = true;
-    else if (c == '.' || c == 'e' || c == 'E') marker = true;
-    else if (!((c == '-' || c == '+') && (i == 0 || t[i - 1] == 'e' || t[i - 1] == 'E'))) return false;
+    if (std::isdigit(static_cast<unsigned char>(c)))
+      digit = true;
+    else if (c == '.' || c == 'e' || c == 'E')
+      marker = true;
+    else if (!((c == '-' || c == '+') && (i == 0 || t[i - 1] == 'e' || t[i - 1] == 'E')))
+      return false;
   }
   if (!digit || !marker) return false;
   char* end = nullptr;
@@ -70,8 +74,10 @@ bool parse_float(const std::string& s, double* out) {
 Json node_to_json(const YAML::Node& n, const std::filesystem::path& file) {
   switch (n.Type()) {
     case YAML::NodeType::Null:
-    case YAML::NodeType::Undefined: return nullptr;
-    case YAML::NodeType::Scalar: return yaml_scalar_to_json(n.Scalar(), n.Tag() == "!");
+    case YAML::NodeType::Undefined:
+      return nullptr;
+    case YAML::NodeType::Scalar:
+      return yaml_scalar_to_json(n.Scalar(), n.Tag() == "!");
     case YAML::NodeType::Sequence: {
       Json a = Json::array();
       for (const auto& c : n) a.push_back(node_to_json(c, file));
@@ -81,7 +87,8 @@ Json node_to_json(const YAML::Node& n, const std::filesystem::path& file) {
       Json o = Json::object();
       for (const auto& kv : n) {
         if (!kv.first.IsScalar())
-          fail("{}:{}: only scalar mapping keys are supported", file.string(), kv.first.Mark().line + 1);
+          fail("{}:{}: only scalar mapping keys are supported", file.string(),
+               kv.first.Mark().line + 1);
         o[kv.first.Scalar()] = node_to_json(kv.second, file);
       }
       return o;
@@ -99,7 +106,8 @@ YAML::Node parse_file(const std::filesystem::path& path) {
   try {
     return load_yaml(text.str(), path.string());
   } catch (const YAML::Exception& e) {
-    fail("{}:{}:{}: YAML syntax error: {}", path.string(), e.mark.line + 1, e.mark.column + 1, e.msg);
+    fail("{}:{}:{}: YAML syntax error: {}", path.string(), e.mark.line + 1, e.mark.column + 1,
+         e.msg);
   }
 }
 
@@ -110,7 +118,8 @@ std::vector<std::string> split_key_path(std::string_view p) {
   size_t start = 0;
   while (true) {
     size_t dot = p.find('.', start);
-    parts.emplace_back(p.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start));
+    parts.emplace_back(
+        p.substr(start, dot == std::string_view::npos ? std::string_view::npos : dot - start));
     if (dot == std::string_view::npos) break;
     start = dot + 1;
   }
@@ -126,7 +135,8 @@ const Json* find_key_path(const Json& root, std::string_view path) {
       cur = &*it;
     } else if (cur->is_array()) {
       int64_t idx;
-      if (!parse_int(part, &idx) || idx < 0 || static_cast<size_t>(idx) >= cur->size()) return nullptr;
+      if (!parse_int(part, &idx) || idx < 0 || static_cast<size_t>(idx) >= cur->size())
+        return nullptr;
       cur = &(*cur)[static_cast<size_t>(idx)];
     } else {
       return nullptr;
@@ -148,7 +158,8 @@ class Resolver {
     if (node.is_object()) {
       for (auto& [k, v] : node.items()) resolve_node(v, path.empty() ? k : path + "." + k);
     } else if (node.is_array()) {
-      for (size_t i = 0; i < node.size(); ++i) resolve_node(node[i], path + "." + std::to_string(i));
+      for (size_t i = 0; i < node.size(); ++i)
+        resolve_node(node[i], path + "." + std::to_string(i));
     } else if (node.is_string()) {
       node = resolve_string(node.get<std::string>(), path);
     }
@@ -162,7 +173,8 @@ class Resolver {
       const char* v = std::getenv(var.c_str());
       if (v != nullptr) return yaml_scalar_to_json(v, false);
       if (comma == std::string::npos)
-        fail("{}: '{}' interpolates environment variable {} which is not set", file_.string(), at, var);
+        fail("{}: '{}' interpolates environment variable {} which is not set", file_.string(), at,
+             var);
       std::string def = rest.substr(comma + 1);
       while (!def.empty() && def.front() == ' ') def.erase(def.begin());
       return yaml_scalar_to_json(def, false);
@@ -170,24 +182,27 @@ class Resolver {
     if (expr.find(':') != std::string::npos)
       fail("{}: '{}' uses the resolver '${{{}}}', which zerotune does not support (only oc.env)",
            file_.string(), at, expr);
-    if (stack_.count(expr)) fail("{}: interpolation loop through '{}' at '{}'", file_.string(), expr, at);
+    if (stack_.count(expr))
+      fail("{}: interpolation loop through '{}' at '{}'", file_.string(), expr, at);
     const Json* target = find_key_path(root_, expr);
     if (target == nullptr)
-      fail("{}: '{}' interpolates '${{{}}}', but no key '{}' exists", file_.string(), at, expr, expr);
+      fail("{}: '{}' interpolates '${{{}}}', but no key '{}' exists", file_.string(), at, expr,
+           expr);
     stack_.insert(expr);
     Json value = *target;
     resolve_node(value, expr);
     stack_.erase(expr);
     if (value.is_string() && value.get<std::string>() == kMissingValue)
-      fail("{}: '{}' interpolates '{}', which is ??? (mandatory, not set)", file_.string(), at, expr);
+      fail("{}: '{}' interpolates '{}', which is ??? (mandatory, not set)", file_.string(), at,
+           expr);
     return value;
   }
 
   Json resolve_string(const std::string& s, const std::string& at) {
     if (s.find("${") == std::string::npos) return s;
     // Whole-value interpolation keeps the referenced value's type.
-    if (s.size() > 3 && s.rfind("${", 0) == 0 && s.back() == '}' && s.find("${", 2) == std::string::npos &&
-        s.find('}') == s.size() - 1)
+    if (s.size() > 3 && s.rfind("${", 0) == 0 && s.back() == '}' &&
+        s.find("${", 2) == std::string::npos && s.find('}') == s.size() - 1)
       return resolve_ref(s.substr(2, s.size() - 3), at);
     std::string out;
     size_t i = 0;
@@ -199,7 +214,8 @@ class Resolver {
       }
       out += s.substr(i, open - i);
       size_t close = s.find('}', open);
-      if (close == std::string::npos) fail("{}: '{}': unterminated '${{' in '{}'", file_.string(), at, s);
+      if (close == std::string::npos)
+        fail("{}: '{}': unterminated '${{' in '{}'", file_.string(), at, s);
       Json v = resolve_ref(s.substr(open + 2, close - open - 2), at);
       out += v.is_string() ? v.get<std::string>() : v.dump();
       i = close + 1;
@@ -239,7 +255,8 @@ void apply_override(Json& root, const std::string& ov, const std::filesystem::pa
     if (!cur->is_object()) fail("override '{}': '{}' is not a mapping in {}", ov, p, file.string());
     if (!cur->contains(p)) {
       if (!add)
-        fail("override '{}': key '{}' is not in {} (use +{} to add a new key)", ov, key, file.string(), key);
+        fail("override '{}': key '{}' is not in {} (use +{} to add a new key)", ov, key,
+             file.string(), key);
       (*cur)[p] = last ? value : Json::object();
     } else if (last) {
       (*cur)[p] = value;
@@ -265,8 +282,10 @@ void emit(YAML::Emitter& out, const Json& v) {
   } else if (v.is_string()) {
     const auto& s = v.get_ref<const std::string&>();
     Json back = yaml_scalar_to_json(s, false);
-    if (!back.is_string() || s.empty()) out << YAML::DoubleQuoted << s;  // keep "1", "true" strings
-    else out << s;
+    if (!back.is_string() || s.empty())
+      out << YAML::DoubleQuoted << s;  // keep "1", "true" strings
+    else
+      out << s;
   } else if (v.is_boolean()) {
     out << (v.get<bool>() ? "true" : "false");
   } else {

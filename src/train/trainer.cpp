@@ -203,15 +203,15 @@ void Trainer::State::build_model() {
               a.model_dir.string());
     // The model's own pools (its weights and gradients are the engine's: the ZeRO line).
     const ModelMemory mm = model->memory();
-    log::info("model pools: activations {}, workspace {}, inputs {}{}",
-              format_bytes(mm.activations), format_bytes(mm.workspace), format_bytes(mm.inputs),
-              !model->ce_shares_layer_set() ? std::string()
-              : model->ce_overhang_bytes() == 0
-                  ? std::string(
-                        " (the cross-entropy's workspace is the recomputed layer's activations)")
-                  : fmt::format(" (the cross-entropy's workspace is the recomputed layer's "
-                                "activations and {} beyond them)",
-                                format_bytes(model->ce_overhang_bytes())));
+    log::info(
+        "model pools: activations {}, workspace {}, inputs {}{}", format_bytes(mm.activations),
+        format_bytes(mm.workspace), format_bytes(mm.inputs),
+        !model->ce_shares_layer_set() ? std::string()
+        : model->ce_overhang_bytes() == 0
+            ? std::string(" (the cross-entropy's workspace is the recomputed layer's activations)")
+            : fmt::format(" (the cross-entropy's workspace is the recomputed layer's "
+                          "activations and {} beyond them)",
+                          format_bytes(model->ce_overhang_bytes())));
     if (a.selective_checkpointing && a.gradient_checkpointing) {
       const int64_t attn = mcfg.num_attention_heads * mcfg.head_dim;
       const int64_t own = mcfg.num_hidden_layers - model->attention_in_gradient_memory();

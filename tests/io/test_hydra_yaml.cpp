@@ -36,7 +36,8 @@ TEST(YamlScalar, OmegaConfTyping) {
   EXPECT_TRUE(zt::yaml_scalar_to_json("null", false).is_null());
   EXPECT_TRUE(zt::yaml_scalar_to_json("~", false).is_null());
   EXPECT_EQ(zt::yaml_scalar_to_json("42", true).get<std::string>(), "42");
-  EXPECT_EQ(zt::yaml_scalar_to_json("Qwen/Qwen2.5-1.5B", false).get<std::string>(), "Qwen/Qwen2.5-1.5B");
+  EXPECT_EQ(zt::yaml_scalar_to_json("Qwen/Qwen2.5-1.5B", false).get<std::string>(),
+            "Qwen/Qwen2.5-1.5B");
   EXPECT_EQ(zt::yaml_scalar_to_json("1.5.2", false).get<std::string>(), "1.5.2");
 }
 
@@ -78,9 +79,11 @@ TEST(HydraYaml, Errors) {
   EXPECT_EQ(error_of([&] { zt::load_hydra_yaml(q, {"zz=3"}); }),
             "override 'zz=3': key 'zz' is not in " + q.string() + " (use +zz to add a new key)");
   auto r = write_tmp("d.yaml", "a: [1, 2\n");
-  EXPECT_NE(error_of([&] { zt::load_hydra_yaml(r, {}); }).find(r.string() + ":"), std::string::npos);
+  EXPECT_NE(error_of([&] { zt::load_hydra_yaml(r, {}); }).find(r.string() + ":"),
+            std::string::npos);
   auto s = write_tmp("e.yaml", "a: ${b}\nb: ${a}\n");
-  EXPECT_NE(error_of([&] { zt::load_hydra_yaml(s, {}); }).find("interpolation loop"), std::string::npos);
+  EXPECT_NE(error_of([&] { zt::load_hydra_yaml(s, {}); }).find("interpolation loop"),
+            std::string::npos);
   auto t = write_tmp("f.yaml", "a: ???\nb: ${a}\n");
   EXPECT_EQ(error_of([&] { zt::load_hydra_yaml(t, {}); }),
             t.string() + ": 'b' interpolates 'a', which is ??? (mandatory, not set)");

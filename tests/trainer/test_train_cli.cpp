@@ -17,8 +17,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-using zt_test::RunResult;
 using zt_test::run;
+using zt_test::RunResult;
 using zt_test::slurp;
 using zt_test::train_events;
 
@@ -39,19 +39,32 @@ class TrainCli : public ::testing::Test {
   "max_position_embeddings": 256, "rms_norm_eps": 1e-6, "rope_theta": 1000000.0,
   "hidden_act": "silu", "initializer_range": 0.02, "tie_word_embeddings": true,
   "use_sliding_window": false, "torch_dtype": "float32"})";
-    std::ofstream(root_ / "sft.yaml") << "defaults:\n  - _self_\n"
-        "exp_name: x\nexp_dir: " << (root_ / "runs").string() << "/${exp_name}\n"
-        "model:\n  name_or_path: " << (root_ / "model").string() << "\n"
-        "  tokenizer_name_or_path: " << ZT_SOURCE_DIR << "/configs/tokenizers/qwen2.5-instruct\n"
-        "dataset:\n  train:\n    path: " << (root_ / "data/train.parquet").string() << "\n"
-        "  eval:\n    path: " << (root_ / "data/test.parquet").string() << "\n"
-        "  prompt_format: chat\n  cache_dir: " << (root_ / "cache").string() << "\n"
-        "compute:\n  n_gpus: 1\n  global_batch_size: 8\n  backend: cpu\n  threads: 1\n"
-        "trainer:\n  learning_rate: 1.0e-2\n  warmup_steps: 1\n  weight_decay: 0.1\n"
-        "  per_device_train_batch_size: 2\n  gradient_accumulation_steps: ???\n"
-        "  max_steps: 4\n  max_length: 64\n  logging_steps: 1\n  eval_strategy: steps\n"
-        "  eval_steps: 2\n  per_device_eval_batch_size: 3\n  save_steps: 2\n"
-        "  gradient_checkpointing: false\n  bf16: false\n  report_to: none\n";
+    std::ofstream(root_ / "sft.yaml")
+        << "defaults:\n  - _self_\n"
+           "exp_name: x\nexp_dir: "
+        << (root_ / "runs").string()
+        << "/${exp_name}\n"
+           "model:\n  name_or_path: "
+        << (root_ / "model").string()
+        << "\n"
+           "  tokenizer_name_or_path: "
+        << ZT_SOURCE_DIR
+        << "/configs/tokenizers/qwen2.5-instruct\n"
+           "dataset:\n  train:\n    path: "
+        << (root_ / "data/train.parquet").string()
+        << "\n"
+           "  eval:\n    path: "
+        << (root_ / "data/test.parquet").string()
+        << "\n"
+           "  prompt_format: chat\n  cache_dir: "
+        << (root_ / "cache").string()
+        << "\n"
+           "compute:\n  n_gpus: 1\n  global_batch_size: 8\n  backend: cpu\n  threads: 1\n"
+           "trainer:\n  learning_rate: 1.0e-2\n  warmup_steps: 1\n  weight_decay: 0.1\n"
+           "  per_device_train_batch_size: 2\n  gradient_accumulation_steps: ???\n"
+           "  max_steps: 4\n  max_length: 64\n  logging_steps: 1\n  eval_strategy: steps\n"
+           "  eval_steps: 2\n  per_device_eval_batch_size: 3\n  save_steps: 2\n"
+           "  gradient_checkpointing: false\n  bf16: false\n  report_to: none\n";
   }
   static void TearDownTestSuite() { fs::remove_all(root_); }
 
@@ -59,7 +72,8 @@ class TrainCli : public ::testing::Test {
   RunResult train(const std::string& name, const std::string& overrides, int ranks = 1) {
     std::string cmd = std::string(ZT_BINARY);
     if (ranks > 1) cmd += " launch --num_processes " + std::to_string(ranks);
-    cmd += " train --config " + (root_ / "sft.yaml").string() + " exp_name=" + name + " " + overrides;
+    cmd +=
+        " train --config " + (root_ / "sft.yaml").string() + " exp_name=" + name + " " + overrides;
     return run(cmd);
   }
   static fs::path exp(const std::string& name) { return root_ / "runs" / name; }
@@ -134,18 +148,21 @@ TEST_F(TrainCli, ResumeContinuesBitwise) {
 TEST_F(TrainCli, EvalLossIndependentOfEvalBatchAndWorld) {
   // learning_rate 0 keeps the weights bitwise (AdamW adds -0), so every run evaluates the same
   // model; eval_loss must then be bitwise equal for eval batch 1, 3, 8 and world size 1, 2.
-  const std::string common = "trainer.learning_rate=0 trainer.max_steps=2 compute.global_batch_size=4 ";
+  const std::string common =
+      "trainer.learning_rate=0 trainer.max_steps=2 compute.global_batch_size=4 ";
   auto a = train("ev1", common + "trainer.per_device_eval_batch_size=1");
   auto b = train("ev8", common + "trainer.per_device_eval_batch_size=8");
   auto c = train("ev3w2", common + "trainer.per_device_eval_batch_size=3", 2);
   // ZeRO-3 gathers inside every forward: ranks with fewer eval examples must still match rank 0's
   // forwards (they repeat one and drop the result).
-  auto d = train("ev3w2s3", common + "trainer.per_device_eval_batch_size=3 compute.zero_stage=3", 2);
+  auto d =
+      train("ev3w2s3", common + "trainer.per_device_eval_batch_size=3 compute.zero_stage=3", 2);
   ASSERT_EQ(d.status, 0) << d.output;
   ASSERT_EQ(a.status, 0) << a.output;
   ASSERT_EQ(b.status, 0) << b.output;
   ASSERT_EQ(c.status, 0) << c.output;
-  auto ea = train_events(exp("ev1")), eb = train_events(exp("ev8")), ec = train_events(exp("ev3w2"));
+  auto ea = train_events(exp("ev1")), eb = train_events(exp("ev8")),
+       ec = train_events(exp("ev3w2"));
   ASSERT_EQ(ea.size(), 3u);
   ASSERT_EQ(ec.size(), 3u);
   ASSERT_TRUE(ea[2].contains("eval_loss"));
@@ -181,7 +198,8 @@ TEST_F(TrainCli, SameSeedSameBitsOtherSeedDiffers) {
   ASSERT_EQ(a.status, 0) << a.output;
   ASSERT_EQ(b.status, 0) << b.output;
   ASSERT_EQ(c.status, 0) << c.output;
-  auto ea = train_events(exp("seedA")), eb = train_events(exp("seedB")), ec = train_events(exp("seedC"));
+  auto ea = train_events(exp("seedA")), eb = train_events(exp("seedB")),
+       ec = train_events(exp("seedC"));
   ASSERT_EQ(ea.size(), 2u);
   EXPECT_EQ(ea, eb);
   EXPECT_TRUE(slurp(exp("seedA") / "final" / "model.safetensors") ==
@@ -235,15 +253,18 @@ TEST_F(TrainCli, DataOrderFollowsDataSeedAndInitFollowsSeed) {
 TEST_F(TrainCli, ConfigErrorsNameTheKey) {
   auto r = train("bad1", "+trainer.lerning_rate=1");
   EXPECT_EQ(r.status, 1);
-  EXPECT_NE(r.output.find("unknown config key 'trainer.lerning_rate'"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("unknown config key 'trainer.lerning_rate'"), std::string::npos)
+      << r.output;
   r = train("bad2", "compute.global_batch_size=5");
   EXPECT_EQ(r.status, 1);
-  EXPECT_NE(r.output.find("compute.global_batch_size 5 is not a multiple"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("compute.global_batch_size 5 is not a multiple"), std::string::npos)
+      << r.output;
   // Under `zerotune launch` every rank finds the same error: it is printed once.
   r = train("bad3", "+trainer.lerning_rate=1", 3);
   EXPECT_EQ(r.status, 1);
   size_t count = 0;
-  for (size_t p = r.output.find("unknown config key 'trainer.lerning_rate'"); p != std::string::npos;
+  for (size_t p = r.output.find("unknown config key 'trainer.lerning_rate'");
+       p != std::string::npos;
        p = r.output.find("unknown config key 'trainer.lerning_rate'", p + 1))
     ++count;
   EXPECT_EQ(count, 1u) << r.output;
