@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <limits>
 #include <set>
@@ -29,15 +30,33 @@ bool parse_int(const std::string& s, int64_t* out) {
   if (t.empty()) return false;
   size_t i = (t[0] == '-' || t[0] == '+') ? 1 : 0;
   if (i >= t.size()) return false;
+  // YAML 1.1's int forms, as PyYAML (and so OmegaConf) resolve them: 0x hex, 0b binary, a leading
+  // 0 octal (017 is 15; 08 is not an int but the string "08"), else decimal. The 1:30 sexagesimal
+  // form is not taken (it stays a string).
   int base = 10;
-  if (t.size() > i + 2 && t[i] == '0' && (t[i + 1] == 'x' || t[i + 1] == 'X')) base = 16;
-  for (size_t k = (base == 16 ? i + 2 : i); k < t.size(); ++k)
-    if (!(base == 16 ? std::isxdigit(static_cast<unsigned char>(t[k]))
-                     : std::isdigit(static_cast<unsigned char>(t[k]))))
-      return false;
+  size_t k0 = i;
+  if (t.size() > i + 2 && t[i] == '0' && (t[i + 1] == 'x' || t[i + 1] == 'X')) {
+    base = 16;
+    k0 = i + 2;
+  } else if (t.size() > i + 2 && t[i] == '0' && t[i + 1] == 'b') {
+    base = 2;
+    k0 = i + 2;
+  } else if (t.size() > i + 1 && t[i] == '0') {
+    base = 8;
+    k0 = i + 1;
+  }
+  for (size_t k = k0; k < t.size(); ++k) {
+    const unsigned char c = static_cast<unsigned char>(t[k]);
+    const bool ok = base == 16  ? std::isxdigit(c) != 0
+                    : base == 8 ? (c >= '0' && c <= '7')
+                    : base == 2 ? (c == '0' || c == '1')
+                                : std::isdigit(c) != 0;
+    if (!ok) return false;
+  }
   errno = 0;
   char* end = nullptr;
-  long long v = std::strtoll(t.c_str(), &end, base);
+  const std::string digits = (i == 1 ? t.substr(0, 1) : std::string()) + t.substr(k0);
+  long long v = std::strtoll(digits.c_str(), &end, base);
   if (errno != 0 || *end != '\0') return false;
   *out = v;
   return true;
@@ -308,6 +327,44 @@ Json yaml_scalar_to_json(const std::string& s, bool quoted) {
   return s;
 }
 
+// Hydra's defaults list. zerotune reads one file and composes no config groups: the entries that
+// configure Hydra itself (`override hydra/job_logging: disabled`, `hydra/…`) and `_self_` change
+// nothing a run computes and are accepted; any other entry names a config group whose keys Hydra
+// would merge into the config, so it is refused (dropping it would train with other values than
+// the user's). Errors: not a list; an entry that is neither `_self_` nor a Hydra group.
+void check_defaults_list(const Json& d, const std::filesystem::path& path) {
+  if (!d.is_array())
+    fail("{}: defaults: expected a list (Hydra's defaults list), got {}", path.string(), d.dump());
+  for (const Json& e : d) {
+    std::string group;
+    if (e.is_string()) {
+      if (e.get<std::string>() == "_self_") continue;
+      group = e.get<std::string>();
+    } else if (e.is_object() && e.size() == 1) {
+      group = e.begin().key();
+    } else {
+      fail("{}: defaults: entry {} is not a Hydra defaults entry (`_self_`, `group: option`)",
+           path.string(), e.dump());
+    }
+    for (bool stripped = true; stripped;) {  // the keywords, in any order
+      stripped = false;
+      while (!group.empty() && group.front() == ' ') group.erase(group.begin());
+      for (const char* prefix : {"override ", "optional "})
+        if (group.rfind(prefix, 0) == 0) {
+          group = group.substr(std::strlen(prefix));
+          stripped = true;
+        }
+    }
+    if (group == "hydra" || group.rfind("hydra/", 0) == 0) continue;
+    fail(
+        "{}: defaults: entry {} names the config group '{}', whose file Hydra would merge into "
+        "this "
+        "config; zerotune reads one file and does not compose config groups: put those keys in {} "
+        "(or pass them as overrides) and drop the entry",
+        path.string(), e.dump(), group, path.filename().string());
+  }
+}
+
 Json load_yaml_file(const std::filesystem::path& path) {
   return node_to_json(parse_file(path), path);
 }
@@ -318,6 +375,7 @@ Json load_hydra_yaml(const std::filesystem::path& path, const std::vector<std::s
   Json root = load_yaml_file(path);
   if (root.is_null()) root = Json::object();
   if (!root.is_object()) fail("{}: the top level must be a mapping", path.string());
+  if (root.contains("defaults")) check_defaults_list(root["defaults"], path);
   root.erase("defaults");
   root.erase("hydra");
   for (const auto& ov : overrides) {

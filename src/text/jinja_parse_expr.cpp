@@ -36,6 +36,7 @@ ExprPtr Parser::parse_tuple(bool simplified, bool with_condexpr,
 }
 
 ExprPtr Parser::parse_expression(bool with_condexpr) {
+  const Nest nest(*this, cur().line);
   return with_condexpr ? parse_condexpr() : parse_or();
 }
 
@@ -71,6 +72,7 @@ ExprPtr Parser::parse_and() {
 
 ExprPtr Parser::parse_not() {
   if (is_name(cur(), "not")) {
+    const Nest nest(*this, cur().line);
     auto e = make(ExprKind::kNot, next().line);
     e->kids.push_back(parse_not());
     return e;
@@ -165,6 +167,7 @@ ExprPtr Parser::parse_unary(bool with_filter) {
   int line = cur().line;
   ExprPtr e;
   if (is_op(cur(), "-") || is_op(cur(), "+")) {
+    const Nest nest(*this, line);
     bool neg = next().value == "-";
     e = make(neg ? ExprKind::kNeg : ExprKind::kPos, line);
     e->kids.push_back(parse_unary(false));

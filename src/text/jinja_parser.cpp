@@ -11,6 +11,7 @@ constexpr std::string_view kUnsupportedTags[] = {"block", "extends",    "include
 }  // namespace
 
 Body Parser::subparse(const std::vector<std::string>& end_tokens) {
+  const Nest nest(*this, cur().line);
   Body body;
   if (!end_tokens.empty()) end_stack_.push_back(end_tokens);
   while (cur().type != Tok::kEof) {

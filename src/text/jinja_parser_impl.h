@@ -151,6 +151,24 @@ class Parser {
   std::vector<std::pair<std::string, int>> tag_stack_;
   std::vector<std::vector<std::string>> end_stack_;
   int loop_depth_ = 0;
+  // Nesting depth of the recursive descent (expressions, `not` / sign chains, statement blocks):
+  // a template nested deeper than kMaxNesting is refused with its line instead of overflowing the
+  // stack (a 20,000-deep parenthesis crashed the process). Python's jinja2 stops far earlier
+  // (its recursion limit: ~80 parentheses, ~250 nested blocks), so no template it accepts is lost.
+  static constexpr int kMaxNesting = 400;
+  int nesting_ = 0;
+  struct Nest {
+    Parser& p;
+    Nest(Parser& parser, int line) : p(parser) {
+      if (++p.nesting_ > kMaxNesting) {
+        --p.nesting_;
+        p.error(line, fmt::format("nested deeper than {} levels", kMaxNesting));
+      }
+    }
+    ~Nest() { --p.nesting_; }
+    Nest(const Nest&) = delete;
+    Nest& operator=(const Nest&) = delete;
+  };
   bool has_generation_ = false;
 };
 

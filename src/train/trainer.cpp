@@ -327,9 +327,20 @@ void Trainer::State::resume_or_init() {
     } catch (const Json::exception& e) {
       fail("{}: not valid JSON: {}", state_file.string(), e.what());
     }
-    start_step = plan_state_next_step(*plan, st.at("plan"), state_file.string());
-    applied_steps = st.at("applied_steps").get<int64_t>();
-    num_tokens_seen = st.at("num_tokens_seen").get<int64_t>();
+    // The keys the resume reads, checked before use (a hand-edited or foreign file names its key).
+    if (!st.is_object())
+      fail("{}: expected a JSON object (a zerotune trainer_state.json), got {}",
+           state_file.string(), st.type_name());
+    if (!st.contains("plan") || !st["plan"].is_object())
+      fail("{}: no 'plan' object (the saved data order); not a zerotune checkpoint's state",
+           state_file.string());
+    for (const char* key : {"applied_steps", "num_tokens_seen"})
+      if (!st.contains(key) || !st[key].is_number_integer() || st[key].get<int64_t>() < 0)
+        fail("{}: '{}' must be a non-negative integer, got {}", state_file.string(), key,
+             st.contains(key) ? st[key].dump() : std::string("nothing"));
+    start_step = plan_state_next_step(*plan, st["plan"], state_file.string());
+    applied_steps = st["applied_steps"].get<int64_t>();
+    num_tokens_seen = st["num_tokens_seen"].get<int64_t>();
     resumed_from = *ckpt;
   }
   // A resumed run continues its checkpoint's run; a fresh one (or a checkpoint without an id) gets

@@ -125,6 +125,25 @@ TEST(ReaderErrors, InvalidUtf8InJsonLineGivesRowAndByteOffset) {
       f.string() + ":4: row 2: invalid UTF-8 at byte offset 11 of the line (byte 36 of the file)");
 }
 
+// A NUL byte ends the JSON parser's input: the rest of the line was dropped without a word. Refused
+// wherever it is (a line's middle, a crash-truncated tail of NULs, a .json array's tail).
+TEST(ReaderErrors, NulByteIsRefusedWithItsPlace) {
+  TempDir dir;
+  const auto f = dir / "nul.jsonl";
+  write_file(f, std::string("{\"p\": \"a\"}\n{\"p\": \"b\"}\0{\"p\": \"c\"}\n", 33));
+  EXPECT_EQ(error_of([&] { read_rows(f); }),
+            f.string() +
+                ":2:11: a NUL byte (byte 21 of the file): not JSON text (a truncated or "
+                "binary file?)");
+  const auto t = dir / "tail.jsonl";
+  write_file(t, std::string("{\"p\": \"a\"}\n\0\0\0\0", 15));
+  EXPECT_EQ(error_of([&] { read_rows(t); }).rfind(t.string() + ":2:1: a NUL byte (byte 11", 0), 0u);
+  const auto j = dir / "arr.json";
+  write_file(j, std::string("[{\"p\": 1}]\0garbage", 18));
+  EXPECT_EQ(error_of([&] { read_rows(j); }).rfind(j.string() + ":1:11: a NUL byte (byte 10", 0),
+            0u);
+}
+
 TEST(ReaderErrors, InvalidUtf8InJsonArrayGivesRowAndByteOffset) {
   TempDir dir;
   const auto f = dir / "utf.json";

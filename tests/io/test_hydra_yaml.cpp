@@ -39,6 +39,17 @@ TEST(YamlScalar, OmegaConfTyping) {
   EXPECT_EQ(zt::yaml_scalar_to_json("Qwen/Qwen2.5-1.5B", false).get<std::string>(),
             "Qwen/Qwen2.5-1.5B");
   EXPECT_EQ(zt::yaml_scalar_to_json("1.5.2", false).get<std::string>(), "1.5.2");
+  // YAML 1.1 as PyYAML resolves it (what OmegaConf gives): a leading 0 is octal, 0b binary, and a
+  // leading 0 followed by 8 or 9 is no int at all but a string.
+  EXPECT_EQ(zt::yaml_scalar_to_json("017", false).get<int64_t>(), 15);
+  EXPECT_EQ(zt::yaml_scalar_to_json("-010", false).get<int64_t>(), -8);
+  EXPECT_EQ(zt::yaml_scalar_to_json("0b101", false).get<int64_t>(), 5);
+  EXPECT_EQ(zt::yaml_scalar_to_json("0x1F", false).get<int64_t>(), 31);
+  EXPECT_EQ(zt::yaml_scalar_to_json("0", false).get<int64_t>(), 0);
+  EXPECT_EQ(zt::yaml_scalar_to_json("-0", false).get<int64_t>(), 0);
+  EXPECT_EQ(zt::yaml_scalar_to_json("+42", false).get<int64_t>(), 42);
+  EXPECT_EQ(zt::yaml_scalar_to_json("08", false).get<std::string>(), "08");
+  EXPECT_EQ(zt::yaml_scalar_to_json("0.5", false).get<double>(), 0.5);
 }
 
 TEST(HydraYaml, InterpolationOverridesAndDroppedSections) {
@@ -87,6 +98,37 @@ TEST(HydraYaml, Errors) {
   auto t = write_tmp("f.yaml", "a: ???\nb: ${a}\n");
   EXPECT_EQ(error_of([&] { zt::load_hydra_yaml(t, {}); }),
             t.string() + ": 'b' interpolates 'a', which is ??? (mandatory, not set)");
+}
+
+// The users' own sft.yaml starts with a defaults list that only configures Hydra's logging:
+// accepted. An entry naming a config group would have Hydra merge another file's keys in: refused,
+// never dropped (a run with other values than the user's).
+TEST(HydraYaml, DefaultsListOnlyForHydraItself) {
+  auto ok = write_tmp("h.yaml", R"(defaults:
+  - override hydra/hydra_logging: disabled
+  - override hydra/job_logging: disabled
+  - _self_
+a: 1
+)");
+  EXPECT_EQ(zt::load_hydra_yaml(ok, {})["a"].get<int64_t>(), 1);
+  auto group = write_tmp("i.yaml", "defaults:\n  - optim: fast\n  - _self_\na: 1\n");
+  EXPECT_EQ(error_of([&] { zt::load_hydra_yaml(group, {}); }),
+            group.string() +
+                ": defaults: entry {\"optim\":\"fast\"} names the config group 'optim', whose file "
+                "Hydra would merge into this config; zerotune reads one file and does not compose "
+                "config groups: put those keys in i.yaml (or pass them as overrides) and drop the "
+                "entry");
+  auto plain = write_tmp("j.yaml", "defaults:\n  - db/mysql\na: 1\n");
+  EXPECT_NE(
+      error_of([&] { zt::load_hydra_yaml(plain, {}); }).find("names the config group 'db/mysql'"),
+      std::string::npos);
+  auto opt = write_tmp("k.yaml", "defaults:\n  - optional override trainer: big\n");
+  EXPECT_NE(error_of([&] { zt::load_hydra_yaml(opt, {}); }).find("config group 'trainer'"),
+            std::string::npos);
+  auto notlist = write_tmp("l.yaml", "defaults: _self_\na: 1\n");
+  EXPECT_EQ(
+      error_of([&] { zt::load_hydra_yaml(notlist, {}); }),
+      notlist.string() + ": defaults: expected a list (Hydra's defaults list), got \"_self_\"");
 }
 
 TEST(HydraYaml, YamlRoundTrip) {

@@ -114,6 +114,32 @@ TEST(JinjaErrors, SyntaxErrors) {
             "tpl.jinja:1: You cannot chain multiple tests with is");
 }
 
+// Nesting deep enough to overflow the parser's stack (a 20,000-deep parenthesis crashed the process
+// with SIGSEGV) is refused with the line; what Python's jinja2 itself parses (it stops near 80
+// parentheses and 250 blocks) still parses here.
+TEST(JinjaErrors, NestingTooDeepIsAnErrorNotACrash) {
+  const auto nested = [](const std::string& open, const std::string& mid, const std::string& close,
+                         int n) {
+    std::string s;
+    for (int i = 0; i < n; ++i) s += open;
+    s += mid;
+    for (int i = 0; i < n; ++i) s += close;
+    return s;
+  };
+  EXPECT_EQ(error_of("\n{{ " + nested("(", "1", ")", 20000) + " }}"),
+            "tpl.jinja:2: nested deeper than 400 levels");
+  EXPECT_EQ(error_of("{{ " + nested("not ", "x", "", 20000) + " }}"),
+            "tpl.jinja:1: nested deeper than 400 levels");
+  EXPECT_EQ(error_of("{{ " + nested("-", "1", "", 20000) + " }}"),
+            "tpl.jinja:1: nested deeper than 400 levels");
+  EXPECT_EQ(error_of(nested("{% if true %}", "x", "{% endif %}", 20000)),
+            "tpl.jinja:1: nested deeper than 400 levels");
+  EXPECT_EQ(error_of("{{ " + nested("[", "1", "]", 20000) + " }}"),
+            "tpl.jinja:1: nested deeper than 400 levels");
+  EXPECT_EQ(render("{{ " + nested("(", "7", ")", 100) + " }}"), "7");
+  EXPECT_EQ(render(nested("{% if true %}", "y", "{% endif %}", 300)), "y");
+}
+
 TEST(JinjaErrors, ContextMustBeAnObject) {
   expect_error([] { ChatTemplate("x", "t").render(Json::array()); },
                {"t: the template context must be a JSON object"});

@@ -145,6 +145,34 @@ TEST_F(TrainCli, ResumeContinuesBitwise) {
               slurp(exp("resumed") / "final" / "model.safetensors"));
 }
 
+// A checkpoint whose trainer_state.json is valid JSON of the wrong shape: exit 1 naming the file
+// and the key (it was an "internal error", exit 70, from the JSON library).
+TEST_F(TrainCli, ResumeFromAMalformedStateNamesTheKey) {
+  auto r = train("state", "trainer.max_steps=2");
+  ASSERT_EQ(r.status, 0) << r.output;
+  const fs::path ck = exp("state") / "checkpoint-2", state = ck / "trainer_state.json";
+  const zt::Json good = zt::Json::parse(slurp(state));
+  const auto resume_with = [&](const std::string& text) {
+    std::ofstream(state) << text;
+    return train("state2", "trainer.resume_from_checkpoint=" + ck.string());
+  };
+  r = resume_with("{}");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find(state.string() + ": no 'plan' object"), std::string::npos) << r.output;
+  r = resume_with("[]");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find(state.string() + ": expected a JSON object"), std::string::npos)
+      << r.output;
+  zt::Json bad = good;
+  bad["applied_steps"] = "two";
+  r = resume_with(bad.dump());
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("'applied_steps' must be a non-negative integer, got \"two\""),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("internal error"), std::string::npos) << r.output;
+}
+
 TEST_F(TrainCli, EvalLossIndependentOfEvalBatchAndWorld) {
   // learning_rate 0 keeps the weights bitwise (AdamW adds -0), so every run evaluates the same
   // model; eval_loss must then be bitwise equal for eval batch 1, 3, 8 and world size 1, 2.
