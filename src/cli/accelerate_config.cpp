@@ -29,7 +29,8 @@ bool is_neutral(const YAML::Node& v, std::string_view neutral) {
   size_t start = 0;
   while (start <= neutral.size()) {
     size_t bar = neutral.find('|', start);
-    std::string_view alt = neutral.substr(start, bar == std::string_view::npos ? std::string_view::npos : bar - start);
+    std::string_view alt =
+        neutral.substr(start, bar == std::string_view::npos ? std::string_view::npos : bar - start);
     if (!v || v.IsNull()) {
       if (alt == "~" || alt == "[]" || alt == "{}") return true;
     } else if (alt == "[]") {
@@ -88,8 +89,8 @@ struct Reader {
   }
   // Every key of `map` must be in `known` (`what` names the table in the error); a noted key off
   // its neutral value adds a note, a refused one is an error.
-  void check_keys(const YAML::Node& map, std::span<const LaunchKey> known, const std::string& prefix,
-                  std::string_view what) {
+  void check_keys(const YAML::Node& map, std::span<const LaunchKey> known,
+                  const std::string& prefix, std::string_view what) {
     std::vector<std::string_view> names;
     for (const auto& k : known) names.push_back(k.name);
     for (const auto& kv : map) {
@@ -97,13 +98,14 @@ struct Reader {
       const int line = kv.first.Mark().line + 1;
       const LaunchKey* spec = find_launch_key(known, k);
       if (spec == nullptr)
-        fail("{}:{}: unknown key '{}{}': not {}{}", origin, line, prefix, k, what, did_you_mean(k, names));
+        fail("{}:{}: unknown key '{}{}': not {}{}", origin, line, prefix, k, what,
+             did_you_mean(k, names));
       if (spec->neutral.empty() || is_neutral(kv.second, spec->neutral)) continue;
       if (spec->refuse)
-        fail("{}:{}: '{}{}: {}' is not supported by zerotune: {}", origin, line, prefix, k, show(kv.second),
-             spec->note);
-      cfg->notes.push_back(fmt::format("{}:{}: '{}{}: {}' changes nothing in zerotune: {}", origin, line, prefix,
-                                       k, show(kv.second), spec->note));
+        fail("{}:{}: '{}{}: {}' is not supported by zerotune: {}", origin, line, prefix, k,
+             show(kv.second), spec->note);
+      cfg->notes.push_back(fmt::format("{}:{}: '{}{}: {}' changes nothing in zerotune: {}", origin,
+                                       line, prefix, k, show(kv.second), spec->note));
     }
   }
 };
@@ -143,9 +145,11 @@ void read_deepspeed_json(Reader& rd, const std::string& file, const std::string&
   jr.check_keys(j, deepspeed_json_keys(), "", "a DeepSpeed config key");
   for (const char* prec : {"bf16", "bfloat16", "fp16"})
     if (const YAML::Node b = j[prec]; b && b.IsMap())
-      jr.check_keys(b, deepspeed_precision_keys(), std::string(prec) + ".", "a key of DeepSpeed's precision settings");
+      jr.check_keys(b, deepspeed_precision_keys(), std::string(prec) + ".",
+                    "a key of DeepSpeed's precision settings");
   if (const YAML::Node z = j["zero_optimization"]; z && z.IsMap()) {
-    jr.check_keys(z, deepspeed_zero_keys(), "zero_optimization.", "a key of DeepSpeed's zero_optimization");
+    jr.check_keys(z, deepspeed_zero_keys(), "zero_optimization.",
+                  "a key of DeepSpeed's zero_optimization");
     if (const YAML::Node o = z["offload_optimizer"]; o && o.IsMap())
       jr.check_keys(o, deepspeed_offload_optimizer_keys(), "zero_optimization.offload_optimizer.",
                     "a key of DeepSpeed's offload_optimizer");
@@ -163,8 +167,9 @@ void read_deepspeed_json(Reader& rd, const std::string& file, const std::string&
       read_offload(jr, o["device"], "zero_optimization.offload_param.device",
                    &rd.cfg->offload_param_device);
   }
-  if (const YAML::Node b = j["bf16"] ? j["bf16"] : j["bfloat16"]; b && b["enabled"] && b["enabled"].Scalar() != "auto" &&
-                                      jr.boolean(b["enabled"], "bf16.enabled"))
+  if (const YAML::Node b = j["bf16"] ? j["bf16"] : j["bfloat16"];
+      b && b["enabled"] && b["enabled"].Scalar() != "auto" &&
+      jr.boolean(b["enabled"], "bf16.enabled"))
     rd.cfg->mixed_precision = "bf16";
   if (const YAML::Node f = j["fp16"]; f && f["enabled"] && f["enabled"].Scalar() != "auto" &&
                                       jr.boolean(f["enabled"], "fp16.enabled"))
@@ -322,9 +327,10 @@ AccelerateConfig parse_deepspeed_config(const std::string& path) {
   Reader rd{&c, path};
   read_deepspeed_json(rd, path, ".");
   if (c.offload_param_device != "none")
-    rd.warn(fmt::format("{}: parameter offload (offload_param.device: {}) is not supported; parameters stay on "
-                        "the device",
-                        path, c.offload_param_device));
+    rd.warn(fmt::format(
+        "{}: parameter offload (offload_param.device: {}) is not supported; parameters stay on "
+        "the device",
+        path, c.offload_param_device));
   return c;
 }
 

@@ -54,36 +54,45 @@ use_cpu: false
 }
 
 TEST(AccelerateConfig, UnknownKeysAreErrorsNamingFileLineAndKey) {
-  EXPECT_EQ(error_of([] {
-              parse_accelerate_config_text(
-                  "distributed_type: MULTI_GPU\nnum_processes: 2\nmy_knob: 3\ndeepspeed_config: {}\n", "a.yaml");
-            }),
-            "a.yaml:3: unknown key 'my_knob': not an accelerate config key");
-  EXPECT_EQ(error_of([] {
-              parse_accelerate_config_text(
-                  "distributed_type: DEEPSPEED\ndeepspeed_config:\n  zero_stage: 3\n  zero_stag: 1\n", "b.yaml");
-            }),
-            "b.yaml:4: unknown key 'deepspeed_config.zero_stag': not a key of accelerate's deepspeed_config (did "
-            "you mean 'zero_stage'?)");
+  EXPECT_EQ(
+      error_of([] {
+        parse_accelerate_config_text(
+            "distributed_type: MULTI_GPU\nnum_processes: 2\nmy_knob: 3\ndeepspeed_config: {}\n",
+            "a.yaml");
+      }),
+      "a.yaml:3: unknown key 'my_knob': not an accelerate config key");
+  EXPECT_EQ(
+      error_of([] {
+        parse_accelerate_config_text(
+            "distributed_type: DEEPSPEED\ndeepspeed_config:\n  zero_stage: 3\n  zero_stag: 1\n",
+            "b.yaml");
+      }),
+      "b.yaml:4: unknown key 'deepspeed_config.zero_stag': not a key of accelerate's "
+      "deepspeed_config (did "
+      "you mean 'zero_stage'?)");
   // A section accelerate ignores for this distributed_type is still spell-checked.
   EXPECT_EQ(error_of([] {
-              parse_accelerate_config_text("distributed_type: NO\nfsdp_config:\n  fsdp_sharding_stratgy: 1\n",
-                                           "c.yaml");
+              parse_accelerate_config_text(
+                  "distributed_type: NO\nfsdp_config:\n  fsdp_sharding_stratgy: 1\n", "c.yaml");
             }),
-            "c.yaml:3: unknown key 'fsdp_config.fsdp_sharding_stratgy': not a key of accelerate's fsdp_config "
+            "c.yaml:3: unknown key 'fsdp_config.fsdp_sharding_stratgy': not a key of accelerate's "
+            "fsdp_config "
             "(did you mean 'fsdp_sharding_strategy'?)");
 }
 
 TEST(AccelerateConfig, DuplicateKeysAreErrors) {
   EXPECT_EQ(error_of([] {
-              parse_accelerate_config_text("num_processes: 2\nmixed_precision: bf16\nnum_processes: 4\n", "d.yaml");
+              parse_accelerate_config_text(
+                  "num_processes: 2\nmixed_precision: bf16\nnum_processes: 4\n", "d.yaml");
             }),
             "d.yaml:3: duplicate key 'num_processes' (first given at line 1)");
-  EXPECT_EQ(error_of([] {
-              parse_accelerate_config_text(
-                  "distributed_type: DEEPSPEED\ndeepspeed_config:\n  zero_stage: 1\n  zero_stage: 2\n", "d.yaml");
-            }),
-            "d.yaml:4: duplicate key 'deepspeed_config.zero_stage' (first given at line 3)");
+  EXPECT_EQ(
+      error_of([] {
+        parse_accelerate_config_text(
+            "distributed_type: DEEPSPEED\ndeepspeed_config:\n  zero_stage: 1\n  zero_stage: 2\n",
+            "d.yaml");
+      }),
+      "d.yaml:4: duplicate key 'deepspeed_config.zero_stage' (first given at line 3)");
 }
 
 TEST(AccelerateConfig, MergeKeysSecondDocumentsAndDeepNesting) {
@@ -122,7 +131,8 @@ TEST(AccelerateConfig, MergeKeysSecondDocumentsAndDeepNesting) {
 
 TEST(AccelerateConfig, KnownKeysThatChangeNothingGetANoteOnlyOffTheirDefault) {
   // The users' own file: every key is known, and every no-op key is at its default: no notes.
-  const fs::path users = fs::path(ZT_SHARED_DATA).parent_path() / "seed_configs" / "sft_zero1_4gpu.yaml";
+  const fs::path users =
+      fs::path(ZT_SHARED_DATA).parent_path() / "seed_configs" / "sft_zero1_4gpu.yaml";
   const AccelerateConfig u = parse_accelerate_config(users.string());
   EXPECT_EQ(u.zero_stage, 1);
   EXPECT_EQ(u.offload_optimizer_device, "cpu");
@@ -134,12 +144,14 @@ TEST(AccelerateConfig, KnownKeysThatChangeNothingGetANoteOnlyOffTheirDefault) {
       (fs::path(ZT_SHARED_DATA).parent_path() / "seed_configs" / "sft_zero2_4gpu.yaml").string());
   EXPECT_EQ(z2.zero_stage, 2);
   const AccelerateConfig c = parse_accelerate_config_text(
-      "debug: true\ntpu_use_sudo: true\nmain_training_function: train\ndistributed_type: DEEPSPEED\n"
+      "debug: true\ntpu_use_sudo: true\nmain_training_function: train\ndistributed_type: "
+      "DEEPSPEED\n"
       "deepspeed_config:\n  zero_stage: 2\n  zero3_init_flag: true\n",
       "n.yaml");
   ASSERT_EQ(c.notes.size(), 3u);
   EXPECT_EQ(c.notes[0],
-            "n.yaml:1: 'debug: true' changes nothing in zerotune: accelerate's collective-shape checks; zerotune's "
+            "n.yaml:1: 'debug: true' changes nothing in zerotune: accelerate's collective-shape "
+            "checks; zerotune's "
             "transports always check sizes");
   EXPECT_EQ(c.notes[1], "n.yaml:2: 'tpu_use_sudo: true' changes nothing in zerotune: TPU only");
   EXPECT_EQ(c.notes[2].rfind("n.yaml:3: 'main_training_function: train' changes nothing", 0), 0u);
@@ -152,15 +164,19 @@ TEST(AccelerateConfig, DeepSpeedJsonKeysAreCheckedToo) {
                                      "    \"overlap_comms\": true\n  }\n}\n";
   EXPECT_EQ(error_of([&] { parse_deepspeed_config((dir / "bad.json").string()); }),
             (dir / "bad.json").string() +
-                ":4: unknown key 'zero_optimization.overlap_comms': not a key of DeepSpeed's zero_optimization (did "
+                ":4: unknown key 'zero_optimization.overlap_comms': not a key of DeepSpeed's "
+                "zero_optimization (did "
                 "you mean 'overlap_comm'?)");
   std::ofstream(dir / "dup.json") << "{\"train_batch_size\": 8,\n \"train_batch_size\": 16}\n";
-  EXPECT_EQ(error_of([&] { parse_deepspeed_config((dir / "dup.json").string()); }),
-            (dir / "dup.json").string() + ":2: duplicate key 'train_batch_size' (first given at line 1)");
-  std::ofstream(dir / "q.json") << "{\"zero_optimization\": {\"stage\": 3, \"zero_quantized_gradients\": true}}\n";
+  EXPECT_EQ(
+      error_of([&] { parse_deepspeed_config((dir / "dup.json").string()); }),
+      (dir / "dup.json").string() + ":2: duplicate key 'train_batch_size' (first given at line 1)");
+  std::ofstream(dir / "q.json")
+      << "{\"zero_optimization\": {\"stage\": 3, \"zero_quantized_gradients\": true}}\n";
   EXPECT_EQ(error_of([&] { parse_deepspeed_config((dir / "q.json").string()); }),
             (dir / "q.json").string() +
-                ":1: 'zero_optimization.zero_quantized_gradients: true' is not supported by zerotune: ZeRO++ "
+                ":1: 'zero_optimization.zero_quantized_gradients: true' is not supported by "
+                "zerotune: ZeRO++ "
                 "quantised gradient reduction changes the gradients");
   std::ofstream(dir / "ok.json") << R"({"zero_optimization": {"stage": 3, "overlap_comm": true,
     "offload_optimizer": {"device": "cpu", "pin_memory": true}, "stage3_max_live_parameters": 1e9},

@@ -57,21 +57,20 @@ TEST(Options, DeclarationsFillTrainArgsWithTheirDefaults) {
 }
 
 TEST(Options, GivenValuesArriveTyped) {
-  const RunConfig cfg = RunConfig::from_json({{"trainer",
-                                               {{"save_strategy", "epoch"},
-                                                {"eval_strategy", "steps"},
-                                                {"nan_policy", "skip"},
-                                                {"lr_scheduler_type", "constant_with_warmup"},
-                                                {"optim", "adamw_hf"},
-                                                {"max_grad_norm", nullptr},
-                                                {"eval_steps", 7},
-                                                {"save_total_limit", 2},
-                                                {"warmup_steps", 0.25},
-                                                {"seed", 4294967295}}},
-                                              {"compute",
-                                               {{"balance_micro_batches", false},
-                                                {"cross_entropy_workspace_mib", 2048}}}},
-                                             "sft.yaml");
+  const RunConfig cfg = RunConfig::from_json(
+      {{"trainer",
+        {{"save_strategy", "epoch"},
+         {"eval_strategy", "steps"},
+         {"nan_policy", "skip"},
+         {"lr_scheduler_type", "constant_with_warmup"},
+         {"optim", "adamw_hf"},
+         {"max_grad_norm", nullptr},
+         {"eval_steps", 7},
+         {"save_total_limit", 2},
+         {"warmup_steps", 0.25},
+         {"seed", 4294967295}}},
+       {"compute", {{"balance_micro_batches", false}, {"cross_entropy_workspace_mib", 2048}}}},
+      "sft.yaml");
   TrainArgs a;
   zt::cli::read_declared_options(cfg, a);
   EXPECT_EQ(a.save_strategy, IntervalStrategy::kEpoch);
