@@ -34,7 +34,7 @@ ChatTemplateOverride load_chat_template_path(const std::string& path,
                                              std::string_view key) {
   ChatTemplateOverride out;
   if (is_template_file(path)) {
-    out.source = read_file(path);
+    out.source = text::read_template_file(path);
     out.origin = path;
     return out;
   }

@@ -249,6 +249,12 @@ class Resolver {
 
 void apply_override(Json& root, const std::string& ov, const std::filesystem::path& file,
                     const std::function<bool(const std::string&)>& is_known) {
+  if (const int64_t bad = first_invalid_utf8_byte(ov); bad >= 0)
+    fail(
+        "override {}: byte 0x{:02X} at offset {} is not UTF-8 (the command line must be UTF-8 "
+        "text)",
+        Json(ov.substr(0, static_cast<size_t>(bad))).dump() + "…",
+        static_cast<unsigned char>(ov[bad]), bad);
   size_t eq = ov.find('=');
   if (eq == std::string::npos || eq == 0)
     fail("override '{}' is not of the form key.path=value", ov);

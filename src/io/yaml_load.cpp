@@ -2,6 +2,7 @@
 
 #include <yaml-cpp/eventhandler.h>
 
+#include <algorithm>
 #include <map>
 #include <sstream>
 #include <unordered_map>
@@ -177,7 +178,48 @@ void resolve_merges(YAML::Node node, const std::string& origin) {
 
 }  // namespace
 
+int64_t first_invalid_utf8_byte(std::string_view s) {
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  const size_t n = s.size();
+  for (size_t i = 0; i < n;) {
+    const unsigned char b = p[i];
+    if (b < 0x80) {
+      ++i;
+      continue;
+    }
+    // The sequence length and the range its second byte must lie in (RFC 3629's table).
+    size_t len;
+    unsigned char lo = 0x80, hi = 0xBF;
+    if (b >= 0xC2 && b <= 0xDF) {
+      len = 2;
+    } else if (b >= 0xE0 && b <= 0xEF) {
+      len = 3;
+      if (b == 0xE0) lo = 0xA0;  // no overlong forms
+      if (b == 0xED) hi = 0x9F;  // no surrogates
+    } else if (b >= 0xF0 && b <= 0xF4) {
+      len = 4;
+      if (b == 0xF0) lo = 0x90;  // no overlong forms
+      if (b == 0xF4) hi = 0x8F;  // nothing above U+10FFFF
+    } else {
+      return static_cast<int64_t>(i);
+    }
+    if (i + len > n || p[i + 1] < lo || p[i + 1] > hi) return static_cast<int64_t>(i);
+    for (size_t k = 2; k < len; ++k)
+      if (p[i + k] < 0x80 || p[i + k] > 0xBF) return static_cast<int64_t>(i);
+    i += len;
+  }
+  return -1;
+}
+
 YAML::Node load_yaml(const std::string& text, const std::string& origin) {
+  if (const int64_t bad = first_invalid_utf8_byte(text); bad >= 0) {
+    const size_t at = static_cast<size_t>(bad);
+    const size_t line = 1 + static_cast<size_t>(std::count(text.begin(), text.begin() + bad, '\n'));
+    const size_t line_start = at == 0 ? std::string::npos : text.rfind('\n', at - 1);
+    const size_t col = line_start == std::string::npos ? at + 1 : at - line_start;
+    fail("{}:{}:{}: byte 0x{:02X} is not UTF-8 (byte {} of the text); YAML must be UTF-8 text",
+         origin, line, col, static_cast<unsigned char>(text[at]), at);
+  }
   {
     std::istringstream in(text);
     YAML::Parser parser(in);

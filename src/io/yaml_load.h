@@ -1,6 +1,7 @@
 // How zerotune reads every YAML text — the hydra-style sft.yaml, the accelerate config, a DeepSpeed
 // JSON (read as YAML for its line numbers) and command-line override values — with the rules
 // OmegaConf (PyYAML underneath) applies to the same files:
+//   - the text must be UTF-8 (an error names the line and column of the first other byte);
 //   - one document per file: a second document (`---`) is an error naming its line (PyYAML:
 //     "expected a single document in the stream"), never silently dropped;
 //   - aliases are bounded: the nodes that aliases stand for, summed over every alias, may number at
@@ -22,6 +23,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace zt {
 
@@ -35,5 +37,11 @@ inline constexpr int kMaxYamlDepth = 400;
 // throw YAML::Exception (its mark holds line and column) for the caller to phrase; the rules above
 // throw zt::Error "ORIGIN:LINE: …".
 YAML::Node load_yaml(const std::string& text, const std::string& origin);
+
+// Byte offset of the first byte of `s` that does not start or continue a well-formed UTF-8
+// sequence (overlong forms, surrogates and code points above U+10FFFF are ill-formed; RFC 3629),
+// or -1 when all of `s` is UTF-8. A YAML text must be UTF-8 (PyYAML refuses other bytes with
+// "'utf-8' codec can't decode byte"): load_yaml and the command-line overrides check with it.
+int64_t first_invalid_utf8_byte(std::string_view s);
 
 }  // namespace zt

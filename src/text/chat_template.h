@@ -72,6 +72,11 @@ struct TokenizerConfig {
 // naming the file for malformed JSON or wrong field types.
 TokenizerConfig load_tokenizer_config(const std::filesystem::path& dir);
 
+// The text of a Jinja template file (chat_template.jinja, additional_chat_templates/*.jinja,
+// trainer.chat_template_path). Errors: the file cannot be opened; a byte that is not UTF-8 (named
+// with its line and offset: transformers reads templates as UTF-8 and fails there too).
+std::string read_template_file(const std::filesystem::path& p);
+
 // The template transformers' `get_chat_template` picks: the "tool_use" named template when
 // `has_tools` and it exists, else the default one. Throws zt::Error naming the directory when
 // the tokenizer has no chat template.

@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "io/unique_keys.h"
 #include "text/chat_template.h"
+#include "text/unicode.h"
 
 namespace zt::text {
 namespace {
@@ -22,6 +23,22 @@ std::string read_text(const fs::path& p) {
 }
 
 Json read_json(const fs::path& p) { return parse_json_unique_keys(read_text(p), p.string()); }
+
+}  // namespace
+
+std::string read_template_file(const fs::path& p) {
+  std::string s = read_text(p);
+  if (const auto bad = unicode::find_invalid_utf8(s)) {
+    const size_t line = 1 + static_cast<size_t>(std::count(s.begin(), s.begin() + *bad, '\n'));
+    fail(
+        "{}:{}: byte 0x{:02X} is not UTF-8 (byte {} of the file); a chat template must be UTF-8 "
+        "text (transformers reads it as UTF-8 and stops here too)",
+        p.string(), line, static_cast<unsigned char>(s[*bad]), *bad);
+  }
+  return s;
+}
+
+namespace {
 
 // A token field: a string, an AddedToken object {"content": …}, or null.
 std::optional<std::string> token_field(const Json& cfg, const char* key, const fs::path& file) {
@@ -97,7 +114,7 @@ TokenizerConfig load_tokenizer_config(const fs::path& dir) {
     cfg.chat_template_origin = p.string() + ":chat_template";
   }
   if (fs::path p = dir / "chat_template.jinja"; fs::exists(p)) {
-    cfg.chat_template = read_text(p);
+    cfg.chat_template = read_template_file(p);
     cfg.chat_template_origin = p.string();
     if (!cfg.named_templates.empty()) set_named(cfg.named_templates, "default", *cfg.chat_template);
   }
@@ -108,7 +125,8 @@ TokenizerConfig load_tokenizer_config(const fs::path& dir) {
     std::sort(files.begin(), files.end());
     if (!files.empty() && cfg.named_templates.empty() && cfg.chat_template)
       cfg.named_templates.emplace_back("default", *cfg.chat_template);
-    for (const auto& p : files) set_named(cfg.named_templates, p.stem().string(), read_text(p));
+    for (const auto& p : files)
+      set_named(cfg.named_templates, p.stem().string(), read_template_file(p));
   }
 
   // Legacy special_tokens_map.json fills tokens the config leaves unset.

@@ -60,6 +60,25 @@ TEST(YamlLoad, SecondDocumentIsAnErrorNamingItsLine) {
             f.string() + ":21: a second YAML document starts here; zero");
 }
 
+// YAML must be UTF-8, as PyYAML reads it: a Latin-1 byte is an error naming line and column (it
+// became an "internal error", exit 70, once the value reached the JSON library). Overrides too.
+TEST(YamlLoad, BytesThatAreNotUtf8AreNamed) {
+  EXPECT_EQ(yaml_error("a: 1\nname: caf\xe9\n"),
+            "f.yaml:2:10: byte 0xE9 is not UTF-8 (byte 14 of the text); YAML must be UTF-8 text");
+  EXPECT_EQ(yaml("name: caf\xc3\xa9\n")["name"], "caf\xc3\xa9");
+  EXPECT_EQ(zt::first_invalid_utf8_byte("ascii"), -1);
+  EXPECT_EQ(zt::first_invalid_utf8_byte("\xe2\x82\xac \xf0\x9f\x98\x80"), -1);  // € 😀
+  EXPECT_EQ(zt::first_invalid_utf8_byte("ab\xc0\x80"), 2);                      // overlong NUL
+  EXPECT_EQ(zt::first_invalid_utf8_byte("\xed\xa0\x80"), 0);                    // a surrogate
+  EXPECT_EQ(zt::first_invalid_utf8_byte("x\xf4\x90\x80\x80"), 1);               // above U+10FFFF
+  EXPECT_EQ(zt::first_invalid_utf8_byte("x\xe2\x82"), 1);                       // cut short
+  TempDir d;
+  std::ofstream(d / "c.yaml") << "a: x\n";
+  EXPECT_EQ(error_of([&] { zt::load_hydra_yaml(d / "c.yaml", {"a=\xff"}); }),
+            "override \"a=\"…: byte 0xFF at offset 2 is not UTF-8 (the command line must be UTF-8 "
+            "text)");
+}
+
 TEST(YamlLoad, AliasExpansionIsBounded) {
   // 9^3 leaves expand to 8,289 nodes: read; the fourth level passes 10,000 at its first alias.
   EXPECT_EQ(yaml(alias_bomb(4))["z_a3"][8][8][8][8], "x");

@@ -159,6 +159,26 @@ TEST(TokenizerConfig, TemplateListTokenObjectsAndTemplateFiles) {
   EXPECT_EQ(a.named_templates[2].second, "R");
 }
 
+// A template file holding a byte that is not UTF-8 (a Latin-1 é): an error naming the file, line
+// and byte, wherever the template comes from (it was an "internal error", exit 70, from the JSON
+// library when the text was later stored, even for data that never used the template).
+TEST(TokenizerConfig, TemplateFileThatIsNotUtf8IsNamed) {
+  TempDir d;
+  write(d / "tokenizer_config.json", R"({"eos_token": "</s>"})");
+  write(d / "chat_template.jinja", "{% for m in messages %}\n{{ m.content }}\xe9{% endfor %}");
+  expect_error([&] { load_tokenizer_config(d.path()); },
+               {(d / "chat_template.jinja").string() +
+                ":2: byte 0xE9 is not UTF-8 (byte 39 of the file); a chat template must be UTF-8"});
+  fs::remove(d / "chat_template.jinja");
+  fs::create_directories(d / "additional_chat_templates");
+  write(d / "additional_chat_templates" / "tool_use.jinja", "ok\xff");
+  expect_error([&] { load_tokenizer_config(d.path()); },
+               {(d / "additional_chat_templates" / "tool_use.jinja").string() +
+                ":1: byte 0xFF is not UTF-8 (byte 2 of the file)"});
+  write(d / "t.jinja", "caf\xc3\xa9 {{ x }}");  // é in UTF-8 is fine
+  EXPECT_EQ(read_template_file(d / "t.jinja"), "caf\xc3\xa9 {{ x }}");
+}
+
 TEST(TokenizerConfig, ErrorsNameTheFileAndKey) {
   TempDir d;
   expect_error([&] { load_tokenizer_config(d.path()); },
