@@ -173,7 +173,9 @@ void read_deepspeed_json(Reader& rd, const std::string& file, const std::string&
     rd.cfg->mixed_precision = "bf16";
   if (const YAML::Node f = j["fp16"]; f && f["enabled"] && f["enabled"].Scalar() != "auto" &&
                                       jr.boolean(f["enabled"], "fp16.enabled"))
-    rd.cfg->mixed_precision = "fp16";
+    jr.bad(f["enabled"], "fp16.enabled",
+           "false or \"auto\": zerotune trains in bf16 or fp32, not fp16, which needs loss scaling "
+           "(as trainer.fp16 is refused); enable bf16 instead");
   if (const YAML::Node g = j["gradient_accumulation_steps"])
     rd.cfg->gradient_accumulation_steps = jr.number_or_auto<int>(g, "gradient_accumulation_steps");
   if (const YAML::Node g = j["gradient_clipping"])
@@ -275,6 +277,11 @@ AccelerateConfig parse_accelerate_config_text(const std::string& yaml, const std
     const std::string v = rd.str(n, "mixed_precision");
     if (v != "no" && v != "bf16" && v != "fp16" && v != "fp8")
       rd.bad(n, "mixed_precision", "no, bf16, fp16 or fp8");
+    // accelerate would run fp16 / fp8 autocast; zerotune would silently train fp32 instead.
+    if (v == "fp16" || v == "fp8")
+      rd.bad(n, "mixed_precision",
+             "no or bf16: zerotune trains in bf16 or fp32, not " + v +
+                 ", which needs loss scaling (as trainer.fp16 is refused)");
     c.mixed_precision = v;
   }
 

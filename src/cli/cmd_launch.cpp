@@ -56,6 +56,16 @@ int cmd_launch(const Args& args) {
         "FILE] <command> [args…], e.g. `zerotune launch --num_processes 2 train --config "
         "sft.yaml`)");
   if (command.front() == "launch") fail("launch: the command to run cannot be `launch` itself");
+  // An option launch does not know ends its options and would start every rank on it as the
+  // command (each then fails alone); accelerate launch's own flags land here.
+  if (command.front().rfind('-', 0) == 0)
+    return usage_error(
+        kUsage,
+        fmt::format("'{}' is not a launch option; accelerate launch's other flags "
+                    "(--mixed_precision, --use_deepspeed, --zero_stage, --multi_gpu, …) are read "
+                    "from the accelerate config file given as --config_file (or set as trainer.* / "
+                    "compute.* keys of the sft.yaml)",
+                    command.front()));
 
   dist::LocalLaunch spec;
   spec.exe = "/proc/self/exe";

@@ -255,5 +255,35 @@ TEST(AccelerateConfig, BadValuesNameFileLineKeyAndValue) {
             "accelerate config '/nonexistent/acc.yaml' cannot be opened");
 }
 
+// fp16 / fp8 asked for in the accelerate file or its DeepSpeed JSON: refused naming the file, line
+// and key, as trainer.fp16 is (the run trained fp32 without a word; accelerate would autocast).
+TEST(AccelerateConfig, Fp16AndFp8AreRefusedWhereverAskedFor) {
+  EXPECT_EQ(
+      error_of([] { parse_accelerate_config_text("mixed_precision: fp16\n", "x.yaml"); }),
+      "x.yaml:1: key 'mixed_precision' has value 'fp16' (expected no or bf16: zerotune trains "
+      "in bf16 or fp32, not fp16, which needs loss scaling (as trainer.fp16 is refused))");
+  EXPECT_NE(error_of([] {
+              parse_accelerate_config_text("num_processes: 1\nmixed_precision: fp8\n", "x.yaml");
+            }).find("x.yaml:2: key 'mixed_precision' has value 'fp8' (expected no or bf16"),
+            std::string::npos);
+  EXPECT_EQ(parse_accelerate_config_text("mixed_precision: bf16\n", "x.yaml").mixed_precision,
+            "bf16");
+  const auto dir = fs::path(::testing::TempDir()) / "zt_ds_fp16";
+  fs::create_directories(dir);
+  std::ofstream(dir / "ds.json") << "{\"zero_optimization\": {\"stage\": 2},\n"
+                                    " \"fp16\": {\"enabled\": true}}";
+  std::ofstream(dir / "acc.yaml") << "distributed_type: DEEPSPEED\n"
+                                     "deepspeed_config:\n  deepspeed_config_file: ds.json\n";
+  EXPECT_EQ(error_of([&] { parse_accelerate_config((dir / "acc.yaml").string()); }),
+            (dir / "ds.json").string() +
+                ":2: key 'fp16.enabled' has value 'true' (expected false or \"auto\": zerotune "
+                "trains in bf16 or fp32, not fp16, which needs loss scaling (as trainer.fp16 is "
+                "refused); enable bf16 instead)");
+  std::ofstream(dir / "ds.json")
+      << "{\"fp16\": {\"enabled\": \"auto\"}, \"bf16\": {\"enabled\": true}}";
+  EXPECT_EQ(parse_accelerate_config((dir / "acc.yaml").string()).mixed_precision, "bf16");
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace zt::cli

@@ -144,6 +144,20 @@ TEST(CommandLine, EveryCommandHasOneUsageErrorStyle) {
   }
 }
 
+// `zerotune launch` given an accelerate-launch flag it does not take: a usage error before any rank
+// starts (every rank was started with the flag as its command, and each failed on its own).
+TEST(CommandLine, LaunchRefusesAnUnknownFlagBeforeStartingRanks) {
+  const CmdResult r =
+      run_zerotune("launch --num_processes 2 --mixed_precision fp16 train --config x");
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_EQ(r.err.rfind("zerotune: error: launch: '--mixed_precision' is not a launch option; ", 0),
+            0u)
+      << r.err;
+  EXPECT_EQ(r.err.find("starting"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("unknown command"), std::string::npos) << r.err;
+  EXPECT_EQ(run_zerotune("launch -n 2 train").status, 2);
+}
+
 TEST(CommandLine, OptionsPrintsTheTable) {
   const CmdResult r = run_zerotune("options");
   EXPECT_EQ(r.status, 0) << r.err;
