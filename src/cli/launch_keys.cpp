@@ -97,13 +97,17 @@ constexpr LaunchKey kDeepSpeedJson[] = {
     {"fp16", "", ""},
     {"gradient_accumulation_steps", "", ""},
     {"gradient_clipping", "", ""},
-    {"train_batch_size", "*", "zerotune's global batch is per_device_train_batch_size × world size × "
-                              "gradient_accumulation_steps (trainer.*)"},
-    {"train_micro_batch_size_per_gpu", "*", "zerotune's micro-batch is trainer.per_device_train_batch_size"},
-    {"optimizer", "*", "zerotune's optimizer is trainer.optim / learning_rate / adam_* / weight_decay "
-                       "(as transformers fills DeepSpeed's \"auto\" values)"},
-    {"scheduler", "*", "zerotune's schedule is trainer.lr_scheduler_type / warmup_* (as transformers "
-                       "fills DeepSpeed's \"auto\" values)"},
+    // Not "auto": transformers' DeepSpeed integration fills "auto" from the trainer and refuses a
+    // value that differs from it; zerotune reads the trainer's values, so anything else gets a note.
+    {"train_batch_size", "auto|~", "zerotune's global batch is per_device_train_batch_size × world "
+                                   "size × gradient_accumulation_steps (trainer.*)"},
+    {"train_micro_batch_size_per_gpu", "auto|~",
+     "zerotune's micro-batch is trainer.per_device_train_batch_size"},
+    {"optimizer", "~", "zerotune's optimizer is trainer.optim / learning_rate / adam_* / weight_decay "
+                       "(transformers fills DeepSpeed's \"auto\" values from them and refuses "
+                       "others that differ)"},
+    {"scheduler", "~", "zerotune's schedule is trainer.lr_scheduler_type / warmup_* (transformers "
+                       "fills DeepSpeed's \"auto\" values from them and refuses others that differ)"},
     {"steps_per_print", "*", "zerotune logs every trainer.logging_steps"},
     {"wall_clock_breakdown", "false", "zerotune reports throughput in metrics.jsonl"},
     {"memory_breakdown", "false", "zerotune reports its memory plan at start-up"},

@@ -189,6 +189,29 @@ TEST(AccelerateConfig, DeepSpeedJsonKeysAreCheckedToo) {
   fs::remove_all(dir);
 }
 
+// A DeepSpeed JSON's own optimizer, scheduler and batch sizes are not read (the trainer's are):
+// anything but "auto" gets a note saying so (it got none: an SGD at lr 0.1 ran as the trainer's
+// AdamW without a word).
+TEST(AccelerateConfig, DeepSpeedOptimizerSchedulerAndBatchGetANote) {
+  const auto dir = fs::path(::testing::TempDir()) / "zt_ds_opt";
+  fs::create_directories(dir);
+  std::ofstream(dir / "ds.json")
+      << "{\"optimizer\": {\"type\": \"SGD\", \"params\": {\"lr\": 0.1}},\n"
+         " \"scheduler\": {\"type\": \"WarmupDecayLR\"},\n"
+         " \"train_batch_size\": 64, \"train_micro_batch_size_per_gpu\": \"auto\"}\n";
+  const AccelerateConfig c = parse_deepspeed_config((dir / "ds.json").string());
+  ASSERT_EQ(c.notes.size(), 3u);
+  EXPECT_EQ(c.notes[0].rfind((dir / "ds.json").string() + ":1: 'optimizer: ", 0), 0u) << c.notes[0];
+  EXPECT_NE(c.notes[0].find("zerotune's optimizer is trainer.optim"), std::string::npos);
+  EXPECT_EQ(c.notes[1].rfind((dir / "ds.json").string() + ":2: 'scheduler: ", 0), 0u) << c.notes[1];
+  EXPECT_EQ(c.notes[2].rfind((dir / "ds.json").string() + ":3: 'train_batch_size: 64' changes", 0),
+            0u)
+      << c.notes[2];
+  std::ofstream(dir / "ds.json") << "{\"train_batch_size\": \"auto\"}\n";
+  EXPECT_TRUE(parse_deepspeed_config((dir / "ds.json").string()).notes.empty());
+  fs::remove_all(dir);
+}
+
 TEST(AccelerateConfig, FsdpStrategiesMapToZeroStages) {
   const std::pair<std::string, int> cases[] = {
       {"FULL_SHARD", 3}, {"SHARD_GRAD_OP", 2}, {"NO_SHARD", 0}, {"1", 3}, {"2", 2}, {"3", 0}};

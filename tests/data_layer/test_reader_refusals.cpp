@@ -110,5 +110,43 @@ TEST(ReaderRefusals, ParquetStructFieldGivenTwice) {
       (dir / "s.parquet").string() + ": column 'messages': struct field 'content' occurs 2 times");
 }
 
+// Real data carries columns TRL never looks at (a timestamp, an id as decimal, raw bytes): a
+// top-level column of a type zerotune does not read is left out of the rows with a note, not the
+// file refused. The same type nested inside a column that is read is still an error naming the
+// column.
+TEST(ReaderRefusals, UnreadableExtraColumnIsLeftOut) {
+  TempDir dir;
+  arrow::StringBuilder p, c;
+  ASSERT_TRUE(p.Append("hi").ok() && c.Append("there").ok());
+  std::shared_ptr<arrow::Array> pa, ca, ta, la;
+  ASSERT_TRUE(p.Finish(&pa).ok() && c.Finish(&ca).ok());
+  arrow::TimestampBuilder t(arrow::timestamp(arrow::TimeUnit::MICRO), arrow::default_memory_pool());
+  ASSERT_TRUE(t.Append(1700000000000000).ok() && t.Finish(&ta).ok());
+  auto table = arrow::Table::Make(arrow::schema({arrow::field("prompt", arrow::utf8()),
+                                                 arrow::field("completion", arrow::utf8()),
+                                                 arrow::field("created", ta->type())}),
+                                  {pa, ca, ta});
+  auto out = arrow::io::FileOutputStream::Open((dir / "t.parquet").string()).ValueOrDie();
+  ASSERT_TRUE(parquet::arrow::WriteTable(*table, arrow::default_memory_pool(), out, 16).ok());
+  ASSERT_TRUE(out->Close().ok());
+  const std::vector<Json> rows = read_rows(dir / "t.parquet");
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0], Json::parse(R"({"prompt": "hi", "completion": "there"})"));
+  // Nested in a list column: refused, naming the column.
+  arrow::Int32Builder off;
+  std::shared_ptr<arrow::Array> offsets;
+  ASSERT_TRUE(off.AppendValues({0, 1}).ok() && off.Finish(&offsets).ok());
+  auto list = arrow::ListArray::FromArrays(*offsets, *ta).ValueOrDie();
+  auto t2 = arrow::Table::Make(arrow::schema({arrow::field("stamps", list->type())}), {list});
+  auto out2 = arrow::io::FileOutputStream::Open((dir / "n.parquet").string()).ValueOrDie();
+  ASSERT_TRUE(parquet::arrow::WriteTable(*t2, arrow::default_memory_pool(), out2, 16).ok());
+  ASSERT_TRUE(out2->Close().ok());
+  EXPECT_EQ(
+      error_of([&] {
+        read_rows(dir / "n.parquet");
+      }).rfind((dir / "n.parquet").string() + ": column 'stamps' has Arrow type timestamp", 0),
+      0u);
+}
+
 }  // namespace
 }  // namespace zt::data
