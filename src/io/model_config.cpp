@@ -160,6 +160,10 @@ RopeConfig parse_rope_dict(const Reader& r, const Json& d, const std::string& wh
                            int64_t max_pos, bool phi3) {
   RopeConfig rope;
   rope.theta = r.opt_num(d, "rope_theta", theta, where);
+  // The inverse frequencies theta^(-2i/d): theta ≤ 0 gives NaN or infinite angles at step 1.
+  if (!(rope.theta > 0.0 && std::isfinite(rope.theta)))
+    fail("{}: key \"{}{}rope_theta\" is {}, expected a positive number", r.src, r.pre, where,
+         rope.theta);
   std::string type = "default";
   for (const char* k : {"rope_type", "type"}) {
     if (d.contains(k) && !d[k].is_null()) {
@@ -542,6 +546,10 @@ ModelConfig parse_model_config(const Json& file_json, std::string_view source) {
   if (c.head_dim % 2 != 0)
     fail("{}: head_dim {} is odd; RoPE needs an even head_dim", source, c.head_dim);
   c.rms_norm_eps = r.opt_num(j, "rms_norm_eps", fam.rms_norm_eps, "");
+  // eps ≤ 0 (or not finite) gives a NaN loss at step 1, which would be reported as the data's.
+  if (!(c.rms_norm_eps > 0.0 && std::isfinite(c.rms_norm_eps)))
+    fail("{}: key \"{}rms_norm_eps\" is {}, expected a positive number", source, pre,
+         c.rms_norm_eps);
 
   // RoPE (one, or Gemma 3's global + local) and the rotated part of a head.
   double prf = 1.0;

@@ -234,6 +234,28 @@ TEST(ModelConfig, UnsupportedSettingsAreErrorsNamingFileAndKey) {
   expect_error([&] { zt::load_model_config(d / "nope.json"); }, {"nope.json: cannot open"});
 }
 
+// Values that make the first step's loss NaN, which the trainer would report as the data's
+// ("dataset rows of the step: …, set trainer.nan_policy"): refused where config.json is read.
+TEST(ModelConfig, NonPositiveEpsAndRopeThetaNameTheKey) {
+  zt::Json j = tiny();
+  j["rms_norm_eps"] = -1;
+  expect_error([&] { zt::parse_model_config(j, "m/config.json"); },
+               {"m/config.json: key \"rms_norm_eps\" is -1, expected a positive number"});
+  j = tiny();
+  j["rms_norm_eps"] = 0;
+  expect_error([&] { zt::parse_model_config(j, "m/config.json"); },
+               {"key \"rms_norm_eps\" is 0, expected a positive number"});
+  j = tiny();
+  j["rope_theta"] = 0;
+  expect_error([&] { zt::parse_model_config(j, "m/config.json"); },
+               {"m/config.json: key \"rope_theta\" is 0, expected a positive number"});
+  j = tiny();
+  j.erase("rope_theta");
+  j["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", -5}};
+  expect_error([&] { zt::parse_model_config(j, "m/config.json"); },
+               {"key \"rope_parameters.rope_theta\" is -5, expected a positive number"});
+}
+
 TEST(ModelConfig, Qwen2SlidingWindowAsTransformers) {
   // Qwen2Config: use_sliding_window + max_window_layers (layer_types default), as qwen3.
   zt::Json j = tiny();
