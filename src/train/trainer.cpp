@@ -676,8 +676,12 @@ TrainSummary Trainer::run() {
       window_start = t;
       s.log_record(rec);
     }
+    // "epoch": at each epoch's last step and at the run's last one — an epoch cut short by
+    // max_steps (or a fractional num_train_epochs) ends there, and transformers' training loop
+    // calls on_epoch_end after it too (DefaultFlowCallback: evaluate and save).
+    const bool epoch_end = info.last_in_epoch || gs == T;
     bool do_eval = (a.eval_strategy == IntervalStrategy::kSteps && gs % eval_every == 0) ||
-                   (a.eval_strategy == IntervalStrategy::kEpoch && info.last_in_epoch);
+                   (a.eval_strategy == IntervalStrategy::kEpoch && epoch_end);
     if (do_eval) {
       if (std::optional<MetricRecord> rec = s.evaluate(gs, info.epoch_progress)) {
         sum.last_eval_loss = rec->number("eval_loss");
@@ -687,7 +691,7 @@ TrainSummary Trainer::run() {
     const bool stop = any_rank_stopping(s.comm);
     bool do_save =
         (a.save_strategy == IntervalStrategy::kSteps && (gs % a.save_steps == 0 || gs == T)) ||
-        (a.save_strategy == IntervalStrategy::kEpoch && info.last_in_epoch) || stop;
+        (a.save_strategy == IntervalStrategy::kEpoch && epoch_end) || stop;
     if (do_save) sum.last_checkpoint = s.save_checkpoint(gs, stop);
     if (stop) {
       sum.interrupted = true;

@@ -173,6 +173,24 @@ TEST_F(TrainCli, ResumeFromAMalformedStateNamesTheKey) {
   EXPECT_EQ(r.output.find("internal error"), std::string::npos) << r.output;
 }
 
+// eval_strategy / save_strategy "epoch" with the epoch cut short by max_steps: evaluated and saved
+// at the last step, as transformers' loop ends the epoch there (on_epoch_end); nothing was done.
+// (48 rows, global batch 8: 6 steps an epoch; max_steps 4.)
+TEST_F(TrainCli, EpochStrategyActsAtTheEndOfACutShortEpoch) {
+  auto r = train("epochcut",
+                 "trainer.eval_strategy=epoch trainer.save_strategy=epoch trainer.max_steps=4");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(fs::exists(exp("epochcut") / "checkpoint-4" / "trainer_state.json"));
+  EXPECT_FALSE(fs::exists(exp("epochcut") / "checkpoint-2"));
+  int evals = 0;
+  for (const zt::Json& e : train_events(exp("epochcut")))
+    if (e.contains("eval_loss")) {
+      ++evals;
+      EXPECT_EQ(e["step"].get<int64_t>(), 4) << e.dump();
+    }
+  EXPECT_EQ(evals, 1);
+}
+
 TEST_F(TrainCli, EvalLossIndependentOfEvalBatchAndWorld) {
   // learning_rate 0 keeps the weights bitwise (AdamW adds -0), so every run evaluates the same
   // model; eval_loss must then be bitwise equal for eval batch 1, 3, 8 and world size 1, 2.
