@@ -56,14 +56,25 @@ Json checked_messages(const Json& v, std::string_view column, bool sharegpt, int
     if (!m.contains(role_key)) {
       fail("{}: row {}: column '{}', message {} has no '{}'", file, r, column, k, role_key);
     }
+    // TRL's tool-calling format: an assistant message carrying `tool_calls` may have no content
+    // (absent or null, as HF datasets stores a missing key); chat templates guard on it.
+    const bool tool_call = !sharegpt && m.contains("tool_calls") && m["tool_calls"].is_array() &&
+                           !m["tool_calls"].empty() && m[role_key] == "assistant";
     if (!m.contains(content_key)) {
-      fail("{}: row {}: column '{}', message {} has no '{}'", file, r, column, k, content_key);
+      if (!tool_call)
+        fail("{}: row {}: column '{}', message {} has no '{}'", file, r, column, k, content_key);
+      out.push_back(m);
+      continue;
     }
     const Json& role = m[role_key];
     const Json& content = m[content_key];
     if (!role.is_string()) {
       fail("{}: row {}: column '{}', message {}: '{}' is {}, expected a string", file, r, column, k,
            role_key, role.type_name());
+    }
+    if (tool_call && content.is_null()) {
+      out.push_back(m);
+      continue;
     }
     if (!content.is_string()) {
       fail("{}: row {}: column '{}', message {}: '{}' is {}, expected a string", file, r, column, k,

@@ -76,6 +76,32 @@ TEST(ExtractRow, PlainAndConversational) {
   EXPECT_EQ(b.tools, Json::parse(R"([{"name": "f"}])"));
 }
 
+// TRL's tool-calling rows: an assistant message with `tool_calls` and no content (absent or null)
+// is kept as it is for the template; without tool_calls (or from another role) it is an error.
+TEST(ExtractRow, ToolCallMessagesMayHaveNoContent) {
+  const DatasetFormat msgs{DatasetKind::kConversationalLanguageModeling, "text", false};
+  const SftRow r = row_of(
+      R"({"messages": [{"role": "user", "content": "weather?"},
+          {"role": "assistant", "tool_calls": [{"type": "function",
+            "function": {"name": "get_weather", "arguments": {"city": "Paris"}}}]},
+          {"role": "tool", "content": "sunny"},
+          {"role": "assistant", "content": null, "tool_calls": [{"type": "function",
+            "function": {"name": "f", "arguments": {}}}]},
+          {"role": "assistant", "content": "It is sunny."}]})",
+      msgs);
+  ASSERT_EQ(r.completion_messages.size(), 5u);
+  EXPECT_FALSE(r.completion_messages[1].contains("content"));
+  EXPECT_TRUE(r.completion_messages[3]["content"].is_null());
+  EXPECT_EQ(r.completion_messages[1]["tool_calls"][0]["function"]["name"], "get_weather");
+  EXPECT_EQ(error_of([&] { row_of(R"({"messages": [{"role": "assistant"}]})", msgs, 3); }),
+            "d.jsonl: row 3: column 'messages', message 0 has no 'content'");
+  EXPECT_EQ(error_of([&] {
+              row_of(R"({"messages": [{"role": "user", "content": null, "tool_calls": [{}]}]})",
+                     msgs, 4);
+            }),
+            "d.jsonl: row 4: column 'messages', message 0: 'content' is null, expected a string");
+}
+
 TEST(ExtractRow, ShareGptConvertedToRoleContent) {
   const DatasetFormat sg{DatasetKind::kConversationalLanguageModeling, "text", true};
   const SftRow r = row_of(
