@@ -277,11 +277,8 @@ AccelerateConfig parse_accelerate_config_text(const std::string& yaml, const std
     const std::string v = rd.str(n, "mixed_precision");
     if (v != "no" && v != "bf16" && v != "fp16" && v != "fp8")
       rd.bad(n, "mixed_precision", "no, bf16, fp16 or fp8");
-    // accelerate would run fp16 / fp8 autocast; zerotune would silently train fp32 instead.
-    if (v == "fp16" || v == "fp8")
-      rd.bad(n, "mixed_precision",
-             "no or bf16: zerotune trains in bf16 or fp32, not " + v +
-                 ", which needs loss scaling (as trainer.fp16 is refused)");
+    // fp16 / fp8 is refused by `train` unless trainer.bf16 is on (cmd_train.cpp): transformers
+    // then overrides accelerate's mixed_precision with bf16.
     c.mixed_precision = v;
   }
 

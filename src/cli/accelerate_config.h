@@ -30,7 +30,7 @@ struct AccelerateConfig {
   int machine_rank = 0;
   std::string main_process_ip;  // empty when not given
   std::optional<int> main_process_port;
-  std::string mixed_precision = "no";  // no | bf16 (fp16 and fp8 are refused when read)
+  std::string mixed_precision = "no";  // no | bf16 | fp16 | fp8
   bool use_cpu = false;
   std::optional<int> zero_stage;  // 0..3 as in the file comment; unset: the file names none
   std::string offload_optimizer_device = "none";   // none | cpu

@@ -91,6 +91,15 @@ train::TrainArgs make_train_args(RunConfig& cfg, const std::optional<AccelerateC
     fail("{}: {}", cfg.source(), e.what());
   }
   bool bf16 = cfg.get<bool>("trainer.bf16");
+  // fp16 / fp8 from the accelerate file: with trainer.bf16 transformers trains bf16 (its arguments
+  // override accelerate's mixed_precision; the warning below), without it accelerate would
+  // autocast to fp16 / fp8, which zerotune lacks — refused, as trainer.fp16 is.
+  if (acc && !bf16 && (acc->mixed_precision == "fp16" || acc->mixed_precision == "fp8"))
+    fail(
+        "{}: mixed_precision {} is not supported by zerotune (it trains in bf16 or fp32; fp16 "
+        "needs "
+        "loss scaling): set mixed_precision: bf16 or no, or trainer.bf16: true",
+        acc->path, acc->mixed_precision);
   if (acc && acc->mixed_precision != "no" && (acc->mixed_precision == "bf16") != bf16)
     warn(fmt::format("{}: mixed_precision {} differs from trainer.bf16 {}; trainer.bf16 wins", acc->path,
                      acc->mixed_precision, bf16));

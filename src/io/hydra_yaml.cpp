@@ -9,6 +9,7 @@
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <regex>
 #include <set>
 #include <sstream>
 
@@ -23,40 +24,39 @@ std::string lower(std::string s) {
   return s;
 }
 
-bool parse_int(const std::string& s, int64_t* out) {
-  std::string t;
-  for (char c : s)
-    if (c != '_') t += c;
-  if (t.empty()) return false;
-  size_t i = (t[0] == '-' || t[0] == '+') ? 1 : 0;
-  if (i >= t.size()) return false;
-  // YAML 1.1's int forms, as PyYAML (and so OmegaConf) resolve them: 0x hex, 0b binary, a leading
-  // 0 octal (017 is 15; 08 is not an int but the string "08"), else decimal. The 1:30 sexagesimal
-  // form is not taken (it stays a string).
-  int base = 10;
-  size_t k0 = i;
-  if (t.size() > i + 2 && t[i] == '0' && (t[i + 1] == 'x' || t[i + 1] == 'X')) {
-    base = 16;
-    k0 = i + 2;
-  } else if (t.size() > i + 2 && t[i] == '0' && t[i + 1] == 'b') {
-    base = 2;
-    k0 = i + 2;
-  } else if (t.size() > i + 1 && t[i] == '0') {
-    base = 8;
-    k0 = i + 1;
+// Integers. YAML files: YAML 1.1's int forms exactly as PyYAML's resolver matches them (what
+// OmegaConf gives): [-+]?0b[0-1_]+ binary, [-+]?0[0-7_]+ octal (017 is 15; 08 matches none and
+// stays the string "08"), [-+]?(0|[1-9][0-9_]*) decimal, [-+]?0x[0-9a-fA-F_]+ hex; underscores
+// dropped after the match; the 1:30 sexagesimal form is not taken (it stays a string).
+// Command-line overrides (`octal` false): Hydra's override grammar has no octal, binary or hex;
+// its typed conversion reads a decimal with leading zeros (seed=0042) as 42, and so does this.
+bool parse_int(const std::string& s, int64_t* out, bool octal) {
+  static const std::regex bin("[-+]?0b[0-1_]+"), oct("[-+]?0[0-7_]+"), dec("[-+]?(0|[1-9][0-9_]*)"),
+      hex("[-+]?0x[0-9a-fA-F_]+"), dec0("[-+]?[0-9][0-9_]*");
+  int base;
+  size_t skip;  // prefix characters after the sign
+  if (!octal) {
+    if (!std::regex_match(s, dec0)) return false;
+    base = 10, skip = 0;
+  } else if (std::regex_match(s, bin)) {
+    base = 2, skip = 2;
+  } else if (std::regex_match(s, hex)) {
+    base = 16, skip = 2;
+  } else if (std::regex_match(s, dec)) {
+    base = 10, skip = 0;
+  } else if (std::regex_match(s, oct)) {
+    base = 8, skip = 1;
+  } else {
+    return false;
   }
-  for (size_t k = k0; k < t.size(); ++k) {
-    const unsigned char c = static_cast<unsigned char>(t[k]);
-    const bool ok = base == 16  ? std::isxdigit(c) != 0
-                    : base == 8 ? (c >= '0' && c <= '7')
-                    : base == 2 ? (c == '0' || c == '1')
-                                : std::isdigit(c) != 0;
-    if (!ok) return false;
-  }
+  const size_t sign = (s[0] == '-' || s[0] == '+') ? 1 : 0;
+  std::string digits = s[0] == '-' ? "-" : "";
+  for (size_t k = sign + skip; k < s.size(); ++k)
+    if (s[k] != '_') digits += s[k];
+  if (digits.empty() || digits == "-") return false;  // "0b_": PyYAML's int() fails too
   errno = 0;
   char* end = nullptr;
-  const std::string digits = (i == 1 ? t.substr(0, 1) : std::string()) + t.substr(k0);
-  long long v = std::strtoll(digits.c_str(), &end, base);
+  const long long v = std::strtoll(digits.c_str(), &end, base);
   if (errno != 0 || *end != '\0') return false;
   *out = v;
   return true;
@@ -90,16 +90,16 @@ bool parse_float(const std::string& s, double* out) {
   return true;
 }
 
-Json node_to_json(const YAML::Node& n, const std::filesystem::path& file) {
+Json node_to_json(const YAML::Node& n, const std::filesystem::path& file, bool octal = true) {
   switch (n.Type()) {
     case YAML::NodeType::Null:
     case YAML::NodeType::Undefined:
       return nullptr;
     case YAML::NodeType::Scalar:
-      return yaml_scalar_to_json(n.Scalar(), n.Tag() == "!");
+      return yaml_scalar_to_json(n.Scalar(), n.Tag() == "!", octal);
     case YAML::NodeType::Sequence: {
       Json a = Json::array();
-      for (const auto& c : n) a.push_back(node_to_json(c, file));
+      for (const auto& c : n) a.push_back(node_to_json(c, file, octal));
       return a;
     }
     case YAML::NodeType::Map: {
@@ -108,7 +108,7 @@ Json node_to_json(const YAML::Node& n, const std::filesystem::path& file) {
         if (!kv.first.IsScalar())
           fail("{}:{}: only scalar mapping keys are supported", file.string(),
                kv.first.Mark().line + 1);
-        o[kv.first.Scalar()] = node_to_json(kv.second, file);
+        o[kv.first.Scalar()] = node_to_json(kv.second, file, octal);
       }
       return o;
     }
@@ -154,7 +154,8 @@ const Json* find_key_path(const Json& root, std::string_view path) {
       cur = &*it;
     } else if (cur->is_array()) {
       int64_t idx;
-      if (!parse_int(part, &idx) || idx < 0 || static_cast<size_t>(idx) >= cur->size())
+      if (!parse_int(part, &idx, /*octal=*/false) || idx < 0 ||
+          static_cast<size_t>(idx) >= cur->size())
         return nullptr;
       cur = &(*cur)[static_cast<size_t>(idx)];
     } else {
@@ -268,7 +269,7 @@ void apply_override(Json& root, const std::string& ov, const std::filesystem::pa
   Json value;
   try {
     YAML::Node n = load_yaml(ov.substr(eq + 1), "override '" + ov + "'");
-    value = node_to_json(n, "<command line>");
+    value = node_to_json(n, "<command line>", /*octal=*/false);
   } catch (const YAML::Exception& e) {
     fail("override '{}': the value is not valid YAML: {}", ov, e.msg);
   }
@@ -320,14 +321,14 @@ void emit(YAML::Emitter& out, const Json& v) {
 
 }  // namespace
 
-Json yaml_scalar_to_json(const std::string& s, bool quoted) {
+Json yaml_scalar_to_json(const std::string& s, bool quoted, bool octal) {
   if (quoted) return s;
   std::string l = lower(s);
   if (l.empty() || l == "~" || l == "null") return nullptr;
   if (l == "true") return true;
   if (l == "false") return false;
   int64_t i;
-  if (parse_int(s, &i)) return i;
+  if (parse_int(s, &i, octal)) return i;
   double d;
   if (parse_float(s, &d)) return d;
   return s;
@@ -348,6 +349,7 @@ void check_defaults_list(const Json& d, const std::filesystem::path& path) {
       group = e.get<std::string>();
     } else if (e.is_object() && e.size() == 1) {
       group = e.begin().key();
+      if (e.begin().value().is_null()) continue;  // `- db: null`: Hydra loads nothing
     } else {
       fail("{}: defaults: entry {} is not a Hydra defaults entry (`_self_`, `group: option`)",
            path.string(), e.dump());
@@ -361,6 +363,7 @@ void check_defaults_list(const Json& d, const std::filesystem::path& path) {
           stripped = true;
         }
     }
+    if (!group.empty() && group.front() == '/') group.erase(group.begin());  // absolute form
     if (group == "hydra" || group.rfind("hydra/", 0) == 0) continue;
     fail(
         "{}: defaults: entry {} names the config group '{}', whose file Hydra would merge into "

@@ -19,9 +19,11 @@ namespace zt {
 inline constexpr std::string_view kMissingValue = "???";
 
 // Converts one YAML scalar string to a typed JSON value with OmegaConf's rules: null/~ → null,
-// true/false (any case) → bool, integers (incl. 0x…, 1_000) → int, floats (incl. `1e-5`, `.inf`,
-// `.nan`) → float, anything else → string. `quoted` scalars are always strings.
-Json yaml_scalar_to_json(const std::string& s, bool quoted);
+// true/false (any case) → bool, integers (PyYAML's forms: 1_000, 0x1F, 0b101, 017 octal) → int,
+// floats (incl. `1e-5`, `.inf`, `.nan`) → float, anything else → string. `quoted` scalars are
+// always strings. `octal` false (command-line overrides, Hydra's grammar): integers are decimal
+// only, leading zeros allowed (0042 is 42).
+Json yaml_scalar_to_json(const std::string& s, bool quoted, bool octal = true);
 
 // Loads `path`, applies `overrides` ("a.b=1", "+a.c=x"), drops `defaults`/`hydra`, resolves
 // interpolations. `???` values are kept as the string "???".

@@ -42,11 +42,17 @@ ExprPtr Parser::parse_expression(bool with_condexpr) {
 
 ExprPtr Parser::parse_condexpr() {
   int line = cur().line;
+  Chain chain(*this);
   ExprPtr e = parse_or();
   while (skip_name("if")) {
+    chain.link(line);
     auto c = make(ExprKind::kCond, line);
     ExprPtr test = parse_or();
-    ExprPtr other = skip_name("else") ? parse_condexpr() : nullptr;
+    ExprPtr other;
+    if (skip_name("else")) {
+      const Nest nest(*this, cur().line);
+      other = parse_condexpr();
+    }
     c->kids.push_back(std::move(e));
     c->kids.push_back(std::move(test));
     c->kids.push_back(std::move(other));
@@ -58,15 +64,23 @@ ExprPtr Parser::parse_condexpr() {
 
 ExprPtr Parser::parse_or() {
   int line = cur().line;
+  Chain chain(*this);
   ExprPtr e = parse_and();
-  while (skip_name("or")) e = make2(ExprKind::kOr, line, std::move(e), parse_and());
+  while (skip_name("or")) {
+    chain.link(line);
+    e = make2(ExprKind::kOr, line, std::move(e), parse_and());
+  }
   return e;
 }
 
 ExprPtr Parser::parse_and() {
   int line = cur().line;
+  Chain chain(*this);
   ExprPtr e = parse_not();
-  while (skip_name("and")) e = make2(ExprKind::kAnd, line, std::move(e), parse_not());
+  while (skip_name("and")) {
+    chain.link(line);
+    e = make2(ExprKind::kAnd, line, std::move(e), parse_not());
+  }
   return e;
 }
 
@@ -121,8 +135,10 @@ ExprPtr Parser::parse_binary_level(int level) {
   // level 0: + -, 1: ~ (concat), 2: * / // %, 3: **
   if (level == 3) {
     int line = cur().line;
+    Chain chain(*this);
     ExprPtr e = parse_unary(true);
     while (is_op(cur(), "**")) {
+      chain.link(line);
       next();
       e = make2(ExprKind::kBinary, line, std::move(e), parse_unary(true));
       e->op = BinOp::kPow;
@@ -130,6 +146,7 @@ ExprPtr Parser::parse_binary_level(int level) {
     return e;
   }
   int line = cur().line;
+  Chain chain(*this);
   ExprPtr e = parse_binary_level(level + 1);
   if (level == 1) {
     if (!is_op(cur(), "~")) return e;
@@ -155,6 +172,7 @@ ExprPtr Parser::parse_binary_level(int level) {
       op = BinOp::kMod;
     else
       break;
+    chain.link(line);
     next();
     e = make2(ExprKind::kBinary, line, std::move(e), parse_binary_level(level + 1));
     e->op = op;
@@ -241,7 +259,9 @@ ExprPtr Parser::parse_primary() {
 }
 
 ExprPtr Parser::parse_postfix(ExprPtr e) {
+  Chain chain(*this);
   while (true) {
+    if (is_op(cur(), ".") || is_op(cur(), "[") || is_op(cur(), "(")) chain.link(cur().line);
     if (is_op(cur(), ".") || is_op(cur(), "[")) {
       e = parse_subscript(std::move(e));
     } else if (is_op(cur(), "(")) {
@@ -253,7 +273,9 @@ ExprPtr Parser::parse_postfix(ExprPtr e) {
 }
 
 ExprPtr Parser::parse_filter_expr(ExprPtr e) {
+  Chain chain(*this);
   while (true) {
+    if (is_op(cur(), "|") || is_name(cur(), "is") || is_op(cur(), "(")) chain.link(cur().line);
     if (is_op(cur(), "|")) {
       e = parse_filter(std::move(e), false);
     } else if (is_name(cur(), "is")) {
@@ -379,7 +401,9 @@ std::string Parser::dotted_name() {
 }
 
 ExprPtr Parser::parse_filter(ExprPtr operand, bool start_inline) {
+  Chain chain(*this);
   while (is_op(cur(), "|") || start_inline) {
+    chain.link(cur().line);
     if (!start_inline) next();
     start_inline = false;
     int line = cur().line;

@@ -169,6 +169,23 @@ class Parser {
     Nest(const Nest&) = delete;
     Nest& operator=(const Nest&) = delete;
   };
+  // A left-deep chain (a + b + …, a or b or …, x|f|g, a.b.c, x if c else …) nests its tree as
+  // deeply as it is long, and evaluating or freeing the tree recurses that deep: each link counts
+  // toward kMaxNesting while the function that builds the chain runs.
+  struct Chain {
+    Parser& p;
+    int links = 0;
+    explicit Chain(Parser& parser) : p(parser) {}
+    void link(int line) {
+      if (p.nesting_ + 1 > kMaxNesting)
+        p.error(line, fmt::format("nested deeper than {} levels", kMaxNesting));
+      ++p.nesting_;
+      ++links;
+    }
+    ~Chain() { p.nesting_ -= links; }
+    Chain(const Chain&) = delete;
+    Chain& operator=(const Chain&) = delete;
+  };
   bool has_generation_ = false;
 };
 

@@ -50,6 +50,14 @@ TEST(YamlScalar, OmegaConfTyping) {
   EXPECT_EQ(zt::yaml_scalar_to_json("+42", false).get<int64_t>(), 42);
   EXPECT_EQ(zt::yaml_scalar_to_json("08", false).get<std::string>(), "08");
   EXPECT_EQ(zt::yaml_scalar_to_json("0.5", false).get<double>(), 0.5);
+  EXPECT_EQ(zt::yaml_scalar_to_json("0_7", false).get<int64_t>(), 7);
+  EXPECT_EQ(zt::yaml_scalar_to_json("1_000", false).get<int64_t>(), 1000);
+  for (const char* s : {"0X1F", "_1", "0_x1", "__0x1F", "0b", "0x", "0o17", "1:30"})
+    EXPECT_TRUE(zt::yaml_scalar_to_json(s, false).is_string()) << s;
+  // Command-line overrides follow Hydra's grammar: decimal only, leading zeros kept decimal.
+  EXPECT_EQ(zt::yaml_scalar_to_json("0042", false, false).get<int64_t>(), 42);
+  EXPECT_EQ(zt::yaml_scalar_to_json("-010", false, false).get<int64_t>(), -10);
+  EXPECT_TRUE(zt::yaml_scalar_to_json("0x10", false, false).is_string());
 }
 
 TEST(HydraYaml, InterpolationOverridesAndDroppedSections) {
@@ -80,6 +88,11 @@ trainer:
   EXPECT_EQ(j["trainer"]["steps"], "???");
   EXPECT_EQ(j["trainer"]["out"], "runs/demo/final");
   EXPECT_EQ(j["trainer"]["extra"], true);
+  // An override's number is decimal (Hydra's grammar), the file's is YAML 1.1 (PyYAML).
+  auto oct = write_tmp("o.yaml", "a: 010\nb: 1\n");
+  const zt::Json o = zt::load_hydra_yaml(oct, {"b=010"});
+  EXPECT_EQ(o["a"].get<int64_t>(), 8);
+  EXPECT_EQ(o["b"].get<int64_t>(), 10);
 }
 
 TEST(HydraYaml, Errors) {
@@ -107,6 +120,9 @@ TEST(HydraYaml, DefaultsListOnlyForHydraItself) {
   auto ok = write_tmp("h.yaml", R"(defaults:
   - override hydra/hydra_logging: disabled
   - override hydra/job_logging: disabled
+  - override /hydra/launcher: basic
+  - db: null
+  - optional cache: null
   - _self_
 a: 1
 )");

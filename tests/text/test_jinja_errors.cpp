@@ -136,6 +136,19 @@ TEST(JinjaErrors, NestingTooDeepIsAnErrorNotACrash) {
             "tpl.jinja:1: nested deeper than 400 levels");
   EXPECT_EQ(error_of("{{ " + nested("[", "1", "]", 20000) + " }}"),
             "tpl.jinja:1: nested deeper than 400 levels");
+  // Left-deep chains nest their trees as deeply as they are long (the review found these crashing).
+  EXPECT_EQ(error_of("{{ 1" + nested("", "", "+1", 50000) + " }}"),
+            "tpl.jinja:1: nested deeper than 400 levels");
+  EXPECT_EQ(error_of("{{ " + nested("1 if 0 else ", "2", "", 100000) + " }}"),
+            "tpl.jinja:1: nested deeper than 400 levels");
+  EXPECT_EQ(error_of("{{ 1" + nested("", "", "|string", 200000) + " }}"),
+            "tpl.jinja:1: nested deeper than 400 levels");
+  EXPECT_EQ(error_of("{{ x" + nested("", "", ".a", 100000) + " }}"),
+            "tpl.jinja:1: nested deeper than 400 levels");
+  EXPECT_EQ(error_of("{{ 1" + nested("", "", " or 1", 100000) + " }}"),
+            "tpl.jinja:1: nested deeper than 400 levels");
+  EXPECT_EQ(render("{{ 1" + nested("", "", "+1", 100) + " }}"), "101");
+  EXPECT_EQ(render("{{ 'a'" + nested("", "", "|upper", 100) + " }}"), "A");
   EXPECT_EQ(render("{{ " + nested("(", "7", ")", 100) + " }}"), "7");
   EXPECT_EQ(render(nested("{% if true %}", "y", "{% endif %}", 300)), "y");
 }

@@ -191,6 +191,26 @@ TEST_F(TrainCli, EpochStrategyActsAtTheEndOfACutShortEpoch) {
   EXPECT_EQ(evals, 1);
 }
 
+// The accelerate file's mixed_precision: fp16 is refused when trainer.bf16 is off (accelerate would
+// autocast to fp16, which zerotune lacks; it trained fp32 without a word) and accepted with a
+// warning when it is on (transformers' bf16 argument overrides accelerate's setting).
+TEST_F(TrainCli, AccelerateFp16RefusedUnlessBf16) {
+  std::ofstream(root_ / "acc_fp16.yaml") << "num_processes: 1\nmixed_precision: fp16\n";
+  const std::string launch = std::string(ZT_BINARY) + " launch --config_file " +
+                             (root_ / "acc_fp16.yaml").string() + " train --config " +
+                             (root_ / "sft.yaml").string() + " trainer.max_steps=1 ";
+  auto r = run(launch + "exp_name=fp16a");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("acc_fp16.yaml: mixed_precision fp16 is not supported by zerotune"),
+            std::string::npos)
+      << r.output;
+  r = run(launch + "exp_name=fp16b trainer.bf16=true trainer.eval_strategy=no");
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("mixed_precision fp16 differs from trainer.bf16 true; trainer.bf16 wins"),
+            std::string::npos)
+      << r.output;
+}
+
 TEST_F(TrainCli, EvalLossIndependentOfEvalBatchAndWorld) {
   // learning_rate 0 keeps the weights bitwise (AdamW adds -0), so every run evaluates the same
   // model; eval_loss must then be bitwise equal for eval batch 1, 3, 8 and world size 1, 2.
