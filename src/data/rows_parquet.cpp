@@ -36,6 +36,38 @@ void check_unique_names(const std::vector<std::string>& names, const std::string
     if (count[n] > 1) fail("{}: {} '{}' occurs {} times", file, what, n, count[n]);
 }
 
+// Whether zerotune reads arrays of this type (build_node resolves the nested ones; value_at reads
+// the scalars).
+bool readable_type(arrow::Type::type t) {
+  switch (t) {
+    case arrow::Type::LIST:
+    case arrow::Type::LARGE_LIST:
+    case arrow::Type::FIXED_SIZE_LIST:
+    case arrow::Type::MAP:
+    case arrow::Type::STRUCT:
+    case arrow::Type::DICTIONARY:
+    case arrow::Type::NA:
+    case arrow::Type::BOOL:
+    case arrow::Type::INT8:
+    case arrow::Type::INT16:
+    case arrow::Type::INT32:
+    case arrow::Type::INT64:
+    case arrow::Type::UINT8:
+    case arrow::Type::UINT16:
+    case arrow::Type::UINT32:
+    case arrow::Type::UINT64:
+    case arrow::Type::HALF_FLOAT:
+    case arrow::Type::FLOAT:
+    case arrow::Type::DOUBLE:
+    case arrow::Type::STRING:
+    case arrow::Type::LARGE_STRING:
+    case arrow::Type::STRING_VIEW:
+      return true;
+    default:
+      return false;
+  }
+}
+
 Node build_node(const std::shared_ptr<arrow::Array>& a, const std::string& file,
                 const std::string& column) {
   Node n{a, {}, {}};
@@ -71,61 +103,15 @@ Node build_node(const std::shared_ptr<arrow::Array>& a, const std::string& file,
       n.children.push_back(
           build_node(static_cast<const arrow::DictionaryArray&>(*a).dictionary(), file, column));
       break;
-    case arrow::Type::NA:
-    case arrow::Type::BOOL:
-    case arrow::Type::INT8:
-    case arrow::Type::INT16:
-    case arrow::Type::INT32:
-    case arrow::Type::INT64:
-    case arrow::Type::UINT8:
-    case arrow::Type::UINT16:
-    case arrow::Type::UINT32:
-    case arrow::Type::UINT64:
-    case arrow::Type::HALF_FLOAT:
-    case arrow::Type::FLOAT:
-    case arrow::Type::DOUBLE:
-    case arrow::Type::STRING:
-    case arrow::Type::LARGE_STRING:
-    case arrow::Type::STRING_VIEW:
-      break;
     default:
-      fail(
-          "{}: column '{}' has Arrow type {}, which zerotune does not read (supported: string, "
-          "integer, float, bool, null, list, struct, map, dictionary)",
-          file, column, a->type()->ToString());
+      if (!readable_type(a->type_id()))
+        fail(
+            "{}: column '{}' has Arrow type {}, which zerotune does not read (supported: string, "
+            "integer, float, bool, null, list, struct, map, dictionary)",
+            file, column, a->type()->ToString());
+      break;  // a scalar: read by value_at
   }
   return n;
-}
-
-// Whether build_node reads arrays of this type (the cases above its default).
-bool readable_type(arrow::Type::type t) {
-  switch (t) {
-    case arrow::Type::LIST:
-    case arrow::Type::LARGE_LIST:
-    case arrow::Type::FIXED_SIZE_LIST:
-    case arrow::Type::MAP:
-    case arrow::Type::STRUCT:
-    case arrow::Type::DICTIONARY:
-    case arrow::Type::NA:
-    case arrow::Type::BOOL:
-    case arrow::Type::INT8:
-    case arrow::Type::INT16:
-    case arrow::Type::INT32:
-    case arrow::Type::INT64:
-    case arrow::Type::UINT8:
-    case arrow::Type::UINT16:
-    case arrow::Type::UINT32:
-    case arrow::Type::UINT64:
-    case arrow::Type::HALF_FLOAT:
-    case arrow::Type::FLOAT:
-    case arrow::Type::DOUBLE:
-    case arrow::Type::STRING:
-    case arrow::Type::LARGE_STRING:
-    case arrow::Type::STRING_VIEW:
-      return true;
-    default:
-      return false;
-  }
 }
 
 struct Where {
