@@ -185,6 +185,25 @@ class Resolver {
     }
   }
 
+  // The absolute key path an interpolation names. OmegaConf's relative form: `${.b}` is key b of
+  // the mapping that holds the value at `at`, each further leading dot one level up (`${..b}`: b
+  // beside that mapping).
+  std::string absolute_key(const std::string& expr, const std::string& at) {
+    if (expr.empty() || expr[0] != '.') return expr;
+    const size_t dots = std::min(expr.find_first_not_of('.'), expr.size());
+    std::vector<std::string> parts = split_key_path(at);
+    parts.pop_back();  // the mapping (or list) holding the value
+    for (size_t i = 1; i < dots; ++i) {
+      if (parts.empty())
+        fail("{}: '{}' interpolates '${{{}}}', which goes above the top of the config",
+             file_.string(), at, expr);
+      parts.pop_back();
+    }
+    std::string key;
+    for (const auto& p : parts) key += p + ".";
+    return key + expr.substr(dots);
+  }
+
   Json resolve_ref(const std::string& expr, const std::string& at) {
     if (expr.rfind("oc.env:", 0) == 0) {
       std::string rest = expr.substr(7);
@@ -197,32 +216,48 @@ class Resolver {
              var);
       std::string def = rest.substr(comma + 1);
       while (!def.empty() && def.front() == ' ') def.erase(def.begin());
+      // The default may itself interpolate (`${oc.env:OUT,${exp_dir}/out}`), as in OmegaConf.
+      if (def.find("${") != std::string::npos) return resolve_string(def, at);
       return yaml_scalar_to_json(def, false);
     }
     if (expr.find(':') != std::string::npos)
       fail("{}: '{}' uses the resolver '${{{}}}', which zerotune does not support (only oc.env)",
            file_.string(), at, expr);
-    if (stack_.count(expr))
-      fail("{}: interpolation loop through '{}' at '{}'", file_.string(), expr, at);
-    const Json* target = find_key_path(root_, expr);
+    const std::string key = absolute_key(expr, at);
+    if (stack_.count(key))
+      fail("{}: interpolation loop through '{}' at '{}'", file_.string(), key, at);
+    const Json* target = key.empty() || key.back() == '.' ? nullptr : find_key_path(root_, key);
     if (target == nullptr)
       fail("{}: '{}' interpolates '${{{}}}', but no key '{}' exists", file_.string(), at, expr,
-           expr);
-    stack_.insert(expr);
+           key);
+    stack_.insert(key);
     Json value = *target;
-    resolve_node(value, expr);
-    stack_.erase(expr);
+    resolve_node(value, key);
+    stack_.erase(key);
     if (value.is_string() && value.get<std::string>() == kMissingValue)
       fail("{}: '{}' interpolates '{}', which is ??? (mandatory, not set)", file_.string(), at,
            expr);
     return value;
   }
 
+  // The '}' closing the "${" at `open` (interpolations nest: `${oc.env:A,${b}}`), or npos.
+  static size_t closing_brace(const std::string& s, size_t open) {
+    int depth = 0;
+    for (size_t i = open; i < s.size(); ++i) {
+      if (s.compare(i, 2, "${") == 0) {
+        ++depth;
+        ++i;
+      } else if (s[i] == '}' && --depth == 0) {
+        return i;
+      }
+    }
+    return std::string::npos;
+  }
+
   Json resolve_string(const std::string& s, const std::string& at) {
     if (s.find("${") == std::string::npos) return s;
     // Whole-value interpolation keeps the referenced value's type.
-    if (s.size() > 3 && s.rfind("${", 0) == 0 && s.back() == '}' &&
-        s.find("${", 2) == std::string::npos && s.find('}') == s.size() - 1)
+    if (s.size() > 3 && s.rfind("${", 0) == 0 && closing_brace(s, 0) == s.size() - 1)
       return resolve_ref(s.substr(2, s.size() - 3), at);
     std::string out;
     size_t i = 0;
@@ -232,8 +267,13 @@ class Resolver {
         out += s.substr(i);
         break;
       }
+      if (open > i && s[open - 1] == '\\') {  // OmegaConf's escape: \${x} is the text ${x}
+        out += s.substr(i, open - 1 - i) + "${";
+        i = open + 2;
+        continue;
+      }
       out += s.substr(i, open - i);
-      size_t close = s.find('}', open);
+      size_t close = closing_brace(s, open);
       if (close == std::string::npos)
         fail("{}: '{}': unterminated '${{' in '{}'", file_.string(), at, s);
       Json v = resolve_ref(s.substr(open + 2, close - open - 2), at);

@@ -95,6 +95,45 @@ trainer:
   EXPECT_EQ(o["b"].get<int64_t>(), 10);
 }
 
+// OmegaConf's relative interpolation (`${.b}` a key beside the value, each further dot one level
+// up), an oc.env default that interpolates, and the escaped `\${...}` (the text itself).
+TEST(HydraYaml, RelativeNestedAndEscapedInterpolation) {
+  unsetenv("ZT_TEST_HYDRA_UNSET");
+  auto p = write_tmp("rel.yaml", R"(exp_dir: logs/x
+n: 3
+trainer:
+  output_dir: ${..exp_dir}/ckpts
+  logging_dir: ${.output_dir}/tb
+  steps: ${..n}
+  deep:
+    up2: ${...exp_dir}
+    side: ${.leaf}
+    leaf: 7
+  list:
+    - ${..steps}
+    - 2
+out: ${oc.env:ZT_TEST_HYDRA_UNSET,${exp_dir}/env}
+typed: ${oc.env:ZT_TEST_HYDRA_UNSET,${n}}
+lit: \${exp_dir} and ${n}
+)");
+  const zt::Json j = zt::load_hydra_yaml(p, {});
+  EXPECT_EQ(j["trainer"]["output_dir"], "logs/x/ckpts");
+  EXPECT_EQ(j["trainer"]["logging_dir"], "logs/x/ckpts/tb");
+  EXPECT_EQ(j["trainer"]["steps"].get<int64_t>(), 3);
+  EXPECT_EQ(j["trainer"]["deep"]["up2"], "logs/x");
+  EXPECT_EQ(j["trainer"]["deep"]["side"].get<int64_t>(), 7);
+  EXPECT_EQ(j["trainer"]["list"][0].get<int64_t>(), 3);  // in a list: the list is the holder
+  EXPECT_EQ(j["out"], "logs/x/env");
+  EXPECT_EQ(j["typed"].get<int64_t>(), 3);
+  EXPECT_EQ(j["lit"], "${exp_dir} and 3");
+  auto up = write_tmp("up.yaml", "a: 1\nb: ${..a}\n");
+  EXPECT_EQ(error_of([&] { zt::load_hydra_yaml(up, {}); }),
+            up.string() + ": 'b' interpolates '${..a}', which goes above the top of the config");
+  auto miss = write_tmp("miss.yaml", "t:\n  a: ${.nope}\n");
+  EXPECT_EQ(error_of([&] { zt::load_hydra_yaml(miss, {}); }),
+            miss.string() + ": 't.a' interpolates '${.nope}', but no key 't.nope' exists");
+}
+
 TEST(HydraYaml, Errors) {
   auto p = write_tmp("b.yaml", "a: 1\nb: ${nope.x}\n");
   EXPECT_EQ(error_of([&] { zt::load_hydra_yaml(p, {}); }),
