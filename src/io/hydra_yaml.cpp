@@ -288,6 +288,36 @@ class Resolver {
   std::set<std::string> stack_;
 };
 
+// Hydra's delete override: `~a.b` removes key a.b; `~a.b=v` removes it only when it holds v (else
+// an error, as Hydra's "Could not delete ... value is ..."). Throws when the key is absent.
+void delete_override(Json& root, const std::string& ov, const std::filesystem::path& file) {
+  const size_t eq = ov.find('=');
+  const std::string key = ov.substr(1, eq == std::string::npos ? std::string::npos : eq - 1);
+  if (key.empty()) fail("override '{}' is not of the form ~key.path or ~key.path=value", ov);
+  const auto parts = split_key_path(key);
+  Json* cur = &root;
+  for (size_t i = 0; i + 1 < parts.size(); ++i) {
+    if (!cur->is_object() || !cur->contains(parts[i])) cur = nullptr;
+    if (cur == nullptr) break;
+    cur = &(*cur)[parts[i]];
+  }
+  if (cur == nullptr || !cur->is_object() || !cur->contains(parts.back()))
+    fail("override '{}': cannot delete '{}': it is not in {}", ov, key, file.string());
+  if (eq != std::string::npos) {
+    Json want;
+    try {
+      want = node_to_json(load_yaml(ov.substr(eq + 1), "override '" + ov + "'"), "<command line>",
+                          /*octal=*/false);
+    } catch (const YAML::Exception& e) {
+      fail("override '{}': the value is not valid YAML: {}", ov, e.msg);
+    }
+    if ((*cur)[parts.back()] != want)
+      fail("override '{}': cannot delete '{}': its value is {}, not {}", ov, key,
+           (*cur)[parts.back()].dump(), want.dump());
+  }
+  cur->erase(parts.back());
+}
+
 void apply_override(Json& root, const std::string& ov, const std::filesystem::path& file,
                     const std::function<bool(const std::string&)>& is_known) {
   if (const int64_t bad = first_invalid_utf8_byte(ov); bad >= 0)
@@ -296,15 +326,24 @@ void apply_override(Json& root, const std::string& ov, const std::filesystem::pa
         "text)",
         Json(ov.substr(0, static_cast<size_t>(bad))).dump() + "…",
         static_cast<unsigned char>(ov[bad]), bad);
+  if (!ov.empty() && ov[0] == '~') {  // Hydra's delete: ~key, or ~key=value (only if it holds that)
+    delete_override(root, ov, file);
+    return;
+  }
   size_t eq = ov.find('=');
   if (eq == std::string::npos || eq == 0)
     fail("override '{}' is not of the form key.path=value", ov);
   std::string key = ov.substr(0, eq);
   bool add = false;
-  if (key[0] == '+') {
+  // Hydra's grammar: +key=value adds a key, ++key=value adds it or overrides it.
+  if (key.rfind("++", 0) == 0) {
+    add = true;
+    key = key.substr(2);
+  } else if (key[0] == '+') {
     add = true;
     key = key.substr(1);
   }
+  if (key.empty()) fail("override '{}' is not of the form key.path=value", ov);
   if (is_known && is_known(key)) add = true;
   Json value;
   try {
@@ -431,7 +470,8 @@ Json load_hydra_yaml(const std::filesystem::path& path, const std::vector<std::s
     apply_override(root, ov, path, is_known);
     if (overridden != nullptr) {
       std::string key = ov.substr(0, ov.find('='));
-      overridden->push_back(key[0] == '+' ? key.substr(1) : key);
+      key.erase(0, std::min(key.find_first_not_of("+~"), key.size()));
+      overridden->push_back(key);
     }
   }
   Resolver(root, path).resolve_all();

@@ -25,8 +25,9 @@ inline constexpr std::string_view kMissingValue = "???";
 // only, leading zeros allowed (0042 is 42).
 Json yaml_scalar_to_json(const std::string& s, bool quoted, bool octal = true);
 
-// Loads `path`, applies `overrides` ("a.b=1", "+a.c=x"), drops `defaults`/`hydra`, resolves
-// interpolations. `???` values are kept as the string "???".
+// Loads `path`, applies `overrides` in Hydra's grammar ("a.b=1"; "+a.c=x" adds a key; "++a.c=x"
+// adds or overrides; "~a.b" deletes a key, "~a.b=v" only if it holds v), drops `defaults`/`hydra`,
+// resolves interpolations. `???` values are kept as the string "???".
 // An override of a key absent from the file needs a leading '+' (as in Hydra) unless
 // `is_known(key)` says the application knows the key (it has a default there).
 // Throws zt::Error naming the file (and line for YAML syntax errors and repeated keys), the

@@ -134,6 +134,25 @@ lit: \${exp_dir} and ${n}
             miss.string() + ": 't.a' interpolates '${.nope}', but no key 't.nope' exists");
 }
 
+// Hydra's other override forms: ++key=value (add or override) and ~key / ~key=value (delete).
+TEST(HydraYaml, ForceAddAndDeleteOverrides) {
+  auto p = write_tmp("ov.yaml", "a: 1\nt:\n  seed: 3\n  lr: 0.5\n");
+  std::vector<std::string> seen;
+  const zt::Json j =
+      zt::load_hydra_yaml(p, {"++a=2", "++t.extra=x", "~t.seed", "~t.lr=0.5"}, {}, &seen);
+  EXPECT_EQ(j["a"].get<int64_t>(), 2);
+  EXPECT_EQ(j["t"]["extra"], "x");
+  EXPECT_FALSE(j["t"].contains("seed"));
+  EXPECT_FALSE(j["t"].contains("lr"));
+  EXPECT_EQ(seen, (std::vector<std::string>{"a", "t.extra", "t.seed", "t.lr"}));
+  EXPECT_EQ(error_of([&] { zt::load_hydra_yaml(p, {"~t.nope"}); }),
+            "override '~t.nope': cannot delete 't.nope': it is not in " + p.string());
+  EXPECT_EQ(error_of([&] { zt::load_hydra_yaml(p, {"~t.seed=4"}); }),
+            "override '~t.seed=4': cannot delete 't.seed': its value is 3, not 4");
+  EXPECT_EQ(error_of([&] { zt::load_hydra_yaml(p, {"++=1"}); }),
+            "override '++=1' is not of the form key.path=value");
+}
+
 TEST(HydraYaml, Errors) {
   auto p = write_tmp("b.yaml", "a: 1\nb: ${nope.x}\n");
   EXPECT_EQ(error_of([&] { zt::load_hydra_yaml(p, {}); }),
