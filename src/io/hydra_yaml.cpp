@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/log.h"
 #include "io/yaml_load.h"
 
 namespace zt {
@@ -467,6 +468,17 @@ Json load_hydra_yaml(const std::filesystem::path& path, const std::vector<std::s
   root.erase("defaults");
   root.erase("hydra");
   for (const auto& ov : overrides) {
+    // hydra.run.dir=., hydra/job_logging=disabled: Hydra's own settings, as the file's hydra
+    // section and defaults entries, which are dropped too.
+    const std::string bare = ov.substr(std::min(ov.find_first_not_of("+~"), ov.size()));
+    if (bare.rfind("hydra.", 0) == 0 || bare.rfind("hydra/", 0) == 0 ||
+        bare.rfind("hydra=", 0) == 0) {
+      log::info(
+          "override '{}' configures Hydra itself (its output directory, logging, launcher); "
+          "zerotune runs without Hydra and ignores it",
+          ov);
+      continue;
+    }
     apply_override(root, ov, path, is_known);
     if (overridden != nullptr) {
       std::string key = ov.substr(0, ov.find('='));

@@ -151,6 +151,10 @@ TEST(HydraYaml, ForceAddAndDeleteOverrides) {
             "override '~t.seed=4': cannot delete 't.seed': its value is 3, not 4");
   EXPECT_EQ(error_of([&] { zt::load_hydra_yaml(p, {"++=1"}); }),
             "override '++=1' is not of the form key.path=value");
+  // Hydra's own settings on the command line are accepted and change nothing.
+  const zt::Json h = zt::load_hydra_yaml(
+      p, {"hydra.run.dir=.", "hydra/job_logging=disabled", "++hydra.output_subdir=null"});
+  EXPECT_EQ(h, zt::load_hydra_yaml(p, {}));
 }
 
 TEST(HydraYaml, Errors) {
