@@ -14,13 +14,15 @@ constexpr CommandUsage kUsage{"prepare", "--config sft.yaml [--json] [key.path=v
 
 int cmd_prepare(const Args& args) {
   CLI::App app{"Tokenise and mask the configured datasets into the token cache, and report"};
+  ConfigFileOption file;
   std::string config;
   std::vector<std::string> overrides;
   bool json = false;
-  app.add_option("--config", config, "hydra-style sft.yaml")->required();
+  add_config_file_option(app, file);
   app.add_flag("--json", json, "print the reports as JSON lines instead of text");
   app.add_option("overrides", overrides, "key.path=value overrides");
-  if (auto rc = parse_command_line(app, kUsage, args)) return *rc;
+  if (auto rc = parse_command_line(app, kUsage, with_hydra_long_flags(args))) return *rc;
+  if (auto rc = config_file_of(file, kUsage, &config)) return *rc;
   RunConfig cfg = RunConfig::load(config, overrides);
   for (const auto& n : cfg.notes()) log::info("{}", n);
   TokenizerBundle tok = load_tokenizer(cfg);

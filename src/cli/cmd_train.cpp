@@ -155,12 +155,14 @@ constexpr CommandUsage kUsage{"train", "--config sft.yaml [--config_file acceler
 
 int cmd_train(const Args& args) {
   CLI::App app{"Run the SFT job of a hydra-style sft.yaml (under mpirun / zerotune launch for several ranks)"};
+  ConfigFileOption file;
   std::string config, accel;
   std::vector<std::string> overrides;
-  app.add_option("--config", config, "hydra-style sft.yaml")->required();
+  add_config_file_option(app, file);
   app.add_option("--config_file", accel, "accelerate config (ZeRO stage, offload, mixed precision)");
   app.add_option("overrides", overrides, "key.path=value overrides");
-  if (auto rc = parse_command_line(app, kUsage, args)) return *rc;
+  if (auto rc = parse_command_line(app, kUsage, with_hydra_long_flags(args))) return *rc;
+  if (auto rc = config_file_of(file, kUsage, &config)) return *rc;
   // ZT_ACCELERATE_CONFIG: `zerotune launch` has read (and reported on) the file already.
   const bool accel_from_launch = accel.empty() && std::getenv("ZT_ACCELERATE_CONFIG") != nullptr;
   if (accel.empty())

@@ -32,4 +32,49 @@ std::optional<int> parse_command_line(CLI::App& app, const CommandUsage& usage, 
   return std::nullopt;
 }
 
+void add_config_file_option(CLI::App& app, ConfigFileOption& o) {
+  app.add_option("--config", o.config, "hydra-style sft.yaml");
+  app.add_option("--config-path", o.config_path,
+                 "Hydra's form: the directory of the config (with --config-name; default .)");
+  app.add_option("--config-name", o.config_name,
+                 "Hydra's form: the config's name in --config-path (sft or sft.yaml)");
+}
+
+Args with_hydra_long_flags(const Args& args) {
+  Args out;
+  out.reserve(args.size());
+  for (const auto& a : args) {
+    if (a == "-cp" || a.rfind("-cp=", 0) == 0) {
+      out.push_back("--config-path" + a.substr(3));
+    } else if (a == "-cn" || a.rfind("-cn=", 0) == 0) {
+      out.push_back("--config-name" + a.substr(3));
+    } else {
+      out.push_back(a);
+    }
+  }
+  return out;
+}
+
+std::optional<int> config_file_of(const ConfigFileOption& o, const CommandUsage& usage,
+                                  std::string* path) {
+  if (!o.config.empty() && !o.config_name.empty())
+    return usage_error(usage, "give --config FILE or --config-name NAME (Hydra's form), not both");
+  if (!o.config.empty()) {
+    if (!o.config_path.empty())
+      return usage_error(usage, "--config-path goes with --config-name, not with --config");
+    *path = o.config;
+    return std::nullopt;
+  }
+  if (o.config_name.empty())
+    return usage_error(usage, o.config_path.empty()
+                                  ? "--config is required (or Hydra's --config-name)"
+                                  : "--config-path needs --config-name (the config's name)");
+  const std::string& n = o.config_name;
+  const bool has_ext = (n.size() > 5 && n.compare(n.size() - 5, 5, ".yaml") == 0) ||
+                       (n.size() > 4 && n.compare(n.size() - 4, 4, ".yml") == 0);
+  *path = (o.config_path.empty() ? std::string(".") : o.config_path) + "/" + n +
+          (has_ext ? "" : ".yaml");
+  return std::nullopt;
+}
+
 }  // namespace zt::cli

@@ -10,6 +10,7 @@
 
 #include <CLI/CLI.hpp>
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include "cli/commands.h"
@@ -25,6 +26,22 @@ struct CommandUsage {
 // Parses `args` (argv after the command name) into `app`. std::nullopt: go on; otherwise the exit
 // status to return at once (0 after --help, 2 after a usage error, both printed as above).
 std::optional<int> parse_command_line(CLI::App& app, const CommandUsage& usage, const Args& args);
+
+// The config file of train and prepare: `--config FILE`, or Hydra's way of naming it, as the users'
+// `python sft.py --config-path configs --config-name sft` does: `--config-path DIR` (`-cp`;
+// relative to the current directory, default ".") and `--config-name NAME` (`-cn`; ".yaml" added
+// when NAME has no .yaml/.yml ending), also in the `--opt=value` form.
+struct ConfigFileOption {
+  std::string config, config_path, config_name;
+};
+// Adds the three options to `app`.
+void add_config_file_option(CLI::App& app, ConfigFileOption& o);
+// Hydra's short flags -cp / -cn (which CLI11 would read as -c -p) as --config-path / --config-name.
+Args with_hydra_long_flags(const Args& args);
+// The file the options name into *path; otherwise (none given, --config with --config-name, or
+// --config-path alone) prints a usage error and returns 2.
+std::optional<int> config_file_of(const ConfigFileOption& o, const CommandUsage& usage,
+                                  std::string* path);
 
 // Prints a usage error found by the command itself (as above) and returns 2.
 int usage_error(const CommandUsage& usage, std::string_view what);

@@ -205,3 +205,38 @@ TEST_F(ConfigCase, UnwritableOutputDirectoriesAreUserErrorsBeforeAnythingIsWritt
 }
 
 }  // namespace
+
+// Hydra's way of naming the config (the users' `python sft.py --config-path configs --config-name
+// sft`): --config-path / -cp and --config-name / -cn, also as --opt=value, name with or without
+// .yaml; the usage errors when the options contradict or are missing.
+TEST_F(ConfigCase, HydraConfigPathAndNameNameTheConfigFile) {
+  copy_case("yaml-merge-key-refused");
+  fs::create_directories(dir_ / "configs");
+  fs::rename(dir_ / "sft.yaml", dir_ / "configs" / "sft.yaml");
+  for (const char* form : {"--config-path configs --config-name sft", "-cp configs -cn sft.yaml",
+                           "--config-path=configs --config-name=sft", "-cn configs/sft"}) {
+    const RunResult r = zerotune(std::string("prepare --json ") + form);
+    EXPECT_EQ(r.status, 0) << form << "\n" << r.output;
+    EXPECT_TRUE(has(r, "\"split\":\"train\"")) << form << "\n" << r.output;
+  }
+  const struct {
+    std::string args, message;
+  } bad[] = {
+      {"prepare", "zerotune: error: prepare: --config is required (or Hydra's --config-name)"},
+      {"train -cp configs",
+       "zerotune: error: train: --config-path needs --config-name (the config's name)"},
+      {"prepare --config configs/sft.yaml -cn sft",
+       "zerotune: error: prepare: give --config FILE or --config-name NAME (Hydra's form), not "
+       "both"},
+      {"train --config configs/sft.yaml -cp configs",
+       "zerotune: error: train: --config-path goes with --config-name, not with --config"},
+  };
+  for (const auto& b : bad) {
+    const RunResult r = zerotune(b.args);
+    EXPECT_EQ(r.status, 2) << b.args << "\n" << r.output;
+    EXPECT_TRUE(has(r, b.message)) << b.args << "\n" << r.output;
+  }
+  const RunResult missing = zerotune("prepare -cp configs -cn nope");
+  EXPECT_EQ(missing.status, 1) << missing.output;
+  EXPECT_TRUE(has(missing, "config file configs/nope.yaml does not exist")) << missing.output;
+}
