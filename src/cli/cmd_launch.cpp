@@ -1,5 +1,5 @@
 // `zerotune launch [--num_processes N | --nproc_per_node N] [--nnodes M --node_rank R
-//  --master_addr A --master_port P] [--config_file accelerate.yaml] <command> [args…]`: runs
+//  --master_addr A --master_port P] [--config_file accelerate.yaml] [--] <command> [args…]`: runs
 // `zerotune <command> [args…]` as N local ranks (DESIGN §7), like `accelerate launch` / torchrun.
 // With M nodes, one launcher per node (torchrun's convention): node R's ranks are R*N … R*N+N-1
 // of M*N, meeting at A:P (rank 0's node). --num_processes is accelerate's total over all machines
@@ -50,12 +50,20 @@ int cmd_launch(const Args& args) {
   app.prefix_command();
   if (auto rc = parse_command_line(app, kUsage, args)) return *rc;
   std::vector<std::string> command = app.remaining();
+  // `--` ends launch's options, as for accelerate launch and torchrun (argparse): the rest is the
+  // command, even a word that starts with '-'.
+  const bool after_dashes = !command.empty() && command.front() == "--";
+  if (after_dashes) command.erase(command.begin());
   if (command.empty())
     fail(
         "launch: no command given (usage: zerotune launch [--num_processes N] [--config_file "
         "FILE] <command> [args…], e.g. `zerotune launch --num_processes 2 train --config "
         "sft.yaml`)");
   if (command.front() == "launch") fail("launch: the command to run cannot be `launch` itself");
+  if (command.front().rfind('-', 0) == 0 && after_dashes)
+    return usage_error(kUsage, fmt::format("the command after '--' is '{}', not a zerotune command "
+                                           "(e.g. `zerotune launch -- train --config sft.yaml`)",
+                                           command.front()));
   // An option launch does not know ends its options and would start every rank on it as the
   // command (each then fails alone); accelerate launch's own flags land here.
   if (command.front().rfind('-', 0) == 0)

@@ -158,6 +158,22 @@ TEST(CommandLine, LaunchRefusesAnUnknownFlagBeforeStartingRanks) {
   EXPECT_EQ(run_zerotune("launch -n 2 train").status, 2);
 }
 
+// `--` ends launch's options, as for accelerate launch and torchrun: the rest is the command (it
+// was reported as an unknown launch option).
+TEST(CommandLine, LaunchTakesDoubleDashAsTheEndOfItsOptions) {
+  const CmdResult r = run_zerotune("launch --num_processes 2 -- version");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("zerotune 0.1.0"), std::string::npos) << r.out;
+  EXPECT_EQ(r.err.find("not a launch option"), std::string::npos) << r.err;
+  const CmdResult d = run_zerotune("launch -- --num_processes 2 version");
+  EXPECT_EQ(d.status, 2) << d.err;
+  EXPECT_EQ(d.err.rfind("zerotune: error: launch: the command after '--' is '--num_processes', "
+                        "not a zerotune command",
+                        0),
+            0u)
+      << d.err;
+}
+
 TEST(CommandLine, OptionsPrintsTheTable) {
   const CmdResult r = run_zerotune("options");
   EXPECT_EQ(r.status, 0) << r.err;
