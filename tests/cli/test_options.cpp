@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "cli/command_line.h"
 #include "cli/config_schema.h"
 #include "cli/run_config.h"
 #include "core/zt_test_util.h"
@@ -172,6 +173,31 @@ TEST(CommandLine, LaunchTakesDoubleDashAsTheEndOfItsOptions) {
                         0),
             0u)
       << d.err;
+}
+
+// A count that is not a number is named as such (CLI11's range check said "not in range").
+TEST(CommandLine, LaunchSaysWhatANumericOptionExpects) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"--num_processes abc", "--num_processes: expected a positive integer, got \"abc\""},
+      {"--num_processes 0", "--num_processes: expected a positive integer, got \"0\""},
+      {"--nproc_per_node 2x", "--nproc_per_node: expected a positive integer, got \"2x\""},
+      {"--node_rank -1", "--node_rank: expected a non-negative integer, got \"-1\""},
+      {"--main_process_port 70000",
+       "--main_process_port: expected a positive integer <= 65535, got 70000"},
+      {"--kill_grace_s soon", "--kill_grace_s: expected a number in [0, 1000000000], got \"soon\""},
+  };
+  for (const auto& [flags, expected] : cases) {
+    const CmdResult r = run_zerotune(std::string("launch ") + flags + " version");
+    EXPECT_EQ(r.status, 2) << flags << ": " << r.err;
+    EXPECT_EQ(r.err.rfind(std::string("zerotune: error: launch: ") + expected + "\n", 0), 0u)
+        << flags << ": " << r.err;
+  }
+  // Decimal, as accelerate's int() reads it (CLI11 alone read 010 as octal 8).
+  CLI::App app;
+  int n = 0;
+  app.add_option("--n", n)->transform(zt::cli::integer_in(1, 100));
+  app.parse("--n 010");
+  EXPECT_EQ(n, 10);
 }
 
 TEST(CommandLine, OptionsPrintsTheTable) {
