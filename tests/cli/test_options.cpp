@@ -88,6 +88,18 @@ TEST(Options, GivenValuesArriveTyped) {
   EXPECT_EQ(a.cross_entropy_workspace_mib, 2048);
 }
 
+// save_total_limit null, 0 or negative keeps every checkpoint, as transformers'
+// _rotate_checkpoints returns for `None or <= 0` (-1 was refused).
+TEST(Options, NonPositiveSaveTotalLimitKeepsEveryCheckpoint) {
+  for (const int64_t limit : {int64_t{-1}, int64_t{0}, int64_t{-100}}) {
+    const RunConfig cfg =
+        RunConfig::from_json({{"trainer", {{"save_total_limit", limit}}}}, "sft.yaml");
+    TrainArgs a;
+    zt::cli::read_declared_options(cfg, a);
+    EXPECT_EQ(a.save_total_limit, limit);
+  }
+}
+
 TEST(Options, EnumChoicesAreTheEnumNames) {
   const auto* s = zt::cli::find_key("trainer.save_strategy");
   ASSERT_NE(s, nullptr);

@@ -237,6 +237,17 @@ TEST_F(TrainCli, OutputDirInACheckpointIsRefused) {
   EXPECT_FALSE(fs::exists(ckpt / "final"));
 }
 
+// save_total_limit -1 keeps every checkpoint, as transformers' rotation does for a limit <= 0 (it
+// was refused as a config error).
+TEST_F(TrainCli, NegativeSaveTotalLimitKeepsEveryCheckpoint) {
+  const auto r = train("keep_all",
+                       "trainer.max_steps=3 trainer.save_steps=1 trainer.eval_strategy=no "
+                       "trainer.save_total_limit=-1");
+  ASSERT_EQ(r.status, 0) << r.output;
+  for (const char* ckpt : {"checkpoint-1", "checkpoint-2", "checkpoint-3"})
+    EXPECT_TRUE(fs::is_directory(exp("keep_all") / ckpt)) << ckpt;
+}
+
 TEST_F(TrainCli, EvalLossIndependentOfEvalBatchAndWorld) {
   // learning_rate 0 keeps the weights bitwise (AdamW adds -0), so every run evaluates the same
   // model; eval_loss must then be bitwise equal for eval batch 1, 3, 8 and world size 1, 2.
