@@ -23,6 +23,22 @@ std::string lower(std::string s) {
   return s;
 }
 
+// True when `v` is a DeepSpeed block {type: `type` (any case), params: {…}} with nothing else in
+// it and every param "auto" (params absent or null too): transformers fills each from the trainer.
+bool is_auto_block(const YAML::Node& v, std::string_view type) {
+  if (!v.IsMap() || !v["type"] || !v["type"].IsScalar() ||
+      lower(v["type"].Scalar()) != lower(std::string(type)))
+    return false;
+  for (const auto& kv : v) {
+    const std::string k = kv.first.Scalar();
+    if (k == "type") continue;
+    if (k != "params" || !(kv.second.IsNull() || kv.second.IsMap())) return false;
+    for (const auto& p : kv.second)
+      if (!p.second.IsScalar() || p.second.Scalar() != "auto") return false;
+  }
+  return true;
+}
+
 // True when `v` is one of the '|'-separated spellings of `neutral` (launch_keys.h).
 bool is_neutral(const YAML::Node& v, std::string_view neutral) {
   if (neutral == "*") return true;
@@ -33,6 +49,8 @@ bool is_neutral(const YAML::Node& v, std::string_view neutral) {
         neutral.substr(start, bar == std::string_view::npos ? std::string_view::npos : bar - start);
     if (!v || v.IsNull()) {
       if (alt == "~" || alt == "[]" || alt == "{}") return true;
+    } else if (alt.rfind("type:", 0) == 0) {
+      if (is_auto_block(v, alt.substr(5))) return true;
     } else if (alt == "[]") {
       if (v.IsSequence() && v.size() == 0) return true;
     } else if (alt == "{}") {

@@ -42,10 +42,10 @@ int cmd_comm_check(const Args& args) {
   double sleep_s = 0;
   std::string device = "cpu";
   app.add_option("--elements", elements, "reduce-scatter shard size per rank")
-      ->check(CLI::Range(1, 1 << 26));
+      ->transform(integer_in(1, 1 << 26));
   app.add_option("--device", device, "where the collectives run: cpu (host Comm) or cuda (NCCL)")
       ->check(CLI::IsMember({"cpu", "cuda"}));
-  app.add_option("--rounds", rounds, "times the self-test runs")->check(CLI::Range(1, 1 << 30));
+  app.add_option("--rounds", rounds, "times the self-test runs")->transform(integer_in(1, 1 << 30));
   app.add_option("--fail-rank", fail_rank, "this rank fails right after joining");
   app.add_option("--die-rank", die_rank,
                  "this rank kills itself (SIGKILL) after the first round; the others go on");

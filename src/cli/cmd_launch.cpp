@@ -1,5 +1,5 @@
 // `zerotune launch [--num_processes N | --nproc_per_node N] [--nnodes M --node_rank R
-//  --master_addr A --master_port P] [--config_file accelerate.yaml] <command> [args…]`: runs
+//  --master_addr A --master_port P] [--config_file accelerate.yaml] [--] <command> [args…]`: runs
 // `zerotune <command> [args…]` as N local ranks (DESIGN §7), like `accelerate launch` / torchrun.
 // With M nodes, one launcher per node (torchrun's convention): node R's ranks are R*N … R*N+N-1
 // of M*N, meeting at A:P (rank 0's node). --num_processes is accelerate's total over all machines
@@ -31,31 +31,39 @@ int cmd_launch(const Args& args) {
   double grace = dist::LocalLaunch{}.kill_grace_s;
   app.add_option("--num_processes", num_processes,
                  "number of ranks over all nodes (overrides num_processes of --config_file)")
-      ->check(CLI::Range(1, 1 << 20));
+      ->transform(integer_in(1, 1 << 20));
   app.add_option("--nproc_per_node", nproc_per_node, "number of ranks on this node (torchrun)")
-      ->check(CLI::Range(1, 1 << 16));
+      ->transform(integer_in(1, 1 << 16));
   app.add_option("--nnodes,--num_machines", nnodes, "number of nodes, one launcher on each")
-      ->check(CLI::Range(1, 1 << 16));
+      ->transform(integer_in(1, 1 << 16));
   app.add_option("--node_rank,--machine_rank", node_rank, "this node's index, 0 .. nnodes-1")
-      ->check(CLI::Range(0, (1 << 16) - 1));
+      ->transform(integer_in(0, (1 << 16) - 1));
   app.add_option("--master_addr,--main_process_ip", master_addr,
                  "address of rank 0's node (default 127.0.0.1)");
   app.add_option("--config_file", config_file, "accelerate config YAML")->check(CLI::ExistingFile);
   app.add_option("--main_process_port,--master_port", port, "rendezvous port (default: a free one)")
-      ->check(CLI::Range(1, 65535));
+      ->transform(integer_in(1, 65535));
   app.add_option("--kill_grace_s", grace,
                  "seconds the ranks get after a forwarded SIGINT/SIGTERM to write their interrupt "
                  "checkpoint before SIGKILL (default 30, as torchrun)")
-      ->check(CLI::Range(0.0, 1e9));
+      ->check(number_in(0.0, 1e9));
   app.prefix_command();
   if (auto rc = parse_command_line(app, kUsage, args)) return *rc;
   std::vector<std::string> command = app.remaining();
+  // `--` ends launch's options, as for accelerate launch and torchrun (argparse): the rest is the
+  // command, even a word that starts with '-'.
+  const bool after_dashes = !command.empty() && command.front() == "--";
+  if (after_dashes) command.erase(command.begin());
   if (command.empty())
     fail(
         "launch: no command given (usage: zerotune launch [--num_processes N] [--config_file "
         "FILE] <command> [args…], e.g. `zerotune launch --num_processes 2 train --config "
         "sft.yaml`)");
   if (command.front() == "launch") fail("launch: the command to run cannot be `launch` itself");
+  if (command.front().rfind('-', 0) == 0 && after_dashes)
+    return usage_error(kUsage, fmt::format("the command after '--' is '{}', not a zerotune command "
+                                           "(e.g. `zerotune launch -- train --config sft.yaml`)",
+                                           command.front()));
   // An option launch does not know ends its options and would start every rank on it as the
   // command (each then fails alone); accelerate launch's own flags land here.
   if (command.front().rfind('-', 0) == 0)

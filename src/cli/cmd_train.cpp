@@ -202,6 +202,8 @@ int cmd_train(const Args& args) {
                       targs.output_dir);  // default: exp_dir/final
   if (!targs.logging_dir.empty())
     check_dir_creatable(cfg.source(), "trainer.logging_dir", targs.logging_dir);
+  check_not_in_checkpoint(cfg.source(), "exp_dir", targs.exp_dir);
+  check_not_in_checkpoint(cfg.source(), "trainer.output_dir", targs.output_dir);
   // Every rank checks before any rank can write (the barrier), so all refuse alike.
   const bool overwrite = cfg.get<bool>("trainer.overwrite_output_dir");
   check_run_dir_is_free(targs.exp_dir, targs.output_dir, targs.resume_from_checkpoint.has_value(), overwrite);

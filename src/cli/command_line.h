@@ -46,4 +46,13 @@ std::optional<int> config_file_of(const ConfigFileOption& o, const CommandUsage&
 // Prints a usage error found by the command itself (as above) and returns 2.
 int usage_error(const CommandUsage& usage, std::string_view what);
 
+// Checks for numeric options, in place of CLI::Range (which calls "abc" "not in range"). The
+// usage error names the option, what it expects and the value given: "--num_processes: expected
+// a positive integer, got \"abc\"". integer_in reads the value as a decimal integer in [lo, hi],
+// as accelerate's argparse (type=int) and torchrun do (CLI11 alone would read 010 as octal 8);
+// number_in a finite decimal number in [lo, hi]. integer_in rewrites the value in decimal: add it
+// with ->transform() (->check() would drop the rewrite).
+CLI::Validator integer_in(int64_t lo, int64_t hi);
+CLI::Validator number_in(double lo, double hi);
+
 }  // namespace zt::cli

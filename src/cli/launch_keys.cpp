@@ -103,9 +103,12 @@ constexpr LaunchKey kDeepSpeedJson[] = {
                                    "size × gradient_accumulation_steps (trainer.*)"},
     {"train_micro_batch_size_per_gpu", "auto|~",
      "zerotune's micro-batch is trainer.per_device_train_batch_size"},
-    {"optimizer", "~", "zerotune's optimizer is trainer.optim / learning_rate / adam_* / weight_decay "
-                       "(transformers fills DeepSpeed's \"auto\" values from them and refuses "
-                       "others that differ)"},
+    // AdamW with every value "auto" is the trainer's AdamW, as transformers fills it.
+    {"optimizer", "~|type:AdamW",
+     "zerotune's optimizer is trainer.optim / learning_rate / adam_* / weight_decay (transformers "
+     "fills DeepSpeed's \"auto\" values from them and refuses others that differ)"},
+    // A scheduler block is noted even with "auto" values: under transformers DeepSpeed's own
+    // scheduler (WarmupLR, WarmupDecayLR) shapes the schedule, not trainer.lr_scheduler_type.
     {"scheduler", "~", "zerotune's schedule is trainer.lr_scheduler_type / warmup_* (transformers "
                        "fills DeepSpeed's \"auto\" values from them and refuses others that differ)"},
     {"steps_per_print", "*", "zerotune logs every trainer.logging_steps"},

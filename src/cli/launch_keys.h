@@ -18,7 +18,9 @@ namespace zt::cli {
 struct LaunchKey {
   std::string_view name;
   // Acted on: empty. Otherwise the values that need no note, '|'-separated as written in YAML
-  // ("false", "no|false"); "~" = null or absent, "[]" / "{}" = empty or null, "*" = any value.
+  // ("false", "no|false"); "~" = null or absent, "[]" / "{}" = empty or null, "*" = any value,
+  // "type:X" = a DeepSpeed block {type: X, params: {…}} of type X (any case) whose params are
+  // all "auto" (or absent).
   std::string_view neutral;
   std::string_view note;  // why it changes nothing in zerotune (or, with refuse, what zerotune lacks)
   bool refuse = false;    // a non-neutral value is an error

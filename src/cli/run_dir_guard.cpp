@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "train/checkpoint_dirs.h"
 
 namespace zt::cli {
 namespace fs = std::filesystem;
@@ -33,6 +34,24 @@ void check_run_dir_is_free(const fs::path& exp_dir, const fs::path& output_dir, 
        "exp_dir (e.g. exp_dir={}_2), {}or replace it with trainer.overwrite_output_dir=true",
        exp_dir.string(), list, exp_dir.string(),
        has_checkpoint ? "continue that run with trainer.resume_from_checkpoint=true, " : "");
+}
+
+void check_not_in_checkpoint(const std::string& source, const std::string& key,
+                             const fs::path& dir) {
+  std::error_code ec;
+  for (fs::path p : {fs::absolute(dir, ec).lexically_normal(), fs::weakly_canonical(dir, ec)}) {
+    if (p.has_relative_path() && p.filename().empty()) p = p.parent_path();  // "a/b/" is "a/b"
+    fs::path prefix;
+    for (const fs::path& part : p) {
+      prefix /= part;
+      if (!train::parse_checkpoint_name(part.string())) continue;
+      fail(
+          "{}: {}: {} is {}checkpoint directory {}, which belongs to a run (resuming it reads the "
+          "directory, its save_total_limit deletes it, a final model exported there replaces it "
+          "whole); give a directory outside any checkpoint-<step> directory",
+          source, key, dir.string(), prefix == p ? "" : "inside ", prefix.string());
+    }
+  }
 }
 
 void check_dir_creatable(const std::string& source, const std::string& key, const fs::path& dir) {

@@ -18,6 +18,15 @@ namespace zt::cli {
 void check_run_dir_is_free(const std::filesystem::path& exp_dir, const std::filesystem::path& output_dir,
                            bool resuming, bool overwrite);
 
+// Refuses a run directory `dir` (the value of config key `key`: exp_dir, trainer.output_dir) that
+// is, or lies inside, a checkpoint directory `checkpoint-<digits>` (by name, as transformers'
+// get_last_checkpoint finds checkpoints; the path as given and with its symbolic links resolved):
+// such a directory belongs to a run, whose resume reads it and whose save_total_limit deletes it,
+// and the final export replaces output_dir whole. Throws zt::Error
+//   "SOURCE: KEY: DIR is (inside) checkpoint directory CKPT …". Touches nothing.
+void check_not_in_checkpoint(const std::string& source, const std::string& key,
+                             const std::filesystem::path& dir);
+
 // Checks, creating nothing, that directory `dir` (the value of config key `key`) exists as a
 // directory this process may write in, or can be created: walks up to the nearest existing
 // ancestor, which must be a directory (not a file, not a dangling symbolic link) with write and

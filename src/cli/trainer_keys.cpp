@@ -47,7 +47,10 @@ std::vector<KeySpec> trainer_keys() {
       acts("trainer.resume_from_checkpoint", nullptr, any_value()),  // a path, true or false
       enum_option("trainer.save_strategy", &TrainArgs::save_strategy, IntervalStrategy::kSteps, {"best"}),
       option("trainer.save_steps", &TrainArgs::save_steps, 500, steps()),
-      option_or_null("trainer.save_total_limit", &TrainArgs::save_total_limit, nullptr, int64_t{0}, integer(0, 1e9, true)),
+      // null, 0 or negative: keep every checkpoint (transformers' _rotate_checkpoints returns for
+      // `save_total_limit is None or save_total_limit <= 0`).
+      option_or_null("trainer.save_total_limit", &TrainArgs::save_total_limit, nullptr, int64_t{0},
+                     integer(-std::numeric_limits<double>::infinity(), 1e9, true)),
       refused("trainer.save_safetensors", true, "zerotune writes safetensors only"),
       noted("trainer.save_on_each_node", false, "rank 0 writes the model; every rank writes its own ZeRO state"),
       noted("trainer.save_only_model", false,

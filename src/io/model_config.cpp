@@ -155,15 +155,28 @@ std::string quoted_list(const std::vector<std::string>& v) {
 
 // One rope dict (rope_scaling, rope_parameters, or a Gemma 3 per-layer-type entry; `where` names
 // it with a trailing '.') -> RopeConfig, as transformers' `standardize_rope_params` and
-// ROPE_INIT_FUNCTIONS read it. `theta` is the rope_theta to use when the dict has none.
+// ROPE_INIT_FUNCTIONS read it. `theta` is the rope_theta to use when the dict has none, read from
+// top-level key `theta_key` (or its default). Every scaling value read is checked against the
+// range of transformers' `_validate_<type>_rope_parameters` (factor >= 1, high_freq_factor >
+// low_freq_factor, …): transformers only warns, but a value outside it (factor 0, a zero longrope
+// factor) makes the first step's loss NaN, which the trainer would blame on the data.
 RopeConfig parse_rope_dict(const Reader& r, const Json& d, const std::string& where, double theta,
-                           int64_t max_pos, bool phi3) {
+                           std::string_view theta_key, int64_t max_pos, bool phi3) {
+  // Refuses `v` of key `where + k` unless `ok` (a NaN fails every comparison).
+  auto expect = [&](bool ok, std::string_view k, double v, std::string_view expected) {
+    if (!ok || !std::isfinite(v))
+      fail("{}: key \"{}{}{}\" is {}, expected {}", r.src, r.pre, where, k, v, expected);
+  };
   RopeConfig rope;
-  rope.theta = r.opt_num(d, "rope_theta", theta, where);
-  // The inverse frequencies theta^(-2i/d): theta ≤ 0 gives NaN or infinite angles at step 1.
-  if (!(rope.theta > 0.0 && std::isfinite(rope.theta)))
-    fail("{}: key \"{}{}rope_theta\" is {}, expected a positive number", r.src, r.pre, where,
-         rope.theta);
+  // The inverse frequencies theta^(-2i/d): theta <= 0 gives NaN or infinite angles at step 1.
+  if (d.contains("rope_theta") && !d["rope_theta"].is_null()) {
+    rope.theta = r.as_num(d["rope_theta"], "rope_theta", where);
+    expect(rope.theta > 0.0, "rope_theta", rope.theta, "a positive number");
+  } else {
+    rope.theta = theta;
+    if (!(theta > 0.0 && std::isfinite(theta)))
+      fail("{}: key \"{}{}\" is {}, expected a positive number", r.src, r.pre, theta_key, theta);
+  }
   std::string type = "default";
   for (const char* k : {"rope_type", "type"}) {
     if (d.contains(k) && !d[k].is_null()) {
@@ -181,6 +194,12 @@ RopeConfig parse_rope_dict(const Reader& r, const Json& d, const std::string& wh
            k);
     return d[k];
   };
+  // factor of linear / llama3 (and an explicit one of longrope): transformers' range.
+  auto scaling_factor = [&](const Json& v) {
+    const double f = r.as_num(v, "factor", where);
+    expect(f >= 1.0, "factor", f, "a number >= 1");
+    return f;
+  };
   if (phi3 && type != "default" && type != "longrope")
     fail(
         "{}: rope type \"{}\" (key \"{}{}rope_type\") is not supported for phi3; transformers' "
@@ -190,18 +209,24 @@ RopeConfig parse_rope_dict(const Reader& r, const Json& d, const std::string& wh
     rope.type = RopeType::kDefault;
   } else if (type == "linear") {
     rope.type = RopeType::kLinear;
-    rope.factor = r.as_num(need("factor"), "factor", where);
+    rope.factor = scaling_factor(need("factor"));
   } else if (type == "llama3") {
     rope.type = RopeType::kLlama3;
-    rope.factor = r.as_num(need("factor"), "factor", where);
+    rope.factor = scaling_factor(need("factor"));
     rope.low_freq_factor = r.as_num(need("low_freq_factor"), "low_freq_factor", where);
     rope.high_freq_factor = r.as_num(need("high_freq_factor"), "high_freq_factor", where);
+    // transformers divides original_max_position_embeddings by both (ZeroDivisionError at 0)
+    // and by their difference.
+    expect(rope.low_freq_factor > 0.0, "low_freq_factor", rope.low_freq_factor,
+           "a positive number");
+    expect(rope.high_freq_factor > rope.low_freq_factor, "high_freq_factor", rope.high_freq_factor,
+           fmt::format("a number greater than low_freq_factor ({})", rope.low_freq_factor));
     // standardize_rope_params: setdefault("original_max_position_embeddings", max_pos).
     const Reader rd{d, r.src, r.pre + where};
     rope.original_max_position_embeddings = rd.opt_int("original_max_position_embeddings", max_pos);
-    if (rope.high_freq_factor == rope.low_freq_factor)
-      fail("{}: llama3 rope with high_freq_factor == low_freq_factor ({}) divides by zero", r.src,
-           rope.low_freq_factor);
+    if (rope.original_max_position_embeddings <= 0)
+      fail("{}: key \"{}{}original_max_position_embeddings\" is {}, expected a positive integer",
+           r.src, r.pre, where, rope.original_max_position_embeddings);
   } else if (type == "longrope") {
     rope.type = RopeType::kLongrope;
     for (const char* k : {"short_factor", "long_factor"}) {
@@ -210,7 +235,12 @@ RopeConfig parse_rope_dict(const Reader& r, const Json& d, const std::string& wh
         fail("{}: key \"{}{}{}\" is {}, expected a list of numbers", r.src, r.pre, where, k,
              v.dump());
       std::vector<double>& dst = k[0] == 's' ? rope.short_factor : rope.long_factor;
-      for (const Json& e : v) dst.push_back(r.as_num(e, k, where));
+      for (const Json& e : v) {
+        // The inverse frequencies are divided by each entry.
+        dst.push_back(r.as_num(e, k, where));
+        expect(dst.back() > 0.0, fmt::format("{}[{}]", k, dst.size() - 1), dst.back(),
+               "a positive number");
+      }
     }
     // Phi3Config has a top-level original_max_position_embeddings (default 4096) that
     // standardize_rope_params puts into the dict over the dict's own value; other configs
@@ -219,16 +249,23 @@ RopeConfig parse_rope_dict(const Reader& r, const Json& d, const std::string& wh
     rope.original_max_position_embeddings =
         phi3 ? r.opt_int("original_max_position_embeddings", 4096)
              : rd.opt_int("original_max_position_embeddings", max_pos);
+    // attention_factor's default divides by ln(original_max_position_embeddings).
     if (rope.original_max_position_embeddings <= 1)
-      fail("{}: original_max_position_embeddings {} must be > 1 for longrope", r.src,
-           rope.original_max_position_embeddings);
+      fail(
+          "{}: key \"{}{}original_max_position_embeddings\" is {}, expected an integer > 1 for "
+          "longrope",
+          r.src, r.pre, phi3 ? "" : where, rope.original_max_position_embeddings);
     // `_compute_longrope_parameters`: factor defaults to max_position_embeddings / original;
     // attention_factor to sqrt(1 + ln(factor) / ln(original)), 1 when factor <= 1.
     const double orig = static_cast<double>(rope.original_max_position_embeddings);
-    rope.factor = r.opt_num(d, "factor", static_cast<double>(max_pos) / orig, where);
+    rope.factor = d.contains("factor") && !d["factor"].is_null()
+                      ? scaling_factor(d["factor"])
+                      : static_cast<double>(max_pos) / orig;
     rope.attention_factor = r.opt_num(
         d, "attention_factor",
         rope.factor <= 1.0 ? 1.0 : std::sqrt(1.0 + std::log(rope.factor) / std::log(orig)), where);
+    expect(rope.attention_factor > 0.0, "attention_factor", rope.attention_factor,
+           "a positive number");
   } else {
     fail(
         "{}: rope type \"{}\" (key \"{}{}rope_type\") is not supported; zerotune implements "
@@ -255,7 +292,8 @@ double parse_rope(const Reader& r, const Family& fam, ModelConfig& c) {
     fail("{}: key \"{}{}\" is {}, expected an object", r.src, r.pre, dict_key, d.dump());
   const std::string where = dict_key ? std::string(dict_key) + "." : std::string();
   const double theta = r.opt_num(j, "rope_theta", fam.theta, "");
-  c.rope = parse_rope_dict(r, d, where, theta, c.max_position_embeddings, fam.partial_rotary);
+  c.rope = parse_rope_dict(r, d, where, theta, "rope_theta", c.max_position_embeddings,
+                           fam.partial_rotary);
   return r.opt_num(d, "partial_rotary_factor", r.opt_num(j, "partial_rotary_factor", 1.0, ""),
                    where);
 }
@@ -294,9 +332,10 @@ void parse_gemma_rope(const Reader& r, const Family& fam, ModelConfig& c) {
   }
   const double theta = r.opt_num(j, "rope_theta", fam.theta, "");
   const double local_theta = r.opt_num(j, "rope_local_base_freq", 1e4, "");
-  c.rope = parse_rope_dict(r, full, full_where, theta, c.max_position_embeddings, false);
+  c.rope =
+      parse_rope_dict(r, full, full_where, theta, "rope_theta", c.max_position_embeddings, false);
   c.rope_local = parse_rope_dict(r, local, "rope_parameters.sliding_attention.", local_theta,
-                                 c.max_position_embeddings, false);
+                                 "rope_local_base_freq", c.max_position_embeddings, false);
   if (c.rope_local.type == RopeType::kLongrope)
     fail(
         "{}: key \"{}rope_parameters.sliding_attention.rope_type\" is \"longrope\": not "

@@ -159,7 +159,11 @@ std::vector<std::string> supported_model_types();
 // missing required key (vocab_size, hidden_size, intermediate_size, num_hidden_layers,
 // num_attention_heads, max_position_embeddings), a key of the wrong JSON type, unsupported
 // model_type / hidden_act / rope type, a rope type's missing key, longrope factors of the wrong
-// length, final_logit_softcapping / attn_logit_softcapping not null, use_bidirectional_attention
+// length, rms_norm_eps or rope_theta not positive, a rope scaling value outside the range of
+// transformers' rope validation (factor < 1, low_freq_factor <= 0, high_freq_factor <=
+// low_freq_factor, original_max_position_embeddings <= 0 (longrope: <= 1), a longrope
+// short_factor / long_factor entry or attention_factor <= 0),
+// final_logit_softcapping / attn_logit_softcapping not null, use_bidirectional_attention
 // true, a dropout key (attention_dropout, resid_pdrop, embd_pdrop, …) not 0, a bias or window key
 // set in a family whose transformers model ignores it (mlp_bias, attention_bias,
 // use_sliding_window true, "sliding_attention" in layer_types), partial_rotary_factor other than 1

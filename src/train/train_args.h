@@ -108,7 +108,7 @@ struct TrainArgs {
   int64_t eval_steps{};  // 0 = logging_steps (HF default; null in the config)
   IntervalStrategy save_strategy{};
   int64_t save_steps{};
-  int64_t save_total_limit{};                         // 0: keep all (null in the config)
+  int64_t save_total_limit{};                         // <= 0: keep all (null in the config)
   std::optional<std::string> resume_from_checkpoint;  // a path, or "true" for the latest
   NanPolicy nan_policy{};
 };

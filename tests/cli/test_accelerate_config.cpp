@@ -212,6 +212,33 @@ TEST(AccelerateConfig, DeepSpeedOptimizerSchedulerAndBatchGetANote) {
   fs::remove_all(dir);
 }
 
+// The optimizer block the users' DeepSpeed files carry, AdamW with every value "auto", is the
+// trainer's AdamW as transformers fills it: no note (it got one). Another type, or one value that
+// is not "auto", still gets it.
+TEST(AccelerateConfig, DeepSpeedAdamWWithAllAutoParamsGetsNoNote) {
+  const auto dir = fs::path(::testing::TempDir()) / "zt_ds_auto_opt";
+  fs::create_directories(dir);
+  const std::string file = (dir / "ds.json").string();
+  auto notes_of = [&](const std::string& optimizer) {
+    std::ofstream(file) << "{\"optimizer\": " << optimizer << "}\n";
+    return parse_deepspeed_config(file).notes;
+  };
+  EXPECT_TRUE(notes_of("{\"type\": \"AdamW\", \"params\": {\"lr\": \"auto\", \"betas\": \"auto\", "
+                       "\"eps\": \"auto\", \"weight_decay\": \"auto\"}}")
+                  .empty());
+  EXPECT_TRUE(notes_of("{\"type\": \"adamw\"}").empty());
+  for (const char* noted :
+       {"{\"type\": \"AdamW\", \"params\": {\"lr\": 3e-5, \"betas\": \"auto\"}}",
+        "{\"type\": \"Lamb\", \"params\": {\"lr\": \"auto\"}}",
+        "{\"type\": \"AdamW\", \"params\": {\"lr\": \"auto\"}, \"legacy_fusion\": true}"}) {
+    const auto notes = notes_of(noted);
+    ASSERT_EQ(notes.size(), 1u) << noted;
+    EXPECT_EQ(notes[0].rfind(file + ":1: 'optimizer: {…}' changes nothing in zerotune: ", 0), 0u)
+        << notes[0];
+  }
+  fs::remove_all(dir);
+}
+
 TEST(AccelerateConfig, FsdpStrategiesMapToZeroStages) {
   const std::pair<std::string, int> cases[] = {
       {"FULL_SHARD", 3}, {"SHARD_GRAD_OP", 2}, {"NO_SHARD", 0}, {"1", 3}, {"2", 2}, {"3", 0}};

@@ -132,7 +132,7 @@ TEST(ConfigSchema, EveryNumberAndEnumIsCheckedWithItsRange) {
        "trainer.eval_steps: 0.5 is not valid (expected an integer number of steps >= 1 (transformers' ratio of "
        "the total steps is not supported by zerotune))"},
       {"save_steps", -5, "trainer.save_steps: -5 is not valid (expected an integer number of steps >= 1)"},
-      {"save_total_limit", -1, "trainer.save_total_limit: -1 is not valid (expected an integer in [0, 1000000000])"},
+      {"save_total_limit", 1.5, "trainer.save_total_limit: 1.5 is not valid (expected an integer <= 1000000000)"},
       {"seed", -1, "trainer.seed: -1 is not valid (expected an integer in [0, 4294967295])"},
       {"seed", 4294967296, "trainer.seed: 4294967296 is not valid (expected an integer in [0, 4294967295])"},
       {"warmup_steps", 1.5,

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "cli/command_line.h"
 #include "cli/config_schema.h"
 #include "cli/run_config.h"
 #include "core/zt_test_util.h"
@@ -87,6 +88,18 @@ TEST(Options, GivenValuesArriveTyped) {
   EXPECT_EQ(a.cross_entropy_workspace_mib, 2048);
 }
 
+// save_total_limit null, 0 or negative keeps every checkpoint, as transformers'
+// _rotate_checkpoints returns for `None or <= 0` (-1 was refused).
+TEST(Options, NonPositiveSaveTotalLimitKeepsEveryCheckpoint) {
+  for (const int64_t limit : {int64_t{-1}, int64_t{0}, int64_t{-100}}) {
+    const RunConfig cfg =
+        RunConfig::from_json({{"trainer", {{"save_total_limit", limit}}}}, "sft.yaml");
+    TrainArgs a;
+    zt::cli::read_declared_options(cfg, a);
+    EXPECT_EQ(a.save_total_limit, limit);
+  }
+}
+
 TEST(Options, EnumChoicesAreTheEnumNames) {
   const auto* s = zt::cli::find_key("trainer.save_strategy");
   ASSERT_NE(s, nullptr);
@@ -156,6 +169,47 @@ TEST(CommandLine, LaunchRefusesAnUnknownFlagBeforeStartingRanks) {
   EXPECT_EQ(r.err.find("starting"), std::string::npos) << r.err;
   EXPECT_EQ(r.err.find("unknown command"), std::string::npos) << r.err;
   EXPECT_EQ(run_zerotune("launch -n 2 train").status, 2);
+}
+
+// `--` ends launch's options, as for accelerate launch and torchrun: the rest is the command (it
+// was reported as an unknown launch option).
+TEST(CommandLine, LaunchTakesDoubleDashAsTheEndOfItsOptions) {
+  const CmdResult r = run_zerotune("launch --num_processes 2 -- version");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("zerotune 0.1.0"), std::string::npos) << r.out;
+  EXPECT_EQ(r.err.find("not a launch option"), std::string::npos) << r.err;
+  const CmdResult d = run_zerotune("launch -- --num_processes 2 version");
+  EXPECT_EQ(d.status, 2) << d.err;
+  EXPECT_EQ(d.err.rfind("zerotune: error: launch: the command after '--' is '--num_processes', "
+                        "not a zerotune command",
+                        0),
+            0u)
+      << d.err;
+}
+
+// A count that is not a number is named as such (CLI11's range check said "not in range").
+TEST(CommandLine, LaunchSaysWhatANumericOptionExpects) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"--num_processes abc", "--num_processes: expected a positive integer, got \"abc\""},
+      {"--num_processes 0", "--num_processes: expected a positive integer, got \"0\""},
+      {"--nproc_per_node 2x", "--nproc_per_node: expected a positive integer, got \"2x\""},
+      {"--node_rank -1", "--node_rank: expected a non-negative integer, got \"-1\""},
+      {"--main_process_port 70000",
+       "--main_process_port: expected a positive integer <= 65535, got 70000"},
+      {"--kill_grace_s soon", "--kill_grace_s: expected a number in [0, 1000000000], got \"soon\""},
+  };
+  for (const auto& [flags, expected] : cases) {
+    const CmdResult r = run_zerotune(std::string("launch ") + flags + " version");
+    EXPECT_EQ(r.status, 2) << flags << ": " << r.err;
+    EXPECT_EQ(r.err.rfind(std::string("zerotune: error: launch: ") + expected + "\n", 0), 0u)
+        << flags << ": " << r.err;
+  }
+  // Decimal, as accelerate's int() reads it (CLI11 alone read 010 as octal 8).
+  CLI::App app;
+  int n = 0;
+  app.add_option("--n", n)->transform(zt::cli::integer_in(1, 100));
+  app.parse("--n 010");
+  EXPECT_EQ(n, 10);
 }
 
 TEST(CommandLine, OptionsPrintsTheTable) {

@@ -46,5 +46,45 @@ TEST(RunDirGuard, SuggestsResumingOnlyWhenACheckpointExists) {
   fs::remove_all(exp);
 }
 
+// exp_dir / trainer.output_dir that is, or lies inside, a checkpoint-<step> directory: refused
+// naming the key, the path and the checkpoint (the final export replaced another run's checkpoint).
+TEST(RunDirGuard, RefusesADirectoryInsideACheckpoint) {
+  const fs::path root = fs::temp_directory_path() / ("zt_guard_ckpt_" + std::to_string(::getpid()));
+  fs::remove_all(root);
+  const fs::path ckpt = root / "run_a" / "checkpoint-500";
+  fs::create_directories(ckpt);
+  auto error_of = [](const fs::path& dir) {
+    try {
+      check_not_in_checkpoint("sft.yaml", "trainer.output_dir", dir);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  const std::string whole = error_of(ckpt);
+  EXPECT_EQ(
+      whole.rfind("sft.yaml: trainer.output_dir: " + ckpt.string() + " is checkpoint directory " +
+                      ckpt.string() + ", which belongs to a run",
+                  0),
+      0u)
+      << whole;
+  EXPECT_EQ(error_of(ckpt.string() + "/")
+                .rfind("sft.yaml: trainer.output_dir: " + ckpt.string() +
+                           "/ is checkpoint directory " + ckpt.string() + ",",
+                       0),
+            0u);
+  EXPECT_NE(error_of(ckpt / "final" / "model")
+                .find(" is inside checkpoint directory " + ckpt.string() + ","),
+            std::string::npos);
+  // Through a symbolic link too.
+  fs::create_directory_symlink(ckpt, root / "link");
+  EXPECT_NE(error_of(root / "link" / "final").find("checkpoint directory " + ckpt.string()),
+            std::string::npos);
+  // Names that are not checkpoint-<digits> are free; so is a sibling of a checkpoint.
+  for (const char* free : {"checkpoint-final", "checkpoint-5.tmp-7", "checkpoints", "final"})
+    EXPECT_EQ(error_of(root / "run_a" / free), "") << free;
+  fs::remove_all(root);
+}
+
 }  // namespace
 }  // namespace zt::cli

@@ -256,6 +256,111 @@ TEST(ModelConfig, NonPositiveEpsAndRopeThetaNameTheKey) {
                {"key \"rope_parameters.rope_theta\" is -5, expected a positive number"});
 }
 
+// The rope_theta refused is named by the key it came from: the top-level key when the rope dict
+// has none (it was named "rope_scaling.rope_theta"), Gemma 3's rope_local_base_freq for its local
+// rope.
+TEST(ModelConfig, NonPositiveRopeThetaNamesTheKeyItCameFrom) {
+  zt::Json j = tiny();
+  j["rope_theta"] = 0;
+  j["rope_scaling"] = {{"rope_type", "linear"}, {"factor", 2.0}};
+  expect_error([&] { zt::parse_model_config(j, "m/config.json"); },
+               {"m/config.json: key \"rope_theta\" is 0, expected a positive number"});
+  j["rope_scaling"]["rope_theta"] = -1;  // the dict's own wins, and is named
+  expect_error(
+      [&] { zt::parse_model_config(j, "m/config.json"); },
+      {"m/config.json: key \"rope_scaling.rope_theta\" is -1, expected a positive number"});
+  zt::Json g = tiny();
+  g["model_type"] = "gemma3_text";
+  g["rope_local_base_freq"] = -10000;
+  g["rope_scaling"] = {{"rope_type", "linear"}, {"factor", 8.0}};
+  expect_error(
+      [&] { zt::parse_model_config(g, "g/config.json"); },
+      {"g/config.json: key \"rope_local_base_freq\" is -10000, expected a positive number"});
+}
+
+// Every rope scaling value zerotune reads is held to the range of transformers'
+// `_validate_<type>_rope_parameters` (which only warns): factor 0 and its kin gave a NaN loss at
+// step 1, blamed on the data.
+TEST(ModelConfig, RopeScalingValuesOutsideTransformersRangesNameTheKey) {
+  const zt::Json llama3 = {{"rope_type", "llama3"},
+                           {"factor", 8.0},
+                           {"low_freq_factor", 1.0},
+                           {"high_freq_factor", 4.0},
+                           {"original_max_position_embeddings", 64}};
+  const zt::Json longrope = {{"rope_type", "longrope"},
+                             {"short_factor", {1.0, 1.0}},
+                             {"long_factor", {2.0, 2.0}},
+                             {"original_max_position_embeddings", 64}};
+  auto error_of = [](const char* type, const zt::Json& dict) {
+    zt::Json j = tiny();
+    j["model_type"] = type;
+    j["rope_scaling"] = dict;
+    try {
+      zt::parse_model_config(j, "m/config.json");
+    } catch (const zt::Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  // The fixtures themselves are accepted.
+  EXPECT_EQ(error_of("llama", llama3), "");
+  EXPECT_EQ(error_of("phi3", longrope), "");
+  struct Case {
+    const char* type;
+    zt::Json base;
+    const char* key;
+    zt::Json value;
+    const char* expected;
+  };
+  const Case cases[] = {
+      {"llama", llama3, "factor", 0.0,
+       "m/config.json: key \"rope_scaling.factor\" is 0, expected a number >= 1"},
+      {"llama", llama3, "factor", 0.5,
+       "key \"rope_scaling.factor\" is 0.5, expected a number >= 1"},
+      {"llama", llama3, "low_freq_factor", 0.0,
+       "key \"rope_scaling.low_freq_factor\" is 0, expected a positive number"},
+      {"llama", llama3, "high_freq_factor", 0.5,
+       "key \"rope_scaling.high_freq_factor\" is 0.5, expected a number greater than "
+       "low_freq_factor (1)"},
+      {"llama", llama3, "high_freq_factor", 1.0,
+       "key \"rope_scaling.high_freq_factor\" is 1, expected a number greater than"},
+      {"llama", llama3, "original_max_position_embeddings", 0,
+       "key \"rope_scaling.original_max_position_embeddings\" is 0, expected a positive integer"},
+      {"llama",
+       {{"rope_type", "linear"}, {"factor", 1.0}},
+       "factor",
+       0.0,
+       "key \"rope_scaling.factor\" is 0, expected a number >= 1"},
+      {"phi3", longrope, "factor", 0.0, "key \"rope_scaling.factor\" is 0, expected a number >= 1"},
+      {"phi3",
+       longrope,
+       "short_factor",
+       {1.0, 0.0},
+       "key \"rope_scaling.short_factor[1]\" is 0, expected a positive number"},
+      {"phi3",
+       longrope,
+       "long_factor",
+       {-2.0, 2.0},
+       "key \"rope_scaling.long_factor[0]\" is -2, expected a positive number"},
+      {"phi3", longrope, "attention_factor", 0.0,
+       "key \"rope_scaling.attention_factor\" is 0, expected a positive number"},
+  };
+  for (const Case& c : cases) {
+    zt::Json d = c.base;
+    d[c.key] = c.value;
+    const std::string e = error_of(c.type, d);
+    EXPECT_NE(e.find(c.expected), std::string::npos) << c.key << " " << c.value << ": " << e;
+  }
+  // Phi-3's original_max_position_embeddings is the top-level key, and named so.
+  zt::Json p = tiny();
+  p["model_type"] = "phi3";
+  p["rope_scaling"] = longrope;
+  p["original_max_position_embeddings"] = 1;
+  expect_error([&] { zt::parse_model_config(p, "m/config.json"); },
+               {"m/config.json: key \"original_max_position_embeddings\" is 1, expected an integer "
+                "> 1 for longrope"});
+}
+
 TEST(ModelConfig, Qwen2SlidingWindowAsTransformers) {
   // Qwen2Config: use_sliding_window + max_window_layers (layer_types default), as qwen3.
   zt::Json j = tiny();

@@ -211,6 +211,43 @@ TEST_F(TrainCli, AccelerateFp16RefusedUnlessBf16) {
       << r.output;
 }
 
+// trainer.output_dir that is another run's checkpoint directory (even with overwrite_output_dir),
+// or inside one: refused at start-up naming the key, with nothing written (the final export
+// replaced the checkpoint whole, or wrote into it).
+TEST_F(TrainCli, OutputDirInACheckpointIsRefused) {
+  auto r = train("ckpt_a", "trainer.max_steps=2 trainer.eval_strategy=no");
+  ASSERT_EQ(r.status, 0) << r.output;
+  const fs::path ckpt = exp("ckpt_a") / "checkpoint-2";
+  ASSERT_TRUE(fs::exists(ckpt / "trainer_state.json"));
+  const std::string state = slurp(ckpt / "trainer_state.json");
+  for (const fs::path& out : {ckpt, ckpt / "final"}) {
+    r = train("ckpt_b",
+              "trainer.max_steps=1 trainer.eval_strategy=no "
+              "trainer.overwrite_output_dir=true trainer.output_dir=" +
+                  out.string());
+    EXPECT_EQ(r.status, 1) << r.output;
+    EXPECT_NE(r.output.find("sft.yaml: trainer.output_dir: " + out.string() + " is " +
+                            (out == ckpt ? "" : "inside ") + "checkpoint directory " +
+                            ckpt.string() + ", which belongs to a run"),
+              std::string::npos)
+        << r.output;
+    EXPECT_FALSE(fs::exists(exp("ckpt_b"))) << out;
+  }
+  EXPECT_EQ(slurp(ckpt / "trainer_state.json"), state);
+  EXPECT_FALSE(fs::exists(ckpt / "final"));
+}
+
+// save_total_limit -1 keeps every checkpoint, as transformers' rotation does for a limit <= 0 (it
+// was refused as a config error).
+TEST_F(TrainCli, NegativeSaveTotalLimitKeepsEveryCheckpoint) {
+  const auto r = train("keep_all",
+                       "trainer.max_steps=3 trainer.save_steps=1 trainer.eval_strategy=no "
+                       "trainer.save_total_limit=-1");
+  ASSERT_EQ(r.status, 0) << r.output;
+  for (const char* ckpt : {"checkpoint-1", "checkpoint-2", "checkpoint-3"})
+    EXPECT_TRUE(fs::is_directory(exp("keep_all") / ckpt)) << ckpt;
+}
+
 TEST_F(TrainCli, EvalLossIndependentOfEvalBatchAndWorld) {
   // learning_rate 0 keeps the weights bitwise (AdamW adds -0), so every run evaluates the same
   // model; eval_loss must then be bitwise equal for eval batch 1, 3, 8 and world size 1, 2.
