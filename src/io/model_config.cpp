@@ -156,10 +156,12 @@ std::string quoted_list(const std::vector<std::string>& v) {
 // One rope dict (rope_scaling, rope_parameters, or a Gemma 3 per-layer-type entry; `where` names
 // it with a trailing '.') -> RopeConfig, as transformers' `standardize_rope_params` and
 // ROPE_INIT_FUNCTIONS read it. `theta` is the rope_theta to use when the dict has none, read from
-// top-level key `theta_key` (or its default). Every scaling value read is checked against the
-// range of transformers' `_validate_<type>_rope_parameters` (factor >= 1, high_freq_factor >
-// low_freq_factor, …): transformers only warns, but a value outside it (factor 0, a zero longrope
-// factor) makes the first step's loss NaN, which the trainer would blame on the data.
+// top-level key `theta_key` (or its default). A scaling value that makes the angles NaN or
+// infinite (a factor, low_freq_factor or longrope entry <= 0, high_freq_factor == low_freq_factor,
+// an original_max_position_embeddings <= 0) is refused naming the key: the first step's loss
+// would be NaN, blamed on the data. Values transformers' `_validate_<type>_rope_parameters` only
+// warns about and trains with (a linear factor 0.5, high_freq_factor < low_freq_factor) are
+// accepted, as there.
 RopeConfig parse_rope_dict(const Reader& r, const Json& d, const std::string& where, double theta,
                            std::string_view theta_key, int64_t max_pos, bool phi3) {
   // Refuses `v` of key `where + k` unless `ok` (a NaN fails every comparison).
@@ -194,10 +196,11 @@ RopeConfig parse_rope_dict(const Reader& r, const Json& d, const std::string& wh
            k);
     return d[k];
   };
-  // factor of linear / llama3 (and an explicit one of longrope): transformers' range.
+  // factor of linear / llama3 (and an explicit one of longrope): the frequencies are divided by
+  // it (transformers warns below 1 and trains).
   auto scaling_factor = [&](const Json& v) {
     const double f = r.as_num(v, "factor", where);
-    expect(f >= 1.0, "factor", f, "a number >= 1");
+    expect(f > 0.0, "factor", f, "a positive number");
     return f;
   };
   if (phi3 && type != "default" && type != "longrope")
@@ -219,8 +222,8 @@ RopeConfig parse_rope_dict(const Reader& r, const Json& d, const std::string& wh
     // and by their difference.
     expect(rope.low_freq_factor > 0.0, "low_freq_factor", rope.low_freq_factor,
            "a positive number");
-    expect(rope.high_freq_factor > rope.low_freq_factor, "high_freq_factor", rope.high_freq_factor,
-           fmt::format("a number greater than low_freq_factor ({})", rope.low_freq_factor));
+    expect(rope.high_freq_factor != rope.low_freq_factor, "high_freq_factor", rope.high_freq_factor,
+           fmt::format("a number other than low_freq_factor ({})", rope.low_freq_factor));
     // standardize_rope_params: setdefault("original_max_position_embeddings", max_pos).
     const Reader rd{d, r.src, r.pre + where};
     rope.original_max_position_embeddings = rd.opt_int("original_max_position_embeddings", max_pos);

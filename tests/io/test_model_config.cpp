@@ -302,9 +302,14 @@ TEST(ModelConfig, RopeScalingValuesOutsideTransformersRangesNameTheKey) {
     }
     return std::string();
   };
-  // The fixtures themselves are accepted.
+  // The fixtures themselves are accepted, and so are the values transformers only warns about.
   EXPECT_EQ(error_of("llama", llama3), "");
   EXPECT_EQ(error_of("phi3", longrope), "");
+  zt::Json warned = llama3;
+  warned["factor"] = 0.5;
+  warned["high_freq_factor"] = 0.5;
+  EXPECT_EQ(error_of("llama", warned), "");
+  EXPECT_EQ(error_of("llama", zt::Json{{"rope_type", "linear"}, {"factor", 0.5}}), "");
   struct Case {
     const char* type;
     zt::Json base;
@@ -314,24 +319,23 @@ TEST(ModelConfig, RopeScalingValuesOutsideTransformersRangesNameTheKey) {
   };
   const Case cases[] = {
       {"llama", llama3, "factor", 0.0,
-       "m/config.json: key \"rope_scaling.factor\" is 0, expected a number >= 1"},
-      {"llama", llama3, "factor", 0.5,
-       "key \"rope_scaling.factor\" is 0.5, expected a number >= 1"},
+       "m/config.json: key \"rope_scaling.factor\" is 0, expected a positive number"},
+      {"llama", llama3, "factor", -2.0,
+       "key \"rope_scaling.factor\" is -2, expected a positive number"},
       {"llama", llama3, "low_freq_factor", 0.0,
        "key \"rope_scaling.low_freq_factor\" is 0, expected a positive number"},
-      {"llama", llama3, "high_freq_factor", 0.5,
-       "key \"rope_scaling.high_freq_factor\" is 0.5, expected a number greater than "
-       "low_freq_factor (1)"},
       {"llama", llama3, "high_freq_factor", 1.0,
-       "key \"rope_scaling.high_freq_factor\" is 1, expected a number greater than"},
+       "key \"rope_scaling.high_freq_factor\" is 1, expected a number other than low_freq_factor "
+       "(1)"},
       {"llama", llama3, "original_max_position_embeddings", 0,
        "key \"rope_scaling.original_max_position_embeddings\" is 0, expected a positive integer"},
       {"llama",
        {{"rope_type", "linear"}, {"factor", 1.0}},
        "factor",
        0.0,
-       "key \"rope_scaling.factor\" is 0, expected a number >= 1"},
-      {"phi3", longrope, "factor", 0.0, "key \"rope_scaling.factor\" is 0, expected a number >= 1"},
+       "key \"rope_scaling.factor\" is 0, expected a positive number"},
+      {"phi3", longrope, "factor", 0.0,
+       "key \"rope_scaling.factor\" is 0, expected a positive number"},
       {"phi3",
        longrope,
        "short_factor",
