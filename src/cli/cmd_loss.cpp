@@ -58,8 +58,7 @@ PackedBatch read_jsonl(const std::string& file) {
     ++line;
     if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
     Json row;
-    if (find_too_deep_json(text))
-      fail("{}:{}: JSON nesting depth exceeds {}", file, line, kMaxJsonDepth);
+    check_json_text(text, file, static_cast<size_t>(line));
     try {
       row = Json::parse(text);
     } catch (const Json::exception& e) {

@@ -139,10 +139,15 @@ Json json_column(const Json& row, const char* column, int64_t r, std::string_vie
   const auto it = row.find(column);
   if (it == row.end() || it->is_null()) return Json();
   if (!it->is_string()) return *it;
-  if (find_too_deep_json(it->get_ref<const std::string&>()))
+  const std::string& text = it->get_ref<const std::string&>();
+  // The parser would stop at a NUL and drop the rest of the string (JSON spells it \u0000).
+  if (const size_t nul = text.find('\0'); nul != std::string::npos)
+    fail("{}: row {}: column '{}' is a string of JSON with a NUL byte at offset {}", file, r,
+         column, nul);
+  if (find_too_deep_json(text))
     fail("{}: row {}: column '{}' is a string of JSON nested deeper than {}", file, r, column,
          kMaxJsonDepth);
-  Json parsed = Json::parse(it->get_ref<const std::string&>(), nullptr, false);
+  Json parsed = Json::parse(text, nullptr, false);
   if (parsed.is_discarded()) {
     fail("{}: row {}: column '{}' is a string that is not valid JSON", file, r, column);
   }

@@ -76,6 +76,18 @@ TEST(ExtractRow, PlainAndConversational) {
   EXPECT_EQ(b.tools, Json::parse(R"([{"name": "f"}])"));
 }
 
+// A column of JSON held as a string (tools, chat_template_kwargs) with a NUL in it: the parser
+// stopped there and the rest of the string was dropped without a word.
+TEST(ExtractRow, JsonStringColumnWithNulIsRefused) {
+  const DatasetFormat pc{DatasetKind::kPromptCompletion, "text", false};
+  EXPECT_EQ(error_of([&] {
+              row_of(R"({"prompt": "Q", "completion": "A",
+                         "tools": "[{\"name\": \"f\"}]\u0000[{\"name\": \"g\"}]"})",
+                     pc, 2);
+            }),
+            "d.jsonl: row 2: column 'tools' is a string of JSON with a NUL byte at offset 15");
+}
+
 // TRL's tool-calling rows: an assistant message with `tool_calls` and no content (absent or null)
 // is kept as it is for the template; without tool_calls (or from another role) it is an error.
 TEST(ExtractRow, ToolCallMessagesMayHaveNoContent) {

@@ -82,5 +82,20 @@ TEST(CmdLoss, BadRowNamesFileAndLine) {
   EXPECT_EQ(r.out, "zerotune: error: " + path.string() + ":2: 2 input_ids but 1 labels\n");
 }
 
+// A NUL byte ends the JSON parser's input: the row before it was trained on and the rest of the
+// line dropped without a word. Refused naming file, line and column.
+TEST(CmdLoss, NulByteNamesFileLineAndColumn) {
+  const auto path = std::filesystem::path(::testing::TempDir()) / "zt_loss_nul.jsonl";
+  {
+    std::ofstream f(path, std::ios::binary);
+    f << "{\"input_ids\": [1, 2, 3]}" << '\0' << "{\"input_ids\": [4, 5]}\n";
+  }
+  const RunResult r =
+      run("loss --model " + test::model_dir("qwen2_tied").string() + " " + path.string());
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.out, "zerotune: error: " + path.string() +
+                       ":1:25: a NUL byte: not JSON text (a truncated or binary file?)\n");
+}
+
 }  // namespace
 }  // namespace zt
