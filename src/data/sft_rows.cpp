@@ -222,17 +222,25 @@ DatasetFormat detect_format(const Json& first, const DataOptions& opts, std::str
     f.kind = DatasetKind::kLanguageModeling;
     return f;
   }
+  const std::string kinds = fmt::format(
+      "columns 'prompt' and 'completion', or 'messages', or 'conversations' (from/value), or '{}' "
+      "(dataset_text_field); found columns [{}]",
+      opts.dataset_text_field, fmt::join(column_names(first), ", "));
+  // TRL trains such rows as they are (its "processed" datasets); zerotune tokenises every row
+  // itself, with the chat template and masks of SFT_SEMANTICS.
+  if (first.contains("input_ids")) {
+    fail(
+        "{}: row 0: pre-tokenised rows ('input_ids') are not supported: zerotune tokenises the "
+        "rows itself and reads datasets of text, with {}",
+        file, kinds);
+  }
   if (first.contains("prompt")) {
     fail(
         "{}: missing column 'completion': a 'prompt' column needs a 'completion' column; found "
         "columns [{}]",
         file, fmt::join(column_names(first), ", "));
   }
-  fail(
-      "{}: cannot tell the dataset kind: expected columns 'prompt' and 'completion', or "
-      "'messages', or 'conversations' (from/value), or '{}' (dataset_text_field); found columns "
-      "[{}]",
-      file, opts.dataset_text_field, fmt::join(column_names(first), ", "));
+  fail("{}: cannot tell the dataset kind: expected {}", file, kinds);
 }
 
 std::variant<SftRow, DropReason> extract_row(const Json& row, const DatasetFormat& format,

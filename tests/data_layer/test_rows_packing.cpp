@@ -53,6 +53,15 @@ TEST(DatasetKind, MissingColumnNamesExpectedAndFound) {
             "with 'role' and 'content'");
 }
 
+// Pre-tokenised rows (TRL trains them as they are) were told "cannot tell the dataset kind".
+TEST(DatasetKind, PreTokenisedRowsAreNamedAsNotSupported) {
+  EXPECT_EQ(error_of([] { detect(R"({"input_ids": [1, 2], "attention_mask": [1, 1]})"); }),
+            "d.jsonl: row 0: pre-tokenised rows ('input_ids') are not supported: zerotune "
+            "tokenises the rows itself and reads datasets of text, with columns 'prompt' and "
+            "'completion', or 'messages', or 'conversations' (from/value), or 'text' "
+            "(dataset_text_field); found columns [input_ids, attention_mask]");
+}
+
 SftRow row_of(const char* json, const DatasetFormat& f, int64_t r = 0) {
   auto v = extract_row(Json::parse(json), f, r, "d.jsonl");
   if (!std::holds_alternative<SftRow>(v)) throw std::runtime_error("dropped");
