@@ -312,6 +312,28 @@ TEST_F(Prepare, LongDatasetNameGetsABoundedCacheName) {
   EXPECT_NE(names[0], names[1]);
 }
 
+// The fix for a tokenizer without a chat template is named by its config key.
+TEST_F(Prepare, NoChatTemplateNamesTheConfigKey) {
+  text::TokenizerConfig bare = *cfg_;
+  bare.chat_template.reset();
+  bare.named_templates.clear();
+  const auto f = dir_ / "m.jsonl";
+  write_file(f, "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}]}\n");
+  EXPECT_EQ(error_of([&] { prepare_dataset(options(f), *tok_, bare); }),
+            bare.dir.string() +
+                ": the tokenizer has no chat template, which conversational data needs; set "
+                "trainer.chat_template_path (a .jinja file, or a tokenizer directory whose chat "
+                "template to use)");
+  const auto p = dir_ / "p.jsonl";
+  write_file(p, "{\"prompt\": \"a\", \"completion\": \" b\"}\n");
+  DataOptions o = options(p);
+  o.prompt_format = PromptFormat::kChat;
+  EXPECT_NE(error_of([&] {
+              prepare_dataset(o, *tok_, bare);
+            }).find("which dataset.prompt_format: chat needs; set trainer.chat_template_path"),
+            std::string::npos);
+}
+
 TEST_F(Prepare, EmptyCompletionsSkippedAndCounted) {
   const auto f = dir_ / "e.jsonl";
   write_file(f,
