@@ -40,10 +40,13 @@ std::vector<int32_t> int_array(const Json& row, const char* key, const std::stri
   for (size_t i = 0; i < a.size(); ++i) {
     if (!a[i].is_number_integer())
       fail("{}:{}: \"{}\"[{}] is {}, expected an integer", file, line, key, i, a[i].dump());
-    const int64_t v = a[i].get<int64_t>();
-    if (v < INT32_MIN || v > INT32_MAX)
-      fail("{}:{}: \"{}\"[{}] = {} does not fit in 32 bits", file, line, key, i, v);
-    out.push_back(static_cast<int32_t>(v));
+    // A number above INT64_MAX is held unsigned: as int64 it would wrap (2^64 - 100 to -100).
+    const bool fits = a[i].is_number_unsigned()
+                          ? a[i].get<uint64_t>() <= static_cast<uint64_t>(INT32_MAX)
+                          : a[i].get<int64_t>() >= INT32_MIN && a[i].get<int64_t>() <= INT32_MAX;
+    if (!fits)
+      fail("{}:{}: \"{}\"[{}] = {} does not fit in 32 bits", file, line, key, i, a[i].dump());
+    out.push_back(static_cast<int32_t>(a[i].get<int64_t>()));
   }
   return out;
 }
@@ -58,8 +61,7 @@ PackedBatch read_jsonl(const std::string& file) {
     ++line;
     if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
     Json row;
-    if (find_too_deep_json(text))
-      fail("{}:{}: JSON nesting depth exceeds {}", file, line, kMaxJsonDepth);
+    check_json_text(text, file, static_cast<size_t>(line));
     try {
       row = Json::parse(text);
     } catch (const Json::exception& e) {

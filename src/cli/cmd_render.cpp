@@ -64,9 +64,9 @@ int cmd_render(const Args& args) {
     if (std::all_of(line.begin(), line.end(),
                     [](char c) { return std::isspace(static_cast<unsigned char>(c)); }))
       continue;
+    check_json_text(line, file, lineno);
     try {
       Json row;
-      if (find_too_deep_json(line)) fail("JSON nesting depth exceeds {}", kMaxJsonDepth);
       try {
         row = Json::parse(line);
       } catch (const Json::parse_error& e) {

@@ -22,8 +22,7 @@ namespace {
 // Text of one JSONL line: a JSON string, or an object with a string "text".
 std::string line_text(const std::string& line, const std::string& file, size_t lineno) {
   Json v;
-  if (find_too_deep_json(line))
-    fail("{}:{}: JSON nesting depth exceeds {}", file, lineno, kMaxJsonDepth);
+  check_json_text(line, file, lineno);
   try {
     v = Json::parse(line);
   } catch (const Json::parse_error& e) {

@@ -68,7 +68,7 @@ ChatTemplateOverride load_chat_template_path(const std::string& path,
     const fs::path tj = src.dir / "tokenizer.json";
     // nlohmann::json, not the ordered Json: 151k vocab keys would be slow in an ordered map.
     const std::string text = read_file(tj);
-    check_json_depth(text, tj.string());
+    check_json_text(text, tj.string());
     const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
     if (j.is_discarded()) fail("{}: {} is not valid JSON", key, tj.string());
     if (const auto it = j.find("added_tokens"); it != j.end() && it->is_array()) {

@@ -34,6 +34,25 @@ std::optional<int64_t> effective_max_length(const DataOptions& o) {
   return std::nullopt;
 }
 
+// The longest dataset file stem a cache file name keeps whole: the name `<stem>-<32 hex>.ztc` and
+// its temporary sibling `<name>.tmp.<pid>.<16 hex>` (write_file_atomic) then stay within NAME_MAX
+// (255 bytes) for a pid of 7 digits: 160 + 37 + 29 = 226.
+constexpr size_t kMaxCacheStemBytes = 160;
+
+// `dataset_stem` when at most kMaxCacheStemBytes long; else its first bytes (cut at a UTF-8
+// character boundary) + "~" + 16 hex digits of an XXH3-128 hash of the whole stem, at most
+// kMaxCacheStemBytes in all. (The cache key already hashes the dataset's bytes; the tag keeps
+// datasets whose long names share a prefix apart in a listing of the cache directory.)
+std::string cache_file_stem(const std::string& dataset_stem) {
+  if (dataset_stem.size() <= kMaxCacheStemBytes) return dataset_stem;
+  KeyHasher h;
+  h.add("dataset stem", dataset_stem);
+  const std::string tag = "~" + h.finish().hex().substr(0, 16);
+  size_t cut = kMaxCacheStemBytes - tag.size();
+  while (cut > 0 && (static_cast<unsigned char>(dataset_stem[cut]) & 0xC0) == 0x80) --cut;
+  return dataset_stem.substr(0, cut) + tag;
+}
+
 // TRL truncates by truncation_mode only without packing; packing (bfd) keeps the start of every
 // sequence whatever the mode.
 TruncationMode effective_truncation_mode(const DataOptions& o) {
@@ -191,7 +210,7 @@ CacheKey dataset_cache_key(const DataOptions& given, const text::TokenizerConfig
 
 std::filesystem::path cache_file_path(const DataOptions& opts, const CacheKey& key) {
   const std::filesystem::path dir = opts.cache_dir.empty() ? default_cache_dir() : opts.cache_dir;
-  return dir / fmt::format("{}-{}.ztc", opts.dataset.stem().string(), key.hex());
+  return dir / fmt::format("{}-{}.ztc", cache_file_stem(opts.dataset.stem().string()), key.hex());
 }
 
 TokenData build_token_data(const DataOptions& given, const text::Tokenizer& tokenizer,

@@ -54,7 +54,9 @@ struct PrepareReport {
 // Throws zt::Error naming a file that cannot be read.
 CacheKey dataset_cache_key(const DataOptions& opts, const text::TokenizerConfig& config);
 
-// `<cache_dir or default_cache_dir()>/<dataset file stem>-<key hex>.ztc`.
+// `<cache_dir or default_cache_dir()>/<dataset file stem>-<key hex>.ztc`; a stem longer than 160
+// bytes is cut (at a UTF-8 character boundary) and tagged with a hash of the whole stem, so the
+// name and its temporary sibling stay within NAME_MAX (255 bytes) whatever the dataset is called.
 std::filesystem::path cache_file_path(const DataOptions& opts, const CacheKey& key);
 
 // Runs the whole pipeline in memory (no cache): reads the rows, detects the kind, formats and

@@ -16,13 +16,15 @@ namespace zt::data {
 //   `datasets`' json loader accepts both);
 // - `.parquet`: via Arrow C++; string, integer, float, bool, null, list, large_list,
 //   fixed_size_list, struct (e.g. `list<struct<content, role>>` messages), map (as a list of
-//   [key, value] pairs) and dictionary-encoded columns, any number of row groups and chunks.
-// Rows are returned in file order. Throws zt::Error: malformed JSON → "FILE:LINE:COL: …"; a row
-// that is not an object; invalid UTF-8 → "FILE: row R …: invalid UTF-8 at byte offset B …" (row
-// 0-based, as `dataset[R]`; JSON also names the line); unreadable/corrupt parquet → names the
-// file and Arrow's reason; an unsupported column type → names the column and type; an unknown
-// extension; a key given twice in a JSON row → "FILE:LINE: row R: duplicate key 'K' (first given at
-// line L)"; a row nested deeper than kMaxJsonDepth → "FILE:LINE: row R: JSON nesting depth exceeds
+//   [key, value] pairs) and dictionary-encoded columns, any number of row groups and chunks; a
+//   column of another type (timestamp, binary, decimal …), or holding one at any depth (an HF
+//   Image feature `struct<bytes: binary, path: string>`), is left out of the rows with a note.
+// Rows are returned in file order. Throws zt::Error: malformed JSON → "FILE:LINE:COL: …"; a raw
+// NUL byte → "FILE:LINE:COL: a NUL byte: …"; a row that is not an object; invalid UTF-8 →
+// "FILE: row R …: invalid UTF-8 at byte offset B …" (row 0-based, as `dataset[R]`; JSON also names
+// the line); unreadable/corrupt parquet → names the file and Arrow's reason; an unknown extension;
+// a key given twice in a JSON row → "FILE:LINE: row R: duplicate key 'K' (first given at line
+// L)"; a row nested deeper than kMaxJsonDepth → "FILE:LINE: row R: JSON nesting depth exceeds
 // 1000"; a parquet column or struct field name given twice → "FILE: column 'C' occurs N times" /
 // "FILE: column 'C': struct field 'F' occurs N times" (HF datasets refuses all of these).
 std::vector<Json> read_rows(const std::filesystem::path& file);

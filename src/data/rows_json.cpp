@@ -204,14 +204,7 @@ std::string read_file_bytes(const std::filesystem::path& file) {
 
 std::vector<Json> read_json_rows(const std::filesystem::path& file) {
   const std::string buf = read_file_bytes(file);
-  // JSON text never holds a raw NUL (a string spells it \u0000), and the parser would take one as
-  // the end of its input: the rest of the line (or of a .json file) would be dropped in silence.
-  if (const size_t nul = buf.find('\0'); nul != std::string::npos) {
-    const size_t line_start = nul == 0 ? std::string::npos : buf.rfind('\n', nul - 1);
-    const size_t col = line_start == std::string::npos ? nul + 1 : nul - line_start;
-    fail("{}:{}:{}: a NUL byte (byte {} of the file): not JSON text (a truncated or binary file?)",
-         file.string(), line_of(buf, nul), col, nul);
-  }
+  check_no_nul(buf, file.string());  // the whole file: its lines' nesting is counted line by line
   size_t first = 0;
   if (buf.compare(0, 3, "\xEF\xBB\xBF") == 0) first = 3;  // UTF-8 byte order mark
   while (first < buf.size() &&

@@ -7,6 +7,8 @@
 
 #include <climits>
 #include <map>
+#include <optional>
+#include <utility>
 
 #include "core/error.h"
 #include "core/log.h"
@@ -65,6 +67,34 @@ bool readable_type(arrow::Type::type t) {
       return true;
     default:
       return false;
+  }
+}
+
+// Where in a column of Arrow type `type` (the column's name: `path`) the first type zerotune does
+// not read sits, and that type: {"image.bytes", "binary"} for HF datasets' Image feature
+// struct<bytes: binary, path: string>, {"stamps[]", "timestamp[us]"} for list<timestamp>. Nullopt
+// when zerotune reads all of it.
+std::optional<std::pair<std::string, std::string>> unreadable_part(const arrow::DataType& type,
+                                                                   const std::string& path) {
+  switch (type.id()) {
+    case arrow::Type::LIST:
+    case arrow::Type::LARGE_LIST:
+    case arrow::Type::FIXED_SIZE_LIST:
+      return unreadable_part(*type.field(0)->type(), path + "[]");
+    case arrow::Type::MAP: {
+      const auto& m = static_cast<const arrow::MapType&>(type);
+      if (auto k = unreadable_part(*m.key_type(), path + ".key")) return k;
+      return unreadable_part(*m.item_type(), path + ".value");
+    }
+    case arrow::Type::STRUCT:
+      for (const auto& f : type.fields())
+        if (auto p = unreadable_part(*f->type(), path + "." + f->name())) return p;
+      return std::nullopt;
+    case arrow::Type::DICTIONARY:
+      return unreadable_part(*static_cast<const arrow::DictionaryType&>(type).value_type(), path);
+    default:
+      if (readable_type(type.id())) return std::nullopt;
+      return std::make_pair(path, type.ToString());
   }
 }
 
@@ -237,16 +267,20 @@ std::vector<Json> read_parquet_rows(const std::filesystem::path& path) {
   std::vector<Json> rows(static_cast<size_t>(num_rows), Json::object());
   for (int c = 0; c < table->num_columns(); ++c) {
     const std::string& name = table->field(c)->name();
-    // A column of a type zerotune does not read (a timestamp, a date, a decimal, bytes) is left out
-    // of the rows, as TRL never looks at columns other than the ones its dataset kind names: naming
-    // such a column as data then finds no column of that name, after this note. (A field of such a
-    // type nested inside a column that is read is still an error naming the column.)
-    if (!readable_type(table->field(c)->type()->id())) {
+    // A column of a type zerotune does not read (a timestamp, a date, a decimal, bytes), or that
+    // holds one at any depth (HF datasets' Image feature struct<bytes: binary, path: string>, a
+    // list<timestamp>), is left out of the rows, as TRL never looks at columns other than the ones
+    // its dataset kind names: naming such a column as data then finds no column of that name,
+    // after this note.
+    const arrow::DataType& type = *table->field(c)->type();
+    if (const auto part = unreadable_part(type, name)) {
+      const std::string where =
+          part->first == name ? "" : fmt::format(" (it holds {} at {})", part->second, part->first);
       log::info(
-          "{}: column '{}' (Arrow type {}) is not read: zerotune reads string, integer, float, "
+          "{}: column '{}' (Arrow type {}) is not read{}: zerotune reads string, integer, float, "
           "bool, null, list, struct, map and dictionary columns, and leaves this one out of the "
           "rows",
-          file, name, table->field(c)->type()->ToString());
+          file, name, type.ToString(), where);
       continue;
     }
     int64_t base = 0;

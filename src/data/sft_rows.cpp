@@ -139,10 +139,15 @@ Json json_column(const Json& row, const char* column, int64_t r, std::string_vie
   const auto it = row.find(column);
   if (it == row.end() || it->is_null()) return Json();
   if (!it->is_string()) return *it;
-  if (find_too_deep_json(it->get_ref<const std::string&>()))
+  const std::string& text = it->get_ref<const std::string&>();
+  // The parser would stop at a NUL and drop the rest of the string (JSON spells it \u0000).
+  if (const size_t nul = text.find('\0'); nul != std::string::npos)
+    fail("{}: row {}: column '{}' is a string of JSON with a NUL byte at offset {}", file, r,
+         column, nul);
+  if (find_too_deep_json(text))
     fail("{}: row {}: column '{}' is a string of JSON nested deeper than {}", file, r, column,
          kMaxJsonDepth);
-  Json parsed = Json::parse(it->get_ref<const std::string&>(), nullptr, false);
+  Json parsed = Json::parse(text, nullptr, false);
   if (parsed.is_discarded()) {
     fail("{}: row {}: column '{}' is a string that is not valid JSON", file, r, column);
   }
@@ -217,17 +222,25 @@ DatasetFormat detect_format(const Json& first, const DataOptions& opts, std::str
     f.kind = DatasetKind::kLanguageModeling;
     return f;
   }
+  const std::string kinds = fmt::format(
+      "columns 'prompt' and 'completion', or 'messages', or 'conversations' (from/value), or '{}' "
+      "(dataset_text_field); found columns [{}]",
+      opts.dataset_text_field, fmt::join(column_names(first), ", "));
+  // TRL trains such rows as they are (its "processed" datasets); zerotune tokenises every row
+  // itself, with the chat template and masks of SFT_SEMANTICS.
+  if (first.contains("input_ids")) {
+    fail(
+        "{}: row 0: pre-tokenised rows ('input_ids') are not supported: zerotune tokenises the "
+        "rows itself and reads datasets of text, with {}",
+        file, kinds);
+  }
   if (first.contains("prompt")) {
     fail(
         "{}: missing column 'completion': a 'prompt' column needs a 'completion' column; found "
         "columns [{}]",
         file, fmt::join(column_names(first), ", "));
   }
-  fail(
-      "{}: cannot tell the dataset kind: expected columns 'prompt' and 'completion', or "
-      "'messages', or 'conversations' (from/value), or '{}' (dataset_text_field); found columns "
-      "[{}]",
-      file, opts.dataset_text_field, fmt::join(column_names(first), ", "));
+  fail("{}: cannot tell the dataset kind: expected {}", file, kinds);
 }
 
 std::variant<SftRow, DropReason> extract_row(const Json& row, const DatasetFormat& format,

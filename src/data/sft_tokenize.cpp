@@ -78,9 +78,11 @@ SftFormatter::SftFormatter(const DataOptions& opts, const DatasetFormat& format,
     template_.emplace(*opts.chat_template, template_name_);
   } else {
     if (!config.chat_template) {
-      fail("{}: the tokenizer has no chat template, which {} needs; set chat_template",
-           config.dir.string(),
-           is_conversational(kind) ? "conversational data" : "prompt_format: chat");
+      fail(
+          "{}: the tokenizer has no chat template, which {} needs; set trainer.chat_template_path "
+          "(a .jinja file, or a tokenizer directory whose chat template to use)",
+          config.dir.string(),
+          is_conversational(kind) ? "conversational data" : "dataset.prompt_format: chat");
     }
     template_name_ =
         config.chat_template_origin.empty()

@@ -1,6 +1,7 @@
 #include "io/json_depth.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "core/error.h"
 
@@ -27,16 +28,37 @@ std::optional<size_t> find_too_deep_json(std::string_view text, int max_depth) {
   return std::nullopt;
 }
 
-void check_json_depth(std::string_view text, const std::string& origin) {
-  if (const auto at = find_too_deep_json(text)) {
-    const auto line =
-        1 + std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(*at), '\n');
-    fail("{}:{}: JSON nesting depth exceeds {}", origin, line, kMaxJsonDepth);
+namespace {
+
+// 1-based line (counted from first_line) and column of byte `at` of `text`.
+std::pair<size_t, size_t> line_col(std::string_view text, size_t at, size_t first_line) {
+  const auto head = text.substr(0, at);
+  const size_t line_start = head.rfind('\n');
+  return {first_line + static_cast<size_t>(std::count(head.begin(), head.end(), '\n')),
+          line_start == std::string_view::npos ? at + 1 : at - line_start};
+}
+
+}  // namespace
+
+void check_no_nul(std::string_view text, const std::string& origin, size_t first_line,
+                  std::string_view prefix) {
+  if (const size_t nul = text.find('\0'); nul != std::string_view::npos) {
+    const auto [line, col] = line_col(text, nul, first_line);
+    fail("{}:{}:{}: {}a NUL byte: not JSON text (a truncated or binary file?)", origin, line, col,
+         prefix);
   }
 }
 
+void check_json_text(std::string_view text, const std::string& origin, size_t first_line,
+                     std::string_view prefix) {
+  check_no_nul(text, origin, first_line, prefix);
+  if (const auto at = find_too_deep_json(text))
+    fail("{}:{}: {}JSON nesting depth exceeds {}", origin, line_col(text, *at, first_line).first,
+         prefix, kMaxJsonDepth);
+}
+
 Json parse_json(std::string_view text, const std::string& origin) {
-  check_json_depth(text, origin);
+  check_json_text(text, origin);
   return Json::parse(text);
 }
 

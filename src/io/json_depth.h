@@ -1,8 +1,10 @@
-// Bounded nesting for every JSON text zerotune reads. Nesting depth: nlohmann parses iteratively
-// but copies and compares values recursively, so a value nested ~200,000 deep overflows the stack
-// long after it was read. Every JSON text zerotune reads (dataset rows, config.json,
-// tokenizer.json, tokenizer_config.json, DeepSpeed JSON, safetensors headers, its own state files)
-// is first checked against kMaxJsonDepth.
+// The checks every JSON text zerotune reads passes before nlohmann parses it (dataset rows,
+// config.json, tokenizer.json, tokenizer_config.json, safetensors headers and indexes, the rows of
+// `zerotune render` / `loss` / `tokenize`, its own state files): check_json_text.
+// - No raw NUL byte: nlohmann takes one (outside a string) as the end of its input, so the rest of
+//   the text would be dropped in silence; JSON spells a NUL "\u0000" inside a string.
+// - Bounded nesting: nlohmann parses iteratively but copies and compares values recursively, so a
+//   value nested ~200,000 deep overflows the stack long after it was read.
 #pragma once
 
 #include <cstddef>
@@ -23,10 +25,20 @@ inline constexpr int kMaxJsonDepth = 1000;
 // are skipped; nothing else is validated (malformed text is the parser's to report). O(bytes).
 std::optional<size_t> find_too_deep_json(std::string_view text, int max_depth = kMaxJsonDepth);
 
-// Throws zt::Error "ORIGIN:LINE: JSON nesting depth exceeds 1000" (LINE 1-based) when `text`
-// nests deeper than kMaxJsonDepth.
-void check_json_depth(std::string_view text, const std::string& origin);
+// Throws zt::Error
+//   "ORIGIN:LINE:COL: PREFIXa NUL byte: not JSON text (a truncated or binary file?)"
+// at the first raw NUL byte of `text`, else
+//   "ORIGIN:LINE: PREFIXJSON nesting depth exceeds 1000"
+// when `text` nests deeper than kMaxJsonDepth. LINE is counted from `first_line` at the start of
+// `text` (a JSON Lines reader passes the line's number), COL is the 1-based byte of the line.
+void check_json_text(std::string_view text, const std::string& origin, size_t first_line = 1,
+                     std::string_view prefix = {});
 
-// check_json_depth, then Json::parse(text): a syntax error still throws Json::parse_error.
+// The NUL half of check_json_text alone, for a JSON Lines file checked whole before its lines are
+// parsed one by one (its nesting is counted per line).
+void check_no_nul(std::string_view text, const std::string& origin, size_t first_line = 1,
+                  std::string_view prefix = {});
+
+// check_json_text, then Json::parse(text): a syntax error still throws Json::parse_error.
 Json parse_json(std::string_view text, const std::string& origin);
 }  // namespace zt

@@ -206,7 +206,7 @@ void SafetensorsReader::open_file(const fs::path& file) {
   const size_t data_size = map.size() - data_start;
   const std::string_view header_text(reinterpret_cast<const char*>(map.data()) + 8,
                                      static_cast<size_t>(n));
-  check_json_depth(header_text, fn + " (header)");
+  check_json_text(header_text, fn + " (header)");
   Json header;
   try {
     header = Json::parse(reinterpret_cast<const char*>(map.data()) + 8,

@@ -34,8 +34,7 @@ void check_unique_yaml_keys(const YAML::Node& node, const std::string& origin) {
 JsonKeyTracker::JsonKeyTracker(std::string_view text, std::string origin, size_t first_line,
                                std::string prefix)
     : text_(text), origin_(std::move(origin)), first_line_(first_line), prefix_(std::move(prefix)) {
-  if (const auto at = find_too_deep_json(text_))
-    fail("{}:{}: {}JSON nesting depth exceeds {}", origin_, line_of(*at), prefix_, kMaxJsonDepth);
+  check_json_text(text_, origin_, first_line_, prefix_);
 }
 
 size_t JsonKeyTracker::line_of(size_t offset) const {

@@ -27,7 +27,7 @@ void check_unique_yaml_keys(const YAML::Node& node, const std::string& origin);
 // Parses JSON `text` into a Json, refusing repeated object keys with the same message as above
 // (LINE 1-based, the line of the second occurrence). A syntax error throws
 //   "ORIGIN: invalid JSON: <nlohmann's reason, which names line and column>";
-// nesting deeper than kMaxJsonDepth throws "ORIGIN:LINE: JSON nesting depth exceeds 1000".
+// a raw NUL byte or nesting deeper than kMaxJsonDepth throws as check_json_text says.
 Json parse_json_unique_keys(std::string_view text, const std::string& origin);
 
 // Bookkeeping for a JSON parser (DOM callback or SAX handler) that must refuse repeated keys: the
@@ -37,10 +37,9 @@ class JsonKeyTracker {
  public:
   // `text` must outlive the tracker (line numbers are counted in it only when a duplicate is
   // found). Messages read "ORIGIN:LINE: PREFIXduplicate key …", LINE counted from `first_line` at
-  // the start of `text` (a JSON Lines row passes its line and "row R: "). Throws zt::Error
-  //   "ORIGIN:LINE: PREFIXJSON nesting depth exceeds 1000"
-  // when `text` nests deeper than kMaxJsonDepth (io/json.h), so no parser fed by this tracker
-  // builds a value too deep to copy.
+  // the start of `text` (a JSON Lines row passes its line and "row R: "). Runs check_json_text
+  // (io/json_depth.h) on `text`: a raw NUL byte or nesting deeper than kMaxJsonDepth throws, so no
+  // parser fed by this tracker drops the rest of the text or builds a value too deep to copy.
   JsonKeyTracker(std::string_view text, std::string origin, size_t first_line = 1,
                  std::string prefix = {});
 

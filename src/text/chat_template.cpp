@@ -25,10 +25,10 @@ ChatTemplate::~ChatTemplate() = default;
 
 RenderResult ChatTemplate::render(const Json& context) const {
   RenderResult r;
-  jinja::Interp in(impl_->tpl, impl_->name, context);
   try {
+    jinja::Interp in(impl_->tpl, impl_->name, context);  // a context too deep raises here
     r.text = in.run(&r.generation_spans);
-  } catch (const jinja::RenderError& e) {  // raised outside any statement (should not happen)
+  } catch (const jinja::RenderError& e) {  // raised outside any statement
     fail("{}: {}", impl_->name, e.what());
   }
   return r;

@@ -6,6 +6,79 @@
 #include "text/jinja_pystr.h"
 
 namespace zt::text::jinja {
+namespace {
+
+// `depth` levels of containers entered: past kMaxValueDepth, raises.
+void check_depth(int depth) {
+  if (depth > kMaxValueDepth) raise("value nested deeper than {} levels", kMaxValueDepth);
+}
+
+uint16_t depth_over(const List& items) {
+  int d = 0;
+  for (const Value& v : items) d = std::max(d, v.depth());
+  check_depth(d + 1);
+  return static_cast<uint16_t>(d + 1);
+}
+
+uint16_t depth_over(const Dict& dict) {
+  int d = 0;
+  for (const auto& [k, v] : dict.entries) d = std::max({d, k.depth(), v.depth()});
+  check_depth(d + 1);
+  return static_cast<uint16_t>(d + 1);
+}
+
+}  // namespace
+
+// (The lists are made non-const, held as const: release_items may empty one it owns alone.)
+Value Value::list(List items) {
+  const uint16_t d = depth_over(items);
+  return Value(Type::kList, ListPtr(std::make_shared<List>(std::move(items))), d);
+}
+
+Value Value::tuple(List items) {
+  const uint16_t d = depth_over(items);
+  return Value(Type::kTuple, ListPtr(std::make_shared<List>(std::move(items))), d);
+}
+
+Value Value::dict(DictPtr d) {
+  const uint16_t depth = depth_over(*d);
+  return Value(Type::kDict, std::move(d), depth);
+}
+
+Value Value::ns(DictPtr d) {
+  const uint16_t depth = depth_over(*d);
+  return Value(Type::kNamespace, std::move(d), depth);
+}
+
+static bool is_container(const Value& v) {
+  return v.is_sequence() || v.type() == Type::kDict || v.type() == Type::kNamespace;
+}
+
+void Value::release_items(std::vector<Value>& out) {
+  if (auto* l = std::get_if<ListPtr>(&v_); l != nullptr && l->use_count() == 1) {
+    auto& items = const_cast<List&>(**l);  // made non-const by list() / tuple()
+    for (Value& item : items)
+      if (is_container(item)) out.push_back(std::move(item));
+    items.clear();
+  } else if (auto* d = std::get_if<DictPtr>(&v_); d != nullptr && d->use_count() == 1) {
+    for (auto& [k, item] : (*d)->entries) {
+      if (is_container(k)) out.push_back(std::move(k));
+      if (is_container(item)) out.push_back(std::move(item));
+    }
+    (*d)->entries.clear();
+  }
+}
+
+Value::~Value() {
+  if (!is_container(*this)) return;
+  std::vector<Value> pending;
+  release_items(pending);
+  while (!pending.empty()) {
+    Value v = std::move(pending.back());
+    pending.pop_back();
+    v.release_items(pending);
+  }  // each `v` is freed with its items already moved out
+}
 
 const void* Value::identity() const {
   switch (type_) {
@@ -105,30 +178,37 @@ bool truthy(const Value& v) {
   }
 }
 
-static void append_seq(std::string& out, const List& items, char open, char close, bool tuple) {
+// The printing functions with the number of containers entered so far (`depth`).
+static void append_repr_at(std::string& out, const Value& v, int depth);
+static void append_str_at(std::string& out, const Value& v, int depth);
+
+static void append_seq(std::string& out, const List& items, char open, char close, bool tuple,
+                       int depth) {
+  check_depth(depth);
   out.push_back(open);
   for (size_t i = 0; i < items.size(); ++i) {
     if (i) out += ", ";
-    append_repr(out, items[i]);
+    append_repr_at(out, items[i], depth);
   }
   if (tuple && items.size() == 1) out.push_back(',');
   out.push_back(close);
 }
 
-static void append_dict(std::string& out, const Dict& d) {
+static void append_dict(std::string& out, const Dict& d, int depth) {
+  check_depth(depth);
   out.push_back('{');
   bool first = true;
   for (const auto& [k, v] : d.entries) {
     if (!first) out += ", ";
     first = false;
-    append_repr(out, k);
+    append_repr_at(out, k, depth);
     out += ": ";
-    append_repr(out, v);
+    append_repr_at(out, v, depth);
   }
   out.push_back('}');
 }
 
-void append_repr(std::string& out, const Value& v) {
+static void append_repr_at(std::string& out, const Value& v, int depth) {
   switch (v.type()) {
     case Type::kUndefined:
       out += "Undefined";
@@ -137,19 +217,21 @@ void append_repr(std::string& out, const Value& v) {
       out += py::repr(v.str());
       return;
     case Type::kList:
-      append_seq(out, v.items(), '[', ']', false);
+      append_seq(out, v.items(), '[', ']', false, depth + 1);
       return;
     case Type::kTuple:
-      append_seq(out, v.items(), '(', ')', true);
+      append_seq(out, v.items(), '(', ')', true, depth + 1);
       return;
     case Type::kDict:
-      append_dict(out, v.dict());
+      append_dict(out, v.dict(), depth + 1);
       return;
     default:
-      append_str(out, v);
+      append_str_at(out, v, depth);
       return;
   }
 }
+
+void append_repr(std::string& out, const Value& v) { append_repr_at(out, v, 0); }
 
 std::string repr(const Value& v) {
   std::string out;
@@ -157,7 +239,9 @@ std::string repr(const Value& v) {
   return out;
 }
 
-void append_str(std::string& out, const Value& v) {
+void append_str(std::string& out, const Value& v) { append_str_at(out, v, 0); }
+
+static void append_str_at(std::string& out, const Value& v, int depth) {
   switch (v.type()) {
     case Type::kUndefined:
       return;
@@ -179,11 +263,11 @@ void append_str(std::string& out, const Value& v) {
     case Type::kList:
     case Type::kTuple:
     case Type::kDict:
-      append_repr(out, v);
+      append_repr_at(out, v, depth);
       return;
     case Type::kNamespace:
       out += "<Namespace ";
-      append_dict(out, v.dict());
+      append_dict(out, v.dict(), depth + 1);
       out += ">";
       return;
     case Type::kLoop: {

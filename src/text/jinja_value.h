@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "io/json.h"
+#include "io/json_depth.h"
 
 namespace zt::text::jinja {
 
@@ -38,6 +39,16 @@ template <typename... Args>
   throw RenderError(fmt::format(f, std::forward<Args>(args)...));
 }
 
+// The deepest nesting of lists, tuples, dicts and namespaces a template's value may have. A
+// template can build a value of any depth (a loop assigning `ns.x = [ns.x]`), and printing,
+// `tojson`, comparing and freeing it recurse once per level: 100,000 levels overflowed the stack.
+// Values from JSON nest up to kMaxJsonDepth (every JSON text zerotune reads is checked), so twice
+// that leaves a template room to wrap them; Python's jinja2 stops printing or dumping near 1,000
+// levels (its recursion limit). Past it: RenderError "value nested deeper than 2000 levels", which
+// the interpreter prefixes with the template's name and line.
+inline constexpr int kMaxValueDepth = 2 * kMaxJsonDepth;
+static_assert(kMaxValueDepth <= UINT16_MAX, "Value keeps its depth in 16 bits");
+
 enum class Type : uint8_t {
   kUndefined,  // jinja2.Undefined: prints "", falsy, iterates empty; most operations raise
   kNone,
@@ -56,6 +67,14 @@ enum class Type : uint8_t {
 class Value {
  public:
   Value() = default;  // Undefined with an empty message
+  // Frees the containers nested in a container whose last reference this is in a loop, not a
+  // recursion: a chain of namespaces, each assigned into the previous one's attribute after it
+  // was built, can be millions long (no depth check sees it) and overflowed the stack.
+  ~Value();
+  Value(const Value&) = default;
+  Value(Value&&) noexcept = default;
+  Value& operator=(const Value&) = default;
+  Value& operator=(Value&&) noexcept = default;
   static Value undefined(std::string message) {
     return Value(Type::kUndefined, std::move(message));
   }
@@ -64,14 +83,12 @@ class Value {
   static Value integer(int64_t i) { return Value(Type::kInt, i); }
   static Value number(double d) { return Value(Type::kFloat, d); }
   static Value string(std::string s) { return Value(Type::kString, std::move(s)); }
-  static Value list(List items) {
-    return Value(Type::kList, std::make_shared<const List>(std::move(items)));
-  }
-  static Value tuple(List items) {
-    return Value(Type::kTuple, std::make_shared<const List>(std::move(items)));
-  }
-  static Value dict(DictPtr d) { return Value(Type::kDict, std::move(d)); }
-  static Value ns(DictPtr d) { return Value(Type::kNamespace, std::move(d)); }
+  // Containers: each raises "value nested deeper than 2000 levels" (kMaxValueDepth) when an item
+  // is nested kMaxValueDepth deep already.
+  static Value list(List items);
+  static Value tuple(List items);
+  static Value dict(DictPtr d);
+  static Value ns(DictPtr d);
   static Value callable(std::shared_ptr<Callable> c) {
     return Value(Type::kCallable, std::move(c));
   }
@@ -103,14 +120,22 @@ class Value {
   LoopState& loop_state() const { return *std::get<std::shared_ptr<LoopState>>(v_); }
   // Identity of a reference type (list, dict, namespace, callable, loop) for `is sameas`.
   const void* identity() const;
+  // Nesting of lists, tuples, dicts and namespaces: 0 for anything else, 1 + the deepest item's
+  // (keys included) for a container, as it was built (a namespace's attributes assigned later do
+  // not count).
+  int depth() const { return depth_; }
 
  private:
   using Storage = std::variant<std::monostate, bool, int64_t, double, std::string, ListPtr, DictPtr,
                                std::shared_ptr<Callable>, std::shared_ptr<LoopState>>;
   template <typename T>
-  Value(Type t, T&& v) : type_(t), v_(std::forward<T>(v)) {}
+  Value(Type t, T&& v, uint16_t depth = 0) : type_(t), depth_(depth), v_(std::forward<T>(v)) {}
+  // When this holds the last reference to a list, tuple, dict or namespace: moves the containers
+  // among its items (keys included) into `out` and empties it.
+  void release_items(std::vector<Value>& out);
 
   Type type_ = Type::kUndefined;
+  uint16_t depth_ = 0;  // depth(), at most kMaxValueDepth (kept in the padding after type_)
   Storage v_ = std::string();
 };
 
@@ -150,6 +175,12 @@ std::string type_name(const Value& v);
 // jinja2's object_type_repr: "None", "dict object", "str object", ….
 std::string object_type_repr(const Value& v);
 bool truthy(const Value& v);
+// The functions below recurse once per level of a container. Lists, tuples and dicts are at most
+// kMaxValueDepth deep (checked as they are built, and never changed after), namespaces compare by
+// identity and do not dump, so only printing can meet a deeper value: a namespace whose attributes
+// were assigned after it was put in a container, or a namespace holding itself. Printing raises
+// "value nested deeper than 2000 levels" there.
+
 // Python str(v) (jinja2 output of `{{ v }}`): Undefined -> "", None -> "None", 1.0 -> "1.0",
 // containers -> repr. Printing a function raises.
 std::string to_str(const Value& v);

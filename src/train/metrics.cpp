@@ -107,8 +107,8 @@ MetricsWriter::MetricsWriter(const std::filesystem::path& path,
     while (std::getline(in, line)) {
       ++line_no;
       if (line.empty()) continue;
-      Json j = find_too_deep_json(line) ? Json()
-                                        : Json::parse(line, nullptr, /*allow_exceptions=*/false);
+      check_json_text(line, path_.string(), static_cast<size_t>(line_no));
+      Json j = Json::parse(line, nullptr, /*allow_exceptions=*/false);
       if (!j.is_object() || !j.contains("step") || !j["step"].is_number_integer())
         fail("{}:{}: expected a JSON object with an integer \"step\", got: {}", path_.string(),
              line_no, line.substr(0, 200));

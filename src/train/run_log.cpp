@@ -32,8 +32,7 @@ RunLog read_metrics_jsonl(const fs::path& run, const fs::path& file) {
     ++line_no;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     Json e;
-    if (find_too_deep_json(line))
-      fail("{}:{}: JSON nesting depth exceeds {}", file.string(), line_no, kMaxJsonDepth);
+    check_json_text(line, file.string(), static_cast<size_t>(line_no));
     try {
       e = parse_python_json(line);
     } catch (const Json::exception& x) {
@@ -48,7 +47,7 @@ RunLog read_metrics_jsonl(const fs::path& run, const fs::path& file) {
 Json read_trainer_state(const fs::path& file) {
   try {
     const std::string text = read_file(file);
-    check_json_depth(text, file.string());
+    check_json_text(text, file.string());
     return parse_python_json(text);
   } catch (const Json::exception& x) {
     fail("{}: not valid JSON: {}", file.string(), x.what());

@@ -283,6 +283,57 @@ TEST_F(Prepare, CacheRebuiltWhenDatasetChangesOrIsCorrupt) {
   EXPECT_EQ(c.tokens(0).back(), 151645);
 }
 
+// A dataset file name of 246 bytes (a legal name) made a cache file name of 283 bytes: the run
+// failed with ENAMETOOLONG. The cache name keeps a readable prefix, cut at a character boundary,
+// and a hash of the whole name; two such names sharing that prefix get two cache files.
+TEST_F(Prepare, LongDatasetNameGetsABoundedCacheName) {
+  std::string stem;
+  for (int i = 0; i < 120; ++i) stem += "\xC3\xA9";  // é: 240 bytes
+  const std::string rows = "{\"prompt\": \"a\", \"completion\": \" b\"}\n";
+  write_file(dir_ / (stem + ".jsonl"), rows);
+  PrepareReport r1, r2;
+  prepare_dataset(options(dir_ / (stem + ".jsonl")), *tok_, *cfg_, &r1);
+  prepare_dataset(options(dir_ / (stem + ".jsonl")), *tok_, *cfg_, &r2);
+  EXPECT_FALSE(r1.from_cache);
+  EXPECT_TRUE(r2.from_cache);
+  std::vector<std::string> names = cache_files();
+  ASSERT_EQ(names.size(), 1u);
+  // 71 whole characters (142 bytes), '~', 16 hex digits, '-', the 32-digit key, ".ztc".
+  EXPECT_EQ(names[0].size(), 142u + 1 + 16 + 1 + 32 + 4);
+  EXPECT_EQ(names[0].substr(0, 143), stem.substr(0, 142) + "~");
+  EXPECT_EQ(names[0], r1.cache_file.filename().string());
+  // Another long name with the same first 142 bytes and the same rows: its own cache file.
+  const std::string other = stem.substr(0, 200) + "xyz";
+  write_file(dir_ / (other + ".jsonl"), rows);
+  prepare_dataset(options(dir_ / (other + ".jsonl")), *tok_, *cfg_);
+  names = cache_files();
+  ASSERT_EQ(names.size(), 2u);
+  EXPECT_EQ(names[0].substr(0, 143), names[1].substr(0, 143));
+  EXPECT_NE(names[0], names[1]);
+}
+
+// The fix for a tokenizer without a chat template is named by its config key.
+TEST_F(Prepare, NoChatTemplateNamesTheConfigKey) {
+  text::TokenizerConfig bare = *cfg_;
+  bare.chat_template.reset();
+  bare.named_templates.clear();
+  const auto f = dir_ / "m.jsonl";
+  write_file(f, "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}]}\n");
+  EXPECT_EQ(error_of([&] { prepare_dataset(options(f), *tok_, bare); }),
+            bare.dir.string() +
+                ": the tokenizer has no chat template, which conversational data needs; set "
+                "trainer.chat_template_path (a .jinja file, or a tokenizer directory whose chat "
+                "template to use)");
+  const auto p = dir_ / "p.jsonl";
+  write_file(p, "{\"prompt\": \"a\", \"completion\": \" b\"}\n");
+  DataOptions o = options(p);
+  o.prompt_format = PromptFormat::kChat;
+  EXPECT_NE(error_of([&] {
+              prepare_dataset(o, *tok_, bare);
+            }).find("which dataset.prompt_format: chat needs; set trainer.chat_template_path"),
+            std::string::npos);
+}
+
 TEST_F(Prepare, EmptyCompletionsSkippedAndCounted) {
   const auto f = dir_ / "e.jsonl";
   write_file(f,

@@ -132,16 +132,13 @@ TEST(ReaderErrors, NulByteIsRefusedWithItsPlace) {
   const auto f = dir / "nul.jsonl";
   write_file(f, std::string("{\"p\": \"a\"}\n{\"p\": \"b\"}\0{\"p\": \"c\"}\n", 33));
   EXPECT_EQ(error_of([&] { read_rows(f); }),
-            f.string() +
-                ":2:11: a NUL byte (byte 21 of the file): not JSON text (a truncated or "
-                "binary file?)");
+            f.string() + ":2:11: a NUL byte: not JSON text (a truncated or binary file?)");
   const auto t = dir / "tail.jsonl";
   write_file(t, std::string("{\"p\": \"a\"}\n\0\0\0\0", 15));
-  EXPECT_EQ(error_of([&] { read_rows(t); }).rfind(t.string() + ":2:1: a NUL byte (byte 11", 0), 0u);
+  EXPECT_EQ(error_of([&] { read_rows(t); }).rfind(t.string() + ":2:1: a NUL byte", 0), 0u);
   const auto j = dir / "arr.json";
   write_file(j, std::string("[{\"p\": 1}]\0garbage", 18));
-  EXPECT_EQ(error_of([&] { read_rows(j); }).rfind(j.string() + ":1:11: a NUL byte (byte 10", 0),
-            0u);
+  EXPECT_EQ(error_of([&] { read_rows(j); }).rfind(j.string() + ":1:11: a NUL byte", 0), 0u);
 }
 
 TEST(ReaderErrors, InvalidUtf8InJsonArrayGivesRowAndByteOffset) {

@@ -53,6 +53,15 @@ TEST(DatasetKind, MissingColumnNamesExpectedAndFound) {
             "with 'role' and 'content'");
 }
 
+// Pre-tokenised rows (TRL trains them as they are) were told "cannot tell the dataset kind".
+TEST(DatasetKind, PreTokenisedRowsAreNamedAsNotSupported) {
+  EXPECT_EQ(error_of([] { detect(R"({"input_ids": [1, 2], "attention_mask": [1, 1]})"); }),
+            "d.jsonl: row 0: pre-tokenised rows ('input_ids') are not supported: zerotune "
+            "tokenises the rows itself and reads datasets of text, with columns 'prompt' and "
+            "'completion', or 'messages', or 'conversations' (from/value), or 'text' "
+            "(dataset_text_field); found columns [input_ids, attention_mask]");
+}
+
 SftRow row_of(const char* json, const DatasetFormat& f, int64_t r = 0) {
   auto v = extract_row(Json::parse(json), f, r, "d.jsonl");
   if (!std::holds_alternative<SftRow>(v)) throw std::runtime_error("dropped");
@@ -74,6 +83,18 @@ TEST(ExtractRow, PlainAndConversational) {
   EXPECT_EQ(b.prompt_messages.size(), 2u);
   EXPECT_EQ(b.completion_messages[0]["weight"], 1);
   EXPECT_EQ(b.tools, Json::parse(R"([{"name": "f"}])"));
+}
+
+// A column of JSON held as a string (tools, chat_template_kwargs) with a NUL in it: the parser
+// stopped there and the rest of the string was dropped without a word.
+TEST(ExtractRow, JsonStringColumnWithNulIsRefused) {
+  const DatasetFormat pc{DatasetKind::kPromptCompletion, "text", false};
+  EXPECT_EQ(error_of([&] {
+              row_of(R"({"prompt": "Q", "completion": "A",
+                         "tools": "[{\"name\": \"f\"}]\u0000[{\"name\": \"g\"}]"})",
+                     pc, 2);
+            }),
+            "d.jsonl: row 2: column 'tools' is a string of JSON with a NUL byte at offset 15");
 }
 
 // TRL's tool-calling rows: an assistant message with `tool_calls` and no content (absent or null)

@@ -1,7 +1,8 @@
-// Every JSON text zerotune reads is checked against kMaxJsonDepth before a value is built
-// (io/json.h): nlohmann copies values recursively, so a row or config nested 200,000 deep crashed
-// the process (case deep-json-row-segfault). 100,000 and 200,000 levels both get the error naming
-// file and line.
+// Every JSON text zerotune reads is checked before a value is built (io/json_depth.h): against
+// kMaxJsonDepth, as nlohmann copies values recursively, so a row or config nested 200,000 deep
+// crashed the process (case deep-json-row-segfault); 100,000 and 200,000 levels both get the error
+// naming file and line. And for a raw NUL byte, where nlohmann's input ends: the rest of the file
+// was dropped in silence.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -64,6 +65,33 @@ TEST(JsonDepth, ModelConfigAndSafetensorsIndexAndHeader) {
   std::ofstream(d / "model.safetensors", std::ios::binary) << bytes << header;
   EXPECT_EQ(error_of([&] { zt::SafetensorsReader r(d.path()); }),
             (d / "model.safetensors").string() + " (header):1: JSON nesting depth exceeds 1000");
+}
+
+TEST(JsonText, NulByteIsRefusedNamingFileLineAndColumn) {
+  const std::string nul(1, '\0');
+  EXPECT_EQ(error_of([&] { zt::check_json_text("{}\n [1]" + nul + "[2]", "f.json"); }),
+            "f.json:2:5: a NUL byte: not JSON text (a truncated or binary file?)");
+  // A JSON Lines row: the line's number and a prefix.
+  EXPECT_EQ(error_of([&] { zt::check_json_text(nul, "r.jsonl", 7, "row 3: "); }),
+            "r.jsonl:7:1: row 3: a NUL byte: not JSON text (a truncated or binary file?)");
+  EXPECT_EQ(error_of([&] { zt::parse_json("[1]" + nul + "[2]", "p.json"); }),
+            "p.json:1:4: a NUL byte: not JSON text (a truncated or binary file?)");
+  EXPECT_EQ(zt::parse_json("[\"\\u0000\"]", "p.json")[0].get<std::string>(), nul);  // spelled out
+  TempDir d;
+  // config.json with a second object after a NUL (it was read as the first alone).
+  std::ofstream(d / "config.json", std::ios::binary) << "{\"model_type\": \"qwen2\"}\n"
+                                                     << nul << "{\"model_type\": \"llama\"}";
+  EXPECT_EQ(error_of([&] { zt::load_model_config(d.path()); }),
+            (d / "config.json").string() +
+                ":2:1: a NUL byte: not JSON text (a truncated or binary file?)");
+  // A safetensors header padded with NULs instead of spaces.
+  const std::string header = "{\"__metadata__\": {}}" + std::string(4, '\0');
+  std::string bytes(8, '\0');
+  bytes[0] = static_cast<char>(header.size());
+  std::ofstream(d / "model.safetensors", std::ios::binary) << bytes << header;
+  EXPECT_EQ(error_of([&] { zt::SafetensorsReader r(d.path()); }),
+            (d / "model.safetensors").string() +
+                " (header):1:21: a NUL byte: not JSON text (a truncated or binary file?)");
 }
 
 }  // namespace

@@ -82,5 +82,43 @@ TEST(CmdLoss, BadRowNamesFileAndLine) {
   EXPECT_EQ(r.out, "zerotune: error: " + path.string() + ":2: 2 input_ids but 1 labels\n");
 }
 
+// A label of 2^64 - 100 was read as -100 (not trained) through a wrap to int64: out of the 32-bit
+// range, it is an error naming the file, line and key, as 2^31 is.
+TEST(CmdLoss, LabelOutOfRangeIsAnErrorNotAWrap) {
+  const auto path = std::filesystem::path(::testing::TempDir()) / "zt_loss_wrap.jsonl";
+  {
+    std::ofstream f(path);
+    f << "{\"input_ids\": [1, 2, 3], \"labels\": [1, 2, 3]}\n"
+      << "{\"input_ids\": [1, 2, 3], \"labels\": [1, 18446744073709551516, 3]}\n";
+  }
+  const std::string model = test::model_dir("qwen2_tied").string();
+  RunResult r = run("loss --model " + model + " " + path.string());
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.out, "zerotune: error: " + path.string() +
+                       ":2: \"labels\"[1] = 18446744073709551516 does not fit in 32 bits\n");
+  {
+    std::ofstream f(path);
+    f << "{\"input_ids\": [1, 2, 3], \"labels\": [1, 2147483648, 3]}\n";
+  }
+  r = run("loss --model " + model + " " + path.string());
+  EXPECT_EQ(r.out, "zerotune: error: " + path.string() +
+                       ":1: \"labels\"[1] = 2147483648 does not fit in 32 bits\n");
+}
+
+// A NUL byte ends the JSON parser's input: the row before it was trained on and the rest of the
+// line dropped without a word. Refused naming file, line and column.
+TEST(CmdLoss, NulByteNamesFileLineAndColumn) {
+  const auto path = std::filesystem::path(::testing::TempDir()) / "zt_loss_nul.jsonl";
+  {
+    std::ofstream f(path, std::ios::binary);
+    f << "{\"input_ids\": [1, 2, 3]}" << '\0' << "{\"input_ids\": [4, 5]}\n";
+  }
+  const RunResult r =
+      run("loss --model " + test::model_dir("qwen2_tied").string() + " " + path.string());
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.out, "zerotune: error: " + path.string() +
+                       ":1:25: a NUL byte: not JSON text (a truncated or binary file?)\n");
+}
+
 }  // namespace
 }  // namespace zt

@@ -96,5 +96,23 @@ TEST(RenderCli, ErrorsNameFileAndLine) {
   EXPECT_NE(r.err.find("tokenizer_config.json: file not found"), std::string::npos) << r.err;
 }
 
+// A NUL byte ends the JSON parser's input: the row before it rendered and the rest of the line was
+// dropped without a word. Refused naming file, line and column.
+TEST(RenderCli, NulByteNamesFileLineAndColumn) {
+  zt::testing::TempDir tmp;
+  const std::string file = (tmp / "rows.jsonl").string();
+  std::ofstream(file, std::ios::binary)
+      << R"({"messages": [{"role": "user", "content": "hi"}]})"
+      << "\n"
+      << R"({"messages": [{"role": "user", "content": "a"}]})" << '\0'
+      << R"({"messages": [{"role": "user", "content": "b"}]})"
+      << "\n";
+  const CliRun r = render("--tokenizer " + kQwen3 + " " + file);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "zerotune: error: " + file +
+                       ":2:49: a NUL byte: not JSON text (a truncated or binary file?)\n");
+}
+
 }  // namespace
 }  // namespace zt::text

@@ -74,5 +74,19 @@ TEST(DuplicateKeys, DeepNestingIsRefusedNamingFileAndLine) {
   }
 }
 
+// A NUL byte ends nlohmann's input: what follows it was dropped in silence (a tokenizer.json with
+// a second, different object after a NUL loaded as the first). Refused with file, line and column.
+TEST(DuplicateKeys, NulByteIsRefusedNamingFileLineAndColumn) {
+  TempFile t(tokenizer("", "") + "\n  " + std::string(1, '\0') + "{\"model\": null}");
+  EXPECT_EQ(error_of([&] { Tokenizer::load(t.path()); }),
+            t.path().string() + ":11:3: a NUL byte: not JSON text (a truncated or binary file?)");
+  zt::testing::TempDir dir;
+  std::ofstream(dir / "tokenizer_config.json", std::ios::binary)
+      << "{\"eos_token\": \"<a>\"}" << '\0' << "{\"eos_token\": \"<b>\"}";
+  EXPECT_EQ(error_of([&] { load_tokenizer_config(dir.path()); }),
+            (dir / "tokenizer_config.json").string() +
+                ":1:21: a NUL byte: not JSON text (a truncated or binary file?)");
+}
+
 }  // namespace
 }  // namespace zt::text::test

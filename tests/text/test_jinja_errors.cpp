@@ -153,6 +153,42 @@ TEST(JinjaErrors, NestingTooDeepIsAnErrorNotACrash) {
   EXPECT_EQ(render(nested("{% if true %}", "y", "{% endif %}", 300)), "y");
 }
 
+// A value built 100,000 deep by a namespace loop crashed `tojson` (and printing, comparing and
+// freeing it) with SIGSEGV: building one deeper than 2000 levels is an error with the line. A
+// chain of namespaces, each assigned into the previous one's attribute (so no build sees its
+// depth), is freed without a crash however long, and refused when printed, as is a namespace
+// holding itself. 2000 levels work.
+TEST(JinjaErrors, ValueNestedTooDeepIsAnErrorNotACrash) {
+  // Line 1 makes the namespace, line 2 loops N times (N replaced by `n`), line 3 is `use`.
+  const auto looped = [](std::string tpl, int n, const std::string& use) {
+    tpl.replace(tpl.find('N'), 1, std::to_string(n));
+    return tpl + use;
+  };
+  const std::string nest =
+      "{%- set ns = namespace(x=[]) -%}\n"
+      "{%- for i in range(N) %}{% set ns.x = [ns.x] %}{% endfor -%}\n";
+  EXPECT_EQ(error_of(looped(nest, 100000, "{{ ns.x | tojson }}")),
+            "tpl.jinja:2: value nested deeper than 2000 levels");
+  EXPECT_EQ(error_of(looped(nest, 1999, "{{ {'a': ns.x} }}")),
+            "tpl.jinja:3: value nested deeper than 2000 levels");
+  EXPECT_EQ(render(looped(nest, 1999, "{{ ns.x | tojson | length }} {{ ns.x == ns.x }}")),
+            "4000 True");
+  EXPECT_EQ(render(looped(nest, 1999, "{{ ns.x | string | length }}")), "4000");
+  EXPECT_EQ(error_of("{% set ns = namespace(x=1) %}{% set ns.x = ns %}\n{{ ns }}"),
+            "tpl.jinja:2: value nested deeper than 2000 levels");
+  const std::string chain =
+      "{%- set root = namespace(v=none) %}{% set ns = namespace(head=root) -%}\n"
+      "{%- for i in range(N) %}{% for j in range(10) %}{% set n = namespace(v=none) %}"
+      "{% set h = ns.head %}{% set h.v = n %}{% set ns.head = n %}{% endfor %}{% endfor -%}\n";
+  EXPECT_EQ(render(looped(chain, 100000, "freed")), "freed");
+  EXPECT_EQ(error_of(looped(chain, 300, "{{ root }}")),
+            "tpl.jinja:3: value nested deeper than 2000 levels");
+  // A context nested deeper than any JSON zerotune reads.
+  Json ctx = Json::array();
+  for (int i = 0; i < 2000; ++i) ctx = Json::array({ctx});
+  EXPECT_EQ(error_of("x", Json{{"v", ctx}}), "tpl.jinja: value nested deeper than 2000 levels");
+}
+
 TEST(JinjaErrors, ContextMustBeAnObject) {
   expect_error([] { ChatTemplate("x", "t").render(Json::array()); },
                {"t: the template context must be a JSON object"});
