@@ -1,0 +1,90 @@
+// What `zerotune train` does with the directories a TRL user points it at (issue: bad checkpoint
+// and output inputs): the final model exported into a directory that holds other things,
+// `resume_from_checkpoint` given a wrong path, a renamed or hand-edited checkpoint, one with a
+// rank's ZeRO state missing, or one of another model. Through the real binary, on a tiny model.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "io/json.h"
+#include "train_cli_util.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+using zt_test::exited;
+using zt_test::run;
+using zt_test::RunResult;
+using zt_test::slurp;
+
+class CheckpointInputs : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    std::string error;
+    root_ = zt_test::fresh_root_with_demo("zt_ckpt_inputs_", 16, 4, 3, &error);
+    ASSERT_FALSE(root_.empty()) << error;
+    write_model(root_ / "model", 2);
+    std::ofstream(root_ / "sft.yaml")
+        << "exp_name: x\nexp_dir: " << (root_ / "runs").string() << "/${exp_name}\n"
+        << "model:\n  name_or_path: " << (root_ / "model").string()
+        << "\n  tokenizer_name_or_path: " << ZT_SOURCE_DIR
+        << "/configs/tokenizers/qwen2.5-instruct\n"
+        << "dataset:\n  train:\n    path: " << (root_ / "demo/train.parquet").string()
+        << "\n  prompt_format: chat\n  cache_dir: " << (root_ / "cache").string() << "\n"
+        << "compute:\n  backend: cpu\n  threads: 1\n"
+           "trainer:\n  learning_rate: 1.0e-3\n  per_device_train_batch_size: 1\n"
+           "  gradient_accumulation_steps: 1\n  max_steps: 2\n  max_length: 64\n"
+           "  logging_steps: 1\n  save_steps: 1\n  gradient_checkpointing: false\n"
+           "  bf16: false\n  report_to: none\n";
+  }
+  static void TearDownTestSuite() { fs::remove_all(root_); }
+
+  // A from-scratch Qwen2 config (no weights) with `layers` layers.
+  static void write_model(const fs::path& dir, int layers) {
+    fs::create_directories(dir);
+    std::ofstream(dir / "config.json")
+        << R"({"model_type": "qwen2", "vocab_size": 151936, "hidden_size": 16,
+  "intermediate_size": 32, "num_hidden_layers": )"
+        << layers << R"(, "num_attention_heads": 4, "num_key_value_heads": 2,
+  "max_position_embeddings": 256, "rms_norm_eps": 1e-6, "rope_theta": 1000000.0,
+  "hidden_act": "silu", "tie_word_embeddings": true, "torch_dtype": "float32"})";
+  }
+  static RunResult train(const std::string& name, const std::string& overrides) {
+    return run(std::string(ZT_BINARY) + " train --config " + (root_ / "sft.yaml").string() +
+               " exp_name=" + name + " " + overrides);
+  }
+  static fs::path exp(const std::string& name) { return root_ / "runs" / name; }
+  static fs::path root_;
+};
+fs::path CheckpointInputs::root_;
+
+// trainer.output_dir=${exp_dir} (transformers' layout: checkpoints and the final model in one
+// directory) or a directory of the user's: the final export replaced the directory whole,
+// deleting the run's checkpoints, metrics.jsonl and the user's files. Now the model files are
+// written beside them.
+TEST_F(CheckpointInputs, FinalModelIntoADirectoryThatHoldsOtherThingsKeepsThem) {
+  RunResult r = train("same", "'trainer.output_dir=${exp_dir}'");
+  ASSERT_TRUE(exited(r, 0, "saved the final model to " + exp("same").string()));
+  for (const char* f :
+       {"checkpoint-1/trainer_state.json", "checkpoint-2/zero_state_rank00000.bin", "metrics.jsonl",
+        "args.yaml", "zerotune_run.json", "model.safetensors", "config.json", "tokenizer.json"})
+    EXPECT_TRUE(fs::exists(exp("same") / f)) << f;
+  // The checkpoints are still a run's: resuming from the last one works.
+  r = train("same", "'trainer.output_dir=${exp_dir}' trainer.resume_from_checkpoint=true");
+  EXPECT_TRUE(exited(r, 0, "resumed from " + (exp("same") / "checkpoint-2").string()));
+
+  const fs::path mine = root_ / "mine";
+  fs::create_directories(mine);
+  std::ofstream(mine / "notes.txt") << "keep me";
+  r = train("mine", "trainer.max_steps=1 trainer.output_dir=" + mine.string());
+  ASSERT_TRUE(exited(r, 0, "holds other files ('notes.txt', …), so the model files were written"));
+  EXPECT_EQ(slurp(mine / "notes.txt"), "keep me");
+  EXPECT_TRUE(fs::exists(mine / "model.safetensors"));
+  for (const auto& e : fs::directory_iterator(mine))  // no staging directory left behind
+    EXPECT_EQ(e.path().filename().string().find(".zerotune-export"), std::string::npos);
+}
+
+}  // namespace
