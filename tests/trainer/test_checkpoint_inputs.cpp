@@ -87,4 +87,80 @@ TEST_F(CheckpointInputs, FinalModelIntoADirectoryThatHoldsOtherThingsKeepsThem) 
     EXPECT_EQ(e.path().filename().string().find(".zerotune-export"), std::string::npos);
 }
 
+// A path that is not there, or a file: said so (it was "has no trainer_state.json (not a zerotune
+// checkpoint)"), with the checkpoints that are there.
+TEST_F(CheckpointInputs, ResumePathThatDoesNotExistOrIsAFileIsNamed) {
+  ASSERT_TRUE(exited(train("path", ""), 0));
+  RunResult r =
+      train("path2", "trainer.resume_from_checkpoint=" + (exp("path") / "checkpoint-3").string());
+  EXPECT_TRUE(exited(r, 1,
+                     "resume_from_checkpoint: '" + (exp("path") / "checkpoint-3").string() +
+                         "' does not exist (the checkpoints in " + exp("path").string() +
+                         ": checkpoint-1, checkpoint-2)"));
+  r = train("path2", "trainer.resume_from_checkpoint=" + (exp("path") / "metrics.jsonl").string());
+  EXPECT_TRUE(exited(r, 1,
+                     "resume_from_checkpoint: " + (exp("path") / "metrics.jsonl").string() +
+                         " is a file; expected a checkpoint directory"));
+  EXPECT_FALSE(fs::exists(exp("path2")));
+}
+
+// trainer_state.json's global_step edited by hand (in transformers it moves the resume point):
+// zerotune resumed at the plan's step and ignored it silently; now an error naming both. A
+// checkpoint directory renamed to another step resumes at the step it holds, with a warning.
+TEST_F(CheckpointInputs, EditedGlobalStepIsRefusedAndARenamedCheckpointResumesAtItsStep) {
+  ASSERT_TRUE(exited(train("gs", "trainer.max_steps=1"), 0));
+  const fs::path ck = exp("gs") / "checkpoint-1", state = ck / "trainer_state.json";
+  zt::Json st = zt::Json::parse(slurp(state));
+  ASSERT_EQ(st["global_step"], 1);
+  st["global_step"] = 2;
+  std::ofstream(state) << st.dump(2);
+  RunResult r = train("gs2", "trainer.resume_from_checkpoint=" + ck.string());
+  EXPECT_TRUE(exited(r, 1,
+                     state.string() +
+                         ": 'global_step' is 2, but the saved data order ('plan' next_step) is "
+                         "at step 1"));
+  st["global_step"] = 1;
+  std::ofstream(state) << st.dump(2);
+  const fs::path renamed = exp("gs") / "checkpoint-7";
+  fs::rename(ck, renamed);
+  r = train("gs3", "trainer.resume_from_checkpoint=" + renamed.string());
+  EXPECT_TRUE(exited(r, 0,
+                     "resume_from_checkpoint: " + renamed.string() + " holds step 1 (" +
+                         (renamed / "trainer_state.json").string() +
+                         " global_step), not step 7 as its name says"));
+  EXPECT_NE(r.output.find("resumed from " + renamed.string() + " at step 1"), std::string::npos)
+      << r.output;
+}
+
+// A checkpoint without its rank's ZeRO state file: the checkpoint and what is missing (it was
+// "<file>: cannot open: No such file or directory").
+TEST_F(CheckpointInputs, MissingZeroStateNamesTheCheckpointAndTheRank) {
+  ASSERT_TRUE(exited(train("zs", "trainer.max_steps=1"), 0));
+  const fs::path ck = exp("zs") / "checkpoint-1";
+  fs::remove(ck / "zero_state_rank00000.bin");
+  const RunResult r = train("zs2", "trainer.resume_from_checkpoint=" + ck.string());
+  EXPECT_TRUE(exited(r, 1,
+                     ck.string() +
+                         ": the checkpoint has no zero_state_rank00000.bin (rank 0's master "
+                         "weights and optimizer state, of world size 1); it is incomplete"));
+}
+
+// A checkpoint of a model with another architecture: the parameter that differs and both
+// config.json files (it was "ZeRO state layout hash … does not match this model's …").
+TEST_F(CheckpointInputs, CheckpointOfAnotherModelNamesTheParameter) {
+  ASSERT_TRUE(exited(train("other", "trainer.max_steps=1"), 0));
+  write_model(root_ / "model3", 3);
+  const fs::path ck = exp("other") / "checkpoint-1";
+  const RunResult r = train("other2", "trainer.resume_from_checkpoint=" + ck.string() +
+                                          " model.name_or_path=" + (root_ / "model3").string());
+  EXPECT_TRUE(exited(r, 1,
+                     "resume_from_checkpoint: " + ck.string() +
+                         " is a checkpoint of another model: the run's model has a parameter "
+                         "'model.layers.2."));
+  EXPECT_NE(r.output.find("which the checkpoint lacks (" + (ck / "config.json").string() +
+                          " against " + (root_ / "model3" / "config.json").string() + ")"),
+            std::string::npos)
+      << r.output;
+}
+
 }  // namespace
