@@ -1,8 +1,13 @@
 #include "io/hf_export.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <set>
 
 #include "core/error.h"
+#include "core/log.h"
 #include "io/unique_keys.h"
 
 namespace zt {
@@ -57,6 +62,75 @@ void align_one(const char* key, std::optional<int64_t> tok_id, std::vector<int64
     gen[key] = ids_json(put_first(t, gen_ids));
   else
     gen[key] = t;
+}
+
+// model.safetensors, its index, or a shard "model-<5 digits>-of-<5 digits>.safetensors".
+bool is_weight_file(const std::string& n) {
+  if (n == "model.safetensors" || n == "model.safetensors.index.json") return true;
+  constexpr std::string_view kPre = "model-", kMid = "-of-", kExt = ".safetensors";
+  if (n.size() != kPre.size() + 5 + kMid.size() + 5 + kExt.size()) return false;
+  const std::string_view v(n);
+  const auto digits = [&](size_t at) {
+    return std::all_of(v.begin() + static_cast<ptrdiff_t>(at),
+                       v.begin() + static_cast<ptrdiff_t>(at + 5),
+                       [](char c) { return c >= '0' && c <= '9'; });
+  };
+  return v.starts_with(kPre) && digits(6) && v.substr(11, 4) == kMid && digits(15) &&
+         v.ends_with(kExt);
+}
+
+// A file of a model export (this one's or an earlier one's): weights, configs, tokenizer files.
+bool is_export_file(const std::string& n) {
+  if (n == "config.json" || n == "generation_config.json" || is_weight_file(n)) return true;
+  return std::any_of(std::begin(kTokenizerFiles), std::end(kTokenizerFiles),
+                     [&](const char* t) { return n == t; });
+}
+
+// The first entry of directory `dir` (by name) that is not a file of a model export, or "".
+std::string first_foreign_entry(const fs::path& dir) {
+  std::set<std::string> foreign;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    const std::string n = e.path().filename().string();
+    if (!e.is_regular_file() || !is_export_file(n)) foreign.insert(n);
+  }
+  return foreign.empty() ? std::string() : *foreign.begin();
+}
+
+// Moves the files of `staged` (a directory inside `out_dir`) into `out_dir`, each by one rename,
+// as save_pretrained writes into a directory that holds other things: the weights first, then the
+// weight files of an earlier export that this one does not have are removed (so transformers
+// cannot read a stale model.safetensors beside a new index), config.json last. Returns the names.
+std::vector<std::string> move_files_into(const fs::path& staged, const fs::path& out_dir) {
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(staged))
+    names.push_back(e.path().filename().string());
+  const auto rank = [](const std::string& n) {
+    return is_weight_file(n) ? 0 : n == "config.json" ? 2 : 1;
+  };
+  std::sort(names.begin(), names.end(), [&](const std::string& a, const std::string& b) {
+    return std::pair(rank(a), a) < std::pair(rank(b), b);
+  });
+  const std::set<std::string> written(names.begin(), names.end());
+  bool stale_removed = false;
+  for (const std::string& n : names) {
+    if (rank(n) > 0 && !stale_removed) {
+      for (const auto& e : fs::directory_iterator(out_dir)) {
+        const std::string old = e.path().filename().string();
+        if (e.is_regular_file() && is_weight_file(old) && !written.contains(old)) {
+          std::error_code ec;
+          if (!fs::remove(e.path(), ec) || ec)
+            fail("{}: cannot remove the earlier export's {}: {}", out_dir.string(), old,
+                 ec.message());
+        }
+      }
+      stale_removed = true;
+    }
+    if (std::rename((staged / n).c_str(), (out_dir / n).c_str()) != 0)
+      fail("{}: cannot move {} into place: {}", (out_dir / n).string(), (staged / n).string(),
+           std::strerror(errno));
+  }
+  fsync_dir(out_dir);
+  return names;
 }
 
 }  // namespace
@@ -146,7 +220,13 @@ HfExportResult export_hf_model(const fs::path& out_dir, const ModelConfig& cfg,
   }
   const char* dtype_str = options.dtype == DType::kBF16 ? "bfloat16" : "float32";
 
-  StagingDir stage(out_dir);
+  // An output directory that holds anything besides a model export (the run's checkpoints, the
+  // user's files: output_dir = exp_dir, or ".") gets the model files written into it beside them,
+  // as transformers' save_pretrained does; replacing it whole would delete them. Else the export is
+  // built beside it and renamed into place (appears complete or not at all).
+  std::string foreign;
+  if (fs::is_directory(out_dir, ec)) foreign = first_foreign_entry(out_dir);
+  StagingDir stage(foreign.empty() ? out_dir : out_dir / ".zerotune-export");
   const fs::path& tmp = stage.path();
 
   ModelConfig out_cfg = cfg;  // its special token ids aligned with the tokenizer's
@@ -170,6 +250,15 @@ HfExportResult export_hf_model(const fs::path& out_dir, const ModelConfig& cfg,
 
   HfExportResult r;
   r.weight_bytes = w.total_size;
+  if (!foreign.empty()) {
+    r.files = move_files_into(tmp, out_dir);
+    std::sort(r.files.begin(), r.files.end());
+    log::info(
+        "{}: holds other files ('{}', …), so the model files were written into it beside them "
+        "(as transformers' save_pretrained does) rather than replacing the directory",
+        out_dir.string(), foreign);
+    return r;
+  }
   for (const auto& e : fs::directory_iterator(tmp)) r.files.push_back(e.path().filename().string());
   std::sort(r.files.begin(), r.files.end());
   stage.commit(options.overwrite);

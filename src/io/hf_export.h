@@ -4,7 +4,10 @@
 //   config.json, generation_config.json, model.safetensors or model-0000i-of-0000N.safetensors +
 //   model.safetensors.index.json (above max_shard_size), and the tokenizer files.
 // Everything is written into a temporary sibling directory which is renamed into place at the end,
-// so the output directory is either absent/old or complete.
+// so the output directory is either absent/old or complete. An output directory that holds other
+// things than a model export (checkpoints, the user's files) is not replaced: the files are staged
+// in a directory inside it and moved into it one rename each (weights first, config.json last), and
+// an earlier export's weight files that this one lacks are removed, as save_pretrained does.
 #pragma once
 
 #include <cstddef>

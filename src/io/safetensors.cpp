@@ -168,14 +168,23 @@ SafetensorsReader::SafetensorsReader(const fs::path& path) : path_(path) {
     if (index.contains("metadata") && index["metadata"].is_object())
       index_metadata_ = index["metadata"];
     // Shards in sorted file-name order (= 00001, 00002, …).
-    std::set<std::string> shard_names;
+    std::map<std::string, std::pair<std::string, size_t>> shards;  // file → a tensor, count
     for (const auto& [name, file] : index["weight_map"].items()) {
       if (!file.is_string())
         fail("{}: weight_map[\"{}\"] is {}, expected a file name string", p.string(), name,
              file.dump());
-      shard_names.insert(file.get<std::string>());
+      auto& [first, count] = shards[file.get<std::string>()];
+      if (count++ == 0) first = name;
     }
-    for (const std::string& s : shard_names) open_file(p.parent_path() / s);
+    for (const auto& [s, use] : shards) {
+      const fs::path shard = p.parent_path() / s;
+      if (!fs::exists(shard, ec))
+        fail(
+            "{}: weight_map puts {} tensor(s) ('{}'{}) in {}, which does not exist (a shard not "
+            "downloaded or copied?)",
+            p.string(), use.second, use.first, use.second > 1 ? ", …" : "", shard.string());
+      open_file(shard);
+    }
     for (const auto& [name, file] : index["weight_map"].items()) {
       auto it = by_name_.find(name);
       if (it == by_name_.end())
@@ -258,6 +267,17 @@ void SafetensorsReader::open_file(const fs::path& file) {
       fail(
           "{}: tensor '{}': data_offsets [{}, {}] end past the data section ({} bytes); truncated?",
           fn, key, info.begin, info.end, data_size);
+    // Bytes the shape needs, refused when it overflows (a shape like [2^62] F32 wraps to 0 bytes
+    // and would pass the size check below, then be read past the mapping).
+    uint64_t elems = 1;
+    for (int64_t d : info.shape)
+      if (__builtin_mul_overflow(elems, static_cast<uint64_t>(d), &elems) ||
+          elems > static_cast<uint64_t>(INT64_MAX))
+        fail("{}: tensor '{}': shape {} has more elements than a file can hold", fn, key,
+             shape_to_string(info.shape));
+    if (uint64_t bytes = 0; __builtin_mul_overflow(elems, uint64_t{*esize}, &bytes))
+      fail("{}: tensor '{}': shape {} has more elements than a file can hold", fn, key,
+           shape_to_string(info.shape));
     if (*esize != 0) {
       const size_t want = static_cast<size_t>(shape_numel(info.shape)) * *esize;
       if (info.nbytes() != want)

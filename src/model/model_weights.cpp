@@ -161,9 +161,20 @@ void CausalLM::load_weights(const SafetensorsReader& reader, const Tensor& flat)
   const CheckpointNames names = checkpoint_names(cfg_, reader);
   std::vector<std::byte> staging;
   std::set<std::string> used;
+  const std::string head = names.map("lm_head.weight");
   for (int i = 0; i < layout_.num_params(); ++i) {
     const ParamSpec& s = layout_.param(i);
-    const std::string file_name = names.map(s.name);
+    std::string file_name = names.map(s.name);
+    // A tied checkpoint that keeps the shared tensor under the head's name only (safetensors'
+    // save_model keeps the first name in sorted order): transformers fills the embedding from it.
+    if (i == layout_.embed() && layout_.tied() && !reader.contains(file_name) &&
+        reader.contains(head)) {
+      log::info(
+          "{}: no tensor '{}'; the embedding is read from '{}' (tied: tie_word_embeddings "
+          "true), as transformers does",
+          reader.source().string(), file_name, head);
+      file_name = head;
+    }
     const Tensor dst = flat_param(flat, i);
     if (dst.device == Device::kCPU) {
       reader.load(file_name, dst);
@@ -178,7 +189,6 @@ void CausalLM::load_weights(const SafetensorsReader& reader, const Tensor& flat)
   // The checkpoint's other tensors: known non-parameters are ignored with an info line; anything
   // else means the checkpoint is not of this architecture (e.g. q_norm weights in a qwen2
   // checkpoint), an error naming the file and the tensor.
-  const std::string head = names.map("lm_head.weight");
   int64_t inv_freq = 0, vision = 0;
   std::string first_inv_freq;
   for (const std::string& n : reader.names()) {

@@ -30,6 +30,7 @@
 #include "train/metrics.h"
 #include "train/micro_batch_balance.h"
 #include "train/progress.h"
+#include "train/resume_checks.h"
 #include "train/run_checkpoints.h"
 #include "train/run_export.h"
 #include "train/step_plan.h"
@@ -318,10 +319,13 @@ void Trainer::State::resume_or_init() {
   comm.barrier();
   Json st;
   if (ckpt) {
+    check_resume_path(*ckpt);
     fs::path state_file = *ckpt / "trainer_state.json";
     if (!fs::exists(state_file))
-      fail("resume_from_checkpoint: {} has no trainer_state.json (not a zerotune checkpoint)",
-           ckpt->string());
+      fail(
+          "resume_from_checkpoint: {} has no trainer_state.json (not a zerotune checkpoint); to "
+          "start a new run from the model in it, set model.name_or_path={}",
+          ckpt->string(), ckpt->string());
     try {
       st = parse_json(read_file(state_file), state_file.string());
     } catch (const Json::exception& e) {
@@ -332,13 +336,19 @@ void Trainer::State::resume_or_init() {
       fail("{}: expected a JSON object (a zerotune trainer_state.json), got {}",
            state_file.string(), st.type_name());
     if (!st.contains("plan") || !st["plan"].is_object())
-      fail("{}: no 'plan' object (the saved data order); not a zerotune checkpoint's state",
-           state_file.string());
+      fail(
+          "{}: no 'plan' object (the saved data order); not a zerotune checkpoint's state (a "
+          "transformers/TRL checkpoint? zerotune resumes only its own; to start a new run from "
+          "its weights, set model.name_or_path={})",
+          state_file.string(), ckpt->string());
     for (const char* key : {"applied_steps", "num_tokens_seen"})
       if (!st.contains(key) || !st[key].is_number_integer() || st[key].get<int64_t>() < 0)
         fail("{}: '{}' must be a non-negative integer, got {}", state_file.string(), key,
              st.contains(key) ? st[key].dump() : std::string("nothing"));
-    start_step = plan_state_next_step(*plan, st["plan"], state_file.string());
+    start_step = checked_resume_step(st, state_file.string(),
+                                     plan_state_next_step(*plan, st["plan"], state_file.string()),
+                                     *ckpt, rank0());
+    check_checkpoint_model(*ckpt, mcfg);
     applied_steps = st["applied_steps"].get<int64_t>();
     num_tokens_seen = st["num_tokens_seen"].get<int64_t>();
     resumed_from = *ckpt;

@@ -110,6 +110,12 @@ void ZeroEngine::load_state(const std::filesystem::path& dir) {
   const int rank = comm_.rank(), W = layout_.world_size();
   const std::filesystem::path path = state_path(dir, rank);
   {
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec))
+      fail(
+          "{}: the checkpoint has no {} (rank {}'s master weights and optimizer state, of world "
+          "size {}); it is incomplete (copied in part?) or not a zerotune checkpoint",
+          dir.string(), path.filename().string(), rank, W);
     const MappedFile file(path);
     const size_t payload = static_cast<size_t>(3 * S) * 4, want = sizeof(FileHeader) + payload + 8;
     if (file.size() < sizeof(FileHeader))

@@ -87,7 +87,7 @@ TEST(HfExport, F32ExportEqualsSavePretrainedAndReplacesOldOutput) {
   const zt::ModelConfig cfg = zt::load_model_config(kData / "tiny_qwen2_f32");
   TempDir d;
   fs::create_directories(d / "out");
-  zt::write_file_atomic(d / "out" / "stale.safetensors", "old");
+  zt::write_file_atomic(d / "out" / "model.safetensors", "old");  // an earlier unsharded export
   zt::HfExportOptions opt;
   opt.dtype = DType::kF32;
   opt.max_shard_size = 6000;
@@ -95,7 +95,7 @@ TEST(HfExport, F32ExportEqualsSavePretrainedAndReplacesOldOutput) {
   for (const auto& f : list_dir(kData / "tiny_qwen2_f32"))
     if (f != "generation_config.json")
       expect_same_file(d / "out" / f, kData / "tiny_qwen2_f32" / f);
-  EXPECT_FALSE(fs::exists(d / "out" / "stale.safetensors"));
+  EXPECT_FALSE(fs::exists(d / "out" / "model.safetensors"));
   // generation_config.json derived from the model config when none is given.
   EXPECT_EQ(
       zt::Json::parse(zt::read_file(d / "out" / "generation_config.json")).dump(),
@@ -130,6 +130,49 @@ TEST(HfExport, FailureLeavesNoPartialOutput) {
   expect_error([&] { zt::export_hf_model(d / "x", cfg, w.tensors, f16); },
                {"export dtype f16 not supported (bf16 or f32)"});
   EXPECT_EQ(list_dir(d.path()), std::vector<std::string>{"exists"});
+}
+
+TEST(HfExport, DirectoryHoldingOtherFilesGetsTheModelBesideThem) {
+  // output_dir = exp_dir (HF's layout: checkpoints and the final model in one directory), or a
+  // directory of the user's: the export must not replace it whole (it deleted the checkpoints,
+  // metrics.jsonl and the user's files). An earlier export's weight files are replaced.
+  Weights w = tiny_weights();
+  const zt::ModelConfig cfg = zt::load_model_config(kData / "tiny_qwen2_f32");
+  TempDir d;
+  const fs::path out = d / "out";
+  fs::create_directories(out / "checkpoint-2");
+  zt::write_file_atomic(out / "checkpoint-2" / "trainer_state.json", "{}");
+  zt::write_file_atomic(out / "notes.txt", "mine");
+  zt::write_file_atomic(out / "model.safetensors", "old single file");
+  zt::write_file_atomic(out / "model-00003-of-00003.safetensors", "old shard");
+  zt::HfExportOptions opt;
+  opt.dtype = DType::kF32;
+  opt.max_shard_size = 6000;
+  const auto res = zt::export_hf_model(out, cfg, w.tensors, opt);
+  const std::vector<std::string> written = list_dir(kData / "tiny_qwen2_f32");  // 4 shards
+  ASSERT_EQ(written.size(), 7u);
+  EXPECT_EQ(res.files, written);
+  std::vector<std::string> want = written;
+  want.insert(want.begin(), "checkpoint-2");
+  want.push_back("notes.txt");
+  EXPECT_EQ(list_dir(out), want);  // no staging directory left, no stale weights
+  EXPECT_EQ(zt::read_file(out / "notes.txt"), "mine");
+  EXPECT_EQ(zt::read_file(out / "checkpoint-2" / "trainer_state.json"), "{}");
+  for (const auto& f : list_dir(kData / "tiny_qwen2_f32"))
+    if (f != "generation_config.json") expect_same_file(out / f, kData / "tiny_qwen2_f32" / f);
+  EXPECT_EQ(list_dir(d.path()), std::vector<std::string>{"out"});
+  // A failure while writing leaves the directory as it was.
+  w.tensors[5].data = nullptr;
+  expect_error([&] { zt::export_hf_model(out, cfg, w.tensors, opt); },
+               {"tensor 'model.layers.0.self_attn.v_proj.weight' has no data pointer"});
+  EXPECT_EQ(list_dir(out), want);
+  // Unsharded now: the earlier export's index and shards go, the user's files stay.
+  w = tiny_weights();
+  zt::export_hf_model(out, cfg, w.tensors, {});
+  EXPECT_EQ(list_dir(out),
+            (std::vector<std::string>{"checkpoint-2", "config.json", "generation_config.json",
+                                      "model.safetensors", "notes.txt"}));
+  EXPECT_EQ(zt::SafetensorsReader(out).names().size(), w.tensors.size());
 }
 
 }  // namespace

@@ -337,6 +337,16 @@ TEST(Safetensors, MalformedHeadersAreRejected) {
   write_raw(d / "c.safetensors", R"({"w":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", 8);
   expect_error([&] { SafetensorsReader x(d / "c.safetensors"); },
                {"tensor 'w': shape [-2] has a non-integer or negative dimension"});
+  // 2^62 F32 elements are 2^64 bytes, 0 modulo 2^64: it passed as an empty tensor.
+  write_raw(d / "o.safetensors",
+            R"({"w":{"dtype":"F32","shape":[4611686018427387904],"data_offsets":[0,0]}})", 0);
+  expect_error([&] { SafetensorsReader x(d / "o.safetensors"); },
+               {"o.safetensors: tensor 'w': shape [4611686018427387904] has more elements than a "
+                "file can hold"});
+  write_raw(d / "p.safetensors",
+            R"({"w":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,0]}})", 0);
+  expect_error([&] { SafetensorsReader x(d / "p.safetensors"); },
+               {"tensor 'w': shape [4294967296, 4294967296] has more elements"});
   write_raw(d / "e.safetensors", R"({"w":)", 0);
   expect_error([&] { SafetensorsReader x(d / "e.safetensors"); },
                {"e.safetensors: header is not valid JSON"});
@@ -353,9 +363,14 @@ TEST(Safetensors, BrokenIndexIsNamed) {
   expect_error([&] { SafetensorsReader x(d / "m"); },
                {"weight_map lists tensor 'model.extra.weight' in model-00002-of-00002.safetensors, "
                 "which does not contain it"});
+  // A shard the index names that is not there: the index, how many tensors and which, the file
+  // (it said only "<shard>: cannot open: No such file or directory").
   fs::remove(d / "m" / "model-00002-of-00002.safetensors");
-  expect_error([&] { SafetensorsReader x(d / "m" / "model.safetensors.index.json"); },
-               {"model-00002-of-00002.safetensors: cannot open: No such file or directory"});
+  expect_error(
+      [&] { SafetensorsReader x(d / "m" / "model.safetensors.index.json"); },
+      {"model.safetensors.index.json: weight_map puts 15 tensor(s) "
+       "('model.layers.0.post_attention_layernorm.weight', …) in " +
+       (d / "m" / "model-00002-of-00002.safetensors").string() + ", which does not exist"});
 }
 
 TEST(Safetensors, WriterRejectsBadInput) {

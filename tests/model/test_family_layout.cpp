@@ -97,4 +97,45 @@ TEST(FamilyLayout, LoadWeightsRefusesTensorsOfAnotherArchitecture) {
        "does not match config.json's architecture"});
 }
 
+// A tied checkpoint that holds the shared tensor only as 'lm_head.weight' (safetensors'
+// save_model keeps the first of a shared tensor's names in sorted order): transformers fills the
+// embedding from it; zerotune refused it ("tensor 'model.embed_tokens.weight' not found").
+TEST(FamilyLayout, TiedCheckpointWithOnlyTheHeadLoadsTheEmbeddingFromIt) {
+  zt::testing::TempDir d;
+  const fs::path src = zt::test::model_dir("qwen2_tied");
+  fs::create_directories(d / "m");
+  fs::copy_file(src / "config.json", d / "m" / "config.json");
+  const zt::SafetensorsReader r(src);
+  ASSERT_TRUE(r.contains("model.embed_tokens.weight"));
+  ASSERT_FALSE(r.contains("lm_head.weight"));
+  std::vector<std::vector<float>> data;
+  std::vector<zt::NamedTensor> ts;
+  data.reserve(r.names().size());
+  for (const std::string& n : r.names()) {
+    data.push_back(r.load_f32(n));
+    ts.push_back({n == "model.embed_tokens.weight" ? "lm_head.weight" : n, zt::DType::kF32,
+                  r.info(n).shape, data.back().data()});
+  }
+  zt::write_safetensors(d / "m" / "model.safetensors", ts);
+  zt::CpuOps ops;
+  zt::HostMemory memory;
+  zt::ModelOptions o;
+  o.dtype = zt::DType::kF32;
+  o.max_tokens = 8;
+  const zt::ModelConfig cfg = zt::load_model_config(d / "m");
+  ASSERT_TRUE(cfg.tie_word_embeddings);
+  zt::CausalLM m(cfg, ops, memory, o);
+  m.load_weights(zt::SafetensorsReader(d / "m"));
+  bool checked = false;
+  for (const zt::NamedTensor& w : m.named_weights()) {
+    const std::vector<float> want = r.load_f32(w.name);
+    EXPECT_EQ(std::vector<float>(static_cast<const float*>(w.data),
+                                 static_cast<const float*>(w.data) + want.size()),
+              want)
+        << w.name;
+    checked |= w.name == "model.embed_tokens.weight";
+  }
+  EXPECT_TRUE(checked);
+}
+
 }  // namespace

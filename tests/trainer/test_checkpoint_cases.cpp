@@ -24,6 +24,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
+using zt_test::exited;
 using zt_test::run;
 using zt_test::RunResult;
 
@@ -34,15 +35,6 @@ zt::Json loss_json(const std::string& output) {
   size_t at = output.rfind("\n{");
   at = at == std::string::npos ? output.find('{') : at + 1;
   return zt::Json::parse(output.substr(at, output.find('\n', at) - at));
-}
-
-// The command exited with `status` and its output holds `text` (when given).
-::testing::AssertionResult exited(const RunResult& r, int status, const std::string& text = "") {
-  if (r.status == status && r.output.find(text) != std::string::npos)
-    return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << "exit status " << r.status << " (expected " << status
-                                       << "); expected in the output: '" << text << "'\n"
-                                       << r.output;
 }
 
 class CheckpointCase : public ::testing::Test {

@@ -1,6 +1,7 @@
 // Helpers of the end-to-end tests that run the zerotune binary (tests/trainer/*.cpp).
 #pragma once
 
+#include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -32,6 +33,16 @@ inline RunResult run(const std::string& cmd) {
   int st = pclose(p);
   r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
   return r;
+}
+
+// The command exited with `status` and its output holds `text` (when given).
+inline ::testing::AssertionResult exited(const RunResult& r, int status,
+                                         const std::string& text = "") {
+  if (r.status == status && r.output.find(text) != std::string::npos)
+    return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "exit status " << r.status << " (expected " << status
+                                       << "); expected in the output: '" << text << "'\n"
+                                       << r.output;
 }
 
 inline std::string slurp(const std::filesystem::path& p) {

@@ -1,0 +1,33 @@
+// What `trainer.resume_from_checkpoint` reads, checked before it is used, so that a wrong path, a
+// renamed or hand-edited checkpoint, or a checkpoint of another model gets an error naming the
+// file and what was expected rather than a misleading one (or none) further on.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+
+#include "io/json.h"
+#include "io/model_config.h"
+
+namespace zt::train {
+
+// `resume_from_checkpoint: <path>`: throws zt::Error when `ckpt` does not exist (listing the
+// checkpoint-<step> directories of its parent, where there are some) or is not a directory.
+void check_resume_path(const std::filesystem::path& ckpt);
+
+// The step the run resumes at: trainer_state.json's "plan" next_step (`next_step`, already
+// checked against the run's plan). Its "global_step", when present, must be the same integer
+// (zt::Error naming `state_file` and both values otherwise: the file was edited by hand or is
+// not consistent). A directory named checkpoint-<N> with N != global_step (renamed) resumes at
+// global_step, as transformers does, with a warning (when `log`).
+int64_t checked_resume_step(const Json& state, const std::string& state_file, int64_t next_step,
+                            const std::filesystem::path& ckpt, bool log);
+
+// The checkpoint's config.json (when it has one) describes the same parameters as `model`, the
+// run's model.name_or_path config: else zt::Error naming both files and the first parameter whose
+// name or shape differs ("checkpoint of another model"). A checkpoint whose config.json cannot be
+// read is left to the ZeRO state's own layout check.
+void check_checkpoint_model(const std::filesystem::path& ckpt, const ModelConfig& model);
+
+}  // namespace zt::train
