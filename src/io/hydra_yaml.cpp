@@ -289,6 +289,45 @@ class Resolver {
   std::set<std::string> stack_;
 };
 
+// An override's value as YAML text in Hydra's grammar: inside a dict's braces a key's colon needs
+// no space after it (`{enable_thinking:false}` is {enable_thinking: false} to Hydra; to YAML it is
+// one key "enable_thinking:false" with no value), so one is added after the first colon of each
+// dict entry that lacks it. Quoted text and lists are left as they are.
+std::string hydra_override_yaml(const std::string& v) {
+  std::string out;
+  out.reserve(v.size() + 8);
+  std::vector<char> open;  // the brackets enclosing the current position
+  bool in_key = false;     // in a dict entry before its colon
+  char quote = 0;
+  for (size_t i = 0; i < v.size(); ++i) {
+    const char c = v[i];
+    out += c;
+    if (quote != 0) {
+      if (c == '\\' && quote == '"' && i + 1 < v.size()) {
+        out += v[++i];
+      } else if (c == quote) {
+        quote = 0;
+      }
+      continue;
+    }
+    if (c == '\'' || c == '"') {
+      quote = c;
+    } else if (c == '{' || c == '[') {
+      open.push_back(c);
+      in_key = c == '{';
+    } else if (c == '}' || c == ']') {
+      if (!open.empty()) open.pop_back();
+      in_key = false;
+    } else if (c == ',') {
+      in_key = !open.empty() && open.back() == '{';
+    } else if (c == ':' && in_key) {
+      in_key = false;
+      if (i + 1 < v.size() && v[i + 1] != ' ') out += ' ';
+    }
+  }
+  return out;
+}
+
 // Hydra's delete override: `~a.b` removes key a.b; `~a.b=v` removes it only when it holds v (else
 // an error, as Hydra's "Could not delete ... value is ..."). Throws when the key is absent.
 void delete_override(Json& root, const std::string& ov, const std::filesystem::path& file) {
@@ -307,8 +346,10 @@ void delete_override(Json& root, const std::string& ov, const std::filesystem::p
   if (eq != std::string::npos) {
     Json want;
     try {
-      want = node_to_json(load_yaml(ov.substr(eq + 1), "override '" + ov + "'"), "<command line>",
-                          /*octal=*/false);
+      want =
+          node_to_json(load_yaml(hydra_override_yaml(ov.substr(eq + 1)), "override '" + ov + "'"),
+                       "<command line>",
+                       /*octal=*/false);
     } catch (const YAML::Exception& e) {
       fail("override '{}': the value is not valid YAML: {}", ov, e.msg);
     }
@@ -348,7 +389,7 @@ void apply_override(Json& root, const std::string& ov, const std::filesystem::pa
   if (is_known && is_known(key)) add = true;
   Json value;
   try {
-    YAML::Node n = load_yaml(ov.substr(eq + 1), "override '" + ov + "'");
+    YAML::Node n = load_yaml(hydra_override_yaml(ov.substr(eq + 1)), "override '" + ov + "'");
     value = node_to_json(n, "<command line>", /*octal=*/false);
   } catch (const YAML::Exception& e) {
     fail("override '{}': the value is not valid YAML: {}", ov, e.msg);

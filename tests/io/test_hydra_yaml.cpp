@@ -151,6 +151,17 @@ TEST(HydraYaml, ForceAddAndDeleteOverrides) {
             "override '~t.seed=4': cannot delete 't.seed': its value is 3, not 4");
   EXPECT_EQ(error_of([&] { zt::load_hydra_yaml(p, {"++=1"}); }),
             "override '++=1' is not of the form key.path=value");
+  // A dict in Hydra's grammar needs no space after a key's colon (YAML would read one key
+  // "enable_thinking:false"); quoted colons and a value's own colons stay.
+  const zt::Json d = zt::load_hydra_yaml(
+      p, {"+kw={enable_thinking:false,n:2,'a:b':c,s:'x:y',u:http://h:1,l:[1,2]}", "+v=a:b"});
+  EXPECT_EQ(d["kw"], (zt::Json{{"enable_thinking", false},
+                               {"n", 2},
+                               {"a:b", "c"},
+                               {"s", "x:y"},
+                               {"u", "http://h:1"},
+                               {"l", {1, 2}}}));
+  EXPECT_EQ(d["v"], "a:b");
   // Hydra's own settings on the command line are accepted and change nothing.
   const zt::Json h = zt::load_hydra_yaml(
       p, {"hydra.run.dir=.", "hydra/job_logging=disabled", "++hydra.output_subdir=null"});

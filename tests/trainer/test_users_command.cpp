@@ -113,7 +113,7 @@ TEST_F(UsersCommand, RunsUnchangedOnOneAndTwoRanks) {
   EXPECT_EQ(again.output.find("plan:"), std::string::npos) << again.output;  // refused before any data
   // Resuming is suggested exactly when the earlier run left a checkpoint.
   bool ckpt = false;
-  for (const fs::path d : {w2 / "logs" / "sft", w2 / "logs" / "sft" / "ckpts"})
+  for (const fs::path& d : {w2 / "logs" / "sft", w2 / "logs" / "sft" / "ckpts"})
     if (fs::is_directory(d))
       for (const auto& e : fs::directory_iterator(d))
         ckpt = ckpt || e.path().filename().string().rfind("checkpoint-", 0) == 0;
