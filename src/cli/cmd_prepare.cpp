@@ -28,6 +28,7 @@ int cmd_prepare(const Args& args) {
   TokenizerBundle tok = load_tokenizer(cfg);
   for (std::string split : {"train", "eval"}) {
     if (split == "eval" && !has_eval_set(cfg)) continue;
+    check_dataset_present(cfg, split);
     data::DataOptions opts = data_options(cfg, split);
     data::PrepareReport report;
     data::prepare_dataset(opts, tok.tokenizer, tok.config, &report);

@@ -111,8 +111,12 @@ train::TrainArgs make_train_args(RunConfig& cfg, const std::optional<AccelerateC
   ModelSource src = resolve_model_source(cfg.get<std::string>("model.name_or_path"));
   a.model_dir = src.dir;
   a.from_scratch = !src.has_weights;
+  check_dataset_present(cfg, "train");
   a.train_data = data_options(cfg, "train");
-  if (has_eval_set(cfg)) a.eval_data = data_options(cfg, "eval");
+  if (has_eval_set(cfg)) {
+    check_dataset_present(cfg, "eval");
+    a.eval_data = data_options(cfg, "eval");
+  }
 
   // ---- outputs
   a.exp_dir = cfg.get<std::string>("exp_dir");

@@ -35,18 +35,36 @@ std::filesystem::path dataset_file(const RunConfig& cfg, const std::string& spli
 
 }  // namespace
 
+void check_dataset_present(const RunConfig& cfg, const std::string& split) {
+  const std::filesystem::path file = dataset_file(cfg, split);
+  std::error_code ec;
+  if (!std::filesystem::exists(file, ec)) {
+    const std::string key = "dataset." + split + ".path";
+    fail("{}: {}: {} does not exist (a relative path is from the current directory, {}){}",
+         cfg.source(), key, file.string(), std::filesystem::current_path(ec).string(),
+         cfg.where(key));
+  }
+}
+
 bool has_eval_set(const RunConfig& cfg) {
   return cfg.get_optional<std::string>("dataset.eval.path") || cfg.get_optional<std::string>("dataset.eval.name");
 }
 
 TokenizerBundle load_tokenizer(const RunConfig& cfg) {
   auto name = cfg.get_optional<std::string>("model.tokenizer_name_or_path");
-  std::string key = name ? "model.tokenizer_name_or_path" : "model.name_or_path";
+  // The key the user wrote: model_name (the users' layout) sets model.name_or_path.
+  std::string key = name                                          ? "model.tokenizer_name_or_path"
+                    : cfg.get_optional<std::string>("model_name") ? "model_name"
+                                                                  : "model.name_or_path";
   if (!name) name = cfg.get<std::string>("model.name_or_path");
   ModelSource src = resolve_model_source(*name, /*require_config=*/false);
   if (!src.has_tokenizer)
-    fail("{}: {} = '{}' resolves to {}, which has no tokenizer.json (set model.tokenizer_name_or_path)",
-         cfg.source(), key, *name, src.dir.string());
+    fail(
+        "{}: {} = '{}' resolves to {}, which has no tokenizer.json (set "
+        "model.tokenizer_name_or_path to a "
+        "directory or hub id that has one, e.g. model.tokenizer_name_or_path=<dir> on the command "
+        "line)",
+        cfg.source(), key, *name, src.dir.string());
   TokenizerBundle b{src.dir, text::Tokenizer::load(src.dir / "tokenizer.json"),
                     text::load_tokenizer_config(src.dir)};
   text::register_config_special_tokens(b.tokenizer, b.config);  // as transformers' loading does

@@ -33,6 +33,11 @@ TokenizerBundle load_tokenizer(const RunConfig& cfg);
 // when a local file's split is not "train", or when the hub dataset cannot be found.
 data::DataOptions data_options(const RunConfig& cfg, const std::string& split);
 
+// Throws zt::Error naming the config file and key dataset.<split>.path when the split's local
+// dataset file is not there (the readers' own "cannot open" names only the file); a hub dataset
+// is found (or refused) by dataset.<split>.name as before.
+void check_dataset_present(const RunConfig& cfg, const std::string& split);
+
 // True when the config names an eval set (dataset.eval.path or dataset.eval.name).
 bool has_eval_set(const RunConfig& cfg);
 

@@ -240,3 +240,25 @@ TEST_F(ConfigCase, HydraConfigPathAndNameNameTheConfigFile) {
   EXPECT_EQ(missing.status, 1) << missing.output;
   EXPECT_TRUE(has(missing, "config file configs/nope.yaml does not exist")) << missing.output;
 }
+
+// A dataset file that is not there is named by its key (the reader's "cannot open" named only the
+// file); a model directory without a tokenizer is named by the key the user wrote (model_name in
+// the users' layout, not the model.name_or_path it sets).
+TEST_F(ConfigCase, MissingDatasetAndTokenizerAreNamedByTheirKeys) {
+  copy_case("yaml-merge-key-refused");
+  const RunResult d = zerotune("prepare --config sft.yaml dataset.train.path=nope.jsonl");
+  EXPECT_EQ(d.status, 1) << d.output;
+  EXPECT_TRUE(has(d,
+                  "zerotune: error: sft.yaml: dataset.train.path: nope.jsonl does not exist (a "
+                  "relative path is from the current directory, "))
+      << d.output;
+  EXPECT_TRUE(has(d, "(given on the command line)")) << d.output;
+  const RunResult t =
+      run("cd " + dir_.string() + " && " + ZT_BINARY +
+          " prepare --config sft.yaml model_name=model model.tokenizer_name_or_path=null");
+  EXPECT_EQ(t.status, 1) << t.output;
+  EXPECT_TRUE(has(t,
+                  "zerotune: error: sft.yaml: model_name = 'model' resolves to model, which has no "
+                  "tokenizer.json (set model.tokenizer_name_or_path to a directory or hub id"))
+      << t.output;
+}
