@@ -328,6 +328,16 @@ std::string hydra_override_yaml(const std::string& v) {
   return out;
 }
 
+// The typed value of override `ov` (the text after its '=' at `eq`), read in Hydra's grammar.
+Json override_value(const std::string& ov, size_t eq) {
+  try {
+    return node_to_json(load_yaml(hydra_override_yaml(ov.substr(eq + 1)), "override '" + ov + "'"),
+                        "<command line>", /*octal=*/false);
+  } catch (const YAML::Exception& e) {
+    fail("override '{}': the value is not valid YAML: {}", ov, e.msg);
+  }
+}
+
 // Hydra's delete override: `~a.b` removes key a.b; `~a.b=v` removes it only when it holds v (else
 // an error, as Hydra's "Could not delete ... value is ..."). Throws when the key is absent.
 void delete_override(Json& root, const std::string& ov, const std::filesystem::path& file) {
@@ -344,15 +354,7 @@ void delete_override(Json& root, const std::string& ov, const std::filesystem::p
   if (cur == nullptr || !cur->is_object() || !cur->contains(parts.back()))
     fail("override '{}': cannot delete '{}': it is not in {}", ov, key, file.string());
   if (eq != std::string::npos) {
-    Json want;
-    try {
-      want =
-          node_to_json(load_yaml(hydra_override_yaml(ov.substr(eq + 1)), "override '" + ov + "'"),
-                       "<command line>",
-                       /*octal=*/false);
-    } catch (const YAML::Exception& e) {
-      fail("override '{}': the value is not valid YAML: {}", ov, e.msg);
-    }
+    const Json want = override_value(ov, eq);
     if ((*cur)[parts.back()] != want)
       fail("override '{}': cannot delete '{}': its value is {}, not {}", ov, key,
            (*cur)[parts.back()].dump(), want.dump());
@@ -387,13 +389,7 @@ void apply_override(Json& root, const std::string& ov, const std::filesystem::pa
   }
   if (key.empty()) fail("override '{}' is not of the form key.path=value", ov);
   if (is_known && is_known(key)) add = true;
-  Json value;
-  try {
-    YAML::Node n = load_yaml(hydra_override_yaml(ov.substr(eq + 1)), "override '" + ov + "'");
-    value = node_to_json(n, "<command line>", /*octal=*/false);
-  } catch (const YAML::Exception& e) {
-    fail("override '{}': the value is not valid YAML: {}", ov, e.msg);
-  }
+  const Json value = override_value(ov, eq);
   Json* cur = &root;
   auto parts = split_key_path(key);
   for (size_t i = 0; i < parts.size(); ++i) {
