@@ -3,8 +3,10 @@
 # here by `scripts/gpu_ab.sh --pack NAME [BUILD_DIR]` from a build of that variant) it runs the
 # attention GPU tests and bench_cuda_attention at the issue-18 shapes (--random inputs), each
 # command under a timeout (a hung kernel costs its timeout, not the whole call), printing as it
-# goes, then one table of forward / backward TFLOP/s per variant. The shared libraries come from
-# gpu_bundle/lib (scripts/gpu_bundle.sh), so carry ["gpu_bundle", "ab_bundle"].
+# goes, then one table of forward / backward TFLOP/s per variant. Each shape's output hashes are
+# compared with the first variant's (a variant meant to be bitwise equal must print "same"; a
+# difference is printed, not failed on: some variants change the rounding on purpose). The shared
+# libraries come from gpu_bundle/lib (scripts/gpu_bundle.sh), so carry ["gpu_bundle", "ab_bundle"].
 #
 # Usage (here):   scripts/gpu_ab.sh --pack NAME [BUILD_DIR]   copies BUILD_DIR's (default build)
 #                                                             zt_test_gpu and bench_cuda_attention,
@@ -26,7 +28,7 @@ names=("$@")
 shapes=("2048 4 12 2 128" "8192 1 12 2 128" "32768 1 12 2 128" "2048 4 14 2 64" "8192 1 14 2 64"
         "32768 1 14 2 64" "2048 4 32 8 64" "8192 1 32 8 64" "32768 1 32 8 64")
 status=0
-table=$(mktemp)
+table=$(mktemp) hashes=$(mktemp)
 for n in "${names[@]}"; do
   d=$AB/$n
   find "$d" -name '*.gz' -exec gzip -df {} \;
@@ -44,7 +46,20 @@ for n in "${names[@]}"; do
     # A variant built before --random existed reads it as the dtype and runs on constant inputs.
     echo "$line" | grep -q "(random inputs)" ||
       { echo "   bench $s: not on random inputs (a build older than --random?)"; status=1; }
-    echo "   $s: fwd $f bwd $b"
+    # Bitwise check against the first variant on the same random inputs (the hash line: FNV-1a
+    # of the forward's O and lse, the backward's dQ, dK, dV).
+    hf=$(echo "$line" | awk '$1 == "hash" {print $3}') hb=$(echo "$line" | awk '$1 == "hash" {print $5}')
+    key=$(echo "$s" | tr ' ' _)
+    same=""
+    if [ "$n" = "${names[0]}" ]; then
+      echo "$key $hf $hb" >>"$hashes"
+    else
+      read -r _ rf rb < <(grep "^$key " "$hashes")
+      [ "$hf" = "$rf" ] && sf=same || sf=DIFFERS
+      [ "$hb" = "$rb" ] && sb=same || sb=DIFFERS
+      same=" (vs ${names[0]}: fwd $sf, bwd $sb)"
+    fi
+    echo "   $s: fwd $f bwd $b  hash $hf $hb$same"
     row="$row $f/$b"
   done
   echo "$row" >>"$table"
