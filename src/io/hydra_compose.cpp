@@ -127,6 +127,7 @@ struct Node {
   Entry entry;
   bool primary = false;
   std::vector<Node> children;  // in defaults-list order; empty: the node is a leaf
+  bool deferred = false;       // its option interpolates other groups' choices: expanded last
   const Loaded* loaded = nullptr;
 };
 
@@ -203,10 +204,10 @@ std::vector<Entry> parse_defaults(const Json& list, const fs::path& file) {
             (e.value.is_array() && std::all_of(e.value.begin(), e.value.end(), is_name))))
         fail("{}: the option must be a name, a list of names or null, got {}", e.where,
              e.value.dump());
-      if (e.value.is_string() && e.value.get<std::string>().find("${") != std::string::npos)
-        fail(
-            "{}: an interpolation in a defaults list is not supported by zerotune; name the option",
-            e.where);
+      if (e.value.is_array())
+        for (const Json& o : e.value)
+          if (o.get<std::string>().find("${") != std::string::npos)
+            fail("{}: an interpolation in an options list is not supported (as in Hydra)", e.where);
     } else {
       fail("{}: not a Hydra defaults entry (`_self_`, `group: option`, `config`)", e.where);
     }
@@ -222,7 +223,7 @@ std::vector<Entry> parse_defaults(const Json& list, const fs::path& file) {
       key = key.substr(0, at);
     }
     if (key.find("${") != std::string::npos)
-      fail("{}: an interpolation in a defaults list is not supported by zerotune; name the config",
+      fail("{}: an interpolation in a config path or group name is not supported by zerotune",
            e.where);
     if (key.empty() || key == "/") fail("{}: the group name is empty", e.where);
     e.group = key;
@@ -425,6 +426,11 @@ class Composer {
             "list (as in Hydra)",
             d.where, last_override->text);
       if (!d.override_) continue;
+      if (interpolated_ > 0)
+        fail(
+            "{}: an override entry is not allowed in a config chosen by an interpolation (as in "
+            "Hydra: the choices it would change are already made)",
+            d.where);
       last_override = &d;
       if (find_choice(d.override_key()) == nullptr)
         choices_.push_back({d.override_key(), d.value, d.where, "", false});
@@ -514,12 +520,49 @@ class Composer {
       }
       Node child;
       child.entry = *d;
-      expand(child);
+      // `group: ${other}_${x}` names an option by the choices of other groups: expanded once the
+      // whole list has been, as Hydra defers it.
+      child.deferred = d->is_group() && d->value.is_string() &&
+                       d->value.get<std::string>().find("${") != std::string::npos;
+      if (!child.deferred) expand(child);
       children.push_back(std::move(child));
+    }
+    for (Node& child : children) {
+      if (!child.deferred) continue;
+      child.entry.value = resolve_choice(child.entry);
+      ++interpolated_;
+      expand(child);
+      --interpolated_;
     }
     std::reverse(children.begin(), children.end());
     node.children = std::move(children);
     chain_.pop_back();
+  }
+
+  // The option of `group: ${a}_${b}`: each ${key} is the option chosen for config group key
+  // (its override key, "db" or "db@backup"), as Hydra resolves it against its known choices.
+  std::string resolve_choice(const Entry& e) const {
+    const std::string s = e.value.get<std::string>();
+    std::string out;
+    size_t i = 0;
+    for (size_t open; (open = s.find("${", i)) != std::string::npos;) {
+      const size_t close = s.find('}', open);
+      if (close == std::string::npos) fail("{}: unterminated '${{' in '{}'", e.where, s);
+      const std::string key = s.substr(open + 2, close - open - 2);
+      const auto k = known_.find(key);
+      if (k == known_.end() || !k->second.value.is_string()) {
+        std::vector<std::string> chosen;
+        for (const auto& [name, v] : known_)
+          if (v.value.is_string()) chosen.push_back(name);
+        fail("{}: cannot resolve '${{{}}}': {}; chosen groups: {}", e.where, key,
+             k == known_.end() ? "no config group of that name is in the defaults list"
+                               : "that group's option is null",
+             chosen.empty() ? "none" : join(chosen, ", "));
+      }
+      out += s.substr(i, open - i) + k->second.value.get<std::string>();
+      i = close + 1;
+    }
+    return out + s.substr(i);
   }
 
   [[noreturn]] void not_found(const Entry& e, const fs::path& file) const {
@@ -585,6 +628,7 @@ class Composer {
 
   fs::path primary_, dir_;
   std::vector<std::string> chain_;  // the files being expanded, primary first
+  int interpolated_ = 0;            // > 0: expanding a config chosen by an interpolation
   std::string not_read_;  // said when a config is not found and the primary sets hydra.searchpath
   std::vector<Choice> choices_;  // in the order they were given
   std::vector<Deletion> deletions_;

@@ -6,6 +6,8 @@
 //     `@_here_` (the containing config's package), `@_global_` (the top), `# @package` headers;
 //   - `optional group: option` (a missing file is no error), `group: null` (nothing), `group: ???`
 //     (must be chosen on the command line), `group: [a, b]` (several options of one group);
+//   - `group: ${a}_${b}`: an option named by the options chosen for other groups (resolved once
+//     the rest of the list is expanded, as Hydra defers it);
 //   - plain config entries (`- base`, `- db/mysql`), `_self_` (where the file's own keys go: when
 //     it is absent it is implicitly last, in the primary and in every group file alike);
 //   - defaults lists inside group files (recursive, relative to the file's group; `/group` is
@@ -14,9 +16,10 @@
 //   - command-line group overrides: `group=option`, `+group=option` (append to the primary's
 //     list), `~group` / `~group=option` (remove).
 // Entries configuring Hydra itself (`hydra/…`) are accepted and do nothing. Refused, naming the
-// file and the entry: interpolations inside a defaults list, Hydra 1.0's `_group_` / `_name_`
-// keywords, and a primary whose list holds only override entries when `+group=` adds a group
-// (Hydra 1.3 would then drop the primary's own keys without a word).
+// file and the entry: interpolations in config paths and options lists, other interpolations
+// than ${group} in an option, Hydra 1.0's `_group_` / `_name_` keywords, and a primary whose list
+// holds only override entries when `+group=` adds a group (Hydra 1.3 would then drop the primary's
+// own keys without a word).
 #pragma once
 
 #include <filesystem>

@@ -89,9 +89,10 @@ TEST(HydraCompose, MatchesHydraGoldens) {
 TEST(HydraCompose, GoldenCasesCoverEachForm) {
   std::set<std::string> names;
   for (const auto& d : case_dirs()) names.insert(d.filename().string());
-  for (const char* c : {"group_default", "self_first", "self_last", "self_absent", "nested_group",
-                        "package_override", "optional_null", "cli_add_remove", "recursive",
-                        "interpolation", "config_entries", "hydra_entries", "errors"})
+  for (const char* c :
+       {"group_default", "self_first", "self_last", "self_absent", "nested_group",
+        "package_override", "optional_null", "cli_add_remove", "recursive", "interpolation",
+        "defaults_interpolation", "config_entries", "hydra_entries", "merge_rules", "errors"})
     EXPECT_TRUE(names.count(c)) << c;
 }
 
