@@ -1,5 +1,6 @@
 #include "io/hydra_yaml.h"
 
+#include <fmt/ranges.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -9,12 +10,15 @@
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <optional>
 #include <regex>
 #include <set>
 #include <sstream>
 
 #include "core/error.h"
 #include "core/log.h"
+#include "core/spelling.h"
+#include "io/hydra_compose.h"
 #include "io/yaml_load.h"
 
 namespace zt {
@@ -362,14 +366,83 @@ void delete_override(Json& root, const std::string& ov, const std::filesystem::p
   cur->erase(parts.back());
 }
 
-void apply_override(Json& root, const std::string& ov, const std::filesystem::path& file,
-                    const std::function<bool(const std::string&)>& is_known) {
+void check_utf8(const std::string& ov) {
   if (const int64_t bad = first_invalid_utf8_byte(ov); bad >= 0)
     fail(
         "override {}: byte 0x{:02X} at offset {} is not UTF-8 (the command line must be UTF-8 "
         "text)",
         Json(ov.substr(0, static_cast<size_t>(bad))).dump() + "…",
         static_cast<unsigned char>(ov[bad]), bad);
+}
+
+// The override `ov` when it names a config group of the primary config in `dir` (Hydra's test:
+// the key before any '@' is a directory there, and the value is not a mapping), else nullopt.
+// Throws on a form Hydra refuses for groups: `++group=`, an option that is not a name or a list of
+// names, `key@pkg=` where key is no group.
+std::optional<GroupOverride> group_override(const std::string& ov,
+                                            const std::filesystem::path& dir) {
+  GroupOverride g;
+  g.text = ov;
+  size_t start = 0;
+  if (ov.rfind("++", 0) == 0) {
+    start = 2;
+  } else if (!ov.empty() && (ov[0] == '+' || ov[0] == '~')) {
+    g.op = ov[0] == '+' ? GroupOverride::Op::kAppend : GroupOverride::Op::kDelete;
+    start = 1;
+  }
+  const size_t eq = ov.find('=');
+  g.key = ov.substr(start, eq == std::string::npos ? std::string::npos : eq - start);
+  const std::string group = g.key.substr(0, g.key.find('@'));
+  if (!is_config_group(dir, group)) {
+    if (g.key.find('@') != std::string::npos && eq != std::string::npos) {
+      const std::vector<std::string> names = config_groups_in(dir);
+      fail(
+          "override '{}' names a config group (group@package) but there is no config group '{}' "
+          "in {}; config groups there: {}",
+          ov, group, dir.empty() ? "." : dir.string(),
+          names.empty() ? "none" : fmt::format("{}", fmt::join(names, ", ")));
+    }
+    return std::nullopt;
+  }
+  if (eq != std::string::npos) g.value = override_value(ov, eq);
+  if (g.value.is_object()) return std::nullopt;  // group={a: 1} sets keys, as in Hydra
+  if (start == 2)
+    fail(
+        "override '{}': ++ (force-add) of a config group is not supported (as in Hydra); use +{} "
+        "to add the group or {} to choose its option",
+        ov, ov.substr(2), ov.substr(2));
+  const auto is_name = [](const Json& v) { return v.is_string(); };
+  const bool ok =
+      g.op == GroupOverride::Op::kDelete
+          ? g.value.is_null() || g.value.is_string()
+          : g.value.is_string() ||
+                (g.value.is_array() && std::all_of(g.value.begin(), g.value.end(), is_name));
+  if (!ok)
+    fail("override '{}': a config group's option must be a name{}, got {}", ov,
+         g.op == GroupOverride::Op::kDelete ? "" : " or a list of names", g.value.dump());
+  return g;
+}
+
+// For an override of a key that is not there: "; did you mean the config group 'db' …?" when the
+// key (no dots; `a/b` for a nested group) is a few edits from a config group beside the config.
+std::string group_hint(const std::string& ov, const std::filesystem::path& dir) {
+  std::string key = ov.substr(0, ov.find('='));
+  key.erase(0, std::min(key.find_first_not_of("+~"), key.size()));
+  if (key.empty() || key.find('.') != std::string::npos) return "";
+  const size_t slash = key.rfind('/');
+  const std::string parent = slash == std::string::npos ? "" : key.substr(0, slash);
+  const std::filesystem::path in = parent.empty() ? dir : dir / parent;
+  const std::vector<std::string> names = config_groups_in(in);
+  const std::string m = closest_match(key.substr(slash + 1),
+                                      std::vector<std::string_view>(names.begin(), names.end()));
+  if (m.empty()) return "";
+  return fmt::format("; did you mean the config group '{}' (a directory in {})?",
+                     parent.empty() ? m : parent + "/" + m, in.empty() ? "." : in.string());
+}
+
+void apply_override(Json& root, const std::string& ov, const std::filesystem::path& file,
+                    const std::function<bool(const std::string&)>& is_known,
+                    const std::string& hint) {
   if (!ov.empty() && ov[0] == '~') {  // Hydra's delete: ~key, or ~key=value (only if it holds that)
     delete_override(root, ov, file);
     return;
@@ -398,11 +471,21 @@ void apply_override(Json& root, const std::string& ov, const std::filesystem::pa
     if (!cur->is_object()) fail("override '{}': '{}' is not a mapping in {}", ov, p, file.string());
     if (!cur->contains(p)) {
       if (!add)
-        fail("override '{}': key '{}' is not in {} (use +{} to add a new key)", ov, key,
-             file.string(), key);
+        fail("override '{}': key '{}' is not in {} (use +{} to add a new key){}", ov, key,
+             file.string(), key, hint);
       (*cur)[p] = last ? value : Json::object();
     } else if (last) {
-      (*cur)[p] = value;
+      Json& old = (*cur)[p];
+      // Hydra applies an override with OmegaConf.update(merge=True): a mapping merges into the
+      // mapping there (other keys stay); anything else replaces; a list and a mapping do not mix.
+      const bool mixed =
+          (old.is_object() && value.is_array()) || (old.is_array() && value.is_object());
+      if ((old.is_object() && value.is_object()) || mixed) {
+        merge_config(*cur, Json{{p, value}}, key.substr(0, key.size() - p.size() - (i > 0)),
+                     "override '" + ov + "'");
+      } else {
+        old = value;
+      }
     }
     cur = &(*cur)[p];
   }
@@ -451,46 +534,6 @@ Json yaml_scalar_to_json(const std::string& s, bool quoted, bool octal) {
   return s;
 }
 
-// Hydra's defaults list. zerotune reads one file and composes no config groups: the entries that
-// configure Hydra itself (`override hydra/job_logging: disabled`, `hydra/…`) and `_self_` change
-// nothing a run computes and are accepted; any other entry names a config group whose keys Hydra
-// would merge into the config, so it is refused (dropping it would train with other values than
-// the user's). Errors: not a list; an entry that is neither `_self_` nor a Hydra group.
-void check_defaults_list(const Json& d, const std::filesystem::path& path) {
-  if (!d.is_array())
-    fail("{}: defaults: expected a list (Hydra's defaults list), got {}", path.string(), d.dump());
-  for (const Json& e : d) {
-    std::string group;
-    if (e.is_string()) {
-      if (e.get<std::string>() == "_self_") continue;
-      group = e.get<std::string>();
-    } else if (e.is_object() && e.size() == 1) {
-      group = e.begin().key();
-      if (e.begin().value().is_null()) continue;  // `- db: null`: Hydra loads nothing
-    } else {
-      fail("{}: defaults: entry {} is not a Hydra defaults entry (`_self_`, `group: option`)",
-           path.string(), e.dump());
-    }
-    for (bool stripped = true; stripped;) {  // the keywords, in any order
-      stripped = false;
-      while (!group.empty() && group.front() == ' ') group.erase(group.begin());
-      for (const char* prefix : {"override ", "optional "})
-        if (group.rfind(prefix, 0) == 0) {
-          group = group.substr(std::strlen(prefix));
-          stripped = true;
-        }
-    }
-    if (!group.empty() && group.front() == '/') group.erase(group.begin());  // absolute form
-    if (group == "hydra" || group.rfind("hydra/", 0) == 0) continue;
-    fail(
-        "{}: defaults: entry {} names the config group '{}', whose file Hydra would merge into "
-        "this "
-        "config; zerotune reads one file and does not compose config groups: put those keys in {} "
-        "(or pass them as overrides) and drop the entry",
-        path.string(), e.dump(), group, path.filename().string());
-  }
-}
-
 Json load_yaml_file(const std::filesystem::path& path) {
   return node_to_json(parse_file(path), path);
 }
@@ -498,13 +541,11 @@ Json load_yaml_file(const std::filesystem::path& path) {
 Json load_hydra_yaml(const std::filesystem::path& path, const std::vector<std::string>& overrides,
                      const std::function<bool(const std::string&)>& is_known,
                      std::vector<std::string>* overridden) {
-  Json root = load_yaml_file(path);
-  if (root.is_null()) root = Json::object();
-  if (!root.is_object()) fail("{}: the top level must be a mapping", path.string());
-  if (root.contains("defaults")) check_defaults_list(root["defaults"], path);
-  root.erase("defaults");
-  root.erase("hydra");
+  const std::filesystem::path dir = path.parent_path();
+  std::vector<GroupOverride> groups;
+  std::vector<std::string> keys;  // overrides of keys, applied to the composed config
   for (const auto& ov : overrides) {
+    check_utf8(ov);
     // hydra.run.dir=., hydra/job_logging=disabled: Hydra's own settings, as the file's hydra
     // section and defaults entries, which are dropped too.
     const std::string bare = ov.substr(std::min(ov.find_first_not_of("+~"), ov.size()));
@@ -516,7 +557,15 @@ Json load_hydra_yaml(const std::filesystem::path& path, const std::vector<std::s
           ov);
       continue;
     }
-    apply_override(root, ov, path, is_known);
+    if (std::optional<GroupOverride> g = group_override(ov, dir)) {
+      groups.push_back(std::move(*g));
+    } else {
+      keys.push_back(ov);
+    }
+  }
+  Json root = compose_hydra_config(path, groups);
+  for (const auto& ov : keys) {
+    apply_override(root, ov, path, is_known, group_hint(ov, dir));
     if (overridden != nullptr) {
       std::string key = ov.substr(0, ov.find('='));
       key.erase(0, std::min(key.find_first_not_of("+~"), key.size()));

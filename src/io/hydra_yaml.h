@@ -1,8 +1,10 @@
-// Hydra/OmegaConf-style YAML configs, as the users' `sft.yaml` files are written: the `defaults:`
-// and `hydra:` sections are dropped, `${a.b}` interpolations (whole-value keeps the type, inside a
+// Hydra/OmegaConf-style YAML configs, as the users' `sft.yaml` files are written: the config is
+// composed from its `defaults:` list and config groups as Hydra composes it (io/hydra_compose.h),
+// the `hydra:` section is dropped, `${a.b}` interpolations (whole-value keeps the type, inside a
 // string concatenates; `${oc.env:VAR}` / `${oc.env:VAR,default}` read the environment) are
-// resolved, `???` marks a mandatory value still missing, and `key.path=value` overrides from the
-// command line are applied first (`+key.path=value` adds a new key, as in Hydra).
+// resolved after composition, `???` marks a mandatory value still missing, and `key.path=value`
+// overrides from the command line are applied to the composed config (`+key.path=value` adds a
+// new key, as in Hydra; `group=option` chooses a config group's option before composing).
 #pragma once
 
 #include <filesystem>
@@ -25,13 +27,16 @@ inline constexpr std::string_view kMissingValue = "???";
 // only, leading zeros allowed (0042 is 42).
 Json yaml_scalar_to_json(const std::string& s, bool quoted, bool octal = true);
 
-// Loads `path`, applies `overrides` in Hydra's grammar ("a.b=1"; "+a.c=x" adds a key; "++a.c=x"
-// adds or overrides; "~a.b" deletes a key, "~a.b=v" only if it holds v), drops `defaults`/`hydra`,
-// resolves interpolations. `???` values are kept as the string "???".
+// Loads `path`, composes it with its config groups (an override whose key names a directory
+// beside `path` chooses, adds (+) or removes (~) a config group, as in Hydra), applies the other
+// `overrides` in Hydra's grammar ("a.b=1"; "+a.c=x" adds a key; "++a.c=x" adds or overrides;
+// "~a.b" deletes a key, "~a.b=v" only if it holds v), drops `defaults`/`hydra`, resolves
+// interpolations. `???` values are kept as the string "???".
 // An override of a key absent from the file needs a leading '+' (as in Hydra) unless
 // `is_known(key)` says the application knows the key (it has a default there).
 // Throws zt::Error naming the file (and line for YAML syntax errors and repeated keys), the
-// override that names an unknown key (without '+'), an interpolation that points nowhere or loops.
+// override that names an unknown key (without '+'), an interpolation that points nowhere or loops,
+// and the composition errors of compose_hydra_config (the file and defaults entry, or override).
 // `overridden`, when given, receives the key path of each override (for messages that say where
 // a value came from).
 Json load_hydra_yaml(const std::filesystem::path& path, const std::vector<std::string>& overrides,

@@ -156,4 +156,36 @@ TEST_F(UsersCommand, HubDatasetNameFromTheLocalCache) {
       << missing.output;
 }
 
+TEST_F(UsersCommand, ConfigGroupsComposeAndArgsYamlShowsTheComposedConfig) {
+  // A config group beside their sft.yaml, as a Hydra user would add one.
+  const fs::path w = workdir("w5");
+  fs::create_directories(w / "trainer");
+  std::ofstream(w / "trainer" / "short.yaml") << "num_train_epochs: 1\nlearning_rate: 1.0e-4\n";
+  // Their file unchanged has only override entries: adding a group from the command line is
+  // refused (Hydra 1.3 would drop the file's own keys), with the fix.
+  const RunResult added = users_command(w, 1, "+trainer=short");
+  EXPECT_EQ(added.status, 1);
+  EXPECT_NE(added.output.find(
+                "sft.yaml: defaults: the list has only override entries and no _self_, so with "
+                "'+trainer=short' Hydra 1.3 would compose the added group alone"),
+            std::string::npos)
+      << added.output;
+  // With `_self_` first and the group in the list, the group's keys win over the file's (3 epochs →
+  // 1), the command line wins over both, and args.yaml is the composed config.
+  std::string text = slurp(w / "sft.yaml");
+  const std::string old_defaults = text.substr(0, text.find("hydra:"));
+  text.replace(
+      0, old_defaults.size(),
+      "defaults:\n  - _self_\n  - trainer: short\n  - override hydra/hydra_logging: disabled\n"
+      "  - override hydra/job_logging: disabled\n\n");
+  std::ofstream(w / "sft.yaml") << text;
+  const RunResult r = users_command(w, 1, "trainer.learning_rate=2.0e-4");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("4 steps/epoch, 4 steps in all"), std::string::npos) << r.output;
+  const std::string args = slurp(w / "logs" / "sft" / "args.yaml");
+  for (const char* s : {"num_train_epochs: 1\n", "learning_rate: 0.0002\n", "max_length: 4096\n"})
+    EXPECT_NE(args.find(s), std::string::npos) << s << "\n" << args;
+  EXPECT_EQ(args.find("defaults"), std::string::npos) << args;
+}
+
 }  // namespace
