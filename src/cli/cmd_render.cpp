@@ -16,7 +16,7 @@
 #include "cli/commands.h"
 #include "core/error.h"
 #include "io/json.h"
-#include "io/json_depth.h"
+#include "io/json_check.h"
 #include "text/chat_template.h"
 
 namespace zt::cli {

@@ -16,7 +16,7 @@
 #include "dist/local_launch.h"
 #include "io/hf_export.h"
 #include "io/hydra_yaml.h"
-#include "io/json_depth.h"
+#include "io/json_check.h"
 #include "io/model_config.h"
 #include "io/safetensors.h"
 #include "io/tensorboard.h"
