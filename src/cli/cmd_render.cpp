@@ -45,8 +45,7 @@ const text::ChatTemplate& template_for(const text::TokenizerConfig& cfg, bool ha
 constexpr CommandUsage kUsage{"render", "--tokenizer DIR FILE.jsonl"};
 
 int cmd_render(const Args& args) {
-  CLI::App app{"Render the chat template of a tokenizer over a JSONL file of conversations",
-               "zerotune render"};
+  CLI::App app{"Render the chat template of a tokenizer over a JSONL file of conversations"};
   std::string tokenizer_dir, file;
   app.add_option("--tokenizer", tokenizer_dir, "HF tokenizer directory (tokenizer_config.json)")
       ->required();

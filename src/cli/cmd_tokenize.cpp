@@ -78,7 +78,7 @@ constexpr CommandUsage kUsage{"tokenize",
                               "--tokenizer PATH FILE.jsonl [--add-special-tokens] [--threads N]"};
 
 int cmd_tokenize(const Args& args) {
-  CLI::App app{"Print the token ids of every line of a JSONL file", "zerotune tokenize"};
+  CLI::App app{"Print the token ids of every line of a JSONL file"};
   std::string tokenizer_path, file;
   bool add_special = false;
   int threads = 0;
