@@ -353,6 +353,26 @@ TEST_F(TrainCli, DataOrderFollowsDataSeedAndInitFollowsSeed) {
   EXPECT_NE(slurp(exp("ds_s1d5") / "args.yaml").find("data_seed: 5"), std::string::npos);
 }
 
+// args.yaml records what the run reported to: with report_to deleted (`~trainer.report_to`, the
+// default "all") TensorBoard events are written and args.yaml says [tensorboard] and where (it
+// had no report_to at all); with `none`, none are written and args.yaml says [].
+TEST_F(TrainCli, ArgsYamlRecordsTheReportToTheRunUsed) {
+  const std::string quick =
+      "trainer.max_steps=1 trainer.eval_strategy=no trainer.save_strategy=no ";
+  auto r = train("rt_deleted", quick + "~trainer.report_to");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_FALSE(fs::is_empty(exp("rt_deleted") / "tensorboard"));
+  const std::string args = slurp(exp("rt_deleted") / "args.yaml");
+  EXPECT_NE(args.find("  report_to:\n    - tensorboard\n"), std::string::npos) << args;
+  EXPECT_NE(args.find("  logging_dir: " + (exp("rt_deleted") / "tensorboard").string() + "\n"),
+            std::string::npos)
+      << args;
+  r = train("rt_none", quick);  // the suite's report_to: none
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_FALSE(fs::exists(exp("rt_none") / "tensorboard"));
+  EXPECT_NE(slurp(exp("rt_none") / "args.yaml").find("  report_to:\n    []\n"), std::string::npos);
+}
+
 TEST_F(TrainCli, ConfigErrorsNameTheKey) {
   auto r = train("bad1", "+trainer.lerning_rate=1");
   EXPECT_EQ(r.status, 1);
