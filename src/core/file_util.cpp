@@ -1,12 +1,15 @@
 #include "core/file_util.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <random>
 #include <system_error>
 #include <utility>
@@ -61,6 +64,48 @@ fs::path temp_sibling(const fs::path& path) {
   fs::path p = path;
   p += fmt::format(".tmp.{}.{:016x}", static_cast<long>(::getpid()), r);
   return p;
+}
+
+bool process_running(int64_t pid) {
+  if (pid <= 0) return false;
+  return ::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;
+}
+
+std::vector<fs::path> remove_stale_staging_dirs(const fs::path& final) {
+  fs::path f = final;
+  if (!f.has_filename()) f = f.parent_path();  // "out/" -> "out"
+  const std::string prefix = f.filename().string() + ".tmp.";
+  // "<pid>.<16 hex>" after the prefix → pid; nullopt for any other name.
+  auto pid_of = [](std::string_view rest) -> std::optional<int64_t> {
+    const size_t dot = rest.find('.');
+    if (dot == 0 || dot == std::string_view::npos || dot > 18 || rest.size() - dot - 1 != 16)
+      return std::nullopt;
+    int64_t pid = 0;
+    for (char c : rest.substr(0, dot)) {
+      if (c < '0' || c > '9') return std::nullopt;
+      pid = pid * 10 + (c - '0');
+    }
+    for (char c : rest.substr(dot + 1))
+      if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return std::nullopt;
+    return pid;
+  };
+  std::vector<fs::path> removed;
+  std::error_code ec;
+  const fs::path dir = parent_or_dot(f);
+  if (!fs::is_directory(dir, ec)) return removed;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    if (!name.starts_with(prefix) || e.is_symlink(ec) || !e.is_directory(ec)) continue;
+    const auto pid = pid_of(std::string_view(name).substr(prefix.size()));
+    if (!pid || *pid == static_cast<int64_t>(::getpid()) || process_running(*pid)) continue;
+    removed.push_back(e.path());
+  }
+  std::sort(removed.begin(), removed.end());
+  for (const auto& p : removed) {
+    fs::remove_all(p, ec);
+    if (ec) fail("{}: cannot remove it: {}", p.string(), ec.message());
+  }
+  return removed;
 }
 
 void fsync_dir(const fs::path& dir) { fsync_path(dir, true); }

@@ -10,6 +10,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace zt {
 
@@ -82,5 +83,17 @@ class StagingDir {
 
 // A fresh unique name "<path>.tmp.<pid>.<random hex>" next to `path` (not created).
 fs::path temp_sibling(const fs::path& path);
+
+// Whether process `pid` runs on this host (kill(pid, 0) succeeds or is refused with EPERM).
+bool process_running(int64_t pid);
+
+// Removes what a StagingDir for `final` left behind when its process died before commit() or its
+// destructor could run (SIGKILL, OOM kill, power loss): the directories beside `final` named
+// exactly "<final's name>.tmp.<pid>.<16 hex digits>" (temp_sibling's pattern) whose process <pid>
+// no longer runs on this host. Nothing else is touched: not `final`, no other name, no file, no
+// directory of a process that still runs (a concurrent export to the same path; this process
+// counts as running). Returns the paths removed, sorted. Throws zt::Error naming a directory it
+// cannot remove.
+std::vector<fs::path> remove_stale_staging_dirs(const fs::path& final);
 
 }  // namespace zt

@@ -1,6 +1,11 @@
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <filesystem>
 #include <string>
+#include <vector>
 
 #include "core/file_util.h"
 #include "zt_test_util.h"
@@ -10,6 +15,7 @@ namespace {
 using zt::testing::expect_error;
 using zt::testing::list_dir;
 using zt::testing::TempDir;
+namespace fs = std::filesystem;
 
 TEST(FileUtil, AtomicWriteReplacesWholeFile) {
   TempDir d;
@@ -91,6 +97,47 @@ TEST(FileUtil, StagingDirAppearsCompleteOrNotAtAll) {
   }
   EXPECT_EQ(list_dir(out), std::vector<std::string>{"b.txt"});
   EXPECT_EQ(list_dir(d.path()), std::vector<std::string>{"model"});
+}
+
+// The pid of a process that has exited (and been reaped): no process runs under it.
+int64_t dead_pid() {
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  ::waitpid(child, nullptr, 0);
+  return child;
+}
+
+// What a StagingDir left when its process was killed: removed when that process is gone, kept while
+// it runs (a concurrent export), and nothing of another name, kind or pattern is touched.
+TEST(FileUtil, StaleStagingDirsOfGoneProcessesAreRemovedAndNothingElse) {
+  TempDir d;
+  const std::string hex = ".0123456789abcdef";
+  const int64_t gone = dead_pid();
+  ASSERT_FALSE(zt::process_running(gone));
+  EXPECT_TRUE(zt::process_running(::getppid()));
+  const std::string stale = "model.tmp." + std::to_string(gone) + hex;
+  const std::vector<std::string> kept_dirs = {
+      "model",                                                    // the output itself
+      "model.tmp." + std::to_string(::getppid()) + hex,           // a live process's
+      "model.tmp." + std::to_string(::getpid()) + hex,            // this process's
+      "model.tmp." + std::to_string(gone) + ".0123456789abcdeg",  // not hex
+      "model.tmp." + std::to_string(gone) + ".0123",              // not 16 digits
+      "model.tmp.x" + std::to_string(gone) + hex,                 // not a pid
+      "other.tmp." + std::to_string(gone) + hex,                  // another output's
+      "model.old." + std::to_string(gone) + hex,
+  };
+  for (const auto& n : kept_dirs) fs::create_directories(d / n / "sub");
+  fs::create_directories(d / stale / "sub");
+  zt::write_file_atomic(d / stale / "sub" / "model.safetensors", "partial");
+  zt::write_file_atomic(d / ("model.tmp." + std::to_string(gone) + ".fedcba9876543210"), "a file");
+  const std::vector<fs::path> removed = zt::remove_stale_staging_dirs(d / "model");
+  EXPECT_EQ(removed, std::vector<fs::path>{d / stale});
+  std::vector<std::string> want = kept_dirs;
+  want.push_back("model.tmp." + std::to_string(gone) + ".fedcba9876543210");
+  std::sort(want.begin(), want.end());
+  EXPECT_EQ(list_dir(d.path()), want);
+  EXPECT_TRUE(zt::remove_stale_staging_dirs(d / "model/").empty());  // a trailing slash
+  EXPECT_TRUE(zt::remove_stale_staging_dirs(d / "nowhere" / "model").empty());
 }
 
 }  // namespace
