@@ -200,13 +200,20 @@ GenerationConfigExport export_generation_config(ModelConfig& cfg, const fs::path
   return g;
 }
 
-std::vector<fs::path> remove_stale_export_dirs(const fs::path& out_dir) {
-  std::vector<fs::path> removed = remove_stale_staging_dirs(out_dir);
+std::vector<StaleStaging> clean_stale_export_dirs(const fs::path& out_dir) {
+  std::vector<StaleStaging> done = clean_stale_staging_dirs(out_dir);
   std::error_code ec;
   if (fs::is_directory(out_dir, ec))
-    for (auto& p : remove_stale_staging_dirs(out_dir / kInPlaceStaging))
-      removed.push_back(std::move(p));
-  return removed;
+    for (auto& s : clean_stale_staging_dirs(out_dir / kInPlaceStaging))
+      done.push_back(std::move(s));
+  for (const auto& s : done) {
+    if (s.restored)
+      log::info("restored {} to {}: an interrupted export had moved it aside", s.path.string(),
+                out_dir.string());
+    else
+      log::info("removed {}, left by an interrupted export", s.path.string());
+  }
+  return done;
 }
 
 HfExportResult export_hf_model(const fs::path& out_dir, const ModelConfig& cfg,
@@ -236,10 +243,9 @@ HfExportResult export_hf_model(const fs::path& out_dir, const ModelConfig& cfg,
   // user's files: output_dir = exp_dir, or ".") gets the model files written into it beside them,
   // as transformers' save_pretrained does; replacing it whole would delete them. Else the export is
   // built beside it and renamed into place (appears complete or not at all).
-  // What an export to the same path left when its process was killed mid-way: the staging
-  // directory beside out_dir or the one inside it (only those of processes that no longer run).
-  for (const auto& p : remove_stale_export_dirs(out_dir))
-    log::info("removed {}, left by an interrupted export", p.string());
+  // What an export to the same path left when its process was killed mid-way (only those of
+  // processes that no longer run).
+  clean_stale_export_dirs(out_dir);
   std::string foreign;
   if (fs::is_directory(out_dir, ec)) foreign = first_foreign_entry(out_dir);
   StagingDir stage(foreign.empty() ? out_dir : out_dir / kInPlaceStaging);

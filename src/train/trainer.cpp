@@ -387,8 +387,7 @@ void Trainer::State::open_outputs() {
   if (ec) fail("exp_dir: cannot create {}: {}", a.exp_dir.string(), ec.message());
   for (const auto& p : clean_stale_checkpoint_dirs(a.exp_dir))
     log::info("cleaned {} left by an interrupted run", p.string());
-  for (const auto& p : remove_stale_export_dirs(a.output_dir))
-    log::info("removed {}, left by an interrupted export", p.string());
+  clean_stale_export_dirs(a.output_dir);  // logs what it removes or restores
   write_run_record(a.exp_dir,
                    {.run_id = run_id, .started = "", .resumed_from = resumed_from.string()});
   if (auto others = other_runs_checkpoints(a.exp_dir, run_id); !others.empty()) {
