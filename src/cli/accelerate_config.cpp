@@ -12,6 +12,7 @@
 #include "cli/launch_keys.h"
 #include "core/error.h"
 #include "core/spelling.h"
+#include "io/json_check.h"
 #include "io/yaml_load.h"
 
 namespace zt::cli {
@@ -152,6 +153,9 @@ void read_deepspeed_json(Reader& rd, const std::string& file, const std::string&
   if (!in) fail("{}: DeepSpeed config '{}' cannot be opened", rd.origin, p.string());
   std::stringstream text;
   text << in.rdbuf();
+  // A NUL byte, refused as every JSON read refuses it (io/json_check.h); the YAML reader does not
+  // look for one.
+  check_no_nul(text.str(), p.string());
   YAML::Node j;
   try {
     j = load_yaml(text.str(), p.string());

@@ -36,7 +36,7 @@ const char* env_or_dash(const char* name) {
 constexpr CommandUsage kUsage{"comm-check", "[--device cpu|cuda] [--elements N] [--rounds N]"};
 
 int cmd_comm_check(const Args& args) {
-  CLI::App app{"zerotune comm-check: check the collectives of a multi-process job", "comm-check"};
+  CLI::App app{"zerotune comm-check: check the collectives of a multi-process job"};
   size_t elements = 4099;
   int fail_rank = -1, sleep_rank = -1, die_rank = -1, rounds = 1;
   double sleep_s = 0;

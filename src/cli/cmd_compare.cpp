@@ -8,6 +8,7 @@
 // or input error (the message names the file) or when the plot cannot be drawn.
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cmath>
 
 #include "cli/command_line.h"
 #include "cli/commands.h"
@@ -24,10 +25,11 @@ std::string run_label(size_t i) {
   return i < 26 ? std::string(1, static_cast<char>('A' + i)) : fmt::format("R{}", i + 1);
 }
 
-// "0", or "1.19e-07 (step 7)".
+// "0", "1.19e-07 (step 7)", or "NaN (step 7)" (a NaN beside a number), "inf (step 7)".
 std::string at_step(double v, int64_t step) {
   if (step < 0) return "-";
   if (v == 0) return "0";
+  if (!std::isfinite(v)) return fmt::format("{} (step {})", train::show_value(v), step);
   return fmt::format("{:.3g} (step {})", v, step);
 }
 
@@ -67,11 +69,13 @@ std::vector<io::PlotPanel> panels_of(const std::vector<train::RunLog>& runs,
       if (d.metric != m.key) continue;
       equal = equal && d.equal();
       if (d.first_diff_step && (!first || *d.first_diff_step < *first)) first = d.first_diff_step;
-      max_abs = std::max(max_abs, d.max_abs);
+      if (train::larger_diff(d.max_abs, max_abs)) max_abs = d.max_abs;
     }
+    const std::string max_text =
+        std::isfinite(max_abs) ? fmt::format("{:.3g}", max_abs) : train::show_value(max_abs);
     p.title = equal   ? m.key + ": bitwise equal"
-              : first ? fmt::format("{}: first difference at step {}, max |diff| {:.3g}", m.key,
-                                    *first, max_abs)
+              : first ? fmt::format("{}: first difference at step {}, max |diff| {}", m.key, *first,
+                                    max_text)
                       : m.key + ": not logged by every run";
     for (size_t i = 0; i < runs.size(); ++i) {
       io::PlotCurve c;

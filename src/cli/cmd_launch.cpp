@@ -24,7 +24,7 @@ constexpr CommandUsage kUsage{"launch",
                               "[--num_processes N] [--config_file FILE] <command> [args…]"};
 
 int cmd_launch(const Args& args) {
-  CLI::App app{"zerotune launch: run a zerotune command as N local processes (ranks)", "launch"};
+  CLI::App app{"zerotune launch: run a zerotune command as N local processes (ranks)"};
   int num_processes = 0, nproc_per_node = 0, nnodes = 0, node_rank = -1;
   std::string config_file, master_addr;
   int port = 0;

@@ -21,7 +21,7 @@
 #include "core/arena.h"
 #include "core/error.h"
 #include "io/json.h"
-#include "io/json_depth.h"
+#include "io/json_check.h"
 #include "io/model_config.h"
 #include "io/safetensors.h"
 #include "io/tied_embeddings.h"

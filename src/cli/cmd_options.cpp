@@ -13,8 +13,7 @@ constexpr CommandUsage kUsage{"options", ""};
 
 int cmd_options(const Args& args) {
   CLI::App app{
-      "Print the config keys zerotune acts on (default, accepted values) as a Markdown table",
-      "options"};
+      "Print the config keys zerotune acts on (default, accepted values) as a Markdown table"};
   if (auto rc = parse_command_line(app, kUsage, args)) return *rc;
   fmt::print("{}", acted_keys_markdown());
   return 0;

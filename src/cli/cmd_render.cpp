@@ -16,7 +16,7 @@
 #include "cli/commands.h"
 #include "core/error.h"
 #include "io/json.h"
-#include "io/json_depth.h"
+#include "io/json_check.h"
 #include "text/chat_template.h"
 
 namespace zt::cli {
@@ -45,8 +45,7 @@ const text::ChatTemplate& template_for(const text::TokenizerConfig& cfg, bool ha
 constexpr CommandUsage kUsage{"render", "--tokenizer DIR FILE.jsonl"};
 
 int cmd_render(const Args& args) {
-  CLI::App app{"Render the chat template of a tokenizer over a JSONL file of conversations",
-               "zerotune render"};
+  CLI::App app{"Render the chat template of a tokenizer over a JSONL file of conversations"};
   std::string tokenizer_dir, file;
   app.add_option("--tokenizer", tokenizer_dir, "HF tokenizer directory (tokenizer_config.json)")
       ->required();

@@ -12,7 +12,7 @@
 #include "cli/commands.h"
 #include "core/error.h"
 #include "io/json.h"
-#include "io/json_depth.h"
+#include "io/json_check.h"
 #include "text/tokenizer.h"
 
 namespace zt::cli {
@@ -78,7 +78,7 @@ constexpr CommandUsage kUsage{"tokenize",
                               "--tokenizer PATH FILE.jsonl [--add-special-tokens] [--threads N]"};
 
 int cmd_tokenize(const Args& args) {
-  CLI::App app{"Print the token ids of every line of a JSONL file", "zerotune tokenize"};
+  CLI::App app{"Print the token ids of every line of a JSONL file"};
   std::string tokenizer_path, file;
   bool add_special = false;
   int threads = 0;

@@ -14,6 +14,7 @@
 #include "cli/commands.h"
 #include "cli/config_schema.h"
 #include "cli/data_setup.h"
+#include "cli/report_to.h"
 #include "cli/run_dir_guard.h"
 #include "cli/train_options.h"
 #include "core/log.h"
@@ -122,20 +123,13 @@ train::TrainArgs make_train_args(RunConfig& cfg, const std::optional<AccelerateC
   a.exp_dir = cfg.get<std::string>("exp_dir");
   auto out = cfg.get_optional<std::string>("trainer.output_dir");
   a.output_dir = out ? fs::path(*out) : a.exp_dir / "final";
-  const Json& report_to = cfg.value("trainer.report_to");
-  bool tb = true;
-  if (report_to.is_string()) {
-    std::string r = report_to.get<std::string>();
-    tb = r == "tensorboard" || r == "all";
-    if (r != "none" && !tb) warn(fmt::format("{}: trainer.report_to {} is not supported; TensorBoard and metrics.jsonl are written instead", cfg.source(), r));
-  } else if (report_to.is_array()) {
-    tb = false;
-    for (const auto& r : report_to) tb = tb || r == "tensorboard" || r == "all";
-  }
-  if (tb) {
+  const ReportTo report_to = resolve_report_to(cfg);
+  if (!report_to.warning.empty()) warn(report_to.warning);
+  if (report_to.tensorboard) {
     auto ld = cfg.get_optional<std::string>("trainer.logging_dir");
     a.logging_dir = ld ? fs::path(*ld) : a.exp_dir / "tensorboard";
   }
+  record_report_to(cfg, report_to, a.logging_dir);  // args.yaml: what the run reports to
   if (acc && acc->gradient_clipping && *acc->gradient_clipping != a.max_grad_norm)
     warn(fmt::format("{}: deepspeed gradient_clipping {} differs from trainer.max_grad_norm {}; the trainer's wins",
                      acc->path, *acc->gradient_clipping, a.max_grad_norm));

@@ -53,6 +53,7 @@ CLI::Validator number_in(double lo, double hi) {
 }
 
 std::optional<int> parse_command_line(CLI::App& app, const CommandUsage& usage, const Args& args) {
+  app.name(fmt::format("zerotune {}", usage.name));  // --help's "Usage: zerotune <command> …"
   std::vector<std::string> argv(args.rbegin(), args.rend());  // CLI11 takes them reversed
   try {
     app.parse(argv);

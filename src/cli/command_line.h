@@ -23,8 +23,9 @@ struct CommandUsage {
   std::string_view synopsis;  // "RUN_A RUN_B [RUN …] [--png PATH] [--no-png]"
 };
 
-// Parses `args` (argv after the command name) into `app`. std::nullopt: go on; otherwise the exit
-// status to return at once (0 after --help, 2 after a usage error, both printed as above).
+// Parses `args` (argv after the command name) into `app`, named "zerotune <usage.name>" (the
+// "Usage:" line of --help). std::nullopt: go on; otherwise the exit status to return at once (0
+// after --help, 2 after a usage error, both printed as above).
 std::optional<int> parse_command_line(CLI::App& app, const CommandUsage& usage, const Args& args);
 
 // The config file of train and prepare: `--config FILE`, or Hydra's way of naming it, as the users'

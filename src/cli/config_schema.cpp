@@ -227,8 +227,11 @@ std::string acted_keys_markdown() {
     if (k.use != KeyUse::kActs) continue;
     std::string accepts = describe_rule(k.rule);
     for (size_t p = accepts.find('|'); p != std::string::npos; p = accepts.find('|', p + 2)) accepts.replace(p, 1, "\\|");
-    md += fmt::format("| `{}` | {} | {} |\n", k.path, k.default_value.is_null() ? "—" : "`" + k.default_value.dump() + "`",
-                      accepts);
+    // Formatted by fmt: gcc 12 took an inlined string concatenation here for overlapping copies
+    // (a -Wrestrict false positive).
+    const std::string dflt =
+        k.default_value.is_null() ? "—" : fmt::format("`{}`", k.default_value.dump());
+    md += fmt::format("| `{}` | {} | {} |\n", k.path, dflt, accepts);
   }
   return md;
 }

@@ -1,12 +1,15 @@
 #include "core/file_util.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <random>
 #include <system_error>
 #include <utility>
@@ -55,12 +58,74 @@ fs::path parent_or_dot(const fs::path& p) {
 
 }  // namespace
 
-fs::path temp_sibling(const fs::path& path) {
+fs::path temp_sibling(const fs::path& path, std::string_view kind) {
   std::random_device rd;
   const uint64_t r = (static_cast<uint64_t>(rd()) << 32) ^ rd();
   fs::path p = path;
-  p += fmt::format(".tmp.{}.{:016x}", static_cast<long>(::getpid()), r);
+  p += fmt::format(".{}.{}.{:016x}", kind, static_cast<long>(::getpid()), r);
   return p;
+}
+
+bool process_running(int64_t pid) {
+  if (pid <= 0) return false;
+  return ::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;
+}
+
+std::vector<StaleStaging> clean_stale_staging_dirs(const fs::path& final) {
+  fs::path f = final;
+  if (!f.has_filename()) f = f.parent_path();  // "out/" -> "out"
+  const std::string name = f.filename().string();
+  // "<name>.<kind>.<pid>.<16 hex>" → pid, for kind tmp or old; nullopt for any other name.
+  auto pid_of = [&](std::string_view n, std::string_view kind) -> std::optional<int64_t> {
+    const std::string prefix = name + "." + std::string(kind) + ".";
+    if (!n.starts_with(prefix)) return std::nullopt;
+    const std::string_view rest = n.substr(prefix.size());
+    const size_t dot = rest.find('.');
+    if (dot == 0 || dot == std::string_view::npos || dot > 18 || rest.size() - dot - 1 != 16)
+      return std::nullopt;
+    int64_t pid = 0;
+    for (char c : rest.substr(0, dot)) {
+      if (c < '0' || c > '9') return std::nullopt;
+      pid = pid * 10 + (c - '0');
+    }
+    for (char c : rest.substr(dot + 1))
+      if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return std::nullopt;
+    return pid;
+  };
+  auto gone = [](std::optional<int64_t> pid) {
+    return pid && *pid != static_cast<int64_t>(::getpid()) && !process_running(*pid);
+  };
+  std::vector<fs::path> stale_tmp, stale_old;
+  std::error_code ec;
+  const fs::path dir = parent_or_dot(f);
+  if (!fs::is_directory(dir, ec)) return {};
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    if (e.is_symlink(ec) || !e.is_directory(ec)) continue;
+    const std::string n = e.path().filename().string();
+    if (gone(pid_of(n, "tmp"))) stale_tmp.push_back(e.path());
+    if (gone(pid_of(n, "old"))) stale_old.push_back(e.path());
+  }
+  std::sort(stale_tmp.begin(), stale_tmp.end());
+  std::sort(stale_old.begin(), stale_old.end());
+  std::vector<StaleStaging> done;
+  auto remove = [&](const fs::path& p) {
+    fs::remove_all(p, ec);
+    if (ec) fail("{}: cannot remove it: {}", p.string(), ec.message());
+    done.push_back({p, false});
+  };
+  for (const auto& p : stale_old) {
+    if (fs::exists(fs::symlink_status(f, ec))) {
+      remove(p);
+    } else {
+      if (::rename(p.c_str(), f.c_str()) != 0)
+        fail("{}: cannot restore it to {}: {}", p.string(), f.string(), errno_text(errno));
+      done.push_back({p, true});
+    }
+  }
+  for (const auto& p : stale_tmp) remove(p);
+  std::sort(done.begin(), done.end(),
+            [](const StaleStaging& a, const StaleStaging& b) { return a.path < b.path; });
+  return done;
 }
 
 void fsync_dir(const fs::path& dir) { fsync_path(dir, true); }
@@ -180,7 +245,7 @@ void StagingDir::commit(bool replace) {
   fs::path old;
   if (fs::exists(final_, ec)) {
     if (!replace) fail("{}: already exists (refusing to replace it)", final_.string());
-    old = temp_sibling(final_);
+    old = temp_sibling(final_, "old");
     if (::rename(final_.c_str(), old.c_str()) != 0)
       fail("{}: cannot move the existing directory aside to {}: {}", final_.string(), old.string(),
            errno_text(errno));

@@ -10,6 +10,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace zt {
 
@@ -59,7 +60,8 @@ class MappedFile {
 // A directory built in a temporary sibling "<final>.tmp.<pid>.<random hex>" and renamed to `final`
 // by commit(), so `final` appears complete or not at all. Destroyed without commit(): the temp
 // directory is removed. commit() on an existing `final`: when `replace` is true the old one is
-// moved aside and removed after the rename; otherwise zt::Error naming it.
+// moved aside to "<final>.old.<pid>.<random hex>" and removed after the rename; otherwise
+// zt::Error naming it. What a killed process leaves of either: clean_stale_staging_dirs.
 class StagingDir {
  public:
   explicit StagingDir(fs::path final_dir);
@@ -80,7 +82,29 @@ class StagingDir {
   bool committed_ = false;
 };
 
-// A fresh unique name "<path>.tmp.<pid>.<random hex>" next to `path` (not created).
-fs::path temp_sibling(const fs::path& path);
+// A fresh unique name "<path>.<kind>.<pid>.<random hex>" next to `path` (not created); the random
+// part is 16 lowercase hex digits.
+fs::path temp_sibling(const fs::path& path, std::string_view kind = "tmp");
+
+// Whether process `pid` runs on this host (kill(pid, 0) succeeds or is refused with EPERM).
+bool process_running(int64_t pid);
+
+// A StagingDir's leftover that clean_stale_staging_dirs dealt with.
+struct StaleStaging {
+  fs::path path;
+  bool restored = false;  // renamed back to `final` (else removed)
+};
+
+// Cleans up after StagingDirs for `final` whose process died before commit() or the destructor
+// could (SIGKILL, OOM kill, power loss): the directories beside `final` named exactly
+// "<final's name>.tmp.<pid>.<16 hex digits>" (never committed: removed) and
+// "<final's name>.old.<pid>.<16 hex digits>" (the previous `final`, moved aside by a commit killed
+// before its second rename: removed when `final` exists, else renamed back to it, so the previous
+// directory is in place as if the interrupted commit had not begun) — only those whose process
+// <pid> no longer runs on this host. Nothing else is touched: not `final`, no other name, no file,
+// no directory of a process that still runs (a concurrent export to the same path; this process
+// counts as running). Returns what it did, in name order. Throws zt::Error naming a directory it
+// cannot remove or restore.
+std::vector<StaleStaging> clean_stale_staging_dirs(const fs::path& final);
 
 }  // namespace zt

@@ -12,7 +12,7 @@
 #include "core/file_util.h"
 #include "core/log.h"
 #include "io/json.h"
-#include "io/json_depth.h"
+#include "io/json_check.h"
 #include "io/model_source.h"
 #include "text/chat_template.h"
 

@@ -11,7 +11,7 @@
 #include "core/error.h"
 #include "data/rows.h"
 #include "data/utf8.h"
-#include "io/json_depth.h"
+#include "io/json_check.h"
 #include "io/unique_keys.h"
 
 namespace zt::data {

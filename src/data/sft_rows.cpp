@@ -5,7 +5,7 @@
 #include <fmt/ranges.h>
 
 #include "core/error.h"
-#include "io/json_depth.h"
+#include "io/json_check.h"
 
 namespace zt::data {
 namespace {

@@ -15,7 +15,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
-#include "io/json_depth.h"
+#include "io/json_check.h"
 
 namespace zt::data {
 namespace {

@@ -14,6 +14,9 @@ namespace zt {
 
 namespace {
 
+// Where an export into a directory holding other files is staged (its name + ".tmp.<pid>.<hex>").
+constexpr const char* kInPlaceStaging = ".zerotune-export";
+
 // The ids of a config field: null/absent -> {}, an id -> {id}, a list of ids -> the list.
 std::vector<int64_t> field_ids(const Json& j, const char* key, const std::string& origin) {
   std::vector<int64_t> ids;
@@ -197,6 +200,22 @@ GenerationConfigExport export_generation_config(ModelConfig& cfg, const fs::path
   return g;
 }
 
+std::vector<StaleStaging> clean_stale_export_dirs(const fs::path& out_dir) {
+  std::vector<StaleStaging> done = clean_stale_staging_dirs(out_dir);
+  std::error_code ec;
+  if (fs::is_directory(out_dir, ec))
+    for (auto& s : clean_stale_staging_dirs(out_dir / kInPlaceStaging))
+      done.push_back(std::move(s));
+  for (const auto& s : done) {
+    if (s.restored)
+      log::info("restored {} to {}: an interrupted export had moved it aside", s.path.string(),
+                out_dir.string());
+    else
+      log::info("removed {}, left by an interrupted export", s.path.string());
+  }
+  return done;
+}
+
 HfExportResult export_hf_model(const fs::path& out_dir, const ModelConfig& cfg,
                                std::span<const NamedTensor> tensors,
                                const HfExportOptions& options) {
@@ -224,9 +243,12 @@ HfExportResult export_hf_model(const fs::path& out_dir, const ModelConfig& cfg,
   // user's files: output_dir = exp_dir, or ".") gets the model files written into it beside them,
   // as transformers' save_pretrained does; replacing it whole would delete them. Else the export is
   // built beside it and renamed into place (appears complete or not at all).
+  // What an export to the same path left when its process was killed mid-way (only those of
+  // processes that no longer run).
+  clean_stale_export_dirs(out_dir);
   std::string foreign;
   if (fs::is_directory(out_dir, ec)) foreign = first_foreign_entry(out_dir);
-  StagingDir stage(foreign.empty() ? out_dir : out_dir / ".zerotune-export");
+  StagingDir stage(foreign.empty() ? out_dir : out_dir / kInPlaceStaging);
   const fs::path& tmp = stage.path();
 
   ModelConfig out_cfg = cfg;  // its special token ids aligned with the tokenizer's

@@ -106,12 +106,21 @@ struct HfExportResult {
   size_t weight_bytes = 0;         // total_size of the weights as stored
 };
 
+// Cleans up after an export to `out_dir` whose process was killed before it could
+// (core/file_util.h clean_stale_staging_dirs, beside out_dir and inside it): the model is built in
+// "<out_dir>.tmp.<pid>.<hex>", or in "<out_dir>/.zerotune-export.tmp.<pid>.<hex>" when out_dir
+// holds other files; a replaced out_dir waits in "<out_dir>.old.<pid>.<hex>" between the two
+// renames of the commit. Only those of processes that no longer run on this host; each removal or
+// restore gets an info line naming it. export_hf_model() calls it first; a run calls it at
+// start-up for its output_dir. Throws zt::Error naming a directory it cannot remove or restore.
+std::vector<StaleStaging> clean_stale_export_dirs(const fs::path& out_dir);
+
 // Writes the HF model directory `out_dir`. `tensors` are the HF-named weights
 // ("model.embed_tokens.weight", "model.layers.0.self_attn.q_proj.weight", …, "lm_head.weight" only
 // when untied) in state_dict order (it decides the shard split), host memory, F32 or BF16 (or F16).
 // Throws zt::Error for an options.dtype other than kBF16/kF32, a non-float tensor asked to be
 // converted, an unreadable tokenizer file, or any write failure (the temp directory is removed and
-// `out_dir` untouched).
+// `out_dir` untouched). First cleans up after a killed export (clean_stale_export_dirs).
 HfExportResult export_hf_model(const fs::path& out_dir, const ModelConfig& cfg,
                                std::span<const NamedTensor> tensors,
                                const HfExportOptions& options = {});

@@ -8,7 +8,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
-#include "io/json_depth.h"
+#include "io/json_check.h"
 #include "io/unique_keys.h"
 
 namespace zt {

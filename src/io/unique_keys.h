@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "io/json.h"
-#include "io/json_depth.h"
+#include "io/json_check.h"
 
 namespace zt {
 
@@ -38,7 +38,7 @@ class JsonKeyTracker {
   // `text` must outlive the tracker (line numbers are counted in it only when a duplicate is
   // found). Messages read "ORIGIN:LINE: PREFIXduplicate key …", LINE counted from `first_line` at
   // the start of `text` (a JSON Lines row passes its line and "row R: "). Runs check_json_text
-  // (io/json_depth.h) on `text`: a raw NUL byte or nesting deeper than kMaxJsonDepth throws, so no
+  // (io/json_check.h) on `text`: a raw NUL byte or nesting deeper than kMaxJsonDepth throws, so no
   // parser fed by this tracker drops the rest of the text or builds a value too deep to copy.
   JsonKeyTracker(std::string_view text, std::string origin, size_t first_line = 1,
                  std::string prefix = {});

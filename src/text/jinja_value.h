@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "io/json.h"
-#include "io/json_depth.h"
+#include "io/json_check.h"
 
 namespace zt::text::jinja {
 

@@ -1,7 +1,6 @@
 #include "train/checkpoint_dirs.h"
 
 #include <fcntl.h>
-#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -55,11 +54,6 @@ void remove_tree(const fs::path& p) {
   std::error_code ec;
   fs::remove_all(p, ec);
   if (ec) fail("{}: cannot remove: {}", p.string(), ec.message());
-}
-
-bool process_alive(int64_t pid) {
-  if (pid <= 0) return false;
-  return ::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;
 }
 
 }  // namespace
@@ -197,7 +191,7 @@ std::vector<fs::path> clean_stale_checkpoint_dirs(const fs::path& output_dir) {
   for (const auto& p : entries) {
     const std::string name = p.filename().string();
     if (auto tmp = parse_suffixed(name, ".tmp-")) {
-      if (process_alive(tmp->second) && tmp->second != static_cast<int64_t>(::getpid())) continue;
+      if (process_running(tmp->second) && tmp->second != static_cast<int64_t>(::getpid())) continue;
       remove_tree(p);
       done.push_back(p);
     } else if (auto old = parse_suffixed(name, ".old-")) {

@@ -33,6 +33,18 @@ bool same_bits(double a, double b) {
   return std::bit_cast<uint64_t>(a) == std::bit_cast<uint64_t>(b);
 }
 
+bool larger_diff(double x, double y) {
+  auto rank = [](double v) { return std::isnan(v) ? 2 : std::isinf(v) ? 1 : 0; };
+  if (rank(x) != rank(y)) return rank(x) > rank(y);
+  return rank(x) == 0 && x > y;
+}
+
+std::string show_value(double v) {
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  return fmt::format("{}", v);
+}
+
 namespace {
 
 using Series = std::vector<std::pair<int64_t, double>>;
@@ -57,22 +69,23 @@ MetricDiff diff_series(const std::string& metric, size_t run, const Series& firs
       continue;
     }
     ++d.common_steps;
-    if (!same_bits(*a, *b) && !d.first_diff_step) {
+    const bool same = same_bits(*a, *b);
+    if (!same && !d.first_diff_step) {
       d.first_diff_step = step;
-      d.first_diff = fmt::format("{} vs {}", *a, *b);
+      d.first_diff = fmt::format("{} vs {}", show_value(*a), show_value(*b));
     }
-    if (std::isfinite(*a) && std::isfinite(*b)) {
-      const double abs = std::fabs(*a - *b);
-      const double scale = std::max(std::fabs(*a), std::fabs(*b));
-      const double rel = scale > 0 ? abs / scale : 0.0;
-      if (abs > d.max_abs || d.max_abs_step < 0) {
-        d.max_abs = abs;
-        d.max_abs_step = step;
-      }
-      if (rel > d.max_rel || d.max_rel_step < 0) {
-        d.max_rel = rel;
-        d.max_rel_step = step;
-      }
+    // NaN when one side is NaN, inf when one is infinite (inf − inf cannot occur: equal infinities
+    // are the same bits), else finite.
+    const double abs = same ? 0.0 : std::fabs(*a - *b);
+    const double scale = std::max(std::fabs(*a), std::fabs(*b));
+    const double rel = !std::isfinite(abs) ? abs : scale > 0 ? abs / scale : 0.0;
+    if (larger_diff(abs, d.max_abs) || d.max_abs_step < 0) {
+      d.max_abs = abs;
+      d.max_abs_step = step;
+    }
+    if (larger_diff(rel, d.max_rel) || d.max_rel_step < 0) {
+      d.max_rel = rel;
+      d.max_rel_step = step;
     }
   }
   return d;

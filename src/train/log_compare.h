@@ -1,6 +1,7 @@
 // Metric-by-metric comparison of run logs (run_log.h) for `zerotune compare`: "do my ZeRO-1 and
 // ZeRO-2 runs agree?" Each run is compared with the first; two values agree only when they are
-// bitwise equal as doubles (both NaN also agree: JSON cannot tell NaNs apart).
+// bitwise equal as doubles (both NaN also agree: JSON cannot tell NaNs apart); a NaN beside a
+// number is a difference, reported as such ("NaN vs 1.23", max |diff| NaN), never as 0.
 #pragma once
 
 #include <cstdint>
@@ -31,10 +32,16 @@ struct MetricDiff {
   bool missing_in_first = false;  // this run logged it, run 0 never did
   std::optional<int64_t>
       first_diff_step;     // smallest step whose values differ or is logged by one only
-  std::string first_diff;  // e.g. "2.3456 vs 2.3457", "logged by run 0 only"
-  double max_abs = 0;      // max |a − b| over common steps where both are finite
-  int64_t max_abs_step = -1;
-  double max_rel = 0;  // max |a − b| / max(|a|, |b|) (0 when both are 0), same steps
+  std::string first_diff;  // e.g. "2.3456 vs 2.3457", "NaN vs 1.23", "logged by run 0 only"
+  // The largest |a − b| over the common steps, ordered as larger_diff() orders them: NaN when
+  // some step's values differ with a NaN on one side (NaN vs 1.23: not a number of any size, and
+  // not 0), else inf when one is infinite (inf vs 1, inf vs -inf), else the finite maximum.
+  // Bitwise-equal values (NaN and NaN included) differ by 0.
+  double max_abs = 0;
+  int64_t max_abs_step = -1;  // the first step where max_abs is reached (-1: no common step)
+  // The largest |a − b| / max(|a|, |b|) (0 when both are 0), same steps and order; a step with a
+  // non-finite difference gives that difference (NaN or inf).
+  double max_rel = 0;
   int64_t max_rel_step = -1;
   bool equal() const { return !first_diff_step && !missing_here && !missing_in_first; }
 };
@@ -47,6 +54,14 @@ struct CompareResult {
 
 // Bitwise equality of two doubles, NaN equal to NaN.
 bool same_bits(double a, double b);
+
+// The order of differences for max_abs / max_rel: every finite value < inf < NaN (a difference
+// with a NaN on one side is larger than any number: the values are not comparable at all).
+bool larger_diff(double x, double y);
+
+// A logged value as compare prints it: "NaN", "inf", "-inf", else the shortest text that reads
+// back to the same double ("2.5000000000000004").
+std::string show_value(double v);
 
 // Compares every run with runs[0] on each metric that at least one run logged. Needs >= 2 runs
 // (zt::Error otherwise); errors of metric_series (a non-numeric value) propagate.

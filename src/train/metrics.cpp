@@ -1,13 +1,17 @@
 #include "train/metrics.h"
 
+#include <fmt/format.h>
+
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <iterator>
 #include <sstream>
+#include <string_view>
 
 #include "core/error.h"
 #include "core/file_util.h"
-#include "io/json_depth.h"
+#include "io/json_check.h"
 
 namespace zt::train {
 
@@ -66,19 +70,21 @@ std::string format_g4(double v) {
 }
 
 std::string hf_log_line(const MetricRecord& record) {
+  // Formatted in place: gcc 12 took the inlined `"'" + str + "'"` temporaries for overlapping
+  // copies (a -Wrestrict false positive).
   std::string out = "{";
-  bool first = true;
+  auto to = std::back_inserter(out);
+  std::string_view sep;
   for (const auto& [k, v] : record.fields()) {
     if (k == "step" || k == "total_flos") continue;
-    if (!first) out += ", ";
-    first = false;
-    out += "'" + k + "': ";
     if (std::holds_alternative<int64_t>(v))
-      out += std::to_string(std::get<int64_t>(v));
+      fmt::format_to(to, "{}'{}': {}", sep, k, std::get<int64_t>(v));
     else
-      out += "'" + format_g4(std::get<double>(v)) + "'";
+      fmt::format_to(to, "{}'{}': '{}'", sep, k, format_g4(std::get<double>(v)));
+    sep = ", ";
   }
-  return out + "}";
+  out += '}';
+  return out;
 }
 
 std::string hf_tensorboard_tag(std::string_view key) {

@@ -9,7 +9,7 @@
 #include "core/error.h"
 #include "core/file_util.h"
 #include "io/json.h"
-#include "io/json_depth.h"
+#include "io/json_check.h"
 
 namespace zt::train {
 

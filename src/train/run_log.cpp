@@ -7,7 +7,7 @@
 
 #include "core/error.h"
 #include "core/file_util.h"
-#include "io/json_depth.h"
+#include "io/json_check.h"
 #include "train/checkpoint_dirs.h"
 
 namespace zt::train {

@@ -16,7 +16,7 @@
 #include "dist/local_launch.h"
 #include "io/hf_export.h"
 #include "io/hydra_yaml.h"
-#include "io/json_depth.h"
+#include "io/json_check.h"
 #include "io/model_config.h"
 #include "io/safetensors.h"
 #include "io/tensorboard.h"
@@ -112,7 +112,12 @@ struct Trainer::State {
   std::optional<MetricRecord> evaluate(int64_t global_step, double epoch);
   // interrupt: the checkpoint written after a stop signal (recorded as such for the launcher).
   fs::path save_checkpoint(int64_t global_step, bool interrupt);
-  void export_final();
+  // Writes the final model to output_dir. When that fails (a full disk, output_dir removed or made
+  // read-only during the run: start-up checks it is writable), every rank throws zt::Error with
+  // the export's message and where the trained weights are kept: `last_checkpoint` when it holds
+  // step `global_step`, else a checkpoint written now into exp_dir (an HF model directory with
+  // the optimizer state: loadable and resumable), else (that failed too) both messages.
+  void export_final(int64_t global_step, const fs::path& last_checkpoint);
   std::vector<NamedTensor> named(const std::vector<float>& flat) const;
   std::string step_rows(const StepSamples& ss) const;
 };
@@ -382,6 +387,7 @@ void Trainer::State::open_outputs() {
   if (ec) fail("exp_dir: cannot create {}: {}", a.exp_dir.string(), ec.message());
   for (const auto& p : clean_stale_checkpoint_dirs(a.exp_dir))
     log::info("cleaned {} left by an interrupted run", p.string());
+  clean_stale_export_dirs(a.output_dir);  // logs what it removes or restores
   write_run_record(a.exp_dir,
                    {.run_id = run_id, .started = "", .resumed_from = resumed_from.string()});
   if (auto others = other_runs_checkpoints(a.exp_dir, run_id); !others.empty()) {
@@ -606,12 +612,46 @@ fs::path Trainer::State::save_checkpoint(int64_t global_step, bool interrupt) {
   return a.exp_dir / checkpoint_name(global_step);
 }
 
-void Trainer::State::export_final() {
-  std::vector<float> master = engine->full_master_weights();
-  if (!rank0()) return;
-  auto tensors = named(master);
-  export_hf_model(a.output_dir, mcfg, tensors, export_opts);
-  progress->message(fmt::format("saved the final model to {}", a.output_dir.string()));
+void Trainer::State::export_final(int64_t global_step, const fs::path& last_checkpoint) {
+  std::string error;  // rank 0's, then every rank's
+  {
+    std::vector<float> master = engine->full_master_weights();
+    if (rank0()) {
+      try {
+        export_hf_model(a.output_dir, mcfg, named(master), export_opts);
+      } catch (const std::exception& e) {  // zt::Error, or one of the library's
+        error = e.what();
+      }
+    }
+  }
+  uint64_t n = error.size();
+  comm.broadcast(&n, sizeof n, 0);
+  error.resize(n);
+  if (n > 0) comm.broadcast(error.data(), n, 0);
+  if (error.empty()) {
+    if (rank0())
+      progress->message(fmt::format("saved the final model to {}", a.output_dir.string()));
+    return;
+  }
+  // Without save_strategy (or between saves) the trained weights exist only in memory: keep them.
+  const fs::path last = a.exp_dir / checkpoint_name(global_step);
+  if (last_checkpoint == last)
+    fail(
+        "cannot write the final model: {}; the trained model is in {} (the checkpoint of the "
+        "last step: an HF model directory)",
+        error, last.string());
+  fs::path kept;
+  try {
+    kept = save_checkpoint(global_step, false);
+  } catch (const Error& e) {
+    fail("cannot write the final model: {}; keeping it as a checkpoint in exp_dir failed too: {}",
+         error, e.what());
+  }
+  fail(
+      "cannot write the final model: {}; the trained model was saved instead as {} (an HF model "
+      "directory with the optimizer state: load it with from_pretrained, or resume from it with "
+      "trainer.resume_from_checkpoint)",
+      error, kept.string());
 }
 
 std::string Trainer::State::step_rows(const StepSamples& ss) const {
@@ -720,7 +760,7 @@ TrainSummary Trainer::run() {
         "weights are unchanged, so no final model is written to {}",
         sum.steps_done, sum.steps_skipped_no_target,
         sum.steps_skipped - sum.steps_skipped_no_target, a.output_dir.string());
-  s.export_final();
+  s.export_final(T, sum.last_checkpoint);
   return sum;
 }
 

@@ -189,6 +189,21 @@ TEST(AccelerateConfig, DeepSpeedJsonKeysAreCheckedToo) {
   fs::remove_all(dir);
 }
 
+// A NUL byte in the DeepSpeed JSON is refused naming file, line and column, as every JSON read
+// refuses one (it was read by the YAML loader, which did not look).
+TEST(AccelerateConfig, DeepSpeedJsonWithANulByteIsRefused) {
+  zt::testing::TempDir dir;
+  const std::string nul(1, '\0');
+  std::ofstream(dir / "ds.json", std::ios::binary)
+      << "{\"zero_optimization\": {\"stage\": 2},\n \"bf16\": {\"enabled\": true}}" << nul << "\n";
+  const std::string want =
+      (dir / "ds.json").string() + ":2:28: a NUL byte: not JSON text (a truncated or binary file?)";
+  EXPECT_EQ(error_of([&] { parse_deepspeed_config((dir / "ds.json").string()); }), want);
+  std::ofstream(dir / "acc.yaml") << "distributed_type: DEEPSPEED\n"
+                                     "deepspeed_config:\n  deepspeed_config_file: ds.json\n";
+  EXPECT_EQ(error_of([&] { parse_accelerate_config((dir / "acc.yaml").string()); }), want);
+}
+
 // A DeepSpeed JSON's own optimizer, scheduler and batch sizes are not read (the trainer's are):
 // anything but "auto" gets a note saying so (it got none: an SGD at lr 0.1 ran as the trainer's
 // AdamW without a word).

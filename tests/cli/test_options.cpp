@@ -157,6 +157,26 @@ TEST(CommandLine, EveryCommandHasOneUsageErrorStyle) {
   }
 }
 
+// Every command's --help names it as it is typed: "Usage: zerotune <command> …" (most printed
+// "Usage: [OPTIONS] …" with no command at all, some "Usage: <command>" without "zerotune").
+TEST(CommandLine, EveryCommandsHelpNamesZerotuneAndTheCommand) {
+  for (const char* cmd : {"version", "train", "prepare", "launch", "comm-check", "loss",
+                          "make-demo-data", "tokenize", "render", "options", "compare"}) {
+    const CmdResult h = run_zerotune(std::string(cmd) + " --help");
+    EXPECT_EQ(h.status, 0) << cmd << ": " << h.err;
+    const std::string usage = std::string("Usage: zerotune ") + cmd + " ";
+    EXPECT_NE(h.out.find("\n" + usage), std::string::npos) << cmd << ": " << h.out;
+    EXPECT_EQ(h.out.find("Usage: ["), std::string::npos) << cmd << ": " << h.out;
+  }
+  // version, which took no options, now says so like the others.
+  const CmdResult v = run_zerotune("version --bogus");
+  EXPECT_EQ(v.status, 2);
+  EXPECT_EQ(v.err,
+            "zerotune: error: version: The following argument was not expected: --bogus\n"
+            "usage: zerotune version (`zerotune version --help` lists the options)\n");
+  EXPECT_EQ(run_zerotune("version").out.rfind("zerotune 0.1.0 (backends: cpu", 0), 0u);
+}
+
 // `zerotune launch` given an accelerate-launch flag it does not take: a usage error before any rank
 // starts (every rank was started with the flag as its command, and each failed on its own).
 TEST(CommandLine, LaunchRefusesAnUnknownFlagBeforeStartingRanks) {

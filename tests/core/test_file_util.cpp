@@ -1,6 +1,11 @@
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <filesystem>
 #include <string>
+#include <vector>
 
 #include "core/file_util.h"
 #include "zt_test_util.h"
@@ -10,6 +15,7 @@ namespace {
 using zt::testing::expect_error;
 using zt::testing::list_dir;
 using zt::testing::TempDir;
+namespace fs = std::filesystem;
 
 TEST(FileUtil, AtomicWriteReplacesWholeFile) {
   TempDir d;
@@ -91,6 +97,85 @@ TEST(FileUtil, StagingDirAppearsCompleteOrNotAtAll) {
   }
   EXPECT_EQ(list_dir(out), std::vector<std::string>{"b.txt"});
   EXPECT_EQ(list_dir(d.path()), std::vector<std::string>{"model"});
+}
+
+// The pid of a process that has exited (and been reaped): no process runs under it.
+int64_t dead_pid() {
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  ::waitpid(child, nullptr, 0);
+  return child;
+}
+
+// What a StagingDir left when its process was killed: removed when that process is gone, kept while
+// it runs (a concurrent export), and nothing of another name, kind or pattern is touched.
+TEST(FileUtil, StaleStagingDirsOfGoneProcessesAreRemovedAndNothingElse) {
+  TempDir d;
+  const std::string hex = ".0123456789abcdef";
+  const int64_t gone = dead_pid();
+  ASSERT_FALSE(zt::process_running(gone));
+  EXPECT_TRUE(zt::process_running(::getppid()));
+  const std::string stale = "model.tmp." + std::to_string(gone) + hex;
+  const std::string aside = "model.old." + std::to_string(gone) + ".00000000000000aa";
+  const std::vector<std::string> kept_dirs = {
+      "model",                                                    // the output itself
+      "model.tmp." + std::to_string(::getppid()) + hex,           // a live process's
+      "model.old." + std::to_string(::getppid()) + hex,           // a live process's
+      "model.tmp." + std::to_string(::getpid()) + hex,            // this process's
+      "model.tmp." + std::to_string(gone) + ".0123456789abcdeg",  // not hex
+      "model.tmp." + std::to_string(gone) + ".0123",              // not 16 digits
+      "model.tmp.x" + std::to_string(gone) + hex,                 // not a pid
+      "model.bak." + std::to_string(gone) + hex,                  // not ours
+      "other.tmp." + std::to_string(gone) + hex,                  // another output's
+  };
+  for (const auto& n : kept_dirs) fs::create_directories(d / n / "sub");
+  for (const auto& n : {stale, aside}) {
+    fs::create_directories(d / n / "sub");
+    zt::write_file_atomic(d / n / "sub" / "model.safetensors", n);
+  }
+  const std::string file = "model.tmp." + std::to_string(gone) + ".fedcba9876543210";
+  zt::write_file_atomic(d / file, "a file");
+  const std::vector<zt::StaleStaging> done = zt::clean_stale_staging_dirs(d / "model");
+  ASSERT_EQ(done.size(), 2u);
+  EXPECT_EQ(done[0].path, d / aside);  // `model` exists: the moved-aside copy goes
+  EXPECT_FALSE(done[0].restored);
+  EXPECT_EQ(done[1].path, d / stale);
+  EXPECT_FALSE(done[1].restored);
+  std::vector<std::string> want = kept_dirs;
+  want.push_back(file);
+  std::sort(want.begin(), want.end());
+  EXPECT_EQ(list_dir(d.path()), want);
+  EXPECT_TRUE(zt::clean_stale_staging_dirs(d / "model/").empty());  // a trailing slash
+  EXPECT_TRUE(zt::clean_stale_staging_dirs(d / "nowhere" / "model").empty());
+}
+
+// A commit killed between its two renames: the previous directory waits under ".old." and `final`
+// is missing. It is renamed back (not deleted with the never-committed staging directory).
+TEST(FileUtil, PreviousDirectoryMovedAsideByAKilledCommitIsRestored) {
+  TempDir d;
+  const std::string gone = std::to_string(dead_pid());
+  const fs::path aside = d / ("model.old." + gone + ".00000000000000aa");
+  const fs::path staged = d / ("model.tmp." + gone + ".00000000000000bb");
+  fs::create_directories(aside);
+  zt::write_file_atomic(aside / "a.txt", "previous");
+  fs::create_directories(staged);
+  zt::write_file_atomic(staged / "a.txt", "new");
+  const std::vector<zt::StaleStaging> done = zt::clean_stale_staging_dirs(d / "model");
+  ASSERT_EQ(done.size(), 2u);
+  EXPECT_EQ(done[0].path, aside);
+  EXPECT_TRUE(done[0].restored);
+  EXPECT_EQ(done[1].path, staged);
+  EXPECT_FALSE(done[1].restored);
+  EXPECT_EQ(list_dir(d.path()), std::vector<std::string>{"model"});
+  EXPECT_EQ(zt::read_file(d / "model" / "a.txt"), "previous");
+  // StagingDir's commit moves the replaced directory aside under that name.
+  {
+    zt::StagingDir s(d / "model");
+    zt::write_file_atomic(s.path() / "b.txt", "B");
+    s.commit(true);
+  }
+  EXPECT_EQ(list_dir(d / "model"), std::vector<std::string>{"b.txt"});
+  EXPECT_EQ(zt::temp_sibling(d / "model", "old").filename().string().rfind("model.old.", 0), 0u);
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 // HF model directory export, compared byte for byte with transformers' `save_pretrained` output of
 // the same weights (tests/data/io/tiny_qwen2_{f32,bf16}, tools/make_io_goldens.py).
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <string>
@@ -173,6 +175,43 @@ TEST(HfExport, DirectoryHoldingOtherFilesGetsTheModelBesideThem) {
             (std::vector<std::string>{"checkpoint-2", "config.json", "generation_config.json",
                                       "model.safetensors", "notes.txt"}));
   EXPECT_EQ(zt::SafetensorsReader(out).names().size(), w.tensors.size());
+}
+
+// An export whose process was killed left its staging directory (beside the output, or inside it
+// when the output holds other files); the next export to that path removes it, naming it, and
+// leaves a live process's alone.
+TEST(HfExport, StaleStagingOfAKilledExportIsRemovedByTheNext) {
+  const Weights w = tiny_weights();
+  const zt::ModelConfig cfg = zt::load_model_config(kData / "tiny_qwen2_f32");
+  TempDir d;
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  ::waitpid(child, nullptr, 0);  // a pid no process runs under
+  const std::string gone = std::to_string(child), live = std::to_string(::getppid());
+  const fs::path out = d / "out";
+  const fs::path beside = d / ("out.tmp." + gone + ".00000000000000aa");
+  const fs::path inside = out / (".zerotune-export.tmp." + gone + ".00000000000000bb");
+  const fs::path running = d / ("out.tmp." + live + ".00000000000000cc");
+  for (const fs::path& p : {beside, inside, running}) {
+    fs::create_directories(p);
+    zt::write_file_atomic(p / "model.safetensors", "partial");
+  }
+  zt::write_file_atomic(out / "notes.txt", "mine");
+  ::testing::internal::CaptureStderr();
+  zt::export_hf_model(out, cfg, w.tensors, {});
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(list_dir(d.path()), (std::vector<std::string>{"out", running.filename().string()}));
+  EXPECT_EQ(list_dir(out), (std::vector<std::string>{"config.json", "generation_config.json",
+                                                     "model.safetensors", "notes.txt"}));
+  EXPECT_NE(
+      log.find("zerotune: info: removed " + beside.string() + ", left by an interrupted export\n"),
+      std::string::npos)
+      << log;
+  EXPECT_NE(
+      log.find("zerotune: info: removed " + inside.string() + ", left by an interrupted export\n"),
+      std::string::npos)
+      << log;
+  EXPECT_EQ(log.find(running.string()), std::string::npos) << log;
 }
 
 }  // namespace

@@ -130,7 +130,9 @@ TEST(AdamW, MatchesTorchBitwiseOverSeveralSteps) {
       for (size_t i = 0; i < pb[t].size(); ++i) {
         const bool tie = (bits(p[t][i]) & 0xffffu) == 0x8000u;
         EXPECT_EQ(pb[t][i], master_hi(p[t][i])) << "tensor " << t << " element " << i;
-        if (!tie) EXPECT_EQ(pb[t][i], torch_bf16[i]) << "tensor " << t << " element " << i;
+        if (!tie) {
+          EXPECT_EQ(pb[t][i], torch_bf16[i]) << "tensor " << t << " element " << i;
+        }
       }
     }
   }
@@ -268,7 +270,9 @@ TEST(MasterSplit, JoinInvertsTheSplitAndRoundsTiesAway) {
     // Nearest: |f − hi| ≤ |f − either neighbour|, ties away from zero.
     const float h = bf16_to_f32(hi);
     const bool tie = (u & 0xffffu) == 0x8000u;
-    if (tie) EXPECT_GT(std::fabs(h), std::fabs(f)) << std::hex << u;
+    if (tie) {
+      EXPECT_GT(std::fabs(h), std::fabs(f)) << std::hex << u;
+    }
     ties += tie;
     if (hi != f32_to_bf16(f)) {
       ++differ;

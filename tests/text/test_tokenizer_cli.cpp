@@ -1,5 +1,6 @@
 // `zerotune tokenize`: one JSON array of ids per input line, equal to the library's ids (which the
 // other tests hold to HF); --add-special-tokens; errors name FILE:LINE.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -48,7 +49,7 @@ TEST(TokenizeCli, PrintsIdsOfStringAndTextLines) {
                              in.path().string());
   ASSERT_EQ(r.status, 0) << r.err;
   int32_t bos = *tok.token_to_id("<|begin_of_text|>");
-  EXPECT_EQ(r.out.substr(0, r.out.find(',')), "[" + std::to_string(bos));
+  EXPECT_EQ(r.out.substr(0, r.out.find(',')), fmt::format("[{}", bos));
 }
 
 TEST(TokenizeCli, ErrorsNameFileAndLine) {

@@ -137,5 +137,44 @@ TEST(LogCompare, FirstDifferenceAndLargestDifferences) {
   testing::expect_error([&] { compare_run_logs({read_run_log(d / "a")}); }, {"at least two runs"});
 }
 
+// A NaN beside a number differs, and by more than any number: the first difference names the NaN
+// and max |diff| is NaN at that step (it said "nan vs 1.23" beside a max |diff| of 0).
+TEST(LogCompare, NanBesideANumberIsNeverADifferenceOfZero) {
+  TempDir d;
+  write_lines(d / "a" / "metrics.jsonl", {R"({"loss": 3.0, "grad_norm": 1.0, "step": 1})",
+                                          R"({"loss": 1.23, "grad_norm": 2.0, "step": 2})",
+                                          R"({"loss": 1.0, "grad_norm": null, "step": 3})",
+                                          R"({"loss": 0.5, "grad_norm": 1.0, "step": 4})"});
+  write_lines(d / "b" / "metrics.jsonl", {R"({"loss": 3.0, "grad_norm": 1.0, "step": 1})",
+                                          R"({"loss": NaN, "grad_norm": Infinity, "step": 2})",
+                                          R"({"loss": 1.5, "grad_norm": null, "step": 3})",
+                                          R"({"loss": 0.5, "grad_norm": 1.5, "step": 4})"});
+  const CompareResult r = compare_run_logs({read_run_log(d / "a"), read_run_log(d / "b")});
+  ASSERT_EQ(r.diffs.size(), 2u);
+  const MetricDiff& loss = r.diffs[0];
+  EXPECT_FALSE(loss.equal());
+  EXPECT_EQ(loss.first_diff_step, 2);
+  EXPECT_EQ(loss.first_diff, "1.23 vs NaN");
+  EXPECT_TRUE(std::isnan(loss.max_abs));  // not the 0.5 of step 3: NaN ranks above any number
+  EXPECT_EQ(loss.max_abs_step, 2);
+  EXPECT_TRUE(std::isnan(loss.max_rel));
+  EXPECT_EQ(loss.max_rel_step, 2);
+  const MetricDiff& gn = r.diffs[1];  // null and null (NaN, NaN) agree; 2 vs inf is infinite
+  EXPECT_EQ(gn.first_diff, "2 vs inf");
+  EXPECT_EQ(gn.max_abs, std::numeric_limits<double>::infinity());
+  EXPECT_EQ(gn.max_abs_step, 2);
+  EXPECT_EQ(gn.max_rel, std::numeric_limits<double>::infinity());
+  // The order and the text.
+  const double nan = std::nan(""), inf = std::numeric_limits<double>::infinity();
+  EXPECT_TRUE(larger_diff(nan, inf));
+  EXPECT_TRUE(larger_diff(inf, 1e300));
+  EXPECT_TRUE(larger_diff(2.0, 1.0));
+  EXPECT_FALSE(larger_diff(nan, nan));
+  EXPECT_FALSE(larger_diff(1.0, nan));
+  EXPECT_EQ(show_value(nan), "NaN");
+  EXPECT_EQ(show_value(-inf), "-inf");
+  EXPECT_EQ(show_value(0.1 + 0.2), "0.30000000000000004");
+}
+
 }  // namespace
 }  // namespace zt::train

@@ -89,6 +89,20 @@ TEST_F(CompareCli, DifferenceAtStep3IsReported) {
       << r.output;
 }
 
+// A NaN in one run where the other has a number: reported as such, and max |diff| is NaN, not 0
+// (zerotune writes a NaN as null, TRL as NaN).
+TEST_F(CompareCli, NanBesideANumberIsReportedAsNan) {
+  write_lines(dir("a") / "metrics.jsonl", run_lines());
+  write_lines(dir("b") / "metrics.jsonl", run_lines("null", "1.5"));
+  auto r = compare("a b --no-png");
+  EXPECT_EQ(r.status, 1) << r.output;
+  const std::string loss = row(r.output, "loss");
+  EXPECT_TRUE(contains(loss, "step 3: 2.5 vs NaN")) << loss;
+  EXPECT_TRUE(contains(loss, "  NaN (step 3)")) << loss;  // max |diff| and max rel. diff
+  EXPECT_FALSE(contains(loss, " 0 ")) << loss;
+  EXPECT_FALSE(contains(loss, "0.5 (step 4)")) << loss;
+}
+
 TEST_F(CompareCli, TrlTrainerStateFixture) {
   auto r = compare(kTrlRun.string() + " " + kTrlRun.string() + " --no-png");
   EXPECT_EQ(r.status, 0) << r.output;

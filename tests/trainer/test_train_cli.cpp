@@ -2,6 +2,8 @@
 // binary: ZeRO stage / offload invariance (bitwise), world-size launch, resume equality, eval
 // invariance, and the config errors a user sees. Tiny model and data so each run takes seconds.
 #include <gtest/gtest.h>
+#include <sys/mount.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
@@ -351,6 +353,69 @@ TEST_F(TrainCli, DataOrderFollowsDataSeedAndInitFollowsSeed) {
   EXPECT_TRUE(model("ds_s2d5") != model("ds_s5"));
   // The resolved config records it.
   EXPECT_NE(slurp(exp("ds_s1d5") / "args.yaml").find("data_seed: 5"), std::string::npos);
+}
+
+// args.yaml records what the run reported to: with report_to deleted (`~trainer.report_to`, the
+// default "all") TensorBoard events are written and args.yaml says [tensorboard] and where (it
+// had no report_to at all); with `none`, none are written and args.yaml says [].
+TEST_F(TrainCli, ArgsYamlRecordsTheReportToTheRunUsed) {
+  const std::string quick =
+      "trainer.max_steps=1 trainer.eval_strategy=no trainer.save_strategy=no ";
+  auto r = train("rt_deleted", quick + "~trainer.report_to");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_FALSE(fs::is_empty(exp("rt_deleted") / "tensorboard"));
+  const std::string args = slurp(exp("rt_deleted") / "args.yaml");
+  EXPECT_NE(args.find("  report_to:\n    - tensorboard\n"), std::string::npos) << args;
+  EXPECT_NE(args.find("  logging_dir: " + (exp("rt_deleted") / "tensorboard").string() + "\n"),
+            std::string::npos)
+      << args;
+  r = train("rt_none", quick);  // the suite's report_to: none
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_FALSE(fs::exists(exp("rt_none") / "tensorboard"));
+  EXPECT_NE(slurp(exp("rt_none") / "args.yaml").find("  report_to:\n    []\n"), std::string::npos);
+}
+
+// The final export fails after training (output_dir on a file system that fills up; start-up only
+// checks it is writable): with save_strategy no the trained weights were lost with the process.
+// They are kept as a checkpoint in exp_dir, named in the error, and resuming from it writes the
+// final model; with a checkpoint of the last step already saved the error names that one.
+TEST_F(TrainCli, FinalExportFailureKeepsTheTrainedModel) {
+  if (::geteuid() != 0) GTEST_SKIP() << "the small file system needs root to mount";
+  const fs::path full = root_ / "full_fs";
+  fs::create_directories(full);
+  if (::mount("tmpfs", full.c_str(), "tmpfs", 0, "size=256k") != 0)
+    GTEST_SKIP() << "cannot mount a tmpfs here";
+  const std::string quick = "trainer.max_steps=2 trainer.eval_strategy=no trainer.output_dir=" +
+                            (full / "final").string() + " ";
+  const RunResult r = train("export_fails", quick + "trainer.save_strategy=no");
+  const RunResult saved = train("export_fails_saved", quick);  // save_steps 2: checkpoint-2
+  ::umount(full.c_str());
+  EXPECT_EQ(r.status, 1) << r.output;
+  const fs::path kept = exp("export_fails") / "checkpoint-2";
+  EXPECT_NE(r.output.find("zerotune: error: cannot write the final model: "), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("No space left on device"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("; the trained model was saved instead as " + kept.string() +
+                          " (an HF model directory with the optimizer state"),
+            std::string::npos)
+      << r.output;
+  ASSERT_TRUE(fs::exists(kept / "model.safetensors"));
+  EXPECT_TRUE(fs::exists(kept / "trainer_state.json"));
+  EXPECT_EQ(saved.status, 1) << saved.output;
+  EXPECT_NE(saved.output.find("; the trained model is in " +
+                              (exp("export_fails_saved") / "checkpoint-2").string() +
+                              " (the checkpoint of the last step"),
+            std::string::npos)
+      << saved.output;
+  // Resuming from the kept checkpoint runs no step and writes the final model: the same weights.
+  const RunResult again = train("export_fails",
+                                "trainer.max_steps=2 trainer.eval_strategy=no "
+                                "trainer.save_strategy=no "
+                                "trainer.resume_from_checkpoint=" +
+                                    kept.string());
+  ASSERT_EQ(again.status, 0) << again.output;
+  EXPECT_TRUE(slurp(exp("export_fails") / "final" / "model.safetensors") ==
+              slurp(kept / "model.safetensors"));
 }
 
 TEST_F(TrainCli, ConfigErrorsNameTheKey) {

@@ -1,4 +1,4 @@
-// Every JSON text zerotune reads is checked before a value is built (io/json_depth.h): against
+// Every JSON text zerotune reads is checked before a value is built (io/json_check.h): against
 // kMaxJsonDepth, as nlohmann copies values recursively, so a row or config nested 200,000 deep
 // crashed the process (case deep-json-row-segfault); 100,000 and 200,000 levels both get the error
 // naming file and line. And for a raw NUL byte, where nlohmann's input ends: the rest of the file
@@ -10,7 +10,7 @@
 
 #include "core/zt_test_util.h"
 #include "io/json.h"
-#include "io/json_depth.h"
+#include "io/json_check.h"
 #include "io/model_config.h"
 #include "io/safetensors.h"
 #include "io/unique_keys.h"

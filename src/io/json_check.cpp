@@ -1,4 +1,4 @@
-#include "io/json_depth.h"
+#include "io/json_check.h"
 
 #include <algorithm>
 #include <utility>

@@ -1,0 +1,35 @@
+// trainer.report_to resolved as transformers' TrainingArguments resolves it (`__post_init__`), so
+// that args.yaml records the integrations the run reported to, as HF's dump of its arguments does:
+//   null (absent, or deleted with `~trainer.report_to`) — the users' transformers 4.x default,
+//   "all", which means every installed integration — and "all" → [tensorboard];
+//   "none" → [];  a string → [that string];  a list → the list.
+// zerotune's one integration is TensorBoard (metrics.jsonl is always written). A list or string
+// naming only integrations zerotune lacks (wandb, mlflow, …) gets TensorBoard instead, with one
+// warning naming them; [tensorboard, wandb] reports to TensorBoard and warns about wandb.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "cli/run_config.h"
+#include "io/json.h"
+
+namespace zt::cli {
+
+struct ReportTo {
+  bool tensorboard = false;              // TensorBoard event files are written
+  Json effective = Json::array();        // what the run reported to: [] or ["tensorboard"]
+  std::vector<std::string> unsupported;  // the integrations named that zerotune lacks
+  std::string warning;                   // "" or one line naming `unsupported`
+};
+
+// The trainer.report_to of `cfg` resolved as above. Throws zt::Error (RunConfig's) for a value that
+// is not null, a string or a list of strings (the schema refuses those before this runs).
+ReportTo resolve_report_to(const RunConfig& cfg);
+
+// Writes what the run uses into `cfg`, for args.yaml: trainer.report_to = r.effective and, when
+// TensorBoard is written, trainer.logging_dir = `logging_dir` (the directory its events go to).
+void record_report_to(RunConfig& cfg, const ReportTo& r, const std::filesystem::path& logging_dir);
+
+}  // namespace zt::cli

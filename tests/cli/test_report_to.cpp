@@ -1,0 +1,81 @@
+// trainer.report_to resolved as transformers resolves it, and recorded in args.yaml as what the run
+// used (cli/report_to.h): deleting the key (`~trainer.report_to`) left TensorBoard on (the default
+// "all") while args.yaml had no report_to at all.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "cli/report_to.h"
+#include "cli/run_config.h"
+#include "core/zt_test_util.h"
+#include "io/hydra_yaml.h"
+
+namespace {
+
+using zt::Json;
+using zt::cli::RunConfig;
+
+zt::cli::ReportTo resolve(Json trainer) {
+  return zt::cli::resolve_report_to(
+      RunConfig::from_json({{"trainer", std::move(trainer)}}, "sft.yaml"));
+}
+
+TEST(ReportTo, ResolvedAsTransformersDoes) {
+  const Json tb = Json::array({"tensorboard"});
+  for (const Json& given :
+       {Json(nullptr), Json("all"), Json("tensorboard"), tb, Json::array({"all"})}) {
+    const auto r = resolve({{"report_to", given}});
+    EXPECT_TRUE(r.tensorboard) << given.dump();
+    EXPECT_EQ(r.effective, tb) << given.dump();
+    EXPECT_EQ(r.warning, "") << given.dump();
+  }
+  const auto absent = resolve(Json::object());
+  EXPECT_TRUE(absent.tensorboard);
+  EXPECT_EQ(absent.effective, tb);
+  for (const Json& given : {Json("none"), Json::array({"none"}), Json::array()}) {
+    const auto r = resolve({{"report_to", given}});
+    EXPECT_FALSE(r.tensorboard) << given.dump();
+    EXPECT_EQ(r.effective, Json::array()) << given.dump();
+  }
+  // An integration zerotune lacks: TensorBoard instead, as the warning has always said (it said
+  // so while writing none).
+  const auto wandb = resolve({{"report_to", "wandb"}});
+  EXPECT_TRUE(wandb.tensorboard);
+  EXPECT_EQ(wandb.effective, tb);
+  EXPECT_EQ(wandb.warning,
+            "sft.yaml: trainer.report_to wandb is not supported; TensorBoard and metrics.jsonl are "
+            "written instead");
+  const auto both = resolve({{"report_to", Json::array({"tensorboard", "wandb", "mlflow"})}});
+  EXPECT_TRUE(both.tensorboard);
+  EXPECT_EQ(both.unsupported, (std::vector<std::string>{"wandb", "mlflow"}));
+  EXPECT_EQ(both.warning,
+            "sft.yaml: trainer.report_to wandb, mlflow is not supported; TensorBoard and "
+            "metrics.jsonl are written");
+}
+
+// The users' file with their `report_to: ["tensorboard"]` deleted on the command line: the run
+// writes TensorBoard events (the default), and the config written to args.yaml says so.
+TEST(ReportTo, DeletedKeyIsRecordedAsTheValueTheRunUsed) {
+  zt::testing::TempDir d;
+  const auto file = d / "sft.yaml";
+  std::ofstream(file) << "exp_dir: runs/x\ntrainer:\n  report_to: [\"tensorboard\"]\n";
+  for (const char* override : {"~trainer.report_to", "trainer.report_to=null"}) {
+    RunConfig cfg = RunConfig::load(file, {override});
+    EXPECT_TRUE(cfg.value("trainer.report_to").is_null()) << override;
+    const auto r = zt::cli::resolve_report_to(cfg);
+    ASSERT_TRUE(r.tensorboard) << override;
+    zt::cli::record_report_to(cfg, r, "runs/x/tensorboard");
+    const std::string yaml = zt::json_to_yaml(cfg.tree());
+    EXPECT_NE(yaml.find("  report_to:\n    - tensorboard\n"), std::string::npos) << yaml;
+    EXPECT_NE(yaml.find("  logging_dir: runs/x/tensorboard\n"), std::string::npos) << yaml;
+  }
+  RunConfig none = RunConfig::load(file, {"trainer.report_to=none"});
+  const auto r = zt::cli::resolve_report_to(none);
+  EXPECT_FALSE(r.tensorboard);
+  zt::cli::record_report_to(none, r, "");
+  const std::string yaml = zt::json_to_yaml(none.tree());
+  EXPECT_NE(yaml.find("  report_to:\n    []\n"), std::string::npos) << yaml;
+  EXPECT_EQ(yaml.find("logging_dir"), std::string::npos) << yaml;
+}
+
+}  // namespace
