@@ -71,7 +71,7 @@ bool process_running(int64_t pid) {
   return ::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;
 }
 
-std::vector<StaleStaging> clean_stale_staging_dirs(const fs::path& final) {
+std::vector<StaleStaging> clean_stale_staging_dirs(const fs::path& final, bool with_old) {
   fs::path f = final;
   if (!f.has_filename()) f = f.parent_path();  // "out/" -> "out"
   const std::string name = f.filename().string();
@@ -103,7 +103,7 @@ std::vector<StaleStaging> clean_stale_staging_dirs(const fs::path& final) {
     if (e.is_symlink(ec) || !e.is_directory(ec)) continue;
     const std::string n = e.path().filename().string();
     if (gone(pid_of(n, "tmp"))) stale_tmp.push_back(e.path());
-    if (gone(pid_of(n, "old"))) stale_old.push_back(e.path());
+    if (with_old && gone(pid_of(n, "old"))) stale_old.push_back(e.path());
   }
   std::sort(stale_tmp.begin(), stale_tmp.end());
   std::sort(stale_old.begin(), stale_old.end());

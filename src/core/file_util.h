@@ -104,7 +104,8 @@ struct StaleStaging {
 // <pid> no longer runs on this host. Nothing else is touched: not `final`, no other name, no file,
 // no directory of a process that still runs (a concurrent export to the same path; this process
 // counts as running). Returns what it did, in name order. Throws zt::Error naming a directory it
-// cannot remove or restore.
-std::vector<StaleStaging> clean_stale_staging_dirs(const fs::path& final);
+// cannot remove or restore. `with_old` false: the ".tmp." kind only (for a staging directory that
+// is never committed over an existing one, so that an ".old." name there is never ours).
+std::vector<StaleStaging> clean_stale_staging_dirs(const fs::path& final, bool with_old = true);
 
 }  // namespace zt

@@ -204,7 +204,9 @@ std::vector<StaleStaging> clean_stale_export_dirs(const fs::path& out_dir) {
   std::vector<StaleStaging> done = clean_stale_staging_dirs(out_dir);
   std::error_code ec;
   if (fs::is_directory(out_dir, ec))
-    for (auto& s : clean_stale_staging_dirs(out_dir / kInPlaceStaging))
+    // The in-place staging is never committed over an earlier one: its ".tmp." leftovers only (an
+    // ".old." name inside the model folder is never zerotune's).
+    for (auto& s : clean_stale_staging_dirs(out_dir / kInPlaceStaging, /*with_old=*/false))
       done.push_back(std::move(s));
   for (const auto& s : done) {
     if (s.restored)

@@ -195,6 +195,8 @@ std::vector<fs::path> clean_stale_checkpoint_dirs(const fs::path& output_dir) {
       remove_tree(p);
       done.push_back(p);
     } else if (auto old = parse_suffixed(name, ".old-")) {
+      // A live process's: it is between its commit's two renames and may still roll back to it.
+      if (process_running(old->second) && old->second != static_cast<int64_t>(::getpid())) continue;
       const fs::path final = output_dir / checkpoint_name(old->first);
       if (fs::exists(final, ec)) {
         remove_tree(p);

@@ -90,7 +90,8 @@ class CheckpointStaging {
 // Removes what an interrupted run left in `output_dir`: `checkpoint-<step>.tmp-<id>` directories
 // (never committed, so never a checkpoint) whose process `<id>` no longer runs on this host, and
 // `checkpoint-<step>.old-<id>` ones (a replaced checkpoint: deleted when `checkpoint-<step>`
-// exists, else renamed back to it, since the crash came between the two renames of a commit).
+// exists, else renamed back to it, since the crash came between the two renames of a commit) whose
+// process no longer runs either (a live one may still roll back to it).
 // Returns the paths removed or restored. Throws zt::Error naming a path it cannot remove.
 std::vector<std::filesystem::path> clean_stale_checkpoint_dirs(
     const std::filesystem::path& output_dir);

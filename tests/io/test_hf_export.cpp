@@ -197,12 +197,19 @@ TEST(HfExport, StaleStagingOfAKilledExportIsRemovedByTheNext) {
     zt::write_file_atomic(p / "model.safetensors", "partial");
   }
   zt::write_file_atomic(out / "notes.txt", "mine");
+  // An ".old." name inside the model folder is never zerotune's (the in-place staging is never
+  // committed over an earlier one): the user's, left alone.
+  const fs::path users = out / (".zerotune-export.old." + gone + ".00000000000000dd");
+  fs::create_directories(users);
+  zt::write_file_atomic(users / "notes", "theirs");
   ::testing::internal::CaptureStderr();
   zt::export_hf_model(out, cfg, w.tensors, {});
   const std::string log = ::testing::internal::GetCapturedStderr();
   EXPECT_EQ(list_dir(d.path()), (std::vector<std::string>{"out", running.filename().string()}));
-  EXPECT_EQ(list_dir(out), (std::vector<std::string>{"config.json", "generation_config.json",
-                                                     "model.safetensors", "notes.txt"}));
+  EXPECT_EQ(list_dir(out),
+            (std::vector<std::string>{users.filename().string(), "config.json",
+                                      "generation_config.json", "model.safetensors", "notes.txt"}));
+  EXPECT_EQ(zt::read_file(users / "notes"), "theirs");
   EXPECT_NE(
       log.find("zerotune: info: removed " + beside.string() + ", left by an interrupted export\n"),
       std::string::npos)

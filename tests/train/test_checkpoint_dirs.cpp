@@ -113,15 +113,19 @@ TEST(CheckpointDirs, CleanStaleRemovesLeftoversOfDeadProcesses) {
   touch(d / fmt::format("checkpoint-20.tmp-{}", dead) / "model.safetensors");
   touch(d / fmt::format("checkpoint-30.tmp-{}", alive) / "model.safetensors");
   // A replaced checkpoint-10 left aside after its successor was renamed in: deleted.
-  touch(d / "checkpoint-10.old-5" / "a");
+  touch(d / fmt::format("checkpoint-10.old-{}", dead) / "a");
   // checkpoint-40 moved aside, crash before the new one was renamed in: restored.
-  touch(d / "checkpoint-40.old-6" / "b", "kept");
+  touch(d / fmt::format("checkpoint-40.old-{}", dead) / "b", "kept");
+  // A live process's aside (between its commit's renames; it may roll back to it): left alone.
+  touch(d / fmt::format("checkpoint-60.old-{}", alive) / "d", "live");
   touch(d / "checkpoint-50.tmp-notapid" / "c");  // not ours: left alone
   const auto done = clean_stale_checkpoint_dirs(d.path());
   EXPECT_EQ(done.size(), 3u);
   EXPECT_EQ(list_dir(d.path()),
             (std::vector<std::string>{"checkpoint-10", "checkpoint-30.tmp-" + std::to_string(alive),
-                                      "checkpoint-40", "checkpoint-50.tmp-notapid"}));
+                                      "checkpoint-40", "checkpoint-50.tmp-notapid",
+                                      "checkpoint-60.old-" + std::to_string(alive)}));
+  EXPECT_EQ(read_file(d / ("checkpoint-60.old-" + std::to_string(alive)) / "d"), "live");
   EXPECT_EQ(read_file(d / "checkpoint-40" / "b"), "kept");
   EXPECT_EQ(latest_checkpoint(d.path())->step, 40);
 }
