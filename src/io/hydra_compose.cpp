@@ -332,7 +332,7 @@ class Composer {
     std::vector<std::string> opts;
     std::error_code ec;
     for (const auto& f : fs::directory_iterator(dir_ / group, ec))
-      if (f.is_regular_file() && f.path().extension() == ".yaml")
+      if (f.is_regular_file(ec) && f.path().extension() == ".yaml")  // a symlink loop: not one
         opts.push_back(f.path().stem().string());
     std::sort(opts.begin(), opts.end());
     return opts.empty() ? "none" : join(opts, ", ");
@@ -569,7 +569,8 @@ class Composer {
     const std::string& where = e.chosen_by.empty() ? e.where : e.chosen_by;
     if (!e.is_group()) fail("{}: there is no config {}{}", where, file.string(), not_read_);
     const std::string group = e.group_path();
-    if (!fs::is_directory(dir_ / group)) {
+    std::error_code ec;
+    if (!fs::is_directory(dir_ / group, ec)) {
       const fs::path parent = dir_part(group).empty() ? dir_ : dir_ / dir_part(group);
       const auto groups = config_groups_in(parent);
       fail("{}: there is no config group '{}' (no directory {}); config groups in {}: {}{}", where,
@@ -673,7 +674,7 @@ std::vector<std::string> config_groups_in(const fs::path& dir) {
   std::error_code ec;
   for (const auto& f : fs::directory_iterator(dir.empty() ? fs::path(".") : dir, ec)) {
     const std::string n = f.path().filename().string();
-    if (f.is_directory() && n[0] != '.' && n != "__pycache__") out.push_back(n);
+    if (f.is_directory(ec) && n[0] != '.' && n != "__pycache__") out.push_back(n);
   }
   std::sort(out.begin(), out.end());
   return out;

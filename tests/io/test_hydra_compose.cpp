@@ -12,6 +12,8 @@
 #include <set>
 
 #include "core/error.h"
+#include "core/file_util.h"
+#include "core/zt_test_util.h"
 #include "io/hydra_compose.h"
 #include "io/hydra_yaml.h"
 
@@ -105,4 +107,27 @@ TEST(HydraCompose, ConfigGroupIsADirectoryBesideThePrimary) {
   EXPECT_EQ(zt::config_groups_in(kCases / "nested_group"), std::vector<std::string>{"server"});
   EXPECT_EQ(zt::config_groups_in(kCases / "nested_group" / "server"),
             (std::vector<std::string>{"cache", "db"}));
+}
+
+// A symlink loop in a group directory (the reviewer's `ln -s loopdir opt/loopdir`): the missing
+// option's error lists the real options, where listing them threw std::filesystem's "Too many
+// levels of symbolic links" as an internal error.
+TEST(HydraCompose, SymlinkLoopInAGroupDirectoryIsNoInternalError) {
+  zt::testing::TempDir d;
+  zt::write_file_atomic(d / "config.yaml", "defaults:\n  - opt: a\n  - _self_\nx: 0\n");
+  fs::create_directories(d / "opt");
+  zt::write_file_atomic(d / "opt" / "a.yaml", "lr: 1\n");
+  fs::create_directory_symlink("loop", d / "opt" / "loop");
+  fs::create_directory_symlink("loop2", d / "loop2");
+  EXPECT_EQ(zt::load_hydra_yaml(d / "config.yaml", {})["opt"]["lr"], 1);
+  std::string error = "<no error>";
+  try {
+    zt::load_hydra_yaml(d / "config.yaml", {"opt=nope"});
+  } catch (const zt::Error& e) {
+    error = e.what();
+  }
+  EXPECT_NE(error.find("'nope'"), std::string::npos) << error;
+  EXPECT_NE(error.find("a"), std::string::npos) << error;
+  EXPECT_EQ(error.find("symbolic links"), std::string::npos) << error;
+  EXPECT_EQ(zt::config_groups_in(d.path()), std::vector<std::string>{"opt"});
 }
