@@ -510,10 +510,10 @@ void emit(YAML::Emitter& out, const Json& v) {
     Json back = yaml_scalar_to_json(s, false);
     // Also quoted: YAML 1.1's other booleans (PyYAML's resolver), which OmegaConf reads as strings
     // but yaml.safe_load as true/false — `save_strategy: no` would come back as False there.
-    static constexpr std::string_view kYaml11Bools[] = {"yes", "Yes", "YES", "no", "No", "NO",
+    static constexpr std::string_view kYaml11Bools[] = {"yes", "Yes", "YES", "no",  "No",  "NO",
                                                         "on",  "On",  "ON",  "off", "Off", "OFF"};
-    const bool yaml11_bool = std::find(std::begin(kYaml11Bools), std::end(kYaml11Bools), s) !=
-                             std::end(kYaml11Bools);
+    const bool yaml11_bool =
+        std::find(std::begin(kYaml11Bools), std::end(kYaml11Bools), s) != std::end(kYaml11Bools);
     if (!back.is_string() || s.empty() || yaml11_bool)
       out << YAML::DoubleQuoted << s;  // keep "1", "true", "no" strings
     else

@@ -247,8 +247,12 @@ TEST(HydraYaml, YamlRoundTrip) {
 // args.yaml is read back by Python too: YAML 1.1's boolean words (PyYAML's yaml.safe_load reads
 // `save_strategy: no` as False) are written quoted, and still read back as the strings.
 TEST(HydraYaml, Yaml11BooleanWordsAreQuoted) {
-  const zt::Json j = {{"save_strategy", "no"}, {"run_name", "on"}, {"x", "Off"}, {"y", "YES"},
-                      {"z", "n"}, {"w", "none"}};
+  const zt::Json j = {{"save_strategy", "no"},
+                      {"run_name", "on"},
+                      {"x", "Off"},
+                      {"y", "YES"},
+                      {"z", "n"},
+                      {"w", "none"}};
   const std::string text = zt::json_to_yaml(j);
   EXPECT_EQ(text,
             "save_strategy: \"no\"\nrun_name: \"on\"\nx: \"Off\"\ny: \"YES\"\nz: n\nw: none\n");
