@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
+
 namespace zt::cli {
 
 ReportTo resolve_report_to(const RunConfig& cfg) {
@@ -21,6 +23,24 @@ ReportTo resolve_report_to(const RunConfig& cfg) {
   } else {
     fail("{}: trainer.report_to: expected a string or a list of strings, got {}", cfg.source(),
          v.dump());
+  }
+  // What transformers refuses (its Trainer raises "<name> is not supported" for each name that is
+  // no integration) and zerotune would otherwise read as an integration it lacks: "none" / "all"
+  // beside other names, and those words or "tensorboard" in another case ("None").
+  for (const auto& n : names) {
+    std::string lower = n;
+    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    const bool keyword = lower == "none" || lower == "all";
+    if ((keyword || lower == "tensorboard") && n != lower)
+      fail(
+          "{}: trainer.report_to: '{}' is not an integration (transformers raises on it); did you "
+          "mean '{}'?",
+          cfg.source(), n, lower);
+    if (keyword && names.size() > 1)
+      fail(
+          "{}: trainer.report_to: '{}' stands alone, not in a list with other integrations "
+          "(transformers raises on it); got {}",
+          cfg.source(), n, v.dump());
   }
   ReportTo r;
   for (const auto& n : names) {

@@ -7,6 +7,7 @@
 
 #include "cli/report_to.h"
 #include "cli/run_config.h"
+#include "core/error.h"
 #include "core/zt_test_util.h"
 #include "io/hydra_yaml.h"
 
@@ -51,6 +52,30 @@ TEST(ReportTo, ResolvedAsTransformersDoes) {
   EXPECT_EQ(both.warning,
             "sft.yaml: trainer.report_to wandb, mlflow is not supported; TensorBoard and "
             "metrics.jsonl are written");
+}
+
+// What transformers' Trainer raises on ("<name> is not supported") is refused, naming the value,
+// where it was read as an integration zerotune lacks (a warning, and TensorBoard written).
+TEST(ReportTo, KeywordsInAListOrAnotherCaseAreRefused) {
+  const auto error = [](const Json& given) {
+    try {
+      resolve({{"report_to", given}});
+    } catch (const zt::Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("<no error>");
+  };
+  EXPECT_EQ(error(Json("None")),
+            "sft.yaml: trainer.report_to: 'None' is not an integration (transformers raises on "
+            "it); did you mean 'none'?");
+  EXPECT_EQ(error(Json::array({"TensorBoard"})),
+            "sft.yaml: trainer.report_to: 'TensorBoard' is not an integration (transformers "
+            "raises on it); did you mean 'tensorboard'?");
+  EXPECT_EQ(error(Json::array({"none", "tensorboard"})),
+            "sft.yaml: trainer.report_to: 'none' stands alone, not in a list with other "
+            "integrations (transformers raises on it); got [\"none\",\"tensorboard\"]");
+  EXPECT_EQ(error(Json::array({"tensorboard", "all"})).find("'all' stands alone"), 29u);
+  EXPECT_EQ(error(Json::array({"wandb"})), "<no error>");  // an integration zerotune lacks: warned
 }
 
 // The users' file with their `report_to: ["tensorboard"]` deleted on the command line: the run
