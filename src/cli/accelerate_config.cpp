@@ -19,16 +19,11 @@ namespace zt::cli {
 
 namespace {
 
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
-  return s;
-}
-
 // True when `v` is a DeepSpeed block {type: `type` (any case), params: {…}} with nothing else in
 // it and every param "auto" (params absent or null too): transformers fills each from the trainer.
 bool is_auto_block(const YAML::Node& v, std::string_view type) {
   if (!v.IsMap() || !v["type"] || !v["type"].IsScalar() ||
-      lower(v["type"].Scalar()) != lower(std::string(type)))
+      ascii_lower(v["type"].Scalar()) != ascii_lower(std::string(type)))
     return false;
   for (const auto& kv : v) {
     const std::string k = kv.first.Scalar();
@@ -56,7 +51,7 @@ bool is_neutral(const YAML::Node& v, std::string_view neutral) {
       if (v.IsSequence() && v.size() == 0) return true;
     } else if (alt == "{}") {
       if (v.IsMap() && v.size() == 0) return true;
-    } else if (v.IsScalar() && lower(v.Scalar()) == lower(std::string(alt))) {
+    } else if (v.IsScalar() && ascii_lower(v.Scalar()) == ascii_lower(std::string(alt))) {
       return true;
     }
     if (bar == std::string_view::npos) break;

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include <cctype>
+#include "core/spelling.h"
 
 namespace zt::cli {
 
@@ -28,8 +28,7 @@ ReportTo resolve_report_to(const RunConfig& cfg) {
   // no integration) and zerotune would otherwise read as an integration it lacks: "none" / "all"
   // beside other names, and those words or "tensorboard" in another case ("None").
   for (const auto& n : names) {
-    std::string lower = n;
-    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    const std::string lower = ascii_lower(n);
     const bool keyword = lower == "none" || lower == "all";
     if ((keyword || lower == "tensorboard") && n != lower)
       fail(

@@ -42,4 +42,10 @@ std::string did_you_mean(std::string_view word, const std::vector<std::string_vi
   return m.empty() ? "" : " (did you mean '" + m + "'?)";
 }
 
+std::string ascii_lower(std::string s) {
+  for (char& c : s)
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  return s;
+}
+
 }  // namespace zt

@@ -24,11 +24,6 @@
 namespace zt {
 namespace {
 
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
-  return s;
-}
-
 // Integers. YAML files: YAML 1.1's int forms exactly as PyYAML's resolver matches them (what
 // OmegaConf gives): [-+]?0b[0-1_]+ binary, [-+]?0[0-7_]+ octal (017 is 15; 08 matches none and
 // stays the string "08"), [-+]?(0|[1-9][0-9_]*) decimal, [-+]?0x[0-9a-fA-F_]+ hex; underscores
@@ -68,7 +63,7 @@ bool parse_int(const std::string& s, int64_t* out, bool octal) {
 }
 
 bool parse_float(const std::string& s, double* out) {
-  std::string l = lower(s);
+  std::string l = ascii_lower(s);
   if (l == ".inf" || l == "+.inf" || l == "inf")
     return *out = std::numeric_limits<double>::infinity(), true;
   if (l == "-.inf" || l == "-inf") return *out = -std::numeric_limits<double>::infinity(), true;
@@ -529,7 +524,7 @@ void emit(YAML::Emitter& out, const Json& v) {
 
 Json yaml_scalar_to_json(const std::string& s, bool quoted, bool octal) {
   if (quoted) return s;
-  std::string l = lower(s);
+  std::string l = ascii_lower(s);
   if (l.empty() || l == "~" || l == "null") return nullptr;
   if (l == "true") return true;
   if (l == "false") return false;

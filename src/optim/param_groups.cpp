@@ -1,14 +1,14 @@
 // HF's weight-decay rule, as plain string tests equivalent to its regexes.
 #include "optim/param_groups.h"
 
-#include <cctype>
 #include <string>
+
+#include "core/spelling.h"
 
 namespace zt::optim {
 
 bool hf_weight_decay_applies(std::string_view hf_name) {
-  std::string s(hf_name);
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::string s = ascii_lower(std::string(hf_name));
   if (s.find("bias") != std::string::npos) return false;
   if (s.find("layernorm") != std::string::npos) return false;
   if (s.find("rmsnorm") != std::string::npos) return false;
