@@ -1,5 +1,7 @@
 #include "train/step_plan.h"
 
+#include <fmt/format.h>
+
 #include <cmath>
 
 #include "core/error.h"
@@ -133,6 +135,37 @@ Json plan_state_to_json(const StepPlan& plan, int64_t next_step) {
   return j;
 }
 
+namespace {
+
+// The saved split (B, W, G) of a plan state; zt::Error naming `source` and the key when one is not
+// an integer >= 1.
+struct Split {
+  int64_t b = 0, w = 0, g = 0;
+  int64_t global() const { return b * w * g; }
+  bool operator==(const Split&) const = default;
+};
+
+Split saved_split(const Json& state, const std::string& source) {
+  Split s;
+  for (auto [key, dst] :
+       {std::pair{"batch_size", &s.b}, {"world_size", &s.w}, {"grad_accum", &s.g}}) {
+    if (!state.contains(key)) fail("{}: the saved data-order state has no key '{}'", source, key);
+    if (!state[key].is_number_integer() || state[key].get<int64_t>() < 1)
+      fail("{}: '{}' in the saved data-order state must be an integer >= 1, got {}", source, key,
+           state[key].dump());
+    *dst = state[key].get<int64_t>();
+  }
+  return s;
+}
+
+Split split_of(const PlanConfig& c) { return {c.batch_size, c.world_size, c.grad_accum}; }
+
+std::string describe(const Split& s) {
+  return fmt::format("{} × {} × {} = {}", s.b, s.w, s.g, s.global());
+}
+
+}  // namespace
+
 int64_t plan_state_next_step(const StepPlan& plan, const Json& state, const std::string& source) {
   const PlanConfig& c = plan.config();
   auto check = [&](const char* key, const Json& now) {
@@ -144,11 +177,35 @@ int64_t plan_state_next_step(const StepPlan& plan, const Json& state, const std:
           source, key, state[key].dump(), now.dump());
   };
   check("num_samples", c.num_samples);
-  check("batch_size", c.batch_size);
-  check("world_size", c.world_size);
-  check("grad_accum", c.grad_accum);
   check("drop_last", c.drop_last);
   check("seed", c.seed);
+  const Split then = saved_split(state, source), now = split_of(c);
+  if (then != now) {
+    // Another split of the same global batch: the same samples in every step (SFT_SEMANTICS §4),
+    // provided the epochs hold as many steps.
+    if (then.global() != now.global())
+      fail(
+          "{}: the global batch (per_device_train_batch_size × world size × "
+          "gradient_accumulation_steps) was {} in the checkpoint and is {} now; a run resumes with "
+          "another world size, micro-batch or accumulation only when the global batch stays the "
+          "same, so that every step holds the same samples{}",
+          source, describe(then), describe(now),
+          then.global() % (now.b * now.w) == 0
+              ? fmt::format(" (gradient_accumulation_steps: {} gives it here)",
+                            then.global() / (now.b * now.w))
+              : std::string());
+    PlanConfig old = c;
+    old.batch_size = then.b;
+    old.world_size = then.w;
+    old.grad_accum = then.g;
+    old.max_steps = 1;  // only the epoch layout is compared
+    const int64_t u_then = StepPlan(old).steps_per_epoch();
+    if (u_then != plan.steps_per_epoch())
+      fail(
+          "{}: the checkpoint's split of the global batch ({}) makes {} optimizer steps an epoch, "
+          "this run's ({}) {}; the epochs would not line up, so the run cannot resume from it",
+          source, describe(then), u_then, describe(now), plan.steps_per_epoch());
+  }
   if (!state.contains("next_step") || !state["next_step"].is_number_integer())
     fail("{}: the saved data-order state has no integer 'next_step'", source);
   const int64_t next = state["next_step"].get<int64_t>();
@@ -156,6 +213,16 @@ int64_t plan_state_next_step(const StepPlan& plan, const Json& state, const std:
     fail("{}: next_step {} is outside [0, {}] (the run's optimizer steps)", source, next,
          plan.total_steps());
   return next;
+}
+
+std::string plan_state_split_change(const StepPlan& plan, const Json& state,
+                                    const std::string& source) {
+  const Split then = saved_split(state, source), now = split_of(plan.config());
+  if (then == now) return {};
+  return fmt::format(
+      "per_device_train_batch_size × world size × gradient_accumulation_steps {} in the "
+      "checkpoint, {} now",
+      describe(then), describe(now));
 }
 
 std::vector<std::vector<int64_t>> eval_micro_batches(int64_t num_samples, int64_t batch_size,

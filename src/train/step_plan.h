@@ -120,11 +120,20 @@ int64_t step_target_tokens(const StepSamples& step, std::span<const int64_t> tar
 // Keys: num_samples, batch_size, world_size, grad_accum, drop_last, seed, num_train_epochs,
 // max_steps, total_steps, next_step.
 Json plan_state_to_json(const StepPlan& plan, int64_t next_step);
-// Reads `next_step` from a checkpoint's plan state after checking that the keys fixing the data
-// order (num_samples, batch_size, world_size, grad_accum, drop_last, seed) equal this plan's;
-// throws zt::Error naming `source`, the key, the saved and the current value otherwise, or when
-// next_step is not in [0, T]. (num_train_epochs / max_steps may change between runs.)
+// Reads `next_step` from a checkpoint's plan state after checking that it fixes the same data
+// order: num_samples, drop_last and seed equal this plan's, and the split (batch_size, world_size,
+// grad_accum) either equals it or is another split of the same global batch B·W·G with as many
+// steps an epoch U — then step k holds the same samples under both (an epoch's last step aside
+// when the epoch does not fill it: accelerate's padding rule of the new W applies there). Throws
+// zt::Error naming `source`, the key, the saved and the current value otherwise (for another
+// global batch, the gradient_accumulation_steps that keeps it, where one does), or when next_step
+// is not in [0, T]. (num_train_epochs / max_steps may change between runs.)
 int64_t plan_state_next_step(const StepPlan& plan, const Json& state, const std::string& source);
+// "" when the checkpoint's split (B, W, G) is this plan's, else a line naming both ("… 4 × 2 × 1
+// = 8 in the checkpoint, 4 × 1 × 2 = 8 now"). Throws zt::Error as plan_state_next_step for a
+// missing or malformed key.
+std::string plan_state_split_change(const StepPlan& plan, const Json& state,
+                                    const std::string& source);
 
 // Evaluation micro-batches of rank `rank`: the eval samples in order (HF uses a SequentialSampler)
 // cut into micro-batches of `batch_size`, micro-batch j on rank j mod W. Every rank gets

@@ -354,6 +354,13 @@ void Trainer::State::resume_or_init() {
                                      plan_state_next_step(*plan, st["plan"], state_file.string()),
                                      *ckpt, rank0());
     check_checkpoint_model(*ckpt, mcfg);
+    if (const std::string change = plan_state_split_change(*plan, st["plan"], state_file.string());
+        !change.empty() && rank0())
+      log::info(
+          "resume_from_checkpoint: {}: {}. The same global batch, so every step holds the same "
+          "samples; the ZeRO state is re-sharded where the world size changed. The sums run in "
+          "another order, so the losses agree with an uninterrupted run to rounding, not bitwise",
+          ckpt->string(), change);
     applied_steps = st["applied_steps"].get<int64_t>();
     num_tokens_seen = st["num_tokens_seen"].get<int64_t>();
     resumed_from = *ckpt;

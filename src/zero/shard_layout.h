@@ -47,6 +47,9 @@ class ShardLayout {
   // when the tensors of a group are not contiguous in tensor order, or when a tensor lies outside
   // its group's range of the flat buffer.
   ShardLayout(const ParamLayout& layout, int world_size);
+  // The same tensors cut for `world_size` ranks (what ShardLayout(layout, world_size) gives): the
+  // layout a checkpoint of another world size was written in. Throws zt::Error when world_size < 1.
+  ShardLayout with_world_size(int world_size) const;
 
   int world_size() const { return world_size_; }
   const std::vector<ShardTensor>& tensors() const { return tensors_; }
@@ -75,6 +78,10 @@ class ShardLayout {
   uint64_t hash() const { return hash_; }
 
  private:
+  // Sets W and derives every shard size and offset, the group shard ranges and the hash from
+  // tensors_ and group_tensor_.
+  void cut(int world_size);
+
   int world_size_ = 1;
   std::vector<ShardTensor> tensors_;
   std::vector<int> group_tensor_;     // num_groups + 1 tensor indices

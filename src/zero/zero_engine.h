@@ -204,15 +204,20 @@ class ZeroEngine final : public GroupStorage {
   static std::filesystem::path state_path(const std::filesystem::path& dir, int rank);
   // Writes this rank's master / m / v shards ([S] fp32 each) and the step count to state_path(dir,
   // rank()) atomically (temp + rename). The bytes do not depend on the stage or offload, so a
-  // state saved under one stage loads under any other with the same W. Throws zt::Error in the
-  // middle of a step (gradients reduced but not applied) or on an I/O failure.
+  // state saved under one stage loads under any other. Throws zt::Error in the middle of a step
+  // (gradients reduced but not applied) or on an I/O failure.
   // File: 64-byte header (magic "ZTZERO01", version, W, rank, layout hash, S, adam step), payload
   // master | m | v (fp32 little-endian), 8-byte XXH3-64 of the payload.
   void save_state(const std::filesystem::path& dir) const;
-  // Reads state_path(dir, rank()), checks magic, version, W, rank, layout hash, size and checksum
-  // (zt::Error naming the file, the field, the value found and the value expected), installs the
-  // state (stage 0 all-gathers the other ranks' shards: collective) and rebuilds the compute
-  // weights from the master weights. Clears any step in progress.
+  // Installs the state saved under `dir` (stage 0 all-gathers the other ranks' shards: collective)
+  // and rebuilds the compute weights from the master weights. Clears any step in progress.
+  // Rank 0's file gives the world size W0 the checkpoint was written with:
+  //   - W0 = W: reads state_path(dir, rank()) only;
+  //   - W0 ≠ W (re-sharding): reads all W0 files, each checked in full, and cuts this rank's
+  //     shards of the canonical layout for W from them (element e of tensor i sits in rank
+  //     e / S_i's shard under either W), so master, m and v hold exactly the saved values.
+  // Checks magic, version, W, rank, layout hash, size, step count and checksum of every file it
+  // reads: zt::Error naming the file, the field, the value found and the value expected.
   void load_state(const std::filesystem::path& dir);
   // The fp32 master weights gathered to rank 0 (collective): rank 0 gets the model's flat layout
   // [layout.model_elems()] (ParamLayout offsets, padding 0), other ranks an empty vector. For
@@ -242,6 +247,11 @@ class ZeroEngine final : public GroupStorage {
   // state: through the reducer), the master likewise — or, split, this rank's block own_master
   // [S] (host memory) all-gathered C columns at a time and written into the other ranks' blocks.
   void all_gather_loaded_state(const float* own_master);
+  // load_state's parts: the world size of rank 0's file under `dir` (its magic checked), this
+  // rank's own file (same W), and the re-sharding from `saved_w` ranks' files.
+  int saved_world_size(const std::filesystem::path& dir) const;
+  void load_own_state(const std::filesystem::path& dir);
+  void load_resharded_state(const std::filesystem::path& dir, int saved_w);
   Tensor dev(float* p, int64_t n) const { return Tensor(p, DType::kF32, {n}, ops_.device()); }
   void reset_step();
 

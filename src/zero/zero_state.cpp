@@ -102,79 +102,196 @@ void ZeroEngine::save_state(const std::filesystem::path& dir) const {
   });
 }
 
+namespace {
+
+// Rank `rank`'s state file under `dir`, mapped and checked against the layout `L` it must have
+// been written in: present, magic, version, W, rank, layout hash, size, step count and checksum
+// (zt::Error naming the file, the field, the value found and the value expected).
+struct StateFile {
+  MappedFile file;
+  FileHeader header{};
+  const float* payload = nullptr;  // master | m | v, [3][S] fp32
+};
+
+StateFile open_state_file(const std::filesystem::path& dir, const ShardLayout& L, int rank) {
+  const std::filesystem::path path = ZeroEngine::state_path(dir, rank);
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec))
+    fail(
+        "{}: the checkpoint has no {} (rank {}'s master weights and optimizer state, of world "
+        "size {}); it is incomplete (copied in part?) or not a zerotune checkpoint",
+        dir.string(), path.filename().string(), rank, L.world_size());
+  StateFile f;
+  f.file = MappedFile(path);
+  const int64_t S = L.shard_elems();
+  const size_t payload = static_cast<size_t>(3 * S) * 4, want = sizeof(FileHeader) + payload + 8;
+  if (f.file.size() < sizeof(FileHeader))
+    fail("{}: ZeRO state file of {} bytes is shorter than its {}-byte header", path.string(),
+         f.file.size(), sizeof(FileHeader));
+  FileHeader& h = f.header;
+  std::memcpy(&h, f.file.data(), sizeof h);
+  if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0)
+    fail("{}: not a zerotune ZeRO state file (magic '{}', expected 'ZTZERO01')", path.string(),
+         std::string(h.magic, sizeof h.magic));
+  if (h.version != kVersion)
+    fail("{}: ZeRO state version {} (expected {})", path.string(), h.version, kVersion);
+  if (h.world_size != static_cast<uint32_t>(L.world_size()))
+    fail(
+        "{}: ZeRO state was written with world size {}, but rank 0's file of the same checkpoint "
+        "with world size {}: the directory mixes two checkpoints",
+        path.string(), h.world_size, L.world_size());
+  if (h.rank != static_cast<uint32_t>(rank))
+    fail("{}: ZeRO state belongs to rank {}, read as rank {}'s", path.string(), h.rank, rank);
+  if (h.layout_hash != L.hash())
+    fail(
+        "{}: ZeRO state layout hash {:016x} does not match this model's {:016x} (different "
+        "tensors or shapes)",
+        path.string(), h.layout_hash, L.hash());
+  if (h.shard_elems != S || f.file.size() != want)
+    fail("{}: ZeRO state has shard size {} and {} bytes, expected {} and {} bytes", path.string(),
+         h.shard_elems, f.file.size(), S, want);
+  if (h.adam_step < 0)
+    fail("{}: ZeRO state has a negative step count {}", path.string(), h.adam_step);
+  const std::byte* data = f.file.data() + sizeof(FileHeader);
+  uint64_t digest;
+  std::memcpy(&digest, data + payload, sizeof digest);
+  const uint64_t actual = XXH3_64bits(data, payload);
+  if (digest != actual)
+    fail(
+        "{}: ZeRO state checksum {:016x} does not match its content ({:016x}): the file is "
+        "corrupt",
+        path.string(), digest, actual);
+  f.payload = reinterpret_cast<const float*>(data);
+  return f;
+}
+
+// out[0, n) ← elements [j0, j0 + n) of rank r's shard buffer in layout `to` of array a (0 master,
+// 1 m, 2 v), read from the state files `from_files` (one per rank, [3][S_from]) of the same
+// tensors cut in layout `from`; padding elements are 0. Element e of tensor i is at
+// e mod S_i of rank e / S_i's shard in either layout (ShardLayout).
+void reshard(const ShardLayout& to, int r, const ShardLayout& from,
+             const std::vector<StateFile>& from_files, int a, int64_t j0, int64_t n, float* out) {
+  const int64_t end = j0 + n, S_from = from.shard_elems();
+  int64_t j = j0;
+  for (int i = 0; i < to.num_tensors() && j < end; ++i) {
+    const ShardTensor& t = to.tensor(i);
+    const ShardTensor& u = from.tensor(i);
+    const int64_t tend = std::min(end, t.shard_offset + t.shard_elems);
+    while (j < tend) {
+      const int64_t e = static_cast<int64_t>(r) * t.shard_elems + (j - t.shard_offset);
+      if (e >= t.numel) {  // padding to the end of this shard
+        std::fill(out + (j - j0), out + (tend - j0), 0.0f);
+        j = tend;
+        break;
+      }
+      const int64_t q = e / u.shard_elems, within = e - q * u.shard_elems;
+      const int64_t len = std::min({tend - j, u.shard_elems - within, t.numel - e});
+      std::memcpy(out + (j - j0),
+                  from_files[static_cast<size_t>(q)].payload + a * S_from + u.shard_offset + within,
+                  static_cast<size_t>(len) * 4);
+      j += len;
+    }
+  }
+}
+
+}  // namespace
+
 void ZeroEngine::load_state(const std::filesystem::path& dir) {
   // No gather may still read the compute weights this overwrites, nor an H2D copy the state.
   synchronize_all();
-  const bool host = optimizer_->host_state();
-  const int64_t S = layout_.shard_elems();
-  const int rank = comm_.rank(), W = layout_.world_size();
-  const std::filesystem::path path = state_path(dir, rank);
-  {
-    std::error_code ec;
-    if (!std::filesystem::exists(path, ec))
-      fail(
-          "{}: the checkpoint has no {} (rank {}'s master weights and optimizer state, of world "
-          "size {}); it is incomplete (copied in part?) or not a zerotune checkpoint",
-          dir.string(), path.filename().string(), rank, W);
-    const MappedFile file(path);
-    const size_t payload = static_cast<size_t>(3 * S) * 4, want = sizeof(FileHeader) + payload + 8;
-    if (file.size() < sizeof(FileHeader))
-      fail("{}: ZeRO state file of {} bytes is shorter than its {}-byte header", path.string(),
-           file.size(), sizeof(FileHeader));
-    FileHeader h;
-    std::memcpy(&h, file.data(), sizeof h);
-    if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0)
-      fail("{}: not a zerotune ZeRO state file (magic '{}', expected 'ZTZERO01')", path.string(),
-           std::string(h.magic, sizeof h.magic));
-    if (h.version != kVersion)
-      fail("{}: ZeRO state version {} (expected {})", path.string(), h.version, kVersion);
-    if (h.world_size != static_cast<uint32_t>(W))
-      fail(
-          "{}: ZeRO state was written with world size {}, this run has world size {} (the shard "
-          "layout depends on it)",
-          path.string(), h.world_size, W);
-    if (h.rank != static_cast<uint32_t>(rank))
-      fail("{}: ZeRO state belongs to rank {}, read by rank {}", path.string(), h.rank, rank);
-    if (h.layout_hash != layout_.hash())
-      fail(
-          "{}: ZeRO state layout hash {:016x} does not match this model's {:016x} (different "
-          "tensors or shapes)",
-          path.string(), h.layout_hash, layout_.hash());
-    if (h.shard_elems != S || file.size() != want)
-      fail("{}: ZeRO state has shard size {} and {} bytes, expected {} and {} bytes", path.string(),
-           h.shard_elems, file.size(), S, want);
-    if (h.adam_step < 0)
-      fail("{}: ZeRO state has a negative step count {}", path.string(), h.adam_step);
-    const std::byte* data = file.data() + sizeof(FileHeader);
-    uint64_t digest;
-    std::memcpy(&digest, data + payload, sizeof digest);
-    const uint64_t actual = XXH3_64bits(data, payload);
-    if (digest != actual)
-      fail(
-          "{}: ZeRO state checksum {:016x} does not match its content ({:016x}): the file is "
-          "corrupt",
-          path.string(), digest, actual);
-    const int64_t k = rank - gatherer_->owned().rank0;
-    optimizer_->write_master(k * S, S, reinterpret_cast<const float*>(data));
-    float* arrs[2] = {optimizer_->m(), optimizer_->v()};
-    for (int a = 0; a < 2; ++a) {
-      const std::byte* src = data + static_cast<size_t>((a + 1) * S) * 4;
-      if (host)
-        std::memcpy(arrs[a] + k * S, src, static_cast<size_t>(S) * 4);
-      else
-        ops_.copy_from_host(dev(arrs[a] + k * S, S), src, stream_);
-    }
-    ops_.synchronize(stream_);
-    adam_step_ = h.adam_step;
-    if (gatherer_->owned().ranks > 1)  // stage 0: every rank keeps every shard: all-gather them
-      all_gather_loaded_state(reinterpret_cast<const float*>(data));
-  }
+  // Rank 0's file says which world size the checkpoint was written with.
+  const int saved_w = saved_world_size(dir);
+  if (saved_w == layout_.world_size())
+    load_own_state(dir);
+  else
+    load_resharded_state(dir, saved_w);
   reducer_.clear();
   ready_ = true;
   reset_step();
   optimizer_->round_into_weights();
   gatherer_->install();
   synchronize_all();
+}
+
+int ZeroEngine::saved_world_size(const std::filesystem::path& dir) const {
+  const std::filesystem::path path = state_path(dir, 0);
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec))
+    fail(
+        "{}: the checkpoint has no {} (rank 0's master weights and optimizer state); it is "
+        "incomplete (copied in part?) or not a zerotune checkpoint",
+        dir.string(), path.filename().string());
+  const MappedFile file(path);
+  FileHeader h;
+  if (file.size() < sizeof h)
+    fail("{}: ZeRO state file of {} bytes is shorter than its {}-byte header", path.string(),
+         file.size(), sizeof(FileHeader));
+  std::memcpy(&h, file.data(), sizeof h);
+  if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0)
+    fail("{}: not a zerotune ZeRO state file (magic '{}', expected 'ZTZERO01')", path.string(),
+         std::string(h.magic, sizeof h.magic));
+  if (h.world_size < 1 || h.world_size > 1u << 20)
+    fail("{}: ZeRO state has world size {} (expected 1 to {})", path.string(), h.world_size,
+         1u << 20);
+  return static_cast<int>(h.world_size);
+}
+
+void ZeroEngine::load_own_state(const std::filesystem::path& dir) {
+  const bool host = optimizer_->host_state();
+  const int64_t S = layout_.shard_elems();
+  const int rank = comm_.rank();
+  const StateFile f = open_state_file(dir, layout_, rank);
+  const int64_t k = rank - gatherer_->owned().rank0;
+  optimizer_->write_master(k * S, S, f.payload);
+  float* arrs[2] = {optimizer_->m(), optimizer_->v()};
+  for (int a = 0; a < 2; ++a) {
+    const float* src = f.payload + (a + 1) * S;
+    if (host)
+      std::memcpy(arrs[a] + k * S, src, static_cast<size_t>(S) * 4);
+    else
+      ops_.copy_from_host(dev(arrs[a] + k * S, S), src, stream_);
+  }
+  ops_.synchronize(stream_);
+  adam_step_ = f.header.adam_step;
+  if (gatherer_->owned().ranks > 1)  // stage 0: every rank keeps every shard: all-gather them
+    all_gather_loaded_state(f.payload);
+}
+
+void ZeroEngine::load_resharded_state(const std::filesystem::path& dir, int saved_w) {
+  const bool host = optimizer_->host_state();
+  const int64_t S = layout_.shard_elems();
+  const ShardLayout from = layout_.with_world_size(saved_w);
+  // Every file of the checkpoint, each checked in full (every rank reads them all).
+  std::vector<StateFile> files;
+  files.reserve(static_cast<size_t>(saved_w));
+  for (int q = 0; q < saved_w; ++q) {
+    files.push_back(open_state_file(dir, from, q));
+    if (files.back().header.adam_step != files.front().header.adam_step)
+      fail("{}: ZeRO state has step count {}, rank 0's {}: the directory mixes two checkpoints",
+           files.back().file.path().string(), files.back().header.adam_step,
+           files.front().header.adam_step);
+  }
+  // This engine's blocks (one, or every rank's under stage 0), a chunk at a time.
+  const Ownership& own = gatherer_->owned();
+  float* arrs[2] = {optimizer_->m(), optimizer_->v()};
+  std::vector<float> buf;
+  for (int k = 0; k < own.ranks; ++k)
+    for (int64_t off = 0; off < S; off += static_cast<int64_t>(kChunk)) {
+      const int64_t n = std::min<int64_t>(static_cast<int64_t>(kChunk), S - off);
+      buf.resize(static_cast<size_t>(n));
+      for (int a = 0; a < 3; ++a) {
+        reshard(layout_, own.rank0 + k, from, files, a, off, n, buf.data());
+        if (a == 0) {
+          optimizer_->write_master(k * S + off, n, buf.data());
+        } else if (host) {
+          std::memcpy(arrs[a - 1] + k * S + off, buf.data(), static_cast<size_t>(n) * 4);
+        } else {
+          ops_.copy_from_host(dev(arrs[a - 1] + k * S + off, n), buf.data(), stream_);
+          ops_.synchronize(stream_);  // buf is refilled next
+        }
+      }
+    }
+  adam_step_ = files.front().header.adam_step;
 }
 
 std::vector<float> ZeroEngine::full_master_weights() {

@@ -2,6 +2,7 @@
 // tools/make_train_goldens.py).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 
 #include "core/file_util.h"
@@ -235,11 +236,74 @@ TEST(StepPlan, ResumeStateRoundTripAndMismatch) {
   StepPlan plan2(longer);
   EXPECT_EQ(plan_state_next_step(plan2, state, "ckpt"), 3);
   EXPECT_EQ(plan2.samples(3).samples, plan.samples(3).samples);
+  EXPECT_EQ(plan_state_split_change(plan2, state, "ckpt"), "");
+  // Another world size with another global batch: refused, naming the accumulation that keeps it.
   PlanConfig other = cfg;
   other.world_size = 4;
   StepPlan plan3(other);
-  testing::expect_error([&] { plan_state_next_step(plan3, state, "out/checkpoint-3"); },
-                        {"out/checkpoint-3", "'world_size' is 2 in the checkpoint but 4 now"});
+  testing::expect_error(
+      [&] { plan_state_next_step(plan3, state, "out/checkpoint-3"); },
+      {"out/checkpoint-3: the global batch", "was 3 × 2 × 4 = 24 in the checkpoint",
+       "is 3 × 4 × 4 = 48 now", "(gradient_accumulation_steps: 2 gives it here)"});
+  PlanConfig seeded = cfg;
+  seeded.seed = 8;
+  testing::expect_error([&] { plan_state_next_step(StepPlan(seeded), state, "ckpt"); },
+                        {"'seed' is 7 in the checkpoint but 8 now"});
+}
+
+// Resuming on another split of the same global batch (4 ranks with accumulation 2 for 2 ranks with
+// 4): accepted, and every step but an epoch's last (which the 29 samples do not fill) holds the
+// same samples under both.
+TEST(StepPlan, ResumeOnAnotherSplitOfTheSameGlobalBatch) {
+  PlanConfig cfg{.num_samples = 29, .batch_size = 3, .world_size = 2, .grad_accum = 4, .seed = 7};
+  StepPlan plan(cfg);
+  const Json state = plan_state_to_json(plan, 2);
+  PlanConfig wide = cfg;
+  wide.world_size = 4;
+  wide.grad_accum = 2;
+  StepPlan plan4(wide);
+  ASSERT_EQ(plan4.steps_per_epoch(), plan.steps_per_epoch());
+  EXPECT_EQ(plan_state_next_step(plan4, state, "ckpt"), 2);
+  EXPECT_EQ(plan_state_split_change(plan4, state, "ckpt"),
+            "per_device_train_batch_size × world size × gradient_accumulation_steps 3 × 2 × 4 = "
+            "24 in the checkpoint, 3 × 4 × 2 = 24 now");
+  const auto flat = [](const StepSamples& s) {
+    std::vector<int64_t> v;
+    for (const auto& rank : s.samples)
+      for (const auto& mb : rank) v.insert(v.end(), mb.begin(), mb.end());
+    std::sort(v.begin(), v.end());
+    return v;
+  };
+  for (int64_t k = 0; k < plan.total_steps(); ++k) {
+    if (plan.info(k).last_in_epoch) continue;
+    EXPECT_EQ(flat(plan4.samples(k)), flat(plan.samples(k))) << "step " << k;
+    EXPECT_EQ(flat(plan.samples(k)).size(), 24u);
+  }
+  // One rank, micro-batch 6, accumulation 4: the same global batch too.
+  PlanConfig one = cfg;
+  one.world_size = 1;
+  one.batch_size = 6;
+  EXPECT_EQ(plan_state_next_step(StepPlan(one), state, "ckpt"), 2);
+  // The same global batch cut into epochs of another length: refused (7 samples, drop_last:
+  // micro-batches of 1 × accumulation 6 make 2 steps an epoch, one micro-batch of 6 makes 1).
+  PlanConfig d{.num_samples = 7,
+               .batch_size = 1,
+               .world_size = 1,
+               .grad_accum = 6,
+               .drop_last = true,
+               .seed = 7};
+  const Json dstate = plan_state_to_json(StepPlan(d), 1);
+  PlanConfig d6 = d;
+  d6.batch_size = 6;
+  d6.grad_accum = 1;
+  testing::expect_error([&] { plan_state_next_step(StepPlan(d6), dstate, "ckpt"); },
+                        {"ckpt: the checkpoint's split of the global batch (1 × 1 × 6 = 6) makes 2 "
+                         "optimizer steps an epoch, this run's (6 × 1 × 1 = 6) 1"});
+  Json bad_w = state;
+  bad_w["world_size"] = 0;
+  testing::expect_error(
+      [&] { plan_state_next_step(plan4, bad_w, "ckpt"); },
+      {"'world_size' in the saved data-order state must be an integer >= 1, got 0"});
   Json bad = state;
   bad["next_step"] = 99;
   testing::expect_error([&] { plan_state_next_step(plan, bad, "ckpt"); },

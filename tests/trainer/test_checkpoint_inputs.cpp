@@ -142,7 +142,7 @@ TEST_F(CheckpointInputs, MissingZeroStateNamesTheCheckpointAndTheRank) {
   EXPECT_TRUE(exited(r, 1,
                      ck.string() +
                          ": the checkpoint has no zero_state_rank00000.bin (rank 0's master "
-                         "weights and optimizer state, of world size 1); it is incomplete"));
+                         "weights and optimizer state); it is incomplete"));
 }
 
 // A checkpoint of a model with another architecture: the parameter that differs and both

@@ -147,6 +147,63 @@ TEST_F(TrainCli, ResumeContinuesBitwise) {
               slurp(exp("resumed") / "final" / "model.safetensors"));
 }
 
+// A run checkpointed on 2 ranks resumes on 1, and one checkpointed on 1 on 2: the global batch
+// (compute.global_batch_size 8) is the same, so gradient_accumulation_steps follows the world size
+// and every step holds the same samples; the ZeRO state is re-sharded. The steps before the
+// checkpoint are the first run's, bit for bit; the later ones agree with an uninterrupted run on
+// either world size to rounding.
+TEST_F(TrainCli, ResumeOnAnotherWorldSize) {
+  auto w2 = train("rw2full", "compute.zero_stage=1", 2);
+  ASSERT_EQ(w2.status, 0) << w2.output;
+  auto w1 = train("rw1full", "compute.zero_stage=2");
+  ASSERT_EQ(w1.status, 0) << w1.output;
+  struct Case {
+    std::string name;
+    int first_ranks, then_ranks;
+    std::string change;
+  };
+  for (const Case& c :
+       {Case{"rw2to1", 2, 1, "2 × 2 × 2 = 8 in the checkpoint, 2 × 1 × 4 = 8 now"},
+        Case{"rw1to2", 1, 2, "2 × 1 × 4 = 8 in the checkpoint, 2 × 2 × 2 = 8 now"}}) {
+    SCOPED_TRACE(c.name);
+    auto a = train(c.name, "compute.zero_stage=1 trainer.max_steps=2", c.first_ranks);
+    ASSERT_EQ(a.status, 0) << a.output;
+    auto b =
+        train(c.name, "compute.zero_stage=3 trainer.resume_from_checkpoint=true", c.then_ranks);
+    ASSERT_EQ(b.status, 0) << b.output;
+    EXPECT_NE(b.output.find("resumed from"), std::string::npos) << b.output;
+    EXPECT_NE(b.output.find(c.change), std::string::npos) << b.output;
+    EXPECT_NE(b.output.find("re-sharded"), std::string::npos) << b.output;
+    const auto before = train_events(exp(c.first_ranks == 2 ? "rw2full" : "rw1full"));
+    const auto after = train_events(exp(c.then_ranks == 2 ? "rw2full" : "rw1full"));
+    const auto got = train_events(exp(c.name));
+    ASSERT_EQ(got.size(), before.size());
+    ASSERT_EQ(got.size(), 6u);  // log 1, log 2, eval 2, log 3, log 4, eval 4
+    for (size_t i = 0; i < got.size(); ++i) {
+      const char* key = got[i].contains("loss") ? "loss" : "eval_loss";
+      ASSERT_TRUE(got[i].contains(key)) << got[i].dump();
+      const double x = got[i][key].get<double>();
+      if (got[i]["step"].get<int64_t>() <= 2) {
+        EXPECT_EQ(got[i], before[i]) << "event " << i;
+      } else {
+        EXPECT_NE(x, 0.0);
+        for (const auto* ref : {&before, &after})
+          EXPECT_NEAR(x, (*ref)[i][key].get<double>(), 1e-5 * std::abs(x)) << "event " << i;
+      }
+    }
+  }
+  // Another global batch (from the 1-rank checkpoint-4 the resumed run wrote): refused, naming
+  // both and the accumulation that keeps it.
+  auto r = train("rw2to1", "trainer.resume_from_checkpoint=true compute.global_batch_size=4", 1);
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("was 2 × 1 × 4 = 8 in the checkpoint and is 2 × 1 × 2 = 4 now; a run "
+                          "resumes with another world size, micro-batch or accumulation only when "
+                          "the global batch stays the same, so that every step holds the same "
+                          "samples (gradient_accumulation_steps: 4 gives it here)"),
+            std::string::npos)
+      << r.output;
+}
+
 // A checkpoint whose trainer_state.json is valid JSON of the wrong shape: exit 1 naming the file
 // and the key (it was an "internal error", exit 70, from the JSON library).
 TEST_F(TrainCli, ResumeFromAMalformedStateNamesTheKey) {

@@ -11,6 +11,7 @@
 #include "backend/cpu/cpu_ops.h"
 #include "core/error.h"
 #include "core/file_util.h"
+#include "core/zt_test_util.h"
 #include "model/causal_lm.h"
 #include "optim/master_split.h"
 #include "zero_test_util.h"
@@ -293,7 +294,9 @@ TEST(ZeroStages, LoadRejectsAnotherModelOrACorruptFile) {
 // (memory, layout, load_state's header checks) without ever communicating.
 class ShapeComm final : public dist::Comm {
  public:
-  explicit ShapeComm(int world_size) { set_identity(0, world_size, 0, world_size); }
+  explicit ShapeComm(int world_size, int rank = 0) {
+    set_identity(rank, world_size, rank, world_size);
+  }
   std::string_view backend() const override { return "shape"; }
 
  protected:
@@ -306,27 +309,113 @@ class ShapeComm final : public dist::Comm {
   [[noreturn]] static void no() { fail("ShapeComm: no collectives"); }
 };
 
-TEST(ZeroStages, WrongWorldSizeIsRejectedOnLoad) {
+// Loads the state under `dir` as each rank of W in turn (stage, offload) and saves it under `out`:
+// one engine per rank on a ShapeComm (stages 0 and 3 load and save without collectives).
+void load_and_save_as(const std::string& dir, const std::string& out, int W, int stage, bool off,
+                      DType dt) {
   CpuOps ops;
   HostMemory mem;
+  for (int r = 0; r < W; ++r) {
+    ShapeComm comm(W, r);
+    ZeroEngine z(ParamLayout(test::tiny_config(false)), dt, ops, comm, mem, mem, {stage, off});
+    z.load_state(dir);
+    z.save_state(out);
+  }
+}
+
+// A checkpoint of one world size loads under another (re-sharding): 1 → 3 ranks (stage 3) → 2
+// ranks (stage 0, offload) → 1 rank gives back rank 0's file byte for byte; every rank's shards of
+// the 3-rank state hold exactly the saved master weights (padding 0); and a run resumed from the
+// 3-rank state on one rank is bitwise the uninterrupted run.
+TEST(ZeroStages, StateReshardsToAnotherWorldSize) {
+  for (DType dt : {DType::kF32, DType::kBF16}) {
+    SCOPED_TRACE(dtype_name(dt));
+    dist::SingleComm one;
+    const ScopedDir d1("reshard_w1"), d3("reshard_w3"), d2("reshard_w2"), back("reshard_back");
+    RunSpec spec;
+    spec.accum = 2;
+    spec.dtype = dt;
+    const RunResult full = run_training(one, spec);
+    RunSpec first = spec;
+    first.steps = 2;
+    first.save_dir = d1.path;
+    const RunResult part = run_training(one, first);
+    load_and_save_as(d1.path, d3.path, 3, 3, false, dt);
+    load_and_save_as(d3.path, d2.path, 2, 0, true, dt);
+    load_and_save_as(d2.path, back.path, 1, 1, false, dt);
+    EXPECT_TRUE(read_file(ZeroEngine::state_path(back.path, 0)) ==
+                read_file(ZeroEngine::state_path(d1.path, 0)));
+    ASSERT_FALSE(fs::exists(ZeroEngine::state_path(d2.path, 2)));
+    // The 3-rank files: header W 3, rank r, step 2; rank r's shard of tensor i holds elements
+    // [r·S_i, (r+1)·S_i) of the tensor.
+    const ShardLayout L3(ParamLayout(test::tiny_config(false)), 3);
+    int64_t checked = 0;
+    for (int r = 0; r < 3; ++r) {
+      const std::string bytes = read_file(ZeroEngine::state_path(d3.path, r));
+      ASSERT_EQ(bytes.size(), 64 + 12 * static_cast<size_t>(L3.shard_elems()) + 8);
+      uint32_t w = 0, rank = 0;
+      int64_t step = 0;
+      std::memcpy(&w, bytes.data() + 12, 4);
+      std::memcpy(&rank, bytes.data() + 16, 4);
+      std::memcpy(&step, bytes.data() + 40, 8);
+      EXPECT_EQ(w, 3u);
+      EXPECT_EQ(rank, static_cast<uint32_t>(r));
+      EXPECT_EQ(step, 2);
+      std::vector<float> master(static_cast<size_t>(L3.shard_elems()));
+      std::memcpy(master.data(), bytes.data() + 64, master.size() * 4);
+      for (const ShardTensor& t : L3.tensors())
+        for (int64_t j = 0; j < t.shard_elems; ++j) {
+          const int64_t e = r * t.shard_elems + j;
+          const float want = e < t.numel ? part.master[static_cast<size_t>(t.model_offset + e)] : 0;
+          ASSERT_EQ(std::bit_cast<uint32_t>(master[static_cast<size_t>(t.shard_offset + j)]),
+                    std::bit_cast<uint32_t>(want))
+              << t.name << " rank " << r << " element " << e;
+          ++checked;
+        }
+    }
+    EXPECT_EQ(checked, 3 * L3.shard_elems());
+    RunSpec rest = spec;
+    rest.first_step = 2;
+    rest.load_dir = d3.path;
+    rest.init_seed = 999;
+    const RunResult r = run_training(one, rest);
+    EXPECT_EQ(bits(r.initial_master), bits(part.master));
+    ASSERT_EQ(r.losses.size(), 1u);
+    EXPECT_EQ(bits(r.losses)[0], bits(full.losses)[2]);
+    EXPECT_EQ(bits(r.master), bits(full.master));
+    EXPECT_TRUE(r.weights == full.weights);
+    EXPECT_EQ(r.adam_step, 3);
+  }
+}
+
+// A re-sharding load checks every file it reads: one missing, one of another checkpoint.
+TEST(ZeroStages, ReshardingNamesAMissingOrForeignFile) {
   dist::SingleComm one;
-  const ScopedDir d("zero_state_w");
-  const std::string& dir = d.path;
+  const ScopedDir d1("reshard_err_w1"), d3("reshard_err_w3"), d2("reshard_err_w2");
   RunSpec spec;
   spec.steps = 1;
-  spec.save_dir = dir;
+  spec.save_dir = d1.path;
   run_training(one, spec);
-  ShapeComm two(2);
-  ZeroEngine z(ParamLayout(test::tiny_config(false)), DType::kF32, ops, two, mem, mem, {1, false});
-  try {
-    z.load_state(dir);
-    ADD_FAILURE() << "no error";
-  } catch (const Error& e) {
-    EXPECT_EQ(std::string(e.what()),
-              ZeroEngine::state_path(dir, 0).string() +
-                  ": ZeRO state was written with world size 1, this run has world size 2 (the "
-                  "shard layout depends on it)");
-  }
+  load_and_save_as(d1.path, d3.path, 3, 3, false, DType::kF32);
+  load_and_save_as(d1.path, d2.path, 2, 3, false, DType::kF32);
+  CpuOps ops;
+  HostMemory mem;
+  ZeroEngine z(ParamLayout(test::tiny_config(false)), DType::kF32, ops, one, mem, mem, {1, false});
+  // Rank 1's file of the 2-rank checkpoint in place of the 3-rank one's rank 2.
+  fs::copy_file(ZeroEngine::state_path(d2.path, 1), ZeroEngine::state_path(d3.path, 2),
+                fs::copy_options::overwrite_existing);
+  testing::expect_error([&] { z.load_state(d3.path); },
+                        {ZeroEngine::state_path(d3.path, 2).string() +
+                         ": ZeRO state was written with world size 2, but rank 0's file of the "
+                         "same checkpoint with world size 3: the directory mixes two checkpoints"});
+  fs::remove(ZeroEngine::state_path(d3.path, 1));
+  testing::expect_error(
+      [&] { z.load_state(d3.path); },
+      {d3.path + ": the checkpoint has no zero_state_rank00001.bin (rank 1's master weights and "
+                 "optimizer state, of world size 3); it is incomplete"});
+  fs::remove(ZeroEngine::state_path(d3.path, 0));
+  testing::expect_error([&] { z.load_state(d3.path); },
+                        {d3.path + ": the checkpoint has no zero_state_rank00000.bin (rank 0's"});
 }
 
 // Stage 0's device gradient pool without offload.
