@@ -23,12 +23,64 @@
 #include "io/safetensors.h"
 #include "io/tied_embeddings.h"
 #include "train/device.h"
+#include "train/metrics.h"
 #include "train/trainer.h"
 
 namespace zt::cli {
 namespace fs = std::filesystem;
 
 namespace {
+
+// trainer.metric_for_best_model / greater_is_better / load_best_model_at_end / save_strategy: best,
+// resolved and checked as transformers' TrainingArguments.__post_init__ and Trainer.__init__ do
+// (metric "loss" by default under load_best_model_at_end, greater_is_better from its name, save
+// and eval strategies that line up), plus what transformers only finds at the first evaluation or
+// never (a metric the evaluation does not log; save_strategy best without evaluations, which would
+// save nothing). Throws zt::Error naming the keys.
+void resolve_best_model(const RunConfig& cfg, train::TrainArgs& a) {
+  using train::IntervalStrategy;
+  using train::SaveStrategy;
+  std::string metric = cfg.get_optional<std::string>("trainer.metric_for_best_model").value_or("");
+  if (metric.empty() && a.load_best_model_at_end) metric = "loss";
+  const bool best_save = a.save_strategy == SaveStrategy::kBest;
+  if ((best_save || a.load_best_model_at_end) && metric.empty())
+    fail(
+        "{}: trainer.metric_for_best_model must be set with save_strategy: best (the metric whose "
+        "new best triggers a save)",
+        cfg.source());
+  if (metric.empty()) return;
+  const auto greater = cfg.get_optional<bool>("trainer.greater_is_better");
+  a.greater_is_better = greater ? *greater : !metric.ends_with("loss");
+  a.metric_for_best_model = metric.starts_with("eval_") ? metric : "eval_" + metric;
+  std::string known;
+  bool found = false;
+  for (std::string_view m : train::kEvalMetricNames) {
+    known += (known.empty() ? "" : ", ") + std::string(m);
+    found = found || m == a.metric_for_best_model;
+  }
+  if (!found)
+    fail(
+        "{}: trainer.metric_for_best_model '{}' ({}) is not a metric of zerotune's evaluation; it "
+        "logs {}",
+        cfg.source(), metric, a.metric_for_best_model, known);
+  if ((best_save || a.load_best_model_at_end) && a.eval_strategy == IntervalStrategy::kNo)
+    fail(
+        "{}: trainer.{} needs evaluations to find the best model, but trainer.eval_strategy is "
+        "'no'",
+        cfg.source(), best_save ? "save_strategy: best" : "load_best_model_at_end");
+  if (!a.load_best_model_at_end || best_save) return;
+  if (name_of(a.eval_strategy) != name_of(a.save_strategy))
+    fail(
+        "{}: trainer.load_best_model_at_end requires the save and eval strategy to match (as "
+        "transformers does), but eval_strategy is '{}' and save_strategy '{}'",
+        cfg.source(), name_of(a.eval_strategy), name_of(a.save_strategy));
+  const int64_t eval_every = a.eval_steps > 0 ? a.eval_steps : a.logging_steps;
+  if (a.eval_strategy == IntervalStrategy::kSteps && a.save_steps % eval_every != 0)
+    fail(
+        "{}: trainer.load_best_model_at_end requires the saving steps to be a round multiple of "
+        "the evaluation steps, but save_steps {} is not a round multiple of eval_steps {}",
+        cfg.source(), a.save_steps, eval_every);
+}
 
 // RunConfig (+ accelerate config) → TrainArgs for a job of `world` ranks. Rank 0 logs warnings.
 // The options TrainArgs holds as they are come from their declarations (read_declared_options,
@@ -143,6 +195,7 @@ train::TrainArgs make_train_args(RunConfig& cfg, const std::optional<AccelerateC
   }
   if (a.eval_strategy != train::IntervalStrategy::kNo && !a.eval_data)
     fail("{}: trainer.eval_strategy is '{}' but dataset.eval.path is not set", cfg.source(), name_of(a.eval_strategy));
+  resolve_best_model(cfg, a);
   a.resolved_config = cfg.tree();
   return a;
 }

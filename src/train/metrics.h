@@ -120,6 +120,11 @@ class LogWindow {
   double last_grad_norm_ = 0, last_lr_ = 0;
 };
 
+// The metrics of an evaluation record (EvalAccumulator::take), which metric_for_best_model may
+// name.
+inline constexpr std::string_view kEvalMetricNames[] = {"eval_loss", "eval_entropy",
+                                                        "eval_mean_token_accuracy"};
+
 // An evaluation over the whole eval set, token-weighted (zerotune: HF averages per batch).
 class EvalAccumulator {
  public:

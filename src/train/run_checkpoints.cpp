@@ -137,12 +137,16 @@ CheckpointDir latest_checkpoint_of_last_run(const fs::path& exp_dir) {
 
 std::vector<fs::path> rotate_run_checkpoints(const fs::path& exp_dir, int64_t save_total_limit,
                                              const std::string& run_id,
-                                             const fs::path& just_written) {
+                                             const fs::path& just_written, const fs::path& best) {
   if (save_total_limit <= 0) return {};
   std::vector<CheckpointDir> mine;
   for (const auto& c : list_run_checkpoints(exp_dir))
     if (c.run_id == run_id) mine.push_back(c.dir);
-  return delete_oldest_checkpoints(mine, save_total_limit, {just_written});
+  std::vector<fs::path> protect = {just_written};
+  if (!best.empty() && best.lexically_normal() != just_written.lexically_normal())
+    protect.push_back(best);
+  return delete_oldest_checkpoints(
+      mine, std::max(save_total_limit, static_cast<int64_t>(protect.size())), protect);
 }
 
 }  // namespace zt::train

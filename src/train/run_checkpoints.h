@@ -74,10 +74,14 @@ std::vector<RunCheckpoint> other_runs_checkpoints(const std::filesystem::path& e
 CheckpointDir latest_checkpoint_of_last_run(const std::filesystem::path& exp_dir);
 
 // Rotation by `save_total_limit` (<= 0: nothing) over run `run_id`'s checkpoints only: the oldest
-// (by step) are deleted until at most max(limit, 1) of them remain, never `just_written`.
+// (by step) are deleted until at most max(limit, number protected) of them remain, never
+// `just_written` nor `best` (the best model's checkpoint, when not empty) — transformers'
+// _rotate_checkpoints, which keeps two when the limit is 1 and the best is not the newest.
 // Returns the deleted paths, oldest first. Throws zt::Error naming a directory it cannot remove.
-std::vector<std::filesystem::path> rotate_run_checkpoints(
-    const std::filesystem::path& exp_dir, int64_t save_total_limit, const std::string& run_id,
-    const std::filesystem::path& just_written);
+std::vector<std::filesystem::path> rotate_run_checkpoints(const std::filesystem::path& exp_dir,
+                                                          int64_t save_total_limit,
+                                                          const std::string& run_id,
+                                                          const std::filesystem::path& just_written,
+                                                          const std::filesystem::path& best = {});
 
 }  // namespace zt::train

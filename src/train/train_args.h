@@ -35,6 +35,17 @@ constexpr std::span<const EnumName<IntervalStrategy>> enum_names(IntervalStrateg
   return kIntervalStrategyNames;
 }
 
+// transformers' SaveStrategy (trainer.save_strategy): IntervalStrategy's values, plus kBest: save
+// after each evaluation that finds a new best metric_for_best_model.
+enum class SaveStrategy { kNo, kSteps, kEpoch, kBest };
+inline constexpr EnumName<SaveStrategy> kSaveStrategyNames[] = {{SaveStrategy::kNo, "no"},
+                                                                {SaveStrategy::kSteps, "steps"},
+                                                                {SaveStrategy::kEpoch, "epoch"},
+                                                                {SaveStrategy::kBest, "best"}};
+constexpr std::span<const EnumName<SaveStrategy>> enum_names(SaveStrategy) {
+  return kSaveStrategyNames;
+}
+
 // trainer.nan_policy (zerotune's): a step whose loss or gradient norm is not finite stops the run
 // naming the step and its rows (kError), or is skipped without an update (kSkip).
 enum class NanPolicy { kError, kSkip };
@@ -106,8 +117,17 @@ struct TrainArgs {
   int64_t logging_steps{};
   IntervalStrategy eval_strategy{};
   int64_t eval_steps{};  // 0 = logging_steps (HF default; null in the config)
-  IntervalStrategy save_strategy{};
+  // Evaluations wait until global_step (eval_strategy steps) or the epoch (epoch) reaches this:
+  // transformers' DefaultFlowCallback `args.eval_delay <= state.global_step / state.epoch`.
+  double eval_delay{};
+  SaveStrategy save_strategy{};
   int64_t save_steps{};
+  // The best model (transformers' Trainer._determine_best_metric): the eval metric compared after
+  // each evaluation ("eval_"-prefixed; empty: none), higher or lower better, and whether the model
+  // of the best evaluation's checkpoint becomes the final model.
+  std::string metric_for_best_model;
+  bool greater_is_better{};
+  bool load_best_model_at_end{};
   int64_t save_total_limit{};                         // <= 0: keep all (null in the config)
   std::optional<std::string> resume_from_checkpoint;  // a path, or "true" for the latest
   NanPolicy nan_policy{};

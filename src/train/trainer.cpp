@@ -98,6 +98,12 @@ struct Trainer::State {
   int64_t owner_pid = 0;  // rank 0's pid: names the shared checkpoint staging directory
   std::string run_id;     // ties checkpoints to this run (train/run_checkpoints.h)
   fs::path resumed_from;  // the checkpoint this run resumed from, empty for a fresh start
+  // The best model (metric_for_best_model; transformers' TrainerState best_metric,
+  // best_global_step, best_model_checkpoint): kept in trainer_state.json across resumes.
+  std::optional<double> best_metric;
+  int64_t best_global_step = 0;  // 0: none yet
+  fs::path best_checkpoint;      // empty until a checkpoint of best_global_step is saved
+  bool best_loaded = false;      // load_best_model_at_end has put its weights into the engine
   std::unique_ptr<MetricsWriter> metrics;
   std::unique_ptr<io::TensorBoardWriter> tb;
   std::unique_ptr<ProgressDisplay> progress;
@@ -110,13 +116,23 @@ struct Trainer::State {
   void log_record(const MetricRecord& rec);
   StepStats train_step(int64_t k, StepSamples& ss, TrainSummary& sum);
   std::optional<MetricRecord> evaluate(int64_t global_step, double epoch);
+  // Whether the evaluation `rec` of step `global_step` is a new best metric_for_best_model
+  // (strictly better; a NaN never is); records it. False without a metric_for_best_model.
+  bool note_best(const MetricRecord& rec, int64_t global_step);
+  // The best state saved with a checkpoint / read back on resume (keys as transformers').
+  void best_to_json(Json& st) const;
+  void best_from_json(const Json& st, const fs::path& state_file);
+  // load_best_model_at_end: the best checkpoint's weights into the engine (exact), and with
+  // save_total_limit 1 this run's other checkpoints deleted, as transformers does after training.
+  void load_best_model();
   // interrupt: the checkpoint written after a stop signal (recorded as such for the launcher).
   fs::path save_checkpoint(int64_t global_step, bool interrupt);
   // Writes the final model to output_dir. When that fails (a full disk, output_dir removed or made
   // read-only during the run: start-up checks it is writable), every rank throws zt::Error with
-  // the export's message and where the trained weights are kept: `last_checkpoint` when it holds
-  // step `global_step`, else a checkpoint written now into exp_dir (an HF model directory with
-  // the optimizer state: loadable and resumable), else (that failed too) both messages.
+  // the export's message and where the trained weights are kept: the best checkpoint when
+  // load_best_model_at_end loaded it, `last_checkpoint` when it holds step `global_step`, else a
+  // checkpoint written now into exp_dir (an HF model directory with the optimizer state: loadable
+  // and resumable), else (that failed too) both messages.
   void export_final(int64_t global_step, const fs::path& last_checkpoint);
   std::vector<NamedTensor> named(const std::vector<float>& flat) const;
   std::string step_rows(const StepSamples& ss) const;
@@ -363,6 +379,7 @@ void Trainer::State::resume_or_init() {
           ckpt->string(), change);
     applied_steps = st["applied_steps"].get<int64_t>();
     num_tokens_seen = st["num_tokens_seen"].get<int64_t>();
+    best_from_json(st, state_file);
     resumed_from = *ckpt;
   }
   // A resumed run continues its checkpoint's run; a fresh one (or a checkpoint without an id) gets
@@ -567,6 +584,75 @@ std::optional<MetricRecord> Trainer::State::evaluate(int64_t global_step, double
   return acc.take(global_step, epoch);
 }
 
+bool Trainer::State::note_best(const MetricRecord& rec, int64_t global_step) {
+  if (a.metric_for_best_model.empty()) return false;
+  const double v = rec.number(a.metric_for_best_model);
+  const double best =
+      best_metric.value_or(a.greater_is_better ? -std::numeric_limits<double>::infinity()
+                                               : std::numeric_limits<double>::infinity());
+  if (!(a.greater_is_better ? v > best : v < best)) return false;
+  best_metric = v;
+  best_global_step = global_step;
+  return true;
+}
+
+void Trainer::State::best_to_json(Json& st) const {
+  st["best_metric"] = best_metric ? Json(*best_metric) : Json();
+  st["best_global_step"] = best_global_step > 0 ? Json(best_global_step) : Json();
+  st["best_model_checkpoint"] = best_checkpoint.empty() ? Json() : Json(best_checkpoint.string());
+}
+
+void Trainer::State::best_from_json(const Json& st, const fs::path& state_file) {
+  const auto bad = [&](const char* key, const char* want) {
+    fail("{}: '{}' must be {}, got {}", state_file.string(), key, want, st[key].dump());
+  };
+  if (st.contains("best_metric") && !st["best_metric"].is_null()) {
+    if (!st["best_metric"].is_number()) bad("best_metric", "a number or null");
+    best_metric = st["best_metric"].get<double>();
+  }
+  if (st.contains("best_global_step") && !st["best_global_step"].is_null()) {
+    if (!st["best_global_step"].is_number_integer() || st["best_global_step"].get<int64_t>() < 1)
+      bad("best_global_step", "an integer >= 1 or null");
+    best_global_step = st["best_global_step"].get<int64_t>();
+  }
+  if (st.contains("best_model_checkpoint") && !st["best_model_checkpoint"].is_null()) {
+    if (!st["best_model_checkpoint"].is_string()) bad("best_model_checkpoint", "a path or null");
+    const fs::path p = st["best_model_checkpoint"].get<std::string>();
+    std::error_code ec;
+    if (fs::is_directory(p, ec)) {
+      best_checkpoint = p;
+    } else if (rank0()) {  // transformers 5: warned and ignored
+      log::warn(
+          "{}: the best checkpoint {} recorded in the resumed state does not exist anymore; "
+          "ignoring it for this run",
+          state_file.string(), p.string());
+    }
+  }
+}
+
+void Trainer::State::load_best_model() {
+  if (!a.load_best_model_at_end) return;
+  if (best_checkpoint.empty()) {
+    if (rank0())
+      log::warn(
+          "load_best_model_at_end: no checkpoint of a best evaluation was saved; the final model "
+          "is the last step's");
+    return;
+  }
+  if (rank0())
+    log::info("loading the best model from {} ({} {})", best_checkpoint.string(),
+              a.metric_for_best_model, *best_metric);
+  engine->load_state(best_checkpoint);
+  best_loaded = true;
+  if (!rank0() || a.save_total_limit != 1) return;
+  // transformers: with save_total_limit 1 only the best checkpoint stays after training.
+  std::vector<CheckpointDir> mine;
+  for (const auto& c : list_run_checkpoints(a.exp_dir))
+    if (c.run_id == run_id) mine.push_back(c.dir);
+  for (const auto& p : delete_oldest_checkpoints(mine, 1, {best_checkpoint}))
+    log::info("deleted {} (save_total_limit 1 keeps the best checkpoint)", p.string());
+}
+
 // ---------------------------------------------------------------- checkpoints / export
 
 std::vector<NamedTensor> Trainer::State::named(const std::vector<float>& flat) const {
@@ -595,6 +681,9 @@ fs::path Trainer::State::save_checkpoint(int64_t global_step, bool interrupt) {
   }
   comm.barrier();
   engine->save_state(dir);
+  // transformers' _save_checkpoint: the best step's checkpoint, once it exists. Only step N writes
+  // checkpoint-N, so that is when the best step's is saved (every rank decides alike).
+  if (best_global_step == global_step) best_checkpoint = a.exp_dir / checkpoint_name(global_step);
   if (rank0()) {
     Json st = {{"global_step", global_step},
                {"applied_steps", applied_steps},
@@ -603,6 +692,7 @@ fs::path Trainer::State::save_checkpoint(int64_t global_step, bool interrupt) {
                {"zero_stage", a.zero_stage},
                {"run_id", run_id},
                {"plan", plan_state_to_json(*plan, global_step)}};
+    best_to_json(st);
     write_file_atomic(dir / "trainer_state.json", st.dump(2) + "\n");
     write_file_atomic(dir / "args.yaml", json_to_yaml(a.resolved_config));
   }
@@ -610,7 +700,8 @@ fs::path Trainer::State::save_checkpoint(int64_t global_step, bool interrupt) {
   fs::path final_path = staging_path(a.exp_dir, global_step, owner_pid);
   if (rank0()) {
     final_path = staging->commit();
-    for (const auto& p : rotate_run_checkpoints(a.exp_dir, a.save_total_limit, run_id, final_path))
+    for (const auto& p :
+         rotate_run_checkpoints(a.exp_dir, a.save_total_limit, run_id, final_path, best_checkpoint))
       log::info("deleted {}", p.string());
     progress->message(fmt::format("saved {}", final_path.string()));
     dist::note_checkpoint_for_launcher(a.exp_dir.string(), final_path.string(), interrupt);
@@ -640,6 +731,11 @@ void Trainer::State::export_final(int64_t global_step, const fs::path& last_chec
       progress->message(fmt::format("saved the final model to {}", a.output_dir.string()));
     return;
   }
+  if (best_loaded)
+    fail(
+        "cannot write the final model: {}; the best model (load_best_model_at_end) is in {} (an "
+        "HF model directory)",
+        error, best_checkpoint.string());
   // Without save_strategy (or between saves) the trained weights exist only in memory: keep them.
   const fs::path last = a.exp_dir / checkpoint_name(global_step);
   if (last_checkpoint == last)
@@ -737,18 +833,25 @@ TrainSummary Trainer::run() {
     // max_steps (or a fractional num_train_epochs) ends there, and transformers' training loop
     // calls on_epoch_end after it too (DefaultFlowCallback: evaluate and save).
     const bool epoch_end = info.last_in_epoch || gs == T;
-    bool do_eval = (a.eval_strategy == IntervalStrategy::kSteps && gs % eval_every == 0) ||
-                   (a.eval_strategy == IntervalStrategy::kEpoch && epoch_end);
+    // eval_delay: DefaultFlowCallback's `args.eval_delay <= state.global_step` (steps) or
+    // `<= state.epoch` (epoch).
+    const bool do_eval = (a.eval_strategy == IntervalStrategy::kSteps && gs % eval_every == 0 &&
+                          a.eval_delay <= static_cast<double>(gs)) ||
+                         (a.eval_strategy == IntervalStrategy::kEpoch && epoch_end &&
+                          a.eval_delay <= info.epoch_progress);
+    bool new_best = false;
     if (do_eval) {
       if (std::optional<MetricRecord> rec = s.evaluate(gs, info.epoch_progress)) {
         sum.last_eval_loss = rec->number("eval_loss");
         s.log_record(*rec);
+        new_best = s.note_best(*rec, gs);
       }
     }
     const bool stop = any_rank_stopping(s.comm);
-    bool do_save =
-        (a.save_strategy == IntervalStrategy::kSteps && (gs % a.save_steps == 0 || gs == T)) ||
-        (a.save_strategy == IntervalStrategy::kEpoch && epoch_end) || stop;
+    const bool do_save =
+        (a.save_strategy == SaveStrategy::kSteps && (gs % a.save_steps == 0 || gs == T)) ||
+        (a.save_strategy == SaveStrategy::kEpoch && epoch_end) ||
+        (a.save_strategy == SaveStrategy::kBest && new_best) || stop;
     if (do_save) sum.last_checkpoint = s.save_checkpoint(gs, stop);
     if (stop) {
       sum.interrupted = true;
@@ -767,6 +870,7 @@ TrainSummary Trainer::run() {
         "weights are unchanged, so no final model is written to {}",
         sum.steps_done, sum.steps_skipped_no_target,
         sum.steps_skipped - sum.steps_skipped_no_target, a.output_dir.string());
+  s.load_best_model();
   s.export_final(T, sum.last_checkpoint);
   return sum;
 }

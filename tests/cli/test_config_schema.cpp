@@ -110,15 +110,18 @@ TEST(ConfigSchema, EveryNumberAndEnumIsCheckedWithItsRange) {
     const char* expected;
   };
   const Case cases[] = {
-      {"learning_rate", -1e-3, "trainer.learning_rate: -0.001 is not valid (expected a number >= 0)"},
-      {"learning_rate", "1e-5x", "trainer.learning_rate: '1e-5x' is not valid (expected a number >= 0)"},
+      {"learning_rate", -1e-3,
+       "trainer.learning_rate: -0.001 is not valid (expected a number >= 0)"},
+      {"learning_rate", "1e-5x",
+       "trainer.learning_rate: '1e-5x' is not valid (expected a number >= 0)"},
       {"learning_rate", std::nan(""), "is not valid (expected a number >= 0)"},
       {"adam_beta1", 1.0, "trainer.adam_beta1: 1.0 is not valid (expected a number in [0, 1))"},
       {"adam_beta2", -0.5, "trainer.adam_beta2: -0.5 is not valid (expected a number in [0, 1))"},
       {"adam_epsilon", -1e-8, "trainer.adam_epsilon: -1e-08 is not valid (expected a number >= 0)"},
       {"weight_decay", -0.1, "trainer.weight_decay: -0.1 is not valid (expected a number >= 0)"},
       {"max_grad_norm", -1.0, "trainer.max_grad_norm: -1.0 is not valid (expected a number >= 0)"},
-      {"num_train_epochs", -1, "trainer.num_train_epochs: -1 is not valid (expected a number >= 0)"},
+      {"num_train_epochs", -1,
+       "trainer.num_train_epochs: -1 is not valid (expected a number >= 0)"},
       {"max_steps", -2, "trainer.max_steps: -2 is not valid (expected an integer >= -1)"},
       {"per_device_train_batch_size", 0,
        "trainer.per_device_train_batch_size: 0 is not valid (expected an integer >= 1)"},
@@ -126,43 +129,63 @@ TEST(ConfigSchema, EveryNumberAndEnumIsCheckedWithItsRange) {
        "trainer.per_device_eval_batch_size: 2.5 is not valid (expected an integer >= 1)"},
       {"gradient_accumulation_steps", 0,
        "trainer.gradient_accumulation_steps: 0 is not valid (expected an integer >= 1)"},
-      {"max_length", 0, "trainer.max_length: 0 is not valid (expected an integer in [1, 1000000000])"},
-      {"logging_steps", 0, "trainer.logging_steps: 0 is not valid (expected an integer number of steps >= 1)"},
+      {"max_length", 0,
+       "trainer.max_length: 0 is not valid (expected an integer in [1, 1000000000])"},
+      {"logging_steps", 0,
+       "trainer.logging_steps: 0 is not valid (expected an integer number of steps >= 1)"},
       {"eval_steps", 0.5,
-       "trainer.eval_steps: 0.5 is not valid (expected an integer number of steps >= 1 (transformers' ratio of "
+       "trainer.eval_steps: 0.5 is not valid (expected an integer number of steps >= 1 "
+       "(transformers' ratio of "
        "the total steps is not supported by zerotune))"},
-      {"save_steps", -5, "trainer.save_steps: -5 is not valid (expected an integer number of steps >= 1)"},
-      {"save_total_limit", 1.5, "trainer.save_total_limit: 1.5 is not valid (expected an integer <= 1000000000)"},
+      {"save_steps", -5,
+       "trainer.save_steps: -5 is not valid (expected an integer number of steps >= 1)"},
+      {"save_total_limit", 1.5,
+       "trainer.save_total_limit: 1.5 is not valid (expected an integer <= 1000000000)"},
       {"seed", -1, "trainer.seed: -1 is not valid (expected an integer in [0, 4294967295])"},
-      {"seed", 4294967296, "trainer.seed: 4294967296 is not valid (expected an integer in [0, 4294967295])"},
+      {"seed", 4294967296,
+       "trainer.seed: 4294967296 is not valid (expected an integer in [0, 4294967295])"},
       {"warmup_steps", 1.5,
-       "trainer.warmup_steps: 1.5 is not valid (expected 0, a ratio in (0, 1) of the total steps, or a whole "
+       "trainer.warmup_steps: 1.5 is not valid (expected 0, a ratio in (0, 1) of the total steps, "
+       "or a whole "
        "number of steps >= 1)"},
       {"warmup_ratio", 1.0, "trainer.warmup_ratio: 1.0 is not valid (expected a number in [0, 1))"},
       {"lr_scheduler_type", "cosin",
-       "trainer.lr_scheduler_type: 'cosin' is not valid (expected one of: linear, cosine, constant, "
+       "trainer.lr_scheduler_type: 'cosin' is not valid (expected one of: linear, cosine, "
+       "constant, "
        "constant_with_warmup)"},
       {"lr_scheduler_type", "cosine_with_restarts",
-       "trainer.lr_scheduler_type: 'cosine_with_restarts' is not supported by zerotune (it implements: linear, "
+       "trainer.lr_scheduler_type: 'cosine_with_restarts' is not supported by zerotune (it "
+       "implements: linear, "
        "cosine, constant, constant_with_warmup)"},
-      {"eval_strategy", "step", "trainer.eval_strategy: 'step' is not valid (expected one of: no, steps, epoch)"},
-      {"save_strategy", "best", "trainer.save_strategy: 'best' is not supported by zerotune (it implements: no, "
-                                "steps, epoch)"},
-      {"optim", "sgd", "trainer.optim: 'sgd' is not supported by zerotune (it implements: adamw_torch, "
-                       "adamw_torch_fused, adamw_hf)"},
-      {"packing_strategy", "wrapped", "trainer.packing_strategy: 'wrapped' is not supported by zerotune"},
+      {"eval_strategy", "step",
+       "trainer.eval_strategy: 'step' is not valid (expected one of: no, steps, epoch)"},
+      {"save_strategy", "bests",
+       "trainer.save_strategy: 'bests' is not valid (expected one of: no, steps, "
+       "epoch, best)"},
+      {"eval_delay", -1, "trainer.eval_delay: -1 is not valid (expected a number >= 0)"},
+      {"load_best_model_at_end", "yes", "trainer.load_best_model_at_end: 'yes' is not valid"},
+      {"greater_is_better", 1, "trainer.greater_is_better: 1 is not valid"},
+      {"optim", "sgd",
+       "trainer.optim: 'sgd' is not supported by zerotune (it implements: adamw_torch, "
+       "adamw_torch_fused, adamw_hf)"},
+      {"packing_strategy", "wrapped",
+       "trainer.packing_strategy: 'wrapped' is not supported by zerotune"},
       {"loss_type", "dft", "trainer.loss_type: 'dft' is not supported by zerotune"},
       {"logging_strategy", "sometimes", "trainer.logging_strategy: 'sometimes' is not valid"},
-      {"nan_policy", "ignore", "trainer.nan_policy: 'ignore' is not valid (expected one of: error, skip)"},
+      {"nan_policy", "ignore",
+       "trainer.nan_policy: 'ignore' is not valid (expected one of: error, skip)"},
       {"bf16", "yes", "trainer.bf16: 'yes' is not valid (expected true or false)"},
-      {"learning_rate", nullptr, "trainer.learning_rate: null is not valid (expected a number >= 0)"},
+      {"learning_rate", nullptr,
+       "trainer.learning_rate: null is not valid (expected a number >= 0)"},
       // Refused TRL fields: fine at their default, an error otherwise.
       {"fp16", true, "trainer.fp16: true is not supported by zerotune: fp16 needs loss scaling"},
       {"label_smoothing_factor", 0.1,
-       "trainer.label_smoothing_factor: 0.1 is not supported by zerotune: label smoothing is not implemented"},
+       "trainer.label_smoothing_factor: 0.1 is not supported by zerotune: label smoothing is not "
+       "implemented"},
       {"neftune_noise_alpha", 5, "trainer.neftune_noise_alpha: 5 is not supported by zerotune"},
       {"group_by_length", true, "trainer.group_by_length: true is not supported by zerotune"},
-      {"average_tokens_across_devices", false, "trainer.average_tokens_across_devices: false is not supported"},
+      {"average_tokens_across_devices", false,
+       "trainer.average_tokens_across_devices: false is not supported"},
   };
   for (const auto& c : cases) {
     const std::string e = trainer_error(c.key, c.value);

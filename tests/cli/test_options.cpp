@@ -38,7 +38,7 @@ TEST(Options, DeclarationsFillTrainArgsWithTheirDefaults) {
   EXPECT_EQ(a.learning_rate, 2e-5);
   EXPECT_EQ(a.lr_scheduler_type, zt::optim::LrScheduleKind::kLinear);
   EXPECT_EQ(a.optim, Optimizer::kAdamWTorch);
-  EXPECT_EQ(a.save_strategy, IntervalStrategy::kSteps);
+  EXPECT_EQ(a.save_strategy, zt::train::SaveStrategy::kSteps);
   EXPECT_EQ(a.eval_strategy, IntervalStrategy::kNo);
   EXPECT_EQ(a.nan_policy, NanPolicy::kError);
   EXPECT_EQ(a.save_steps, 500);
@@ -74,7 +74,7 @@ TEST(Options, GivenValuesArriveTyped) {
       "sft.yaml");
   TrainArgs a;
   zt::cli::read_declared_options(cfg, a);
-  EXPECT_EQ(a.save_strategy, IntervalStrategy::kEpoch);
+  EXPECT_EQ(a.save_strategy, zt::train::SaveStrategy::kEpoch);
   EXPECT_EQ(a.eval_strategy, IntervalStrategy::kSteps);
   EXPECT_EQ(a.nan_policy, NanPolicy::kSkip);
   EXPECT_EQ(a.lr_scheduler_type, zt::optim::LrScheduleKind::kConstantWithWarmup);
@@ -103,9 +103,14 @@ TEST(Options, NonPositiveSaveTotalLimitKeepsEveryCheckpoint) {
 TEST(Options, EnumChoicesAreTheEnumNames) {
   const auto* s = zt::cli::find_key("trainer.save_strategy");
   ASSERT_NE(s, nullptr);
-  EXPECT_EQ(s->rule.choices, (std::vector<std::string_view>{"no", "steps", "epoch"}));
-  EXPECT_EQ(s->rule.unsupported, (std::vector<std::string_view>{"best"}));
-  EXPECT_EQ(zt::cli::describe_rule(s->rule), "one of: no, steps, epoch (not supported: best)");
+  EXPECT_EQ(s->rule.choices, (std::vector<std::string_view>{"no", "steps", "epoch", "best"}));
+  EXPECT_TRUE(s->rule.unsupported.empty());
+  EXPECT_EQ(zt::cli::describe_rule(s->rule), "one of: no, steps, epoch, best");
+  const auto* sched = zt::cli::find_key("trainer.lr_scheduler_type");
+  ASSERT_NE(sched, nullptr);
+  EXPECT_EQ(sched->rule.choices, (std::vector<std::string_view>{"linear", "cosine", "constant",
+                                                                "constant_with_warmup"}));
+  EXPECT_EQ(sched->rule.unsupported.front(), "cosine_with_restarts");
   EXPECT_EQ(zt::cli::describe_rule(zt::cli::find_key("trainer.eval_steps")->rule),
             "an integer number of steps >= 1, or null");
   EXPECT_EQ(zt::cli::find_key("trainer.nan_policy")->default_value, Json("error"));

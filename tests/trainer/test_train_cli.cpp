@@ -5,6 +5,7 @@
 #include <sys/mount.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -202,6 +203,133 @@ TEST_F(TrainCli, ResumeOnAnotherWorldSize) {
                           "samples (gradient_accumulation_steps: 4 gives it here)"),
             std::string::npos)
       << r.output;
+}
+
+// The evaluations of a run: step → the value of `metric`, in step order.
+std::vector<std::pair<int64_t, double>> evals_of(const fs::path& exp, const std::string& metric) {
+  std::vector<std::pair<int64_t, double>> out;
+  for (const zt::Json& e : train_events(exp))
+    if (e.contains(metric)) out.emplace_back(e["step"].get<int64_t>(), e[metric].get<double>());
+  return out;
+}
+
+// The step of the first strictly best value (transformers' np.greater / np.less from ±inf).
+int64_t best_step(const std::vector<std::pair<int64_t, double>>& evals, bool greater) {
+  int64_t step = 0;
+  double best = greater ? -INFINITY : INFINITY;
+  for (const auto& [s, v] : evals)
+    if (greater ? v > best : v < best) best = v, step = s;
+  return step;
+}
+
+// load_best_model_at_end: the final model is the best evaluation's checkpoint, byte for byte, for
+// a metric where lower is better and (greater_is_better: true) where higher is; the best is
+// recorded in each checkpoint's trainer_state.json; a run resumed half-way picks the same one; with
+// save_total_limit 1 only the best checkpoint is left.
+TEST_F(TrainCli, LoadBestModelAtEndExportsTheBestCheckpoint) {
+  int64_t steps[2] = {0, 0};
+  for (bool greater : {false, true}) {
+    const std::string name = greater ? "besthi" : "bestlo";
+    const std::string keys = std::string("trainer.load_best_model_at_end=true ") +
+                             "trainer.greater_is_better=" + (greater ? "true" : "false");
+    auto r = train(name, keys);
+    ASSERT_EQ(r.status, 0) << r.output;
+    const auto evals = evals_of(exp(name), "eval_loss");
+    ASSERT_EQ(evals.size(), 2u);  // steps 2 and 4
+    ASSERT_NE(evals[0].second, evals[1].second);
+    const int64_t best = best_step(evals, greater);
+    steps[greater] = best;
+    const fs::path ck = exp(name) / ("checkpoint-" + std::to_string(best));
+    EXPECT_NE(r.output.find("loading the best model from " + ck.string() + " (eval_loss "),
+              std::string::npos)
+        << r.output;
+    EXPECT_TRUE(slurp(exp(name) / "final" / "model.safetensors") ==
+                slurp(ck / "model.safetensors"));
+    const zt::Json st = zt::Json::parse(slurp(exp(name) / "checkpoint-4" / "trainer_state.json"));
+    EXPECT_EQ(st["best_global_step"], best) << st.dump();
+    EXPECT_EQ(st["best_model_checkpoint"], ck.string()) << st.dump();
+    EXPECT_EQ(st["best_metric"].get<double>(),
+              best == evals[0].first ? evals[0].second : evals[1].second);
+  }
+  ASSERT_NE(steps[0], steps[1]);  // one of the two runs exports a model that is not the last
+  // Stopped at step 2 and resumed, the direction whose best is step 2 (the resumed run must read
+  // it from the checkpoint's trainer_state.json, or it would take step 4's): the same final model.
+  const bool hi = steps[1] == 2;
+  const std::string dir =
+      std::string("trainer.load_best_model_at_end=true trainer.greater_is_better=") +
+      (hi ? "true" : "false");
+  auto a = train("bestres", dir + " trainer.max_steps=2");
+  ASSERT_EQ(a.status, 0) << a.output;
+  auto b = train("bestres", dir + " trainer.resume_from_checkpoint=true");
+  ASSERT_EQ(b.status, 0) << b.output;
+  EXPECT_TRUE(slurp(exp("bestres") / "final" / "model.safetensors") ==
+              slurp(exp(hi ? "besthi" : "bestlo") / "final" / "model.safetensors"));
+  EXPECT_TRUE(slurp(exp("bestres") / "final" / "model.safetensors") ==
+              slurp(exp("bestres") / "checkpoint-2" / "model.safetensors"));
+  // save_total_limit 1: during the run the best and the newest stay; after it only the best.
+  auto c = train("bestone",
+                 "trainer.load_best_model_at_end=true trainer.greater_is_better=true "
+                 "trainer.save_total_limit=1");
+  ASSERT_EQ(c.status, 0) << c.output;
+  std::vector<std::string> left;
+  for (const auto& e : fs::directory_iterator(exp("bestone")))
+    if (e.path().filename().string().starts_with("checkpoint-"))
+      left.push_back(e.path().filename().string());
+  EXPECT_EQ(left, std::vector<std::string>{"checkpoint-" + std::to_string(steps[1])});
+}
+
+// save_strategy: best saves exactly at the evaluations that improve metric_for_best_model (here the
+// token accuracy, higher is better by its name), and eval_delay holds the evaluations back until
+// its step.
+TEST_F(TrainCli, SaveStrategyBestAndEvalDelay) {
+  auto r = train("savebest",
+                 "trainer.save_strategy=best "
+                 "trainer.metric_for_best_model=mean_token_accuracy trainer.eval_steps=1");
+  ASSERT_EQ(r.status, 0) << r.output;
+  const auto evals = evals_of(exp("savebest"), "eval_mean_token_accuracy");
+  ASSERT_EQ(evals.size(), 4u);
+  std::vector<std::string> want, got;
+  double best = -INFINITY;
+  for (const auto& [step, v] : evals)
+    if (v > best) best = v, want.push_back("checkpoint-" + std::to_string(step));
+  for (const auto& e : fs::directory_iterator(exp("savebest")))
+    if (e.path().filename().string().starts_with("checkpoint-"))
+      got.push_back(e.path().filename().string());
+  std::sort(got.begin(), got.end());
+  EXPECT_EQ(got, want);
+  EXPECT_FALSE(want.empty());
+  auto d = train("delay", "trainer.eval_steps=1 trainer.eval_delay=3");
+  ASSERT_EQ(d.status, 0) << d.output;
+  const auto delayed = evals_of(exp("delay"), "eval_loss");
+  ASSERT_EQ(delayed.size(), 2u);
+  EXPECT_EQ(delayed[0].first, 3);
+  EXPECT_EQ(delayed[1].first, 4);
+}
+
+// What transformers refuses about the best model, and what zerotune refuses on top (a metric its
+// evaluation does not log; save_strategy best without evaluations): exit 1 naming the keys.
+TEST_F(TrainCli, BestModelSettingsThatCannotWorkAreRefused) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"trainer.load_best_model_at_end=true trainer.save_steps=3",
+       "trainer.load_best_model_at_end requires the saving steps to be a round multiple of the "
+       "evaluation steps, but save_steps 3 is not a round multiple of eval_steps 2"},
+      {"trainer.load_best_model_at_end=true trainer.save_strategy=epoch",
+       "trainer.load_best_model_at_end requires the save and eval strategy to match (as "
+       "transformers does), but eval_strategy is 'steps' and save_strategy 'epoch'"},
+      {"trainer.metric_for_best_model=bleu",
+       "trainer.metric_for_best_model 'bleu' (eval_bleu) is not a metric of zerotune's evaluation; "
+       "it logs eval_loss, eval_entropy, eval_mean_token_accuracy"},
+      {"trainer.save_strategy=best",
+       "trainer.metric_for_best_model must be set with save_strategy: best"},
+      {"trainer.save_strategy=best trainer.metric_for_best_model=loss trainer.eval_strategy=no",
+       "trainer.save_strategy: best needs evaluations to find the best model, but "
+       "trainer.eval_strategy is 'no'"},
+  };
+  for (const auto& [overrides, message] : cases) {
+    auto r = train("bestbad", overrides);
+    EXPECT_EQ(r.status, 1) << overrides << "\n" << r.output;
+    EXPECT_NE(r.output.find(message), std::string::npos) << overrides << "\n" << r.output;
+  }
 }
 
 // A checkpoint whose trainer_state.json is valid JSON of the wrong shape: exit 1 naming the file
