@@ -195,6 +195,8 @@ train::TrainArgs make_train_args(RunConfig& cfg, const std::optional<AccelerateC
   }
   if (a.eval_strategy != train::IntervalStrategy::kNo && !a.eval_data)
     fail("{}: trainer.eval_strategy is '{}' but dataset.eval.path is not set", cfg.source(), name_of(a.eval_strategy));
+  if (a.eval_on_start && !a.eval_data)
+    fail("{}: trainer.eval_on_start is true but dataset.eval.path is not set", cfg.source());
   resolve_best_model(cfg, a);
   a.resolved_config = cfg.tree();
   return a;

@@ -77,7 +77,7 @@ std::vector<KeySpec> trainer_keys() {
       option_or_null("trainer.eval_steps", &TrainArgs::eval_steps, nullptr, int64_t{0},
                      steps(true)),  // null: logging_steps
       option("trainer.eval_delay", &TrainArgs::eval_delay, 0, number(0)),
-      noted("trainer.eval_on_start", false, "zerotune evaluates at the eval_steps boundaries only"),
+      option("trainer.eval_on_start", &TrainArgs::eval_on_start, false, boolean()),
       noted("trainer.eval_accumulation_steps", nullptr, kEvalLoop),
       noted("trainer.eval_do_concat_batches", true, kEvalLoop),
       noted("trainer.eval_use_gather_object", false, kEvalLoop),

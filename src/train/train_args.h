@@ -120,6 +120,9 @@ struct TrainArgs {
   // Evaluations wait until global_step (eval_strategy steps) or the epoch (epoch) reaches this:
   // transformers' DefaultFlowCallback `args.eval_delay <= state.global_step / state.epoch`.
   double eval_delay{};
+  // An evaluation before the first step of the run (a resumed run's too), logged at that step and
+  // not compared for the best model (transformers' `args.eval_on_start` → `_evaluate`).
+  bool eval_on_start{};
   SaveStrategy save_strategy{};
   int64_t save_steps{};
   // The best model (transformers' Trainer._determine_best_metric): the eval metric compared after

@@ -805,6 +805,10 @@ TrainSummary Trainer::run() {
   TrainSummary sum;
   LogWindow window(s.num_tokens_seen);
   const int64_t T = s.plan->total_steps();
+  if (a.eval_on_start && s.start_step < T) {
+    const double epoch = s.start_step > 0 ? s.plan->info(s.start_step - 1).epoch_progress : 0.0;
+    if (std::optional<MetricRecord> rec = s.evaluate(s.start_step, epoch)) s.log_record(*rec);
+  }
   double window_start = now_seconds();
 
   for (int64_t k = s.start_step; k < T; ++k) {

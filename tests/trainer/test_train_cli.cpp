@@ -306,6 +306,38 @@ TEST_F(TrainCli, SaveStrategyBestAndEvalDelay) {
   EXPECT_EQ(delayed[1].first, 4);
 }
 
+// eval_on_start: one evaluation before the first step, logged at step 0 (epoch 0), that changes
+// nothing else; a resumed run evaluates its checkpoint's weights first, bit for bit the first run's
+// evaluation at that step. Without an eval set it is refused.
+TEST_F(TrainCli, EvalOnStart) {
+  auto plain = train("evs_plain", "");
+  ASSERT_EQ(plain.status, 0) << plain.output;
+  auto r = train("evs", "trainer.eval_on_start=true");
+  ASSERT_EQ(r.status, 0) << r.output;
+  auto ev = train_events(exp("evs")), ref = train_events(exp("evs_plain"));
+  ASSERT_EQ(ev.size(), ref.size() + 1);
+  EXPECT_EQ(ev[0]["step"], 0);
+  EXPECT_EQ(ev[0]["epoch"], 0.0);
+  EXPECT_TRUE(ev[0].contains("eval_loss"));
+  EXPECT_GT(ev[0]["eval_loss"].get<double>(), 0.0);
+  EXPECT_EQ(std::vector<zt::Json>(ev.begin() + 1, ev.end()), ref);
+  auto a = train("evs_res", "trainer.max_steps=2");
+  ASSERT_EQ(a.status, 0) << a.output;
+  auto b = train("evs_res", "trainer.eval_on_start=true trainer.resume_from_checkpoint=true");
+  ASSERT_EQ(b.status, 0) << b.output;
+  std::vector<zt::Json> at2;
+  for (const zt::Json& e : train_events(exp("evs_res")))
+    if (e.contains("eval_loss") && e["step"] == 2) at2.push_back(e);
+  ASSERT_EQ(at2.size(), 2u);
+  EXPECT_EQ(at2[0]["eval_loss"], at2[1]["eval_loss"]);
+  auto c =
+      train("evs_none", "trainer.eval_on_start=true trainer.eval_strategy=no dataset.eval=null");
+  EXPECT_EQ(c.status, 1) << c.output;
+  EXPECT_NE(c.output.find("trainer.eval_on_start is true but dataset.eval.path is not set"),
+            std::string::npos)
+      << c.output;
+}
+
 // What transformers refuses about the best model, and what zerotune refuses on top (a metric its
 // evaluation does not log; save_strategy best without evaluations): exit 1 naming the keys.
 TEST_F(TrainCli, BestModelSettingsThatCannotWorkAreRefused) {
