@@ -159,6 +159,7 @@ int cmd_train(const Args& args) {
   add_config_file_option(app, file);
   app.add_option("--config_file", accel, "accelerate config (ZeRO stage, offload, mixed precision)");
   app.add_option("overrides", overrides, "key.path=value overrides");
+  if (auto rc = refuse_multirun(args, kUsage)) return *rc;
   if (auto rc = parse_command_line(app, kUsage, with_hydra_long_flags(args))) return *rc;
   if (auto rc = config_file_of(file, kUsage, &config)) return *rc;
   // ZT_ACCELERATE_CONFIG: `zerotune launch` has read (and reported on) the file already.

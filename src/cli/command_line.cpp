@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cli/error_report.h"
+#include "io/hydra_sweep.h"
 
 namespace zt::cli {
 
@@ -87,6 +88,13 @@ Args with_hydra_long_flags(const Args& args) {
     }
   }
   return out;
+}
+
+std::optional<int> refuse_multirun(const Args& args, const CommandUsage& usage) {
+  for (const auto& a : args)
+    if (a == "-m" || a == "--multirun")
+      return usage_error(usage, a + ": " + std::string(kSweepRefused));
+  return std::nullopt;
 }
 
 std::optional<int> config_file_of(const ConfigFileOption& o, const CommandUsage& usage,

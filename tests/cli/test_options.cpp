@@ -232,6 +232,24 @@ TEST(CommandLine, LaunchSaysWhatANumericOptionExpects) {
   EXPECT_EQ(n, 10);
 }
 
+// Hydra's -m / --multirun: one usage error naming the flag, before the config is read (CLI11 said
+// "The following argument was not expected: -m").
+TEST(CommandLine, MultirunIsRefusedNamingTheFlag) {
+  for (const char* cmd : {"train", "prepare"})
+    for (const char* flag : {"-m", "--multirun"}) {
+      const CmdResult r = run_zerotune(std::string(cmd) + " --config nope.yaml " + flag +
+                                       " trainer.learning_rate=1e-5,2e-5");
+      EXPECT_EQ(r.status, 2) << cmd << " " << flag << ": " << r.err;
+      EXPECT_EQ(r.err.rfind(std::string("zerotune: error: ") + cmd + ": " + flag +
+                                ": sweeps (Hydra --multirun) are not supported: launch one run "
+                                "per value\nusage: zerotune " +
+                                cmd + " ",
+                            0),
+                0u)
+          << r.err;
+    }
+}
+
 TEST(CommandLine, OptionsPrintsTheTable) {
   const CmdResult r = run_zerotune("options");
   EXPECT_EQ(r.status, 0) << r.err;
