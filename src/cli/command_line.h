@@ -35,7 +35,7 @@ std::optional<int> parse_command_line(CLI::App& app, const CommandUsage& usage, 
 struct ConfigFileOption {
   std::string config, config_path, config_name;
 };
-// Adds the three options to `app`.
+// Adds the three options to `app`; their --help lines name -cp and -cn too.
 void add_config_file_option(CLI::App& app, ConfigFileOption& o);
 // Hydra's short flags -cp / -cn (which CLI11 would read as -c -p) as --config-path / --config-name.
 Args with_hydra_long_flags(const Args& args);
