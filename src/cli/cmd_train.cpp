@@ -123,6 +123,7 @@ train::TrainArgs make_train_args(RunConfig& cfg, const std::optional<AccelerateC
   a.exp_dir = cfg.get<std::string>("exp_dir");
   auto out = cfg.get_optional<std::string>("trainer.output_dir");
   a.output_dir = out ? fs::path(*out) : a.exp_dir / "final";
+  cfg.set("trainer.output_dir", a.output_dir.string());  // args.yaml: the effective value
   const ReportTo report_to = resolve_report_to(cfg);
   if (!report_to.warning.empty()) warn(report_to.warning);
   if (report_to.tensorboard) {
