@@ -13,6 +13,7 @@
 #include "cli/command_line.h"
 #include "cli/commands.h"
 #include "core/error.h"
+#include "core/log.h"
 #include "io/gnuplot_png.h"
 #include "train/log_compare.h"
 
@@ -89,6 +90,23 @@ std::vector<io::PlotPanel> panels_of(const std::vector<train::RunLog>& runs,
   return panels;
 }
 
+// The note on a run whose log repeats steps: "<file>: step 3 is logged 2 times, step 4 3 times;
+// …" (the first kListed steps, then how many more), or "" when it repeats none.
+std::string repeated_steps_note(const train::RunLog& run) {
+  constexpr size_t kListed = 10;
+  const std::vector<train::RepeatedStep> rep = train::repeated_steps(run);
+  if (rep.empty()) return "";
+  std::string steps;
+  for (size_t i = 0; i < rep.size() && i < kListed; ++i)
+    steps += i == 0 ? fmt::format("step {} is logged {} times", rep[i].step, rep[i].times)
+                    : fmt::format(", step {} {} times", rep[i].step, rep[i].times);
+  if (rep.size() > kListed) steps += fmt::format(" and {} more steps", rep.size() - kListed);
+  return fmt::format(
+      "{}: {}; compare uses the last value of each such step (a resumed run's log repeats the "
+      "steps after its checkpoint, and its last line is the resumed run's)",
+      run.source.string(), steps);
+}
+
 int compare(const std::vector<std::string>& run_args, const std::string& png, bool no_png) {
   std::vector<train::RunLog> runs;
   for (const auto& r : run_args) runs.push_back(train::read_run_log(r));
@@ -97,6 +115,9 @@ int compare(const std::vector<std::string>& run_args, const std::string& png, bo
   for (size_t i = 0; i < runs.size(); ++i)
     fmt::print("  {}  {}  ({}, {} events)\n", run_label(i), runs[i].run.string(),
                runs[i].source.string(), runs[i].events.size());
+  std::fflush(stdout);  // the notes (stderr) after the runs they are about
+  for (const auto& r : runs)
+    if (const std::string note = repeated_steps_note(r); !note.empty()) log::info("{}", note);
   if (res.metrics.empty())
     fail("compare: no run logged any of the compared metrics (loss, grad_norm, …)");
   print_table(res);

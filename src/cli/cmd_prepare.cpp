@@ -21,6 +21,7 @@ int cmd_prepare(const Args& args) {
   add_config_file_option(app, file);
   app.add_flag("--json", json, "print the reports as JSON lines instead of text");
   app.add_option("overrides", overrides, "key.path=value overrides");
+  if (auto rc = refuse_multirun(args, kUsage)) return *rc;
   if (auto rc = parse_command_line(app, kUsage, with_hydra_long_flags(args))) return *rc;
   if (auto rc = config_file_of(file, kUsage, &config)) return *rc;
   RunConfig cfg = RunConfig::load(config, overrides);

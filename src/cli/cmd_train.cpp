@@ -175,6 +175,7 @@ train::TrainArgs make_train_args(RunConfig& cfg, const std::optional<AccelerateC
   a.exp_dir = cfg.get<std::string>("exp_dir");
   auto out = cfg.get_optional<std::string>("trainer.output_dir");
   a.output_dir = out ? fs::path(*out) : a.exp_dir / "final";
+  cfg.set("trainer.output_dir", a.output_dir.string());  // args.yaml: the effective value
   const ReportTo report_to = resolve_report_to(cfg);
   if (!report_to.warning.empty()) warn(report_to.warning);
   if (report_to.tensorboard) {
@@ -214,6 +215,7 @@ int cmd_train(const Args& args) {
   add_config_file_option(app, file);
   app.add_option("--config_file", accel, "accelerate config (ZeRO stage, offload, mixed precision)");
   app.add_option("overrides", overrides, "key.path=value overrides");
+  if (auto rc = refuse_multirun(args, kUsage)) return *rc;
   if (auto rc = parse_command_line(app, kUsage, with_hydra_long_flags(args))) return *rc;
   if (auto rc = config_file_of(file, kUsage, &config)) return *rc;
   // ZT_ACCELERATE_CONFIG: `zerotune launch` has read (and reported on) the file already.

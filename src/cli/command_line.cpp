@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cli/error_report.h"
+#include "io/hydra_sweep.h"
 
 namespace zt::cli {
 
@@ -68,10 +69,16 @@ std::optional<int> parse_command_line(CLI::App& app, const CommandUsage& usage, 
 
 void add_config_file_option(CLI::App& app, ConfigFileOption& o) {
   app.add_option("--config", o.config, "hydra-style sft.yaml");
+  // -cp / -cn are read by with_hydra_long_flags (CLI11 takes one letter after a single dash), so
+  // the help names them here.
   app.add_option("--config-path", o.config_path,
-                 "Hydra's form: the directory of the config (with --config-name; default .)");
-  app.add_option("--config-name", o.config_name,
-                 "Hydra's form: the config's name in --config-path (sft or sft.yaml)");
+                 "also -cp DIR. Hydra's form: the directory of the config (with --config-name; "
+                 "default .)")
+      ->type_name("DIR");
+  app.add_option(
+         "--config-name", o.config_name,
+         "also -cn NAME. Hydra's form: the config's name in --config-path (sft or sft.yaml)")
+      ->type_name("NAME");
 }
 
 Args with_hydra_long_flags(const Args& args) {
@@ -87,6 +94,13 @@ Args with_hydra_long_flags(const Args& args) {
     }
   }
   return out;
+}
+
+std::optional<int> refuse_multirun(const Args& args, const CommandUsage& usage) {
+  for (const auto& a : args)
+    if (a == "-m" || a == "--multirun")
+      return usage_error(usage, a + ": " + std::string(kSweepRefused));
+  return std::nullopt;
 }
 
 std::optional<int> config_file_of(const ConfigFileOption& o, const CommandUsage& usage,

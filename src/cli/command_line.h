@@ -35,7 +35,7 @@ std::optional<int> parse_command_line(CLI::App& app, const CommandUsage& usage, 
 struct ConfigFileOption {
   std::string config, config_path, config_name;
 };
-// Adds the three options to `app`.
+// Adds the three options to `app`; their --help lines name -cp and -cn too.
 void add_config_file_option(CLI::App& app, ConfigFileOption& o);
 // Hydra's short flags -cp / -cn (which CLI11 would read as -c -p) as --config-path / --config-name.
 Args with_hydra_long_flags(const Args& args);
@@ -43,6 +43,13 @@ Args with_hydra_long_flags(const Args& args);
 // --config-path alone) prints a usage error and returns 2.
 std::optional<int> config_file_of(const ConfigFileOption& o, const CommandUsage& usage,
                                   std::string* path);
+
+// Hydra's -m / --multirun (one command line run as several jobs, a sweep), which zerotune does not
+// do: prints the usage error "<command>: -m: sweeps (Hydra --multirun) are not supported: launch
+// one run per value" (naming the flag as given) and returns 2; std::nullopt when `args` holds
+// neither flag. Sweep overrides (`lr=1e-5,2e-5`) are refused where overrides are read
+// (io/hydra_sweep.h).
+std::optional<int> refuse_multirun(const Args& args, const CommandUsage& usage);
 
 // Prints a usage error found by the command itself (as above) and returns 2.
 int usage_error(const CommandUsage& usage, std::string_view what);

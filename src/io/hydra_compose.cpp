@@ -473,6 +473,7 @@ class Composer {
     if (std::find(chain_.begin(), chain_.end(), file.string()) != chain_.end())
       fail("{}: the defaults lists form a loop: {} -> {}", e.where, join(chain_, " -> "),
            file.string());
+    check_depth(e, file);
     chain_.push_back(file.string());
     std::vector<Entry> defaults = node.loaded->defaults;
     if (!defaults.empty() || (node.primary && !appends_.empty())) validate_self(node, defaults);
@@ -537,6 +538,17 @@ class Composer {
     std::reverse(children.begin(), children.end());
     node.children = std::move(children);
     chain_.pop_back();
+  }
+
+  // A config `file` included at depth chain_.size() + 1 (the primary is 1): past
+  // kMaxDefaultsDepth, an error naming the entry, the file and the depth (the walk is recursive).
+  void check_depth(const Entry& e, const fs::path& file) const {
+    if (chain_.size() < static_cast<size_t>(kMaxDefaultsDepth)) return;
+    fail(
+        "{}: {} is config {} of one chain of defaults lists ({} -> … -> {}); zerotune composes at "
+        "most {} nested configs (Hydra 1.3 stops with a RecursionError near 470)",
+        e.where, file.string(), chain_.size() + 1, chain_.front(), chain_.back(),
+        kMaxDefaultsDepth);
   }
 
   // The option of `group: ${a}_${b}`: each ${key} is the option chosen for config group key

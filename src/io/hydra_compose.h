@@ -30,6 +30,11 @@
 
 namespace zt {
 
+// The most configs one chain of defaults lists may nest (the primary, a group file its list names,
+// a file that one's list names, …). Hydra 1.3.2 stops near 470 with Python's RecursionError; a
+// chain of 20,000 overflowed zerotune's stack.
+inline constexpr int kMaxDefaultsDepth = 1000;
+
 // One command-line override that names a config group (Hydra's test: <config dir>/<group> is a
 // directory).
 struct GroupOverride {
@@ -59,7 +64,8 @@ std::vector<std::string> config_groups_in(const std::filesystem::path& dir);
 // defaults list and no overrides is its own contents. Throws zt::Error naming the file and the
 // entry (or the override): a group or option that is not there (listing the options or groups
 // that are), a group chosen twice, an override or deletion that matches no entry, `_self_` twice,
-// a list merged with a mapping, and the refused forms above.
+// a list merged with a mapping, a chain of defaults lists nesting more than kMaxDefaultsDepth
+// configs (naming the entry, the file and its depth), and the refused forms above.
 Json compose_hydra_config(const std::filesystem::path& primary,
                           const std::vector<GroupOverride>& overrides);
 

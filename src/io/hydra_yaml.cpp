@@ -19,6 +19,7 @@
 #include "core/log.h"
 #include "core/spelling.h"
 #include "io/hydra_compose.h"
+#include "io/hydra_sweep.h"
 #include "io/yaml_load.h"
 
 namespace zt {
@@ -547,6 +548,8 @@ Json load_hydra_yaml(const std::filesystem::path& path, const std::vector<std::s
   std::vector<std::string> keys;  // overrides of keys, applied to the composed config
   for (const auto& ov : overrides) {
     check_utf8(ov);
+    // `lr=1e-5,2e-5`, `choice(a,b)`, `hydra/sweeper=…`: a sweep, where zerotune runs one job.
+    refuse_sweep_override(ov);
     // hydra.run.dir=., hydra/job_logging=disabled: Hydra's own settings, as the file's hydra
     // section and defaults entries, which are dropped too.
     const std::string bare = ov.substr(std::min(ov.find_first_not_of("+~"), ov.size()));

@@ -36,7 +36,8 @@ Json yaml_scalar_to_json(const std::string& s, bool quoted, bool octal = true);
 // `is_known(key)` says the application knows the key (it has a default there).
 // Throws zt::Error naming the file (and line for YAML syntax errors and repeated keys), the
 // override that names an unknown key (without '+'), an interpolation that points nowhere or loops,
-// and the composition errors of compose_hydra_config (the file and defaults entry, or override).
+// the composition errors of compose_hydra_config (the file and defaults entry, or override), and
+// a sweep (refuse_sweep_override, io/hydra_sweep.h: `lr=1e-5,2e-5`, `choice(a,b)`, …).
 // `overridden`, when given, receives the key path of each override (for messages that say where
 // a value came from).
 Json load_hydra_yaml(const std::filesystem::path& path, const std::vector<std::string>& overrides,

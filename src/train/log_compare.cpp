@@ -1,5 +1,6 @@
 #include "train/log_compare.h"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <map>
@@ -91,7 +92,30 @@ MetricDiff diff_series(const std::string& metric, size_t run, const Series& firs
   return d;
 }
 
+// The field `m` is read from in `log`: its key, or its alias when no event holds the key.
+std::string logged_key(const RunLog& log, const CompareMetric& m) {
+  for (const Json& e : log.events)
+    if (e.contains(m.key)) return m.key;
+  return m.alias.empty() ? m.key : m.alias;
+}
+
 }  // namespace
+
+std::vector<RepeatedStep> repeated_steps(const RunLog& log,
+                                         const std::vector<CompareMetric>& metrics) {
+  std::map<int64_t, int> most;  // step -> the most events holding one metric there
+  for (const auto& m : metrics) {
+    const std::string key = logged_key(log, m);
+    std::map<int64_t, int> times;
+    for (const Json& e : log.events)
+      if (e.contains(key)) ++times[e["step"].get<int64_t>()];
+    for (const auto& [step, n] : times)
+      if (n > 1) most[step] = std::max(most[step], n);
+  }
+  std::vector<RepeatedStep> out;
+  for (const auto& [step, n] : most) out.push_back({step, n});
+  return out;
+}
 
 CompareResult compare_run_logs(const std::vector<RunLog>& runs,
                                const std::vector<CompareMetric>& metrics) {

@@ -63,6 +63,20 @@ bool larger_diff(double x, double y);
 // back to the same double ("2.5000000000000004").
 std::string show_value(double v);
 
+// A step that a run's log holds more than once (a resumed run's log can repeat the steps logged
+// after the checkpoint it resumed from).
+struct RepeatedStep {
+  int64_t step = 0;
+  int times = 0;  // the most events at the step holding one metric (>= 2)
+};
+
+// The steps of `log` at which some metric of `metrics` (its key, or its alias when no event holds
+// the key, as metric_series reads it) is logged more than once, step ascending. An eval event
+// beside a log event at one step is no repeat (they hold other metrics). metric_series keeps the
+// last value of such a step.
+std::vector<RepeatedStep> repeated_steps(
+    const RunLog& log, const std::vector<CompareMetric>& metrics = default_compare_metrics());
+
 // Compares every run with runs[0] on each metric that at least one run logged. Needs >= 2 runs
 // (zt::Error otherwise); errors of metric_series (a non-numeric value) propagate.
 CompareResult compare_run_logs(

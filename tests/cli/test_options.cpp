@@ -237,6 +237,41 @@ TEST(CommandLine, LaunchSaysWhatANumericOptionExpects) {
   EXPECT_EQ(n, 10);
 }
 
+// train and prepare take Hydra's -cp / -cn (cli/command_line.h); their --help now says so (it
+// listed only --config-path and --config-name).
+TEST(CommandLine, HelpNamesHydrasShortConfigFlags) {
+  for (const char* cmd : {"train", "prepare"}) {
+    const CmdResult h = run_zerotune(std::string(cmd) + " --help");
+    EXPECT_EQ(h.status, 0) << cmd << ": " << h.err;
+    EXPECT_NE(h.out.find("\n  --config-path DIR           also -cp DIR. Hydra's form: the "
+                         "directory of the config (with --config-name; default .)\n"),
+              std::string::npos)
+        << cmd << ": " << h.out;
+    EXPECT_NE(h.out.find("\n  --config-name NAME          also -cn NAME. Hydra's form: the "
+                         "config's name in --config-path (sft or sft.yaml)\n"),
+              std::string::npos)
+        << cmd << ": " << h.out;
+  }
+}
+
+// Hydra's -m / --multirun: one usage error naming the flag, before the config is read (CLI11 said
+// "The following argument was not expected: -m").
+TEST(CommandLine, MultirunIsRefusedNamingTheFlag) {
+  for (const char* cmd : {"train", "prepare"})
+    for (const char* flag : {"-m", "--multirun"}) {
+      const CmdResult r = run_zerotune(std::string(cmd) + " --config nope.yaml " + flag +
+                                       " trainer.learning_rate=1e-5,2e-5");
+      EXPECT_EQ(r.status, 2) << cmd << " " << flag << ": " << r.err;
+      EXPECT_EQ(r.err.rfind(std::string("zerotune: error: ") + cmd + ": " + flag +
+                                ": sweeps (Hydra --multirun) are not supported: launch one run "
+                                "per value\nusage: zerotune " +
+                                cmd + " ",
+                            0),
+                0u)
+          << r.err;
+    }
+}
+
 TEST(CommandLine, OptionsPrintsTheTable) {
   const CmdResult r = run_zerotune("options");
   EXPECT_EQ(r.status, 0) << r.err;

@@ -131,3 +131,40 @@ TEST(HydraCompose, SymlinkLoopInAGroupDirectoryIsNoInternalError) {
   EXPECT_EQ(error.find("symbolic links"), std::string::npos) << error;
   EXPECT_EQ(zt::config_groups_in(d.path()), std::vector<std::string>{"opt"});
 }
+
+namespace {
+
+// A primary config.yaml whose defaults list names g0/a.yaml, whose list names g1/a.yaml, …, down
+// to g<groups-1>/a.yaml (plain writes: a file system sync each would take seconds): a chain of
+// groups + 1 configs, each adding its own key at the top.
+fs::path write_defaults_chain(const fs::path& d, int groups) {
+  std::ofstream(d / "config.yaml") << "defaults:\n  - g0@_global_: a\n  - _self_\nx: 1\n";
+  for (int i = 0; i < groups; ++i) {
+    const std::string next =
+        i + 1 < groups ? fmt::format("defaults:\n  - /g{}@_global_: a\n  - _self_\n", i + 1) : "";
+    fs::create_directories(d / fmt::format("g{}", i));
+    std::ofstream(d / fmt::format("g{}", i) / "a.yaml") << next << fmt::format("v{}: {}\n", i, i);
+  }
+  return d / "config.yaml";
+}
+
+}  // namespace
+
+// A chain of defaults lists nesting kMaxDefaultsDepth configs composes; one more is an error naming
+// the entry, the file and its depth (a chain of 20,000 overflowed the stack: a crash, no message).
+TEST(HydraCompose, DefaultsChainDeeperThanTheLimitIsAnError) {
+  ASSERT_EQ(zt::kMaxDefaultsDepth, 1000);
+  zt::testing::TempDir ok;
+  const zt::Json j = zt::compose_hydra_config(write_defaults_chain(ok.path(), 999), {});
+  EXPECT_EQ(j.size(), 1000u);  // x and v0 … v998
+  EXPECT_EQ(j["v998"], 998);
+  zt::testing::TempDir deep;
+  const fs::path primary = write_defaults_chain(deep.path(), 1000);
+  const std::string d = deep.path().string();
+  EXPECT_EQ(zt::testing::error_of([&] { zt::compose_hydra_config(primary, {}); }),
+            d + "/g998/a.yaml: defaults: entry {\"/g999@_global_\":\"a\"}: " + d +
+                "/g999/a.yaml is config 1001 of one chain of defaults lists (" + d +
+                "/config.yaml -> … -> " + d +
+                "/g998/a.yaml); zerotune composes at most 1000 nested configs (Hydra 1.3 stops "
+                "with a RecursionError near 470)");
+}

@@ -73,6 +73,28 @@ TEST(RunLog, MetricsJsonlWinsAndAliasesAndLastValuePerStep) {
   EXPECT_TRUE(metric_series(log, "eval_loss").empty());
 }
 
+// The steps a log holds more than once for a compared metric, with the most times one metric is
+// there; an eval event beside a log event at one step is no repeat, an alias counts as its metric.
+TEST(LogCompare, RepeatedStepsOfAResumedLog) {
+  RunLog log;
+  for (const char* e :
+       {R"({"loss": 2.0, "accuracy": 0.5, "step": 1})", R"({"eval_loss": 2.0, "step": 1})",
+        R"({"loss": 2.0, "step": 2})", R"({"loss": 1.5, "accuracy": 0.5, "step": 1})",
+        R"({"accuracy": 1, "step": 1})", R"({"loss": 1.0, "step": 2})",
+        R"({"grad_norm": 1.0, "step": 3})"})
+    log.events.push_back(Json::parse(e));
+  const auto rep = repeated_steps(log);
+  ASSERT_EQ(rep.size(), 2u);
+  EXPECT_EQ(rep[0].step, 1);
+  EXPECT_EQ(rep[0].times, 3);  // accuracy (mean_token_accuracy's alias) three times
+  EXPECT_EQ(rep[1].step, 2);
+  EXPECT_EQ(rep[1].times, 2);
+  EXPECT_EQ(metric_series(log, "loss"),
+            (std::vector<std::pair<int64_t, double>>{{1, 1.5}, {2, 1.0}}));  // the last values
+  log.events.erase(log.events.begin() + 3, log.events.end());
+  EXPECT_TRUE(repeated_steps(log).empty());
+}
+
 TEST(RunLog, ErrorsNameTheFile) {
   TempDir d;
   testing::expect_error([&] { read_run_log(d / "missing"); },

@@ -103,6 +103,36 @@ TEST_F(CompareCli, NanBesideANumberIsReportedAsNan) {
   EXPECT_FALSE(contains(loss, "0.5 (step 4)")) << loss;
 }
 
+// A log that holds a step twice (a resumed run's metrics.jsonl repeats the steps after its
+// checkpoint): a note names the file, the step and how many times, and the last value is compared
+// (it was, silently). Run B's first step-3 and step-4 losses differ from A's; its last ones agree.
+TEST_F(CompareCli, RepeatedStepsAreNamedAndTheLastValueIsCompared) {
+  write_lines(dir("a") / "metrics.jsonl", run_lines());
+  std::vector<std::string> resumed = run_lines("9.0", "9.5");
+  for (const auto& l : run_lines()) resumed.push_back(l);  // steps 1-4 again, eval 2 again
+  const std::vector<std::string> again = run_lines();
+  resumed.push_back(again[4]);  // step 4 a third time
+  write_lines(dir("b") / "metrics.jsonl", resumed);
+  auto r = compare("a b --no-png");
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(contains(r.output,
+                       "zerotune: info: b/metrics.jsonl: step 1 is logged 2 times, step 2 2 times, "
+                       "step 3 2 times, step 4 3 times; compare uses the last value of each such "
+                       "step (a resumed run's log repeats the steps after its checkpoint, and its "
+                       "last line is the resumed run's)\n"))
+      << r.output;
+  EXPECT_FALSE(contains(r.output, "a/metrics.jsonl: step")) << r.output;
+  EXPECT_TRUE(contains(row(r.output, "loss"), "none (bitwise equal)")) << r.output;
+  // Past ten repeated steps the rest are counted.
+  std::vector<std::string> many;
+  for (int pass = 0; pass < 2; ++pass)
+    for (int step = 1; step <= 12; ++step)
+      many.push_back(fmt::format(R"({{"loss":1.0,"step":{}}})", step));
+  write_lines(dir("c") / "metrics.jsonl", many);
+  r = compare("c c --no-png");
+  EXPECT_TRUE(contains(r.output, "step 10 2 times and 2 more steps; compare uses")) << r.output;
+}
+
 TEST_F(CompareCli, TrlTrainerStateFixture) {
   auto r = compare(kTrlRun.string() + " " + kTrlRun.string() + " --no-png");
   EXPECT_EQ(r.status, 0) << r.output;

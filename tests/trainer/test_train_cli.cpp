@@ -592,6 +592,26 @@ TEST_F(TrainCli, ArgsYamlRecordsTheReportToTheRunUsed) {
   EXPECT_NE(slurp(exp("rt_none") / "args.yaml").find("  report_to:\n    []\n"), std::string::npos);
 }
 
+// args.yaml records the output_dir the final model went to: exp_dir/final when the config sets
+// none (it had no output_dir at all), and the value given when it sets one.
+TEST_F(TrainCli, ArgsYamlRecordsTheEffectiveOutputDir) {
+  const std::string quick =
+      "trainer.max_steps=1 trainer.eval_strategy=no trainer.save_strategy=no ";
+  auto r = train("od_default", quick);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(fs::exists(exp("od_default") / "final" / "model.safetensors"));
+  std::string args = slurp(exp("od_default") / "args.yaml");
+  EXPECT_NE(args.find("\n  output_dir: " + (exp("od_default") / "final").string() + "\n"),
+            std::string::npos)
+      << args;
+  const fs::path given = root_ / "models" / "od_given";
+  r = train("od_given", quick + "trainer.output_dir=" + given.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(fs::exists(given / "model.safetensors"));
+  args = slurp(exp("od_given") / "args.yaml");
+  EXPECT_NE(args.find("\n  output_dir: " + given.string() + "\n"), std::string::npos) << args;
+}
+
 // The final export fails after training (output_dir on a file system that fills up; start-up only
 // checks it is writable): with save_strategy no the trained weights were lost with the process.
 // They are kept as a checkpoint in exp_dir, named in the error, and resuming from it writes the
