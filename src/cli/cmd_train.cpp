@@ -40,7 +40,13 @@ namespace {
 void resolve_best_model(const RunConfig& cfg, train::TrainArgs& a) {
   using train::IntervalStrategy;
   using train::SaveStrategy;
-  std::string metric = cfg.get_optional<std::string>("trainer.metric_for_best_model").value_or("");
+  const auto given = cfg.get_optional<std::string>("trainer.metric_for_best_model");
+  if (given && given->empty())
+    fail(
+        "{}: trainer.metric_for_best_model is an empty string; name a metric (loss, "
+        "mean_token_accuracy, entropy) or leave it null",
+        cfg.source());
+  std::string metric = given.value_or("");
   if (metric.empty() && a.load_best_model_at_end) metric = "loss";
   const bool best_save = a.save_strategy == SaveStrategy::kBest;
   if ((best_save || a.load_best_model_at_end) && metric.empty())

@@ -104,6 +104,10 @@ struct Trainer::State {
   int64_t best_global_step = 0;  // 0: none yet
   fs::path best_checkpoint;      // empty until a checkpoint of best_global_step is saved
   bool best_loaded = false;      // load_best_model_at_end has put its weights into the engine
+  // An evaluation due at a step was abandoned by a stop signal: the checkpoint of that step
+  // records it (eval_pending) and the resumed run evaluates first.
+  int64_t eval_abandoned_step = -1;
+  bool eval_pending = false;  // read from the resumed checkpoint
   std::unique_ptr<MetricsWriter> metrics;
   std::unique_ptr<io::TensorBoardWriter> tb;
   std::unique_ptr<ProgressDisplay> progress;
@@ -122,9 +126,10 @@ struct Trainer::State {
   // The best state saved with a checkpoint / read back on resume (keys as transformers').
   void best_to_json(Json& st) const;
   void best_from_json(const Json& st, const fs::path& state_file);
-  // load_best_model_at_end: the best checkpoint's weights into the engine (exact), and with
-  // save_total_limit 1 this run's other checkpoints deleted, as transformers does after training.
-  void load_best_model();
+  // After training, as transformers: load_best_model_at_end puts the best checkpoint's weights
+  // into the engine (exactly; a best checkpoint removed during the run: a warning, the last model
+  // stays), and with save_total_limit 1 this run's checkpoints other than the best are deleted.
+  void finish_best();
   // interrupt: the checkpoint written after a stop signal (recorded as such for the launcher).
   fs::path save_checkpoint(int64_t global_step, bool interrupt);
   // Writes the final model to output_dir. When that fails (a full disk, output_dir removed or made
@@ -599,52 +604,92 @@ bool Trainer::State::note_best(const MetricRecord& rec, int64_t global_step) {
 void Trainer::State::best_to_json(Json& st) const {
   st["best_metric"] = best_metric ? Json(*best_metric) : Json();
   st["best_global_step"] = best_global_step > 0 ? Json(best_global_step) : Json();
-  st["best_model_checkpoint"] = best_checkpoint.empty() ? Json() : Json(best_checkpoint.string());
+  st["best_model_checkpoint"] =
+      best_checkpoint.empty() ? Json()
+                              : Json(fs::absolute(best_checkpoint).lexically_normal().string());
+  // zerotune's: what best_metric measures, so that a resume with another metric starts afresh.
+  st["metric_for_best_model"] =
+      a.metric_for_best_model.empty() ? Json() : Json(a.metric_for_best_model);
+  st["greater_is_better"] = a.greater_is_better;
 }
 
 void Trainer::State::best_from_json(const Json& st, const fs::path& state_file) {
   const auto bad = [&](const char* key, const char* want) {
     fail("{}: '{}' must be {}, got {}", state_file.string(), key, want, st[key].dump());
   };
-  if (st.contains("best_metric") && !st["best_metric"].is_null()) {
+  const auto given = [&](const char* key) { return st.contains(key) && !st[key].is_null(); };
+  if (given("best_metric")) {
     if (!st["best_metric"].is_number()) bad("best_metric", "a number or null");
     best_metric = st["best_metric"].get<double>();
   }
-  if (st.contains("best_global_step") && !st["best_global_step"].is_null()) {
-    if (!st["best_global_step"].is_number_integer() || st["best_global_step"].get<int64_t>() < 1)
-      bad("best_global_step", "an integer >= 1 or null");
+  if (given("best_global_step")) {
+    if (!st["best_global_step"].is_number_integer() || st["best_global_step"].get<int64_t>() < 1 ||
+        st["best_global_step"].get<int64_t>() > start_step)
+      bad("best_global_step",
+          fmt::format("an integer in [1, {}] (the checkpoint's step) or null", start_step).c_str());
+    if (!best_metric) bad("best_metric", "a number when best_global_step is set");
     best_global_step = st["best_global_step"].get<int64_t>();
   }
-  if (st.contains("best_model_checkpoint") && !st["best_model_checkpoint"].is_null()) {
-    if (!st["best_model_checkpoint"].is_string()) bad("best_model_checkpoint", "a path or null");
-    const fs::path p = st["best_model_checkpoint"].get<std::string>();
-    std::error_code ec;
-    if (fs::is_directory(p, ec)) {
-      best_checkpoint = p;
-    } else if (rank0()) {  // transformers 5: warned and ignored
+  if (given("best_model_checkpoint") && !st["best_model_checkpoint"].is_string())
+    bad("best_model_checkpoint", "a path or null");
+  if (given("eval_pending") && !st["eval_pending"].is_boolean())
+    bad("eval_pending", "true or false");
+  eval_pending = given("eval_pending") && st["eval_pending"].get<bool>();
+  // The best so far was measured with another metric or direction: start afresh.
+  if (given("metric_for_best_model") &&
+      (st["metric_for_best_model"] != Json(a.metric_for_best_model) ||
+       (given("greater_is_better") && st["greater_is_better"] != Json(a.greater_is_better)))) {
+    if (rank0() && best_metric)
       log::warn(
-          "{}: the best checkpoint {} recorded in the resumed state does not exist anymore; "
-          "ignoring it for this run",
-          state_file.string(), p.string());
-    }
+          "{}: the best model so far was measured by {} (greater_is_better {}); this run "
+          "compares {}: its best model starts afresh",
+          state_file.string(), st["metric_for_best_model"].dump(),
+          given("greater_is_better") ? st["greater_is_better"].dump() : "?",
+          a.metric_for_best_model.empty() ? "nothing" : a.metric_for_best_model);
+    best_metric.reset();
+    best_global_step = 0;
+    return;
+  }
+  if (best_global_step == 0) return;
+  // This run's checkpoint of the best step (transformers joins run_dir and the step at each save):
+  // exp_dir may have moved since the path was recorded.
+  const fs::path mine = a.exp_dir / checkpoint_name(best_global_step);
+  std::error_code ec;
+  if (fs::is_directory(mine, ec)) {
+    best_checkpoint = mine;
+  } else if (rank0() && given("best_model_checkpoint")) {  // transformers 5: warned and ignored
+    log::warn(
+        "{}: the best checkpoint {} recorded in the resumed state does not exist anymore (nor "
+        "{}); ignoring it for this run",
+        state_file.string(), st["best_model_checkpoint"].get<std::string>(), mine.string());
   }
 }
 
-void Trainer::State::load_best_model() {
-  if (!a.load_best_model_at_end) return;
-  if (best_checkpoint.empty()) {
-    if (rank0())
-      log::warn(
-          "load_best_model_at_end: no checkpoint of a best evaluation was saved; the final model "
-          "is the last step's");
-    return;
+void Trainer::State::finish_best() {
+  if (a.load_best_model_at_end) {
+    std::error_code ec;
+    if (best_checkpoint.empty()) {
+      if (rank0())
+        log::warn("load_best_model_at_end: {}; the final model is the last step's",
+                  !best_metric ? "no evaluation ran, so there is no best model"
+                               : fmt::format("the best evaluation (step {}) has no checkpoint",
+                                             best_global_step));
+    } else if (!fs::is_regular_file(zero::ZeroEngine::state_path(best_checkpoint, 0), ec)) {
+      // transformers: "Could not locate the best model at …", and the last model stays.
+      if (rank0())
+        log::warn(
+            "load_best_model_at_end: could not locate the best model at {} (removed during the "
+            "run?); the final model is the last step's",
+            best_checkpoint.string());
+    } else {
+      if (rank0())
+        log::info("loading the best model from {} ({} {})", best_checkpoint.string(),
+                  a.metric_for_best_model, best_metric.value_or(NAN));
+      engine->load_state(best_checkpoint);
+      best_loaded = true;
+    }
   }
-  if (rank0())
-    log::info("loading the best model from {} ({} {})", best_checkpoint.string(),
-              a.metric_for_best_model, *best_metric);
-  engine->load_state(best_checkpoint);
-  best_loaded = true;
-  if (!rank0() || a.save_total_limit != 1) return;
+  if (!rank0() || a.save_total_limit != 1 || best_checkpoint.empty()) return;
   // transformers: with save_total_limit 1 only the best checkpoint stays after training.
   std::vector<CheckpointDir> mine;
   for (const auto& c : list_run_checkpoints(a.exp_dir))
@@ -693,6 +738,7 @@ fs::path Trainer::State::save_checkpoint(int64_t global_step, bool interrupt) {
                {"run_id", run_id},
                {"plan", plan_state_to_json(*plan, global_step)}};
     best_to_json(st);
+    st["eval_pending"] = eval_abandoned_step == global_step;
     write_file_atomic(dir / "trainer_state.json", st.dump(2) + "\n");
     write_file_atomic(dir / "args.yaml", json_to_yaml(a.resolved_config));
   }
@@ -805,9 +851,27 @@ TrainSummary Trainer::run() {
   TrainSummary sum;
   LogWindow window(s.num_tokens_seen);
   const int64_t T = s.plan->total_steps();
-  if (a.eval_on_start && s.start_step < T) {
+  if (s.rank0() && a.eval_strategy != IntervalStrategy::kNo && T > 0) {
+    const double last = a.eval_strategy == IntervalStrategy::kSteps
+                            ? static_cast<double>(T)
+                            : s.plan->info(T - 1).epoch_progress;
+    if (a.eval_delay > last)
+      log::warn("trainer.eval_delay {} is past the run's last {} ({}): no evaluation will run",
+                a.eval_delay, a.eval_strategy == IntervalStrategy::kSteps ? "step" : "epoch", last);
+  }
+  // The evaluation a stop signal abandoned at the resumed step runs first, as it would have
+  // (compared for the best model; that step's checkpoint is the one resumed from); eval_on_start
+  // would evaluate the same weights, so it is not run a second time.
+  if ((s.eval_pending || a.eval_on_start) && s.start_step < T) {
     const double epoch = s.start_step > 0 ? s.plan->info(s.start_step - 1).epoch_progress : 0.0;
-    if (std::optional<MetricRecord> rec = s.evaluate(s.start_step, epoch)) s.log_record(*rec);
+    if (std::optional<MetricRecord> rec = s.evaluate(s.start_step, epoch)) {
+      s.log_record(*rec);
+      if (s.eval_pending && s.note_best(*rec, s.start_step)) {
+        const fs::path ck = a.exp_dir / checkpoint_name(s.start_step);
+        std::error_code ec;
+        if (fs::is_directory(ck, ec)) s.best_checkpoint = ck;
+      }
+    }
   }
   double window_start = now_seconds();
 
@@ -849,6 +913,8 @@ TrainSummary Trainer::run() {
         sum.last_eval_loss = rec->number("eval_loss");
         s.log_record(*rec);
         new_best = s.note_best(*rec, gs);
+      } else {
+        s.eval_abandoned_step = gs;
       }
     }
     const bool stop = any_rank_stopping(s.comm);
@@ -874,7 +940,7 @@ TrainSummary Trainer::run() {
         "weights are unchanged, so no final model is written to {}",
         sum.steps_done, sum.steps_skipped_no_target,
         sum.steps_skipped - sum.steps_skipped_no_target, a.output_dir.string());
-  s.load_best_model();
+  s.finish_best();
   s.export_final(T, sum.last_checkpoint);
   return sum;
 }

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "io/json.h"
@@ -336,6 +337,83 @@ TEST_F(TrainCli, EvalOnStart) {
   EXPECT_NE(c.output.find("trainer.eval_on_start is true but dataset.eval.path is not set"),
             std::string::npos)
       << c.output;
+}
+
+// The best checkpoint is found again under exp_dir after the run's directory moved (and so
+// protected from rotation and loaded); one removed before the end leaves the last model with a
+// warning; an evaluation a stop signal abandoned (eval_pending) runs first on resume; hand-edited
+// best keys that contradict the checkpoint are refused. The best is pinned to step 2 by editing
+// checkpoint-4's state (an eval_loss of -1, which no later evaluation beats).
+TEST_F(TrainCli, BestModelAcrossMovesRemovalsAndInterruptions) {
+  const std::string keys = "trainer.load_best_model_at_end=true trainer.save_total_limit=1 ";
+  auto full = train("bmv_all", "trainer.load_best_model_at_end=true");
+  ASSERT_EQ(full.status, 0) << full.output;
+  zt::Json st = zt::Json::parse(slurp(exp("bmv_all") / "checkpoint-4" / "trainer_state.json"));
+  st["best_global_step"] = 2;
+  st["best_metric"] = -1.0;
+  st["best_model_checkpoint"] = (exp("bmv_all") / "checkpoint-2").string();
+  std::ofstream(exp("bmv_all") / "checkpoint-4" / "trainer_state.json") << st.dump(2);
+  fs::rename(exp("bmv_all"), exp("bmv_moved"));
+  auto b = train("bmv_moved", keys + "trainer.max_steps=6 trainer.resume_from_checkpoint=true");
+  ASSERT_EQ(b.status, 0) << b.output;
+  const fs::path best = exp("bmv_moved") / "checkpoint-2";
+  EXPECT_NE(b.output.find("loading the best model from " + best.string()), std::string::npos)
+      << b.output;
+  std::vector<std::string> left;
+  for (const auto& e : fs::directory_iterator(exp("bmv_moved")))
+    if (e.path().filename().string().starts_with("checkpoint-"))
+      left.push_back(e.path().filename().string());
+  EXPECT_EQ(left, std::vector<std::string>{"checkpoint-2"});
+  EXPECT_TRUE(slurp(exp("bmv_moved") / "final" / "model.safetensors") ==
+              slurp(best / "model.safetensors"));
+  // The same pinned state, the best checkpoint's ZeRO state removed: a warning, the last model.
+  auto c = train("bmv_gone", "trainer.load_best_model_at_end=true");
+  ASSERT_EQ(c.status, 0) << c.output;
+  const fs::path state = exp("bmv_gone") / "checkpoint-4" / "trainer_state.json";
+  zt::Json g = st;
+  g["run_id"] = zt::Json::parse(slurp(state))["run_id"];  // resume_from_checkpoint: true finds it
+  std::ofstream(state) << g.dump(2);
+  fs::remove(exp("bmv_gone") / "checkpoint-2" / "zero_state_rank00000.bin");
+  auto d = train("bmv_gone",
+                 "trainer.load_best_model_at_end=true trainer.max_steps=6 "
+                 "trainer.resume_from_checkpoint=true");
+  ASSERT_EQ(d.status, 0) << d.output;
+  EXPECT_NE(d.output.find("load_best_model_at_end: could not locate the best model at " +
+                          (exp("bmv_gone") / "checkpoint-2").string()),
+            std::string::npos)
+      << d.output;
+  EXPECT_TRUE(slurp(exp("bmv_gone") / "final" / "model.safetensors") ==
+              slurp(exp("bmv_gone") / "checkpoint-6" / "model.safetensors"));
+  // eval_pending: the resumed run evaluates step 4's weights first (twice logged at step 4).
+  zt::Json p = g;
+  p["eval_pending"] = true;
+  std::ofstream(state) << p.dump(2);
+  auto e = train("bmv_pend", "trainer.max_steps=6 trainer.resume_from_checkpoint=" +
+                                 (exp("bmv_gone") / "checkpoint-4").string());
+  ASSERT_EQ(e.status, 0) << e.output;
+  const auto evals = evals_of(exp("bmv_pend"), "eval_loss");
+  ASSERT_FALSE(evals.empty());
+  EXPECT_EQ(evals[0].first, 4);
+  std::vector<std::pair<int64_t, double>> at4;
+  for (const auto& ev : evals_of(exp("bmv_gone"), "eval_loss"))
+    if (ev.first == 4) at4.push_back(ev);
+  ASSERT_FALSE(at4.empty());
+  EXPECT_EQ(evals[0].second, at4[0].second);
+  // Contradicting keys: a best step after the checkpoint's, a best step without a metric.
+  for (const auto& [key, value, message] :
+       std::vector<std::tuple<std::string, zt::Json, std::string>>{
+           {"best_global_step", 8, "'best_global_step' must be an integer in [1, 4]"},
+           {"best_metric", nullptr,
+            "'best_metric' must be a number when best_global_step is set"}}) {
+    zt::Json bad = g;
+    bad[key] = value;
+    std::ofstream(state) << bad.dump(2);
+    auto r =
+        train("bmv_bad", "trainer.load_best_model_at_end=true trainer.resume_from_checkpoint=" +
+                             state.parent_path().string());
+    EXPECT_EQ(r.status, 1) << r.output;
+    EXPECT_NE(r.output.find(message), std::string::npos) << key << "\n" << r.output;
+  }
 }
 
 // What transformers refuses about the best model, and what zerotune refuses on top (a metric its
