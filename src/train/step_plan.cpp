@@ -155,6 +155,12 @@ Split saved_split(const Json& state, const std::string& source) {
            state[key].dump());
     *dst = state[key].get<int64_t>();
   }
+  int64_t product = 0;
+  if (__builtin_mul_overflow(s.b, s.w, &product) || __builtin_mul_overflow(product, s.g, &product))
+    fail(
+        "{}: the saved data-order state's batch_size × world_size × grad_accum ({} × {} × {}) "
+        "overflows",
+        source, s.b, s.w, s.g);
   return s;
 }
 

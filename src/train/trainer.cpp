@@ -406,6 +406,15 @@ void Trainer::State::resume_or_init() {
   }
   std::vector<std::byte>().swap(init_weights);
   engine->load_state(*ckpt);
+  // Every rank's Adam step count against the run's (a state file of another save of the same world
+  // size is read by its own rank only): all-reduce the largest difference.
+  int64_t off = engine->adam_step() != applied_steps ? 1 : 0;
+  comm.all_reduce(&off, 1, dist::ReduceOp::kMax);
+  if (off != 0)
+    fail(
+        "resume_from_checkpoint: {}: a zero_state_rank*.bin holds another Adam step count than "
+        "trainer_state.json's applied_steps ({}): at least one state file comes from another save",
+        ckpt->string(), applied_steps);
   if (rank0()) log::info("resumed from {} at step {}", ckpt->string(), start_step);
 }
 

@@ -145,6 +145,20 @@ TEST_F(CheckpointInputs, MissingZeroStateNamesTheCheckpointAndTheRank) {
                          "weights and optimizer state); it is incomplete"));
 }
 
+// A checkpoint whose ZeRO state file comes from another save (its Adam step count is not the
+// trainer state's applied_steps): refused, where it trained on with mismatched moments.
+TEST_F(CheckpointInputs, StateFileOfAnotherSaveIsRefused) {
+  ASSERT_TRUE(exited(train("mix", "trainer.max_steps=2 trainer.save_steps=1"), 0));
+  const fs::path ck = exp("mix") / "checkpoint-1";
+  fs::copy_file(exp("mix") / "checkpoint-2" / "zero_state_rank00000.bin",
+                ck / "zero_state_rank00000.bin", fs::copy_options::overwrite_existing);
+  const RunResult r = train("mix2", "trainer.resume_from_checkpoint=" + ck.string());
+  EXPECT_TRUE(exited(r, 1,
+                     "resume_from_checkpoint: " + ck.string() +
+                         ": a zero_state_rank*.bin holds another Adam step count than "
+                         "trainer_state.json's applied_steps (1)"));
+}
+
 // A checkpoint of a model with another architecture: the parameter that differs and both
 // config.json files (it was "ZeRO state layout hash … does not match this model's …").
 TEST_F(CheckpointInputs, CheckpointOfAnotherModelNamesTheParameter) {
