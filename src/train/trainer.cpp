@@ -699,11 +699,9 @@ void Trainer::State::finish_best() {
     }
   }
   if (!rank0() || a.save_total_limit != 1 || best_checkpoint.empty()) return;
-  // transformers: with save_total_limit 1 only the best checkpoint stays after training.
-  std::vector<CheckpointDir> mine;
-  for (const auto& c : list_run_checkpoints(a.exp_dir))
-    if (c.run_id == run_id) mine.push_back(c.dir);
-  for (const auto& p : delete_oldest_checkpoints(mine, 1, {best_checkpoint}))
+  // transformers: with save_total_limit 1 only the best checkpoint stays after training (the
+  // rotation with the best as the one protected checkpoint).
+  for (const auto& p : rotate_run_checkpoints(a.exp_dir, 1, run_id, best_checkpoint))
     log::info("deleted {} (save_total_limit 1 keeps the best checkpoint)", p.string());
 }
 
