@@ -14,7 +14,8 @@
 // wgmma A fragments, so Sᵀ and dPᵀ read only Q and dO from shared memory (at D = 128 the registers
 // allow neither).
 //
-// Forward. Block: 128 query rows of one head, key tiles of 128 up to the diagonal in order.
+// Forward. Persistent blocks (one per SM) take work items in turn (attn_fwd_sm90); an item: 128
+// query rows of one head, key tiles of 128 up to the diagonal in order.
 // Warp-specialized: a producer warpgroup (one thread) loads Q once and K/V tiles by TMA into two
 // buffers each, handed over by mbarriers ("full": the TMA's transaction bytes landed; "empty": all
 // 256 MMA threads have read it), and two MMA warpgroups (64 rows each) consume them without a
@@ -49,8 +50,8 @@
 //
 // Resources (ptxas, sm_90a): one block per SM, no spills. Forward: 384 threads launched at 168
 // registers, the MMA warpgroups raised to 240 and the producer lowered to 24; shared memory Q +
-// 2×(K, V) = 160 / 80 KiB (D 128 / 64) + barriers. Fused backward (D 128): 384 threads
-// launched at 168 registers, the MMA warpgroups raised to 240 and the writers lowered to 24
+// 2×(K, V) = 160 / 80 KiB (D 128 / 64) + barriers and the item slots. Fused backward (D 128): 384
+// threads launched at 168 registers, the MMA warpgroups raised to 240 and the writers lowered to 24
 // (setmaxnreg), shared memory K, V + 2×(Q, dO) + dSᵀ + 2 staged fp32 dQ tiles + lse2/Di = 209 KiB;
 // (D 64, pipelined) K, V + 3×(Q, dO, lse2/Di) + 2×dSᵀ + 2 staged dQ tiles = 145.5 KiB. Each plus
 // 1 KiB to align the tiles to the swizzle atom (the forward 1 KiB more for its barriers).
@@ -342,9 +343,10 @@ constexpr int kFwdStages = 2;     // K and V buffers in flight
 // registers allow no second), each taking work items — (128-row query tile, query head) of the list
 // of Σ ceil(len / 128) tiles × Hq (tile table of kSm90Rows rows), heaviest tile of each sequence
 // first — in index order from the counter a.next_item (an atomicAdd by the producer thread) until
-// the list is done. The producer fetches the next item and loads its Q as soon as both MMA
-// warpgroups have issued the current item's last S GEMM, so the next item's loads land while the
-// current one's last P·V and O stores run (as FlashAttention-3's persistent tile scheduler), where
+// the list is done. The producer fetches the next item (and finds its sequence and tile) once it
+// has issued the current item's loads, publishes it and loads its Q as soon as both MMA warpgroups
+// have issued the current item's last S GEMM, so the next item's loads land while the current
+// one's last P·V and O stores run (as FlashAttention-3's persistent tile scheduler), where
 // a block per item paid its start (barrier set-up, Q and K(0) latency) and its end on the tensor
 // cores' time: at 4 × 2k an item averages 8.5 key tiles. Which block takes an item depends on
 // timing; what an item computes does not: each is computed by one block, with the same
@@ -355,9 +357,11 @@ constexpr int kFwdStages = 2;     // K and V buffers in flight
 // per item; the K/V buffers cycle over the block's items: tile g of the block in buffer g %
 // kFwdStages) — and gives its registers up (setmaxnreg 24); warpgroups 1 and 2 take 64 query rows
 // each (setmaxnreg 240) and never meet at a block-wide barrier, so one warpgroup's softmax overlaps
-// the other's GEMMs (at D 64 by turns: kPingPong, below). The item index travels through shared
-// memory (one slot, published by an mbarrier arrival: the producer rewrites it only after both
-// warpgroups released the previous item's Q, so after they read it). A sequence's last tiles read
+// the other's GEMMs (at D 64 by turns: kPingPong, below). The item — index, tile, sequence start
+// and length, head — travels through shared memory: two slots, item it in slot it % 2, published
+// by an mbarrier arrival; the producer writes item it + 2's slot only after both warpgroups
+// released item it + 1's Q, so after they stored item it (they read its slot again for the
+// stores). A sequence's last tiles read
 // rows past its end (the next sequence's, or zeros past T): those keys are after every valid query
 // row (masked on the diagonal tile, probability 0), and those query rows are never stored. So the
 // sequences of a micro-batch stay isolated only while its values are finite: 0 × a NaN or Inf in
@@ -374,15 +378,16 @@ __global__ void __launch_bounds__(kFwdThreads, 1)
   extern __shared__ unsigned char smem[];
   const uint32_t sQ = (smem_u32(smem) + 1023u) & ~1023u, sK = sQ + kQB, sV = sK + kFwdStages * kKB;
   // Barriers (8 bytes each): Q full, Q empty, item full, then per stage K full, V full, K empty,
-  // V empty; then the item slot (an int).
+  // V empty; then the two item slots (kSlotInts ints each: item, tile, s0, L, h, kvh).
   const uint32_t bars = sV + kFwdStages * kKB, q_full = bars, q_empty = bars + 8,
                  item_full = bars + 16;
   const auto k_full = [&](int st) { return bars + 24 + 32 * st; };
   const auto v_full = [&](int st) { return bars + 32 + 32 * st; };
   const auto k_empty = [&](int st) { return bars + 40 + 32 * st; };
   const auto v_empty = [&](int st) { return bars + 48 + 32 * st; };
+  constexpr int kSlotInts = 8;
   const uint32_t slot_addr = bars + 24 + 32 * kFwdStages;
-  volatile int* const slot = reinterpret_cast<volatile int*>(smem + (slot_addr - smem_u32(smem)));
+  volatile int* const slots = reinterpret_cast<volatile int*>(smem + (slot_addr - smem_u32(smem)));
   const int tid = static_cast<int>(threadIdx.x);
   if (tid == 0) {
     mbar_init(q_full, 1);
@@ -410,14 +415,21 @@ __global__ void __launch_bounds__(kFwdThreads, 1)
           tma_load_2d(buf + cb * (R * 128), map, x0 + cb * 64, y, full);
       };
       int g = 0;  // K/V tiles this block has loaded (over its items)
+      int item = atomicAdd(a.next_item, 1);
       for (int it = 0;; ++it) {
-        if (it > 0) mbar_wait(q_empty, (it - 1) & 1);  // the previous item's Q (and slot) read
-        const int item = atomicAdd(a.next_item, 1);
-        *slot = item;
-        mbar_arrive(item_full);  // release: the slot's store is seen by the waiting warpgroups
+        const Work w = item < items ? block_work(a, kBM, true, item) : Work{};
+        if (it > 0) mbar_wait(q_empty, (it - 1) & 1);  // the previous item's Q released
+        volatile int* const slot = slots + (it & 1) * kSlotInts;
+        slot[0] = item;
+        slot[1] = w.tile;
+        slot[2] = w.s0;
+        slot[3] = w.L;
+        slot[4] = w.h;
+        mbar_arrive(item_full);  // release: the slot's stores are seen by the waiting warpgroups
         if (item >= items) break;
-        const Work w = block_work(a, kBM, true, item);
         load(&tq, kBM, sQ, w.h * D, w.s0 + w.tile * kBM, q_full);
+        // (not unrolled: the loop's state fits the producer's 24 registers without spills)
+#pragma unroll 1
         for (int j = 0; j <= w.tile; ++j, ++g) {
           const int st = g % kFwdStages;
           if (g >= kFwdStages) {  // wait for the buffer's previous use to be released
@@ -430,6 +442,7 @@ __global__ void __launch_bounds__(kFwdThreads, 1)
           }
           load(&tv, kBN, sV + st * kKB, w.kvh * D, w.s0 + j * kBN, v_full(st));
         }
+        item = atomicAdd(a.next_item, 1);  // the next, found while this item's last tiles run
       }
     }
     return;
@@ -503,11 +516,11 @@ __global__ void __launch_bounds__(kFwdThreads, 1)
   int g = 0;                                     // the block's K/V tiles consumed before this item
   for (int it = 0;; ++it) {
     mbar_wait(item_full, it & 1);
-    const int item = *slot;
-    if (item >= items) break;
-    // Only the tile lives through the key loop (the rest of the item is found again for the
-    // stores: fewer live registers, no spills).
-    diag_tile = block_work(a, kBM, true, item).tile;
+    volatile const int* const slot = slots + (it & 1) * kSlotInts;
+    if (slot[0] >= items) break;
+    // Only the tile lives through the key loop (the rest of the item is read again for the
+    // stores: fewer live registers).
+    diag_tile = slot[1];
     const int nkv = diag_tile + 1;
 #pragma unroll
     for (int nb = 0; nb < kNB; ++nb)
@@ -576,16 +589,15 @@ __global__ void __launch_bounds__(kFwdThreads, 1)
     keep(pa);
     mbar_arrive(v_empty(sv));
     g += nkv;
-    const Work w = block_work(a, kBM, true, item);
-    const int m0 = w.tile * kBM;
+    const int m0 = diag_tile * kBM, s0 = slot[2], L = slot[3], h = slot[4];
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       sum[r] += __shfl_xor_sync(0xffffffffu, sum[r], 1);
       sum[r] += __shfl_xor_sync(0xffffffffu, sum[r], 2);
       const int row = m0 + rr0 + r * 8;
-      if (row >= w.L) continue;
+      if (row >= L) continue;
       const float inv = 1.0f / sum[r];
-      bf16* orow = out + (w.s0 + row) * ldq + w.h * D + c2;
+      bf16* orow = out + (s0 + row) * ldq + h * D + c2;
 #pragma unroll
       for (int nb = 0; nb < kNB; ++nb)
 #pragma unroll
@@ -593,7 +605,7 @@ __global__ void __launch_bounds__(kFwdThreads, 1)
           *reinterpret_cast<uint32_t*>(orow + nb * 64 + i * 8) =
               pack_bf16(o[nb][4 * i + 2 * r] * inv, o[nb][4 * i + 2 * r + 1] * inv);
       if ((lane & 3) == 0)
-        lse[static_cast<int64_t>(w.h) * a.T + w.s0 + row] = (mx[r] + log2f(sum[r])) * kLn2;
+        lse[static_cast<int64_t>(h) * a.T + s0 + row] = (mx[r] + log2f(sum[r])) * kLn2;
     }
   }
 #endif
