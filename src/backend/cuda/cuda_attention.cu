@@ -88,7 +88,9 @@ namespace {
 using namespace attn;
 
 // tile_start[i] = Σ_{j<i} ceil(len_j / rows) for i = 0..n (one block of kPlanThreads threads:
-// each sums a contiguous chunk of sequences, then a block-wide inclusive scan of the chunk sums).
+// each sums a contiguous chunk of sequences, then a block-wide inclusive scan of the chunk sums),
+// and tile_start[n + 1] = 0: the Hopper forward's work counter (KArgs::next_item), zeroed here so
+// that it needs no launch of its own.
 constexpr int kPlanThreads = 1024;
 __global__ void __launch_bounds__(kPlanThreads)
     tile_plan_kernel(const int32_t* cu, int n, int rows, int32_t* tile_start) {
@@ -111,7 +113,10 @@ __global__ void __launch_bounds__(kPlanThreads)
     tile_start[i] = run;
     run += (cu[i + 1] - cu[i] + rows - 1) / rows;
   }
-  if (t == kPlanThreads - 1) tile_start[n] = part[t];
+  if (t == kPlanThreads - 1) {
+    tile_start[n] = part[t];
+    tile_start[n + 1] = 0;
+  }
 }
 
 // Backward prep: Di[h, t] = Σ_d dO[t,h,d]·O[t,h,d] (fp32, lane-strided partials then a butterfly)
@@ -161,10 +166,11 @@ __global__ void __launch_bounds__(256)
 
 size_t align256(size_t n) { return (n + 255) & ~size_t{255}; }
 
-// The tile table holds max(num_seqs, T) + 1 entries: sequences are non-empty (model/micro_batch),
-// so workspaces sized from shapes alone (num_seqs unknown, 0) fit every micro-batch of T tokens.
+// The tile table holds max(num_seqs, T) + 1 entries, then the Hopper forward's work counter
+// (KArgs::next_item): sequences are non-empty (model/micro_batch), so workspaces sized from shapes
+// alone (num_seqs unknown, 0) fit every micro-batch of T tokens.
 size_t table_bytes(const AttnProblem& p) {
-  return align256(4 * static_cast<size_t>(std::max<int64_t>(p.num_seqs, p.T) + 1));
+  return align256(4 * static_cast<size_t>(std::max<int64_t>(p.num_seqs, p.T) + 2));
 }
 
 // Workspace regions (see attention_workspace_bytes).
@@ -233,8 +239,9 @@ unsigned plan(const AttnProblem& p, int rows, const Ws& ws, cudaStream_t st, con
 KArgs kargs(const AttnProblem& p, const Ws& ws) {
   // Every sequence is at most T long, so a window ≥ T masks nothing beyond causality.
   const int window = p.window >= p.T ? 0 : static_cast<int>(p.window);
-  return KArgs{p.cu_dev, ws.tile_start, p.num_seqs,       p.T,   p.Hq, p.Hkv,
-               p.D,      p.scale,       p.scale * kLog2e, window};
+  return KArgs{p.cu_dev, ws.tile_start,       p.num_seqs,       p.T,
+               p.Hq,     p.Hkv,                p.D,              p.scale,
+               p.scale * kLog2e, window,       ws.tile_start + p.num_seqs + 1};
 }
 
 }  // namespace

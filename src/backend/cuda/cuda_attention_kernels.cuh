@@ -32,6 +32,9 @@ struct KArgs {
   float scale;       // softmax scale
   float scale_log2;  // scale·log2(e) (tensor-core kernels work in base 2)
   int window;        // sliding window W (query r sees keys r - W < c ≤ r); 0 = none (or W ≥ T)
+  // The Hopper forward's work counter (persistent blocks take work items in index order by an
+  // atomicAdd on it): one int in the workspace after tile_start, zeroed by tile_plan_kernel.
+  int32_t* next_item;
 };
 
 // The first key sequence-relative query row r sees: r - W + 1 with a window, else 0.
@@ -52,12 +55,14 @@ struct Work {
   int h, kvh;  // query head and its KV head
 };
 
-// Block blockIdx.x → work item. `reverse`: the sequence's tiles in reverse order (query tiles, so
-// the ones with the most keys start first).
-__device__ __forceinline__ Work block_work(const KArgs& a, int rows, bool reverse) {
-  const int bt = static_cast<int>(blockIdx.x / a.Hq);
+// Work item `item` (of the 1-D list of Σ tiles × Hq; by default the block's index) → (sequence,
+// tile, head). `reverse`: the sequence's tiles in reverse order (query tiles, so the ones with the
+// most keys come first).
+__device__ __forceinline__ Work block_work(const KArgs& a, int rows, bool reverse,
+                                           int item = static_cast<int>(blockIdx.x)) {
+  const int bt = item / a.Hq;
   Work w;
-  w.h = static_cast<int>(blockIdx.x % a.Hq);
+  w.h = item % a.Hq;
   w.kvh = w.h / (a.Hq / a.Hkv);
   int lo = 0, hi = a.n - 1;  // the last sequence whose first tile is ≤ bt (skips empty ones)
   while (lo < hi) {

@@ -14,7 +14,8 @@
 // wgmma A fragments, so Sᵀ and dPᵀ read only Q and dO from shared memory (at D = 128 the registers
 // allow neither).
 //
-// Forward. Block: 128 query rows of one head, key tiles of 128 up to the diagonal in order.
+// Forward. Persistent blocks (one per SM) take work items in turn (attn_fwd_sm90); an item: 128
+// query rows of one head, key tiles of 128 up to the diagonal in order.
 // Warp-specialized: a producer warpgroup (one thread) loads Q once and K/V tiles by TMA into two
 // buffers each, handed over by mbarriers ("full": the TMA's transaction bytes landed; "empty": all
 // 256 MMA threads have read it), and two MMA warpgroups (64 rows each) consume them without a
@@ -49,8 +50,8 @@
 //
 // Resources (ptxas, sm_90a): one block per SM, no spills. Forward: 384 threads launched at 168
 // registers, the MMA warpgroups raised to 240 and the producer lowered to 24; shared memory Q +
-// 2×(K, V) = 160 / 80 KiB (D 128 / 64) + barriers. Fused backward (D 128): 384 threads
-// launched at 168 registers, the MMA warpgroups raised to 240 and the writers lowered to 24
+// 2×(K, V) = 160 / 80 KiB (D 128 / 64) + barriers and the item slots. Fused backward (D 128): 384
+// threads launched at 168 registers, the MMA warpgroups raised to 240 and the writers lowered to 24
 // (setmaxnreg), shared memory K, V + 2×(Q, dO) + dSᵀ + 2 staged fp32 dQ tiles + lse2/Di = 209 KiB;
 // (D 64, pipelined) K, V + 3×(Q, dO, lse2/Di) + 2×dSᵀ + 2 staged dQ tiles = 145.5 KiB. Each plus
 // 1 KiB to align the tiles to the swizzle atom (the forward 1 KiB more for its barriers).
@@ -338,39 +339,60 @@ __host__ __device__ constexpr bool fwd_pingpong(int D) { return D == 64; }
 constexpr int kFwdThreads = 384;  // a producer warpgroup (one thread issues the TMA) + 2 MMA ones
 constexpr int kFwdStages = 2;     // K and V buffers in flight
 
-// Forward (see the file comment). grid: Σ ceil(len / 128) tiles × Hq blocks (tile table of
-// kSm90Rows rows). Warp-specialized (FlashAttention-3's split): warpgroup 0 is the producer — one
-// thread loads Q once and the K/V tiles with TMA into kFwdStages buffers, each with a "full"
-// mbarrier (transaction bytes) and an "empty" one that all 256 MMA threads arrive on once they
-// have finished reading it — and gives its registers up (setmaxnreg 24); warpgroups 1 and 2 take
-// 64 query rows each (setmaxnreg 240) and never meet at a block-wide barrier, so one warpgroup's
-// softmax overlaps the other's GEMMs (at D 64 by turns: kPingPong, below). A sequence's last tiles
-// read rows past its end (the next sequence's, or zeros past T): those keys are after every valid
-// query row (masked on the diagonal tile, probability 0), and those query rows are never stored. So
-// the sequences of a micro-batch stay isolated only while its values are finite: 0 × a NaN or Inf
-// in the next sequence's V is NaN (the cp.async version zero-filled those rows); with non-finite
+// Forward (see the file comment). Persistent: grid min(items, SMs) blocks (one per SM: the
+// registers allow no second), each taking work items — (128-row query tile, query head) of the list
+// of Σ ceil(len / 128) tiles × Hq (tile table of kSm90Rows rows), heaviest tile of each sequence
+// first — in index order from the counter a.next_item (an atomicAdd by the producer thread) until
+// the list is done. The producer fetches the next item (and finds its sequence and tile) once it
+// has issued the current item's loads, publishes it and loads its Q as soon as both MMA warpgroups
+// have issued the current item's last S GEMM, so the next item's loads land while the current
+// one's last P·V and O stores run (as FlashAttention-3's persistent tile scheduler), where
+// a block per item paid its start (barrier set-up, Q and K(0) latency) and its end on the tensor
+// cores' time: at 4 × 2k an item averages 8.5 key tiles. Which block takes an item depends on
+// timing; what an item computes does not: each is computed by one block, with the same
+// instructions in the same order, so the outputs are bitwise those of a block per item.
+// Warp-specialized (FlashAttention-3's split): warpgroup 0 is the producer — one thread loads Q and
+// the K/V tiles with TMA into kFwdStages buffers, each with a "full" mbarrier (transaction bytes)
+// and an "empty" one that all 256 MMA threads arrive on once they have finished reading it (Q too,
+// per item; the K/V buffers cycle over the block's items: tile g of the block in buffer g %
+// kFwdStages) — and gives its registers up (setmaxnreg 24); warpgroups 1 and 2 take 64 query rows
+// each (setmaxnreg 240) and never meet at a block-wide barrier, so one warpgroup's softmax overlaps
+// the other's GEMMs (at D 64 by turns: kPingPong, below). The item — index, tile, sequence start
+// and length, head — travels through shared memory: two slots, item it in slot it % 2, published
+// by an mbarrier arrival; the producer writes item it + 2's slot only after both warpgroups
+// released item it + 1's Q, so after they stored item it (they read its slot again for the
+// stores). A sequence's last tiles read
+// rows past its end (the next sequence's, or zeros past T): those keys are after every valid query
+// row (masked on the diagonal tile, probability 0), and those query rows are never stored. So the
+// sequences of a micro-batch stay isolated only while its values are finite: 0 × a NaN or Inf in
+// the next sequence's V is NaN (the cp.async version zero-filled those rows); with non-finite
 // activations the micro-batch's loss is non-finite anyway.
 template <int D>
 __global__ void __launch_bounds__(kFwdThreads, 1)
     attn_fwd_sm90(const __grid_constant__ CUtensorMap tq, const __grid_constant__ CUtensorMap tk,
-                  const __grid_constant__ CUtensorMap tv, KArgs a, bf16* out, float* lse) {
+                  const __grid_constant__ CUtensorMap tv, KArgs a, int items, bf16* out,
+                  float* lse) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   constexpr uint32_t kQB = kBM * D * 2, kKB = kBN * D * 2;
   constexpr int kNB = D / 64;  // 64-column blocks of the output
   extern __shared__ unsigned char smem[];
   const uint32_t sQ = (smem_u32(smem) + 1023u) & ~1023u, sK = sQ + kQB, sV = sK + kFwdStages * kKB;
-  // Barriers (8 bytes each): Q full, then per stage K full, V full, K empty, V empty.
-  const uint32_t bars = sV + kFwdStages * kKB, q_full = bars;
-  const auto k_full = [&](int st) { return bars + 8 + 32 * st; };
-  const auto v_full = [&](int st) { return bars + 16 + 32 * st; };
-  const auto k_empty = [&](int st) { return bars + 24 + 32 * st; };
-  const auto v_empty = [&](int st) { return bars + 32 + 32 * st; };
-  const Work w = block_work(a, kBM, true);
-  const int m0 = w.tile * kBM;
-  const int nkv = w.tile + 1;
+  // Barriers (8 bytes each): Q full, Q empty, item full, then per stage K full, V full, K empty,
+  // V empty; then the two item slots (kSlotInts ints each: item, tile, s0, L, h, kvh).
+  const uint32_t bars = sV + kFwdStages * kKB, q_full = bars, q_empty = bars + 8,
+                 item_full = bars + 16;
+  const auto k_full = [&](int st) { return bars + 24 + 32 * st; };
+  const auto v_full = [&](int st) { return bars + 32 + 32 * st; };
+  const auto k_empty = [&](int st) { return bars + 40 + 32 * st; };
+  const auto v_empty = [&](int st) { return bars + 48 + 32 * st; };
+  constexpr int kSlotInts = 8;
+  const uint32_t slot_addr = bars + 24 + 32 * kFwdStages;
+  volatile int* const slots = reinterpret_cast<volatile int*>(smem + (slot_addr - smem_u32(smem)));
   const int tid = static_cast<int>(threadIdx.x);
   if (tid == 0) {
     mbar_init(q_full, 1);
+    mbar_init(q_empty, 256);
+    mbar_init(item_full, 1);
     for (int st = 0; st < kFwdStages; ++st) {
       mbar_init(k_full(st), 1);
       mbar_init(v_full(st), 1);
@@ -384,25 +406,43 @@ __global__ void __launch_bounds__(kFwdThreads, 1)
   if (tid < 128) {  // producer
     asm volatile("setmaxnreg.dec.sync.aligned.u32 24;\n" ::: "memory");
     if (tid == 0) {
-      // The D/64 boxes of a tile of R rows at row y of `map` into buf, completing `full` (after
-      // waiting, unless `first`, for the buffer's previous use to be released on `empty`).
+      // The D/64 boxes of a tile of R rows at row y of `map` into buf, completing `full`.
       const auto load = [&](const CUtensorMap* map, int R, uint32_t buf, int x0, int y,
-                            uint32_t full, bool first, uint32_t empty, uint32_t parity) {
-        if (!first) mbar_wait(empty, parity);
+                            uint32_t full) {
         mbar_expect_tx(full, static_cast<uint32_t>(R) * D * 2);
 #pragma unroll
         for (int cb = 0; cb < kNB; ++cb)
           tma_load_2d(buf + cb * (R * 128), map, x0 + cb * 64, y, full);
       };
-      load(&tq, kBM, sQ, w.h * D, w.s0 + m0, q_full, true, 0, 0);
-      for (int j = 0; j < nkv; ++j) {
-        const int st = j % kFwdStages;
-        const uint32_t par = ((j / kFwdStages) + 1) & 1;  // the previous use's phase
-        const bool first = j < kFwdStages;
-        load(&tk, kBN, sK + st * kKB, w.kvh * D, w.s0 + j * kBN, k_full(st), first, k_empty(st),
-             par);
-        load(&tv, kBN, sV + st * kKB, w.kvh * D, w.s0 + j * kBN, v_full(st), first, v_empty(st),
-             par);
+      int g = 0;  // K/V tiles this block has loaded (over its items)
+      int item = atomicAdd(a.next_item, 1);
+      for (int it = 0;; ++it) {
+        const Work w = item < items ? block_work(a, kBM, true, item) : Work{};
+        if (it > 0) mbar_wait(q_empty, (it - 1) & 1);  // the previous item's Q released
+        volatile int* const slot = slots + (it & 1) * kSlotInts;
+        slot[0] = item;
+        slot[1] = w.tile;
+        slot[2] = w.s0;
+        slot[3] = w.L;
+        slot[4] = w.h;
+        mbar_arrive(item_full);  // release: the slot's stores are seen by the waiting warpgroups
+        if (item >= items) break;
+        load(&tq, kBM, sQ, w.h * D, w.s0 + w.tile * kBM, q_full);
+        // (not unrolled: the loop's state fits the producer's 24 registers without spills)
+#pragma unroll 1
+        for (int j = 0; j <= w.tile; ++j, ++g) {
+          const int st = g % kFwdStages;
+          if (g >= kFwdStages) {  // wait for the buffer's previous use to be released
+            const uint32_t par = ((g / kFwdStages) + 1) & 1;
+            mbar_wait(k_empty(st), par);
+            load(&tk, kBN, sK + st * kKB, w.kvh * D, w.s0 + j * kBN, k_full(st));
+            mbar_wait(v_empty(st), par);
+          } else {
+            load(&tk, kBN, sK + st * kKB, w.kvh * D, w.s0 + j * kBN, k_full(st));
+          }
+          load(&tv, kBN, sV + st * kKB, w.kvh * D, w.s0 + j * kBN, v_full(st));
+        }
+        item = atomicAdd(a.next_item, 1);  // the next, found while this item's last tiles run
       }
     }
     return;
@@ -415,17 +455,14 @@ __global__ void __launch_bounds__(kFwdThreads, 1)
       wg * 64 + warp * 16 + (lane >> 2);  // tile row of accumulator elements 0, 1 (+8: 2, 3)
   const int c2 = (lane & 3) * 2;          // column of element 0 within an 8-column group
   const int64_t ldq = static_cast<int64_t>(a.Hq) * D;
-  float o[kNB][32];
-#pragma unroll
-  for (int nb = 0; nb < kNB; ++nb)
-#pragma unroll
-    for (int i = 0; i < 32; ++i) o[nb][i] = 0.0f;
-  float mx[2] = {-INFINITY, -INFINITY}, sum[2] = {0.0f, 0.0f}, alpha[2];
   const uint32_t sQwg = sQ + wg * 64 * 128;  // this warpgroup's 64 rows (a multiple of the atom)
+  float o[kNB][32];
+  float mx[2], sum[2], alpha[2];
   float s[64];
-  // S = Q·K(j)ᵀ into s, issued and committed (not waited for).
-  const auto issue_s = [&](int j) {
-    const uint32_t kbuf = sK + (j % kFwdStages) * kKB;
+  int diag_tile = 0;  // the item's query tile: its key tile of the same index is the diagonal
+  // S = Q·K(g)ᵀ into s (g: the block's K/V tile count), issued and committed (not waited for).
+  const auto issue_s = [&](int g) {
+    const uint32_t kbuf = sK + (g % kFwdStages) * kKB;
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk) {
       const uint32_t koff = (kk >> 2) * (kBN * 128) + (kk & 3) * 32;  // kBM == kBN: same offsets
@@ -437,7 +474,7 @@ __global__ void __launch_bounds__(kFwdThreads, 1)
   // Online softmax of key tile j's scores in s (base 2, the causal mask on the diagonal tile):
   // s ← P, the running max and sum updated, alpha = the factor O must be rescaled by.
   const auto softmax = [&](int j) {
-    const bool diag = j == w.tile;
+    const bool diag = j == diag_tile;
     float tmax[2] = {-INFINITY, -INFINITY};  // of the raw scores: the scale is positive
     if (diag) {  // the mask in its own loop: off the diagonal the max loop is one FMNMX a score
 #pragma unroll
@@ -467,83 +504,109 @@ __global__ void __launch_bounds__(kFwdThreads, 1)
 #pragma unroll
     for (int r = 0; r < 2; ++r) sum[r] = sum[r] * alpha[r] + rs[r];
   };
-  const auto parity = [](int j) { return static_cast<uint32_t>((j / kFwdStages) & 1); };
+  const auto parity = [](int g) { return static_cast<uint32_t>((g / kFwdStages) & 1); };
 
   // Ping-pong (D 64): the two warpgroups take turns to issue their GEMMs — named barrier 1 + wg
   // is "warpgroup wg may issue", each turn ends with an arrival on the other's — so that one
-  // warpgroup's exponentials run while the other's GEMMs hold the tensor cores.
+  // warpgroup's exponentials run while the other's GEMMs hold the tensor cores. Both warpgroups
+  // take the same turns over the same items, so the turns carry over from item to item.
   constexpr bool kPingPong = fwd_pingpong(D);
   if (kPingPong && wg == 1) bar_arrive(1, 256);  // warpgroup 0 takes the first turn
-  mbar_wait(q_full, 0);
-  mbar_wait(k_full(0), 0);
-  wg_fence();
-  issue_s(0);
-  wg_wait0();
-  keep(s);
-  mbar_arrive(k_empty(0));  // this warpgroup is done reading K(0)
-  softmax(0);               // O is 0: no rescale
-  uint32_t pa[8][4];        // P(j) as the A operand: 16 keys per k step
-  for (int j = 0; j + 1 < nkv; ++j) {
-    const int sk = (j + 1) % kFwdStages, sv = j % kFwdStages;
-    pack_a(s, pa);
-    mbar_wait(k_full(sk), parity(j + 1));
-    if constexpr (kPingPong) bar_sync(1 + wg, 256);
+  uint32_t pa[8][4];                             // P(j) as the A operand: 16 keys per k step
+  int g = 0;                                     // the block's K/V tiles consumed before this item
+  for (int it = 0;; ++it) {
+    mbar_wait(item_full, it & 1);
+    volatile const int* const slot = slots + (it & 1) * kSlotInts;
+    if (slot[0] >= items) break;
+    // Only the tile lives through the key loop (the rest of the item is read again for the
+    // stores: fewer live registers).
+    diag_tile = slot[1];
+    const int nkv = diag_tile + 1;
+#pragma unroll
+    for (int nb = 0; nb < kNB; ++nb)
+#pragma unroll
+      for (int i = 0; i < 32; ++i) o[nb][i] = 0.0f;
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      mx[r] = -INFINITY;
+      sum[r] = 0.0f;
+    }
+    mbar_wait(q_full, it & 1);
+    mbar_wait(k_full(g % kFwdStages), parity(g));
     wg_fence();
-    issue_s(j + 1);  // S(j+1) on the tensor cores, then P(j)·V(j) ...
-    mbar_wait(v_full(sv), parity(j));
+    issue_s(g);
+    wg_wait0();
+    keep(s);
+    mbar_arrive(k_empty(g % kFwdStages));  // this warpgroup is done reading K(0)
+    if (nkv == 1) mbar_arrive(q_empty);     // ... and Q: the producer may fetch the next item
+    softmax(0);                             // O is 0: no rescale
+    for (int j = 0; j + 1 < nkv; ++j) {
+      const int gk = g + j + 1, gv = g + j;
+      const int sk = gk % kFwdStages, sv = gv % kFwdStages;
+      pack_a(s, pa);
+      mbar_wait(k_full(sk), parity(gk));
+      if constexpr (kPingPong) bar_sync(1 + wg, 256);
+      wg_fence();
+      issue_s(gk);  // S(j+1) on the tensor cores, then P(j)·V(j) ...
+      mbar_wait(v_full(sv), parity(gv));
+      mma_pb<D, kBN>(o, pa, sV + sv * kKB);
+      wg_commit();
+      if constexpr (kPingPong) bar_arrive(2 - wg, 256);
+      wg_wait<1>();  // S(j+1) done
+      keep(s);
+      mbar_arrive(k_empty(sk));
+      if (j + 2 == nkv) mbar_arrive(q_empty);  // the item's last S: Q is free
+      softmax(j + 1);                          // ... while this tile's exponentials run
+      wg_wait0();
+#pragma unroll
+      for (int nb = 0; nb < kNB; ++nb) keep(o[nb]);
+      keep(pa);
+      mbar_arrive(v_empty(sv));
+      // O rescaled by alpha unless alpha is exactly 1 on every row of the warp (no row's maximum
+      // rose): multiplying by 1 changes no bit, so skipping it is bitwise the same result, and
+      // after the first tiles most maxima stay put. At D 64, where the softmax's instruction issue
+      // is the limit, the 32 FMULs a thread saved per tile gave +3 % (4 × 2k) to +6 % (32k)
+      // forward TFLOP/s on random inputs on an H200
+      // (bench/results/attention_skip_rescale_ab_h200_80d2d6a.txt); at D 128 (GEMM-bound) ±0.5 %.
+      // End to end (same results file, _train_ab_): Llama-3.2-1B 1 × 32k GC +0.9 %, 8k GC +0.4 %,
+      // 4 × 2k ±0, losses bitwise equal.
+      if (!__all_sync(0xffffffffu, alpha[0] == 1.0f && alpha[1] == 1.0f)) {
+#pragma unroll
+        for (int nb = 0; nb < kNB; ++nb)
+#pragma unroll
+          for (int i = 0; i < 32; ++i) o[nb][i] *= alpha[(i >> 1) & 1];
+      }
+    }
+    const int gv = g + nkv - 1, sv = gv % kFwdStages;
+    pack_a(s, pa);
+    mbar_wait(v_full(sv), parity(gv));
+    wg_fence();
     mma_pb<D, kBN>(o, pa, sV + sv * kKB);
     wg_commit();
-    if constexpr (kPingPong) bar_arrive(2 - wg, 256);
-    wg_wait<1>();  // S(j+1) done
-    keep(s);
-    mbar_arrive(k_empty(sk));
-    softmax(j + 1);  // ... while this tile's exponentials run
     wg_wait0();
 #pragma unroll
     for (int nb = 0; nb < kNB; ++nb) keep(o[nb]);
     keep(pa);
     mbar_arrive(v_empty(sv));
-    // O rescaled by alpha unless alpha is exactly 1 on every row of the warp (no row's maximum
-    // rose): multiplying by 1 changes no bit, so skipping it is bitwise the same result, and after
-    // the first tiles most maxima stay put. At D 64, where the softmax's instruction issue is
-    // the limit, the 32 FMULs a thread saved per tile gave +3 % (4 × 2k) to +6 % (32k) forward
-    // TFLOP/s on random inputs on an H200
-    // (bench/results/attention_skip_rescale_ab_h200_80d2d6a.txt); at D 128 (GEMM-bound) ±0.5 %. End
-    // to end (same results file, _train_ab_): Llama-3.2-1B 1 × 32k GC +0.9 %, 8k GC +0.4 %, 4 × 2k
-    // ±0, losses bitwise equal.
-    if (!__all_sync(0xffffffffu, alpha[0] == 1.0f && alpha[1] == 1.0f)) {
+    g += nkv;
+    const int m0 = diag_tile * kBM, s0 = slot[2], L = slot[3], h = slot[4];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      sum[r] += __shfl_xor_sync(0xffffffffu, sum[r], 1);
+      sum[r] += __shfl_xor_sync(0xffffffffu, sum[r], 2);
+      const int row = m0 + rr0 + r * 8;
+      if (row >= L) continue;
+      const float inv = 1.0f / sum[r];
+      bf16* orow = out + (s0 + row) * ldq + h * D + c2;
 #pragma unroll
       for (int nb = 0; nb < kNB; ++nb)
 #pragma unroll
-        for (int i = 0; i < 32; ++i) o[nb][i] *= alpha[(i >> 1) & 1];
+        for (int i = 0; i < 8; ++i)
+          *reinterpret_cast<uint32_t*>(orow + nb * 64 + i * 8) =
+              pack_bf16(o[nb][4 * i + 2 * r] * inv, o[nb][4 * i + 2 * r + 1] * inv);
+      if ((lane & 3) == 0)
+        lse[static_cast<int64_t>(h) * a.T + s0 + row] = (mx[r] + log2f(sum[r])) * kLn2;
     }
-  }
-  const int sv = (nkv - 1) % kFwdStages;
-  pack_a(s, pa);
-  mbar_wait(v_full(sv), parity(nkv - 1));
-  wg_fence();
-  mma_pb<D, kBN>(o, pa, sV + sv * kKB);
-  wg_commit();
-  wg_wait0();
-#pragma unroll
-  for (int nb = 0; nb < kNB; ++nb) keep(o[nb]);
-  keep(pa);
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    sum[r] += __shfl_xor_sync(0xffffffffu, sum[r], 1);
-    sum[r] += __shfl_xor_sync(0xffffffffu, sum[r], 2);
-    const int row = m0 + rr0 + r * 8;
-    if (row >= w.L) continue;
-    const float inv = 1.0f / sum[r];
-    bf16* orow = out + (w.s0 + row) * ldq + w.h * D + c2;
-#pragma unroll
-    for (int nb = 0; nb < kNB; ++nb)
-#pragma unroll
-      for (int i = 0; i < 8; ++i)
-        *reinterpret_cast<uint32_t*>(orow + nb * 64 + i * 8) =
-            pack_bf16(o[nb][4 * i + 2 * r] * inv, o[nb][4 * i + 2 * r + 1] * inv);
-    if ((lane & 3) == 0)
-      lse[static_cast<int64_t>(w.h) * a.T + w.s0 + row] = (mx[r] + log2f(sum[r])) * kLn2;
   }
 #endif
 }
@@ -1106,8 +1169,15 @@ void fwd(const KArgs& ka, unsigned grid, void* out, float* lse, const void* q, c
   const CUtensorMap tq = tma_map(q, ka.T, static_cast<int64_t>(ka.Hq) * D, kBM),
                     tk = tma_map(k, ka.T, static_cast<int64_t>(ka.Hkv) * D, kBN),
                     tv = tma_map(v, ka.T, static_cast<int64_t>(ka.Hkv) * D, kBN);
-  launch(attn_fwd_sm90<D>, grid, kFwdThreads, kSmem, st, "attention_fwd", tq, tk, tv, ka,
-         static_cast<bf16*>(out), lse);
+  // Persistent: one block per SM at most (the registers hold one), each looping over the items.
+  static const unsigned sms = [] {
+    int dev = 0, n = 0;
+    check(cudaGetDevice(&dev), "attention_fwd");
+    check(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev), "attention_fwd");
+    return static_cast<unsigned>(n);
+  }();
+  launch(attn_fwd_sm90<D>, std::min(grid, sms), kFwdThreads, kSmem, st, "attention_fwd", tq, tk,
+         tv, ka, static_cast<int>(grid), static_cast<bf16*>(out), lse);
 }
 
 // The fused backward.
