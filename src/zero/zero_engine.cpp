@@ -3,8 +3,10 @@
 #include "zero/zero_engine.h"
 
 #include <fmt/ranges.h>
+#include <xxhash.h>
 
 #include <algorithm>
+#include <bit>
 #include <cassert>
 #include <cmath>
 #include <cstdint>
@@ -27,6 +29,29 @@ EngineOptions checked(EngineOptions o, DType dtype, const Ops& ops, const Memory
     fail("zero: micro_steps_per_step {} < 0 (expected 0 = unknown, or the micro-steps per step)",
          o.micro_steps_per_step);
   return o;
+}
+
+// save_id() of a state initialised from weights (init_from_flat): any fixed non-zero value.
+constexpr uint64_t kFreshSaveId = 0x5a545a45524f4930;
+
+// save_id() after the update to step `step` from the state of id `prev`: XXH3-64 of the previous
+// id, the step count and what the update did — the gradient norm (a fingerprint of the reduced
+// gradient), the clip coefficient and the step's arguments —, never 0. Every input is the same on
+// every rank (the norm is all-gathered and added in rank order, the arguments are SPMD), so is
+// the result.
+uint64_t next_save_id(uint64_t prev, int64_t step, double norm, float coef, const StepArgs& a) {
+  const uint64_t in[10] = {prev,
+                           static_cast<uint64_t>(step),
+                           std::bit_cast<uint64_t>(norm),
+                           std::bit_cast<uint32_t>(coef),
+                           std::bit_cast<uint64_t>(a.lr),
+                           std::bit_cast<uint64_t>(a.max_grad_norm),
+                           std::bit_cast<uint64_t>(a.adam.beta1),
+                           std::bit_cast<uint64_t>(a.adam.beta2),
+                           std::bit_cast<uint64_t>(a.adam.eps),
+                           std::bit_cast<uint64_t>(a.adam.weight_decay)};
+  const uint64_t id = XXH3_64bits(in, sizeof in);
+  return id != 0 ? id : 1;
 }
 
 // EngineOptions::overlap_gather at W = 1, stages 0–2, the optimizer state on the device: the
@@ -118,6 +143,7 @@ void ZeroEngine::init_state_from_weights() {
   optimizer_->init_from_weights();
   ready_ = true;
   adam_step_ = 0;
+  save_id_ = kFreshSaveId;
   reset_step();
   gatherer_->install();  // stages 1/2 at W > 1: all-gather into every rank's full weights
   synchronize_all();
@@ -190,6 +216,7 @@ StepResult ZeroEngine::apply_step(const StepArgs& args) {
   gatherer_->join();  // no gather (stage-3 prefetch, post-update gather) still reads the weights
   gatherer_->wait_all_ready();  // (this step's forward waited for the last update already)
   adam_step_ = t;
+  save_id_ = next_save_id(save_id_, t, norm, coef, args);
   if (overlap_update_) {
     // On the update stream after everything enqueued so far; weights(g) waits for group g.
     ops_.record_event(ev_update_start_, stream_);

@@ -145,6 +145,17 @@ class ZeroEngine final : public GroupStorage {
   int world_size() const { return layout_.world_size(); }
   // AdamW updates applied so far (torch's state["step"]; 0 before the first).
   int64_t adam_step() const { return adam_step_; }
+  // The save id save_state writes into this rank's file: a 64-bit digest of the state's history,
+  // the same on every rank (every input is): where the weights came from (init_from_flat: one
+  // fixed value; load_state: the loaded save's id) chained with each applied update's step
+  // count, gradient norm, clip coefficient and StepArgs (apply_step). So every rank's file of
+  // one save carries the same id, saves of different runs or steps carry different ones (up to a
+  // 2^-64 collision, or two runs whose every norm and argument agree bitwise, whose states then
+  // agree too), and the same history saves the same bytes (under another stage or offload, or
+  // loaded and saved again). Blind spot: two engines initialised from different weights and
+  // saved before any update share the id.
+  // Never 0 (0 in a file marks one written before save ids).
+  uint64_t save_id() const { return save_id_; }
 
   // The weights from a flat [layout.model_elems()] tensor of the compute dtype in host memory or
   // on the device (the same on every rank: loaded or initialised from the same source): compute
@@ -204,20 +215,28 @@ class ZeroEngine final : public GroupStorage {
   static std::filesystem::path state_path(const std::filesystem::path& dir, int rank);
   // Writes this rank's master / m / v shards ([S] fp32 each) and the step count to state_path(dir,
   // rank()) atomically (temp + rename). The bytes do not depend on the stage or offload, so a
-  // state saved under one stage loads under any other. Throws zt::Error in the middle of a step
-  // (gradients reduced but not applied) or on an I/O failure.
-  // File: 64-byte header (magic "ZTZERO01", version, W, rank, layout hash, S, adam step), payload
-  // master | m | v (fp32 little-endian), 8-byte XXH3-64 of the payload.
+  // state saved under one stage loads under any other. Collective-free. Throws zt::Error in the
+  // middle of a step (gradients reduced but not applied) or on an I/O failure.
+  // File: 64-byte header (magic "ZTZERO01", version, W, rank, layout hash, S, adam step, save_id(),
+  // XXH3-64 of the header with that last field 0), payload master | m | v (fp32 little-endian),
+  // 8-byte XXH3-64 of the payload.
   void save_state(const std::filesystem::path& dir) const;
   // Installs the state saved under `dir` (stage 0 all-gathers the other ranks' shards: collective)
   // and rebuilds the compute weights from the master weights. Clears any step in progress.
   // Rank 0's file gives the world size W0 the checkpoint was written with:
-  //   - W0 = W: reads state_path(dir, rank()) only;
+  //   - W0 = W: reads state_path(dir, rank()) only, then (W > 1) all-gathers what each rank read
+  //     — whether its file loaded, its save id (collective, reached by every rank whether its
+  //     own file loaded or not, so a bad file on one rank makes every rank fail, none wait);
   //   - W0 ≠ W (re-sharding): reads all W0 files, each checked in full, and cuts this rank's
   //     shards of the canonical layout for W from them (element e of tensor i sits in rank
   //     e / S_i's shard under either W), so master, m and v hold exactly the saved values.
-  // Checks magic, version, W, rank, layout hash, size, step count and checksum of every file it
-  // reads: zt::Error naming the file, the field, the value found and the value expected.
+  // Checks magic, version, the header checksum (before any other field is believed: "the header
+  // is corrupt"), W, rank, layout hash, size, step count and payload checksum of every file it
+  // reads, and that every rank's file carries rank 0's save id ("the directory mixes files of two
+  // saves", naming both files and ids): zt::Error naming the file, the field, the value found and
+  // the value expected; where another rank's file failed, every other rank's error names that
+  // rank. Files written before save ids (0 in both new header fields) load with neither check.
+  // save_id() becomes the loaded save's (for such old files: rank 0's payload checksum).
   void load_state(const std::filesystem::path& dir);
   // The fp32 master weights gathered to rank 0 (collective): rank 0 gets the model's flat layout
   // [layout.model_elems()] (ParamLayout offsets, padding 0), other ranks an empty vector. For
@@ -280,6 +299,7 @@ class ZeroEngine final : public GroupStorage {
   std::optional<double> norm_;
   bool ready_ = false;
   int64_t adam_step_ = 0;
+  uint64_t save_id_ = 0;  // save_id(); set with the state (init_from_flat, load_state)
 };
 
 }  // namespace zt::zero

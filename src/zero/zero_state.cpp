@@ -5,6 +5,10 @@
 
 #include <algorithm>
 #include <cstring>
+#include <exception>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "core/error.h"
 #include "core/file_util.h"
@@ -19,6 +23,9 @@ constexpr uint32_t kVersion = 1;
 constexpr size_t kChunk = size_t{1} << 20;  // floats per device → host copy when saving
 
 // The 64-byte header of a state file (host byte order; little-endian on every supported host).
+// save_id and header_digest sit where version 1 first had reserved zeros: a file with 0 in both
+// was written before they existed and loads without their checks (backward compatible, so the
+// version stays 1). Offsets: save_id 48, header_digest 56.
 struct FileHeader {
   char magic[8];
   uint32_t version;
@@ -28,9 +35,61 @@ struct FileHeader {
   uint64_t layout_hash;
   int64_t shard_elems;
   int64_t adam_step;
-  uint64_t reserved1[2];
+  uint64_t save_id;        // ZeroEngine::save_id() of the save: the same in every rank's file
+  uint64_t header_digest;  // header_digest(): of these 64 bytes with this field 0
 };
 static_assert(sizeof(FileHeader) == 64);
+
+// XXH3-64 of header `h` with its header_digest field 0, never 0 (0 marks a file without one).
+uint64_t header_digest(FileHeader h) {
+  h.header_digest = 0;
+  const uint64_t d = XXH3_64bits(&h, sizeof h);
+  return d != 0 ? d : 1;
+}
+
+// The header of the state file `path` (mapped as `file`): its length, magic, version and, before
+// any other field is believed, its checksum checked (zt::Error naming the file).
+FileHeader read_header(const std::filesystem::path& path, const MappedFile& file) {
+  FileHeader h;
+  if (file.size() < sizeof h)
+    fail("{}: ZeRO state file of {} bytes is shorter than its {}-byte header", path.string(),
+         file.size(), sizeof(FileHeader));
+  std::memcpy(&h, file.data(), sizeof h);
+  if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0)
+    fail("{}: not a zerotune ZeRO state file (magic '{}', expected 'ZTZERO01')", path.string(),
+         std::string(h.magic, sizeof h.magic));
+  if (h.version != kVersion)
+    fail("{}: ZeRO state version {} (expected {})", path.string(), h.version, kVersion);
+  if (h.header_digest != 0 && h.header_digest != header_digest(h))
+    fail(
+        "{}: ZeRO state header checksum {:016x} does not match the header ({:016x}): the header "
+        "is corrupt",
+        path.string(), h.header_digest, header_digest(h));
+  return h;
+}
+
+// A save id for messages: 0 is a file written before save ids.
+std::string describe_save_id(uint64_t id) {
+  return id != 0 ? fmt::format("{:016x}", id) : "0 (written before save ids)";
+}
+
+// Rank `rank`'s file under `dir` carries save id `id`, rank 0's `id0`: zt::Error naming both.
+[[noreturn]] void fail_mixed_saves(const std::filesystem::path& dir, int rank, uint64_t id,
+                                   uint64_t id0) {
+  fail(
+      "{}: ZeRO state of save id {}, but rank 0's file {} of save id {}: the directory mixes "
+      "files of two saves",
+      ZeroEngine::state_path(dir, rank).string(), describe_save_id(id),
+      ZeroEngine::state_path(dir, 0).string(), describe_save_id(id0));
+}
+
+// save_id() after loading a save whose rank 0 file carries `id` and payload checksum `digest`:
+// the save's id; for a file written before save ids, its checksum (a fingerprint of rank 0's
+// shards), so that saves made from two such checkpoints still differ.
+uint64_t loaded_save_id(uint64_t id, uint64_t digest) {
+  if (id != 0) return id;
+  return digest != 0 ? digest : 1;
+}
 
 // out[model offsets] ← a rank-major fp32 host buffer of group g (rank r's shard element j at
 // src[r*stride + j - shift]), shard columns [lo, hi) only (default: all); data elements only.
@@ -71,6 +130,8 @@ void ZeroEngine::save_state(const std::filesystem::path& dir) const {
   h.layout_hash = layout_.hash();
   h.shard_elems = S;
   h.adam_step = adam_step_;
+  h.save_id = save_id_;
+  h.header_digest = header_digest(h);
   const std::filesystem::path path = state_path(dir, comm_.rank());
   std::vector<float> buf;
   write_file_atomic(path, [&](const ByteSink& sink) {
@@ -105,12 +166,14 @@ void ZeroEngine::save_state(const std::filesystem::path& dir) const {
 namespace {
 
 // Rank `rank`'s state file under `dir`, mapped and checked against the layout `L` it must have
-// been written in: present, magic, version, W, rank, layout hash, size, step count and checksum
-// (zt::Error naming the file, the field, the value found and the value expected).
+// been written in: present, magic, version, header checksum, W, rank, layout hash, size, step
+// count and payload checksum (zt::Error naming the file, the field, the value found and the value
+// expected). Its save id is compared by the caller (with rank 0's).
 struct StateFile {
   MappedFile file;
   FileHeader header{};
   const float* payload = nullptr;  // master | m | v, [3][S] fp32
+  uint64_t digest = 0;             // the payload's XXH3-64 (checked)
 };
 
 StateFile open_state_file(const std::filesystem::path& dir, const ShardLayout& L, int rank) {
@@ -125,16 +188,8 @@ StateFile open_state_file(const std::filesystem::path& dir, const ShardLayout& L
   f.file = MappedFile(path);
   const int64_t S = L.shard_elems();
   const size_t payload = static_cast<size_t>(3 * S) * 4, want = sizeof(FileHeader) + payload + 8;
-  if (f.file.size() < sizeof(FileHeader))
-    fail("{}: ZeRO state file of {} bytes is shorter than its {}-byte header", path.string(),
-         f.file.size(), sizeof(FileHeader));
-  FileHeader& h = f.header;
-  std::memcpy(&h, f.file.data(), sizeof h);
-  if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0)
-    fail("{}: not a zerotune ZeRO state file (magic '{}', expected 'ZTZERO01')", path.string(),
-         std::string(h.magic, sizeof h.magic));
-  if (h.version != kVersion)
-    fail("{}: ZeRO state version {} (expected {})", path.string(), h.version, kVersion);
+  f.header = read_header(path, f.file);
+  const FileHeader& h = f.header;
   if (h.world_size != static_cast<uint32_t>(L.world_size()))
     fail(
         "{}: ZeRO state was written with world size {}, but rank 0's file of the same checkpoint "
@@ -162,6 +217,7 @@ StateFile open_state_file(const std::filesystem::path& dir, const ShardLayout& L
         "corrupt",
         path.string(), digest, actual);
   f.payload = reinterpret_cast<const float*>(data);
+  f.digest = digest;
   return f;
 }
 
@@ -222,14 +278,7 @@ int ZeroEngine::saved_world_size(const std::filesystem::path& dir) const {
         "incomplete (copied in part?) or not a zerotune checkpoint",
         dir.string(), path.filename().string());
   const MappedFile file(path);
-  FileHeader h;
-  if (file.size() < sizeof h)
-    fail("{}: ZeRO state file of {} bytes is shorter than its {}-byte header", path.string(),
-         file.size(), sizeof(FileHeader));
-  std::memcpy(&h, file.data(), sizeof h);
-  if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0)
-    fail("{}: not a zerotune ZeRO state file (magic '{}', expected 'ZTZERO01')", path.string(),
-         std::string(h.magic, sizeof h.magic));
+  const FileHeader h = read_header(path, file);
   if (h.world_size < 1 || h.world_size > 1u << 20)
     fail("{}: ZeRO state has world size {} (expected 1 to {})", path.string(), h.world_size,
          1u << 20);
@@ -239,8 +288,41 @@ int ZeroEngine::saved_world_size(const std::filesystem::path& dir) const {
 void ZeroEngine::load_own_state(const std::filesystem::path& dir) {
   const bool host = optimizer_->host_state();
   const int64_t S = layout_.shard_elems();
-  const int rank = comm_.rank();
-  const StateFile f = open_state_file(dir, layout_, rank);
+  const int rank = comm_.rank(), W = layout_.world_size();
+  // This rank's file. Whether it loaded goes to every rank below before anyone throws: a rank
+  // that failed alone would leave the others waiting in the exchange.
+  std::optional<StateFile> own;
+  std::exception_ptr error;
+  try {
+    own.emplace(open_state_file(dir, layout_, rank));
+  } catch (...) {
+    error = std::current_exception();
+  }
+  // Each rank reads only its own file, so what the files say is compared through one all-gather
+  // [W] (host memory, every rank reaches it): a bad file on any rank, or a file of another save,
+  // fails every rank alike.
+  struct Seen {
+    uint64_t loaded = 0;   // 1: the file passed open_state_file's checks
+    uint64_t save_id = 0;  // its header's
+    uint64_t digest = 0;   // its payload checksum
+  };
+  const Seen mine{own ? 1u : 0u, own ? own->header.save_id : 0, own ? own->digest : 0};
+  std::vector<Seen> seen(static_cast<size_t>(W));
+  if (W > 1)
+    comm_.all_gather_bytes(&mine, seen.data(), sizeof mine);
+  else
+    seen[0] = mine;
+  if (error) std::rethrow_exception(error);
+  for (int q = 0; q < W; ++q)
+    if (seen[static_cast<size_t>(q)].loaded == 0)
+      fail(
+          "{}: rank {} could not load its {} (its own error says why); no rank loads the "
+          "checkpoint",
+          dir.string(), q, state_path(dir, q).filename().string());
+  for (int q = 1; q < W; ++q)
+    if (seen[static_cast<size_t>(q)].save_id != seen[0].save_id)
+      fail_mixed_saves(dir, q, seen[static_cast<size_t>(q)].save_id, seen[0].save_id);
+  const StateFile& f = *own;
   const int64_t k = rank - gatherer_->owned().rank0;
   optimizer_->write_master(k * S, S, f.payload);
   float* arrs[2] = {optimizer_->m(), optimizer_->v()};
@@ -253,6 +335,7 @@ void ZeroEngine::load_own_state(const std::filesystem::path& dir) {
   }
   ops_.synchronize(stream_);
   adam_step_ = f.header.adam_step;
+  save_id_ = loaded_save_id(seen[0].save_id, seen[0].digest);
   if (gatherer_->owned().ranks > 1)  // stage 0: every rank keeps every shard: all-gather them
     all_gather_loaded_state(f.payload);
 }
@@ -270,6 +353,8 @@ void ZeroEngine::load_resharded_state(const std::filesystem::path& dir, int save
       fail("{}: ZeRO state has step count {}, rank 0's {}: the directory mixes two checkpoints",
            files.back().file.path().string(), files.back().header.adam_step,
            files.front().header.adam_step);
+    if (files.back().header.save_id != files.front().header.save_id)
+      fail_mixed_saves(dir, q, files.back().header.save_id, files.front().header.save_id);
   }
   // This engine's blocks (one, or every rank's under stage 0), a chunk at a time.
   const Ownership& own = gatherer_->owned();
@@ -292,6 +377,7 @@ void ZeroEngine::load_resharded_state(const std::filesystem::path& dir, int save
       }
     }
   adam_step_ = files.front().header.adam_step;
+  save_id_ = loaded_save_id(files.front().header.save_id, files.front().digest);
 }
 
 std::vector<float> ZeroEngine::full_master_weights() {

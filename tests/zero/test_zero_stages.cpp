@@ -20,8 +20,10 @@ namespace zt::zero {
 namespace {
 
 using test::bits;
+using test::load_and_save_as;
 using test::RunResult;
 using test::RunSpec;
+using test::ShapeComm;
 
 // A fresh directory under the test temp dir, unique to this process, removed at scope exit.
 struct ScopedDir {
@@ -287,39 +289,6 @@ TEST(ZeroStages, LoadRejectsAnotherModelOrACorruptFile) {
     EXPECT_TRUE(std::string(e.what()).starts_with(file.string() + ": ZeRO state checksum "))
         << e.what();
     EXPECT_TRUE(std::string(e.what()).ends_with("): the file is corrupt")) << e.what();
-  }
-}
-
-// A Comm that only has a shape: lets a one-process test build the engine of rank 0 of W ranks
-// (memory, layout, load_state's header checks) without ever communicating.
-class ShapeComm final : public dist::Comm {
- public:
-  explicit ShapeComm(int world_size, int rank = 0) {
-    set_identity(rank, world_size, rank, world_size);
-  }
-  std::string_view backend() const override { return "shape"; }
-
- protected:
-  void do_reduce_scatter_sum(const float*, float*, size_t, bool, dist::Stream) override { no(); }
-  void do_all_gather_bytes(const void*, void*, size_t, dist::Stream) override { no(); }
-  void do_broadcast(void*, size_t, int, dist::Stream) override { no(); }
-  void do_barrier() override { no(); }
-
- private:
-  [[noreturn]] static void no() { fail("ShapeComm: no collectives"); }
-};
-
-// Loads the state under `dir` as each rank of W in turn (stage, offload) and saves it under `out`:
-// one engine per rank on a ShapeComm (stages 0 and 3 load and save without collectives).
-void load_and_save_as(const std::string& dir, const std::string& out, int W, int stage, bool off,
-                      DType dt) {
-  CpuOps ops;
-  HostMemory mem;
-  for (int r = 0; r < W; ++r) {
-    ShapeComm comm(W, r);
-    ZeroEngine z(ParamLayout(test::tiny_config(false)), dt, ops, comm, mem, mem, {stage, off});
-    z.load_state(dir);
-    z.save_state(out);
   }
 }
 

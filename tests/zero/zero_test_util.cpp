@@ -132,6 +132,18 @@ std::vector<uint8_t> read_weights(ZeroEngine& engine, DType dtype) {
   return out;
 }
 
+void load_and_save_as(const std::string& dir, const std::string& out, int W, int stage, bool off,
+                      DType dt) {
+  CpuOps ops;
+  HostMemory mem;
+  for (int r = 0; r < W; ++r) {
+    ShapeComm comm(W, r);
+    ZeroEngine z(ParamLayout(tiny_config(false)), dt, ops, comm, mem, mem, {stage, off});
+    z.load_state(dir);
+    z.save_state(out);
+  }
+}
+
 std::vector<uint32_t> bits(const std::vector<float>& v) {
   std::vector<uint32_t> out(v.size());
   if (!v.empty()) std::memcpy(out.data(), v.data(), v.size() * 4);

@@ -4,9 +4,11 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/dtype.h"
+#include "core/error.h"
 #include "dist/comm.h"
 #include "io/model_config.h"
 #include "model/micro_batch.h"
@@ -82,6 +84,32 @@ RunResult run_training(dist::Comm& comm, const RunSpec& spec);
 // The engine's current compute weights in the flat ParamLayout order (raw bytes of `dtype`),
 // read group by group through engine.weights(g) / release(g) (stage 3: gathered, collective).
 std::vector<uint8_t> read_weights(ZeroEngine& engine, DType dtype);
+
+// A Comm that only has a shape: lets a one-process test build the engine of rank `rank` of W ranks
+// (memory, layout, load_state's header checks) without ever communicating; any collective throws
+// zt::Error.
+class ShapeComm final : public dist::Comm {
+ public:
+  explicit ShapeComm(int world_size, int rank = 0) {
+    set_identity(rank, world_size, rank, world_size);
+  }
+  std::string_view backend() const override { return "shape"; }
+
+ protected:
+  void do_reduce_scatter_sum(const float*, float*, size_t, bool, dist::Stream) override { no(); }
+  void do_all_gather_bytes(const void*, void*, size_t, dist::Stream) override { no(); }
+  void do_broadcast(void*, size_t, int, dist::Stream) override { no(); }
+  void do_barrier() override { no(); }
+
+ private:
+  [[noreturn]] static void no() { fail("ShapeComm: no collectives"); }
+};
+
+// Loads the state under `dir` (of a world size other than W: the re-sharding load) as each rank of
+// W in turn (stage, offload) and saves it under `out`: one engine per rank on a ShapeComm (stages
+// 0 and 3 load and save so without collectives). The untied tiny_config model.
+void load_and_save_as(const std::string& dir, const std::string& out, int W, int stage, bool off,
+                      DType dt);
 
 // Raw bits of a float vector (for bitwise comparisons with readable failures).
 std::vector<uint32_t> bits(const std::vector<float>& v);
