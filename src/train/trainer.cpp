@@ -344,6 +344,7 @@ void Trainer::State::resume_or_init() {
                                                : fs::path(*a.resume_from_checkpoint);
   comm.barrier();
   Json st;
+  std::string split_change;  // how the checkpoint's world size × micro-batch × accumulation changed
   if (ckpt) {
     check_resume_path(*ckpt);
     fs::path state_file = *ckpt / "trainer_state.json";
@@ -375,13 +376,8 @@ void Trainer::State::resume_or_init() {
                                      plan_state_next_step(*plan, st["plan"], state_file.string()),
                                      *ckpt, rank0());
     check_checkpoint_model(*ckpt, mcfg);
-    if (const std::string change = plan_state_split_change(*plan, st["plan"], state_file.string());
-        !change.empty() && rank0())
-      log::info(
-          "resume_from_checkpoint: {}: {}. The same global batch, so every step holds the same "
-          "samples; the ZeRO state is re-sharded where the world size changed. The sums run in "
-          "another order, so the losses agree with an uninterrupted run to rounding, not bitwise",
-          ckpt->string(), change);
+    // Logged once the state has loaded (below): a refused checkpoint prints no "re-sharded".
+    split_change = plan_state_split_change(*plan, st["plan"], state_file.string());
     applied_steps = st["applied_steps"].get<int64_t>();
     num_tokens_seen = st["num_tokens_seen"].get<int64_t>();
     best_from_json(st, state_file);
@@ -415,6 +411,12 @@ void Trainer::State::resume_or_init() {
         "resume_from_checkpoint: {}: a zero_state_rank*.bin holds another Adam step count than "
         "trainer_state.json's applied_steps ({}): at least one state file comes from another save",
         ckpt->string(), applied_steps);
+  if (!split_change.empty() && rank0())
+    log::info(
+        "resume_from_checkpoint: {}: {}. The same global batch, so every step holds the same "
+        "samples; the ZeRO state is re-sharded where the world size changed. The sums run in "
+        "another order, so the losses agree with an uninterrupted run to rounding, not bitwise",
+        ckpt->string(), split_change);
   if (rank0()) log::info("resumed from {} at step {}", ckpt->string(), start_step);
 }
 

@@ -194,6 +194,20 @@ TEST_F(TrainCli, ResumeOnAnotherWorldSize) {
       }
     }
   }
+  // A 2-rank checkpoint with a truncated rank file, resumed on 1 rank: refused naming the file, and
+  // the "re-sharded" note (logged once the state has loaded) is not printed.
+  {
+    auto bad = train("rwbad", "compute.zero_stage=1 trainer.max_steps=2", 2);
+    ASSERT_EQ(bad.status, 0) << bad.output;
+    const fs::path f = exp("rwbad") / "checkpoint-2" / "zero_state_rank00001.bin";
+    ASSERT_TRUE(fs::exists(f));
+    fs::resize_file(f, 100);
+    auto r = train("rwbad", "trainer.resume_from_checkpoint=true", 1);
+    EXPECT_EQ(r.status, 1) << r.output;
+    EXPECT_NE(r.output.find("zero_state_rank00001.bin"), std::string::npos) << r.output;
+    EXPECT_EQ(r.output.find("re-sharded"), std::string::npos) << r.output;
+    EXPECT_EQ(r.output.find("resumed from"), std::string::npos) << r.output;
+  }
   // Another global batch (from the 1-rank checkpoint-4 the resumed run wrote): refused, naming
   // both and the accumulation that keeps it.
   auto r = train("rw2to1", "trainer.resume_from_checkpoint=true compute.global_batch_size=4", 1);
