@@ -81,6 +81,7 @@
 
 #include "backend/cuda/cuda_attention.h"
 #include "backend/cuda/cuda_attention_kernels.cuh"
+#include "backend/cuda/cuda_ptx.cuh"
 
 namespace zt::cuda {
 namespace {
@@ -90,12 +91,15 @@ using namespace attn;
 // tile_start[i] = Σ_{j<i} ceil(len_j / rows) for i = 0..n (one block of kPlanThreads threads:
 // each sums a contiguous chunk of sequences, then a block-wide inclusive scan of the chunk sums),
 // and tile_start[n + 1] = 0: the Hopper forward's work counter (KArgs::next_item), zeroed here so
-// that it needs no launch of its own.
+// that it needs no launch of its own; likewise zero[0, nzero) (the Hopper backward's dQ flags;
+// nzero may be 0).
 constexpr int kPlanThreads = 1024;
 __global__ void __launch_bounds__(kPlanThreads)
-    tile_plan_kernel(const int32_t* cu, int n, int rows, int32_t* tile_start) {
+    tile_plan_kernel(const int32_t* cu, int n, int rows, int32_t* tile_start, int32_t* zero,
+                     int64_t nzero) {
   __shared__ int32_t part[kPlanThreads];
   const int t = threadIdx.x;
+  for (int64_t i = t; i < nzero; i += kPlanThreads) zero[i] = 0;
   const int chunk = (n + kPlanThreads - 1) / kPlanThreads;
   const int b = min(n, t * chunk), e = min(n, b + chunk);
   int32_t sum = 0;
@@ -138,6 +142,43 @@ __global__ void __launch_bounds__(128)
   }
 }
 
+// The prep of attn_bwd_prep_kernel for 16-byte-aligned bf16 rows of D = 8·kLanes elements (D 64,
+// 128, 256: the tensor-core families): one row per kLanes lanes, each lane's 8 products (one
+// 16-byte load of dO and of O) summed in order, then a butterfly over the row's lanes — 16-byte
+// loads where the generic kernel issues 2-byte ones (the prep reads 2·T·Hq·D bf16 every backward).
+// 128 threads, 128 / kLanes rows per block.
+template <int D>
+__global__ void __launch_bounds__(128)
+    attn_bwd_prep_vec_kernel(const bf16* dout, const bf16* out, const float* lse, float* Di,
+                             float* lse2, int64_t ntok, int Hq) {
+  constexpr int kLanes = D / 8, kRowsPerBlock = 128 / kLanes;
+  static_assert(D % 8 == 0 && kLanes <= 32, "one row per at most a warp of 16-byte loads");
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / kLanes;
+  const int sub = static_cast<int>(threadIdx.x % kLanes);
+  const bool valid = row < ntok * Hq;
+  float s = 0.0f;
+  if (valid) {
+    const uint4 g = *reinterpret_cast<const uint4*>(dout + row * D + sub * 8);
+    const uint4 o = *reinterpret_cast<const uint4*>(out + row * D + sub * 8);
+    const uint32_t gw[4] = {g.x, g.y, g.z, g.w}, ow[4] = {o.x, o.y, o.z, o.w};
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const float2 a = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&gw[j]));
+      const float2 b = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&ow[j]));
+      s += a.x * b.x;
+      s += a.y * b.y;
+    }
+  }
+  // Every lane takes part in the shuffles (rows past the end contribute nothing and write nothing).
+#pragma unroll
+  for (int off = kLanes / 2; off >= 1; off >>= 1) s += __shfl_xor_sync(0xffffffffu, s, off);
+  if (valid && sub == 0) {
+    const int64_t t = row / Hq, i = (row - t * Hq) * ntok + t;
+    Di[i] = s;
+    lse2[i] = lse[i] * kLog2e;
+  }
+}
+
 // dk[t, g, :] = Σ_{j<rep} pk[t, g·rep + j, :] in head order (likewise dv); fp32 sums, one element
 // per thread (grid-stride).
 template <class T>
@@ -158,6 +199,34 @@ __global__ void __launch_bounds__(256)
     }
     st(dk, i, sk);
     st(dv, i, sv);
+  }
+}
+
+// attn_sum_heads_kernel for bf16 outputs and D % 4 == 0 (the tensor-core families): four
+// consecutive elements per thread, 16-byte loads of the partials and 8-byte stores, each element's
+// sum in head order as there (bitwise the same result).
+__global__ void __launch_bounds__(256)
+    attn_sum_heads_vec_kernel(const float* pk, const float* pv, bf16* dk, bf16* dv, int64_t ntok,
+                              int Hq, int Hkv, int D) {
+  const int64_t n4 = ntok * Hkv * D / 4;
+  const int rep = Hq / Hkv;
+  for (int64_t i4 = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i4 < n4;
+       i4 += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t i = i4 * 4, t = i / (static_cast<int64_t>(Hkv) * D);
+    const int r = static_cast<int>(i - t * Hkv * D), g = r / D, d = r - g * D;
+    const int64_t base = (t * Hq + static_cast<int64_t>(g) * rep) * D + d;
+    float4 sk = make_float4(0.0f, 0.0f, 0.0f, 0.0f), sv = sk;
+    for (int j = 0; j < rep; ++j) {
+      const float4 a = *reinterpret_cast<const float4*>(pk + base + static_cast<int64_t>(j) * D);
+      const float4 b = *reinterpret_cast<const float4*>(pv + base + static_cast<int64_t>(j) * D);
+      sk.x += a.x, sk.y += a.y, sk.z += a.z, sk.w += a.w;
+      sv.x += b.x, sv.y += b.y, sv.z += b.z, sv.w += b.w;
+    }
+    uint2 ok, ov;
+    ok.x = pack_bf16(sk.x, sk.y), ok.y = pack_bf16(sk.z, sk.w);
+    ov.x = pack_bf16(sv.x, sv.y), ov.y = pack_bf16(sv.z, sv.w);
+    *reinterpret_cast<uint2*>(dk + i) = ok;
+    *reinterpret_cast<uint2*>(dv + i) = ov;
   }
 }
 
@@ -227,11 +296,14 @@ int64_t total_tiles(const AttnProblem& p, int rows) {
   return n;
 }
 
-// Writes the tile table for `rows` and returns the 1-D grid size (tiles × Hq).
-unsigned plan(const AttnProblem& p, int rows, const Ws& ws, cudaStream_t st, const char* op) {
+// Writes the tile table for `rows` and returns the 1-D grid size (tiles × Hq); with zero_flags,
+// also zeroes the Hopper backward's dQ flags (2 per block of the grid).
+unsigned plan(const AttnProblem& p, int rows, const Ws& ws, cudaStream_t st, const char* op,
+              bool zero_flags = false) {
   const int64_t blocks = total_tiles(p, rows) * p.Hq;
   if (blocks > 0x7fffffff) throw std::invalid_argument("cuda attention: too many tiles");
-  tile_plan_kernel<<<1, kPlanThreads, 0, st>>>(p.cu_dev, p.num_seqs, rows, ws.tile_start);
+  tile_plan_kernel<<<1, kPlanThreads, 0, st>>>(p.cu_dev, p.num_seqs, rows, ws.tile_start, ws.sem,
+                                               zero_flags ? 2 * blocks : 0);
   check_launch(op);
   return static_cast<unsigned>(blocks);
 }
@@ -323,12 +395,24 @@ void attention_bwd(const AttnProblem& p, void* dq, void* dk, void* dv, const voi
   const auto st = static_cast<cudaStream_t>(stream);
   const Choice c = choose(p, which, {dq, dk, dv, dout, q, k, v, out});
   const Ws ws = carve(p, workspace);
-  const unsigned grid = plan(p, c.rows, ws, st, "attention_bwd");
+  const unsigned grid = plan(p, c.rows, ws, st, "attention_bwd", c.family == Family::kSm90);
   if (grid == 0) return;
   const KArgs ka = kargs(p, ws);
   const int64_t rows = p.T * p.Hq;
   const unsigned prep_grid = static_cast<unsigned>((rows + 3) / 4);
-  if (p.bf16) {
+  if (c.family != Family::kGeneric && p.D <= 256) {  // bf16, D 64/128/256, 16-byte aligned
+    const int rows_per_block = 128 / (p.D / 8);
+    const unsigned g = static_cast<unsigned>((rows + rows_per_block - 1) / rows_per_block);
+    const auto* go = static_cast<const bf16*>(dout);
+    const auto* o = static_cast<const bf16*>(out);
+    if (p.D == 64) {
+      attn_bwd_prep_vec_kernel<64><<<g, 128, 0, st>>>(go, o, lse, ws.Di, ws.lse2, p.T, p.Hq);
+    } else if (p.D == 128) {
+      attn_bwd_prep_vec_kernel<128><<<g, 128, 0, st>>>(go, o, lse, ws.Di, ws.lse2, p.T, p.Hq);
+    } else {
+      attn_bwd_prep_vec_kernel<256><<<g, 128, 0, st>>>(go, o, lse, ws.Di, ws.lse2, p.T, p.Hq);
+    }
+  } else if (p.bf16) {
     attn_bwd_prep_kernel<bf16><<<prep_grid, 128, 0, st>>>(static_cast<const bf16*>(dout),
                                                           static_cast<const bf16*>(out), lse, ws.Di,
                                                           ws.lse2, p.T, p.Hq, p.D);
@@ -350,7 +434,11 @@ void attention_bwd(const AttnProblem& p, void* dq, void* dk, void* dv, const voi
   if (p.Hq > p.Hkv) {
     const int64_t n = p.T * p.Hkv * p.D;
     const unsigned g = static_cast<unsigned>(std::min<int64_t>((n + 255) / 256, 65536));
-    if (p.bf16) {
+    if (c.family != Family::kGeneric) {  // bf16, D a multiple of 64, 16-byte aligned
+      const unsigned g4 = static_cast<unsigned>(std::min<int64_t>((n / 4 + 255) / 256, 65536));
+      attn_sum_heads_vec_kernel<<<g4, 256, 0, st>>>(ws.pk, ws.pv, static_cast<bf16*>(dk),
+                                                    static_cast<bf16*>(dv), p.T, p.Hq, p.Hkv, p.D);
+    } else if (p.bf16) {
       attn_sum_heads_kernel<bf16><<<g, 256, 0, st>>>(ws.pk, ws.pv, static_cast<bf16*>(dk),
                                                      static_cast<bf16*>(dv), p.T, p.Hq, p.Hkv, p.D);
     } else {

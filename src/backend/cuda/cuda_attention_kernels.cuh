@@ -129,7 +129,7 @@ void tc_bwd(const KArgs& ka, unsigned grid, const float* lse2, const float* Di, 
 // no window (ka.window == 0), 16-byte aligned tensors, work list of kSm90Rows-row tiles (forward:
 // query tiles; backward: key tiles). Arguments as tc_fwd / tc_bwd; the backward (fused: dK/dV and
 // dQ in one kernel) also takes dqa, fp32 [Hq, T, D] (dQ accumulated in key-tile order), and sem,
-// 2·grid ints (zeroed by the call).
+// 2·grid ints, zero on entry (attention_bwd's tile_plan_kernel zeroes them).
 void sm90_fwd(const KArgs& ka, unsigned grid, void* out, float* lse, const void* q, const void* k,
               const void* v, cudaStream_t st);
 void sm90_bwd(const KArgs& ka, unsigned grid, const float* lse2, const float* Di, float* pk,

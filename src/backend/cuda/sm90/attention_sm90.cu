@@ -1189,8 +1189,8 @@ void bwd_fused(const KArgs& ka, unsigned grid, const float* lse2, const float* D
   constexpr size_t kNQ = bwd_pipelined(D) ? 3 : 2, kNdS = bwd_pipelined(D) ? 2 : 1;
   constexpr size_t kSmem = (2 * 128 + 2 * kNQ * 64) * D * 2 + kNdS * 128 * 64 * 2 + 2 * 64 * D * 4 +
                            kNQ * 2 * 64 * 4 + 1024;
-  // One flag per (64-row query tile, query head): 2 per 128-row tile of the grid.
-  check(cudaMemsetAsync(sem, 0, static_cast<size_t>(grid) * 2 * sizeof(int), st), "attention_bwd");
+  // One flag per (64-row query tile, query head), 2 per 128-row tile of the grid: zeroed by the
+  // caller's tile_plan_kernel.
   launch(attn_bwd_sm90<D>, grid, kBwdThreads, kSmem, st, "attention_bwd", ka,
          static_cast<const bf16*>(q), static_cast<const bf16*>(k), static_cast<const bf16*>(v),
          static_cast<const bf16*>(dout), lse2, Di, pk, pv, static_cast<bf16*>(dk),
