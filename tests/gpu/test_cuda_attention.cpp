@@ -479,6 +479,14 @@ TEST(CudaAttention, HopperKernelsMatchMmaSync) {
       {"D128 rep6 {1000,1,300,65}", {1000, 1, 300, 65}, 12, 2, 128, true},
       {"D64 rep7 {128,129,4000}", {128, 129, 4000}, 7, 1, 64, true},
       {"D128 rep1 50 short", short_seqs(17), 2, 2, 128, true},
+      // The D 64 forward's 192-row items at their edges: a last item of 1 to 192 rows, the key
+      // tiles capped at the sequence's end, the first warpgroup meeting a tile past its diagonal.
+      {"D64 rep7 192-row edges {191,192,193,320,1,385,64}",
+       {191, 192, 193, 320, 1, 385, 64},
+       14,
+       2,
+       64,
+       true},
   };
   uint32_t seed = 700;
   for (Case c : cases) {

@@ -375,7 +375,9 @@ void attention_fwd(const AttnProblem& p, void* out, float* lse, const void* q, c
   const auto st = static_cast<cudaStream_t>(stream);
   const Choice c = choose(p, which, {out, q, k, v});
   const Ws ws = carve(p, workspace);
-  const unsigned grid = plan(p, c.rows, ws, st, "attention_fwd");
+  // The Hopper forward tiles the queries by its own rows (the backward by kSm90Rows keys).
+  const int rows = c.family == Family::kSm90 ? sm90_fwd_rows(p.D) : c.rows;
+  const unsigned grid = plan(p, rows, ws, st, "attention_fwd");
   if (grid == 0) return;
   const KArgs ka = kargs(p, ws);
   if (c.family == Family::kSm90) {

@@ -19,7 +19,10 @@ constexpr float kLog2e = 1.4426950408889634f;
 constexpr float kLn2 = 0.6931471805599453f;
 constexpr int kGenRows = 16;    // rows per tile of the generic kernels' work list
 constexpr int kTcRows = 64;     // rows per tile of the tensor-core kernels' work list
-constexpr int kSm90Rows = 128;  // query rows per tile of the Hopper forward's work list
+constexpr int kSm90Rows = 128;  // rows per tile of the Hopper backward's work list (key tiles)
+// Query rows per tile of the Hopper forward's work list: 64 per MMA warpgroup, three at head dim
+// 64 (FlashAttention-3's 192-row tiles there), two at 128 (attention_sm90.cu, fwd_wgs).
+__host__ __device__ constexpr int sm90_fwd_rows(int D) { return D == 64 ? 192 : 128; }
 constexpr int kMaxD = 256;      // largest head dim (generic kernels)
 
 // Arguments every attention kernel takes (by value).

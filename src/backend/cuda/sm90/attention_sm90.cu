@@ -15,21 +15,23 @@
 // allow neither).
 //
 // Forward. Persistent blocks (one per SM) take work items in turn (attn_fwd_sm90); an item: 128
-// query rows of one head, key tiles of 128 up to the diagonal in order.
+// query rows of one head at D 128, 192 at D 64, key tiles of 128 up to its last row's diagonal in
+// order.
 // Warp-specialized: a producer warpgroup (one thread) loads Q once and K/V tiles by TMA into two
 // buffers each, handed over by mbarriers ("full": the TMA's transaction bytes landed; "empty": all
-// 256 MMA threads have read it), and two MMA warpgroups (64 rows each) consume them without a
-// block-wide barrier (at D 64 they take turns to issue their GEMMs, FlashAttention-3's ping-pong:
-// there a tile's exponentials on the special-function unit take as long as its GEMMs, so one
-// warpgroup's softmax runs while the other's GEMMs hold the tensor cores). Per warpgroup and key
-// tile:
+// MMA threads have read it), and two MMA warpgroups at D 128, three at D 64 (64 rows each), consume
+// them without a block-wide barrier (at D 64 they take turns to issue their GEMMs,
+// FlashAttention-3's ping-pong: there a tile's exponentials on the special-function unit take as
+// long as its GEMMs, so one warpgroup's softmax runs while another's GEMMs hold the tensor cores).
+// Per warpgroup and key tile:
 //   S[64×128] = Q·Kᵀ — wgmma m64n128k16, both operands K-major from shared memory, D/16 steps;
-//   the causal mask on the diagonal tile, online softmax in base 2 as the mma.sync kernel (the
-//   same row max / rescale / sum order per thread, a row's 4 lanes combined by xor-shuffles);
-//   O[64×D] += bf16(P)·V — wgmma m64nDk16 with P from registers (the wgmma A fragment of a
-//   warp's 16 rows is the mma.m16n8k16 A fragment, which the fp32 accumulator layout packs into
-//   without shuffles) and V MN-major from shared memory (transposed read), one instruction per
-//   16 keys; the exponentials are ex2.approx.ftz of one FFMA (the max taken on the raw scores).
+//   the causal mask on the tiles past the warp's first row, online softmax in base 2 as the
+//   mma.sync kernel (the same row max / rescale / sum order per thread, a row's 4 lanes combined by
+//   xor-shuffles); O[64×D] += bf16(P)·V — wgmma m64nDk16 with P from registers (the wgmma A
+//   fragment of a warp's 16 rows is the mma.m16n8k16 A fragment, which the fp32 accumulator layout
+//   packs into without shuffles) and V MN-major from shared memory (transposed read), one
+//   instruction per 16 keys; the exponentials are ex2.approx.ftz of one FFMA (the max taken on the
+//   raw scores).
 // Every output element is accumulated by one thread over key tiles in index order with a fixed
 // instruction order: bitwise repeatable, no atomics. The probabilities are rounded to bf16 before
 // P·V, as the mma.sync kernels and FlashAttention do, so the two families agree to the rounding of
@@ -48,9 +50,11 @@
 // byte offset >> 4 in [16, 30), stride byte offset >> 4 in [32, 46), swizzle mode 1 (128 B) in
 // [62, 64).
 //
-// Resources (ptxas, sm_90a): one block per SM, no spills. Forward: 384 threads launched at 168
-// registers, the MMA warpgroups raised to 240 and the producer lowered to 24; shared memory Q +
-// 2×(K, V) = 160 / 80 KiB (D 128 / 64) + barriers and the item slots. Fused backward (D 128): 384
+// Resources (ptxas, sm_90a): one block per SM, no spills. Forward: D 128, 384 threads launched at
+// 168 registers, the MMA warpgroups raised to 240 and the producer lowered to 24; D 64, 512 threads
+// launched at 128, the MMA warpgroups raised to 160 (FlashAttention-3's split for three), the
+// producer lowered to 24; shared memory Q + 2×(K, V) = 160 / 88 KiB (D 128 / 64) + barriers and
+// the item slots. Fused backward (D 128): 384
 // threads launched at 168 registers, the MMA warpgroups raised to 240 and the writers lowered to 24
 // (setmaxnreg), shared memory K, V + 2×(Q, dO) + dSᵀ + 2 staged fp32 dQ tiles + lse2/Di = 209 KiB;
 // (D 64, pipelined) K, V + 3×(Q, dO, lse2/Di) + 2×dSᵀ + 2 staged dQ tiles = 145.5 KiB. Each plus
@@ -68,8 +72,7 @@
 namespace zt::cuda::attn {
 namespace {
 
-constexpr int kBM = kSm90Rows;  // query rows per block (two warpgroups × 64)
-constexpr int kBN = 128;        // keys per tile
+constexpr int kBN = 128;  // keys per tile
 constexpr int kThreads = 256;
 
 // Byte offset of element (r, c) (c a multiple of 8) in a tile of R rows (layout above).
@@ -336,12 +339,24 @@ __device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap* map
 // D 128, GEMM-bound, it cost 8-11 %).
 __host__ __device__ constexpr bool fwd_pingpong(int D) { return D == 64; }
 
-constexpr int kFwdThreads = 384;  // a producer warpgroup (one thread issues the TMA) + 2 MMA ones
-constexpr int kFwdStages = 2;     // K and V buffers in flight
+// The forward's MMA warpgroups per block, 64 query rows each (sm90_fwd_rows(D) rows a tile): three
+// at D 64 (FlashAttention-3's 192 × 128 tiles there: each K/V tile loaded and read from shared
+// memory serves 1.5 times the rows, and a third warpgroup's exponentials fill the tensor cores'
+// gaps), two at D 128 (the registers: its O accumulator is twice as large).
+__host__ __device__ constexpr int fwd_wgs(int D) { return sm90_fwd_rows(D) / 64; }
+// A producer warpgroup (one thread issues the TMA) + the MMA ones.
+__host__ __device__ constexpr int fwd_threads(int D) { return 128 * (fwd_wgs(D) + 1); }
+constexpr int kFwdStages = 2;  // K and V buffers in flight
+
+// Key tiles of 128 the forward item of query tile `tile` (rows of `rows`) of a sequence of L tokens
+// reads: up to the one holding its last row's diagonal, and none past the sequence's last key.
+__device__ __forceinline__ int fwd_key_tiles(int tile, int rows, int L) {
+  return min(tile * rows + rows - 1, L - 1) / kBN + 1;
+}
 
 // Forward (see the file comment). Persistent: grid min(items, SMs) blocks (one per SM: the
-// registers allow no second), each taking work items — (128-row query tile, query head) of the list
-// of Σ ceil(len / 128) tiles × Hq (tile table of kSm90Rows rows), heaviest tile of each sequence
+// registers allow no second), each taking work items — (query tile of kBM = sm90_fwd_rows(D) rows,
+// query head) of the list of Σ ceil(len / kBM) tiles × Hq, heaviest tile of each sequence
 // first — in index order from the counter a.next_item (an atomicAdd by the producer thread) until
 // the list is done. The producer fetches the next item (and finds its sequence and tile) once it
 // has issued the current item's loads, publishes it and loads its Q as soon as both MMA warpgroups
@@ -353,26 +368,27 @@ constexpr int kFwdStages = 2;     // K and V buffers in flight
 // instructions in the same order, so the outputs are bitwise those of a block per item.
 // Warp-specialized (FlashAttention-3's split): warpgroup 0 is the producer — one thread loads Q and
 // the K/V tiles with TMA into kFwdStages buffers, each with a "full" mbarrier (transaction bytes)
-// and an "empty" one that all 256 MMA threads arrive on once they have finished reading it (Q too,
+// and an "empty" one that all MMA threads arrive on once they have finished reading it (Q too,
 // per item; the K/V buffers cycle over the block's items: tile g of the block in buffer g %
-// kFwdStages) — and gives its registers up (setmaxnreg 24); warpgroups 1 and 2 take 64 query rows
-// each (setmaxnreg 240) and never meet at a block-wide barrier, so one warpgroup's softmax overlaps
-// the other's GEMMs (at D 64 by turns: kPingPong, below). The item — index, tile, sequence start
-// and length, head — travels through shared memory: two slots, item it in slot it % 2, published
-// by an mbarrier arrival; the producer writes item it + 2's slot only after both warpgroups
-// released item it + 1's Q, so after they stored item it (they read its slot again for the
-// stores). A sequence's last tiles read
-// rows past its end (the next sequence's, or zeros past T): those keys are after every valid query
-// row (masked on the diagonal tile, probability 0), and those query rows are never stored. So the
-// sequences of a micro-batch stay isolated only while its values are finite: 0 × a NaN or Inf in
-// the next sequence's V is NaN (the cp.async version zero-filled those rows); with non-finite
-// activations the micro-batch's loss is non-finite anyway.
+// kFwdStages) — and gives its registers up (setmaxnreg 24); warpgroups 1 .. kWG take 64 query rows
+// each (setmaxnreg 240 / 160) and never meet at a block-wide barrier, so one warpgroup's softmax
+// overlaps another's GEMMs (at D 64 by turns: kPingPong, below). The item — index, tile, sequence
+// start and length, head — travels through shared memory: two slots, item it in slot it % 2,
+// published by an mbarrier arrival; the producer writes item it + 2's slot only after every MMA
+// warpgroup released item it + 1's Q, so after they stored item it (they read its slot again for
+// the stores). A sequence's last tiles read rows past its end (the next sequence's, or zeros past
+// T): those keys are after every valid query row (masked, probability 0), and those query rows are
+// never stored. So the sequences of a micro-batch stay isolated only while its values are finite: 0
+// × a NaN or Inf in the next sequence's V is NaN (the cp.async version zero-filled those rows);
+// with non-finite activations the micro-batch's loss is non-finite anyway.
 template <int D>
-__global__ void __launch_bounds__(kFwdThreads, 1)
+__global__ void __launch_bounds__(fwd_threads(D), 1)
     attn_fwd_sm90(const __grid_constant__ CUtensorMap tq, const __grid_constant__ CUtensorMap tk,
                   const __grid_constant__ CUtensorMap tv, KArgs a, int items, bf16* out,
                   float* lse) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  constexpr int kWG = fwd_wgs(D), kBM = 64 * kWG;  // MMA warpgroups, query rows per item
+  constexpr int kMmaThreads = 128 * kWG;
   constexpr uint32_t kQB = kBM * D * 2, kKB = kBN * D * 2;
   constexpr int kNB = D / 64;  // 64-column blocks of the output
   extern __shared__ unsigned char smem[];
@@ -391,13 +407,13 @@ __global__ void __launch_bounds__(kFwdThreads, 1)
   const int tid = static_cast<int>(threadIdx.x);
   if (tid == 0) {
     mbar_init(q_full, 1);
-    mbar_init(q_empty, 256);
+    mbar_init(q_empty, kMmaThreads);
     mbar_init(item_full, 1);
     for (int st = 0; st < kFwdStages; ++st) {
       mbar_init(k_full(st), 1);
       mbar_init(v_full(st), 1);
-      mbar_init(k_empty(st), 256);
-      mbar_init(v_empty(st), 256);
+      mbar_init(k_empty(st), kMmaThreads);
+      mbar_init(v_empty(st), kMmaThreads);
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
@@ -428,9 +444,10 @@ __global__ void __launch_bounds__(kFwdThreads, 1)
         mbar_arrive(item_full);  // release: the slot's stores are seen by the waiting warpgroups
         if (item >= items) break;
         load(&tq, kBM, sQ, w.h * D, w.s0 + w.tile * kBM, q_full);
+        const int nkv = fwd_key_tiles(w.tile, kBM, w.L);
         // (not unrolled: the loop's state fits the producer's 24 registers without spills)
 #pragma unroll 1
-        for (int j = 0; j <= w.tile; ++j, ++g) {
+        for (int j = 0; j < nkv; ++j, ++g) {
           const int st = g % kFwdStages;
           if (g >= kFwdStages) {  // wait for the buffer's previous use to be released
             const uint32_t par = ((g / kFwdStages) + 1) & 1;
@@ -447,7 +464,12 @@ __global__ void __launch_bounds__(kFwdThreads, 1)
     }
     return;
   }
-  asm volatile("setmaxnreg.inc.sync.aligned.u32 240;\n" ::: "memory");
+  if constexpr (kWG == 2) {
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 240;\n" ::: "memory");
+  } else {
+    static_assert(kWG == 3, "the register split here is for two or three MMA warpgroups");
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 160;\n" ::: "memory");
+  }
 
   const int wg = (tid >> 7) - 1, warp = (tid >> 5) & 3;
   const int lane = tid & 31;
@@ -459,27 +481,33 @@ __global__ void __launch_bounds__(kFwdThreads, 1)
   float o[kNB][32];
   float mx[2], sum[2], alpha[2];
   float s[64];
-  int diag_tile = 0;  // the item's query tile: its key tile of the same index is the diagonal
+  int m0 = 0;  // the item's first query row (in its sequence)
   // S = Q·K(g)ᵀ into s (g: the block's K/V tile count), issued and committed (not waited for).
   const auto issue_s = [&](int g) {
     const uint32_t kbuf = sK + (g % kFwdStages) * kKB;
 #pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk) {
-      const uint32_t koff = (kk >> 2) * (kBN * 128) + (kk & 3) * 32;  // kBM == kBN: same offsets
-      wgmma_ss_n128(s, desc_sw128(sQwg + koff, 16, 1024), desc_sw128(kbuf + koff, 16, 1024),
+    for (int kk = 0; kk < D / 16; ++kk) {  // 64-column block kk / 4, 32 bytes a k step inside it
+      const uint32_t qoff = (kk >> 2) * (kBM * 128) + (kk & 3) * 32,
+                     koff = (kk >> 2) * (kBN * 128) + (kk & 3) * 32;
+      wgmma_ss_n128(s, desc_sw128(sQwg + qoff, 16, 1024), desc_sw128(kbuf + koff, 16, 1024),
                     kk > 0 ? 1 : 0);
     }
     wg_commit();
   };
-  // Online softmax of key tile j's scores in s (base 2, the causal mask on the diagonal tile):
-  // s ← P, the running max and sum updated, alpha = the factor O must be rescaled by.
+  // Online softmax of key tile j's scores in s (base 2, the causal mask on the tiles that reach
+  // past this warp's first row): s ← P, the running max and sum updated, alpha = the factor O must
+  // be rescaled by. Key col of the tile is off + col in the item's rows' numbering; at two
+  // warpgroups only the diagonal tile (off 0) is masked. A row every key of a tile is masked for
+  // (at three warpgroups the first rows of an item meet key tiles past their diagonal) gets that
+  // tile's max −inf, so alpha 1, p 0: its max, sum and O keep every bit.
   const auto softmax = [&](int j) {
-    const bool diag = j == diag_tile;
+    const int off = j * kBN - m0;
+    const bool masked = off + kBN - 1 > rr0 - (lane >> 2);  // past the warp's first row
     float tmax[2] = {-INFINITY, -INFINITY};  // of the raw scores: the scale is positive
-    if (diag) {  // the mask in its own loop: off the diagonal the max loop is one FMNMX a score
+    if (masked) {  // the mask in its own loop: elsewhere the max loop is one FMNMX a score
 #pragma unroll
       for (int i = 0; i < 64; ++i)
-        if ((i >> 2) * 8 + c2 + (i & 1) > rr0 + ((i >> 1) & 1) * 8) s[i] = -INFINITY;
+        if (off + (i >> 2) * 8 + c2 + (i & 1) > rr0 + ((i >> 1) & 1) * 8) s[i] = -INFINITY;
     }
 #pragma unroll
     for (int i = 0; i < 64; ++i) tmax[(i >> 1) & 1] = fmaxf(tmax[(i >> 1) & 1], s[i]);
@@ -487,7 +515,8 @@ __global__ void __launch_bounds__(kFwdThreads, 1)
     for (int r = 0; r < 2; ++r) {
       tmax[r] = fmaxf(tmax[r], __shfl_xor_sync(0xffffffffu, tmax[r], 1));
       tmax[r] = fmaxf(tmax[r], __shfl_xor_sync(0xffffffffu, tmax[r], 2));
-      // finite: every row sees key 0 in tile 0; max(s)·c = max(s·c) for c > 0 (rounding is
+      // finite: every row sees key 0 in tile 0 (a fully masked tile's max is −inf: mx stays);
+      // max(s)·c = max(s·c) for c > 0 (rounding is
       // monotone), so mx is the running max of the base-2 scores
       const float mnew = fmaxf(mx[r], tmax[r] * a.scale_log2);
       alpha[r] = exp2_ftz(mx[r] - mnew);
@@ -506,22 +535,23 @@ __global__ void __launch_bounds__(kFwdThreads, 1)
   };
   const auto parity = [](int g) { return static_cast<uint32_t>((g / kFwdStages) & 1); };
 
-  // Ping-pong (D 64): the two warpgroups take turns to issue their GEMMs — named barrier 1 + wg
-  // is "warpgroup wg may issue", each turn ends with an arrival on the other's — so that one
-  // warpgroup's exponentials run while the other's GEMMs hold the tensor cores. Both warpgroups
-  // take the same turns over the same items, so the turns carry over from item to item.
+  // Ping-pong (D 64): the warpgroups take turns, in a ring, to issue their GEMMs — named barrier
+  // 1 + wg is "warpgroup wg may issue", each turn ends with an arrival on the next one's — so that
+  // one warpgroup's exponentials run while another's GEMMs hold the tensor cores. Every warpgroup
+  // takes the same turns over the same items (the item's key tiles, masked or not), so the turns
+  // carry over from item to item.
   constexpr bool kPingPong = fwd_pingpong(D);
-  if (kPingPong && wg == 1) bar_arrive(1, 256);  // warpgroup 0 takes the first turn
+  if (kPingPong && wg == kWG - 1) bar_arrive(1, 256);  // warpgroup 0 takes the first turn
   uint32_t pa[8][4];                             // P(j) as the A operand: 16 keys per k step
   int g = 0;                                     // the block's K/V tiles consumed before this item
   for (int it = 0;; ++it) {
     mbar_wait(item_full, it & 1);
     volatile const int* const slot = slots + (it & 1) * kSlotInts;
     if (slot[0] >= items) break;
-    // Only the tile lives through the key loop (the rest of the item is read again for the
-    // stores: fewer live registers).
-    diag_tile = slot[1];
-    const int nkv = diag_tile + 1;
+    // Only the first row and the tile count live through the key loop (the rest of the item is
+    // read again for the stores: fewer live registers).
+    m0 = slot[1] * kBM;
+    const int nkv = fwd_key_tiles(slot[1], kBM, slot[3]);
 #pragma unroll
     for (int nb = 0; nb < kNB; ++nb)
 #pragma unroll
@@ -551,7 +581,7 @@ __global__ void __launch_bounds__(kFwdThreads, 1)
       mbar_wait(v_full(sv), parity(gv));
       mma_pb<D, kBN>(o, pa, sV + sv * kKB);
       wg_commit();
-      if constexpr (kPingPong) bar_arrive(2 - wg, 256);
+      if constexpr (kPingPong) bar_arrive(1 + (wg + 1) % kWG, 256);
       wg_wait<1>();  // S(j+1) done
       keep(s);
       mbar_arrive(k_empty(sk));
@@ -589,7 +619,7 @@ __global__ void __launch_bounds__(kFwdThreads, 1)
     keep(pa);
     mbar_arrive(v_empty(sv));
     g += nkv;
-    const int m0 = diag_tile * kBM, s0 = slot[2], L = slot[3], h = slot[4];
+    const int s0 = slot[2], L = slot[3], h = slot[4];
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
       sum[r] += __shfl_xor_sync(0xffffffffu, sum[r], 1);
@@ -1165,6 +1195,7 @@ template <int D>
 void fwd(const KArgs& ka, unsigned grid, void* out, float* lse, const void* q, const void* k,
          const void* v, cudaStream_t st) {
   // Q, kFwdStages × (K, V), the barriers, 1 KiB to align the tiles to the swizzle atom.
+  constexpr int kBM = sm90_fwd_rows(D);
   constexpr size_t kSmem = static_cast<size_t>(kBM + 2 * kFwdStages * kBN) * D * 2 + 1024 + 1024;
   const CUtensorMap tq = tma_map(q, ka.T, static_cast<int64_t>(ka.Hq) * D, kBM),
                     tk = tma_map(k, ka.T, static_cast<int64_t>(ka.Hkv) * D, kBN),
@@ -1176,7 +1207,7 @@ void fwd(const KArgs& ka, unsigned grid, void* out, float* lse, const void* q, c
     check(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev), "attention_fwd");
     return static_cast<unsigned>(n);
   }();
-  launch(attn_fwd_sm90<D>, std::min(grid, sms), kFwdThreads, kSmem, st, "attention_fwd", tq, tk,
+  launch(attn_fwd_sm90<D>, std::min(grid, sms), fwd_threads(D), kSmem, st, "attention_fwd", tq, tk,
          tv, ka, static_cast<int>(grid), static_cast<bf16*>(out), lse);
 }
 
