@@ -289,7 +289,15 @@ int cmd_train(const Args& args) {
   train::Trainer trainer(std::move(targs), *comm, tok.tokenizer, tok.config, tok.dir);
   train::TrainSummary sum = trainer.run();
   if (sum.interrupted) {
-    if (rank0) log::warn("training was interrupted; resume with trainer.resume_from_checkpoint={}", sum.last_checkpoint.string());
+    // No checkpoint: a fresh run stopped before its first step. Its exp_dir holds this attempt's
+    // args.yaml and metrics.jsonl, which the run-directory guard refuses to overwrite unasked.
+    if (rank0 && sum.last_checkpoint.empty())
+      log::warn(
+          "training was interrupted before its first step: nothing was trained and no checkpoint "
+          "was written; start the run again with trainer.overwrite_output_dir=true");
+    else if (rank0)
+      log::warn("training was interrupted; resume with trainer.resume_from_checkpoint={}",
+                sum.last_checkpoint.string());
     return 130;
   }
   return 0;

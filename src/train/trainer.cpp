@@ -882,6 +882,22 @@ TrainSummary Trainer::run() {
       }
     }
   }
+  // A stop signal before this run's first step (during the start evaluation above, which it
+  // abandoned, or while the run was being set up): stop here, without training a step. Every rank
+  // reaches this check, whether or not a start evaluation ran (it is collective). Nothing has
+  // changed since the start, so nothing is saved: a fresh run writes no checkpoint and exports no
+  // model (last_checkpoint stays empty); a resumed run's checkpoint is still the latest
+  // (last_checkpoint names it for the resume hint) and is left as it was, so an abandoned pending
+  // evaluation it records (eval_pending) runs first on the next resume too. The launcher's record
+  // (open_outputs) already names that checkpoint, or none, as the last complete one.
+  if (any_rank_stopping(s.comm)) {
+    sum.interrupted = true;
+    sum.last_checkpoint = s.resumed_from;
+    if (s.rank0())
+      s.progress->message(
+          fmt::format("interrupted: stopped at step {} before training any step", s.start_step));
+    return sum;
+  }
   double window_start = now_seconds();
 
   for (int64_t k = s.start_step; k < T; ++k) {

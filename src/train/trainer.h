@@ -30,7 +30,12 @@ struct TrainSummary {
   std::vector<double> grad_norms;    // pre-clip global gradient norm of each step (NaN: skipped)
   std::vector<double> learning_rates;
   std::optional<double> last_eval_loss;
-  bool interrupted = false;          // stopped by SIGINT/SIGTERM after writing a checkpoint
+  // Stopped by SIGINT/SIGTERM: after writing the checkpoint of the last completed step, or, when
+  // the signal came before this run's first step (e.g. during eval_on_start's evaluation), with no
+  // step trained and no checkpoint or model written.
+  bool interrupted = false;
+  // The last checkpoint this run wrote (empty: none); interrupted before its first step, the one
+  // it resumed from, still the newest (empty for a fresh run).
   std::filesystem::path last_checkpoint;
 };
 
@@ -54,8 +59,9 @@ class Trainer {
 
   // Installs SIGINT/SIGTERM handlers that ask running trainers to stop at the next step boundary,
   // or during an evaluation at its next batch (the evaluation is dropped); every rank agrees, the
-  // checkpoint of the last completed step is written, run() returns with interrupted = true. The
-  // flag is process-wide.
+  // checkpoint of the last completed step is written, run() returns with interrupted = true. A
+  // signal before the run's first step (during set-up or the start evaluation) stops it there: no
+  // step is trained and no checkpoint or model is written. The flag is process-wide.
   static void install_signal_handlers();
   // The flag the handlers set (exposed for tests).
   static volatile std::sig_atomic_t& stop_requested();

@@ -1,9 +1,11 @@
-// Faults and signals of `zerotune launch … train` (issue 17), and jobs over several "nodes" (two
-// launchers on this machine, issue 16 item 4), through the real binary on the inputs
-// of ../shared/cases (`launch-sigterm-grace-loses-checkpoint`, `ddp-timeout-ignored`), each run
-// from a temporary folder linking to the case's files, as its run.sh does: a SIGTERM during
-// an evaluation or after a step ends with the interrupt checkpoint; a grace period that runs out
-// names the last complete checkpoint; trainer.ddp_timeout ends a job whose rank stalls.
+// Faults and signals of `zerotune launch … train` (issue 17; and one of a lone `zerotune train`),
+// and jobs over several "nodes" (two launchers on this machine, issue 16 item 4), through the real
+// binary on the inputs of ../shared/cases (`launch-sigterm-grace-loses-checkpoint`,
+// `ddp-timeout-ignored`), each run from a temporary folder linking to the case's files, as its
+// run.sh does: a SIGTERM during an evaluation or after a step ends with the interrupt checkpoint;
+// a stop signal during the evaluation before the first step (eval_on_start, a resume's pending
+// one) ends with no step trained and no checkpoint written; a grace period that runs out names the
+// last complete checkpoint; trainer.ddp_timeout ends a job whose rank stalls.
 // Timings are generous bounds (a loaded 2-core machine), never exact.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -12,6 +14,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -107,32 +110,42 @@ class LaunchFaults : public ::testing::Test {
     std::ofstream(m / "config.json") << cfg.dump();
   }
 
-  // `zerotune launch <launch_opts> train --config sft.yaml …` run in `dir` (launch_opts: the
-  // process count and any other launcher option).
-  static std::unique_ptr<Child> launch(const fs::path& dir, const std::string& launch_opts,
-                                       const std::string& overrides) {
-    const std::string cmd = fmt::format(
-        "cd '{}' && exec {} launch {} train --config sft.yaml "
-        "model.tokenizer_name_or_path={} {}",
-        dir.string(), kBin, launch_opts, kTokenizer.string(), overrides);
+  // `zerotune <command> --config sft.yaml …` run in `dir` (command: "train", or "launch
+  // <launch options> train").
+  static std::unique_ptr<Child> start(const fs::path& dir, const std::string& command,
+                                      const std::string& overrides) {
+    const std::string cmd =
+        fmt::format("cd '{}' && exec {} {} --config sft.yaml model.tokenizer_name_or_path={} {}",
+                    dir.string(), kBin, command, kTokenizer.string(), overrides);
     return std::make_unique<Child>(
         std::vector<std::string>{"/bin/sh", "-c", cmd},
         std::vector<std::string>{"ZT_COMM_TIMEOUT_S=", "RANK=", "WORLD_SIZE=", "MASTER_ADDR=",
                                  "MASTER_PORT=", "OMPI_COMM_WORLD_SIZE=", "PMIX_RANK="});
   }
 
-  // Reads the launcher's output until metrics.jsonl of `exp` has the record of step `step`
-  // (looked at every 0.1 s, output or not); false when the launcher ended first or after the guard.
-  static bool until_step(Child& c, const fs::path& exp, int step) {
-    const std::string key = fmt::format("\"step\":{},", step);
-    const auto has = [&](const std::string&) {
-      return slurp(exp / "metrics.jsonl").find(key) != std::string::npos;
-    };
+  // `zerotune launch <launch_opts> train --config sft.yaml …` run in `dir` (launch_opts: the
+  // process count and any other launcher option).
+  static std::unique_ptr<Child> launch(const fs::path& dir, const std::string& launch_opts,
+                                       const std::string& overrides) {
+    return start(dir, "launch " + launch_opts + " train", overrides);
+  }
+
+  // Reads the child's output until `done(output)` holds (looked at every 0.1 s, output or not);
+  // false when the child ended first or after the guard.
+  static bool until(Child& c, const std::function<bool(const std::string&)>& done) {
     for (const double end = now_s() + kHangGuard; now_s() < end;) {
-      if (c.read_until(has, 0.1)) return true;
+      if (c.read_until(done, 0.1)) return true;
       if (kill(c.pid(), 0) != 0) return false;
     }
     return false;
+  }
+
+  // until() metrics.jsonl of `exp` has the record of step `step`.
+  static bool until_step(Child& c, const fs::path& exp, int step) {
+    const std::string key = fmt::format("\"step\":{},", step);
+    return until(c, [&](const std::string&) {
+      return slurp(exp / "metrics.jsonl").find(key) != std::string::npos;
+    });
   }
 
   // Starts the launch-sigterm case on 2 ranks with a hidden-16 model into `exp` (exp_dir, in the
@@ -185,6 +198,108 @@ TEST_F(LaunchFaults, SigtermDuringEvaluationSavesTheStepsCheckpoint) {
   EXPECT_EQ(slurp(exp / "metrics.jsonl").find("eval_loss"), std::string::npos);
   EXPECT_EQ(c->output().find("killing them"), std::string::npos) << c->output();
   EXPECT_LT(took, 60.0) << c->output();  // the whole evaluation alone takes about as long
+}
+
+// A SIGINT to a one-process `zerotune train` during eval_on_start's evaluation (600 rows, one per
+// batch) stops the run there: no step is trained, no checkpoint or model is written, the exit
+// status is an interrupt's (130), and the message's way to start again works.
+TEST_F(LaunchFaults, SigintDuringTheStartEvaluationTrainsNoStep) {
+  const fs::path dir = case_dir("launch-sigterm-grace-loses-checkpoint");
+  const fs::path exp = dir / "runs" / "fresh";
+  write_model(dir, 64);
+  const std::string run =
+      "exp_dir=runs/fresh model.name_or_path=model_h64 dataset.eval.path=eval.jsonl "
+      "trainer.per_device_eval_batch_size=1 ";
+  auto c = start(dir, "train", run + "trainer.eval_on_start=true");
+  // metrics.jsonl is opened after the signal handlers are installed, just before the evaluation
+  // (a signal before the evaluation abandons it at its first batch).
+  ASSERT_TRUE(until(*c, [&](const std::string&) { return fs::exists(exp / "metrics.jsonl"); }))
+      << c->output();
+  ASSERT_EQ(kill(c->pid(), SIGINT), 0);
+  ASSERT_EQ(c->wait(kHangGuard), 130) << c->output();
+  const std::string& out = c->output();
+  EXPECT_NE(out.find("interrupted during the evaluation at step 0 after "), std::string::npos)
+      << out;
+  EXPECT_NE(out.find("interrupted: stopped at step 0 before training any step"), std::string::npos)
+      << out;
+  EXPECT_NE(out.find("training was interrupted before its first step: nothing was trained and no "
+                     "checkpoint was written; start the run again with "
+                     "trainer.overwrite_output_dir=true"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(out.find("resume with"), std::string::npos) << out;
+  EXPECT_EQ(out.find("saved "), std::string::npos) << out;
+  EXPECT_EQ(slurp(exp / "metrics.jsonl"), "");  // neither a step nor the evaluation
+  for (const auto& e : fs::directory_iterator(exp))
+    EXPECT_FALSE(e.path().filename().string().starts_with("checkpoint-")) << e.path();
+  EXPECT_FALSE(fs::exists(exp / "final"));
+  auto again = start(dir, "train", run + "trainer.overwrite_output_dir=true trainer.max_steps=1");
+  ASSERT_EQ(again->wait(kHangGuard), 0) << again->output();
+  EXPECT_EQ(checkpoint_step(exp / "checkpoint-1"), 1) << again->output();
+}
+
+// Resumed at a step whose evaluation a stop signal had abandoned (eval_pending), a SIGTERM during
+// that evaluation stops the 2-rank job before it trains a step: the checkpoint resumed from is left
+// as it was and named for the next resume, which runs the pending evaluation first.
+TEST_F(LaunchFaults, SigtermDuringAResumesPendingEvaluationKeepsItPending) {
+  const fs::path dir = case_dir("launch-sigterm-grace-loses-checkpoint");
+  const fs::path exp = dir / "runs" / "pend";
+  write_model(dir, 64);
+  const std::string run = "exp_dir=runs/pend model.name_or_path=model_h64 ";
+  auto first = launch(dir, "--num_processes 2", run + "trainer.max_steps=2 trainer.save_steps=2");
+  ASSERT_EQ(first->wait(kHangGuard), 0) << first->output();
+  const fs::path state = exp / "checkpoint-2" / "trainer_state.json";
+  Json st = Json::parse(slurp(state));
+  ASSERT_EQ(st["eval_pending"], false);
+  st["eval_pending"] = true;
+  std::ofstream(state) << st.dump(2);
+  const std::string state_bytes = slurp(state), metrics = slurp(exp / "metrics.jsonl");
+  ASSERT_NE(metrics.find("\"step\":2,"), std::string::npos) << metrics;
+  const std::string final_model = slurp(exp / "final" / "model.safetensors");  // step 2's
+  ASSERT_GT(final_model.size(), 1000u);
+
+  const std::string resume = run +
+                             "trainer.resume_from_checkpoint=true trainer.max_steps=3 "
+                             "trainer.per_device_eval_batch_size=1 ";
+  auto c = launch(dir, "--num_processes 2", resume + "dataset.eval.path=eval.jsonl");
+  // Logged after every rank has loaded the checkpoint (a collective), so all handle the signal.
+  ASSERT_TRUE(until(*c, [](const std::string& o) {
+    return o.find("resumed from runs/pend/checkpoint-2 at step 2") != std::string::npos;
+  })) << c->output();
+  double took = 0;
+  EXPECT_EQ(sigterm_and_wait(*c, &took), 128 + SIGTERM) << c->output();
+  const std::string& out = c->output();
+  EXPECT_NE(out.find("interrupted during the evaluation at step 2 after "), std::string::npos)
+      << out;
+  EXPECT_NE(out.find("interrupted: stopped at step 2 before training any step"), std::string::npos)
+      << out;
+  EXPECT_NE(out.find("resume with trainer.resume_from_checkpoint=runs/pend/checkpoint-2\n"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(out.find("killing them"), std::string::npos) << out;
+  EXPECT_EQ(slurp(state), state_bytes);  // eval_pending still true
+  EXPECT_EQ(slurp(exp / "metrics.jsonl"), metrics);
+  EXPECT_FALSE(fs::exists(exp / "checkpoint-3"));
+  EXPECT_TRUE(slurp(exp / "final" / "model.safetensors") == final_model);  // not exported again
+
+  // The next resume (8 eval rows, to be quick) evaluates step 2 first, then trains step 3.
+  {
+    std::ifstream in(dir / "eval.jsonl");
+    std::ofstream few(dir / "eval8.jsonl");
+    std::string line;
+    for (int i = 0; i < 8 && std::getline(in, line); ++i) few << line << '\n';
+  }
+  auto d = launch(dir, "--num_processes 2", resume + "dataset.eval.path=eval8.jsonl");
+  ASSERT_EQ(d->wait(kHangGuard), 0) << d->output();
+  std::vector<std::string> events;  // "eval <step>" / "train <step>" in metrics.jsonl's order
+  std::istringstream lines(slurp(exp / "metrics.jsonl"));
+  for (std::string line; std::getline(lines, line);) {
+    const Json j = Json::parse(line);
+    events.push_back(
+        fmt::format("{} {}", j.contains("eval_loss") ? "eval" : "train", j["step"].get<int64_t>()));
+  }
+  EXPECT_EQ(events, (std::vector<std::string>{"train 1", "train 2", "eval 2", "train 3"}));
+  EXPECT_EQ(checkpoint_step(exp / "checkpoint-3"), 3) << d->output();
 }
 
 // Part 2 with the default grace (30 s, torchrun's): a SIGTERM between steps ends with the
