@@ -335,8 +335,10 @@ __device__ __forceinline__ void tma_load_2d(uint32_t dst, const CUtensorMap* map
 }
 
 // Whether the forward's MMA warpgroups take turns at the tensor cores (below): at D 64, where a
-// tile's exponentials take as long as its GEMMs (on an H200 +4-6 % forward TFLOP/s at D 64; at
-// D 128, GEMM-bound, it cost 8-11 %).
+// tile's exponentials take as long as its GEMMs (on an H200 +4-6 % forward TFLOP/s at D 64 with two
+// warpgroups; with three, on an H100, +5-12 % over no turns, bench/results/
+// attention_wg3_ab_h100_d2cb38e.txt and attention_h100_d2cb38e.txt; at D 128, GEMM-bound, it cost
+// 8-11 %).
 __host__ __device__ constexpr bool fwd_pingpong(int D) { return D == 64; }
 
 // The forward's MMA warpgroups per block, 64 query rows each (sm90_fwd_rows(D) rows a tile): three
