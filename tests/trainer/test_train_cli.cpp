@@ -456,6 +456,38 @@ TEST_F(TrainCli, BestModelSettingsThatCannotWorkAreRefused) {
   }
 }
 
+// A checkpoint recording an abandoned evaluation (eval_pending) resumed by a run without an eval
+// set: the evaluation is skipped with a warning naming the checkpoint, and training goes on (it was
+// an "internal error: std::bad_alloc", exit 70, from evaluating a missing eval set).
+TEST_F(TrainCli, PendingEvaluationWithoutAnEvalSetIsSkipped) {
+  auto r = train("pnoeval", "trainer.max_steps=2");
+  ASSERT_EQ(r.status, 0) << r.output;
+  const fs::path ck = exp("pnoeval") / "checkpoint-2", state = ck / "trainer_state.json";
+  zt::Json st = zt::Json::parse(slurp(state));
+  ASSERT_EQ(st["eval_pending"], false);
+  st["eval_pending"] = true;
+  std::ofstream(state) << st.dump(2);
+  r = train("pnoeval",
+            "~dataset.eval trainer.eval_strategy=no trainer.max_steps=4 "
+            "trainer.resume_from_checkpoint=true");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("resume_from_checkpoint: " + ck.string() +
+                          " records an evaluation at step 2 that a stop signal abandoned, but "
+                          "dataset.eval is not set in this run: that evaluation is not run"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("internal error"), std::string::npos) << r.output;
+  std::vector<int64_t> train_steps;
+  int evals = 0;
+  for (const zt::Json& e : train_events(exp("pnoeval"))) {
+    if (e.contains("eval_loss")) ++evals;
+    if (e.contains("loss")) train_steps.push_back(e["step"].get<int64_t>());
+  }
+  EXPECT_EQ(evals, 1);  // the first run's at step 2; none after the resume
+  EXPECT_EQ(train_steps, (std::vector<int64_t>{1, 2, 3, 4}));
+  EXPECT_TRUE(fs::exists(exp("pnoeval") / "checkpoint-4" / "trainer_state.json"));
+}
+
 // A checkpoint whose trainer_state.json is valid JSON of the wrong shape: exit 1 naming the file
 // and the key (it was an "internal error", exit 70, from the JSON library).
 TEST_F(TrainCli, ResumeFromAMalformedStateNamesTheKey) {
