@@ -16,8 +16,8 @@
 //  * tensor cores (cuda_attention_tc.cu): bf16, D ∈ {64, 128, 256}, mma.sync m16n8k16 with fp32
 //    accumulators, FlashAttention-2 style 64×64 tiles with causal tile skipping.
 //  * Hopper (sm90/attention_sm90.cu, sm_90a only): bf16, D ∈ {64, 128}, no window — warpgroup MMA
-//    (wgmma) from 128-byte-swizzled shared memory, two MMA warpgroups per block, the same masks
-//    and forward work split as the mma.sync kernels (tile table of 128 rows), and a fused
+//    (wgmma) from 128-byte-swizzled shared memory, a persistent warp-specialized forward (a TMA
+//    producer and two MMA warpgroups, three at D 64: query tiles of 128 / 192 rows), and a fused
 //    backward: the dK/dV pass also forms dQ, added across key tiles in a fixed order (below). On a
 //    compute-capability-9.0 device kAuto takes it for the forward and the backward of such calls;
 //    the mma.sync kernels stay the path for sm_89, windows and D = 256, and the second check the

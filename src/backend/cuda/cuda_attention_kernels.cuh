@@ -129,10 +129,10 @@ void tc_bwd(const KArgs& ka, unsigned grid, const float* lse2, const float* Di, 
 
 // Hopper kernels (sm90/attention_sm90.cu, built only when the build targets sm_90 —
 // ZT_HAVE_SM90A — and run only on a compute-capability-9.0 device): bf16, D = ka.D ∈ {64, 128},
-// no window (ka.window == 0), 16-byte aligned tensors, work list of kSm90Rows-row tiles (forward:
-// query tiles; backward: key tiles). Arguments as tc_fwd / tc_bwd; the backward (fused: dK/dV and
-// dQ in one kernel) also takes dqa, fp32 [Hq, T, D] (dQ accumulated in key-tile order), and sem,
-// 2·grid ints, zero on entry (attention_bwd's tile_plan_kernel zeroes them).
+// no window (ka.window == 0), 16-byte aligned tensors, work list of sm90_fwd_rows(D)-row query
+// tiles (forward) or kSm90Rows-row key tiles (backward). Arguments as tc_fwd / tc_bwd; the backward
+// (fused: dK/dV and dQ in one kernel) also takes dqa, fp32 [Hq, T, D] (dQ accumulated in key-tile
+// order), and sem, 2·grid ints, zero on entry (attention_bwd's tile_plan_kernel zeroes them).
 void sm90_fwd(const KArgs& ka, unsigned grid, void* out, float* lse, const void* q, const void* k,
               const void* v, cudaStream_t st);
 void sm90_bwd(const KArgs& ka, unsigned grid, const float* lse2, const float* Di, float* pk,
