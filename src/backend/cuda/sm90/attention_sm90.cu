@@ -361,7 +361,7 @@ __device__ __forceinline__ int fwd_key_tiles(int tile, int rows, int L) {
 // query head) of the list of Σ ceil(len / kBM) tiles × Hq, heaviest tile of each sequence
 // first — in index order from the counter a.next_item (an atomicAdd by the producer thread) until
 // the list is done. The producer fetches the next item (and finds its sequence and tile) once it
-// has issued the current item's loads, publishes it and loads its Q as soon as both MMA warpgroups
+// has issued the current item's loads, publishes it and loads its Q as soon as all MMA warpgroups
 // have issued the current item's last S GEMM, so the next item's loads land while the current
 // one's last P·V and O stores run (as FlashAttention-3's persistent tile scheduler), where
 // a block per item paid its start (barrier set-up, Q and K(0) latency) and its end on the tensor
