@@ -868,9 +868,6 @@ TrainSummary Trainer::run() {
       log::warn("trainer.eval_delay {} is past the run's last {} ({}): no evaluation will run",
                 a.eval_delay, a.eval_strategy == IntervalStrategy::kSteps ? "step" : "epoch", last);
   }
-  // The evaluation a stop signal abandoned at the resumed step runs first, as it would have
-  // (compared for the best model; that step's checkpoint is the one resumed from); eval_on_start
-  // would evaluate the same weights, so it is not run a second time.
   // Resumed without an eval set (dataset.eval unset, so eval_strategy is no and no best model is
   // tracked): the pending evaluation cannot run; it is skipped, saying so, and training goes on.
   if (s.eval_pending && !s.eval) {
@@ -881,6 +878,9 @@ TrainSummary Trainer::run() {
           s.resumed_from.string(), s.start_step);
     s.eval_pending = false;
   }
+  // The evaluation a stop signal abandoned at the resumed step runs first, as it would have
+  // (compared for the best model; that step's checkpoint is the one resumed from); eval_on_start
+  // would evaluate the same weights, so it is not run a second time.
   if ((s.eval_pending || a.eval_on_start) && s.start_step < T) {
     const double epoch = s.start_step > 0 ? s.plan->info(s.start_step - 1).epoch_progress : 0.0;
     if (std::optional<MetricRecord> rec = s.evaluate(s.start_step, epoch)) {
