@@ -5,6 +5,7 @@
 #
 #   here:   ./scripts/build.sh && ./scripts/gpu_bundle.sh      # → gpu_bundle/ (binaries + libs)
 #   there:  ./scripts/gpu_check.sh [SECTION…]                  # carry gpu_bundle (and .whl)
+#           GPU_CHECK_PACK=1 ./scripts/gpu_check.sh …          # $OUT: summary.txt + results.tgz
 #
 # Sections (default: all of them, in this order):
 #   tests   zt_test_gpu: every op vs the CPU reference, the whole model vs the CPU backend (fp32,
@@ -102,7 +103,7 @@ sec_sanitize() {
     timeout $([ $tool = racecheck ] && echo 480 || echo 240) \
       compute-sanitizer --tool $tool --error-exitcode 9 "$BUNDLE/bin/zt_test_gpu" --gtest_filter="$f" \
       >"$OUT/sanitize_$tool.log" 2>&1 || fail "compute-sanitizer $tool (see sanitize_$tool.log)"
-    tail -3 "$OUT/sanitize_$tool.log"
+    tail -3 "$OUT/sanitize_$tool.log" | tee -a "$OUT/summary.txt"
   done
 }
 
@@ -789,12 +790,29 @@ sec_timeline() {
   done
 }
 
+# GPU_CHECK_PACK=1: at the end, every file under $OUT but summary.txt goes into $OUT/results.tgz
+# (the device tool returns at most 8 files from $OUT; the sections write dozens). summary.txt keeps
+# the "==" lines, each FAIL among them, and the sanitizers' last lines.
+pack_out() {
+  [ "${GPU_CHECK_PACK:-0}" = 1 ] || return 0
+  local list=$RUNS/pack.list
+  (cd "$OUT" && find . -type f ! -path ./summary.txt ! -path ./results.tgz | sort) >"$list"
+  [ -s "$list" ] || return 0
+  if tar czf "$RUNS/results.tgz" -C "$OUT" -T "$list"; then
+    (cd "$OUT" && xargs -d '\n' rm -f <"$list") && mv "$RUNS/results.tgz" "$OUT/results.tgz" &&
+      echo "== packed $(wc -l <"$list") files into results.tgz" | tee -a "$OUT/summary.txt"
+  else
+    echo "== could not pack $OUT (files left as they are)" | tee -a "$OUT/summary.txt"
+  fi
+}
+
 main() {
   check_libs
   local secs=("$@")
   [ ${#secs[@]} -eq 0 ] && secs=(tests sanitize micro attention train multi bench realjob)
   for s in "${secs[@]}"; do "sec_$s"; done
   say "gpu_check: $([ $status = 0 ] && echo PASSED || echo FAILED)"
+  pack_out
   exit $status
 }
 main "$@"
