@@ -26,6 +26,8 @@
 #           injected into bench_train_gpu; what ncu's serialised kernel times cannot show), same
 #           configs, 4x2k GC off, 1x8k and 1x32k GC (TIMELINE_SHAPES); not in the default list
 #   attention  attention vs torch SDPA (cuDNN, flash) at the 1.5B / 0.5B / Llama-3.2-1B layers, 2k-32k
+#   attnprofile  ncu on the Hopper attention backward (stall reasons, source counters) at 1 x 8k,
+#           D 128 and D 64: where its time goes (not in the default list)
 #   bench   context-length sweep, Qwen2.5-1.5B and Llama-3.2-1B configs, 4x2k, 2x4k, 1x8k, 1x16k, 1x32k
 #           tokens: bench_train_gpu (GC on, GC on + offload, GC off at 4x2k and 1x8k) vs
 #           transformers+Liger in bf16 and with fp32 master weights (bench/gpu_peer_transformers.py,
@@ -151,6 +153,32 @@ for z in (r for r in rows if r["system"] == "zerotune"):
     bb = max([p["bwd_tflops"] for p in (c, f) if p] or [float("nan")])
     print(f"{z['n']} x {z['S']:<6d} {z['Hq']:>2d}/{z['Hkv']:<2d} D {z['D']:<4d}      {z['fwd_tflops']:7.0f} {z['bwd_tflops']:7.0f} {fmt(c):>13s} {fmt(f):>13s} {z['fwd_tflops'] / bf:9.2f} {z['bwd_tflops'] / bb:9.2f}")
 PY
+}
+
+# Where the Hopper backward's time goes (issue 18 §1: the deterministic backward is at 0.82-0.94 of
+# cuDNN's): ncu on one attn_bwd_sm90 launch (the second; clocks not locked) at 1 x 8,192 for D 128
+# (12/2 heads) and D 64 (14/2, 32/8): speed of light, compute and memory workload, warp states
+# (the stall reasons), scheduler, source counters (the top stall sites), launch and occupancy.
+# One file per shape, attn_profile_<S>_<n>_<Hq>_<Hkv>_<D>.txt; ~30 s a shape. Not in the default
+# list (ATTN_PROFILE_SHAPES: "S n Hq Hkv D" separated by commas; ATTN_PROFILE_KERNEL: the kernel
+# name regex, e.g. attn_fwd_sm90).
+sec_attnprofile() {
+  say "attnprofile: ncu on the Hopper attention kernel (${ATTN_PROFILE_KERNEL:-attn_bwd_sm90})"
+  local shape f shapes
+  IFS=, read -r -a shapes <<<"${ATTN_PROFILE_SHAPES:-8192 1 12 2 128,8192 1 14 2 64,8192 1 32 8 64}"
+  for shape in "${shapes[@]}"; do
+    f=$OUT/attn_profile_${shape// /_}.txt
+    # shellcheck disable=SC2086  # shape: five words
+    timeout 180 ncu --clock-control none --kernel-name "regex:${ATTN_PROFILE_KERNEL:-attn_bwd_sm90}" \
+      --launch-skip 1 --launch-count 1 --section SpeedOfLight --section ComputeWorkloadAnalysis \
+      --section MemoryWorkloadAnalysis --section WarpStateStats --section SchedulerStats \
+      --section SourceCounters --section LaunchStats --section Occupancy \
+      "$BUNDLE/bin/bench_cuda_attention" $shape --random >"$f" 2>&1 ||
+      { fail "attnprofile: ncu on $shape (see $(basename "$f"))"; tail -5 "$f"; continue; }
+    grep -q "Section: Warp State Statistics" "$f" || { fail "attnprofile: no profile for $shape"; continue; }
+    grep -E "Compute \(SM\) Throughput|Memory Throughput|Duration|Stall|Issue Slot|Warp Cycles Per Issued" "$f" |
+      sed "s/^/  [$shape] /" | head -20
+  done
 }
 
 # The default job's model on the GPU for a few steps (a smoke test of the whole trainer).
