@@ -164,20 +164,27 @@ PY
 # name regex, e.g. attn_fwd_sm90).
 sec_attnprofile() {
   say "attnprofile: ncu on the Hopper attention kernel (${ATTN_PROFILE_KERNEL:-attn_bwd_sm90})"
-  local shape f shapes
+  local shape f rep shapes
   IFS=, read -r -a shapes <<<"${ATTN_PROFILE_SHAPES:-8192 1 12 2 128,8192 1 14 2 64,8192 1 32 8 64}"
   for shape in "${shapes[@]}"; do
-    f=$OUT/attn_profile_${shape// /_}.txt
+    shape=$(echo "$shape" | xargs)  # "8192 1 12 2 128", however it was spaced
+    f=$OUT/attn_profile_${shape// /_}.txt rep=$OUT/attn_profile_${shape// /_}
+    # The report first (rep.ncu-rep, for the Nsight Compute GUI), then every section's body printed
+    # from it: the stall reasons (WarpStateStats) and the top stall sites (SourceCounters) are body
+    # tables, which ncu leaves out by default.
     # shellcheck disable=SC2086  # shape: five words
     timeout 180 ncu --clock-control none --kernel-name "regex:${ATTN_PROFILE_KERNEL:-attn_bwd_sm90}" \
       --launch-skip 1 --launch-count 1 --section SpeedOfLight --section ComputeWorkloadAnalysis \
       --section MemoryWorkloadAnalysis --section WarpStateStats --section SchedulerStats \
-      --section SourceCounters --section LaunchStats --section Occupancy \
+      --section SourceCounters --section LaunchStats --section Occupancy --export "$rep" --force-overwrite \
       "$BUNDLE/bin/bench_cuda_attention" $shape --random >"$f" 2>&1 ||
       { fail "attnprofile: ncu on $shape (see $(basename "$f"))"; tail -5 "$f"; continue; }
-    grep -q "Section: Warp State Statistics" "$f" || { fail "attnprofile: no profile for $shape"; continue; }
-    grep -E "Compute \(SM\) Throughput|Memory Throughput|Duration|Stall|Issue Slot|Warp Cycles Per Issued" "$f" |
-      sed "s/^/  [$shape] /" | head -20
+    ncu --import "$rep.ncu-rep" --page details --print-details all >>"$f" 2>&1 ||
+      { fail "attnprofile: ncu could not print $(basename "$rep").ncu-rep (see $(basename "$f"))"; tail -5 "$f"; continue; }
+    grep -q "Section: Warp State Statistics" "$f" ||
+      { fail "attnprofile: no profile for $shape (see $(basename "$f"))"; tail -5 "$f"; continue; }
+    grep -iE "Compute \(SM\) Throughput|Memory Throughput|Duration|stall|Issue Slot|Warp Cycles Per Issued" "$f" |
+      sed "s/^/  [$shape] /" | head -24
   done
 }
 
@@ -820,17 +827,25 @@ sec_timeline() {
 
 # GPU_CHECK_PACK=1: at the end, every file under $OUT but summary.txt goes into $OUT/results.tgz
 # (the device tool returns at most 8 files from $OUT; the sections write dozens). summary.txt keeps
-# the "==" lines, each FAIL among them, and the sanitizers' last lines.
+# the "==" lines, each FAIL among them, and the sanitizers' last lines. (A call killed at its time
+# limit never gets here: bound the sections inside it.)
 pack_out() {
   [ "${GPU_CHECK_PACK:-0}" = 1 ] || return 0
   local list=$RUNS/pack.list
   (cd "$OUT" && find . -type f ! -path ./summary.txt ! -path ./results.tgz | sort) >"$list"
   [ -s "$list" ] || return 0
-  if tar czf "$RUNS/results.tgz" -C "$OUT" -T "$list"; then
-    (cd "$OUT" && xargs -d '\n' rm -f <"$list") && mv "$RUNS/results.tgz" "$OUT/results.tgz" &&
-      echo "== packed $(wc -l <"$list") files into results.tgz" | tee -a "$OUT/summary.txt"
+  # The archive goes straight into $OUT (the list leaves it out); the files are removed only once
+  # it is complete.
+  if tar czf "$OUT/results.tgz" -C "$OUT" -T "$list"; then
+    (cd "$OUT" && xargs -d '\n' rm -f <"$list")
+    find "$OUT" -mindepth 1 -type d -empty -delete
+    echo "== packed $(wc -l <"$list") files into results.tgz ($(du -k "$OUT/results.tgz" | cut -f1) KiB)" |
+      tee -a "$OUT/summary.txt"
+    [ "$(du -k "$OUT/results.tgz" | cut -f1)" -le 16384 ] ||
+      echo "== results.tgz is over 16 MiB: the device tool will not return it" | tee -a "$OUT/summary.txt"
   else
-    echo "== could not pack $OUT (files left as they are)" | tee -a "$OUT/summary.txt"
+    rm -f "$OUT/results.tgz"
+    echo "== could not pack $OUT (its files are left as they are)" | tee -a "$OUT/summary.txt"
   fi
 }
 
