@@ -168,6 +168,30 @@ TEST(HydraYaml, ForceAddAndDeleteOverrides) {
   EXPECT_EQ(h, zt::load_hydra_yaml(p, {}));
 }
 
+// An interpolation in an override is one token of Hydra's grammar, resolved as in the file: a
+// resolver's colon and braces are not a YAML flow mapping, also inside a list or a dict, and a
+// quoted one stays as it was.
+TEST(HydraYaml, OverrideInterpolationsAreNotMappings) {
+  setenv("ZT_TEST_HYDRA_STEPS", "7", 1);
+  unsetenv("ZT_TEST_HYDRA_UNSET");
+  auto p = write_tmp("ovi.yaml", "name: base\nsteps: 1\nt:\n  out: x\n");
+  const zt::Json j = zt::load_hydra_yaml(
+      p, {"steps=${oc.env:ZT_TEST_HYDRA_STEPS}", "name=run_${oc.env:ZT_TEST_HYDRA_UNSET,dflt}",
+          "t.out=${name}/out", "+l=[${oc.env:ZT_TEST_HYDRA_STEPS},${steps},b]",
+          "+kw={a:${oc.env:ZT_TEST_HYDRA_UNSET,${steps}},'${k}':q}", "+s='${name}:x'"});
+  EXPECT_EQ(j["steps"].get<int64_t>(), 7);
+  EXPECT_EQ(j["name"], "run_dflt");
+  EXPECT_EQ(j["t"]["out"], "run_dflt/out");
+  EXPECT_EQ(j["l"], (zt::Json{7, 7, "b"}));
+  EXPECT_EQ(j["kw"], (zt::Json{{"a", 7}, {"${k}", "q"}}));
+  EXPECT_EQ(j["s"], "run_dflt:x");
+  // A resolver zerotune lacks is named as such, not read as a mapping.
+  EXPECT_EQ(error_of([&] { zt::load_hydra_yaml(p, {"name=${now:%Y}"}); }),
+            p.string() +
+                ": 'name' uses the resolver '${now:%Y}', which zerotune does not "
+                "support (only oc.env)");
+}
+
 TEST(HydraYaml, Errors) {
   auto p = write_tmp("b.yaml", "a: 1\nb: ${nope.x}\n");
   EXPECT_EQ(error_of([&] { zt::load_hydra_yaml(p, {}); }),
