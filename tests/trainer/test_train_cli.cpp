@@ -779,6 +779,33 @@ TEST_F(TrainCli, FinalExportFailureKeepsTheTrainedModel) {
               slurp(kept / "model.safetensors"));
 }
 
+// A path the system refuses to look at — a name longer than NAME_MAX, a symbolic link loop — given
+// as the model, the tokenizer, the chat template or exp_dir: exit 1 naming the path and the
+// system's reason (it was "internal error: filesystem error: status: …", exit 70), nothing
+// written.
+TEST_F(TrainCli, UnreadablePathsAreUserErrors) {
+  const fs::path long_name = root_ / std::string(300, 'a');
+  const fs::path loop = root_ / "loop_a";
+  fs::create_symlink(root_ / "loop_b", loop);
+  fs::create_symlink(loop, root_ / "loop_b");
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"model.name_or_path=" + long_name.string(), long_name.string() + ": File name too long"},
+      {"model.tokenizer_name_or_path=" + loop.string(),
+       loop.string() + ": Too many levels of symbolic links"},
+      {"trainer.chat_template_path=" + long_name.string(),
+       long_name.string() + ": File name too long"},
+      {"exp_dir=" + long_name.string(), long_name.string() + "/args.yaml: File name too long"}};
+  for (const auto& [override, message] : cases) {
+    auto r = train("unreadable", "trainer.max_steps=1 " + override);
+    EXPECT_EQ(r.status, 1) << override << "\n" << r.output;
+    EXPECT_NE(r.output.find("zerotune: error: " + message + "\n"), std::string::npos)
+        << override << "\n"
+        << r.output;
+    EXPECT_EQ(r.output.find("internal error"), std::string::npos) << r.output;
+    EXPECT_FALSE(fs::exists(exp("unreadable"))) << override;
+  }
+}
+
 TEST_F(TrainCli, ConfigErrorsNameTheKey) {
   auto r = train("bad1", "+trainer.lerning_rate=1");
   EXPECT_EQ(r.status, 1);
