@@ -10,6 +10,7 @@
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <optional>
 #include <regex>
 #include <set>
@@ -168,9 +169,13 @@ const Json* find_key_path(const Json& root, std::string_view path) {
 
 namespace {
 
+// Resolves every interpolation of a config in place. An interpolation reads the value its key has
+// in the config as written (`raw_`), resolved once and then final, as OmegaConf does: the text an
+// escaped `\${x}` or an environment variable leaves is never read as an interpolation again when
+// another key refers to it, whatever the order of the keys.
 class Resolver {
  public:
-  Resolver(Json& root, const std::filesystem::path& file) : root_(root), file_(file) {}
+  Resolver(Json& root, const std::filesystem::path& file) : root_(root), raw_(root), file_(file) {}
 
   void resolve_all() { resolve_node(root_, ""); }
 
@@ -227,14 +232,19 @@ class Resolver {
     const std::string key = absolute_key(expr, at);
     if (stack_.count(key))
       fail("{}: interpolation loop through '{}' at '{}'", file_.string(), key, at);
-    const Json* target = key.empty() || key.back() == '.' ? nullptr : find_key_path(root_, key);
+    const Json* target = key.empty() || key.back() == '.' ? nullptr : find_key_path(raw_, key);
     if (target == nullptr)
       fail("{}: '{}' interpolates '${{{}}}', but no key '{}' exists", file_.string(), at, expr,
            key);
-    stack_.insert(key);
-    Json value = *target;
-    resolve_node(value, key);
-    stack_.erase(key);
+    auto done = resolved_.find(key);
+    if (done == resolved_.end()) {
+      stack_.insert(key);
+      Json value = *target;
+      resolve_node(value, key);
+      stack_.erase(key);
+      done = resolved_.emplace(key, std::move(value)).first;
+    }
+    const Json& value = done->second;
     if (value.is_string() && value.get<std::string>() == kMissingValue)
       fail("{}: '{}' interpolates '{}', which is ??? (mandatory, not set)", file_.string(), at,
            expr);
@@ -285,8 +295,10 @@ class Resolver {
   }
 
   Json& root_;
+  const Json raw_;  // the config before any interpolation is resolved
   const std::filesystem::path& file_;
   std::set<std::string> stack_;
+  std::map<std::string, Json> resolved_;  // key -> its resolved value
 };
 
 // An override's value as YAML text in Hydra's grammar: inside a dict's braces a key's colon needs

@@ -126,6 +126,18 @@ lit: \${exp_dir} and ${n}
   EXPECT_EQ(j["out"], "logs/x/env");
   EXPECT_EQ(j["typed"].get<int64_t>(), 3);
   EXPECT_EQ(j["lit"], "${exp_dir} and 3");
+  // The text an escaped interpolation or an environment variable leaves is final, also where
+  // another key refers to it, before or after it (it was read as an interpolation again).
+  setenv("ZT_TEST_HYDRA_DOLLAR", "${nope}", 1);
+  auto esc = write_tmp("esc.yaml",
+                       "before: pre-${name}\nname: \\${x}\nafter: ${name}/post\n"
+                       "env: ${oc.env:ZT_TEST_HYDRA_DOLLAR}\nenv_ref: ${env}\n");
+  const zt::Json e = zt::load_hydra_yaml(esc, {});
+  EXPECT_EQ(e["before"], "pre-${x}");
+  EXPECT_EQ(e["name"], "${x}");
+  EXPECT_EQ(e["after"], "${x}/post");
+  EXPECT_EQ(e["env"], "${nope}");
+  EXPECT_EQ(e["env_ref"], "${nope}");
   auto up = write_tmp("up.yaml", "a: 1\nb: ${..a}\n");
   EXPECT_EQ(error_of([&] { zt::load_hydra_yaml(up, {}); }),
             up.string() + ": 'b' interpolates '${..a}', which goes above the top of the config");
