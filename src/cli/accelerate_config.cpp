@@ -269,7 +269,14 @@ AccelerateConfig parse_accelerate_config_text(const std::string& yaml, const std
   } catch (const YAML::Exception& e) {
     fail("{}:{}: not valid YAML: {}", origin, e.mark.line + 1, e.msg);
   }
-  if (root.IsNull()) return c;
+  // An empty file (or one holding only comments or `null`) has no settings at all: accelerate
+  // itself fails on it (its loader tests keys of the None that yaml.safe_load returns), and
+  // running it as one process without ZeRO would silently drop what the file was meant to say.
+  if (root.IsNull())
+    fail(
+        "{}: the file holds no accelerate settings (it is empty, only comments, or null); "
+        "expected a mapping such as `num_processes: 2` (accelerate refuses such a file too)",
+        origin);
   if (!root.IsMap()) fail("{}: expected a mapping of accelerate settings at the top level", origin);
   rd.check_keys(root, accelerate_top_keys(), "", "an accelerate config key");
 

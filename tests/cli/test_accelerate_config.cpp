@@ -80,6 +80,17 @@ TEST(AccelerateConfig, UnknownKeysAreErrorsNamingFileLineAndKey) {
             "(did you mean 'fsdp_sharding_strategy'?)");
 }
 
+// An accelerate config file with no settings (empty, comments only, `null`, a bare `---`) is an
+// error naming it: it was run as one process at ZeRO stage 0 without a word.
+TEST(AccelerateConfig, AFileWithoutSettingsIsAnError) {
+  for (const char* text : {"", "\n", "# num_processes: 4\n", "null\n", "---\n"})
+    EXPECT_EQ(error_of([&] { parse_accelerate_config_text(text, "e.yaml"); }),
+              "e.yaml: the file holds no accelerate settings (it is empty, only comments, or "
+              "null); expected a mapping such as `num_processes: 2` (accelerate refuses such a "
+              "file too)")
+        << text;
+}
+
 TEST(AccelerateConfig, DuplicateKeysAreErrors) {
   EXPECT_EQ(error_of([] {
               parse_accelerate_config_text(
