@@ -65,7 +65,7 @@ PackedBatch read_jsonl(const std::string& file) {
     try {
       row = Json::parse(text);
     } catch (const Json::exception& e) {
-      fail("{}:{}: invalid JSON: {}", file, line, e.what());
+      fail("{}:{}: invalid JSON: {}", file, line, json_error_reason(e));
     }
     if (!row.is_object() || !row.contains("input_ids"))
       fail("{}:{}: expected an object with \"input_ids\"", file, line);

@@ -69,7 +69,7 @@ int cmd_render(const Args& args) {
       try {
         row = Json::parse(line);
       } catch (const Json::parse_error& e) {
-        fail("invalid JSON: {}", e.what());
+        fail("invalid JSON: {}", json_error_reason(e));
       }
       if (!row.is_object()) fail("expected a JSON object, got {}", row.type_name());
       auto msgs = row.find("messages");

@@ -26,7 +26,7 @@ std::string line_text(const std::string& line, const std::string& file, size_t l
   try {
     v = Json::parse(line);
   } catch (const Json::parse_error& e) {
-    fail("{}:{}: invalid JSON: {}", file, lineno, e.what());
+    fail("{}:{}: invalid JSON: {}", file, lineno, json_error_reason(e));
   }
   if (v.is_string()) return v.get<std::string>();
   if (v.is_object()) {

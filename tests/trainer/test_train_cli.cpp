@@ -506,6 +506,15 @@ TEST_F(TrainCli, ResumeFromAMalformedStateNamesTheKey) {
   EXPECT_EQ(r.status, 1) << r.output;
   EXPECT_NE(r.output.find(state.string() + ": expected a JSON object"), std::string::npos)
       << r.output;
+  // Not JSON at all: the parser's reason, without nlohmann's "[json.exception.…]" tag.
+  r = resume_with("x");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find(state.string() +
+                          ": not valid JSON: parse error at line 1, column 1: syntax error while "
+                          "parsing value - invalid literal; last read: 'x'\n"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("json.exception"), std::string::npos) << r.output;
   zt::Json bad = good;
   bad["applied_steps"] = "two";
   r = resume_with(bad.dump());
