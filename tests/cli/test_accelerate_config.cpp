@@ -91,6 +91,27 @@ TEST(AccelerateConfig, AFileWithoutSettingsIsAnError) {
         << text;
 }
 
+// A directory given as the accelerate config (`train --config_file DIR`) or as its DeepSpeed JSON
+// opens as an empty stream: it was run as a file without settings (one process, ZeRO stage 0).
+TEST(AccelerateConfig, ADirectoryIsNotAConfigFile) {
+  zt::testing::TempDir dir;
+  EXPECT_EQ(error_of([&] { parse_accelerate_config(dir.path().string()); }),
+            "accelerate config '" + dir.path().string() +
+                "' is a directory; expected an accelerate config YAML file");
+  EXPECT_EQ(error_of([&] { parse_deepspeed_config(dir.path().string()); }),
+            dir.path().string() + ": DeepSpeed config '" + dir.path().string() +
+                "' is a directory; expected a DeepSpeed JSON file");
+  EXPECT_EQ(error_of([&] {
+              parse_accelerate_config_text(
+                  "distributed_type: DEEPSPEED\ndeepspeed_config:\n  "
+                  "deepspeed_config_file: " +
+                      dir.path().string() + "\n",
+                  "acc.yaml");
+            }),
+            "acc.yaml: DeepSpeed config '" + dir.path().string() +
+                "' is a directory; expected a DeepSpeed JSON file");
+}
+
 TEST(AccelerateConfig, DuplicateKeysAreErrors) {
   EXPECT_EQ(error_of([] {
               parse_accelerate_config_text(
