@@ -87,6 +87,7 @@ void check_vocab(const std::vector<int32_t>& ids, const std::vector<int32_t>& la
 // Reads the rows of `file` into one packed batch, checking each against the model's vocabulary
 // size `vocab`. Throws zt::Error naming the file and line of a bad row.
 PackedBatch read_jsonl(const std::string& file, int64_t vocab) {
+  if (std::filesystem::is_directory(file)) fail("{}: is a directory; expected a JSONL file", file);
   std::ifstream in(file);
   if (!in) fail("{}: cannot open", file);
   PackedBatch batch;
@@ -114,6 +115,7 @@ PackedBatch read_jsonl(const std::string& file, int64_t vocab) {
     check_vocab(ids, labels, vocab, file, line);
     batch.add(ids, labels);
   }
+  if (in.bad()) fail("{}: read error after line {}", file, line);
   if (batch.tokens.empty()) fail("{}: no rows", file);
   return batch;
 }

@@ -95,6 +95,7 @@ int cmd_tokenize(const Args& args) {
   if (std::filesystem::is_directory(tp)) tp /= "tokenizer.json";
   text::Tokenizer tok = text::Tokenizer::load(tp);
 
+  if (std::filesystem::is_directory(file)) fail("{}: is a directory; expected a JSONL file", file);
   std::ifstream in(file, std::ios::binary);
   if (!in) fail("cannot open '{}'", file);
   std::vector<std::string> texts;
