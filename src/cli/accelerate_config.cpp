@@ -144,6 +144,10 @@ void read_offload(Reader& rd, const YAML::Node& n, const std::string& key, std::
 void read_deepspeed_json(Reader& rd, const std::string& file, const std::string& base_dir) {
   std::filesystem::path p(file);
   if (p.is_relative() && !std::filesystem::exists(p)) p = std::filesystem::path(base_dir) / file;
+  // A directory opens as an empty stream: it would read as a file without settings.
+  if (std::filesystem::is_directory(p))
+    fail("{}: DeepSpeed config '{}' is a directory; expected a DeepSpeed JSON file", rd.origin,
+         p.string());
   std::ifstream in(p, std::ios::binary);
   if (!in) fail("{}: DeepSpeed config '{}' cannot be opened", rd.origin, p.string());
   std::stringstream text;
@@ -269,7 +273,14 @@ AccelerateConfig parse_accelerate_config_text(const std::string& yaml, const std
   } catch (const YAML::Exception& e) {
     fail("{}:{}: not valid YAML: {}", origin, e.mark.line + 1, e.msg);
   }
-  if (root.IsNull()) return c;
+  // An empty file (or one holding only comments or `null`) has no settings at all: accelerate
+  // itself fails on it (its loader tests keys of the None that yaml.safe_load returns), and
+  // running it as one process without ZeRO would silently drop what the file was meant to say.
+  if (root.IsNull())
+    fail(
+        "{}: the file holds no accelerate settings (it is empty, only comments, or null); "
+        "expected a mapping such as `num_processes: 2` (accelerate refuses such a file too)",
+        origin);
   if (!root.IsMap()) fail("{}: expected a mapping of accelerate settings at the top level", origin);
   rd.check_keys(root, accelerate_top_keys(), "", "an accelerate config key");
 
@@ -333,6 +344,8 @@ AccelerateConfig parse_accelerate_config_text(const std::string& yaml, const std
 }
 
 AccelerateConfig parse_accelerate_config(const std::string& path) {
+  if (std::filesystem::is_directory(path))
+    fail("accelerate config '{}' is a directory; expected an accelerate config YAML file", path);
   std::ifstream in(path);
   if (!in) fail("accelerate config '{}' cannot be opened", path);
   std::stringstream ss;

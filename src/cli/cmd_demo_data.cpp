@@ -12,6 +12,7 @@
 
 #include "cli/command_line.h"
 #include "cli/commands.h"
+#include "cli/run_dir_guard.h"
 #include "core/error.h"
 
 namespace zt::cli {
@@ -53,7 +54,6 @@ void write_arithmetic_parquet(const std::filesystem::path& path, int64_t rows, u
   check(completions.Finish(&ca), path);
   auto schema = arrow::schema({arrow::field("prompt", arrow::large_utf8()), arrow::field("completion", arrow::large_utf8())});
   auto table = arrow::Table::Make(schema, {pa, ca});
-  std::filesystem::create_directories(path.parent_path().empty() ? "." : path.parent_path());
   auto tmp = path;
   tmp += ".tmp";
   auto out = arrow::io::FileOutputStream::Open(tmp.string());
@@ -63,7 +63,13 @@ void write_arithmetic_parquet(const std::filesystem::path& path, int64_t rows, u
                                    parquet::default_writer_properties(), arrow_props),
         path);
   check((*out)->Close(), path);
-  std::filesystem::rename(tmp, path);
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  if (ec) {
+    const std::string why = ec.message();
+    std::filesystem::remove(tmp, ec);
+    fail("{}: cannot move {} into place: {}", path.string(), tmp.filename().string(), why);
+  }
 }
 
 constexpr CommandUsage kUsage{"make-demo-data",
@@ -80,6 +86,13 @@ int cmd_make_demo_data(const Args& args) {
   app.add_option("--seed", seed, "generator seed");
   if (auto rc = parse_command_line(app, kUsage, args)) return *rc;
   if (train_rows <= 0 || test_rows <= 0) fail("make-demo-data: --train-rows and --test-rows must be > 0");
+  if (out_dir.empty()) fail("make-demo-data: --out is empty; expected a folder");
+  // The folder is checked and made here, so that a file or an unwritable place in its path is a
+  // message naming --out, not a std::filesystem exception.
+  check_dir_creatable("make-demo-data", "--out", out_dir);
+  std::error_code ec;
+  std::filesystem::create_directories(out_dir, ec);
+  if (ec) fail("make-demo-data: --out: cannot create {}: {}", out_dir, ec.message());
   write_arithmetic_parquet(std::filesystem::path(out_dir) / "train.parquet", train_rows, seed);
   write_arithmetic_parquet(std::filesystem::path(out_dir) / "test.parquet", test_rows, seed + 1);
   fmt::print("wrote {}/train.parquet ({} rows) and {}/test.parquet ({} rows)\n", out_dir, train_rows, out_dir, test_rows);

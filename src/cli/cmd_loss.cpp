@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "backend/cpu/cpu_ops.h"
@@ -51,7 +52,42 @@ std::vector<int32_t> int_array(const Json& row, const char* key, const std::stri
   return out;
 }
 
-PackedBatch read_jsonl(const std::string& file) {
+// A row's optional `attention_mask` / `position_ids`, which transformers' forward would apply:
+// zerotune runs each row as one unpadded sequence, so only their defaults — all ones, 0 … n-1 —
+// mean the same. Throws zt::Error naming the file, line and key for anything else (it was ignored).
+void check_defaults_only(const Json& row, size_t n, const std::string& file, int64_t line) {
+  for (const char* key : {"attention_mask", "position_ids"}) {
+    if (!row.contains(key)) continue;
+    const std::vector<int32_t> v = int_array(row, key, file, line);
+    const bool mask = std::string_view(key) == "attention_mask";
+    bool same = v.size() == n;
+    for (size_t i = 0; same && i < n; ++i) same = v[i] == (mask ? 1 : static_cast<int32_t>(i));
+    if (!same)
+      fail(
+          "{}:{}: \"{}\" is not {}; zerotune loss runs each row as one unpadded sequence (put "
+          "only its real tokens in input_ids)",
+          file, line, key, mask ? "all ones" : "0, 1, … in order");
+  }
+}
+
+// Every id of `ids` in [0, vocab) and every label in [0, vocab) or -100; throws zt::Error naming
+// the file, the line, the key and the index of the first one that is not.
+void check_vocab(const std::vector<int32_t>& ids, const std::vector<int32_t>& labels, int64_t vocab,
+                 const std::string& file, int64_t line) {
+  for (size_t i = 0; i < ids.size(); ++i)
+    if (ids[i] < 0 || ids[i] >= vocab)
+      fail("{}:{}: \"input_ids\"[{}] = {} is outside the model's vocabulary [0, {})", file, line, i,
+           ids[i], vocab);
+  for (size_t i = 0; i < labels.size(); ++i)
+    if (labels[i] != -100 && (labels[i] < 0 || labels[i] >= vocab))
+      fail("{}:{}: \"labels\"[{}] = {} is outside [0, {}) and not -100", file, line, i, labels[i],
+           vocab);
+}
+
+// Reads the rows of `file` into one packed batch, checking each against the model's vocabulary
+// size `vocab`. Throws zt::Error naming the file and line of a bad row.
+PackedBatch read_jsonl(const std::string& file, int64_t vocab) {
+  if (std::filesystem::is_directory(file)) fail("{}: is a directory; expected a JSONL file", file);
   std::ifstream in(file);
   if (!in) fail("{}: cannot open", file);
   PackedBatch batch;
@@ -65,7 +101,7 @@ PackedBatch read_jsonl(const std::string& file) {
     try {
       row = Json::parse(text);
     } catch (const Json::exception& e) {
-      fail("{}:{}: invalid JSON: {}", file, line, e.what());
+      fail("{}:{}: invalid JSON: {}", file, line, json_error_reason(e));
     }
     if (!row.is_object() || !row.contains("input_ids"))
       fail("{}:{}: expected an object with \"input_ids\"", file, line);
@@ -75,8 +111,11 @@ PackedBatch read_jsonl(const std::string& file) {
     if (ids.empty()) fail("{}:{}: \"input_ids\" is empty", file, line);
     if (labels.size() != ids.size())
       fail("{}:{}: {} input_ids but {} labels", file, line, ids.size(), labels.size());
+    check_defaults_only(row, ids.size(), file, line);
+    check_vocab(ids, labels, vocab, file, line);
     batch.add(ids, labels);
   }
+  if (in.bad()) fail("{}: read error after line {}", file, line);
   if (batch.tokens.empty()) fail("{}: no rows", file);
   return batch;
 }
@@ -98,9 +137,9 @@ int cmd_loss(const Args& args) {
       ->check(CLI::IsMember({"fp32", "bf16"}));
   app.add_flag("--checkpointing", checkpointing, "per-layer activation checkpointing");
   if (auto rc = parse_command_line(app, kUsage, args)) return *rc;
-  const PackedBatch batch = read_jsonl(file);
-  const MicroBatch mb = batch.view();
   ModelConfig cfg = load_model_config(model_dir);
+  const PackedBatch batch = read_jsonl(file, cfg.vocab_size);
+  const MicroBatch mb = batch.view();
   const SafetensorsReader weights(model_dir);
   reconcile_tied_embeddings(cfg, weights);
   CpuOps ops;

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <string>
@@ -54,6 +55,8 @@ int cmd_render(const Args& args) {
 
   const text::TokenizerConfig cfg = text::load_tokenizer_config(tokenizer_dir);
   std::map<const std::string*, text::ChatTemplate> cache;
+  // A directory opens as a stream that fails at its first read: it printed nothing and exited 0.
+  if (std::filesystem::is_directory(file)) fail("{}: is a directory; expected a JSONL file", file);
   std::ifstream in(file);
   if (!in) fail("{}: cannot open file", file);
   std::string line, out;
@@ -69,7 +72,7 @@ int cmd_render(const Args& args) {
       try {
         row = Json::parse(line);
       } catch (const Json::parse_error& e) {
-        fail("invalid JSON: {}", e.what());
+        fail("invalid JSON: {}", json_error_reason(e));
       }
       if (!row.is_object()) fail("expected a JSON object, got {}", row.type_name());
       auto msgs = row.find("messages");
@@ -101,6 +104,7 @@ int cmd_render(const Args& args) {
       out.clear();
     }
   }
+  if (in.bad()) fail("{}: read error after line {}", file, lineno);
   std::fwrite(out.data(), 1, out.size(), stdout);
   return 0;
 }

@@ -26,7 +26,7 @@ std::string line_text(const std::string& line, const std::string& file, size_t l
   try {
     v = Json::parse(line);
   } catch (const Json::parse_error& e) {
-    fail("{}:{}: invalid JSON: {}", file, lineno, e.what());
+    fail("{}:{}: invalid JSON: {}", file, lineno, json_error_reason(e));
   }
   if (v.is_string()) return v.get<std::string>();
   if (v.is_object()) {
@@ -95,6 +95,7 @@ int cmd_tokenize(const Args& args) {
   if (std::filesystem::is_directory(tp)) tp /= "tokenizer.json";
   text::Tokenizer tok = text::Tokenizer::load(tp);
 
+  if (std::filesystem::is_directory(file)) fail("{}: is a directory; expected a JSONL file", file);
   std::ifstream in(file, std::ios::binary);
   if (!in) fail("cannot open '{}'", file);
   std::vector<std::string> texts;

@@ -3,6 +3,7 @@
 
 #include <cstring>
 #include <exception>
+#include <filesystem>
 #include <functional>
 #include <string_view>
 #include <utility>
@@ -53,6 +54,14 @@ int main(int argc, char** argv) {
       return c.run(args);  // a usage error is 2 (cli/command_line.h)
     } catch (const zt::Error& e) {
       if (zt::cli::first_report_of(e.what())) fmt::print(stderr, "zerotune: error: {}\n", e.what());
+      return 1;
+    } catch (const std::filesystem::filesystem_error& e) {
+      // A path of the user's that the system refuses to look at (a name too long, a symbolic
+      // link loop, no search permission on a folder above it): the user's to fix, so a plain
+      // error naming the path and the system's reason, wherever the call that met it sits.
+      std::string what = e.path1().string() + ": " + e.code().message();
+      if (!e.path2().empty()) what += " (with " + e.path2().string() + ")";
+      if (zt::cli::first_report_of(what)) fmt::print(stderr, "zerotune: error: {}\n", what);
       return 1;
     } catch (const std::exception& e) {
       fmt::print(stderr, "zerotune: internal error: {}\n", e.what());

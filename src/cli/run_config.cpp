@@ -83,7 +83,14 @@ class Checker {
         fail("{}: config key '{}' must be a mapping, got {}", source_, path, node.dump());
     }
     if (!node.is_object()) return;
-    for (const auto& [k, v] : node.items()) check_tree(v, path.empty() ? k : path + "." + k);
+    for (const auto& [k, v] : node.items()) {
+      // An empty key at the top level has the root's path: it would be taken for the root and
+      // never checked (a scalar there was dropped without a word).
+      if (k.empty())
+        fail("{}: an empty config key{} (not a zerotune/TRL SFTConfig key)", source_,
+             path.empty() ? " at the top level" : " in '" + path + "'");
+      check_tree(v, path.empty() ? k : path + "." + k);
+    }
   }
 
  private:

@@ -83,7 +83,10 @@ LaunchEnv read_launch_env(const EnvLookup& env, std::optional<double> configured
   if (!env("WORLD_SIZE") && env("SLURM_PROCID") && slurm_tasks && *slurm_tasks) {
     // srun, one task per rank: Slurm's variables give rank and sizes.
     const int64_t world = env_int(env, "SLURM_NTASKS", 1, 1, 1 << 20);
-    if (world == 1) return le;
+    if (world == 1) {
+      env_int(env, "SLURM_PROCID", 0, 0, 0);  // the one task is task 0
+      return le;
+    }
     source = fmt::format("SLURM_NTASKS={}", world);
     t.world_size = static_cast<int>(world);
     t.rank = static_cast<int>(env_int(env, "SLURM_PROCID", 0, 0, world - 1));
@@ -94,7 +97,12 @@ LaunchEnv read_launch_env(const EnvLookup& env, std::optional<double> configured
     t.local_rank = static_cast<int>(env_int(env, "SLURM_LOCALID", 0, 0, t.local_world_size - 1));
   } else {
     const int64_t world = env_int(env, "WORLD_SIZE", 1, 1, 1 << 20);
-    if (world == 1) return le;
+    if (world == 1) {
+      // One process: it runs alone, but a RANK other than 0 says the environment is not what the
+      // launcher meant (torch.distributed refuses rank 1 of a world of 1).
+      env_int(env, "RANK", 0, 0, 0);
+      return le;
+    }
     source = fmt::format("WORLD_SIZE={}", world);
     t.world_size = static_cast<int>(world);
     if (!env("RANK")) fail("environment variable RANK is not set (WORLD_SIZE={} is)", world);

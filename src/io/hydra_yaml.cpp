@@ -10,6 +10,7 @@
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <optional>
 #include <regex>
 #include <set>
@@ -168,9 +169,13 @@ const Json* find_key_path(const Json& root, std::string_view path) {
 
 namespace {
 
+// Resolves every interpolation of a config in place. An interpolation reads the value its key has
+// in the config as written (`raw_`), resolved once and then final, as OmegaConf does: the text an
+// escaped `\${x}` or an environment variable leaves is never read as an interpolation again when
+// another key refers to it, whatever the order of the keys.
 class Resolver {
  public:
-  Resolver(Json& root, const std::filesystem::path& file) : root_(root), file_(file) {}
+  Resolver(Json& root, const std::filesystem::path& file) : root_(root), raw_(root), file_(file) {}
 
   void resolve_all() { resolve_node(root_, ""); }
 
@@ -227,14 +232,19 @@ class Resolver {
     const std::string key = absolute_key(expr, at);
     if (stack_.count(key))
       fail("{}: interpolation loop through '{}' at '{}'", file_.string(), key, at);
-    const Json* target = key.empty() || key.back() == '.' ? nullptr : find_key_path(root_, key);
+    const Json* target = key.empty() || key.back() == '.' ? nullptr : find_key_path(raw_, key);
     if (target == nullptr)
       fail("{}: '{}' interpolates '${{{}}}', but no key '{}' exists", file_.string(), at, expr,
            key);
-    stack_.insert(key);
-    Json value = *target;
-    resolve_node(value, key);
-    stack_.erase(key);
+    auto done = resolved_.find(key);
+    if (done == resolved_.end()) {
+      stack_.insert(key);
+      Json value = *target;
+      resolve_node(value, key);
+      stack_.erase(key);
+      done = resolved_.emplace(key, std::move(value)).first;
+    }
+    const Json& value = done->second;
     if (value.is_string() && value.get<std::string>() == kMissingValue)
       fail("{}: '{}' interpolates '{}', which is ??? (mandatory, not set)", file_.string(), at,
            expr);
@@ -285,8 +295,10 @@ class Resolver {
   }
 
   Json& root_;
+  const Json raw_;  // the config before any interpolation is resolved
   const std::filesystem::path& file_;
   std::set<std::string> stack_;
+  std::map<std::string, Json> resolved_;  // key -> its resolved value
 };
 
 // An override's value as YAML text in Hydra's grammar: inside a dict's braces a key's colon needs
@@ -328,11 +340,106 @@ std::string hydra_override_yaml(const std::string& v) {
   return out;
 }
 
+// Hydra's override grammar reads an interpolation (`${a.b}`, `${oc.env:VAR,default}`) as one token
+// wherever it stands, also inside a list or a dict; YAML would read its braces and colon as a flow
+// mapping (`${oc.env:HOME}` as {"${oc.env": "HOME}"}). So each interpolation outside quotes is
+// swapped for a placeholder — U+E000 <index> U+E001, private-use characters that YAML reads as
+// plain text — before the YAML parse, and put back into the strings after it. Appends the
+// interpolations to `out` in order and returns the text with the placeholders.
+constexpr std::string_view kInterpOpen = "\xEE\x80\x80", kInterpClose = "\xEE\x80\x81";
+
+std::string hide_interpolations(const std::string& v, std::vector<std::string>* out) {
+  std::string text;
+  char quote = 0;
+  for (size_t i = 0; i < v.size(); ++i) {
+    const char c = v[i];
+    if (quote != 0) {
+      text += c;
+      if (c == '\\' && quote == '"' && i + 1 < v.size()) {
+        text += v[++i];
+      } else if (c == quote) {
+        quote = 0;
+      }
+      continue;
+    }
+    if (c == '\'' || c == '"') quote = c;
+    const bool escaped = i > 0 && v[i - 1] == '\\';  // `\${x}` is the text ${x}
+    if (c != '$' || i + 1 >= v.size() || v[i + 1] != '{' || escaped) {
+      text += c;
+      continue;
+    }
+    // The '}' closing this "${": braces nest (`${oc.env:A,${b}}`); quoted resolver arguments
+    // (`${oc.env:A,'}'}`) hold no braces of the interpolation.
+    int depth = 0;
+    char arg_quote = 0;
+    size_t close = std::string::npos;
+    for (size_t k = i + 1; k < v.size() && close == std::string::npos; ++k) {
+      if (arg_quote != 0) {
+        if (v[k] == '\\' && k + 1 < v.size()) {
+          ++k;
+        } else if (v[k] == arg_quote) {
+          arg_quote = 0;
+        }
+      } else if (v[k] == '\'' || v[k] == '"') {
+        arg_quote = v[k];
+      } else if (v[k] == '{') {
+        ++depth;
+      } else if (v[k] == '}' && --depth == 0) {
+        close = k;
+      }
+    }
+    if (close == std::string::npos) {  // unterminated: left to the resolver's error
+      text += c;
+      continue;
+    }
+    text += fmt::format("{}{}{}", kInterpOpen, out->size(), kInterpClose);
+    out->push_back(v.substr(i, close + 1 - i));
+    i = close;
+  }
+  return text;
+}
+
+// `s` with the placeholders of hide_interpolations() replaced by the interpolations they stand for.
+std::string restore_interpolations(const std::string& s, const std::vector<std::string>& interps) {
+  std::string out;
+  size_t i = 0;
+  while (i < s.size()) {
+    const size_t open = s.find(kInterpOpen, i);
+    const size_t close = open == std::string::npos ? std::string::npos : s.find(kInterpClose, open);
+    if (close == std::string::npos) break;
+    const std::string index =
+        s.substr(open + kInterpOpen.size(), close - open - kInterpOpen.size());
+    out += s.substr(i, open - i);
+    out += interps.at(std::stoul(index));
+    i = close + kInterpClose.size();
+  }
+  return out + s.substr(std::min(i, s.size()));
+}
+
+void restore_interpolations(Json& v, const std::vector<std::string>& interps) {
+  if (v.is_string()) {
+    v = restore_interpolations(v.get<std::string>(), interps);
+  } else if (v.is_array()) {
+    for (auto& c : v) restore_interpolations(c, interps);
+  } else if (v.is_object()) {
+    Json o = Json::object();
+    for (auto& [k, c] : v.items()) {
+      restore_interpolations(c, interps);
+      o[restore_interpolations(k, interps)] = std::move(c);
+    }
+    v = std::move(o);
+  }
+}
+
 // The typed value of override `ov` (the text after its '=' at `eq`), read in Hydra's grammar.
 Json override_value(const std::string& ov, size_t eq) {
+  std::vector<std::string> interps;
+  const std::string text = hide_interpolations(ov.substr(eq + 1), &interps);
   try {
-    return node_to_json(load_yaml(hydra_override_yaml(ov.substr(eq + 1)), "override '" + ov + "'"),
-                        "<command line>", /*octal=*/false);
+    Json v = node_to_json(load_yaml(hydra_override_yaml(text), "override '" + ov + "'"),
+                          "<command line>", /*octal=*/false);
+    if (!interps.empty()) restore_interpolations(v, interps);
+    return v;
   } catch (const YAML::Exception& e) {
     fail("override '{}': the value is not valid YAML: {}", ov, e.msg);
   }

@@ -62,4 +62,13 @@ Json parse_json(std::string_view text, const std::string& origin) {
   return Json::parse(text);
 }
 
+std::string json_error_reason(const std::exception& e) {
+  const std::string_view what = e.what();
+  if (what.rfind("[json.exception.", 0) == 0) {
+    const size_t end = what.find("] ");
+    if (end != std::string_view::npos) return std::string(what.substr(end + 2));
+  }
+  return std::string(what);
+}
+
 }  // namespace zt

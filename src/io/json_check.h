@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstddef>
+#include <exception>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -41,4 +42,9 @@ void check_no_nul(std::string_view text, const std::string& origin, size_t first
 
 // check_json_text, then Json::parse(text): a syntax error still throws Json::parse_error.
 Json parse_json(std::string_view text, const std::string& origin);
+
+// A nlohmann exception's message without the library's tag: "[json.exception.parse_error.101]
+// parse error at line 1, column 1: syntax error …" -> "parse error at line 1, column 1: syntax
+// error …", for messages to users (the tag names the library's internals, not their file).
+std::string json_error_reason(const std::exception& e);
 }  // namespace zt

@@ -221,7 +221,7 @@ void SafetensorsReader::open_file(const fs::path& file) {
     header = Json::parse(reinterpret_cast<const char*>(map.data()) + 8,
                          reinterpret_cast<const char*>(map.data()) + data_start);
   } catch (const std::exception& e) {
-    fail("{}: header is not valid JSON: {}", fn, e.what());
+    fail("{}: header is not valid JSON: {}", fn, json_error_reason(e));
   }
   if (!header.is_object()) fail("{}: header is not a JSON object", fn);
   const int file_index = static_cast<int>(maps_.size());

@@ -74,7 +74,7 @@ std::optional<RunRecord> read_run_record(const fs::path& exp_dir) {
   try {
     j = parse_json(read_file(p), p.string());
   } catch (const Json::exception& e) {
-    fail("{}: not valid JSON: {}", p.string(), e.what());
+    fail("{}: not valid JSON: {}", p.string(), json_error_reason(e));
   }
   if (!j.is_object() || !j.contains("run_id") || !j["run_id"].is_string())
     fail("{}: expected a JSON object with a string \"run_id\"", p.string());

@@ -36,7 +36,7 @@ RunLog read_metrics_jsonl(const fs::path& run, const fs::path& file) {
     try {
       e = parse_python_json(line);
     } catch (const Json::exception& x) {
-      fail("{}:{}: not valid JSON: {}", file.string(), line_no, x.what());
+      fail("{}:{}: not valid JSON: {}", file.string(), line_no, json_error_reason(x));
     }
     check_event(e, fmt::format("{}:{}", file.string(), line_no));
     log.events.push_back(std::move(e));
@@ -50,7 +50,7 @@ Json read_trainer_state(const fs::path& file) {
     check_json_text(text, file.string());
     return parse_python_json(text);
   } catch (const Json::exception& x) {
-    fail("{}: not valid JSON: {}", file.string(), x.what());
+    fail("{}: not valid JSON: {}", file.string(), json_error_reason(x));
   }
 }
 

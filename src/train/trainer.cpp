@@ -356,7 +356,7 @@ void Trainer::State::resume_or_init() {
     try {
       st = parse_json(read_file(state_file), state_file.string());
     } catch (const Json::exception& e) {
-      fail("{}: not valid JSON: {}", state_file.string(), e.what());
+      fail("{}: not valid JSON: {}", state_file.string(), json_error_reason(e));
     }
     // The keys the resume reads, checked before use (a hand-edited or foreign file names its key).
     if (!st.is_object())

@@ -80,6 +80,38 @@ TEST(AccelerateConfig, UnknownKeysAreErrorsNamingFileLineAndKey) {
             "(did you mean 'fsdp_sharding_strategy'?)");
 }
 
+// An accelerate config file with no settings (empty, comments only, `null`, a bare `---`) is an
+// error naming it: it was run as one process at ZeRO stage 0 without a word.
+TEST(AccelerateConfig, AFileWithoutSettingsIsAnError) {
+  for (const char* text : {"", "\n", "# num_processes: 4\n", "null\n", "---\n"})
+    EXPECT_EQ(error_of([&] { parse_accelerate_config_text(text, "e.yaml"); }),
+              "e.yaml: the file holds no accelerate settings (it is empty, only comments, or "
+              "null); expected a mapping such as `num_processes: 2` (accelerate refuses such a "
+              "file too)")
+        << text;
+}
+
+// A directory given as the accelerate config (`train --config_file DIR`) or as its DeepSpeed JSON
+// opens as an empty stream: it was run as a file without settings (one process, ZeRO stage 0).
+TEST(AccelerateConfig, ADirectoryIsNotAConfigFile) {
+  zt::testing::TempDir dir;
+  EXPECT_EQ(error_of([&] { parse_accelerate_config(dir.path().string()); }),
+            "accelerate config '" + dir.path().string() +
+                "' is a directory; expected an accelerate config YAML file");
+  EXPECT_EQ(error_of([&] { parse_deepspeed_config(dir.path().string()); }),
+            dir.path().string() + ": DeepSpeed config '" + dir.path().string() +
+                "' is a directory; expected a DeepSpeed JSON file");
+  EXPECT_EQ(error_of([&] {
+              parse_accelerate_config_text(
+                  "distributed_type: DEEPSPEED\ndeepspeed_config:\n  "
+                  "deepspeed_config_file: " +
+                      dir.path().string() + "\n",
+                  "acc.yaml");
+            }),
+            "acc.yaml: DeepSpeed config '" + dir.path().string() +
+                "' is a directory; expected a DeepSpeed JSON file");
+}
+
 TEST(AccelerateConfig, DuplicateKeysAreErrors) {
   EXPECT_EQ(error_of([] {
               parse_accelerate_config_text(

@@ -278,4 +278,29 @@ TEST(CommandLine, OptionsPrintsTheTable) {
   EXPECT_EQ(r.out, zt::cli::acted_keys_markdown());
 }
 
+// make-demo-data's --out at a file, inside a file, empty, or where a directory stands in the way
+// of train.parquet: exit 1 naming --out or the file, never "internal error" (exit 70, the
+// std::filesystem exception's text), and no temp file left behind.
+TEST(CommandLine, MakeDemoDataNamesAnOutFolderItCannotUse) {
+  zt::testing::TempDir tmp;
+  std::ofstream(tmp / "afile") << "mine\n";
+  const std::string file = (tmp / "afile").string();
+  for (const std::string& out : {file, file + "/sub"}) {
+    const CmdResult r = run_zerotune("make-demo-data --out " + out + " --train-rows 3");
+    EXPECT_EQ(r.status, 1) << out << ": " << r.err;
+    EXPECT_EQ(r.err, "zerotune: error: make-demo-data: --out: cannot create " + out +
+                         ": Not a directory (" + file + " is a file)\n");
+  }
+  EXPECT_EQ(slurp(file), "mine\n");
+  const CmdResult e = run_zerotune("make-demo-data --out ''");
+  EXPECT_EQ(e.status, 1) << e.err;
+  EXPECT_EQ(e.err, "zerotune: error: make-demo-data: --out is empty; expected a folder\n");
+  std::filesystem::create_directories(tmp / "d" / "train.parquet");
+  const CmdResult d = run_zerotune("make-demo-data --out " + (tmp / "d").string());
+  EXPECT_EQ(d.status, 1) << d.err;
+  EXPECT_EQ(d.err, "zerotune: error: " + (tmp / "d" / "train.parquet").string() +
+                       ": cannot move train.parquet.tmp into place: Is a directory\n");
+  EXPECT_EQ(zt::testing::list_dir(tmp / "d"), std::vector<std::string>{"train.parquet"});
+}
+
 }  // namespace

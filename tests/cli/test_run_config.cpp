@@ -28,6 +28,19 @@ TEST(RunConfig, UnknownKeyNamesPathAndFile) {
             "mean 'trainer.learning_rate'?)");
   EXPECT_EQ(error_of([] { zt::cli::RunConfig::from_json({{"model", {{"zzz", "x"}}}}, "sft.yaml"); }),
             "sft.yaml: unknown config key 'model.zzz' (not a zerotune/TRL SFTConfig key)");
+  // An empty key (`"": 2` in the YAML file) is refused too: at the top level it was dropped.
+  EXPECT_EQ(error_of([] {
+              zt::cli::RunConfig::from_json({{"", 2}}, "sft.yaml");
+            }),
+            "sft.yaml: an empty config key at the top level (not a zerotune/TRL SFTConfig key)");
+  EXPECT_EQ(error_of([] {
+              zt::cli::RunConfig::from_json({{"", {{"trainer", {{"max_steps", 3}}}}}}, "sft.yaml");
+            }),
+            "sft.yaml: an empty config key at the top level (not a zerotune/TRL SFTConfig key)");
+  EXPECT_EQ(error_of([] {
+              zt::cli::RunConfig::from_json({{"trainer", {{"", 1}}}}, "sft.yaml");
+            }),
+            "sft.yaml: an empty config key in 'trainer' (not a zerotune/TRL SFTConfig key)");
 }
 
 TEST(RunConfig, NotedKeysGetOneLineAndTopLevelSeedFlowsDown) {

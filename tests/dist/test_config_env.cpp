@@ -56,6 +56,15 @@ TEST(LaunchEnv, BadVariablesAreNamed) {
               read_launch_env(fake_env({{"WORLD_SIZE", "2"}, {"RANK", "2"}}));
             }),
             "environment variable RANK='2': expected an integer in [0, 1]");
+  // A world of one is checked too: RANK=1 beside WORLD_SIZE=1 ran as rank 0 without a word.
+  EXPECT_EQ(error_of([] {
+              read_launch_env(fake_env({{"WORLD_SIZE", "1"}, {"RANK", "1"}}));
+            }),
+            "environment variable RANK='1': expected an integer in [0, 0]");
+  EXPECT_EQ(error_of([] {
+              read_launch_env(fake_env({{"SLURM_NTASKS", "1"}, {"SLURM_PROCID", "3"}}));
+            }),
+            "environment variable SLURM_PROCID='3': expected an integer in [0, 0]");
   EXPECT_EQ(error_of([] {
               read_launch_env(fake_env({{"WORLD_SIZE", "two"}}));
             }),

@@ -126,6 +126,18 @@ lit: \${exp_dir} and ${n}
   EXPECT_EQ(j["out"], "logs/x/env");
   EXPECT_EQ(j["typed"].get<int64_t>(), 3);
   EXPECT_EQ(j["lit"], "${exp_dir} and 3");
+  // The text an escaped interpolation or an environment variable leaves is final, also where
+  // another key refers to it, before or after it (it was read as an interpolation again).
+  setenv("ZT_TEST_HYDRA_DOLLAR", "${nope}", 1);
+  auto esc = write_tmp("esc.yaml",
+                       "before: pre-${name}\nname: \\${x}\nafter: ${name}/post\n"
+                       "env: ${oc.env:ZT_TEST_HYDRA_DOLLAR}\nenv_ref: ${env}\n");
+  const zt::Json e = zt::load_hydra_yaml(esc, {});
+  EXPECT_EQ(e["before"], "pre-${x}");
+  EXPECT_EQ(e["name"], "${x}");
+  EXPECT_EQ(e["after"], "${x}/post");
+  EXPECT_EQ(e["env"], "${nope}");
+  EXPECT_EQ(e["env_ref"], "${nope}");
   auto up = write_tmp("up.yaml", "a: 1\nb: ${..a}\n");
   EXPECT_EQ(error_of([&] { zt::load_hydra_yaml(up, {}); }),
             up.string() + ": 'b' interpolates '${..a}', which goes above the top of the config");
@@ -166,6 +178,30 @@ TEST(HydraYaml, ForceAddAndDeleteOverrides) {
   const zt::Json h = zt::load_hydra_yaml(
       p, {"hydra.run.dir=.", "hydra/job_logging=disabled", "++hydra.output_subdir=null"});
   EXPECT_EQ(h, zt::load_hydra_yaml(p, {}));
+}
+
+// An interpolation in an override is one token of Hydra's grammar, resolved as in the file: a
+// resolver's colon and braces are not a YAML flow mapping, also inside a list or a dict, and a
+// quoted one stays as it was.
+TEST(HydraYaml, OverrideInterpolationsAreNotMappings) {
+  setenv("ZT_TEST_HYDRA_STEPS", "7", 1);
+  unsetenv("ZT_TEST_HYDRA_UNSET");
+  auto p = write_tmp("ovi.yaml", "name: base\nsteps: 1\nt:\n  out: x\n");
+  const zt::Json j = zt::load_hydra_yaml(
+      p, {"steps=${oc.env:ZT_TEST_HYDRA_STEPS}", "name=run_${oc.env:ZT_TEST_HYDRA_UNSET,dflt}",
+          "t.out=${name}/out", "+l=[${oc.env:ZT_TEST_HYDRA_STEPS},${steps},b]",
+          "+kw={a:${oc.env:ZT_TEST_HYDRA_UNSET,${steps}},'${k}':q}", "+s='${name}:x'"});
+  EXPECT_EQ(j["steps"].get<int64_t>(), 7);
+  EXPECT_EQ(j["name"], "run_dflt");
+  EXPECT_EQ(j["t"]["out"], "run_dflt/out");
+  EXPECT_EQ(j["l"], (zt::Json{7, 7, "b"}));
+  EXPECT_EQ(j["kw"], (zt::Json{{"a", 7}, {"${k}", "q"}}));
+  EXPECT_EQ(j["s"], "run_dflt:x");
+  // A resolver zerotune lacks is named as such, not read as a mapping.
+  EXPECT_EQ(error_of([&] { zt::load_hydra_yaml(p, {"name=${now:%Y}"}); }),
+            p.string() +
+                ": 'name' uses the resolver '${now:%Y}', which zerotune does not "
+                "support (only oc.env)");
 }
 
 TEST(HydraYaml, Errors) {

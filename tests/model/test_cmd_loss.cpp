@@ -105,6 +105,47 @@ TEST(CmdLoss, LabelOutOfRangeIsAnErrorNotAWrap) {
                        ":1: \"labels\"[1] = 2147483648 does not fit in 32 bits\n");
 }
 
+// A token id outside the model's vocabulary is named with its file, line and index (the message
+// named only the packed micro-batch's position, "micro-batch: token id 999999 at position 4"), and
+// an attention_mask / position_ids that would change transformers' result is refused (both were
+// ignored without a word).
+TEST(CmdLoss, RowsOutsideWhatItComputesNameFileLineAndKey) {
+  const auto path = std::filesystem::path(::testing::TempDir()) / "zt_loss_vocab.jsonl";
+  const std::string model = test::model_dir("qwen2_tied").string();
+  const int64_t vocab = load_model_config(model).vocab_size;
+  const auto run_rows = [&](const std::string& second_row) {
+    std::ofstream(path) << "{\"input_ids\": [1, 2, 3], \"labels\": [1, 2, 3]}\n"
+                        << second_row << "\n";
+    return run("loss --model " + model + " " + path.string());
+  };
+  const std::string where = "zerotune: error: " + path.string() + ":2: ";
+  RunResult r = run_rows("{\"input_ids\": [1, " + std::to_string(vocab) + ", 3]}");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.out, where + "\"input_ids\"[1] = " + std::to_string(vocab) +
+                       " is outside the model's vocabulary [0, " + std::to_string(vocab) + ")\n");
+  r = run_rows("{\"input_ids\": [1, 2], \"labels\": [-100, -7]}");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.out, where + "\"labels\"[1] = -7 is outside [0, " + std::to_string(vocab) +
+                       ") and not -100\n");
+  r = run_rows("{\"input_ids\": [1, 2, 3], \"attention_mask\": [1, 1, 0]}");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.out, where +
+                       "\"attention_mask\" is not all ones; zerotune loss runs each row as one "
+                       "unpadded sequence (put only its real tokens in input_ids)\n");
+  r = run_rows("{\"input_ids\": [1, 2, 3], \"position_ids\": [0, 0, 1]}");
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.out, where +
+                       "\"position_ids\" is not 0, 1, … in order; zerotune loss runs each row as "
+                       "one unpadded sequence (put only its real tokens in input_ids)\n");
+  // Their defaults change nothing: the same result as without them.
+  const RunResult plain = run_rows("{\"input_ids\": [4, 5, 6]}");
+  ASSERT_EQ(plain.status, 0) << plain.out;
+  r = run_rows(
+      "{\"input_ids\": [4, 5, 6], \"attention_mask\": [1, 1, 1], \"position_ids\": [0, 1, 2]}");
+  EXPECT_EQ(r.status, 0) << r.out;
+  EXPECT_EQ(r.out, plain.out);
+}
+
 // A NUL byte ends the JSON parser's input: the row before it was trained on and the rest of the
 // line dropped without a word. Refused naming file, line and column.
 TEST(CmdLoss, NulByteNamesFileLineAndColumn) {

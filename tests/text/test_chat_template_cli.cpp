@@ -96,6 +96,26 @@ TEST(RenderCli, ErrorsNameFileAndLine) {
   EXPECT_NE(r.err.find("tokenizer_config.json: file not found"), std::string::npos) << r.err;
 }
 
+// A directory given as the rows file: render printed nothing and exited 0 (the stream fails at its
+// first read, and no read error was checked); loss said "no rows" and tokenize "read error".
+TEST(RenderCli, ADirectoryIsNotARowsFile) {
+  zt::testing::TempDir tmp;
+  const std::string dir = tmp.path().string();
+  const CliRun r = render("--tokenizer " + kQwen3 + " " + dir);
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "zerotune: error: " + dir + ": is a directory; expected a JSONL file\n");
+  const std::string model = (fs::path(ZT_TEST_DATA) / "model" / "qwen2_tied").string();
+  for (const std::string cmd : {"loss --model " + model, "tokenize --tokenizer " + kQwen3}) {
+    const std::string out = (tmp / "out").string();
+    const int rc = std::system(
+        (std::string(ZT_BINARY) + " " + cmd + " " + dir + " >" + out + " 2>&1").c_str());
+    EXPECT_EQ(WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, 1) << cmd;
+    EXPECT_EQ(slurp(out), "zerotune: error: " + dir + ": is a directory; expected a JSONL file\n")
+        << cmd;
+  }
+}
+
 // A NUL byte ends the JSON parser's input: the row before it rendered and the rest of the line was
 // dropped without a word. Refused naming file, line and column.
 TEST(RenderCli, NulByteNamesFileLineAndColumn) {

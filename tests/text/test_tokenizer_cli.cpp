@@ -63,7 +63,11 @@ TEST(TokenizeCli, ErrorsNameFileAndLine) {
   TempFile not_json("\"ok\"\n[1, 2\n", ".jsonl");
   r = run_tokenize("--tokenizer " + dir + " " + not_json.path().string());
   EXPECT_EQ(r.status, 1);
-  EXPECT_NE(r.err.find(not_json.path().string() + ":2: invalid JSON"), std::string::npos) << r.err;
+  EXPECT_NE(
+      r.err.find(not_json.path().string() + ":2: invalid JSON: parse error at line 1, column 6"),
+      std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("json.exception"), std::string::npos) << r.err;
   TempFile no_text("{\"prompt\": \"x\"}\n", ".jsonl");
   r = run_tokenize("--tokenizer " + dir + " " + no_text.path().string());
   EXPECT_NE(r.err.find(no_text.path().string() + ":1: object has no \"text\" key"),

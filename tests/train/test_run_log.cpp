@@ -103,7 +103,10 @@ TEST(RunLog, ErrorsNameTheFile) {
   std::ofstream(d / "empty" / "checkpoint-3" / "trainer_state.json") << R"({"global_step": 3})";
   testing::expect_error([&] { read_run_log(d / "empty"); }, {"empty", "no run log found"});
   write_lines(d / "bad" / "metrics.jsonl", {R"({"loss": 1, "step": 1})", "{oops"});
-  testing::expect_error([&] { read_run_log(d / "bad"); }, {"metrics.jsonl:2: not valid JSON"});
+  testing::expect_error([&] { read_run_log(d / "bad"); },
+                        {"metrics.jsonl:2: not valid JSON: parse error at line 1, column 2: "});
+  EXPECT_EQ(testing::error_of([&] { read_run_log(d / "bad"); }).find("json.exception"),
+            std::string::npos);
   write_lines(d / "nostep" / "metrics.jsonl", {R"({"loss": 1})"});
   testing::expect_error([&] { read_run_log(d / "nostep"); },
                         {"metrics.jsonl:1: expected a JSON object with an integer \"step\""});

@@ -506,6 +506,15 @@ TEST_F(TrainCli, ResumeFromAMalformedStateNamesTheKey) {
   EXPECT_EQ(r.status, 1) << r.output;
   EXPECT_NE(r.output.find(state.string() + ": expected a JSON object"), std::string::npos)
       << r.output;
+  // Not JSON at all: the parser's reason, without nlohmann's "[json.exception.…]" tag.
+  r = resume_with("x");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find(state.string() +
+                          ": not valid JSON: parse error at line 1, column 1: syntax error while "
+                          "parsing value - invalid literal; last read: 'x'\n"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("json.exception"), std::string::npos) << r.output;
   zt::Json bad = good;
   bad["applied_steps"] = "two";
   r = resume_with(bad.dump());
@@ -777,6 +786,33 @@ TEST_F(TrainCli, FinalExportFailureKeepsTheTrainedModel) {
   ASSERT_EQ(again.status, 0) << again.output;
   EXPECT_TRUE(slurp(exp("export_fails") / "final" / "model.safetensors") ==
               slurp(kept / "model.safetensors"));
+}
+
+// A path the system refuses to look at — a name longer than NAME_MAX, a symbolic link loop — given
+// as the model, the tokenizer, the chat template or exp_dir: exit 1 naming the path and the
+// system's reason (it was "internal error: filesystem error: status: …", exit 70), nothing
+// written.
+TEST_F(TrainCli, UnreadablePathsAreUserErrors) {
+  const fs::path long_name = root_ / std::string(300, 'a');
+  const fs::path loop = root_ / "loop_a";
+  fs::create_symlink(root_ / "loop_b", loop);
+  fs::create_symlink(loop, root_ / "loop_b");
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"model.name_or_path=" + long_name.string(), long_name.string() + ": File name too long"},
+      {"model.tokenizer_name_or_path=" + loop.string(),
+       loop.string() + ": Too many levels of symbolic links"},
+      {"trainer.chat_template_path=" + long_name.string(),
+       long_name.string() + ": File name too long"},
+      {"exp_dir=" + long_name.string(), long_name.string() + "/args.yaml: File name too long"}};
+  for (const auto& [override, message] : cases) {
+    auto r = train("unreadable", "trainer.max_steps=1 " + override);
+    EXPECT_EQ(r.status, 1) << override << "\n" << r.output;
+    EXPECT_NE(r.output.find("zerotune: error: " + message + "\n"), std::string::npos)
+        << override << "\n"
+        << r.output;
+    EXPECT_EQ(r.output.find("internal error"), std::string::npos) << r.output;
+    EXPECT_FALSE(fs::exists(exp("unreadable"))) << override;
+  }
 }
 
 TEST_F(TrainCli, ConfigErrorsNameTheKey) {
