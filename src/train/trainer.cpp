@@ -111,6 +111,7 @@ struct Trainer::State {
   std::unique_ptr<MetricsWriter> metrics;
   std::unique_ptr<io::TensorBoardWriter> tb;
   std::unique_ptr<ProgressDisplay> progress;
+  RunDirLock dir_lock;  // rank 0: one run at a time in exp_dir (run_dir_lock.h)
 
   void prepare_data();
   void build_model();
@@ -425,6 +426,7 @@ void Trainer::State::open_outputs() {
   std::error_code ec;
   fs::create_directories(a.exp_dir, ec);
   if (ec) fail("exp_dir: cannot create {}: {}", a.exp_dir.string(), ec.message());
+  if (!dir_lock.held()) dir_lock = RunDirLock(a.exp_dir);  // before anything is written there
   for (const auto& p : clean_stale_checkpoint_dirs(a.exp_dir))
     log::info("cleaned {} left by an interrupted run", p.string());
   clean_stale_export_dirs(a.output_dir);  // logs what it removes or restores
@@ -833,6 +835,8 @@ Trainer::Trainer(TrainArgs args, dist::Comm& comm, const text::Tokenizer& tokeni
                                  std::move(tokenizer_dir))) {}
 
 Trainer::~Trainer() = default;
+
+void Trainer::hold_run_dir_lock(RunDirLock lock) { s_->dir_lock = std::move(lock); }
 
 volatile std::sig_atomic_t& Trainer::stop_requested() { return g_stop; }
 

@@ -17,6 +17,7 @@
 #include "dist/comm.h"
 #include "text/chat_template.h"
 #include "text/tokenizer.h"
+#include "train/run_dir_lock.h"
 #include "train/train_args.h"
 
 namespace zt::train {
@@ -52,6 +53,11 @@ class Trainer {
   // an unusable checkpoint, `resume_from_checkpoint: true` without a checkpoint of the last run, …)
   // and when no step of the run updated the weights (all skipped: nothing is exported then).
   TrainSummary run();
+
+  // Rank 0: the exp_dir lock (run_dir_lock.h) its caller took before writing in an existing
+  // exp_dir; kept until the trainer is destroyed. Without one, run() takes it (rank 0) once it has
+  // created exp_dir, before writing anything there.
+  void hold_run_dir_lock(RunDirLock lock);
 
   // The fp32 master weights in the model's flat ParamLayout order, on rank 0 (empty elsewhere);
   // valid after run(). Collective.

@@ -352,6 +352,47 @@ TEST_F(LaunchFaults, GraceRunningOutNamesTheLastCompleteCheckpoint) {
   EXPECT_NE(kill(r1, 0), 0) << "rank 1 still exists";
 }
 
+// A second run started in the exp_dir of a live one (a job started twice, a requeue while the
+// first still runs) wrote the same checkpoint directories, rotated the other's and interleaved
+// metrics.jsonl; a resume also rewrote the run record and a trainer.overwrite_output_dir run
+// deleted the live run's metrics.jsonl. Now each is refused, naming the live run's pid, and
+// changes nothing; once that run is gone (even killed with SIGKILL) the lock goes with it.
+TEST_F(LaunchFaults, SecondRunInTheExpDirOfALiveRunIsRefused) {
+  const fs::path dir = case_dir("launch-sigterm-grace-loses-checkpoint");
+  const fs::path exp = dir / "runs" / "busy";
+  write_model(dir, 16);
+  const std::string run =
+      "exp_dir=runs/busy model.name_or_path=model_h16 trainer.max_steps=100000 ";
+  auto a = start(dir, "train", run + "trainer.save_steps=2 trainer.save_total_limit=2");
+  ASSERT_TRUE(until_step(*a, exp, 3)) << a->output();
+  const std::string record = slurp(exp / "zerotune_run.json");
+  const std::string busy = fmt::format(
+      "exp_dir runs/busy is in use by another zerotune run (pid {}, per "
+      "runs/busy/.zerotune.lock)",
+      a->pid());
+  for (const char* how :
+       {"trainer.resume_from_checkpoint=true", "trainer.overwrite_output_dir=true",
+        "trainer.resume_from_checkpoint=runs/busy/checkpoint-2"}) {
+    auto b = start(dir, "train", run + how);
+    EXPECT_EQ(b->wait(kHangGuard), 1) << how << "\n" << b->output();
+    EXPECT_NE(b->output().find(busy), std::string::npos) << how << "\n" << b->output();
+    EXPECT_EQ(b->output().find("resumed from"), std::string::npos) << b->output();
+  }
+  EXPECT_EQ(slurp(exp / "zerotune_run.json"), record);
+  // The live run goes on, its metrics.jsonl whole (its first step is still there).
+  ASSERT_TRUE(until_step(*a, exp, 8)) << a->output();
+  EXPECT_NE(slurp(exp / "metrics.jsonl").find("\"step\":1,"), std::string::npos);
+  ASSERT_EQ(kill(a->pid(), SIGKILL), 0);
+  EXPECT_EQ(a->wait(kHangGuard), 128 + SIGKILL);
+  // No stale lock: the run resumes from its newest complete checkpoint.
+  auto c = start(dir, "train", run + "trainer.resume_from_checkpoint=true");
+  EXPECT_TRUE(until(*c, [](const std::string& o) {
+    return o.find("resumed from runs/busy/checkpoint-") != std::string::npos;
+  })) << c->output();
+  ASSERT_EQ(kill(c->pid(), SIGTERM), 0);
+  EXPECT_EQ(c->wait(kHangGuard), 130) << c->output();
+}
+
 // `ddp-timeout-ignored`: trainer.ddp_timeout (3 s here) is the collective timeout: rank 1 stopped
 // with SIGSTOP makes the job end non-zero within about that, naming rank 1.
 TEST_F(LaunchFaults, DdpTimeoutEndsAStalledJobNamingTheRank) {
