@@ -44,6 +44,28 @@ namespace {
 volatile std::sig_atomic_t g_stop = 0;  // set by the SIGINT/SIGTERM handler only
 extern "C" void on_stop_signal(int) { g_stop = 1; }
 
+// While alive, SIGINT and SIGTERM have their default action (the process ends at once); the
+// handlers installed before are restored on destruction. For the data preparation, whose
+// tokenisation (minutes on a large dataset) checks no stop flag.
+class DefaultStopSignals {
+ public:
+  DefaultStopSignals() {
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    for (int i = 0; i < 2; ++i) sigaction(kSignals[i], &dfl, &saved_[i]);
+  }
+  ~DefaultStopSignals() {
+    for (int i = 0; i < 2; ++i) sigaction(kSignals[i], &saved_[i], nullptr);
+  }
+  DefaultStopSignals(const DefaultStopSignals&) = delete;
+  DefaultStopSignals& operator=(const DefaultStopSignals&) = delete;
+
+ private:
+  static constexpr int kSignals[2] = {SIGINT, SIGTERM};
+  struct sigaction saved_[2];
+};
+
 double now_seconds() {
   using namespace std::chrono;
   return duration<double>(steady_clock::now().time_since_epoch()).count();
@@ -855,7 +877,13 @@ TrainSummary Trainer::run() {
   const TrainArgs& a = s.a;
   const int64_t eval_every = a.eval_steps > 0 ? a.eval_steps : a.logging_steps;
 
-  s.prepare_data();
+  {
+    // A stop signal while the datasets are tokenised ends the process there (exit by the signal)
+    // instead of after the whole tokenisation: nothing has been written to exp_dir yet, and the
+    // token cache appears by rename, whole or not at all.
+    const DefaultStopSignals during_prepare;
+    s.prepare_data();
+  }
   s.build_model();
   s.build_plan();
   s.resume_or_init();

@@ -67,7 +67,9 @@ class Trainer {
   // or during an evaluation at its next batch (the evaluation is dropped); every rank agrees, the
   // checkpoint of the last completed step is written, run() returns with interrupted = true. A
   // signal before the run's first step (during set-up or the start evaluation) stops it there: no
-  // step is trained and no checkpoint or model is written. The flag is process-wide.
+  // step is trained and no checkpoint or model is written. While run() prepares the datasets
+  // (tokenisation), the signals keep their default action: the process ends at once, having
+  // written nothing to exp_dir. The flag is process-wide.
   static void install_signal_handlers();
   // The flag the handlers set (exposed for tests).
   static volatile std::sig_atomic_t& stop_requested();

@@ -238,6 +238,38 @@ TEST_F(LaunchFaults, SigintDuringTheStartEvaluationTrainsNoStep) {
   EXPECT_EQ(checkpoint_step(exp / "checkpoint-1"), 1) << again->output();
 }
 
+// A SIGINT while a large dataset is tokenised (300,000 rows; about 5 s here) ends the run at once.
+// The stop flag was set and read only once the whole dataset was tokenised and cached, after
+// which the run wrote args.yaml and metrics.jsonl and stopped "before its first step", leaving an
+// exp_dir that only trainer.overwrite_output_dir gets past. Now nothing is written to exp_dir, and
+// no partial token cache is left.
+TEST_F(LaunchFaults, SigintDuringTokenisationEndsTheRunAtOnce) {
+  const fs::path dir = case_dir("launch-sigterm-grace-loses-checkpoint");
+  const fs::path exp = dir / "runs" / "tok";
+  write_model(dir, 16);
+  const zt::testing::CommandResult data = zt::testing::run_command(
+      fmt::format("{} make-demo-data --out '{}' --train-rows 300000 --test-rows 1 --seed 1", kBin,
+                  (dir / "big").string()));
+  ASSERT_EQ(data.status, 0) << data.output;
+  auto c =
+      start(dir, "train",
+            "exp_dir=runs/tok model.name_or_path=model_h16 dataset.train.path=big/train.parquet "
+            "trainer.max_steps=1");
+  // The cache's lock file is created just before the dataset is read and tokenised.
+  ASSERT_TRUE(until(*c, [&](const std::string&) {
+    if (!fs::is_directory(dir / "runs" / "cache")) return false;
+    for (const auto& e : fs::directory_iterator(dir / "runs" / "cache"))
+      if (e.path().extension() == ".lock") return true;
+    return false;
+  })) << c->output();
+  ASSERT_EQ(kill(c->pid(), SIGINT), 0);
+  EXPECT_EQ(c->wait(kHangGuard), 128 + SIGINT) << c->output();
+  EXPECT_EQ(c->output().find("train data big/train.parquet"), std::string::npos) << c->output();
+  EXPECT_FALSE(fs::exists(exp)) << c->output();
+  for (const auto& e : fs::directory_iterator(dir / "runs" / "cache"))
+    EXPECT_EQ(e.path().extension(), ".lock") << e.path();
+}
+
 // Resumed at a step whose evaluation a stop signal had abandoned (eval_pending), a SIGTERM during
 // that evaluation stops the 2-rank job before it trains a step: the checkpoint resumed from is left
 // as it was and named for the next resume, which runs the pending evaluation first.
