@@ -265,6 +265,15 @@ int cmd_train(const Args& args) {
     check_dir_creatable(cfg.source(), "trainer.logging_dir", targs.logging_dir);
   check_not_in_checkpoint(cfg.source(), "exp_dir", targs.exp_dir);
   check_not_in_checkpoint(cfg.source(), "trainer.output_dir", targs.output_dir);
+  // Its event files would go with the checkpoint: replaced when that step is saved, or rotated.
+  if (!targs.logging_dir.empty())
+    check_not_in_checkpoint(cfg.source(), "trainer.logging_dir", targs.logging_dir);
+  // Rank 0 holds the exp_dir lock while the run writes there (train/run_dir_lock.h): a second run
+  // in the directory of a live one is refused before it looks at, clears or writes anything. An
+  // exp_dir that does not exist yet is locked by the trainer when it creates it.
+  train::RunDirLock dir_lock;
+  std::error_code dir_ec;
+  if (rank0 && fs::is_directory(targs.exp_dir, dir_ec)) dir_lock = train::RunDirLock(targs.exp_dir);
   // Every rank checks before any rank can write (the barrier), so all refuse alike.
   const bool overwrite = cfg.get<bool>("trainer.overwrite_output_dir");
   check_run_dir_is_free(targs.exp_dir, targs.output_dir, targs.resume_from_checkpoint.has_value(), overwrite);
@@ -287,6 +296,7 @@ int cmd_train(const Args& args) {
   TokenizerBundle tok = load_tokenizer(cfg);
   train::Trainer::install_signal_handlers();
   train::Trainer trainer(std::move(targs), *comm, tok.tokenizer, tok.config, tok.dir);
+  if (dir_lock.held()) trainer.hold_run_dir_lock(std::move(dir_lock));
   train::TrainSummary sum = trainer.run();
   if (sum.interrupted) {
     // No checkpoint: a fresh run stopped before its first step. Its exp_dir holds this attempt's

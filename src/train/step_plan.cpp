@@ -215,6 +215,12 @@ int64_t plan_state_next_step(const StepPlan& plan, const Json& state, const std:
   if (!state.contains("next_step") || !state["next_step"].is_number_integer())
     fail("{}: the saved data-order state has no integer 'next_step'", source);
   const int64_t next = state["next_step"].get<int64_t>();
+  if (next > plan.total_steps())
+    fail(
+        "{}: the checkpoint has trained {} optimizer steps, more than this run's {} in all "
+        "(trainer.max_steps, or num_train_epochs when max_steps is -1); to train on, set "
+        "trainer.max_steps above {}",
+        source, next, plan.total_steps(), next);
   if (next < 0 || next > plan.total_steps())
     fail("{}: next_step {} is outside [0, {}] (the run's optimizer steps)", source, next,
          plan.total_steps());

@@ -44,6 +44,28 @@ namespace {
 volatile std::sig_atomic_t g_stop = 0;  // set by the SIGINT/SIGTERM handler only
 extern "C" void on_stop_signal(int) { g_stop = 1; }
 
+// While alive, SIGINT and SIGTERM have their default action (the process ends at once); the
+// handlers installed before are restored on destruction. For the data preparation, whose
+// tokenisation (minutes on a large dataset) checks no stop flag.
+class DefaultStopSignals {
+ public:
+  DefaultStopSignals() {
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    for (int i = 0; i < 2; ++i) sigaction(kSignals[i], &dfl, &saved_[i]);
+  }
+  ~DefaultStopSignals() {
+    for (int i = 0; i < 2; ++i) sigaction(kSignals[i], &saved_[i], nullptr);
+  }
+  DefaultStopSignals(const DefaultStopSignals&) = delete;
+  DefaultStopSignals& operator=(const DefaultStopSignals&) = delete;
+
+ private:
+  static constexpr int kSignals[2] = {SIGINT, SIGTERM};
+  struct sigaction saved_[2];
+};
+
 double now_seconds() {
   using namespace std::chrono;
   return duration<double>(steady_clock::now().time_since_epoch()).count();
@@ -111,6 +133,7 @@ struct Trainer::State {
   std::unique_ptr<MetricsWriter> metrics;
   std::unique_ptr<io::TensorBoardWriter> tb;
   std::unique_ptr<ProgressDisplay> progress;
+  RunDirLock dir_lock;  // rank 0: one run at a time in exp_dir (run_dir_lock.h)
 
   void prepare_data();
   void build_model();
@@ -425,6 +448,7 @@ void Trainer::State::open_outputs() {
   std::error_code ec;
   fs::create_directories(a.exp_dir, ec);
   if (ec) fail("exp_dir: cannot create {}: {}", a.exp_dir.string(), ec.message());
+  if (!dir_lock.held()) dir_lock = RunDirLock(a.exp_dir);  // before anything is written there
   for (const auto& p : clean_stale_checkpoint_dirs(a.exp_dir))
     log::info("cleaned {} left by an interrupted run", p.string());
   clean_stale_export_dirs(a.output_dir);  // logs what it removes or restores
@@ -834,6 +858,8 @@ Trainer::Trainer(TrainArgs args, dist::Comm& comm, const text::Tokenizer& tokeni
 
 Trainer::~Trainer() = default;
 
+void Trainer::hold_run_dir_lock(RunDirLock lock) { s_->dir_lock = std::move(lock); }
+
 volatile std::sig_atomic_t& Trainer::stop_requested() { return g_stop; }
 
 void Trainer::install_signal_handlers() {
@@ -851,7 +877,13 @@ TrainSummary Trainer::run() {
   const TrainArgs& a = s.a;
   const int64_t eval_every = a.eval_steps > 0 ? a.eval_steps : a.logging_steps;
 
-  s.prepare_data();
+  {
+    // A stop signal while the datasets are tokenised ends the process there (exit by the signal)
+    // instead of after the whole tokenisation: nothing has been written to exp_dir yet, and the
+    // token cache appears by rename, whole or not at all.
+    const DefaultStopSignals during_prepare;
+    s.prepare_data();
+  }
   s.build_model();
   s.build_plan();
   s.resume_or_init();

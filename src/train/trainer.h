@@ -17,6 +17,7 @@
 #include "dist/comm.h"
 #include "text/chat_template.h"
 #include "text/tokenizer.h"
+#include "train/run_dir_lock.h"
 #include "train/train_args.h"
 
 namespace zt::train {
@@ -53,6 +54,11 @@ class Trainer {
   // and when no step of the run updated the weights (all skipped: nothing is exported then).
   TrainSummary run();
 
+  // Rank 0: the exp_dir lock (run_dir_lock.h) its caller took before writing in an existing
+  // exp_dir; kept until the trainer is destroyed. Without one, run() takes it (rank 0) once it has
+  // created exp_dir, before writing anything there.
+  void hold_run_dir_lock(RunDirLock lock);
+
   // The fp32 master weights in the model's flat ParamLayout order, on rank 0 (empty elsewhere);
   // valid after run(). Collective.
   std::vector<float> master_weights();
@@ -61,7 +67,9 @@ class Trainer {
   // or during an evaluation at its next batch (the evaluation is dropped); every rank agrees, the
   // checkpoint of the last completed step is written, run() returns with interrupted = true. A
   // signal before the run's first step (during set-up or the start evaluation) stops it there: no
-  // step is trained and no checkpoint or model is written. The flag is process-wide.
+  // step is trained and no checkpoint or model is written. While run() prepares the datasets
+  // (tokenisation), the signals keep their default action: the process ends at once, having
+  // written nothing to exp_dir. The flag is process-wide.
   static void install_signal_handlers();
   // The flag the handlers set (exposed for tests).
   static volatile std::sig_atomic_t& stop_requested();

@@ -238,6 +238,38 @@ TEST_F(LaunchFaults, SigintDuringTheStartEvaluationTrainsNoStep) {
   EXPECT_EQ(checkpoint_step(exp / "checkpoint-1"), 1) << again->output();
 }
 
+// A SIGINT while a large dataset is tokenised (300,000 rows; about 5 s here) ends the run at once.
+// The stop flag was set and read only once the whole dataset was tokenised and cached, after
+// which the run wrote args.yaml and metrics.jsonl and stopped "before its first step", leaving an
+// exp_dir that only trainer.overwrite_output_dir gets past. Now nothing is written to exp_dir, and
+// no partial token cache is left.
+TEST_F(LaunchFaults, SigintDuringTokenisationEndsTheRunAtOnce) {
+  const fs::path dir = case_dir("launch-sigterm-grace-loses-checkpoint");
+  const fs::path exp = dir / "runs" / "tok";
+  write_model(dir, 16);
+  const zt::testing::CommandResult data = zt::testing::run_command(
+      fmt::format("{} make-demo-data --out '{}' --train-rows 300000 --test-rows 1 --seed 1", kBin,
+                  (dir / "big").string()));
+  ASSERT_EQ(data.status, 0) << data.output;
+  auto c =
+      start(dir, "train",
+            "exp_dir=runs/tok model.name_or_path=model_h16 dataset.train.path=big/train.parquet "
+            "trainer.max_steps=1");
+  // The cache's lock file is created just before the dataset is read and tokenised.
+  ASSERT_TRUE(until(*c, [&](const std::string&) {
+    if (!fs::is_directory(dir / "runs" / "cache")) return false;
+    for (const auto& e : fs::directory_iterator(dir / "runs" / "cache"))
+      if (e.path().extension() == ".lock") return true;
+    return false;
+  })) << c->output();
+  ASSERT_EQ(kill(c->pid(), SIGINT), 0);
+  EXPECT_EQ(c->wait(kHangGuard), 128 + SIGINT) << c->output();
+  EXPECT_EQ(c->output().find("train data big/train.parquet"), std::string::npos) << c->output();
+  EXPECT_FALSE(fs::exists(exp)) << c->output();
+  for (const auto& e : fs::directory_iterator(dir / "runs" / "cache"))
+    EXPECT_EQ(e.path().extension(), ".lock") << e.path();
+}
+
 // Resumed at a step whose evaluation a stop signal had abandoned (eval_pending), a SIGTERM during
 // that evaluation stops the 2-rank job before it trains a step: the checkpoint resumed from is left
 // as it was and named for the next resume, which runs the pending evaluation first.
@@ -350,6 +382,47 @@ TEST_F(LaunchFaults, GraceRunningOutNamesTheLastCompleteCheckpoint) {
   }
   EXPECT_LT(took, 30.0) << c->output();
   EXPECT_NE(kill(r1, 0), 0) << "rank 1 still exists";
+}
+
+// A second run started in the exp_dir of a live one (a job started twice, a requeue while the
+// first still runs) wrote the same checkpoint directories, rotated the other's and interleaved
+// metrics.jsonl; a resume also rewrote the run record and a trainer.overwrite_output_dir run
+// deleted the live run's metrics.jsonl. Now each is refused, naming the live run's pid, and
+// changes nothing; once that run is gone (even killed with SIGKILL) the lock goes with it.
+TEST_F(LaunchFaults, SecondRunInTheExpDirOfALiveRunIsRefused) {
+  const fs::path dir = case_dir("launch-sigterm-grace-loses-checkpoint");
+  const fs::path exp = dir / "runs" / "busy";
+  write_model(dir, 16);
+  const std::string run =
+      "exp_dir=runs/busy model.name_or_path=model_h16 trainer.max_steps=100000 ";
+  auto a = start(dir, "train", run + "trainer.save_steps=2 trainer.save_total_limit=2");
+  ASSERT_TRUE(until_step(*a, exp, 3)) << a->output();
+  const std::string record = slurp(exp / "zerotune_run.json");
+  const std::string busy = fmt::format(
+      "exp_dir runs/busy is in use by another zerotune run (pid {}, per "
+      "runs/busy/.zerotune.lock)",
+      a->pid());
+  for (const char* how :
+       {"trainer.resume_from_checkpoint=true", "trainer.overwrite_output_dir=true",
+        "trainer.resume_from_checkpoint=runs/busy/checkpoint-2"}) {
+    auto b = start(dir, "train", run + how);
+    EXPECT_EQ(b->wait(kHangGuard), 1) << how << "\n" << b->output();
+    EXPECT_NE(b->output().find(busy), std::string::npos) << how << "\n" << b->output();
+    EXPECT_EQ(b->output().find("resumed from"), std::string::npos) << b->output();
+  }
+  EXPECT_EQ(slurp(exp / "zerotune_run.json"), record);
+  // The live run goes on, its metrics.jsonl whole (its first step is still there).
+  ASSERT_TRUE(until_step(*a, exp, 8)) << a->output();
+  EXPECT_NE(slurp(exp / "metrics.jsonl").find("\"step\":1,"), std::string::npos);
+  ASSERT_EQ(kill(a->pid(), SIGKILL), 0);
+  EXPECT_EQ(a->wait(kHangGuard), 128 + SIGKILL);
+  // No stale lock: the run resumes from its newest complete checkpoint.
+  auto c = start(dir, "train", run + "trainer.resume_from_checkpoint=true");
+  EXPECT_TRUE(until(*c, [](const std::string& o) {
+    return o.find("resumed from runs/busy/checkpoint-") != std::string::npos;
+  })) << c->output();
+  ASSERT_EQ(kill(c->pid(), SIGTERM), 0);
+  EXPECT_EQ(c->wait(kHangGuard), 130) << c->output();
 }
 
 // `ddp-timeout-ignored`: trainer.ddp_timeout (3 s here) is the collective timeout: rank 1 stopped

@@ -307,7 +307,12 @@ TEST(StepPlan, ResumeOnAnotherSplitOfTheSameGlobalBatch) {
   Json bad = state;
   bad["next_step"] = 99;
   testing::expect_error([&] { plan_state_next_step(plan, bad, "ckpt"); },
-                        {"next_step 99", "[0, 6]"});
+                        {"ckpt: the checkpoint has trained 99 optimizer steps, more than this "
+                         "run's 6 in all",
+                         "set trainer.max_steps above 99"});
+  bad["next_step"] = -1;
+  testing::expect_error([&] { plan_state_next_step(plan, bad, "ckpt"); },
+                        {"next_step -1", "[0, 6]"});
 }
 
 TEST(StepPlan, EvalMicroBatchesAreSequentialWithoutPadding) {

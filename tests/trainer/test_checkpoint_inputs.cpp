@@ -132,6 +132,21 @@ TEST_F(CheckpointInputs, EditedGlobalStepIsRefusedAndARenamedCheckpointResumesAt
       << r.output;
 }
 
+// A checkpoint past the run's last step (max_steps lowered on resume): the keys to change, where
+// it was "next_step 2 is outside [0, 1] (the run's optimizer steps)", naming neither key.
+TEST_F(CheckpointInputs, CheckpointPastTheLastStepNamesMaxSteps) {
+  ASSERT_TRUE(exited(train("past", "trainer.max_steps=2"), 0));
+  const fs::path ck = exp("past") / "checkpoint-2";
+  const RunResult r =
+      train("past2", "trainer.max_steps=1 trainer.resume_from_checkpoint=" + ck.string());
+  EXPECT_TRUE(exited(r, 1,
+                     (ck / "trainer_state.json").string() +
+                         ": the checkpoint has trained 2 optimizer steps, more than this run's 1 "
+                         "in all (trainer.max_steps, or num_train_epochs when max_steps is -1); to "
+                         "train on, set trainer.max_steps above 2"));
+  EXPECT_FALSE(fs::exists(exp("past2")));
+}
+
 // A checkpoint without its rank's ZeRO state file: the checkpoint and what is missing (it was
 // "<file>: cannot open: No such file or directory").
 TEST_F(CheckpointInputs, MissingZeroStateNamesTheCheckpointAndTheRank) {

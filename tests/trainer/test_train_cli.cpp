@@ -589,6 +589,35 @@ TEST_F(TrainCli, OutputDirInACheckpointIsRefused) {
   EXPECT_FALSE(fs::exists(ckpt / "final"));
 }
 
+// A TensorBoard logging_dir inside a checkpoint directory of the run: the save of that step
+// replaced the directory (the event file open in it deleted) and rotation removed it, so the run
+// ended with exit 0 and no event file anywhere. Refused as output_dir is, before anything is
+// written.
+TEST_F(TrainCli, LoggingDirInACheckpointIsRefused) {
+  const fs::path tb = exp("tb_ckpt") / "checkpoint-1" / "tb";
+  auto r = train("tb_ckpt",
+                 "trainer.max_steps=2 trainer.eval_strategy=no trainer.report_to=tensorboard "
+                 "trainer.logging_dir=" +
+                     tb.string());
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("sft.yaml: trainer.logging_dir: " + tb.string() +
+                          " is inside checkpoint directory " +
+                          (exp("tb_ckpt") / "checkpoint-1").string() + ", which belongs to a run"),
+            std::string::npos)
+      << r.output;
+  EXPECT_FALSE(fs::exists(exp("tb_ckpt")));
+  // Beside the checkpoints, the events are kept.
+  r = train("tb_ckpt",
+            "trainer.max_steps=2 trainer.eval_strategy=no trainer.report_to=tensorboard "
+            "trainer.logging_dir=" +
+                (exp("tb_ckpt") / "tb").string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  int events = 0;
+  for (const auto& e : fs::directory_iterator(exp("tb_ckpt") / "tb"))
+    events += e.path().filename().string().starts_with("events.out.tfevents.") ? 1 : 0;
+  EXPECT_EQ(events, 1);
+}
+
 // save_total_limit -1 keeps every checkpoint, as transformers' rotation does for a limit <= 0 (it
 // was refused as a config error).
 TEST_F(TrainCli, NegativeSaveTotalLimitKeepsEveryCheckpoint) {
