@@ -261,13 +261,13 @@ int cmd_train(const Args& args) {
   check_dir_creatable(cfg.source(), "exp_dir", targs.exp_dir);
   check_dir_creatable(cfg.source(), "trainer.output_dir",
                       targs.output_dir);  // default: exp_dir/final
-  if (!targs.logging_dir.empty())
-    check_dir_creatable(cfg.source(), "trainer.logging_dir", targs.logging_dir);
   check_not_in_checkpoint(cfg.source(), "exp_dir", targs.exp_dir);
   check_not_in_checkpoint(cfg.source(), "trainer.output_dir", targs.output_dir);
-  // Its event files would go with the checkpoint: replaced when that step is saved, or rotated.
-  if (!targs.logging_dir.empty())
+  if (!targs.logging_dir.empty()) {
+    check_dir_creatable(cfg.source(), "trainer.logging_dir", targs.logging_dir);
+    // Its event files would go with the checkpoint: replaced when that step is saved, or rotated.
     check_not_in_checkpoint(cfg.source(), "trainer.logging_dir", targs.logging_dir);
+  }
   // Rank 0 holds the exp_dir lock while the run writes there (train/run_dir_lock.h): a second run
   // in the directory of a live one is refused before it looks at, clears or writes anything. An
   // exp_dir that does not exist yet is locked by the trainer when it creates it.
