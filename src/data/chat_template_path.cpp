@@ -35,6 +35,12 @@ ChatTemplateOverride load_chat_template_path(const std::string& path,
   ChatTemplateOverride out;
   if (is_template_file(path)) {
     out.source = text::read_template_file(path);
+    if (out.source.find_first_not_of(" \t\r\n\f\v") == std::string::npos) {
+      fail(
+          "{}: the chat template file '{}' is empty or only whitespace; expected a Jinja chat "
+          "template",
+          key, path);
+    }
     out.origin = path;
     return out;
   }

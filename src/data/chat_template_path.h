@@ -29,7 +29,8 @@ struct ChatTemplateOverride {
 //   embeddings: zerotune does neither, so (when `tokenizer` is given) a source whose added tokens
 //   or EOS `tokenizer` lacks is refused.
 // Throws zt::Error naming `key`, the path and the reason: not found, a file that is not
-// .jinja/.j2, a tokenizer without a chat template, the missing tokens.
+// .jinja/.j2, an empty (or whitespace-only) template file, a tokenizer without a chat template,
+// the missing tokens.
 ChatTemplateOverride load_chat_template_path(const std::string& path,
                                              const text::Tokenizer* tokenizer,
                                              std::string_view key = "chat_template_path");

@@ -243,6 +243,14 @@ TEST_F(Prepare, ChatTemplateKwargsAndPathErrors) {
   EXPECT_EQ(prepare_error(o), "chat_template_path: '" + o.chat_template_path +
                                   "' is a file but not a Jinja template (.jinja or .j2); expected "
                                   "a template file or a tokenizer directory");
+  // An empty or whitespace-only template file is refused, not rendered as "" for every row.
+  for (const char* text : {"", " \n\t\r\n"}) {
+    write_file(dir_ / "empty.jinja", text);
+    o.chat_template_path = (dir_ / "empty.jinja").string();
+    EXPECT_EQ(prepare_error(o),
+              "chat_template_path: the chat template file '" + o.chat_template_path +
+                  "' is empty or only whitespace; expected a Jinja chat template");
+  }
   // Qwen3's tokenizer has <think>, </think>, … that Qwen2.5's lacks: TRL would add them and
   // resize the embeddings; zerotune refuses.
   o.chat_template_path = shared_data("tokenizers/qwen3").string();
