@@ -431,8 +431,10 @@ void restore_interpolations(Json& v, const std::vector<std::string>& interps) {
   }
 }
 
-// The typed value of override `ov` (the text after its '=' at `eq`), read in Hydra's grammar.
+// The typed value of override `ov` (the text after its '=' at `eq`), read in Hydra's grammar:
+// nothing after the '=' (`key=`) is the empty string, as in Hydra (YAML would read null).
 Json override_value(const std::string& ov, size_t eq) {
+  if (eq + 1 == ov.size()) return "";
   std::vector<std::string> interps;
   const std::string text = hide_interpolations(ov.substr(eq + 1), &interps);
   try {

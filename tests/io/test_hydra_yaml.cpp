@@ -180,6 +180,19 @@ TEST(HydraYaml, ForceAddAndDeleteOverrides) {
   EXPECT_EQ(h, zt::load_hydra_yaml(p, {}));
 }
 
+// `key=` sets the empty string, as Hydra's parser does (YAML would read the empty text as null);
+// `key=null` stays null and `~key=` deletes only a key that holds the empty string.
+TEST(HydraYaml, EmptyOverrideValueIsEmptyString) {
+  auto p = write_tmp("empty.yaml", "exp_name: demo\nn: 1\ns: ''\n");
+  const zt::Json j = zt::load_hydra_yaml(p, {"exp_name=", "n=null", "+added="});
+  EXPECT_EQ(j["exp_name"], "");
+  EXPECT_TRUE(j["n"].is_null());
+  EXPECT_EQ(j["added"], "");
+  EXPECT_FALSE(zt::load_hydra_yaml(p, {"~s="}).contains("s"));
+  EXPECT_EQ(error_of([&] { zt::load_hydra_yaml(p, {"~n="}); }),
+            "override '~n=': cannot delete 'n': its value is 1, not \"\"");
+}
+
 // An interpolation in an override is one token of Hydra's grammar, resolved as in the file: a
 // resolver's colon and braces are not a YAML flow mapping, also inside a list or a dict, and a
 // quoted one stays as it was.
