@@ -69,7 +69,8 @@ class Trainer {
   // signal before the run's first step (during set-up or the start evaluation) stops it there: no
   // step is trained and no checkpoint or model is written. While run() prepares the datasets
   // (tokenisation), the signals keep their default action: the process ends at once, having
-  // written nothing to exp_dir. The flag is process-wide.
+  // written nothing to exp_dir (a world of one rank first prints "training was interrupted while
+  // the datasets were tokenised …" to stderr). The flag is process-wide.
   static void install_signal_handlers();
   // The flag the handlers set (exposed for tests).
   static volatile std::sig_atomic_t& stop_requested();

@@ -242,7 +242,8 @@ TEST_F(LaunchFaults, SigintDuringTheStartEvaluationTrainsNoStep) {
 // The stop flag was set and read only once the whole dataset was tokenised and cached, after
 // which the run wrote args.yaml and metrics.jsonl and stopped "before its first step", leaving an
 // exp_dir that only trainer.overwrite_output_dir gets past. Now nothing is written to exp_dir, and
-// no partial token cache is left.
+// no partial token cache is left. The lone process says it was interrupted (to stderr), as the
+// other phases do; it printed nothing before.
 TEST_F(LaunchFaults, SigintDuringTokenisationEndsTheRunAtOnce) {
   const fs::path dir = case_dir("launch-sigterm-grace-loses-checkpoint");
   const fs::path exp = dir / "runs" / "tok";
@@ -264,6 +265,11 @@ TEST_F(LaunchFaults, SigintDuringTokenisationEndsTheRunAtOnce) {
   })) << c->output();
   ASSERT_EQ(kill(c->pid(), SIGINT), 0);
   EXPECT_EQ(c->wait(kHangGuard), 128 + SIGINT) << c->output();
+  EXPECT_NE(c->output().find("zerotune: warning: training was interrupted while the datasets were "
+                             "tokenised: nothing was trained and no checkpoint was written; the "
+                             "same command starts the run again\n"),
+            std::string::npos)
+      << c->output();
   EXPECT_EQ(c->output().find("train data big/train.parquet"), std::string::npos) << c->output();
   EXPECT_FALSE(fs::exists(exp)) << c->output();
   for (const auto& e : fs::directory_iterator(dir / "runs" / "cache"))
