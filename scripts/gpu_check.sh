@@ -27,7 +27,9 @@
 #           configs, 4x2k GC off, 1x8k and 1x32k GC (TIMELINE_SHAPES); not in the default list
 #   attention  attention vs torch SDPA (cuDNN, flash) at the 1.5B / 0.5B / Llama-3.2-1B layers, 2k-32k
 #   attnprofile  ncu on the Hopper attention backward (stall reasons, source counters) at 1 x 8k,
-#           D 128 and D 64: where its time goes (not in the default list)
+#           D 128 and D 64: where its time goes, with the top stall sites by SASS instruction
+#           (bench/ncu_stall_sites.py; four files a shape: run it with GPU_CHECK_PACK=1; not in the
+#           default list)
 #   bench   context-length sweep, Qwen2.5-1.5B and Llama-3.2-1B configs, 4x2k, 2x4k, 1x8k, 1x16k, 1x32k
 #           tokens: bench_train_gpu (GC on, GC on + offload, GC off at 4x2k and 1x8k) vs
 #           transformers+Liger in bf16 and with fp32 master weights (bench/gpu_peer_transformers.py,
@@ -159,9 +161,11 @@ PY
 # cuDNN's): ncu on one attn_bwd_sm90 launch (the second; clocks not locked) at 1 x 8,192 for D 128
 # (12/2 heads) and D 64 (14/2, 32/8): speed of light, compute and memory workload, warp states
 # (the stall reasons), scheduler, source counters (the top stall sites), launch and occupancy.
-# One file per shape, attn_profile_<S>_<n>_<Hq>_<Hkv>_<D>.txt; ~30 s a shape. Not in the default
-# list (ATTN_PROFILE_SHAPES: "S n Hq Hkv D" separated by commas; ATTN_PROFILE_KERNEL: the kernel
-# name regex, e.g. attn_fwd_sm90).
+# Per shape attn_profile_<S>_<n>_<Hq>_<Hkv>_<D>.txt (every section's body), the .ncu-rep report,
+# its source page (.sass.csv) and the top stall sites by SASS instruction (.sites.txt,
+# bench/ncu_stall_sites.py); ~30 s a shape. Not in the default list (ATTN_PROFILE_SHAPES: "S n Hq
+# Hkv D" separated by commas; ATTN_PROFILE_KERNEL: the kernel name regex, e.g. attn_fwd_sm90;
+# ATTN_PROFILE_TOP: how many sites, 30).
 sec_attnprofile() {
   say "attnprofile: ncu on the Hopper attention kernel (${ATTN_PROFILE_KERNEL:-attn_bwd_sm90})"
   local shape f rep shapes
@@ -185,6 +189,12 @@ sec_attnprofile() {
       { fail "attnprofile: no profile for $shape (see $(basename "$f"))"; tail -5 "$f"; continue; }
     grep -iE "Compute \(SM\) Throughput|Memory Throughput|Duration|stall|Issue Slot|Warp Cycles Per Issued" "$f" |
       sed "s/^/  [$shape] /" | head -24
+    # The stall sites by SASS instruction (the source page; bench/ncu_stall_sites.py ranks them).
+    ncu --import "$rep.ncu-rep" --page source --csv --print-source sass >"$rep.sass.csv" 2>>"$f" ||
+      { fail "attnprofile: ncu could not print the source page of $(basename "$rep").ncu-rep"; continue; }
+    python3 "$ROOT/bench/ncu_stall_sites.py" "$rep.sass.csv" "${ATTN_PROFILE_TOP:-30}" >"$rep.sites.txt" ||
+      { fail "attnprofile: no stall sites for $shape (see $(basename "$rep").sass.csv)"; continue; }
+    head -16 "$rep.sites.txt" | sed "s/^/  [$shape] /"
   done
 }
 

@@ -3,37 +3,17 @@
 // overlapping work on two streams, gaps caused by a late host launch and by waiting, the step a gap
 // belongs to, the skipped first and uncounted last step, and the exit status on unusable input.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
-#include <cstdlib>
-#include <fstream>
-#include <sstream>
 #include <string>
 
-#include "core/zt_test_util.h"
+#include "bench/bench_script.h"
 
 namespace {
 
-struct Result {
-  int status;
-  std::string out, err;
-};
-
-std::string slurp(const std::filesystem::path& p) {
-  std::ifstream f(p);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
+using Result = zt::testing::ScriptResult;
 
 Result summarise(const std::string& trace, const std::string& args) {
-  zt::testing::TempDir tmp;
-  const auto in = tmp / "trace.tsv", out = tmp / "out", err = tmp / "err";
-  std::ofstream(in) << trace;
-  const std::string cmd = "python3 " + std::string(ZT_SOURCE_DIR) + "/bench/gpu_trace_summary.py " +
-                          in.string() + " " + args + " >" + out.string() + " 2>" + err.string();
-  const int rc = std::system(cmd.c_str());
-  return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, slurp(out), slurp(err)};
+  return zt::testing::run_bench_script("gpu_trace_summary.py", "trace.tsv", trace, args);
 }
 
 // kind start end stream correlation name (times in ns), one record per line.
