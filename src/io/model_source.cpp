@@ -1,5 +1,6 @@
 #include "io/model_source.h"
 
+#include <cctype>
 #include <cstdlib>
 #include <fstream>
 
@@ -42,11 +43,35 @@ fs::path find_hub_snapshot(const std::string& repo_type, const std::string& id, 
   std::string repo = repo_type + "--" + id;
   repo.replace(repo.find('/'), 1, "--");
   fs::path root = hf_hub_cache_dir() / repo;
-  if (std::ifstream ref(root / "refs" / "main"); ref) {
+  const std::string download =
+      fmt::format("`hf download {}{}`", id, repo_type == "datasets" ? " --repo-type dataset" : "");
+  // refs/main, when present, names the revision: huggingface_hub writes the commit hash there and
+  // the files under snapshots/<hash>. A named snapshot that is missing (an interrupted download, a
+  // pruned cache) is an error, never a fall-back to another snapshot: that would be another
+  // revision of the model or data.
+  const fs::path ref_file = root / "refs" / "main";
+  std::error_code ec;
+  if (fs::exists(ref_file, ec)) {
+    std::ifstream ref(ref_file);
     std::string rev;
-    std::getline(ref, rev);
-    if (!rev.empty() && fs::is_directory(root / "snapshots" / rev)) return root / "snapshots" / rev;
+    if (!ref || !std::getline(ref, rev)) rev.clear();
+    while (!rev.empty() && std::isspace(static_cast<unsigned char>(rev.back()))) rev.pop_back();
+    if (rev.empty())
+      fail(
+          "{} '{}': {} is empty or unreadable; expected the commit hash of a snapshot in {}. The "
+          "cache entry is damaged: download it again ({}) or pass a snapshot directory",
+          what, id, ref_file.string(), (root / "snapshots").string(), download);
+    const fs::path named = root / "snapshots" / rev;
+    if (!fs::is_directory(named, ec))
+      fail(
+          "{} '{}': {} names snapshot '{}', but {} does not exist (an interrupted download or a "
+          "pruned cache?); zerotune does not load another snapshot in its place. Download it "
+          "again ({}) or pass a snapshot directory",
+          what, id, ref_file.string(), rev, named.string(), download);
+    return named;
   }
+  // No refs/main (a cache filled by hand or by a tool that writes no refs): the only snapshot
+  // there is taken, as find_hub_snapshot's comment in model_source.h says; several are refused.
   fs::path snap;
   if (fs::is_directory(root / "snapshots")) {
     for (const auto& e : fs::directory_iterator(root / "snapshots")) {

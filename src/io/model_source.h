@@ -15,10 +15,11 @@ struct ModelSource {
   bool has_tokenizer = false; // tokenizer.json present
 };
 
-// Resolves `name_or_path`. A hub id is looked up as models--Org--Name/snapshots/<refs/main or the
-// only snapshot>. Throws zt::Error when it is neither an existing directory nor a cached hub id —
-// saying how to download it (`huggingface-cli download Org/Name` / `hf download Org/Name`), or
-// when the directory has no config.json.
+// Resolves `name_or_path`. A hub id is looked up as models--Org--Name/snapshots/<refs/main or, with
+// no refs/main, the only snapshot> (find_hub_snapshot, whose errors it passes on). Throws
+// zt::Error when it is neither an existing directory nor a cached hub id — saying how to download
+// it (`huggingface-cli download Org/Name` / `hf download Org/Name`), or when the directory has no
+// config.json.
 ModelSource resolve_model_source(const std::string& name_or_path, bool require_config = true);
 
 // A Hugging Face cache folder as huggingface_hub / datasets find it: $<override_env>, else
@@ -33,8 +34,9 @@ bool looks_like_hub_id(const std::string& s);
 
 // The snapshot directory of hub repo `id` ("Org/Name") of `repo_type` ("models" or "datasets") in
 // the hub cache: <cache>/<repo_type>--Org--Name/snapshots/<refs/main, else the only snapshot>.
-// Returns "" when the repo is not cached; throws zt::Error (naming `what`) when there are several
-// snapshots and no refs/main.
+// Returns "" when the repo is not cached. Throws zt::Error (naming `what`, the id and the file)
+// when refs/main is empty or names a snapshot that is not there (never another snapshot in its
+// place), and when there are several snapshots and no refs/main.
 std::filesystem::path find_hub_snapshot(const std::string& repo_type, const std::string& id,
                                         const std::string& what);
 

@@ -115,13 +115,30 @@ CheckpointDir latest_checkpoint_of_last_run(const fs::path& exp_dir) {
   const auto all = list_run_checkpoints(exp_dir);
   if (all.empty()) fail("No valid checkpoint found in output directory ({})", exp_dir.string());
   const auto record = read_run_record(exp_dir);
-  if (!record)
-    fail(
-        "resume_from_checkpoint: true: {} has no {} (zerotune writes it when a run starts), so it "
-        "is "
-        "unknown which of its checkpoints belong to the run to resume: {}. Pass "
-        "trainer.resume_from_checkpoint=<checkpoint directory> to resume one of them",
-        exp_dir.string(), kRunRecordName, list_described(all));
+  if (!record) {
+    // No record (deleted, or checkpoints copied into a new exp_dir): when every checkpoint names
+    // one run, it is that run's newest, as transformers' get_last_checkpoint picks the largest
+    // step. A checkpoint of no known run, or two runs, leave the run to resume unknown.
+    for (const auto& c : all)
+      if (!c.run_id)
+        fail(
+            "resume_from_checkpoint: true: {} has no {} (zerotune writes it when a run starts) "
+            "and {} names no run id, so it is unknown which of its checkpoints belong to the run "
+            "to resume: {}. Pass trainer.resume_from_checkpoint=<checkpoint directory> to resume "
+            "one of them",
+            exp_dir.string(), kRunRecordName, describe_checkpoint(c), list_described(all));
+    const RunCheckpoint& newest = all.back();  // step ascending
+    for (auto it = all.rbegin(); it != all.rend(); ++it)
+      if (it->run_id != newest.run_id)
+        fail(
+            "resume_from_checkpoint: true: {} has no {} (zerotune writes it when a run starts) "
+            "and its checkpoints belong to different runs — {} and {} — so it is unknown which run "
+            "to resume: {}. Pass trainer.resume_from_checkpoint=<checkpoint directory> to resume "
+            "one of them",
+            exp_dir.string(), kRunRecordName, describe_checkpoint(newest), describe_checkpoint(*it),
+            list_described(all));
+    return newest.dir;
+  }
   std::optional<CheckpointDir> newest;
   for (const auto& c : all)
     if (c.run_id == record->run_id) newest = c.dir;  // step ascending: the last match is the newest

@@ -67,10 +67,12 @@ std::vector<RunCheckpoint> other_runs_checkpoints(const std::filesystem::path& e
                                                   const std::string& run_id);
 
 // `resume_from_checkpoint: true`: the newest checkpoint (largest step) of the run named by
-// <exp_dir>/zerotune_run.json. Throws zt::Error saying plainly why there is none: no checkpoint
-// at all (HF's "No valid checkpoint found in output directory (<dir>)"), no run record (so the
-// run is unknown), or a last run that saved no checkpoint — listing the checkpoints that are
-// there and how to resume one of them explicitly.
+// <exp_dir>/zerotune_run.json; with no such file, the newest checkpoint when every checkpoint
+// names one run (transformers' get_last_checkpoint). Throws zt::Error saying plainly why there is
+// none: no checkpoint at all (HF's "No valid checkpoint found in output directory (<dir>)"), no
+// run record and a checkpoint without a run id or two run ids among them (so the run is unknown;
+// the message names the checkpoints and ids that differ), or a last run that saved no checkpoint —
+// listing the checkpoints that are there and how to resume one of them explicitly.
 CheckpointDir latest_checkpoint_of_last_run(const std::filesystem::path& exp_dir);
 
 // Rotation by `save_total_limit` (<= 0: nothing) over run `run_id`'s checkpoints only: the oldest

@@ -303,4 +303,40 @@ TEST(CommandLine, MakeDemoDataNamesAnOutFolderItCannotUse) {
   EXPECT_EQ(zt::testing::list_dir(tmp / "d"), std::vector<std::string>{"train.parquet"});
 }
 
+// make-demo-data's --seed and row counts are checked before anything is touched: a negative seed
+// (which CLI11 read as 2^64-1) and a row count past 10,000,000 (10^12 rows would be ~40 TB built in
+// memory) are refused naming the argument and the accepted range. --out is a path under a file, so
+// an argument not checked first fails fast on --out instead (and never starts writing 10^12 rows).
+TEST(CommandLine, MakeDemoDataRefusesANegativeSeedAndAbsurdRowCounts) {
+  zt::testing::TempDir tmp;
+  std::ofstream(tmp / "afile") << "mine\n";
+  const std::string blocked = (tmp / "afile" / "sub").string();
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"--seed -1", "--seed '-1': expected an integer from 0 to 18446744073709551615"},
+      {"--seed=-1", "--seed '-1': expected an integer from 0 to 18446744073709551615"},
+      {"--seed 18446744073709551616",
+       "--seed '18446744073709551616': expected an integer from 0 to 18446744073709551615"},
+      {"--train-rows 1000000000000",
+       "--train-rows '1000000000000': expected a row count from 1 to 10000000"},
+      {"--train-rows 99999999999999999999",
+       "--train-rows '99999999999999999999': expected a row count from 1 to 10000000"},
+      {"--test-rows 10000001", "--test-rows '10000001': expected a row count from 1 to 10000000"},
+      {"--test-rows 0", "--test-rows '0': expected a row count from 1 to 10000000"},
+  };
+  for (const auto& [arg, why] : cases) {
+    const CmdResult r = run_zerotune("make-demo-data --out " + blocked + " " + arg);
+    EXPECT_EQ(r.status, 1) << arg << ": " << r.err;
+    EXPECT_EQ(r.err, "zerotune: error: make-demo-data: " + why + "\n") << arg;
+  }
+  const std::string out = (tmp / "d").string();
+  const CmdResult neg = run_zerotune("make-demo-data --out " + out + " --train-rows 3 --seed -1");
+  EXPECT_EQ(neg.status, 1) << neg.err;
+  EXPECT_FALSE(std::filesystem::exists(out));  // nothing written
+  const CmdResult ok = run_zerotune("make-demo-data --out " + out +
+                                    " --train-rows 3 --test-rows 2 --seed 18446744073709551615");
+  EXPECT_EQ(ok.status, 0) << ok.err;
+  EXPECT_EQ(ok.out,
+            "wrote " + out + "/train.parquet (3 rows) and " + out + "/test.parquet (2 rows)\n");
+}
+
 }  // namespace

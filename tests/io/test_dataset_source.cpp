@@ -1,5 +1,5 @@
 // A hub dataset id resolved from the local HF hub cache (parquet files of a snapshot), or a clear
-// error naming the id and where zerotune looked.
+// error naming the id and where zerotune looked; the snapshot refs/main names, for models too.
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
@@ -7,6 +7,7 @@
 
 #include "core/zt_test_util.h"
 #include "io/dataset_source.h"
+#include "io/model_source.h"
 
 namespace {
 
@@ -80,6 +81,41 @@ TEST_F(HubDataset, ShardsAndMissingAreClearErrors) {
                 "datasets' Arrow cache " + (dir_ / "datasets" / "org___arrow_only").string() + " has it",
                 "`hf download org/arrow_only --repo-type dataset`"});
   expect_error([] { zt::resolve_hub_dataset_file("not-an-id", "train"); }, {"dataset 'not-an-id': not a hub dataset id"});
+}
+
+// refs/main names the revision: a snapshot it names that is missing is an error naming the file
+// and the snapshot, never another snapshot of the cache (another revision) loaded silently.
+TEST_F(HubDataset, RefsMainNamingAMissingSnapshotIsAnError) {
+  const fs::path model = dir_ / "hub" / "models--Org--M";
+  touch(model / "snapshots" / "old1" / "config.json");
+  fs::create_directories(model / "refs");
+  std::ofstream(model / "refs" / "main") << "new2";
+  expect_error(
+      [] { zt::resolve_model_source("Org/M"); },
+      {"model 'Org/M': " + (model / "refs" / "main").string() + " names snapshot 'new2', but " +
+           (model / "snapshots" / "new2").string() + " does not exist",
+       "does not load another snapshot", "(`hf download Org/M`)"});
+  fs::path s = snapshot("datasets--org--moved", "new2");
+  touch(dir_ / "hub" / "datasets--org--moved" / "snapshots" / "old1" / "train.parquet");
+  expect_error([] { zt::resolve_hub_dataset_file("org/moved", "train"); },
+               {"dataset 'org/moved': " +
+                    (dir_ / "hub" / "datasets--org--moved" / "refs" / "main").string() +
+                    " names snapshot 'new2', but " + s.string() + " does not exist",
+                "(`hf download org/moved --repo-type dataset`)"});
+  // An empty refs/main names nothing: an error too.
+  std::ofstream(model / "refs" / "main").flush();
+  expect_error([] { zt::resolve_model_source("Org/M"); },
+               {(model / "refs" / "main").string() + " is empty or unreadable"});
+  // The snapshot named (a trailing newline tolerated) is the one loaded.
+  std::ofstream(model / "refs" / "main") << "old1\n";
+  EXPECT_EQ(zt::resolve_model_source("Org/M").dir, model / "snapshots" / "old1");
+  // No refs/main: the only snapshot (documented in model_source.h); several are refused.
+  fs::remove(model / "refs" / "main");
+  EXPECT_EQ(zt::resolve_model_source("Org/M").dir, model / "snapshots" / "old1");
+  touch(model / "snapshots" / "new2" / "config.json");
+  expect_error([] { zt::resolve_model_source("Org/M"); },
+               {"model 'Org/M': several snapshots in " + (model / "snapshots").string() +
+                " and no refs/main"});
 }
 
 }  // namespace

@@ -128,5 +128,31 @@ TEST(RunCheckpoints, ResumeTruePicksTheLastRunsNewestOrSaysWhy) {
                          "checkpoint-4 (run " + kRunA + ")"});
 }
 
+// No zerotune_run.json (deleted, or the checkpoints copied into a new exp_dir): when every
+// checkpoint names one run, its newest is resumed, as transformers' get_last_checkpoint; two runs,
+// or a checkpoint of no known run, are refused naming them.
+TEST(RunCheckpoints, ResumeTrueWithoutARunRecordTakesTheOnlyRunsNewest) {
+  TempDir d;
+  const fs::path exp = d / "exp";
+  make_checkpoint(exp, 2, kRunA);
+  make_checkpoint(exp, 10, kRunA);
+  make_checkpoint(exp, 4, kRunA);
+  EXPECT_EQ(latest_checkpoint_of_last_run(exp).path, exp / "checkpoint-10");
+  EXPECT_FALSE(fs::exists(exp / kRunRecordName));  // only read here; the trainer writes it
+  make_checkpoint(exp, 6, kRunB);
+  testing::expect_error([&] { latest_checkpoint_of_last_run(exp); },
+                        {"has no zerotune_run.json",
+                         "belong to different runs — checkpoint-10 (run " + kRunA +
+                             ") and checkpoint-6 (run " + kRunB + ")",
+                         "trainer.resume_from_checkpoint=<checkpoint directory>"});
+  fs::remove_all(exp / "checkpoint-6");
+  make_checkpoint(exp, 8, "");
+  testing::expect_error(
+      [&] { latest_checkpoint_of_last_run(exp); },
+      {"has no zerotune_run.json",
+       "and checkpoint-8 (no trainer_state.json: not written by zerotune) names no run id",
+       "trainer.resume_from_checkpoint=<checkpoint directory>"});
+}
+
 }  // namespace
 }  // namespace zt::train
