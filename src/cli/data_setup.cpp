@@ -44,6 +44,13 @@ void check_dataset_present(const RunConfig& cfg, const std::string& split) {
          cfg.source(), key, file.string(), std::filesystem::current_path(ec).string(),
          cfg.where(key));
   }
+  if (std::filesystem::is_directory(file, ec)) {
+    const std::string key = "dataset." + split + ".path";
+    fail(
+        "{}: {}: {} is a directory; expected a .parquet, .jsonl or .json file (zerotune reads one "
+        "file per split: merge the directory's shards into one file, or name one of them){}",
+        cfg.source(), key, file.string(), cfg.where(key));
+  }
 }
 
 bool has_eval_set(const RunConfig& cfg) {

@@ -61,4 +61,21 @@ TEST(DataSetup, BadValuesNameTheKey) {
             "{enable_thinking: false}), got \"enable_thinking\"");
 }
 
+// A directory of shards as dataset.train.path was "DIR: read failed: Is a directory" (the token
+// cache's hashing of the file), naming neither the key nor what was expected.
+TEST(DataSetup, DatasetPathThatIsADirectoryNamesTheKey) {
+  zt::testing::TempDir dir;
+  std::filesystem::create_directories(dir / "shards.parquet");
+  const RunConfig cfg = RunConfig::from_json(
+      {{"dataset", {{"train", {{"path", (dir / "shards.parquet").string()}}}}}}, "sft.yaml");
+  EXPECT_EQ(error_of([&] { zt::cli::check_dataset_present(cfg, "train"); }),
+            "sft.yaml: dataset.train.path: " + (dir / "shards.parquet").string() +
+                " is a directory; expected a .parquet, .jsonl or .json file (zerotune reads one "
+                "file per split: merge the directory's shards into one file, or name one of them)");
+  zt::testing::write_file(dir / "train.jsonl", "{\"text\": \"a\"}\n");
+  const RunConfig ok = RunConfig::from_json(
+      {{"dataset", {{"train", {{"path", (dir / "train.jsonl").string()}}}}}}, "sft.yaml");
+  EXPECT_NO_THROW(zt::cli::check_dataset_present(ok, "train"));
+}
+
 }  // namespace
