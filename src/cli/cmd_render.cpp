@@ -71,7 +71,7 @@ int cmd_render(const Args& args) {
       Json row;
       try {
         row = Json::parse(line);
-      } catch (const Json::parse_error& e) {
+      } catch (const Json::exception& e) {
         fail("invalid JSON: {}", json_error_reason(e));
       }
       if (!row.is_object()) fail("expected a JSON object, got {}", row.type_name());

@@ -25,7 +25,7 @@ std::string line_text(const std::string& line, const std::string& file, size_t l
   check_json_text(line, file, lineno);
   try {
     v = Json::parse(line);
-  } catch (const Json::parse_error& e) {
+  } catch (const Json::exception& e) {
     fail("{}:{}: invalid JSON: {}", file, lineno, json_error_reason(e));
   }
   if (v.is_string()) return v.get<std::string>();

@@ -29,8 +29,13 @@ std::filesystem::path dataset_file(const RunConfig& cfg, const std::string& spli
   }
   if (!name)
     fail("{}: {}.name (a hub dataset id) is not set and dataset.is_local is false", cfg.source(), key);
-  if (!hf_split) hf_split = split == "train" ? "train" : "test";
-  return resolve_hub_dataset_file(*name, *hf_split);
+  if (hf_split) return resolve_hub_dataset_file(*name, *hf_split, cfg.where(key + ".split"));
+  // A split the config does not name: say where its name came from.
+  hf_split = split == "train" ? "train" : "test";
+  return resolve_hub_dataset_file(*name, *hf_split,
+                                  fmt::format("; {0}.split is not set, so the {1} set reads split "
+                                              "'{2}': set {0}.split to the split to read",
+                                              key, split, *hf_split));
 }
 
 }  // namespace
@@ -43,6 +48,13 @@ void check_dataset_present(const RunConfig& cfg, const std::string& split) {
     fail("{}: {}: {} does not exist (a relative path is from the current directory, {}){}",
          cfg.source(), key, file.string(), std::filesystem::current_path(ec).string(),
          cfg.where(key));
+  }
+  if (std::filesystem::is_directory(file, ec)) {
+    const std::string key = "dataset." + split + ".path";
+    fail(
+        "{}: {}: {} is a directory; expected a .parquet, .jsonl or .json file (zerotune reads one "
+        "file per split: merge the directory's shards into one file, or name one of them){}",
+        cfg.source(), key, file.string(), cfg.where(key));
   }
 }
 

@@ -34,7 +34,8 @@ TokenizerBundle load_tokenizer(const RunConfig& cfg);
 data::DataOptions data_options(const RunConfig& cfg, const std::string& split);
 
 // Throws zt::Error naming the config file and key dataset.<split>.path when the split's local
-// dataset file is not there (the readers' own "cannot open" names only the file); a hub dataset
+// dataset file is not there or is a directory (the readers' own "cannot open" / "read failed: Is
+// a directory" names only the file); a hub dataset
 // is found (or refused) by dataset.<split>.name as before.
 void check_dataset_present(const RunConfig& cfg, const std::string& split);
 

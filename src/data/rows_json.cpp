@@ -83,7 +83,10 @@ struct FirstError {
 std::vector<Json> parse_lines(const std::string& buf, const std::string& file) {
   std::vector<LineSpan> lines;
   int64_t line_no = 0;
-  for (size_t pos = 0; pos < buf.size();) {
+  // A UTF-8 byte order mark is no part of line 1, which may then be blank (an editor's BOM and
+  // empty first line).
+  const size_t start = buf.compare(0, 3, "\xEF\xBB\xBF") == 0 ? 3 : 0;
+  for (size_t pos = start; pos < buf.size();) {
     size_t nl = buf.find('\n', pos);
     if (nl == std::string::npos) nl = buf.size();
     ++line_no;

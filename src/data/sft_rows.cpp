@@ -196,6 +196,11 @@ DatasetFormat detect_format(const Json& first, const DataOptions& opts, std::str
       f.kind = DatasetKind::kPromptCompletion;
     } else if (looks_like_messages(p, "role")) {
       f.kind = DatasetKind::kConversationalPromptCompletion;
+    } else if (p.is_array() && p.empty()) {
+      fail(
+          "{}: row 0: column 'prompt' is an empty list; the dataset kind is told from row 0, whose "
+          "prompt must be a string or a non-empty list of messages with 'role' and 'content'",
+          file);
     } else {
       fail(
           "{}: row 0: column 'prompt' is {}, expected a string or a list of messages with "
@@ -240,6 +245,12 @@ DatasetFormat detect_format(const Json& first, const DataOptions& opts, std::str
         "columns [{}]",
         file, fmt::join(column_names(first), ", "));
   }
+  if (const auto it = first.find("conversations");
+      it != first.end() && it->is_array() && it->empty())
+    fail(
+        "{}: row 0: column 'conversations' is an empty list; the dataset kind is told from row 0, "
+        "whose conversations must be a non-empty list of messages with 'from' and 'value'",
+        file);
   fail("{}: cannot tell the dataset kind: expected {}", file, kinds);
 }
 

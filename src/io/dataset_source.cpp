@@ -62,7 +62,8 @@ std::string list(const std::vector<fs::path>& files) {
 
 fs::path hf_datasets_cache_dir() { return hf_cache_dir("HF_DATASETS_CACHE", "datasets"); }
 
-fs::path resolve_hub_dataset_file(const std::string& id, const std::string& split) {
+fs::path resolve_hub_dataset_file(const std::string& id, const std::string& split,
+                                  std::string_view split_note) {
   if (!looks_like_hub_id(id))
     fail("dataset '{}': not a hub dataset id (expected Org/Name, e.g. trl-lib/ultrafeedback_binarized)", id);
   fs::path snap = find_hub_snapshot("datasets", id, "dataset");
@@ -100,8 +101,8 @@ fs::path resolve_hub_dataset_file(const std::string& id, const std::string& spli
   std::sort(match.begin(), match.end());
   if (match.empty() && split == "train" && all.size() == 1) match = all;
   if (match.empty())
-    fail("dataset '{}': no data file of split '{}' in {} (data files there: {})", id, split, snap.string(),
-         list(all));
+    fail("dataset '{}': no data file of split '{}' in {} (data files there: {}){}", id, split,
+         snap.string(), list(all), split_note);
   if (match.size() > 1)
     fail("dataset '{}': split '{}' has {} files in {} ({}); zerotune reads one file per split — merge them, or "
          "give one as dataset.<split>.path with dataset.is_local: true",

@@ -10,14 +10,17 @@
 
 #include <filesystem>
 #include <string>
+#include <string_view>
 
 namespace zt {
 
 // The one data file of `split` of the cached hub dataset `id`. Throws zt::Error naming the id and
 // where it looked when the dataset is not in the cache (saying how to fetch it, and whether only
 // the Arrow cache has it), when no file of the snapshot is of `split` (listing the files), or when
-// the split has several files (zerotune reads one file per split).
-std::filesystem::path resolve_hub_dataset_file(const std::string& id, const std::string& split);
+// the split has several files (zerotune reads one file per split). `split_note` ends the message
+// of a missing split (e.g. where the split name came from).
+std::filesystem::path resolve_hub_dataset_file(const std::string& id, const std::string& split,
+                                               std::string_view split_note = {});
 
 // $HF_DATASETS_CACHE, else $HF_HOME/datasets, else ~/.cache/huggingface/datasets.
 std::filesystem::path hf_datasets_cache_dir();

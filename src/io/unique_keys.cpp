@@ -60,6 +60,10 @@ void JsonKeyTracker::close() {
 
 void JsonKeyTracker::value() { element(); }
 
+void JsonKeyTracker::fail_at(size_t offset, std::string_view what) const {
+  fail("{}:{}: {}{}", origin_, line_of(offset), prefix_, what);
+}
+
 std::string JsonKeyTracker::path_to(std::string_view key) const {
   std::string p;
   for (size_t i = 0; i + 1 < stack_.size(); ++i) {
@@ -121,7 +125,15 @@ Json parse_json_tracked(std::string_view text, JsonKeyTracker& keys) {
     }
     return true;
   };
-  return Json::parse(first, last, cb);
+  try {
+    return Json::parse(first, last, cb);
+  } catch (const Json::out_of_range& e) {
+    // nlohmann's one out_of_range while parsing (406): a number beyond a double, read a character
+    // past its end. Python's json reads it as inf; pyarrow's JSON reader refuses it.
+    keys.fail_at(
+        reached > 0 ? reached - 1 : 0,
+        fmt::format("invalid JSON: {} (beyond the range of a 64-bit float)", json_error_reason(e)));
+  }
 }
 
 Json parse_json_unique_keys(std::string_view text, const std::string& origin) {

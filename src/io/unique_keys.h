@@ -54,6 +54,9 @@ class JsonKeyTracker {
   // Line of byte `offset` of the text (first_line at offset 0).
   size_t line_of(size_t offset) const;
 
+  // Throws zt::Error "ORIGIN:LINE: PREFIXwhat", LINE that of byte `offset` of the text.
+  [[noreturn]] void fail_at(size_t offset, std::string_view what) const;
+
  private:
   struct KeyRef {
     uint32_t at, len;  // in Frame::blob
@@ -79,7 +82,9 @@ class JsonKeyTracker {
 };
 
 // Json::parse of `text` with every parse event fed to `keys` (built on the same text): refuses
-// repeated keys (as the tracker does); a syntax error throws Json::parse_error.
+// repeated keys (as the tracker does); a syntax error throws Json::parse_error; a number beyond a
+// double (`1e999`) throws zt::Error "ORIGIN:LINE: PREFIXinvalid JSON: number overflow parsing
+// '1e999' …" (pyarrow's JSON reader, which HF datasets uses, refuses it too).
 Json parse_json_tracked(std::string_view text, JsonKeyTracker& keys);
 
 // A char iterator over a text that publishes how far it has been advanced, so a parser's callback

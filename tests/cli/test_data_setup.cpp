@@ -2,6 +2,9 @@
 // issue 7 adds — dataset.completion_mask, trainer.truncation_mode, trainer.chat_template_kwargs,
 // trainer.chat_template_path — and the errors that name them.
 #include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <fstream>
 
 #include "cli/data_setup.h"
 #include "data_layer/test_util.h"
@@ -59,6 +62,46 @@ TEST(DataSetup, BadValuesNameTheKey) {
             }),
             "sft.yaml: trainer.chat_template_kwargs must be a mapping of template variables (e.g. "
             "{enable_thinking: false}), got \"enable_thinking\"");
+}
+
+// A directory of shards as dataset.train.path was "DIR: read failed: Is a directory" (the token
+// cache's hashing of the file), naming neither the key nor what was expected.
+TEST(DataSetup, DatasetPathThatIsADirectoryNamesTheKey) {
+  zt::testing::TempDir dir;
+  std::filesystem::create_directories(dir / "shards.parquet");
+  const RunConfig cfg = RunConfig::from_json(
+      {{"dataset", {{"train", {{"path", (dir / "shards.parquet").string()}}}}}}, "sft.yaml");
+  EXPECT_EQ(error_of([&] { zt::cli::check_dataset_present(cfg, "train"); }),
+            "sft.yaml: dataset.train.path: " + (dir / "shards.parquet").string() +
+                " is a directory; expected a .parquet, .jsonl or .json file (zerotune reads one "
+                "file per split: merge the directory's shards into one file, or name one of them)");
+  zt::testing::write_file(dir / "train.jsonl", "{\"text\": \"a\"}\n");
+  const RunConfig ok = RunConfig::from_json(
+      {{"dataset", {{"train", {{"path", (dir / "train.jsonl").string()}}}}}}, "sft.yaml");
+  EXPECT_NO_THROW(zt::cli::check_dataset_present(ok, "train"));
+}
+
+// The eval set of a hub dataset reads split 'test' when dataset.eval.split is not set; a snapshot
+// without it said "no data file of split 'test'", a split the user's config never names.
+TEST(DataSetup, MissingDefaultHubSplitNamesTheKey) {
+  zt::testing::TempDir dir;
+  const std::filesystem::path repo = dir / "hub" / "datasets--org--ds";
+  std::filesystem::create_directories(repo / "refs");
+  std::ofstream(repo / "refs" / "main") << "r1";
+  const std::filesystem::path snap = repo / "snapshots" / "r1";
+  std::filesystem::create_directories(snap / "data");
+  zt::testing::write_file(snap / "data" / "train-00000-of-00001.parquet", "x");
+  setenv("HF_HUB_CACHE", (dir / "hub").string().c_str(), 1);
+  const RunConfig cfg = RunConfig::from_json(
+      {{"dataset",
+        {{"is_local", false}, {"train", {{"name", "org/ds"}}}, {"eval", {{"name", "org/ds"}}}}}},
+      "sft.yaml");
+  const std::string msg = error_of([&] { zt::cli::check_dataset_present(cfg, "eval"); });
+  unsetenv("HF_HUB_CACHE");
+  EXPECT_EQ(msg, "dataset 'org/ds': no data file of split 'test' in " + snap.string() +
+                     " (data files there: data/train-00000-of-00001.parquet); dataset.eval.split "
+                     "is not set, so the eval set reads split 'test': set dataset.eval.split to "
+                     "the split to read");
 }
 
 }  // namespace

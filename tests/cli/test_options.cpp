@@ -339,4 +339,22 @@ TEST(CommandLine, MakeDemoDataRefusesANegativeSeedAndAbsurdRowCounts) {
             "wrote " + out + "/train.parquet (3 rows) and " + out + "/test.parquet (2 rows)\n");
 }
 
+// render and tokenize read their JSONL rows themselves: a number beyond a double ('1e999') was an
+// internal error (exit 70) there.
+TEST(CommandLine, RenderAndTokenizeNameARowWithANumberBeyondADouble) {
+  zt::testing::TempDir tmp;
+  const std::string tok = std::string(ZT_SHARED_DATA) + "/tokenizers/qwen2.5-instruct";
+  const std::string rows = (tmp / "rows.jsonl").string();
+  std::ofstream(rows) << "{\"text\": \"a\", \"messages\": [{\"role\": \"user\", \"content\": "
+                         "\"x\"}], \"n\": 1e999}\n";
+  const CmdResult r = run_zerotune("render --tokenizer " + tok + " " + rows);
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_EQ(r.err,
+            "zerotune: error: " + rows + ":1: invalid JSON: number overflow parsing '1e999'\n");
+  const CmdResult t = run_zerotune("tokenize --tokenizer " + tok + " " + rows);
+  EXPECT_EQ(t.status, 1) << t.err;
+  EXPECT_EQ(t.err,
+            "zerotune: error: " + rows + ":1: invalid JSON: number overflow parsing '1e999'\n");
+}
+
 }  // namespace

@@ -55,6 +55,29 @@ TEST(ReaderRefusals, DeepJsonArrayRowNamesLineAndRow) {
   }
 }
 
+// A number beyond a double ('1e999'): nlohmann throws out_of_range, not parse_error; in a JSON
+// Lines file it escaped the parallel parse loop and aborted the process ("terminate called
+// without an active exception", exit 134), in a JSON array it was an internal error (exit 70).
+// pyarrow's JSON reader (HF datasets) refuses such a number too.
+TEST(ReaderRefusals, NumberBeyondADoubleNamesLineAndRow) {
+  TempDir dir;
+  write_file(dir / "d.jsonl",
+             "{\"prompt\": \"a\", \"completion\": \"b\"}\n\n"
+             "{\"prompt\": \"a\", \"completion\": \"b\", \"score\": [1, -1e999]}\n");
+  EXPECT_EQ(error_of([&] { read_rows(dir / "d.jsonl"); }),
+            (dir / "d.jsonl").string() +
+                ":3: row 1: invalid JSON: number overflow parsing '-1e999' (beyond the range of a "
+                "64-bit float)");
+  write_file(dir / "a.json", "[\n {\"prompt\": \"a\"},\n {\"prompt\": \"a\", \"n\": 1e400}\n]\n");
+  EXPECT_EQ(error_of([&] { read_rows(dir / "a.json"); }),
+            (dir / "a.json").string() +
+                ":3: invalid JSON: number overflow parsing '1e400' (beyond the range of a 64-bit "
+                "float)");
+  // The largest double is read.
+  write_file(dir / "ok.jsonl", "{\"n\": 1.7976931348623157e308}\n");
+  EXPECT_EQ(read_rows(dir / "ok.jsonl")[0]["n"].get<double>(), 1.7976931348623157e308);
+}
+
 TEST(ReaderRefusals, KeyGivenTwiceInAJsonRow) {
   TempDir dir;
   // HF datasets (pyarrow's JSON reader) refuses it too: "Column(/prompt) was specified twice in row

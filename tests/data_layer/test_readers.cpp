@@ -94,6 +94,14 @@ TEST(Readers, JsonArrayAndJsonLines) {
   const auto b = read_rows(dir / "b.json");
   ASSERT_EQ(b.size(), 2u);
   EXPECT_EQ(b[1]["x"], 3);
+  // A BOM on a line of its own (then blank lines) was read as a row: "1:4: invalid JSON:
+  // unexpected end of input".
+  for (const char* name : {"c.jsonl", "c.json"}) {
+    write_file(dir / name, "\xEF\xBB\xBF\r\n\n{\"x\": 1}\n{\"x\": 2}\n");
+    const auto c = read_rows(dir / name);
+    ASSERT_EQ(c.size(), 2u) << name;
+    EXPECT_EQ(c[1]["x"], 2);
+  }
 }
 
 TEST(ReaderErrors, MalformedJsonLineNamesFileAndLine) {

@@ -53,6 +53,24 @@ TEST(DatasetKind, MissingColumnNamesExpectedAndFound) {
             "with 'role' and 'content'");
 }
 
+// An empty message list in row 0, where the kind is told, was "column 'prompt' is array, expected
+// a string or a list of messages" and "cannot tell the dataset kind … found columns
+// [conversations]": both columns were there and were lists.
+TEST(DatasetKind, EmptyListInRowZeroIsNamed) {
+  EXPECT_EQ(error_of([] {
+              detect(R"({"prompt": [], "completion": [{"role": "assistant", "content": "b"}]})");
+            }),
+            "d.jsonl: row 0: column 'prompt' is an empty list; the dataset kind is told from row "
+            "0, whose prompt must be a string or a non-empty list of messages with 'role' and "
+            "'content'");
+  EXPECT_EQ(error_of([] { detect(R"({"conversations": [], "id": 1})"); }),
+            "d.jsonl: row 0: column 'conversations' is an empty list; the dataset kind is told "
+            "from row 0, whose conversations must be a non-empty list of messages with 'from' and "
+            "'value'");
+  // A text column still wins over an empty conversations list, as in TRL.
+  EXPECT_EQ(detect(R"({"conversations": [], "text": "a"})").kind, DatasetKind::kLanguageModeling);
+}
+
 // Pre-tokenised rows (TRL trains them as they are) were told "cannot tell the dataset kind".
 TEST(DatasetKind, PreTokenisedRowsAreNamedAsNotSupported) {
   EXPECT_EQ(error_of([] { detect(R"({"input_ids": [1, 2], "attention_mask": [1, 1]})"); }),

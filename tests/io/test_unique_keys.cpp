@@ -49,6 +49,16 @@ TEST(UniqueKeys, JsonNamesLineAndPath) {
             0u);
 }
 
+// tokenizer_config.json, config.json …: a number beyond a double was an internal error (exit 70,
+// nlohmann's out_of_range escaping); now the file and line.
+TEST(UniqueKeys, JsonNumberBeyondADoubleNamesLine) {
+  EXPECT_EQ(error_of([] {
+              zt::parse_json_unique_keys("{\n  \"model_max_length\": 1e999\n}\n", "c.json");
+            }),
+            "c.json:2: invalid JSON: number overflow parsing '1e999' (beyond the range of a 64-bit "
+            "float)");
+}
+
 TEST(UniqueKeys, ModelConfigJson) {
   TempDir d;
   std::ofstream(d / "config.json") << "{\"model_type\": \"qwen2\",\n \"hidden_size\": 16,\n \"hidden_size\": 32}";
