@@ -77,8 +77,12 @@ Json checked_messages(const Json& v, std::string_view column, bool sharegpt, int
       continue;
     }
     if (!content.is_string()) {
-      fail("{}: row {}: column '{}', message {}: '{}' is {}, expected a string", file, r, column, k,
-           content_key, content.type_name());
+      // OpenAI-style content parts ([{"type": "text", "text": …}]) are the usual case of an array.
+      fail("{}: row {}: column '{}', message {}: '{}' is {}, expected a string{}", file, r, column,
+           k, content_key, content.type_name(),
+           content.is_array() ? "; a list of content parts is not supported: join the text parts "
+                                "into one string"
+                              : "");
     }
     const std::string& role_s = role.get_ref<const std::string&>();
     if (!sharegpt) {

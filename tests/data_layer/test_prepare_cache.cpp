@@ -402,6 +402,7 @@ TEST_F(Prepare, WrongTypesAndRolesNameTheRow) {
   EXPECT_EQ(prepare_error(options(f)),
             f.string() +
                 ": row 1: column 'messages', message 0: 'content' is array, expected a "
+                "string; a list of content parts is not supported: join the text parts into one "
                 "string");
   EXPECT_TRUE(cache_files().empty());
 }

@@ -179,6 +179,13 @@ TEST(ExtractRow, WrongTypesAndRolesNameTheRow) {
   const DatasetFormat msgs{DatasetKind::kConversationalLanguageModeling, "text", false};
   EXPECT_EQ(error_of([&] { row_of(R"({"messages": [{"role": "user", "content": 5}]})", msgs, 7); }),
             "d.jsonl: row 7: column 'messages', message 0: 'content' is number, expected a string");
+  EXPECT_EQ(error_of([&] {
+              row_of(R"({"messages": [{"role": "user", "content": "a"},
+                  {"role": "assistant", "content": [{"type": "text", "text": "b"}]}]})",
+                     msgs, 8);
+            }),
+            "d.jsonl: row 8: column 'messages', message 1: 'content' is array, expected a string; "
+            "a list of content parts is not supported: join the text parts into one string");
   EXPECT_EQ(
       error_of([&] {
         row_of(
