@@ -19,8 +19,9 @@ namespace zt::data {
 //   [key, value] pairs) and dictionary-encoded columns, any number of row groups and chunks; a
 //   column of another type (timestamp, binary, decimal …), or holding one at any depth (an HF
 //   Image feature `struct<bytes: binary, path: string>`), is left out of the rows with a note.
-// Rows are returned in file order. Throws zt::Error: malformed JSON → "FILE:LINE:COL: …"; a raw
-// NUL byte → "FILE:LINE:COL: a NUL byte: …"; a row that is not an object; invalid UTF-8 →
+// Rows are returned in file order. Throws zt::Error: malformed JSON → "FILE:LINE:COL: …" (JSON
+// Lines: plus a hint naming CR-only line endings when the line holds a CR not followed by LF); a
+// raw NUL byte → "FILE:LINE:COL: a NUL byte: …"; a row that is not an object; invalid UTF-8 →
 // "FILE: row R …: invalid UTF-8 at byte offset B …" (row 0-based, as `dataset[R]`; JSON also names
 // the line); unreadable/corrupt parquet → names the file and Arrow's reason; an unknown extension;
 // a key given twice in a JSON row → "FILE:LINE: row R: duplicate key 'K' (first given at line

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstring>
@@ -40,6 +41,17 @@ int64_t line_of(std::string_view buf, size_t offset) {
   int64_t line = 1;
   for (size_t i = 0; i < offset && i < buf.size(); ++i) line += buf[i] == '\n';
   return line;
+}
+
+// A hint for the error path: a '\r' not followed by '\n' in the first `upto` bytes of `line` means
+// the file has CR-only (old Mac) line endings, so many rows were read as one line.
+std::string cr_only_hint(std::string_view line, size_t upto) {
+  const size_t end = std::min(upto, line.size());
+  for (size_t i = 0; i < end; ++i) {
+    if (line[i] == '\r' && i + 1 < line.size() && line[i + 1] != '\n')
+      return "; the file has CR-only line endings (old Mac style): expected LF or CRLF";
+  }
+  return "";
 }
 
 // SAX handler that counts the elements of the top-level array seen so far; used only on the
@@ -117,8 +129,8 @@ std::vector<Json> parse_lines(const std::string& buf, const std::string& file) {
                                       "(byte {} of the file)",
                                       file, l.line, i, *bad, l.begin + *bad));
       } else {
-        err.offer(l.line, fmt::format("{}:{}:{}: invalid JSON: {}", file, l.line, ex.byte,
-                                      parse_reason(ex.what())));
+        err.offer(l.line, fmt::format("{}:{}:{}: invalid JSON: {}{}", file, l.line, ex.byte,
+                                      parse_reason(ex.what()), cr_only_hint(text, ex.byte)));
       }
     } catch (const Error& ex) {
       err.offer(l.line, ex.what());

@@ -112,6 +112,22 @@ TEST(ReaderErrors, MalformedJsonLineNamesFileAndLine) {
   EXPECT_EQ(msg.rfind(f.string() + ":3:9: invalid JSON: syntax error", 0), 0u) << msg;
 }
 
+TEST(ReaderErrors, CrOnlyLineEndingsAreNamed) {
+  TempDir dir;
+  const auto f = dir / "mac.jsonl";
+  write_file(f, "{\"a\": 1}\r{\"a\": 2}\r");
+  EXPECT_EQ(error_of([&] { read_rows(f); }),
+            f.string() +
+                ":1:10: invalid JSON: syntax error while parsing value - unexpected '{'; expected "
+                "end of input; the file has CR-only line endings (old Mac style): expected LF or "
+                "CRLF");
+  // CRLF is read; its own errors get no hint.
+  write_file(f, "{\"a\": 1}\r\n{\"a\": 2,}\r\n");
+  const std::string msg = error_of([&] { read_rows(f); });
+  EXPECT_EQ(msg.rfind(f.string() + ":2:9: invalid JSON: syntax error", 0), 0u) << msg;
+  EXPECT_EQ(msg.find("CR-only"), std::string::npos) << msg;
+}
+
 TEST(ReaderErrors, FirstBadLineWinsWhateverTheThreads) {
   TempDir dir;
   std::string text;
