@@ -225,9 +225,10 @@ TokenData build_token_data(const DataOptions& given, const text::Tokenizer& toke
   }
   if (opts.packing && !max_len) fail("packing: true needs max_length (the bin size), got none");
 
-  std::vector<Json> rows = read_rows(opts.dataset);
+  std::vector<std::string> left_out;  // parquet columns of a type not read, for the kind error
+  std::vector<Json> rows = read_rows(opts.dataset, &left_out);
   if (rows.empty()) fail("{}: the dataset has no rows", file);
-  const DatasetFormat format = detect_format(rows[0], opts, file);
+  const DatasetFormat format = detect_format(rows[0], opts, file, left_out);
   const SftFormatter formatter(opts, format, tokenizer, config);
 
   // Format and tokenise in parallel; results land at their row index, so the order is fixed.

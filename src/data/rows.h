@@ -28,11 +28,15 @@ namespace zt::data {
 // L)"; a row nested deeper than kMaxJsonDepth → "FILE:LINE: row R: JSON nesting depth exceeds
 // 1000"; a parquet column or struct field name given twice → "FILE: column 'C' occurs N times" /
 // "FILE: column 'C': struct field 'F' occurs N times" (HF datasets refuses all of these).
-std::vector<Json> read_rows(const std::filesystem::path& file);
+// `left_out`, when given, receives each parquet column left out, as "NAME (TYPE)" or "NAME (TYPE at
+// PATH)", for the dataset-kind error to name.
+std::vector<Json> read_rows(const std::filesystem::path& file,
+                            std::vector<std::string>* left_out = nullptr);
 
 // The two halves of read_rows, callable directly (no extension check).
 std::vector<Json> read_json_rows(const std::filesystem::path& file);
-std::vector<Json> read_parquet_rows(const std::filesystem::path& file);
+std::vector<Json> read_parquet_rows(const std::filesystem::path& file,
+                                    std::vector<std::string>* left_out = nullptr);
 
 // The whole content of `file` as bytes. Throws zt::Error naming the file when it cannot be read.
 std::string read_file_bytes(const std::filesystem::path& file);

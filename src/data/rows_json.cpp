@@ -230,11 +230,11 @@ std::vector<Json> read_json_rows(const std::filesystem::path& file) {
   return parse_lines(buf, file.string());
 }
 
-std::vector<Json> read_rows(const std::filesystem::path& file) {
+std::vector<Json> read_rows(const std::filesystem::path& file, std::vector<std::string>* left_out) {
   const std::string ext = file.extension().string();
   if (ext == ".jsonl") return read_json_rows(file);
   if (ext == ".json") return read_json_rows(file);
-  if (ext == ".parquet") return read_parquet_rows(file);
+  if (ext == ".parquet") return read_parquet_rows(file, left_out);
   fail("{}: unsupported dataset file extension '{}'; expected .jsonl, .json or .parquet",
        file.string(), ext);
 }

@@ -259,7 +259,8 @@ std::shared_ptr<arrow::Table> read_table(const std::string& file) {
 
 }  // namespace
 
-std::vector<Json> read_parquet_rows(const std::filesystem::path& path) {
+std::vector<Json> read_parquet_rows(const std::filesystem::path& path,
+                                    std::vector<std::string>* left_out) {
   const std::string file = path.string();
   const std::shared_ptr<arrow::Table> table = read_table(file);
   check_unique_names(table->schema()->field_names(), file, "column");
@@ -281,6 +282,11 @@ std::vector<Json> read_parquet_rows(const std::filesystem::path& path) {
           "bool, null, list, struct, map and dictionary columns, and leaves this one out of the "
           "rows",
           file, name, type.ToString(), where);
+      if (left_out != nullptr) {
+        left_out->push_back(part->first == name
+                                ? fmt::format("{} ({})", name, part->second)
+                                : fmt::format("{} ({} at {})", name, part->second, part->first));
+      }
       continue;
     }
     int64_t base = 0;

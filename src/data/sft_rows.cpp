@@ -190,7 +190,8 @@ std::string_view to_string(DropReason r) {
   return "?";
 }
 
-DatasetFormat detect_format(const Json& first, const DataOptions& opts, std::string_view file) {
+DatasetFormat detect_format(const Json& first, const DataOptions& opts, std::string_view file,
+                            std::span<const std::string> left_out) {
   if (!first.is_object()) fail("{}: row 0 is {}, expected an object", file, first.type_name());
   DatasetFormat f;
   f.text_field = opts.dataset_text_field;
@@ -255,7 +256,12 @@ DatasetFormat detect_format(const Json& first, const DataOptions& opts, std::str
         "{}: row 0: column 'conversations' is an empty list; the dataset kind is told from row 0, "
         "whose conversations must be a non-empty list of messages with 'from' and 'value'",
         file);
-  fail("{}: cannot tell the dataset kind: expected {}", file, kinds);
+  // Columns of a type zerotune does not read (binary, timestamp …) are not in the row: name them.
+  const std::string unread = left_out.empty()
+                                 ? ""
+                                 : fmt::format("; left out, of a type zerotune does not read: {}",
+                                               fmt::join(left_out, ", "));
+  fail("{}: cannot tell the dataset kind: expected {}{}", file, kinds, unread);
 }
 
 std::variant<SftRow, DropReason> extract_row(const Json& row, const DatasetFormat& format,

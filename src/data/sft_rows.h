@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -41,8 +42,10 @@ struct DatasetFormat {
 // `prompt` without `completion` but with `messages` is read as messages, where TRL fails):
 // `prompt`+`completion` (conversational when `prompt` is a list), `messages`, `conversations`
 // whose first element has `from` and `value` (ShareGPT), the text field. Throws zt::Error naming
-// the expected and the found columns when none matches, or the column whose type is wrong.
-DatasetFormat detect_format(const Json& first_row, const DataOptions& opts, std::string_view file);
+// the expected and the found columns when none matches (and the `left_out` columns read_rows did
+// not read, "NAME (TYPE)"), or the column whose type is wrong.
+DatasetFormat detect_format(const Json& first_row, const DataOptions& opts, std::string_view file,
+                            std::span<const std::string> left_out = {});
 
 // Why a row yields no training example.
 enum class DropReason {

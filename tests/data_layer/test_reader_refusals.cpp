@@ -214,17 +214,45 @@ TEST(ReaderRefusals, NestedUnreadableExtraColumnIsLeftOut) {
                                  {patha, msgs}),
               g);
   ::testing::internal::CaptureStderr();
-  const std::vector<Json> g_rows = read_rows(g);
+  std::vector<std::string> g_left_out;
+  const std::vector<Json> g_rows = read_rows(g, &g_left_out);
   EXPECT_NE(
       ::testing::internal::GetCapturedStderr().find(
           "column 'messages' (Arrow type list<element: struct<bytes: binary, path: string>>) is "
           "not read (it holds binary at messages[].bytes)"),
       std::string::npos);
-  EXPECT_EQ(error_of([&] { detect_format(g_rows.at(0), DataOptions{}, g.string()); }),
+  EXPECT_EQ(error_of([&] { detect_format(g_rows.at(0), DataOptions{}, g.string(), g_left_out); }),
             g.string() +
                 ": cannot tell the dataset kind: expected columns 'prompt' and 'completion', or "
                 "'messages', or 'conversations' (from/value), or 'text' (dataset_text_field); "
-                "found columns [id]");
+                "found columns [id]; left out, of a type zerotune does not read: messages "
+                "(binary at messages[].bytes)");
+}
+
+// prompt/completion stored as bytes (binary columns): both left out, and the dataset-kind error
+// said "found columns []" without saying why; it names them and their type.
+TEST(ReaderRefusals, BinaryPromptCompletionAreNamedInTheKindError) {
+  TempDir dir;
+  arrow::BinaryBuilder p, c;
+  ASSERT_TRUE(p.Append("hi").ok() && c.Append("there").ok());
+  std::shared_ptr<arrow::Array> pa, ca;
+  ASSERT_TRUE(p.Finish(&pa).ok() && c.Finish(&ca).ok());
+  const auto f = dir / "b.parquet";
+  write_table(arrow::Table::Make(arrow::schema({arrow::field("prompt", arrow::binary()),
+                                                arrow::field("completion", arrow::binary())}),
+                                 {pa, ca}),
+              f);
+  ::testing::internal::CaptureStderr();
+  std::vector<std::string> left_out;
+  const std::vector<Json> rows = read_rows(f, &left_out);
+  ::testing::internal::GetCapturedStderr();
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(error_of([&] { detect_format(rows[0], DataOptions{}, f.string(), left_out); }),
+            f.string() +
+                ": cannot tell the dataset kind: expected columns 'prompt' and 'completion', or "
+                "'messages', or 'conversations' (from/value), or 'text' (dataset_text_field); "
+                "found columns []; left out, of a type zerotune does not read: prompt (binary), "
+                "completion (binary)");
 }
 
 }  // namespace
