@@ -57,7 +57,7 @@
 // the item slots. Fused backward (D 128): 384
 // threads launched at 168 registers, the MMA warpgroups raised to 240 and the writers lowered to 24
 // (setmaxnreg), shared memory K, V + 2×(Q, dO) + dSᵀ + 2 staged fp32 dQ tiles + lse2/Di = 209 KiB;
-// (D 64, pipelined) K, V + 3×(Q, dO, lse2/Di) + 2×dSᵀ + 2 staged dQ tiles = 145.5 KiB. Each plus
+// (D 64, pipelined) K, V + 3×(Q, dO, lse2/Di) + 2×dSᵀ + 4 staged dQ tiles = 177.5 KiB. Each plus
 // 1 KiB to align the tiles to the swizzle atom (the forward 1 KiB more for its barriers).
 
 #include <cuda.h>
@@ -664,17 +664,28 @@ __device__ __forceinline__ void bwd_prefetch(uint32_t tQ, uint32_t tdO, uint32_t
   }
 }
 
+// The 16 per-query-row statistics (lse2 or Di) one thread's accumulator elements use: v[j] =
+// (x[8j + c2], x[8j + c2 + 1]), x a tile's 64 values in shared memory (bwd_prefetch's stat).
+// bwd_tile_gemms reads lse2 this way before it waits for Sᵀ, so the shared-memory latency overlaps
+// the GEMM instead of stalling the exponentials (the top stall site at D 128 in ncu's source
+// counters, 1 × 8k on an H100).
+__device__ __forceinline__ void stat_cols(float2 (&v)[8], const float* x, int c2) {
+#pragma unroll
+  for (int j = 0; j < 8; ++j) v[j] = *reinterpret_cast<const float2*>(x + j * 8 + c2);
+}
+
 // pt = Pᵀ = 2^(Sᵀ·scale_log2 − lse2[q]) for one warpgroup's [64 keys × 64 query rows] tile
 // (wgmma accumulator layout: element e is key key0 + ((e >> 1) & 1)·8, query row q0 + (e >> 2)·8 +
 // c2 + (e & 1)); `edge`: zero where the query row is before the key or ≥ L.
-__device__ __forceinline__ void bwd_probs(const float (&s)[32], float (&pt)[32], const float* lse2,
-                                          float scale_log2, int q0, int key0, int c2, int L,
-                                          bool edge) {
+__device__ __forceinline__ void bwd_probs(const float (&s)[32], float (&pt)[32],
+                                          const float2 (&lse2)[8], float scale_log2, int q0,
+                                          int key0, int c2, int L, bool edge) {
 #pragma unroll
   for (int e = 0; e < 32; ++e) {
     const int col = (e >> 2) * 8 + c2 + (e & 1);
     const int qrow = q0 + col, key = key0 + ((e >> 1) & 1) * 8;
-    float p = exp2_ftz(fmaf(s[e], scale_log2, -lse2[col]));
+    const float l = (e & 1) ? lse2[e >> 2].y : lse2[e >> 2].x;
+    float p = exp2_ftz(fmaf(s[e], scale_log2, -l));
     if (edge && (qrow < key || qrow >= L)) p = 0.0f;
     pt[e] = p;
   }
@@ -754,6 +765,8 @@ __device__ __forceinline__ void bwd_tile_gemms(float (&s)[32], float (&gv)[D / 6
     mma_abt64<D, kKeys, kRows>(dp, sV, tdO);
   }
   wg_commit();
+  float2 lse2[8];  // this thread's 16 query rows' lse2, read while Sᵀ completes
+  stat_cols(lse2, stat, c2);
   if constexpr (!kSAhead) {
     wg_wait<1>();  // Sᵀ, issued just before; Pᵀ's exponentials overlap dPᵀ's GEMM
     keep(s);
@@ -761,16 +774,18 @@ __device__ __forceinline__ void bwd_tile_gemms(float (&s)[32], float (&gv)[D / 6
   // Pᵀ, then dSᵀ, in pt: s is written by wgmma only (ptxas serializes the kernel's wgmmas when
   // other instructions write the accumulator of one issued a loop iteration ahead).
   float pt[32];
-  bwd_probs(s, pt, stat, scale_log2, q0, key0, c2, L, edge);
+  bwd_probs(s, pt, lse2, scale_log2, q0, key0, c2, L, edge);
   pack_a(pt, pa);
   wg_fence();
   mma_pb<D, kRows>(gv, pa, tdO);
   wg_commit();
   wg_wait<1>();  // dPᵀ
   keep(dp);
-  const float* Di = stat + kRows;
+  // Di after the wait: read before it, its 16 registers spill at both head dims (ptxas, sm_90a).
+  float2 Di[8];
+  stat_cols(Di, stat + kRows, c2);
 #pragma unroll
-  for (int e = 0; e < 32; ++e) pt[e] = pt[e] * (dp[e] - Di[(e >> 2) * 8 + c2 + (e & 1)]);
+  for (int e = 0; e < 32; ++e) pt[e] = pt[e] * (dp[e] - ((e & 1) ? Di[e >> 2].y : Di[e >> 2].x));
   pack_a(pt, da);
 }
 
@@ -910,35 +925,41 @@ __device__ __forceinline__ void bulk_s2g(float* dst, uint32_t src, uint32_t byte
 // The fused backward of query head h for one key tile (deterministic: see below), D 64 or 128.
 // It replaced, at D 64, the mma.sync family's split into a dK/dV and a dQ kernel (7 GEMMs per tile
 // pair instead of 5): once blocks ran heaviest first and steps were pipelined, the fused kernel was
-// 8-18 % faster there on an H200. Block: two MMA warpgroups (threads 0-255) and two dQ-writer warps
-// (warpgroup 2, warps 8 and 9, one per staging buffer, i.e. alternate query tiles; its other two
-// warps exit), registers moved to the MMA warpgroups (setmaxnreg 240 / 24, as FlashAttention-3
-// splits them). The MMA warpgroups: 128 keys (64 each), query tiles of 64 rows from the sequence's
-// last one down to the one holding the block's first key, Q / dO / lse2 / Di double-buffered (D 64:
-// triple, bwd_pipelined). Per warpgroup and query tile: Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ (wgmma m64n64k16,
-// Q and dO K-major in shared memory; K and V K-major there too at D 128, held in registers as A
-// fragments at D 64, bwd_kv_in_registers), Pᵀ = 2^(Sᵀ·scale·log2e − lse2[q]) masked where q < key
-// or q ≥ L, dSᵀ = Pᵀ·(dPᵀ − Di[q]), then dV += bf16(Pᵀ)·dO and dK += bf16(dSᵀ)·Q (P and dS from
-// registers, dO and Q MN-major), and the tile's dQ partial bf16(dS)·K (dSᵀ stored to shared memory
-// and read back transposed, K MN-major; each warpgroup D/2 of the output columns over all 128
-// keys), staged in one of two fp32 buffers. The writers add staged tiles into dqa [Hq, T, D] fp32
-// in a fixed order: query tile i's partials come from key tiles n = 0, 1, …, i/2; block n waits
-// until the tile's flag (sem, zeroed before the launch) reads n, copies (n = 0) or reduce-adds its
-// tile with one bulk copy, waits for it to complete and sets the flag to n + 1. Each reduction
-// completes before the next starts, so every element's sum has one order: bitwise repeatable.
-// Blocks run heaviest key tile first (block_work forward: key tile 0 has the most query tiles),
-// which balances the SMs' work (a lightest-first order left a tail of the heaviest blocks: 86 % of
-// the SMs' time busy at 1 × 8k in a simulation, against 99 %), and every block waits only on blocks
-// launched before it (no deadlock whatever the residency, given that blocks are dispatched in index
-// order, as FlashAttention-3's deterministic backward also assumes). Each block takes its query
-// tiles last first: block n + 1, launched after block n, meets it on the sequence's last query tile
-// (the first both add to), so it trails block n by about one tile instead of waiting for it to
-// reach its diagonal. Staged rows are stored with their 16-byte chunks XOR-swizzled by (token & 7)
+// 8-18 % faster there on an H200. Block: two MMA warpgroups (threads 0-255) and dQ-writer warps
+// (warpgroup 2, one warp per staging buffer, bwd_dq_stages: at D 128 warps 8 and 9 take alternate
+// query tiles and its other two warps exit; at D 64 all four take every fourth), registers moved
+// to the MMA warpgroups (setmaxnreg 240 / 24, as FlashAttention-3 splits them). The MMA warpgroups:
+// 128 keys (64 each), query tiles of 64 rows from the sequence's last one down to the one holding
+// the block's first key, Q / dO / lse2 / Di double-buffered (D 64: triple, bwd_pipelined). Per
+// warpgroup and query tile: Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ (wgmma m64n64k16, Q and dO K-major in shared
+// memory; K and V K-major there too at D 128, held in registers as A fragments at D 64,
+// bwd_kv_in_registers), Pᵀ = 2^(Sᵀ·scale·log2e − lse2[q]) masked where q < key or q ≥ L, dSᵀ =
+// Pᵀ·(dPᵀ − Di[q]), then dV += bf16(Pᵀ)·dO and dK += bf16(dSᵀ)·Q (P and dS from registers, dO and Q
+// MN-major), and the tile's dQ partial bf16(dS)·K (dSᵀ stored to shared memory and read back
+// transposed, K MN-major; each warpgroup D/2 of the output columns over all 128 keys), staged in
+// one of bwd_dq_stages fp32 buffers. The writers add staged tiles into dqa [Hq, T, D] fp32 in a
+// fixed order: query tile i's partials come from key tiles n = 0, 1, …, i/2; block n waits until
+// the tile's flag (sem, zeroed before the launch) reads n, copies (n = 0) or reduce-adds its tile
+// with one bulk copy, waits for it to complete and sets the flag to n + 1. Each reduction completes
+// before the next starts, so every element's sum has one order: bitwise repeatable. Blocks run
+// heaviest key tile first (block_work forward: key tile 0 has the most query tiles), which balances
+// the SMs' work (a lightest-first order left a tail of the heaviest blocks: 86 % of the SMs' time
+// busy at 1 × 8k in a simulation, against 99 %), and every block waits only on blocks launched
+// before it (no deadlock whatever the residency, given that blocks are dispatched in index order,
+// as FlashAttention-3's deterministic backward also assumes). Each block takes its query tiles last
+// first: block n + 1, launched after block n, meets it on the sequence's last query tile (the first
+// both add to), so it trails block n by about one tile instead of waiting for it to reach its
+// diagonal. Staged rows are stored with their 16-byte chunks XOR-swizzled by (token & 7)
 // (conflict-free stores; the bulk copy moves them as they are); attn_dq_convert_kernel undoes it:
 // dQ = scale·dqa. Writes scale·dK and dV as the mma.sync kernel does: fp32 partials pk/pv [T, Hq,
 // D] when non-null, else dk/dv [T, Hkv, D].
 constexpr int kBwdThreads = 384;
-constexpr int kBarMma = 1, kBarFull = 2, kBarEmpty = 4;  // named barriers (0: __syncthreads)
+// How many dQ tiles the fused backward stages for its writers (one writer warp each): 4 at D 64,
+// 2 at D 128 (whose 209 KiB of shared memory leave no room for a third 32 KiB tile). At D 64 with
+// two, the MMA warpgroups' wait for a free buffer (a writer held up by the key-tile order) was the
+// top stall site in ncu's source counters (1 × 8k, 14/2 heads, H100): four give the order slack.
+__host__ __device__ constexpr int bwd_dq_stages(int D) { return D == 64 ? 4 : 2; }
+constexpr int kBarMma = 1, kBarFull = 2, kBarEmpty = 6;  // named barriers (0: __syncthreads)
 constexpr int kBarWriter = 256 + 32;                     // MMA threads + one writer warp
 
 // Whether the fused backward at head dim D pipelines its steps (issues the next query tile's Sᵀ
@@ -967,13 +988,14 @@ __global__ void __launch_bounds__(kBwdThreads, 1)
                 "K/V fragments are loaded in the pipelined prologue");
   constexpr int kNQ = kPipe ? 3 : 2, kNdS = kPipe ? 2 : 1;  // Q/dO/stat and dSᵀ buffers
   constexpr uint32_t kDSB = kKeys * 64 * 2;
+  constexpr int kNS = bwd_dq_stages(D);  // staged dQ tiles
   extern __shared__ unsigned char smem[];
   const uint32_t s0addr = smem_u32(smem);
   const uint32_t sK = (s0addr + 1023u) & ~1023u, sV = sK + kKB, sQ = sV + kKB;
   const uint32_t sdO = sQ + kNQ * kQB;
   const uint32_t sdS = sdO + kNQ * kQB;     // dSᵀ [128 keys × 64 q] bf16, swizzled
-  const uint32_t sAcc = sdS + kNdS * kDSB;  // 2 staged dQ tiles [64][D] f32
-  const uint32_t sStat = sAcc + 2 * kSB;    // [kNQ buffers][lse2 64 | Di 64] f32
+  const uint32_t sAcc = sdS + kNdS * kDSB;  // kNS staged dQ tiles [64][D] f32
+  const uint32_t sStat = sAcc + kNS * kSB;  // [kNQ buffers][lse2 64 | Di 64] f32
   const float* stat = reinterpret_cast<const float*>(smem + (sStat - s0addr));
   float* acc_s = reinterpret_cast<float*>(smem + (sAcc - s0addr));
   const Work w = block_work(a, kKeys, false);
@@ -986,13 +1008,13 @@ __global__ void __launch_bounds__(kBwdThreads, 1)
 
   if (wg == 2) {  // the dQ writer
     asm volatile("setmaxnreg.dec.sync.aligned.u32 24;\n" ::: "memory");
-    if (warp >= 2) return;
+    if (warp >= kNS) return;
     float* dqb = dqa + sbase * D;  // this sequence's rows of head h
     int* semb = sem + static_cast<int64_t>(2 * a.tile_start[w.seq]) * a.Hq + w.h;
     const int sb = warp;  // writer warp sb sends the tiles staged in buffer sb
     const int turn =
         w.tile;  // key tiles 0 … w.tile − 1 add to every query tile of this block first
-    for (int kstep = sb; kstep < steps; kstep += 2) {
+    for (int kstep = sb; kstep < steps; kstep += kNS) {
       const int i = ntiles - 1 - kstep;
       bar_sync(kBarFull + sb, kBarWriter);
       int* flag = semb + static_cast<int64_t>(i) * a.Hq;
@@ -1058,16 +1080,18 @@ __global__ void __launch_bounds__(kBwdThreads, 1)
       // Tile i's Q, dO, lse2, Di landed, and every thread is past the previous step (whose buffer
       // the next prefetch refills): one barrier per tile.
       bar_sync(kBarMma, 256);
-      if (kstep + 1 < steps) {
-        ops.prefetch(i - 1, b ^ 1);
-        cp_async_commit();
-      }
     }
     const uint32_t tQ = sQ + b * kQB, tdO = sdO + b * kQB;
     const float* ls = stat + b * 2 * kRows;  // lse2, then Di
     const bool edge = i * kRows < n0 + kKeys || (i + 1) * kRows > w.L;
     uint32_t pa[4][4], da[4][4];
-    if constexpr (!kPipe) issue_st<D>(s, kf, sKwg, tQ);
+    if constexpr (!kPipe) {
+      issue_st<D>(s, kf, sKwg, tQ);  // first: the tensor cores start before the copies are issued
+      if (kstep + 1 < steps) {
+        ops.prefetch(i - 1, b ^ 1);
+        cp_async_commit();
+      }
+    }
     bwd_tile_gemms<D, kPipe>(s, gv, pa, da, vf, sVwg, tdO, ls, a.scale_log2, i * kRows, key0, c2,
                              w.L, edge);
     const uint32_t tdS = sdS + (kPipe ? (kstep & 1) * kDSB : 0);
@@ -1119,8 +1143,8 @@ __global__ void __launch_bounds__(kBwdThreads, 1)
     keep_tile<D>(gk, gv, pa, da);
     keep(gq);
     // Stage the tile once the writer has sent what this buffer held two tiles ago.
-    const int sb = kstep & 1;
-    if (kstep >= 2) bar_sync(kBarEmpty + sb, kBarWriter);
+    const int sb = kstep % kNS;
+    if (kstep >= kNS) bar_sync(kBarEmpty + sb, kBarWriter);
     float* st = acc_s + sb * (kSB / 4);
     const int row = warp * 16 + (lane >> 2);
     const int64_t t0 = w.s0 + static_cast<int64_t>(i) * kRows;
@@ -1220,8 +1244,8 @@ void bwd_fused(const KArgs& ka, unsigned grid, const float* lse2, const float* D
                const void* q, const void* k, const void* v, cudaStream_t st) {
   // K, V, 2 × (Q, dO), dSᵀ, lse2/Di, the staged dQ partial(s), 1 KiB to align.
   constexpr size_t kNQ = bwd_pipelined(D) ? 3 : 2, kNdS = bwd_pipelined(D) ? 2 : 1;
-  constexpr size_t kSmem = (2 * 128 + 2 * kNQ * 64) * D * 2 + kNdS * 128 * 64 * 2 + 2 * 64 * D * 4 +
-                           kNQ * 2 * 64 * 4 + 1024;
+  constexpr size_t kSmem = (2 * 128 + 2 * kNQ * 64) * D * 2 + kNdS * 128 * 64 * 2 +
+                           bwd_dq_stages(D) * 64 * D * 4 + kNQ * 2 * 64 * 4 + 1024;
   // One flag per (64-row query tile, query head), 2 per 128-row tile of the grid: zeroed by the
   // caller's tile_plan_kernel.
   launch(attn_bwd_sm90<D>, grid, kBwdThreads, kSmem, st, "attention_bwd", ka,
