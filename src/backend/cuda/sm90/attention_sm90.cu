@@ -257,23 +257,24 @@ __device__ __forceinline__ float exp2_ftz(float x) {
 }
 
 // acc[64×64] (=) A·Bᵀ over D: A the 64 rows at `a` of an RA-row tile, B the 64 rows at `b` of an
-// RB-row tile, both K-major (D/16 wgmma steps; the first overwrites acc).
-template <int D, int RA, int RB>
+// RB-row tile, both K-major (D/16 wgmma steps; the first overwrites acc, or adds to it: kAcc).
+template <int D, int RA, int RB, bool kAcc = false>
 __device__ __forceinline__ void mma_abt64(float (&acc)[32], uint32_t a, uint32_t b) {
 #pragma unroll
   for (int kk = 0; kk < D / 16; ++kk)
     wgmma_ss_n64(acc, desc_sw128(a + (kk >> 2) * (RA * 128) + (kk & 3) * 32, 16, 1024),
-                 desc_sw128(b + (kk >> 2) * (RB * 128) + (kk & 3) * 32, 16, 1024), kk > 0 ? 1 : 0);
+                 desc_sw128(b + (kk >> 2) * (RB * 128) + (kk & 3) * 32, 16, 1024),
+                 kk > 0 || kAcc ? 1 : 0);
 }
-// acc[64×64] = A·Bᵀ over D as mma_abt64, A [64 × D] as D/16 bf16 A fragments (bwd_load_a), B the
-// 64 rows at `b` of an RB-row tile, K-major.
-template <int D, int RB>
+// acc[64×64] (=) A·Bᵀ over D as mma_abt64, A [64 × D] as D/16 bf16 A fragments (bwd_load_a), B
+// the 64 rows at `b` of an RB-row tile, K-major.
+template <int D, int RB, bool kAcc = false>
 __device__ __forceinline__ void mma_rbt64(float (&acc)[32], const uint32_t (&fa)[D / 16][4],
                                           uint32_t b) {
 #pragma unroll
   for (int kk = 0; kk < D / 16; ++kk)
     wgmma_rs_n64<0>(acc, fa[kk], desc_sw128(b + (kk >> 2) * (RB * 128) + (kk & 3) * 32, 16, 1024),
-                    kk > 0 ? 1 : 0);
+                    kk > 0 || kAcc ? 1 : 0);
 }
 // acc[64×D] += P·B: P [64 × 16·K] as K bf16 A fragments (pack_a), B the 16·K rows at `b` of an
 // R-row tile, MN-major (K·D/64 wgmma steps of 16 rows and 64 columns).
@@ -753,16 +754,25 @@ __device__ __forceinline__ void bwd_tile_gemms(float (&s)[32], float (&gv)[D / 6
                                                uint32_t tdO, const float* stat, float scale_log2,
                                                int q0, int key0, int c2, int L, bool edge) {
   constexpr int kKeys = 128, kRows = 64;
+  // dPᵀ − Di formed by the GEMM itself: its accumulator starts at −Di (read before the issue, while
+  // Sᵀ runs), so no Di read waits after the dPᵀ wait and 32 subtractions go. This changes the
+  // rounding (fl(−Di + Σ) instead of fl(fl(Σ) − Di)), deterministically.
   float dp[32];
+  {
+    float2 di[8];
+    stat_cols(di, stat + kRows, c2);
+#pragma unroll
+    for (int e = 0; e < 32; ++e) dp[e] = -((e & 1) ? di[e >> 2].y : di[e >> 2].x);
+  }
   if constexpr (kSAhead) {
     wg_wait0();  // Sᵀ, issued a tile ahead (long done)
     keep(s);
   }
   wg_fence();
   if constexpr (bwd_kv_in_registers(D)) {
-    mma_rbt64<D, kRows>(dp, vf, tdO);
+    mma_rbt64<D, kRows, true>(dp, vf, tdO);
   } else {
-    mma_abt64<D, kKeys, kRows>(dp, sV, tdO);
+    mma_abt64<D, kKeys, kRows, true>(dp, sV, tdO);
   }
   wg_commit();
   float2 lse2[8];  // this thread's 16 query rows' lse2, read while Sᵀ completes
@@ -781,11 +791,8 @@ __device__ __forceinline__ void bwd_tile_gemms(float (&s)[32], float (&gv)[D / 6
   wg_commit();
   wg_wait<1>();  // dPᵀ
   keep(dp);
-  // Di after the wait: read before it, its 16 registers spill at both head dims (ptxas, sm_90a).
-  float2 Di[8];
-  stat_cols(Di, stat + kRows, c2);
 #pragma unroll
-  for (int e = 0; e < 32; ++e) pt[e] = pt[e] * (dp[e] - ((e & 1) ? Di[e >> 2].y : Di[e >> 2].x));
+  for (int e = 0; e < 32; ++e) pt[e] = pt[e] * dp[e];
   pack_a(pt, da);
 }
 
