@@ -1039,7 +1039,7 @@ __global__ void __launch_bounds__(kBwdThreads, 1)
         asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
       }
       __syncwarp();
-      // The buffer may be refilled. (The last two tiles' arrivals are never waited for: the block
+      // The buffer may be refilled. (The last kNS tiles' arrivals are never waited for: the block
       // ends, which is harmless in a non-persistent kernel.)
       bar_arrive(kBarEmpty + sb, kBarWriter);
       if (lane == 0) {
