@@ -56,9 +56,9 @@
 // producer lowered to 24; shared memory Q + 2×(K, V) = 160 / 88 KiB (D 128 / 64) + barriers and
 // the item slots. Fused backward (D 128): 384
 // threads launched at 168 registers, the MMA warpgroups raised to 240 and the writers lowered to 24
-// (setmaxnreg), shared memory K, V + 2×(Q, dO) + dSᵀ + 2 staged fp32 dQ tiles + lse2/Di = 209 KiB;
-// (D 64, pipelined) K, V + 3×(Q, dO, lse2/Di) + 2×dSᵀ + 4 staged dQ tiles = 177.5 KiB. Each plus
-// 1 KiB to align the tiles to the swizzle atom (the forward 1 KiB more for its barriers).
+// (setmaxnreg), shared memory K, V + 2×(Q, dO) + 2×dSᵀ + 2 staged fp32 dQ tiles + lse2/Di = 225
+// KiB; (D 64, pipelined) K, V + 3×(Q, dO, lse2/Di) + 2×dSᵀ + 4 staged dQ tiles = 177.5 KiB. Each
+// plus 1 KiB to align the tiles to the swizzle atom (the forward 1 KiB more for its barriers).
 
 #include <cuda.h>
 
@@ -806,10 +806,10 @@ __device__ __forceinline__ void bwd_issue_dk(float (&gk)[D / 64][32], const uint
 }
 
 // A backward block's global operands (query head h, key tile n0..n0+127 of its sequence): starts
-// the block's first copy group — K and V of the key tile, query tile i0 (the first one the block
-// takes: the sequence's last) into buffer 0 —
-// and then prefetches query tile i into buffer b (bwd_prefetch) when asked. Threads 0-255 take
-// part.
+// the block's first copy group — K and V of the key tile, and query tile i0 (the first one the
+// block takes: the sequence's last) into buffer 0 unless i0 < 0 (bwd_tma: a producer warp loads the
+// query tiles) — and then prefetches query tile i into buffer b (bwd_prefetch) when asked. Threads
+// 0-255 take part.
 template <int D>
 struct BwdOperands {
   const bf16 *qb, *gb;      // the sequence's row 0 of Q / dO, head h
@@ -833,7 +833,7 @@ struct BwdOperands {
     Di = Di_all + sbase;
     load_tile<D, 128>(sK, k + koff, ldk, min(128, w.L - n0));
     load_tile<D, 128>(sV, v + koff, ldk, min(128, w.L - n0));
-    prefetch(i0, 0);
+    if (i0 >= 0) prefetch(i0, 0);
     cp_async_commit();
   }
   __device__ __forceinline__ void prefetch(int i, int b) const {
@@ -975,6 +975,18 @@ constexpr int kBarWriter = 256 + 32;                     // MMA threads + one wr
 // third buffer in shared memory.
 __host__ __device__ constexpr bool bwd_pipelined(int D) { return D == 64; }
 
+// Whether a producer warp (warpgroup 2's warp bwd_dq_stages(D), beside the dQ writers) loads the
+// query tiles — Q and dO by TMA, lse2 and Di by its 32 lanes — into kNQ buffers handed over by
+// mbarriers (full: the lanes' stores and the TMA's bytes landed; empty: all 256 MMA threads are
+// past the tile's GEMMs), instead of the MMA threads' cp.async and a block barrier at every tile's
+// top: D 128 (at D 64 all four warps of warpgroup 2 are dQ writers). With no barrier at the top of
+// a tile, the dSᵀ tile is double-buffered at D 128 too: a warpgroup writes buffer k % 2 at step k +
+// 2 only after the dSᵀ barrier of step k + 1, which the other warpgroup reaches after its step-k dQ
+// GEMM (the buffer's last reader) completed. The sequence's last tile reads rows past its end (the
+// next sequence's; zeros past T): their probabilities are masked to 0 and their dQ rows not stored,
+// so, as in the forward, the sequences stay isolated while the values are finite.
+__host__ __device__ constexpr bool bwd_tma(int D) { return D == 128; }
+
 // Offset (floats) of element (r, c) of a staged dQ row r of token t: chunk c/4 swizzled by t & 7.
 template <int D>
 __device__ __forceinline__ int dq_slot(int r, int c, int64_t t) {
@@ -983,7 +995,8 @@ __device__ __forceinline__ int dq_slot(int r, int c, int64_t t) {
 
 template <int D>
 __global__ void __launch_bounds__(kBwdThreads, 1)
-    attn_bwd_sm90(KArgs a, const bf16* q, const bf16* k, const bf16* v, const bf16* dout,
+    attn_bwd_sm90(const __grid_constant__ CUtensorMap tq, const __grid_constant__ CUtensorMap tdo,
+                  KArgs a, const bf16* q, const bf16* k, const bf16* v, const bf16* dout,
                   const float* lse2, const float* Di, float* pk, float* pv, bf16* dk, bf16* dv,
                   float* dqa, int* sem) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -993,7 +1006,9 @@ __global__ void __launch_bounds__(kBwdThreads, 1)
   constexpr bool kPipe = bwd_pipelined(D);
   static_assert(!bwd_kv_in_registers(D) || kPipe,
                 "K/V fragments are loaded in the pipelined prologue");
-  constexpr int kNQ = kPipe ? 3 : 2, kNdS = kPipe ? 2 : 1;  // Q/dO/stat and dSᵀ buffers
+  constexpr bool kTma = bwd_tma(D);
+  static_assert(!(kTma && kPipe), "the pipelined steps take their copies by cp.async");
+  constexpr int kNQ = kPipe ? 3 : 2, kNdS = 2;  // Q/dO/stat and dSᵀ buffers
   constexpr uint32_t kDSB = kKeys * 64 * 2;
   constexpr int kNS = bwd_dq_stages(D);  // staged dQ tiles
   extern __shared__ unsigned char smem[];
@@ -1003,6 +1018,9 @@ __global__ void __launch_bounds__(kBwdThreads, 1)
   const uint32_t sdS = sdO + kNQ * kQB;     // dSᵀ [128 keys × 64 q] bf16, swizzled
   const uint32_t sAcc = sdS + kNdS * kDSB;  // kNS staged dQ tiles [64][D] f32
   const uint32_t sStat = sAcc + kNS * kSB;  // [kNQ buffers][lse2 64 | Di 64] f32
+  const uint32_t sBar = sStat + kNQ * 2 * kRows * 4;  // bwd_tma: full, empty per buffer (8 B each)
+  const auto q_full = [&](int b) { return sBar + 16 * b; };
+  const auto q_empty = [&](int b) { return sBar + 16 * b + 8; };
   const float* stat = reinterpret_cast<const float*>(smem + (sStat - s0addr));
   float* acc_s = reinterpret_cast<float*>(smem + (sAcc - s0addr));
   const Work w = block_work(a, kKeys, false);
@@ -1013,8 +1031,50 @@ __global__ void __launch_bounds__(kBwdThreads, 1)
   const int tid = static_cast<int>(threadIdx.x);
   const int wg = tid >> 7, warp = (tid >> 5) & 3, lane = tid & 31;
 
-  if (wg == 2) {  // the dQ writer
+  if constexpr (kTma) {
+    if (tid == 0) {
+      for (int b = 0; b < kNQ; ++b) {
+        mbar_init(q_full(b), 32);    // the producer's lanes (lane 0 with the TMA's bytes)
+        mbar_init(q_empty(b), 256);  // the MMA threads
+      }
+      asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+  }
+
+  if (wg == 2) {  // the dQ writers (and the producer: bwd_tma)
     asm volatile("setmaxnreg.dec.sync.aligned.u32 24;\n" ::: "memory");
+    if constexpr (kTma) {
+      if (warp == kNS) {  // the producer: query tile i of step kstep into buffer kstep % kNQ
+        float* const st = reinterpret_cast<float*>(smem + (sStat - s0addr));
+        const float *l2 = lse2 + sbase, *di = Di + sbase;
+#pragma unroll 1
+        for (int kstep = 0; kstep < steps; ++kstep) {
+          const int i = ntiles - 1 - kstep, b = kstep % kNQ;
+          if (kstep >= kNQ) mbar_wait(q_empty(b), ((kstep / kNQ) + 1) & 1);  // its last use done
+#pragma unroll
+          for (int r = lane; r < kRows; r += 32) {
+            const int row = i * kRows + r;
+            const bool ok = row < w.L;
+            st[b * 2 * kRows + r] = ok ? l2[row] : 0.0f;
+            st[b * 2 * kRows + kRows + r] = ok ? di[row] : 0.0f;
+          }
+          if (lane == 0) {
+            mbar_expect_tx(q_full(b), 2 * kQB);
+            const int y = w.s0 + i * kRows;
+#pragma unroll
+            for (int cb = 0; cb < kNB; ++cb) {
+              tma_load_2d(sQ + b * kQB + cb * (kRows * 128), &tq, w.h * D + cb * 64, y, q_full(b));
+              tma_load_2d(sdO + b * kQB + cb * (kRows * 128), &tdo, w.h * D + cb * 64, y,
+                          q_full(b));
+            }
+          } else {
+            mbar_arrive(q_full(b));  // release: this lane's statistics
+          }
+        }
+        return;
+      }
+    }
     if (warp >= kNS) return;
     float* dqb = dqa + sbase * D;  // this sequence's rows of head h
     int* semb = sem + static_cast<int64_t>(2 * a.tile_start[w.seq]) * a.Hq + w.h;
@@ -1053,7 +1113,8 @@ __global__ void __launch_bounds__(kBwdThreads, 1)
   }
   asm volatile("setmaxnreg.inc.sync.aligned.u32 240;\n" ::: "memory");
 
-  const BwdOperands<D> ops(a, w, q, k, v, dout, lse2, Di, sK, sV, sQ, sdO, sStat, n0, ntiles - 1);
+  const BwdOperands<D> ops(a, w, q, k, v, dout, lse2, Di, sK, sV, sQ, sdO, sStat, n0,
+                           kTma ? -1 : ntiles - 1);
   const int kl = wg * 64 + warp * 16 + (lane >> 2);  // block key of elements 0, 1 (+8: 2, 3)
   const int key0 = n0 + kl;
   const int c2 = (lane & 3) * 2;
@@ -1079,9 +1140,16 @@ __global__ void __launch_bounds__(kBwdThreads, 1)
     }
     issue_st<D>(s, kf, sKwg, sQ);
   }
+  if constexpr (kTma) {  // K and V landed (the query tiles come through the mbarriers)
+    cp_async_wait<0>();
+    fence_async_smem();
+    bar_sync(kBarMma, 256);
+  }
   for (int kstep = 0; kstep < steps; ++kstep) {
-    const int i = ntiles - 1 - kstep, b = kPipe ? kstep % 3 : kstep & 1;
-    if constexpr (!kPipe) {
+    const int i = ntiles - 1 - kstep, b = kstep % kNQ;
+    if constexpr (kTma) {
+      mbar_wait(q_full(b), (kstep / kNQ) & 1);  // tile i's Q, dO, lse2, Di landed
+    } else if constexpr (!kPipe) {
       cp_async_wait<0>();
       fence_async_smem();
       // Tile i's Q, dO, lse2, Di landed, and every thread is past the previous step (whose buffer
@@ -1094,14 +1162,14 @@ __global__ void __launch_bounds__(kBwdThreads, 1)
     uint32_t pa[4][4], da[4][4];
     if constexpr (!kPipe) {
       issue_st<D>(s, kf, sKwg, tQ);  // first: the tensor cores start before the copies are issued
-      if (kstep + 1 < steps) {
+      if (!kTma && kstep + 1 < steps) {
         ops.prefetch(i - 1, b ^ 1);
         cp_async_commit();
       }
     }
     bwd_tile_gemms<D, kPipe>(s, gv, pa, da, vf, sVwg, tdO, ls, a.scale_log2, i * kRows, key0, c2,
                              w.L, edge);
-    const uint32_t tdS = sdS + (kPipe ? (kstep & 1) * kDSB : 0);
+    const uint32_t tdS = sdS + (kstep & 1) * kDSB;
     // dSᵀ to shared memory before the dK GEMM takes da: register [kq][r] holds keys
     // kl + (r & 1)·8, query columns (2·kq + r / 2)·8 + c2 and + 1 (pack_a's A-fragment layout).
 #pragma unroll
@@ -1149,6 +1217,7 @@ __global__ void __launch_bounds__(kBwdThreads, 1)
     }
     keep_tile<D>(gk, gv, pa, da);
     keep(gq);
+    if constexpr (kTma) mbar_arrive(q_empty(b));  // this thread is done with buffer b
     // Stage the tile once the writer has sent what this buffer held two tiles ago.
     const int sb = kstep % kNS;
     if (kstep >= kNS) bar_sync(kBarEmpty + sb, kBarWriter);
@@ -1250,12 +1319,17 @@ void bwd_fused(const KArgs& ka, unsigned grid, const float* lse2, const float* D
                float* pv, float* dqa, int* sem, void* dq, void* dk, void* dv, const void* dout,
                const void* q, const void* k, const void* v, cudaStream_t st) {
   // K, V, 2 × (Q, dO), dSᵀ, lse2/Di, the staged dQ partial(s), 1 KiB to align.
-  constexpr size_t kNQ = bwd_pipelined(D) ? 3 : 2, kNdS = bwd_pipelined(D) ? 2 : 1;
+  constexpr size_t kNQ = bwd_pipelined(D) ? 3 : 2, kNdS = 2;
   constexpr size_t kSmem = (2 * 128 + 2 * kNQ * 64) * D * 2 + kNdS * 128 * 64 * 2 +
-                           bwd_dq_stages(D) * 64 * D * 4 + kNQ * 2 * 64 * 4 + 1024;
+                           bwd_dq_stages(D) * 64 * D * 4 + kNQ * 2 * 64 * 4 + kNQ * 16 + 1024;
+  static_assert(kSmem <= 227 * 1024, "the backward's shared memory exceeds sm_90's 227 KiB");
+  // Q and dO in boxes of 64 columns × 64 rows (bwd_tma; built at D 64 too, where the kernel
+  // ignores them).
+  const CUtensorMap tq = tma_map(q, ka.T, static_cast<int64_t>(ka.Hq) * D, 64),
+                    tdo = tma_map(dout, ka.T, static_cast<int64_t>(ka.Hq) * D, 64);
   // One flag per (64-row query tile, query head), 2 per 128-row tile of the grid: zeroed by the
   // caller's tile_plan_kernel.
-  launch(attn_bwd_sm90<D>, grid, kBwdThreads, kSmem, st, "attention_bwd", ka,
+  launch(attn_bwd_sm90<D>, grid, kBwdThreads, kSmem, st, "attention_bwd", tq, tdo, ka,
          static_cast<const bf16*>(q), static_cast<const bf16*>(k), static_cast<const bf16*>(v),
          static_cast<const bf16*>(dout), lse2, Di, pk, pv, static_cast<bf16*>(dk),
          static_cast<bf16*>(dv), dqa, sem);
