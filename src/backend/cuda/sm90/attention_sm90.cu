@@ -311,6 +311,11 @@ __device__ __forceinline__ void mbar_expect_tx(uint32_t bar, uint32_t bytes) {
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes)
                : "memory");
 }
+// `bytes` more asynchronous transactions expected this phase, without an arrival (PTX ISA 8.0).
+__device__ __forceinline__ void mbar_expect_tx_only(uint32_t bar, uint32_t bytes) {
+  asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(bytes)
+               : "memory");
+}
 __device__ __forceinline__ void mbar_arrive(uint32_t bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
 }
@@ -754,11 +759,14 @@ __device__ __forceinline__ void bwd_tile_gemms(float (&s)[32], float (&gv)[D / 6
                                                uint32_t tdO, const float* stat, float scale_log2,
                                                int q0, int key0, int c2, int L, bool edge) {
   constexpr int kKeys = 128, kRows = 64;
-  // dPᵀ − Di formed by the GEMM itself: its accumulator starts at −Di (read before the issue, while
-  // Sᵀ runs), so no Di read waits after the dPᵀ wait and 32 subtractions go. This changes the
-  // rounding (fl(−Di + Σ) instead of fl(fl(Σ) − Di)), deterministically.
+  // At D 64 (kSAhead: Sᵀ complete before dPᵀ is issued) dPᵀ − Di is formed by the GEMM itself: its
+  // accumulator starts at −Di, so no Di read waits after the dPᵀ wait and 32 subtractions go
+  // (rounding fl(−Di + Σ) instead of fl(fl(Σ) − Di), deterministically). Not at D 128: there Sᵀ is
+  // still in flight, and writing dp's registers before dPᵀ's issue makes ptxas insert a wgmma wait
+  // (C7517) that would hold dPᵀ until Sᵀ completes.
+  constexpr bool kDiInit = kSAhead;
   float dp[32];
-  {
+  if constexpr (kDiInit) {
     float2 di[8];
     stat_cols(di, stat + kRows, c2);
 #pragma unroll
@@ -770,9 +778,9 @@ __device__ __forceinline__ void bwd_tile_gemms(float (&s)[32], float (&gv)[D / 6
   }
   wg_fence();
   if constexpr (bwd_kv_in_registers(D)) {
-    mma_rbt64<D, kRows, true>(dp, vf, tdO);
+    mma_rbt64<D, kRows, kDiInit>(dp, vf, tdO);
   } else {
-    mma_abt64<D, kKeys, kRows, true>(dp, sV, tdO);
+    mma_abt64<D, kKeys, kRows, kDiInit>(dp, sV, tdO);
   }
   wg_commit();
   float2 lse2[8];  // this thread's 16 query rows' lse2, read while Sᵀ completes
@@ -791,8 +799,16 @@ __device__ __forceinline__ void bwd_tile_gemms(float (&s)[32], float (&gv)[D / 6
   wg_commit();
   wg_wait<1>();  // dPᵀ
   keep(dp);
+  if constexpr (kDiInit) {
 #pragma unroll
-  for (int e = 0; e < 32; ++e) pt[e] = pt[e] * dp[e];
+    for (int e = 0; e < 32; ++e) pt[e] = pt[e] * dp[e];
+  } else {
+    // Di after the wait: read before it, its 16 registers spill at both head dims (ptxas, sm_90a).
+    float2 Di[8];
+    stat_cols(Di, stat + kRows, c2);
+#pragma unroll
+    for (int e = 0; e < 32; ++e) pt[e] = pt[e] * (dp[e] - ((e & 1) ? Di[e >> 2].y : Di[e >> 2].x));
+  }
   pack_a(pt, da);
 }
 
@@ -934,7 +950,8 @@ __device__ __forceinline__ void bulk_s2g(float* dst, uint32_t src, uint32_t byte
 // pair instead of 5): once blocks ran heaviest first and steps were pipelined, the fused kernel was
 // 8-18 % faster there on an H200. Block: two MMA warpgroups (threads 0-255) and dQ-writer warps
 // (warpgroup 2, one warp per staging buffer, bwd_dq_stages: at D 128 warps 8 and 9 take alternate
-// query tiles and its other two warps exit; at D 64 all four take every fourth), registers moved
+// query tiles, warp 10 is the producer (bwd_tma) and warp 11 exits; at D 64 all four take every
+// fourth), registers moved
 // to the MMA warpgroups (setmaxnreg 240 / 24, as FlashAttention-3 splits them). The MMA warpgroups:
 // 128 keys (64 each), query tiles of 64 rows from the sequence's last one down to the one holding
 // the block's first key, Q / dO / lse2 / Di double-buffered (D 64: triple, bwd_pipelined). Per
@@ -962,12 +979,16 @@ __device__ __forceinline__ void bulk_s2g(float* dst, uint32_t src, uint32_t byte
 // D] when non-null, else dk/dv [T, Hkv, D].
 constexpr int kBwdThreads = 384;
 // How many dQ tiles the fused backward stages for its writers (one writer warp each): 4 at D 64,
-// 2 at D 128 (whose 209 KiB of shared memory leave no room for a third 32 KiB tile). At D 64 with
+// 2 at D 128 (whose 225 KiB of shared memory leave no room for a third 32 KiB tile). At D 64 with
 // two, the MMA warpgroups' wait for a free buffer (a writer held up by the key-tile order) was the
 // top stall site in ncu's source counters (1 × 8k, 14/2 heads, H100): four give the order slack.
 __host__ __device__ constexpr int bwd_dq_stages(int D) { return D == 64 ? 4 : 2; }
 constexpr int kBarMma = 1, kBarFull = 2, kBarEmpty = 6;  // named barriers (0: __syncthreads)
 constexpr int kBarWriter = 256 + 32;                     // MMA threads + one writer warp
+static_assert(kBarFull + bwd_dq_stages(64) <= kBarEmpty &&
+                  kBarFull + bwd_dq_stages(128) <= kBarEmpty &&
+                  kBarEmpty + bwd_dq_stages(64) <= 16 && kBarEmpty + bwd_dq_stages(128) <= 16,
+              "named barriers: one full and one empty per staging buffer, 16 in all");
 
 // Whether the fused backward at head dim D pipelines its steps (issues the next query tile's Sᵀ
 // before it waits for the current one's last GEMMs; three Q/dO buffers, two dSᵀ): D 64. At D 128
@@ -1034,7 +1055,7 @@ __global__ void __launch_bounds__(kBwdThreads, 1)
   if constexpr (kTma) {
     if (tid == 0) {
       for (int b = 0; b < kNQ; ++b) {
-        mbar_init(q_full(b), 32);    // the producer's lanes (lane 0 with the TMA's bytes)
+        mbar_init(q_full(b), 32);    // the producer's lanes, and the TMA's bytes
         mbar_init(q_empty(b), 256);  // the MMA threads
       }
       asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
@@ -1052,15 +1073,8 @@ __global__ void __launch_bounds__(kBwdThreads, 1)
         for (int kstep = 0; kstep < steps; ++kstep) {
           const int i = ntiles - 1 - kstep, b = kstep % kNQ;
           if (kstep >= kNQ) mbar_wait(q_empty(b), ((kstep / kNQ) + 1) & 1);  // its last use done
-#pragma unroll
-          for (int r = lane; r < kRows; r += 32) {
-            const int row = i * kRows + r;
-            const bool ok = row < w.L;
-            st[b * 2 * kRows + r] = ok ? l2[row] : 0.0f;
-            st[b * 2 * kRows + kRows + r] = ok ? di[row] : 0.0f;
-          }
-          if (lane == 0) {
-            mbar_expect_tx(q_full(b), 2 * kQB);
+          if (lane == 0) {  // the TMA first: the statistics' loads overlap it
+            mbar_expect_tx_only(q_full(b), 2 * kQB);
             const int y = w.s0 + i * kRows;
 #pragma unroll
             for (int cb = 0; cb < kNB; ++cb) {
@@ -1068,9 +1082,15 @@ __global__ void __launch_bounds__(kBwdThreads, 1)
               tma_load_2d(sdO + b * kQB + cb * (kRows * 128), &tdo, w.h * D + cb * 64, y,
                           q_full(b));
             }
-          } else {
-            mbar_arrive(q_full(b));  // release: this lane's statistics
           }
+#pragma unroll
+          for (int r = lane; r < kRows; r += 32) {
+            const int row = i * kRows + r;
+            const bool ok = row < w.L;
+            st[b * 2 * kRows + r] = ok ? l2[row] : 0.0f;
+            st[b * 2 * kRows + kRows + r] = ok ? di[row] : 0.0f;
+          }
+          mbar_arrive(q_full(b));  // release: this lane's statistics
         }
         return;
       }
@@ -1270,10 +1290,10 @@ CUtensorMap tma_map(const void* base, int64_t T, int64_t cols, int rows) {
 #if CUDART_VERSION >= 12050
     check(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault,
                                            &q),
-          "attention_fwd: cuTensorMapEncodeTiled");
+          "attention: cuTensorMapEncodeTiled");
 #else
     check(cudaGetDriverEntryPoint("cuTensorMapEncodeTiled", &fn, cudaEnableDefault, &q),
-          "attention_fwd: cuTensorMapEncodeTiled");
+          "attention: cuTensorMapEncodeTiled");
 #endif
     if (q != cudaDriverEntryPointSuccess || fn == nullptr)
       throw std::runtime_error("attention_fwd: the CUDA driver has no cuTensorMapEncodeTiled");
@@ -1288,7 +1308,7 @@ CUtensorMap tma_map(const void* base, int64_t T, int64_t cols, int rows) {
              elem, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
              CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS)
-    throw std::runtime_error("attention_fwd: cuTensorMapEncodeTiled failed (error " +
+    throw std::runtime_error("attention: cuTensorMapEncodeTiled failed (error " +
                              std::to_string(static_cast<int>(r)) + ")");
   return m;
 }
@@ -1318,7 +1338,7 @@ template <int D>
 void bwd_fused(const KArgs& ka, unsigned grid, const float* lse2, const float* Di, float* pk,
                float* pv, float* dqa, int* sem, void* dq, void* dk, void* dv, const void* dout,
                const void* q, const void* k, const void* v, cudaStream_t st) {
-  // K, V, 2 × (Q, dO), dSᵀ, lse2/Di, the staged dQ partial(s), 1 KiB to align.
+  // K, V, kNQ × (Q, dO, lse2/Di), 2 × dSᵀ, the staged dQ tiles, kNQ × 2 mbarriers, 1 KiB to align.
   constexpr size_t kNQ = bwd_pipelined(D) ? 3 : 2, kNdS = 2;
   constexpr size_t kSmem = (2 * 128 + 2 * kNQ * 64) * D * 2 + kNdS * 128 * 64 * 2 +
                            bwd_dq_stages(D) * 64 * D * 4 + kNQ * 2 * 64 * 4 + kNQ * 16 + 1024;
