@@ -56,9 +56,9 @@
 // producer lowered to 24; shared memory Q + 2×(K, V) = 160 / 88 KiB (D 128 / 64) + barriers and
 // the item slots. Fused backward (D 128): 384
 // threads launched at 168 registers, the MMA warpgroups raised to 240 and the writers lowered to 24
-// (setmaxnreg), shared memory K, V + 2×(Q, dO) + dSᵀ + 2 staged fp32 dQ tiles + lse2/Di = 209 KiB;
-// (D 64, pipelined) K, V + 3×(Q, dO, lse2/Di) + 2×dSᵀ + 2 staged dQ tiles = 145.5 KiB. Each plus
-// 1 KiB to align the tiles to the swizzle atom (the forward 1 KiB more for its barriers).
+// (setmaxnreg), shared memory K, V + 2×(Q, dO) + 2×dSᵀ + 2 staged fp32 dQ tiles + lse2/Di = 225
+// KiB; (D 64, pipelined) K, V + 3×(Q, dO, lse2/Di) + 2×dSᵀ + 4 staged dQ tiles = 177.5 KiB. Each
+// plus 1 KiB to align the tiles to the swizzle atom (the forward 1 KiB more for its barriers).
 
 #include <cuda.h>
 
@@ -257,23 +257,24 @@ __device__ __forceinline__ float exp2_ftz(float x) {
 }
 
 // acc[64×64] (=) A·Bᵀ over D: A the 64 rows at `a` of an RA-row tile, B the 64 rows at `b` of an
-// RB-row tile, both K-major (D/16 wgmma steps; the first overwrites acc).
-template <int D, int RA, int RB>
+// RB-row tile, both K-major (D/16 wgmma steps; the first overwrites acc, or adds to it: kAcc).
+template <int D, int RA, int RB, bool kAcc = false>
 __device__ __forceinline__ void mma_abt64(float (&acc)[32], uint32_t a, uint32_t b) {
 #pragma unroll
   for (int kk = 0; kk < D / 16; ++kk)
     wgmma_ss_n64(acc, desc_sw128(a + (kk >> 2) * (RA * 128) + (kk & 3) * 32, 16, 1024),
-                 desc_sw128(b + (kk >> 2) * (RB * 128) + (kk & 3) * 32, 16, 1024), kk > 0 ? 1 : 0);
+                 desc_sw128(b + (kk >> 2) * (RB * 128) + (kk & 3) * 32, 16, 1024),
+                 kk > 0 || kAcc ? 1 : 0);
 }
-// acc[64×64] = A·Bᵀ over D as mma_abt64, A [64 × D] as D/16 bf16 A fragments (bwd_load_a), B the
-// 64 rows at `b` of an RB-row tile, K-major.
-template <int D, int RB>
+// acc[64×64] (=) A·Bᵀ over D as mma_abt64, A [64 × D] as D/16 bf16 A fragments (bwd_load_a), B
+// the 64 rows at `b` of an RB-row tile, K-major.
+template <int D, int RB, bool kAcc = false>
 __device__ __forceinline__ void mma_rbt64(float (&acc)[32], const uint32_t (&fa)[D / 16][4],
                                           uint32_t b) {
 #pragma unroll
   for (int kk = 0; kk < D / 16; ++kk)
     wgmma_rs_n64<0>(acc, fa[kk], desc_sw128(b + (kk >> 2) * (RB * 128) + (kk & 3) * 32, 16, 1024),
-                    kk > 0 ? 1 : 0);
+                    kk > 0 || kAcc ? 1 : 0);
 }
 // acc[64×D] += P·B: P [64 × 16·K] as K bf16 A fragments (pack_a), B the 16·K rows at `b` of an
 // R-row tile, MN-major (K·D/64 wgmma steps of 16 rows and 64 columns).
@@ -308,6 +309,11 @@ __device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {
 // One arrival that also expects `bytes` of asynchronous (TMA) transactions this phase.
 __device__ __forceinline__ void mbar_expect_tx(uint32_t bar, uint32_t bytes) {
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes)
+               : "memory");
+}
+// `bytes` more asynchronous transactions expected this phase, without an arrival (PTX ISA 8.0).
+__device__ __forceinline__ void mbar_expect_tx_only(uint32_t bar, uint32_t bytes) {
+  asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(bytes)
                : "memory");
 }
 __device__ __forceinline__ void mbar_arrive(uint32_t bar) {
@@ -664,17 +670,28 @@ __device__ __forceinline__ void bwd_prefetch(uint32_t tQ, uint32_t tdO, uint32_t
   }
 }
 
+// The 16 per-query-row statistics (lse2 or Di) one thread's accumulator elements use: v[j] =
+// (x[8j + c2], x[8j + c2 + 1]), x a tile's 64 values in shared memory (bwd_prefetch's stat).
+// bwd_tile_gemms reads lse2 this way before it waits for Sᵀ, so the shared-memory latency overlaps
+// the GEMM instead of stalling the exponentials (the top stall site at D 128 in ncu's source
+// counters, 1 × 8k on an H100).
+__device__ __forceinline__ void stat_cols(float2 (&v)[8], const float* x, int c2) {
+#pragma unroll
+  for (int j = 0; j < 8; ++j) v[j] = *reinterpret_cast<const float2*>(x + j * 8 + c2);
+}
+
 // pt = Pᵀ = 2^(Sᵀ·scale_log2 − lse2[q]) for one warpgroup's [64 keys × 64 query rows] tile
 // (wgmma accumulator layout: element e is key key0 + ((e >> 1) & 1)·8, query row q0 + (e >> 2)·8 +
 // c2 + (e & 1)); `edge`: zero where the query row is before the key or ≥ L.
-__device__ __forceinline__ void bwd_probs(const float (&s)[32], float (&pt)[32], const float* lse2,
-                                          float scale_log2, int q0, int key0, int c2, int L,
-                                          bool edge) {
+__device__ __forceinline__ void bwd_probs(const float (&s)[32], float (&pt)[32],
+                                          const float2 (&lse2)[8], float scale_log2, int q0,
+                                          int key0, int c2, int L, bool edge) {
 #pragma unroll
   for (int e = 0; e < 32; ++e) {
     const int col = (e >> 2) * 8 + c2 + (e & 1);
     const int qrow = q0 + col, key = key0 + ((e >> 1) & 1) * 8;
-    float p = exp2_ftz(fmaf(s[e], scale_log2, -lse2[col]));
+    const float l = (e & 1) ? lse2[e >> 2].y : lse2[e >> 2].x;
+    float p = exp2_ftz(fmaf(s[e], scale_log2, -l));
     if (edge && (qrow < key || qrow >= L)) p = 0.0f;
     pt[e] = p;
   }
@@ -734,26 +751,45 @@ __device__ __forceinline__ void issue_st(float (&acc)[32], const uint32_t (&kf)[
 // packed into da. stat: lse2 [64] then Di [64] of the tile. Returns with dV's group in flight (pa —
 // P as A fragments — must stay live and unread until it completes); the caller issues dK +=
 // bf16(dSᵀ)·Q (bwd_issue_dk) once it has read da (a wgmma's register operands may not be read while
-// it runs).
-template <int D, bool kSAhead>
+// it runs). after_dp() runs once dPᵀ is issued, while the tensor cores work on it (the caller
+// hands the previous step's staged dQ tile to its writer there).
+template <int D, bool kSAhead, class AfterDp>
 __device__ __forceinline__ void bwd_tile_gemms(float (&s)[32], float (&gv)[D / 64][32],
                                                uint32_t (&pa)[4][4], uint32_t (&da)[4][4],
                                                const uint32_t (&vf)[D / 16][4], uint32_t sV,
                                                uint32_t tdO, const float* stat, float scale_log2,
-                                               int q0, int key0, int c2, int L, bool edge) {
+                                               int q0, int key0, int c2, int L, bool edge,
+                                               AfterDp&& after_dp) {
   constexpr int kKeys = 128, kRows = 64;
+  // At D 64 (kSAhead: Sᵀ complete before dPᵀ is issued) dPᵀ − Di is formed by the GEMM itself: its
+  // accumulator starts at −Di, so no Di read waits after the dPᵀ wait and 32 subtractions go
+  // (rounding fl(−Di + Σ) instead of fl(fl(Σ) − Di), deterministically). Not at D 128: there Sᵀ is
+  // still in flight, and writing dp's registers before dPᵀ's issue makes ptxas insert a wgmma wait
+  // (C7517) that would hold dPᵀ until Sᵀ completes.
+  // Off: with branch bwd-defer's other D 64 changes (b4cf8ec) D 64 measured −2 … +5 % on an H100;
+  // D 64 keeps main's rounding until this is measured on its own.
+  constexpr bool kDiInit = false;
   float dp[32];
+  if constexpr (kDiInit) {
+    float2 di[8];
+    stat_cols(di, stat + kRows, c2);
+#pragma unroll
+    for (int e = 0; e < 32; ++e) dp[e] = -((e & 1) ? di[e >> 2].y : di[e >> 2].x);
+  }
   if constexpr (kSAhead) {
     wg_wait0();  // Sᵀ, issued a tile ahead (long done)
     keep(s);
   }
   wg_fence();
   if constexpr (bwd_kv_in_registers(D)) {
-    mma_rbt64<D, kRows>(dp, vf, tdO);
+    mma_rbt64<D, kRows, kDiInit>(dp, vf, tdO);
   } else {
-    mma_abt64<D, kKeys, kRows>(dp, sV, tdO);
+    mma_abt64<D, kKeys, kRows, kDiInit>(dp, sV, tdO);
   }
   wg_commit();
+  after_dp();
+  float2 lse2[8];  // this thread's 16 query rows' lse2, read while Sᵀ completes
+  stat_cols(lse2, stat, c2);
   if constexpr (!kSAhead) {
     wg_wait<1>();  // Sᵀ, issued just before; Pᵀ's exponentials overlap dPᵀ's GEMM
     keep(s);
@@ -761,16 +797,23 @@ __device__ __forceinline__ void bwd_tile_gemms(float (&s)[32], float (&gv)[D / 6
   // Pᵀ, then dSᵀ, in pt: s is written by wgmma only (ptxas serializes the kernel's wgmmas when
   // other instructions write the accumulator of one issued a loop iteration ahead).
   float pt[32];
-  bwd_probs(s, pt, stat, scale_log2, q0, key0, c2, L, edge);
+  bwd_probs(s, pt, lse2, scale_log2, q0, key0, c2, L, edge);
   pack_a(pt, pa);
   wg_fence();
   mma_pb<D, kRows>(gv, pa, tdO);
   wg_commit();
   wg_wait<1>();  // dPᵀ
   keep(dp);
-  const float* Di = stat + kRows;
+  if constexpr (kDiInit) {
 #pragma unroll
-  for (int e = 0; e < 32; ++e) pt[e] = pt[e] * (dp[e] - Di[(e >> 2) * 8 + c2 + (e & 1)]);
+    for (int e = 0; e < 32; ++e) pt[e] = pt[e] * dp[e];
+  } else {
+    // Di after the wait: read before it, its 16 registers spill at both head dims (ptxas, sm_90a).
+    float2 Di[8];
+    stat_cols(Di, stat + kRows, c2);
+#pragma unroll
+    for (int e = 0; e < 32; ++e) pt[e] = pt[e] * (dp[e] - ((e & 1) ? Di[e >> 2].y : Di[e >> 2].x));
+  }
   pack_a(pt, da);
 }
 
@@ -784,10 +827,10 @@ __device__ __forceinline__ void bwd_issue_dk(float (&gk)[D / 64][32], const uint
 }
 
 // A backward block's global operands (query head h, key tile n0..n0+127 of its sequence): starts
-// the block's first copy group — K and V of the key tile, query tile i0 (the first one the block
-// takes: the sequence's last) into buffer 0 —
-// and then prefetches query tile i into buffer b (bwd_prefetch) when asked. Threads 0-255 take
-// part.
+// the block's first copy group — K and V of the key tile, and query tile i0 (the first one the
+// block takes: the sequence's last) into buffer 0 unless i0 < 0 (bwd_tma: a producer warp loads the
+// query tiles) — and then prefetches query tile i into buffer b (bwd_prefetch) when asked. Threads
+// 0-255 take part.
 template <int D>
 struct BwdOperands {
   const bf16 *qb, *gb;      // the sequence's row 0 of Q / dO, head h
@@ -811,7 +854,7 @@ struct BwdOperands {
     Di = Di_all + sbase;
     load_tile<D, 128>(sK, k + koff, ldk, min(128, w.L - n0));
     load_tile<D, 128>(sV, v + koff, ldk, min(128, w.L - n0));
-    prefetch(i0, 0);
+    if (i0 >= 0) prefetch(i0, 0);
     cp_async_commit();
   }
   __device__ __forceinline__ void prefetch(int i, int b) const {
@@ -910,42 +953,66 @@ __device__ __forceinline__ void bulk_s2g(float* dst, uint32_t src, uint32_t byte
 // The fused backward of query head h for one key tile (deterministic: see below), D 64 or 128.
 // It replaced, at D 64, the mma.sync family's split into a dK/dV and a dQ kernel (7 GEMMs per tile
 // pair instead of 5): once blocks ran heaviest first and steps were pipelined, the fused kernel was
-// 8-18 % faster there on an H200. Block: two MMA warpgroups (threads 0-255) and two dQ-writer warps
-// (warpgroup 2, warps 8 and 9, one per staging buffer, i.e. alternate query tiles; its other two
-// warps exit), registers moved to the MMA warpgroups (setmaxnreg 240 / 24, as FlashAttention-3
-// splits them). The MMA warpgroups: 128 keys (64 each), query tiles of 64 rows from the sequence's
-// last one down to the one holding the block's first key, Q / dO / lse2 / Di double-buffered (D 64:
-// triple, bwd_pipelined). Per warpgroup and query tile: Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ (wgmma m64n64k16,
-// Q and dO K-major in shared memory; K and V K-major there too at D 128, held in registers as A
-// fragments at D 64, bwd_kv_in_registers), Pᵀ = 2^(Sᵀ·scale·log2e − lse2[q]) masked where q < key
-// or q ≥ L, dSᵀ = Pᵀ·(dPᵀ − Di[q]), then dV += bf16(Pᵀ)·dO and dK += bf16(dSᵀ)·Q (P and dS from
-// registers, dO and Q MN-major), and the tile's dQ partial bf16(dS)·K (dSᵀ stored to shared memory
-// and read back transposed, K MN-major; each warpgroup D/2 of the output columns over all 128
-// keys), staged in one of two fp32 buffers. The writers add staged tiles into dqa [Hq, T, D] fp32
-// in a fixed order: query tile i's partials come from key tiles n = 0, 1, …, i/2; block n waits
-// until the tile's flag (sem, zeroed before the launch) reads n, copies (n = 0) or reduce-adds its
-// tile with one bulk copy, waits for it to complete and sets the flag to n + 1. Each reduction
-// completes before the next starts, so every element's sum has one order: bitwise repeatable.
-// Blocks run heaviest key tile first (block_work forward: key tile 0 has the most query tiles),
-// which balances the SMs' work (a lightest-first order left a tail of the heaviest blocks: 86 % of
-// the SMs' time busy at 1 × 8k in a simulation, against 99 %), and every block waits only on blocks
-// launched before it (no deadlock whatever the residency, given that blocks are dispatched in index
-// order, as FlashAttention-3's deterministic backward also assumes). Each block takes its query
-// tiles last first: block n + 1, launched after block n, meets it on the sequence's last query tile
-// (the first both add to), so it trails block n by about one tile instead of waiting for it to
-// reach its diagonal. Staged rows are stored with their 16-byte chunks XOR-swizzled by (token & 7)
+// 8-18 % faster there on an H200. Block: two MMA warpgroups (threads 0-255) and dQ-writer warps
+// (warpgroup 2, one warp per staging buffer, bwd_dq_stages: at D 128 warps 8 and 9 take alternate
+// query tiles, warp 10 is the producer (bwd_tma) and warp 11 exits; at D 64 all four take every
+// fourth), registers moved
+// to the MMA warpgroups (setmaxnreg 240 / 24, as FlashAttention-3 splits them). The MMA warpgroups:
+// 128 keys (64 each), query tiles of 64 rows from the sequence's last one down to the one holding
+// the block's first key, Q / dO / lse2 / Di double-buffered (D 64: triple, bwd_pipelined). Per
+// warpgroup and query tile: Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ (wgmma m64n64k16, Q and dO K-major in shared
+// memory; K and V K-major there too at D 128, held in registers as A fragments at D 64,
+// bwd_kv_in_registers), Pᵀ = 2^(Sᵀ·scale·log2e − lse2[q]) masked where q < key or q ≥ L, dSᵀ =
+// Pᵀ·(dPᵀ − Di[q]), then dV += bf16(Pᵀ)·dO and dK += bf16(dSᵀ)·Q (P and dS from registers, dO and Q
+// MN-major), and the tile's dQ partial bf16(dS)·K (dSᵀ stored to shared memory and read back
+// transposed, K MN-major; each warpgroup D/2 of the output columns over all 128 keys), staged in
+// one of bwd_dq_stages fp32 buffers. The writers add staged tiles into dqa [Hq, T, D] fp32 in a
+// fixed order: query tile i's partials come from key tiles n = 0, 1, …, i/2; block n waits until
+// the tile's flag (sem, zeroed before the launch) reads n, copies (n = 0) or reduce-adds its tile
+// with one bulk copy, waits for it to complete and sets the flag to n + 1. Each reduction completes
+// before the next starts, so every element's sum has one order: bitwise repeatable. Blocks run
+// heaviest key tile first (block_work forward: key tile 0 has the most query tiles), which balances
+// the SMs' work (a lightest-first order left a tail of the heaviest blocks: 86 % of the SMs' time
+// busy at 1 × 8k in a simulation, against 99 %), and every block waits only on blocks launched
+// before it (no deadlock whatever the residency, given that blocks are dispatched in index order,
+// as FlashAttention-3's deterministic backward also assumes). Each block takes its query tiles last
+// first: block n + 1, launched after block n, meets it on the sequence's last query tile (the first
+// both add to), so it trails block n by about one tile instead of waiting for it to reach its
+// diagonal. Staged rows are stored with their 16-byte chunks XOR-swizzled by (token & 7)
 // (conflict-free stores; the bulk copy moves them as they are); attn_dq_convert_kernel undoes it:
 // dQ = scale·dqa. Writes scale·dK and dV as the mma.sync kernel does: fp32 partials pk/pv [T, Hq,
 // D] when non-null, else dk/dv [T, Hkv, D].
 constexpr int kBwdThreads = 384;
-constexpr int kBarMma = 1, kBarFull = 2, kBarEmpty = 4;  // named barriers (0: __syncthreads)
+// How many dQ tiles the fused backward stages for its writers (one writer warp each): 2 (D 128's
+// 225 KiB of shared memory leave no room for a third 32 KiB tile). At D 64 the MMA warpgroups' wait
+// for a free buffer was the top stall site in ncu's source counters (1 × 8k, 14/2 heads, H100), but
+// four buffers, with the −Di start and the deferred hand-over, measured −2 … +5 % there (H100,
+// branch bwd-defer b4cf8ec): D 64 keeps two until a change is measured on its own.
+__host__ __device__ constexpr int bwd_dq_stages(int) { return 2; }
+constexpr int kBarMma = 1, kBarFull = 2, kBarEmpty = 6;  // named barriers (0: __syncthreads)
 constexpr int kBarWriter = 256 + 32;                     // MMA threads + one writer warp
+static_assert(kBarFull + bwd_dq_stages(64) <= kBarEmpty &&
+                  kBarFull + bwd_dq_stages(128) <= kBarEmpty &&
+                  kBarEmpty + bwd_dq_stages(64) <= 16 && kBarEmpty + bwd_dq_stages(128) <= 16,
+              "named barriers: one full and one empty per staging buffer, 16 in all");
 
 // Whether the fused backward at head dim D pipelines its steps (issues the next query tile's Sᵀ
 // before it waits for the current one's last GEMMs; three Q/dO buffers, two dSᵀ): D 64. At D 128
 // the carried Sᵀ does not fit beside the 128 dK/dV accumulator registers (ptxas spills) nor the
 // third buffer in shared memory.
 __host__ __device__ constexpr bool bwd_pipelined(int D) { return D == 64; }
+
+// Whether a producer warp (warpgroup 2's warp bwd_dq_stages(D), beside the dQ writers) loads the
+// query tiles — Q and dO by TMA, lse2 and Di by its 32 lanes — into kNQ buffers handed over by
+// mbarriers (full: the lanes' stores and the TMA's bytes landed; empty: all 256 MMA threads are
+// past the tile's GEMMs), instead of the MMA threads' cp.async and a block barrier at every tile's
+// top: D 128 (at D 64 all four warps of warpgroup 2 are dQ writers). With no barrier at the top of
+// a tile, the dSᵀ tile is double-buffered at D 128 too: a warpgroup writes buffer k % 2 at step k +
+// 2 only after the dSᵀ barrier of step k + 1, which the other warpgroup reaches after its step-k dQ
+// GEMM (the buffer's last reader) completed. The sequence's last tile reads rows past its end (the
+// next sequence's; zeros past T): their probabilities are masked to 0 and their dQ rows not stored,
+// so, as in the forward, the sequences stay isolated while the values are finite.
+__host__ __device__ constexpr bool bwd_tma(int D) { return D == 128; }
 
 // Offset (floats) of element (r, c) of a staged dQ row r of token t: chunk c/4 swizzled by t & 7.
 template <int D>
@@ -955,7 +1022,8 @@ __device__ __forceinline__ int dq_slot(int r, int c, int64_t t) {
 
 template <int D>
 __global__ void __launch_bounds__(kBwdThreads, 1)
-    attn_bwd_sm90(KArgs a, const bf16* q, const bf16* k, const bf16* v, const bf16* dout,
+    attn_bwd_sm90(const __grid_constant__ CUtensorMap tq, const __grid_constant__ CUtensorMap tdo,
+                  KArgs a, const bf16* q, const bf16* k, const bf16* v, const bf16* dout,
                   const float* lse2, const float* Di, float* pk, float* pv, bf16* dk, bf16* dv,
                   float* dqa, int* sem) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
@@ -965,15 +1033,21 @@ __global__ void __launch_bounds__(kBwdThreads, 1)
   constexpr bool kPipe = bwd_pipelined(D);
   static_assert(!bwd_kv_in_registers(D) || kPipe,
                 "K/V fragments are loaded in the pipelined prologue");
-  constexpr int kNQ = kPipe ? 3 : 2, kNdS = kPipe ? 2 : 1;  // Q/dO/stat and dSᵀ buffers
+  constexpr bool kTma = bwd_tma(D);
+  static_assert(!(kTma && kPipe), "the pipelined steps take their copies by cp.async");
+  constexpr int kNQ = kPipe ? 3 : 2, kNdS = 2;  // Q/dO/stat and dSᵀ buffers
   constexpr uint32_t kDSB = kKeys * 64 * 2;
+  constexpr int kNS = bwd_dq_stages(D);  // staged dQ tiles
   extern __shared__ unsigned char smem[];
   const uint32_t s0addr = smem_u32(smem);
   const uint32_t sK = (s0addr + 1023u) & ~1023u, sV = sK + kKB, sQ = sV + kKB;
   const uint32_t sdO = sQ + kNQ * kQB;
   const uint32_t sdS = sdO + kNQ * kQB;     // dSᵀ [128 keys × 64 q] bf16, swizzled
-  const uint32_t sAcc = sdS + kNdS * kDSB;  // 2 staged dQ tiles [64][D] f32
-  const uint32_t sStat = sAcc + 2 * kSB;    // [kNQ buffers][lse2 64 | Di 64] f32
+  const uint32_t sAcc = sdS + kNdS * kDSB;  // kNS staged dQ tiles [64][D] f32
+  const uint32_t sStat = sAcc + kNS * kSB;  // [kNQ buffers][lse2 64 | Di 64] f32
+  const uint32_t sBar = sStat + kNQ * 2 * kRows * 4;  // bwd_tma: full, empty per buffer (8 B each)
+  const auto q_full = [&](int b) { return sBar + 16 * b; };
+  const auto q_empty = [&](int b) { return sBar + 16 * b + 8; };
   const float* stat = reinterpret_cast<const float*>(smem + (sStat - s0addr));
   float* acc_s = reinterpret_cast<float*>(smem + (sAcc - s0addr));
   const Work w = block_work(a, kKeys, false);
@@ -984,15 +1058,56 @@ __global__ void __launch_bounds__(kBwdThreads, 1)
   const int tid = static_cast<int>(threadIdx.x);
   const int wg = tid >> 7, warp = (tid >> 5) & 3, lane = tid & 31;
 
-  if (wg == 2) {  // the dQ writer
+  if constexpr (kTma) {
+    if (tid == 0) {
+      for (int b = 0; b < kNQ; ++b) {
+        mbar_init(q_full(b), 32);    // the producer's lanes, and the TMA's bytes
+        mbar_init(q_empty(b), 256);  // the MMA threads
+      }
+      asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+  }
+
+  if (wg == 2) {  // the dQ writers (and the producer: bwd_tma)
     asm volatile("setmaxnreg.dec.sync.aligned.u32 24;\n" ::: "memory");
-    if (warp >= 2) return;
+    if constexpr (kTma) {
+      if (warp == kNS) {  // the producer: query tile i of step kstep into buffer kstep % kNQ
+        float* const st = reinterpret_cast<float*>(smem + (sStat - s0addr));
+        const float *l2 = lse2 + sbase, *di = Di + sbase;
+#pragma unroll 1
+        for (int kstep = 0; kstep < steps; ++kstep) {
+          const int i = ntiles - 1 - kstep, b = kstep % kNQ;
+          if (kstep >= kNQ) mbar_wait(q_empty(b), ((kstep / kNQ) + 1) & 1);  // its last use done
+          if (lane == 0) {  // the TMA first: the statistics' loads overlap it
+            mbar_expect_tx_only(q_full(b), 2 * kQB);
+            const int y = w.s0 + i * kRows;
+#pragma unroll
+            for (int cb = 0; cb < kNB; ++cb) {
+              tma_load_2d(sQ + b * kQB + cb * (kRows * 128), &tq, w.h * D + cb * 64, y, q_full(b));
+              tma_load_2d(sdO + b * kQB + cb * (kRows * 128), &tdo, w.h * D + cb * 64, y,
+                          q_full(b));
+            }
+          }
+#pragma unroll
+          for (int r = lane; r < kRows; r += 32) {
+            const int row = i * kRows + r;
+            const bool ok = row < w.L;
+            st[b * 2 * kRows + r] = ok ? l2[row] : 0.0f;
+            st[b * 2 * kRows + kRows + r] = ok ? di[row] : 0.0f;
+          }
+          mbar_arrive(q_full(b));  // release: this lane's statistics
+        }
+        return;
+      }
+    }
+    if (warp >= kNS) return;
     float* dqb = dqa + sbase * D;  // this sequence's rows of head h
     int* semb = sem + static_cast<int64_t>(2 * a.tile_start[w.seq]) * a.Hq + w.h;
     const int sb = warp;  // writer warp sb sends the tiles staged in buffer sb
     const int turn =
         w.tile;  // key tiles 0 … w.tile − 1 add to every query tile of this block first
-    for (int kstep = sb; kstep < steps; kstep += 2) {
+    for (int kstep = sb; kstep < steps; kstep += kNS) {
       const int i = ntiles - 1 - kstep;
       bar_sync(kBarFull + sb, kBarWriter);
       int* flag = semb + static_cast<int64_t>(i) * a.Hq;
@@ -1010,7 +1125,7 @@ __global__ void __launch_bounds__(kBwdThreads, 1)
         asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
       }
       __syncwarp();
-      // The buffer may be refilled. (The last two tiles' arrivals are never waited for: the block
+      // The buffer may be refilled. (The last kNS tiles' arrivals are never waited for: the block
       // ends, which is harmless in a non-persistent kernel.)
       bar_arrive(kBarEmpty + sb, kBarWriter);
       if (lane == 0) {
@@ -1024,7 +1139,8 @@ __global__ void __launch_bounds__(kBwdThreads, 1)
   }
   asm volatile("setmaxnreg.inc.sync.aligned.u32 240;\n" ::: "memory");
 
-  const BwdOperands<D> ops(a, w, q, k, v, dout, lse2, Di, sK, sV, sQ, sdO, sStat, n0, ntiles - 1);
+  const BwdOperands<D> ops(a, w, q, k, v, dout, lse2, Di, sK, sV, sQ, sdO, sStat, n0,
+                           kTma ? -1 : ntiles - 1);
   const int kl = wg * 64 + warp * 16 + (lane >> 2);  // block key of elements 0, 1 (+8: 2, 3)
   const int key0 = n0 + kl;
   const int c2 = (lane & 3) * 2;
@@ -1050,27 +1166,44 @@ __global__ void __launch_bounds__(kBwdThreads, 1)
     }
     issue_st<D>(s, kf, sKwg, sQ);
   }
+  if constexpr (kTma) {  // K and V landed (the query tiles come through the mbarriers)
+    cp_async_wait<0>();
+    fence_async_smem();
+    bar_sync(kBarMma, 256);
+  }
   for (int kstep = 0; kstep < steps; ++kstep) {
-    const int i = ntiles - 1 - kstep, b = kPipe ? kstep % 3 : kstep & 1;
-    if constexpr (!kPipe) {
+    const int i = ntiles - 1 - kstep, b = kstep % kNQ;
+    if constexpr (kTma) {
+      mbar_wait(q_full(b), (kstep / kNQ) & 1);  // tile i's Q, dO, lse2, Di landed
+    } else if constexpr (!kPipe) {
       cp_async_wait<0>();
       fence_async_smem();
       // Tile i's Q, dO, lse2, Di landed, and every thread is past the previous step (whose buffer
       // the next prefetch refills): one barrier per tile.
       bar_sync(kBarMma, 256);
-      if (kstep + 1 < steps) {
-        ops.prefetch(i - 1, b ^ 1);
-        cp_async_commit();
-      }
     }
     const uint32_t tQ = sQ + b * kQB, tdO = sdO + b * kQB;
     const float* ls = stat + b * 2 * kRows;  // lse2, then Di
     const bool edge = i * kRows < n0 + kKeys || (i + 1) * kRows > w.L;
     uint32_t pa[4][4], da[4][4];
-    if constexpr (!kPipe) issue_st<D>(s, kf, sKwg, tQ);
+    if constexpr (!kPipe) {
+      issue_st<D>(s, kf, sKwg, tQ);  // first: the tensor cores start before the copies are issued
+      if (!kTma && kstep + 1 < steps) {
+        ops.prefetch(i - 1, b ^ 1);
+        cp_async_commit();
+      }
+    }
+    // The previous step's staged dQ tile goes to its writer here, once this step's dPᵀ is issued:
+    // the proxy fence waits for the staging stores to complete (4-5 % of the MMA warps' samples
+    // when it followed them directly, ncu on an H100), and now the tensor cores run meanwhile.
     bwd_tile_gemms<D, kPipe>(s, gv, pa, da, vf, sVwg, tdO, ls, a.scale_log2, i * kRows, key0, c2,
-                             w.L, edge);
-    const uint32_t tdS = sdS + (kPipe ? (kstep & 1) * kDSB : 0);
+                             w.L, edge, [&] {
+                               if (kTma && kstep > 0) {
+                                 fence_async_smem();
+                                 bar_arrive(kBarFull + (kstep - 1) % kNS, kBarWriter);
+                               }
+                             });
+    const uint32_t tdS = sdS + (kstep & 1) * kDSB;
     // dSᵀ to shared memory before the dK GEMM takes da: register [kq][r] holds keys
     // kl + (r & 1)·8, query columns (2·kq + r / 2)·8 + c2 and + 1 (pack_a's A-fragment layout).
 #pragma unroll
@@ -1118,9 +1251,10 @@ __global__ void __launch_bounds__(kBwdThreads, 1)
     }
     keep_tile<D>(gk, gv, pa, da);
     keep(gq);
-    // Stage the tile once the writer has sent what this buffer held two tiles ago.
-    const int sb = kstep & 1;
-    if (kstep >= 2) bar_sync(kBarEmpty + sb, kBarWriter);
+    if constexpr (kTma) mbar_arrive(q_empty(b));  // this thread is done with buffer b
+    // Stage the tile once the writer has sent what this buffer held kNS tiles ago.
+    const int sb = kstep % kNS;
+    if (kstep >= kNS) bar_sync(kBarEmpty + sb, kBarWriter);
     float* st = acc_s + sb * (kSB / 4);
     const int row = warp * 16 + (lane >> 2);
     const int64_t t0 = w.s0 + static_cast<int64_t>(i) * kRows;
@@ -1129,8 +1263,10 @@ __global__ void __launch_bounds__(kBwdThreads, 1)
       const int rr = row + ((e >> 1) & 1) * 8, col = wg * kQN + (e >> 2) * 8 + c2;
       *reinterpret_cast<float2*>(st + dq_slot<D>(rr, col, t0 + rr)) = make_float2(gq[e], gq[e + 1]);
     }
-    fence_async_smem();  // the staged tile visible to the bulk copy (async proxy)
-    bar_arrive(kBarFull + sb, kBarWriter);
+    if (!kTma || kstep + 1 == steps) {  // (D 128: else the next step hands it over, after dPᵀ)
+      fence_async_smem();      // the staged tile visible to the bulk copy (async proxy)
+      bar_arrive(kBarFull + sb, kBarWriter);
+    }
   }
   wg_wait0();  // (every group is complete here; without it ptxas injects this wait, C7517)
   bwd_store_dkdv<D>(gk, gv, a, w, key0, c2, pk, pv, dk, dv);
@@ -1170,10 +1306,10 @@ CUtensorMap tma_map(const void* base, int64_t T, int64_t cols, int rows) {
 #if CUDART_VERSION >= 12050
     check(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault,
                                            &q),
-          "attention_fwd: cuTensorMapEncodeTiled");
+          "attention: cuTensorMapEncodeTiled");
 #else
     check(cudaGetDriverEntryPoint("cuTensorMapEncodeTiled", &fn, cudaEnableDefault, &q),
-          "attention_fwd: cuTensorMapEncodeTiled");
+          "attention: cuTensorMapEncodeTiled");
 #endif
     if (q != cudaDriverEntryPointSuccess || fn == nullptr)
       throw std::runtime_error("attention_fwd: the CUDA driver has no cuTensorMapEncodeTiled");
@@ -1188,7 +1324,7 @@ CUtensorMap tma_map(const void* base, int64_t T, int64_t cols, int rows) {
              elem, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
              CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS)
-    throw std::runtime_error("attention_fwd: cuTensorMapEncodeTiled failed (error " +
+    throw std::runtime_error("attention: cuTensorMapEncodeTiled failed (error " +
                              std::to_string(static_cast<int>(r)) + ")");
   return m;
 }
@@ -1218,13 +1354,18 @@ template <int D>
 void bwd_fused(const KArgs& ka, unsigned grid, const float* lse2, const float* Di, float* pk,
                float* pv, float* dqa, int* sem, void* dq, void* dk, void* dv, const void* dout,
                const void* q, const void* k, const void* v, cudaStream_t st) {
-  // K, V, 2 × (Q, dO), dSᵀ, lse2/Di, the staged dQ partial(s), 1 KiB to align.
-  constexpr size_t kNQ = bwd_pipelined(D) ? 3 : 2, kNdS = bwd_pipelined(D) ? 2 : 1;
-  constexpr size_t kSmem = (2 * 128 + 2 * kNQ * 64) * D * 2 + kNdS * 128 * 64 * 2 + 2 * 64 * D * 4 +
-                           kNQ * 2 * 64 * 4 + 1024;
+  // K, V, kNQ × (Q, dO, lse2/Di), 2 × dSᵀ, the staged dQ tiles, kNQ × 2 mbarriers, 1 KiB to align.
+  constexpr size_t kNQ = bwd_pipelined(D) ? 3 : 2, kNdS = 2;
+  constexpr size_t kSmem = (2 * 128 + 2 * kNQ * 64) * D * 2 + kNdS * 128 * 64 * 2 +
+                           bwd_dq_stages(D) * 64 * D * 4 + kNQ * 2 * 64 * 4 + kNQ * 16 + 1024;
+  static_assert(kSmem <= 227 * 1024, "the backward's shared memory exceeds sm_90's 227 KiB");
+  // Q and dO in boxes of 64 columns × 64 rows (bwd_tma; built at D 64 too, where the kernel
+  // ignores them).
+  const CUtensorMap tq = tma_map(q, ka.T, static_cast<int64_t>(ka.Hq) * D, 64),
+                    tdo = tma_map(dout, ka.T, static_cast<int64_t>(ka.Hq) * D, 64);
   // One flag per (64-row query tile, query head), 2 per 128-row tile of the grid: zeroed by the
   // caller's tile_plan_kernel.
-  launch(attn_bwd_sm90<D>, grid, kBwdThreads, kSmem, st, "attention_bwd", ka,
+  launch(attn_bwd_sm90<D>, grid, kBwdThreads, kSmem, st, "attention_bwd", tq, tdo, ka,
          static_cast<const bf16*>(q), static_cast<const bf16*>(k), static_cast<const bf16*>(v),
          static_cast<const bf16*>(dout), lse2, Di, pk, pv, static_cast<bf16*>(dk),
          static_cast<bf16*>(dv), dqa, sem);
