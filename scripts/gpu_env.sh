@@ -12,6 +12,10 @@ export LD_LIBRARY_PATH="$BUNDLE/lib:${PA_DIR}:${LD_LIBRARY_PATH:-}"
 # GPU tests and benchmarks read; scripts/gpu_bundle.sh copies them).
 link_path() {  # link_path COMPILED_PATH LOCAL_PATH
   [ -e "$1" ] && return 0
+  [ -e "$2" ] || return 0  # nothing to link to (a link to it would dangle, or point at itself)
+  # A dangling link left by an earlier call on the same machine (one that had no LOCAL_PATH, or a
+  # link to itself: "Too many levels of symbolic links") is replaced.
+  [ -L "$1" ] && rm -f "$1"
   mkdir -p "$(dirname "$1")" && ln -s "$2" "$1"
 }
 # gpu_bundle.sh gzips the binaries and the big tokenizers: unpack them once, in place.

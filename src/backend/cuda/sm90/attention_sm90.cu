@@ -766,8 +766,8 @@ __device__ __forceinline__ void bwd_tile_gemms(float (&s)[32], float (&gv)[D / 6
   // (rounding fl(−Di + Σ) instead of fl(fl(Σ) − Di), deterministically). Not at D 128: there Sᵀ is
   // still in flight, and writing dp's registers before dPᵀ's issue makes ptxas insert a wgmma wait
   // (C7517) that would hold dPᵀ until Sᵀ completes.
-  // Off: with branch bwd-defer's other D 64 changes (b4cf8ec) D 64 measured −2 … +5 % on an H100;
-  // D 64 keeps main's rounding until this is measured on its own.
+  // Off: measured on its own at D 64 (H200, 2026-12-06) it was 0.4–1.1 % slower at five of the six
+  // issue-18 shapes and changes the rounding; D 64 keeps main's.
   constexpr bool kDiInit = false;
   float dp[32];
   if constexpr (kDiInit) {
@@ -986,8 +986,8 @@ constexpr int kBwdThreads = 384;
 // How many dQ tiles the fused backward stages for its writers (one writer warp each): 2 (D 128's
 // 225 KiB of shared memory leave no room for a third 32 KiB tile). At D 64 the MMA warpgroups' wait
 // for a free buffer was the top stall site in ncu's source counters (1 × 8k, 14/2 heads, H100), but
-// four buffers, with the −Di start and the deferred hand-over, measured −2 … +5 % there (H100,
-// branch bwd-defer b4cf8ec): D 64 keeps two until a change is measured on its own.
+// four buffers, measured on their own (H200, 2026-12-06), were 0.1–1.9 % slower at five of the six
+// issue-18 D 64 shapes (+3.7 % at 1 × 32k 32/8): D 64 keeps two.
 __host__ __device__ constexpr int bwd_dq_stages(int) { return 2; }
 constexpr int kBarMma = 1, kBarFull = 2, kBarEmpty = 6;  // named barriers (0: __syncthreads)
 constexpr int kBarWriter = 256 + 32;                     // MMA threads + one writer warp
@@ -1198,7 +1198,7 @@ __global__ void __launch_bounds__(kBwdThreads, 1)
     // when it followed them directly, ncu on an H100), and now the tensor cores run meanwhile.
     bwd_tile_gemms<D, kPipe>(s, gv, pa, da, vf, sVwg, tdO, ls, a.scale_log2, i * kRows, key0, c2,
                              w.L, edge, [&] {
-                               if (kTma && kstep > 0) {
+                               if (kstep > 0) {
                                  fence_async_smem();
                                  bar_arrive(kBarFull + (kstep - 1) % kNS, kBarWriter);
                                }
@@ -1263,7 +1263,7 @@ __global__ void __launch_bounds__(kBwdThreads, 1)
       const int rr = row + ((e >> 1) & 1) * 8, col = wg * kQN + (e >> 2) * 8 + c2;
       *reinterpret_cast<float2*>(st + dq_slot<D>(rr, col, t0 + rr)) = make_float2(gq[e], gq[e + 1]);
     }
-    if (!kTma || kstep + 1 == steps) {  // (D 128: else the next step hands it over, after dPᵀ)
+    if (kstep + 1 == steps) {  // (otherwise the next step hands it over, after its dPᵀ issue)
       fence_async_smem();      // the staged tile visible to the bulk copy (async proxy)
       bar_arrive(kBarFull + sb, kBarWriter);
     }
