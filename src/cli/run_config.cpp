@@ -73,7 +73,7 @@ class Checker {
     }
   }
 
-  void check_tree(const Json& node, const std::string& path) {
+  void check_tree(Json& node, const std::string& path) {
     if (!path.empty()) {
       if (const KeySpec* s = find_key(path)) return check_leaf(*s, node);
       if (!is_section(path))
@@ -83,7 +83,7 @@ class Checker {
         fail("{}: config key '{}' must be a mapping, got {}", source_, path, node.dump());
     }
     if (!node.is_object()) return;
-    for (const auto& [k, v] : node.items()) {
+    for (auto& [k, v] : node.items()) {
       // An empty key at the top level has the root's path: it would be taken for the root and
       // never checked (a scalar there was dropped without a word).
       if (k.empty())
@@ -94,12 +94,28 @@ class Checker {
   }
 
  private:
+  // A string where the key wants a number or a boolean — `${oc.env:STEPS}` is one (OmegaConf's
+  // oc.env returns strings), or a quoted "10" — is read as the value it spells, as OmegaConf
+  // converts a string for a typed field: integers decimal (Hydra's grammar: "010" is 10), floats as
+  // YAML writes them, true / false in any case. A string that spells none stays as it is, and the
+  // check names it.
+  static void coerce_string(const ValueRule& r, Json& v) {
+    using K = ValueRule::Kind;
+    if (!v.is_string()) return;
+    const bool number =
+        r.kind == K::kInt || r.kind == K::kNumber || r.kind == K::kSteps || r.kind == K::kWarmup;
+    if (!number && r.kind != K::kBool) return;
+    Json t = yaml_scalar_to_json(v.get<std::string>(), false, false);
+    if (number ? t.is_number() : t.is_boolean()) v = std::move(t);
+  }
+
   std::string where(std::string_view key) const {
     return overridden_.count(std::string(key)) ? " (given on the command line)" : "";
   }
 
-  void check_leaf(const KeySpec& s, const Json& v) {
+  void check_leaf(const KeySpec& s, Json& v) {
     if (is_missing_value(v)) return;  // `???`: must be set (or derived) before it is read
+    coerce_string(s.rule, v);
     if (s.use == KeyUse::kUnsupported) {
       if (!is_neutral(s, v))
         fail("{}: {}: {} is not supported by zerotune: {}{}", source_, s.path, show(v), s.note, where(s.path));

@@ -215,16 +215,21 @@ class Resolver {
       std::string rest = expr.substr(7);
       size_t comma = rest.find(',');
       std::string var = rest.substr(0, comma);
+      // The variable's value is a string, as OmegaConf's oc.env returns it (SLURM_JOB_ID=0042 as a
+      // run name stays "0042"); a config key that wants a number or a boolean reads a string that
+      // spells one (RunConfig), as OmegaConf converts it for a typed field.
       const char* v = std::getenv(var.c_str());
-      if (v != nullptr) return yaml_scalar_to_json(v, false);
+      if (v != nullptr) return std::string(v);
       if (comma == std::string::npos)
         fail("{}: '{}' interpolates environment variable {} which is not set", file_.string(), at,
              var);
       std::string def = rest.substr(comma + 1);
       while (!def.empty() && def.front() == ' ') def.erase(def.begin());
-      // The default may itself interpolate (`${oc.env:OUT,${exp_dir}/out}`), as in OmegaConf.
+      // The default may itself interpolate (`${oc.env:OUT,${exp_dir}/out}`), as in OmegaConf; a
+      // literal default is a string too, except `null` (OmegaConf returns None for it).
       if (def.find("${") != std::string::npos) return resolve_string(def, at);
-      return yaml_scalar_to_json(def, false);
+      if (yaml_scalar_to_json(def, false).is_null()) return Json();
+      return def;
     }
     if (expr.find(':') != std::string::npos)
       fail("{}: '{}' uses the resolver '${{{}}}', which zerotune does not support (only oc.env)",

@@ -80,3 +80,36 @@ TEST(RunConfig, OverridesOfSchemaKeysNeedNoPlus) {
             "override 'trainer.max_stepz=7': key 'trainer.max_stepz' is not in " + p.string() +
                 " (use +trainer.max_stepz to add a new key)");
 }
+
+// `${oc.env:VAR}` gives the variable's text, as OmegaConf's oc.env does: a job id as the run name
+// stays the string it is ("0042", not the integer 42 — it was refused: "exp_name: 42 is not valid
+// (expected a string)"). A key that wants a number or a boolean reads a string that spells one, as
+// OmegaConf converts it for a typed field; one that does not is named with the value.
+TEST(RunConfig, EnvInterpolationsAreStringsAndTypedKeysReadThem) {
+  auto dir = std::filesystem::temp_directory_path() / "zt_test_run_config_env";
+  std::filesystem::create_directories(dir);
+  auto p = dir / "sft.yaml";
+  std::ofstream(p) << "exp_name: ${oc.env:ZT_TEST_ENV_JOB}\n"
+                      "trainer:\n"
+                      "  output_dir: runs/${exp_name}\n"
+                      "  max_steps: ${oc.env:ZT_TEST_ENV_STEPS}\n"
+                      "  learning_rate: ${oc.env:ZT_TEST_ENV_LR}\n"
+                      "  packing: ${oc.env:ZT_TEST_ENV_PACK}\n"
+                      "  seed: ${oc.env:ZT_TEST_ENV_UNSET,0010}\n";
+  setenv("ZT_TEST_ENV_JOB", "0042", 1);
+  setenv("ZT_TEST_ENV_STEPS", "7", 1);
+  setenv("ZT_TEST_ENV_LR", "1e-4", 1);
+  setenv("ZT_TEST_ENV_PACK", "True", 1);
+  unsetenv("ZT_TEST_ENV_UNSET");
+  auto c = zt::cli::RunConfig::load(p, {});
+  EXPECT_EQ(c.get<std::string>("exp_name"), "0042");
+  EXPECT_EQ(c.get<std::string>("trainer.output_dir"), "runs/0042");
+  EXPECT_EQ(c.get<int64_t>("trainer.max_steps"), 7);
+  EXPECT_EQ(c.get<double>("trainer.learning_rate"), 1e-4);
+  EXPECT_EQ(c.get<bool>("trainer.packing"), true);
+  EXPECT_EQ(c.get<int64_t>("trainer.seed"), 10);  // decimal, as Hydra's grammar and int() read it
+  setenv("ZT_TEST_ENV_STEPS", "seven", 1);
+  EXPECT_EQ(error_of([&] { zt::cli::RunConfig::load(p, {}); }),
+            p.string() + ": trainer.max_steps: 'seven' is not valid (expected an integer >= -1)");
+  unsetenv("ZT_TEST_ENV_STEPS");
+}
