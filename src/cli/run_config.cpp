@@ -1,5 +1,6 @@
 #include "cli/run_config.h"
 
+#include <cctype>
 #include <cmath>
 #include <string_view>
 
@@ -97,16 +98,27 @@ class Checker {
   // A string where the key wants a number or a boolean — `${oc.env:STEPS}` is one (OmegaConf's
   // oc.env returns strings), or a quoted "10" — is read as the value it spells, as OmegaConf
   // converts a string for a typed field: integers decimal (Hydra's grammar: "010" is 10), floats as
-  // YAML writes them, true / false in any case. A string that spells none stays as it is, and the
-  // check names it.
+  // YAML writes them; for a boolean, OmegaConf's BooleanNode words in any case (true / yes / on / y
+  // / 1, false / no / off / n / 0). A string that spells none stays as it is, and the check names
+  // it.
   static void coerce_string(const ValueRule& r, Json& v) {
     using K = ValueRule::Kind;
     if (!v.is_string()) return;
-    const bool number =
-        r.kind == K::kInt || r.kind == K::kNumber || r.kind == K::kSteps || r.kind == K::kWarmup;
-    if (!number && r.kind != K::kBool) return;
-    Json t = yaml_scalar_to_json(v.get<std::string>(), false, false);
-    if (number ? t.is_number() : t.is_boolean()) v = std::move(t);
+    const std::string& s = v.get_ref<const std::string&>();
+    if (r.kind == K::kBool) {
+      std::string w = s;
+      for (char& c : w) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      if (w == "true" || w == "yes" || w == "on" || w == "y" || w == "1") {
+        v = true;
+      } else if (w == "false" || w == "no" || w == "off" || w == "n" || w == "0") {
+        v = false;
+      }
+      return;
+    }
+    if (r.kind != K::kInt && r.kind != K::kNumber && r.kind != K::kSteps && r.kind != K::kWarmup)
+      return;
+    Json t = yaml_scalar_to_json(s, false, false);
+    if (t.is_number()) v = std::move(t);
   }
 
   std::string where(std::string_view key) const {

@@ -108,6 +108,12 @@ TEST(RunConfig, EnvInterpolationsAreStringsAndTypedKeysReadThem) {
   EXPECT_EQ(c.get<double>("trainer.learning_rate"), 1e-4);
   EXPECT_EQ(c.get<bool>("trainer.packing"), true);
   EXPECT_EQ(c.get<int64_t>("trainer.seed"), 10);  // decimal, as Hydra's grammar and int() read it
+  setenv("ZT_TEST_ENV_PACK", "off", 1);           // OmegaConf's BooleanNode words
+  EXPECT_EQ(zt::cli::RunConfig::load(p, {}).get<bool>("trainer.packing"), false);
+  setenv("ZT_TEST_ENV_PACK", "maybe", 1);
+  EXPECT_EQ(error_of([&] { zt::cli::RunConfig::load(p, {}); }),
+            p.string() + ": trainer.packing: 'maybe' is not valid (expected true or false)");
+  setenv("ZT_TEST_ENV_PACK", "True", 1);
   setenv("ZT_TEST_ENV_STEPS", "seven", 1);
   EXPECT_EQ(error_of([&] { zt::cli::RunConfig::load(p, {}); }),
             p.string() + ": trainer.max_steps: 'seven' is not valid (expected an integer >= -1)");
