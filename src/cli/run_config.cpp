@@ -1,6 +1,5 @@
 #include "cli/run_config.h"
 
-#include <cctype>
 #include <cmath>
 #include <string_view>
 
@@ -64,7 +63,13 @@ class Checker {
       const Json* old = find_key_path(tree, a.old_path);
       if (old == nullptr) continue;
       const Json* cur = find_key_path(tree, a.new_path);
-      if (cur != nullptr && *cur != *old)
+      // Compared as the new key reads them (`${oc.env:L}` gives "128" beside a plain 128).
+      const auto as_read = [&](const Json& x) {
+        Json y = x;
+        if (const KeySpec* s = find_key(a.new_path)) coerce_string(s->rule, y);
+        return y;
+      };
+      if (cur != nullptr && as_read(*cur) != as_read(*old))
         fail("{}: {} (the name before {}) and {} are both given, with different values ({} and {})", source_,
              a.old_path, a.since, a.new_path, old->dump(), cur->dump());
       Json v = *old;
@@ -98,27 +103,17 @@ class Checker {
   // A string where the key wants a number or a boolean — `${oc.env:STEPS}` is one (OmegaConf's
   // oc.env returns strings), or a quoted "10" — is read as the value it spells, as OmegaConf
   // converts a string for a typed field: integers decimal (Hydra's grammar: "010" is 10), floats as
-  // YAML writes them; for a boolean, OmegaConf's BooleanNode words in any case (true / yes / on / y
-  // / 1, false / no / off / n / 0). A string that spells none stays as it is, and the check names
-  // it.
+  // YAML writes them, booleans true / false in any case. OmegaConf's other boolean words (yes, on,
+  // 1, …) stay refused, as a quoted 'yes' always was here (HF would take the string as truthy). A
+  // string that spells none stays as it is, and the check names it.
   static void coerce_string(const ValueRule& r, Json& v) {
     using K = ValueRule::Kind;
     if (!v.is_string()) return;
-    const std::string& s = v.get_ref<const std::string&>();
-    if (r.kind == K::kBool) {
-      std::string w = s;
-      for (char& c : w) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      if (w == "true" || w == "yes" || w == "on" || w == "y" || w == "1") {
-        v = true;
-      } else if (w == "false" || w == "no" || w == "off" || w == "n" || w == "0") {
-        v = false;
-      }
-      return;
-    }
-    if (r.kind != K::kInt && r.kind != K::kNumber && r.kind != K::kSteps && r.kind != K::kWarmup)
-      return;
-    Json t = yaml_scalar_to_json(s, false, false);
-    if (t.is_number()) v = std::move(t);
+    const bool number =
+        r.kind == K::kInt || r.kind == K::kNumber || r.kind == K::kSteps || r.kind == K::kWarmup;
+    if (!number && r.kind != K::kBool) return;
+    Json t = yaml_scalar_to_json(v.get<std::string>(), false, false);
+    if (number ? t.is_number() : t.is_boolean()) v = std::move(t);
   }
 
   std::string where(std::string_view key) const {

@@ -225,10 +225,22 @@ class Resolver {
              var);
       std::string def = rest.substr(comma + 1);
       while (!def.empty() && def.front() == ' ') def.erase(def.begin());
-      // The default may itself interpolate (`${oc.env:OUT,${exp_dir}/out}`), as in OmegaConf; a
-      // literal default is a string too, except `null` (OmegaConf returns None for it).
-      if (def.find("${") != std::string::npos) return resolve_string(def, at);
-      if (yaml_scalar_to_json(def, false).is_null()) return Json();
+      while (!def.empty() && def.back() == ' ') def.pop_back();
+      // The default may itself interpolate (`${oc.env:OUT,${exp_dir}/out}`), as in OmegaConf. The
+      // default is a string too, as OmegaConf makes it (str() of an interpolated number: 42 →
+      // "42"), except null (`null` in any case: OmegaConf returns None for it); a quoted literal
+      // loses its quotes.
+      if (def.find("${") != std::string::npos) {
+        Json d = resolve_string(def, at);
+        if (d.is_number() || d.is_boolean()) return d.dump();
+        return d;
+      }
+      std::string lower = def;
+      for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      if (lower == "null") return Json();
+      if (def.size() >= 2 && (def.front() == '\'' || def.front() == '"') &&
+          def.back() == def.front())
+        return def.substr(1, def.size() - 2);
       return def;
     }
     if (expr.find(':') != std::string::npos)

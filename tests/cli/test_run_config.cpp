@@ -108,12 +108,23 @@ TEST(RunConfig, EnvInterpolationsAreStringsAndTypedKeysReadThem) {
   EXPECT_EQ(c.get<double>("trainer.learning_rate"), 1e-4);
   EXPECT_EQ(c.get<bool>("trainer.packing"), true);
   EXPECT_EQ(c.get<int64_t>("trainer.seed"), 10);  // decimal, as Hydra's grammar and int() read it
-  setenv("ZT_TEST_ENV_PACK", "off", 1);           // OmegaConf's BooleanNode words
+  setenv("ZT_TEST_ENV_PACK", "FALSE", 1);
   EXPECT_EQ(zt::cli::RunConfig::load(p, {}).get<bool>("trainer.packing"), false);
-  setenv("ZT_TEST_ENV_PACK", "maybe", 1);
+  setenv("ZT_TEST_ENV_PACK", "yes", 1);  // refused, as a quoted 'yes' in the file is
   EXPECT_EQ(error_of([&] { zt::cli::RunConfig::load(p, {}); }),
-            p.string() + ": trainer.packing: 'maybe' is not valid (expected true or false)");
+            p.string() + ": trainer.packing: 'yes' is not valid (expected true or false)");
   setenv("ZT_TEST_ENV_PACK", "True", 1);
+  // An old key name from the environment beside the new one with the same value is no conflict
+  // ("128" and 128 were "both given, with different values"), and a default that interpolates a
+  // number is a string for a string key.
+  auto q = dir / "alias.yaml";
+  std::ofstream(q)
+      << "exp_name: ${oc.env:ZT_TEST_ENV_UNSET,${trainer.seed}}\n"
+         "trainer:\n  seed: 42\n  max_length: 128\n  max_seq_length: ${oc.env:ZT_TEST_ENV_LEN}\n";
+  setenv("ZT_TEST_ENV_LEN", "128", 1);
+  auto a = zt::cli::RunConfig::load(q, {});
+  EXPECT_EQ(a.get<int64_t>("trainer.max_length"), 128);
+  EXPECT_EQ(a.get<std::string>("exp_name"), "42");
   setenv("ZT_TEST_ENV_STEPS", "seven", 1);
   EXPECT_EQ(error_of([&] { zt::cli::RunConfig::load(p, {}); }),
             p.string() + ": trainer.max_steps: 'seven' is not valid (expected an integer >= -1)");

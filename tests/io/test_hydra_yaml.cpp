@@ -124,7 +124,7 @@ lit: \${exp_dir} and ${n}
   EXPECT_EQ(j["trainer"]["deep"]["side"].get<int64_t>(), 7);
   EXPECT_EQ(j["trainer"]["list"][0].get<int64_t>(), 3);  // in a list: the list is the holder
   EXPECT_EQ(j["out"], "logs/x/env");
-  EXPECT_EQ(j["typed"].get<int64_t>(), 3);
+  EXPECT_EQ(j["typed"], "3");  // a default is a string, as OmegaConf's str() makes it
   EXPECT_EQ(j["lit"], "${exp_dir} and 3");
   // The text an escaped interpolation or an environment variable leaves is final, also where
   // another key refers to it, before or after it (it was read as an interpolation again).
@@ -191,6 +191,23 @@ TEST(HydraYaml, EmptyOverrideValueIsEmptyString) {
   EXPECT_FALSE(zt::load_hydra_yaml(p, {"~s="}).contains("s"));
   EXPECT_EQ(error_of([&] { zt::load_hydra_yaml(p, {"~n="}); }),
             "override '~n=': cannot delete 'n': its value is 1, not \"\"");
+}
+
+// oc.env's literal defaults as OmegaConf reads them: spaces around stripped, quotes removed, an
+// empty default the empty string, null (any case) None.
+TEST(HydraYaml, EnvDefaultsAreStrings) {
+  unsetenv("ZT_TEST_HYDRA_UNSET");
+  auto p =
+      write_tmp("envdef.yaml",
+                "a: ${oc.env:ZT_TEST_HYDRA_UNSET, 5 }\nb: ${oc.env:ZT_TEST_HYDRA_UNSET,'abc'}\n"
+                "c: ${oc.env:ZT_TEST_HYDRA_UNSET,}\nd: ${oc.env:ZT_TEST_HYDRA_UNSET,NULL}\n"
+                "e: x/${oc.env:ZT_TEST_HYDRA_UNSET,true}\n");
+  const zt::Json j = zt::load_hydra_yaml(p, {});
+  EXPECT_EQ(j["a"], "5");
+  EXPECT_EQ(j["b"], "abc");
+  EXPECT_EQ(j["c"], "");
+  EXPECT_TRUE(j["d"].is_null());
+  EXPECT_EQ(j["e"], "x/true");
 }
 
 // An interpolation in an override is one token of Hydra's grammar, resolved as in the file: a
