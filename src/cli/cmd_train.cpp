@@ -6,7 +6,6 @@
 #include <omp.h>
 
 #include <CLI/CLI.hpp>
-#include <cctype>
 #include <cstdlib>
 #include <thread>
 
@@ -19,6 +18,7 @@
 #include "cli/run_dir_guard.h"
 #include "cli/train_options.h"
 #include "core/log.h"
+#include "core/spelling.h"
 #include "dist/bootstrap.h"
 #include "io/model_source.h"
 #include "io/safetensors.h"
@@ -181,17 +181,12 @@ train::TrainArgs make_train_args(RunConfig& cfg, const std::optional<AccelerateC
   // ---- outputs
   a.exp_dir = cfg.get<std::string>("exp_dir");
   auto out = cfg.get_optional<std::string>("trainer.output_dir");
-  // An empty path (`${oc.env:OUT}` with OUT set to nothing) is refused here, not after training.
-  if (out && out->empty())
-    fail("{}: trainer.output_dir is empty (expected a directory)", cfg.source());
   a.output_dir = out ? fs::path(*out) : a.exp_dir / "final";
   cfg.set("trainer.output_dir", a.output_dir.string());  // args.yaml: the effective value
   const ReportTo report_to = resolve_report_to(cfg);
   if (!report_to.warning.empty()) warn(report_to.warning);
   if (report_to.tensorboard) {
     auto ld = cfg.get_optional<std::string>("trainer.logging_dir");
-    if (ld && ld->empty())
-      fail("{}: trainer.logging_dir is empty (expected a directory)", cfg.source());
     a.logging_dir = ld ? fs::path(*ld) : a.exp_dir / "tensorboard";
   }
   record_report_to(cfg, report_to, a.logging_dir);  // args.yaml: what the run reports to
@@ -204,8 +199,7 @@ train::TrainArgs make_train_args(RunConfig& cfg, const std::optional<AccelerateC
   } else if (resume.is_string()) {
     // `${oc.env:RESUME,false}` gives the string "false": read as the boolean, as the YAML word was
     // before oc.env gave strings (an empty value too: no resume).
-    std::string w = resume.get<std::string>();
-    for (char& c : w) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    const std::string w = ascii_lower(resume.get<std::string>());
     if (w == "true") {
       a.resume_from_checkpoint = "true";
     } else if (w != "false" && !w.empty()) {

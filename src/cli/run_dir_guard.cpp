@@ -55,7 +55,10 @@ void check_not_in_checkpoint(const std::string& source, const std::string& key,
 }
 
 void check_dir_creatable(const std::string& source, const std::string& key, const fs::path& dir) {
-  const fs::path target = dir.empty() ? fs::path(".") : dir;
+  // An empty path (`output_dir: ${oc.env:OUT}` with OUT set to nothing) names no directory: taken
+  // for ".", the run trained and then failed to export its model.
+  if (dir.empty()) fail("{}: {} is empty (expected a directory)", source, key);
+  const fs::path& target = dir;
   fs::path cur = target;
   std::error_code ec;
   while (!fs::exists(fs::symlink_status(cur, ec))) {

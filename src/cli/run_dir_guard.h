@@ -34,7 +34,7 @@ void check_not_in_checkpoint(const std::string& source, const std::string& key,
 // count as they will at mkdir). Throws zt::Error
 //   "SOURCE: KEY: cannot create DIR: REASON" (e.g. "Not a directory (runs/afile is a file)",
 //   "Read-only file system", "Permission denied"), or "SOURCE: KEY: cannot write in DIR: REASON"
-// when DIR itself exists but is not writable.
+// when DIR itself exists but is not writable, or "SOURCE: KEY is empty (expected a directory)".
 void check_dir_creatable(const std::string& source, const std::string& key,
                          const std::filesystem::path& dir);
 

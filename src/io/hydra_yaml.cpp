@@ -235,9 +235,7 @@ class Resolver {
         if (d.is_number() || d.is_boolean()) return d.dump();
         return d;
       }
-      std::string lower = def;
-      for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      if (lower == "null") return Json();
+      if (ascii_lower(def) == "null") return Json();
       if (def.size() >= 2 && (def.front() == '\'' || def.front() == '"') &&
           def.back() == def.front())
         return def.substr(1, def.size() - 2);

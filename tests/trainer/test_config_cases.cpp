@@ -172,6 +172,9 @@ TEST_F(ConfigCase, UnwritableOutputDirectoriesAreUserErrorsBeforeAnythingIsWritt
        "trainer.logging_dir: cannot create runs/afile/tb: Not a directory (runs/afile is a file)"},
       {"dataset.cache_dir=runs/afile/cache",
        "dataset.cache_dir: cannot create runs/afile/cache: Not a directory (runs/afile is a file)"},
+      // Empty (an `${oc.env:OUT}` set to nothing): it was taken for ".", and the run trained and
+      // then failed to export its model.
+      {"trainer.output_dir=", "trainer.output_dir is empty (expected a directory)"},
   };
   for (const auto& c : cases) {
     const RunResult r = zerotune("train --config sft.yaml " + c.override_);

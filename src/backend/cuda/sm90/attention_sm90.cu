@@ -57,7 +57,7 @@
 // the item slots. Fused backward (D 128): 384
 // threads launched at 168 registers, the MMA warpgroups raised to 240 and the writers lowered to 24
 // (setmaxnreg), shared memory K, V + 2×(Q, dO) + 2×dSᵀ + 2 staged fp32 dQ tiles + lse2/Di = 225
-// KiB; (D 64, pipelined) K, V + 3×(Q, dO, lse2/Di) + 2×dSᵀ + 4 staged dQ tiles = 177.5 KiB. Each
+// KiB; (D 64, pipelined) K, V + 3×(Q, dO, lse2/Di) + 2×dSᵀ + 2 staged dQ tiles = 145.5 KiB. Each
 // plus 1 KiB to align the tiles to the swizzle atom (the forward 1 KiB more for its barriers).
 
 #include <cuda.h>
@@ -955,8 +955,8 @@ __device__ __forceinline__ void bulk_s2g(float* dst, uint32_t src, uint32_t byte
 // pair instead of 5): once blocks ran heaviest first and steps were pipelined, the fused kernel was
 // 8-18 % faster there on an H200. Block: two MMA warpgroups (threads 0-255) and dQ-writer warps
 // (warpgroup 2, one warp per staging buffer, bwd_dq_stages: at D 128 warps 8 and 9 take alternate
-// query tiles, warp 10 is the producer (bwd_tma) and warp 11 exits; at D 64 all four take every
-// fourth), registers moved
+// query tiles, warp 10 is the producer (bwd_tma) and warp 11 exits; at D 64 warps 8 and 9 take
+// alternate query tiles and warps 10 and 11 exit), registers moved
 // to the MMA warpgroups (setmaxnreg 240 / 24, as FlashAttention-3 splits them). The MMA warpgroups:
 // 128 keys (64 each), query tiles of 64 rows from the sequence's last one down to the one holding
 // the block's first key, Q / dO / lse2 / Di double-buffered (D 64: triple, bwd_pipelined). Per
