@@ -168,6 +168,11 @@ train::TrainArgs make_train_args(RunConfig& cfg, const std::optional<AccelerateC
   // ---- model and data
   if (!cfg.get_optional<std::string>("model.name_or_path"))
     fail("{}: the model is not set (model_name, or model.name_or_path)", cfg.source());
+  const char* model_key =
+      cfg.get_optional<std::string>("model_name") ? "model_name" : "model.name_or_path";
+  if (cfg.get<std::string>("model.name_or_path").empty())
+    fail("{}: {} is empty; expected a local HF model directory or a hub id Org/Name{}",
+         cfg.source(), model_key, cfg.where(model_key));
   ModelSource src = resolve_model_source(cfg.get<std::string>("model.name_or_path"));
   a.model_dir = src.dir;
   a.from_scratch = !src.has_weights;

@@ -69,6 +69,11 @@ TokenizerBundle load_tokenizer(const RunConfig& cfg) {
                     : cfg.get_optional<std::string>("model_name") ? "model_name"
                                                                   : "model.name_or_path";
   if (!name) name = cfg.get<std::string>("model.name_or_path");
+  if (name->empty())
+    fail(
+        "{}: {} is empty; expected a local directory or a hub id Org/Name that has "
+        "tokenizer.json{}",
+        cfg.source(), key, cfg.where(key));
   ModelSource src = resolve_model_source(*name, /*require_config=*/false);
   if (!src.has_tokenizer)
     fail(

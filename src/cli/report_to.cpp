@@ -26,8 +26,14 @@ ReportTo resolve_report_to(const RunConfig& cfg) {
   }
   // What transformers refuses (its Trainer raises "<name> is not supported" for each name that is
   // no integration) and zerotune would otherwise read as an integration it lacks: "none" / "all"
-  // beside other names, and those words or "tensorboard" in another case ("None").
+  // beside other names, those words or "tensorboard" in another case ("None"), and "" (it was
+  // warned about as "trainer.report_to  is not supported").
   for (const auto& n : names) {
+    if (n.empty())
+      fail(
+          "{}: trainer.report_to: the empty string is not an integration (transformers raises on "
+          "it); use none for no integration, or leave the key out for transformers' default (all)",
+          cfg.source());
     const std::string lower = ascii_lower(n);
     const bool keyword = lower == "none" || lower == "all";
     if ((keyword || lower == "tensorboard") && n != lower)

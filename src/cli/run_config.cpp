@@ -1,11 +1,13 @@
 #include "cli/run_config.h"
 
 #include <cmath>
+#include <optional>
 #include <string_view>
 
 #include "cli/config_schema.h"
 #include "core/spelling.h"
 #include "io/hydra_yaml.h"
+#include "io/python_number.h"
 
 namespace zt::cli {
 namespace {
@@ -102,18 +104,25 @@ class Checker {
  private:
   // A string where the key wants a number or a boolean — `${oc.env:STEPS}` is one (OmegaConf's
   // oc.env returns strings), or a quoted "10" — is read as the value it spells, as OmegaConf
-  // converts a string for a typed field: integers decimal (Hydra's grammar: "010" is 10), floats as
-  // YAML writes them, booleans true / false in any case. OmegaConf's other boolean words (yes, on,
-  // 1, …) stay refused, as a quoted 'yes' always was here (HF would take the string as truthy). A
-  // string that spells none stays as it is, and the check names it.
+  // converts a string for a typed field: a number as Python's int(), else float(), reads it
+  // (io/python_number.h: spaces around allowed, " 7" is 7; "010" is 10; single underscores between
+  // digits, "1_0" is 10 and "1__0" no number), booleans true / false in any case. OmegaConf's other
+  // boolean words (yes, on, 1, …) stay refused, as a quoted 'yes' always was here (HF would take
+  // the string as truthy). A string that spells none stays as it is, and the check names it.
   static void coerce_string(const ValueRule& r, Json& v) {
     using K = ValueRule::Kind;
     if (!v.is_string()) return;
-    const bool number =
-        r.kind == K::kInt || r.kind == K::kNumber || r.kind == K::kSteps || r.kind == K::kWarmup;
-    if (!number && r.kind != K::kBool) return;
-    Json t = yaml_scalar_to_json(v.get<std::string>(), false, false);
-    if (number ? t.is_number() : t.is_boolean()) v = std::move(t);
+    const std::string& s = v.get_ref<const std::string&>();
+    if (r.kind == K::kInt || r.kind == K::kNumber || r.kind == K::kSteps || r.kind == K::kWarmup) {
+      if (const std::optional<int64_t> i = python_int(s)) {
+        v = *i;
+      } else if (const std::optional<double> d = python_float(s)) {
+        v = *d;
+      }
+    } else if (r.kind == K::kBool) {
+      const std::string l = ascii_lower(s);
+      if (l == "true" || l == "false") v = l == "true";
+    }
   }
 
   std::string where(std::string_view key) const {

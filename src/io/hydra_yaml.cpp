@@ -21,26 +21,24 @@
 #include "core/spelling.h"
 #include "io/hydra_compose.h"
 #include "io/hydra_sweep.h"
+#include "io/python_number.h"
 #include "io/yaml_load.h"
 
 namespace zt {
 namespace {
 
-// Integers. YAML files: YAML 1.1's int forms exactly as PyYAML's resolver matches them (what
+// Integers in YAML files: YAML 1.1's int forms exactly as PyYAML's resolver matches them (what
 // OmegaConf gives): [-+]?0b[0-1_]+ binary, [-+]?0[0-7_]+ octal (017 is 15; 08 matches none and
 // stays the string "08"), [-+]?(0|[1-9][0-9_]*) decimal, [-+]?0x[0-9a-fA-F_]+ hex; underscores
 // dropped after the match; the 1:30 sexagesimal form is not taken (it stays a string).
-// Command-line overrides (`octal` false): Hydra's override grammar has no octal, binary or hex;
-// its typed conversion reads a decimal with leading zeros (seed=0042) as 42, and so does this.
-bool parse_int(const std::string& s, int64_t* out, bool octal) {
+// (Command-line overrides are read by python_int instead: Hydra's override grammar has no octal,
+// binary or hex.)
+bool parse_int(const std::string& s, int64_t* out) {
   static const std::regex bin("[-+]?0b[0-1_]+"), oct("[-+]?0[0-7_]+"), dec("[-+]?(0|[1-9][0-9_]*)"),
-      hex("[-+]?0x[0-9a-fA-F_]+"), dec0("[-+]?[0-9][0-9_]*");
+      hex("[-+]?0x[0-9a-fA-F_]+");
   int base;
   size_t skip;  // prefix characters after the sign
-  if (!octal) {
-    if (!std::regex_match(s, dec0)) return false;
-    base = 10, skip = 0;
-  } else if (std::regex_match(s, bin)) {
+  if (std::regex_match(s, bin)) {
     base = 2, skip = 2;
   } else if (std::regex_match(s, hex)) {
     base = 16, skip = 2;
@@ -155,11 +153,9 @@ const Json* find_key_path(const Json& root, std::string_view path) {
       if (it == cur->end()) return nullptr;
       cur = &*it;
     } else if (cur->is_array()) {
-      int64_t idx;
-      if (!parse_int(part, &idx, /*octal=*/false) || idx < 0 ||
-          static_cast<size_t>(idx) >= cur->size())
-        return nullptr;
-      cur = &(*cur)[static_cast<size_t>(idx)];
+      const std::optional<int64_t> idx = python_int(part, /*spaces=*/false);
+      if (!idx || *idx < 0 || static_cast<size_t>(*idx) >= cur->size()) return nullptr;
+      cur = &(*cur)[static_cast<size_t>(*idx)];
     } else {
       return nullptr;
     }
@@ -169,13 +165,65 @@ const Json* find_key_path(const Json& root, std::string_view path) {
 
 namespace {
 
+// The arguments of a resolver call (the text after `name:`) as written, split at the commas that
+// are outside quotes, brackets, braces and nested interpolations, as OmegaConf's grammar splits
+// them; a character after a backslash (`\,`) is never a separator. "" gives one empty argument.
+std::vector<std::string> resolver_args(const std::string& text) {
+  std::vector<std::string> args(1);
+  int depth = 0;
+  char quote = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '\\' && i + 1 < text.size()) {
+      args.back() += text.substr(i++, 2);
+      continue;
+    }
+    if (quote != 0) {
+      if (c == quote) quote = 0;
+    } else if (c == '\'' || c == '"') {
+      quote = c;
+    } else if (c == '{' || c == '[') {
+      ++depth;
+    } else if ((c == '}' || c == ']') && depth > 0) {
+      --depth;
+    } else if (c == ',' && depth == 0) {
+      args.emplace_back();
+      continue;
+    }
+    args.back() += c;
+  }
+  return args;
+}
+
+// `s` without the spaces at its start and end.
+std::string strip_spaces(const std::string& s) {
+  const size_t first = s.find_first_not_of(' ');
+  return first == std::string::npos ? "" : s.substr(first, s.find_last_not_of(' ') + 1 - first);
+}
+
+// An unquoted resolver argument with OmegaConf's escapes undone: a backslash before one of
+// \ ( ) [ ] { } : = , space or tab is dropped (`a\,b` is "a,b"); other backslashes are text.
+std::string unescape_resolver_arg(const std::string& a) {
+  constexpr std::string_view kEscaped = "\\()[]{}:=, \t";
+  std::string out;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i] == '\\' && i + 1 < a.size() && kEscaped.find(a[i + 1]) != std::string_view::npos) ++i;
+    out += a[i];
+  }
+  return out;
+}
+
 // Resolves every interpolation of a config in place. An interpolation reads the value its key has
 // in the config as written (`raw_`), resolved once and then final, as OmegaConf does: the text an
 // escaped `\${x}` or an environment variable leaves is never read as an interpolation again when
-// another key refers to it, whatever the order of the keys.
+// another key refers to it, whatever the order of the keys. `from_command_line` are the key paths
+// the overrides set (each leaf of a mapping given as a value): an error at or below one of them
+// says so, as the override errors do.
 class Resolver {
  public:
-  Resolver(Json& root, const std::filesystem::path& file) : root_(root), raw_(root), file_(file) {}
+  Resolver(Json& root, const std::filesystem::path& file,
+           const std::vector<std::string>& from_command_line)
+      : root_(root), raw_(root), file_(file), from_command_line_(from_command_line) {}
 
   void resolve_all() { resolve_node(root_, ""); }
 
@@ -201,8 +249,8 @@ class Resolver {
     parts.pop_back();  // the mapping (or list) holding the value
     for (size_t i = 1; i < dots; ++i) {
       if (parts.empty())
-        fail("{}: '{}' interpolates '${{{}}}', which goes above the top of the config",
-             file_.string(), at, expr);
+        fail("{}: '{}' interpolates '${{{}}}', which goes above the top of the config{}",
+             file_.string(), at, expr, where(at));
       parts.pop_back();
     }
     std::string key;
@@ -212,24 +260,29 @@ class Resolver {
 
   Json resolve_ref(const std::string& expr, const std::string& at) {
     if (expr.rfind("oc.env:", 0) == 0) {
-      std::string rest = expr.substr(7);
-      size_t comma = rest.find(',');
-      std::string var = rest.substr(0, comma);
+      // OmegaConf's oc.env(key, default): the arguments are split at the commas outside quotes and
+      // brackets; a third one is an error there (env() takes from 1 to 2 positional arguments).
+      const std::vector<std::string> args = resolver_args(expr.substr(7));
+      if (args.size() > 2)
+        fail(
+            "{}: '{}' interpolates '${{{}}}', which gives oc.env {} arguments; oc.env takes an "
+            "environment variable name and at most one default (quote a default that holds a "
+            "comma: '{}'){}",
+            file_.string(), at, expr, args.size(), expr.substr(8 + args[0].size()), where(at));
+      const std::string var = strip_spaces(args[0]);  // OmegaConf skips the spaces around it
       // The variable's value is a string, as OmegaConf's oc.env returns it (SLURM_JOB_ID=0042 as a
       // run name stays "0042"); a config key that wants a number or a boolean reads a string that
       // spells one (RunConfig), as OmegaConf converts it for a typed field.
       const char* v = std::getenv(var.c_str());
       if (v != nullptr) return std::string(v);
-      if (comma == std::string::npos)
-        fail("{}: '{}' interpolates environment variable {} which is not set", file_.string(), at,
-             var);
-      std::string def = rest.substr(comma + 1);
-      while (!def.empty() && def.front() == ' ') def.erase(def.begin());
-      while (!def.empty() && def.back() == ' ') def.pop_back();
+      if (args.size() == 1)
+        fail("{}: '{}' interpolates environment variable {} which is not set{}", file_.string(), at,
+             var, where(at));
+      const std::string def = strip_spaces(args[1]);
       // The default may itself interpolate (`${oc.env:OUT,${exp_dir}/out}`), as in OmegaConf. The
       // default is a string too, as OmegaConf makes it (str() of an interpolated number: 42 →
       // "42"), except null (`null` in any case: OmegaConf returns None for it); a quoted literal
-      // loses its quotes.
+      // loses its quotes; an unquoted one its escapes (`a\,b` is "a,b").
       if (def.find("${") != std::string::npos) {
         Json d = resolve_string(def, at);
         if (d.is_number() || d.is_boolean()) return d.dump();
@@ -239,18 +292,18 @@ class Resolver {
       if (def.size() >= 2 && (def.front() == '\'' || def.front() == '"') &&
           def.back() == def.front())
         return def.substr(1, def.size() - 2);
-      return def;
+      return unescape_resolver_arg(def);
     }
     if (expr.find(':') != std::string::npos)
-      fail("{}: '{}' uses the resolver '${{{}}}', which zerotune does not support (only oc.env)",
-           file_.string(), at, expr);
+      fail("{}: '{}' uses the resolver '${{{}}}', which zerotune does not support (only oc.env){}",
+           file_.string(), at, expr, where(at));
     const std::string key = absolute_key(expr, at);
     if (stack_.count(key))
-      fail("{}: interpolation loop through '{}' at '{}'", file_.string(), key, at);
+      fail("{}: interpolation loop through '{}' at '{}'{}", file_.string(), key, at, where(at));
     const Json* target = key.empty() || key.back() == '.' ? nullptr : find_key_path(raw_, key);
     if (target == nullptr)
-      fail("{}: '{}' interpolates '${{{}}}', but no key '{}' exists", file_.string(), at, expr,
-           key);
+      fail("{}: '{}' interpolates '${{{}}}', but no key '{}' exists{}", file_.string(), at, expr,
+           key, where(at));
     auto done = resolved_.find(key);
     if (done == resolved_.end()) {
       stack_.insert(key);
@@ -261,8 +314,8 @@ class Resolver {
     }
     const Json& value = done->second;
     if (value.is_string() && value.get<std::string>() == kMissingValue)
-      fail("{}: '{}' interpolates '{}', which is ??? (mandatory, not set)", file_.string(), at,
-           expr);
+      fail("{}: '{}' interpolates '{}', which is ??? (mandatory, not set){}", file_.string(), at,
+           expr, where(at));
     return value;
   }
 
@@ -293,15 +346,20 @@ class Resolver {
         out += s.substr(i);
         break;
       }
-      if (open > i && s[open - 1] == '\\') {  // OmegaConf's escape: \${x} is the text ${x}
-        out += s.substr(i, open - 1 - i) + "${";
+      // OmegaConf's escapes before "${": 2k+1 backslashes are k backslashes and the text "${"
+      // (`\${x}` is the text ${x}), 2k backslashes are k backslashes and an interpolation
+      // (`C:\\${d}` is C:\ and d's value). Backslashes anywhere else are text.
+      size_t run = open;
+      while (run > i && s[run - 1] == '\\') --run;
+      out += s.substr(i, run - i) + std::string((open - run) / 2, '\\');
+      if ((open - run) % 2 == 1) {
+        out += "${";
         i = open + 2;
         continue;
       }
-      out += s.substr(i, open - i);
       size_t close = closing_brace(s, open);
       if (close == std::string::npos)
-        fail("{}: '{}': unterminated '${{' in '{}'", file_.string(), at, s);
+        fail("{}: '{}': unterminated '${{' in '{}'{}", file_.string(), at, s, where(at));
       Json v = resolve_ref(s.substr(open + 2, close - open - 2), at);
       out += v.is_string() ? v.get<std::string>() : v.dump();
       i = close + 1;
@@ -309,11 +367,19 @@ class Resolver {
     return out;
   }
 
+  // " (given on the command line)" when the value at key path `at` was set by an override.
+  std::string where(const std::string& at) const {
+    for (const auto& k : from_command_line_)
+      if (at == k || at.rfind(k + ".", 0) == 0) return " (given on the command line)";
+    return "";
+  }
+
   Json& root_;
   const Json raw_;  // the config before any interpolation is resolved
   const std::filesystem::path& file_;
   std::set<std::string> stack_;
   std::map<std::string, Json> resolved_;  // key -> its resolved value
+  const std::vector<std::string>& from_command_line_;
 };
 
 // An override's value as YAML text in Hydra's grammar: inside a dict's braces a key's colon needs
@@ -378,8 +444,9 @@ std::string hide_interpolations(const std::string& v, std::vector<std::string>* 
       continue;
     }
     if (c == '\'' || c == '"') quote = c;
-    const bool escaped = i > 0 && v[i - 1] == '\\';  // `\${x}` is the text ${x}
-    if (c != '$' || i + 1 >= v.size() || v[i + 1] != '{' || escaped) {
+    size_t backslashes = 0;  // an odd run before "${" escapes it: `\${x}` is the text ${x}
+    while (backslashes < i && v[i - 1 - backslashes] == '\\') ++backslashes;
+    if (c != '$' || i + 1 >= v.size() || v[i + 1] != '{' || backslashes % 2 == 1) {
       text += c;
       continue;
     }
@@ -560,9 +627,20 @@ std::string group_hint(const std::string& ov, const std::filesystem::path& dir) 
                      parent.empty() ? m : parent + "/" + m, in.empty() ? "." : in.string());
 }
 
+// Appends to `out` the key path of each value `v` (at `path`) holds: `path` itself for a scalar, a
+// list or an empty mapping, else the leaves of the mapping.
+void leaf_paths(const Json& v, const std::string& path, std::vector<std::string>* out) {
+  if (!v.is_object() || v.empty()) {
+    out->push_back(path);
+    return;
+  }
+  for (const auto& [k, c] : v.items()) leaf_paths(c, path + "." + k, out);
+}
+
+// Applies override `ov` to `root`; appends to `set` the key paths of the values it sets.
 void apply_override(Json& root, const std::string& ov, const std::filesystem::path& file,
                     const std::function<bool(const std::string&)>& is_known,
-                    const std::string& hint) {
+                    const std::string& hint, std::vector<std::string>* set) {
   if (!ov.empty() && ov[0] == '~') {  // Hydra's delete: ~key, or ~key=value (only if it holds that)
     delete_override(root, ov, file);
     return;
@@ -583,6 +661,7 @@ void apply_override(Json& root, const std::string& ov, const std::filesystem::pa
   if (key.empty()) fail("override '{}' is not of the form key.path=value", ov);
   if (is_known && is_known(key)) add = true;
   const Json value = override_value(ov, eq);
+  leaf_paths(value, key, set);
   Json* cur = &root;
   auto parts = split_key_path(key);
   for (size_t i = 0; i < parts.size(); ++i) {
@@ -611,11 +690,50 @@ void apply_override(Json& root, const std::string& ov, const std::filesystem::pa
   }
 }
 
+// Whether `s` can be written as a plain YAML scalar that every YAML 1.1 or 1.2 reader (PyYAML and
+// OmegaConf, yaml-cpp, ours) reads back as this string. Deliberately narrow: a name or a path —
+// letters, digits and _ . / - only, starting with a letter, '_', '/', './' or '../' — that is none
+// of YAML 1.1's booleans (yes / no / on / off / y / n, any case: PyYAML reads `save_strategy: no`
+// as False), null, or a number to any of them (inf, nan). Anything else is quoted: "12:30" (a
+// sexagesimal int, 750, to PyYAML), "007", "", " x", "-x", "a b".
+bool plain_scalar_safe(const std::string& s) {
+  static const std::regex name_or_path(R"(([A-Za-z_/]|\.\.?/)[A-Za-z0-9_./-]*)");
+  static const std::set<std::string> kWords = {"true", "false", "yes",  "no",  "on", "off",
+                                               "y",    "n",     "null", "inf", "nan"};
+  return std::regex_match(s, name_or_path) && kWords.count(ascii_lower(s)) == 0 &&
+         yaml_scalar_to_json(s, false).is_string();
+}
+
+void emit_string(YAML::Emitter& out, const std::string& s) {
+  if (plain_scalar_safe(s))
+    out << s;
+  else
+    out << YAML::DoubleQuoted << s;
+}
+
+// A string value as OmegaConf reads it back: a string holding "${" is read as an interpolation, so
+// each "${" is escaped as OmegaConf's grammar escapes it — the n backslashes before it doubled and
+// one more added (`${x}` is written `\${x}`, `\${x}` as `\\\${x}`); other backslashes are text
+// there. A string without "${" is never parsed, and is written as it is.
+std::string escape_interpolations(const std::string& s) {
+  std::string out;
+  size_t i = 0;
+  for (size_t open = s.find("${"); open != std::string::npos; open = s.find("${", i)) {
+    size_t run = open;
+    while (run > i && s[run - 1] == '\\') --run;
+    out += s.substr(i, run - i) + std::string(2 * (open - run) + 1, '\\') + "${";
+    i = open + 2;
+  }
+  return out + s.substr(i);
+}
+
 void emit(YAML::Emitter& out, const Json& v) {
   if (v.is_object()) {
     out << YAML::BeginMap;
     for (auto& [k, c] : v.items()) {
-      out << YAML::Key << k << YAML::Value;
+      out << YAML::Key;
+      emit_string(out, k);
+      out << YAML::Value;
       emit(out, c);
     }
     out << YAML::EndMap;
@@ -626,20 +744,12 @@ void emit(YAML::Emitter& out, const Json& v) {
   } else if (v.is_null()) {
     out << YAML::Null;
   } else if (v.is_string()) {
-    const auto& s = v.get_ref<const std::string&>();
-    Json back = yaml_scalar_to_json(s, false);
-    // Also quoted: YAML 1.1's other booleans (PyYAML's resolver), which OmegaConf reads as strings
-    // but yaml.safe_load as true/false — `save_strategy: no` would come back as False there.
-    static constexpr std::string_view kYaml11Bools[] = {"yes", "Yes", "YES", "no",  "No",  "NO",
-                                                        "on",  "On",  "ON",  "off", "Off", "OFF"};
-    const bool yaml11_bool =
-        std::find(std::begin(kYaml11Bools), std::end(kYaml11Bools), s) != std::end(kYaml11Bools);
-    if (!back.is_string() || s.empty() || yaml11_bool)
-      out << YAML::DoubleQuoted << s;  // keep "1", "true", "no" strings
-    else
-      out << s;
+    emit_string(out, escape_interpolations(v.get_ref<const std::string&>()));
   } else if (v.is_boolean()) {
     out << (v.get<bool>() ? "true" : "false");
+  } else if (v.is_number_float() && !std::isfinite(v.get<double>())) {
+    const double d = v.get<double>();  // dump() writes null for these
+    out << (std::isnan(d) ? ".nan" : d > 0 ? ".inf" : "-.inf");
   } else {
     out << v.dump();
   }
@@ -653,8 +763,14 @@ Json yaml_scalar_to_json(const std::string& s, bool quoted, bool octal) {
   if (l.empty() || l == "~" || l == "null") return nullptr;
   if (l == "true") return true;
   if (l == "false") return false;
+  // Hydra's override grammar: decimal only, single underscores between digits (0042 is 42).
+  if (!octal) {
+    if (const std::optional<int64_t> i = python_int(s, /*spaces=*/false)) return *i;
+    if (const std::optional<double> d = python_float(s, /*spaces=*/false)) return *d;
+    return s;
+  }
   int64_t i;
-  if (parse_int(s, &i, octal)) return i;
+  if (parse_int(s, &i)) return i;
   double d;
   if (parse_float(s, &d)) return d;
   return s;
@@ -692,15 +808,16 @@ Json load_hydra_yaml(const std::filesystem::path& path, const std::vector<std::s
     }
   }
   Json root = compose_hydra_config(path, groups);
+  std::vector<std::string> from_command_line;  // the key paths the overrides set
   for (const auto& ov : keys) {
-    apply_override(root, ov, path, is_known, group_hint(ov, dir));
+    apply_override(root, ov, path, is_known, group_hint(ov, dir), &from_command_line);
     if (overridden != nullptr) {
       std::string key = ov.substr(0, ov.find('='));
       key.erase(0, std::min(key.find_first_not_of("+~"), key.size()));
       overridden->push_back(key);
     }
   }
-  Resolver(root, path).resolve_all();
+  Resolver(root, path, from_command_line).resolve_all();
   return root;
 }
 

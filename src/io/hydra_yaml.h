@@ -23,8 +23,9 @@ inline constexpr std::string_view kMissingValue = "???";
 // Converts one YAML scalar string to a typed JSON value with OmegaConf's rules: null/~ → null,
 // true/false (any case) → bool, integers (PyYAML's forms: 1_000, 0x1F, 0b101, 017 octal) → int,
 // floats (incl. `1e-5`, `.inf`, `.nan`) → float, anything else → string. `quoted` scalars are
-// always strings. `octal` false (command-line overrides, Hydra's grammar): integers are decimal
-// only, leading zeros allowed (0042 is 42).
+// always strings. `octal` false (command-line overrides, Hydra's grammar): numbers are decimal
+// only, read as Python's int() / float() read them without spaces (io/python_number.h: leading
+// zeros allowed, 0042 is 42; single underscores between digits, 1_0 is 10 and 1__0 a string).
 Json yaml_scalar_to_json(const std::string& s, bool quoted, bool octal = true);
 
 // Loads `path`, composes it with its config groups (an override whose key names a directory
@@ -56,7 +57,11 @@ std::vector<std::string> split_key_path(std::string_view path);
 // The value at dotted `path` in `root` (list elements by index: "a.0.b"), or nullptr.
 const Json* find_key_path(const Json& root, std::string_view path);
 
-// Writes `value` as block-style YAML (used for the resolved `args.yaml`).
+// Writes `value` as block-style YAML (used for the resolved `args.yaml`) that reads back as
+// `value`, here and in OmegaConf: a string holding "${" has it escaped (`\${x}`, OmegaConf's
+// escape; the backslashes before it doubled), and a string that is not plainly a name or a path is
+// written double-quoted ("12:30", "true", "007", "", " x"; the YAML 1.1 booleans yes / no / on /
+// off too). Non-finite floats are .inf / -.inf / .nan.
 std::string json_to_yaml(const Json& value);
 
 }  // namespace zt

@@ -64,6 +64,27 @@ TEST(DataSetup, BadValuesNameTheKey) {
             "{enable_thinking: false}), got \"enable_thinking\"");
 }
 
+// An empty tokenizer key was reported as "model: name_or_path is empty", naming another key than
+// the one the user left empty.
+TEST(DataSetup, EmptyTokenizerKeyIsNamed) {
+  const RunConfig cfg = RunConfig::from_json(
+      {{"model", {{"name_or_path", "org/model"}, {"tokenizer_name_or_path", ""}}}}, "sft.yaml");
+  EXPECT_EQ(error_of([&] { zt::cli::load_tokenizer(cfg); }),
+            "sft.yaml: model.tokenizer_name_or_path is empty; expected a local directory or a hub "
+            "id Org/Name that has tokenizer.json");
+  const RunConfig users = RunConfig::from_json({{"model_name", ""}}, "sft.yaml");
+  EXPECT_EQ(error_of([&] { zt::cli::load_tokenizer(users); }),
+            "sft.yaml: model_name is empty; expected a local directory or a hub id Org/Name that "
+            "has tokenizer.json");
+  zt::testing::TempDir dir;
+  zt::testing::write_file(dir / "sft.yaml", "model:\n  name_or_path: org/model\n");
+  const RunConfig given = RunConfig::load(dir / "sft.yaml", {"model.tokenizer_name_or_path="});
+  EXPECT_EQ(error_of([&] { zt::cli::load_tokenizer(given); }),
+            (dir / "sft.yaml").string() +
+                ": model.tokenizer_name_or_path is empty; expected a local directory or a hub id "
+                "Org/Name that has tokenizer.json (given on the command line)");
+}
+
 // A directory of shards as dataset.train.path was "DIR: read failed: Is a directory" (the token
 // cache's hashing of the file), naming neither the key nor what was expected.
 TEST(DataSetup, DatasetPathThatIsADirectoryNamesTheKey) {

@@ -76,6 +76,14 @@ TEST(ReportTo, KeywordsInAListOrAnotherCaseAreRefused) {
             "integrations (transformers raises on it); got [\"none\",\"tensorboard\"]");
   EXPECT_EQ(error(Json::array({"tensorboard", "all"})).find("'all' stands alone"), 29u);
   EXPECT_EQ(error(Json::array({"wandb"})), "<no error>");  // an integration zerotune lacks: warned
+  // The empty string was warned about as "trainer.report_to  is not supported"; transformers
+  // raises on it.
+  for (const Json& given : {Json(""), Json::array({"tensorboard", ""})})
+    EXPECT_EQ(error(given),
+              "sft.yaml: trainer.report_to: the empty string is not an integration (transformers "
+              "raises on it); use none for no integration, or leave the key out for "
+              "transformers' default (all)")
+        << given.dump();
 }
 
 // The users' file with their `report_to: ["tensorboard"]` deleted on the command line: the run

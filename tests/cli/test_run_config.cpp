@@ -130,3 +130,43 @@ TEST(RunConfig, EnvInterpolationsAreStringsAndTypedKeysReadThem) {
             p.string() + ": trainer.max_steps: 'seven' is not valid (expected an integer >= -1)");
   unsetenv("ZT_TEST_ENV_STEPS");
 }
+
+// A string for a number key is read as Python's int(), else float(), reads it — as OmegaConf
+// converts a string for a typed field: spaces around it are allowed (" 7" was refused), an
+// underscore only between two digits ("1__0" was 10, as were "_1" and "1_"), as on the command
+// line.
+TEST(RunConfig, NumberStringsReadAsPythonIntAndFloat) {
+  const auto trainer = [](zt::Json t) {
+    return zt::cli::RunConfig::from_json({{"trainer", std::move(t)}}, "sft.yaml");
+  };
+  EXPECT_EQ(trainer({{"max_steps", "1_0"}}).get<int64_t>("trainer.max_steps"), 10);
+  EXPECT_EQ(trainer({{"max_steps", " 7"}}).get<int64_t>("trainer.max_steps"), 7);
+  EXPECT_EQ(trainer({{"max_steps", "\t+7 \n"}}).get<int64_t>("trainer.max_steps"), 7);
+  EXPECT_EQ(trainer({{"max_steps", "010"}}).get<int64_t>("trainer.max_steps"), 10);
+  EXPECT_EQ(trainer({{"learning_rate", " 1_0.5e-5 "}}).get<double>("trainer.learning_rate"),
+            10.5e-5);
+  EXPECT_EQ(trainer({{"learning_rate", "2E-5"}}).get<double>("trainer.learning_rate"), 2e-5);
+  for (const char* bad : {"1__0", "_1", "1_", "1 0", "0x10", ""})
+    EXPECT_EQ(error_of([&] {
+                trainer({{"max_steps", bad}});
+              }),
+              std::string("sft.yaml: trainer.max_steps: '") + bad +
+                  "' is not valid (expected an integer >= -1)");
+  for (const char* bad : {"1__0.5", "1_.5", "1e_5"})
+    EXPECT_EQ(error_of([&] {
+                trainer({{"learning_rate", bad}});
+              }),
+              std::string("sft.yaml: trainer.learning_rate: '") + bad +
+                  "' is not valid (expected a number >= 0)");
+  auto dir = std::filesystem::temp_directory_path() / "zt_test_run_config_num";
+  std::filesystem::create_directories(dir);
+  auto p = dir / "sft.yaml";
+  std::ofstream(p) << "trainer:\n  max_steps: 5\n";
+  EXPECT_EQ(
+      zt::cli::RunConfig::load(p, {"trainer.max_steps=1_000"}).get<int64_t>("trainer.max_steps"),
+      1000);
+  EXPECT_EQ(error_of([&] { zt::cli::RunConfig::load(p, {"trainer.max_steps=1__0"}); }),
+            p.string() +
+                ": trainer.max_steps: '1__0' is not valid (expected an integer >= -1) (given on "
+                "the command line)");
+}

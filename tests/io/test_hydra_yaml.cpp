@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include "core/error.h"
 #include "io/hydra_yaml.h"
@@ -58,6 +59,12 @@ TEST(YamlScalar, OmegaConfTyping) {
   EXPECT_EQ(zt::yaml_scalar_to_json("0042", false, false).get<int64_t>(), 42);
   EXPECT_EQ(zt::yaml_scalar_to_json("-010", false, false).get<int64_t>(), -10);
   EXPECT_TRUE(zt::yaml_scalar_to_json("0x10", false, false).is_string());
+  // … and an underscore only between two digits, as Hydra's grammar and Python's int() take it
+  // ("1__0" was 10).
+  EXPECT_EQ(zt::yaml_scalar_to_json("1_0", false, false).get<int64_t>(), 10);
+  EXPECT_EQ(zt::yaml_scalar_to_json("1_0.5", false, false).get<double>(), 10.5);
+  for (const char* s : {"1__0", "_1", "1_", "1__0.5", "1_.5"})
+    EXPECT_EQ(zt::yaml_scalar_to_json(s, false, false), zt::Json(s)) << s;
 }
 
 TEST(HydraYaml, InterpolationOverridesAndDroppedSections) {
@@ -210,6 +217,36 @@ TEST(HydraYaml, EnvDefaultsAreStrings) {
   EXPECT_EQ(j["e"], "x/true");
 }
 
+// oc.env takes a variable name and one default; `${oc.env:X,a,b}` was read as the default "a,b",
+// where OmegaConf raises (env() takes from 1 to 2 positional arguments but 3 were given). A comma
+// in a quoted or escaped default, or in a nested interpolation, separates nothing.
+TEST(HydraYaml, EnvTakesAtMostOneDefault) {
+  unsetenv("ZT_TEST_HYDRA_UNSET");
+  auto p = write_tmp("env3.yaml", "a: ${oc.env:ZT_TEST_HYDRA_UNSET,a,b}\n");
+  EXPECT_EQ(error_of([&] { zt::load_hydra_yaml(p, {}); }),
+            p.string() +
+                ": 'a' interpolates '${oc.env:ZT_TEST_HYDRA_UNSET,a,b}', which gives oc.env 3 "
+                "arguments; oc.env takes an environment variable name and at most one default "
+                "(quote a default that holds a comma: 'a,b')");
+  setenv("ZT_TEST_HYDRA_SET", "v", 1);  // refused whether the variable is set or not, as there
+  EXPECT_NE(error_of([&] {
+              zt::load_hydra_yaml(write_tmp("env3s.yaml", "a: ${oc.env:ZT_TEST_HYDRA_SET,a,b}\n"),
+                                  {});
+            }).find("which gives oc.env 3 arguments"),
+            std::string::npos);
+  auto q = write_tmp("env2.yaml",
+                     "x: 1\na: ${oc.env:ZT_TEST_HYDRA_UNSET,'a,b'}\n"
+                     "b: ${oc.env:ZT_TEST_HYDRA_UNSET,a\\,b}\n"
+                     "c: ${oc.env:ZT_TEST_HYDRA_UNSET,${oc.env:ZT_TEST_HYDRA_UNSET,${x}}}\n"
+                     "d: '${oc.env: ZT_TEST_HYDRA_SET }'\n");
+  const zt::Json j = zt::load_hydra_yaml(q, {});
+  EXPECT_EQ(j["a"], "a,b");
+  EXPECT_EQ(j["b"], "a,b");
+  EXPECT_EQ(j["c"], "1");
+  EXPECT_EQ(j["d"], "v");
+  unsetenv("ZT_TEST_HYDRA_SET");
+}
+
 // An interpolation in an override is one token of Hydra's grammar, resolved as in the file: a
 // resolver's colon and braces are not a YAML flow mapping, also inside a list or a dict, and a
 // quoted one stays as it was.
@@ -231,7 +268,36 @@ TEST(HydraYaml, OverrideInterpolationsAreNotMappings) {
   EXPECT_EQ(error_of([&] { zt::load_hydra_yaml(p, {"name=${now:%Y}"}); }),
             p.string() +
                 ": 'name' uses the resolver '${now:%Y}', which zerotune does not "
-                "support (only oc.env)");
+                "support (only oc.env) (given on the command line)");
+}
+
+// An interpolation error in a value an override set says so, as the other override errors do (an
+// unset variable read as if the file had named it); one in the file does not.
+TEST(HydraYaml, InterpolationErrorsOfOverridesSayCommandLine) {
+  unsetenv("ZT_TEST_HYDRA_UNSET");
+  auto p = write_tmp("ovenv.yaml", "name: base\nout: ${oc.env:ZT_TEST_HYDRA_UNSET}\nt:\n  a: 1\n");
+  EXPECT_EQ(error_of([&] {
+              zt::load_hydra_yaml(p, {"out=x", "name=${oc.env:ZT_TEST_HYDRA_UNSET}"});
+            }),
+            p.string() +
+                ": 'name' interpolates environment variable ZT_TEST_HYDRA_UNSET which is not set "
+                "(given on the command line)");
+  EXPECT_EQ(error_of([&] {
+              zt::load_hydra_yaml(p, {"out=x", "+l=[a,${oc.env:ZT_TEST_HYDRA_UNSET}]"});
+            }),
+            p.string() +
+                ": 'l.1' interpolates environment variable ZT_TEST_HYDRA_UNSET which is not set "
+                "(given on the command line)");
+  EXPECT_EQ(error_of([&] {
+              zt::load_hydra_yaml(p, {"t={b: '${nope}'}", "out=x"});
+            }),
+            p.string() +
+                ": 't.b' interpolates '${nope}', but no key 'nope' exists (given on the command "
+                "line)");
+  // The file's own interpolation, beside an override of another key of its mapping.
+  EXPECT_EQ(error_of([&] { zt::load_hydra_yaml(p, {"t={b: 2}"}); }),
+            p.string() +
+                ": 'out' interpolates environment variable ZT_TEST_HYDRA_UNSET which is not set");
 }
 
 TEST(HydraYaml, Errors) {
@@ -304,6 +370,71 @@ a: 1
                 "defaults entry (optional, override)");
 }
 
+// args.yaml is the resolved config; a string in it that holds "${" — the text an escaped `\${x}`
+// of the user's file leaves, an environment variable's value — was written as it is, so reading
+// args.yaml back interpolated it. It is written with OmegaConf's escape and reads back the same.
+TEST(HydraYaml, ArgsYamlKeepsInterpolationTextAsText) {
+  const zt::Json j = {
+      {"x", 1},      {"a", "${x}"},  {"b", R"(run_${x}/\${x})"}, {"c", R"(C:\\${x})"},
+      {"d", "a${b"}, {"e", R"(\x)"}, {"l", {"${x}", "y"}}};
+  const std::string text = zt::json_to_yaml(j);
+  EXPECT_NE(text.find(R"(a: "\\${x}")"
+                      "\n"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(zt::load_hydra_yaml(write_tmp("args_interp.yaml", text), {}), j) << text;
+}
+
+// Backslashes before "${", as OmegaConf 2.4 reads them (checked there): an odd run escapes the
+// interpolation and stands for half its backslashes, an even run for half of them before the
+// interpolated value; backslashes elsewhere are text.
+TEST(HydraYaml, BackslashesBeforeInterpolationsAsOmegaConf) {
+  auto p = write_tmp("bs.yaml", R"(b: 1
+x: x\${b}
+y: x\\${b}
+z: x\\\${b}
+w: C:\\foo_${b}
+)");
+  const zt::Json j = zt::load_hydra_yaml(p, {});
+  EXPECT_EQ(j["x"], "x${b}");
+  EXPECT_EQ(j["y"], R"(x\1)");
+  EXPECT_EQ(j["z"], R"(x\${b})");
+  EXPECT_EQ(j["w"], R"(C:\\foo_1)");
+  // On the command line too, also inside a list (an even run was taken for an escape there).
+  const zt::Json o = zt::load_hydra_yaml(p, {R"(+o=[x\\${b}])", R"(+q=x\${b})"});
+  EXPECT_EQ(o["o"], zt::Json::array({R"(x\1)"}));
+  EXPECT_EQ(o["q"], "x${b}");
+}
+
+// A string a YAML reader types was written plain: "12:30" is the integer 750 to PyYAML (and so to
+// OmegaConf), "007" is 7 to YAML 1.2, " x" loses its space. What is not plainly a name or a path is
+// quoted, and every value reads back as it was, here and as a Hydra config.
+TEST(HydraYaml, ArgsYamlQuotesStringsThatReadAsOtherTypes) {
+  const zt::Json j = {{"a", "12:30"},
+                      {"b", "true"},
+                      {"c", "007"},
+                      {"d", ""},
+                      {"e", " x"},
+                      {"f", "-1"},
+                      {"g", "~"},
+                      {"h", "1e5"},
+                      {"i", ".inf"},
+                      {"j", "Null"},
+                      {"k", "a: b # c"},
+                      {"m", "Qwen/Qwen2.5-1.5B"},
+                      {"n", "../data/train-1.jsonl"},
+                      {"o", "two\nlines"},
+                      {"p", std::numeric_limits<double>::infinity()},
+                      {"12:30", 1}};
+  const std::string text = zt::json_to_yaml(j);
+  EXPECT_EQ(text,
+            "a: \"12:30\"\nb: \"true\"\nc: \"007\"\nd: \"\"\ne: \" x\"\nf: \"-1\"\ng: \"~\"\n"
+            "h: \"1e5\"\ni: \".inf\"\nj: \"Null\"\nk: \"a: b # c\"\nm: Qwen/Qwen2.5-1.5B\n"
+            "\"n\": ../data/train-1.jsonl\no: \"two\\nlines\"\np: .inf\n\"12:30\": 1\n");
+  EXPECT_EQ(zt::load_yaml_file(write_tmp("args_types.yaml", text)), j);
+  EXPECT_EQ(zt::load_hydra_yaml(write_tmp("args_types.yaml", text), {}), j);
+}
+
 TEST(HydraYaml, YamlRoundTrip) {
   zt::Json j = {{"a", 1}, {"b", "true"}, {"c", {{"d", 1.5}, {"e", nullptr}}}, {"f", {1, 2}}};
   auto p = write_tmp("g.yaml", zt::json_to_yaml(j));
@@ -311,7 +442,8 @@ TEST(HydraYaml, YamlRoundTrip) {
 }
 
 // args.yaml is read back by Python too: YAML 1.1's boolean words (PyYAML's yaml.safe_load reads
-// `save_strategy: no` as False) are written quoted, and still read back as the strings.
+// `save_strategy: no` as False; y / n are booleans in YAML 1.1 itself) are written quoted, keys
+// too, and still read back as the strings.
 TEST(HydraYaml, Yaml11BooleanWordsAreQuoted) {
   const zt::Json j = {{"save_strategy", "no"},
                       {"run_name", "on"},
@@ -320,7 +452,8 @@ TEST(HydraYaml, Yaml11BooleanWordsAreQuoted) {
                       {"z", "n"},
                       {"w", "none"}};
   const std::string text = zt::json_to_yaml(j);
-  EXPECT_EQ(text,
-            "save_strategy: \"no\"\nrun_name: \"on\"\nx: \"Off\"\ny: \"YES\"\nz: n\nw: none\n");
+  EXPECT_EQ(
+      text,
+      "save_strategy: \"no\"\nrun_name: \"on\"\nx: \"Off\"\n\"y\": \"YES\"\nz: \"n\"\nw: none\n");
   EXPECT_EQ(zt::load_yaml_file(write_tmp("b11.yaml", text)), j);
 }
