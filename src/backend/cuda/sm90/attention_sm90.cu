@@ -924,6 +924,53 @@ __device__ __forceinline__ void bwd_store_dkdv(const float (&gk)[D / 64][32],
   }
 }
 
+// The GQA head sum, done by the last of a key tile's rep = Hq / Hkv query-head blocks to finish
+// (the "last block" pattern of CUDA's threadFenceReduction sample): every block has stored its
+// partials pk/pv [T, Hq, D] (bwd_store_dkdv), made them visible at GPU scope and counted itself in
+// cnt (one int per key tile and KV head, zeroed before the launch); the block that counts rep sums
+// the group's partials in head order from 0 — each element fl(…fl(fl(0 + p₀) + p₁)… + p_{rep−1}),
+// exactly attn_sum_heads_vec_kernel's order, so dK and dV are bitwise that kernel's — and writes
+// dk/dv [T, Hkv, D] bf16 for the tile's keys n0 … (keys ≥ L skipped). The partials are read from L2
+// (just written by blocks running beside this one), not DRAM, and no separate pass over [T, Hq, D]
+// runs. Called by the 256 MMA threads after the block's last GEMM (named barrier `bar`). Not
+// inlined: inlined, or called with its arguments by value, the D 64 kernel spilled 8 bytes
+// (ptxas); called like this it spills none (a and w go through an 88-byte stack frame, at the
+// call only).
+template <int D>
+__device__ __noinline__ void bwd_sum_heads_last(const KArgs& a, const Work& w, int n0, int* cnt,
+                                                const float* pk, const float* pv, bf16* dk,
+                                                bf16* dv, int bar, int* last) {
+  const int tid = static_cast<int>(threadIdx.x), rep = a.Hq / a.Hkv;
+  __threadfence();  // this thread's partial stores, visible at GPU scope before the count
+  bar_sync(bar, 256);
+  if (tid == 0) *last = atomicAdd(cnt, 1) == rep - 1;
+  bar_sync(bar, 256);
+  if (!*last) return;
+  __threadfence();  // the other blocks' partials, counted before, are read after the count
+  constexpr int kChunks = D / 4;  // float4 chunks per key row
+  const int nkeys = min(128, w.L - n0);
+  const int64_t ldp = static_cast<int64_t>(a.Hq) * D, ldk = static_cast<int64_t>(a.Hkv) * D;
+  const int64_t g0 = static_cast<int64_t>(w.kvh) * rep * D, o0 = static_cast<int64_t>(w.kvh) * D;
+  for (int x = tid; x < nkeys * kChunks; x += 256) {
+    const int key = x / kChunks, c = (x - key * kChunks) * 4;
+    const int64_t t = static_cast<int64_t>(w.s0) + n0 + key;
+    const float* bk = pk + t * ldp + g0 + c;
+    const float* bv = pv + t * ldp + g0 + c;
+    float4 sk = make_float4(0.0f, 0.0f, 0.0f, 0.0f), sv = sk;
+    for (int j = 0; j < rep; ++j) {
+      const float4 u = __ldcg(reinterpret_cast<const float4*>(bk + j * D));
+      const float4 v = __ldcg(reinterpret_cast<const float4*>(bv + j * D));
+      sk.x += u.x, sk.y += u.y, sk.z += u.z, sk.w += u.w;
+      sv.x += v.x, sv.y += v.y, sv.z += v.z, sv.w += v.w;
+    }
+    uint2 ok, ov;
+    ok.x = pack_bf16(sk.x, sk.y), ok.y = pack_bf16(sk.z, sk.w);
+    ov.x = pack_bf16(sv.x, sv.y), ov.y = pack_bf16(sv.z, sv.w);
+    *reinterpret_cast<uint2*>(dk + t * ldk + o0 + c) = ok;
+    *reinterpret_cast<uint2*>(dv + t * ldk + o0 + c) = ov;
+  }
+}
+
 // Ordered accumulation between blocks (the fused backward's dQ): a flag read with acquire and
 // written with release semantics at GPU scope (PTX ISA, memory consistency model), named barriers
 // between the MMA warpgroups and the dQ writers, and the bulk asynchronous copies (cp.async.bulk,
@@ -981,7 +1028,8 @@ __device__ __forceinline__ void bulk_s2g(float* dst, uint32_t src, uint32_t byte
 // diagonal. Staged rows are stored with their 16-byte chunks XOR-swizzled by (token & 7)
 // (conflict-free stores; the bulk copy moves them as they are); attn_dq_convert_kernel undoes it:
 // dQ = scale·dqa. Writes scale·dK and dV as the mma.sync kernel does: fp32 partials pk/pv [T, Hq,
-// D] when non-null, else dk/dv [T, Hkv, D].
+// D] when non-null — and then the key tile's last query-head block sums them into dk/dv
+// (bwd_sum_heads_last; its counters follow the dQ flags in sem) — else dk/dv [T, Hkv, D].
 constexpr int kBwdThreads = 384;
 // How many dQ tiles the fused backward stages for its writers (one writer warp each): 2 (D 128's
 // 225 KiB of shared memory leave no room for a third 32 KiB tile). At D 64 the MMA warpgroups' wait
@@ -1270,6 +1318,12 @@ __global__ void __launch_bounds__(kBwdThreads, 1)
   }
   wg_wait0();  // (every group is complete here; without it ptxas injects this wait, C7517)
   bwd_store_dkdv<D>(gk, gv, a, w, key0, c2, pk, pv, dk, dv);
+  if (pk) {  // GQA: the key tile's last query-head block sums the partials (after the dQ flags)
+    __shared__ int last;
+    int* const cnt = sem + 2 * static_cast<int64_t>(gridDim.x) +
+                     static_cast<int64_t>(blockIdx.x / a.Hq) * a.Hkv + w.kvh;
+    bwd_sum_heads_last<D>(a, w, n0, cnt, pk, pv, dk, dv, kBarMma, &last);
+  }
 #endif
 }
 
