@@ -254,7 +254,8 @@ struct Ws {
   float* pk;
   float* pv;
   float* dqa;  // Hopper backward: dQ accumulator fp32 [Hq, T, D]
-  int* sem;    // Hopper backward: one flag per (64-row query tile, query head)
+  int* sem;    // Hopper backward: one flag per (64-row query tile, query head), then with GQA one
+               // head-sum counter per (128-key tile, KV head)
 };
 // Whether the backward runs the Hopper fused kernel (D 64 and 128: every shape the Hopper family
 // takes), whose dQ accumulator and flags live in the workspace.

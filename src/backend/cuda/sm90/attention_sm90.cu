@@ -930,12 +930,12 @@ __device__ __forceinline__ void bwd_store_dkdv(const float (&gk)[D / 64][32],
 // cnt (one int per key tile and KV head, zeroed before the launch); the block that counts rep sums
 // the group's partials in head order from 0 — each element fl(…fl(fl(0 + p₀) + p₁)… + p_{rep−1}),
 // exactly attn_sum_heads_vec_kernel's order, so dK and dV are bitwise that kernel's — and writes
-// dk/dv [T, Hkv, D] bf16 for the tile's keys n0 … (keys ≥ L skipped). The partials are read from L2
-// (just written by blocks running beside this one), not DRAM, and no separate pass over [T, Hq, D]
-// runs. Called by the 256 MMA threads after the block's last GEMM (named barrier `bar`). Not
-// inlined: inlined, or called with its arguments by value, the D 64 kernel spilled 8 bytes
-// (ptxas); called like this it spills none (a and w go through an 88-byte stack frame, at the
-// call only).
+// dk/dv [T, Hkv, D] bf16 for the tile's keys n0 … (keys ≥ L skipped). The partials are read with
+// .cg loads from L2, where they usually still are (written by blocks running beside this one),
+// not from DRAM, and no separate pass over [T, Hq, D] runs. Called by the 256 MMA threads after the
+// block's last GEMM (named barrier `bar`). Not inlined: inlined, or called with its arguments by
+// value, the D 64 kernel spilled 8 bytes (ptxas); called like this it spills none (a and w go
+// through an 88-byte stack frame, which the PTX writes at kernel entry).
 template <int D>
 __device__ __noinline__ void bwd_sum_heads_last(const KArgs& a, const Work& w, int n0, int* cnt,
                                                 const float* pk, const float* pv, bf16* dk,
@@ -1412,13 +1412,14 @@ void bwd_fused(const KArgs& ka, unsigned grid, const float* lse2, const float* D
   constexpr size_t kNQ = bwd_pipelined(D) ? 3 : 2, kNdS = 2;
   constexpr size_t kSmem = (2 * 128 + 2 * kNQ * 64) * D * 2 + kNdS * 128 * 64 * 2 +
                            bwd_dq_stages(D) * 64 * D * 4 + kNQ * 2 * 64 * 4 + kNQ * 16 + 1024;
-  static_assert(kSmem <= 227 * 1024, "the backward's shared memory exceeds sm_90's 227 KiB");
+  static_assert(kSmem + 16 <= 227 * 1024,  // + the static `last` (bwd_sum_heads_last)
+                "the backward's shared memory exceeds sm_90's 227 KiB");
   // Q and dO in boxes of 64 columns × 64 rows (bwd_tma; built at D 64 too, where the kernel
   // ignores them).
   const CUtensorMap tq = tma_map(q, ka.T, static_cast<int64_t>(ka.Hq) * D, 64),
                     tdo = tma_map(dout, ka.T, static_cast<int64_t>(ka.Hq) * D, 64);
-  // One flag per (64-row query tile, query head), 2 per 128-row tile of the grid: zeroed by the
-  // caller's tile_plan_kernel.
+  // One flag per (64-row query tile, query head), 2 per 128-row tile of the grid, then with GQA one
+  // head-sum counter per (128-key tile, KV head): zeroed by the caller's tile_plan_kernel.
   launch(attn_bwd_sm90<D>, grid, kBwdThreads, kSmem, st, "attention_bwd", tq, tdo, ka,
          static_cast<const bf16*>(q), static_cast<const bf16*>(k), static_cast<const bf16*>(v),
          static_cast<const bf16*>(dout), lse2, Di, pk, pv, static_cast<bf16*>(dk),
