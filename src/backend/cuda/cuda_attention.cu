@@ -101,6 +101,7 @@ constexpr int kPlanThreads = 1024;
 __global__ void __launch_bounds__(kPlanThreads)
     tile_plan_kernel(const int32_t* cu, int n, int rows, int32_t* tile_start, int32_t* zero,
                      int64_t nzero) {
+  allow_next_grid();  // the Hopper kernels behind it launch now and wait for it (launch_pdl)
   __shared__ int32_t part[kPlanThreads];
   const int t = threadIdx.x;
   for (int64_t i = t; i < nzero; i += kPlanThreads) zero[i] = 0;
@@ -157,6 +158,11 @@ __global__ void __launch_bounds__(128)
                              float* lse2, int64_t ntok, int Hq) {
   constexpr int kLanes = D / 8, kRowsPerBlock = 128 / kLanes;
   static_assert(D % 8 == 0 && kLanes <= 32, "one row per at most a warp of 16-byte loads");
+  // On the Hopper path it is launched programmatically after the tile plan (launch_pdl), whose
+  // output it does not read (dO, O and lse come from kernels that finished before the plan began):
+  // it lets the fused backward launch at once, and waits for the plan only at its end, so that
+  // the backward's wait for this grid covers the plan too.
+  allow_next_grid();
   const int64_t row = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / kLanes;
   const int sub = static_cast<int>(threadIdx.x % kLanes);
   const bool valid = row < ntok * Hq;
@@ -181,6 +187,7 @@ __global__ void __launch_bounds__(128)
     Di[i] = s;
     lse2[i] = lse[i] * kLog2e;
   }
+  wait_prior_grid();
 }
 
 // dk[t, g, :] = Σ_{j<rep} pk[t, g·rep + j, :] in head order (likewise dv); fp32 sums, one element
@@ -416,7 +423,15 @@ void attention_bwd(const AttnProblem& p, void* dq, void* dk, void* dv, const voi
     const unsigned g = static_cast<unsigned>((rows + rows_per_block - 1) / rows_per_block);
     const auto* go = static_cast<const bf16*>(dout);
     const auto* o = static_cast<const bf16*>(out);
-    if (p.D == 64) {
+    if (c.family == Family::kSm90) {  // D 64 or 128; programmatic (see the kernel)
+      if (p.D == 64) {
+        launch_pdl(attn_bwd_prep_vec_kernel<64>, g, 128, 0, st, "attention_bwd", go, o, lse, ws.Di,
+                   ws.lse2, p.T, p.Hq);
+      } else {
+        launch_pdl(attn_bwd_prep_vec_kernel<128>, g, 128, 0, st, "attention_bwd", go, o, lse, ws.Di,
+                   ws.lse2, p.T, p.Hq);
+      }
+    } else if (p.D == 64) {
       attn_bwd_prep_vec_kernel<64><<<g, 128, 0, st>>>(go, o, lse, ws.Di, ws.lse2, p.T, p.Hq);
     } else if (p.D == 128) {
       attn_bwd_prep_vec_kernel<128><<<g, 128, 0, st>>>(go, o, lse, ws.Di, ws.lse2, p.T, p.Hq);

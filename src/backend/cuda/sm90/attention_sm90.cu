@@ -395,6 +395,7 @@ __global__ void __launch_bounds__(fwd_threads(D), 1)
                   const __grid_constant__ CUtensorMap tv, KArgs a, int items, bf16* out,
                   float* lse) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  wait_prior_grid();  // launched programmatically after the tile plan (launch_pdl)
   constexpr int kWG = fwd_wgs(D), kBM = 64 * kWG;  // MMA warpgroups, query rows per item
   constexpr int kMmaThreads = 128 * kWG;
   constexpr uint32_t kQB = kBM * D * 2, kKB = kBN * D * 2;
@@ -1075,6 +1076,11 @@ __global__ void __launch_bounds__(kBwdThreads, 1)
                   const float* lse2, const float* Di, float* pk, float* pv, bf16* dk, bf16* dv,
                   float* dqa, int* sem) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  // Launched programmatically after the prep kernel (launch_pdl): its Di / lse2, and through it the
+  // tile plan's table and zeroed flags, are read only after this wait; the dQ conversion behind
+  // this kernel may start launching at once (it waits for this grid in turn).
+  wait_prior_grid();
+  allow_next_grid();
   constexpr int kKeys = 128, kRows = 64;
   constexpr uint32_t kKB = kKeys * D * 2, kQB = kRows * D * 2, kSB = kRows * D * 4;
   constexpr int kNB = D / 64, kQN = D / 2;  // kQN: dQ columns per warpgroup
@@ -1332,6 +1338,7 @@ __global__ void __launch_bounds__(kBwdThreads, 1)
 template <int D>
 __global__ void __launch_bounds__(256)
     attn_dq_convert_kernel(const float* dqa, bf16* dq, int64_t T, int Hq, float scale) {
+  wait_prior_grid();  // launched programmatically after the fused backward (launch_pdl)
   const int64_t n4 = T * Hq * D / 4;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n4;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
@@ -1399,8 +1406,8 @@ void fwd(const KArgs& ka, unsigned grid, void* out, float* lse, const void* q, c
     check(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev), "attention_fwd");
     return static_cast<unsigned>(n);
   }();
-  launch(attn_fwd_sm90<D>, std::min(grid, sms), fwd_threads(D), kSmem, st, "attention_fwd", tq, tk,
-         tv, ka, static_cast<int>(grid), static_cast<bf16*>(out), lse);
+  launch_pdl(attn_fwd_sm90<D>, std::min(grid, sms), fwd_threads(D), kSmem, st, "attention_fwd", tq,
+             tk, tv, ka, static_cast<int>(grid), static_cast<bf16*>(out), lse);
 }
 
 // The fused backward.
@@ -1420,14 +1427,14 @@ void bwd_fused(const KArgs& ka, unsigned grid, const float* lse2, const float* D
                     tdo = tma_map(dout, ka.T, static_cast<int64_t>(ka.Hq) * D, 64);
   // One flag per (64-row query tile, query head), 2 per 128-row tile of the grid, then with GQA one
   // head-sum counter per (128-key tile, KV head): zeroed by the caller's tile_plan_kernel.
-  launch(attn_bwd_sm90<D>, grid, kBwdThreads, kSmem, st, "attention_bwd", tq, tdo, ka,
-         static_cast<const bf16*>(q), static_cast<const bf16*>(k), static_cast<const bf16*>(v),
-         static_cast<const bf16*>(dout), lse2, Di, pk, pv, static_cast<bf16*>(dk),
-         static_cast<bf16*>(dv), dqa, sem);
+  launch_pdl(attn_bwd_sm90<D>, grid, kBwdThreads, kSmem, st, "attention_bwd", tq, tdo, ka,
+             static_cast<const bf16*>(q), static_cast<const bf16*>(k), static_cast<const bf16*>(v),
+             static_cast<const bf16*>(dout), lse2, Di, pk, pv, static_cast<bf16*>(dk),
+             static_cast<bf16*>(dv), dqa, sem);
   const int64_t n4 = ka.T * ka.Hq * D / 4;
   const unsigned g = static_cast<unsigned>(std::min<int64_t>((n4 + 255) / 256, 65536));
-  attn_dq_convert_kernel<D><<<g, 256, 0, st>>>(dqa, static_cast<bf16*>(dq), ka.T, ka.Hq, ka.scale);
-  check_launch("attention_bwd");
+  launch_pdl(attn_dq_convert_kernel<D>, g, 256, 0, st, "attention_bwd", dqa, static_cast<bf16*>(dq),
+             ka.T, ka.Hq, ka.scale);
 }
 
 }  // namespace
