@@ -39,7 +39,9 @@
 // after its keys in order and writes that query head's dK, dV contribution (f32 partials
 // [T, Hq, D] in the workspace when Hq > Hkv, else the result); (3) a dQ kernel, one block per
 // (query tile, query head), loops over the key tiles up to the diagonal in order (recomputing P);
-// (4) when Hq > Hkv, a kernel sums each KV head's partials in head order into dk, dv. Splitting the
+// (4) when Hq > Hkv, a kernel sums each KV head's partials in head order into dk, dv (the Hopper
+// backward does this in its kernel: the last of a key tile's query-head blocks to finish sums the
+// group's partials, in head order, from L2). Splitting the
 // dK/dV pass by query head (instead of one block looping over the group's heads) gives 6× the
 // blocks for Qwen2.5-1.5B (12 query / 2 KV heads), where one block per (KV head, key tile) would
 // leave the longest block ~2× the average on 132 SMs.
@@ -56,7 +58,9 @@
 // Determinism: every output element is written by exactly one thread, or (the Hopper dQ
 // accumulator) added to by one block at a time in an order fixed by the shapes; each thread adds
 // its terms in an order fixed by the shapes too (tile loops in index order, fixed warp-shuffle
-// trees, fixed mma k order). Nothing depends on scheduling, the SM count or addresses.
+// trees, fixed mma k order). Nothing depends on scheduling, the SM count or addresses: which
+// block of a GQA group sums the Hopper backward's dK/dV partials depends on timing, but the sum it
+// forms does not (head order, from 0).
 //
 // Resources (ptxas, sm_90; sm_89 within a few registers): tensor-core kernels 128 threads,
 // __launch_bounds__(128, 2), no spills — forward D=128 229 regs / 80 KiB smem, D=64 153 / 40 KiB;
@@ -97,6 +101,7 @@ constexpr int kPlanThreads = 1024;
 __global__ void __launch_bounds__(kPlanThreads)
     tile_plan_kernel(const int32_t* cu, int n, int rows, int32_t* tile_start, int32_t* zero,
                      int64_t nzero) {
+  allow_next_grid();  // the Hopper kernels behind it launch now and wait for it (launch_pdl)
   __shared__ int32_t part[kPlanThreads];
   const int t = threadIdx.x;
   for (int64_t i = t; i < nzero; i += kPlanThreads) zero[i] = 0;
@@ -153,6 +158,11 @@ __global__ void __launch_bounds__(128)
                              float* lse2, int64_t ntok, int Hq) {
   constexpr int kLanes = D / 8, kRowsPerBlock = 128 / kLanes;
   static_assert(D % 8 == 0 && kLanes <= 32, "one row per at most a warp of 16-byte loads");
+  // On the Hopper path it is launched programmatically after the tile plan (launch_pdl), whose
+  // output it does not read (dO, O and lse come from kernels that finished before the plan began):
+  // it lets the fused backward launch at once, and waits for the plan only at its end, so that
+  // the backward's wait for this grid covers the plan too.
+  allow_next_grid();
   const int64_t row = static_cast<int64_t>(blockIdx.x) * kRowsPerBlock + threadIdx.x / kLanes;
   const int sub = static_cast<int>(threadIdx.x % kLanes);
   const bool valid = row < ntok * Hq;
@@ -177,6 +187,7 @@ __global__ void __launch_bounds__(128)
     Di[i] = s;
     lse2[i] = lse[i] * kLog2e;
   }
+  wait_prior_grid();
 }
 
 // dk[t, g, :] = Σ_{j<rep} pk[t, g·rep + j, :] in head order (likewise dv); fp32 sums, one element
@@ -250,7 +261,8 @@ struct Ws {
   float* pk;
   float* pv;
   float* dqa;  // Hopper backward: dQ accumulator fp32 [Hq, T, D]
-  int* sem;    // Hopper backward: one flag per (64-row query tile, query head)
+  int* sem;    // Hopper backward: one flag per (64-row query tile, query head), then with GQA one
+               // head-sum counter per (128-key tile, KV head)
 };
 // Whether the backward runs the Hopper fused kernel (D 64 and 128: every shape the Hopper family
 // takes), whose dQ accumulator and flags live in the workspace.
@@ -297,13 +309,15 @@ int64_t total_tiles(const AttnProblem& p, int rows) {
 }
 
 // Writes the tile table for `rows` and returns the 1-D grid size (tiles × Hq); with zero_flags,
-// also zeroes the Hopper backward's dQ flags (2 per block of the grid).
+// also zeroes the Hopper backward's flags: the dQ flags (2 per block of the grid), then with GQA
+// the head-sum counters (one per tile and KV head; bwd_sum_heads_last).
 unsigned plan(const AttnProblem& p, int rows, const Ws& ws, cudaStream_t st, const char* op,
               bool zero_flags = false) {
-  const int64_t blocks = total_tiles(p, rows) * p.Hq;
+  const int64_t tiles = total_tiles(p, rows), blocks = tiles * p.Hq;
   if (blocks > 0x7fffffff) throw std::invalid_argument("cuda attention: too many tiles");
+  const int64_t nzero = zero_flags ? 2 * blocks + (p.Hq > p.Hkv ? tiles * p.Hkv : 0) : 0;
   tile_plan_kernel<<<1, kPlanThreads, 0, st>>>(p.cu_dev, p.num_seqs, rows, ws.tile_start, ws.sem,
-                                               zero_flags ? 2 * blocks : 0);
+                                               nzero);
   check_launch(op);
   return static_cast<unsigned>(blocks);
 }
@@ -363,8 +377,10 @@ size_t attention_workspace_bytes(const AttnProblem& p) {
   size_t n = table_bytes(p) + 2 * align256(st);
   if (p.Hq > p.Hkv) n += 2 * align256(st * p.D);
   // Hopper backward: the dQ accumulator and its flags (2 per 128-row tile and head; a sequence
-  // holds ≥ 1 token per tile, so ≤ 2·T·Hq of them).
-  if (sm90_fused_bwd(p)) n += align256(st * p.D) + align256(2 * st);
+  // holds ≥ 1 token per tile, so ≤ 2·T·Hq of them), then the head-sum counters (one per tile and
+  // KV head, ≤ T·Hkv).
+  if (sm90_fused_bwd(p))
+    n += align256(st * p.D) + align256(2 * st + static_cast<size_t>(p.T) * p.Hkv * 4);
   return n;
 }
 
@@ -407,7 +423,15 @@ void attention_bwd(const AttnProblem& p, void* dq, void* dk, void* dv, const voi
     const unsigned g = static_cast<unsigned>((rows + rows_per_block - 1) / rows_per_block);
     const auto* go = static_cast<const bf16*>(dout);
     const auto* o = static_cast<const bf16*>(out);
-    if (p.D == 64) {
+    if (c.family == Family::kSm90) {  // D 64 or 128; programmatic (see the kernel)
+      if (p.D == 64) {
+        launch_pdl(attn_bwd_prep_vec_kernel<64>, g, 128, 0, st, "attention_bwd", go, o, lse, ws.Di,
+                   ws.lse2, p.T, p.Hq);
+      } else {
+        launch_pdl(attn_bwd_prep_vec_kernel<128>, g, 128, 0, st, "attention_bwd", go, o, lse, ws.Di,
+                   ws.lse2, p.T, p.Hq);
+      }
+    } else if (p.D == 64) {
       attn_bwd_prep_vec_kernel<64><<<g, 128, 0, st>>>(go, o, lse, ws.Di, ws.lse2, p.T, p.Hq);
     } else if (p.D == 128) {
       attn_bwd_prep_vec_kernel<128><<<g, 128, 0, st>>>(go, o, lse, ws.Di, ws.lse2, p.T, p.Hq);
@@ -433,7 +457,7 @@ void attention_bwd(const AttnProblem& p, void* dq, void* dk, void* dv, const voi
   } else {
     generic_bwd(ka, grid, p.bf16, lse, ws.Di, pk, pv, dq, dk, dv, dout, q, k, v, st);
   }
-  if (p.Hq > p.Hkv) {
+  if (p.Hq > p.Hkv && c.family != Family::kSm90) {  // (the Hopper kernel sums the heads itself)
     const int64_t n = p.T * p.Hkv * p.D;
     const unsigned g = static_cast<unsigned>(std::min<int64_t>((n + 255) / 256, 65536));
     if (c.family != Family::kGeneric) {  // bf16, D a multiple of 64, 16-byte aligned

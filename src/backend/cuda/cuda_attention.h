@@ -47,7 +47,7 @@ bool attention_uses_tensor_cores(const AttnProblem& p, std::initializer_list<con
 // [max(num_seqs, T) + 1], Di and log2-scaled lse f32 [Hq, T], when Hq > Hkv per-query-head fp32
 // dK and dV partials [T, Hq, D] each (8·T·Hq·D bytes), and when the Hopper fused backward runs
 // (bf16, D 64 or 128, no window, compute capability 9.0) its dQ accumulator f32 [Hq, T, D]
-// (4·T·Hq·D bytes) and flags (8·T·Hq bytes). Depends on
+// (4·T·Hq·D bytes), dQ flags (8·T·Hq bytes) and head-sum counters (4·T·Hkv bytes). Depends on
 // num_seqs only when it exceeds T (empty sequences), so it may be queried with num_seqs = 0 and
 // no cu_seqlens; it grows with T.
 size_t attention_workspace_bytes(const AttnProblem& p);

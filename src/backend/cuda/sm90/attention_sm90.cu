@@ -395,6 +395,7 @@ __global__ void __launch_bounds__(fwd_threads(D), 1)
                   const __grid_constant__ CUtensorMap tv, KArgs a, int items, bf16* out,
                   float* lse) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  wait_prior_grid();  // launched programmatically after the tile plan (launch_pdl)
   constexpr int kWG = fwd_wgs(D), kBM = 64 * kWG;  // MMA warpgroups, query rows per item
   constexpr int kMmaThreads = 128 * kWG;
   constexpr uint32_t kQB = kBM * D * 2, kKB = kBN * D * 2;
@@ -924,6 +925,53 @@ __device__ __forceinline__ void bwd_store_dkdv(const float (&gk)[D / 64][32],
   }
 }
 
+// The GQA head sum, done by the last of a key tile's rep = Hq / Hkv query-head blocks to finish
+// (the "last block" pattern of CUDA's threadFenceReduction sample): every block has stored its
+// partials pk/pv [T, Hq, D] (bwd_store_dkdv), made them visible at GPU scope and counted itself in
+// cnt (one int per key tile and KV head, zeroed before the launch); the block that counts rep sums
+// the group's partials in head order from 0 — each element fl(…fl(fl(0 + p₀) + p₁)… + p_{rep−1}),
+// exactly attn_sum_heads_vec_kernel's order, so dK and dV are bitwise that kernel's — and writes
+// dk/dv [T, Hkv, D] bf16 for the tile's keys n0 … (keys ≥ L skipped). The partials are read with
+// .cg loads from L2, where they usually still are (written by blocks running beside this one),
+// not from DRAM, and no separate pass over [T, Hq, D] runs. Called by the 256 MMA threads after the
+// block's last GEMM (named barrier `bar`). Not inlined: inlined, or called with its arguments by
+// value, the D 64 kernel spilled 8 bytes (ptxas); called like this it spills none (a and w go
+// through an 88-byte stack frame, which the PTX writes at kernel entry).
+template <int D>
+__device__ __noinline__ void bwd_sum_heads_last(const KArgs& a, const Work& w, int n0, int* cnt,
+                                                const float* pk, const float* pv, bf16* dk,
+                                                bf16* dv, int bar, int* last) {
+  const int tid = static_cast<int>(threadIdx.x), rep = a.Hq / a.Hkv;
+  __threadfence();  // this thread's partial stores, visible at GPU scope before the count
+  bar_sync(bar, 256);
+  if (tid == 0) *last = atomicAdd(cnt, 1) == rep - 1;
+  bar_sync(bar, 256);
+  if (!*last) return;
+  __threadfence();  // the other blocks' partials, counted before, are read after the count
+  constexpr int kChunks = D / 4;  // float4 chunks per key row
+  const int nkeys = min(128, w.L - n0);
+  const int64_t ldp = static_cast<int64_t>(a.Hq) * D, ldk = static_cast<int64_t>(a.Hkv) * D;
+  const int64_t g0 = static_cast<int64_t>(w.kvh) * rep * D, o0 = static_cast<int64_t>(w.kvh) * D;
+  for (int x = tid; x < nkeys * kChunks; x += 256) {
+    const int key = x / kChunks, c = (x - key * kChunks) * 4;
+    const int64_t t = static_cast<int64_t>(w.s0) + n0 + key;
+    const float* bk = pk + t * ldp + g0 + c;
+    const float* bv = pv + t * ldp + g0 + c;
+    float4 sk = make_float4(0.0f, 0.0f, 0.0f, 0.0f), sv = sk;
+    for (int j = 0; j < rep; ++j) {
+      const float4 u = __ldcg(reinterpret_cast<const float4*>(bk + j * D));
+      const float4 v = __ldcg(reinterpret_cast<const float4*>(bv + j * D));
+      sk.x += u.x, sk.y += u.y, sk.z += u.z, sk.w += u.w;
+      sv.x += v.x, sv.y += v.y, sv.z += v.z, sv.w += v.w;
+    }
+    uint2 ok, ov;
+    ok.x = pack_bf16(sk.x, sk.y), ok.y = pack_bf16(sk.z, sk.w);
+    ov.x = pack_bf16(sv.x, sv.y), ov.y = pack_bf16(sv.z, sv.w);
+    *reinterpret_cast<uint2*>(dk + t * ldk + o0 + c) = ok;
+    *reinterpret_cast<uint2*>(dv + t * ldk + o0 + c) = ov;
+  }
+}
+
 // Ordered accumulation between blocks (the fused backward's dQ): a flag read with acquire and
 // written with release semantics at GPU scope (PTX ISA, memory consistency model), named barriers
 // between the MMA warpgroups and the dQ writers, and the bulk asynchronous copies (cp.async.bulk,
@@ -981,7 +1029,8 @@ __device__ __forceinline__ void bulk_s2g(float* dst, uint32_t src, uint32_t byte
 // diagonal. Staged rows are stored with their 16-byte chunks XOR-swizzled by (token & 7)
 // (conflict-free stores; the bulk copy moves them as they are); attn_dq_convert_kernel undoes it:
 // dQ = scale·dqa. Writes scale·dK and dV as the mma.sync kernel does: fp32 partials pk/pv [T, Hq,
-// D] when non-null, else dk/dv [T, Hkv, D].
+// D] when non-null — and then the key tile's last query-head block sums them into dk/dv
+// (bwd_sum_heads_last; its counters follow the dQ flags in sem) — else dk/dv [T, Hkv, D].
 constexpr int kBwdThreads = 384;
 // How many dQ tiles the fused backward stages for its writers (one writer warp each): 2 (D 128's
 // 225 KiB of shared memory leave no room for a third 32 KiB tile). At D 64 the MMA warpgroups' wait
@@ -1027,6 +1076,11 @@ __global__ void __launch_bounds__(kBwdThreads, 1)
                   const float* lse2, const float* Di, float* pk, float* pv, bf16* dk, bf16* dv,
                   float* dqa, int* sem) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  // Launched programmatically after the prep kernel (launch_pdl): its Di / lse2, and through it the
+  // tile plan's table and zeroed flags, are read only after this wait; the dQ conversion behind
+  // this kernel may start launching at once (it waits for this grid in turn).
+  wait_prior_grid();
+  allow_next_grid();
   constexpr int kKeys = 128, kRows = 64;
   constexpr uint32_t kKB = kKeys * D * 2, kQB = kRows * D * 2, kSB = kRows * D * 4;
   constexpr int kNB = D / 64, kQN = D / 2;  // kQN: dQ columns per warpgroup
@@ -1270,6 +1324,12 @@ __global__ void __launch_bounds__(kBwdThreads, 1)
   }
   wg_wait0();  // (every group is complete here; without it ptxas injects this wait, C7517)
   bwd_store_dkdv<D>(gk, gv, a, w, key0, c2, pk, pv, dk, dv);
+  if (pk) {  // GQA: the key tile's last query-head block sums the partials (after the dQ flags)
+    __shared__ int last;
+    int* const cnt = sem + 2 * static_cast<int64_t>(gridDim.x) +
+                     static_cast<int64_t>(blockIdx.x / a.Hq) * a.Hkv + w.kvh;
+    bwd_sum_heads_last<D>(a, w, n0, cnt, pk, pv, dk, dv, kBarMma, &last);
+  }
 #endif
 }
 
@@ -1278,6 +1338,7 @@ __global__ void __launch_bounds__(kBwdThreads, 1)
 template <int D>
 __global__ void __launch_bounds__(256)
     attn_dq_convert_kernel(const float* dqa, bf16* dq, int64_t T, int Hq, float scale) {
+  wait_prior_grid();  // launched programmatically after the fused backward (launch_pdl)
   const int64_t n4 = T * Hq * D / 4;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n4;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
@@ -1345,8 +1406,8 @@ void fwd(const KArgs& ka, unsigned grid, void* out, float* lse, const void* q, c
     check(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev), "attention_fwd");
     return static_cast<unsigned>(n);
   }();
-  launch(attn_fwd_sm90<D>, std::min(grid, sms), fwd_threads(D), kSmem, st, "attention_fwd", tq, tk,
-         tv, ka, static_cast<int>(grid), static_cast<bf16*>(out), lse);
+  launch_pdl(attn_fwd_sm90<D>, std::min(grid, sms), fwd_threads(D), kSmem, st, "attention_fwd", tq,
+             tk, tv, ka, static_cast<int>(grid), static_cast<bf16*>(out), lse);
 }
 
 // The fused backward.
@@ -1358,21 +1419,22 @@ void bwd_fused(const KArgs& ka, unsigned grid, const float* lse2, const float* D
   constexpr size_t kNQ = bwd_pipelined(D) ? 3 : 2, kNdS = 2;
   constexpr size_t kSmem = (2 * 128 + 2 * kNQ * 64) * D * 2 + kNdS * 128 * 64 * 2 +
                            bwd_dq_stages(D) * 64 * D * 4 + kNQ * 2 * 64 * 4 + kNQ * 16 + 1024;
-  static_assert(kSmem <= 227 * 1024, "the backward's shared memory exceeds sm_90's 227 KiB");
+  static_assert(kSmem + 16 <= 227 * 1024,  // + the static `last` (bwd_sum_heads_last)
+                "the backward's shared memory exceeds sm_90's 227 KiB");
   // Q and dO in boxes of 64 columns × 64 rows (bwd_tma; built at D 64 too, where the kernel
   // ignores them).
   const CUtensorMap tq = tma_map(q, ka.T, static_cast<int64_t>(ka.Hq) * D, 64),
                     tdo = tma_map(dout, ka.T, static_cast<int64_t>(ka.Hq) * D, 64);
-  // One flag per (64-row query tile, query head), 2 per 128-row tile of the grid: zeroed by the
-  // caller's tile_plan_kernel.
-  launch(attn_bwd_sm90<D>, grid, kBwdThreads, kSmem, st, "attention_bwd", tq, tdo, ka,
-         static_cast<const bf16*>(q), static_cast<const bf16*>(k), static_cast<const bf16*>(v),
-         static_cast<const bf16*>(dout), lse2, Di, pk, pv, static_cast<bf16*>(dk),
-         static_cast<bf16*>(dv), dqa, sem);
+  // One flag per (64-row query tile, query head), 2 per 128-row tile of the grid, then with GQA one
+  // head-sum counter per (128-key tile, KV head): zeroed by the caller's tile_plan_kernel.
+  launch_pdl(attn_bwd_sm90<D>, grid, kBwdThreads, kSmem, st, "attention_bwd", tq, tdo, ka,
+             static_cast<const bf16*>(q), static_cast<const bf16*>(k), static_cast<const bf16*>(v),
+             static_cast<const bf16*>(dout), lse2, Di, pk, pv, static_cast<bf16*>(dk),
+             static_cast<bf16*>(dv), dqa, sem);
   const int64_t n4 = ka.T * ka.Hq * D / 4;
   const unsigned g = static_cast<unsigned>(std::min<int64_t>((n4 + 255) / 256, 65536));
-  attn_dq_convert_kernel<D><<<g, 256, 0, st>>>(dqa, static_cast<bf16*>(dq), ka.T, ka.Hq, ka.scale);
-  check_launch("attention_bwd");
+  launch_pdl(attn_dq_convert_kernel<D>, g, 256, 0, st, "attention_bwd", dqa, static_cast<bf16*>(dq),
+             ka.T, ka.Hq, ka.scale);
 }
 
 }  // namespace
