@@ -57,11 +57,4 @@ std::vector<std::string> split_key_path(std::string_view path);
 // The value at dotted `path` in `root` (list elements by index: "a.0.b"), or nullptr.
 const Json* find_key_path(const Json& root, std::string_view path);
 
-// Writes `value` as block-style YAML (used for the resolved `args.yaml`) that reads back as
-// `value`, here and in OmegaConf: a string holding "${" has it escaped (`\${x}`, OmegaConf's
-// escape; the backslashes before it doubled), and a string that is not plainly a name or a path is
-// written double-quoted ("12:30", "true", "007", "", " x"; the YAML 1.1 booleans yes / no / on /
-// off too). Non-finite floats are .inf / -.inf / .nan.
-std::string json_to_yaml(const Json& value);
-
 }  // namespace zt

@@ -9,7 +9,7 @@
 #include "cli/run_config.h"
 #include "core/error.h"
 #include "core/zt_test_util.h"
-#include "io/hydra_yaml.h"
+#include "io/yaml_writer.h"
 
 namespace {
 

@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "io/hydra_yaml.h"
+#include "io/yaml_writer.h"
 
 namespace {
 
