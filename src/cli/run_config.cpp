@@ -153,8 +153,20 @@ class Checker {
       fail("{}: {}: {} is not supported by zerotune (it implements: {}){}", source_, s.path, show(v), choices,
            where(s.path));
     }
-    if (!want.empty())
-      fail("{}: {}: {} is not valid (expected {}){}", source_, s.path, show(v), want, where(s.path));
+    if (!want.empty()) {
+      // `save_strategy: no` unquoted is the boolean false in YAML 1.1, as OmegaConf (and so TRL)
+      // reads the file: say so where a word was wanted.
+      const bool word = s.rule.kind == ValueRule::Kind::kEnum ||
+                        s.rule.kind == ValueRule::Kind::kString ||
+                        s.rule.kind == ValueRule::Kind::kStrings;
+      const std::string hint =
+          word && v.is_boolean()
+              ? "; YAML reads an unquoted yes / no / on / off / true / false as a boolean, as "
+                "OmegaConf does: quote the word, e.g. \"no\""
+              : "";
+      fail("{}: {}: {} is not valid (expected {}{}){}", source_, s.path, show(v), want, hint,
+           where(s.path));
+    }
     if (s.use == KeyUse::kNote && v != s.default_value)
       notes_->push_back(fmt::format("{}: {}: {} changes nothing in zerotune: {}", source_, s.path, show(v), s.note));
   }

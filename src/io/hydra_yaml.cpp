@@ -11,6 +11,7 @@
 #include <limits>
 #include <optional>
 #include <regex>
+#include <set>
 #include <sstream>
 
 #include "core/error.h"
@@ -27,13 +28,29 @@ namespace {
 
 // Integers in YAML files: YAML 1.1's int forms exactly as PyYAML's resolver matches them (what
 // OmegaConf gives): [-+]?0b[0-1_]+ binary, [-+]?0[0-7_]+ octal (017 is 15; 08 matches none and
-// stays the string "08"), [-+]?(0|[1-9][0-9_]*) decimal, [-+]?0x[0-9a-fA-F_]+ hex; underscores
-// dropped after the match; the 1:30 sexagesimal form is not taken (it stays a string).
-// (Command-line overrides are read by python_int instead: Hydra's override grammar has no octal,
-// binary or hex.)
+// stays the string "08"), [-+]?(0|[1-9][0-9_]*) decimal, [-+]?0x[0-9a-fA-F_]+ hex,
+// [-+]?[1-9][0-9_]*(:[0-5]?[0-9])+ sexagesimal (1:30 is 90, 12:30 is 750); underscores dropped
+// after the match, as PyYAML's constructor does. (Command-line overrides are read by python_int
+// instead: Hydra's override grammar has no octal, binary, hex or sexagesimal.)
 bool parse_int(const std::string& s, int64_t* out) {
   static const std::regex bin("[-+]?0b[0-1_]+"), oct("[-+]?0[0-7_]+"), dec("[-+]?(0|[1-9][0-9_]*)"),
-      hex("[-+]?0x[0-9a-fA-F_]+");
+      hex("[-+]?0x[0-9a-fA-F_]+"), sexa("[-+]?[1-9][0-9_]*(:[0-5]?[0-9])+");
+  const size_t sign = (s[0] == '-' || s[0] == '+') ? 1 : 0;
+  if (std::regex_match(s, sexa)) {  // base 60: each ':'-separated part a digit
+    int64_t v = 0;
+    std::string part;
+    for (size_t k = sign; k <= s.size(); ++k) {
+      if (k == s.size() || s[k] == ':') {
+        if (v > (std::numeric_limits<int64_t>::max() - 59) / 60) return false;
+        v = v * 60 + std::strtoll(part.c_str(), nullptr, 10);
+        part.clear();
+      } else if (s[k] != '_') {
+        part += s[k];
+      }
+    }
+    *out = s[0] == '-' ? -v : v;
+    return true;
+  }
   int base;
   size_t skip;  // prefix characters after the sign
   if (std::regex_match(s, bin)) {
@@ -47,7 +64,6 @@ bool parse_int(const std::string& s, int64_t* out) {
   } else {
     return false;
   }
-  const size_t sign = (s[0] == '-' || s[0] == '+') ? 1 : 0;
   std::string digits = s[0] == '-' ? "-" : "";
   for (size_t k = sign + skip; k < s.size(); ++k)
     if (s[k] != '_') digits += s[k];
@@ -60,31 +76,40 @@ bool parse_int(const std::string& s, int64_t* out) {
   return true;
 }
 
+// Floats in YAML files: the forms OmegaConf's loader resolves (PyYAML's YAML 1.1 float resolver,
+// and OmegaConf's own, which adds an exponent without a '.' and an unsigned exponent):
+// [-+]?[0-9][0-9_]*\.[0-9_]*([eE][-+]?[0-9]+)? ("1.", "1.5e3"), [-+]?[0-9][0-9_]*[eE][-+]?[0-9]+
+// ("1e-5"), \.[0-9_]+([eE][-+]?[0-9]+)? (".5"; no sign: "-.5" stays a string, as there),
+// [-+]?[0-9][0-9_]*(:[0-5]?[0-9])+\.[0-9_]* (sexagesimal, "1:30.5" is 90.5), [-+]?\.(inf|Inf|INF)
+// and \.(nan|NaN|NAN) ("inf" without the dot is a string). Underscores dropped after the match.
 bool parse_float(const std::string& s, double* out) {
-  std::string l = ascii_lower(s);
-  if (l == ".inf" || l == "+.inf" || l == "inf")
-    return *out = std::numeric_limits<double>::infinity(), true;
-  if (l == "-.inf" || l == "-inf") return *out = -std::numeric_limits<double>::infinity(), true;
-  if (l == ".nan" || l == "nan") return *out = std::numeric_limits<double>::quiet_NaN(), true;
+  static const std::regex form(
+      "[-+]?[0-9][0-9_]*\\.[0-9_]*([eE][-+]?[0-9]+)?|[-+]?[0-9][0-9_]*[eE][-+]?[0-9]+|"
+      "\\.[0-9_]+([eE][-+]?[0-9]+)?|[-+]?[0-9][0-9_]*(:[0-5]?[0-9])+\\.[0-9_]*|"
+      "[-+]?\\.(inf|Inf|INF)|\\.(nan|NaN|NAN)");
+  if (!std::regex_match(s, form)) return false;
   std::string t;
   for (char c : s)
     if (c != '_') t += c;
-  // Must look like a number: digits with a '.' or an exponent.
-  bool digit = false, marker = false;
-  for (size_t i = 0; i < t.size(); ++i) {
-    char c = t[i];
-    if (std::isdigit(static_cast<unsigned char>(c)))
-      digit = true;
-    else if (c == '.' || c == 'e' || c == 'E')
-      marker = true;
-    else if (!((c == '-' || c == '+') && (i == 0 || t[i - 1] == 'e' || t[i - 1] == 'E')))
-      return false;
+  const bool negative = t[0] == '-';
+  const size_t sign = (t[0] == '-' || t[0] == '+') ? 1 : 0;
+  const std::string body = ascii_lower(t.substr(sign));
+  if (body == ".inf") {
+    *out = negative ? -std::numeric_limits<double>::infinity()
+                    : std::numeric_limits<double>::infinity();
+    return true;
   }
-  if (!digit || !marker) return false;
-  char* end = nullptr;
-  double v = std::strtod(t.c_str(), &end);
-  if (*end != '\0') return false;
-  *out = v;
+  if (body == ".nan") return *out = std::numeric_limits<double>::quiet_NaN(), true;
+  if (body.find(':') != std::string::npos) {  // base 60, the last part with the fraction
+    double v = 0;
+    size_t k = 0;
+    for (size_t c = body.find(':'); c != std::string::npos; k = c + 1, c = body.find(':', k))
+      v = v * 60 + std::strtod(body.substr(k, c - k).c_str(), nullptr);
+    v = v * 60 + std::strtod(body.substr(k).c_str(), nullptr);
+    *out = negative ? -v : v;
+    return true;
+  }
+  *out = std::strtod(t.c_str(), nullptr);  // out of range: ±inf, as Python's float() gives
   return true;
 }
 
@@ -383,16 +408,27 @@ void apply_override(Json& root, const std::string& ov, const std::filesystem::pa
 
 Json yaml_scalar_to_json(const std::string& s, bool quoted, bool octal) {
   if (quoted) return s;
-  std::string l = ascii_lower(s);
-  if (l.empty() || l == "~" || l == "null") return nullptr;
-  if (l == "true") return true;
-  if (l == "false") return false;
-  // Hydra's override grammar: decimal only, single underscores between digits (0042 is 42).
+  // Hydra's override grammar: null, true and false in any case; numbers decimal only, single
+  // underscores between digits (0042 is 42).
   if (!octal) {
+    const std::string l = ascii_lower(s);
+    if (l.empty() || l == "null") return nullptr;
+    if (l == "true") return true;
+    if (l == "false") return false;
     if (const std::optional<int64_t> i = python_int(s, /*spaces=*/false)) return *i;
     if (const std::optional<double> d = python_float(s, /*spaces=*/false)) return *d;
     return s;
   }
+  // A file: YAML 1.1's words in PyYAML's three spellings each (what OmegaConf's loader gives;
+  // "tRUE" and "nULL" stay strings), yes / no / on / off being booleans too.
+  static const std::set<std::string_view> kNull = {"", "~", "null", "Null", "NULL"},
+                                          kTrue = {"true", "True", "TRUE", "yes", "Yes",
+                                                   "YES",  "on",   "On",   "ON"},
+                                          kFalse = {"false", "False", "FALSE", "no", "No",
+                                                    "NO",    "off",   "Off",   "OFF"};
+  if (kNull.count(s)) return nullptr;
+  if (kTrue.count(s)) return true;
+  if (kFalse.count(s)) return false;
   int64_t i;
   if (parse_int(s, &i)) return i;
   double d;

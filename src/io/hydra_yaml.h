@@ -20,12 +20,15 @@ namespace zt {
 // The string OmegaConf uses for a mandatory value that is not set.
 inline constexpr std::string_view kMissingValue = "???";
 
-// Converts one YAML scalar string to a typed JSON value with OmegaConf's rules: null/~ → null,
-// true/false (any case) → bool, integers (PyYAML's forms: 1_000, 0x1F, 0b101, 017 octal) → int,
-// floats (incl. `1e-5`, `.inf`, `.nan`) → float, anything else → string. `quoted` scalars are
-// always strings. `octal` false (command-line overrides, Hydra's grammar): numbers are decimal
-// only, read as Python's int() / float() read them without spaces (io/python_number.h: leading
-// zeros allowed, 0042 is 42; single underscores between digits, 1_0 is 10 and 1__0 a string).
+// Converts one YAML scalar string to a typed JSON value with OmegaConf's rules. In a file (`octal`,
+// the default: PyYAML's YAML 1.1 resolvers, which OmegaConf's loader keeps): null / Null / NULL /
+// ~ / empty → null; true / false / yes / no / on / off in PyYAML's three spellings (lower, Capital,
+// UPPER) → bool; integers (1_000, 0x1F, 0b101, 017 octal, 12:30 sexagesimal = 750) → int; floats
+// (1e-5, 1., .5, .inf, .nan, 1:30.5) → float; anything else → string. `quoted` scalars are always
+// strings. `octal` false (command-line overrides, Hydra's grammar): null, true and false in any
+// case; numbers are decimal only, read as Python's int() / float() read them without spaces
+// (io/python_number.h: leading zeros allowed, 0042 is 42; single underscores between digits, 1_0
+// is 10 and 1__0 a string).
 Json yaml_scalar_to_json(const std::string& s, bool quoted, bool octal = true);
 
 // Loads `path`, composes it with its config groups (an override whose key names a directory

@@ -81,6 +81,27 @@ TEST(RunConfig, OverridesOfSchemaKeysNeedNoPlus) {
                 " (use +trainer.max_stepz to add a new key)");
 }
 
+// A file's unquoted yes / on read as OmegaConf's loader reads them (YAML 1.1: booleans), and an
+// unquoted `no` where a word is wanted is refused with the reason.
+TEST(RunConfig, FileReadsYaml11WordsAsOmegaConf) {
+  const auto dir = std::filesystem::temp_directory_path() / "zt_run_config_yaml11";
+  std::filesystem::create_directories(dir);
+  auto p = dir / "sft.yaml";
+  std::ofstream(p) << "trainer:\n  packing: yes\n  gradient_checkpointing: On\n  bf16: OFF\n";
+  auto c = zt::cli::RunConfig::load(p, {});
+  EXPECT_EQ(c.get<bool>("trainer.packing"), true);
+  EXPECT_EQ(c.get<bool>("trainer.gradient_checkpointing"), true);
+  EXPECT_EQ(c.get<bool>("trainer.bf16"), false);
+  std::ofstream(p) << "trainer:\n  save_strategy: no\n";
+  EXPECT_EQ(error_of([&] { zt::cli::RunConfig::load(p, {}); }),
+            p.string() +
+                ": trainer.save_strategy: false is not valid (expected one of: no, steps, epoch, "
+                "best; YAML reads an unquoted yes / no / on / off / true / false as a boolean, as "
+                "OmegaConf does: quote the word, e.g. \"no\")");
+  std::ofstream(p) << "trainer:\n  save_strategy: \"no\"\n";
+  EXPECT_EQ(zt::cli::RunConfig::load(p, {}).get<std::string>("trainer.save_strategy"), "no");
+}
+
 // `${oc.env:VAR}` gives the variable's text, as OmegaConf's oc.env does: a job id as the run name
 // stays the string it is ("0042", not the integer 42 — it was refused: "exp_name: 42 is not valid
 // (expected a string)"). A key that wants a number or a boolean reads a string that spells one, as

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -54,8 +55,34 @@ TEST(YamlScalar, OmegaConfTyping) {
   EXPECT_EQ(zt::yaml_scalar_to_json("0.5", false).get<double>(), 0.5);
   EXPECT_EQ(zt::yaml_scalar_to_json("0_7", false).get<int64_t>(), 7);
   EXPECT_EQ(zt::yaml_scalar_to_json("1_000", false).get<int64_t>(), 1000);
-  for (const char* s : {"0X1F", "_1", "0_x1", "__0x1F", "0b", "0x", "0o17", "1:30"})
+  for (const char* s :
+       {"0X1F", "_1",  "0_x1", "__0x1F", "0b",    "0x",   "0o17", "1:60", "0:30", "1.5.2", "-.5",
+        "inf",  "nan", "1e",   "e5",     "+.nan", "tRUE", "nULL", "Yes!", "y",    "n"})
     EXPECT_TRUE(zt::yaml_scalar_to_json(s, false).is_string()) << s;
+  // YAML 1.1's other words and forms, as PyYAML resolves them inside OmegaConf's loader (checked
+  // with OmegaConf 2.4: `a: yes` is True, `a: 12:30` is 750).
+  for (const char* s : {"yes", "Yes", "YES", "on", "On", "ON", "true", "True", "TRUE"})
+    EXPECT_EQ(zt::yaml_scalar_to_json(s, false), zt::Json(true)) << s;
+  for (const char* s : {"no", "No", "NO", "off", "Off", "OFF", "false", "False", "FALSE"})
+    EXPECT_EQ(zt::yaml_scalar_to_json(s, false), zt::Json(false)) << s;
+  for (const char* s : {"Null", "NULL", ""})
+    EXPECT_TRUE(zt::yaml_scalar_to_json(s, false).is_null()) << s;
+  EXPECT_EQ(zt::yaml_scalar_to_json("12:30", false).get<int64_t>(), 750);
+  EXPECT_EQ(zt::yaml_scalar_to_json("-1:30", false).get<int64_t>(), -90);
+  EXPECT_EQ(zt::yaml_scalar_to_json("1:0:5", false).get<int64_t>(), 3605);
+  EXPECT_EQ(zt::yaml_scalar_to_json("1:30.5", false).get<double>(), 90.5);
+  EXPECT_EQ(zt::yaml_scalar_to_json("1.", false).get<double>(), 1.0);
+  EXPECT_EQ(zt::yaml_scalar_to_json(".5", false).get<double>(), 0.5);
+  EXPECT_EQ(zt::yaml_scalar_to_json("1e5", false).get<double>(), 1e5);
+  EXPECT_EQ(zt::yaml_scalar_to_json("1_0.2_5", false).get<double>(), 10.25);
+  EXPECT_EQ(zt::yaml_scalar_to_json("-.INF", false).get<double>(),
+            -std::numeric_limits<double>::infinity());
+  EXPECT_TRUE(std::isnan(zt::yaml_scalar_to_json(".NaN", false).get<double>()));
+  // The command line keeps Hydra's grammar: yes and 12:30 are strings, TRUE and NuLL its words.
+  EXPECT_EQ(zt::yaml_scalar_to_json("yes", false, false), zt::Json("yes"));
+  EXPECT_EQ(zt::yaml_scalar_to_json("12:30", false, false), zt::Json("12:30"));
+  EXPECT_EQ(zt::yaml_scalar_to_json("tRUE", false, false), zt::Json(true));
+  EXPECT_TRUE(zt::yaml_scalar_to_json("NuLL", false, false).is_null());
   // Command-line overrides follow Hydra's grammar: decimal only, leading zeros kept decimal.
   EXPECT_EQ(zt::yaml_scalar_to_json("0042", false, false).get<int64_t>(), 42);
   EXPECT_EQ(zt::yaml_scalar_to_json("-010", false, false).get<int64_t>(), -10);
