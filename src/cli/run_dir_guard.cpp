@@ -17,8 +17,10 @@ void check_run_dir_is_free(const fs::path& exp_dir, const fs::path& output_dir, 
   std::vector<std::string> found;
   for (const char* f : {"args.yaml", "metrics.jsonl"})
     if (fs::exists(exp_dir / f)) found.push_back((exp_dir / f).string());
+  const bool in_exp = !found.empty();
+  bool in_out = false;
   for (const char* f : {"model.safetensors", "model.safetensors.index.json"})
-    if (fs::exists(output_dir / f)) found.push_back((output_dir / f).string());
+    if (fs::exists(output_dir / f)) found.push_back((output_dir / f).string()), in_out = true;
   if (found.empty()) return;
   std::string list;
   for (const auto& f : found) list += (list.empty() ? "" : ", ") + f;
@@ -30,10 +32,24 @@ void check_run_dir_is_free(const fs::path& exp_dir, const fs::path& output_dir, 
     for (const auto& e : fs::directory_iterator(d, ec))
       if (e.is_directory() && e.path().filename().string().rfind("checkpoint-", 0) == 0) has_checkpoint = true;
   }
-  fail("exp_dir {} already holds an earlier run ({}); zerotune does not overwrite a run's outputs: give another "
-       "exp_dir (e.g. exp_dir={}_2), {}or replace it with trainer.overwrite_output_dir=true",
-       exp_dir.string(), list, exp_dir.string(),
-       has_checkpoint ? "continue that run with trainer.resume_from_checkpoint=true, " : "");
+  // Which key to change: exp_dir when the earlier run's files are there, trainer.output_dir when
+  // its model is there and output_dir is not inside exp_dir (a new exp_dir leaves it where it is:
+  // `exp_dir=… trainer.output_dir=fixed` twice, or args.yaml re-run with only exp_dir changed).
+  const fs::path rel = output_dir.lexically_normal().lexically_relative(exp_dir.lexically_normal());
+  const bool out_inside = !rel.empty() && *rel.begin() != "..";
+  const std::string new_exp = fmt::format("exp_dir (e.g. exp_dir={}_2)", exp_dir.string()),
+                    new_out = fmt::format("trainer.output_dir (e.g. trainer.output_dir={}_2)",
+                                          output_dir.string());
+  const std::string change = in_exp
+                                 ? (in_out && !out_inside ? new_exp + " and " + new_out : new_exp)
+                                 : (out_inside ? new_exp + " or " + new_out : new_out);
+  fail(
+      "{} {} already holds an earlier run ({}); zerotune does not overwrite a run's outputs: give "
+      "another "
+      "{}, {}or replace it with trainer.overwrite_output_dir=true",
+      in_exp ? "exp_dir" : "trainer.output_dir", in_exp ? exp_dir.string() : output_dir.string(),
+      list, change,
+      has_checkpoint ? "continue that run with trainer.resume_from_checkpoint=true, " : "");
 }
 
 void check_not_in_checkpoint(const std::string& source, const std::string& key,

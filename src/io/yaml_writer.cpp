@@ -75,6 +75,14 @@ void emit(YAML::Emitter& out, const Json& v) {
   } else if (v.is_number_float() && !std::isfinite(v.get<double>())) {
     const double d = v.get<double>();  // dump() writes null for these
     out << (std::isnan(d) ? ".nan" : d > 0 ? ".inf" : "-.inf");
+  } else if (v.is_number_float()) {
+    // dump() writes 1e-05; PyYAML's YAML 1.1 float needs a '.' (yaml.safe_load reads "1e-05" as a
+    // string; OmegaConf and zerotune take either): 1.0e-05.
+    std::string t = v.dump();
+    if (const size_t e = t.find_first_of("eE");
+        e != std::string::npos && t.find('.') == std::string::npos)
+      t.insert(e, ".0");
+    out << t;
   } else {
     out << v.dump();
   }

@@ -43,6 +43,46 @@ TEST(RunDirGuard, SuggestsResumingOnlyWhenACheckpointExists) {
   // Resuming or overwriting: no objection.
   EXPECT_NO_THROW(check_run_dir_is_free(exp, exp / "out", true, false));
   EXPECT_NO_THROW(check_run_dir_is_free(exp, exp / "out", false, true));
+  // Only the final model of an earlier run, in an output_dir outside a fresh exp_dir (the same
+  // trainer.output_dir given twice): that key is named and is the one to change (it said "exp_dir
+  // <fresh dir> already holds an earlier run" and suggested another exp_dir, which repeated it).
+  const fs::path fixed = exp / "fixed", fresh = exp / "g2";
+  fs::create_directories(fixed);
+  std::ofstream(fixed / "model.safetensors") << "x";
+  std::string only_out;
+  try {
+    check_run_dir_is_free(fresh, fixed, false, false);
+  } catch (const Error& e) {
+    only_out = e.what();
+  }
+  EXPECT_EQ(only_out, "trainer.output_dir " + fixed.string() + " already holds an earlier run (" +
+                          (fixed / "model.safetensors").string() +
+                          "); zerotune does not overwrite a run's outputs: give another "
+                          "trainer.output_dir (e.g. trainer.output_dir=" +
+                          fixed.string() +
+                          "_2), or replace it with trainer.overwrite_output_dir=true");
+  // The run's files in exp_dir and its model in an output_dir outside it: exp_dir is named, and
+  // both keys are to change; inside it (fixed is exp/fixed), exp_dir alone.
+  const fs::path outside = exp.string() + "_out";
+  fs::create_directories(outside);
+  std::ofstream(outside / "model.safetensors") << "x";
+  for (const auto& [out, tail] :
+       {std::pair{outside,
+                  " and trainer.output_dir (e.g. trainer.output_dir=" + outside.string() + "_2), "},
+        std::pair{fixed, std::string(", ")}}) {
+    std::string both;
+    try {
+      check_run_dir_is_free(exp, out, false, false);
+    } catch (const Error& e) {
+      both = e.what();
+    }
+    EXPECT_EQ(both.rfind("exp_dir " + exp.string() + " already holds an earlier run (", 0), 0u)
+        << both;
+    EXPECT_NE(both.find("give another exp_dir (e.g. exp_dir=" + exp.string() + "_2)" + tail),
+              std::string::npos)
+        << both;
+  }
+  fs::remove_all(outside);
   fs::remove_all(exp);
 }
 

@@ -453,12 +453,15 @@ TEST(HydraYaml, ArgsYamlQuotesStringsThatReadAsOtherTypes) {
                       {"n", "../data/train-1.jsonl"},
                       {"o", "two\nlines"},
                       {"p", std::numeric_limits<double>::infinity()},
+                      {"q", 1e-5},
+                      {"r", 1e20},
                       {"12:30", 1}};
   const std::string text = zt::json_to_yaml(j);
   EXPECT_EQ(text,
             "a: \"12:30\"\nb: \"true\"\nc: \"007\"\nd: \"\"\ne: \" x\"\nf: \"-1\"\ng: \"~\"\n"
             "h: \"1e5\"\ni: \".inf\"\nj: \"Null\"\nk: \"a: b # c\"\nm: Qwen/Qwen2.5-1.5B\n"
-            "\"n\": ../data/train-1.jsonl\no: \"two\\nlines\"\np: .inf\n\"12:30\": 1\n");
+            "\"n\": ../data/train-1.jsonl\no: \"two\\nlines\"\np: .inf\nq: 1.0e-05\nr: 1.0e+20\n"
+            "\"12:30\": 1\n");
   EXPECT_EQ(zt::load_yaml_file(write_tmp("args_types.yaml", text)), j);
   EXPECT_EQ(zt::load_hydra_yaml(write_tmp("args_types.yaml", text), {}), j);
 }
