@@ -66,6 +66,37 @@ std::string unescape_resolver_arg(const std::string& a) {
   return out;
 }
 
+// The text of a quoted resolver argument (`'…'` or `"…"`, quotes included) with the escapes of
+// OmegaConf's quoted strings undone, except those before "${", which resolve_string() undoes as it
+// resolves the interpolations: a run of 2k+1 backslashes before the quote character is k
+// backslashes and the quote (`'a\'b'` is a'b), a run at the end is halved (`'a\\'` is a\);
+// other backslashes are text (`'a\b'` stays a\b). Removing backslashes before a quote or at the
+// end never puts one next to a "${", so resolve_string() reads the result as OmegaConf reads the
+// quoted string.
+std::string unquote_resolver_arg(const std::string& a) {
+  const char quote = a.front();
+  const std::string in = a.substr(1, a.size() - 2);
+  std::string out;
+  size_t i = 0;
+  while (i < in.size()) {
+    if (in[i] != '\\') {
+      out += in[i++];
+      continue;
+    }
+    size_t end = i;
+    while (end < in.size() && in[end] == '\\') ++end;
+    const size_t run = end - i;
+    if (end == in.size() || in[end] == quote) {
+      out.append(run / 2 + (end == in.size() ? run % 2 : 0), '\\');
+      if (end < in.size()) out += in[end++];  // the escaped quote
+    } else {
+      out.append(run, '\\');
+    }
+    i = end;
+  }
+  return out;
+}
+
 // Resolves every interpolation of a config in place. An interpolation reads the value its key has
 // in the config as written (`raw_`), resolved once and then final, as OmegaConf does: the text an
 // escaped `\${x}` or an environment variable leaves is never read as an interpolation again when
@@ -111,6 +142,22 @@ class Resolver {
     return key + expr.substr(dots);
   }
 
+  // One resolver argument as OmegaConf's grammar reads it, the spaces around it skipped: a quoted
+  // one is text, its interpolations resolved into it and its quotes and escapes undone
+  // (unquote_resolver_arg); an unquoted one holding an interpolation is that interpolation's value
+  // (`${n}` keeps its type) or the text it makes (`${d}/out`); `null` in any case is null; other
+  // unquoted text has its escapes undone (`a\,b` is "a,b"). Throws what resolve_string() throws.
+  Json resolve_arg(const std::string& written, const std::string& at) {
+    const std::string a = strip_spaces(written);
+    if (a.size() >= 2 && (a.front() == '\'' || a.front() == '"') && a.back() == a.front()) {
+      const Json v = resolve_string(unquote_resolver_arg(a), at);
+      return v.is_string() ? v : Json(v.dump());  // OmegaConf's str() of a quoted `"${n}"`
+    }
+    if (a.find("${") != std::string::npos) return resolve_string(a, at);
+    if (ascii_lower(a) == "null") return Json();
+    return unescape_resolver_arg(a);
+  }
+
   Json resolve_ref(const std::string& expr, const std::string& at) {
     if (expr.rfind("oc.env:", 0) == 0) {
       // OmegaConf's oc.env(key, default): the arguments are split at the commas outside quotes and
@@ -122,30 +169,34 @@ class Resolver {
             "environment variable name and at most one default (quote a default that holds a "
             "comma: '{}'){}",
             file_.string(), at, expr, args.size(), expr.substr(8 + args[0].size()), where(at));
-      const std::string var = strip_spaces(args[0]);  // OmegaConf skips the spaces around it
+      // Both arguments are resolved before the variable is read, as OmegaConf resolves a
+      // resolver's arguments before calling it: the name may be quoted or interpolate
+      // (`${oc.env:${exp_name}}`), and a default's interpolation is resolved (and its errors
+      // raised) whether the variable is set or not.
+      const Json name = resolve_arg(args[0], at);
+      const std::string var = name.is_string() ? name.get<std::string>() : name.dump();
+      // The default is a string, as OmegaConf makes it (str() of an interpolated number: 42 →
+      // "42"), except null (`null` in any case, or an interpolated null: OmegaConf returns None).
+      Json def;
+      if (args.size() == 2) {
+        def = resolve_arg(args[1], at);
+        if (def.is_number() || def.is_boolean()) def = def.dump();
+      }
+      if (var.empty() && args.size() == 1)
+        fail(
+            "{}: '{}' interpolates '${{{}}}', which names no environment variable; oc.env needs "
+            "one, as in ${{oc.env:NAME}} or ${{oc.env:NAME,default}}{}",
+            file_.string(), at, expr, where(at));
       // The variable's value is a string, as OmegaConf's oc.env returns it (SLURM_JOB_ID=0042 as a
       // run name stays "0042"); a config key that wants a number or a boolean reads a string that
-      // spells one (RunConfig), as OmegaConf converts it for a typed field.
+      // spells one (RunConfig), as OmegaConf converts it for a typed field. An empty name with a
+      // default gives the default, as in OmegaConf (the environment has no variable '').
       const char* v = std::getenv(var.c_str());
       if (v != nullptr) return std::string(v);
       if (args.size() == 1)
         fail("{}: '{}' interpolates environment variable {} which is not set{}", file_.string(), at,
              var, where(at));
-      const std::string def = strip_spaces(args[1]);
-      // The default may itself interpolate (`${oc.env:OUT,${exp_dir}/out}`), as in OmegaConf. The
-      // default is a string too, as OmegaConf makes it (str() of an interpolated number: 42 →
-      // "42"), except null (`null` in any case: OmegaConf returns None for it); a quoted literal
-      // loses its quotes; an unquoted one its escapes (`a\,b` is "a,b").
-      if (def.find("${") != std::string::npos) {
-        Json d = resolve_string(def, at);
-        if (d.is_number() || d.is_boolean()) return d.dump();
-        return d;
-      }
-      if (ascii_lower(def) == "null") return Json();
-      if (def.size() >= 2 && (def.front() == '\'' || def.front() == '"') &&
-          def.back() == def.front())
-        return def.substr(1, def.size() - 2);
-      return unescape_resolver_arg(def);
+      return def;
     }
     if (expr.find(':') != std::string::npos)
       fail("{}: '{}' uses the resolver '${{{}}}', which zerotune does not support (only oc.env){}",

@@ -275,6 +275,92 @@ TEST(HydraYaml, EnvTakesAtMostOneDefault) {
   unsetenv("ZT_TEST_HYDRA_SET");
 }
 
+// A quoted oc.env argument is text whose interpolations are resolved into it, as OmegaConf's
+// grammar reads a quoted string: its quotes go, `\'` (in '…') and `\"` (in "…") are the quote,
+// `\${x}` is the text ${x}, a backslash run before the closing quote is halved, and a whole
+// interpolation in quotes gives its value's text. Defaults used to keep the quotes around an
+// interpolation ("runs/x/ckpts" with the quotes) and the backslash of an escaped quote.
+TEST(HydraYaml, EnvQuotedDefaultsResolveAndUnescape) {
+  unsetenv("ZT_TEST_HYDRA_UNSET");
+  setenv("ZT_TEST_HYDRA_SET", "v", 1);
+  auto p = write_tmp("envq.yaml", R"Y(exp_dir: runs/x
+b: B
+n: 42
+out: ${oc.env:ZT_TEST_HYDRA_UNSET,"${exp_dir}/ckpts"}
+single: ${oc.env:ZT_TEST_HYDRA_UNSET,'${b}/x'}
+esc: ${oc.env:ZT_TEST_HYDRA_UNSET,'\${x}'}
+whole: ${oc.env:ZT_TEST_HYDRA_UNSET,"${n}"}
+dq: ${oc.env:ZT_TEST_HYDRA_UNSET,"a\"b"}
+sq: ${oc.env:ZT_TEST_HYDRA_UNSET,'a\'b'}
+other_quote: ${oc.env:ZT_TEST_HYDRA_UNSET,'a\"b'}
+trailing: ${oc.env:ZT_TEST_HYDRA_UNSET,'a\\'}
+inner: ${oc.env:ZT_TEST_HYDRA_UNSET,'a\\b'}
+set: ${oc.env:ZT_TEST_HYDRA_SET,"${exp_dir}/ckpts"}
+)Y");
+  const zt::Json j = zt::load_hydra_yaml(p, {});
+  EXPECT_EQ(j["out"], "runs/x/ckpts");
+  EXPECT_EQ(j["single"], "B/x");
+  EXPECT_EQ(j["esc"], "${x}");
+  EXPECT_EQ(j["whole"], "42");
+  EXPECT_EQ(j["dq"], "a\"b");
+  EXPECT_EQ(j["sq"], "a'b");
+  EXPECT_EQ(j["other_quote"], "a\\\"b");  // `\"` inside '…' is text
+  EXPECT_EQ(j["trailing"], "a\\");
+  EXPECT_EQ(j["inner"], "a\\\\b");  // backslashes before plain text stay
+  EXPECT_EQ(j["set"], "v");
+  unsetenv("ZT_TEST_HYDRA_SET");
+}
+
+// oc.env's variable name is resolved before the variable is read, as OmegaConf resolves every
+// resolver argument first: an interpolation (also a nested oc.env, or one inside the name), a
+// quoted name. It was looked up as written (`${exp_name}`), so the default always won; the error
+// for an unset variable names the variable looked up.
+TEST(HydraYaml, EnvNameIsResolved) {
+  unsetenv("ZT_TEST_HYDRA_UNSET");
+  unsetenv("ZT_TEST_HYDRA_UNSET2");
+  setenv("ZT_TEST_HYDRA_SET", "v", 1);
+  auto p = write_tmp("envname.yaml", R"Y(exp_name: ZT_TEST_HYDRA_SET
+suffix: SET
+a: ${oc.env:${exp_name},dflt}
+b: ${oc.env:${oc.env:ZT_TEST_HYDRA_UNSET,ZT_TEST_HYDRA_SET},d}
+c: ${oc.env:'ZT_TEST_HYDRA_SET',d}
+d: ${oc.env:ZT_TEST_HYDRA_${suffix},d}
+e: 'x/${oc.env: ${exp_name} }'
+)Y");
+  const zt::Json j = zt::load_hydra_yaml(p, {});
+  EXPECT_EQ(j["a"], "v");
+  EXPECT_EQ(j["b"], "v");
+  EXPECT_EQ(j["c"], "v");
+  EXPECT_EQ(j["d"], "v");
+  EXPECT_EQ(j["e"], "x/v");
+  auto q = write_tmp("envname_unset.yaml",
+                     "a: ${oc.env:${oc.env:ZT_TEST_HYDRA_UNSET,ZT_TEST_HYDRA_UNSET2}}\n");
+  EXPECT_EQ(
+      error_of([&] { zt::load_hydra_yaml(q, {}); }),
+      q.string() + ": 'a' interpolates environment variable ZT_TEST_HYDRA_UNSET2 which is not set");
+  // The default is resolved before the variable is read, so its error is raised though the
+  // variable is set, as OmegaConf resolves a resolver's arguments before calling it.
+  auto r = write_tmp("envname_def.yaml", "a: ${oc.env:ZT_TEST_HYDRA_SET,${nope}}\n");
+  EXPECT_EQ(error_of([&] { zt::load_hydra_yaml(r, {}); }),
+            r.string() + ": 'a' interpolates '${nope}', but no key 'nope' exists");
+  unsetenv("ZT_TEST_HYDRA_SET");
+}
+
+// `${oc.env:}` names no variable: it said "environment variable  which is not set" (an empty name).
+// An empty name with a default gives the default, as in OmegaConf (os.environ has no key '').
+TEST(HydraYaml, EnvNeedsAVariableName) {
+  for (const char* v : {"${oc.env:}", "${oc.env:''}"}) {
+    auto p = write_tmp("envempty.yaml", std::string("x: 1\nt:\n  a: ") + v + "\n");
+    EXPECT_EQ(error_of([&] { zt::load_hydra_yaml(p, {}); }),
+              p.string() + ": 't.a' interpolates '" + v +
+                  "', which names no environment variable; oc.env needs one, as in "
+                  "${oc.env:NAME} or ${oc.env:NAME,default}")
+        << v;
+  }
+  auto q = write_tmp("envempty_def.yaml", "a: ${oc.env:,d}\n");
+  EXPECT_EQ(zt::load_hydra_yaml(q, {})["a"], "d");
+}
+
 // An interpolation in an override is one token of Hydra's grammar, resolved as in the file: a
 // resolver's colon and braces are not a YAML flow mapping, also inside a list or a dict, and a
 // quoted one stays as it was.
