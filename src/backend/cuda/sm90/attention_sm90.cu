@@ -8,11 +8,8 @@
 // family's dK/dV kernel does and also forms each query tile's dQ partial, which writer warps add
 // into an fp32 accumulator in a fixed key-tile order (flags between blocks, FlashAttention-3's
 // deterministic scheme) — P and dP are computed once instead of again in a separate dQ pass (5
-// GEMMs per tile pair instead of 7). At D = 64 it also issues the next query tile's first GEMM
-// (Sᵀ = K·Qᵀ) before it waits for the current tile's last ones, so it runs while the dQ partial is
-// staged and the next copy is started, and holds each warpgroup's K and V rows in registers as
-// wgmma A fragments, so Sᵀ and dPᵀ read only Q and dO from shared memory (at D = 128 the registers
-// allow neither).
+// GEMMs per tile pair instead of 7). Its query tiles have 128 rows at D = 64 (64 at D = 128),
+// loaded by a producer warp with TMA.
 //
 // Forward. Persistent blocks (one per SM) take work items in turn (attn_fwd_sm90); an item: 128
 // query rows of one head at D 128, 192 at D 64, key tiles of 128 up to its last row's diagonal in
@@ -50,15 +47,15 @@
 // byte offset >> 4 in [16, 30), stride byte offset >> 4 in [32, 46), swizzle mode 1 (128 B) in
 // [62, 64).
 //
-// Resources (ptxas, sm_90a): one block per SM, no spills. Forward: D 128, 384 threads launched at
+// Resources (ptxas, sm_90a): one block per SM. Forward, no spills: D 128, 384 threads launched at
 // 168 registers, the MMA warpgroups raised to 240 and the producer lowered to 24; D 64, 512 threads
 // launched at 128, the MMA warpgroups raised to 160 (FlashAttention-3's split for three), the
 // producer lowered to 24; shared memory Q + 2×(K, V) = 160 / 88 KiB (D 128 / 64) + barriers and
-// the item slots. Fused backward (D 128): 384
-// threads launched at 168 registers, the MMA warpgroups raised to 240 and the writers lowered to 24
-// (setmaxnreg), shared memory K, V + 2×(Q, dO) + 2×dSᵀ + 2 staged fp32 dQ tiles + lse2/Di = 225
-// KiB; (D 64, pipelined) K, V + 3×(Q, dO, lse2/Di) + 2×dSᵀ + 2 staged dQ tiles = 145.5 KiB. Each
-// plus 1 KiB to align the tiles to the swizzle atom (the forward 1 KiB more for its barriers).
+// the item slots. Fused backward: 384 threads launched at 168 registers, the MMA warpgroups raised
+// to 240 and the writers lowered to 24 (setmaxnreg); shared memory K, V + 2×(Q, dO, lse2/Di) +
+// 2×dSᵀ + 2 staged fp32 dQ tiles = 225 KiB at D 128 (no spills), K, V + 2×(Q, dO, lse2/Di) + 1×dSᵀ
+// + 2 staged dQ tiles = 194 KiB at D 64 (128-row query tiles; 8 bytes spilled). Each plus 1 KiB
+// to align the tiles to the swizzle atom (the forward 1 KiB more for its barriers).
 
 #include <cuda.h>
 
@@ -93,12 +90,6 @@ __device__ __forceinline__ void load_tile(uint32_t dst, const bf16* src, int64_t
     const bool ok = r < nvalid;
     cp_async16(dst + sw128<R>(r, ch * 8), src + (ok ? r : 0) * ld + ch * 8, ok);
   }
-}
-
-__device__ __forceinline__ void cp_async4(uint32_t dst, const void* src, bool full) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src),
-               "r"(full ? 4 : 0)
-               : "memory");
 }
 
 // A shared-memory matrix descriptor in the 128-byte swizzle mode.
@@ -186,25 +177,9 @@ __device__ __forceinline__ void wgmma_ss_n64(float (&d)[32], uint64_t da, uint64
       : "l"(da), "l"(db), "r"(scale_d), "n"(TA), "n"(TB));
 }
 
-// D[64×32] (+)= A·Bᵀ as wgmma_ss_n64 with 32 columns (16 accumulator registers, the m64n64
-// layout's first half); the fused backward's dQ at D = 64, each warpgroup 32 of the columns.
-template <int TA = 0, int TB = 0>
-__device__ __forceinline__ void wgmma_ss_n32(float (&d)[16], uint64_t da, uint64_t db,
-                                             int scale_d) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 {%0, %1, %2, %3, %4, %5, %6, %7, %8, "
-      "%9, %10, %11, %12, %13, %14, %15}, %16, %17, p, 1, 1, %19, %20;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
-        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
-        "+f"(d[14]), "+f"(d[15])
-      : "l"(da), "l"(db), "r"(scale_d), "n"(TA), "n"(TB));
-}
-
 // D[64×64] (+)= A·B, A [64×16] bf16 in registers (per warp the mma.m16n8k16 A fragment of its 16
 // rows), B [16×64] in shared memory, MN-major (TB = 1, as P·V and dV/dK read it) or K-major (TB =
-// 0: B [64×16] read as Bᵀ, the backward's Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ with K and V in registers at
-// D 64, bwd_load_a); scale_d = 0 overwrites D.
+// 0: B [64×16] read as Bᵀ); scale_d = 0 overwrites D.
 template <int TB = 1>
 __device__ __forceinline__ void wgmma_rs_n64(float (&d)[32], const uint32_t (&a)[4], uint64_t db,
                                              int scale_d = 1) {
@@ -266,15 +241,16 @@ __device__ __forceinline__ void mma_abt64(float (&acc)[32], uint32_t a, uint32_t
                  desc_sw128(b + (kk >> 2) * (RB * 128) + (kk & 3) * 32, 16, 1024),
                  kk > 0 || kAcc ? 1 : 0);
 }
-// acc[64×64] (=) A·Bᵀ over D as mma_abt64, A [64 × D] as D/16 bf16 A fragments (bwd_load_a), B
-// the 64 rows at `b` of an RB-row tile, K-major.
-template <int D, int RB, bool kAcc = false>
-__device__ __forceinline__ void mma_rbt64(float (&acc)[32], const uint32_t (&fa)[D / 16][4],
-                                          uint32_t b) {
+// acc[64×128] (=) A·Bᵀ over D: A the 64 rows at `a` of an RA-row tile, B the 128 rows at `b` of
+// a 128-row tile, both K-major (D/16 wgmma m64n128k16 steps; the first overwrites acc): the
+// backward's Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ at D 64, where a query tile has 128 rows (bwd_rows).
+template <int D, int RA>
+__device__ __forceinline__ void mma_abt128(float (&acc)[64], uint32_t a, uint32_t b) {
 #pragma unroll
   for (int kk = 0; kk < D / 16; ++kk)
-    wgmma_rs_n64<0>(acc, fa[kk], desc_sw128(b + (kk >> 2) * (RB * 128) + (kk & 3) * 32, 16, 1024),
-                    kk > 0 || kAcc ? 1 : 0);
+    wgmma_ss_n128(acc, desc_sw128(a + (kk >> 2) * (RA * 128) + (kk & 3) * 32, 16, 1024),
+                  desc_sw128(b + (kk >> 2) * (128 * 128) + (kk & 3) * 32, 16, 1024),
+                  kk > 0 ? 1 : 0);
 }
 // acc[64×D] += P·B: P [64 × 16·K] as K bf16 A fragments (pack_a), B the 16·K rows at `b` of an
 // R-row tile, MN-major (K·D/64 wgmma steps of 16 rows and 64 columns).
@@ -653,42 +629,33 @@ __global__ void __launch_bounds__(fwd_threads(D), 1)
 // Backward helpers (the fused kernel's steps: 128 keys per block, 64 per warpgroup, 64-row query
 // tiles).
 
-// cp.async of query tile i (64 rows of a sequence of L tokens): Q and dO rows from qb / gb (row
-// stride ldq) into swizzled tiles at tQ / tdO, lse2 and Di (the sequence's, head-major) into
-// stat[0, 64) / [64, 128) (f32). Rows ≥ L are zero-filled. Threads 0-255 take part.
-template <int D>
-__device__ __forceinline__ void bwd_prefetch(uint32_t tQ, uint32_t tdO, uint32_t stat,
-                                             const bf16* qb, const bf16* gb, int64_t ldq,
-                                             const float* lse2, const float* Di, int i, int L) {
-  constexpr int kRows = 64;
-  const int nv = min(kRows, L - i * kRows), tid = static_cast<int>(threadIdx.x);
-  load_tile<D, kRows>(tQ, qb + static_cast<int64_t>(i) * kRows * ldq, ldq, nv);
-  load_tile<D, kRows>(tdO, gb + static_cast<int64_t>(i) * kRows * ldq, ldq, nv);
-  if (tid < 2 * kRows) {  // threads 0-63: lse2, 64-127: Di
-    const int r = tid & (kRows - 1);
-    const bool ok = r < nv;
-    cp_async4(stat + tid * 4, (tid < kRows ? lse2 : Di) + i * kRows + (ok ? r : 0), ok);
-  }
-}
+// Query rows per step of the fused backward at head dim D: 128 at D 64 — each warpgroup's 64 keys
+// against 128 query rows (Sᵀ and dPᵀ are m64n128 products, 64 accumulator registers each), so the
+// per-step fixed costs (the dSᵀ barrier, staging and handing over a dQ tile, the flag wait between
+// blocks) come once per 128 rows, as in FlashAttention-3's hdim-64 tiling (128 × 128); 64 at
+// D 128, where the 128 dK/dV accumulator registers leave room for no more.
+__host__ __device__ constexpr int bwd_rows(int D) { return D == 64 ? 128 : 64; }
 
-// The 16 per-query-row statistics (lse2 or Di) one thread's accumulator elements use: v[j] =
-// (x[8j + c2], x[8j + c2 + 1]), x a tile's 64 values in shared memory (bwd_prefetch's stat).
+// The 2·N per-query-row statistics (lse2 or Di) one thread's accumulator elements use: v[j] =
+// (x[8j + c2], x[8j + c2 + 1]), x a tile's 8·N values in shared memory (the producer's statistics).
 // bwd_tile_gemms reads lse2 this way before it waits for Sᵀ, so the shared-memory latency overlaps
 // the GEMM instead of stalling the exponentials (the top stall site at D 128 in ncu's source
 // counters, 1 × 8k on an H100).
-__device__ __forceinline__ void stat_cols(float2 (&v)[8], const float* x, int c2) {
+template <int N>
+__device__ __forceinline__ void stat_cols(float2 (&v)[N], const float* x, int c2) {
 #pragma unroll
-  for (int j = 0; j < 8; ++j) v[j] = *reinterpret_cast<const float2*>(x + j * 8 + c2);
+  for (int j = 0; j < N; ++j) v[j] = *reinterpret_cast<const float2*>(x + j * 8 + c2);
 }
 
-// pt = Pᵀ = 2^(Sᵀ·scale_log2 − lse2[q]) for one warpgroup's [64 keys × 64 query rows] tile
-// (wgmma accumulator layout: element e is key key0 + ((e >> 1) & 1)·8, query row q0 + (e >> 2)·8 +
-// c2 + (e & 1)); `edge`: zero where the query row is before the key or ≥ L.
-__device__ __forceinline__ void bwd_probs(const float (&s)[32], float (&pt)[32],
-                                          const float2 (&lse2)[8], float scale_log2, int q0,
+// pt = Pᵀ = 2^(Sᵀ·scale_log2 − lse2[q]) for one warpgroup's [64 keys × 2·E query rows] tile (wgmma
+// accumulator layout, E = 32 or 64 elements: element e is key key0 + ((e >> 1) & 1)·8, query row
+// q0 + (e >> 2)·8 + c2 + (e & 1)); `edge`: zero where the query row is before the key or ≥ L.
+template <int E>
+__device__ __forceinline__ void bwd_probs(const float (&s)[E], float (&pt)[E],
+                                          const float2 (&lse2)[E / 4], float scale_log2, int q0,
                                           int key0, int c2, int L, bool edge) {
 #pragma unroll
-  for (int e = 0; e < 32; ++e) {
+  for (int e = 0; e < E; ++e) {
     const int col = (e >> 2) * 8 + c2 + (e & 1);
     const int qrow = q0 + col, key = key0 + ((e >> 1) & 1) * 8;
     const float l = (e & 1) ? lse2[e >> 2].y : lse2[e >> 2].x;
@@ -698,10 +665,7 @@ __device__ __forceinline__ void bwd_probs(const float (&s)[32], float (&pt)[32],
   }
 }
 
-// mma_abt64 issued and committed as one wgmma group; acc stays unread until a wait covers it. The
-// backward's first GEMM of a tile at D 128 (Sᵀ = K·Qᵀ: RA = 128 keys, RB = 64 query rows), issued
-// just before bwd_tile_gemms (issue_st; at D 64 Sᵀ takes K from registers, mma_rbt64, one tile
-// ahead).
+// mma_abt64 issued and committed as one wgmma group; acc stays unread until a wait covers it.
 template <int D, int RA, int RB>
 __device__ __forceinline__ void issue_abt64(float (&acc)[32], uint32_t a, uint32_t b) {
   wg_fence();
@@ -709,167 +673,137 @@ __device__ __forceinline__ void issue_abt64(float (&acc)[32], uint32_t a, uint32
   wg_commit();
 }
 
-// Whether the fused backward at head dim D holds each warpgroup's 64 K and V rows in registers as
-// wgmma A fragments (2·D/4 registers a thread, loaded once per block), so Sᵀ = K·Qᵀ and dPᵀ =
-// V·dOᵀ read only Q / dO from shared memory: at D 64 those two SS products (m64n64k16, 4 KiB of
-// shared memory per 32 tensor-core clocks) run at the shared-memory port's limit, and they are two
-// fifths of the tile's traffic. At D 128 the 64 registers do not fit beside the dK/dV accumulators.
-__host__ __device__ constexpr bool bwd_kv_in_registers(int D) { return D == 64; }
-
-// The A fragments (wgmma_rs_n64<0>) of block rows row and row + 8 of a K-major [128 × D] tile at
-// `tile` (generic pointer; layout sw128): fragment kk holds columns 16·kk … 16·kk + 15, register
-// r row row + (r & 1)·8, columns 16·kk + (r >> 1)·8 + c2 and + 1 (the mma.m16n8k16 A layout).
+// The backward's Sᵀ = K·Qᵀ of one warpgroup (its 64 keys, K-major at sK, against the bwd_rows(D)
+// query rows at tQ), issued and committed, just before bwd_tile_gemms.
 template <int D>
-__device__ __forceinline__ void bwd_load_a(uint32_t (&f)[D / 16][4], const unsigned char* tile,
-                                           int row, int c2) {
-#pragma unroll
-  for (int kk = 0; kk < D / 16; ++kk)
-#pragma unroll
-    for (int r = 0; r < 4; ++r)
-      f[kk][r] = *reinterpret_cast<const uint32_t*>(
-          tile + sw128<128>(row + (r & 1) * 8, kk * 16 + (r >> 1) * 8) + c2 * 2);
-}
-
-// The backward's Sᵀ = K·Qᵀ of one warpgroup (its 64 keys against the 64 query rows at tQ), issued
-// and committed: K from the fragments kf (bwd_kv_in_registers) or from shared memory at sK.
-template <int D>
-__device__ __forceinline__ void issue_st(float (&acc)[32], const uint32_t (&kf)[D / 16][4],
-                                         uint32_t sK, uint32_t tQ) {
-  if constexpr (bwd_kv_in_registers(D)) {
+__device__ __forceinline__ void issue_st(float (&acc)[bwd_rows(D) / 2], uint32_t sK, uint32_t tQ) {
+  if constexpr (bwd_rows(D) == 128) {
     wg_fence();
-    mma_rbt64<D, 64>(acc, kf, tQ);
+    mma_abt128<D, 128>(acc, sK, tQ);
     wg_commit();
   } else {
     issue_abt64<D, 128, 64>(acc, sK, tQ);
   }
 }
 
-// One warpgroup's next GEMMs of query tile q0 (64 rows) against its 64 keys, entered with Sᵀ =
-// K·Qᵀ (issue_st) the only pending wgmma group — issued a tile ahead (kSAhead: waited for
-// before dPᵀ is issued) or just before (waited for once dPᵀ is issued) — each element-wise step
-// overlapping the next GEMM: dPᵀ = V·dOᵀ (V: the fragments vf, or K-major at sV; dO K-major at
-// tdO); Pᵀ (bwd_probs) while dPᵀ runs; dV += bf16(Pᵀ)·dO; dSᵀ = Pᵀ·(dPᵀ − Di) while that runs,
-// packed into da. stat: lse2 [64] then Di [64] of the tile. Returns with dV's group in flight (pa —
-// P as A fragments — must stay live and unread until it completes); the caller issues dK +=
-// bf16(dSᵀ)·Q (bwd_issue_dk) once it has read da (a wgmma's register operands may not be read while
-// it runs). after_dp() runs once dPᵀ is issued, while the tensor cores work on it (the caller
-// hands the previous step's staged dQ tile to its writer there).
-template <int D, bool kSAhead, class AfterDp>
-__device__ __forceinline__ void bwd_tile_gemms(float (&s)[32], float (&gv)[D / 64][32],
-                                               uint32_t (&pa)[4][4], uint32_t (&da)[4][4],
-                                               const uint32_t (&vf)[D / 16][4], uint32_t sV,
+// One warpgroup's next GEMMs of query tile q0 (R = bwd_rows(D) rows) against its 64 keys, entered
+// with Sᵀ = K·Qᵀ (issue_st, just before) the only pending wgmma group, each element-wise step
+// overlapping a GEMM: dPᵀ = V·dOᵀ (V K-major at sV, dO K-major at tdO); Pᵀ (bwd_probs) while
+// dPᵀ runs; dV += bf16(Pᵀ)·dO; dSᵀ = Pᵀ·(dPᵀ − Di) (at D 128 while dV runs), packed into da. stat:
+// lse2 [R] then Di [R] of the tile. Returns with dV's group in flight (pa — P as A fragments — must
+// stay live and unread until it completes); the caller issues dK += bf16(dSᵀ)·Q (bwd_issue_dk) once
+// it has read da (a wgmma's register operands may not be read while it runs). after_dp() runs once
+// dPᵀ is issued, while the tensor cores work on it (the caller hands the previous step's staged dQ
+// tile to its writer there). (A variant that started dPᵀ's accumulator at −Di, so no Di read waits
+// after the dPᵀ wait, was 0.4–1.1 % slower at D 64 with 64-row steps, H200, 2026-12-06, and is
+// gone.)
+template <int D, class AfterDp>
+__device__ __forceinline__ void bwd_tile_gemms(float (&s)[bwd_rows(D) / 2], float (&gv)[D / 64][32],
+                                               uint32_t (&pa)[bwd_rows(D) / 16][4],
+                                               uint32_t (&da)[bwd_rows(D) / 16][4], uint32_t sV,
                                                uint32_t tdO, const float* stat, float scale_log2,
                                                int q0, int key0, int c2, int L, bool edge,
                                                AfterDp&& after_dp) {
-  constexpr int kKeys = 128, kRows = 64;
-  // At D 64 (kSAhead: Sᵀ complete before dPᵀ is issued) dPᵀ − Di is formed by the GEMM itself: its
-  // accumulator starts at −Di, so no Di read waits after the dPᵀ wait and 32 subtractions go
-  // (rounding fl(−Di + Σ) instead of fl(fl(Σ) − Di), deterministically). Not at D 128: there Sᵀ is
-  // still in flight, and writing dp's registers before dPᵀ's issue makes ptxas insert a wgmma wait
-  // (C7517) that would hold dPᵀ until Sᵀ completes.
-  // Off: measured on its own at D 64 (H200, 2026-12-06) it was 0.4–1.1 % slower at five of the six
-  // issue-18 shapes and changes the rounding; D 64 keeps main's.
-  constexpr bool kDiInit = false;
-  float dp[32];
-  if constexpr (kDiInit) {
-    float2 di[8];
-    stat_cols(di, stat + kRows, c2);
-#pragma unroll
-    for (int e = 0; e < 32; ++e) dp[e] = -((e & 1) ? di[e >> 2].y : di[e >> 2].x);
-  }
-  if constexpr (kSAhead) {
-    wg_wait0();  // Sᵀ, issued a tile ahead (long done)
-    keep(s);
-  }
+  constexpr int kKeys = 128, kRows = bwd_rows(D), kE = kRows / 2;
+  float dp[kE];
   wg_fence();
-  if constexpr (bwd_kv_in_registers(D)) {
-    mma_rbt64<D, kRows, kDiInit>(dp, vf, tdO);
+  if constexpr (kRows == 128) {
+    mma_abt128<D, kKeys>(dp, sV, tdO);
   } else {
-    mma_abt64<D, kKeys, kRows, kDiInit>(dp, sV, tdO);
+    mma_abt64<D, kKeys, kRows>(dp, sV, tdO);
   }
   wg_commit();
   after_dp();
-  float2 lse2[8];  // this thread's 16 query rows' lse2, read while Sᵀ completes
-  stat_cols(lse2, stat, c2);
-  if constexpr (!kSAhead) {
+  float pt[kE];
+  if constexpr (kRows == 128) {
+    // 128 query rows (D 64): Pᵀ while dPᵀ runs, then P and dSᵀ packed 16 query columns at a time
+    // and dV issued after them. Issuing dV first (as at D 128) keeps Pᵀ in fp32 (64 registers)
+    // beside its bf16 copy, dPᵀ and dK/dV: past the 240 registers (ptxas spilled 320 bytes and
+    // serialized the wgmmas); this way Sᵀ's and dPᵀ's registers are freed as P and dS are packed.
+    // lse2 is read 8 columns at a time for the same reason.
+    wg_wait<1>();  // Sᵀ
+    keep(s);
+#pragma unroll
+    for (int j = 0; j < kE / 4; ++j) {
+      const float2 l2 = *reinterpret_cast<const float2*>(stat + j * 8 + c2);
+#pragma unroll
+      for (int e = 4 * j; e < 4 * j + 4; ++e) {
+        const int qrow = q0 + j * 8 + c2 + (e & 1), key = key0 + ((e >> 1) & 1) * 8;
+        float p = exp2_ftz(fmaf(s[e], scale_log2, (e & 1) ? -l2.y : -l2.x));
+        if (edge && (qrow < key || qrow >= L)) p = 0.0f;
+        pt[e] = p;
+      }
+    }
+    wg_wait0();  // dPᵀ
+    keep(dp);
+#pragma unroll
+    for (int kq = 0; kq < kRows / 16; ++kq) {
+#pragma unroll
+      for (int r = 0; r < 4; ++r) pa[kq][r] = pack_bf16(pt[8 * kq + 2 * r], pt[8 * kq + 2 * r + 1]);
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const float2 di = *reinterpret_cast<const float2*>(stat + kRows + (2 * kq + h) * 8 + c2);
+#pragma unroll
+        for (int e = 8 * kq + 4 * h; e < 8 * kq + 4 * h + 4; ++e)
+          pt[e] = pt[e] * (dp[e] - ((e & 1) ? di.y : di.x));
+      }
+#pragma unroll
+      for (int r = 0; r < 4; ++r) da[kq][r] = pack_bf16(pt[8 * kq + 2 * r], pt[8 * kq + 2 * r + 1]);
+    }
+    wg_fence();
+    mma_pb<D, kRows>(gv, pa, tdO);
+    wg_commit();
+  } else {
+    float2 lse2[kE / 4];  // this thread's query rows' lse2, read while Sᵀ completes
+    stat_cols(lse2, stat, c2);
     wg_wait<1>();  // Sᵀ, issued just before; Pᵀ's exponentials overlap dPᵀ's GEMM
     keep(s);
-  }
-  // Pᵀ, then dSᵀ, in pt: s is written by wgmma only (ptxas serializes the kernel's wgmmas when
-  // other instructions write the accumulator of one issued a loop iteration ahead).
-  float pt[32];
-  bwd_probs(s, pt, lse2, scale_log2, q0, key0, c2, L, edge);
-  pack_a(pt, pa);
-  wg_fence();
-  mma_pb<D, kRows>(gv, pa, tdO);
-  wg_commit();
-  wg_wait<1>();  // dPᵀ
-  keep(dp);
-  if constexpr (kDiInit) {
-#pragma unroll
-    for (int e = 0; e < 32; ++e) pt[e] = pt[e] * dp[e];
-  } else {
-    // Di after the wait: read before it, its 16 registers spill at both head dims (ptxas, sm_90a).
-    float2 Di[8];
+    // Pᵀ, then dSᵀ, in pt: s is written by wgmma only (ptxas serializes the kernel's wgmmas when
+    // other instructions write the accumulator of one issued a loop iteration ahead).
+    bwd_probs(s, pt, lse2, scale_log2, q0, key0, c2, L, edge);
+    pack_a(pt, pa);
+    wg_fence();
+    mma_pb<D, kRows>(gv, pa, tdO);
+    wg_commit();
+    wg_wait<1>();  // dPᵀ
+    keep(dp);
+    // Di after the wait: read before it, its 16 registers spill (ptxas, sm_90a).
+    float2 Di[kE / 4];
     stat_cols(Di, stat + kRows, c2);
 #pragma unroll
-    for (int e = 0; e < 32; ++e) pt[e] = pt[e] * (dp[e] - ((e & 1) ? Di[e >> 2].y : Di[e >> 2].x));
+    for (int e = 0; e < kE; ++e) pt[e] = pt[e] * (dp[e] - ((e & 1) ? Di[e >> 2].y : Di[e >> 2].x));
+    pack_a(pt, da);
   }
-  pack_a(pt, da);
 }
 
 // dK += bf16(dSᵀ)·Q for one warpgroup (Q MN-major at tQ), issued and committed.
 template <int D>
-__device__ __forceinline__ void bwd_issue_dk(float (&gk)[D / 64][32], const uint32_t (&da)[4][4],
+__device__ __forceinline__ void bwd_issue_dk(float (&gk)[D / 64][32],
+                                             const uint32_t (&da)[bwd_rows(D) / 16][4],
                                              uint32_t tQ) {
   wg_fence();
-  mma_pb<D, 64>(gk, da, tQ);
+  mma_pb<D, bwd_rows(D)>(gk, da, tQ);
   wg_commit();
 }
 
-// A backward block's global operands (query head h, key tile n0..n0+127 of its sequence): starts
-// the block's first copy group — K and V of the key tile, and query tile i0 (the first one the
-// block takes: the sequence's last) into buffer 0 unless i0 < 0 (bwd_tma: a producer warp loads the
-// query tiles) — and then prefetches query tile i into buffer b (bwd_prefetch) when asked. Threads
-// 0-255 take part.
+// cp.async of a backward block's K and V tiles (keys n0 … n0 + 127 of its sequence, KV head
+// w.kvh) into sK / sV, rows ≥ L zero-filled, committed as one group. Threads 0-255 take part.
 template <int D>
-struct BwdOperands {
-  const bf16 *qb, *gb;      // the sequence's row 0 of Q / dO, head h
-  const float *lse2, *Di;   // the sequence's statistics of head h
-  uint32_t sQ, sdO, sStat;  // double-buffered Q / dO tiles and statistics in shared memory
-  int64_t ldq;
-  int L;
-
-  __device__ __forceinline__ BwdOperands(const KArgs& a, const Work& w, const bf16* q,
-                                         const bf16* k, const bf16* v, const bf16* dout,
-                                         const float* lse2_all, const float* Di_all, uint32_t sK,
-                                         uint32_t sV, uint32_t sQ_, uint32_t sdO_, uint32_t sStat_,
-                                         int n0, int i0)
-      : sQ(sQ_), sdO(sdO_), sStat(sStat_), ldq(static_cast<int64_t>(a.Hq) * D), L(w.L) {
-    const int64_t ldk = static_cast<int64_t>(a.Hkv) * D;
-    const int64_t koff = (w.s0 + n0) * ldk + w.kvh * D;
-    const int64_t sbase = static_cast<int64_t>(w.h) * a.T + w.s0;
-    qb = q + w.s0 * ldq + w.h * D;
-    gb = dout + w.s0 * ldq + w.h * D;
-    lse2 = lse2_all + sbase;
-    Di = Di_all + sbase;
-    load_tile<D, 128>(sK, k + koff, ldk, min(128, w.L - n0));
-    load_tile<D, 128>(sV, v + koff, ldk, min(128, w.L - n0));
-    if (i0 >= 0) prefetch(i0, 0);
-    cp_async_commit();
-  }
-  __device__ __forceinline__ void prefetch(int i, int b) const {
-    constexpr uint32_t kQB = 64 * D * 2;
-    bwd_prefetch<D>(sQ + b * kQB, sdO + b * kQB, sStat + b * 2 * 64 * 4, qb, gb, ldq, lse2, Di, i,
-                    L);
-  }
-};
+__device__ __forceinline__ void bwd_load_kv(const KArgs& a, const Work& w, const bf16* k,
+                                            const bf16* v, uint32_t sK, uint32_t sV, int n0) {
+  const int64_t ldk = static_cast<int64_t>(a.Hkv) * D;
+  const int64_t koff = (w.s0 + n0) * ldk + w.kvh * D;
+  load_tile<D, 128>(sK, k + koff, ldk, min(128, w.L - n0));
+  load_tile<D, 128>(sV, v + koff, ldk, min(128, w.L - n0));
+  cp_async_commit();
+}
 
 // After the tile's last wgmma_wait: the accumulators and A fragments its GEMMs used stay where
 // they are (keep).
 template <int D>
 __device__ __forceinline__ void keep_tile(float (&gk)[D / 64][32], float (&gv)[D / 64][32],
-                                          uint32_t (&pa)[4][4], uint32_t (&da)[4][4]) {
+                                          uint32_t (&pa)[bwd_rows(D) / 16][4],
+                                          uint32_t (&da)[bwd_rows(D) / 16][4]) {
 #pragma unroll
   for (int nb = 0; nb < D / 64; ++nb) {
     keep(gv[nb]);
@@ -1000,43 +934,52 @@ __device__ __forceinline__ void bulk_s2g(float* dst, uint32_t src, uint32_t byte
 
 // The fused backward of query head h for one key tile (deterministic: see below), D 64 or 128.
 // It replaced, at D 64, the mma.sync family's split into a dK/dV and a dQ kernel (7 GEMMs per tile
-// pair instead of 5): once blocks ran heaviest first and steps were pipelined, the fused kernel was
-// 8-18 % faster there on an H200. Block: two MMA warpgroups (threads 0-255) and dQ-writer warps
-// (warpgroup 2, one warp per staging buffer, bwd_dq_stages: at D 128 warps 8 and 9 take alternate
-// query tiles, warp 10 is the producer (bwd_tma) and warp 11 exits; at D 64 warps 8 and 9 take
-// alternate query tiles and warps 10 and 11 exit), registers moved
-// to the MMA warpgroups (setmaxnreg 240 / 24, as FlashAttention-3 splits them). The MMA warpgroups:
-// 128 keys (64 each), query tiles of 64 rows from the sequence's last one down to the one holding
-// the block's first key, Q / dO / lse2 / Di double-buffered (D 64: triple, bwd_pipelined). Per
-// warpgroup and query tile: Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ (wgmma m64n64k16, Q and dO K-major in shared
-// memory; K and V K-major there too at D 128, held in registers as A fragments at D 64,
-// bwd_kv_in_registers), Pᵀ = 2^(Sᵀ·scale·log2e − lse2[q]) masked where q < key or q ≥ L, dSᵀ =
+// pair instead of 5): once blocks ran heaviest first, the fused kernel was 8-18 % faster there on
+// an H200. Block: two MMA warpgroups (threads 0-255) and warpgroup 2: dQ-writer warps 8 and 9 (one
+// per staging buffer, bwd_dq_stages, taking alternate query tiles), producer warp 10, and warp 11,
+// which exits; registers moved to the MMA warpgroups (setmaxnreg 240 / 24, as FlashAttention-3
+// splits them). The producer loads the query tiles — Q and dO by TMA, lse2 and Di by its 32 lanes
+// — into two buffers handed over by mbarriers (full: the lanes' stores and the TMA's bytes landed;
+// empty: all 256 MMA threads are past the tile's GEMMs), so the MMA threads issue no copies and
+// meet at no barrier at a tile's top. (At D 64 this replaced the MMA threads' own cp.async copies
+// with a barrier at every step: 11-21 % faster backward at the six D 64 issue-18 shapes, one H100,
+// 2026-12-06.) The sequence's last tile reads rows past its end (the next sequence's; zeros past
+// T): their probabilities are masked to 0 and their dQ rows not stored, so, as in the forward, the
+// sequences stay isolated while the values are finite.
+// The MMA warpgroups: 128 keys (64 each), K and V K-major in shared memory, query tiles of R =
+// bwd_rows(D) rows (64 at D 128, 128 at D 64) from the sequence's last one down to the one holding
+// the block's first key. Per warpgroup and query tile: Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ (wgmma m64nRk16,
+// Q and dO K-major), Pᵀ = 2^(Sᵀ·scale·log2e − lse2[q]) masked where q < key or q ≥ L, dSᵀ =
 // Pᵀ·(dPᵀ − Di[q]), then dV += bf16(Pᵀ)·dO and dK += bf16(dSᵀ)·Q (P and dS from registers, dO and Q
 // MN-major), and the tile's dQ partial bf16(dS)·K (dSᵀ stored to shared memory and read back
-// transposed, K MN-major; each warpgroup D/2 of the output columns over all 128 keys), staged in
-// one of bwd_dq_stages fp32 buffers. The writers add staged tiles into dqa [Hq, T, D] fp32 in a
-// fixed order: query tile i's partials come from key tiles n = 0, 1, …, i/2; block n waits until
-// the tile's flag (sem, zeroed before the launch) reads n, copies (n = 0) or reduce-adds its tile
-// with one bulk copy, waits for it to complete and sets the flag to n + 1. Each reduction completes
-// before the next starts, so every element's sum has one order: bitwise repeatable. Blocks run
-// heaviest key tile first (block_work forward: key tile 0 has the most query tiles), which balances
-// the SMs' work (a lightest-first order left a tail of the heaviest blocks: 86 % of the SMs' time
-// busy at 1 × 8k in a simulation, against 99 %), and every block waits only on blocks launched
-// before it (no deadlock whatever the residency, given that blocks are dispatched in index order,
-// as FlashAttention-3's deterministic backward also assumes). Each block takes its query tiles last
-// first: block n + 1, launched after block n, meets it on the sequence's last query tile (the first
-// both add to), so it trails block n by about one tile instead of waiting for it to reach its
-// diagonal. Staged rows are stored with their 16-byte chunks XOR-swizzled by (token & 7)
-// (conflict-free stores; the bulk copy moves them as they are); attn_dq_convert_kernel undoes it:
-// dQ = scale·dqa. Writes scale·dK and dV as the mma.sync kernel does: fp32 partials pk/pv [T, Hq,
-// D] when non-null — and then the key tile's last query-head block sums them into dk/dv
-// (bwd_sum_heads_last; its counters follow the dQ flags in sem) — else dk/dv [T, Hkv, D].
+// transposed, K MN-major, over all 128 keys; D 128: each warpgroup 64 of the columns, D 64: each
+// 64 of the 128 rows), staged in one of bwd_dq_stages fp32 buffers. dSᵀ is double-buffered at
+// D 128 (a warpgroup writes buffer k % 2 at step k + 2 only after the dSᵀ barrier of step k + 1,
+// which the other warpgroup reaches after its step-k dQ GEMM, the buffer's last reader, completed);
+// at D 64 its one 32 KiB buffer (shared memory holds no second) is guarded by a barrier after each
+// step's last wgmma wait. The writers add staged tiles into dqa [Hq, T, D] fp32 in a fixed order:
+// query tile i's partials come from key tiles n = 0, 1, …, (last key tile at or before the tile's
+// last row); block n waits until the tile's flag (sem, zeroed before the launch) reads n, copies
+// (n = 0) or reduce-adds its tile with one bulk copy, waits for it to complete and sets the flag to
+// n + 1. Each reduction completes before the next starts, so every element's sum has one order:
+// bitwise repeatable. Blocks run heaviest key tile first (block_work forward: key tile 0 has the
+// most query tiles), which balances the SMs' work (a lightest-first order left a tail of the
+// heaviest blocks: 86 % of the SMs' time busy at 1 × 8k in a simulation, against 99 %), and every
+// block waits only on blocks launched before it (no deadlock whatever the residency, given that
+// blocks are dispatched in index order, as FlashAttention-3's deterministic backward also
+// assumes). Each block takes its query tiles last first: block n + 1, launched after block n, meets
+// it on the sequence's last query tile (the first both add to), so it trails block n by about one
+// tile instead of waiting for it to reach its diagonal. Staged rows are stored with their 16-byte
+// chunks XOR-swizzled by (token & 7) (conflict-free stores; the bulk copy moves them as they are);
+// attn_dq_convert_kernel undoes it: dQ = scale·dqa. Writes scale·dK and dV as the mma.sync kernel
+// does: fp32 partials pk/pv [T, Hq, D] when non-null — and then the key tile's last query-head
+// block sums them into dk/dv (bwd_sum_heads_last; its counters follow the dQ flags in sem) — else
+// dk/dv [T, Hkv, D].
 constexpr int kBwdThreads = 384;
-// How many dQ tiles the fused backward stages for its writers (one writer warp each): 2 (D 128's
-// 225 KiB of shared memory leave no room for a third 32 KiB tile). At D 64 the MMA warpgroups' wait
-// for a free buffer was the top stall site in ncu's source counters (1 × 8k, 14/2 heads, H100), but
-// four buffers, measured on their own (H200, 2026-12-06), were 0.1–1.9 % slower at five of the six
-// issue-18 D 64 shapes (+3.7 % at 1 × 32k 32/8): D 64 keeps two.
+// How many dQ tiles the fused backward stages for its writers (one writer warp each): 2 (a tile is
+// 32 KiB at both head dims, and neither leaves room for a third). (With 64-row steps at D 64, four
+// buffers, measured on their own on an H200, 2026-12-06, were 0.1–1.9 % slower at five of the six
+// issue-18 D 64 shapes.)
 __host__ __device__ constexpr int bwd_dq_stages(int) { return 2; }
 constexpr int kBarMma = 1, kBarFull = 2, kBarEmpty = 6;  // named barriers (0: __syncthreads)
 constexpr int kBarWriter = 256 + 32;                     // MMA threads + one writer warp
@@ -1044,24 +987,6 @@ static_assert(kBarFull + bwd_dq_stages(64) <= kBarEmpty &&
                   kBarFull + bwd_dq_stages(128) <= kBarEmpty &&
                   kBarEmpty + bwd_dq_stages(64) <= 16 && kBarEmpty + bwd_dq_stages(128) <= 16,
               "named barriers: one full and one empty per staging buffer, 16 in all");
-
-// Whether the fused backward at head dim D pipelines its steps (issues the next query tile's Sᵀ
-// before it waits for the current one's last GEMMs; three Q/dO buffers, two dSᵀ): D 64. At D 128
-// the carried Sᵀ does not fit beside the 128 dK/dV accumulator registers (ptxas spills) nor the
-// third buffer in shared memory.
-__host__ __device__ constexpr bool bwd_pipelined(int D) { return D == 64; }
-
-// Whether a producer warp (warpgroup 2's warp bwd_dq_stages(D), beside the dQ writers) loads the
-// query tiles — Q and dO by TMA, lse2 and Di by its 32 lanes — into kNQ buffers handed over by
-// mbarriers (full: the lanes' stores and the TMA's bytes landed; empty: all 256 MMA threads are
-// past the tile's GEMMs), instead of the MMA threads' cp.async and a block barrier at every tile's
-// top: D 128 (at D 64 all four warps of warpgroup 2 are dQ writers). With no barrier at the top of
-// a tile, the dSᵀ tile is double-buffered at D 128 too: a warpgroup writes buffer k % 2 at step k +
-// 2 only after the dSᵀ barrier of step k + 1, which the other warpgroup reaches after its step-k dQ
-// GEMM (the buffer's last reader) completed. The sequence's last tile reads rows past its end (the
-// next sequence's; zeros past T): their probabilities are masked to 0 and their dQ rows not stored,
-// so, as in the forward, the sequences stay isolated while the values are finite.
-__host__ __device__ constexpr bool bwd_tma(int D) { return D == 128; }
 
 // Offset (floats) of element (r, c) of a staged dQ row r of token t: chunk c/4 swizzled by t & 7.
 template <int D>
@@ -1081,25 +1006,23 @@ __global__ void __launch_bounds__(kBwdThreads, 1)
   // this kernel may start launching at once (it waits for this grid in turn).
   wait_prior_grid();
   allow_next_grid();
-  constexpr int kKeys = 128, kRows = 64;
+  constexpr int kKeys = 128, kRows = bwd_rows(D);
   constexpr uint32_t kKB = kKeys * D * 2, kQB = kRows * D * 2, kSB = kRows * D * 4;
-  constexpr int kNB = D / 64, kQN = D / 2;  // kQN: dQ columns per warpgroup
-  constexpr bool kPipe = bwd_pipelined(D);
-  static_assert(!bwd_kv_in_registers(D) || kPipe,
-                "K/V fragments are loaded in the pipelined prologue");
-  constexpr bool kTma = bwd_tma(D);
-  static_assert(!(kTma && kPipe), "the pipelined steps take their copies by cp.async");
-  constexpr int kNQ = kPipe ? 3 : 2, kNdS = 2;  // Q/dO/stat and dSᵀ buffers
-  constexpr uint32_t kDSB = kKeys * 64 * 2;
+  constexpr int kNB = D / 64;
+  // Q/dO/stat buffers, and dSᵀ buffers: one without the producer (the barrier at the top of every
+  // step follows each thread's wait for the previous step's dQ GEMM, the tile's last reader).
+  constexpr int kNQ = 2, kNdS = kRows == 128 ? 1 : 2;
+  constexpr bool kRowSplit = kRows == 128;  // the dQ GEMM split between warpgroups by rows
+  constexpr uint32_t kDSB = kKeys * kRows * 2;
   constexpr int kNS = bwd_dq_stages(D);  // staged dQ tiles
   extern __shared__ unsigned char smem[];
   const uint32_t s0addr = smem_u32(smem);
   const uint32_t sK = (s0addr + 1023u) & ~1023u, sV = sK + kKB, sQ = sV + kKB;
   const uint32_t sdO = sQ + kNQ * kQB;
-  const uint32_t sdS = sdO + kNQ * kQB;     // dSᵀ [128 keys × 64 q] bf16, swizzled
-  const uint32_t sAcc = sdS + kNdS * kDSB;  // kNS staged dQ tiles [64][D] f32
-  const uint32_t sStat = sAcc + kNS * kSB;  // [kNQ buffers][lse2 64 | Di 64] f32
-  const uint32_t sBar = sStat + kNQ * 2 * kRows * 4;  // bwd_tma: full, empty per buffer (8 B each)
+  const uint32_t sdS = sdO + kNQ * kQB;               // dSᵀ [128 keys × kRows q] bf16, swizzled
+  const uint32_t sAcc = sdS + kNdS * kDSB;            // kNS staged dQ tiles [kRows][D] f32
+  const uint32_t sStat = sAcc + kNS * kSB;            // [kNQ buffers][lse2 kRows | Di kRows] f32
+  const uint32_t sBar = sStat + kNQ * 2 * kRows * 4;  // full, empty per buffer (8 B each)
   const auto q_full = [&](int b) { return sBar + 16 * b; };
   const auto q_empty = [&](int b) { return sBar + 16 * b + 8; };
   const float* stat = reinterpret_cast<const float*>(smem + (sStat - s0addr));
@@ -1112,48 +1035,43 @@ __global__ void __launch_bounds__(kBwdThreads, 1)
   const int tid = static_cast<int>(threadIdx.x);
   const int wg = tid >> 7, warp = (tid >> 5) & 3, lane = tid & 31;
 
-  if constexpr (kTma) {
-    if (tid == 0) {
-      for (int b = 0; b < kNQ; ++b) {
-        mbar_init(q_full(b), 32);    // the producer's lanes, and the TMA's bytes
-        mbar_init(q_empty(b), 256);  // the MMA threads
-      }
-      asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  if (tid == 0) {
+    for (int b = 0; b < kNQ; ++b) {
+      mbar_init(q_full(b), 32);    // the producer's lanes, and the TMA's bytes
+      mbar_init(q_empty(b), 256);  // the MMA threads
     }
-    __syncthreads();
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
+  __syncthreads();
 
-  if (wg == 2) {  // the dQ writers (and the producer: bwd_tma)
+  if (wg == 2) {  // the dQ writers and the producer (warp kNS)
     asm volatile("setmaxnreg.dec.sync.aligned.u32 24;\n" ::: "memory");
-    if constexpr (kTma) {
-      if (warp == kNS) {  // the producer: query tile i of step kstep into buffer kstep % kNQ
-        float* const st = reinterpret_cast<float*>(smem + (sStat - s0addr));
-        const float *l2 = lse2 + sbase, *di = Di + sbase;
+    if (warp == kNS) {  // the producer: query tile i of step kstep into buffer kstep % kNQ
+      float* const st = reinterpret_cast<float*>(smem + (sStat - s0addr));
+      const float *l2 = lse2 + sbase, *di = Di + sbase;
 #pragma unroll 1
-        for (int kstep = 0; kstep < steps; ++kstep) {
-          const int i = ntiles - 1 - kstep, b = kstep % kNQ;
-          if (kstep >= kNQ) mbar_wait(q_empty(b), ((kstep / kNQ) + 1) & 1);  // its last use done
-          if (lane == 0) {  // the TMA first: the statistics' loads overlap it
-            mbar_expect_tx_only(q_full(b), 2 * kQB);
-            const int y = w.s0 + i * kRows;
+      for (int kstep = 0; kstep < steps; ++kstep) {
+        const int i = ntiles - 1 - kstep, b = kstep % kNQ;
+        if (kstep >= kNQ) mbar_wait(q_empty(b), ((kstep / kNQ) + 1) & 1);  // its last use done
+        if (lane == 0) {  // the TMA first: the statistics' loads overlap it
+          mbar_expect_tx_only(q_full(b), 2 * kQB);
+          const int y = w.s0 + i * kRows;
 #pragma unroll
-            for (int cb = 0; cb < kNB; ++cb) {
-              tma_load_2d(sQ + b * kQB + cb * (kRows * 128), &tq, w.h * D + cb * 64, y, q_full(b));
-              tma_load_2d(sdO + b * kQB + cb * (kRows * 128), &tdo, w.h * D + cb * 64, y,
-                          q_full(b));
-            }
+          for (int cb = 0; cb < kNB; ++cb) {
+            tma_load_2d(sQ + b * kQB + cb * (kRows * 128), &tq, w.h * D + cb * 64, y, q_full(b));
+            tma_load_2d(sdO + b * kQB + cb * (kRows * 128), &tdo, w.h * D + cb * 64, y, q_full(b));
           }
-#pragma unroll
-          for (int r = lane; r < kRows; r += 32) {
-            const int row = i * kRows + r;
-            const bool ok = row < w.L;
-            st[b * 2 * kRows + r] = ok ? l2[row] : 0.0f;
-            st[b * 2 * kRows + kRows + r] = ok ? di[row] : 0.0f;
-          }
-          mbar_arrive(q_full(b));  // release: this lane's statistics
         }
-        return;
+#pragma unroll
+        for (int r = lane; r < kRows; r += 32) {
+          const int row = i * kRows + r;
+          const bool ok = row < w.L;
+          st[b * 2 * kRows + r] = ok ? l2[row] : 0.0f;
+          st[b * 2 * kRows + kRows + r] = ok ? di[row] : 0.0f;
+        }
+        mbar_arrive(q_full(b));  // release: this lane's statistics
       }
+      return;
     }
     if (warp >= kNS) return;
     float* dqb = dqa + sbase * D;  // this sequence's rows of head h
@@ -1193,8 +1111,7 @@ __global__ void __launch_bounds__(kBwdThreads, 1)
   }
   asm volatile("setmaxnreg.inc.sync.aligned.u32 240;\n" ::: "memory");
 
-  const BwdOperands<D> ops(a, w, q, k, v, dout, lse2, Di, sK, sV, sQ, sdO, sStat, n0,
-                           kTma ? -1 : ntiles - 1);
+  bwd_load_kv<D>(a, w, k, v, sK, sV, n0);
   const int kl = wg * 64 + warp * 16 + (lane >> 2);  // block key of elements 0, 1 (+8: 2, 3)
   const int key0 = n0 + kl;
   const int c2 = (lane & 3) * 2;
@@ -1202,66 +1119,34 @@ __global__ void __launch_bounds__(kBwdThreads, 1)
   float gk[kNB][32], gv[kNB][32];
   zero_dkdv<D>(gk, gv);
 
-  float s[32];
-  uint32_t kf[D / 16][4], vf[D / 16][4];  // this warpgroup's K and V rows (bwd_kv_in_registers)
-  if constexpr (kPipe) {  // step 0's copies landed, step 1's started, step 0's Sᵀ issued
-    if (steps > 1) {
-      ops.prefetch(ntiles - 2, 1);
-      cp_async_commit();
-      cp_async_wait<1>();
-    } else {
-      cp_async_wait<0>();
-    }
-    fence_async_smem();
-    bar_sync(kBarMma, 256);
-    if constexpr (bwd_kv_in_registers(D)) {
-      bwd_load_a<D>(kf, smem + (sK - s0addr), kl, c2);
-      bwd_load_a<D>(vf, smem + (sV - s0addr), kl, c2);
-    }
-    issue_st<D>(s, kf, sKwg, sQ);
-  }
-  if constexpr (kTma) {  // K and V landed (the query tiles come through the mbarriers)
-    cp_async_wait<0>();
-    fence_async_smem();
-    bar_sync(kBarMma, 256);
-  }
+  float s[kRows / 2];
+  cp_async_wait<0>();  // K and V landed (the query tiles come through the mbarriers)
+  fence_async_smem();
+  bar_sync(kBarMma, 256);
   for (int kstep = 0; kstep < steps; ++kstep) {
     const int i = ntiles - 1 - kstep, b = kstep % kNQ;
-    if constexpr (kTma) {
-      mbar_wait(q_full(b), (kstep / kNQ) & 1);  // tile i's Q, dO, lse2, Di landed
-    } else if constexpr (!kPipe) {
-      cp_async_wait<0>();
-      fence_async_smem();
-      // Tile i's Q, dO, lse2, Di landed, and every thread is past the previous step (whose buffer
-      // the next prefetch refills): one barrier per tile.
-      bar_sync(kBarMma, 256);
-    }
+    mbar_wait(q_full(b), (kstep / kNQ) & 1);  // tile i's Q, dO, lse2, Di landed
     const uint32_t tQ = sQ + b * kQB, tdO = sdO + b * kQB;
     const float* ls = stat + b * 2 * kRows;  // lse2, then Di
     const bool edge = i * kRows < n0 + kKeys || (i + 1) * kRows > w.L;
-    uint32_t pa[4][4], da[4][4];
-    if constexpr (!kPipe) {
-      issue_st<D>(s, kf, sKwg, tQ);  // first: the tensor cores start before the copies are issued
-      if (!kTma && kstep + 1 < steps) {
-        ops.prefetch(i - 1, b ^ 1);
-        cp_async_commit();
-      }
-    }
+    uint32_t pa[kRows / 16][4], da[kRows / 16][4];
+    issue_st<D>(s, sKwg, tQ);
     // The previous step's staged dQ tile goes to its writer here, once this step's dPᵀ is issued:
     // the proxy fence waits for the staging stores to complete (4-5 % of the MMA warps' samples
     // when it followed them directly, ncu on an H100), and now the tensor cores run meanwhile.
-    bwd_tile_gemms<D, kPipe>(s, gv, pa, da, vf, sVwg, tdO, ls, a.scale_log2, i * kRows, key0, c2,
-                             w.L, edge, [&] {
-                               if (kstep > 0) {
-                                 fence_async_smem();
-                                 bar_arrive(kBarFull + (kstep - 1) % kNS, kBarWriter);
-                               }
-                             });
-    const uint32_t tdS = sdS + (kstep & 1) * kDSB;
+    bwd_tile_gemms<D>(s, gv, pa, da, sVwg, tdO, ls, a.scale_log2, i * kRows, key0, c2, w.L, edge,
+                      [&] {
+                        if (kstep > 0) {
+                          fence_async_smem();
+                          bar_arrive(kBarFull + (kstep - 1) % kNS, kBarWriter);
+                        }
+                      });
+    const uint32_t tdS = sdS + (kstep % kNdS) * kDSB;
     // dSᵀ to shared memory before the dK GEMM takes da: register [kq][r] holds keys
-    // kl + (r & 1)·8, query columns (2·kq + r / 2)·8 + c2 and + 1 (pack_a's A-fragment layout).
+    // kl + (r & 1)·8, query columns (2·kq + r / 2)·8 + c2 and + 1 (pack_a's A-fragment layout),
+    // in kRows / 64 column blocks of [128 keys × 64 q] (sw128<kKeys>'s layout).
 #pragma unroll
-    for (int kq = 0; kq < 4; ++kq)
+    for (int kq = 0; kq < kRows / 16; ++kq)
 #pragma unroll
       for (int r = 0; r < 4; ++r)
         *reinterpret_cast<uint32_t*>(smem + (tdS - s0addr) +
@@ -1269,52 +1154,36 @@ __global__ void __launch_bounds__(kBwdThreads, 1)
                                      c2 * 2) = da[kq][r];
     bwd_issue_dk<D>(gk, da, tQ);
     fence_async_smem();
-    bar_sync(kBarMma, 256);  // both warpgroups' dSᵀ (D 128 reads all 128 keys)
-    float gq[kQN / 2];
+    bar_sync(kBarMma, 256);  // both warpgroups' dSᵀ (the dQ GEMM reads all 128 keys)
+    // The tile's dQ partial dS·K over all 128 keys, [64 query rows × 64 columns] a warpgroup (32
+    // accumulator registers): A = dSᵀ read transposed (16-key steps), B = K MN-major. D 128: rows
+    // 0-63, the warpgroup's 64-column block of K (K's second block for warpgroup 1); D 64: the
+    // warpgroup's 64 of the 128 rows (dSᵀ's column block wg), all 64 columns.
+    const uint32_t adS = tdS + (kRowSplit ? wg * (kKeys * 128) : 0);
+    const uint32_t bK = sK + (kRowSplit ? 0 : wg * (kKeys * 128));
+    float gq[32];
     wg_fence();
-    // dQ partial [64 q × this warpgroup's D/2 columns] = dS·K over all 128 keys: A = dSᵀ read
-    // transposed, B = K MN-major (16-key steps) from column wg·D/2 (D 128: the second 64-column
-    // block; D 64: 64 bytes into each 128-byte row — the swizzle is a function of the address).
-    const uint32_t kcols = sK + (wg * kQN / 64) * (kKeys * 128) + (wg * kQN % 64) * 2;
 #pragma unroll
-    for (int kq = 0; kq < kKeys / 16; ++kq) {
-      const uint64_t da = desc_sw128(tdS + kq * 2048, 1024, 1024),
-                     db = desc_sw128(kcols + kq * 2048, 1024, 1024);
-      if constexpr (kQN == 64) {
-        wgmma_ss_n64<1, 1>(gq, da, db, kq > 0 ? 1 : 0);
-      } else {
-        wgmma_ss_n32<1, 1>(gq, da, db, kq > 0 ? 1 : 0);
-      }
-    }
+    for (int kq = 0; kq < kKeys / 16; ++kq)
+      wgmma_ss_n64<1, 1>(gq, desc_sw128(adS + kq * 2048, 1024, 1024),
+                         desc_sw128(bK + kq * 2048, 1024, 1024), kq > 0 ? 1 : 0);
     wg_commit();
-    if (kPipe && kstep + 1 < steps) {
-      // The next step's copies landed (started a step ago); its Sᵀ runs while this step's last
-      // GEMMs drain and the dQ partial is staged. The step after it is copied into the buffer
-      // step − 1 used (every thread is past its GEMMs: they were waited for before this barrier).
-      cp_async_wait<0>();
-      fence_async_smem();
-      bar_sync(kBarMma, 256);
-      issue_st<D>(s, kf, sKwg, sQ + ((kstep + 1) % 3) * kQB);
-      if (kstep + 2 < steps) {
-        ops.prefetch(i - 2, (kstep + 2) % 3);
-        cp_async_commit();
-      }
-      wg_wait<1>();  // dV, dK and dQ of this step
-    } else {
-      wg_wait0();
-    }
+    wg_wait0();  // dV, dK and dQ of this step
     keep_tile<D>(gk, gv, pa, da);
     keep(gq);
-    if constexpr (kTma) mbar_arrive(q_empty(b));  // this thread is done with buffer b
+    // One dSᵀ tile: both warpgroups' dQ GEMMs (its readers) done before the next step stores it.
+    if constexpr (kNdS == 1) bar_sync(kBarMma, 256);
+    mbar_arrive(q_empty(b));  // this thread is done with buffer b
     // Stage the tile once the writer has sent what this buffer held kNS tiles ago.
     const int sb = kstep % kNS;
     if (kstep >= kNS) bar_sync(kBarEmpty + sb, kBarWriter);
     float* st = acc_s + sb * (kSB / 4);
-    const int row = warp * 16 + (lane >> 2);
+    const int row = (kRowSplit ? wg * 64 : 0) + warp * 16 + (lane >> 2);
+    const int col0 = kRowSplit ? 0 : wg * 64;
     const int64_t t0 = w.s0 + static_cast<int64_t>(i) * kRows;
 #pragma unroll
-    for (int e = 0; e < kQN / 2; e += 2) {
-      const int rr = row + ((e >> 1) & 1) * 8, col = wg * kQN + (e >> 2) * 8 + c2;
+    for (int e = 0; e < 32; e += 2) {
+      const int rr = row + ((e >> 1) & 1) * 8, col = col0 + (e >> 2) * 8 + c2;
       *reinterpret_cast<float2*>(st + dq_slot<D>(rr, col, t0 + rr)) = make_float2(gq[e], gq[e + 1]);
     }
     if (kstep + 1 == steps) {  // (otherwise the next step hands it over, after its dPᵀ issue)
@@ -1415,17 +1284,18 @@ template <int D>
 void bwd_fused(const KArgs& ka, unsigned grid, const float* lse2, const float* Di, float* pk,
                float* pv, float* dqa, int* sem, void* dq, void* dk, void* dv, const void* dout,
                const void* q, const void* k, const void* v, cudaStream_t st) {
-  // K, V, kNQ × (Q, dO, lse2/Di), 2 × dSᵀ, the staged dQ tiles, kNQ × 2 mbarriers, 1 KiB to align.
-  constexpr size_t kNQ = bwd_pipelined(D) ? 3 : 2, kNdS = 2;
-  constexpr size_t kSmem = (2 * 128 + 2 * kNQ * 64) * D * 2 + kNdS * 128 * 64 * 2 +
-                           bwd_dq_stages(D) * 64 * D * 4 + kNQ * 2 * 64 * 4 + kNQ * 16 + 1024;
+  // K, V, kNQ × (Q, dO, lse2/Di), kNdS × dSᵀ, the staged dQ tiles, kNQ × 2 mbarriers, 1 KiB to
+  // align (attn_bwd_sm90's layout).
+  constexpr size_t kNQ = 2, kNdS = bwd_rows(D) == 128 ? 1 : 2, kR = bwd_rows(D);
+  constexpr size_t kSmem = (2 * 128 + 2 * kNQ * kR) * D * 2 + kNdS * 128 * kR * 2 +
+                           bwd_dq_stages(D) * kR * D * 4 + kNQ * 2 * kR * 4 + kNQ * 16 + 1024;
   static_assert(kSmem + 16 <= 227 * 1024,  // + the static `last` (bwd_sum_heads_last)
                 "the backward's shared memory exceeds sm_90's 227 KiB");
-  // Q and dO in boxes of 64 columns × 64 rows (bwd_tma; built at D 64 too, where the kernel
-  // ignores them).
-  const CUtensorMap tq = tma_map(q, ka.T, static_cast<int64_t>(ka.Hq) * D, 64),
-                    tdo = tma_map(dout, ka.T, static_cast<int64_t>(ka.Hq) * D, 64);
-  // One flag per (64-row query tile, query head), 2 per 128-row tile of the grid, then with GQA one
+  // Q and dO in boxes of 64 columns × bwd_rows(D) rows (the producer warp's TMA loads).
+  const CUtensorMap tq = tma_map(q, ka.T, static_cast<int64_t>(ka.Hq) * D, bwd_rows(D)),
+                    tdo = tma_map(dout, ka.T, static_cast<int64_t>(ka.Hq) * D, bwd_rows(D));
+  // One flag per (64-row query tile, query head), 2 per 128-row tile of the grid (D 64 uses one per
+  // 128-row query tile of them), then with GQA one
   // head-sum counter per (128-key tile, KV head): zeroed by the caller's tile_plan_kernel.
   launch_pdl(attn_bwd_sm90<D>, grid, kBwdThreads, kSmem, st, "attention_bwd", tq, tdo, ka,
              static_cast<const bf16*>(q), static_cast<const bf16*>(k), static_cast<const bf16*>(v),
