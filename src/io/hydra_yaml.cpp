@@ -18,6 +18,7 @@
 #include "core/log.h"
 #include "core/spelling.h"
 #include "io/hydra_compose.h"
+#include "io/hydra_override.h"
 #include "io/hydra_sweep.h"
 #include "io/interpolation.h"
 #include "io/python_number.h"
@@ -30,8 +31,8 @@ namespace {
 // OmegaConf gives): [-+]?0b[0-1_]+ binary, [-+]?0[0-7_]+ octal (017 is 15; 08 matches none and
 // stays the string "08"), [-+]?(0|[1-9][0-9_]*) decimal, [-+]?0x[0-9a-fA-F_]+ hex,
 // [-+]?[1-9][0-9_]*(:[0-5]?[0-9])+ sexagesimal (1:30 is 90, 12:30 is 750); underscores dropped
-// after the match, as PyYAML's constructor does. (Command-line overrides are read by python_int
-// instead: Hydra's override grammar has no octal, binary, hex or sexagesimal.)
+// after the match, as PyYAML's constructor does. (Command-line overrides are read in Hydra's
+// grammar instead, io/hydra_override.h: no octal, binary, hex or sexagesimal there.)
 bool parse_int(const std::string& s, int64_t* out) {
   static const std::regex bin("[-+]?0b[0-1_]+"), oct("[-+]?0[0-7_]+"), dec("[-+]?(0|[1-9][0-9_]*)"),
       hex("[-+]?0x[0-9a-fA-F_]+"), sexa("[-+]?[1-9][0-9_]*(:[0-5]?[0-9])+");
@@ -113,16 +114,16 @@ bool parse_float(const std::string& s, double* out) {
   return true;
 }
 
-Json node_to_json(const YAML::Node& n, const std::filesystem::path& file, bool octal = true) {
+Json node_to_json(const YAML::Node& n, const std::filesystem::path& file) {
   switch (n.Type()) {
     case YAML::NodeType::Null:
     case YAML::NodeType::Undefined:
       return nullptr;
     case YAML::NodeType::Scalar:
-      return yaml_scalar_to_json(n.Scalar(), n.Tag() == "!", octal);
+      return yaml_scalar_to_json(n.Scalar(), n.Tag() == "!");
     case YAML::NodeType::Sequence: {
       Json a = Json::array();
-      for (const auto& c : n) a.push_back(node_to_json(c, file, octal));
+      for (const auto& c : n) a.push_back(node_to_json(c, file));
       return a;
     }
     case YAML::NodeType::Map: {
@@ -131,7 +132,7 @@ Json node_to_json(const YAML::Node& n, const std::filesystem::path& file, bool o
         if (!kv.first.IsScalar())
           fail("{}:{}: only scalar mapping keys are supported", file.string(),
                kv.first.Mark().line + 1);
-        o[kv.first.Scalar()] = node_to_json(kv.second, file, octal);
+        o[kv.first.Scalar()] = node_to_json(kv.second, file);
       }
       return o;
     }
@@ -188,61 +189,6 @@ const Json* find_key_path(const Json& root, std::string_view path) {
 
 namespace {
 
-// An override's value as YAML text in Hydra's grammar: inside a dict's braces a key's colon needs
-// no space after it (`{enable_thinking:false}` is {enable_thinking: false} to Hydra; to YAML it is
-// one key "enable_thinking:false" with no value), so one is added after the first colon of each
-// dict entry that lacks it. Quoted text and lists are left as they are.
-std::string hydra_override_yaml(const std::string& v) {
-  std::string out;
-  out.reserve(v.size() + 8);
-  std::vector<char> open;  // the brackets enclosing the current position
-  bool in_key = false;     // in a dict entry before its colon
-  char quote = 0;
-  for (size_t i = 0; i < v.size(); ++i) {
-    const char c = v[i];
-    out += c;
-    if (quote != 0) {
-      if (c == '\\' && quote == '"' && i + 1 < v.size()) {
-        out += v[++i];
-      } else if (c == quote) {
-        quote = 0;
-      }
-      continue;
-    }
-    if (c == '\'' || c == '"') {
-      quote = c;
-    } else if (c == '{' || c == '[') {
-      open.push_back(c);
-      in_key = c == '{';
-    } else if (c == '}' || c == ']') {
-      if (!open.empty()) open.pop_back();
-      in_key = false;
-    } else if (c == ',') {
-      in_key = !open.empty() && open.back() == '{';
-    } else if (c == ':' && in_key) {
-      in_key = false;
-      if (i + 1 < v.size() && v[i + 1] != ' ') out += ' ';
-    }
-  }
-  return out;
-}
-
-// The typed value of override `ov` (the text after its '=' at `eq`), read in Hydra's grammar:
-// nothing after the '=' (`key=`) is the empty string, as in Hydra (YAML would read null).
-Json override_value(const std::string& ov, size_t eq) {
-  if (eq + 1 == ov.size()) return "";
-  std::vector<std::string> interps;
-  const std::string text = detail::hide_interpolations(ov.substr(eq + 1), &interps);
-  try {
-    Json v = node_to_json(load_yaml(hydra_override_yaml(text), "override '" + ov + "'"),
-                          "<command line>", /*octal=*/false);
-    if (!interps.empty()) detail::restore_interpolations(v, interps);
-    return v;
-  } catch (const YAML::Exception& e) {
-    fail("override '{}': the value is not valid YAML: {}", ov, e.msg);
-  }
-}
-
 // Hydra's delete override: `~a.b` removes key a.b; `~a.b=v` removes it only when it holds v (else
 // an error, as Hydra's "Could not delete ... value is ..."). Throws when the key is absent.
 void delete_override(Json& root, const std::string& ov, const std::filesystem::path& file) {
@@ -259,7 +205,7 @@ void delete_override(Json& root, const std::string& ov, const std::filesystem::p
   if (cur == nullptr || !cur->is_object() || !cur->contains(parts.back()))
     fail("override '{}': cannot delete '{}': it is not in {}", ov, key, file.string());
   if (eq != std::string::npos) {
-    const Json want = override_value(ov, eq);
+    const Json want = parse_override_value(ov, eq);
     if ((*cur)[parts.back()] != want)
       fail("override '{}': cannot delete '{}': its value is {}, not {}", ov, key,
            (*cur)[parts.back()].dump(), want.dump());
@@ -305,7 +251,7 @@ std::optional<GroupOverride> group_override(const std::string& ov,
     }
     return std::nullopt;
   }
-  if (eq != std::string::npos) g.value = override_value(ov, eq);
+  if (eq != std::string::npos) g.value = parse_override_value(ov, eq);
   if (g.value.is_object()) return std::nullopt;  // group={a: 1} sets keys, as in Hydra
   if (start == 2)
     fail(
@@ -374,7 +320,7 @@ void apply_override(Json& root, const std::string& ov, const std::filesystem::pa
   }
   if (key.empty()) fail("override '{}' is not of the form key.path=value", ov);
   if (is_known && is_known(key)) add = true;
-  const Json value = override_value(ov, eq);
+  const Json value = parse_override_value(ov, eq);
   leaf_paths(value, key, set);
   Json* cur = &root;
   auto parts = split_key_path(key);
@@ -406,20 +352,9 @@ void apply_override(Json& root, const std::string& ov, const std::filesystem::pa
 
 }  // namespace
 
-Json yaml_scalar_to_json(const std::string& s, bool quoted, bool octal) {
+Json yaml_scalar_to_json(const std::string& s, bool quoted) {
   if (quoted) return s;
-  // Hydra's override grammar: null, true and false in any case; numbers decimal only, single
-  // underscores between digits (0042 is 42).
-  if (!octal) {
-    const std::string l = ascii_lower(s);
-    if (l.empty() || l == "null") return nullptr;
-    if (l == "true") return true;
-    if (l == "false") return false;
-    if (const std::optional<int64_t> i = python_int(s, /*spaces=*/false)) return *i;
-    if (const std::optional<double> d = python_float(s, /*spaces=*/false)) return *d;
-    return s;
-  }
-  // A file: YAML 1.1's words in PyYAML's three spellings each (what OmegaConf's loader gives;
+  // YAML 1.1's words in PyYAML's three spellings each (what OmegaConf's loader gives;
   // "tRUE" and "nULL" stay strings), yes / no / on / off being booleans too.
   static const std::set<std::string_view> kNull = {"", "~", "null", "Null", "NULL"},
                                           kTrue = {"true", "True", "TRUE", "yes", "Yes",

@@ -20,16 +20,13 @@ namespace zt {
 // The string OmegaConf uses for a mandatory value that is not set.
 inline constexpr std::string_view kMissingValue = "???";
 
-// Converts one YAML scalar string to a typed JSON value with OmegaConf's rules. In a file (`octal`,
-// the default: PyYAML's YAML 1.1 resolvers, which OmegaConf's loader keeps): null / Null / NULL /
-// ~ / empty → null; true / false / yes / no / on / off in PyYAML's three spellings (lower, Capital,
-// UPPER) → bool; integers (1_000, 0x1F, 0b101, 017 octal, 12:30 sexagesimal = 750) → int; floats
-// (1e-5, 1., .5, .inf, .nan, 1:30.5) → float; anything else → string. `quoted` scalars are always
-// strings. `octal` false (command-line overrides, Hydra's grammar): null, true and false in any
-// case; numbers are decimal only, read as Python's int() / float() read them without spaces
-// (io/python_number.h: leading zeros allowed, 0042 is 42; single underscores between digits, 1_0
-// is 10 and 1__0 a string).
-Json yaml_scalar_to_json(const std::string& s, bool quoted, bool octal = true);
+// Converts one YAML scalar string of a file to a typed JSON value with OmegaConf's rules (PyYAML's
+// YAML 1.1 resolvers, which OmegaConf's loader keeps): null / Null / NULL / ~ / empty → null; true
+// / false / yes / no / on / off in PyYAML's three spellings (lower, Capital, UPPER) → bool;
+// integers (1_000, 0x1F, 0b101, 017 octal, 12:30 sexagesimal = 750) → int; floats (1e-5, 1., .5,
+// .inf, .nan, 1:30.5) → float; anything else → string. `quoted` scalars are always strings.
+// (Command-line override values follow Hydra's grammar instead: io/hydra_override.h.)
+Json yaml_scalar_to_json(const std::string& s, bool quoted);
 
 // Loads `path`, composes it with its config groups (an override whose key names a directory
 // beside `path` chooses, adds (+) or removes (~) a config group, as in Hydra), applies the other
@@ -40,10 +37,10 @@ Json yaml_scalar_to_json(const std::string& s, bool quoted, bool octal = true);
 // `is_known(key)` says the application knows the key (it has a default there).
 // Throws zt::Error naming the file (and line for YAML syntax errors and repeated keys), the
 // override that names an unknown key (without '+'), an interpolation that points nowhere or loops,
-// the composition errors of compose_hydra_config (the file and defaults entry, or override), and
-// a sweep (refuse_sweep_override, io/hydra_sweep.h: `lr=1e-5,2e-5`, `choice(a,b)`, …).
-// `overridden`, when given, receives the key path of each override (for messages that say where
-// a value came from).
+// the composition errors of compose_hydra_config (the file and defaults entry, or override), a
+// value Hydra's override grammar refuses (parse_override_value, io/hydra_override.h), and a sweep
+// (refuse_sweep_override, io/hydra_sweep.h: `lr=1e-5,2e-5`, `choice(a,b)`, …). `overridden`, when
+// given, receives the key path of each override (for messages that say where a value came from).
 Json load_hydra_yaml(const std::filesystem::path& path, const std::vector<std::string>& overrides,
                      const std::function<bool(const std::string&)>& is_known = {},
                      std::vector<std::string>* overridden = nullptr);

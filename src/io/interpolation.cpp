@@ -1,9 +1,6 @@
 // OmegaConf's `${…}` interpolations (io/interpolation.h): the Resolver that resolves them in a
-// composed config, with the splitting and unescaping of resolver arguments (oc.env), and the
-// placeholders that hide them from the YAML parse of an override's value.
+// composed config, with the splitting and unescaping of resolver arguments (oc.env).
 #include "io/interpolation.h"
-
-#include <fmt/format.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -13,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/spelling.h"
+#include "io/hydra_override.h"
 #include "io/hydra_yaml.h"
 
 namespace zt::detail {
@@ -66,37 +64,6 @@ std::string unescape_resolver_arg(const std::string& a) {
   return out;
 }
 
-// The text of a quoted resolver argument (`'…'` or `"…"`, quotes included) with the escapes of
-// OmegaConf's quoted strings undone, except those before "${", which resolve_string() undoes as it
-// resolves the interpolations: a run of 2k+1 backslashes before the quote character is k
-// backslashes and the quote (`'a\'b'` is a'b), a run at the end is halved (`'a\\'` is a\);
-// other backslashes are text (`'a\b'` stays a\b). Removing backslashes before a quote or at the
-// end never puts one next to a "${", so resolve_string() reads the result as OmegaConf reads the
-// quoted string.
-std::string unquote_resolver_arg(const std::string& a) {
-  const char quote = a.front();
-  const std::string in = a.substr(1, a.size() - 2);
-  std::string out;
-  size_t i = 0;
-  while (i < in.size()) {
-    if (in[i] != '\\') {
-      out += in[i++];
-      continue;
-    }
-    size_t end = i;
-    while (end < in.size() && in[end] == '\\') ++end;
-    const size_t run = end - i;
-    if (end == in.size() || in[end] == quote) {
-      out.append(run / 2 + (end == in.size() ? run % 2 : 0), '\\');
-      if (end < in.size()) out += in[end++];  // the escaped quote
-    } else {
-      out.append(run, '\\');
-    }
-    i = end;
-  }
-  return out;
-}
-
 // Resolves every interpolation of a config in place. An interpolation reads the value its key has
 // in the config as written (`raw_`), resolved once and then final, as OmegaConf does: the text an
 // escaped `\${x}` or an environment variable leaves is never read as an interpolation again when
@@ -144,13 +111,16 @@ class Resolver {
 
   // One resolver argument as OmegaConf's grammar reads it, the spaces around it skipped: a quoted
   // one is text, its interpolations resolved into it and its quotes and escapes undone
-  // (unquote_resolver_arg); an unquoted one holding an interpolation is that interpolation's value
-  // (`${n}` keeps its type) or the text it makes (`${d}/out`); `null` in any case is null; other
-  // unquoted text has its escapes undone (`a\,b` is "a,b"). Throws what resolve_string() throws.
+  // (unquote_hydra_string, io/hydra_override.h: OmegaConf's quoted strings escape as Hydra's; the
+  // escapes before "${" are left to resolve_string(), and removing backslashes before a quote or
+  // at the end never puts one next to a "${"); an unquoted one holding an interpolation is that
+  // interpolation's value (`${n}` keeps its type) or the text it makes (`${d}/out`); `null` in any
+  // case is null; other unquoted text has its escapes undone (`a\,b` is "a,b"). Throws what
+  // resolve_string() throws.
   Json resolve_arg(const std::string& written, const std::string& at) {
     const std::string a = strip_spaces(written);
     if (a.size() >= 2 && (a.front() == '\'' || a.front() == '"') && a.back() == a.front()) {
-      const Json v = resolve_string(unquote_resolver_arg(a), at);
+      const Json v = resolve_string(unquote_hydra_string(a), at);
       return v.is_string() ? v : Json(v.dump());  // OmegaConf's str() of a quoted `"${n}"`
     }
     if (a.find("${") != std::string::npos) return resolve_string(a, at);
@@ -286,99 +256,11 @@ class Resolver {
   const std::vector<std::string>& from_command_line_;
 };
 
-// The placeholder's delimiters (hide_interpolations, io/interpolation.h): U+E000 and U+E001,
-// private-use characters that YAML reads as plain text.
-constexpr std::string_view kInterpOpen = "\xEE\x80\x80", kInterpClose = "\xEE\x80\x81";
-
-// `s` with the placeholders of hide_interpolations() replaced by the interpolations they stand for.
-std::string restore_interpolations(const std::string& s, const std::vector<std::string>& interps) {
-  std::string out;
-  size_t i = 0;
-  while (i < s.size()) {
-    const size_t open = s.find(kInterpOpen, i);
-    const size_t close = open == std::string::npos ? std::string::npos : s.find(kInterpClose, open);
-    if (close == std::string::npos) break;
-    const std::string index =
-        s.substr(open + kInterpOpen.size(), close - open - kInterpOpen.size());
-    out += s.substr(i, open - i);
-    out += interps.at(std::stoul(index));
-    i = close + kInterpClose.size();
-  }
-  return out + s.substr(std::min(i, s.size()));
-}
-
 }  // namespace
 
 void resolve_interpolations(Json& root, const std::filesystem::path& file,
                             const std::vector<std::string>& from_command_line) {
   Resolver(root, file, from_command_line).resolve_all();
-}
-
-std::string hide_interpolations(const std::string& v, std::vector<std::string>* out) {
-  std::string text;
-  char quote = 0;
-  for (size_t i = 0; i < v.size(); ++i) {
-    const char c = v[i];
-    if (quote != 0) {
-      text += c;
-      if (c == '\\' && quote == '"' && i + 1 < v.size()) {
-        text += v[++i];
-      } else if (c == quote) {
-        quote = 0;
-      }
-      continue;
-    }
-    if (c == '\'' || c == '"') quote = c;
-    size_t backslashes = 0;  // an odd run before "${" escapes it: `\${x}` is the text ${x}
-    while (backslashes < i && v[i - 1 - backslashes] == '\\') ++backslashes;
-    if (c != '$' || i + 1 >= v.size() || v[i + 1] != '{' || backslashes % 2 == 1) {
-      text += c;
-      continue;
-    }
-    // The '}' closing this "${": braces nest (`${oc.env:A,${b}}`); quoted resolver arguments
-    // (`${oc.env:A,'}'}`) hold no braces of the interpolation.
-    int depth = 0;
-    char arg_quote = 0;
-    size_t close = std::string::npos;
-    for (size_t k = i + 1; k < v.size() && close == std::string::npos; ++k) {
-      if (arg_quote != 0) {
-        if (v[k] == '\\' && k + 1 < v.size()) {
-          ++k;
-        } else if (v[k] == arg_quote) {
-          arg_quote = 0;
-        }
-      } else if (v[k] == '\'' || v[k] == '"') {
-        arg_quote = v[k];
-      } else if (v[k] == '{') {
-        ++depth;
-      } else if (v[k] == '}' && --depth == 0) {
-        close = k;
-      }
-    }
-    if (close == std::string::npos) {  // unterminated: left to the resolver's error
-      text += c;
-      continue;
-    }
-    text += fmt::format("{}{}{}", kInterpOpen, out->size(), kInterpClose);
-    out->push_back(v.substr(i, close + 1 - i));
-    i = close;
-  }
-  return text;
-}
-
-void restore_interpolations(Json& v, const std::vector<std::string>& interps) {
-  if (v.is_string()) {
-    v = restore_interpolations(v.get<std::string>(), interps);
-  } else if (v.is_array()) {
-    for (auto& c : v) restore_interpolations(c, interps);
-  } else if (v.is_object()) {
-    Json o = Json::object();
-    for (auto& [k, c] : v.items()) {
-      restore_interpolations(c, interps);
-      o[restore_interpolations(k, interps)] = std::move(c);
-    }
-    v = std::move(o);
-  }
 }
 
 }  // namespace zt::detail

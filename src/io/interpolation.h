@@ -1,6 +1,5 @@
-// Internal to io/hydra_yaml.cpp: OmegaConf's `${…}` interpolations — resolving them in a composed
-// config (`${a.b}`, relative `${.b}`, `${oc.env:VAR,default}`, escapes `\${x}`), and hiding them
-// from the YAML parse of a command-line override's value, as Hydra's override grammar reads them.
+// Internal to io/hydra_yaml.cpp: OmegaConf's `${…}` interpolations, resolved in a composed config
+// (`${a.b}`, relative `${.b}`, `${oc.env:VAR,default}`, escapes `\${x}`).
 #pragma once
 
 #include <filesystem>
@@ -24,17 +23,5 @@ namespace zt::detail {
 // other than oc.env is used, or a "${" is unterminated.
 void resolve_interpolations(Json& root, const std::filesystem::path& file,
                             const std::vector<std::string>& from_command_line);
-
-// Hydra's override grammar reads an interpolation (`${a.b}`, `${oc.env:VAR,default}`) as one token
-// wherever it stands, also inside a list or a dict; YAML would read its braces and colon as a flow
-// mapping (`${oc.env:HOME}` as {"${oc.env": "HOME}"}). So each interpolation outside quotes is
-// swapped for a placeholder — U+E000 <index> U+E001, private-use characters that YAML reads as
-// plain text — before the YAML parse, and put back into the strings after it. Appends the
-// interpolations to `out` in order and returns the text with the placeholders.
-std::string hide_interpolations(const std::string& v, std::vector<std::string>* out);
-
-// Every string and mapping key in `v` with the placeholders of hide_interpolations() replaced by
-// the interpolations in `interps` they stand for (`interps[i]` for the placeholder of index i).
-void restore_interpolations(Json& v, const std::vector<std::string>& interps);
 
 }  // namespace zt::detail

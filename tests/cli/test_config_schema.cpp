@@ -260,6 +260,24 @@ TEST(ConfigSchema, UsersSftYamlLoadsUnchanged) {
   EXPECT_EQ(c.notes().size(), 4u) << notes;  // activation_offloading: false etc. are defaults: no note
 }
 
+// The users' command-line forms end to end, read in Hydra's override grammar: a dict without
+// spaces after its colons, a list, `007` (no int to Hydra: its INT has no leading zeros) for a
+// text key, an escaped comma and a quoted value.
+TEST(ConfigSchema, UsersOverridesInHydrasGrammar) {
+  const fs::path yaml = fs::path(ZT_SHARED_DATA).parent_path() / "seed_configs" / "sft.yaml";
+  ASSERT_TRUE(fs::exists(yaml)) << yaml;
+  RunConfig c = RunConfig::load(yaml, {"trainer.gradient_accumulation_steps=1_6",
+                                       "trainer.chat_template_kwargs={enable_thinking:false}",
+                                       "trainer.report_to=[tensorboard, none]", "exp_name=007",
+                                       "exp_dir=logs/a\\,b", "model_name='Qwen/Qwen2.5-1.5B'"});
+  EXPECT_EQ(c.value("trainer.chat_template_kwargs"), Json({{"enable_thinking", false}}));
+  EXPECT_EQ(c.value("trainer.report_to"), Json({"tensorboard", "none"}));
+  EXPECT_EQ(c.get<std::string>("exp_name"), "007");
+  EXPECT_EQ(c.get<int64_t>("trainer.gradient_accumulation_steps"), 16);
+  EXPECT_EQ(c.get<std::string>("trainer.output_dir"), "logs/a,b/ckpts");
+  EXPECT_EQ(c.get<std::string>("model.name_or_path"), "Qwen/Qwen2.5-1.5B");
+}
+
 TEST(ConfigSchema, ShippedConfigsLoadWithoutNotes) {
   for (const char* name : {"default.yaml", "sft_ultrafeedback.yaml"}) {
     RunConfig c = RunConfig::load(fs::path(ZT_SOURCE_DIR) / "configs" / name, {});

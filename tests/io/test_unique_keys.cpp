@@ -33,7 +33,8 @@ TEST(UniqueKeys, HydraYamlFileAndOverrideValue) {
             (d / "sft.yaml").string() + ":5: duplicate key 'trainer.learning_rate' (first given at line 3)");
   std::ofstream(d / "ok.yaml") << "trainer:\n  x: 1\n";
   EXPECT_EQ(error_of([&] { zt::load_hydra_yaml(d / "ok.yaml", {"trainer.x={a: 1, a: 2}"}); }),
-            "override 'trainer.x={a: 1, a: 2}':1: duplicate key 'a' (first given at line 1)");
+            "override 'trainer.x={a: 1, a: 2}': duplicate key 'a' at character 18 (first given "
+            "at character 12)");
 }
 
 TEST(UniqueKeys, JsonNamesLineAndPath) {

@@ -1,0 +1,685 @@
+// Hydra 1.3's override value grammar (io/hydra_override.h): the lexer (OverrideLexer.g4's
+// VALUE_MODE rules, longest match first, ties to the rule defined first), the parser
+// (OverrideParser.g4's value, element, primitive, listContainer, dictContainer, function) and the
+// functions that give a value (int, float, str, bool, sort).
+#include "io/hydra_override.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "core/error.h"
+#include "io/hydra_sweep.h"
+#include "io/python_number.h"
+
+namespace zt {
+namespace {
+
+// Deeper nesting of lists, dicts and function calls is refused (no recursion without bound).
+constexpr int kMaxDepth = 200;
+
+// The token types of OverrideLexer.g4's VALUE_MODE, in the order the grammar defines them (the
+// order that breaks a tie between two rules matching the same length).
+enum class Tok {
+  kPopen,          // WS? '(' WS?
+  kComma,          // WS? ',' WS?
+  kPclose,         // WS? ')'
+  kBracketOpen,    // '[' WS?
+  kBracketClose,   // WS? ']'
+  kBraceOpen,      // '{' WS?
+  kBraceClose,     // WS? '}'
+  kColon,          // WS? ':' WS?
+  kEqual,          // WS? '=' WS?
+  kFloat,          // [+-]? (POINT_FLOAT | EXPONENT_FLOAT | inf | nan)
+  kInt,            // [+-]? ('0' | [1-9] (_? DIGIT)*)
+  kBool,           // true | false, any case
+  kNull,           // null, any case
+  kUnquotedChar,   // one of / - \ + . $ % * @ ? |
+  kId,             // (CHAR | '_') (CHAR | DIGIT | '_' | '-')*
+  kEsc,            // (\\ | \( | \) | \[ | \] | \{ | \} | \: | \= | \, | '\ ' | '\<tab>')+
+  kWs,             // [ \t]+
+  kQuoted,         // '…' or "…"
+  kInterpolation,  // ${…}
+  kEnd,            // the end of the value
+};
+
+// One token: its type and its text's [begin, end) in the override.
+struct Token {
+  Tok kind;
+  size_t begin, end;
+};
+
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+bool is_ws(char c) { return c == ' ' || c == '\t'; }
+
+// Each function below returns where the longest match of its rule starting at s[i] ends, or i.
+
+size_t ws_end(std::string_view s, size_t i) {
+  while (i < s.size() && is_ws(s[i])) ++i;
+  return i;
+}
+
+// DIGIT (('_')? DIGIT)*
+size_t digits_end(std::string_view s, size_t i) {
+  if (i >= s.size() || !is_digit(s[i])) return i;
+  ++i;
+  while (i < s.size()) {
+    if (is_digit(s[i])) {
+      ++i;
+    } else if (s[i] == '_' && i + 1 < s.size() && is_digit(s[i + 1])) {
+      i += 2;
+    } else {
+      break;
+    }
+  }
+  return i;
+}
+
+// INT_UNSIGNED: '0' | [1-9] (('_')? DIGIT)*
+size_t int_unsigned_end(std::string_view s, size_t i) {
+  if (i < s.size() && s[i] == '0') return i + 1;
+  if (i < s.size() && s[i] >= '1' && s[i] <= '9') return digits_end(s, i);
+  return i;
+}
+
+size_t sign_end(std::string_view s, size_t i) {
+  return i < s.size() && (s[i] == '+' || s[i] == '-') ? i + 1 : i;
+}
+
+size_t word_end(std::string_view s, size_t i, std::string_view word) {
+  if (s.size() - i < word.size()) return i;
+  for (size_t k = 0; k < word.size(); ++k)
+    if ((s[i + k] | 0x20) != word[k]) return i;  // ASCII letters, any case
+  return i + word.size();
+}
+
+size_t float_end(std::string_view s, size_t i) {
+  const size_t j = sign_end(s, i);
+  size_t best = std::max(word_end(s, j, "inf"), word_end(s, j, "nan"));
+  // POINT_FLOAT: INT_UNSIGNED '.' | INT_UNSIGNED? '.' DIGIT (('_')? DIGIT)*
+  const size_t u = int_unsigned_end(s, j);
+  std::vector<size_t> point_ends;
+  if (u < s.size() && s[u] == '.') {
+    if (u > j) point_ends.push_back(u + 1);
+    const size_t fraction = digits_end(s, u + 1);
+    if (fraction > u + 1) point_ends.push_back(fraction);
+  }
+  for (const size_t e : point_ends) best = std::max(best, e);
+  // EXPONENT_FLOAT: (INT_UNSIGNED | POINT_FLOAT) [eE] [+-]? DIGIT (('_')? DIGIT)*
+  std::vector<size_t> bases = point_ends;
+  if (u > j) bases.push_back(u);
+  for (const size_t b : bases) {
+    if (b >= s.size() || (s[b] != 'e' && s[b] != 'E')) continue;
+    const size_t e = sign_end(s, b + 1);
+    const size_t exponent = digits_end(s, e);
+    if (exponent > e) best = std::max(best, exponent);
+  }
+  return best > j ? best : i;
+}
+
+size_t int_end(std::string_view s, size_t i) {
+  const size_t j = sign_end(s, i);
+  const size_t u = int_unsigned_end(s, j);
+  return u > j ? u : i;
+}
+
+size_t id_end(std::string_view s, size_t i) {
+  if (i >= s.size() || !(is_alpha(s[i]) || s[i] == '_')) return i;
+  ++i;
+  while (i < s.size() && (is_alpha(s[i]) || is_digit(s[i]) || s[i] == '_' || s[i] == '-')) ++i;
+  return i;
+}
+
+// The characters a backslash escapes in an unquoted value (ESC; Hydra's `_ESC`).
+constexpr std::string_view kEscapable = "\\()[]{}:=, \t";
+
+size_t esc_end(std::string_view s, size_t i) {
+  while (i + 1 < s.size() && s[i] == '\\' && kEscapable.find(s[i + 1]) != std::string_view::npos)
+    i += 2;
+  return i;
+}
+
+// QUOTED_VALUE: closed by the first quote character with an even run of backslashes before it.
+size_t quoted_end(std::string_view s, size_t i) {
+  if (i >= s.size() || (s[i] != '\'' && s[i] != '"')) return i;
+  size_t backslashes = 0;
+  for (size_t k = i + 1; k < s.size(); ++k) {
+    if (s[k] == s[i] && backslashes % 2 == 0) return k + 1;
+    backslashes = s[k] == '\\' ? backslashes + 1 : 0;
+  }
+  return i;
+}
+
+// INTERPOLATION: '${' ~('}')+ '}'. First the '}' that matches the '{' after the '$' (`close` holds,
+// for each '{' of the override, the index of its matching '}', or npos), so that a nested
+// interpolation is one (`${oc.env:A,${b}}`), as OmegaConf reads it; else Hydra's own rule, the
+// first '}' after at least one other character.
+size_t interpolation_end(std::string_view s, size_t i, const std::vector<size_t>& close) {
+  if (s.substr(i, 2) != "${") return i;
+  if (close[i + 1] != std::string_view::npos && close[i + 1] > i + 2) return close[i + 1] + 1;
+  const size_t first = s.find('}', i + 2);
+  return first != std::string_view::npos && first > i + 2 ? first + 1 : i;
+}
+
+// The punctuation tokens: the character and whether spaces before / after it belong to the token.
+struct Punct {
+  Tok kind;
+  char c;
+  bool before, after;
+};
+constexpr std::array<Punct, 9> kPuncts = {{{Tok::kPopen, '(', true, true},
+                                           {Tok::kComma, ',', true, true},
+                                           {Tok::kPclose, ')', true, false},
+                                           {Tok::kBracketOpen, '[', false, true},
+                                           {Tok::kBracketClose, ']', true, false},
+                                           {Tok::kBraceOpen, '{', false, true},
+                                           {Tok::kBraceClose, '}', true, false},
+                                           {Tok::kColon, ':', true, true},
+                                           {Tok::kEqual, '=', true, true}}};
+
+size_t punct_end(std::string_view s, size_t i, const Punct& p) {
+  const size_t k = p.before ? ws_end(s, i) : i;
+  if (k >= s.size() || s[k] != p.c) return i;
+  return p.after ? ws_end(s, k + 1) : k + 1;
+}
+
+// The token at s[i] (i < s.size()): the longest match, ties to the rule defined first; nullopt
+// when no rule matches. `close` as interpolation_end() takes it.
+std::optional<Token> next_token(std::string_view s, size_t i, const std::vector<size_t>& close) {
+  Token best{Tok::kEnd, i, i};
+  const auto take = [&](Tok kind, size_t end) {
+    if (end > best.end) best = Token{kind, i, end};
+  };
+  for (const Punct& p : kPuncts) take(p.kind, punct_end(s, i, p));
+  take(Tok::kFloat, float_end(s, i));
+  take(Tok::kInt, int_end(s, i));
+  take(Tok::kBool, std::max(word_end(s, i, "true"), word_end(s, i, "false")));
+  take(Tok::kNull, word_end(s, i, "null"));
+  if (std::string_view("/-\\+.$%*@?|").find(s[i]) != std::string_view::npos)
+    take(Tok::kUnquotedChar, i + 1);
+  take(Tok::kId, id_end(s, i));
+  take(Tok::kEsc, esc_end(s, i));
+  take(Tok::kWs, ws_end(s, i));
+  take(Tok::kQuoted, quoted_end(s, i));
+  take(Tok::kInterpolation, interpolation_end(s, i, close));
+  if (best.end == i) return std::nullopt;
+  return best;
+}
+
+// Python's repr() of a float, as Hydra's str() writes one: the shortest text that reads back the
+// same, with ".0" on a whole number (fmt's "{}" is that without the ".0": 1e+16, 1e-05, 0.1).
+std::string python_float_repr(double d) {
+  std::string s = fmt::format("{}", d);
+  if (s.find_first_of(".en") == std::string::npos) s += ".0";  // not inf, nan, 1e+16 or 0.5
+  return s;
+}
+
+// The JSON type of `v` in Python's words, for messages.
+std::string_view python_type(const Json& v) {
+  if (v.is_string()) return "str";
+  if (v.is_boolean()) return "bool";
+  if (v.is_number_integer()) return "int";
+  if (v.is_number_float()) return "float";
+  if (v.is_array()) return "list";
+  if (v.is_object()) return "dict";
+  return "NoneType";
+}
+
+// The text of a typed primitive as Hydra's str() cast writes it; null, which str() refuses, is
+// "null". Used for dict keys.
+std::string key_text(const Json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
+  if (v.is_number_integer()) return std::to_string(v.get<int64_t>());
+  if (v.is_number_float()) return python_float_repr(v.get<double>());
+  return "null";
+}
+
+enum class Cast { kInt, kFloat, kStr, kBool };
+
+class ValueParser {
+ public:
+  ValueParser(const std::string& ov, size_t start) : ov_(ov) {
+    // Each '{' paired with its '}' in one pass (a stack), for interpolation_end().
+    std::vector<size_t> close(ov_.size(), std::string::npos), open;
+    for (size_t k = start; k < ov_.size(); ++k) {
+      if (ov_[k] == '{') {
+        open.push_back(k);
+      } else if (ov_[k] == '}' && !open.empty()) {
+        close[open.back()] = k;
+        open.pop_back();
+      }
+    }
+    size_t i = ws_end(ov_, start);  // EQUAL ('=' WS?) takes the spaces after the '='
+    while (i < ov_.size()) {
+      const std::optional<Token> t = next_token(ov_, i, close);
+      if (!t) unexpected_character(i);
+      if (ov_.compare(i, 2, "${") == 0 && t->kind != Tok::kInterpolation)
+        fail(
+            "override '{}': the '${{' at character {} starts no interpolation (it is empty or has "
+            "no closing '}}')",
+            ov_, column(i));
+      tokens_.push_back(*t);
+      i = t->end;
+    }
+    tokens_.push_back(Token{Tok::kEnd, ov_.size(), ov_.size()});
+  }
+
+  // OverrideParser.g4's `value` after the '=': empty (the empty string) or one element; a
+  // top-level comma (simpleChoiceSweep) is a sweep.
+  Json parse() {
+    if (peek().kind == Tok::kEnd) return "";
+    Json v = element(0);
+    if (peek().kind == Tok::kComma) fail("override '{}': {}", ov_, kSweepRefused);
+    expect(Tok::kEnd, "the end of the value");
+    return v;
+  }
+
+ private:
+  const Token& peek(size_t ahead = 0) const {
+    return tokens_[std::min(pos_ + ahead, tokens_.size() - 1)];
+  }
+  // The 1-based position in the override of the character at byte `i`, counting UTF-8 characters.
+  size_t column(size_t i) const {
+    size_t n = 1;
+    for (size_t k = 0; k < i && k < ov_.size(); ++k)
+      n += (static_cast<unsigned char>(ov_[k]) & 0xC0) != 0x80;
+    return n;
+  }
+  std::string_view text(const Token& t) const {
+    return std::string_view(ov_).substr(t.begin, t.end - t.begin);
+  }
+
+  [[noreturn]] void unexpected_character(size_t i) const {
+    const char c = ov_[i];
+    if (c == '\'' || c == '"')
+      fail(
+          "override '{}': the quote {} at character {} is never closed (a quote inside a quoted "
+          "value is escaped: \\{})",
+          ov_, c, column(i), c);
+    size_t len = 1;  // the whole UTF-8 character (check_utf8 saw valid UTF-8)
+    const auto lead = static_cast<unsigned char>(c);
+    if (lead >= 0xF0) {
+      len = 4;
+    } else if (lead >= 0xE0) {
+      len = 3;
+    } else if (lead >= 0xC0) {
+      len = 2;
+    }
+    fail(
+        "override '{}': character {} ('{}') is not allowed in an unquoted value by Hydra's "
+        "override grammar; quote the value ('…' or \"…\")",
+        ov_, column(i), ov_.substr(i, len));
+  }
+
+  // Throws "expected <what> at character N, found <token>", with a hint when the token is
+  // punctuation that Hydra reads as syntax.
+  [[noreturn]] void expected(std::string_view what) const {
+    const Token& t = peek();
+    if (t.kind == Tok::kEnd)
+      fail("override '{}': expected {} at character {}, found the end of the value", ov_, what,
+           column(t.begin));
+    const size_t at = t.kind == Tok::kQuoted || t.kind == Tok::kWs ? t.begin : ws_end(ov_, t.begin);
+    std::string found(text(t).substr(at - t.begin));
+    while (!found.empty() && is_ws(found.back())) found.pop_back();
+    if (t.kind == Tok::kWs) found = "whitespace";
+    std::string hint;
+    if (found.size() == 1 && std::string_view("()[]{}:=,").find(found[0]) != std::string::npos)
+      hint = fmt::format(
+          "; as text, '{}' is escaped with a backslash (\\{}) or the value is quoted ('…')", found,
+          found);
+    fail("override '{}': expected {} at character {}, found {}{}", ov_, what, column(at),
+         t.kind == Tok::kWs ? found : "'" + found + "'", hint);
+  }
+
+  const Token& expect(Tok kind, std::string_view what) {
+    if (peek().kind != kind) expected(what);
+    return tokens_[pos_++];
+  }
+
+  Json element(int depth) {
+    if (depth > kMaxDepth)
+      fail("override '{}': lists, dicts and function calls nest more than {} levels deep", ov_,
+           kMaxDepth);
+    const Token& t = peek();
+    switch (t.kind) {
+      case Tok::kQuoted:
+        ++pos_;
+        return unquote_hydra_string(text(t));
+      case Tok::kBracketOpen:
+        return list(depth);
+      case Tok::kBraceOpen:
+        return dict(depth);
+      case Tok::kId:
+        if (peek(1).kind == Tok::kPopen) return function(depth);
+        [[fallthrough]];
+      default:
+        return primitive(/*key=*/false);
+    }
+  }
+
+  // `primitive` (or `dictKey`, without ':' and interpolations): the tokens that may form it,
+  // typed as the visitor's _createPrimitive types them.
+  Json primitive(bool key) {
+    const size_t first = pos_;
+    while (true) {
+      const Tok k = peek().kind;
+      const bool ok = k == Tok::kId || k == Tok::kNull || k == Tok::kInt || k == Tok::kFloat ||
+                      k == Tok::kBool || k == Tok::kUnquotedChar || k == Tok::kEsc ||
+                      k == Tok::kWs || (!key && (k == Tok::kColon || k == Tok::kInterpolation));
+      if (!ok) break;
+      ++pos_;
+    }
+    if (pos_ == first) expected(key ? "a dict key (unquoted)" : "a value");
+    size_t begin = first, end = pos_;
+    if (tokens_[begin].kind == Tok::kWs) {
+      if (end - begin == 1)
+        fail("override '{}': the value at character {} is only whitespace", ov_,
+             column(tokens_[begin].begin));
+      ++begin;
+    }
+    if (tokens_[end - 1].kind == Tok::kWs) --end;
+    if (end - begin > 1) {  // several tokens: their text, escapes undone
+      std::string s;
+      for (size_t k = begin; k < end; ++k) s += unescaped(tokens_[k]);
+      return s;
+    }
+    const Token& t = tokens_[begin];
+    const std::string_view s = text(t);
+    switch (t.kind) {
+      case Tok::kInt: {
+        const std::optional<int64_t> v = python_int(s, /*spaces=*/false);
+        if (!v)
+          fail("override '{}': the integer {} at character {} does not fit in 64 bits", ov_, s,
+               column(t.begin));
+        return *v;
+      }
+      case Tok::kFloat:
+        return *python_float(s, /*spaces=*/false);  // every FLOAT token is one of Python's
+      case Tok::kNull:
+        return nullptr;
+      case Tok::kBool:
+        return (s[0] | 0x20) == 't';
+      default:
+        return unescaped(t);
+    }
+  }
+
+  // A token's text, with the backslash of each escape dropped when it is an ESC token.
+  std::string unescaped(const Token& t) const {
+    const std::string_view s = text(t);
+    if (t.kind != Tok::kEsc) return std::string(s);
+    std::string out;
+    for (size_t k = 1; k < s.size(); k += 2) out += s[k];
+    return out;
+  }
+
+  Json list(int depth) {
+    expect(Tok::kBracketOpen, "'['");
+    Json a = Json::array();
+    if (peek().kind == Tok::kBracketClose) {
+      ++pos_;
+      return a;
+    }
+    while (true) {
+      a.push_back(element(depth + 1));
+      if (peek().kind == Tok::kBracketClose) break;
+      expect(Tok::kComma, "',' or ']'");
+    }
+    ++pos_;
+    return a;
+  }
+
+  Json dict(int depth) {
+    expect(Tok::kBraceOpen, "'{'");
+    Json o = Json::object();
+    if (peek().kind == Tok::kBraceClose) {
+      ++pos_;
+      return o;
+    }
+    std::map<std::string, size_t> key_at;  // each key of `o`: the byte where it starts
+    while (true) {
+      const size_t at = peek().begin;
+      const std::string key = key_text(primitive(/*key=*/true));
+      const auto [first, added] = key_at.emplace(key, at);
+      if (!added)  // Hydra's dict() keeps the last; zerotune refuses, as in its files
+        fail("override '{}': duplicate key '{}' at character {} (first given at character {})", ov_,
+             key, column(at), column(first->second));
+      expect(Tok::kColon, "':' after a dict key");
+      o[key] = element(depth + 1);
+      if (peek().kind == Tok::kBraceClose) break;
+      expect(Tok::kComma, "',' or '}'");
+    }
+    ++pos_;
+    return o;
+  }
+
+  // `function`: ID POPEN (argName? element (COMMA argName? element)*)? PCLOSE, then evaluated.
+  Json function(int depth) {
+    const Token name_token = tokens_[pos_++];
+    const std::string name(text(name_token));
+    ++pos_;  // POPEN
+    std::vector<Json> args;
+    std::vector<std::pair<std::string, Json>> kwargs;
+    if (peek().kind != Tok::kPclose) {
+      while (true) {
+        if (peek().kind == Tok::kId && peek(1).kind == Tok::kEqual) {
+          std::string arg_name(text(peek()));
+          pos_ += 2;
+          kwargs.emplace_back(std::move(arg_name), element(depth + 1));
+        } else {
+          if (!kwargs.empty())
+            fail("override '{}': {}(…): positional argument follows keyword argument", ov_, name);
+          args.push_back(element(depth + 1));
+        }
+        if (peek().kind == Tok::kPclose) break;
+        expect(Tok::kComma, "',' or ')'");
+      }
+    }
+    const Token& close = tokens_[pos_++];
+    call_ = ov_.substr(name_token.begin, close.end - name_token.begin);
+    return call(name, args, kwargs);
+  }
+
+  // Hydra's functions that give one value; its sweeps and shuffle() are refused.
+  Json call(const std::string& name, const std::vector<Json>& args,
+            const std::vector<std::pair<std::string, Json>>& kwargs) {
+    static constexpr std::array<std::string_view, 5> kSweeps = {"choice", "range", "interval",
+                                                                "glob", "tag"};
+    if (std::find(kSweeps.begin(), kSweeps.end(), name) != kSweeps.end())
+      fail("override '{}': {}", ov_, kSweepRefused);
+    if (name == "shuffle")
+      fail(
+          "override '{}': shuffle() gives a random order on each run and zerotune's runs are "
+          "deterministic; write the list in the order wanted",
+          ov_);
+    if (name == "sort") return sort(args, kwargs);
+    static constexpr std::array<std::pair<std::string_view, Cast>, 4> kCasts = {
+        {{"int", Cast::kInt}, {"float", Cast::kFloat}, {"str", Cast::kStr}, {"bool", Cast::kBool}}};
+    for (const auto& [cast_name, cast] : kCasts) {
+      if (name != cast_name) continue;
+      const Json* value = args.empty() ? nullptr : &args[0];
+      for (const auto& [k, v] : kwargs) {
+        if (k != "value")
+          fail("override '{}': {}: unexpected keyword argument '{}'", ov_, call_, k);
+        if (!args.empty())
+          fail("override '{}': {}: cannot use both position and named arguments", ov_, call_);
+        value = &v;
+      }
+      if (value == nullptr)
+        fail("override '{}': {}: no positional args or value specified", ov_, call_);
+      if (args.size() > 1) fail("override '{}': {}", ov_, kSweepRefused);
+      return apply_cast(cast, *value);
+    }
+    fail(
+        "override '{}': unknown function '{}' in '{}' (Hydra's functions: bool, choice, float, "
+        "glob, int, interval, range, shuffle, sort, str, tag); as text, '(' is escaped (\\() or "
+        "the value is quoted",
+        ov_, name, call_);
+  }
+
+  // Hydra's cast_int / cast_float / cast_str / cast_bool of one value: each element of a list and
+  // each value of a dict cast in turn; a string read as Python's int() / float() read it.
+  Json apply_cast(Cast cast, const Json& v) const {
+    if (v.is_array()) {
+      Json a = Json::array();
+      for (const Json& e : v) a.push_back(apply_cast(cast, e));
+      return a;
+    }
+    if (v.is_object()) {
+      Json o = Json::object();
+      for (const auto& [k, e] : v.items()) o[k] = apply_cast(cast, e);
+      return o;
+    }
+    if (v.is_null() && cast == Cast::kBool) return false;  // Python's bool(None)
+    if (v.is_null())
+      fail("override '{}': {}: null cannot be cast (only bool() takes it)", ov_, call_);
+    const std::string s = v.is_string() ? v.get<std::string>() : "";
+    switch (cast) {
+      case Cast::kInt: {
+        if (v.is_number_integer()) return v;
+        if (v.is_boolean()) return v.get<bool>() ? 1 : 0;
+        if (v.is_string()) {
+          if (const std::optional<int64_t> i = python_int(s)) return *i;
+          fail("override '{}': {}: invalid literal for int() with base 10: '{}'", ov_, call_, s);
+        }
+        const double d = v.get<double>();
+        if (std::isnan(d))
+          fail("override '{}': {}: cannot convert float NaN to integer", ov_, call_);
+        if (std::isinf(d))
+          fail("override '{}': {}: cannot convert float infinity to integer", ov_, call_);
+        if (std::fabs(d) >= 9.2233720368547758e18)
+          fail("override '{}': {}: {} does not fit in a 64-bit integer", ov_, call_, d);
+        return static_cast<int64_t>(d);  // truncates toward zero, as int() does
+      }
+      case Cast::kFloat: {
+        if (v.is_string()) {
+          if (const std::optional<double> d = python_float(s)) return *d;
+          fail("override '{}': {}: could not convert string to float: '{}'", ov_, call_, s);
+        }
+        if (v.is_boolean()) return v.get<bool>() ? 1.0 : 0.0;
+        return v.get<double>();
+      }
+      case Cast::kStr:
+        return key_text(v);
+      case Cast::kBool:
+        if (v.is_string()) {
+          std::string l = s;
+          for (char& c : l) c = static_cast<char>(c | (is_alpha(c) ? 0x20 : 0));
+          if (l == "true") return true;
+          if (l == "false") return false;
+          fail("override '{}': {}: Cannot cast '{}' to bool", ov_, call_, s);
+        }
+        if (v.is_boolean()) return v;
+        return v.get<double>() != 0;  // nan is true, as in Python
+    }
+    return v;
+  }
+
+  // Hydra's sort(*args, sweep=None, list=None, reverse=False) of one value: a list sorted (numbers
+  // or strings, as Python compares them; a stable sort, reverse keeping equal elements' order),
+  // anything else as it is.
+  Json sort(const std::vector<Json>& args,
+            const std::vector<std::pair<std::string, Json>>& kwargs) const {
+    bool reverse = false;
+    const Json* list = nullptr;  // list=[…], which wins over positional values, as in Hydra
+    for (const auto& [k, v] : kwargs) {
+      if (k == "reverse") {
+        if (!v.is_boolean())
+          fail("override '{}': {}: mismatch type argument reverse: {} is incompatible with bool",
+               ov_, call_, python_type(v));
+        reverse = v.get<bool>();
+      } else if (k == "list") {
+        if (!v.is_array() && !v.is_null())
+          fail("override '{}': {}: mismatch type argument list: {} is incompatible with list", ov_,
+               call_, python_type(v));
+        if (v.is_array()) list = &v;
+      } else if (k == "sweep") {
+        fail("override '{}': {}", ov_, kSweepRefused);
+      } else {
+        fail("override '{}': {}: unexpected keyword argument '{}'", ov_, call_, k);
+      }
+    }
+    if (list == nullptr && args.size() > 1) fail("override '{}': {}", ov_, kSweepRefused);
+    const Json* value = list != nullptr ? list : args.empty() ? nullptr : &args[0];
+    if (value == nullptr) fail("override '{}': {}: empty sort input", ov_, call_);
+    if (!value->is_array()) return *value;
+    const bool numbers = std::all_of(value->begin(), value->end(), [](const Json& e) {
+      return (e.is_number() || e.is_boolean()) &&
+             !(e.is_number_float() && std::isnan(e.get<double>()));
+    });
+    const bool strings =
+        std::all_of(value->begin(), value->end(), [](const Json& e) { return e.is_string(); });
+    if (!numbers && !strings)
+      fail(
+          "override '{}': {}: sort() takes a list of numbers or a list of strings (Python's '<' "
+          "compares no other mix)",
+          ov_, call_);
+    std::vector<Json> items(value->begin(), value->end());
+    const auto less = [numbers](const Json& a, const Json& b) {
+      if (!numbers) return a.get<std::string>() < b.get<std::string>();  // UTF-8: code points
+      const auto num = [](const Json& e) -> std::pair<bool, int64_t> {
+        if (e.is_boolean()) return {true, e.get<bool>() ? 1 : 0};
+        if (e.is_number_integer()) return {true, e.get<int64_t>()};
+        return {false, 0};
+      };
+      const auto [ai, av] = num(a);
+      const auto [bi, bv] = num(b);
+      if (ai && bi) return av < bv;
+      return (ai ? static_cast<double>(av) : a.get<double>()) <
+             (bi ? static_cast<double>(bv) : b.get<double>());
+    };
+    if (reverse) {
+      std::stable_sort(items.begin(), items.end(),
+                       [&](const Json& a, const Json& b) { return less(b, a); });
+    } else {
+      std::stable_sort(items.begin(), items.end(), less);
+    }
+    return Json(items);
+  }
+
+  const std::string& ov_;
+  std::vector<Token> tokens_;
+  size_t pos_ = 0;
+  std::string call_;  // the text of the function call being evaluated, for messages
+};
+
+}  // namespace
+
+Json parse_override_value(const std::string& ov, size_t eq) {
+  return ValueParser(ov, eq + 1).parse();
+}
+
+std::string unquote_hydra_string(std::string_view quoted) {
+  const char quote = quoted.front();
+  const std::string_view in = quoted.substr(1, quoted.size() - 2);
+  std::string out;
+  size_t i = 0;
+  while (i < in.size()) {
+    if (in[i] != '\\') {
+      out += in[i++];
+      continue;
+    }
+    size_t end = i;
+    while (end < in.size() && in[end] == '\\') ++end;
+    const size_t run = end - i;
+    if (end == in.size() || in[end] == quote) {
+      out.append(run / 2 + (end == in.size() ? run % 2 : 0), '\\');
+      if (end < in.size()) out += in[end++];  // the escaped quote
+    } else {
+      out.append(run, '\\');
+    }
+    i = end;
+  }
+  return out;
+}
+
+}  // namespace zt
