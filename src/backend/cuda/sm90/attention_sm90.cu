@@ -626,8 +626,8 @@ __global__ void __launch_bounds__(fwd_threads(D), 1)
 #endif
 }
 
-// Backward helpers (the fused kernel's steps: 128 keys per block, 64 per warpgroup, 64-row query
-// tiles).
+// Backward helpers (the fused kernel's steps: 128 keys per block, 64 per warpgroup, query tiles of
+// bwd_rows(D) rows).
 
 // Query rows per step of the fused backward at head dim D: 128 at D 64 — each warpgroup's 64 keys
 // against 128 query rows (Sᵀ and dPᵀ are m64n128 products, 64 accumulator registers each), so the
