@@ -368,8 +368,10 @@ class ValueParser {
       case Tok::kInt: {
         const std::optional<int64_t> v = python_int(s, /*spaces=*/false);
         if (!v)
-          fail("override '{}': the integer {} at character {} does not fit in 64 bits", ov_, s,
-               column(t.begin));
+          fail(
+              "override '{}': the integer {} at character {} does not fit in 64 bits (zerotune's "
+              "integers are from -9223372036854775808 to 9223372036854775807)",
+              ov_, s, column(t.begin));
         return *v;
       }
       case Tok::kFloat:
