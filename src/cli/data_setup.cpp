@@ -69,11 +69,14 @@ TokenizerBundle load_tokenizer(const RunConfig& cfg) {
                     : cfg.get_optional<std::string>("model_name") ? "model_name"
                                                                   : "model.name_or_path";
   if (!name) name = cfg.get<std::string>("model.name_or_path");
-  if (name->empty())
+  // Only whitespace (`model.tokenizer_name_or_path=' '`) is no path or hub id either: it was
+  // looked up as a hub id, and the message named the model, not the key.
+  if (name->empty() || name->find_first_not_of(" \t\n\r\f\v") == std::string::npos)
     fail(
-        "{}: {} is empty; expected a local directory or a hub id Org/Name that has "
+        "{}: {} is {}; expected a local directory or a hub id Org/Name that has "
         "tokenizer.json{}",
-        cfg.source(), key, cfg.where(key));
+        cfg.source(), key, name->empty() ? "empty" : "'" + *name + "' (only whitespace)",
+        cfg.where(key));
   ModelSource src = resolve_model_source(*name, /*require_config=*/false);
   if (!src.has_tokenizer)
     fail(

@@ -26,14 +26,16 @@ ReportTo resolve_report_to(const RunConfig& cfg) {
   }
   // What transformers refuses (its Trainer raises "<name> is not supported" for each name that is
   // no integration) and zerotune would otherwise read as an integration it lacks: "none" / "all"
-  // beside other names, those words or "tensorboard" in another case ("None"), and "" (it was
-  // warned about as "trainer.report_to  is not supported").
+  // beside other names, those words or "tensorboard" in another case ("None"), and "" or only
+  // whitespace (each was warned about unquoted, "trainer.report_to   is not supported", and
+  // TensorBoard written).
   for (const auto& n : names) {
-    if (n.empty())
+    if (n.find_first_not_of(" \t\n\r\f\v") == std::string::npos)
       fail(
-          "{}: trainer.report_to: the empty string is not an integration (transformers raises on "
-          "it); use none for no integration, or leave the key out for transformers' default (all)",
-          cfg.source());
+          "{}: trainer.report_to: {} is not an integration (transformers raises on it); use none "
+          "for no integration, or leave the key out for transformers' default (all){}",
+          cfg.source(), n.empty() ? "the empty string" : "'" + n + "' (only whitespace)",
+          cfg.where("trainer.report_to"));
     const std::string lower = ascii_lower(n);
     const bool keyword = lower == "none" || lower == "all";
     if ((keyword || lower == "tensorboard") && n != lower)

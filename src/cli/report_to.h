@@ -26,7 +26,8 @@ struct ReportTo {
 
 // The trainer.report_to of `cfg` resolved as above. Throws zt::Error (RunConfig's) for a value that
 // is not null, a string or a list of strings (the schema refuses those before this runs), and for
-// what transformers raises on: "" , none / all beside other names, None / TensorBoard (the case).
+// what transformers raises on: "" or only whitespace, none / all beside other names, None /
+// TensorBoard (the case).
 ReportTo resolve_report_to(const RunConfig& cfg);
 
 // Writes what the run uses into `cfg`, for args.yaml: trainer.report_to = r.effective and, when

@@ -40,6 +40,23 @@ bool is_neutral(const KeySpec& s, const Json& v) {
   return false;
 }
 
+// `s` without the ASCII whitespace around it (what Python's int() and float() skip).
+std::string_view trimmed(std::string_view s) {
+  const size_t b = s.find_first_not_of(" \t\n\r\f\v");
+  if (b == std::string_view::npos) return {};
+  return s.substr(b, s.find_last_not_of(" \t\n\r\f\v") - b + 1);
+}
+
+// Whether `s` is an integer to Python's int() that int64 does not hold ("99999999999999999999999",
+// from the file or `${oc.env:SEED}`): Python's ints have no bound, zerotune's are 64-bit.
+bool int_beyond_int64(std::string_view s) {
+  return !python_int(s) && python_float(s) && s.find_first_of(".eEiInN") == std::string_view::npos;
+}
+
+bool wants_integer(const ValueRule& r) {
+  return r.kind == ValueRule::Kind::kInt || r.kind == ValueRule::Kind::kSteps;
+}
+
 std::string show(const Json& v) {
   if (v.is_string()) return fmt::format("'{}'", v.get_ref<const std::string&>());
   if (v.is_number_float() && !std::isfinite(v.get<double>())) return fmt::format("{}", v.get<double>());  // dump(): null
@@ -108,7 +125,9 @@ class Checker {
   // (io/python_number.h: spaces around allowed, " 7" is 7; "010" is 10; single underscores between
   // digits, "1_0" is 10 and "1__0" no number), booleans true / false in any case. OmegaConf's other
   // boolean words (yes, on, 1, …) stay refused, as a quoted 'yes' always was here (HF would take
-  // the string as truthy). A string that spells none stays as it is, and the check names it.
+  // the string as truthy). A string that spells none stays as it is, and the check names it; so
+  // does an integer beyond int64 where an integer is wanted (it was read as a float and shown as
+  // 9.999999999999999e+22); where a number is wanted it is the float that float() reads.
   static void coerce_string(const ValueRule& r, Json& v) {
     using K = ValueRule::Kind;
     if (!v.is_string()) return;
@@ -116,6 +135,8 @@ class Checker {
     if (r.kind == K::kInt || r.kind == K::kNumber || r.kind == K::kSteps || r.kind == K::kWarmup) {
       if (const std::optional<int64_t> i = python_int(s)) {
         v = *i;
+      } else if (wants_integer(r) && int_beyond_int64(s)) {
+        return;
       } else if (const std::optional<double> d = python_float(s)) {
         v = *d;
       }
@@ -159,12 +180,24 @@ class Checker {
       const bool word = s.rule.kind == ValueRule::Kind::kEnum ||
                         s.rule.kind == ValueRule::Kind::kString ||
                         s.rule.kind == ValueRule::Kind::kStrings;
-      const std::string hint =
+      std::string hint =
           word && v.is_boolean()
               ? "; YAML reads an unquoted yes / no / on / off / true / false as a boolean, as "
                 "OmegaConf does: quote the word, e.g. \"no\""
               : "";
-      fail("{}: {}: {} is not valid (expected {}{}){}", source_, s.path, show(v), want, hint,
+      std::string shown = show(v);
+      // An integer beyond int64 is shown as given, with the 64-bit bound where the key's own
+      // range does not exclude it (`max_steps`: an integer >= -1).
+      if (wants_integer(s.rule) && v.is_string() &&
+          int_beyond_int64(v.get_ref<const std::string&>())) {
+        shown = trimmed(v.get_ref<const std::string&>());
+        const bool negative = shown[0] == '-';
+        if (negative ? s.rule.kind == ValueRule::Kind::kInt && std::isinf(s.rule.lo)
+                     : s.rule.kind == ValueRule::Kind::kSteps || std::isinf(s.rule.hi))
+          hint = negative ? "; zerotune's integers are 64-bit: at least -9223372036854775808"
+                          : "; zerotune's integers are 64-bit: at most 9223372036854775807";
+      }
+      fail("{}: {}: {} is not valid (expected {}{}){}", source_, s.path, shown, want, hint,
            where(s.path));
     }
     if (s.use == KeyUse::kNote && v != s.default_value)

@@ -85,6 +85,29 @@ TEST(DataSetup, EmptyTokenizerKeyIsNamed) {
                 "Org/Name that has tokenizer.json (given on the command line)");
 }
 
+// Only spaces (`model.tokenizer_name_or_path=' '`) was looked up as a hub id, and the error named
+// the model ("model 'org/model' is not a local directory …"), not the key the user set.
+TEST(DataSetup, BlankTokenizerKeyIsNamed) {
+  zt::testing::TempDir dir;
+  zt::testing::write_file(dir / "sft.yaml", "model:\n  name_or_path: org/model\n");
+  const RunConfig spaces = RunConfig::load(dir / "sft.yaml", {"model.tokenizer_name_or_path=' '"});
+  EXPECT_EQ(spaces.value("model.tokenizer_name_or_path"), " ");
+  EXPECT_EQ(error_of([&] { zt::cli::load_tokenizer(spaces); }),
+            (dir / "sft.yaml").string() +
+                ": model.tokenizer_name_or_path is ' ' (only whitespace); expected a local "
+                "directory or a hub id Org/Name that has tokenizer.json (given on the command "
+                "line)");
+  const RunConfig tab = RunConfig::from_json(
+      {{"model", {{"name_or_path", "org/model"}, {"tokenizer_name_or_path", " \t"}}}}, "sft.yaml");
+  EXPECT_EQ(error_of([&] { zt::cli::load_tokenizer(tab); }),
+            "sft.yaml: model.tokenizer_name_or_path is ' \t' (only whitespace); expected a local "
+            "directory or a hub id Org/Name that has tokenizer.json");
+  const RunConfig model = RunConfig::from_json({{"model", {{"name_or_path", "  "}}}}, "sft.yaml");
+  EXPECT_EQ(error_of([&] { zt::cli::load_tokenizer(model); }),
+            "sft.yaml: model.name_or_path is '  ' (only whitespace); expected a local directory "
+            "or a hub id Org/Name that has tokenizer.json");
+}
+
 // A directory of shards as dataset.train.path was "DIR: read failed: Is a directory" (the token
 // cache's hashing of the file), naming neither the key nor what was expected.
 TEST(DataSetup, DatasetPathThatIsADirectoryNamesTheKey) {

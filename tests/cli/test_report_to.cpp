@@ -86,6 +86,39 @@ TEST(ReportTo, KeywordsInAListOrAnotherCaseAreRefused) {
         << given.dump();
 }
 
+// Only whitespace (`trainer.report_to=' '`) was warned about unquoted ("trainer.report_to   is not
+// supported; TensorBoard and metrics.jsonl are written instead") and TensorBoard written;
+// transformers raises on it as on any name that is no integration. Refused as "" is, the value
+// quoted and the command line named.
+TEST(ReportTo, BlankNameIsRefusedQuoted) {
+  zt::testing::TempDir d;
+  const auto file = d / "sft.yaml";
+  std::ofstream(file) << "trainer:\n  report_to: tensorboard\n";
+  const auto error = [&](const std::string& override) {
+    try {
+      zt::cli::resolve_report_to(RunConfig::load(file, {override}));
+    } catch (const zt::Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("<no error>");
+  };
+  EXPECT_EQ(error("trainer.report_to=' '"),
+            file.string() +
+                ": trainer.report_to: ' ' (only whitespace) is not an integration (transformers "
+                "raises on it); use none for no integration, or leave the key out for "
+                "transformers' default (all) (given on the command line)");
+  EXPECT_EQ(error("trainer.report_to=[tensorboard,'\t ']"),
+            file.string() +
+                ": trainer.report_to: '\t ' (only whitespace) is not an integration (transformers "
+                "raises on it); use none for no integration, or leave the key out for "
+                "transformers' default (all) (given on the command line)");
+  EXPECT_EQ(error("trainer.report_to="),
+            file.string() +
+                ": trainer.report_to: the empty string is not an integration (transformers raises "
+                "on it); use none for no integration, or leave the key out for transformers' "
+                "default (all) (given on the command line)");
+}
+
 // The users' file with their `report_to: ["tensorboard"]` deleted on the command line: the run
 // writes TensorBoard events (the default), and the config written to args.yaml says so.
 TEST(ReportTo, DeletedKeyIsRecordedAsTheValueTheRunUsed) {

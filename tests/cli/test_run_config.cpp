@@ -152,6 +152,56 @@ TEST(RunConfig, EnvInterpolationsAreStringsAndTypedKeysReadThem) {
   unsetenv("ZT_TEST_ENV_STEPS");
 }
 
+// An integer beyond int64 (Python's ints have no bound; a YAML file's one, or `${oc.env:…}`'s,
+// reaches the check as its text) was read as a float and shown as 9.999999999999999e+22. It is
+// shown as given, with what the key accepts, and the 64-bit bound where the key's range does not
+// already exclude it. On the command line Hydra's grammar reads it: that message names the bounds.
+TEST(RunConfig, IntegersBeyond64BitsAreShownAsGiven) {
+  zt::testing::TempDir dir;
+  const auto p = dir / "sft.yaml";
+  std::ofstream(p) << "trainer:\n  seed: 99999999999999999999999\n";
+  EXPECT_EQ(error_of([&] { zt::cli::RunConfig::load(p, {}); }),
+            p.string() +
+                ": trainer.seed: 99999999999999999999999 is not valid (expected an integer in [0, "
+                "4294967295])");
+  std::ofstream(p) << "trainer:\n  seed: ${oc.env:ZT_TEST_ENV_BIG_SEED}\n";
+  setenv("ZT_TEST_ENV_BIG_SEED", " 1_000_000_000_000_000_000_000 ", 1);
+  EXPECT_EQ(error_of([&] { zt::cli::RunConfig::load(p, {}); }),
+            p.string() +
+                ": trainer.seed: 1_000_000_000_000_000_000_000 is not valid (expected an integer "
+                "in [0, 4294967295])");
+  unsetenv("ZT_TEST_ENV_BIG_SEED");
+  EXPECT_EQ(
+      error_of([&] { zt::cli::RunConfig::load(p, {"trainer.seed=99999999999999999999999"}); }),
+      "override 'trainer.seed=99999999999999999999999': the integer 99999999999999999999999 "
+      "at character 14 does not fit in 64 bits (zerotune's integers are from "
+      "-9223372036854775808 to 9223372036854775807)");
+  const auto trainer_error = [](const char* key, const char* value) {
+    return error_of([&] {
+      zt::cli::RunConfig::from_json({{"trainer", {{key, value}}}}, "sft.yaml");
+    });
+  };
+  EXPECT_EQ(trainer_error("max_steps", "99999999999999999999999"),
+            "sft.yaml: trainer.max_steps: 99999999999999999999999 is not valid (expected an "
+            "integer >= -1; zerotune's integers are 64-bit: at most 9223372036854775807)");
+  EXPECT_EQ(trainer_error("max_steps", "-99999999999999999999999"),
+            "sft.yaml: trainer.max_steps: -99999999999999999999999 is not valid (expected an "
+            "integer >= -1)");
+  EXPECT_EQ(trainer_error("save_total_limit", "-99999999999999999999999"),
+            "sft.yaml: trainer.save_total_limit: -99999999999999999999999 is not valid (expected "
+            "an integer <= 1000000000; zerotune's integers are 64-bit: at least "
+            "-9223372036854775808)");
+  EXPECT_EQ(trainer_error("logging_steps", "9223372036854775808"),
+            "sft.yaml: trainer.logging_steps: 9223372036854775808 is not valid (expected an "
+            "integer number of steps >= 1; zerotune's integers are 64-bit: at most "
+            "9223372036854775807)");
+  // A key that wants a number reads it as float() does, as before.
+  EXPECT_EQ(zt::cli::RunConfig::from_json(
+                {{"trainer", {{"learning_rate", "99999999999999999999999"}}}}, "sft.yaml")
+                .get<double>("trainer.learning_rate"),
+            1e23);
+}
+
 // A string for a number key is read as Python's int(), else float(), reads it — as OmegaConf
 // converts a string for a typed field: spaces around it are allowed (" 7" was refused), an
 // underscore only between two digits ("1__0" was 10, as were "_1" and "1_"), as on the command

@@ -69,7 +69,14 @@ TEST(HydraOverride, NumbersFollowTheLexersIntAndFloatRules) {
   EXPECT_TRUE(std::isnan(value_of("NaN").get<double>()));
   EXPECT_EQ(error_of("99999999999999999999"),
             "override 'k=99999999999999999999': the integer 99999999999999999999 at character 3 "
-            "does not fit in 64 bits");
+            "does not fit in 64 bits (zerotune's integers are from -9223372036854775808 to "
+            "9223372036854775807)");
+  EXPECT_EQ(value_of("9223372036854775807"), zt::Json(INT64_C(9223372036854775807)));
+  EXPECT_EQ(value_of("-9223372036854775808"), zt::Json(INT64_MIN));
+  EXPECT_EQ(error_of("-9223372036854775809"),
+            "override 'k=-9223372036854775809': the integer -9223372036854775809 at character 3 "
+            "does not fit in 64 bits (zerotune's integers are from -9223372036854775808 to "
+            "9223372036854775807)");
 }
 
 TEST(HydraOverride, WordsAndText) {

@@ -570,3 +570,53 @@ TEST(HydraYaml, Yaml11BooleanWordsAreQuoted) {
       "save_strategy: \"no\"\nrun_name: \"on\"\nx: \"Off\"\n\"y\": \"YES\"\nz: \"n\"\nw: none\n");
   EXPECT_EQ(zt::load_yaml_file(write_tmp("b11.yaml", text)), j);
 }
+
+// args.yaml is read back by PyYAML (yaml.safe_load, and OmegaConf through it), whose reader refuses
+// the whole file for one unescaped character outside its printable set (lib/yaml/reader.py's
+// NON_PRINTABLE: all but tab, LF, CR, U+0020–U+007E, U+0085, U+00A0–U+D7FF, U+E000–U+FFFD,
+// U+10000–U+10FFFF) and whose scanner reads a raw U+0085, U+2028 or U+2029 as a line break.
+// yaml-cpp's writer left DEL raw ("unacceptable character #x007f") and wrote U+FFFE, U+FFFF and
+// U+10FFFF as U+FFFD. Those are escaped, the rest written as it is, and each string reads back as
+// itself, here and through PyYAML 6.0 (checked with yaml.safe_load of this text).
+TEST(HydraYaml, ArgsYamlEscapesWhatPyYamlReadsOnlyEscaped) {
+  const zt::Json j = {{"del",
+                       "a\x7f"
+                       "b"},
+                      {"c0", std::string("\x00\x01\x1b\x1f\t", 5)},
+                      {"c1", "\xc2\x80\xc2\x85\xc2\x9f\xc2\xa0"},
+                      {"fffe", "\xef\xbf\xbe"},
+                      {"ffff", "\xef\xbf\xbf"},
+                      {"max", "\xf4\x8f\xbf\xbf"},          // U+10FFFF: printable to PyYAML
+                      {"fdd0", "\xef\xb7\x90"},             // a noncharacter, printable too
+                      {"ls", "a\xe2\x80\xa8\xe2\x80\xa9"},  // U+2028, U+2029
+                      {"bom", "\xef\xbb\xbf"},
+                      {"fffd", "\xef\xbf\xbd"},
+                      {"k\x7f", "\xc3\xa9\xe4\xb8\xad\xf0\x9f\x98\x80"}};
+  const std::string text = zt::json_to_yaml(j);
+  EXPECT_EQ(text,
+            "del: \"a\\x7fb\"\n"
+            "c0: \"\\x00\\x01\\x1b\\x1f\\t\"\n"
+            "c1: \"\\x80\\x85\\x9f\\xa0\"\n"
+            "fffe: \"\\ufffe\"\n"
+            "ffff: \"\\uffff\"\n"
+            "max: \"\xf4\x8f\xbf\xbf\"\n"
+            "fdd0: \"\xef\xb7\x90\"\n"
+            "ls: \"a\\u2028\\u2029\"\n"
+            "bom: \"\\ufeff\"\n"
+            "fffd: \"\xef\xbf\xbd\"\n"
+            "\"k\\x7f\": \"\xc3\xa9\xe4\xb8\xad\xf0\x9f\x98\x80\"\n");
+  EXPECT_EQ(zt::load_yaml_file(write_tmp("args_escapes.yaml", text)), j);
+  EXPECT_EQ(zt::load_hydra_yaml(write_tmp("args_escapes.yaml", text), {}), j);
+}
+
+// A byte that is not UTF-8 (an environment variable's Latin-1 value, say) has no YAML form: it is
+// written as U+FFFD, and the file still reads. A key longer than PyYAML's simple keys (1024
+// characters) is written after '?', as yaml-cpp writes one, and reads back.
+TEST(HydraYaml, ArgsYamlWritesNonUtf8AsReplacementAndLongKeysAfterQuestionMark) {
+  EXPECT_EQ(zt::json_to_yaml({{"a", "x\xe9y\xc3"}}), "a: \"x\xef\xbf\xbdy\xef\xbf\xbd\"\n");
+  const std::string key = std::string(1020, 'k') + " \x7f";  // 1026 bytes written, quoted
+  const zt::Json j = {{key, 1}, {"b", 2}};
+  const std::string text = zt::json_to_yaml(j);
+  EXPECT_EQ(text, "? \"" + std::string(1020, 'k') + " \\x7f\"\n: 1\nb: 2\n");
+  EXPECT_EQ(zt::load_yaml_file(write_tmp("args_long_key.yaml", text)), j);
+}
