@@ -291,7 +291,10 @@ int cmd_train(const Args& args) {
   const bool overwrite = cfg.get<bool>("trainer.overwrite_output_dir");
   check_run_dir_is_free(targs.exp_dir, targs.output_dir, targs.resume_from_checkpoint.has_value(), overwrite);
   if (rank0 && overwrite && !targs.resume_from_checkpoint)
-    for (const auto& p : clear_earlier_run(targs.exp_dir, targs.logging_dir))
+    for (const auto& p : clear_earlier_run(
+             targs.exp_dir,
+             earlier_events_dir(targs.exp_dir, targs.logging_dir,
+                                cfg.get_optional<std::string>("trainer.logging_dir"))))
       log::info("trainer.overwrite_output_dir: removed {} of the earlier run", p.string());
   comm->barrier();
   // On the GPU the engine's collectives take device memory: NCCL (several ranks) over the host Comm.

@@ -99,15 +99,25 @@ void check_dir_creatable(const std::string& source, const std::string& key, cons
   }
 }
 
-std::vector<fs::path> clear_earlier_run(const fs::path& exp_dir, const fs::path& logging_dir) {
+std::vector<fs::path> clear_earlier_run(const fs::path& exp_dir, const fs::path& events_dir) {
   std::vector<fs::path> removed;
   if (fs::exists(exp_dir / "metrics.jsonl")) removed.push_back(exp_dir / "metrics.jsonl");
-  if (!logging_dir.empty() && fs::is_directory(logging_dir))
-    for (const auto& e : fs::directory_iterator(logging_dir))
+  if (!events_dir.empty() && fs::is_directory(events_dir))
+    for (const auto& e : fs::directory_iterator(events_dir))
       if (e.is_regular_file() && e.path().filename().string().rfind("events.out.tfevents.", 0) == 0)
         removed.push_back(e.path());
   for (const auto& p : removed) fs::remove(p);
   return removed;
+}
+
+fs::path earlier_events_dir(const fs::path& exp_dir, const fs::path& logging_dir,
+                            const std::optional<std::string>& configured) {
+  if (!logging_dir.empty()) return logging_dir;
+  const fs::path dir = configured ? fs::path(*configured) : exp_dir / "tensorboard";
+  const fs::path rel = fs::absolute(dir).lexically_normal().lexically_relative(
+      fs::absolute(exp_dir).lexically_normal());
+  if (rel.empty() || *rel.begin() == "..") return {};
+  return dir;
 }
 
 }  // namespace zt::cli

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,10 +40,20 @@ void check_dir_creatable(const std::string& source, const std::string& key,
                          const std::filesystem::path& dir);
 
 // trainer.overwrite_output_dir: removes the earlier run's metrics.jsonl (which a new run would
-// otherwise append to) and its TensorBoard event files in `logging_dir` ("" = none); args.yaml and
-// the final model are rewritten by the run itself. Returns the paths removed. Checkpoint
-// directories are left to the trainer (it reports those of other runs).
+// otherwise append to) and its TensorBoard event files in `events_dir` ("" = none; see
+// earlier_events_dir); args.yaml and the final model are rewritten by the run itself. Returns the
+// paths removed. Checkpoint directories are left to the trainer (it reports those of other runs).
 std::vector<std::filesystem::path> clear_earlier_run(const std::filesystem::path& exp_dir,
-                                                     const std::filesystem::path& logging_dir);
+                                                     const std::filesystem::path& events_dir);
+
+// The directory whose TensorBoard event files trainer.overwrite_output_dir removes: `logging_dir`,
+// the run's own, when it writes TensorBoard (non-empty); else (report_to none) `configured` —
+// trainer.logging_dir, or its default exp_dir/tensorboard when absent — but only when it lies
+// inside exp_dir (compared lexically): the earlier run's events there would otherwise stay beside
+// the new run's metrics.jsonl, while a logging_dir elsewhere (perhaps shared by several runs) is
+// not touched by a run that writes nothing to it ("" then).
+std::filesystem::path earlier_events_dir(const std::filesystem::path& exp_dir,
+                                         const std::filesystem::path& logging_dir,
+                                         const std::optional<std::string>& configured);
 
 }  // namespace zt::cli

@@ -126,5 +126,33 @@ TEST(RunDirGuard, RefusesADirectoryInsideACheckpoint) {
   fs::remove_all(root);
 }
 
+// trainer.overwrite_output_dir with report_to none: the earlier run's event files in the run
+// directory go too (a fresh user found them left beside the new run's metrics.jsonl); a
+// logging_dir outside exp_dir is not touched by a run that writes nothing to it.
+TEST(RunDirGuard, OverwriteClearsTheEarlierRunsEventsEvenWithoutTensorBoard) {
+  const fs::path exp = fs::temp_directory_path() / ("zt_guard_ev_" + std::to_string(::getpid()));
+  fs::remove_all(exp);
+  fs::create_directories(exp / "tensorboard");
+  std::ofstream(exp / "metrics.jsonl") << "{}\n";
+  std::ofstream(exp / "tensorboard" / "events.out.tfevents.1796547274.host.1") << "x";
+  std::ofstream(exp / "tensorboard" / "notes.txt") << "x";
+
+  EXPECT_EQ(earlier_events_dir(exp, exp / "tb", std::nullopt), exp / "tb");  // the run's own
+  EXPECT_EQ(earlier_events_dir(exp, "", std::nullopt), exp / "tensorboard");
+  EXPECT_EQ(earlier_events_dir(exp, "", (exp / "tb2").string()), exp / "tb2");
+  EXPECT_EQ(earlier_events_dir(exp, "", exp.string()), exp);
+  EXPECT_EQ(earlier_events_dir(exp, "", (exp / ".." / "shared_tb").string()), fs::path());
+  EXPECT_EQ(earlier_events_dir(exp, "", (fs::temp_directory_path() / "tb").string()), fs::path());
+
+  const auto removed = clear_earlier_run(exp, earlier_events_dir(exp, "", std::nullopt));
+  ASSERT_EQ(removed.size(), 2u);
+  EXPECT_EQ(removed[0], exp / "metrics.jsonl");
+  EXPECT_EQ(removed[1], exp / "tensorboard" / "events.out.tfevents.1796547274.host.1");
+  EXPECT_FALSE(fs::exists(exp / "metrics.jsonl"));
+  EXPECT_FALSE(fs::exists(removed[1]));
+  EXPECT_TRUE(fs::exists(exp / "tensorboard" / "notes.txt"));  // only event files go
+  fs::remove_all(exp);
+}
+
 }  // namespace
 }  // namespace zt::cli
