@@ -329,9 +329,24 @@ void apply_override(Json& root, const std::string& ov, const std::filesystem::pa
     bool last = i + 1 == parts.size();
     if (!cur->is_object()) fail("override '{}': '{}' is not a mapping in {}", ov, p, file.string());
     if (!cur->contains(p)) {
-      if (!add)
-        fail("override '{}': key '{}' is not in {} (use +{} to add a new key){}", ov, key,
-             file.string(), key, hint);
+      if (!add) {
+        // A misspelt key is the likelier mistake than a new one: the closest key of the mapping
+        // where the path leaves the file, in the key path the override would then have named.
+        std::vector<std::string_view> here;
+        for (auto it = cur->begin(); it != cur->end(); ++it) here.emplace_back(it.key());
+        std::string near = closest_match(p, here);
+        // Stricter than closest_match's max(2, n/4) edits, which takes "a" for "zz".
+        if (!near.empty() && edit_distance(p, near) > std::max<size_t>(1, p.size() / 4))
+          near.clear();
+        std::string path;
+        for (size_t j = 0; j < parts.size(); ++j)
+          path += (j > 0 ? "." : "") + (j == i ? near : parts[j]);
+        // (Not beside the config-group hint, which names the likelier mistake.)
+        const std::string mean =
+            near.empty() || !hint.empty() ? "" : fmt::format("did you mean '{}'? or ", path);
+        fail("override '{}': key '{}' is not in {} ({}use +{} to add a new key){}", ov, key,
+             file.string(), mean, key, hint);
+      }
       (*cur)[p] = last ? value : Json::object();
     } else if (last) {
       Json& old = (*cur)[p];

@@ -412,6 +412,23 @@ TEST(HydraYaml, Errors) {
   auto q = write_tmp("c.yaml", "a: 1\n");
   EXPECT_EQ(error_of([&] { zt::load_hydra_yaml(q, {"zz=3"}); }),
             "override 'zz=3': key 'zz' is not in " + q.string() + " (use +zz to add a new key)");
+  // A misspelt key (a fresh user's trainer.lerning_rate) gets the closest key of the mapping where
+  // the path left the file, in the path it names; a word that is not close gets none.
+  auto m = write_tmp("m.yaml", "trainer:\n  learning_rate: 1.0e-05\n  seed: 1\n");
+  EXPECT_EQ(error_of([&] { zt::load_hydra_yaml(m, {"trainer.lerning_rate=2"}); }),
+            "override 'trainer.lerning_rate=2': key 'trainer.lerning_rate' is not in " +
+                m.string() +
+                " (did you mean 'trainer.learning_rate'? or use +trainer.lerning_rate to add a new "
+                "key)");
+  EXPECT_EQ(error_of([&] { zt::load_hydra_yaml(m, {"trainr.seed=2"}); }),
+            "override 'trainr.seed=2': key 'trainr.seed' is not in " + m.string() +
+                " (did you mean 'trainer.seed'? or use +trainr.seed to add a new key)");
+  EXPECT_EQ(error_of([&] { zt::load_hydra_yaml(m, {"trainer.sed=2"}); }),
+            "override 'trainer.sed=2': key 'trainer.sed' is not in " + m.string() +
+                " (did you mean 'trainer.seed'? or use +trainer.sed to add a new key)");
+  EXPECT_EQ(error_of([&] { zt::load_hydra_yaml(m, {"trainer.xy=2"}); }),
+            "override 'trainer.xy=2': key 'trainer.xy' is not in " + m.string() +
+                " (use +trainer.xy to add a new key)");
   auto r = write_tmp("d.yaml", "a: [1, 2\n");
   EXPECT_NE(error_of([&] { zt::load_hydra_yaml(r, {}); }).find(r.string() + ":"),
             std::string::npos);
