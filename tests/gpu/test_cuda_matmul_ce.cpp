@@ -502,6 +502,15 @@ TEST(CudaCrossEntropy, QwenVocab) {
   check_ce(300, 64, V, kBF16, 128, 0.0f, 5, 1020);
 }
 
+// Gemma 3's vocabulary (262,144: 512 KiB a bf16 row, 1 MiB an f32 one), in bf16 with one chunk and
+// in f32 accumulated over chunks of 16 rows, against the CPU reference.
+TEST(CudaCrossEntropy, GemmaVocab) {
+  ZT_REQUIRE_GPU();
+  const int64_t V = 262144;
+  check_ce(40, 32, V, kBF16, 2048, 0.0f, 5, 1030);
+  check_ce(40, 32, V, kF32, 16, 1.0f, 5, 1040);
+}
+
 // The workspace budget (ce_budget_bytes): a budget above what the 2048-row cap needs and one of
 // 704 rows' bytes (T = 700 rounded up to the 64-row quantum: the budget's rows are rounded down to
 // the quantum, ce_rows_for_budget) give the same chunk, workspace and bits; a budget of 200 rows
