@@ -9,6 +9,7 @@
 // accelerate config's path reaches them as ZT_ACCELERATE_CONFIG.
 #include <CLI/CLI.hpp>
 #include <filesystem>
+#include <limits>
 #include <optional>
 
 #include "cli/accelerate_config.h"
@@ -29,11 +30,13 @@ int cmd_launch(const Args& args) {
   std::string config_file, master_addr;
   int port = 0;
   double grace = dist::LocalLaunch{}.kill_grace_s;
+  // The counts' upper bound is the machine's, checked below (dist::max_local_ranks).
+  constexpr int kAnyInt = std::numeric_limits<int>::max();
   app.add_option("--num_processes", num_processes,
                  "number of ranks over all nodes (overrides num_processes of --config_file)")
-      ->transform(integer_in(1, 1 << 20));
+      ->transform(integer_in(1, kAnyInt));
   app.add_option("--nproc_per_node", nproc_per_node, "number of ranks on this node (torchrun)")
-      ->transform(integer_in(1, 1 << 16));
+      ->transform(integer_in(1, kAnyInt));
   app.add_option("--nnodes,--num_machines", nnodes, "number of nodes, one launcher on each")
       ->transform(integer_in(1, 1 << 16));
   app.add_option("--node_rank,--machine_rank", node_rank, "this node's index, 0 .. nnodes-1")
@@ -113,6 +116,25 @@ int cmd_launch(const Args& args) {
     spec.num_processes = total / spec.nnodes;
   } else {
     spec.num_processes = 1;
+  }
+  // More ranks than this machine runs are refused before any starts, naming what asked for them.
+  if (const int most = dist::max_local_ranks(); spec.num_processes > most) {
+    const std::string why = dist::max_local_ranks_reason();
+    if (nproc_per_node > 0)
+      return usage_error(kUsage,
+                         fmt::format("--nproc_per_node: expected a positive integer <= {} ({}), "
+                                     "got {}",
+                                     most, why, nproc_per_node));
+    const int64_t all = int64_t{most} * spec.nnodes;  // the total's bound, over every node
+    const std::string per =
+        spec.nnodes == 1 ? why
+                         : fmt::format("{} ranks per node × {} nodes: {}", most, spec.nnodes, why);
+    if (num_processes > 0)
+      return usage_error(
+          kUsage, fmt::format("--num_processes: expected a positive integer <= {} ({}), got {}",
+                              all, per, num_processes));
+    fail("launch: {}: key 'num_processes' has value '{}' (expected an integer in [1, {}]: {})",
+         config_file, total, all, per);
   }
   if (!master_addr.empty()) spec.master_addr = master_addr;
   spec.master_port = port;

@@ -311,6 +311,7 @@ int cmd_train(const Args& args) {
               targs.offload_optimizer ? " + optimizer offload" : "");
   TokenizerBundle tok = load_tokenizer(cfg);
   train::Trainer::install_signal_handlers();
+  const fs::path output_dir = targs.output_dir;
   train::Trainer trainer(std::move(targs), *comm, tok.tokenizer, tok.config, tok.dir);
   if (dir_lock.held()) trainer.hold_run_dir_lock(std::move(dir_lock));
   train::TrainSummary sum = trainer.run();
@@ -324,6 +325,14 @@ int cmd_train(const Args& args) {
     else if (rank0)
       log::warn("training was interrupted; resume with trainer.resume_from_checkpoint={}",
                 sum.last_checkpoint.string());
+    return 130;
+  }
+  if (!sum.stopped_at_end_by.empty()) {
+    if (rank0)
+      log::warn(
+          "training was stopped by {} while its final model was written: every step was trained "
+          "and the final model in {} was written whole, but the run did not end on its own",
+          sum.stopped_at_end_by, output_dir.string());
     return 130;
   }
   return 0;

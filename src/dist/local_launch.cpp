@@ -15,7 +15,9 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <thread>
 
+#include "core/cpu_affinity.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "dist/tcp_socket.h"
@@ -112,8 +114,25 @@ int pick_free_port(const std::string& addr) {
   return port;
 }
 
+int launch_cpu_count() {
+  unsigned n = affinity_cpu_count();
+  if (n == 0) n = std::thread::hardware_concurrency();
+  return static_cast<int>(std::clamp(n, 1u, 1u << 20));
+}
+
+int max_local_ranks() { return kMaxRanksPerCpu * launch_cpu_count(); }
+
+std::string max_local_ranks_reason() {
+  const int cpus = launch_cpu_count();
+  return fmt::format("{} per CPU this launcher may use, {} CPU{}", kMaxRanksPerCpu, cpus,
+                     cpus == 1 ? "" : "s");
+}
+
 int run_local_launch(const LocalLaunch& spec) {
   if (spec.num_processes < 1) fail("launch: num_processes {} (expected >= 1)", spec.num_processes);
+  if (spec.num_processes > max_local_ranks())
+    fail("launch: {} ranks on this machine (expected at most {}: {})", spec.num_processes,
+         max_local_ranks(), max_local_ranks_reason());
   if (spec.nnodes < 1) fail("launch: --nnodes {} (expected >= 1)", spec.nnodes);
   if (spec.node_rank < 0 || spec.node_rank >= spec.nnodes)
     fail("launch: --node_rank {} (expected 0..{} with --nnodes {})", spec.node_rank,

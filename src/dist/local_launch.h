@@ -41,9 +41,30 @@ struct LocalLaunch {
 // The SIGTERM -> SIGKILL delay after a child failed: min(kill_grace_s, this).
 inline constexpr double kFailureGraceS = 5.0;
 
+// The most ranks one launcher starts per CPU it may run on (max_local_ranks).
+inline constexpr int kMaxRanksPerCpu = 4;
+
+// The CPUs a launcher counts: those of its affinity mask (core/cpu_affinity.h), else
+// std::thread::hardware_concurrency(); at least 1.
+int launch_cpu_count();
+
+// The most ranks one launcher starts on its machine: kMaxRanksPerCpu × launch_cpu_count(). Every
+// rank is a process that needs a CPU to make progress (a CPU rank computes on it; a GPU rank's
+// host thread launches its kernels and drives its collectives), and each collective waits for
+// every rank, so ranks beyond the CPUs only take turns on them: a few per CPU still run (tests run
+// 3 ranks on 2 CPUs); more is a mistake (a typo, the total of a many-machine job) that would start
+// thousands of processes. Visible GPUs are not counted: the launcher does not know the command's
+// backend (a CPU-backend job may run more ranks than there are GPUs), and `train` on CUDA refuses
+// more ranks per host than visible GPUs itself (train/device.h).
+int max_local_ranks();
+
+// Why max_local_ranks() is what it is, for messages: "4 per CPU this launcher may use, 2 CPUs".
+std::string max_local_ranks_reason();
+
 // Runs the job to completion. Returns 0 when every child exited 0; otherwise the first failing
 // child's exit status (128 + signal number when it was killed), or 128 + the signal that stopped
-// the launcher. Throws zt::Error if a child cannot be started.
+// the launcher. Throws zt::Error if a child cannot be started, or before starting any when
+// spec.num_processes is outside [1, max_local_ranks()].
 int run_local_launch(const LocalLaunch& spec);
 
 // Called by rank 0 of a job under `zerotune launch` (ZT_LAUNCH_ERRORS set; a no-op otherwise):

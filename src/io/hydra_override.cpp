@@ -332,13 +332,16 @@ class ValueParser {
         if (peek(1).kind == Tok::kPopen) return function(depth);
         [[fallthrough]];
       default:
-        return primitive(/*key=*/false);
+        return primitive(/*key=*/false, /*whole=*/depth == 0);
     }
   }
 
   // `primitive` (or `dictKey`, without ':' and interpolations): the tokens that may form it,
-  // typed as the visitor's _createPrimitive types them.
-  Json primitive(bool key) {
+  // typed as the visitor's _createPrimitive types them. `whole`: it is the whole value, where an
+  // int outside int64 stays its text, as the same value in a YAML file does (io/hydra_yaml.h), so
+  // the config check names the key's own range; inside a list, dict or call (where a cast or sort
+  // would need the number) it is refused.
+  Json primitive(bool key, bool whole = false) {
     const size_t first = pos_;
     while (true) {
       const Tok k = peek().kind;
@@ -367,6 +370,7 @@ class ValueParser {
     switch (t.kind) {
       case Tok::kInt: {
         const std::optional<int64_t> v = python_int(s, /*spaces=*/false);
+        if (!v && whole) return std::string(s);
         if (!v)
           fail(
               "override '{}': the integer {} at character {} does not fit in 64 bits (zerotune's "

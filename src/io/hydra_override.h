@@ -19,7 +19,9 @@ namespace zt {
 //     after its backslash) and inner spaces, its outer spaces dropped (`  x y  ` is "x y"); one
 //     token alone is typed: an int ([+-]?(0|[1-9](_?[0-9])*): `1_000` is 1000), a float (1.5, 1.,
 //     .5, 1e3, inf, nan in any case, `_` between digits), true / false / null in any case, else
-//     text; several tokens are text (`007`, `1__0`, `-`, `a\,b` is "a,b");
+//     text; several tokens are text (`007`, `1__0`, `-`, `a\,b` is "a,b"); a value that is one
+//     int outside int64 stays its text (`99999999999999999999`), as in a YAML file
+//     (io/hydra_yaml.h), for the config check to name the key's own range;
 //   - a quoted value ('…' or "…") is text, closed by the first quote with an even run of
 //     backslashes before it; a run of n backslashes before a quote is n/2 of them (`'a\'b'` is
 //     a'b, `'a\\'` is a\), other backslashes are text;
@@ -37,8 +39,8 @@ namespace zt {
 // character (1-based in `ov`) and what was found there; a sweep (top-level `a,b`, choice, range,
 // interval, glob, tag, a function given several values: hydra_sweep.h's message) or shuffle(); an
 // unknown function; a cast Python's int() / float() / Hydra's bool() refuses; an int outside
-// int64; nesting deeper than 200 levels; a dict key given twice (Hydra keeps the last value;
-// zerotune refuses, as it refuses a key given twice in a file).
+// int64 inside a list, dict or function call; nesting deeper than 200 levels; a dict key given
+// twice (Hydra keeps the last value; zerotune refuses, as it refuses a key given twice in a file).
 Json parse_override_value(const std::string& ov, size_t eq);
 
 // The text of a quoted value `quoted` ('…' or "…", its quotes included) with Hydra's quoted-string

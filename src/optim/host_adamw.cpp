@@ -1,14 +1,13 @@
 // HostAdamW (optim/host_adamw.h): a worker pool that runs adamw_cpu_range() on pieces of chunks.
 #include "optim/host_adamw.h"
 
-#include <sched.h>
-
 #include <algorithm>
 #include <charconv>
 #include <cstdlib>
 #include <cstring>
 #include <string_view>
 
+#include "core/cpu_affinity.h"
 #include "core/error.h"
 
 namespace zt::optim {
@@ -23,14 +22,6 @@ constexpr size_t kAlign = 16;
 constexpr size_t kMinPiece = size_t{1} << 14;
 // The most threads ZT_HOST_ADAM_THREADS may ask for (a guard against typos like 80000).
 constexpr int kMaxThreads = 1024;
-
-// CPUs in this process's affinity mask; 0 when it cannot be read.
-unsigned affinity_cpu_count() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) != 0) return 0;
-  return static_cast<unsigned>(CPU_COUNT(&set));
-}
 
 }  // namespace
 

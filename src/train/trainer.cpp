@@ -41,8 +41,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-volatile std::sig_atomic_t g_stop = 0;  // set by the SIGINT/SIGTERM handler only
-extern "C" void on_stop_signal(int) { g_stop = 1; }
+// The stop signal received (SIGINT/SIGTERM), 0: none; set by on_stop_signal only.
+volatile std::sig_atomic_t g_stop = 0;
+extern "C" void on_stop_signal(int sig) { g_stop = sig; }
 
 // The line on_stop_signal_at_once prints (set only while a DefaultStopSignals with a line lives).
 const std::string* volatile g_stop_line = nullptr;
@@ -89,12 +90,20 @@ double now_seconds() {
   return duration<double>(steady_clock::now().time_since_epoch()).count();
 }
 
-// Whether any rank has been asked to stop (SIGINT/SIGTERM). Collective: every rank calls it at
-// the same points, so all of them take the same decision.
-bool any_rank_stopping(dist::Comm& comm) {
-  int64_t stop = g_stop ? 1 : 0;
+// The stop signal (SIGINT/SIGTERM) any rank has received, 0 when none (the larger number when
+// ranks got different ones). Collective: every rank calls it at the same points, so all of them
+// take the same decision.
+int any_rank_stopping(dist::Comm& comm) {
+  int64_t stop = g_stop;
   comm.all_reduce(&stop, 1, dist::ReduceOp::kMax);
-  return stop != 0;
+  return static_cast<int>(stop);
+}
+
+// "SIGINT" / "SIGTERM" for the stop signal `sig`, "signal <sig>" for another.
+std::string stop_signal_name(int sig) {
+  if (sig == SIGINT) return "SIGINT";
+  if (sig == SIGTERM) return "SIGTERM";
+  return fmt::format("signal {}", sig);
 }
 
 // Peak resident memory of this process (VmHWM), GiB.
@@ -1034,6 +1043,16 @@ TrainSummary Trainer::run() {
         sum.steps_skipped - sum.steps_skipped_no_target, a.output_dir.string());
   s.finish_best();
   s.export_final(T, sum.last_checkpoint);
+  // A stop signal after the last step's check (while that step's checkpoint, the best model or
+  // the final model was written) let them finish — each is written under a temporary name and
+  // renamed into place whole — but the run did not end on its own: it says so, never success.
+  // Every rank gets here (export_final fails on all of them alike).
+  if (const int sig = any_rank_stopping(s.comm)) {
+    sum.stopped_at_end_by = stop_signal_name(sig);
+    if (s.rank0())
+      s.progress->message(fmt::format("interrupted: {} came while the final model was written",
+                                      sum.stopped_at_end_by));
+  }
   return sum;
 }
 

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "dist/comm.h"
@@ -35,6 +36,11 @@ struct TrainSummary {
   // the signal came before this run's first step (e.g. during eval_on_start's evaluation), with no
   // step trained and no checkpoint or model written.
   bool interrupted = false;
+  // "SIGTERM" / "SIGINT": that signal came after the last step's stop check, while its checkpoint,
+  // the best model or the final model was written. They were finished (each written whole under a
+  // temporary name, then renamed) and every step is trained, but the run was stopped, not ended on
+  // its own: cmd_train exits 130, as for an interrupted run. Empty: no such signal.
+  std::string stopped_at_end_by;
   // The last checkpoint this run wrote (empty: none); interrupted before its first step, the one
   // it resumed from, still the newest (empty for a fresh run).
   std::filesystem::path last_checkpoint;
@@ -70,9 +76,11 @@ class Trainer {
   // step is trained and no checkpoint or model is written. While run() prepares the datasets
   // (tokenisation), the signals keep their default action: the process ends at once, having
   // written nothing to exp_dir (a world of one rank first prints "training was interrupted while
-  // the datasets were tokenised …" to stderr). The flag is process-wide.
+  // the datasets were tokenised …" to stderr). A signal after the last step's check lets the
+  // writing of the last checkpoint and the final model finish, and run() returns with
+  // stopped_at_end_by naming it. The flag is process-wide.
   static void install_signal_handlers();
-  // The flag the handlers set (exposed for tests).
+  // The flag the handlers set: the signal's number, 0 when none (exposed for tests).
   static volatile std::sig_atomic_t& stop_requested();
 
  private:

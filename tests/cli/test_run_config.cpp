@@ -171,11 +171,25 @@ TEST(RunConfig, IntegersBeyond64BitsAreShownAsGiven) {
                 ": trainer.seed: 1_000_000_000_000_000_000_000 is not valid (expected an integer "
                 "in [0, 4294967295])");
   unsetenv("ZT_TEST_ENV_BIG_SEED");
+  // On the command line too the key's own range is named (the 64-bit range was).
+  std::ofstream(p) << "trainer:\n  seed: 42\n";
   EXPECT_EQ(
       error_of([&] { zt::cli::RunConfig::load(p, {"trainer.seed=99999999999999999999999"}); }),
-      "override 'trainer.seed=99999999999999999999999': the integer 99999999999999999999999 "
-      "at character 14 does not fit in 64 bits (zerotune's integers are from "
-      "-9223372036854775808 to 9223372036854775807)");
+      p.string() +
+          ": trainer.seed: 99999999999999999999999 is not valid (expected an integer in [0, "
+          "4294967295]) (given on the command line)");
+  EXPECT_EQ(
+      error_of([&] { zt::cli::RunConfig::load(p, {"trainer.seed=-99999999999999999999999"}); }),
+      p.string() +
+          ": trainer.seed: -99999999999999999999999 is not valid (expected an integer in [0, "
+          "4294967295]) (given on the command line)");
+  // Where the key's range does not exclude it, the 64-bit bound is named, as from a file.
+  EXPECT_EQ(
+      error_of([&] { zt::cli::RunConfig::load(p, {"trainer.max_steps=99999999999999999999999"}); }),
+      p.string() +
+          ": trainer.max_steps: 99999999999999999999999 is not valid (expected an integer >= -1; "
+          "zerotune's integers are 64-bit: at most 9223372036854775807) (given on the command "
+          "line)");
   const auto trainer_error = [](const char* key, const char* value) {
     return error_of([&] {
       zt::cli::RunConfig::from_json({{"trainer", {{key, value}}}}, "sft.yaml");

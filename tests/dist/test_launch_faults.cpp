@@ -5,11 +5,15 @@
 // run.sh does: a SIGTERM during an evaluation or after a step ends with the interrupt checkpoint;
 // a stop signal during the evaluation before the first step (eval_on_start, a resume's pending
 // one) ends with no step trained and no checkpoint written; a grace period that runs out names the
-// last complete checkpoint; trainer.ddp_timeout ends a job whose rank stalls.
+// last complete checkpoint; a stop signal while the final model is written lets it finish and is
+// no success (exit 130); trainer.ddp_timeout ends a job whose rank stalls.
 // Timings are generous bounds (a loaded 2-core machine), never exact.
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
@@ -111,12 +115,13 @@ class LaunchFaults : public ::testing::Test {
   }
 
   // `zerotune <command> --config sft.yaml …` run in `dir` (command: "train", or "launch
-  // <launch options> train").
+  // <launch options> train"), with the tokenizer folder `tokenizer`.
   static std::unique_ptr<Child> start(const fs::path& dir, const std::string& command,
-                                      const std::string& overrides) {
+                                      const std::string& overrides,
+                                      const fs::path& tokenizer = kTokenizer) {
     const std::string cmd =
         fmt::format("cd '{}' && exec {} {} --config sft.yaml model.tokenizer_name_or_path={} {}",
-                    dir.string(), kBin, command, kTokenizer.string(), overrides);
+                    dir.string(), kBin, command, tokenizer.string(), overrides);
     return std::make_unique<Child>(
         std::vector<std::string>{"/bin/sh", "-c", cmd},
         std::vector<std::string>{"ZT_COMM_TIMEOUT_S=", "RANK=", "WORLD_SIZE=", "MASTER_ADDR=",
@@ -274,6 +279,55 @@ TEST_F(LaunchFaults, SigintDuringTokenisationEndsTheRunAtOnce) {
   EXPECT_FALSE(fs::exists(exp)) << c->output();
   for (const auto& e : fs::directory_iterator(dir / "runs" / "cache"))
     EXPECT_EQ(e.path().extension(), ".lock") << e.path();
+}
+
+// A SIGTERM to a one-process `zerotune train` while it writes its final model — after the last
+// step's stop check — ended the run with status 0, as if it had finished. Now the export finishes
+// (whole: written under a temporary name, then renamed) and the run says it was stopped, exiting
+// 130. The tokenizer folder's added_tokens.json is a FIFO, which only the model export reads: the
+// export waits on it until the signal is sent and the file's bytes written.
+TEST_F(LaunchFaults, SigtermDuringTheFinalExportIsNotSuccess) {
+  const fs::path dir = case_dir("launch-sigterm-grace-loses-checkpoint");
+  const fs::path exp = dir / "runs" / "end";
+  write_model(dir, 16);
+  const fs::path tok = dir / "tok";
+  fs::create_directories(tok);
+  for (const auto& e : fs::directory_iterator(kTokenizer))
+    fs::create_symlink(e.path(), tok / e.path().filename());
+  const fs::path fifo = tok / "added_tokens.json";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  auto c = start(dir, "train",
+                 "exp_dir=runs/end model.name_or_path=model_h16 trainer.max_steps=2 "
+                 "trainer.save_strategy=no",
+                 tok);
+  // Opening it for writing succeeds once the export has it open for reading.
+  int fd = -1;
+  ASSERT_TRUE(until(*c, [&](const std::string&) {
+    fd = open(fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+    return fd >= 0;
+  })) << c->output();
+  ASSERT_EQ(kill(c->pid(), SIGTERM), 0);
+  EXPECT_EQ(write(fd, "{}", 2), 2);
+  close(fd);
+  ASSERT_EQ(c->wait(kHangGuard), 130) << c->output();
+  const std::string& out = c->output();
+  EXPECT_NE(out.find("saved the final model to runs/end/final"), std::string::npos) << out;
+  EXPECT_NE(out.find("interrupted: SIGTERM came while the final model was written"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("training was stopped by SIGTERM while its final model was written: every "
+                     "step was trained and the final model in runs/end/final was written whole, "
+                     "but the run did not end on its own"),
+            std::string::npos)
+      << out;
+  EXPECT_EQ(slurp(exp / "final" / "added_tokens.json"), "{}");
+  for (const char* f : {"config.json", "generation_config.json", "model.safetensors",
+                        "tokenizer.json", "tokenizer_config.json"})
+    EXPECT_TRUE(fs::is_regular_file(exp / "final" / f)) << f;
+  for (const auto& e : fs::directory_iterator(exp)) {  // no staging directory left beside it
+    EXPECT_EQ(e.path().filename().string().find(".tmp."), std::string::npos) << e.path();
+    EXPECT_EQ(e.path().filename().string().find(".old."), std::string::npos) << e.path();
+  }
 }
 
 // Resumed at a step whose evaluation a stop signal had abandoned (eval_pending), a SIGTERM during

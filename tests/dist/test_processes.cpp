@@ -3,6 +3,7 @@
 // job; the launcher forwards signals).
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <signal.h>
 
 #include <filesystem>
@@ -202,6 +203,61 @@ TEST(Launch, ConfigFileSetsProcessCountAndCommandLineWins) {
             std::string::npos)
       << b.output();
   std::filesystem::remove(path);
+}
+
+// The first CPU of this process's affinity mask, for `taskset -c` to pin a launcher to.
+int first_cpu() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return 0;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &set)) return c;
+  return 0;
+}
+
+// More ranks than the machine runs are refused before any starts (100000 were all started),
+// naming the option or the config file's key and the range: 4 per CPU the launcher may use, here
+// 1 CPU (pinned with taskset), so at most 4; --num_processes counts every node's ranks.
+TEST(Launch, RefusesMoreRanksThanTheMachineRuns) {
+  const std::string cpu = std::to_string(first_cpu());
+  const auto pinned = [&](const std::vector<std::string>& args) {
+    std::vector<std::string> a = {"taskset", "-c", cpu, kBin, "launch"};
+    a.insert(a.end(), args.begin(), args.end());
+    return a;
+  };
+  const std::string why = "4 per CPU this launcher may use, 1 CPU";
+  const std::pair<std::vector<std::string>, std::string> refused[] = {
+      {{"--num_processes", "5", "version"},
+       "--num_processes: expected a positive integer <= 4 (" + why + "), got 5"},
+      {{"--num_processes", "100000", "version"},
+       "--num_processes: expected a positive integer <= 4 (" + why + "), got 100000"},
+      {{"--nproc_per_node", "5", "version"},
+       "--nproc_per_node: expected a positive integer <= 4 (" + why + "), got 5"},
+      {{"--num_processes", "10", "--nnodes", "2", "--master_port", "29999", "version"},
+       "--num_processes: expected a positive integer <= 8 (4 ranks per node × 2 nodes: " + why +
+           "), got 10"},
+  };
+  for (const auto& [args, expected] : refused) {
+    Child c(pinned(args), child_env());
+    EXPECT_EQ(c.wait(kHangGuard), 2) << c.output();
+    EXPECT_NE(c.output().find("zerotune: error: launch: " + expected + "\n"), std::string::npos)
+        << c.output();
+    EXPECT_EQ(c.output().find("zerotune 0.1.0"), std::string::npos) << c.output();
+  }
+  const std::string path = testing::TempDir() + "zt_launch_many.yaml";
+  std::ofstream(path) << "num_processes: 5\n";
+  Child f(pinned({"--config_file", path, "version"}), child_env());
+  EXPECT_EQ(f.wait(kHangGuard), 1) << f.output();
+  EXPECT_NE(f.output().find("zerotune: error: launch: " + path +
+                            ": key 'num_processes' has value '5' (expected an integer in [1, 4]: " +
+                            why + ")\n"),
+            std::string::npos)
+      << f.output();
+  std::filesystem::remove(path);
+  // At the bound, every rank starts.
+  Child ok(pinned({"--num_processes", "4", "version"}), child_env());
+  ASSERT_EQ(ok.wait(kHangGuard), 0) << ok.output();
+  EXPECT_EQ(count_of(ok.output(), "zerotune 0.1.0"), 4u) << ok.output();
 }
 
 TEST(Launch, RequiresACommand) {
