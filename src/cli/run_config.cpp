@@ -252,12 +252,11 @@ RunConfig RunConfig::from_json(Json tree, const std::string& source, const std::
 }
 
 RunConfig RunConfig::load(const std::filesystem::path& path, const std::vector<std::string>& overrides) {
-  auto known = [](const std::string& key) {
-    if (find_key(key) != nullptr) return true;
-    for (const auto& a : key_aliases())
-      if (a.old_path == key) return true;
-    return false;
-  };
+  // The keys an override sets without '+' (each has a default here), and that a misspelt one is
+  // compared with: the schema's, and the old names read as new ones.
+  std::vector<std::string> known;
+  for (const auto& s : config_schema()) known.emplace_back(s.path);
+  for (const auto& a : key_aliases()) known.emplace_back(a.old_path);
   std::vector<std::string> overridden;
   Json tree = load_hydra_yaml(path, overrides, known, &overridden);
   return from_json(std::move(tree), path.string(), overridden);

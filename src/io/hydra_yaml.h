@@ -8,7 +8,6 @@
 #pragma once
 
 #include <filesystem>
-#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -33,8 +32,9 @@ Json yaml_scalar_to_json(const std::string& s, bool quoted);
 // `overrides` in Hydra's grammar ("a.b=1"; "+a.c=x" adds a key; "++a.c=x" adds or overrides;
 // "~a.b" deletes a key, "~a.b=v" only if it holds v), drops `defaults`/`hydra`, resolves
 // interpolations. `???` values are kept as the string "???".
-// An override of a key absent from the file needs a leading '+' (as in Hydra) unless
-// `is_known(key)` says the application knows the key (it has a default there).
+// An override of a key absent from the file needs a leading '+' (as in Hydra) unless `known`
+// holds its key path (the application knows the key: it has a default there); one that needs it
+// is told the key path it likely meant, in the file or in `known` ("did you mean …?").
 // Throws zt::Error naming the file (and line for YAML syntax errors and repeated keys), the
 // override that names an unknown key (without '+'), an interpolation that points nowhere or loops,
 // the composition errors of compose_hydra_config (the file and defaults entry, or override), a
@@ -42,7 +42,7 @@ Json yaml_scalar_to_json(const std::string& s, bool quoted);
 // (refuse_sweep_override, io/hydra_sweep.h: `lr=1e-5,2e-5`, `choice(a,b)`, …). `overridden`, when
 // given, receives the key path of each override (for messages that say where a value came from).
 Json load_hydra_yaml(const std::filesystem::path& path, const std::vector<std::string>& overrides,
-                     const std::function<bool(const std::string&)>& is_known = {},
+                     const std::vector<std::string>& known = {},
                      std::vector<std::string>* overridden = nullptr);
 
 // Parses a YAML file into JSON with no interpolation (e.g. accelerate / DeepSpeed configs), by

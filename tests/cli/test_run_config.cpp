@@ -76,9 +76,24 @@ TEST(RunConfig, OverridesOfSchemaKeysNeedNoPlus) {
   auto c = zt::cli::RunConfig::load(p, {"trainer.max_steps=7"});
   EXPECT_EQ(c.get<int64_t>("trainer.max_steps"), 7);
   EXPECT_EQ(c.get<double>("trainer.learning_rate"), 1e-4);
+  // A misspelt one is told the schema's key, which the file leaves at its default (only the
+  // file's keys were compared: no suggestion), also where the file lacks the section or a second
+  // word is misspelt; a word close to none gets none.
   EXPECT_EQ(error_of([&] { zt::cli::RunConfig::load(p, {"trainer.max_stepz=7"}); }),
             "override 'trainer.max_stepz=7': key 'trainer.max_stepz' is not in " + p.string() +
-                " (use +trainer.max_stepz to add a new key)");
+                " (did you mean 'trainer.max_steps'? or use +trainer.max_stepz to add a new key)");
+  EXPECT_EQ(error_of([&] { zt::cli::RunConfig::load(p, {"compute.zero_stag=2"}); }),
+            "override 'compute.zero_stag=2': key 'compute.zero_stag' is not in " + p.string() +
+                " (did you mean 'compute.zero_stage'? or use +compute.zero_stag to add a new key)");
+  EXPECT_EQ(error_of([&] { zt::cli::RunConfig::load(p, {"trainr.max_stepz=7"}); }),
+            "override 'trainr.max_stepz=7': key 'trainr.max_stepz' is not in " + p.string() +
+                " (did you mean 'trainer.max_steps'? or use +trainr.max_stepz to add a new key)");
+  EXPECT_EQ(error_of([&] { zt::cli::RunConfig::load(p, {"trainer.zzzz=7"}); }),
+            "override 'trainer.zzzz=7': key 'trainer.zzzz' is not in " + p.string() +
+                " (use +trainer.zzzz to add a new key)");
+  // The key suggested is accepted as it is.
+  EXPECT_EQ(
+      zt::cli::RunConfig::load(p, {"compute.zero_stage=2"}).get<int64_t>("compute.zero_stage"), 2);
 }
 
 // A file's unquoted yes / on read as OmegaConf's loader reads them (YAML 1.1: booleans), and an

@@ -508,6 +508,19 @@ TEST(HydraYaml, Errors) {
   EXPECT_EQ(error_of([&] { zt::load_hydra_yaml(m, {"trainer.xy=2"}); }),
             "override 'trainer.xy=2': key 'trainer.xy' is not in " + m.string() +
                 " (use +trainer.xy to add a new key)");
+  // A key the application knows (`known`: it has a default there), absent from the file, is
+  // suggested too, also below a section the file lacks.
+  EXPECT_EQ(error_of([&] {
+              zt::load_hydra_yaml(m, {"trainer.warmup_step=2"},
+                                  {"trainer.warmup_steps", "compute.zero_stage"});
+            }),
+            "override 'trainer.warmup_step=2': key 'trainer.warmup_step' is not in " + m.string() +
+                " (did you mean 'trainer.warmup_steps'? or use +trainer.warmup_step to add a new "
+                "key)");
+  EXPECT_EQ(
+      error_of([&] { zt::load_hydra_yaml(m, {"compute.zero_stag=2"}, {"compute.zero_stage"}); }),
+      "override 'compute.zero_stag=2': key 'compute.zero_stag' is not in " + m.string() +
+          " (did you mean 'compute.zero_stage'? or use +compute.zero_stag to add a new key)");
   auto r = write_tmp("d.yaml", "a: [1, 2\n");
   EXPECT_NE(error_of([&] { zt::load_hydra_yaml(r, {}); }).find(r.string() + ":"),
             std::string::npos);
