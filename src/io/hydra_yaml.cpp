@@ -114,7 +114,11 @@ bool parse_float(const std::string& s, double* out) {
   return true;
 }
 
-Json node_to_json(const YAML::Node& n, const std::filesystem::path& file) {
+// `n` as JSON; each plain mapping key PyYAML types as other than a string is appended to
+// `non_string_keys` when given (`path` is the key path of `n`).
+Json node_to_json(const YAML::Node& n, const std::filesystem::path& file, const std::string& path,
+                  std::vector<NonStringKey>* non_string_keys) {
+  const auto below = [&](const std::string& k) { return path.empty() ? k : path + "." + k; };
   switch (n.Type()) {
     case YAML::NodeType::Null:
     case YAML::NodeType::Undefined:
@@ -123,16 +127,28 @@ Json node_to_json(const YAML::Node& n, const std::filesystem::path& file) {
       return yaml_scalar_to_json(n.Scalar(), n.Tag() == "!");
     case YAML::NodeType::Sequence: {
       Json a = Json::array();
-      for (const auto& c : n) a.push_back(node_to_json(c, file));
+      for (const auto& c : n)
+        a.push_back(node_to_json(c, file, below(std::to_string(a.size())), non_string_keys));
       return a;
     }
     case YAML::NodeType::Map: {
       Json o = Json::object();
       for (const auto& kv : n) {
+        if (kv.first.IsNull())  // `null:`, `~:` (yaml-cpp keeps no text for them)
+          fail(
+              "{}:{}: a null key{} (null, Null, NULL or ~, unquoted): OmegaConf refuses it "
+              "(Incompatible key type 'NoneType'); quote it if it is a name",
+              file.string(), kv.first.Mark().line + 1, path.empty() ? "" : " in " + path);
         if (!kv.first.IsScalar())
           fail("{}:{}: only scalar mapping keys are supported", file.string(),
                kv.first.Mark().line + 1);
-        o[kv.first.Scalar()] = node_to_json(kv.second, file);
+        const std::string& k = kv.first.Scalar();
+        if (non_string_keys != nullptr && kv.first.Tag() == "?") {
+          Json typed = yaml_scalar_to_json(k, /*quoted=*/false);
+          if (!typed.is_string())
+            non_string_keys->push_back({file, kv.first.Mark().line + 1, path, k, std::move(typed)});
+        }
+        o[k] = node_to_json(kv.second, file, below(k), non_string_keys);
       }
       return o;
     }
@@ -408,12 +424,13 @@ Json yaml_scalar_to_json(const std::string& s, bool quoted) {
   return s;
 }
 
-Json load_yaml_file(const std::filesystem::path& path) {
-  return node_to_json(parse_file(path), path);
+Json load_yaml_file(const std::filesystem::path& path, std::vector<NonStringKey>* non_string_keys) {
+  return node_to_json(parse_file(path), path, "", non_string_keys);
 }
 
 Json load_hydra_yaml(const std::filesystem::path& path, const std::vector<std::string>& overrides,
-                     const std::vector<std::string>& known, std::vector<std::string>* overridden) {
+                     const std::vector<std::string>& known, std::vector<std::string>* overridden,
+                     std::vector<NonStringKey>* non_string_keys) {
   const std::filesystem::path dir = path.parent_path();
   std::vector<GroupOverride> groups;
   std::vector<std::string> keys;  // overrides of keys, applied to the composed config
@@ -438,7 +455,7 @@ Json load_hydra_yaml(const std::filesystem::path& path, const std::vector<std::s
       keys.push_back(ov);
     }
   }
-  Json root = compose_hydra_config(path, groups);
+  Json root = compose_hydra_config(path, groups, non_string_keys);
   std::vector<std::string> from_command_line;  // the key paths the overrides set
   for (const auto& ov : keys) {
     apply_override(root, ov, path, known, group_hint(ov, dir), &from_command_line);
