@@ -114,6 +114,20 @@ bool parse_float(const std::string& s, double* out) {
   return true;
 }
 
+// A scalar's text as UTF-8. yaml-cpp writes the escapes \N and \_ of a double-quoted scalar as the
+// single bytes 0x85 and 0xA0 (Latin-1), not as UTF-8; the file was checked to be UTF-8, so those
+// are the only bytes that are not, and each is written as the code point it is (U+0085, U+00A0),
+// as PyYAML reads the escapes.
+std::string scalar_text(const YAML::Node& n) {
+  std::string s = n.Scalar();
+  for (int64_t bad; (bad = first_invalid_utf8_byte(s)) >= 0;) {
+    const auto b = static_cast<unsigned char>(s[static_cast<size_t>(bad)]);
+    s.replace(static_cast<size_t>(bad), 1,
+              {static_cast<char>(0xC0 | (b >> 6)), static_cast<char>(0x80 | (b & 0x3F))});
+  }
+  return s;
+}
+
 // `n` as JSON; each plain mapping key PyYAML types as other than a string is appended to
 // `non_string_keys` when given (`path` is the key path of `n`).
 Json node_to_json(const YAML::Node& n, const std::filesystem::path& file, const std::string& path,
@@ -124,7 +138,7 @@ Json node_to_json(const YAML::Node& n, const std::filesystem::path& file, const 
     case YAML::NodeType::Undefined:
       return nullptr;
     case YAML::NodeType::Scalar:
-      return yaml_scalar_to_json(n.Scalar(), n.Tag() == "!");
+      return yaml_scalar_to_json(scalar_text(n), n.Tag() == "!");
     case YAML::NodeType::Sequence: {
       Json a = Json::array();
       for (const auto& c : n)
@@ -142,7 +156,7 @@ Json node_to_json(const YAML::Node& n, const std::filesystem::path& file, const 
         if (!kv.first.IsScalar())
           fail("{}:{}: only scalar mapping keys are supported", file.string(),
                kv.first.Mark().line + 1);
-        const std::string& k = kv.first.Scalar();
+        const std::string k = scalar_text(kv.first);
         if (non_string_keys != nullptr && kv.first.Tag() == "?") {
           Json typed = yaml_scalar_to_json(k, /*quoted=*/false);
           if (!typed.is_string())

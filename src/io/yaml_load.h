@@ -6,8 +6,9 @@
 //     PyYAML (YAML 1.1) and ordinary characters to yaml-cpp (YAML 1.2), so a text holding one
 //     reads differently (there a comment ends at it, a plain scalar stops, a quoted one folds it
 //     to a space): refused, naming its line and column (inside double quotes the escapes \x85,
-//     \u2028, \u2029 give the character in both; yaml-cpp's \N is not UTF-8); not in a JSON
-//     text, where Python's json reads them as characters;
+//     \u2028, \u2029 give the character in both; yaml-cpp's node holds \N and \_ as single
+//     Latin-1 bytes, which the config reader re-encodes); not in a JSON text, where Python's json
+//     reads them as characters;
 //   - one document per file: a second document (`---`) is an error naming its line (PyYAML:
 //     "expected a single document in the stream"), never silently dropped;
 //   - aliases are bounded: the nodes that aliases stand for, summed over every alias, may number at

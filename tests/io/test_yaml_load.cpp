@@ -102,6 +102,10 @@ TEST(YamlLoad, Yaml11LineBreaksAreRefused) {
       yaml_error("a: x\xe2\x80\xa9\nb: 'y\xc2\x85'\n"),
       "f.yaml:1:5: character U+2029 (PARAGRAPH SEPARATOR)" + tail + "\\u2029 inside double quotes");
   EXPECT_EQ(yaml("a: \"x\\x85y\\u2028z\\u2029\"\n")["a"], "x\xc2\x85y\xe2\x80\xa8z\xe2\x80\xa9");
+  // yaml-cpp's \N and \_ gave the bytes 0x85 and 0xA0 (not UTF-8: an "internal error" where the
+  // value reached the JSON library); PyYAML's U+0085 and U+00A0, keys too.
+  EXPECT_EQ(yaml("a: \"x\\Ny\\_z\\Lw\"\n\"k\\N\": 1\n"),
+            Json::parse("{\"a\": \"x\\u0085y\\u00a0z\\u2028w\", \"k\\u0085\": 1}"));
   EXPECT_EQ(
       zt::load_yaml("{\"a\": \"x\xc2\x85y\"}", "ds.json", /*json=*/true)["a"].as<std::string>(),
       "x\xc2\x85y");
