@@ -157,7 +157,7 @@ void read_deepspeed_json(Reader& rd, const std::string& file, const std::string&
   check_no_nul(text.str(), p.string());
   YAML::Node j;
   try {
-    j = load_yaml(text.str(), p.string());
+    j = load_yaml(text.str(), p.string(), /*json=*/true);
   } catch (const YAML::Exception& e) {
     fail("{}:{}: not valid JSON: {}", p.string(), e.mark.line + 1, e.msg);
   }

@@ -33,6 +33,29 @@ void erase(Json& root, std::string_view path) {
 
 bool is_missing_value(const Json& v) { return v.is_string() && v.get<std::string>() == "???"; }
 
+// TRL passes trainer.chat_template_kwargs to the chat template as keyword arguments
+// (`apply_chat_template(**kwargs)`), so each key must be a string in Python; a key of the file
+// that PyYAML types otherwise (`yes:` True, `1:` 1) raises TypeError ("keywords must be strings")
+// there. Throws zt::Error naming the file, line and key for the first such key still in `tree`.
+void refuse_non_string_kwargs(const Json& tree, const std::vector<NonStringKey>& keys) {
+  constexpr std::string_view kKwargs = "trainer.chat_template_kwargs";
+  for (const NonStringKey& k : keys) {
+    const Json* kwargs = k.parent == kKwargs ? find_key_path(tree, kKwargs) : nullptr;
+    if (kwargs == nullptr || !kwargs->is_object() || !kwargs->contains(k.key)) continue;
+    const Json& v = k.value;
+    const std::string python =
+        v.is_boolean()          ? fmt::format("the boolean {}", v.get<bool>() ? "True" : "False")
+        : v.is_number_integer() ? fmt::format("the integer {}", v.dump())
+                                : fmt::format("the float {}", python_float_repr(v.get<double>()));
+    fail(
+        "{}:{}: {}: the key {} is {} to PyYAML (YAML 1.1, as OmegaConf loads it), not a string; "
+        "TRL passes these keys to the chat template as keyword arguments, and a keyword name must "
+        "be a string (Python raises TypeError: keywords must be strings): quote the key, as in "
+        "'{}':",
+        k.file.string(), k.line, kKwargs, k.key, python, k.key);
+  }
+}
+
 // A value a refused field may hold: its default, null, or an empty string / list / mapping.
 bool is_neutral(const KeySpec& s, const Json& v) {
   if (v.is_null() || v == s.default_value) return true;
@@ -252,14 +275,15 @@ RunConfig RunConfig::from_json(Json tree, const std::string& source, const std::
 }
 
 RunConfig RunConfig::load(const std::filesystem::path& path, const std::vector<std::string>& overrides) {
-  auto known = [](const std::string& key) {
-    if (find_key(key) != nullptr) return true;
-    for (const auto& a : key_aliases())
-      if (a.old_path == key) return true;
-    return false;
-  };
+  // The keys an override sets without '+' (each has a default here), and that a misspelt one is
+  // compared with: the schema's, and the old names read as new ones.
+  std::vector<std::string> known;
+  for (const auto& s : config_schema()) known.emplace_back(s.path);
+  for (const auto& a : key_aliases()) known.emplace_back(a.old_path);
   std::vector<std::string> overridden;
-  Json tree = load_hydra_yaml(path, overrides, known, &overridden);
+  std::vector<NonStringKey> non_string_keys;
+  Json tree = load_hydra_yaml(path, overrides, known, &overridden, &non_string_keys);
+  refuse_non_string_kwargs(tree, non_string_keys);
   return from_json(std::move(tree), path.string(), overridden);
 }
 

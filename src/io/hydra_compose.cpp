@@ -120,6 +120,7 @@ struct Loaded {
   Json content;
   std::vector<Entry> defaults;
   std::optional<std::string> header;
+  std::vector<NonStringKey> non_string_keys;  // parents relative to the file's top
 };
 
 // A node of the defaults tree: an entry, and the entries of its file's defaults list.
@@ -260,7 +261,9 @@ class Composer {
     }
   }
 
-  Json compose() {
+  // The composed config; `non_string_keys` (when given) receives the keys of its configs that
+  // PyYAML types as other than a string, each parent the key path in the composed config.
+  Json compose(std::vector<NonStringKey>* non_string_keys) {
     Node root;
     root.primary = true;
     root.entry.kind = Entry::Kind::kConfig;
@@ -291,6 +294,12 @@ class Composer {
              p.loaded->file.string());
       }
       merge_config(cfg, part, "", p.loaded->file.string());
+      if (non_string_keys == nullptr) continue;
+      for (NonStringKey k : p.loaded->non_string_keys) {
+        if (!p.package.empty())
+          k.parent = k.parent.empty() ? p.package : p.package + "." + k.parent;
+        non_string_keys->push_back(std::move(k));
+      }
     }
     cfg.erase("hydra");
     return cfg;
@@ -344,7 +353,7 @@ class Composer {
     Loaded l;
     l.file = file;
     l.header = package_header(file);
-    l.content = load_yaml_file(file);
+    l.content = load_yaml_file(file, &l.non_string_keys);
     if (l.content.is_null()) l.content = Json::object();
     if (l.content.is_object() && l.content.contains("defaults")) {
       l.defaults = parse_defaults(l.content["defaults"], file);
@@ -692,8 +701,9 @@ std::vector<std::string> config_groups_in(const fs::path& dir) {
   return out;
 }
 
-Json compose_hydra_config(const fs::path& primary, const std::vector<GroupOverride>& overrides) {
-  return Composer(primary, overrides).compose();
+Json compose_hydra_config(const fs::path& primary, const std::vector<GroupOverride>& overrides,
+                          std::vector<NonStringKey>* non_string_keys) {
+  return Composer(primary, overrides).compose(non_string_keys);
 }
 
 }  // namespace zt

@@ -30,6 +30,8 @@
 
 namespace zt {
 
+struct NonStringKey;  // io/hydra_yaml.h
+
 // The most configs one chain of defaults lists may nest (the primary, a group file its list names,
 // a file that one's list names, …). Hydra 1.3.2 stops near 470 with Python's RecursionError; a
 // chain of 20,000 overflowed zerotune's stack.
@@ -66,7 +68,10 @@ std::vector<std::string> config_groups_in(const std::filesystem::path& dir);
 // that are), a group chosen twice, an override or deletion that matches no entry, `_self_` twice,
 // a list merged with a mapping, a chain of defaults lists nesting more than kMaxDefaultsDepth
 // configs (naming the entry, the file and its depth), and the refused forms above.
+// `non_string_keys`, when given, receives the other keys of the configs composed that PyYAML
+// types as other than a string (load_yaml_file), each parent the key path in the composed config.
 Json compose_hydra_config(const std::filesystem::path& primary,
-                          const std::vector<GroupOverride>& overrides);
+                          const std::vector<GroupOverride>& overrides,
+                          std::vector<NonStringKey>* non_string_keys = nullptr);
 
 }  // namespace zt

@@ -476,6 +476,20 @@ Json parse_override_value(const std::string& ov, size_t eq) {
   return ValueParser(ov, eq + 1).parse();
 }
 
+std::optional<std::string> python_str_of_token(std::string_view s) {
+  if (s.empty()) return std::nullopt;
+  if (float_end(s, 0) == s.size()) return python_float_repr(*python_float(s, /*spaces=*/false));
+  if (int_end(s, 0) == s.size()) {
+    std::string digits = s[0] == '-' ? "-" : "";
+    for (const char c : s.substr(s[0] == '-' || s[0] == '+'))
+      if (c != '_') digits += c;
+    return digits == "-0" ? "0" : digits;
+  }
+  if (word_end(s, 0, "true") == s.size()) return "True";
+  if (word_end(s, 0, "false") == s.size()) return "False";
+  return std::nullopt;
+}
+
 std::string unquote_hydra_string(std::string_view quoted) {
   const char quote = quoted.front();
   const std::string_view in = quoted.substr(1, quoted.size() - 2);

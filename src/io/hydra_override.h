@@ -5,6 +5,7 @@
 // a hand-written lexer with ANTLR's longest-match rule and a recursive-descent parser.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -42,6 +43,13 @@ namespace zt {
 // int64 inside a list, dict or function call; nesting deeper than 200 levels; a dict key given
 // twice (Hydra keeps the last value; zerotune refuses, as it refuses a key given twice in a file).
 Json parse_override_value(const std::string& ov, size_t eq);
+
+// Python's str() of `s` when the whole of it is one int, float or bool token of Hydra's override
+// grammar, tokens OmegaConf's grammar shares for an unquoted resolver argument (oc.env's default):
+// an int in decimal without '+' or '_', of any size as Python's ints (`+1_000` is "1000", `-0` is
+// "0"); a float as Python's repr() (`1.50` is "1.5", `1e3` "1000.0", `-INF` "-inf"); a bool "True"
+// or "False" (any case). nullopt for anything else (`007`, `1__0`, `yes`, `null`, `a b`).
+std::optional<std::string> python_str_of_token(std::string_view s);
 
 // The text of a quoted value `quoted` ('…' or "…", its quotes included) with Hydra's quoted-string
 // escapes undone, which are also OmegaConf's for a quoted resolver argument: a run of n

@@ -23,14 +23,6 @@ namespace {
 
 bool is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 
-// Python's repr() of a float, as Hydra's str() writes one: the shortest text that reads back the
-// same, with ".0" on a whole number (fmt's "{}" is that without the ".0": 1e+16, 1e-05, 0.1).
-std::string python_float_repr(double d) {
-  std::string s = fmt::format("{}", d);
-  if (s.find_first_of(".en") == std::string::npos) s += ".0";  // not inf, nan, 1e+16 or 0.5
-  return s;
-}
-
 // The JSON type of `v` in Python's words, for messages.
 std::string_view python_type(const Json& v) {
   if (v.is_string()) return "str";

@@ -114,25 +114,55 @@ bool parse_float(const std::string& s, double* out) {
   return true;
 }
 
-Json node_to_json(const YAML::Node& n, const std::filesystem::path& file) {
+// A scalar's text as UTF-8. yaml-cpp writes the escapes \N and \_ of a double-quoted scalar as the
+// single bytes 0x85 and 0xA0 (Latin-1), not as UTF-8; the file was checked to be UTF-8, so those
+// are the only bytes that are not, and each is written as the code point it is (U+0085, U+00A0),
+// as PyYAML reads the escapes.
+std::string scalar_text(const YAML::Node& n) {
+  std::string s = n.Scalar();
+  for (int64_t bad; (bad = first_invalid_utf8_byte(s)) >= 0;) {
+    const auto b = static_cast<unsigned char>(s[static_cast<size_t>(bad)]);
+    s.replace(static_cast<size_t>(bad), 1,
+              {static_cast<char>(0xC0 | (b >> 6)), static_cast<char>(0x80 | (b & 0x3F))});
+  }
+  return s;
+}
+
+// `n` as JSON; each plain mapping key PyYAML types as other than a string is appended to
+// `non_string_keys` when given (`path` is the key path of `n`).
+Json node_to_json(const YAML::Node& n, const std::filesystem::path& file, const std::string& path,
+                  std::vector<NonStringKey>* non_string_keys) {
+  const auto below = [&](const std::string& k) { return path.empty() ? k : path + "." + k; };
   switch (n.Type()) {
     case YAML::NodeType::Null:
     case YAML::NodeType::Undefined:
       return nullptr;
     case YAML::NodeType::Scalar:
-      return yaml_scalar_to_json(n.Scalar(), n.Tag() == "!");
+      return yaml_scalar_to_json(scalar_text(n), n.Tag() == "!");
     case YAML::NodeType::Sequence: {
       Json a = Json::array();
-      for (const auto& c : n) a.push_back(node_to_json(c, file));
+      for (const auto& c : n)
+        a.push_back(node_to_json(c, file, below(std::to_string(a.size())), non_string_keys));
       return a;
     }
     case YAML::NodeType::Map: {
       Json o = Json::object();
       for (const auto& kv : n) {
+        if (kv.first.IsNull())  // `null:`, `~:` (yaml-cpp keeps no text for them)
+          fail(
+              "{}:{}: a null key{} (null, Null, NULL or ~, unquoted): OmegaConf refuses it "
+              "(Incompatible key type 'NoneType'); quote it if it is a name",
+              file.string(), kv.first.Mark().line + 1, path.empty() ? "" : " in " + path);
         if (!kv.first.IsScalar())
           fail("{}:{}: only scalar mapping keys are supported", file.string(),
                kv.first.Mark().line + 1);
-        o[kv.first.Scalar()] = node_to_json(kv.second, file);
+        const std::string k = scalar_text(kv.first);
+        if (non_string_keys != nullptr && kv.first.Tag() == "?") {
+          Json typed = yaml_scalar_to_json(k, /*quoted=*/false);
+          if (!typed.is_string())
+            non_string_keys->push_back({file, kv.first.Mark().line + 1, path, k, std::move(typed)});
+        }
+        o[k] = node_to_json(kv.second, file, below(k), non_string_keys);
       }
       return o;
     }
@@ -297,10 +327,41 @@ void leaf_paths(const Json& v, const std::string& path, std::vector<std::string>
   for (const auto& [k, c] : v.items()) leaf_paths(c, path + "." + k, out);
 }
 
+// The key path a misspelt override key `parts` likely meant, or "". Component by component, one
+// the file has at the path suggested so far, or one of a key path in `known` (the keys the
+// application knows, which an override sets without '+') that starts with that path, is kept;
+// another is replaced by the closest such key within max(1, n/4) edits (closest_match's
+// max(2, n/4) takes "a" for "zz"). "" when a component has none that close, or when the path found
+// is neither in the file nor known (an override of it would fail too).
+std::string suggested_key(const Json& root, const std::vector<std::string>& parts,
+                          const std::vector<std::string>& known) {
+  std::string path;
+  for (const auto& part : parts) {
+    std::set<std::string_view> here;
+    const Json* node = path.empty() ? &root : find_key_path(root, path);
+    if (node != nullptr && node->is_object())
+      for (auto it = node->begin(); it != node->end(); ++it) here.insert(it.key());
+    const std::string prefix = path.empty() ? "" : path + ".";
+    for (const std::string& k : known) {
+      if (k.size() <= prefix.size() || k.compare(0, prefix.size(), prefix) != 0) continue;
+      const std::string_view rest = std::string_view(k).substr(prefix.size());
+      here.insert(rest.substr(0, rest.find('.')));
+    }
+    std::string near =
+        here.count(part)
+            ? part
+            : closest_match(part, std::vector<std::string_view>(here.begin(), here.end()));
+    if (near.empty() || edit_distance(part, near) > std::max<size_t>(1, part.size() / 4)) return "";
+    path = prefix + near;
+  }
+  const bool is_known = std::find(known.begin(), known.end(), path) != known.end();
+  return find_key_path(root, path) != nullptr || is_known ? path : "";
+}
+
 // Applies override `ov` to `root`; appends to `set` the key paths of the values it sets.
 void apply_override(Json& root, const std::string& ov, const std::filesystem::path& file,
-                    const std::function<bool(const std::string&)>& is_known,
-                    const std::string& hint, std::vector<std::string>* set) {
+                    const std::vector<std::string>& known, const std::string& hint,
+                    std::vector<std::string>* set) {
   if (!ov.empty() && ov[0] == '~') {  // Hydra's delete: ~key, or ~key=value (only if it holds that)
     delete_override(root, ov, file);
     return;
@@ -319,7 +380,7 @@ void apply_override(Json& root, const std::string& ov, const std::filesystem::pa
     key = key.substr(1);
   }
   if (key.empty()) fail("override '{}' is not of the form key.path=value", ov);
-  if (is_known && is_known(key)) add = true;
+  if (std::find(known.begin(), known.end(), key) != known.end()) add = true;
   const Json value = parse_override_value(ov, eq);
   leaf_paths(value, key, set);
   Json* cur = &root;
@@ -330,20 +391,11 @@ void apply_override(Json& root, const std::string& ov, const std::filesystem::pa
     if (!cur->is_object()) fail("override '{}': '{}' is not a mapping in {}", ov, p, file.string());
     if (!cur->contains(p)) {
       if (!add) {
-        // A misspelt key is the likelier mistake than a new one: the closest key of the mapping
-        // where the path leaves the file, in the key path the override would then have named.
-        std::vector<std::string_view> here;
-        for (auto it = cur->begin(); it != cur->end(); ++it) here.emplace_back(it.key());
-        std::string near = closest_match(p, here);
-        // Stricter than closest_match's max(2, n/4) edits, which takes "a" for "zz".
-        if (!near.empty() && edit_distance(p, near) > std::max<size_t>(1, p.size() / 4))
-          near.clear();
-        std::string path;
-        for (size_t j = 0; j < parts.size(); ++j)
-          path += (j > 0 ? "." : "") + (j == i ? near : parts[j]);
-        // (Not beside the config-group hint, which names the likelier mistake.)
-        const std::string mean =
-            near.empty() || !hint.empty() ? "" : fmt::format("did you mean '{}'? or ", path);
+        // A misspelt key is the likelier mistake than a new one: the key path it likely meant,
+        // in the file or known (not beside the config-group hint, which names the likelier
+        // mistake).
+        const std::string near = hint.empty() ? suggested_key(root, parts, known) : "";
+        const std::string mean = near.empty() ? "" : fmt::format("did you mean '{}'? or ", near);
         fail("override '{}': key '{}' is not in {} ({}use +{} to add a new key){}", ov, key,
              file.string(), mean, key, hint);
       }
@@ -386,13 +438,13 @@ Json yaml_scalar_to_json(const std::string& s, bool quoted) {
   return s;
 }
 
-Json load_yaml_file(const std::filesystem::path& path) {
-  return node_to_json(parse_file(path), path);
+Json load_yaml_file(const std::filesystem::path& path, std::vector<NonStringKey>* non_string_keys) {
+  return node_to_json(parse_file(path), path, "", non_string_keys);
 }
 
 Json load_hydra_yaml(const std::filesystem::path& path, const std::vector<std::string>& overrides,
-                     const std::function<bool(const std::string&)>& is_known,
-                     std::vector<std::string>* overridden) {
+                     const std::vector<std::string>& known, std::vector<std::string>* overridden,
+                     std::vector<NonStringKey>* non_string_keys) {
   const std::filesystem::path dir = path.parent_path();
   std::vector<GroupOverride> groups;
   std::vector<std::string> keys;  // overrides of keys, applied to the composed config
@@ -417,10 +469,10 @@ Json load_hydra_yaml(const std::filesystem::path& path, const std::vector<std::s
       keys.push_back(ov);
     }
   }
-  Json root = compose_hydra_config(path, groups);
+  Json root = compose_hydra_config(path, groups, non_string_keys);
   std::vector<std::string> from_command_line;  // the key paths the overrides set
   for (const auto& ov : keys) {
-    apply_override(root, ov, path, is_known, group_hint(ov, dir), &from_command_line);
+    apply_override(root, ov, path, known, group_hint(ov, dir), &from_command_line);
     if (overridden != nullptr) {
       std::string key = ov.substr(0, ov.find('='));
       key.erase(0, std::min(key.find_first_not_of("+~"), key.size()));

@@ -8,7 +8,6 @@
 #pragma once
 
 #include <filesystem>
-#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -28,28 +27,48 @@ inline constexpr std::string_view kMissingValue = "???";
 // (Command-line override values follow Hydra's grammar instead: io/hydra_override.h.)
 Json yaml_scalar_to_json(const std::string& s, bool quoted);
 
+// A mapping key of a config file that PyYAML (YAML 1.1, as OmegaConf's loader) types as other
+// than a string: `yes:` True, `1:` 1, `0x10:` 16, `1.5:` 1.5 (a null key is refused). Its mappings
+// have string keys, so zerotune keeps such a key as written; where Python needs a string (a keyword
+// argument's name), the application refuses it.
+struct NonStringKey {
+  std::filesystem::path file;
+  int line = 0;        // 1-based
+  std::string parent;  // the key path of the mapping that holds it ("" for the top)
+  std::string key;     // as written
+  Json value;          // as PyYAML types it: a bool, an int or a float
+};
+
 // Loads `path`, composes it with its config groups (an override whose key names a directory
 // beside `path` chooses, adds (+) or removes (~) a config group, as in Hydra), applies the other
 // `overrides` in Hydra's grammar ("a.b=1"; "+a.c=x" adds a key; "++a.c=x" adds or overrides;
 // "~a.b" deletes a key, "~a.b=v" only if it holds v), drops `defaults`/`hydra`, resolves
 // interpolations. `???` values are kept as the string "???".
-// An override of a key absent from the file needs a leading '+' (as in Hydra) unless
-// `is_known(key)` says the application knows the key (it has a default there).
+// An override of a key absent from the file needs a leading '+' (as in Hydra) unless `known`
+// holds its key path (the application knows the key: it has a default there); one that needs it
+// is told the key path it likely meant, in the file or in `known` ("did you mean …?").
 // Throws zt::Error naming the file (and line for YAML syntax errors and repeated keys), the
 // override that names an unknown key (without '+'), an interpolation that points nowhere or loops,
 // the composition errors of compose_hydra_config (the file and defaults entry, or override), a
 // value Hydra's override grammar refuses (parse_override_value, io/hydra_override.h), and a sweep
 // (refuse_sweep_override, io/hydra_sweep.h: `lr=1e-5,2e-5`, `choice(a,b)`, …). `overridden`, when
-// given, receives the key path of each override (for messages that say where a value came from).
+// given, receives the key path of each override (for messages that say where a value came from);
+// `non_string_keys` each key of the files composed that PyYAML types as other than a string, its
+// parent the key path in the composed config.
 Json load_hydra_yaml(const std::filesystem::path& path, const std::vector<std::string>& overrides,
-                     const std::function<bool(const std::string&)>& is_known = {},
-                     std::vector<std::string>* overridden = nullptr);
+                     const std::vector<std::string>& known = {},
+                     std::vector<std::string>* overridden = nullptr,
+                     std::vector<NonStringKey>* non_string_keys = nullptr);
 
 // Parses a YAML file into JSON with no interpolation (e.g. accelerate / DeepSpeed configs), by
 // load_yaml's rules (io/yaml_load.h: one document, bounded aliases, merge keys resolved).
 // Throws zt::Error naming the file and line on syntax errors, a key given twice in a mapping, a
-// second document, an alias expansion past the limit, a malformed merge key.
-Json load_yaml_file(const std::filesystem::path& path);
+// second document, an alias expansion past the limit, a malformed merge key, a null key
+// (`null:`, `~:`; OmegaConf refuses one: "Incompatible key type 'NoneType'"). `non_string_keys`,
+// when given, receives each plain key PyYAML types as other than a string (its parent the key
+// path in the file; list elements by index).
+Json load_yaml_file(const std::filesystem::path& path,
+                    std::vector<NonStringKey>* non_string_keys = nullptr);
 
 // "a.b.c" -> {"a", "b", "c"}.
 std::vector<std::string> split_key_path(std::string_view path);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <set>
 #include <string_view>
 
@@ -12,6 +13,7 @@
 #include "core/spelling.h"
 #include "io/hydra_override.h"
 #include "io/hydra_yaml.h"
+#include "io/python_number.h"
 
 namespace zt::detail {
 namespace {
@@ -46,10 +48,22 @@ std::vector<std::string> resolver_args(const std::string& text) {
   return args;
 }
 
-// `s` without the spaces at its start and end.
+// `s` without the spaces and tabs at its start and end (OmegaConf's grammar skips both there).
 std::string strip_spaces(const std::string& s) {
-  const size_t first = s.find_first_not_of(' ');
-  return first == std::string::npos ? "" : s.substr(first, s.find_last_not_of(' ') + 1 - first);
+  const size_t first = s.find_first_not_of(" \t");
+  return first == std::string::npos ? "" : s.substr(first, s.find_last_not_of(" \t") + 1 - first);
+}
+
+// Python's str() of a scalar, as OmegaConf writes a value into text: a string as it is, True /
+// False, an int in decimal, a float as repr() (1.5, 1e-05, inf), None. nullopt for a list or a
+// dict, whose Python text (`[1, 'a']`, `{'a': 1}`) zerotune does not write.
+std::optional<std::string> python_str(const Json& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_boolean()) return v.get<bool>() ? "True" : "False";
+  if (v.is_number_integer()) return v.dump();
+  if (v.is_number_float()) return python_float_repr(v.get<double>());
+  if (v.is_null()) return "None";
+  return std::nullopt;
 }
 
 // An unquoted resolver argument with OmegaConf's escapes undone: a backslash before one of
@@ -113,19 +127,52 @@ class Resolver {
   // one is text, its interpolations resolved into it and its quotes and escapes undone
   // (unquote_hydra_string, io/hydra_override.h: OmegaConf's quoted strings escape as Hydra's; the
   // escapes before "${" are left to resolve_string(), and removing backslashes before a quote or
-  // at the end never puts one next to a "${"); an unquoted one holding an interpolation is that
-  // interpolation's value (`${n}` keeps its type) or the text it makes (`${d}/out`); `null` in any
-  // case is null; other unquoted text has its escapes undone (`a\,b` is "a,b"). Throws what
-  // resolve_string() throws.
+  // at the end never puts one next to a "${"; a quoted `"${n}"` is str() of n's value); an
+  // unquoted one holding an interpolation is that interpolation's value (`${n}` keeps its type)
+  // or the text it makes (`${d}/out`); `null` in any case is null; other unquoted text has its
+  // escapes undone (`a\,b` is "a,b"). Throws what resolve_string() and text() throw.
   Json resolve_arg(const std::string& written, const std::string& at) {
     const std::string a = strip_spaces(written);
-    if (a.size() >= 2 && (a.front() == '\'' || a.front() == '"') && a.back() == a.front()) {
-      const Json v = resolve_string(unquote_hydra_string(a), at);
-      return v.is_string() ? v : Json(v.dump());  // OmegaConf's str() of a quoted `"${n}"`
+    if (is_quoted(a)) {
+      const std::string inner = unquote_hydra_string(a);
+      return text(resolve_string(inner, at), inner, at);
     }
     if (a.find("${") != std::string::npos) return resolve_string(a, at);
     if (ascii_lower(a) == "null") return Json();
     return unescape_resolver_arg(a);
+  }
+
+  static bool is_quoted(const std::string& a) {
+    return a.size() >= 2 && (a.front() == '\'' || a.front() == '"') && a.back() == a.front();
+  }
+
+  // oc.env's default `written`, typed by OmegaConf's grammar: an int, float or bool token is
+  // already the text str() makes of it (`1.50` → "1.5", `1_000` → "1000", `true` → "True"); a
+  // list or dict written out is an empty one of its kind (only its kind is used: text() refuses
+  // it); anything else is resolve_arg()'s value (an interpolated 3 stays 3, null stays null; a
+  // quoted default is its text as written: '1.50' → "1.50"). Throws what resolve_arg() throws.
+  Json env_default(const std::string& written, const std::string& at) {
+    const std::string a = strip_spaces(written);
+    if (!is_quoted(a) && a.find("${") == std::string::npos) {
+      if (std::optional<std::string> s = python_str_of_token(a)) return *s;
+      if (!a.empty() && a.front() == '[') return Json::array();
+      if (!a.empty() && a.front() == '{') return Json::object();
+    }
+    return resolve_arg(written, at);
+  }
+
+  // `v`, the value of `written` at key path `at`, as the text OmegaConf makes of it (python_str());
+  // throws for a list or a dict.
+  Json text(const Json& v, const std::string& written, const std::string& at) {
+    std::optional<std::string> s = python_str(v);
+    if (!s)
+      fail(
+          "{}: '{}': '{}' gives a {} where OmegaConf makes text of it, Python's str() of the {} "
+          "(as in [1, 'a'] or {{'a': 1}}), which zerotune does not write; write the text wanted, "
+          "quoted{}",
+          file_.string(), at, written, v.is_array() ? "list" : "dict",
+          v.is_array() ? "list" : "dict", where(at));
+    return *s;
   }
 
   Json resolve_ref(const std::string& expr, const std::string& at) {
@@ -145,13 +192,7 @@ class Resolver {
       // raised) whether the variable is set or not.
       const Json name = resolve_arg(args[0], at);
       const std::string var = name.is_string() ? name.get<std::string>() : name.dump();
-      // The default is a string, as OmegaConf makes it (str() of an interpolated number: 42 →
-      // "42"), except null (`null` in any case, or an interpolated null: OmegaConf returns None).
-      Json def;
-      if (args.size() == 2) {
-        def = resolve_arg(args[1], at);
-        if (def.is_number() || def.is_boolean()) def = def.dump();
-      }
+      const Json def = args.size() == 2 ? env_default(args[1], at) : Json();
       if (var.empty() && args.size() == 1)
         fail(
             "{}: '{}' interpolates '${{{}}}', which names no environment variable; oc.env needs "
@@ -166,7 +207,8 @@ class Resolver {
       if (args.size() == 1)
         fail("{}: '{}' interpolates environment variable {} which is not set{}", file_.string(), at,
              var, where(at));
-      return def;
+      // The default as oc.env returns it: str() of its value, except null, which stays None.
+      return def.is_null() ? def : text(def, strip_spaces(args[1]), at);
     }
     if (expr.find(':') != std::string::npos)
       fail("{}: '{}' uses the resolver '${{{}}}', which zerotune does not support (only oc.env){}",
@@ -234,8 +276,8 @@ class Resolver {
       size_t close = closing_brace(s, open);
       if (close == std::string::npos)
         fail("{}: '{}': unterminated '${{' in '{}'{}", file_.string(), at, s, where(at));
-      Json v = resolve_ref(s.substr(open + 2, close - open - 2), at);
-      out += v.is_string() ? v.get<std::string>() : v.dump();
+      const std::string inner = s.substr(open, close + 1 - open);
+      out += text(resolve_ref(inner.substr(2, inner.size() - 3), at), inner, at).get<std::string>();
       i = close + 1;
     }
     return out;

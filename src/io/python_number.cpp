@@ -1,5 +1,7 @@
 #include "io/python_number.h"
 
+#include <fmt/format.h>
+
 #include <cerrno>
 #include <cstdlib>
 #include <limits>
@@ -75,6 +77,12 @@ std::optional<double> python_float(std::string_view s, bool spaces) {
   }
   if (i != s.size()) return std::nullopt;
   return std::strtod(text.c_str(), nullptr);  // out of range: ±inf or 0, as Python gives
+}
+
+std::string python_float_repr(double d) {
+  std::string s = fmt::format("{}", d);  // Python's repr without the ".0" of a whole number
+  if (s.find_first_of(".en") == std::string::npos) s += ".0";  // not inf, nan, 1e+16 or 0.5
+  return s;
 }
 
 }  // namespace zt

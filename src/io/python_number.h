@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace zt {
@@ -20,5 +21,10 @@ std::optional<int64_t> python_int(std::string_view s, bool spaces = true);
 // an optional exponent ("1e-5", "1_0.5e1_0"). With `spaces`, ASCII whitespace around it is
 // skipped. nullopt where float() raises; a finite text too large is inf, as in Python.
 std::optional<double> python_float(std::string_view s, bool spaces = true);
+
+// Python's repr() (and str()) of a float: the shortest text that reads back the same, with ".0" on
+// a whole number, scientific when the exponent is below -4 or from 16 (`1.5`, `1000.0`, `1e-05`,
+// `1e+16`, `inf`, `nan`).
+std::string python_float_repr(double d);
 
 }  // namespace zt

@@ -3,6 +3,7 @@
 #include <yaml-cpp/eventhandler.h>
 
 #include <algorithm>
+#include <array>
 #include <map>
 #include <sstream>
 #include <unordered_map>
@@ -176,6 +177,37 @@ void resolve_merges(YAML::Node node, const std::string& origin) {
   for (size_t w : winner) node.force_insert(merged[w].first, merged[w].second);
 }
 
+// The 1-based line and column (in bytes) of byte `at` of `text`, lines ending at '\n'.
+std::pair<size_t, size_t> line_and_column(std::string_view text, size_t at) {
+  const size_t line = 1 + static_cast<size_t>(std::count(text.begin(), text.begin() + at, '\n'));
+  const size_t line_start = at == 0 ? std::string_view::npos : text.rfind('\n', at - 1);
+  return {line, line_start == std::string_view::npos ? at + 1 : at - line_start};
+}
+
+// Throws for the first NEL, U+2028 or U+2029 of `text` (io/yaml_load.h says why).
+void refuse_yaml11_line_breaks(std::string_view text, const std::string& origin) {
+  struct Break {
+    std::string_view utf8, name, escape;
+  };
+  static constexpr std::array<Break, 3> kBreaks = {
+      {{"\xC2\x85", "U+0085 (NEXT LINE)", "\\x85"},
+       {"\xE2\x80\xA8", "U+2028 (LINE SEPARATOR)", "\\u2028"},
+       {"\xE2\x80\xA9", "U+2029 (PARAGRAPH SEPARATOR)", "\\u2029"}}};
+  size_t first = std::string_view::npos;
+  const Break* found = nullptr;
+  for (const Break& b : kBreaks) {
+    const size_t at = text.find(b.utf8);
+    if (at < first) first = at, found = &b;
+  }
+  if (found == nullptr) return;
+  const auto [line, column] = line_and_column(text, first);
+  fail(
+      "{}:{}:{}: character {} is a line break to PyYAML (YAML 1.1, which OmegaConf and accelerate "
+      "read this file with) and not to zerotune's YAML reader, so the two read different values; "
+      "remove it, or write it as the escape {} inside double quotes",
+      origin, line, column, found->name, found->escape);
+}
+
 }  // namespace
 
 int64_t first_invalid_utf8_byte(std::string_view s) {
@@ -211,15 +243,14 @@ int64_t first_invalid_utf8_byte(std::string_view s) {
   return -1;
 }
 
-YAML::Node load_yaml(const std::string& text, const std::string& origin) {
+YAML::Node load_yaml(const std::string& text, const std::string& origin, bool json) {
   if (const int64_t bad = first_invalid_utf8_byte(text); bad >= 0) {
     const size_t at = static_cast<size_t>(bad);
-    const size_t line = 1 + static_cast<size_t>(std::count(text.begin(), text.begin() + bad, '\n'));
-    const size_t line_start = at == 0 ? std::string::npos : text.rfind('\n', at - 1);
-    const size_t col = line_start == std::string::npos ? at + 1 : at - line_start;
+    const auto [line, col] = line_and_column(text, at);
     fail("{}:{}:{}: byte 0x{:02X} is not UTF-8 (byte {} of the text); YAML must be UTF-8 text",
          origin, line, col, static_cast<unsigned char>(text[at]), at);
   }
+  if (!json) refuse_yaml11_line_breaks(text, origin);
   {
     std::istringstream in(text);
     YAML::Parser parser(in);

@@ -2,6 +2,13 @@
 // JSON (read as YAML for its line numbers) and command-line override values — with the rules
 // OmegaConf (PyYAML underneath) applies to the same files:
 //   - the text must be UTF-8 (an error names the line and column of the first other byte);
+//   - NEL (U+0085), LINE SEPARATOR (U+2028) and PARAGRAPH SEPARATOR (U+2029) are line breaks to
+//     PyYAML (YAML 1.1) and ordinary characters to yaml-cpp (YAML 1.2), so a text holding one
+//     reads differently (there a comment ends at it, a plain scalar stops, a quoted one folds it
+//     to a space): refused, naming its line and column (inside double quotes the escapes \x85,
+//     \u2028, \u2029 give the character in both; yaml-cpp's node holds \N and \_ as single
+//     Latin-1 bytes, which the config reader re-encodes); not in a JSON text, where Python's json
+//     reads them as characters;
 //   - one document per file: a second document (`---`) is an error naming its line (PyYAML:
 //     "expected a single document in the stream"), never silently dropped;
 //   - aliases are bounded: the nodes that aliases stand for, summed over every alias, may number at
@@ -35,8 +42,9 @@ inline constexpr int kMaxYamlDepth = 400;
 // Parses YAML `text` (ORIGIN names it in messages) with the rules above; merge keys are resolved
 // in the returned tree (nodes keep their marks, so later messages can name lines). Syntax errors
 // throw YAML::Exception (its mark holds line and column) for the caller to phrase; the rules above
-// throw zt::Error "ORIGIN:LINE: …".
-YAML::Node load_yaml(const std::string& text, const std::string& origin);
+// throw zt::Error "ORIGIN:LINE: …". `json`: the text is JSON (read as YAML for its line
+// numbers), whose reader takes NEL, U+2028 and U+2029 as characters.
+YAML::Node load_yaml(const std::string& text, const std::string& origin, bool json = false);
 
 // Byte offset of the first byte of `s` that does not start or continue a well-formed UTF-8
 // sequence (overlong forms, surrogates and code points above U+10FFFF are ill-formed; RFC 3629),

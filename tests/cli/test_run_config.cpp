@@ -76,9 +76,24 @@ TEST(RunConfig, OverridesOfSchemaKeysNeedNoPlus) {
   auto c = zt::cli::RunConfig::load(p, {"trainer.max_steps=7"});
   EXPECT_EQ(c.get<int64_t>("trainer.max_steps"), 7);
   EXPECT_EQ(c.get<double>("trainer.learning_rate"), 1e-4);
+  // A misspelt one is told the schema's key, which the file leaves at its default (only the
+  // file's keys were compared: no suggestion), also where the file lacks the section or a second
+  // word is misspelt; a word close to none gets none.
   EXPECT_EQ(error_of([&] { zt::cli::RunConfig::load(p, {"trainer.max_stepz=7"}); }),
             "override 'trainer.max_stepz=7': key 'trainer.max_stepz' is not in " + p.string() +
-                " (use +trainer.max_stepz to add a new key)");
+                " (did you mean 'trainer.max_steps'? or use +trainer.max_stepz to add a new key)");
+  EXPECT_EQ(error_of([&] { zt::cli::RunConfig::load(p, {"compute.zero_stag=2"}); }),
+            "override 'compute.zero_stag=2': key 'compute.zero_stag' is not in " + p.string() +
+                " (did you mean 'compute.zero_stage'? or use +compute.zero_stag to add a new key)");
+  EXPECT_EQ(error_of([&] { zt::cli::RunConfig::load(p, {"trainr.max_stepz=7"}); }),
+            "override 'trainr.max_stepz=7': key 'trainr.max_stepz' is not in " + p.string() +
+                " (did you mean 'trainer.max_steps'? or use +trainr.max_stepz to add a new key)");
+  EXPECT_EQ(error_of([&] { zt::cli::RunConfig::load(p, {"trainer.zzzz=7"}); }),
+            "override 'trainer.zzzz=7': key 'trainer.zzzz' is not in " + p.string() +
+                " (use +trainer.zzzz to add a new key)");
+  // The key suggested is accepted as it is.
+  EXPECT_EQ(
+      zt::cli::RunConfig::load(p, {"compute.zero_stage=2"}).get<int64_t>("compute.zero_stage"), 2);
 }
 
 // A file's unquoted yes / on read as OmegaConf's loader reads them (YAML 1.1: booleans), and an
@@ -254,4 +269,46 @@ TEST(RunConfig, NumberStringsReadAsPythonIntAndFloat) {
             p.string() +
                 ": trainer.max_steps: '1__0' is not valid (expected an integer >= -1) (given on "
                 "the command line)");
+}
+
+// TRL passes trainer.chat_template_kwargs to the chat template as keyword arguments
+// (apply_chat_template(**kwargs)); PyYAML reads an unquoted `yes:` there as True, `0x10:` as 16
+// and `1.5:` as 1.5, and Python raises TypeError (keywords must be strings). zerotune kept them as
+// the strings "yes", "0x10", "1.5"; they are refused, naming the file, line and key. A quoted key
+// is a string, and a null key is refused anywhere, as OmegaConf's loader refuses it.
+TEST(RunConfig, ChatTemplateKwargsKeysMustBeStrings) {
+  zt::testing::TempDir dir;
+  const auto p = dir / "sft.yaml";
+  const auto refused = [&](const std::string& key, int line, const std::string& python) {
+    return p.string() + ":" + std::to_string(line) + ": trainer.chat_template_kwargs: the key " +
+           key + " is " + python +
+           " to PyYAML (YAML 1.1, as OmegaConf loads it), not a string; TRL passes these keys to "
+           "the chat template as keyword arguments, and a keyword name must be a string (Python "
+           "raises TypeError: keywords must be strings): quote the key, as in '" +
+           key + "':";
+  };
+  std::ofstream(p) << "trainer:\n  chat_template_kwargs:\n    enable_thinking: false\n    yes: 1\n";
+  EXPECT_EQ(error_of([&] { zt::cli::RunConfig::load(p, {}); }),
+            refused("yes", 4, "the boolean True"));
+  std::ofstream(p) << "trainer:\n  chat_template_kwargs: {0x10: a}\n";
+  EXPECT_EQ(error_of([&] { zt::cli::RunConfig::load(p, {}); }),
+            refused("0x10", 2, "the integer 16"));
+  std::ofstream(p) << "trainer:\n  chat_template_kwargs:\n    1.5: a\n";
+  EXPECT_EQ(error_of([&] { zt::cli::RunConfig::load(p, {}); }), refused("1.5", 3, "the float 1.5"));
+  std::ofstream(p) << "trainer:\n  chat_template_kwargs:\n    'yes': 1\n    \"1\": 2\n    on_: 3\n";
+  EXPECT_EQ(zt::cli::RunConfig::load(p, {}).value("trainer.chat_template_kwargs"),
+            (zt::Json{{"yes", 1}, {"1", 2}, {"on_", 3}}));
+  std::ofstream(p) << "trainer:\n  chat_template_kwargs:\n    ~: 1\n";
+  EXPECT_EQ(
+      error_of([&] { zt::cli::RunConfig::load(p, {}); }),
+      p.string() +
+          ":3: a null key in trainer.chat_template_kwargs (null, Null, NULL or ~, unquoted): "
+          "OmegaConf refuses it (Incompatible key type 'NoneType'); quote it if it is a name");
+  // From a config group's file, under the group's package.
+  std::filesystem::create_directories(dir / "trainer");
+  std::ofstream(dir / "trainer" / "base.yaml") << "chat_template_kwargs:\n  On: true\n";
+  std::ofstream(p) << "defaults:\n  - trainer: base\n  - _self_\n";
+  EXPECT_EQ(error_of([&] { zt::cli::RunConfig::load(p, {}); }),
+            refused("On", 2, "the boolean True")
+                .replace(0, p.string().size(), (dir / "trainer" / "base.yaml").string()));
 }

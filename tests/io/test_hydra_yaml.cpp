@@ -219,21 +219,100 @@ TEST(HydraYaml, EmptyOverrideValueIsEmptyString) {
             "override '~n=': cannot delete 'n': its value is 1, not \"\"");
 }
 
-// oc.env's literal defaults as OmegaConf reads them: spaces around stripped, quotes removed, an
-// empty default the empty string, null (any case) None.
-TEST(HydraYaml, EnvDefaultsAreStrings) {
+// oc.env's defaults as OmegaConf 2.3 gives them: the default typed by its grammar, then str() of
+// it (env() returns str(default)), so `1.50` is "1.5", `true` "True", `+1_000` "1000" (they were
+// kept as written); a quoted default is its text as written, null (any case) None, and text the
+// grammar does not type (0x10, 007, 1__0, yes) stays as written. An interpolated value, in the
+// default or inside a string, is str() of it too (True, 1.5, -inf, None; they were true, null).
+// The values are OmegaConf 2.3.0's for this file.
+TEST(HydraYaml, EnvDefaultsAreStrOfTheTypedDefault) {
   unsetenv("ZT_TEST_HYDRA_UNSET");
-  auto p =
-      write_tmp("envdef.yaml",
-                "a: ${oc.env:ZT_TEST_HYDRA_UNSET, 5 }\nb: ${oc.env:ZT_TEST_HYDRA_UNSET,'abc'}\n"
-                "c: ${oc.env:ZT_TEST_HYDRA_UNSET,}\nd: ${oc.env:ZT_TEST_HYDRA_UNSET,NULL}\n"
-                "e: x/${oc.env:ZT_TEST_HYDRA_UNSET,true}\n");
+  auto p = write_tmp("envdef.yaml", R"(a: ${oc.env:ZT_TEST_HYDRA_UNSET, 5 }
+b: ${oc.env:ZT_TEST_HYDRA_UNSET,'abc'}
+c: ${oc.env:ZT_TEST_HYDRA_UNSET,}
+d: ${oc.env:ZT_TEST_HYDRA_UNSET,NULL}
+e: x/${oc.env:ZT_TEST_HYDRA_UNSET,true}
+f: ${oc.env:ZT_TEST_HYDRA_UNSET,1.50}
+g: ${oc.env:ZT_TEST_HYDRA_UNSET,'1.50'}
+h: ${oc.env:ZT_TEST_HYDRA_UNSET,"1.50"}
+i: ${oc.env:ZT_TEST_HYDRA_UNSET,+1_000}
+j: ${oc.env:ZT_TEST_HYDRA_UNSET,-0}
+k: ${oc.env:ZT_TEST_HYDRA_UNSET,0x10}
+l: ${oc.env:ZT_TEST_HYDRA_UNSET,007}
+m: ${oc.env:ZT_TEST_HYDRA_UNSET,1e-5}
+n: ${oc.env:ZT_TEST_HYDRA_UNSET,2e16}
+o: ${oc.env:ZT_TEST_HYDRA_UNSET,-INF}
+p: ${oc.env:ZT_TEST_HYDRA_UNSET,FALSE}
+q: ${oc.env:ZT_TEST_HYDRA_UNSET,123456789012345678901234567890}
+r: ${oc.env:ZT_TEST_HYDRA_UNSET,1__0}
+s: ${oc.env:ZT_TEST_HYDRA_UNSET,yes}
+t: ${oc.env:ZT_TEST_HYDRA_UNSET,'null'}
+u: ${oc.env:ZT_TEST_HYDRA_UNSET,5.}
+v: ${oc.env:ZT_TEST_HYDRA_UNSET,.5}
+w: ${oc.env:ZT_TEST_HYDRA_UNSET,1.0e1_0}
+flag: on
+fl: 1.50
+inf: -.inf
+nul: ~
+x: ${oc.env:ZT_TEST_HYDRA_UNSET,${flag}}
+y: ${oc.env:ZT_TEST_HYDRA_UNSET,${fl}}
+z: ${oc.env:ZT_TEST_HYDRA_UNSET,'${flag}'}
+aa: ${oc.env:ZT_TEST_HYDRA_UNSET,${inf}}
+ab: ${oc.env:ZT_TEST_HYDRA_UNSET,${nul}}
+ac: run-${flag}-${fl}-${inf}-${nul}
+ad: ${oc.env:ZT_TEST_HYDRA_UNSET,nan}
+)");
   const zt::Json j = zt::load_hydra_yaml(p, {});
-  EXPECT_EQ(j["a"], "5");
-  EXPECT_EQ(j["b"], "abc");
-  EXPECT_EQ(j["c"], "");
+  const std::vector<std::pair<std::string, std::string>> expected = {
+      {"a", "5"},
+      {"b", "abc"},
+      {"c", ""},
+      {"e", "x/True"},
+      {"f", "1.5"},
+      {"g", "1.50"},
+      {"h", "1.50"},
+      {"i", "1000"},
+      {"j", "0"},
+      {"k", "0x10"},
+      {"l", "007"},
+      {"m", "1e-05"},
+      {"n", "2e+16"},
+      {"o", "-inf"},
+      {"p", "False"},
+      {"q", "123456789012345678901234567890"},
+      {"r", "1__0"},
+      {"s", "yes"},
+      {"t", "null"},
+      {"u", "5.0"},
+      {"v", "0.5"},
+      {"w", "10000000000.0"},
+      {"x", "True"},
+      {"y", "1.5"},
+      {"z", "True"},
+      {"aa", "-inf"},
+      {"ac", "run-True-1.5--inf-None"},
+      {"ad", "nan"}};
+  for (const auto& [key, value] : expected) EXPECT_EQ(j[key], value) << key;
   EXPECT_TRUE(j["d"].is_null());
-  EXPECT_EQ(j["e"], "x/true");
+  EXPECT_TRUE(j["ab"].is_null());
+  // A list or dict made text: OmegaConf writes Python's str() of it ("[1, 2]", "{'a': 1}");
+  // zerotune refuses it. A set variable needs no default: the list there is no error.
+  auto l = write_tmp("envdef_list.yaml", "a: ${oc.env:ZT_TEST_HYDRA_UNSET,[1,2]}\n");
+  EXPECT_EQ(error_of([&] { zt::load_hydra_yaml(l, {}); }),
+            l.string() +
+                ": 'a': '[1,2]' gives a list where OmegaConf makes text of it, Python's str() of "
+                "the list (as in [1, 'a'] or {'a': 1}), which zerotune does not write; write the "
+                "text wanted, quoted");
+  setenv("ZT_TEST_HYDRA_SET", "v", 1);
+  auto l2 = write_tmp("envdef_list2.yaml", "b: ${oc.env:ZT_TEST_HYDRA_SET,[1,2]}\n");
+  EXPECT_EQ(zt::load_hydra_yaml(l2, {})["b"], "v");
+  unsetenv("ZT_TEST_HYDRA_SET");
+  auto d = write_tmp("envdef_dict.yaml", "kw: {a: 1}\ns: x${kw}\n");
+  EXPECT_EQ(error_of([&] { zt::load_hydra_yaml(d, {}); }),
+            d.string() +
+                ": 's': '${kw}' gives a dict where OmegaConf makes text of it, Python's str() of "
+                "the dict (as in [1, 'a'] or {'a': 1}), which zerotune does not write; write the "
+                "text wanted, quoted");
 }
 
 // oc.env takes a variable name and one default; `${oc.env:X,a,b}` was read as the default "a,b",
@@ -429,6 +508,19 @@ TEST(HydraYaml, Errors) {
   EXPECT_EQ(error_of([&] { zt::load_hydra_yaml(m, {"trainer.xy=2"}); }),
             "override 'trainer.xy=2': key 'trainer.xy' is not in " + m.string() +
                 " (use +trainer.xy to add a new key)");
+  // A key the application knows (`known`: it has a default there), absent from the file, is
+  // suggested too, also below a section the file lacks.
+  EXPECT_EQ(error_of([&] {
+              zt::load_hydra_yaml(m, {"trainer.warmup_step=2"},
+                                  {"trainer.warmup_steps", "compute.zero_stage"});
+            }),
+            "override 'trainer.warmup_step=2': key 'trainer.warmup_step' is not in " + m.string() +
+                " (did you mean 'trainer.warmup_steps'? or use +trainer.warmup_step to add a new "
+                "key)");
+  EXPECT_EQ(
+      error_of([&] { zt::load_hydra_yaml(m, {"compute.zero_stag=2"}, {"compute.zero_stage"}); }),
+      "override 'compute.zero_stag=2': key 'compute.zero_stag' is not in " + m.string() +
+          " (did you mean 'compute.zero_stage'? or use +compute.zero_stag to add a new key)");
   auto r = write_tmp("d.yaml", "a: [1, 2\n");
   EXPECT_NE(error_of([&] { zt::load_hydra_yaml(r, {}); }).find(r.string() + ":"),
             std::string::npos);

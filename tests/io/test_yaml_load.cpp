@@ -79,6 +79,43 @@ TEST(YamlLoad, BytesThatAreNotUtf8AreNamed) {
             "text)");
 }
 
+// NEL, U+2028 and U+2029 are line breaks to PyYAML (YAML 1.1) and characters to yaml-cpp: PyYAML
+// reads `a: b<NEL>c: d` as {a: b, c: d} and `a: 1 # x<NEL>b: 2` as {a: 1, b: 2}, folds "x<NEL>y"
+// to "x y" and stops `a: x<LS>` at "x"; zerotune read them as text. They are refused, naming the
+// line and column; the escapes \x85, \u2028, \u2029 inside double quotes give the characters in
+// both, and
+// a JSON text (DeepSpeed's) keeps them as characters, as Python's json does.
+TEST(YamlLoad, Yaml11LineBreaksAreRefused) {
+  const std::string tail =
+      " is a line break to PyYAML (YAML 1.1, which OmegaConf and accelerate read this file with) "
+      "and not to zerotune's YAML reader, so the two read different values; remove it, or write it "
+      "as the escape ";
+  EXPECT_EQ(yaml_error("x: 1\na: b\xc2\x85"
+                       "c: d\n"),
+            "f.yaml:2:5: character U+0085 (NEXT LINE)" + tail + "\\x85 inside double quotes");
+  EXPECT_EQ(yaml_error("a: 1 # x\xc2\x85"
+                       "b: 2\n"),
+            "f.yaml:1:9: character U+0085 (NEXT LINE)" + tail + "\\x85 inside double quotes");
+  EXPECT_EQ(yaml_error("a: \"x\xe2\x80\xa8y\"\n"), "f.yaml:1:6: character U+2028 (LINE SEPARATOR)" +
+                                                       tail + "\\u2028 inside double quotes");
+  EXPECT_EQ(
+      yaml_error("a: x\xe2\x80\xa9\nb: 'y\xc2\x85'\n"),
+      "f.yaml:1:5: character U+2029 (PARAGRAPH SEPARATOR)" + tail + "\\u2029 inside double quotes");
+  EXPECT_EQ(yaml("a: \"x\\x85y\\u2028z\\u2029\"\n")["a"], "x\xc2\x85y\xe2\x80\xa8z\xe2\x80\xa9");
+  // yaml-cpp's \N and \_ gave the bytes 0x85 and 0xA0 (not UTF-8: an "internal error" where the
+  // value reached the JSON library); PyYAML's U+0085 and U+00A0, keys too.
+  EXPECT_EQ(yaml("a: \"x\\Ny\\_z\\Lw\"\n\"k\\N\": 1\n"),
+            Json::parse("{\"a\": \"x\\u0085y\\u00a0z\\u2028w\", \"k\\u0085\": 1}"));
+  EXPECT_EQ(
+      zt::load_yaml("{\"a\": \"x\xc2\x85y\"}", "ds.json", /*json=*/true)["a"].as<std::string>(),
+      "x\xc2\x85y");
+  TempDir d;
+  std::ofstream(d / "sft.yaml") << "trainer:\n  seed: 1 # one\xe2\x80\xa8  max_steps: 5\n";
+  EXPECT_EQ(error_of([&] { zt::load_hydra_yaml(d / "sft.yaml", {}); }),
+            (d / "sft.yaml").string() + ":2:16: character U+2028 (LINE SEPARATOR)" + tail +
+                "\\u2028 inside double quotes");
+}
+
 TEST(YamlLoad, AliasExpansionIsBounded) {
   // 9^3 leaves expand to 8,289 nodes: read; the fourth level passes 10,000 at its first alias.
   EXPECT_EQ(yaml(alias_bomb(4))["z_a3"][8][8][8][8], "x");
