@@ -325,16 +325,20 @@ AccelerateConfig parse_accelerate_config_text(const std::string& yaml, const std
       read_deepspeed(rd, ds, base_dir);
   } else if (c.distributed_type == "FSDP") {
     read_fsdp(rd, fs && !fs.IsNull() ? fs : YAML::Node(YAML::NodeType::Map));
-  } else {
-    // accelerate ignores these sections unless the distributed_type selects them; so do we, but
-    // say so when they ask for sharding.
-    if (ds && ds.IsMap() && ds.size() > 0)
-      rd.warn(fmt::format("{}: deepspeed_config is ignored with distributed_type {}", origin,
-                          c.distributed_type));
-    if (fs && fs.IsMap() && fs.size() > 0)
-      rd.warn(fmt::format("{}: fsdp_config is ignored with distributed_type {}", origin,
-                          c.distributed_type));
   }
+  // accelerate launch copies both sections into its arguments but acts only on the one its
+  // distributed_type selects (DEEPSPEED: deepspeed_config, FSDP: fsdp_config), silently; zerotune
+  // ignores the other alike, but says so when it asks for sharding.
+  if (c.distributed_type != "DEEPSPEED" && ds && ds.IsMap() && ds.size() > 0)
+    rd.warn(
+        fmt::format("{}: deepspeed_config is ignored with distributed_type {}, as accelerate "
+                    "ignores it (set distributed_type: DEEPSPEED to use it)",
+                    origin, c.distributed_type));
+  if (c.distributed_type != "FSDP" && fs && fs.IsMap() && fs.size() > 0)
+    rd.warn(
+        fmt::format("{}: fsdp_config is ignored with distributed_type {}, as accelerate "
+                    "ignores it (set distributed_type: FSDP to use it)",
+                    origin, c.distributed_type));
   if (c.offload_param_device != "none")
     rd.warn(
         fmt::format("{}: parameter offload (offload_param_device: {}) is not supported; "

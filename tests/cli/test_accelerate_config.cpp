@@ -309,6 +309,38 @@ TEST(AccelerateConfig, FsdpStrategiesMapToZeroStages) {
             std::string::npos);
 }
 
+// The section distributed_type does not select is ignored, as accelerate ignores it, with a
+// warning whatever the type: deepspeed_config beside FSDP was dropped without a word (ZeRO stage 3,
+// no offload) while beside MULTI_GPU it was warned about.
+TEST(AccelerateConfig, TheUnselectedSectionIsIgnoredWithAWarning) {
+  const std::string ds =
+      "deepspeed_config:\n  offload_optimizer_device: cpu\n  zero_stage: 1\n"
+      "mixed_precision: bf16\nnum_processes: 2\n";
+  const AccelerateConfig fsdp =
+      parse_accelerate_config_text("distributed_type: FSDP\n" + ds, "f.yaml");
+  EXPECT_EQ(fsdp.zero_stage, 3);  // fsdp_config's default, FULL_SHARD
+  EXPECT_EQ(fsdp.offload_optimizer_device, "none");
+  ASSERT_EQ(fsdp.warnings.size(), 1u);
+  EXPECT_EQ(fsdp.warnings[0],
+            "f.yaml: deepspeed_config is ignored with distributed_type FSDP, as accelerate ignores "
+            "it (set distributed_type: DEEPSPEED to use it)");
+  const AccelerateConfig multi =
+      parse_accelerate_config_text("distributed_type: MULTI_GPU\n" + ds, "m.yaml");
+  EXPECT_EQ(multi.zero_stage, std::nullopt);
+  ASSERT_EQ(multi.warnings.size(), 1u);
+  EXPECT_EQ(multi.warnings[0],
+            "m.yaml: deepspeed_config is ignored with distributed_type MULTI_GPU, as accelerate "
+            "ignores it (set distributed_type: DEEPSPEED to use it)");
+  const AccelerateConfig dspeed = parse_accelerate_config_text(
+      "distributed_type: DEEPSPEED\n" + ds + "fsdp_config:\n  fsdp_sharding_strategy: 2\n",
+      "d.yaml");
+  EXPECT_EQ(dspeed.zero_stage, 1);
+  ASSERT_EQ(dspeed.warnings.size(), 1u);
+  EXPECT_EQ(dspeed.warnings[0],
+            "d.yaml: fsdp_config is ignored with distributed_type DEEPSPEED, as accelerate "
+            "ignores it (set distributed_type: FSDP to use it)");
+}
+
 TEST(AccelerateConfig, DeepSpeedJsonFile) {
   const auto dir = fs::path(::testing::TempDir()) / "zt_ds_json";
   fs::create_directories(dir);
