@@ -70,6 +70,20 @@ TEST(AccelerateConfig, UnknownKeysAreErrorsNamingFileLineAndKey) {
       "b.yaml:4: unknown key 'deepspeed_config.zero_stag': not a key of accelerate's "
       "deepspeed_config (did "
       "you mean 'zero_stage'?)");
+  // A key of a section written at the top level: the nested key is suggested, not the section
+  // itself ("did you mean 'deepspeed_config'?").
+  EXPECT_EQ(error_of([] {
+              parse_accelerate_config_text(
+                  "distributed_type: DEEPSPEED\ndeepspeed_config_file: ds.json\n", "t.yaml");
+            }),
+            "t.yaml:2: unknown key 'deepspeed_config_file': not an accelerate config key (did you "
+            "mean 'deepspeed_config.deepspeed_config_file'? it belongs in the deepspeed_config "
+            "section)");
+  EXPECT_EQ(error_of([] {
+              parse_accelerate_config_text("distributed_type: FSDP\nfsdp_version: 2\n", "v.yaml");
+            }),
+            "v.yaml:2: unknown key 'fsdp_version': not an accelerate config key (did you mean "
+            "'fsdp_config.fsdp_version'? it belongs in the fsdp_config section)");
   // A section accelerate ignores for this distributed_type is still spell-checked.
   EXPECT_EQ(error_of([] {
               parse_accelerate_config_text(
