@@ -67,6 +67,12 @@ std::string show(const YAML::Node& v) {
   return "null";
 }
 
+// A section of a config (a key whose value is a mapping) and the keys known in it.
+struct Section {
+  std::string_view name;
+  std::span<const LaunchKey> keys;
+};
+
 // Reading context: names the origin in messages and collects warnings.
 struct Reader {
   AccelerateConfig* cfg;
@@ -102,18 +108,26 @@ struct Reader {
     bad(n, key, "a number or \"auto\"");
   }
   // Every key of `map` must be in `known` (`what` names the table in the error); a noted key off
-  // its neutral value adds a note, a refused one is an error.
+  // its neutral value adds a note, a refused one is an error. An unknown key that is a key of one
+  // of the `sections` (name, keys) below `map` is suggested there ("did you mean
+  // 'deepspeed_config.deepspeed_config_file'?"), else the closest known key is.
   void check_keys(const YAML::Node& map, std::span<const LaunchKey> known,
-                  const std::string& prefix, std::string_view what) {
+                  const std::string& prefix, std::string_view what,
+                  std::span<const Section> sections = {}) {
     std::vector<std::string_view> names;
     for (const auto& k : known) names.push_back(k.name);
     for (const auto& kv : map) {
       const std::string k = kv.first.Scalar();
       const int line = kv.first.Mark().line + 1;
       const LaunchKey* spec = find_launch_key(known, k);
-      if (spec == nullptr)
-        fail("{}:{}: unknown key '{}{}': not {}{}", origin, line, prefix, k, what,
-             did_you_mean(k, names));
+      if (spec == nullptr) {
+        std::string hint = did_you_mean(k, names);
+        for (const Section& s : sections)
+          if (find_launch_key(s.keys, k) != nullptr)
+            hint = fmt::format(" (did you mean '{0}{1}.{2}'? it belongs in the {0}{1} section)",
+                               prefix, s.name, k);
+        fail("{}:{}: unknown key '{}{}': not {}{}", origin, line, prefix, k, what, hint);
+      }
       if (spec->neutral.empty() || is_neutral(kv.second, spec->neutral)) continue;
       if (spec->refuse)
         fail("{}:{}: '{}{}: {}' is not supported by zerotune: {}", origin, line, prefix, k,
@@ -282,7 +296,9 @@ AccelerateConfig parse_accelerate_config_text(const std::string& yaml, const std
         "expected a mapping such as `num_processes: 2` (accelerate refuses such a file too)",
         origin);
   if (!root.IsMap()) fail("{}: expected a mapping of accelerate settings at the top level", origin);
-  rd.check_keys(root, accelerate_top_keys(), "", "an accelerate config key");
+  const Section sections[] = {{"deepspeed_config", accelerate_deepspeed_keys()},
+                              {"fsdp_config", accelerate_fsdp_keys()}};
+  rd.check_keys(root, accelerate_top_keys(), "", "an accelerate config key", sections);
 
   if (const YAML::Node n = root["distributed_type"]) {
     const std::string v = upper(rd.str(n, "distributed_type"));
@@ -325,16 +341,20 @@ AccelerateConfig parse_accelerate_config_text(const std::string& yaml, const std
       read_deepspeed(rd, ds, base_dir);
   } else if (c.distributed_type == "FSDP") {
     read_fsdp(rd, fs && !fs.IsNull() ? fs : YAML::Node(YAML::NodeType::Map));
-  } else {
-    // accelerate ignores these sections unless the distributed_type selects them; so do we, but
-    // say so when they ask for sharding.
-    if (ds && ds.IsMap() && ds.size() > 0)
-      rd.warn(fmt::format("{}: deepspeed_config is ignored with distributed_type {}", origin,
-                          c.distributed_type));
-    if (fs && fs.IsMap() && fs.size() > 0)
-      rd.warn(fmt::format("{}: fsdp_config is ignored with distributed_type {}", origin,
-                          c.distributed_type));
   }
+  // accelerate launch copies both sections into its arguments but acts only on the one its
+  // distributed_type selects (DEEPSPEED: deepspeed_config, FSDP: fsdp_config), silently; zerotune
+  // ignores the other alike, but says so when it asks for sharding.
+  if (c.distributed_type != "DEEPSPEED" && ds && ds.IsMap() && ds.size() > 0)
+    rd.warn(
+        fmt::format("{}: deepspeed_config is ignored with distributed_type {}, as accelerate "
+                    "ignores it (set distributed_type: DEEPSPEED to use it)",
+                    origin, c.distributed_type));
+  if (c.distributed_type != "FSDP" && fs && fs.IsMap() && fs.size() > 0)
+    rd.warn(
+        fmt::format("{}: fsdp_config is ignored with distributed_type {}, as accelerate "
+                    "ignores it (set distributed_type: FSDP to use it)",
+                    origin, c.distributed_type));
   if (c.offload_param_device != "none")
     rd.warn(
         fmt::format("{}: parameter offload (offload_param_device: {}) is not supported; "

@@ -9,14 +9,17 @@
 namespace zt::cli {
 namespace {
 
-// dataset.<split>.path, or the cached hub file of dataset.<split>.name (see data_setup.h).
-std::filesystem::path dataset_file(const RunConfig& cfg, const std::string& split) {
+// dataset.<split>.path, or the cached hub file of dataset.<split>.name (see data_setup.h);
+// `used_key` (optional) gets the key that named it.
+std::filesystem::path dataset_file(const RunConfig& cfg, const std::string& split,
+                                   std::string* used_key = nullptr) {
   const std::string key = "dataset." + split;
   const auto is_local = cfg.get_optional<bool>("dataset.is_local");
   const auto path = cfg.get_optional<std::string>(key + ".path");
   const auto name = cfg.get_optional<std::string>(key + ".name");
   auto hf_split = cfg.get_optional<std::string>(key + ".split");
   const bool local = is_local ? *is_local : path.has_value() || !name.has_value();
+  if (used_key != nullptr) *used_key = key + (local ? ".path" : ".name");
   if (local) {
     if (!path)
       fail("{}: {}.path is not set{}", cfg.source(), key,
@@ -93,7 +96,14 @@ TokenizerBundle load_tokenizer(const RunConfig& cfg) {
 
 data::DataOptions data_options(const RunConfig& cfg, const std::string& split) {
   data::DataOptions o;
-  o.dataset = dataset_file(cfg, split);
+  o.names.source = cfg.source();
+  o.names.split = split;
+  o.dataset = dataset_file(cfg, split, &o.names.dataset_key);
+  for (const char* key : {"dataset.prompt_format", "trainer.assistant_only_loss",
+                          "trainer.completion_only_loss", "trainer.eos_token"}) {
+    const std::string k = key;
+    o.names.options[k.substr(k.find('.') + 1)] = {k, cfg.where(k)};
+  }
   o.dataset_text_field = cfg.get<std::string>("trainer.dataset_text_field");
   o.max_length = cfg.get_optional<int64_t>("trainer.max_length");  // null: no truncation
   // TRL: eval_packing (default None) follows packing. zerotune evaluates example by example, so

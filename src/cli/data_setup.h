@@ -30,6 +30,8 @@ TokenizerBundle load_tokenizer(const RunConfig& cfg);
 // `load_dataset(ext, data_files=path)` has) or, with dataset.is_local: false (or no path),
 // dataset.<split>.name, a hub dataset id read from the local HF cache (io/dataset_source.h) with
 // dataset.<split>.split (default "train" for the train set, "test" for the eval set).
+// DataOptions::names gets the config file, the split, the key naming the file and the config keys
+// (with RunConfig::where) of the options the data pipeline's errors name.
 // Throws zt::Error naming the key when neither is set, when is_local contradicts what is given,
 // when a local file's split is not "train", or when the hub dataset cannot be found.
 data::DataOptions data_options(const RunConfig& cfg, const std::string& split);

@@ -254,6 +254,10 @@ RunConfig RunConfig::from_json(Json tree, const std::string& source, const std::
     const Json* pf = find_key_path(tree, "dataset.prompt_format");
     if (pf == nullptr || pf->is_null()) {
       *ensure(tree, "dataset.prompt_format") = "chat";
+      c.implied_["dataset.prompt_format"] = fmt::format(
+          "not set in {}: chat is implied by model_name, the users' sft.py layout; set "
+          "dataset.prompt_format: none for TRL's plain prompt + completion",
+          source);
       c.notes_.push_back(fmt::format(
           "{}: model_name given (the users' sft.py layout): dataset.prompt_format is chat — each plain prompt is "
           "one user turn of the chat template with the generation prompt, the completion ends with EOS, as "
@@ -301,7 +305,9 @@ bool RunConfig::is_missing(const std::string& key) const {
 }
 
 std::string RunConfig::where(const std::string& key) const {
-  return overridden_.count(key) ? " (given on the command line)" : "";
+  if (overridden_.count(key)) return " (given on the command line)";
+  const auto it = implied_.find(key);
+  return it != implied_.end() ? " (" + it->second + ")" : "";
 }
 
 void RunConfig::set(const std::string& key, Json value) { *ensure(tree_, key) = std::move(value); }

@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -52,7 +53,9 @@ class RunConfig {
   // One line each: known keys that change nothing in zerotune (set off their default), old names
   // read as new ones, the users'-layout formatting choice. Printed at start-up.
   const std::vector<std::string>& notes() const { return notes_; }
-  // " (given on the command line)" when `key` was overridden, else "".
+  // Where the value of `key` came from when not from the config file: " (given on the command
+  // line)" when overridden, " (not set in FILE: …)" saying what implied it and how to change it
+  // (dataset.prompt_format: chat under model_name), else "".
   std::string where(const std::string& key) const;
 
  private:
@@ -61,6 +64,7 @@ class RunConfig {
   std::string source_;
   std::vector<std::string> notes_;
   std::set<std::string> overridden_;  // key paths given on the command line
+  std::map<std::string, std::string> implied_;  // key path -> what set it (see where)
 };
 
 }  // namespace zt::cli

@@ -1,5 +1,6 @@
 #include "cli/run_dir_guard.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -70,31 +71,77 @@ void check_not_in_checkpoint(const std::string& source, const std::string& key,
   }
 }
 
+namespace {
+
+// lstat(2) of `p`: 0 when it exists (a dangling symbolic link too), else the errno (ENOENT or
+// ENOTDIR when it does not exist).
+int lstat_errno(const fs::path& p) {
+  struct stat st {};
+  return ::lstat(p.c_str(), &st) == 0 ? 0 : errno;
+}
+
+}  // namespace
+
 void check_dir_creatable(const std::string& source, const std::string& key, const fs::path& dir) {
   // An empty path (`output_dir: ${oc.env:OUT}` with OUT set to nothing) names no directory: taken
   // for ".", the run trained and then failed to export its model.
   if (dir.empty()) fail("{}: {} is empty (expected a directory)", source, key);
-  const fs::path& target = dir;
-  fs::path cur = target;
-  std::error_code ec;
-  while (!fs::exists(fs::symlink_status(cur, ec))) {
-    cur = cur.parent_path();
-    if (cur.empty()) cur = ".";
-  }
-  const bool is_target = cur == target;
-  const char* verb = is_target ? "write in" : "create";
-  if (fs::is_symlink(fs::symlink_status(cur, ec)) && !fs::exists(fs::status(cur, ec)))
-    fail("{}: {}: cannot create {}: {} is a dangling symbolic link", source, key, target.string(),
-         cur.string());
-  if (!fs::is_directory(fs::status(cur, ec)))
-    fail("{}: {}: cannot create {}: {} ({} is {})", source, key, target.string(),
-         std::strerror(ENOTDIR), cur.string(),
-         fs::is_regular_file(fs::status(cur, ec)) ? "a file" : "not a directory");
-  if (::access(cur.c_str(), W_OK | X_OK) != 0) {
+  // ENOENT from a probe: another rank's probe removed the ancestor found a moment before (ranks
+  // check the same paths at once); the walk is then made again.
+  constexpr int kAttempts = 8;
+  for (int attempt = 1;; ++attempt) {
+    // The directories `mkdir -p dir` would create, deepest first; the nearest existing ancestor.
+    std::vector<fs::path> missing;
+    fs::path cur = dir;
+    for (int e = lstat_errno(cur); e != 0; e = lstat_errno(cur)) {
+      if (e != ENOENT && e != ENOTDIR)  // ENAMETOOLONG, EACCES, ELOOP: the path cannot be used
+        fail("{}: {}: cannot create {}: {}", source, key, dir.string(), std::strerror(e));
+      missing.push_back(cur);
+      cur = cur.parent_path();
+      if (cur.empty()) cur = ".";
+    }
+    std::error_code ec;
+    if (fs::is_symlink(fs::symlink_status(cur, ec)) && !fs::exists(fs::status(cur, ec)))
+      fail("{}: {}: cannot create {}: {} is a dangling symbolic link", source, key, dir.string(),
+           cur.string());
+    if (!fs::is_directory(fs::status(cur, ec)))
+      fail("{}: {}: cannot create {}: {} ({} is {})", source, key, dir.string(),
+           std::strerror(ENOTDIR), cur.string(),
+           fs::is_regular_file(fs::status(cur, ec)) ? "a file" : "not a directory");
+    if (missing.empty()) {
+      // It exists: a probe directory made and removed proves the run can write there (access(2)
+      // passes root on file systems that refuse every new entry, such as sysfs).
+      std::string probe = (dir / ".zerotune-probe-XXXXXX").string();
+      if (::mkdtemp(probe.data()) != nullptr) {
+        ::rmdir(probe.c_str());
+        return;
+      }
+      const int e = errno;
+      if (e == ENOENT && attempt < kAttempts) continue;
+      fail("{}: {}: cannot write in {}: {}", source, key, dir.string(), std::strerror(e));
+    }
+    // Each name to create must fit the file system's NAME_MAX (deeper ones are not made below).
+    const long name_max = ::pathconf(cur.c_str(), _PC_NAME_MAX);
+    for (const fs::path& m : missing) {
+      const size_t len = m.filename().native().size();
+      if (name_max > 0 && len > static_cast<size_t>(name_max))
+        fail("{}: {}: cannot create {}: {} (a path component of {} bytes; {} allows at most {})",
+             source, key, dir.string(), std::strerror(ENAMETOOLONG), len, cur.string(), name_max);
+    }
+    // The first directory is made and removed again: only mkdir(2) itself knows every reason
+    // (permissions, a read-only mount, a file system that refuses new entries). Nothing is left
+    // behind, so a run that fails later for another reason leaves no empty directory. Deeper
+    // directories would go in this new one, so they are not made; another rank probing the same
+    // path at once finds it there (EEXIST), which proves as much.
+    const fs::path& first = missing.back();
+    if (::mkdir(first.c_str(), 0777) == 0) {
+      ::rmdir(first.c_str());
+      return;
+    }
     const int e = errno;
-    if (is_target)
-      fail("{}: {}: cannot {} {}: {}", source, key, verb, target.string(), std::strerror(e));
-    fail("{}: {}: cannot {} {}: {} (in {})", source, key, verb, target.string(), std::strerror(e),
+    if (e == EEXIST) return;
+    if (e == ENOENT && attempt < kAttempts) continue;
+    fail("{}: {}: cannot create {}: {} (in {})", source, key, dir.string(), std::strerror(e),
          cur.string());
   }
 }

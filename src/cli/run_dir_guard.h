@@ -28,14 +28,18 @@ void check_run_dir_is_free(const std::filesystem::path& exp_dir, const std::file
 void check_not_in_checkpoint(const std::string& source, const std::string& key,
                              const std::filesystem::path& dir);
 
-// Checks, creating nothing, that directory `dir` (the value of config key `key`) exists as a
-// directory this process may write in, or can be created: walks up to the nearest existing
-// ancestor, which must be a directory (not a file, not a dangling symbolic link) with write and
-// search permission on a writable file system (access(2), so root's rights and read-only mounts
-// count as they will at mkdir). Throws zt::Error
+// Proves that directory `dir` (the value of config key `key`) can be created, or written in when
+// it exists, leaving nothing behind: walks up to the nearest existing ancestor, which must be a
+// directory (not a file, not a dangling symbolic link); checks every name still to create against
+// the file system's NAME_MAX; then makes the first missing directory with mkdir(2) and removes it
+// again (an existing `dir`: makes and removes a `.zerotune-probe-XXXXXX` directory in it), so
+// permissions, read-only mounts and file systems that refuse new entries (sysfs) fail here, not
+// when the run writes its outputs. Throws zt::Error
 //   "SOURCE: KEY: cannot create DIR: REASON" (e.g. "Not a directory (runs/afile is a file)",
-//   "Read-only file system", "Permission denied"), or "SOURCE: KEY: cannot write in DIR: REASON"
-// when DIR itself exists but is not writable, or "SOURCE: KEY is empty (expected a directory)".
+//   "Read-only file system (in runs)", "Operation not permitted (in /sys)", "File name too long
+//   (a path component of 300 bytes; runs allows at most 255)"), or "SOURCE: KEY: cannot write in
+//   DIR: REASON" when DIR itself exists but is not writable, or "SOURCE: KEY is empty (expected a
+//   directory)".
 void check_dir_creatable(const std::string& source, const std::string& key,
                          const std::filesystem::path& dir);
 

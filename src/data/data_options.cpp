@@ -6,6 +6,27 @@
 
 namespace zt::data {
 
+std::string ConfigNames::bare_key(std::string_view option) const {
+  const auto it = options.find(option);
+  return it != options.end() ? it->second.first : std::string(option);
+}
+
+std::string ConfigNames::key(std::string_view option) const {
+  const auto it = options.find(option);
+  if (it == options.end() || source.empty()) return bare_key(option);
+  return source + ": " + it->second.first;
+}
+
+std::string ConfigNames::where(std::string_view option) const {
+  const auto it = options.find(option);
+  return it != options.end() ? it->second.second : std::string();
+}
+
+std::string ConfigNames::dataset(const std::filesystem::path& file) const {
+  if (split.empty()) return file.string();
+  return fmt::format("{} (the {} set, {})", file.string(), split, dataset_key);
+}
+
 CompletionMask parse_completion_mask(std::string_view value, std::string_view key) {
   if (value == "prefix") return CompletionMask::kPrefix;
   if (value == "positional") return CompletionMask::kPositional;

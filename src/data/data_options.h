@@ -4,9 +4,11 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "io/json.h"
 
@@ -51,6 +53,28 @@ std::string_view to_string(PrefixMismatch v);
 std::string_view to_string(PromptFormat v);
 std::string_view to_string(TruncationMode v);
 
+// How errors about a dataset and its options name them the way the run config does (cli/
+// data_setup fills it). Empty (a test, a library caller): the file alone and TRL's option names.
+// Changes no output, so it is not part of the cache key.
+struct ConfigNames {
+  std::string source;       // the config file ("sft.yaml")
+  std::string split;        // "train" or "eval"
+  std::string dataset_key;  // the key that names the file ("dataset.eval.path")
+  // TRL option name ("prompt_format") -> {the config key as the user writes it
+  // ("dataset.prompt_format"), where its value came from (RunConfig::where: " (given on the
+  // command line)", or how it was implied and how to change it; "" when set in the file)}.
+  std::map<std::string, std::pair<std::string, std::string>, std::less<>> options;
+
+  // "SOURCE: KEY" of TRL option `option` ("KEY" without a source; `option` itself when unknown).
+  std::string key(std::string_view option) const;
+  // The config key alone ("dataset.prompt_format"), or `option` when unknown.
+  std::string bare_key(std::string_view option) const;
+  // The option's where-suffix (see `options`), or "".
+  std::string where(std::string_view option) const;
+  // "FILE (the SPLIT set, DATASET_KEY)", or FILE when the split is not known.
+  std::string dataset(const std::filesystem::path& file) const;
+};
+
 struct DataOptions {
   std::filesystem::path dataset;             // .jsonl, .json or .parquet
   std::string dataset_text_field = "text";   // TRL `dataset_text_field`
@@ -77,6 +101,7 @@ struct DataOptions {
   TruncationMode truncation_mode = TruncationMode::kKeepStart;
   std::filesystem::path cache_dir;  // empty = default_cache_dir()
   int num_threads = 0;              // tokenisation threads; 0 = OpenMP's default
+  ConfigNames names;                // for errors only (not hashed)
 };
 
 // Where token caches go when DataOptions::cache_dir is empty: $ZEROTUNE_CACHE_DIR, else

@@ -50,7 +50,7 @@ struct PrepareReport {
 // (dataset_text_field, max_length, packing, packing_strategy, packing_group_size,
 // completion_only_loss, assistant_only_loss, eos_token, chat_template, prompt_format,
 // completion_mask, chat_template_kwargs, truncation_mode). cache_dir, num_threads,
-// chat_template_name and prefix_mismatch do not change the output and are not hashed.
+// chat_template_name, names and prefix_mismatch do not change the output and are not hashed.
 // Throws zt::Error naming a file that cannot be read.
 CacheKey dataset_cache_key(const DataOptions& opts, const text::TokenizerConfig& config);
 

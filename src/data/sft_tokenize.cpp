@@ -36,38 +36,40 @@ SftFormatter::SftFormatter(const DataOptions& opts, const DatasetFormat& format,
     : tok_(&tokenizer), format_(format), opts_(opts), cfg_(config) {
   const DatasetKind kind = format.kind;
   const bool plain = !is_conversational(kind);
+  const ConfigNames& names = opts.names;
+  const std::string dataset = names.dataset(opts.dataset);
   if (opts.eos_token) {
     if (!tokenizer.token_to_id(*opts.eos_token)) {
-      fail("eos_token: '{}' is not a token of the tokenizer in {}", *opts.eos_token,
-           config.dir.string());
+      fail("{}: '{}' is not a token of the tokenizer in {}{}", names.key("eos_token"),
+           *opts.eos_token, config.dir.string(), names.where("eos_token"));
     }
     eos_ = *opts.eos_token;
     cfg_.eos_token = eos_;  // TRL sets tokenizer.eos_token, which templates then see
   } else if (config.eos_token) {
     eos_ = *config.eos_token;
   } else if (plain) {
-    fail("{}/tokenizer_config.json has no eos_token, which plain ({}) data needs; set eos_token",
-         config.dir.string(), to_string(kind));
+    fail("{}/tokenizer_config.json has no eos_token, which {} ({} data) needs; set {}",
+         config.dir.string(), dataset, to_string(kind), names.bare_key("eos_token"));
   }
 
   if (opts.prompt_format == PromptFormat::kChat && kind != DatasetKind::kPromptCompletion) {
-    fail(
-        "prompt_format: chat needs plain-string 'prompt' and 'completion' columns; the dataset "
-        "is {}",
-        to_string(kind));
+    fail("{}: chat needs plain-string 'prompt' and 'completion' columns, but {} is {} data{}",
+         names.key("prompt_format"), dataset, to_string(kind), names.where("prompt_format"));
   }
   if (opts.completion_only_loss) {
     if (*opts.completion_only_loss && !is_prompt_completion(kind)) {
-      fail("completion_only_loss: true needs a prompt/completion dataset; the dataset is {}",
-           to_string(kind));
+      fail("{}: true needs a prompt/completion dataset, but {} is {} data{}",
+           names.key("completion_only_loss"), dataset, to_string(kind),
+           names.where("completion_only_loss"));
     }
     completion_only_loss_ = *opts.completion_only_loss;
   } else {
     completion_only_loss_ = is_prompt_completion(kind);
   }
   if (opts.assistant_only_loss && !is_conversational(kind)) {
-    fail("assistant_only_loss: true needs conversational data (messages); the dataset is {}",
-         to_string(kind));
+    fail("{}: true needs conversational data (messages), but {} is {} data{}",
+         names.key("assistant_only_loss"), dataset, to_string(kind),
+         names.where("assistant_only_loss"));
   }
 
   const bool needs_template = is_conversational(kind) || opts.prompt_format == PromptFormat::kChat;
@@ -79,10 +81,13 @@ SftFormatter::SftFormatter(const DataOptions& opts, const DatasetFormat& format,
   } else {
     if (!config.chat_template) {
       fail(
-          "{}: the tokenizer has no chat template, which {} needs; set trainer.chat_template_path "
-          "(a .jinja file, or a tokenizer directory whose chat template to use)",
+          "{}: the tokenizer has no chat template, which {} needs ({}); set "
+          "trainer.chat_template_path (a .jinja file, or a tokenizer directory whose chat "
+          "template to use){}",
           config.dir.string(),
-          is_conversational(kind) ? "conversational data" : "dataset.prompt_format: chat");
+          is_conversational(kind) ? "conversational data"
+                                  : names.bare_key("prompt_format") + ": chat",
+          dataset, is_conversational(kind) ? "" : names.where("prompt_format"));
     }
     template_name_ =
         config.chat_template_origin.empty()
@@ -99,10 +104,11 @@ SftFormatter::SftFormatter(const DataOptions& opts, const DatasetFormat& format,
     for (const auto* t : {&template_, &tool_use_template_}) {
       if (*t && !(*t)->has_generation_blocks()) {
         fail(
-            "assistant_only_loss: the chat template ({}) has no {{% generation %}} … "
-            "{{% endgeneration %}} blocks, so assistant tokens cannot be found; use a template "
-            "that marks them",
-            template_name_);
+            "{}: the chat template ({}) has no {{% generation %}} … {{% endgeneration %}} "
+            "blocks, so assistant tokens cannot be found in {}; use a template that marks "
+            "them{}",
+            names.key("assistant_only_loss"), template_name_, dataset,
+            names.where("assistant_only_loss"));
       }
     }
   }

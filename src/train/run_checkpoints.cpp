@@ -45,10 +45,14 @@ std::vector<RunCheckpoint> list_run_checkpoints(const fs::path& exp_dir) {
       Json j;
       try {
         j = parse_json(read_file(state), state.string());
-      } catch (const std::exception&) {
-        j = Json();
+      } catch (const Json::exception& e) {
+        c.corrupt = fmt::format("{}: not valid JSON: {}", state.string(), json_error_reason(e));
+      } catch (const std::exception& e) {  // unreadable, a NUL byte, nested too deep
+        c.corrupt = e.what();
       }
-      if (!j.is_object())
+      if (!c.corrupt.empty())
+        c.note = "trainer_state.json is corrupt";
+      else if (!j.is_object())
         c.note = "trainer_state.json is not a JSON object";
       else if (!j.contains("run_id") || !j["run_id"].is_string())
         c.note = "no run_id in trainer_state.json: written by HF or an older zerotune";
@@ -111,24 +115,29 @@ std::vector<RunCheckpoint> other_runs_checkpoints(const fs::path& exp_dir,
   return out;
 }
 
-CheckpointDir latest_checkpoint_of_last_run(const fs::path& exp_dir) {
-  const auto all = list_run_checkpoints(exp_dir);
-  if (all.empty()) fail("No valid checkpoint found in output directory ({})", exp_dir.string());
-  const auto record = read_run_record(exp_dir);
+namespace {
+
+// The checkpoint `resume_from_checkpoint: true` resumes among `cps` (see
+// latest_checkpoint_of_last_run), or nullopt when `cps` is empty; throws zt::Error when the run
+// to resume is unknown or saved none of them.
+std::optional<CheckpointDir> last_run_checkpoint(const fs::path& exp_dir,
+                                                 const std::optional<RunRecord>& record,
+                                                 const std::vector<RunCheckpoint>& cps) {
+  if (cps.empty()) return std::nullopt;
   if (!record) {
     // No record (deleted, or checkpoints copied into a new exp_dir): when every checkpoint names
     // one run, it is that run's newest, as transformers' get_last_checkpoint picks the largest
     // step. A checkpoint of no known run, or two runs, leave the run to resume unknown.
-    for (const auto& c : all)
+    for (const auto& c : cps)
       if (!c.run_id)
         fail(
             "resume_from_checkpoint: true: {} has no {} (zerotune writes it when a run starts) "
             "and {} names no run id, so it is unknown which of its checkpoints belong to the run "
             "to resume: {}. Pass trainer.resume_from_checkpoint=<checkpoint directory> to resume "
             "one of them",
-            exp_dir.string(), kRunRecordName, describe_checkpoint(c), list_described(all));
-    const RunCheckpoint& newest = all.back();  // step ascending
-    for (auto it = all.rbegin(); it != all.rend(); ++it)
+            exp_dir.string(), kRunRecordName, describe_checkpoint(c), list_described(cps));
+    const RunCheckpoint& newest = cps.back();  // step ascending
+    for (auto it = cps.rbegin(); it != cps.rend(); ++it)
       if (it->run_id != newest.run_id)
         fail(
             "resume_from_checkpoint: true: {} has no {} (zerotune writes it when a run starts) "
@@ -136,11 +145,11 @@ CheckpointDir latest_checkpoint_of_last_run(const fs::path& exp_dir) {
             "to resume: {}. Pass trainer.resume_from_checkpoint=<checkpoint directory> to resume "
             "one of them",
             exp_dir.string(), kRunRecordName, describe_checkpoint(newest), describe_checkpoint(*it),
-            list_described(all));
+            list_described(cps));
     return newest.dir;
   }
   std::optional<CheckpointDir> newest;
-  for (const auto& c : all)
+  for (const auto& c : cps)
     if (c.run_id == record->run_id) newest = c.dir;  // step ascending: the last match is the newest
   if (!newest)
     fail(
@@ -148,8 +157,46 @@ CheckpointDir latest_checkpoint_of_last_run(const fs::path& exp_dir) {
         "checkpoint; those there belong to other runs: {}. Pass "
         "trainer.resume_from_checkpoint=<checkpoint directory> to resume one of them",
         exp_dir.string(), record->run_id, record->started.empty() ? "?" : record->started,
-        list_described(all));
-  return *newest;
+        list_described(cps));
+  return newest;
+}
+
+}  // namespace
+
+CheckpointDir latest_checkpoint_of_last_run(const fs::path& exp_dir) {
+  const auto all = list_run_checkpoints(exp_dir);
+  if (all.empty()) fail("No valid checkpoint found in output directory ({})", exp_dir.string());
+  const auto record = read_run_record(exp_dir);
+  // A checkpoint whose trainer_state.json cannot be read names no run: it may be the newest of
+  // the run to resume (a copy cut short), so it is reported as corrupt unless a readable
+  // checkpoint of that run is newer.
+  const RunCheckpoint* corrupt = nullptr;
+  std::vector<RunCheckpoint> readable;
+  for (const auto& c : all) {
+    if (c.corrupt.empty())
+      readable.push_back(c);
+    else
+      corrupt = &c;  // step ascending: the newest corrupt one
+  }
+  if (corrupt == nullptr) return *last_run_checkpoint(exp_dir, record, all);
+  std::optional<CheckpointDir> picked;
+  try {
+    picked = last_run_checkpoint(exp_dir, record, readable);
+  } catch (const Error&) {  // no readable checkpoint of the run: the corrupt one may be its
+  }
+  if (picked && picked->step > corrupt->dir.step) return *picked;
+  const std::string run =
+      record ? fmt::format("the last run started in {} (run {})", exp_dir.string(), record->run_id)
+             : fmt::format("the run in {}", exp_dir.string());
+  fail(
+      "resume_from_checkpoint: true: {}; checkpoint {} is corrupt, and {}, so it may be the "
+      "checkpoint to resume. Restore or remove it, or pass "
+      "trainer.resume_from_checkpoint=<checkpoint directory> to resume another: {}",
+      corrupt->corrupt, corrupt->dir.path.string(),
+      picked ? fmt::format("it is newer than {}, the newest readable checkpoint of {}",
+                           picked->path.filename().string(), run)
+             : fmt::format("no readable checkpoint belongs to {}", run),
+      list_described(all));
 }
 
 std::vector<fs::path> rotate_run_checkpoints(const fs::path& exp_dir, int64_t save_total_limit,

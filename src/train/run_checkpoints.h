@@ -36,6 +36,9 @@ struct RunCheckpoint {
   std::optional<std::string> run_id;  // trainer_state.json "run_id"; nullopt: not recorded
   std::string
       note;  // when run_id is nullopt, why ("no trainer_state.json: not written by zerotune", …)
+  // When trainer_state.json is there but cannot be read: the error, with the parse position
+  // ("<dir>/trainer_state.json: not valid JSON: parse error at line 3, column 1: …").
+  std::string corrupt;
 };
 
 // The contents of <exp_dir>/zerotune_run.json.
@@ -72,7 +75,10 @@ std::vector<RunCheckpoint> other_runs_checkpoints(const std::filesystem::path& e
 // none: no checkpoint at all (HF's "No valid checkpoint found in output directory (<dir>)"), no
 // run record and a checkpoint without a run id or two run ids among them (so the run is unknown;
 // the message names the checkpoints and ids that differ), or a last run that saved no checkpoint —
-// listing the checkpoints that are there and how to resume one of them explicitly.
+// listing the checkpoints that are there and how to resume one of them explicitly — or a
+// checkpoint whose trainer_state.json is corrupt and newer than every readable checkpoint of the
+// run (it may be the one to resume): the parse error with its position, as the explicit
+// resume_from_checkpoint=<dir> reports it.
 CheckpointDir latest_checkpoint_of_last_run(const std::filesystem::path& exp_dir);
 
 // Rotation by `save_total_limit` (<= 0: nothing) over run `run_id`'s checkpoints only: the oldest

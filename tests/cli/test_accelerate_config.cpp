@@ -70,6 +70,20 @@ TEST(AccelerateConfig, UnknownKeysAreErrorsNamingFileLineAndKey) {
       "b.yaml:4: unknown key 'deepspeed_config.zero_stag': not a key of accelerate's "
       "deepspeed_config (did "
       "you mean 'zero_stage'?)");
+  // A key of a section written at the top level: the nested key is suggested, not the section
+  // itself ("did you mean 'deepspeed_config'?").
+  EXPECT_EQ(error_of([] {
+              parse_accelerate_config_text(
+                  "distributed_type: DEEPSPEED\ndeepspeed_config_file: ds.json\n", "t.yaml");
+            }),
+            "t.yaml:2: unknown key 'deepspeed_config_file': not an accelerate config key (did you "
+            "mean 'deepspeed_config.deepspeed_config_file'? it belongs in the deepspeed_config "
+            "section)");
+  EXPECT_EQ(error_of([] {
+              parse_accelerate_config_text("distributed_type: FSDP\nfsdp_version: 2\n", "v.yaml");
+            }),
+            "v.yaml:2: unknown key 'fsdp_version': not an accelerate config key (did you mean "
+            "'fsdp_config.fsdp_version'? it belongs in the fsdp_config section)");
   // A section accelerate ignores for this distributed_type is still spell-checked.
   EXPECT_EQ(error_of([] {
               parse_accelerate_config_text(
@@ -307,6 +321,38 @@ TEST(AccelerateConfig, FsdpStrategiesMapToZeroStages) {
   ASSERT_EQ(v2.warnings.size(), 1u);
   EXPECT_NE(v2.warnings[0].find("fsdp_offload_params: true is run as optimizer offload"),
             std::string::npos);
+}
+
+// The section distributed_type does not select is ignored, as accelerate ignores it, with a
+// warning whatever the type: deepspeed_config beside FSDP was dropped without a word (ZeRO stage 3,
+// no offload) while beside MULTI_GPU it was warned about.
+TEST(AccelerateConfig, TheUnselectedSectionIsIgnoredWithAWarning) {
+  const std::string ds =
+      "deepspeed_config:\n  offload_optimizer_device: cpu\n  zero_stage: 1\n"
+      "mixed_precision: bf16\nnum_processes: 2\n";
+  const AccelerateConfig fsdp =
+      parse_accelerate_config_text("distributed_type: FSDP\n" + ds, "f.yaml");
+  EXPECT_EQ(fsdp.zero_stage, 3);  // fsdp_config's default, FULL_SHARD
+  EXPECT_EQ(fsdp.offload_optimizer_device, "none");
+  ASSERT_EQ(fsdp.warnings.size(), 1u);
+  EXPECT_EQ(fsdp.warnings[0],
+            "f.yaml: deepspeed_config is ignored with distributed_type FSDP, as accelerate ignores "
+            "it (set distributed_type: DEEPSPEED to use it)");
+  const AccelerateConfig multi =
+      parse_accelerate_config_text("distributed_type: MULTI_GPU\n" + ds, "m.yaml");
+  EXPECT_EQ(multi.zero_stage, std::nullopt);
+  ASSERT_EQ(multi.warnings.size(), 1u);
+  EXPECT_EQ(multi.warnings[0],
+            "m.yaml: deepspeed_config is ignored with distributed_type MULTI_GPU, as accelerate "
+            "ignores it (set distributed_type: DEEPSPEED to use it)");
+  const AccelerateConfig dspeed = parse_accelerate_config_text(
+      "distributed_type: DEEPSPEED\n" + ds + "fsdp_config:\n  fsdp_sharding_strategy: 2\n",
+      "d.yaml");
+  EXPECT_EQ(dspeed.zero_stage, 1);
+  ASSERT_EQ(dspeed.warnings.size(), 1u);
+  EXPECT_EQ(dspeed.warnings[0],
+            "d.yaml: fsdp_config is ignored with distributed_type DEEPSPEED, as accelerate "
+            "ignores it (set distributed_type: FSDP to use it)");
 }
 
 TEST(AccelerateConfig, DeepSpeedJsonFile) {

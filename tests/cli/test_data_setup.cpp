@@ -148,4 +148,33 @@ TEST(DataSetup, MissingDefaultHubSplitNamesTheKey) {
                      "the split to read");
 }
 
+// The data pipeline's errors name the config's keys: data_options records the file, the split,
+// the key naming the dataset and, per option, its config key and where its value came from —
+// dataset.prompt_format: chat implied by model_name (the users' layout) says so and how to undo it.
+TEST(DataSetup, ErrorNamesComeFromTheConfig) {
+  const RunConfig users = RunConfig::from_json(
+      {{"model_name", "m"},
+       {"dataset", {{"train", {{"path", "t.jsonl"}}}, {"eval", {{"path", "e.jsonl"}}}}}},
+      "sft.yaml");
+  const data::DataOptions o = data_options(users, "eval");
+  EXPECT_EQ(o.names.dataset(o.dataset), "e.jsonl (the eval set, dataset.eval.path)");
+  EXPECT_EQ(o.names.key("prompt_format"), "sft.yaml: dataset.prompt_format");
+  EXPECT_EQ(o.names.where("prompt_format"),
+            " (not set in sft.yaml: chat is implied by model_name, the users' sft.py layout; set "
+            "dataset.prompt_format: none for TRL's plain prompt + completion)");
+  EXPECT_EQ(o.names.key("assistant_only_loss"), "sft.yaml: trainer.assistant_only_loss");
+  EXPECT_EQ(o.names.where("assistant_only_loss"), "");
+  EXPECT_EQ(o.names.bare_key("eos_token"), "trainer.eos_token");
+  // Set in the file or on the command line: no implication.
+  const RunConfig set = RunConfig::from_json(
+      {{"model_name", "m"},
+       {"dataset", {{"prompt_format", "chat"}, {"train", {{"path", "t.jsonl"}}}}},
+       {"trainer", {{"completion_only_loss", true}}}},
+      "sft.yaml", {"trainer.completion_only_loss"});
+  const data::DataOptions s = data_options(set, "train");
+  EXPECT_EQ(s.names.dataset(s.dataset), "t.jsonl (the train set, dataset.train.path)");
+  EXPECT_EQ(s.names.where("prompt_format"), "");
+  EXPECT_EQ(s.names.where("completion_only_loss"), " (given on the command line)");
+}
+
 }  // namespace

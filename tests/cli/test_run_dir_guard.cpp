@@ -1,14 +1,15 @@
 // check_run_dir_is_free: an earlier run's outputs are never overwritten, and the way out the error
-// suggests depends on what that run left.
-#include "cli/run_dir_guard.h"
-
+// suggests depends on what that run left; check_dir_creatable proves a run directory can be made.
 #include <gtest/gtest.h>
-
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <fstream>
 
+#include "cli/run_dir_guard.h"
 #include "core/error.h"
+#include "core/zt_test_util.h"
 
 namespace zt::cli {
 namespace {
@@ -123,6 +124,44 @@ TEST(RunDirGuard, RefusesADirectoryInsideACheckpoint) {
   // Names that are not checkpoint-<digits> are free; so is a sibling of a checkpoint.
   for (const char* free : {"checkpoint-final", "checkpoint-5.tmp-7", "checkpoints", "final"})
     EXPECT_EQ(error_of(root / "run_a" / free), "") << free;
+  fs::remove_all(root);
+}
+
+// A directory that cannot be made is refused at start-up, not when the final model is written
+// (a 300-byte name and /sys passed the old access(2) check, and the run trained to the end): the
+// check makes and removes the first missing directory, holds every name to NAME_MAX, and leaves
+// nothing behind when it passes.
+TEST(RunDirGuard, CreatableMeansMkdirWorksAndLeavesNothing) {
+  const fs::path root = fs::temp_directory_path() / ("zt_guard_mk_" + std::to_string(::getpid()));
+  fs::remove_all(root);
+  fs::create_directories(root);
+  auto error_of = [](const fs::path& dir) {
+    return zt::testing::error_of(
+        [&] { check_dir_creatable("sft.yaml", "trainer.output_dir", dir); });
+  };
+  const std::string longname(300, 'o');
+  EXPECT_EQ(error_of(root / longname), "sft.yaml: trainer.output_dir: cannot create " +
+                                           (root / longname).string() + ": File name too long");
+  // Under a directory still to make: the name is held to the file system's NAME_MAX.
+  const fs::path deep = root / "new" / longname / "final";
+  EXPECT_EQ(error_of(deep), "sft.yaml: trainer.output_dir: cannot create " + deep.string() +
+                                ": File name too long (a path component of 300 bytes; " +
+                                root.string() + " allows at most 255)");
+  // A creatable path passes and nothing of it is left; an existing directory gets no probe left.
+  EXPECT_EQ(error_of(root / "a" / "b" / "final"), "<no error>");
+  EXPECT_EQ(error_of(root), "<no error>");
+  EXPECT_TRUE(fs::is_empty(root));
+  // sysfs refuses new directories even to root, whose access(2) says yes.
+  struct statfs sfs {};
+  struct statvfs svfs {};
+  if (::statfs("/sys", &sfs) == 0 && sfs.f_type == 0x62656572 /* SYSFS_MAGIC */ &&
+      ::statvfs("/sys", &svfs) == 0) {
+    const char* reason =
+        (svfs.f_flag & ST_RDONLY) != 0 ? "Read-only file system" : "Operation not permitted";
+    EXPECT_EQ(error_of("/sys/zerotune_out"),
+              std::string("sft.yaml: trainer.output_dir: cannot create /sys/zerotune_out: ") +
+                  reason + " (in /sys)");
+  }
   fs::remove_all(root);
 }
 

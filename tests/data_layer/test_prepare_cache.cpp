@@ -329,16 +329,17 @@ TEST_F(Prepare, NoChatTemplateNamesTheConfigKey) {
   write_file(f, "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}]}\n");
   EXPECT_EQ(error_of([&] { prepare_dataset(options(f), *tok_, bare); }),
             bare.dir.string() +
-                ": the tokenizer has no chat template, which conversational data needs; set "
-                "trainer.chat_template_path (a .jinja file, or a tokenizer directory whose chat "
-                "template to use)");
+                ": the tokenizer has no chat template, which conversational data needs (" +
+                f.string() +
+                "); set trainer.chat_template_path (a .jinja file, or a tokenizer directory "
+                "whose chat template to use)");
   const auto p = dir_ / "p.jsonl";
   write_file(p, "{\"prompt\": \"a\", \"completion\": \" b\"}\n");
   DataOptions o = options(p);
   o.prompt_format = PromptFormat::kChat;
-  EXPECT_NE(error_of([&] {
-              prepare_dataset(o, *tok_, bare);
-            }).find("which dataset.prompt_format: chat needs; set trainer.chat_template_path"),
+  EXPECT_NE(error_of([&] { prepare_dataset(o, *tok_, bare); })
+                .find("which prompt_format: chat needs (" + p.string() +
+                      "); set trainer.chat_template_path"),
             std::string::npos);
 }
 
@@ -436,22 +437,22 @@ TEST_F(Prepare, OptionErrors) {
             "assistant_only_loss: the chat template (" +
                 shared_data("tokenizers/qwen2.5-instruct/tokenizer_config.json").string() +
                 ":chat_template) has no {% generation %} … {% endgeneration %} blocks, so "
-                "assistant tokens cannot be found; use a template that marks them");
+                "assistant tokens cannot be found in " +
+                msgs.string() + "; use a template that marks them");
   o = options(msgs);
   o.prompt_format = PromptFormat::kChat;
   EXPECT_EQ(prepare_error(o),
-            "prompt_format: chat needs plain-string 'prompt' and 'completion' columns; the "
-            "dataset is conversational language modeling");
+            "prompt_format: chat needs plain-string 'prompt' and 'completion' columns, but " +
+                msgs.string() + " is conversational language modeling data");
   o = options(msgs);
   o.completion_only_loss = true;
-  EXPECT_EQ(prepare_error(o),
-            "completion_only_loss: true needs a prompt/completion dataset; the dataset is "
-            "conversational language modeling");
+  EXPECT_EQ(prepare_error(o), "completion_only_loss: true needs a prompt/completion dataset, but " +
+                                  msgs.string() + " is conversational language modeling data");
   o = options(shared_data("datasets/text/c4_demo.jsonl"));
   o.assistant_only_loss = true;
   EXPECT_EQ(prepare_error(o),
-            "assistant_only_loss: true needs conversational data (messages); the dataset is "
-            "language modeling");
+            "assistant_only_loss: true needs conversational data (messages), but " +
+                shared_data("datasets/text/c4_demo.jsonl").string() + " is language modeling data");
   o = options(msgs);
   o.packing = true;
   o.max_length = std::nullopt;
@@ -464,6 +465,55 @@ TEST_F(Prepare, OptionErrors) {
   o.eos_token = "<|not a token|>";
   EXPECT_EQ(prepare_error(o), "eos_token: '<|not a token|>' is not a token of the tokenizer in " +
                                   shared_data("tokenizers/qwen2.5-instruct").string());
+  EXPECT_TRUE(cache_files().empty());
+}
+
+// With the run config's names (cli/data_setup fills them) the option errors name the config file
+// and key, the dataset file with its split and key, and where the value came from — the eval set's
+// conversational file under an implied prompt_format: chat said none of it.
+TEST_F(Prepare, OptionErrorsNameConfigKeyFileAndSplit) {
+  const auto msgs = shared_data("datasets/no_robots/test.parquet");
+  DataOptions o = options(msgs);
+  o.names.source = "sft.yaml";
+  o.names.split = "eval";
+  o.names.dataset_key = "dataset.eval.path";
+  o.names.options["prompt_format"] = {"dataset.prompt_format",
+                                      " (not set in sft.yaml: chat is implied by model_name)"};
+  o.names.options["completion_only_loss"] = {"trainer.completion_only_loss",
+                                             " (given on the command line)"};
+  o.names.options["assistant_only_loss"] = {"trainer.assistant_only_loss", ""};
+  o.names.options["eos_token"] = {"trainer.eos_token", ""};
+  const std::string file = msgs.string() + " (the eval set, dataset.eval.path)";
+  DataOptions p = o;
+  p.prompt_format = PromptFormat::kChat;
+  EXPECT_EQ(prepare_error(p),
+            "sft.yaml: dataset.prompt_format: chat needs plain-string 'prompt' and 'completion' "
+            "columns, but " +
+                file +
+                " is conversational language modeling data (not set in sft.yaml: chat is "
+                "implied by model_name)");
+  p = o;
+  p.completion_only_loss = true;
+  EXPECT_EQ(prepare_error(p),
+            "sft.yaml: trainer.completion_only_loss: true needs a "
+            "prompt/completion dataset, but " +
+                file +
+                " is conversational language modeling data (given on the "
+                "command line)");
+  p = o;
+  p.dataset = shared_data("datasets/text/c4_demo.jsonl");
+  p.assistant_only_loss = true;
+  EXPECT_EQ(prepare_error(p),
+            "sft.yaml: trainer.assistant_only_loss: true needs conversational "
+            "data (messages), but " +
+                p.dataset.string() +
+                " (the eval set, dataset.eval.path) is language modeling data");
+  p.assistant_only_loss = false;
+  p.eos_token = "<|not a token|>";
+  EXPECT_EQ(prepare_error(p),
+            "sft.yaml: trainer.eos_token: '<|not a token|>' is not a token of "
+            "the tokenizer in " +
+                shared_data("tokenizers/qwen2.5-instruct").string());
   EXPECT_TRUE(cache_files().empty());
 }
 

@@ -18,6 +18,10 @@ using testing::list_dir;
 using testing::TempDir;
 
 const std::string kRunA(32, 'a'), kRunB(32, 'b');
+// What the JSON parser says of "{broken" (the parse position included).
+const std::string kBrokenReason =
+    "parse error at line 1, column 2: syntax error while parsing object key - invalid literal; "
+    "last read: '{b'; expected string literal";
 
 // A checkpoint directory whose trainer_state.json names `run_id` ("" = no trainer_state.json).
 void make_checkpoint(const fs::path& exp, int64_t step, const std::string& run_id) {
@@ -51,7 +55,9 @@ TEST(RunCheckpoints, ListTellsWhoWroteEachCheckpoint) {
   EXPECT_EQ(all[1].run_id, std::nullopt);
   EXPECT_EQ(describe_checkpoint(all[1]),
             "checkpoint-3 (no run_id in trainer_state.json: written by HF or an older zerotune)");
-  EXPECT_EQ(describe_checkpoint(all[2]), "checkpoint-5 (trainer_state.json is not a JSON object)");
+  EXPECT_EQ(describe_checkpoint(all[2]), "checkpoint-5 (trainer_state.json is corrupt)");
+  EXPECT_EQ(all[2].corrupt, (d / "checkpoint-5" / "trainer_state.json").string() +
+                                ": not valid JSON: " + kBrokenReason);
   EXPECT_EQ(describe_checkpoint(all[3]),
             "checkpoint-1000 (no trainer_state.json: not written by zerotune)");
   const auto others = other_runs_checkpoints(d.path(), kRunA);
@@ -152,6 +158,44 @@ TEST(RunCheckpoints, ResumeTrueWithoutARunRecordTakesTheOnlyRunsNewest) {
       {"has no zerotune_run.json",
        "and checkpoint-8 (no trainer_state.json: not written by zerotune) names no run id",
        "trainer.resume_from_checkpoint=<checkpoint directory>"});
+}
+
+// A checkpoint of this very run whose trainer_state.json was cut short was reported as belonging
+// to "other runs (trainer_state.json is not a JSON object)"; it is corrupt, and named so with the
+// parse error and its position, whenever it is newer than every readable checkpoint of the run.
+TEST(RunCheckpoints, ResumeTrueReportsACorruptCheckpointAsCorrupt) {
+  TempDir d;
+  const fs::path exp = d / "exp";
+  fs::create_directories(exp / "checkpoint-2");
+  const fs::path state2 = exp / "checkpoint-2" / "trainer_state.json";
+  std::ofstream(state2) << "{broken";
+  write_run_record(exp, {.run_id = kRunA, .started = "2025-01-31T12:00:00Z", .resumed_from = ""});
+  const std::string run = "the last run started in " + exp.string() + " (run " + kRunA + ")";
+  EXPECT_EQ(testing::error_of([&] { latest_checkpoint_of_last_run(exp); }),
+            "resume_from_checkpoint: true: " + state2.string() + ": not valid JSON: " +
+                kBrokenReason + "; checkpoint " + (exp / "checkpoint-2").string() +
+                " is corrupt, and no readable checkpoint belongs to " + run +
+                ", so it may be the checkpoint to resume. Restore or remove it, or pass "
+                "trainer.resume_from_checkpoint=<checkpoint directory> to resume another: "
+                "checkpoint-2 (trainer_state.json is corrupt)");
+  // An older readable checkpoint of the run does not hide the corrupt newer one ...
+  make_checkpoint(exp, 1, kRunA);
+  EXPECT_NE(testing::error_of([&] { latest_checkpoint_of_last_run(exp); })
+                .find("is corrupt, and it is newer than checkpoint-1, the newest readable "
+                      "checkpoint of " +
+                      run + ", so it may be"),
+            std::string::npos);
+  // ... a newer one does; so it is without a run record, when one run wrote the others.
+  make_checkpoint(exp, 3, kRunA);
+  EXPECT_EQ(latest_checkpoint_of_last_run(exp).path, exp / "checkpoint-3");
+  fs::remove(exp / kRunRecordName);
+  EXPECT_EQ(latest_checkpoint_of_last_run(exp).path, exp / "checkpoint-3");
+  fs::remove_all(exp / "checkpoint-3");
+  EXPECT_NE(testing::error_of([&] { latest_checkpoint_of_last_run(exp); })
+                .find("is corrupt, and it is newer than checkpoint-1, the newest readable "
+                      "checkpoint of the run in " +
+                      exp.string() + ", so"),
+            std::string::npos);
 }
 
 }  // namespace

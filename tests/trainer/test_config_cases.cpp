@@ -175,6 +175,12 @@ TEST_F(ConfigCase, UnwritableOutputDirectoriesAreUserErrorsBeforeAnythingIsWritt
       // Empty (an `${oc.env:OUT}` set to nothing): it was taken for ".", and the run trained and
       // then failed to export its model.
       {"trainer.output_dir=", "trainer.output_dir is empty (expected a directory)"},
+      // A name longer than NAME_MAX: it passed, trained every step, and failed at the export
+      // (output_dir), or failed naming runs/<name>/metrics.jsonl but not the key (exp_dir).
+      {"trainer.output_dir=runs/" + std::string(300, 'o'),
+       "trainer.output_dir: cannot create runs/" + std::string(300, 'o') + ": File name too long"},
+      {"exp_dir=runs/" + std::string(300, 'o'),
+       "exp_dir: cannot create runs/" + std::string(300, 'o') + ": File name too long"},
   };
   for (const auto& c : cases) {
     const RunResult r = zerotune("train --config sft.yaml " + c.override_);
