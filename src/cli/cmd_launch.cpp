@@ -103,7 +103,7 @@ int cmd_launch(const Args& args) {
   spec.node_rank = node_rank >= 0 ? node_rank : (nnodes > 0 ? 0 : machine);
   const int total = num_processes > 0 ? num_processes : from_config.value_or(0);
   if (nproc_per_node > 0) {
-    if (num_processes > 0 && num_processes != nproc_per_node * spec.nnodes)
+    if (num_processes > 0 && num_processes != static_cast<int64_t>(nproc_per_node) * spec.nnodes)
       fail("launch: --num_processes {} (all nodes) disagrees with --nproc_per_node {} × {} node(s)",
            num_processes, nproc_per_node, spec.nnodes);
     spec.num_processes = nproc_per_node;

@@ -271,16 +271,17 @@ int cmd_train(const Args& args) {
 
   train::TrainArgs targs = make_train_args(cfg, acc, comm->world_size(), rank0);
   // Every directory the run creates, before anything is written (dataset.cache_dir: data_options).
+  // The checks that write nothing first: a probe never goes inside a checkpoint directory.
+  check_not_in_checkpoint(cfg.source(), "exp_dir", targs.exp_dir);
+  check_not_in_checkpoint(cfg.source(), "trainer.output_dir", targs.output_dir);
+  // Its event files would go with the checkpoint: replaced when that step is saved, or rotated.
+  if (!targs.logging_dir.empty())
+    check_not_in_checkpoint(cfg.source(), "trainer.logging_dir", targs.logging_dir);
   check_dir_creatable(cfg.source(), "exp_dir", targs.exp_dir);
   check_dir_creatable(cfg.source(), "trainer.output_dir",
                       targs.output_dir);  // default: exp_dir/final
-  check_not_in_checkpoint(cfg.source(), "exp_dir", targs.exp_dir);
-  check_not_in_checkpoint(cfg.source(), "trainer.output_dir", targs.output_dir);
-  if (!targs.logging_dir.empty()) {
+  if (!targs.logging_dir.empty())
     check_dir_creatable(cfg.source(), "trainer.logging_dir", targs.logging_dir);
-    // Its event files would go with the checkpoint: replaced when that step is saved, or rotated.
-    check_not_in_checkpoint(cfg.source(), "trainer.logging_dir", targs.logging_dir);
-  }
   // Rank 0 holds the exp_dir lock while the run writes there (train/run_dir_lock.h): a second run
   // in the directory of a live one is refused before it looks at, clears or writes anything. An
   // exp_dir that does not exist yet is locked by the trainer when it creates it.
@@ -330,8 +331,9 @@ int cmd_train(const Args& args) {
   if (!sum.stopped_at_end_by.empty()) {
     if (rank0)
       log::warn(
-          "training was stopped by {} while its final model was written: every step was trained "
-          "and the final model in {} was written whole, but the run did not end on its own",
+          "training was stopped by {} after its last step, while its outputs were written: every "
+          "step was trained and the final model in {} was written whole, but the run did not end "
+          "on its own",
           sum.stopped_at_end_by, output_dir.string());
     return 130;
   }

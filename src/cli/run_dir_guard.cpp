@@ -86,64 +86,48 @@ void check_dir_creatable(const std::string& source, const std::string& key, cons
   // An empty path (`output_dir: ${oc.env:OUT}` with OUT set to nothing) names no directory: taken
   // for ".", the run trained and then failed to export its model.
   if (dir.empty()) fail("{}: {} is empty (expected a directory)", source, key);
-  // ENOENT from a probe: another rank's probe removed the ancestor found a moment before (ranks
-  // check the same paths at once); the walk is then made again.
-  constexpr int kAttempts = 8;
-  for (int attempt = 1;; ++attempt) {
-    // The directories `mkdir -p dir` would create, deepest first; the nearest existing ancestor.
-    std::vector<fs::path> missing;
-    fs::path cur = dir;
-    for (int e = lstat_errno(cur); e != 0; e = lstat_errno(cur)) {
-      if (e != ENOENT && e != ENOTDIR)  // ENAMETOOLONG, EACCES, ELOOP: the path cannot be used
-        fail("{}: {}: cannot create {}: {}", source, key, dir.string(), std::strerror(e));
-      missing.push_back(cur);
-      cur = cur.parent_path();
-      if (cur.empty()) cur = ".";
-    }
-    std::error_code ec;
-    if (fs::is_symlink(fs::symlink_status(cur, ec)) && !fs::exists(fs::status(cur, ec)))
-      fail("{}: {}: cannot create {}: {} is a dangling symbolic link", source, key, dir.string(),
-           cur.string());
-    if (!fs::is_directory(fs::status(cur, ec)))
-      fail("{}: {}: cannot create {}: {} ({} is {})", source, key, dir.string(),
-           std::strerror(ENOTDIR), cur.string(),
-           fs::is_regular_file(fs::status(cur, ec)) ? "a file" : "not a directory");
-    if (missing.empty()) {
-      // It exists: a probe directory made and removed proves the run can write there (access(2)
-      // passes root on file systems that refuse every new entry, such as sysfs).
-      std::string probe = (dir / ".zerotune-probe-XXXXXX").string();
-      if (::mkdtemp(probe.data()) != nullptr) {
-        ::rmdir(probe.c_str());
-        return;
-      }
-      const int e = errno;
-      if (e == ENOENT && attempt < kAttempts) continue;
-      fail("{}: {}: cannot write in {}: {}", source, key, dir.string(), std::strerror(e));
-    }
-    // Each name to create must fit the file system's NAME_MAX (deeper ones are not made below).
-    const long name_max = ::pathconf(cur.c_str(), _PC_NAME_MAX);
-    for (const fs::path& m : missing) {
-      const size_t len = m.filename().native().size();
-      if (name_max > 0 && len > static_cast<size_t>(name_max))
-        fail("{}: {}: cannot create {}: {} (a path component of {} bytes; {} allows at most {})",
-             source, key, dir.string(), std::strerror(ENAMETOOLONG), len, cur.string(), name_max);
-    }
-    // The first directory is made and removed again: only mkdir(2) itself knows every reason
-    // (permissions, a read-only mount, a file system that refuses new entries). Nothing is left
-    // behind, so a run that fails later for another reason leaves no empty directory. Deeper
-    // directories would go in this new one, so they are not made; another rank probing the same
-    // path at once finds it there (EEXIST), which proves as much.
-    const fs::path& first = missing.back();
-    if (::mkdir(first.c_str(), 0777) == 0) {
-      ::rmdir(first.c_str());
-      return;
-    }
+  // The directories `mkdir -p dir` would create, deepest first, and the nearest existing ancestor.
+  std::vector<fs::path> missing;
+  fs::path cur = dir;
+  for (int e = lstat_errno(cur); e != 0; e = lstat_errno(cur)) {
+    if (e != ENOENT && e != ENOTDIR)  // ENAMETOOLONG, EACCES, ELOOP: the path cannot be used
+      fail("{}: {}: cannot create {}: {}", source, key, dir.string(), std::strerror(e));
+    missing.push_back(cur);
+    cur = cur.parent_path();
+    if (cur.empty()) cur = ".";
+  }
+  std::error_code ec;
+  if (fs::is_symlink(fs::symlink_status(cur, ec)) && !fs::exists(fs::status(cur, ec)))
+    fail("{}: {}: cannot create {}: {} is a dangling symbolic link", source, key, dir.string(),
+         cur.string());
+  if (!fs::is_directory(fs::status(cur, ec)))
+    fail("{}: {}: cannot create {}: {} ({} is {})", source, key, dir.string(),
+         std::strerror(ENOTDIR), cur.string(),
+         fs::is_regular_file(fs::status(cur, ec)) ? "a file" : "not a directory");
+  // Each name to create must fit the file system's NAME_MAX.
+  const long name_max = ::pathconf(cur.c_str(), _PC_NAME_MAX);
+  for (const fs::path& m : missing) {
+    const size_t len = m.filename().native().size();
+    if (name_max > 0 && len > static_cast<size_t>(name_max))
+      fail("{}: {}: cannot create {}: {} (a path component of {} bytes; {} allows at most {})",
+           source, key, dir.string(), std::strerror(ENAMETOOLONG), len, cur.string(), name_max);
+  }
+  // A uniquely named probe directory made and removed in the nearest existing ancestor proves that
+  // entries can be created there: only mkdir(2) itself knows every reason (permissions, a
+  // read-only mount, a file system that refuses new entries such as sysfs, where access(2) passes
+  // root). The run's own names are never made or removed here, so ranks or other jobs creating the
+  // same directories at the same time are not disturbed, and nothing is left behind.
+  std::string probe = (cur / ".zerotune-probe-XXXXXX").string();
+  if (::mkdtemp(probe.data()) == nullptr) {
     const int e = errno;
-    if (e == EEXIST) return;
-    if (e == ENOENT && attempt < kAttempts) continue;
+    if (missing.empty())
+      fail("{}: {}: cannot write in {}: {}", source, key, dir.string(), std::strerror(e));
     fail("{}: {}: cannot create {}: {} (in {})", source, key, dir.string(), std::strerror(e),
          cur.string());
   }
+  if (::rmdir(probe.c_str()) != 0)
+    fail("{}: {}: could not remove the probe directory {} made to check {}: {}", source, key, probe,
+         dir.string(), std::strerror(errno));
 }
 
 std::vector<fs::path> clear_earlier_run(const fs::path& exp_dir, const fs::path& events_dir) {

@@ -31,10 +31,11 @@ void check_not_in_checkpoint(const std::string& source, const std::string& key,
 // Proves that directory `dir` (the value of config key `key`) can be created, or written in when
 // it exists, leaving nothing behind: walks up to the nearest existing ancestor, which must be a
 // directory (not a file, not a dangling symbolic link); checks every name still to create against
-// the file system's NAME_MAX; then makes the first missing directory with mkdir(2) and removes it
-// again (an existing `dir`: makes and removes a `.zerotune-probe-XXXXXX` directory in it), so
+// the file system's NAME_MAX; then makes and removes a `.zerotune-probe-XXXXXX` directory
+// (mkdtemp) in that ancestor (`dir` itself when it exists), never the run's own names, so
 // permissions, read-only mounts and file systems that refuse new entries (sysfs) fail here, not
-// when the run writes its outputs. Throws zt::Error
+// when the run writes its outputs, and ranks or jobs creating the same directories at once are
+// not disturbed. Throws zt::Error
 //   "SOURCE: KEY: cannot create DIR: REASON" (e.g. "Not a directory (runs/afile is a file)",
 //   "Read-only file system (in runs)", "Operation not permitted (in /sys)", "File name too long
 //   (a path component of 300 bytes; runs allows at most 255)"), or "SOURCE: KEY: cannot write in

@@ -1050,8 +1050,10 @@ TrainSummary Trainer::run() {
   if (const int sig = any_rank_stopping(s.comm)) {
     sum.stopped_at_end_by = stop_signal_name(sig);
     if (s.rank0())
-      s.progress->message(fmt::format("interrupted: {} came while the final model was written",
-                                      sum.stopped_at_end_by));
+      s.progress->message(
+          fmt::format("interrupted: {} came after the last step's stop check, while the last "
+                      "checkpoint, the best model or the final model was written",
+                      sum.stopped_at_end_by));
   }
   return sum;
 }

@@ -156,8 +156,10 @@ TEST(RunDirGuard, CreatableMeansMkdirWorksAndLeavesNothing) {
   struct statvfs svfs {};
   if (::statfs("/sys", &sfs) == 0 && sfs.f_type == 0x62656572 /* SYSFS_MAGIC */ &&
       ::statvfs("/sys", &svfs) == 0) {
-    const char* reason =
-        (svfs.f_flag & ST_RDONLY) != 0 ? "Read-only file system" : "Operation not permitted";
+    // Not root: the permission check on /sys (mode 0555) comes first.
+    const char* reason = (svfs.f_flag & ST_RDONLY) != 0 ? "Read-only file system"
+                         : ::geteuid() == 0             ? "Operation not permitted"
+                                                        : "Permission denied";
     EXPECT_EQ(error_of("/sys/zerotune_out"),
               std::string("sft.yaml: trainer.output_dir: cannot create /sys/zerotune_out: ") +
                   reason + " (in /sys)");
