@@ -1,6 +1,7 @@
 // zerotune entry point: dispatches `zerotune <command> [args…]` to the functions of cli/commands.h.
 #include <fmt/format.h>
 
+#include <cstdio>
 #include <cstring>
 #include <exception>
 #include <filesystem>
@@ -34,16 +35,17 @@ constexpr Command kCommands[] = {
     {"compare", "compare the logged metrics of runs (first difference, max diff; PNG of the curves)", zt::cli::cmd_compare},
 };
 
-void usage() {
-  fmt::print(stderr, "usage: zerotune <command> [options]\n\ncommands:\n");
-  for (const auto& c : kCommands) fmt::print(stderr, "  {:<15} {}\n", c.name, c.help);
+// The command list, to `out`: stdout when asked for (--help, -h), stderr when no command was given.
+void usage(std::FILE* out) {
+  fmt::print(out, "usage: zerotune <command> [options]\n\ncommands:\n");
+  for (const auto& c : kCommands) fmt::print(out, "  {:<15} {}\n", c.name, c.help);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0) {
-    usage();
+    usage(argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;
   }
   std::string_view name = argv[1];
@@ -69,6 +71,6 @@ int main(int argc, char** argv) {
     }
   }
   fmt::print(stderr, "zerotune: unknown command '{}'\n", name);
-  usage();
+  usage(stderr);
   return 2;
 }

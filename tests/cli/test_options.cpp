@@ -162,6 +162,28 @@ TEST(CommandLine, EveryCommandHasOneUsageErrorStyle) {
   }
 }
 
+// `zerotune --help` / `-h` prints the command list to stdout, exit 0 (a fresh user's
+// `zerotune --help | less` showed nothing: it went to stderr); no command at all, or an unknown
+// one, prints it to stderr, exit 2.
+TEST(CommandLine, TopLevelHelpGoesToStdoutAndAMissingCommandToStderr) {
+  for (const char* flag : {"--help", "-h"}) {
+    const CmdResult h = run_zerotune(flag);
+    EXPECT_EQ(h.status, 0) << flag;
+    EXPECT_EQ(h.out.rfind("usage: zerotune <command> [options]\n\ncommands:\n  version ", 0), 0u)
+        << flag << ": " << h.out;
+    EXPECT_EQ(h.err, "") << flag;
+  }
+  const CmdResult none = run_zerotune("");
+  EXPECT_EQ(none.status, 2);
+  EXPECT_EQ(none.out, "");
+  EXPECT_EQ(none.err.rfind("usage: zerotune <command> [options]\n", 0), 0u) << none.err;
+  const CmdResult bad = run_zerotune("trian");
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_EQ(bad.out, "");
+  EXPECT_EQ(bad.err.rfind("zerotune: unknown command 'trian'\nusage: zerotune <command>", 0), 0u)
+      << bad.err;
+}
+
 // Every command's --help names it as it is typed: "Usage: zerotune <command> …" (most printed
 // "Usage: [OPTIONS] …" with no command at all, some "Usage: <command>" without "zerotune").
 TEST(CommandLine, EveryCommandsHelpNamesZerotuneAndTheCommand) {
