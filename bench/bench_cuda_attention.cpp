@@ -43,13 +43,17 @@ void ok(cudaError_t e) {
 }  // namespace
 
 int main(int argc_in, char** argv_in) {
-  // --window W (or --window=W) anywhere; the rest are positional.
+  // --window W (or --window=W) and --hpb G (the Hopper backward's query heads per block; default
+  // the cost model's choice) anywhere; the rest are positional.
   int64_t window = 0;
+  int hpb = 0;
   bool random = false;
   std::vector<char*> pos{argv_in[0]};
   for (int i = 1; i < argc_in; ++i) {
     if (std::strcmp(argv_in[i], "--window") == 0 && i + 1 < argc_in) {
       window = std::atoll(argv_in[++i]);
+    } else if (std::strcmp(argv_in[i], "--hpb") == 0 && i + 1 < argc_in) {
+      hpb = std::atoi(argv_in[++i]);
     } else if (std::strcmp(argv_in[i], "--random") == 0) {
       random = true;
     } else if (std::strncmp(argv_in[i], "--window=", 9) == 0) {
@@ -89,6 +93,7 @@ int main(int argc_in, char** argv_in) {
   p.num_seqs = n;
   p.scale = 1.0f / std::sqrt(static_cast<float>(D));
   p.window = window;
+  p.bwd_heads_per_block = hpb;
   for (auto [ptr, bytes] : {std::pair{&q, nq * es},
                             {&k, nk * es},
                             {&v, nk * es},
@@ -177,6 +182,9 @@ int main(int argc_in, char** argv_in) {
            : "generic",
       n, S, Hq, Hkv, D, static_cast<long long>(window),
       zt::cuda::attention_workspace_bytes(p) / 1048576.0);
+  if (sm90)
+    std::printf("  backward query heads per block %d (%s)\n",
+                zt::cuda::attention_bwd_heads_per_block(p), hpb ? "--hpb" : "cost model");
   std::printf("  forward  %8.3f ms  %6.1f TFLOP/s\n", tf, ffwd / tf / 1e9);
   std::printf("  backward %8.3f ms  %6.1f TFLOP/s (counted 2.5x forward)\n", tb,
               2.5 * ffwd / tb / 1e9);

@@ -21,6 +21,7 @@
 #include <cstdio>
 #include <cstring>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -65,6 +66,7 @@ struct Case {
   bool bf16;
   cuda::AttnKernels kernels = cuda::AttnKernels::kAuto;
   int64_t window = 0;  // sliding window (0 = none)
+  int hpb = 0;         // the Hopper backward's query heads per block (0: its cost model's)
 };
 
 // Host values of one tensor in storage dtype.
@@ -167,6 +169,7 @@ Outputs gpu_run(const Case& c, const std::vector<int32_t>& cu, const std::vector
   p.num_seqs = static_cast<int>(cu.size()) - 1;
   p.scale = 1.0f / std::sqrt(static_cast<float>(c.D));
   p.window = c.window;
+  p.bwd_heads_per_block = c.hpb;
   const bool tc = c.kernels != cuda::AttnKernels::kGeneric &&
                   cuda::attention_uses_tensor_cores(p, {dq_in.p, dk_in.p, dout.p});
   EXPECT_EQ(tc, c.bf16 && (c.D == 64 || c.D == 128 || c.D == 256) &&
@@ -513,6 +516,57 @@ TEST(CudaAttention, HopperKernelsMatchMmaSync) {
     EXPECT_LE(e[3], 2e-2) << "dv: Hopper vs mma.sync";
     std::printf("[attn] Hopper vs mma.sync %-26s out %.1e dq %.1e dk %.1e dv %.1e lse %.1e\n",
                 c.name.c_str(), e[0], e[1], e[2], e[3], lse_err);
+  }
+}
+
+// The Hopper backward's blocks take G query heads of one KV head (AttnProblem::bwd_heads_per_block)
+// and run in the plan's tile-major order: every divisor G, on packed sequences of unequal lengths
+// (the order's counting sort: equal and distinct tile counts, a 1-token sequence), matches the CPU
+// and repeats bitwise (run_case), and the results of different G agree to bf16 rounding (dK/dV sum
+// the heads in another order). A G that does not divide Hq / Hkv is refused.
+TEST(CudaAttention, HopperBackwardHeadGroups) {
+  SKIP_WITHOUT_GPU();
+  cuda::AttnProblem probe = hopper_probe();
+  if (!cuda::attention_uses_sm90(probe)) GTEST_SKIP() << "not a compute capability 9.0 device";
+  const int32_t cu[2] = {0, 256};
+  probe.cu_host = cu;
+  probe.num_seqs = 1;
+  probe.Hq = 12;
+  probe.Hkv = 2;
+  probe.bwd_heads_per_block = 4;
+  EXPECT_THROW(cuda::attention_bwd_heads_per_block(probe), std::invalid_argument);
+  probe.bwd_heads_per_block = 3;
+  EXPECT_EQ(cuda::attention_bwd_heads_per_block(probe), 3);
+  probe.bwd_heads_per_block = 0;
+  const int chosen = cuda::attention_bwd_heads_per_block(probe);
+  EXPECT_TRUE(chosen >= 1 && 6 % chosen == 0) << chosen;
+  const std::vector<std::pair<Case, std::vector<int>>> cases = {
+      {{"D128 rep6 {1000,1,300,65,300,129}", {1000, 1, 300, 65, 300, 129}, 12, 2, 128, true},
+       {1, 2, 3, 6}},
+      {{"D64 rep4 {700,129,2000,128,129}", {700, 129, 2000, 128, 129}, 8, 2, 64, true}, {1, 2, 4}},
+  };
+  uint32_t seed = 1300;
+  for (const auto& [base, gs] : cases) {
+    seed += 10;
+    Outputs first;
+    for (int G : gs) {
+      Case c = base;
+      c.hpb = G;
+      c.name += " G" + std::to_string(G);
+      SCOPED_TRACE(c.name);
+      const Outputs o = run_case(c, seed);
+      if (G == gs.front()) {
+        first = o;
+        continue;
+      }
+      const auto err = [](const std::vector<uint8_t>& x, const std::vector<uint8_t>& y) {
+        return rel_max_err(from_storage(x, true), from_storage(y, true));
+      };
+      EXPECT_TRUE(o.out == first.out) << "the forward does not depend on G";
+      EXPECT_TRUE(o.dq == first.dq) << "dQ's order does not depend on G";
+      EXPECT_LE(err(o.dk, first.dk), 1e-2) << "dk: G " << G << " vs G " << gs.front();
+      EXPECT_LE(err(o.dv, first.dv), 1e-2) << "dv: G " << G << " vs G " << gs.front();
+    }
   }
 }
 

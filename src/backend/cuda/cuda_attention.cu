@@ -80,8 +80,11 @@
 // bench/bench_cuda_attention.
 #include <algorithm>
 #include <cstdint>
+#include <functional>
+#include <queue>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "backend/cuda/cuda_attention.h"
 #include "backend/cuda/cuda_attention_kernels.cuh"
@@ -92,23 +95,18 @@ namespace {
 
 using namespace attn;
 
-// tile_start[i] = Σ_{j<i} ceil(len_j / rows) for i = 0..n (one block of kPlanThreads threads:
-// each sums a contiguous chunk of sequences, then a block-wide inclusive scan of the chunk sums),
-// and tile_start[n + 1] = 0: the Hopper forward's work counter (KArgs::next_item), zeroed here so
-// that it needs no launch of its own; likewise zero[0, nzero) (the Hopper backward's dQ flags;
-// nzero may be 0).
+// In place over x[0, m): x[i] ← Σ_{j<i} x[j] (exclusive) or Σ_{j≤i} x[j] (inclusive), by one
+// block of kPlanThreads threads: each sums a contiguous chunk, a block-wide inclusive scan of the
+// chunk sums in `part` (shared, kPlanThreads), then each thread rewrites its chunk. Returns the
+// total to every thread. Called by all of the block's threads.
 constexpr int kPlanThreads = 1024;
-__global__ void __launch_bounds__(kPlanThreads)
-    tile_plan_kernel(const int32_t* cu, int n, int rows, int32_t* tile_start, int32_t* zero,
-                     int64_t nzero) {
-  allow_next_grid();  // the Hopper kernels behind it launch now and wait for it (launch_pdl)
-  __shared__ int32_t part[kPlanThreads];
+__device__ int32_t block_scan(int32_t* x, int m, bool inclusive, int32_t* part) {
   const int t = threadIdx.x;
-  for (int64_t i = t; i < nzero; i += kPlanThreads) zero[i] = 0;
-  const int chunk = (n + kPlanThreads - 1) / kPlanThreads;
-  const int b = min(n, t * chunk), e = min(n, b + chunk);
+  const int chunk = (m + kPlanThreads - 1) / kPlanThreads;
+  const int b = min(m, t * chunk), e = min(m, b + chunk);
   int32_t sum = 0;
-  for (int i = b; i < e; ++i) sum += (cu[i + 1] - cu[i] + rows - 1) / rows;
+  for (int i = b; i < e; ++i) sum += x[i];
+  __syncthreads();  // (part's previous use done)
   part[t] = sum;
   __syncthreads();
   for (int off = 1; off < kPlanThreads; off <<= 1) {
@@ -119,12 +117,64 @@ __global__ void __launch_bounds__(kPlanThreads)
   }
   int32_t run = t > 0 ? part[t - 1] : 0;
   for (int i = b; i < e; ++i) {
-    tile_start[i] = run;
-    run += (cu[i + 1] - cu[i] + rows - 1) / rows;
+    const int32_t xi = x[i];
+    x[i] = inclusive ? run + xi : run;
+    run += xi;
   }
-  if (t == kPlanThreads - 1) {
-    tile_start[n] = part[t];
+  const int32_t total = part[kPlanThreads - 1];
+  __syncthreads();  // every thread's chunk written and visible to the block
+  return total;
+}
+
+// tile_start[i] = Σ_{j<i} ceil(len_j / rows) for i = 0..n, and tile_start[n + 1] = 0: the Hopper
+// forward's work counter (KArgs::next_item), zeroed here so that it needs no launch of its own;
+// likewise zero[0, nzero) (the Hopper backward's dQ flags; nzero may be 0). One block of
+// kPlanThreads threads.
+// With `order` (the Hopper backward), also its block order: order[r] = (sequence, tile) for r in
+// [0, Σ tiles), tile-major — every sequence's tile 0, then every tile 1, … — and within a tile
+// the sequences with the most tiles first (a counting sort on the tile count; the order among
+// equal counts follows atomics and may vary, which changes which block runs when, never a value).
+// A tile's work falls with its index (causal: key tile 0 has the most query tiles), so the
+// heaviest blocks of every sequence start first, and a sequence's tile n − 1 always precedes its
+// tile n (the dQ chain waits only on blocks launched earlier). `scratch`: 3·(bmax + 1) ints, bmax ≥
+// every sequence's tile count.
+__global__ void __launch_bounds__(kPlanThreads)
+    tile_plan_kernel(const int32_t* cu, int n, int rows, int32_t* tile_start, int32_t* zero,
+                     int64_t nzero, int2* order, int32_t* scratch, int bmax) {
+  allow_next_grid();  // the Hopper kernels behind it launch now and wait for it (launch_pdl)
+  __shared__ int32_t part[kPlanThreads];
+  const int t = threadIdx.x;
+  const auto tiles = [&](int s) { return (cu[s + 1] - cu[s] + rows - 1) / rows; };
+  for (int64_t i = t; i < nzero; i += kPlanThreads) zero[i] = 0;
+  for (int i = t; i < n; i += kPlanThreads) tile_start[i] = tiles(i);
+  __syncthreads();
+  const int32_t total = block_scan(tile_start, n, false, part);
+  if (t == 0) {
+    tile_start[n] = total;
     tile_start[n + 1] = 0;
+  }
+  if (order == nullptr) return;
+  // cnt[c]: sequences with c tiles, then (inclusive scan) with ≤ c, then with more than c;
+  // cum[c] = Σ_{x<c} (sequences with more than x tiles): the first rank of tile column c.
+  int32_t *cnt = scratch, *cum = scratch + (bmax + 1), *fill = scratch + 2 * (bmax + 1);
+  for (int i = t; i <= bmax; i += kPlanThreads) cnt[i] = fill[i] = 0;
+  __syncthreads();
+  for (int s = t; s < n; s += kPlanThreads) atomicAdd(&cnt[tiles(s)], 1);
+  __syncthreads();
+  block_scan(cnt, bmax + 1, true, part);
+  for (int i = t; i <= bmax; i += kPlanThreads) cum[i] = n - cnt[i];
+  __syncthreads();
+  for (int i = t; i <= bmax; i += kPlanThreads) cnt[i] = cum[i];
+  __syncthreads();
+  block_scan(cum, bmax + 1, false, part);
+  for (int s = t; s < n; s += kPlanThreads) {
+    const int c = tiles(s);
+    if (c == 0) continue;
+    // Rank among the sequences sorted by tile count, descending: those with more tiles, then the
+    // ones with as many before it. In column x < c, ranks [0, cnt[x]) hold the sequences with more
+    // than x tiles, this one among them.
+    const int rank = cnt[c] + atomicAdd(&fill[c], 1);
+    for (int x = 0; x < c; ++x) order[cum[x] + rank] = make_int2(s, x);
   }
 }
 
@@ -263,10 +313,20 @@ struct Ws {
   float* dqa;  // Hopper backward: dQ accumulator fp32 [Hq, T, D]
   int* sem;    // Hopper backward: one flag per (64-row query tile, query head), then with GQA one
                // head-sum counter per (128-key tile, KV head)
+  int2* order;       // Hopper backward: its block order [≤ T] (tile_plan_kernel)
+  int32_t* scratch;  // … and the plan's counting sort, 3·(max_tiles(p) + 1)
 };
 // Whether the backward runs the Hopper fused kernel (D 64 and 128: every shape the Hopper family
 // takes), whose dQ accumulator and flags live in the workspace.
 bool sm90_fused_bwd(const AttnProblem& p) { return attention_uses_sm90(p); }
+
+// The most 128-key tiles a sequence of the problem can have (its length ≤ T).
+int max_tiles(const AttnProblem& p) { return static_cast<int>((p.T + kSm90Rows - 1) / kSm90Rows); }
+// The Hopper backward's dQ flags (2 per 128-row tile and head; a sequence holds ≥ 1 token per
+// tile, so ≤ 2·T·Hq of them), then the head-sum counters (one per tile and KV head, ≤ T·Hkv).
+size_t sem_bytes(const AttnProblem& p) {
+  return align256(static_cast<size_t>(p.T) * (2 * p.Hq + p.Hkv) * 4);
+}
 
 Ws carve(const AttnProblem& p, void* base) {
   char* c = static_cast<char*>(base);
@@ -288,6 +348,10 @@ Ws carve(const AttnProblem& p, void* base) {
     w.dqa = reinterpret_cast<float*>(c);
     c += align256(st * p.D);
     w.sem = reinterpret_cast<int32_t*>(c);
+    c += sem_bytes(p);
+    w.order = reinterpret_cast<int2*>(c);
+    c += align256(8 * static_cast<size_t>(p.T));
+    w.scratch = reinterpret_cast<int32_t*>(c);
   }
   return w;
 }
@@ -308,29 +372,117 @@ int64_t total_tiles(const AttnProblem& p, int rows) {
   return n;
 }
 
-// Writes the tile table for `rows` and returns the 1-D grid size (tiles × Hq); with zero_flags,
-// also zeroes the Hopper backward's flags: the dQ flags (2 per block of the grid), then with GQA
-// the head-sum counters (one per tile and KV head; bwd_sum_heads_last).
+// Writes the tile table for `rows` and returns the 1-D grid size (tiles × Hq); with sm90_bwd,
+// also zeroes the Hopper backward's flags — the dQ flags (2 per tile and query head), then with
+// GQA the head-sum counters (one per tile and KV head; bwd_sum_heads_last) — and writes its block
+// order (rows must be kSm90Rows).
 unsigned plan(const AttnProblem& p, int rows, const Ws& ws, cudaStream_t st, const char* op,
-              bool zero_flags = false) {
+              bool sm90_bwd = false) {
   const int64_t tiles = total_tiles(p, rows), blocks = tiles * p.Hq;
   if (blocks > 0x7fffffff) throw std::invalid_argument("cuda attention: too many tiles");
-  const int64_t nzero = zero_flags ? 2 * blocks + (p.Hq > p.Hkv ? tiles * p.Hkv : 0) : 0;
+  const int64_t nzero = sm90_bwd ? 2 * blocks + (p.Hq > p.Hkv ? tiles * p.Hkv : 0) : 0;
   tile_plan_kernel<<<1, kPlanThreads, 0, st>>>(p.cu_dev, p.num_seqs, rows, ws.tile_start, ws.sem,
-                                               nzero);
+                                               nzero, sm90_bwd ? ws.order : nullptr, ws.scratch,
+                                               max_tiles(p));
   check_launch(op);
   return static_cast<unsigned>(blocks);
 }
 
-KArgs kargs(const AttnProblem& p, const Ws& ws) {
+KArgs kargs(const AttnProblem& p, const Ws& ws, int hpb = 1) {
   // Every sequence is at most T long, so a window ≥ T masks nothing beyond causality.
   const int window = p.window >= p.T ? 0 : static_cast<int>(p.window);
-  return KArgs{p.cu_dev, ws.tile_start,       p.num_seqs,       p.T,
-               p.Hq,     p.Hkv,                p.D,              p.scale,
-               p.scale * kLog2e, window,       ws.tile_start + p.num_seqs + 1};
+  return KArgs{p.cu_dev,
+               ws.tile_start,
+               p.num_seqs,
+               p.T,
+               p.Hq,
+               p.Hkv,
+               p.D,
+               p.scale,
+               p.scale * kLog2e,
+               window,
+               ws.tile_start + p.num_seqs + 1,
+               hpb,
+               ws.order};
+}
+
+// The Hopper backward's schedule, simulated for G query heads per block: its blocks in launch
+// order (tile_plan_kernel's: tile-major, the sequences with more tiles first within a tile, the
+// Hq / G head groups of a tile adjacent), each started on the SM that frees first (one block an
+// SM) and taking G·(its query-tile steps) + a fixed cost, plus, when G < Hq / Hkv, the cost of
+// storing its fp32 dK/dV partial and its share of the head sum. Returns the last block's end, in
+// steps (one query tile against the block's 128 keys). `tiles`: each sequence's (key tiles, query
+// tiles), sorted by key tiles, descending.
+double bwd_makespan(const std::vector<std::pair<int, int>>& tiles, int rows, int Hq, int rep, int G,
+                    int sms) {
+  // Measured on one H100 at the issue-18 shapes with every G forced (bench/README, session 27).
+  const double fixed = 1.0, partial = rows == 64 ? 3.0 : 2.0;
+  std::priority_queue<double, std::vector<double>, std::greater<>> free_at;
+  for (int i = 0; i < sms; ++i) free_at.push(0.0);
+  double end = 0;
+  const int ncol = tiles.empty() ? 0 : tiles.front().first;
+  for (int x = 0; x < ncol; ++x)
+    for (const auto& [nk, nq] : tiles) {
+      if (nk <= x) break;
+      const double cost = G * (nq - x * kSm90Rows / rows) + fixed + (G < rep ? partial : 0.0);
+      for (int g = 0; g < Hq / G; ++g) {
+        const double t = free_at.top() + cost;
+        free_at.pop();
+        free_at.push(t);
+        end = std::max(end, t);
+      }
+    }
+  return end;
 }
 
 }  // namespace
+
+int attention_bwd_heads_per_block(const AttnProblem& p) {
+  if (!attention_uses_sm90(p)) return 1;
+  const int rep = p.Hq / p.Hkv;
+  if (p.bwd_heads_per_block != 0) {
+    if (p.bwd_heads_per_block < 0 || rep % p.bwd_heads_per_block != 0)
+      throw std::invalid_argument("cuda attention: bwd_heads_per_block " +
+                                  std::to_string(p.bwd_heads_per_block) +
+                                  " does not divide Hq / Hkv = " + std::to_string(rep));
+    return p.bwd_heads_per_block;
+  }
+  if (rep == 1) return 1;
+  // The layers of a step share their sequences: the last answer is reused for the same problem.
+  static thread_local std::vector<int64_t> last_key;
+  static thread_local int last_g = 1;
+  std::vector<int64_t> key{p.Hq, p.Hkv, p.D};
+  key.insert(key.end(), p.cu_host, p.cu_host + p.num_seqs + 1);
+  if (key == last_key) return last_g;
+  static const int sms = [] {
+    int dev = 0, n = 0;
+    check(cudaGetDevice(&dev), "attention_bwd");
+    check(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev), "attention_bwd");
+    return n;
+  }();
+  const int rows = sm90_bwd_rows(p.D);
+  std::vector<std::pair<int, int>> tiles;
+  for (int i = 0; i < p.num_seqs; ++i) {
+    const int64_t L = p.cu_host[i + 1] - p.cu_host[i];
+    if (L > 0)
+      tiles.emplace_back(static_cast<int>((L + kSm90Rows - 1) / kSm90Rows),
+                         static_cast<int>((L + rows - 1) / rows));
+  }
+  std::stable_sort(tiles.begin(), tiles.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  int best = 1;
+  double best_t = bwd_makespan(tiles, rows, p.Hq, rep, 1, sms);
+  for (int G = 2; G <= rep; ++G) {
+    if (rep % G != 0) continue;
+    const double t = bwd_makespan(tiles, rows, p.Hq, rep, G, sms);
+    if (t < best_t) best = G, best_t = t;
+  }
+  last_key = std::move(key);
+  last_g = best;
+  return best;
+}
+
+namespace {}  // namespace
 
 bool attention_uses_sm90(const AttnProblem& p) {
 #if defined(ZT_HAVE_SM90A)
@@ -376,11 +528,11 @@ size_t attention_workspace_bytes(const AttnProblem& p) {
   const size_t st = static_cast<size_t>(p.T) * p.Hq * 4;
   size_t n = table_bytes(p) + 2 * align256(st);
   if (p.Hq > p.Hkv) n += 2 * align256(st * p.D);
-  // Hopper backward: the dQ accumulator and its flags (2 per 128-row tile and head; a sequence
-  // holds ≥ 1 token per tile, so ≤ 2·T·Hq of them), then the head-sum counters (one per tile and
-  // KV head, ≤ T·Hkv).
+  // Hopper backward: the dQ accumulator, its flags and counters (sem_bytes), its block order
+  // (a sequence holds ≥ 1 token per tile, so ≤ T tiles) and the order's scratch.
   if (sm90_fused_bwd(p))
-    n += align256(st * p.D) + align256(2 * st + static_cast<size_t>(p.T) * p.Hkv * 4);
+    n += align256(st * p.D) + sem_bytes(p) + align256(8 * static_cast<size_t>(p.T)) +
+         align256(12 * (static_cast<size_t>(max_tiles(p)) + 1));
   return n;
 }
 
@@ -415,7 +567,8 @@ void attention_bwd(const AttnProblem& p, void* dq, void* dk, void* dv, const voi
   const Ws ws = carve(p, workspace);
   const unsigned grid = plan(p, c.rows, ws, st, "attention_bwd", c.family == Family::kSm90);
   if (grid == 0) return;
-  const KArgs ka = kargs(p, ws);
+  const int hpb = c.family == Family::kSm90 ? attention_bwd_heads_per_block(p) : 1;
+  const KArgs ka = kargs(p, ws, hpb);
   const int64_t rows = p.T * p.Hq;
   const unsigned prep_grid = static_cast<unsigned>((rows + 3) / 4);
   if (c.family != Family::kGeneric && p.D <= 256) {  // bf16, D 64/128/256, 16-byte aligned
@@ -448,10 +601,13 @@ void attention_bwd(const AttnProblem& p, void* dq, void* dk, void* dv, const voi
                                                            ws.Di, ws.lse2, p.T, p.Hq, p.D);
   }
   check_launch("attention_bwd");
-  float* pk = p.Hq > p.Hkv ? ws.pk : nullptr;  // per-query-head partials, summed below
-  float* pv = p.Hq > p.Hkv ? ws.pv : nullptr;
-  if (c.family == Family::kSm90) {
-    sm90_bwd(ka, grid, ws.lse2, ws.Di, pk, pv, ws.dqa, ws.sem, dq, dk, dv, dout, q, k, v, st);
+  // Per-query-head (Hopper: per-head-group) partials, summed below (by the Hopper kernel itself);
+  // none when a Hopper block takes all of a KV head's query heads.
+  const bool partials = p.Hq > p.Hkv && hpb < p.Hq / p.Hkv;
+  float* pk = partials ? ws.pk : nullptr;
+  float* pv = partials ? ws.pv : nullptr;
+  if (c.family == Family::kSm90) {  // grid / hpb blocks, each hpb query heads
+    sm90_bwd(ka, grid / hpb, ws.lse2, ws.Di, pk, pv, ws.dqa, ws.sem, dq, dk, dv, dout, q, k, v, st);
   } else if (c.family == Family::kMmaSync) {
     tc_bwd(ka, grid, ws.lse2, ws.Di, pk, pv, dq, dk, dv, dout, q, k, v, st);
   } else {

@@ -25,6 +25,11 @@ struct AttnProblem {
   float scale = 1.0f;  // scores = scale * q·k
   // Sliding window W: query i of a sequence sees keys j with i - W < j ≤ i; 0 = none (≥ 0).
   int64_t window = 0;
+  // The Hopper backward's query heads per block G: a divisor of Hq / Hkv, whose blocks take G query
+  // heads of one KV head in turn and sum their dK/dV in registers (fewer per-head fp32 partials to
+  // store and add); 0 = chosen by attention_bwd's cost model (sm90_bwd_heads_per_block). Tests and
+  // benchmarks set it; the results are deterministic for every G, not bitwise equal across G.
+  int bwd_heads_per_block = 0;
 };
 
 // Which kernels run. kAuto: the tensor-core kernels (bf16, D ∈ {64, 128, 256}, 16-byte aligned
@@ -47,10 +52,17 @@ bool attention_uses_tensor_cores(const AttnProblem& p, std::initializer_list<con
 // [max(num_seqs, T) + 1], Di and log2-scaled lse f32 [Hq, T], when Hq > Hkv per-query-head fp32
 // dK and dV partials [T, Hq, D] each (8·T·Hq·D bytes), and when the Hopper fused backward runs
 // (bf16, D 64 or 128, no window, compute capability 9.0) its dQ accumulator f32 [Hq, T, D]
-// (4·T·Hq·D bytes), dQ flags (8·T·Hq bytes) and head-sum counters (4·T·Hkv bytes). Depends on
+// (4·T·Hq·D bytes), dQ flags (8·T·Hq bytes), head-sum counters (4·T·Hkv bytes), its block order
+// (8·T bytes) and that order's scratch (12·(⌈T / 128⌉ + 1) bytes). Depends on
 // num_seqs only when it exceeds T (empty sequences), so it may be queried with num_seqs = 0 and
 // no cu_seqlens; it grows with T.
 size_t attention_workspace_bytes(const AttnProblem& p);
+
+// The query heads per block G the Hopper backward runs for this problem: p.bwd_heads_per_block
+// when set (std::invalid_argument unless it divides Hq / Hkv), else the divisor of Hq / Hkv whose
+// simulated schedule is shortest (see the definition); 1 when the problem does not run the Hopper
+// backward. Needs p.cu_host.
+int attention_bwd_heads_per_block(const AttnProblem& p);
 
 // out = softmax(scale·q·kᵀ + causal (and p.window) mask within each sequence)·v; lse[h, t] = log Σ
 // exp(scores) (natural log). Enqueued on `stream` (a cudaStream_t); workspace is device memory of

@@ -23,6 +23,8 @@ constexpr int kSm90Rows = 128;  // rows per tile of the Hopper backward's work l
 // Query rows per tile of the Hopper forward's work list: 64 per MMA warpgroup, three at head dim
 // 64 (FlashAttention-3's 192-row tiles there), two at 128 (attention_sm90.cu, fwd_wgs).
 __host__ __device__ constexpr int sm90_fwd_rows(int D) { return D == 64 ? 192 : 128; }
+// Query rows per step of the Hopper fused backward at head dim D (attention_sm90.cu's bwd_rows).
+__host__ __device__ constexpr int sm90_bwd_rows(int D) { return D == 64 ? 128 : 64; }
 constexpr int kMaxD = 256;      // largest head dim (generic kernels)
 
 // Arguments every attention kernel takes (by value).
@@ -38,6 +40,10 @@ struct KArgs {
   // The Hopper forward's work counter (persistent blocks take work items in index order by an
   // atomicAdd on it): one int in the workspace after tile_start, zeroed by tile_plan_kernel.
   int32_t* next_item;
+  // The Hopper backward: query heads per block (a divisor of Hq / Hkv; bwd_block_work) and its
+  // block order, [Σ tiles] (sequence, key tile) pairs, heaviest first (tile_plan_kernel).
+  int hpb = 1;
+  const int2* order = nullptr;
 };
 
 // The first key sequence-relative query row r sees: r - W + 1 with a window, else 0.
@@ -174,7 +180,11 @@ void tc_bwd(const KArgs& ka, unsigned grid, const float* lse2, const float* Di, 
 // no window (ka.window == 0), 16-byte aligned tensors, work list of sm90_fwd_rows(D)-row query
 // tiles (forward) or kSm90Rows-row key tiles (backward). Arguments as tc_fwd / tc_bwd; the backward
 // (fused: dK/dV and dQ in one kernel) also takes dqa, fp32 [Hq, T, D] (dQ accumulated in key-tile
-// order), and sem, 2·grid ints, zero on entry (attention_bwd's tile_plan_kernel zeroes them).
+// order), and sem, zero on entry (attention_bwd's tile_plan_kernel zeroes them): 2 dQ flags per
+// (tile, query head), then with partials (pk non-null) one head-sum counter per (tile, KV head).
+// Its grid: tiles × Hq / ka.hpb blocks in ka.order's order, each ka.hpb query heads of one KV
+// head; pk/pv [T, Hq, D] hold one partial per head group (at its first head), null when ka.hpb =
+// Hq / Hkv (or Hq = Hkv).
 void sm90_fwd(const KArgs& ka, unsigned grid, void* out, float* lse, const void* q, const void* k,
               const void* v, cudaStream_t st);
 void sm90_bwd(const KArgs& ka, unsigned grid, const float* lse2, const float* Di, float* pk,

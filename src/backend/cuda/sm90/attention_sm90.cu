@@ -634,7 +634,7 @@ __global__ void __launch_bounds__(fwd_threads(D), 1)
 // per-step fixed costs (the dSᵀ barrier, staging and handing over a dQ tile, the flag wait between
 // blocks) come once per 128 rows, as in FlashAttention-3's hdim-64 tiling (128 × 128); 64 at
 // D 128, where the 128 dK/dV accumulator registers leave room for no more.
-__host__ __device__ constexpr int bwd_rows(int D) { return D == 64 ? 128 : 64; }
+__host__ __device__ constexpr int bwd_rows(int D) { return sm90_bwd_rows(D); }
 
 // The 2·N per-query-row statistics (lse2 or Di) one thread's accumulator elements use: v[j] =
 // (x[8j + c2], x[8j + c2 + 1]), x a tile's 8·N values in shared memory (the producer's statistics).
@@ -882,7 +882,7 @@ __device__ __noinline__ void bwd_sum_heads_last(const KArgs& a, const Work& w, i
   const int tid = static_cast<int>(threadIdx.x), rep = a.Hq / a.Hkv;
   __threadfence();  // this thread's partial stores, visible at GPU scope before the count
   bar_sync(bar, 256);
-  if (tid == 0) *last = atomicAdd(cnt, 1) == rep - 1;
+  if (tid == 0) *last = atomicAdd(cnt, 1) == rep / a.hpb - 1;
   bar_sync(bar, 256);
   if (!*last) return;
   __threadfence();  // the other blocks' partials, counted before, are read after the count
@@ -896,7 +896,7 @@ __device__ __noinline__ void bwd_sum_heads_last(const KArgs& a, const Work& w, i
     const float* bk = pk + t * ldp + g0 + c;
     const float* bv = pv + t * ldp + g0 + c;
     float4 sk = make_float4(0.0f, 0.0f, 0.0f, 0.0f), sv = sk;
-    for (int j = 0; j < rep; ++j) {
+    for (int j = 0; j < rep; j += a.hpb) {
       const float4 u = __ldcg(reinterpret_cast<const float4*>(bk + j * D));
       const float4 v = __ldcg(reinterpret_cast<const float4*>(bv + j * D));
       sk.x += u.x, sk.y += u.y, sk.z += u.z, sk.w += u.w;
@@ -936,7 +936,8 @@ __device__ __forceinline__ void bulk_s2g(float* dst, uint32_t src, uint32_t byte
   asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
 }
 
-// The fused backward of query head h for one key tile (deterministic: see below), D 64 or 128.
+// The fused backward of a.hpb query heads (one KV head's w.h … w.h + hpb − 1, taken in turn, their
+// dK/dV summed in the same registers) for one key tile (deterministic: see below), D 64 or 128.
 // It replaced, at D 64, the mma.sync family's split into a dK/dV and a dQ kernel (7 GEMMs per tile
 // pair instead of 5): once blocks ran heaviest first, the fused kernel was 8-18 % faster there on
 // an H200. Block: two MMA warpgroups (threads 0-255) and warpgroup 2: dQ-writer warps 8 and 9 (one
@@ -966,9 +967,11 @@ __device__ __forceinline__ void bulk_s2g(float* dst, uint32_t src, uint32_t byte
 // last row); block n waits until the tile's flag (sem, zeroed before the launch) reads n, copies
 // (n = 0) or reduce-adds its tile with one bulk copy, waits for it to complete and sets the flag to
 // n + 1. Each reduction completes before the next starts, so every element's sum has one order:
-// bitwise repeatable. Blocks run heaviest key tile first (block_work forward: key tile 0 has the
-// most query tiles), which balances the SMs' work (a lightest-first order left a tail of the
-// heaviest blocks: 86 % of the SMs' time busy at 1 × 8k in a simulation, against 99 %), and every
+// bitwise repeatable. Blocks run in a.order (bwd_block_work): tile-major, heaviest key tile first
+// (key tile 0 has the most query tiles) across the sequences, which balances the SMs' work (a
+// lightest-first order left a tail of the heaviest blocks: 86 % of the SMs' time busy at 1 × 8k in
+// a simulation, against 99 %; sequence by sequence, the last sequence's heaviest tiles ran last),
+// and every
 // block waits only on blocks launched before it (no deadlock whatever the residency, given that
 // blocks are dispatched in index order, as FlashAttention-3's deterministic backward also
 // assumes). Each block takes its query tiles last first: block n + 1, launched after block n, meets
@@ -991,6 +994,21 @@ static_assert(kBarFull + bwd_dq_stages(64) <= kBarEmpty &&
                   kBarFull + bwd_dq_stages(128) <= kBarEmpty &&
                   kBarEmpty + bwd_dq_stages(64) <= 16 && kBarEmpty + bwd_dq_stages(128) <= 16,
               "named barriers: one full and one empty per staging buffer, 16 in all");
+
+// The fused backward's block: entry blockIdx.x / (Hq / hpb) of a.order — (sequence, key tile) —
+// and head group blockIdx.x % (Hq / hpb): query heads w.h … w.h + hpb − 1 of KV head w.kvh.
+__device__ __forceinline__ Work bwd_block_work(const KArgs& a) {
+  const int groups = a.Hq / a.hpb, r = static_cast<int>(blockIdx.x) / groups;
+  const int2 e = a.order[r];
+  Work w;
+  w.seq = e.x;
+  w.tile = e.y;
+  w.s0 = a.cu[e.x];
+  w.L = a.cu[e.x + 1] - w.s0;
+  w.h = (static_cast<int>(blockIdx.x) - r * groups) * a.hpb;
+  w.kvh = w.h / (a.Hq / a.Hkv);
+  return w;
+}
 
 // Offset (floats) of element (r, c) of a staged dQ row r of token t: chunk c/4 swizzled by t & 7.
 template <int D>
@@ -1031,11 +1049,12 @@ __global__ void __launch_bounds__(kBwdThreads, 1)
   const auto q_empty = [&](int b) { return sBar + 16 * b + 8; };
   const float* stat = reinterpret_cast<const float*>(smem + (sStat - s0addr));
   float* acc_s = reinterpret_cast<float*>(smem + (sAcc - s0addr));
-  const Work w = block_work(a, kKeys, false);
+  const Work w = bwd_block_work(a);
   const int n0 = w.tile * kKeys;
-  // Query tiles i0 … ntiles − 1, taken last first: step k is tile ntiles − 1 − k.
+  // Per head, query tiles i0 … ntiles − 1, taken last first: step k of head j (of the block's
+  // a.hpb, from w.h) is kstep j·steps + k, tile ntiles − 1 − k.
   const int i0 = n0 / kRows, ntiles = (w.L + kRows - 1) / kRows, steps = ntiles - i0;
-  const int64_t sbase = static_cast<int64_t>(w.h) * a.T + w.s0;
+  const int total = a.hpb * steps;
   const int tid = static_cast<int>(threadIdx.x);
   const int wg = tid >> 7, warp = (tid >> 5) & 3, lane = tid & 31;
 
@@ -1052,18 +1071,20 @@ __global__ void __launch_bounds__(kBwdThreads, 1)
     asm volatile("setmaxnreg.dec.sync.aligned.u32 24;\n" ::: "memory");
     if (warp == kNS) {  // the producer: query tile i of step kstep into buffer kstep % kNQ
       float* const st = reinterpret_cast<float*>(smem + (sStat - s0addr));
-      const float *l2 = lse2 + sbase, *di = Di + sbase;
 #pragma unroll 1
-      for (int kstep = 0; kstep < steps; ++kstep) {
-        const int i = ntiles - 1 - kstep, b = kstep % kNQ;
+      for (int kstep = 0, j = 0, ks = 0; kstep < total; ++kstep) {
+        const int i = ntiles - 1 - ks, b = kstep % kNQ, h = w.h + j;
+        const int64_t sbase = static_cast<int64_t>(h) * a.T + w.s0;
+        const float *l2 = lse2 + sbase, *di = Di + sbase;
+        if (++ks == steps) ks = 0, ++j;
         if (kstep >= kNQ) mbar_wait(q_empty(b), ((kstep / kNQ) + 1) & 1);  // its last use done
         if (lane == 0) {  // the TMA first: the statistics' loads overlap it
           mbar_expect_tx_only(q_full(b), 2 * kQB);
           const int y = w.s0 + i * kRows;
 #pragma unroll
           for (int cb = 0; cb < kNB; ++cb) {
-            tma_load_2d(sQ + b * kQB + cb * (kRows * 128), &tq, w.h * D + cb * 64, y, q_full(b));
-            tma_load_2d(sdO + b * kQB + cb * (kRows * 128), &tdo, w.h * D + cb * 64, y, q_full(b));
+            tma_load_2d(sQ + b * kQB + cb * (kRows * 128), &tq, h * D + cb * 64, y, q_full(b));
+            tma_load_2d(sdO + b * kQB + cb * (kRows * 128), &tdo, h * D + cb * 64, y, q_full(b));
           }
         }
 #pragma unroll
@@ -1078,15 +1099,14 @@ __global__ void __launch_bounds__(kBwdThreads, 1)
       return;
     }
     if (warp >= kNS) return;
-    float* dqb = dqa + sbase * D;  // this sequence's rows of head h
-    int* semb = sem + static_cast<int64_t>(2 * a.tile_start[w.seq]) * a.Hq + w.h;
     const int sb = warp;  // writer warp sb sends the tiles staged in buffer sb
     const int turn =
         w.tile;  // key tiles 0 … w.tile − 1 add to every query tile of this block first
-    for (int kstep = sb; kstep < steps; kstep += kNS) {
-      const int i = ntiles - 1 - kstep;
+    for (int kstep = sb; kstep < total; kstep += kNS) {
+      const int j = kstep / steps, i = ntiles - 1 - (kstep - j * steps), h = w.h + j;
+      float* dqb = dqa + (static_cast<int64_t>(h) * a.T + w.s0) * D;  // the sequence's rows of h
       bar_sync(kBarFull + sb, kBarWriter);
-      int* flag = semb + static_cast<int64_t>(i) * a.Hq;
+      int* flag = sem + (static_cast<int64_t>(2 * a.tile_start[w.seq]) + i) * a.Hq + h;
       if (lane == 0) {
 #ifndef ZT_ATTN_DIAG_NO_ORDER
         if (turn > 0) {
@@ -1127,8 +1147,8 @@ __global__ void __launch_bounds__(kBwdThreads, 1)
   cp_async_wait<0>();  // K and V landed (the query tiles come through the mbarriers)
   fence_async_smem();
   bar_sync(kBarMma, 256);
-  for (int kstep = 0; kstep < steps; ++kstep) {
-    const int i = ntiles - 1 - kstep, b = kstep % kNQ;
+  for (int kstep = 0, ks = 0; kstep < total; ++kstep, ks = ks + 1 == steps ? 0 : ks + 1) {
+    const int i = ntiles - 1 - ks, b = kstep % kNQ;
     mbar_wait(q_full(b), (kstep / kNQ) & 1);  // tile i's Q, dO, lse2, Di landed
     const uint32_t tQ = sQ + b * kQB, tdO = sdO + b * kQB;
     const float* ls = stat + b * 2 * kRows;  // lse2, then Di
@@ -1195,7 +1215,7 @@ __global__ void __launch_bounds__(kBwdThreads, 1)
       const int rr = row + ((e >> 1) & 1) * 8, col = col0 + (e >> 2) * 8 + c2;
       *reinterpret_cast<float2*>(st + dq_slot<D>(rr, col, t0 + rr)) = make_float2(gq[e], gq[e + 1]);
     }
-    if (kstep + 1 == steps) {  // (otherwise the next step hands it over, after its dPᵀ issue)
+    if (kstep + 1 == total) {  // (otherwise the next step hands it over, after its dPᵀ issue)
       fence_async_smem();      // the staged tile visible to the bulk copy (async proxy)
       bar_arrive(kBarFull + sb, kBarWriter);
     }
@@ -1204,8 +1224,8 @@ __global__ void __launch_bounds__(kBwdThreads, 1)
   bwd_store_dkdv<D>(gk, gv, a, w, key0, c2, pk, pv, dk, dv);
   if (pk) {  // GQA: the key tile's last query-head block sums the partials (after the dQ flags)
     __shared__ int last;
-    int* const cnt = sem + 2 * static_cast<int64_t>(gridDim.x) +
-                     static_cast<int64_t>(blockIdx.x / a.Hq) * a.Hkv + w.kvh;
+    int* const cnt = sem + 2 * static_cast<int64_t>(a.tile_start[a.n]) * a.Hq +
+                     static_cast<int64_t>(a.tile_start[w.seq] + w.tile) * a.Hkv + w.kvh;
     bwd_sum_heads_last<D>(a, w, n0, cnt, pk, pv, dk, dv, kBarMma, &last);
   }
 #endif
