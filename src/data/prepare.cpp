@@ -219,11 +219,15 @@ TokenData build_token_data(const DataOptions& given, const text::Tokenizer& toke
   const DataOptions opts = with_chat_template_path(given, &tokenizer);
   const std::string file = opts.dataset.string();
   const auto max_len = effective_max_length(opts);
+  const ConfigNames& names = opts.names;
   if (opts.packing && opts.packing_strategy != "bfd") {
-    fail("packing_strategy: '{}' is not supported; zerotune implements 'bfd'",
-         opts.packing_strategy);
+    fail("{}: '{}' is not supported; zerotune implements 'bfd'{}", names.key("packing_strategy"),
+         opts.packing_strategy, names.where("packing_strategy"));
   }
-  if (opts.packing && !max_len) fail("packing: true needs max_length (the bin size), got none");
+  if (opts.packing && !max_len) {
+    fail("{}: true{} needs {} (the bin size), got none{}", names.key("packing"),
+         names.where("packing"), names.bare_key("max_length"), names.where("max_length"));
+  }
 
   std::vector<std::string> left_out;  // parquet columns of a type not read, for the kind error
   std::vector<Json> rows = read_rows(opts.dataset, &left_out);

@@ -65,7 +65,8 @@ std::filesystem::path cache_file_path(const DataOptions& opts, const CacheKey& k
 // packs (bfd) when asked. `report` (optional) receives the counts. Throws zt::Error for bad input
 // (see read_rows, detect_format, extract_row, SftFormatter), prefix mismatches under
 // completion_mask: positional with prefix_mismatch: error, an
-// unsupported packing_strategy, packing without max_length, and a dataset left with no example.
+// unsupported packing_strategy, packing without max_length (these two naming their config keys,
+// opts.names), and a dataset left with no example.
 TokenData build_token_data(const DataOptions& opts, const text::Tokenizer& tokenizer,
                            const text::TokenizerConfig& config, PrepareReport* report = nullptr);
 

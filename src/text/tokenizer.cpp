@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <exception>
 #include <mutex>
+#include <unordered_map>
 #include <variant>
 
 #include "core/error.h"
@@ -279,6 +280,8 @@ Tokenizer Tokenizer::load(const std::filesystem::path& tokenizer_json) {
   std::vector<AddedToken>& added = m.added;
   if (const Json* at = member(j, "added_tokens"); at && !at->is_null()) {
     if (!at->is_array()) fail("{}: added_tokens must be an array", f);
+    // id -> {added_tokens index, `added` index} of the first entry with it
+    std::unordered_map<int32_t, std::pair<size_t, size_t>> first_with_id;
     for (size_t k = 0; k < at->size(); ++k) {
       const Json& t = (*at)[k];
       std::string path = fmt::format("added_tokens[{}]", k);
@@ -298,7 +301,20 @@ Tokenizer Tokenizer::load(const std::filesystem::path& tokenizer_json) {
       a.rstrip = get_bool(t, "rstrip", false, f, path);
       a.normalized = get_bool(t, "normalized", !a.special, f, path);
       if (unicode::find_invalid_utf8(a.content)) fail("{}: {}.content is not UTF-8", f, path);
-      if (!a.content.empty()) added.push_back(std::move(a));
+      if (a.content.empty()) continue;  // HF's AddedVocabulary skips empty tokens
+      // One id, two contents: HF `tokenizers` (0.23) keeps the id for the first and silently gives
+      // the second the next free id, not the one in the file, so such a file is refused. The same
+      // token listed twice (one id, one content) is one token to HF; it stays accepted.
+      if (auto [it, fresh] = first_with_id.try_emplace(a.id, k, added.size()); !fresh) {
+        const auto [first_k, first] = it->second;
+        if (added[first].content != a.content) {
+          fail(
+              "{}: {} '{}' has id {}, the id of added_tokens[{}] '{}'; each added token needs "
+              "an id of its own",
+              f, path, a.content, a.id, first_k, added[first].content);
+        }
+      }
+      added.push_back(std::move(a));
     }
   }
   m.build_matchers();

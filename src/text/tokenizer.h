@@ -26,7 +26,8 @@ struct Encoding {
 class Tokenizer {
  public:
   // Parses a tokenizer.json. Throws zt::Error naming the file and the offending field for a
-  // malformed file or an unsupported component type ("model.type 'WordPiece' is not supported").
+  // malformed file or an unsupported component type ("model.type 'WordPiece' is not supported"),
+  // and for two added_tokens entries with one id and different contents (naming both and the id).
   static Tokenizer load(const std::filesystem::path& tokenizer_json);
 
   Tokenizer(Tokenizer&&) noexcept;

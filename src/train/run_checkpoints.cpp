@@ -117,12 +117,22 @@ std::vector<RunCheckpoint> other_runs_checkpoints(const fs::path& exp_dir,
 
 namespace {
 
+// The newest of `cps` (step ascending) that run `run_id` wrote, or nullopt.
+std::optional<CheckpointDir> newest_of_run(const std::vector<RunCheckpoint>& cps,
+                                           const std::string& run_id) {
+  std::optional<CheckpointDir> newest;
+  for (const auto& c : cps)
+    if (c.run_id == run_id) newest = c.dir;  // step ascending: the last match is the newest
+  return newest;
+}
+
 // The checkpoint `resume_from_checkpoint: true` resumes among `cps` (see
 // latest_checkpoint_of_last_run), or nullopt when `cps` is empty; throws zt::Error when the run
-// to resume is unknown or saved none of them.
+// to resume is unknown or saved none of them, listing `all` (the checkpoints in exp_dir).
 std::optional<CheckpointDir> last_run_checkpoint(const fs::path& exp_dir,
                                                  const std::optional<RunRecord>& record,
-                                                 const std::vector<RunCheckpoint>& cps) {
+                                                 const std::vector<RunCheckpoint>& cps,
+                                                 const std::vector<RunCheckpoint>& all) {
   if (cps.empty()) return std::nullopt;
   if (!record) {
     // No record (deleted, or checkpoints copied into a new exp_dir): when every checkpoint names
@@ -135,7 +145,7 @@ std::optional<CheckpointDir> last_run_checkpoint(const fs::path& exp_dir,
             "and {} names no run id, so it is unknown which of its checkpoints belong to the run "
             "to resume: {}. Pass trainer.resume_from_checkpoint=<checkpoint directory> to resume "
             "one of them",
-            exp_dir.string(), kRunRecordName, describe_checkpoint(c), list_described(cps));
+            exp_dir.string(), kRunRecordName, describe_checkpoint(c), list_described(all));
     const RunCheckpoint& newest = cps.back();  // step ascending
     for (auto it = cps.rbegin(); it != cps.rend(); ++it)
       if (it->run_id != newest.run_id)
@@ -145,19 +155,17 @@ std::optional<CheckpointDir> last_run_checkpoint(const fs::path& exp_dir,
             "to resume: {}. Pass trainer.resume_from_checkpoint=<checkpoint directory> to resume "
             "one of them",
             exp_dir.string(), kRunRecordName, describe_checkpoint(newest), describe_checkpoint(*it),
-            list_described(cps));
+            list_described(all));
     return newest.dir;
   }
-  std::optional<CheckpointDir> newest;
-  for (const auto& c : cps)
-    if (c.run_id == record->run_id) newest = c.dir;  // step ascending: the last match is the newest
+  const std::optional<CheckpointDir> newest = newest_of_run(cps, record->run_id);
   if (!newest)
     fail(
         "resume_from_checkpoint: true: the last run started in {} (run {}, started {}) saved no "
         "checkpoint; those there belong to other runs: {}. Pass "
         "trainer.resume_from_checkpoint=<checkpoint directory> to resume one of them",
         exp_dir.string(), record->run_id, record->started.empty() ? "?" : record->started,
-        list_described(cps));
+        list_described(all));
   return newest;
 }
 
@@ -178,12 +186,14 @@ CheckpointDir latest_checkpoint_of_last_run(const fs::path& exp_dir) {
     else
       corrupt = &c;  // step ascending: the newest corrupt one
   }
-  if (corrupt == nullptr) return *last_run_checkpoint(exp_dir, record, all);
-  std::optional<CheckpointDir> picked;
-  try {
-    picked = last_run_checkpoint(exp_dir, record, readable);
-  } catch (const Error&) {  // no readable checkpoint of the run: the corrupt one may be its
-  }
+  if (corrupt == nullptr) return *last_run_checkpoint(exp_dir, record, all, all);
+  // The run's newest readable checkpoint; none (nullopt) means the corrupt one may be the run's.
+  // Without a run record the readable checkpoints must name one run: when they do not, the run
+  // to resume is unknown whatever the corrupt one holds, and that error comes through with its
+  // own message rather than as "corrupt".
+  const std::optional<CheckpointDir> picked =
+      record ? newest_of_run(readable, record->run_id)
+             : last_run_checkpoint(exp_dir, record, readable, all);
   if (picked && picked->step > corrupt->dir.step) return *picked;
   const std::string run =
       record ? fmt::format("the last run started in {} (run {})", exp_dir.string(), record->run_id)

@@ -73,8 +73,9 @@ std::vector<RunCheckpoint> other_runs_checkpoints(const std::filesystem::path& e
 // <exp_dir>/zerotune_run.json; with no such file, the newest checkpoint when every checkpoint
 // names one run (transformers' get_last_checkpoint). Throws zt::Error saying plainly why there is
 // none: no checkpoint at all (HF's "No valid checkpoint found in output directory (<dir>)"), no
-// run record and a checkpoint without a run id or two run ids among them (so the run is unknown;
-// the message names the checkpoints and ids that differ), or a last run that saved no checkpoint —
+// run record and a readable checkpoint without a run id or two run ids among them (so the run is
+// unknown, whatever a corrupt checkpoint beside them holds; the message names the checkpoints and
+// ids that differ), or a last run that saved no checkpoint —
 // listing the checkpoints that are there and how to resume one of them explicitly — or a
 // checkpoint whose trainer_state.json is corrupt and newer than every readable checkpoint of the
 // run (it may be the one to resume): the parse error with its position, as the explicit

@@ -165,16 +165,20 @@ TEST(DataSetup, ErrorNamesComeFromTheConfig) {
   EXPECT_EQ(o.names.key("assistant_only_loss"), "sft.yaml: trainer.assistant_only_loss");
   EXPECT_EQ(o.names.where("assistant_only_loss"), "");
   EXPECT_EQ(o.names.bare_key("eos_token"), "trainer.eos_token");
+  EXPECT_EQ(o.names.key("packing"), "sft.yaml: trainer.packing");
+  EXPECT_EQ(o.names.key("packing_strategy"), "sft.yaml: trainer.packing_strategy");
+  EXPECT_EQ(o.names.bare_key("max_length"), "trainer.max_length");
   // Set in the file or on the command line: no implication.
   const RunConfig set = RunConfig::from_json(
       {{"model_name", "m"},
        {"dataset", {{"prompt_format", "chat"}, {"train", {{"path", "t.jsonl"}}}}},
-       {"trainer", {{"completion_only_loss", true}}}},
-      "sft.yaml", {"trainer.completion_only_loss"});
+       {"trainer", {{"completion_only_loss", true}, {"packing", true}}}},
+      "sft.yaml", {"trainer.completion_only_loss", "trainer.packing"});
   const data::DataOptions s = data_options(set, "train");
   EXPECT_EQ(s.names.dataset(s.dataset), "t.jsonl (the train set, dataset.train.path)");
   EXPECT_EQ(s.names.where("prompt_format"), "");
   EXPECT_EQ(s.names.where("completion_only_loss"), " (given on the command line)");
+  EXPECT_EQ(s.names.where("packing"), " (given on the command line)");
 }
 
 }  // namespace

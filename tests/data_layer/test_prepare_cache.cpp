@@ -514,6 +514,21 @@ TEST_F(Prepare, OptionErrorsNameConfigKeyFileAndSplit) {
             "sft.yaml: trainer.eos_token: '<|not a token|>' is not a token of "
             "the tokenizer in " +
                 shared_data("tokenizers/qwen2.5-instruct").string());
+  // The packing errors: each value with its key and where it came from.
+  p = o;
+  p.names.options["packing"] = {"trainer.packing", " (given on the command line)"};
+  p.names.options["max_length"] = {"trainer.max_length", ""};
+  p.names.options["packing_strategy"] = {"trainer.packing_strategy", ""};
+  p.packing = true;
+  p.max_length = std::nullopt;
+  EXPECT_EQ(prepare_error(p),
+            "sft.yaml: trainer.packing: true (given on the command line) needs trainer.max_length "
+            "(the bin size), got none");
+  p.max_length = 512;
+  p.packing_strategy = "wrapped";
+  EXPECT_EQ(prepare_error(p),
+            "sft.yaml: trainer.packing_strategy: 'wrapped' is not supported; zerotune implements "
+            "'bfd'");
   EXPECT_TRUE(cache_files().empty());
 }
 

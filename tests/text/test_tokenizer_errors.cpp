@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "core/error.h"
+#include "core/zt_test_util.h"
 #include "test_tokenizer_util.h"
 
 namespace zt::text::test {
@@ -125,6 +126,30 @@ TEST(TokenizerErrors, BadVocabMergesAndRegex) {
   j = minimal();
   j["added_tokens"] = Json::parse(R"([{"content": "<s>", "special": true}])");
   expect_load_error(j.dump(), "added_tokens[0].id must be a non-negative integer");
+}
+
+// Two added_tokens entries with one id and different contents were both read as that id (the
+// later one's string decoded for both); HF `tokenizers` keeps the id for the first only and gives
+// the second a new one. Refused, naming the file, both entries, their contents and the id. The same
+// token listed twice (one id, one content) is one token, as in HF.
+TEST(TokenizerErrors, AddedTokensSharingAnIdAreRefused) {
+  Json j = minimal();
+  j["added_tokens"] = Json::parse(R"([{"id": 3, "content": "<x>", "special": true},
+                                      {"id": 4, "content": "<z>", "special": true},
+                                      {"id": 3, "content": "<y>", "special": true}])");
+  {
+    TempFile f(j.dump());
+    EXPECT_EQ(testing::error_of([&] { Tokenizer::load(f.path()); }),
+              f.path().string() +
+                  ": added_tokens[2] '<y>' has id 3, the id of added_tokens[0] '<x>'; each added "
+                  "token needs an id of its own");
+  }
+  j["added_tokens"][2]["content"] = "<x>";
+  TempFile f(j.dump());
+  Tokenizer tok = Tokenizer::load(f.path());
+  EXPECT_EQ(tok.vocab_size(), 5);
+  EXPECT_EQ(tok.encode("a<x>b<z>"), std::vector<int32_t>({0, 3, 1, 4}));
+  EXPECT_EQ(tok.decode(std::vector<int32_t>{3, 2}), "<x>ab");
 }
 
 // SentencePiece-style components: malformed fields and unsupported combinations are named.

@@ -198,5 +198,38 @@ TEST(RunCheckpoints, ResumeTrueReportsACorruptCheckpointAsCorrupt) {
             std::string::npos);
 }
 
+// Without a run record, readable checkpoints of two runs, or one of no known run, leave the run to
+// resume unknown whatever a corrupt checkpoint beside them holds: that error comes through with its
+// own message. It was reported as "checkpoint-2 is corrupt, and no readable checkpoint belongs to
+// the run", though checkpoint-4 is readable and newer.
+TEST(RunCheckpoints, ResumeTrueReportsAnUnknownRunBesideACorruptCheckpoint) {
+  TempDir d;
+  const fs::path exp = d / "exp";
+  fs::create_directories(exp / "checkpoint-2");
+  std::ofstream(exp / "checkpoint-2" / "trainer_state.json") << "{broken";
+  make_checkpoint(exp, 4, kRunA);
+  make_checkpoint(exp, 6, kRunB);
+  const std::string head = "resume_from_checkpoint: true: " + exp.string() +
+                           " has no zerotune_run.json (zerotune writes it when a run starts) and ";
+  const std::string tail =
+      ". Pass trainer.resume_from_checkpoint=<checkpoint directory> to resume one of them";
+  EXPECT_EQ(testing::error_of([&] { latest_checkpoint_of_last_run(exp); }),
+            head + "its checkpoints belong to different runs — checkpoint-6 (run " + kRunB +
+                ") and checkpoint-4 (run " + kRunA +
+                ") — so it is unknown which run to resume: checkpoint-2 (trainer_state.json is "
+                "corrupt), checkpoint-4 (run " +
+                kRunA + "), checkpoint-6 (run " + kRunB + ")" + tail);
+  fs::remove_all(exp / "checkpoint-6");
+  make_checkpoint(exp, 1, "");
+  EXPECT_EQ(
+      testing::error_of([&] { latest_checkpoint_of_last_run(exp); }),
+      head +
+          "checkpoint-1 (no trainer_state.json: not written by zerotune) names no run id, so "
+          "it is unknown which of its checkpoints belong to the run to resume: checkpoint-1 "
+          "(no trainer_state.json: not written by zerotune), checkpoint-2 (trainer_state.json "
+          "is corrupt), checkpoint-4 (run " +
+          kRunA + ")" + tail);
+}
+
 }  // namespace
 }  // namespace zt::train
