@@ -6,7 +6,9 @@
 // (N = total / M), --nproc_per_node torchrun's count per node. The accelerate config's
 // num_processes / num_machines / machine_rank / main_process_ip / main_process_port are the
 // defaults of these. The ranks find each other through the TCP Comm (dist/bootstrap.h); the
-// accelerate config's path reaches them as ZT_ACCELERATE_CONFIG.
+// accelerate config's path reaches them as ZT_ACCELERATE_CONFIG. More ranks than
+// dist::max_local_ranks() (4 per CPU of the launcher's affinity) are refused unless
+// --oversubscribe is given.
 #include <CLI/CLI.hpp>
 #include <filesystem>
 #include <limits>
@@ -30,6 +32,7 @@ int cmd_launch(const Args& args) {
   std::string config_file, master_addr;
   int port = 0;
   double grace = dist::LocalLaunch{}.kill_grace_s;
+  bool oversubscribe = false;
   // The counts' upper bound is the machine's, checked below (dist::max_local_ranks).
   constexpr int kAnyInt = std::numeric_limits<int>::max();
   app.add_option("--num_processes", num_processes,
@@ -50,6 +53,10 @@ int cmd_launch(const Args& args) {
                  "seconds the ranks get after a forwarded SIGINT/SIGTERM to write their interrupt "
                  "checkpoint before SIGKILL (default 30, as torchrun)")
       ->check(number_in(0.0, 1e9));
+  app.add_flag("--oversubscribe", oversubscribe,
+               fmt::format("start more than {} ranks per CPU this launcher may use (e.g. Slurm "
+                           "--cpus-per-task=1 with 8 GPUs), as mpirun --oversubscribe",
+                           dist::kMaxRanksPerCpu));
   app.prefix_command();
   if (auto rc = parse_command_line(app, kUsage, args)) return *rc;
   std::vector<std::string> command = app.remaining();
@@ -82,6 +89,7 @@ int cmd_launch(const Args& args) {
   spec.exe = "/proc/self/exe";
   spec.args = command;
   spec.kill_grace_s = grace;
+  spec.oversubscribe = oversubscribe;
   std::optional<int> from_config;  // total processes
   int machines = 1, machine = 0;
   if (!config_file.empty()) {
@@ -118,7 +126,7 @@ int cmd_launch(const Args& args) {
     spec.num_processes = 1;
   }
   // More ranks than this machine runs are refused before any starts, naming what asked for them.
-  if (const int most = dist::max_local_ranks(); spec.num_processes > most) {
+  if (const int most = dist::max_local_ranks(); !oversubscribe && spec.num_processes > most) {
     const std::string why = dist::max_local_ranks_reason();
     if (nproc_per_node > 0)
       return usage_error(kUsage,

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "cli/train_options.h"
+#include "core/spelling.h"
 #include "train/device.h"
 
 namespace zt::cli {
@@ -143,6 +144,13 @@ std::vector<std::string_view> schema_paths() {
   for (const auto& s : config_schema()) v.push_back(s.path);
   for (const auto& a : key_aliases()) v.push_back(a.old_path);
   return v;
+}
+
+std::string did_you_mean_key(std::string_view path) {
+  std::string near = closest_match(path, schema_paths());
+  for (const auto& a : key_aliases())
+    if (a.old_path == near) near = a.new_path;
+  return near.empty() ? "" : fmt::format(" (did you mean '{}'?)", near);
 }
 
 std::string check_value(const ValueRule& r, const Json& v) {

@@ -93,6 +93,9 @@ const KeySpec* find_key(std::string_view path);
 bool is_section(std::string_view path);
 // All leaf paths (for "did you mean").
 std::vector<std::string_view> schema_paths();
+// " (did you mean 'x'?)" for the key path closest to an unknown `path` (closest_match over
+// schema_paths()), or "". An old name (key_aliases) is given as its new name, the one to write.
+std::string did_you_mean_key(std::string_view path);
 
 // Checks `value` (not null, not "???") against `rule`; returns "" when it is accepted, else what
 // was expected ("a number >= 0", "one of: no, steps, epoch"). An enum value of `unsupported`

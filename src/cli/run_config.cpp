@@ -126,7 +126,7 @@ class Checker {
       if (const KeySpec* s = find_key(path)) return check_leaf(*s, node);
       if (!is_section(path))
         fail("{}: unknown config key '{}' (not a zerotune/TRL SFTConfig key){}", source_, path,
-             did_you_mean(path, schema_paths()));
+             did_you_mean_key(path));
       if (!node.is_object() && !node.is_null())
         fail("{}: config key '{}' must be a mapping, got {}", source_, path, node.dump());
     }
@@ -280,10 +280,11 @@ RunConfig RunConfig::from_json(Json tree, const std::string& source, const std::
 
 RunConfig RunConfig::load(const std::filesystem::path& path, const std::vector<std::string>& overrides) {
   // The keys an override sets without '+' (each has a default here), and that a misspelt one is
-  // compared with: the schema's, and the old names read as new ones.
-  std::vector<std::string> known;
-  for (const auto& s : config_schema()) known.emplace_back(s.path);
-  for (const auto& a : key_aliases()) known.emplace_back(a.old_path);
+  // compared with: the schema's, and the old names read as new ones (suggested as the new).
+  std::vector<KnownKey> known;
+  for (const auto& s : config_schema()) known.push_back({std::string(s.path), ""});
+  for (const auto& a : key_aliases())
+    known.push_back({std::string(a.old_path), std::string(a.new_path)});
   std::vector<std::string> overridden;
   std::vector<NonStringKey> non_string_keys;
   Json tree = load_hydra_yaml(path, overrides, known, &overridden, &non_string_keys);

@@ -124,13 +124,13 @@ int max_local_ranks() { return kMaxRanksPerCpu * launch_cpu_count(); }
 
 std::string max_local_ranks_reason() {
   const int cpus = launch_cpu_count();
-  return fmt::format("{} per CPU this launcher may use, {} CPU{}", kMaxRanksPerCpu, cpus,
-                     cpus == 1 ? "" : "s");
+  return fmt::format("{} per CPU this launcher may use, {} CPU{}; --oversubscribe starts more",
+                     kMaxRanksPerCpu, cpus, cpus == 1 ? "" : "s");
 }
 
 int run_local_launch(const LocalLaunch& spec) {
   if (spec.num_processes < 1) fail("launch: num_processes {} (expected >= 1)", spec.num_processes);
-  if (spec.num_processes > max_local_ranks())
+  if (!spec.oversubscribe && spec.num_processes > max_local_ranks())
     fail("launch: {} ranks on this machine (expected at most {}: {})", spec.num_processes,
          max_local_ranks(), max_local_ranks_reason());
   if (spec.nnodes < 1) fail("launch: --nnodes {} (expected >= 1)", spec.nnodes);

@@ -36,6 +36,10 @@ struct LocalLaunch {
   int master_port = 0;                                         // 0: a free port is picked
   std::vector<std::pair<std::string, std::string>> extra_env;  // set in every child
   double kill_grace_s = 30.0;  // SIGTERM -> SIGKILL delay after a forwarded signal, seconds
+  // Start num_processes ranks even past max_local_ranks() (`zerotune launch --oversubscribe`, as
+  // mpirun's): a scheduler may give each rank fewer CPUs than that bound assumes (Slurm's
+  // --cpus-per-task=1 with 8 GPUs: 8 GPU ranks on 1 CPU).
+  bool oversubscribe = false;
 };
 
 // The SIGTERM -> SIGKILL delay after a child failed: min(kill_grace_s, this).
@@ -58,13 +62,14 @@ int launch_cpu_count();
 // more ranks per host than visible GPUs itself (train/device.h).
 int max_local_ranks();
 
-// Why max_local_ranks() is what it is, for messages: "4 per CPU this launcher may use, 2 CPUs".
+// Why max_local_ranks() is what it is and how to pass it, for messages: "4 per CPU this launcher
+// may use, 2 CPUs; --oversubscribe starts more".
 std::string max_local_ranks_reason();
 
 // Runs the job to completion. Returns 0 when every child exited 0; otherwise the first failing
 // child's exit status (128 + signal number when it was killed), or 128 + the signal that stopped
 // the launcher. Throws zt::Error if a child cannot be started, or before starting any when
-// spec.num_processes is outside [1, max_local_ranks()].
+// spec.num_processes is outside [1, max_local_ranks()] (no upper bound with spec.oversubscribe).
 int run_local_launch(const LocalLaunch& spec);
 
 // Called by rank 0 of a job under `zerotune launch` (ZT_LAUNCH_ERRORS set; a no-op otherwise):

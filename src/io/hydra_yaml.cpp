@@ -332,9 +332,11 @@ void leaf_paths(const Json& v, const std::string& path, std::vector<std::string>
 // application knows, which an override sets without '+') that starts with that path, is kept;
 // another is replaced by the closest such key within max(1, n/4) edits (closest_match's
 // max(2, n/4) takes "a" for "zz"). "" when a component has none that close, or when the path found
-// is neither in the file nor known (an override of it would fail too).
+// is neither in the file nor known (an override of it would fail too). A known old name the file
+// lacks is given as its new name (the one to write); one the file has stays (the new name beside
+// it would clash with it).
 std::string suggested_key(const Json& root, const std::vector<std::string>& parts,
-                          const std::vector<std::string>& known) {
+                          const std::vector<KnownKey>& known) {
   std::string path;
   for (const auto& part : parts) {
     std::set<std::string_view> here;
@@ -342,7 +344,8 @@ std::string suggested_key(const Json& root, const std::vector<std::string>& part
     if (node != nullptr && node->is_object())
       for (auto it = node->begin(); it != node->end(); ++it) here.insert(it.key());
     const std::string prefix = path.empty() ? "" : path + ".";
-    for (const std::string& k : known) {
+    for (const KnownKey& known_key : known) {
+      const std::string& k = known_key.path;
       if (k.size() <= prefix.size() || k.compare(0, prefix.size(), prefix) != 0) continue;
       const std::string_view rest = std::string_view(k).substr(prefix.size());
       here.insert(rest.substr(0, rest.find('.')));
@@ -354,13 +357,16 @@ std::string suggested_key(const Json& root, const std::vector<std::string>& part
     if (near.empty() || edit_distance(part, near) > std::max<size_t>(1, part.size() / 4)) return "";
     path = prefix + near;
   }
-  const bool is_known = std::find(known.begin(), known.end(), path) != known.end();
-  return find_key_path(root, path) != nullptr || is_known ? path : "";
+  if (find_key_path(root, path) != nullptr) return path;
+  const auto it =
+      std::find_if(known.begin(), known.end(), [&](const KnownKey& k) { return k.path == path; });
+  if (it == known.end()) return "";
+  return it->renamed_to.empty() ? path : it->renamed_to;
 }
 
 // Applies override `ov` to `root`; appends to `set` the key paths of the values it sets.
 void apply_override(Json& root, const std::string& ov, const std::filesystem::path& file,
-                    const std::vector<std::string>& known, const std::string& hint,
+                    const std::vector<KnownKey>& known, const std::string& hint,
                     std::vector<std::string>* set) {
   if (!ov.empty() && ov[0] == '~') {  // Hydra's delete: ~key, or ~key=value (only if it holds that)
     delete_override(root, ov, file);
@@ -380,7 +386,8 @@ void apply_override(Json& root, const std::string& ov, const std::filesystem::pa
     key = key.substr(1);
   }
   if (key.empty()) fail("override '{}' is not of the form key.path=value", ov);
-  if (std::find(known.begin(), known.end(), key) != known.end()) add = true;
+  if (std::any_of(known.begin(), known.end(), [&](const KnownKey& k) { return k.path == key; }))
+    add = true;
   const Json value = parse_override_value(ov, eq);
   leaf_paths(value, key, set);
   Json* cur = &root;
@@ -443,7 +450,7 @@ Json load_yaml_file(const std::filesystem::path& path, std::vector<NonStringKey>
 }
 
 Json load_hydra_yaml(const std::filesystem::path& path, const std::vector<std::string>& overrides,
-                     const std::vector<std::string>& known, std::vector<std::string>* overridden,
+                     const std::vector<KnownKey>& known, std::vector<std::string>* overridden,
                      std::vector<NonStringKey>* non_string_keys) {
   const std::filesystem::path dir = path.parent_path();
   std::vector<GroupOverride> groups;

@@ -39,6 +39,14 @@ struct NonStringKey {
   Json value;          // as PyYAML types it: a bool, an int or a float
 };
 
+// A key path the application knows: an override sets it without '+' (it has a default there).
+// `renamed_to`, when not empty, is the name it now has (an old name read as the new one): a
+// misspelt override key closest to the old name is told the new one.
+struct KnownKey {
+  std::string path;
+  std::string renamed_to = "";
+};
+
 // Loads `path`, composes it with its config groups (an override whose key names a directory
 // beside `path` chooses, adds (+) or removes (~) a config group, as in Hydra), applies the other
 // `overrides` in Hydra's grammar ("a.b=1"; "+a.c=x" adds a key; "++a.c=x" adds or overrides;
@@ -46,7 +54,8 @@ struct NonStringKey {
 // interpolations. `???` values are kept as the string "???".
 // An override of a key absent from the file needs a leading '+' (as in Hydra) unless `known`
 // holds its key path (the application knows the key: it has a default there); one that needs it
-// is told the key path it likely meant, in the file or in `known` ("did you mean …?").
+// is told the key path it likely meant, in the file or in `known` ("did you mean …?"; for an old
+// name of `known` the file lacks, its new name).
 // Throws zt::Error naming the file (and line for YAML syntax errors and repeated keys), the
 // override that names an unknown key (without '+'), an interpolation that points nowhere or loops,
 // the composition errors of compose_hydra_config (the file and defaults entry, or override), a
@@ -56,7 +65,7 @@ struct NonStringKey {
 // `non_string_keys` each key of the files composed that PyYAML types as other than a string, its
 // parent the key path in the composed config.
 Json load_hydra_yaml(const std::filesystem::path& path, const std::vector<std::string>& overrides,
-                     const std::vector<std::string>& known = {},
+                     const std::vector<KnownKey>& known = {},
                      std::vector<std::string>* overridden = nullptr,
                      std::vector<NonStringKey>* non_string_keys = nullptr);
 

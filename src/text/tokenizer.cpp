@@ -233,6 +233,74 @@ void Tokenizer::Impl::build_id_tables() {
   decoded_begin[size_t(vocab_size)] = uint32_t(decoded.size());
 }
 
+namespace {
+
+// Refuses an added token whose id in the file is not the id HF `tokenizers` gives it. HF reads no
+// id from added_tokens (TokenizerVisitor → AddedVocabulary::add_tokens; checked with 0.23.3): a
+// token whose content is in model.vocab takes its vocabulary id (HF only warns), one listed
+// before takes the id it had, and any other the next id: the number of vocabulary tokens, or one
+// past the largest added id when that is larger. zerotune read the file's ids, so on such a file
+// the ids it trained on were not the ones HF encodes to; no id is right for both, so the file
+// is refused, naming the entry, its content, its id and the id HF gives (or the other token of
+// that id). The same token listed twice (one content, one id) is one token, as in HF.
+// `added[i]` is added_tokens[file_index[i]] (entries with empty content left out, as HF skips
+// them).
+void refuse_ids_hf_reassigns(const BpeModel& model, const std::vector<AddedToken>& added,
+                             const std::vector<size_t>& file_index, const std::string& f) {
+  int32_t vocab_count = 0;
+  for (int32_t id = 0; id <= model.max_id(); ++id) vocab_count += model.id_to_token(id) ? 1 : 0;
+  std::unordered_map<std::string_view, size_t> first_with_content;  // -> `added` index
+  std::unordered_map<int32_t, size_t> first_with_id;                // -> `added` index
+  int32_t max_id = -1;                                              // of the added tokens so far
+  for (size_t i = 0; i < added.size(); ++i) {
+    const AddedToken& a = added[i];
+    const std::string path = fmt::format("added_tokens[{}]", file_index[i]);
+    if (const auto v = model.token_to_id(a.content)) {
+      if (*v != a.id) {
+        fail(
+            "{}: {} '{}' has id {}, but model.vocab has '{}' as id {} (the id HF `tokenizers` "
+            "gives it); an added token in the vocabulary needs its vocabulary id",
+            f, path, a.content, a.id, a.content, *v);
+      }
+    } else if (auto it = first_with_content.find(a.content); it != first_with_content.end()) {
+      const size_t first = it->second;
+      if (added[first].id != a.id) {
+        fail(
+            "{}: {} '{}' has id {}, but added_tokens[{}] '{}' has id {} (the id HF `tokenizers` "
+            "gives it); a token listed twice needs one id",
+            f, path, a.content, a.id, file_index[first], a.content, added[first].id);
+      }
+      continue;
+    } else {
+      const int32_t next = max_id >= vocab_count || vocab_count == 0 ? max_id + 1 : vocab_count;
+      if (auto it = first_with_id.find(a.id); it != first_with_id.end()) {
+        const size_t first = it->second;
+        fail(
+            "{}: {} '{}' has id {}, the id of added_tokens[{}] '{}'; each added token needs an id "
+            "of its own",
+            f, path, a.content, a.id, file_index[first], added[first].content);
+      }
+      if (const auto t = model.id_to_token(a.id)) {
+        fail(
+            "{}: {} '{}' has id {}, the id of model.vocab token '{}' (HF `tokenizers` gives '{}' "
+            "id {}); each added token needs an id of its own",
+            f, path, a.content, a.id, *t, a.content, next);
+      }
+      if (a.id != next) {
+        fail(
+            "{}: {} '{}' has id {}, but HF `tokenizers` gives it id {}: it numbers the added "
+            "tokens outside model.vocab in file order, on from the vocabulary's {} tokens",
+            f, path, a.content, a.id, next, vocab_count);
+      }
+    }
+    first_with_content.emplace(a.content, i);
+    first_with_id.emplace(a.id, i);
+    max_id = std::max(max_id, a.id);
+  }
+}
+
+}  // namespace
+
 Tokenizer Tokenizer::load(const std::filesystem::path& tokenizer_json) {
   // A model directory is accepted too: its tokenizer.json.
   std::error_code ec;
@@ -278,10 +346,9 @@ Tokenizer Tokenizer::load(const std::filesystem::path& tokenizer_json) {
   tj.bpe = BpeSource();
 
   std::vector<AddedToken>& added = m.added;
+  std::vector<size_t> file_index;  // added[i] is added_tokens[file_index[i]]
   if (const Json* at = member(j, "added_tokens"); at && !at->is_null()) {
     if (!at->is_array()) fail("{}: added_tokens must be an array", f);
-    // id -> {added_tokens index, `added` index} of the first entry with it
-    std::unordered_map<int32_t, std::pair<size_t, size_t>> first_with_id;
     for (size_t k = 0; k < at->size(); ++k) {
       const Json& t = (*at)[k];
       std::string path = fmt::format("added_tokens[{}]", k);
@@ -302,21 +369,11 @@ Tokenizer Tokenizer::load(const std::filesystem::path& tokenizer_json) {
       a.normalized = get_bool(t, "normalized", !a.special, f, path);
       if (unicode::find_invalid_utf8(a.content)) fail("{}: {}.content is not UTF-8", f, path);
       if (a.content.empty()) continue;  // HF's AddedVocabulary skips empty tokens
-      // One id, two contents: HF `tokenizers` (0.23) keeps the id for the first and silently gives
-      // the second the next free id, not the one in the file, so such a file is refused. The same
-      // token listed twice (one id, one content) is one token to HF; it stays accepted.
-      if (auto [it, fresh] = first_with_id.try_emplace(a.id, k, added.size()); !fresh) {
-        const auto [first_k, first] = it->second;
-        if (added[first].content != a.content) {
-          fail(
-              "{}: {} '{}' has id {}, the id of added_tokens[{}] '{}'; each added token needs "
-              "an id of its own",
-              f, path, a.content, a.id, first_k, added[first].content);
-        }
-      }
       added.push_back(std::move(a));
+      file_index.push_back(k);
     }
   }
+  refuse_ids_hf_reassigns(m.model, added, file_index, f);
   m.build_matchers();
   m.parse_post_processor(field("post_processor"), "post_processor");
   m.decoder = Decoder::from_json(field("decoder"), f, "decoder");

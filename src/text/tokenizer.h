@@ -27,7 +27,9 @@ class Tokenizer {
  public:
   // Parses a tokenizer.json. Throws zt::Error naming the file and the offending field for a
   // malformed file or an unsupported component type ("model.type 'WordPiece' is not supported"),
-  // and for two added_tokens entries with one id and different contents (naming both and the id).
+  // and for an added_tokens entry whose id is not the one HF `tokenizers` gives it (a content of
+  // model.vocab or of an earlier entry with another id, an id of another token, a gap), naming the
+  // entry, its content and both ids.
   static Tokenizer load(const std::filesystem::path& tokenizer_json);
 
   Tokenizer(Tokenizer&&) noexcept;

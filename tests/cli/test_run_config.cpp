@@ -96,6 +96,45 @@ TEST(RunConfig, OverridesOfSchemaKeysNeedNoPlus) {
       zt::cli::RunConfig::load(p, {"compute.zero_stage=2"}).get<int64_t>("compute.zero_stage"), 2);
 }
 
+// A misspelt old name (key_aliases: trainer.max_seq_length, renamed trainer.max_length in TRL
+// 0.20) was told the old name; it is told the new one, in the file and in an override. An
+// override whose file has the old name is still told that one (the new name beside it would clash).
+TEST(RunConfig, MisspeltOldKeyNamesAreToldTheNewName) {
+  EXPECT_EQ(error_of([] {
+              zt::cli::RunConfig::from_json({{"trainer", {{"max_seq_lenght", 512}}}}, "sft.yaml");
+            }),
+            "sft.yaml: unknown config key 'trainer.max_seq_lenght' (not a zerotune/TRL SFTConfig "
+            "key) (did you mean 'trainer.max_length'?)");
+  EXPECT_EQ(error_of([] {
+              zt::cli::RunConfig::from_json({{"trainer", {{"no_cudaa", true}}}}, "sft.yaml");
+            }),
+            "sft.yaml: unknown config key 'trainer.no_cudaa' (not a zerotune/TRL SFTConfig key) "
+            "(did you mean 'trainer.use_cpu'?)");
+  const auto dir = std::filesystem::temp_directory_path() / "zt_run_config_old_names";
+  std::filesystem::create_directories(dir);
+  const auto p = dir / "sft.yaml";
+  std::ofstream(p) << "trainer:\n  learning_rate: 1.0e-4\n";
+  EXPECT_EQ(error_of([&] { zt::cli::RunConfig::load(p, {"trainer.max_seq_lenght=512"}); }),
+            "override 'trainer.max_seq_lenght=512': key 'trainer.max_seq_lenght' is not in " +
+                p.string() +
+                " (did you mean 'trainer.max_length'? or use +trainer.max_seq_lenght to add a new "
+                "key)");
+  // The name suggested is accepted as it is.
+  EXPECT_EQ(
+      zt::cli::RunConfig::load(p, {"trainer.max_length=512"}).get<int64_t>("trainer.max_length"),
+      512);
+  std::ofstream(p) << "trainer:\n  max_seq_length: 256\n";
+  EXPECT_EQ(error_of([&] { zt::cli::RunConfig::load(p, {"trainer.max_seq_lenght=512"}); }),
+            "override 'trainer.max_seq_lenght=512': key 'trainer.max_seq_lenght' is not in " +
+                p.string() +
+                " (did you mean 'trainer.max_seq_length'? or use +trainer.max_seq_lenght to add a "
+                "new key)");
+  EXPECT_EQ(zt::cli::RunConfig::load(p, {"trainer.max_seq_length=512"})
+                .get<int64_t>("trainer.max_length"),
+            512);
+  std::filesystem::remove_all(dir);
+}
+
 // A file's unquoted yes / on read as OmegaConf's loader reads them (YAML 1.1: booleans), and an
 // unquoted `no` where a word is wanted is refused with the reason.
 TEST(RunConfig, FileReadsYaml11WordsAsOmegaConf) {

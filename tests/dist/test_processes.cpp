@@ -225,7 +225,7 @@ TEST(Launch, RefusesMoreRanksThanTheMachineRuns) {
     a.insert(a.end(), args.begin(), args.end());
     return a;
   };
-  const std::string why = "4 per CPU this launcher may use, 1 CPU";
+  const std::string why = "4 per CPU this launcher may use, 1 CPU; --oversubscribe starts more";
   const std::pair<std::vector<std::string>, std::string> refused[] = {
       {{"--num_processes", "5", "version"},
        "--num_processes: expected a positive integer <= 4 (" + why + "), got 5"},
@@ -258,6 +258,25 @@ TEST(Launch, RefusesMoreRanksThanTheMachineRuns) {
   Child ok(pinned({"--num_processes", "4", "version"}), child_env());
   ASSERT_EQ(ok.wait(kHangGuard), 0) << ok.output();
   EXPECT_EQ(count_of(ok.output(), "zerotune 0.1.0"), 4u) << ok.output();
+}
+
+// With --oversubscribe the cap is not applied (Slurm's --cpus-per-task=1 with 8 GPUs gives a
+// launcher 1 CPU for 8 ranks): 5 ranks start on 1 CPU, from the option and from the config file.
+TEST(Launch, OversubscribeStartsMoreRanksThanTheCap) {
+  const std::string cpu = std::to_string(first_cpu());
+  Child c(
+      {"taskset", "-c", cpu, kBin, "launch", "--oversubscribe", "--num_processes", "5", "version"},
+      child_env());
+  ASSERT_EQ(c.wait(kHangGuard), 0) << c.output();
+  EXPECT_EQ(count_of(c.output(), "zerotune 0.1.0"), 5u) << c.output();
+  const std::string path = testing::TempDir() + "zt_launch_oversubscribe.yaml";
+  std::ofstream(path) << "num_processes: 5\n";
+  Child f(
+      {"taskset", "-c", cpu, kBin, "launch", "--config_file", path, "--oversubscribe", "version"},
+      child_env());
+  ASSERT_EQ(f.wait(kHangGuard), 0) << f.output();
+  EXPECT_EQ(count_of(f.output(), "zerotune 0.1.0"), 5u) << f.output();
+  std::filesystem::remove(path);
 }
 
 TEST(Launch, RequiresACommand) {

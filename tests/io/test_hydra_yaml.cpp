@@ -512,15 +512,29 @@ TEST(HydraYaml, Errors) {
   // suggested too, also below a section the file lacks.
   EXPECT_EQ(error_of([&] {
               zt::load_hydra_yaml(m, {"trainer.warmup_step=2"},
-                                  {"trainer.warmup_steps", "compute.zero_stage"});
+                                  {{"trainer.warmup_steps"}, {"compute.zero_stage"}});
             }),
             "override 'trainer.warmup_step=2': key 'trainer.warmup_step' is not in " + m.string() +
                 " (did you mean 'trainer.warmup_steps'? or use +trainer.warmup_step to add a new "
                 "key)");
   EXPECT_EQ(
-      error_of([&] { zt::load_hydra_yaml(m, {"compute.zero_stag=2"}, {"compute.zero_stage"}); }),
+      error_of([&] { zt::load_hydra_yaml(m, {"compute.zero_stag=2"}, {{"compute.zero_stage"}}); }),
       "override 'compute.zero_stag=2': key 'compute.zero_stag' is not in " + m.string() +
           " (did you mean 'compute.zero_stage'? or use +compute.zero_stag to add a new key)");
+  // A known old name is suggested as its new name (`renamed_to`), unless the file has it.
+  EXPECT_EQ(error_of([&] {
+              zt::load_hydra_yaml(m, {"trainer.max_seq_lenght=2"},
+                                  {{"trainer.max_seq_length", "trainer.max_length"}});
+            }),
+            "override 'trainer.max_seq_lenght=2': key 'trainer.max_seq_lenght' is not in " +
+                m.string() +
+                " (did you mean 'trainer.max_length'? or use +trainer.max_seq_lenght to add a new "
+                "key)");
+  EXPECT_EQ(error_of([&] {
+              zt::load_hydra_yaml(m, {"trainer.sed=2"}, {{"trainer.seed", "x.y"}});
+            }),
+            "override 'trainer.sed=2': key 'trainer.sed' is not in " + m.string() +
+                " (did you mean 'trainer.seed'? or use +trainer.sed to add a new key)");
   auto r = write_tmp("d.yaml", "a: [1, 2\n");
   EXPECT_NE(error_of([&] { zt::load_hydra_yaml(r, {}); }).find(r.string() + ":"),
             std::string::npos);

@@ -152,6 +152,49 @@ TEST(TokenizerErrors, AddedTokensSharingAnIdAreRefused) {
   EXPECT_EQ(tok.decode(std::vector<int32_t>{3, 2}), "<x>ab");
 }
 
+// HF `tokenizers` (0.23.3) reads no id from added_tokens: a token of model.vocab keeps its
+// vocabulary id, one listed before keeps its first id, any other takes the next id. zerotune read
+// the file's ids, so an added token whose id differs from HF's was trained on an id HF does not
+// encode to. Refused, naming the file, the entry, its content, its id and HF's (the ids below are
+// the ones HF gives on these files, their AddedToken fields filled in with zerotune's defaults).
+TEST(TokenizerErrors, AddedTokenIdsHfWouldNotGiveAreRefused) {
+  // {added_tokens, the error after "<file>: "}; model.vocab is "a" 0, "b" 1, "ab" 2.
+  const std::pair<const char*, std::string> refused[] = {
+      // Content in the vocabulary with another id: HF encodes it as its vocabulary id (2).
+      {R"([{"id": 3, "content": "ab", "special": true}])",
+       "added_tokens[0] 'ab' has id 3, but model.vocab has 'ab' as id 2 (the id HF `tokenizers` "
+       "gives it); an added token in the vocabulary needs its vocabulary id"},
+      // Content of an earlier added token with another id: HF keeps the first id (3).
+      {R"([{"id": 3, "content": "<x>", "special": true}, {"id": 4, "content": "<x>"}])",
+       "added_tokens[1] '<x>' has id 4, but added_tokens[0] '<x>' has id 3 (the id HF "
+       "`tokenizers` gives it); a token listed twice needs one id"},
+      // An id a vocabulary token has: HF gives the added token the next id (3).
+      {R"([{"id": 1, "content": "<x>", "special": true}])",
+       "added_tokens[0] '<x>' has id 1, the id of model.vocab token 'b' (HF `tokenizers` gives "
+       "'<x>' id 3); each added token needs an id of its own"},
+      // A gap after the last id: HF gives the next id (4), not the file's.
+      {R"([{"id": 3, "content": "<x>", "special": true}, {"id": 5, "content": "<z>"}])",
+       "added_tokens[1] '<z>' has id 5, but HF `tokenizers` gives it id 4: it numbers the added "
+       "tokens outside model.vocab in file order, on from the vocabulary's 3 tokens"},
+  };
+  for (const auto& [added_tokens, expected] : refused) {
+    Json j = minimal();
+    j["added_tokens"] = Json::parse(added_tokens);
+    TempFile f(j.dump());
+    EXPECT_EQ(testing::error_of([&] { Tokenizer::load(f.path()); }),
+              f.path().string() + ": " + expected);
+  }
+  // The ids HF gives load: a vocabulary token at its id, then the next ids.
+  Json j = minimal();
+  j["added_tokens"] = Json::parse(R"([{"id": 2, "content": "ab", "special": true},
+                                      {"id": 3, "content": "<x>", "special": true},
+                                      {"id": 4, "content": "<z>", "special": true}])");
+  TempFile f(j.dump());
+  Tokenizer tok = Tokenizer::load(f.path());
+  EXPECT_EQ(tok.vocab_size(), 5);
+  EXPECT_EQ(tok.encode("a<x>ab<z>"), std::vector<int32_t>({0, 3, 2, 4}));
+}
+
 // SentencePiece-style components: malformed fields and unsupported combinations are named.
 TEST(TokenizerErrors, SentencePieceComponents) {
   Json j = minimal();
