@@ -52,8 +52,16 @@ int main(int argc_in, char** argv_in) {
   for (int i = 1; i < argc_in; ++i) {
     if (std::strcmp(argv_in[i], "--window") == 0 && i + 1 < argc_in) {
       window = std::atoll(argv_in[++i]);
-    } else if (std::strcmp(argv_in[i], "--hpb") == 0 && i + 1 < argc_in) {
-      hpb = std::atoi(argv_in[++i]);
+    } else if ((std::strcmp(argv_in[i], "--hpb") == 0 && i + 1 < argc_in) ||
+               std::strncmp(argv_in[i], "--hpb=", 6) == 0) {
+      const char* g = argv_in[i][5] == '=' ? argv_in[i] + 6 : argv_in[++i];
+      char* end = nullptr;
+      const long v = std::strtol(g, &end, 10);
+      if (end == g || *end != '\0' || v < 1 || v > 1024) {
+        std::fprintf(stderr, "bench_cuda_attention: --hpb '%s': expected a positive integer\n", g);
+        return 2;
+      }
+      hpb = static_cast<int>(v);
     } else if (std::strcmp(argv_in[i], "--random") == 0) {
       random = true;
     } else if (std::strncmp(argv_in[i], "--window=", 9) == 0) {

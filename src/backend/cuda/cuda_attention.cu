@@ -31,8 +31,9 @@
 // Varlen work lists: a tiny kernel turns cu_seqlens into tile_start[i] = Σ_{j<i} ceil(len_j / rows)
 // (device, in the workspace); a block b of the 1-D grid (Σ tiles × Hq blocks) takes query head
 // b % Hq and global tile b / Hq, and finds its sequence by binary search. Query tiles run heaviest
-// (last) first, key tiles of the dK/dV passes and of the Hopper fused backward also heaviest
-// (first) first, which evens the tail.
+// (last) first, key tiles of the dK/dV passes heaviest (first) first, which evens the tail. The
+// Hopper fused backward reads its blocks' (sequence, key tile) from an order table the same kernel
+// writes: tile-major across the sequences (every sequence's key tile 0 first).
 //
 // Backward (both families): (1) a prep kernel writes Di = rowsum(dO∘O) and lse·log2(e) f32 [Hq, T];
 // (2) a dK/dV kernel, one block per (key tile, query head): it loops over the query tiles at and
@@ -44,7 +45,10 @@
 // group's partials, in head order, from L2). Splitting the
 // dK/dV pass by query head (instead of one block looping over the group's heads) gives 6× the
 // blocks for Qwen2.5-1.5B (12 query / 2 KV heads), where one block per (KV head, key tile) would
-// leave the longest block ~2× the average on 132 SMs.
+// leave the longest block ~2× the average on 132 SMs. The Hopper backward takes the middle road
+// where it pays: G query heads per block (a divisor of the group, chosen per problem by a
+// simulated schedule, attention_bwd_heads_per_block), their dK/dV summed in the same registers,
+// so only one fp32 partial per head group is stored and summed (none when G is the group).
 //
 // The Hopper backward (D 64 and 128) fuses (2) and (3): its dK/dV block also computes each query
 // tile's dQ partial dS·K and a writer warp adds it into an fp32 accumulator [Hq, T, D] (workspace)
@@ -60,7 +64,9 @@
 // its terms in an order fixed by the shapes too (tile loops in index order, fixed warp-shuffle
 // trees, fixed mma k order). Nothing depends on scheduling, the SM count or addresses: which
 // block of a GQA group sums the Hopper backward's dK/dV partials depends on timing, but the sum it
-// forms does not (head order, from 0).
+// forms does not (head order, from 0); its heads per block G, which sets how dK/dV's terms are
+// grouped, is a function of the shapes and sequence lengths only (the schedule it simulates has a
+// fixed 132 SMs, whatever the card).
 //
 // Resources (ptxas, sm_90; sm_89 within a few registers): tensor-core kernels 128 threads,
 // __launch_bounds__(128, 2), no spills — forward D=128 229 regs / 80 KiB smem, D=64 153 / 40 KiB;
@@ -128,7 +134,8 @@ __device__ int32_t block_scan(int32_t* x, int m, bool inclusive, int32_t* part) 
 
 // tile_start[i] = Σ_{j<i} ceil(len_j / rows) for i = 0..n, and tile_start[n + 1] = 0: the Hopper
 // forward's work counter (KArgs::next_item), zeroed here so that it needs no launch of its own;
-// likewise zero[0, nzero) (the Hopper backward's dQ flags; nzero may be 0). One block of
+// likewise zero[0, nzero) (the Hopper backward's dQ flags and head-sum counters; nzero may be 0).
+// One block of
 // kPlanThreads threads.
 // With `order` (the Hopper backward), also its block order: order[r] = (sequence, tile) for r in
 // [0, Σ tiles), tile-major — every sequence's tile 0, then every tile 1, … — and within a tile
@@ -415,7 +422,10 @@ KArgs kargs(const AttnProblem& p, const Ws& ws, int hpb = 1) {
 // tiles), sorted by key tiles, descending.
 double bwd_makespan(const std::vector<std::pair<int, int>>& tiles, int rows, int Hq, int rep, int G,
                     int sms) {
-  // Measured on one H100 at the issue-18 shapes with every G forced (bench/README, session 27).
+  // Estimates, in steps: a block's set-up (K and V loads, barriers) ~1; its fp32 partial (128 keys
+  // × D × 8 bytes to L2) and its share of the head sum ~2-3, from the session-26 profile (bench/
+  // README: partial stores 6.3 % and the head sum ≤ 12.8 % of a 4 × 2k D 128 backward's samples,
+  // ~17 steps a block). bench/run_attn_heads_per_block.sh measures every G beside the choice.
   const double fixed = 1.0, partial = rows == 64 ? 3.0 : 2.0;
   std::priority_queue<double, std::vector<double>, std::greater<>> free_at;
   for (int i = 0; i < sms; ++i) free_at.push(0.0);
@@ -438,15 +448,14 @@ double bwd_makespan(const std::vector<std::pair<int, int>>& tiles, int rows, int
 }  // namespace
 
 int attention_bwd_heads_per_block(const AttnProblem& p) {
-  if (!attention_uses_sm90(p)) return 1;
+  validate(p);
   const int rep = p.Hq / p.Hkv;
-  if (p.bwd_heads_per_block != 0) {
-    if (p.bwd_heads_per_block < 0 || rep % p.bwd_heads_per_block != 0)
-      throw std::invalid_argument("cuda attention: bwd_heads_per_block " +
-                                  std::to_string(p.bwd_heads_per_block) +
-                                  " does not divide Hq / Hkv = " + std::to_string(rep));
-    return p.bwd_heads_per_block;
-  }
+  if (p.bwd_heads_per_block < 0 || (p.bwd_heads_per_block > 0 && rep % p.bwd_heads_per_block != 0))
+    throw std::invalid_argument("cuda attention: bwd_heads_per_block " +
+                                std::to_string(p.bwd_heads_per_block) +
+                                " does not divide Hq / Hkv = " + std::to_string(rep));
+  if (!attention_uses_sm90(p)) return 1;
+  if (p.bwd_heads_per_block > 0) return p.bwd_heads_per_block;
   if (rep == 1) return 1;
   // The layers of a step share their sequences: the last answer is reused for the same problem.
   static thread_local std::vector<int64_t> last_key;
@@ -454,12 +463,9 @@ int attention_bwd_heads_per_block(const AttnProblem& p) {
   std::vector<int64_t> key{p.Hq, p.Hkv, p.D};
   key.insert(key.end(), p.cu_host, p.cu_host + p.num_seqs + 1);
   if (key == last_key) return last_g;
-  static const int sms = [] {
-    int dev = 0, n = 0;
-    check(cudaGetDevice(&dev), "attention_bwd");
-    check(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev), "attention_bwd");
-    return n;
-  }();
+  // H100 and H200 SXM have 132 SMs. Fixed, not queried: G sets how dK/dV's terms are grouped, so
+  // a problem's bits must not depend on the card (a PCIe H100 or a MIG slice has fewer SMs).
+  constexpr int sms = 132;
   const int rows = sm90_bwd_rows(p.D);
   std::vector<std::pair<int, int>> tiles;
   for (int i = 0; i < p.num_seqs; ++i) {
@@ -481,8 +487,6 @@ int attention_bwd_heads_per_block(const AttnProblem& p) {
   last_g = best;
   return best;
 }
-
-namespace {}  // namespace
 
 bool attention_uses_sm90(const AttnProblem& p) {
 #if defined(ZT_HAVE_SM90A)

@@ -27,8 +27,8 @@ struct AttnProblem {
   int64_t window = 0;
   // The Hopper backward's query heads per block G: a divisor of Hq / Hkv, whose blocks take G query
   // heads of one KV head in turn and sum their dK/dV in registers (fewer per-head fp32 partials to
-  // store and add); 0 = chosen by attention_bwd's cost model (sm90_bwd_heads_per_block). Tests and
-  // benchmarks set it; the results are deterministic for every G, not bitwise equal across G.
+  // store and add); 0 = chosen by attention_bwd's cost model (attention_bwd_heads_per_block). Tests
+  // and benchmarks set it; the results are deterministic for every G, not bitwise equal across G.
   int bwd_heads_per_block = 0;
 };
 

@@ -863,18 +863,19 @@ __device__ __forceinline__ void bwd_store_dkdv(const float (&gk)[D / 64][32],
   }
 }
 
-// The GQA head sum, done by the last of a key tile's rep = Hq / Hkv query-head blocks to finish
-// (the "last block" pattern of CUDA's threadFenceReduction sample): every block has stored its
-// partials pk/pv [T, Hq, D] (bwd_store_dkdv), made them visible at GPU scope and counted itself in
-// cnt (one int per key tile and KV head, zeroed before the launch); the block that counts rep sums
-// the group's partials in head order from 0 — each element fl(…fl(fl(0 + p₀) + p₁)… + p_{rep−1}),
-// exactly attn_sum_heads_vec_kernel's order, so dK and dV are bitwise that kernel's — and writes
-// dk/dv [T, Hkv, D] bf16 for the tile's keys n0 … (keys ≥ L skipped). The partials are read with
-// .cg loads from L2, where they usually still are (written by blocks running beside this one),
-// not from DRAM, and no separate pass over [T, Hq, D] runs. Called by the 256 MMA threads after the
-// block's last GEMM (named barrier `bar`). Not inlined: inlined, or called with its arguments by
-// value, the D 64 kernel spilled 8 bytes (ptxas); called like this it spills none (a and w go
-// through an 88-byte stack frame, which the PTX writes at kernel entry).
+// The GQA head sum, done by the last of a key tile's rep / hpb head-group blocks to finish (the
+// "last block" pattern of CUDA's threadFenceReduction sample; rep = Hq / Hkv): every block has
+// stored its group's partial in pk/pv [T, Hq, D] at the group's first head (bwd_store_dkdv), made
+// it visible at GPU scope and counted itself in cnt (one int per key tile and KV head, zeroed
+// before the launch); the block that counts rep / hpb sums the partials in head order — each
+// element fl(…fl(fl(0 + p₀) + p_hpb)… + p_{rep−hpb}); at hpb = 1 exactly
+// attn_sum_heads_vec_kernel's order, so dK and dV are bitwise that kernel's — and writes dk/dv [T,
+// Hkv, D] bf16 for the tile's keys n0 … (keys ≥ L skipped). The partials are read with .cg loads
+// from L2, where they usually still are (written by blocks running beside this one), not from DRAM,
+// and no separate pass over [T, Hq, D] runs. Called by the 256 MMA threads after the block's last
+// GEMM (named barrier `bar`). Not inlined: inlined, or called with its arguments by value, the D 64
+// kernel spilled 8 bytes (ptxas); called like this it spills none (a and w go through an 88-byte
+// stack frame, which the PTX writes at kernel entry).
 template <int D>
 __device__ __noinline__ void bwd_sum_heads_last(const KArgs& a, const Work& w, int n0, int* cnt,
                                                 const float* pk, const float* pv, bf16* dk,
@@ -971,17 +972,17 @@ __device__ __forceinline__ void bulk_s2g(float* dst, uint32_t src, uint32_t byte
 // (key tile 0 has the most query tiles) across the sequences, which balances the SMs' work (a
 // lightest-first order left a tail of the heaviest blocks: 86 % of the SMs' time busy at 1 × 8k in
 // a simulation, against 99 %; sequence by sequence, the last sequence's heaviest tiles ran last),
-// and every
-// block waits only on blocks launched before it (no deadlock whatever the residency, given that
-// blocks are dispatched in index order, as FlashAttention-3's deterministic backward also
-// assumes). Each block takes its query tiles last first: block n + 1, launched after block n, meets
-// it on the sequence's last query tile (the first both add to), so it trails block n by about one
-// tile instead of waiting for it to reach its diagonal. Staged rows are stored with their 16-byte
-// chunks XOR-swizzled by (token & 7) (conflict-free stores; the bulk copy moves them as they are);
-// attn_dq_convert_kernel undoes it: dQ = scale·dqa. Writes scale·dK and dV as the mma.sync kernel
-// does: fp32 partials pk/pv [T, Hq, D] when non-null — and then the key tile's last query-head
-// block sums them into dk/dv (bwd_sum_heads_last; its counters follow the dQ flags in sem) — else
-// dk/dv [T, Hkv, D].
+// and every block waits only on blocks launched before it (no deadlock whatever the residency,
+// given that blocks are dispatched in index order, as FlashAttention-3's deterministic backward
+// also assumes). Each block takes its query tiles last first, each tile for its hpb heads in turn:
+// block n + 1, launched after block n, meets it on the sequence's last query tile (the first both
+// add to), so it trails block n by about one step instead of waiting for it to reach its diagonal.
+// Staged rows are stored with their 16-byte chunks XOR-swizzled by (token & 7) (conflict-free
+// stores; the bulk copy moves them as they are); attn_dq_convert_kernel undoes it: dQ = scale·dqa.
+// Writes scale·dK and dV as the mma.sync kernel does, summed over the block's heads: fp32 partials
+// pk/pv [T, Hq, D] when non-null — and then the key tile's last head-group block sums them into
+// dk/dv (bwd_sum_heads_last; its counters follow the dQ flags in sem) — else (hpb = Hq / Hkv) dk/dv
+// [T, Hkv, D].
 constexpr int kBwdThreads = 384;
 // How many dQ tiles the fused backward stages for its writers (one writer warp each): 2 (a tile is
 // 32 KiB at both head dims, and neither leaves room for a third). (With 64-row steps at D 64, four
@@ -1051,8 +1052,10 @@ __global__ void __launch_bounds__(kBwdThreads, 1)
   float* acc_s = reinterpret_cast<float*>(smem + (sAcc - s0addr));
   const Work w = bwd_block_work(a);
   const int n0 = w.tile * kKeys;
-  // Per head, query tiles i0 … ntiles − 1, taken last first: step k of head j (of the block's
-  // a.hpb, from w.h) is kstep j·steps + k, tile ntiles − 1 − k.
+  // Query tiles i0 … ntiles − 1, taken last first, each for the block's a.hpb heads in turn: step
+  // kstep = k·hpb + j is tile ntiles − 1 − k of head w.h + j. (Heads inside tiles: block n + 1
+  // meets block n's (tile, head) steps in the same order, one step behind; with heads outside, it
+  // would wait at every head for block n's longer tile run.)
   const int i0 = n0 / kRows, ntiles = (w.L + kRows - 1) / kRows, steps = ntiles - i0;
   const int total = a.hpb * steps;
   const int tid = static_cast<int>(threadIdx.x);
@@ -1076,7 +1079,7 @@ __global__ void __launch_bounds__(kBwdThreads, 1)
         const int i = ntiles - 1 - ks, b = kstep % kNQ, h = w.h + j;
         const int64_t sbase = static_cast<int64_t>(h) * a.T + w.s0;
         const float *l2 = lse2 + sbase, *di = Di + sbase;
-        if (++ks == steps) ks = 0, ++j;
+        if (++j == a.hpb) j = 0, ++ks;
         if (kstep >= kNQ) mbar_wait(q_empty(b), ((kstep / kNQ) + 1) & 1);  // its last use done
         if (lane == 0) {  // the TMA first: the statistics' loads overlap it
           mbar_expect_tx_only(q_full(b), 2 * kQB);
@@ -1103,7 +1106,7 @@ __global__ void __launch_bounds__(kBwdThreads, 1)
     const int turn =
         w.tile;  // key tiles 0 … w.tile − 1 add to every query tile of this block first
     for (int kstep = sb; kstep < total; kstep += kNS) {
-      const int j = kstep / steps, i = ntiles - 1 - (kstep - j * steps), h = w.h + j;
+      const int ks = kstep / a.hpb, i = ntiles - 1 - ks, h = w.h + (kstep - ks * a.hpb);
       float* dqb = dqa + (static_cast<int64_t>(h) * a.T + w.s0) * D;  // the sequence's rows of h
       bar_sync(kBarFull + sb, kBarWriter);
       int* flag = sem + (static_cast<int64_t>(2 * a.tile_start[w.seq]) + i) * a.Hq + h;
@@ -1147,8 +1150,9 @@ __global__ void __launch_bounds__(kBwdThreads, 1)
   cp_async_wait<0>();  // K and V landed (the query tiles come through the mbarriers)
   fence_async_smem();
   bar_sync(kBarMma, 256);
-  for (int kstep = 0, ks = 0; kstep < total; ++kstep, ks = ks + 1 == steps ? 0 : ks + 1) {
+  for (int kstep = 0, ks = 0, j = 0; kstep < total; ++kstep) {
     const int i = ntiles - 1 - ks, b = kstep % kNQ;
+    if (++j == a.hpb) j = 0, ++ks;            // (the next step's tile)
     mbar_wait(q_full(b), (kstep / kNQ) & 1);  // tile i's Q, dO, lse2, Di landed
     const uint32_t tQ = sQ + b * kQB, tdO = sdO + b * kQB;
     const float* ls = stat + b * 2 * kRows;  // lse2, then Di
@@ -1323,9 +1327,9 @@ void bwd_fused(const KArgs& ka, unsigned grid, const float* lse2, const float* D
   // Q and dO in boxes of 64 columns × bwd_rows(D) rows (the producer warp's TMA loads).
   const CUtensorMap tq = tma_map(q, ka.T, static_cast<int64_t>(ka.Hq) * D, bwd_rows(D)),
                     tdo = tma_map(dout, ka.T, static_cast<int64_t>(ka.Hq) * D, bwd_rows(D));
-  // One flag per (64-row query tile, query head), 2 per 128-row tile of the grid (D 64 uses one per
-  // 128-row query tile of them), then with GQA one
-  // head-sum counter per (128-key tile, KV head): zeroed by the caller's tile_plan_kernel.
+  // One flag per (64-row query tile, query head), 2 per (128-row tile, query head) (D 64 uses one
+  // per 128-row query tile of them), then with GQA one head-sum counter per (128-key tile, KV
+  // head): zeroed by the caller's tile_plan_kernel. grid = tiles × Hq / ka.hpb.
   launch_pdl(attn_bwd_sm90<D>, grid, kBwdThreads, kSmem, st, "attention_bwd", tq, tdo, ka,
              static_cast<const bf16*>(q), static_cast<const bf16*>(k), static_cast<const bf16*>(v),
              static_cast<const bf16*>(dout), lse2, Di, pk, pv, static_cast<bf16*>(dk),
