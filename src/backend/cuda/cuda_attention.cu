@@ -138,8 +138,10 @@ __device__ int32_t block_scan(int32_t* x, int m, bool inclusive, int32_t* part) 
 // One block of
 // kPlanThreads threads.
 // With `order` (the Hopper backward), also its block order: order[r] = (sequence, tile) for r in
-// [0, Σ tiles), tile-major — every sequence's tile 0, then every tile 1, … — and within a tile
-// the sequences with the most tiles first (a counting sort on the tile count; the order among
+// [0, Σ tiles). Without tile_major, sequence by sequence (r = tile_start[s] + tile: the blocks
+// running together are a few key tiles of one sequence's heads, which read the same Q, dO and dQ
+// rows from L2). With it, tile-major — every sequence's tile 0, then every tile 1, … — and within a
+// tile the sequences with the most tiles first (a counting sort on the tile count; the order among
 // equal counts follows atomics and may vary, which changes which block runs when, never a value).
 // A tile's work falls with its index (causal: key tile 0 has the most query tiles), so the
 // heaviest blocks of every sequence start first, and a sequence's tile n − 1 always precedes its
@@ -147,7 +149,7 @@ __device__ int32_t block_scan(int32_t* x, int m, bool inclusive, int32_t* part) 
 // every sequence's tile count.
 __global__ void __launch_bounds__(kPlanThreads)
     tile_plan_kernel(const int32_t* cu, int n, int rows, int32_t* tile_start, int32_t* zero,
-                     int64_t nzero, int2* order, int32_t* scratch, int bmax) {
+                     int64_t nzero, int2* order, bool tile_major, int32_t* scratch, int bmax) {
   allow_next_grid();  // the Hopper kernels behind it launch now and wait for it (launch_pdl)
   __shared__ int32_t part[kPlanThreads];
   const int t = threadIdx.x;
@@ -161,6 +163,11 @@ __global__ void __launch_bounds__(kPlanThreads)
     tile_start[n + 1] = 0;
   }
   if (order == nullptr) return;
+  if (!tile_major) {
+    for (int s = t; s < n; s += kPlanThreads)
+      for (int x = 0, c = tiles(s); x < c; ++x) order[tile_start[s] + x] = make_int2(s, x);
+    return;
+  }
   // cnt[c]: sequences with c tiles, then (inclusive scan) with ≤ c, then with more than c;
   // cum[c] = Σ_{x<c} (sequences with more than x tiles): the first rank of tile column c.
   int32_t *cnt = scratch, *cum = scratch + (bmax + 1), *fill = scratch + 2 * (bmax + 1);
@@ -382,15 +389,15 @@ int64_t total_tiles(const AttnProblem& p, int rows) {
 // Writes the tile table for `rows` and returns the 1-D grid size (tiles × Hq); with sm90_bwd,
 // also zeroes the Hopper backward's flags — the dQ flags (2 per tile and query head), then with
 // GQA the head-sum counters (one per tile and KV head; bwd_sum_heads_last) — and writes its block
-// order (rows must be kSm90Rows).
+// order, tile-major when hpb > 1 (rows must be kSm90Rows).
 unsigned plan(const AttnProblem& p, int rows, const Ws& ws, cudaStream_t st, const char* op,
-              bool sm90_bwd = false) {
+              bool sm90_bwd = false, int hpb = 1) {
   const int64_t tiles = total_tiles(p, rows), blocks = tiles * p.Hq;
   if (blocks > 0x7fffffff) throw std::invalid_argument("cuda attention: too many tiles");
   const int64_t nzero = sm90_bwd ? 2 * blocks + (p.Hq > p.Hkv ? tiles * p.Hkv : 0) : 0;
   tile_plan_kernel<<<1, kPlanThreads, 0, st>>>(p.cu_dev, p.num_seqs, rows, ws.tile_start, ws.sem,
-                                               nzero, sm90_bwd ? ws.order : nullptr, ws.scratch,
-                                               max_tiles(p));
+                                               nzero, sm90_bwd ? ws.order : nullptr, hpb > 1,
+                                               ws.scratch, max_tiles(p));
   check_launch(op);
   return static_cast<unsigned>(blocks);
 }
@@ -414,12 +421,13 @@ KArgs kargs(const AttnProblem& p, const Ws& ws, int hpb = 1) {
 }
 
 // The Hopper backward's schedule, simulated for G query heads per block: its blocks in launch
-// order (tile_plan_kernel's: tile-major, the sequences with more tiles first within a tile, the
-// Hq / G head groups of a tile adjacent), each started on the SM that frees first (one block an
-// SM) and taking G·(its query-tile steps) + a fixed cost, plus, when G < Hq / Hkv, the cost of
-// storing its fp32 dK/dV partial and its share of the head sum. Returns the last block's end, in
-// steps (one query tile against the block's 128 keys). `tiles`: each sequence's (key tiles, query
-// tiles), sorted by key tiles, descending.
+// order (tile_plan_kernel's: sequence by sequence at G = 1, else tile-major with the sequences
+// with more tiles first within a tile; the Hq / G head groups of a tile adjacent), each started on
+// the SM that frees first (one block an SM) and taking G·(its query-tile steps) + a fixed cost,
+// plus, when G < Hq / Hkv, the cost of storing its fp32 dK/dV partial and its share of the head
+// sum. Returns the last block's end, in steps (one query tile against the block's 128 keys).
+// `tiles`: each sequence's (key tiles, query tiles), in sequence order. (L2 reuse is not modelled:
+// at G = 1 the sequence order is what keeps it, session 27's figures in bench/README.)
 double bwd_makespan(const std::vector<std::pair<int, int>>& tiles, int rows, int Hq, int rep, int G,
                     int sms) {
   // Estimates, in steps: a block's set-up (K and V loads, barriers) ~1; its fp32 partial (128 keys
@@ -430,17 +438,28 @@ double bwd_makespan(const std::vector<std::pair<int, int>>& tiles, int rows, int
   std::priority_queue<double, std::vector<double>, std::greater<>> free_at;
   for (int i = 0; i < sms; ++i) free_at.push(0.0);
   double end = 0;
-  const int ncol = tiles.empty() ? 0 : tiles.front().first;
+  const auto run = [&](int nq, int x) {  // the Hq / G blocks of one (sequence, key tile x)
+    const double cost = G * (nq - x * kSm90Rows / rows) + fixed + (G < rep ? partial : 0.0);
+    for (int g = 0; g < Hq / G; ++g) {
+      const double t = free_at.top() + cost;
+      free_at.pop();
+      free_at.push(t);
+      end = std::max(end, t);
+    }
+  };
+  if (G == 1) {  // sequence by sequence (tile_plan_kernel's order at G = 1)
+    for (const auto& [nk, nq] : tiles)
+      for (int x = 0; x < nk; ++x) run(nq, x);
+    return end;
+  }
+  std::vector<std::pair<int, int>> sorted = tiles;
+  std::stable_sort(sorted.begin(), sorted.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  const int ncol = sorted.empty() ? 0 : sorted.front().first;
   for (int x = 0; x < ncol; ++x)
-    for (const auto& [nk, nq] : tiles) {
+    for (const auto& [nk, nq] : sorted) {
       if (nk <= x) break;
-      const double cost = G * (nq - x * kSm90Rows / rows) + fixed + (G < rep ? partial : 0.0);
-      for (int g = 0; g < Hq / G; ++g) {
-        const double t = free_at.top() + cost;
-        free_at.pop();
-        free_at.push(t);
-        end = std::max(end, t);
-      }
+      run(nq, x);
     }
   return end;
 }
@@ -474,8 +493,6 @@ int attention_bwd_heads_per_block(const AttnProblem& p) {
       tiles.emplace_back(static_cast<int>((L + kSm90Rows - 1) / kSm90Rows),
                          static_cast<int>((L + rows - 1) / rows));
   }
-  std::stable_sort(tiles.begin(), tiles.end(),
-                   [](const auto& a, const auto& b) { return a.first > b.first; });
   int best = 1;
   double best_t = bwd_makespan(tiles, rows, p.Hq, rep, 1, sms);
   for (int G = 2; G <= rep; ++G) {
@@ -569,9 +586,9 @@ void attention_bwd(const AttnProblem& p, void* dq, void* dk, void* dv, const voi
   const auto st = static_cast<cudaStream_t>(stream);
   const Choice c = choose(p, which, {dq, dk, dv, dout, q, k, v, out});
   const Ws ws = carve(p, workspace);
-  const unsigned grid = plan(p, c.rows, ws, st, "attention_bwd", c.family == Family::kSm90);
-  if (grid == 0) return;
   const int hpb = c.family == Family::kSm90 ? attention_bwd_heads_per_block(p) : 1;
+  const unsigned grid = plan(p, c.rows, ws, st, "attention_bwd", c.family == Family::kSm90, hpb);
+  if (grid == 0) return;
   const KArgs ka = kargs(p, ws, hpb);
   const int64_t rows = p.T * p.Hq;
   const unsigned prep_grid = static_cast<unsigned>((rows + 3) / 4);
