@@ -44,9 +44,10 @@ void ok(cudaError_t e) {
 
 int main(int argc_in, char** argv_in) {
   // --window W (or --window=W) and --hpb G (the Hopper backward's query heads per block; default
-  // the cost model's choice) anywhere; the rest are positional.
+  // the cost model's choice) and --order seq|tile (its block order; default sequence by sequence
+  // at G = 1, tile-major above) anywhere; the rest are positional.
   int64_t window = 0;
-  int hpb = 0;
+  int hpb = 0, order = 0;
   bool random = false;
   std::vector<char*> pos{argv_in[0]};
   for (int i = 1; i < argc_in; ++i) {
@@ -62,6 +63,17 @@ int main(int argc_in, char** argv_in) {
         return 2;
       }
       hpb = static_cast<int>(v);
+    } else if ((std::strcmp(argv_in[i], "--order") == 0 && i + 1 < argc_in) ||
+               std::strncmp(argv_in[i], "--order=", 8) == 0) {
+      const char* o = argv_in[i][7] == '=' ? argv_in[i] + 8 : argv_in[++i];
+      if (std::strcmp(o, "seq") == 0) {
+        order = 1;
+      } else if (std::strcmp(o, "tile") == 0) {
+        order = 2;
+      } else {
+        std::fprintf(stderr, "bench_cuda_attention: --order '%s': expected seq or tile\n", o);
+        return 2;
+      }
     } else if (std::strcmp(argv_in[i], "--random") == 0) {
       random = true;
     } else if (std::strncmp(argv_in[i], "--window=", 9) == 0) {
@@ -102,6 +114,7 @@ int main(int argc_in, char** argv_in) {
   p.scale = 1.0f / std::sqrt(static_cast<float>(D));
   p.window = window;
   p.bwd_heads_per_block = hpb;
+  p.bwd_block_order = order;
   for (auto [ptr, bytes] : {std::pair{&q, nq * es},
                             {&k, nk * es},
                             {&v, nk * es},
@@ -191,8 +204,11 @@ int main(int argc_in, char** argv_in) {
       n, S, Hq, Hkv, D, static_cast<long long>(window),
       zt::cuda::attention_workspace_bytes(p) / 1048576.0);
   if (sm90)
-    std::printf("  backward query heads per block %d (%s)\n",
-                zt::cuda::attention_bwd_heads_per_block(p), hpb ? "--hpb" : "cost model");
+    std::printf("  backward query heads per block %d (%s), block order %s\n",
+                zt::cuda::attention_bwd_heads_per_block(p), hpb ? "--hpb" : "cost model",
+                order == 1   ? "seq (--order)"
+                : order == 2 ? "tile (--order)"
+                             : "default");
   std::printf("  forward  %8.3f ms  %6.1f TFLOP/s\n", tf, ffwd / tf / 1e9);
   std::printf("  backward %8.3f ms  %6.1f TFLOP/s (counted 2.5x forward)\n", tb,
               2.5 * ffwd / tb / 1e9);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The Hopper attention backward at every query-heads-per-block G (AttnProblem::bwd_heads_per_block)
 # and at the cost model's choice, for the issue-18 layer shapes (D 128 12/2, D 64 14/2 and 32/8 at
-# 4 x 2k, 1 x 8k, 1 x 32k): one bench_cuda_attention run each (random inputs), backward ms and
+# 4 x 2k, 1 x 8k, 1 x 32k; at 4 x 2k each G in both block orders, --order seq and tile, which
+# differ only with several sequences): one bench_cuda_attention run each (random inputs), backward ms and
 # TFLOP/s, and the hash of dq, dk, dv (it differs across G: dK/dV group the heads' terms
 # differently; the auto row equals its G's row). It fails when a run fails, when a forced G is not
 # the one run, or when the model's choice is not a divisor; the timings are for reading, not
@@ -15,7 +16,7 @@ B=$BUNDLE/bin/bench_cuda_attention
 out=${1:-}
 status=0
 {
-  printf '%-22s %-8s %10s %8s  %s\n' shape G "bwd ms" TFLOP/s hash
+  printf '%-22s %-10s %10s %8s  %s\n' shape G "bwd ms" TFLOP/s hash
   for shape in "2048 4 12 2 128" "8192 1 12 2 128" "32768 1 12 2 128" \
                "2048 4 14 2 64" "8192 1 14 2 64" "32768 1 14 2 64" \
                "2048 4 32 8 64" "8192 1 32 8 64" "32768 1 32 8 64"; do
@@ -23,9 +24,15 @@ status=0
     rep=$((Hq / Hkv))
     gs=()
     for ((g = 1; g <= rep; ++g)); do ((rep % g == 0)) && gs+=("$g"); done
-    for g in "${gs[@]}" auto; do
+    runs=()
+    for g in "${gs[@]}"; do
+      if ((n > 1)); then runs+=("$g:seq" "$g:tile"); else runs+=("$g:"); fi
+    done
+    for run in "${runs[@]}" auto:; do
+      g=${run%%:*} o=${run#*:}
       args=("$S" "$n" "$Hq" "$Hkv" "$D" bf16 auto --random)
       [ "$g" != auto ] && args+=(--hpb "$g")
+      [ -n "$o" ] && args+=(--order "$o")
       if ! r=$("$B" "${args[@]}" 2>&1); then
         echo "FAIL: bench_cuda_attention ${args[*]}: $r"
         status=1
@@ -40,9 +47,9 @@ status=0
         status=1
         continue
       fi
-      label=$g
+      label=$g${o:+/$o}
       [ "$g" = auto ] && label="auto($G)"
-      printf '%-22s %-8s %10s %8s  %s\n' "${n}x${S} ${Hq}/${Hkv} D$D" "$label" "$ms" "$tf" "$h"
+      printf '%-22s %-10s %10s %8s  %s\n' "${n}x${S} ${Hq}/${Hkv} D$D" "$label" "$ms" "$tf" "$h"
     done
   done
   exit "$status"

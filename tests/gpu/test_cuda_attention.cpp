@@ -67,6 +67,7 @@ struct Case {
   cuda::AttnKernels kernels = cuda::AttnKernels::kAuto;
   int64_t window = 0;  // sliding window (0 = none)
   int hpb = 0;         // the Hopper backward's query heads per block (0: its cost model's)
+  int order = 0;       // its block order (AttnProblem::bwd_block_order; 0: the default)
 };
 
 // Host values of one tensor in storage dtype.
@@ -170,6 +171,7 @@ Outputs gpu_run(const Case& c, const std::vector<int32_t>& cu, const std::vector
   p.scale = 1.0f / std::sqrt(static_cast<float>(c.D));
   p.window = c.window;
   p.bwd_heads_per_block = c.hpb;
+  p.bwd_block_order = c.order;
   const bool tc = c.kernels != cuda::AttnKernels::kGeneric &&
                   cuda::attention_uses_tensor_cores(p, {dq_in.p, dk_in.p, dout.p});
   EXPECT_EQ(tc, c.bf16 && (c.D == 64 || c.D == 128 || c.D == 256) &&
@@ -520,10 +522,12 @@ TEST(CudaAttention, HopperKernelsMatchMmaSync) {
 }
 
 // The Hopper backward's blocks take G query heads of one KV head (AttnProblem::bwd_heads_per_block)
-// and run in the plan's tile-major order: every divisor G, on packed sequences of unequal lengths
-// (the order's counting sort: equal and distinct tile counts, a 1-token sequence), matches the CPU
-// and repeats bitwise (run_case), and the results of different G agree to bf16 rounding (dK/dV sum
-// the heads in another order). A G that does not divide Hq / Hkv is refused.
+// and run in the plan's order: every divisor G, on packed sequences of unequal lengths (the
+// tile-major order's counting sort: equal and distinct tile counts, a 1-token sequence), matches
+// the CPU and repeats bitwise (run_case), the other block order (sequence by sequence against
+// tile-major) gives the same bits, and the results of different G agree to bf16 rounding (dK/dV
+// sum the heads in another order). A G that does not divide Hq / Hkv, or an order not 0-2, is
+// refused.
 TEST(CudaAttention, HopperBackwardHeadGroups) {
   SKIP_WITHOUT_GPU();
   cuda::AttnProblem probe = hopper_probe();
@@ -537,6 +541,9 @@ TEST(CudaAttention, HopperBackwardHeadGroups) {
   EXPECT_THROW(cuda::attention_bwd_heads_per_block(probe), std::invalid_argument);
   probe.bwd_heads_per_block = 3;
   EXPECT_EQ(cuda::attention_bwd_heads_per_block(probe), 3);
+  probe.bwd_block_order = 3;
+  EXPECT_THROW(cuda::attention_bwd_heads_per_block(probe), std::invalid_argument);
+  probe.bwd_block_order = 0;
   probe.bwd_heads_per_block = 0;
   const int chosen = cuda::attention_bwd_heads_per_block(probe);
   EXPECT_TRUE(chosen >= 1 && 6 % chosen == 0) << chosen;
@@ -555,6 +562,11 @@ TEST(CudaAttention, HopperBackwardHeadGroups) {
       c.name += " G" + std::to_string(G);
       SCOPED_TRACE(c.name);
       const Outputs o = run_case(c, seed);
+      Case other = c;
+      other.order = G > 1 ? 1 : 2;  // the default is sequence order at G = 1, tile-major above
+      const Outputs oo = run_case(other, seed);
+      EXPECT_TRUE(oo.dq == o.dq && oo.dk == o.dk && oo.dv == o.dv)
+          << "the block order changed a bit of the backward at G " << G;
       if (G == gs.front()) {
         first = o;
         continue;

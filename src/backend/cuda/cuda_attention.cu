@@ -389,14 +389,14 @@ int64_t total_tiles(const AttnProblem& p, int rows) {
 // Writes the tile table for `rows` and returns the 1-D grid size (tiles × Hq); with sm90_bwd,
 // also zeroes the Hopper backward's flags — the dQ flags (2 per tile and query head), then with
 // GQA the head-sum counters (one per tile and KV head; bwd_sum_heads_last) — and writes its block
-// order, tile-major when hpb > 1 (rows must be kSm90Rows).
+// order (bwd_tile_major; rows must be kSm90Rows).
 unsigned plan(const AttnProblem& p, int rows, const Ws& ws, cudaStream_t st, const char* op,
-              bool sm90_bwd = false, int hpb = 1) {
+              bool sm90_bwd = false, bool tile_major = false) {
   const int64_t tiles = total_tiles(p, rows), blocks = tiles * p.Hq;
   if (blocks > 0x7fffffff) throw std::invalid_argument("cuda attention: too many tiles");
   const int64_t nzero = sm90_bwd ? 2 * blocks + (p.Hq > p.Hkv ? tiles * p.Hkv : 0) : 0;
   tile_plan_kernel<<<1, kPlanThreads, 0, st>>>(p.cu_dev, p.num_seqs, rows, ws.tile_start, ws.sem,
-                                               nzero, sm90_bwd ? ws.order : nullptr, hpb > 1,
+                                               nzero, sm90_bwd ? ws.order : nullptr, tile_major,
                                                ws.scratch, max_tiles(p));
   check_launch(op);
   return static_cast<unsigned>(blocks);
@@ -420,16 +420,23 @@ KArgs kargs(const AttnProblem& p, const Ws& ws, int hpb = 1) {
                ws.order};
 }
 
+// Whether the Hopper backward's blocks run tile-major (else sequence by sequence) for G query
+// heads per block: p.bwd_block_order when set, else tile-major for G > 1.
+bool bwd_tile_major(const AttnProblem& p, int G) {
+  return p.bwd_block_order == 0 ? G > 1 : p.bwd_block_order == 2;
+}
+
 // The Hopper backward's schedule, simulated for G query heads per block: its blocks in launch
-// order (tile_plan_kernel's: sequence by sequence at G = 1, else tile-major with the sequences
-// with more tiles first within a tile; the Hq / G head groups of a tile adjacent), each started on
+// order (tile_plan_kernel's: sequence by sequence, or with tile_major every sequence's tile 0,
+// then every tile 1, …, the sequences with more tiles first within a tile; the Hq / G head groups
+// of a tile adjacent), each started on
 // the SM that frees first (one block an SM) and taking G·(its query-tile steps) + a fixed cost,
 // plus, when G < Hq / Hkv, the cost of storing its fp32 dK/dV partial and its share of the head
 // sum. Returns the last block's end, in steps (one query tile against the block's 128 keys).
 // `tiles`: each sequence's (key tiles, query tiles), in sequence order. (L2 reuse is not modelled:
 // at G = 1 the sequence order is what keeps it, session 27's figures in bench/README.)
 double bwd_makespan(const std::vector<std::pair<int, int>>& tiles, int rows, int Hq, int rep, int G,
-                    int sms) {
+                    bool tile_major, int sms) {
   // Estimates, in steps: a block's set-up (K and V loads, barriers) ~1; its fp32 partial (128 keys
   // × D × 8 bytes to L2) and its share of the head sum ~2-3, from the session-26 profile (bench/
   // README: partial stores 6.3 % and the head sum ≤ 12.8 % of a 4 × 2k D 128 backward's samples,
@@ -447,7 +454,7 @@ double bwd_makespan(const std::vector<std::pair<int, int>>& tiles, int rows, int
       end = std::max(end, t);
     }
   };
-  if (G == 1) {  // sequence by sequence (tile_plan_kernel's order at G = 1)
+  if (!tile_major) {
     for (const auto& [nk, nq] : tiles)
       for (int x = 0; x < nk; ++x) run(nq, x);
     return end;
@@ -469,6 +476,9 @@ double bwd_makespan(const std::vector<std::pair<int, int>>& tiles, int rows, int
 int attention_bwd_heads_per_block(const AttnProblem& p) {
   validate(p);
   const int rep = p.Hq / p.Hkv;
+  if (p.bwd_block_order < 0 || p.bwd_block_order > 2)
+    throw std::invalid_argument("cuda attention: bwd_block_order " +
+                                std::to_string(p.bwd_block_order) + " is not 0, 1 or 2");
   if (p.bwd_heads_per_block < 0 || (p.bwd_heads_per_block > 0 && rep % p.bwd_heads_per_block != 0))
     throw std::invalid_argument("cuda attention: bwd_heads_per_block " +
                                 std::to_string(p.bwd_heads_per_block) +
@@ -479,7 +489,7 @@ int attention_bwd_heads_per_block(const AttnProblem& p) {
   // The layers of a step share their sequences: the last answer is reused for the same problem.
   static thread_local std::vector<int64_t> last_key;
   static thread_local int last_g = 1;
-  std::vector<int64_t> key{p.Hq, p.Hkv, p.D};
+  std::vector<int64_t> key{p.Hq, p.Hkv, p.D, p.bwd_block_order};
   key.insert(key.end(), p.cu_host, p.cu_host + p.num_seqs + 1);
   if (key == last_key) return last_g;
   // H100 and H200 SXM have 132 SMs. Fixed, not queried: G sets how dK/dV's terms are grouped, so
@@ -494,10 +504,10 @@ int attention_bwd_heads_per_block(const AttnProblem& p) {
                          static_cast<int>((L + rows - 1) / rows));
   }
   int best = 1;
-  double best_t = bwd_makespan(tiles, rows, p.Hq, rep, 1, sms);
+  double best_t = bwd_makespan(tiles, rows, p.Hq, rep, 1, bwd_tile_major(p, 1), sms);
   for (int G = 2; G <= rep; ++G) {
     if (rep % G != 0) continue;
-    const double t = bwd_makespan(tiles, rows, p.Hq, rep, G, sms);
+    const double t = bwd_makespan(tiles, rows, p.Hq, rep, G, bwd_tile_major(p, G), sms);
     if (t < best_t) best = G, best_t = t;
   }
   last_key = std::move(key);
@@ -587,7 +597,8 @@ void attention_bwd(const AttnProblem& p, void* dq, void* dk, void* dv, const voi
   const Choice c = choose(p, which, {dq, dk, dv, dout, q, k, v, out});
   const Ws ws = carve(p, workspace);
   const int hpb = c.family == Family::kSm90 ? attention_bwd_heads_per_block(p) : 1;
-  const unsigned grid = plan(p, c.rows, ws, st, "attention_bwd", c.family == Family::kSm90, hpb);
+  const unsigned grid =
+      plan(p, c.rows, ws, st, "attention_bwd", c.family == Family::kSm90, bwd_tile_major(p, hpb));
   if (grid == 0) return;
   const KArgs ka = kargs(p, ws, hpb);
   const int64_t rows = p.T * p.Hq;

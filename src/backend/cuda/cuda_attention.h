@@ -30,6 +30,10 @@ struct AttnProblem {
   // store and add); 0 = chosen by attention_bwd's cost model (attention_bwd_heads_per_block). Tests
   // and benchmarks set it; the results are deterministic for every G, not bitwise equal across G.
   int bwd_heads_per_block = 0;
+  // The Hopper backward's block order (which blocks run side by side; never a value): 0 = the
+  // default (sequence by sequence at G = 1, tile-major above), 1 = sequence by sequence, 2 =
+  // tile-major (every sequence's key tile 0, then every tile 1, …). Benchmarks set it.
+  int bwd_block_order = 0;
 };
 
 // Which kernels run. kAuto: the tensor-core kernels (bf16, D ∈ {64, 128, 256}, 16-byte aligned
