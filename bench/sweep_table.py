@@ -7,12 +7,14 @@ Rows: shape x GC. Columns: tokens/s of zerotune (GC as the row), zerotune --gc -
 transformers+Liger (bf16), transformers+Liger fp32-master; zerotune / the best peer of the row (the
 fastest peer record, any variant); peak GiB of each (zerotune: device memory in use after start-up;
 peers: torch.cuda.max_memory_allocated), then zerotune's pools' maximum allocation (the like-for-like
-figure; n/a in records older than the field). Variants other than the two Liger ones (plain, plain32)
+figure; n/a in records older than the field), and with --selective-shapes zerotune --gc
+--keep-attention (selective activation checkpointing: compute.selective_checkpointing) on the GC-on
+rows of those shapes: its tokens/s, its ratio to the best peer and its peak GiB. Variants other than the two Liger ones (plain, plain32)
 are listed below the table. A cell reads OOM for a recorded peer OOM, ERR for a recorded error,
 '-' where the plan has no run, MISSING where the plan has one and no record came.
 
 Usage: sweep_table.py RESULTS.jsonl --configs a,b --shapes 4x2048,… --gc-off-shapes 4x2048,…
-       [--offload 1] [--peer-variants SPEC]   (SPEC as gpu_peer_transformers.py --variants; '' = none)
+       [--offload 1] [--peer-variants SPEC] [--selective-shapes 1x8192,…]   (SPEC as gpu_peer_transformers.py --variants; '' = none)
 Exit status 1 when a planned cell is MISSING or ERR.
 """
 import argparse
@@ -42,8 +44,11 @@ def main():
     p.add_argument("--gc-off-shapes", default="", help="zerotune's GC-off shapes")
     p.add_argument("--offload", type=int, default=1, help="1: a zerotune --gc --offload run per shape")
     p.add_argument("--peer-variants", default="", help="the peer's --variants ('' = no peer run)")
+    p.add_argument("--selective-shapes", default="",
+                   help="shapes with a zerotune --gc --keep-attention run ('' = none)")
     a = p.parse_args()
     shapes, off_shapes = parse_shapes(a.shapes), parse_shapes(a.gc_off_shapes)
+    sel_shapes = parse_shapes(a.selective_shapes)
     peer_plan = parse_variants(a.peer_variants, shapes)
     configs = [c for c in a.configs.split(",") if c]
 
@@ -55,7 +60,7 @@ def main():
         r = json.loads(line)
         shape = (r.get("seqs"), r.get("seq"))
         if r.get("system") == "zerotune":
-            col = "zt_off" if r.get("offload") else "zt"
+            col = "zt_off" if r.get("offload") else "zt_sel" if r.get("keep_attention") else "zt"
         else:
             col = r.get("variant")
         cells[(r.get("config"), shape, bool(r.get("gc")), col)] = r
@@ -65,6 +70,7 @@ def main():
         planned |= {(c, s, True, "zt") for s in shapes} | {(c, s, False, "zt") for s in off_shapes}
         if a.offload:
             planned |= {(c, s, True, "zt_off") for s in shapes}
+        planned |= {(c, s, True, "zt_sel") for s in sel_shapes}
         for kind, gc, kind_shapes in peer_plan:
             planned |= {(c, s, bool(gc), kind) for s in kind_shapes}
 
@@ -89,9 +95,13 @@ def main():
              if (c2, s2, g2) == (c, s, gc) and col in SYSTEMS and r.get("tokens_per_s")]
         return max(v) if v else None
 
+    def ratio_to(v, bp):
+        return f"{v / bp:7.2f}x" if v and bp else f"{'-':>8s}"
+
     head = (f"{'shape':12s} {'GC':3s} {'zerotune':>9s} {'zt+offl':>9s} {'Liger':>9s} {'Liger32':>9s} "
             f"{'zt/best':>8s} {'zt GiB':>7s} {'zt+o GiB':>8s} {'Liger GiB':>9s} {'L32 GiB':>8s} "
-            f"{'zt alloc':>8s} {'zt+o alloc':>10s}")
+            f"{'zt alloc':>8s} {'zt+o alloc':>10s}" +
+            (f" {'zt sel':>9s} {'sel/best':>8s} {'sel GiB':>7s}" if sel_shapes else ""))
     for c in configs:
         print(f"{c}: tokens/s per system; Liger = transformers+Liger (bf16), Liger32 = transformers+Liger "
               "fp32-master; zt/best = zerotune / the fastest peer of the row")
@@ -100,13 +110,16 @@ def main():
         for s, g in rows:
             k = lambda col: (c, s, g, col)
             z, bp = cells.get(k("zt"), {}).get("tokens_per_s"), best_peer(c, s, g)
-            ratio = f"{z / bp:7.2f}x" if z and bp else f"{'-':>8s}"
+            ratio = ratio_to(z, bp)
+            zs = cells.get(k("zt_sel"), {}).get("tokens_per_s")
+            sel = (f" {cell(k('zt_sel'), 'tokens_per_s', 9, '.0f')} {ratio_to(zs, bp)} "
+                   f"{cell(k('zt_sel'), 'peak_gib', 7, '.2f')}") if sel_shapes else ""
             print(f"{fmt_shape(s):12s} {'on' if g else 'off':3s} {cell(k('zt'), 'tokens_per_s', 9, '.0f')} "
                   f"{cell(k('zt_off'), 'tokens_per_s', 9, '.0f')} {cell(k('liger'), 'tokens_per_s', 9, '.0f')} "
                   f"{cell(k('liger32'), 'tokens_per_s', 9, '.0f')} {ratio} {cell(k('zt'), 'peak_gib', 7, '.2f')} "
                   f"{cell(k('zt_off'), 'peak_gib', 8, '.2f')} {cell(k('liger'), 'peak_gib', 9, '.2f')} "
                   f"{cell(k('liger32'), 'peak_gib', 8, '.2f')} {cell(k('zt'), 'max_allocated_gib', 8, '.2f')} "
-                  f"{cell(k('zt_off'), 'max_allocated_gib', 10, '.2f')}")
+                  f"{cell(k('zt_off'), 'max_allocated_gib', 10, '.2f')}{sel}")
         for (c2, s, g, col), r in sorted(cells.items(), key=lambda kv: (row_order(kv[0][1:3]), kv[0][3] or "")):
             if c2 == c and col in SYSTEMS and col not in COLUMNS:
                 z = cells.get((c, s, g, "zt"), {}).get("tokens_per_s")

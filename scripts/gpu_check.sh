@@ -34,7 +34,9 @@
 #           tokens: bench_train_gpu (GC on, GC on + offload, GC off at 4x2k and 1x8k) vs
 #           transformers+Liger in bf16 and with fp32 master weights (bench/gpu_peer_transformers.py,
 #           liger-kernel from .whl) on the same token files: tokens/s, peak memory, one table per
-#           config in bench_table.txt (~9 minutes: run it alone; knobs in its comment)
+#           config in bench_table.txt; at 1x8k-1x32k also zerotune --gc --keep-attention (selective
+#           checkpointing, BENCH_SELECTIVE_SHAPES; '' for none) in its own columns (~10 minutes:
+#           run it alone; knobs in its comment)
 #   usersrows the users' sft.yaml (micro-batch 4, GC on) on their rows, Qwen2.5-1.5B config, 1 GPU:
 #           zerotune (with and without their accelerate file) vs transformers+Liger bf16 and fp32-master
 #           fed zerotune's token cache of the rows padded per micro-batch as TRL does (~2.5 minutes;
@@ -235,7 +237,8 @@ sec_smoke() {
 # Knobs: BENCH_CONFIGS (qwen2.5-1.5b,llama-3.2-1b), BENCH_SHAPES, BENCH_GC_OFF_SHAPES, BENCH_WARMUP,
 # BENCH_STEPS, BENCH_OFFLOAD=0 (no offload runs), PEER=0 (no peer), PEER_VARIANTS (the peer's
 # --variants), BENCH_PLAIN=1 (adds plain transformers, pure bf16, GC on and off at 4x2048: the old
-# issue-8 rows). Writes bench.jsonl (every record), bench_zt.log, peer.log, bench_table.txt.
+# issue-8 rows), BENCH_SELECTIVE_SHAPES (1x8192,1x16384,1x32768: zerotune --gc --keep-attention;
+# '' for none). Writes bench.jsonl (every record), bench_zt.log, peer.log, bench_table.txt.
 # install_liger: liger-kernel (pure Python) travels as a wheel in .whl/; installed into /tmp/site.
 install_liger() {
   if ls "$ROOT"/.whl/liger_kernel-*.whl >/dev/null 2>&1; then
@@ -266,8 +269,10 @@ sec_bench() {
   local off_shapes=${BENCH_GC_OFF_SHAPES-4x2048,1x8192} configs=${BENCH_CONFIGS:-qwen2.5-1.5b,llama-3.2-1b}
   local warmup=${BENCH_WARMUP:-1} steps=${BENCH_STEPS:-3} offload=${BENCH_OFFLOAD:-1}
   local deadline=$((SECONDS + ${BENCH_DEADLINE_S:-540})) res=$OUT/bench.jsonl s
-  local want_off=$off_shapes
+  local want_off=$off_shapes want_sel=${BENCH_SELECTIVE_SHAPES-1x8192,1x16384,1x32768}
   off_shapes=$(for s in ${want_off//,/ }; do [[ ",$shapes," == *",$s,"* ]] && echo "$s"; done | paste -sd,)
+  local sel_shapes
+  sel_shapes=$(for s in ${want_sel//,/ }; do [[ ",$shapes," == *",$s,"* ]] && echo "$s"; done | paste -sd,)
   local variants="liger:1,liger32:1"
   [ -n "$off_shapes" ] && variants+=",liger:0@${off_shapes//,/+},liger32:0@${off_shapes//,/+}"
   [ "${BENCH_PLAIN:-0}" = 1 ] && variants="plain:1@4x2048,plain:0@4x2048,$variants"
@@ -287,8 +292,9 @@ sec_bench() {
     done
     local flags
     for shape in ${shapes//,/ }; do
-      for flags in --gc "--gc --offload" ""; do
+      for flags in --gc "--gc --offload" "--gc --keep-attention" ""; do
         [ "$flags" = "--gc --offload" ] && [ "$offload" = 0 ] && continue
+        [ "$flags" = "--gc --keep-attention" ] && [[ ",$sel_shapes," != *",$shape,"* ]] && continue
         [ -z "$flags" ] && [[ ",$off_shapes," != *",$shape,"* ]] && continue
         if [ $SECONDS -ge $deadline ]; then fail "bench: out of time before zerotune $name $shape $flags"; continue; fi
         n=${shape%x*} t=${shape#*x}
@@ -315,7 +321,7 @@ sec_bench() {
     fi
   fi
   python3 bench/sweep_table.py "$res" --configs "$configs" --shapes "$shapes" --gc-off-shapes "$off_shapes" \
-    --offload "$offload" --peer-variants "$variants" 2>&1 | tee "$OUT/bench_table.txt"
+    --offload "$offload" --peer-variants "$variants" --selective-shapes "$sel_shapes" 2>&1 | tee "$OUT/bench_table.txt"
   [ "${PIPESTATUS[0]}" = 0 ] || fail "bench: planned runs without a record (see bench_table.txt)"
 }
 
