@@ -96,8 +96,9 @@ constexpr const char* type_name() {
 
 class Checker {
  public:
-  Checker(const std::string& source, const std::set<std::string>& overridden, std::vector<std::string>* notes)
-      : source_(source), overridden_(overridden), notes_(notes) {}
+  Checker(const std::string& source, const std::set<std::string>& overridden,
+          std::vector<std::string>* notes, const KeyOrigins* origins)
+      : source_(source), overridden_(overridden), notes_(notes), origins_(origins) {}
 
   // Old names → new names, before anything else looks at the tree.
   void apply_aliases(Json& tree) {
@@ -125,10 +126,10 @@ class Checker {
     if (!path.empty()) {
       if (const KeySpec* s = find_key(path)) return check_leaf(*s, node);
       if (!is_section(path))
-        fail("{}: unknown config key '{}' (not a zerotune/TRL SFTConfig key){}", source_, path,
+        fail("{}: unknown config key '{}' (not a zerotune/TRL SFTConfig key){}", key_at(path), path,
              did_you_mean_key(path));
       if (!node.is_object() && !node.is_null())
-        fail("{}: config key '{}' must be a mapping, got {}", source_, path, node.dump());
+        fail("{}: config key '{}' must be a mapping, got {}", key_at(path), path, node.dump());
     }
     if (!node.is_object()) return;
     for (auto& [k, v] : node.items()) {
@@ -171,6 +172,15 @@ class Checker {
 
   std::string where(std::string_view key) const {
     return overridden_.count(std::string(key)) ? " (given on the command line)" : "";
+  }
+
+  // "FILE:LINE" of the file that holds key `path` (a config group's file, or the primary), else
+  // the source: the key was given on the command line, or the tree came from no file.
+  std::string key_at(const std::string& path) const {
+    if (origins_ == nullptr || overridden_.count(path)) return source_;
+    const auto it = origins_->at.find(path);
+    if (it == origins_->at.end()) return source_;
+    return fmt::format("{}:{}", it->second.file.string(), it->second.line);
   }
 
   void check_leaf(const KeySpec& s, Json& v) {
@@ -230,16 +240,19 @@ class Checker {
   const std::string& source_;
   const std::set<std::string>& overridden_;
   std::vector<std::string>* notes_;
+  const KeyOrigins* origins_;
 };
 
 }  // namespace
 
-RunConfig RunConfig::from_json(Json tree, const std::string& source, const std::vector<std::string>& overridden) {
+RunConfig RunConfig::from_json(Json tree, const std::string& source,
+                               const std::vector<std::string>& overridden,
+                               const KeyOrigins* origins) {
   if (!tree.is_object()) fail("{}: the top level must be a mapping", source);
   RunConfig c;
   c.source_ = source;
   c.overridden_.insert(overridden.begin(), overridden.end());
-  Checker check(c.source_, c.overridden_, &c.notes_);
+  Checker check(c.source_, c.overridden_, &c.notes_, origins);
   check.apply_aliases(tree);
   check.check_tree(tree, "");
 
@@ -287,9 +300,10 @@ RunConfig RunConfig::load(const std::filesystem::path& path, const std::vector<s
     known.push_back({std::string(a.old_path), std::string(a.new_path)});
   std::vector<std::string> overridden;
   std::vector<NonStringKey> non_string_keys;
-  Json tree = load_hydra_yaml(path, overrides, known, &overridden, &non_string_keys);
+  KeyOrigins origins;
+  Json tree = load_hydra_yaml(path, overrides, known, &overridden, &non_string_keys, &origins);
   refuse_non_string_kwargs(tree, non_string_keys);
-  return from_json(std::move(tree), path.string(), overridden);
+  return from_json(std::move(tree), path.string(), overridden, &origins);
 }
 
 const Json* RunConfig::find(const std::string& key) const { return find_key_path(tree_, key); }

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "io/hydra_yaml.h"
 #include "io/json.h"
 
 namespace zt::cli {
@@ -33,8 +34,13 @@ class RunConfig {
   // interpolation).
   static RunConfig load(const std::filesystem::path& path, const std::vector<std::string>& overrides);
   // Validates an already-parsed tree (tests, embedded configs); `source` names it in errors;
-  // `overridden` are the key paths given on the command line (named as such in errors).
-  static RunConfig from_json(Json tree, const std::string& source, const std::vector<std::string>& overridden = {});
+  // `overridden` are the key paths given on the command line (named as such in errors);
+  // `origins`, when given, where each key was written (load_hydra_yaml): an unknown key, or a
+  // section that is no mapping, is named with its own file and line (a config group's file, not
+  // `source`).
+  static RunConfig from_json(Json tree, const std::string& source,
+                             const std::vector<std::string>& overridden = {},
+                             const KeyOrigins* origins = nullptr);
 
   // Typed access by dotted key path; throws zt::Error naming the key and the file when the value
   // is `???`, missing, or of another type than T (int64_t, double, bool, std::string).

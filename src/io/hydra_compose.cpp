@@ -121,6 +121,7 @@ struct Loaded {
   std::vector<Entry> defaults;
   std::optional<std::string> header;
   std::vector<NonStringKey> non_string_keys;  // parents relative to the file's top
+  KeyOrigins origins;                         // key paths relative to the file's top
 };
 
 // A node of the defaults tree: an entry, and the entries of its file's defaults list.
@@ -262,8 +263,9 @@ class Composer {
   }
 
   // The composed config; `non_string_keys` (when given) receives the keys of its configs that
-  // PyYAML types as other than a string, each parent the key path in the composed config.
-  Json compose(std::vector<NonStringKey>* non_string_keys) {
+  // PyYAML types as other than a string, each parent the key path in the composed config, and
+  // `origins` (when given) the file and line of each key there.
+  Json compose(std::vector<NonStringKey>* non_string_keys, KeyOrigins* origins) {
     Node root;
     root.primary = true;
     root.entry.kind = Entry::Kind::kConfig;
@@ -294,10 +296,14 @@ class Composer {
              p.loaded->file.string());
       }
       merge_config(cfg, part, "", p.loaded->file.string());
+      const auto in_package = [&](const std::string& path) {
+        return p.package.empty() ? path : path.empty() ? p.package : p.package + "." + path;
+      };
+      if (origins != nullptr)
+        for (const auto& [path, o] : p.loaded->origins.at) origins->at[in_package(path)] = o;
       if (non_string_keys == nullptr) continue;
       for (NonStringKey k : p.loaded->non_string_keys) {
-        if (!p.package.empty())
-          k.parent = k.parent.empty() ? p.package : p.package + "." + k.parent;
+        k.parent = in_package(k.parent);
         non_string_keys->push_back(std::move(k));
       }
     }
@@ -353,7 +359,7 @@ class Composer {
     Loaded l;
     l.file = file;
     l.header = package_header(file);
-    l.content = load_yaml_file(file, &l.non_string_keys);
+    l.content = load_yaml_file(file, &l.non_string_keys, &l.origins);
     if (l.content.is_null()) l.content = Json::object();
     if (l.content.is_object() && l.content.contains("defaults")) {
       l.defaults = parse_defaults(l.content["defaults"], file);
@@ -702,8 +708,8 @@ std::vector<std::string> config_groups_in(const fs::path& dir) {
 }
 
 Json compose_hydra_config(const fs::path& primary, const std::vector<GroupOverride>& overrides,
-                          std::vector<NonStringKey>* non_string_keys) {
-  return Composer(primary, overrides).compose(non_string_keys);
+                          std::vector<NonStringKey>* non_string_keys, KeyOrigins* origins) {
+  return Composer(primary, overrides).compose(non_string_keys, origins);
 }
 
 }  // namespace zt

@@ -31,6 +31,7 @@
 namespace zt {
 
 struct NonStringKey;  // io/hydra_yaml.h
+struct KeyOrigins;    // io/hydra_yaml.h
 
 // The most configs one chain of defaults lists may nest (the primary, a group file its list names,
 // a file that one's list names, …). Hydra 1.3.2 stops near 470 with Python's RecursionError; a
@@ -69,9 +70,12 @@ std::vector<std::string> config_groups_in(const std::filesystem::path& dir);
 // a list merged with a mapping, a chain of defaults lists nesting more than kMaxDefaultsDepth
 // configs (naming the entry, the file and its depth), and the refused forms above.
 // `non_string_keys`, when given, receives the other keys of the configs composed that PyYAML
-// types as other than a string (load_yaml_file), each parent the key path in the composed config.
+// types as other than a string (load_yaml_file), each parent the key path in the composed config;
+// `origins`, when given, the file and line of each key at its key path in the composed config (of
+// the config merged last where several set it).
 Json compose_hydra_config(const std::filesystem::path& primary,
                           const std::vector<GroupOverride>& overrides,
-                          std::vector<NonStringKey>* non_string_keys = nullptr);
+                          std::vector<NonStringKey>* non_string_keys = nullptr,
+                          KeyOrigins* origins = nullptr);
 
 }  // namespace zt

@@ -129,9 +129,10 @@ std::string scalar_text(const YAML::Node& n) {
 }
 
 // `n` as JSON; each plain mapping key PyYAML types as other than a string is appended to
-// `non_string_keys` when given (`path` is the key path of `n`).
+// `non_string_keys` when given, and each mapping key's line to `origins` when given (`path` is the
+// key path of `n`).
 Json node_to_json(const YAML::Node& n, const std::filesystem::path& file, const std::string& path,
-                  std::vector<NonStringKey>* non_string_keys) {
+                  std::vector<NonStringKey>* non_string_keys, KeyOrigins* origins) {
   const auto below = [&](const std::string& k) { return path.empty() ? k : path + "." + k; };
   switch (n.Type()) {
     case YAML::NodeType::Null:
@@ -142,7 +143,8 @@ Json node_to_json(const YAML::Node& n, const std::filesystem::path& file, const 
     case YAML::NodeType::Sequence: {
       Json a = Json::array();
       for (const auto& c : n)
-        a.push_back(node_to_json(c, file, below(std::to_string(a.size())), non_string_keys));
+        a.push_back(
+            node_to_json(c, file, below(std::to_string(a.size())), non_string_keys, origins));
       return a;
     }
     case YAML::NodeType::Map: {
@@ -162,7 +164,8 @@ Json node_to_json(const YAML::Node& n, const std::filesystem::path& file, const 
           if (!typed.is_string())
             non_string_keys->push_back({file, kv.first.Mark().line + 1, path, k, std::move(typed)});
         }
-        o[k] = node_to_json(kv.second, file, below(k), non_string_keys);
+        if (origins != nullptr) origins->at[below(k)] = {file, kv.first.Mark().line + 1};
+        o[k] = node_to_json(kv.second, file, below(k), non_string_keys, origins);
       }
       return o;
     }
@@ -424,6 +427,45 @@ void apply_override(Json& root, const std::string& ov, const std::filesystem::pa
   }
 }
 
+// Lists the keys inside each copied mapping or list of `copies` (in the order resolved: a copy's
+// source is complete before it is copied) at the place it is copied to too, in `non_string_keys`
+// and `origins` (either may be null).
+void follow_copies(const std::vector<detail::InterpolatedCopy>& copies,
+                   std::vector<NonStringKey>* non_string_keys, KeyOrigins* origins) {
+  // `path` at or below `from`, moved to below `to`; nullopt when it is not below `from`.
+  const auto moved = [](const std::string& path, const detail::InterpolatedCopy& c,
+                        bool at_too) -> std::optional<std::string> {
+    if (path == c.from) return at_too ? std::optional<std::string>(c.to) : std::nullopt;
+    if (path.size() > c.from.size() && path.compare(0, c.from.size(), c.from) == 0 &&
+        path[c.from.size()] == '.')
+      return c.to + path.substr(c.from.size());
+    return std::nullopt;
+  };
+  std::set<std::pair<std::string, std::string>> done;  // a copy resolved twice is followed once
+  for (const auto& c : copies) {
+    if (!done.emplace(c.to, c.from).second) continue;
+    if (non_string_keys != nullptr) {
+      const size_t n = non_string_keys->size();
+      for (size_t i = 0; i < n; ++i)
+        if (auto parent = moved((*non_string_keys)[i].parent, c, /*at_too=*/true)) {
+          NonStringKey k = (*non_string_keys)[i];
+          k.parent = std::move(*parent);
+          non_string_keys->push_back(std::move(k));
+        }
+    }
+    if (origins != nullptr) {
+      std::vector<std::pair<std::string, KeyOrigin>> add;
+      // The key `to` itself keeps its own place of writing; the keys below it are the source's.
+      for (auto it = origins->at.lower_bound(c.from + "."); it != origins->at.end(); ++it) {
+        const auto to = moved(it->first, c, /*at_too=*/false);
+        if (!to) break;
+        add.emplace_back(*to, it->second);
+      }
+      for (auto& [k, o] : add) origins->at[k] = std::move(o);
+    }
+  }
+}
+
 }  // namespace
 
 Json yaml_scalar_to_json(const std::string& s, bool quoted) {
@@ -445,13 +487,14 @@ Json yaml_scalar_to_json(const std::string& s, bool quoted) {
   return s;
 }
 
-Json load_yaml_file(const std::filesystem::path& path, std::vector<NonStringKey>* non_string_keys) {
-  return node_to_json(parse_file(path), path, "", non_string_keys);
+Json load_yaml_file(const std::filesystem::path& path, std::vector<NonStringKey>* non_string_keys,
+                    KeyOrigins* origins) {
+  return node_to_json(parse_file(path), path, "", non_string_keys, origins);
 }
 
 Json load_hydra_yaml(const std::filesystem::path& path, const std::vector<std::string>& overrides,
                      const std::vector<KnownKey>& known, std::vector<std::string>* overridden,
-                     std::vector<NonStringKey>* non_string_keys) {
+                     std::vector<NonStringKey>* non_string_keys, KeyOrigins* origins) {
   const std::filesystem::path dir = path.parent_path();
   std::vector<GroupOverride> groups;
   std::vector<std::string> keys;  // overrides of keys, applied to the composed config
@@ -476,7 +519,7 @@ Json load_hydra_yaml(const std::filesystem::path& path, const std::vector<std::s
       keys.push_back(ov);
     }
   }
-  Json root = compose_hydra_config(path, groups, non_string_keys);
+  Json root = compose_hydra_config(path, groups, non_string_keys, origins);
   std::vector<std::string> from_command_line;  // the key paths the overrides set
   for (const auto& ov : keys) {
     apply_override(root, ov, path, known, group_hint(ov, dir), &from_command_line);
@@ -486,7 +529,9 @@ Json load_hydra_yaml(const std::filesystem::path& path, const std::vector<std::s
       overridden->push_back(key);
     }
   }
-  detail::resolve_interpolations(root, path, from_command_line);
+  std::vector<detail::InterpolatedCopy> copies;
+  detail::resolve_interpolations(root, path, from_command_line, &copies);
+  follow_copies(copies, non_string_keys, origins);
   return root;
 }
 

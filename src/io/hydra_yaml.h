@@ -8,6 +8,7 @@
 #pragma once
 
 #include <filesystem>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -39,6 +40,18 @@ struct NonStringKey {
   Json value;          // as PyYAML types it: a bool, an int or a float
 };
 
+// Where each key of a config was written, so that a message about a key names the file that holds
+// it (a config group's file, not the primary) and its line.
+struct KeyOrigin {
+  std::filesystem::path file;
+  int line = 0;  // 1-based, the line of the key
+};
+struct KeyOrigins {
+  // Key path in the config ("trainer.learning_rate"; list elements by index) → where the key that
+  // gave its value was written.
+  std::map<std::string, KeyOrigin> at;
+};
+
 // A key path the application knows: an override sets it without '+' (it has a default there).
 // `renamed_to`, when not empty, is the name it now has (an old name read as the new one): a
 // misspelt override key closest to the old name is told the new one.
@@ -63,11 +76,17 @@ struct KnownKey {
 // (refuse_sweep_override, io/hydra_sweep.h: `lr=1e-5,2e-5`, `choice(a,b)`, …). `overridden`, when
 // given, receives the key path of each override (for messages that say where a value came from);
 // `non_string_keys` each key of the files composed that PyYAML types as other than a string, its
-// parent the key path in the composed config.
+// parent the key path in the composed config; `origins` the file and line of each key of the
+// files composed, at its key path in the composed config (the file merged last, for a key several
+// set; a key given only on the command line has none). A key inside a mapping or list that a
+// whole-value interpolation copies (`chat_template_kwargs: ${kw}`) is listed in both at its
+// place of writing and at each place it is copied to (`kw.yes` and
+// `trainer.chat_template_kwargs.yes`), so a check of a key path sees what reaches it.
 Json load_hydra_yaml(const std::filesystem::path& path, const std::vector<std::string>& overrides,
                      const std::vector<KnownKey>& known = {},
                      std::vector<std::string>* overridden = nullptr,
-                     std::vector<NonStringKey>* non_string_keys = nullptr);
+                     std::vector<NonStringKey>* non_string_keys = nullptr,
+                     KeyOrigins* origins = nullptr);
 
 // Parses a YAML file into JSON with no interpolation (e.g. accelerate / DeepSpeed configs), by
 // load_yaml's rules (io/yaml_load.h: one document, bounded aliases, merge keys resolved).
@@ -75,9 +94,10 @@ Json load_hydra_yaml(const std::filesystem::path& path, const std::vector<std::s
 // second document, an alias expansion past the limit, a malformed merge key, a null key
 // (`null:`, `~:`; OmegaConf refuses one: "Incompatible key type 'NoneType'"). `non_string_keys`,
 // when given, receives each plain key PyYAML types as other than a string (its parent the key
-// path in the file; list elements by index).
+// path in the file; list elements by index); `origins` the line of each mapping key.
 Json load_yaml_file(const std::filesystem::path& path,
-                    std::vector<NonStringKey>* non_string_keys = nullptr);
+                    std::vector<NonStringKey>* non_string_keys = nullptr,
+                    KeyOrigins* origins = nullptr);
 
 // "a.b.c" -> {"a", "b", "c"}.
 std::vector<std::string> split_key_path(std::string_view path);

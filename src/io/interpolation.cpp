@@ -87,8 +87,12 @@ std::string unescape_resolver_arg(const std::string& a) {
 class Resolver {
  public:
   Resolver(Json& root, const std::filesystem::path& file,
-           const std::vector<std::string>& from_command_line)
-      : root_(root), raw_(root), file_(file), from_command_line_(from_command_line) {}
+           const std::vector<std::string>& from_command_line, std::vector<InterpolatedCopy>* copies)
+      : root_(root),
+        raw_(root),
+        file_(file),
+        from_command_line_(from_command_line),
+        copies_(copies) {}
 
   void resolve_all() { resolve_node(root_, ""); }
 
@@ -252,8 +256,13 @@ class Resolver {
   Json resolve_string(const std::string& s, const std::string& at) {
     if (s.find("${") == std::string::npos) return s;
     // Whole-value interpolation keeps the referenced value's type.
-    if (s.size() > 3 && s.rfind("${", 0) == 0 && closing_brace(s, 0) == s.size() - 1)
-      return resolve_ref(s.substr(2, s.size() - 3), at);
+    if (s.size() > 3 && s.rfind("${", 0) == 0 && closing_brace(s, 0) == s.size() - 1) {
+      const std::string expr = s.substr(2, s.size() - 3);
+      Json v = resolve_ref(expr, at);
+      if (copies_ != nullptr && (v.is_object() || v.is_array()))
+        copies_->push_back({at, absolute_key(expr, at)});
+      return v;
+    }
     std::string out;
     size_t i = 0;
     while (i < s.size()) {
@@ -296,13 +305,15 @@ class Resolver {
   std::set<std::string> stack_;
   std::map<std::string, Json> resolved_;  // key -> its resolved value
   const std::vector<std::string>& from_command_line_;
+  std::vector<InterpolatedCopy>* copies_;
 };
 
 }  // namespace
 
 void resolve_interpolations(Json& root, const std::filesystem::path& file,
-                            const std::vector<std::string>& from_command_line) {
-  Resolver(root, file, from_command_line).resolve_all();
+                            const std::vector<std::string>& from_command_line,
+                            std::vector<InterpolatedCopy>* copies) {
+  Resolver(root, file, from_command_line, copies).resolve_all();
 }
 
 }  // namespace zt::detail

@@ -10,6 +10,13 @@
 
 namespace zt::detail {
 
+// A whole-value interpolation that gave a mapping or a list: the value at key path `to` is a copy
+// of the one at `from` (`to: ${from}`).
+struct InterpolatedCopy {
+  std::string to;
+  std::string from;
+};
+
 // Resolves every interpolation of `root` in place, as OmegaConf does: a whole-value `${a.b}` keeps
 // the referenced value's type, one inside a string concatenates its text; `${.b}` / `${..b}` are
 // relative to the mapping holding the value; `${oc.env:VAR}` / `${oc.env:VAR,default}` give the
@@ -20,8 +27,11 @@ namespace zt::detail {
 // so). Throws zt::Error naming the file and the key path holding the interpolation when it points
 // at no key, at a ??? value, above the top of the config, or loops; when an environment variable
 // without a default is not set, oc.env names no variable or gets more than 2 arguments, a resolver
-// other than oc.env is used, or a "${" is unterminated.
+// other than oc.env is used, or a "${" is unterminated. `copies`, when given, receives each
+// whole-value interpolation that gave a mapping or a list, in the order resolved (a copy made
+// inside a value before the copy of that value).
 void resolve_interpolations(Json& root, const std::filesystem::path& file,
-                            const std::vector<std::string>& from_command_line);
+                            const std::vector<std::string>& from_command_line,
+                            std::vector<InterpolatedCopy>* copies = nullptr);
 
 }  // namespace zt::detail

@@ -38,16 +38,33 @@ std::vector<RunCheckpoint> list_run_checkpoints(const fs::path& exp_dir) {
     RunCheckpoint c;
     c.dir = dir;
     const fs::path state = dir.path / "trainer_state.json";
+    // Reading the file can fail for another reason than its content (permissions, a directory of
+    // that name, a disk error): that is no corrupt checkpoint, and nothing tells whose it is, so
+    // it is the user's to settle before any checkpoint is rotated away or resumed.
+    const auto unreadable = [&](const std::string& what) {
+      fail(
+          "{} (an I/O error, not a corrupt checkpoint: zerotune neither rotates away nor skips a "
+          "checkpoint it cannot read). Make it readable, or move {} out of {}",
+          what, dir.path.filename().string(), exp_dir.string());
+    };
     std::error_code ec;
-    if (!fs::is_regular_file(state, ec)) {
+    const bool there = fs::exists(state, ec);  // false without error: absent (or a dangling link)
+    if (ec) unreadable(fmt::format("{}: cannot stat: {}", state.string(), ec.message()));
+    if (!there) {
       c.note = "no trainer_state.json: not written by zerotune";
     } else {
+      std::string text;
+      try {
+        text = read_file(state);  // "<file>: cannot open: Permission denied", "… read failed: …"
+      } catch (const Error& e) {
+        unreadable(e.what());
+      }
       Json j;
       try {
-        j = parse_json(read_file(state), state.string());
+        j = parse_json(text, state.string());
       } catch (const Json::exception& e) {
         c.corrupt = fmt::format("{}: not valid JSON: {}", state.string(), json_error_reason(e));
-      } catch (const std::exception& e) {  // unreadable, a NUL byte, nested too deep
+      } catch (const std::exception& e) {  // a NUL byte, nested too deep
         c.corrupt = e.what();
       }
       if (!c.corrupt.empty())

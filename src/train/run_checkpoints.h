@@ -36,7 +36,7 @@ struct RunCheckpoint {
   std::optional<std::string> run_id;  // trainer_state.json "run_id"; nullopt: not recorded
   std::string
       note;  // when run_id is nullopt, why ("no trainer_state.json: not written by zerotune", …)
-  // When trainer_state.json is there but cannot be read: the error, with the parse position
+  // When trainer_state.json was read but does not parse: the error, with the parse position
   // ("<dir>/trainer_state.json: not valid JSON: parse error at line 3, column 1: …").
   std::string corrupt;
 };
@@ -52,8 +52,11 @@ struct RunRecord {
 std::string new_run_id();
 
 // Every checkpoint-<step> directory of `exp_dir` (checkpoint_dirs.h), step ascending, with the run
-// id read from its trainer_state.json. An unreadable or invalid trainer_state.json is no error
-// here: the checkpoint gets no run id and a note saying why.
+// id read from its trainer_state.json. A corrupt one (read, but not a JSON object with a string
+// "run_id") is no error here: the checkpoint gets no run id, a note saying why and, when the text
+// does not parse, `corrupt`. One that cannot be read (an I/O error: permission denied, a directory
+// of that name, …) is no corruption: throws zt::Error naming the file and the OS's reason, so
+// that rotation never deletes it and resume never passes it over.
 std::vector<RunCheckpoint> list_run_checkpoints(const std::filesystem::path& exp_dir);
 
 // "checkpoint-1000 (no trainer_state.json: not written by zerotune)", "checkpoint-8 (run 1a2b…)".
@@ -79,14 +82,16 @@ std::vector<RunCheckpoint> other_runs_checkpoints(const std::filesystem::path& e
 // listing the checkpoints that are there and how to resume one of them explicitly — or a
 // checkpoint whose trainer_state.json is corrupt and newer than every readable checkpoint of the
 // run (it may be the one to resume): the parse error with its position, as the explicit
-// resume_from_checkpoint=<dir> reports it.
+// resume_from_checkpoint=<dir> reports it. A trainer_state.json that cannot be read (an I/O
+// error) fails whatever its step: list_run_checkpoints' error.
 CheckpointDir latest_checkpoint_of_last_run(const std::filesystem::path& exp_dir);
 
 // Rotation by `save_total_limit` (<= 0: nothing) over run `run_id`'s checkpoints only: the oldest
 // (by step) are deleted until at most max(limit, number protected) of them remain, never
 // `just_written` nor `best` (the best model's checkpoint, when not empty) — transformers'
 // _rotate_checkpoints, which keeps two when the limit is 1 and the best is not the newest.
-// Returns the deleted paths, oldest first. Throws zt::Error naming a directory it cannot remove.
+// Returns the deleted paths, oldest first. Throws zt::Error naming a directory it cannot remove,
+// or a checkpoint's trainer_state.json it cannot read (list_run_checkpoints; nothing is deleted).
 std::vector<std::filesystem::path> rotate_run_checkpoints(const std::filesystem::path& exp_dir,
                                                           int64_t save_total_limit,
                                                           const std::string& run_id,

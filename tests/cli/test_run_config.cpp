@@ -351,3 +351,68 @@ TEST(RunConfig, ChatTemplateKwargsKeysMustBeStrings) {
             refused("On", 2, "the boolean True")
                 .replace(0, p.string().size(), (dir / "trainer" / "base.yaml").string()));
 }
+
+// A key reached through a whole-value interpolation (`chat_template_kwargs: ${kw}`, or a section
+// `trainer: ${base}` holding it, chains of them, a source in a config group's file) was never
+// checked: the non-string key was listed under its place of writing only. Now it is refused as one
+// written there, naming the file and line where the key is written. (YAML aliases and merge keys
+// copy the nodes themselves and were refused already.)
+TEST(RunConfig, ChatTemplateKwargsKeysMustBeStringsThroughInterpolations) {
+  zt::testing::TempDir dir;
+  const auto p = dir / "sft.yaml";
+  const auto refused = [&](const std::filesystem::path& file, const std::string& key, int line,
+                           const std::string& python) {
+    return file.string() + ":" + std::to_string(line) + ": trainer.chat_template_kwargs: the key " +
+           key + " is " + python +
+           " to PyYAML (YAML 1.1, as OmegaConf loads it), not a string; TRL passes these keys to "
+           "the chat template as keyword arguments, and a keyword name must be a string (Python "
+           "raises TypeError: keywords must be strings): quote the key, as in '" +
+           key + "':";
+  };
+  std::ofstream(p) << "kw:\n  enable_thinking: false\n  yes: 1\ntrainer:\n  chat_template_kwargs: "
+                      "${kw}\nmodel:\n  name_or_path: m\n";
+  EXPECT_EQ(error_of([&] { zt::cli::RunConfig::load(p, {}); }),
+            refused(p, "yes", 3, "the boolean True"));
+  std::ofstream(p) << "base:\n  chat_template_kwargs:\n    1.5: a\ntrainer: ${base}\n";
+  EXPECT_EQ(error_of([&] { zt::cli::RunConfig::load(p, {}); }),
+            refused(p, "1.5", 3, "the float 1.5"));
+  // Relative, and chained through a config group's file.
+  std::filesystem::create_directories(dir / "kwargs");
+  std::ofstream(dir / "kwargs" / "thinking.yaml") << "enable_thinking: true\nOn: true\n";
+  std::ofstream(p) << "defaults:\n  - kwargs: thinking\n  - _self_\nmid: ${kwargs}\ntrainer:\n"
+                      "  chat_template_kwargs: ${..mid}\n";
+  EXPECT_EQ(error_of([&] { zt::cli::RunConfig::load(p, {}); }),
+            refused(dir / "kwargs" / "thinking.yaml", "On", 2, "the boolean True"));
+  // Quoted keys pass; the source mapping's own key is checked as any other (`kw` is no config key).
+  std::ofstream(p) << "kw:\n  'yes': 1\ntrainer:\n  chat_template_kwargs: ${kw}\n";
+  EXPECT_EQ(error_of([&] { zt::cli::RunConfig::load(p, {}); }),
+            p.string() + ":1: unknown config key 'kw' (not a zerotune/TRL SFTConfig key)");
+}
+
+// An unknown key in a config group's file (or a plain config its defaults list names) was reported
+// against the primary sft.yaml; it is named with the file that holds it and its line. A key the
+// command line adds names the primary, as before (no line: it is in no file).
+TEST(RunConfig, UnknownKeyNamesTheFileThatHoldsIt) {
+  zt::testing::TempDir dir;
+  const auto p = dir / "sft.yaml";
+  std::filesystem::create_directories(dir / "trainer");
+  std::ofstream(dir / "trainer" / "base.yaml") << "learning_rate: 1.0e-5\nlerning_rate: 2\n";
+  std::ofstream(dir / "common.yaml") << "model:\n  name_or_path: m\ncompute: 3\n";
+  std::ofstream(p) << "defaults:\n  - trainer: base\n  - _self_\nmodel:\n  name_or_path: m\n";
+  const std::string unknown =
+      ": unknown config key 'trainer.lerning_rate' (not a zerotune/TRL SFTConfig key) (did you "
+      "mean 'trainer.learning_rate'?)";
+  EXPECT_EQ(error_of([&] { zt::cli::RunConfig::load(p, {}); }),
+            (dir / "trainer" / "base.yaml").string() + ":2" + unknown);
+  // Set in the primary too, merged after the group's (_self_ last): the primary's line.
+  std::ofstream(p) << "defaults:\n  - trainer: base\n  - _self_\nmodel:\n  name_or_path: m\n"
+                      "trainer:\n  lerning_rate: 3\n";
+  EXPECT_EQ(error_of([&] { zt::cli::RunConfig::load(p, {}); }), p.string() + ":7" + unknown);
+  // A plain config of the defaults list: a section that is no mapping.
+  std::ofstream(p) << "defaults:\n  - common\n  - _self_\n";
+  EXPECT_EQ(error_of([&] { zt::cli::RunConfig::load(p, {}); }),
+            (dir / "common.yaml").string() + ":3: config key 'compute' must be a mapping, got 3");
+  std::ofstream(p) << "model:\n  name_or_path: m\n";
+  EXPECT_EQ(error_of([&] { zt::cli::RunConfig::load(p, {"+trainer.lerning_rate=1"}); }),
+            p.string() + unknown);
+}

@@ -2,6 +2,7 @@
 // never the one just written; resume_from_checkpoint: true picks the last run's newest or says why
 // it cannot.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <fstream>
 
@@ -229,6 +230,59 @@ TEST(RunCheckpoints, ResumeTrueReportsAnUnknownRunBesideACorruptCheckpoint) {
           "(no trainer_state.json: not written by zerotune), checkpoint-2 (trainer_state.json "
           "is corrupt), checkpoint-4 (run " +
           kRunA + ")" + tail);
+}
+
+// A trainer_state.json that cannot be read (here a directory of that name: read() fails with
+// EISDIR, as root too) was labelled "trainer_state.json is corrupt" (and a directory of that name
+// "no trainer_state.json: not written by zerotune"), so resume passed it over for a newer readable
+// checkpoint. An I/O error is no corruption: listing, rotation and resume refuse, naming the file
+// and the OS's reason, and rotation deletes nothing.
+TEST(RunCheckpoints, AnUnreadableTrainerStateIsAnErrorNotCorrupt) {
+  TempDir d;
+  const fs::path exp = d / "exp";
+  make_checkpoint(exp, 2, kRunA);
+  make_checkpoint(exp, 6, kRunA);
+  const fs::path state4 = exp / "checkpoint-4" / "trainer_state.json";
+  fs::create_directories(state4);
+  write_run_record(exp, {.run_id = kRunA, .started = "2025-01-31T12:00:00Z", .resumed_from = ""});
+  const std::string message =
+      state4.string() +
+      ": read failed: Is a directory (an I/O error, not a corrupt checkpoint: zerotune neither "
+      "rotates away nor skips a checkpoint it cannot read). Make it readable, or move "
+      "checkpoint-4 out of " +
+      exp.string();
+  EXPECT_EQ(testing::error_of([&] { list_run_checkpoints(exp); }), message);
+  EXPECT_EQ(testing::error_of([&] { other_runs_checkpoints(exp, kRunA); }), message);
+  // Not skipped for the newer readable checkpoint-6, as a corrupt one would be.
+  EXPECT_EQ(testing::error_of([&] { latest_checkpoint_of_last_run(exp); }), message);
+  EXPECT_EQ(testing::error_of([&] { rotate_run_checkpoints(exp, 1, kRunA, exp / "checkpoint-6"); }),
+            message);
+  EXPECT_EQ(list_dir(exp), (std::vector<std::string>{"checkpoint-2", "checkpoint-4", "checkpoint-6",
+                                                     kRunRecordName}));
+  // Permissions (only when they bind: not as root): the file, and a checkpoint directory that
+  // cannot be searched.
+  if (::geteuid() != 0) {
+    fs::remove(state4);
+    std::ofstream(state4) << Json({{"global_step", 4}, {"run_id", kRunA}}).dump();
+    fs::permissions(state4, fs::perms::none);
+    EXPECT_EQ(testing::error_of([&] { latest_checkpoint_of_last_run(exp); }),
+              state4.string() + ": cannot open: Permission denied (an I/O error, not a corrupt " +
+                  message.substr(message.find("checkpoint: zerotune")));
+    fs::permissions(state4, fs::perms::owner_read | fs::perms::owner_write);
+    fs::permissions(exp / "checkpoint-4", fs::perms::none);
+    EXPECT_EQ(
+        testing::error_of([&] { rotate_run_checkpoints(exp, 1, kRunA, exp / "checkpoint-6"); }),
+        state4.string() + ": cannot stat: Permission denied (an I/O error, not a corrupt " +
+            message.substr(message.find("checkpoint: zerotune")));
+    fs::permissions(exp / "checkpoint-4", fs::perms::owner_all);
+    EXPECT_EQ(list_dir(exp).size(), 4u);
+  }
+  // Restored, it is an ordinary checkpoint again.
+  fs::remove_all(state4);
+  std::ofstream(state4) << Json({{"global_step", 4}, {"run_id", kRunA}}).dump();
+  EXPECT_EQ(latest_checkpoint_of_last_run(exp).path, exp / "checkpoint-6");
+  EXPECT_EQ(rotate_run_checkpoints(exp, 1, kRunA, exp / "checkpoint-6"),
+            (std::vector<fs::path>{exp / "checkpoint-2", exp / "checkpoint-4"}));
 }
 
 }  // namespace
