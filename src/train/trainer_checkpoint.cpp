@@ -1,0 +1,127 @@
+// Trainer checkpoints and the final model: checkpoint-<step>/ in exp_dir (an HF model directory,
+// the ZeRO state and trainer_state.json) and the export to output_dir.
+#include <exception>
+
+#include "core/error.h"
+#include "core/file_util.h"
+#include "core/log.h"
+#include "dist/local_launch.h"
+#include "io/hf_export.h"
+#include "io/json.h"
+#include "io/safetensors.h"
+#include "io/yaml_writer.h"
+#include "train/checkpoint_dirs.h"
+#include "train/progress.h"
+#include "train/run_checkpoints.h"
+#include "train/step_plan.h"
+#include "train/trainer_impl.h"
+#include "zero/zero_engine.h"
+
+namespace zt::train {
+
+// ---------------------------------------------------------------- checkpoints / export
+
+std::vector<NamedTensor> Trainer::State::named(const std::vector<float>& flat) const {
+  std::vector<NamedTensor> out;
+  const ParamLayout& L = model->layout();
+  for (const auto& p : L.params()) {
+    if (L.tied() && p.name == "lm_head.weight") continue;
+    NamedTensor t;
+    t.name = p.name;
+    t.dtype = DType::kF32;
+    t.shape = p.shape;
+    t.data = flat.data() + p.offset;
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+fs::path Trainer::State::save_checkpoint(int64_t global_step, bool interrupt) {
+  std::optional<CheckpointStaging> staging;
+  if (rank0()) staging.emplace(a.exp_dir, global_step, owner_pid);
+  fs::path dir = staging_path(a.exp_dir, global_step, owner_pid);
+  std::vector<float> master = engine->full_master_weights();  // collective; rank 0 gets them
+  if (rank0()) {
+    auto tensors = named(master);
+    export_hf_model(dir, mcfg, tensors, export_opts);
+  }
+  comm.barrier();
+  engine->save_state(dir);
+  // transformers' _save_checkpoint: the best step's checkpoint, once it exists. Only step N writes
+  // checkpoint-N, so that is when the best step's is saved (every rank decides alike).
+  if (best_global_step == global_step) best_checkpoint = a.exp_dir / checkpoint_name(global_step);
+  if (rank0()) {
+    Json st = {{"global_step", global_step},
+               {"applied_steps", applied_steps},
+               {"num_tokens_seen", num_tokens_seen},
+               {"world_size", comm.world_size()},
+               {"zero_stage", a.zero_stage},
+               {"run_id", run_id},
+               {"plan", plan_state_to_json(*plan, global_step)}};
+    best_to_json(st);
+    st["eval_pending"] = eval_abandoned_step == global_step;
+    write_file_atomic(dir / "trainer_state.json", st.dump(2) + "\n");
+    write_file_atomic(dir / "args.yaml", json_to_yaml(a.resolved_config));
+  }
+  comm.barrier();
+  fs::path final_path = staging_path(a.exp_dir, global_step, owner_pid);
+  if (rank0()) {
+    final_path = staging->commit();
+    for (const auto& p :
+         rotate_run_checkpoints(a.exp_dir, a.save_total_limit, run_id, final_path, best_checkpoint))
+      log::info("deleted {}", p.string());
+    progress->message(fmt::format("saved {}", final_path.string()));
+    dist::note_checkpoint_for_launcher(a.exp_dir.string(), final_path.string(), interrupt);
+  }
+  comm.barrier();
+  return a.exp_dir / checkpoint_name(global_step);
+}
+
+void Trainer::State::export_final(int64_t global_step, const fs::path& last_checkpoint) {
+  std::string error;  // rank 0's, then every rank's
+  {
+    std::vector<float> master = engine->full_master_weights();
+    if (rank0()) {
+      try {
+        export_hf_model(a.output_dir, mcfg, named(master), export_opts);
+      } catch (const std::exception& e) {  // zt::Error, or one of the library's
+        error = e.what();
+      }
+    }
+  }
+  uint64_t n = error.size();
+  comm.broadcast(&n, sizeof n, 0);
+  error.resize(n);
+  if (n > 0) comm.broadcast(error.data(), n, 0);
+  if (error.empty()) {
+    if (rank0())
+      progress->message(fmt::format("saved the final model to {}", a.output_dir.string()));
+    return;
+  }
+  if (best_loaded)
+    fail(
+        "cannot write the final model: {}; the best model (load_best_model_at_end) is in {} (an "
+        "HF model directory)",
+        error, best_checkpoint.string());
+  // Without save_strategy (or between saves) the trained weights exist only in memory: keep them.
+  const fs::path last = a.exp_dir / checkpoint_name(global_step);
+  if (last_checkpoint == last)
+    fail(
+        "cannot write the final model: {}; the trained model is in {} (the checkpoint of the "
+        "last step: an HF model directory)",
+        error, last.string());
+  fs::path kept;
+  try {
+    kept = save_checkpoint(global_step, false);
+  } catch (const Error& e) {
+    fail("cannot write the final model: {}; keeping it as a checkpoint in exp_dir failed too: {}",
+         error, e.what());
+  }
+  fail(
+      "cannot write the final model: {}; the trained model was saved instead as {} (an HF model "
+      "directory with the optimizer state: load it with from_pretrained, or resume from it with "
+      "trainer.resume_from_checkpoint)",
+      error, kept.string());
+}
+
+}  // namespace zt::train

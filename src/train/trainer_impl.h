@@ -1,0 +1,114 @@
+// Trainer::State, one training run's state, shared by the trainer's sources: trainer.cpp (stop
+// signals, the optimizer step and the loop), trainer_setup.cpp (data, model, plan, resume,
+// outputs), trainer_eval.cpp (evaluation and the best model) and trainer_checkpoint.cpp
+// (checkpoints and the final model). Internal to src/train.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "data/prepare.h"
+#include "dist/comm.h"
+#include "io/hf_export.h"
+#include "io/json.h"
+#include "io/model_config.h"
+#include "io/safetensors.h"
+#include "io/tensorboard.h"
+#include "model/causal_lm.h"
+#include "optim/adamw.h"
+#include "optim/lr_schedule.h"
+#include "train/device.h"
+#include "train/metrics.h"
+#include "train/progress.h"
+#include "train/run_dir_lock.h"
+#include "train/step_plan.h"
+#include "train/trainer.h"
+#include "zero/zero_engine.h"
+
+namespace zt::train {
+namespace fs = std::filesystem;
+
+// The stop signal (SIGINT/SIGTERM) any rank has received, 0 when none; collective (trainer.cpp).
+int any_rank_stopping(dist::Comm& comm);
+
+struct Trainer::State {
+  State(TrainArgs args, dist::Comm& c, const text::Tokenizer& t, const text::TokenizerConfig& tc,
+        fs::path td)
+      : a(std::move(args)), comm(c), tok(t), tok_cfg(tc), tok_dir(std::move(td)) {}
+
+  TrainArgs a;
+  dist::Comm& comm;
+  const text::Tokenizer& tok;
+  const text::TokenizerConfig& tok_cfg;
+  fs::path tok_dir;
+  bool rank0() const { return comm.rank() == 0; }
+
+  std::optional<data::PreparedDataset> train, eval;
+  std::vector<int64_t> train_targets;
+  ModelConfig mcfg;
+  HfExportOptions export_opts;  // checkpoint-<step>/ and output_dir (train/run_export.h)
+  DeviceContext dev;            // Ops + device/host memory of compute.backend (train/device.h)
+  std::unique_ptr<zero::ZeroEngine> engine;  // the model's GroupStorage: declared first, dies last
+  std::unique_ptr<CausalLM> model;
+  // The initial weights (compute dtype, flat, host) for the engine to shard, then dropped.
+  std::vector<std::byte> init_weights;
+  std::unique_ptr<StepPlan> plan;
+  optim::LrSchedule sched;
+  optim::AdamWParams adam;
+  int64_t start_step = 0;     // first step this run executes
+  int64_t applied_steps = 0;  // optimizer updates so far (the LR schedule's position)
+  int64_t num_tokens_seen = 0;
+  int64_t owner_pid = 0;  // rank 0's pid: names the shared checkpoint staging directory
+  std::string run_id;     // ties checkpoints to this run (train/run_checkpoints.h)
+  fs::path resumed_from;  // the checkpoint this run resumed from, empty for a fresh start
+  // The best model (metric_for_best_model; transformers' TrainerState best_metric,
+  // best_global_step, best_model_checkpoint): kept in trainer_state.json across resumes.
+  std::optional<double> best_metric;
+  int64_t best_global_step = 0;  // 0: none yet
+  fs::path best_checkpoint;      // empty until a checkpoint of best_global_step is saved
+  bool best_loaded = false;      // load_best_model_at_end has put its weights into the engine
+  // An evaluation due at a step was abandoned by a stop signal: the checkpoint of that step
+  // records it (eval_pending) and the resumed run evaluates first.
+  int64_t eval_abandoned_step = -1;
+  bool eval_pending = false;  // read from the resumed checkpoint
+  std::unique_ptr<MetricsWriter> metrics;
+  std::unique_ptr<io::TensorBoardWriter> tb;
+  std::unique_ptr<ProgressDisplay> progress;
+  RunDirLock dir_lock;  // rank 0: one run at a time in exp_dir (run_dir_lock.h)
+
+  void prepare_data();
+  void build_model();
+  void build_plan();
+  void resume_or_init();
+  void open_outputs();
+  void log_record(const MetricRecord& rec);
+  StepStats train_step(int64_t k, StepSamples& ss, TrainSummary& sum);
+  std::optional<MetricRecord> evaluate(int64_t global_step, double epoch);
+  // Whether the evaluation `rec` of step `global_step` is a new best metric_for_best_model
+  // (strictly better; a NaN never is); records it. False without a metric_for_best_model.
+  bool note_best(const MetricRecord& rec, int64_t global_step);
+  // The best state saved with a checkpoint / read back on resume (keys as transformers').
+  void best_to_json(Json& st) const;
+  void best_from_json(const Json& st, const fs::path& state_file);
+  // After training, as transformers: load_best_model_at_end puts the best checkpoint's weights
+  // into the engine (exactly; a best checkpoint removed during the run: a warning, the last model
+  // stays), and with save_total_limit 1 this run's checkpoints other than the best are deleted.
+  void finish_best();
+  // interrupt: the checkpoint written after a stop signal (recorded as such for the launcher).
+  fs::path save_checkpoint(int64_t global_step, bool interrupt);
+  // Writes the final model to output_dir. When that fails (a full disk, output_dir removed or made
+  // read-only during the run: start-up checks it is writable), every rank throws zt::Error with
+  // the export's message and where the trained weights are kept: the best checkpoint when
+  // load_best_model_at_end loaded it, `last_checkpoint` when it holds step `global_step`, else a
+  // checkpoint written now into exp_dir (an HF model directory with the optimizer state: loadable
+  // and resumable), else (that failed too) both messages.
+  void export_final(int64_t global_step, const fs::path& last_checkpoint);
+  std::vector<NamedTensor> named(const std::vector<float>& flat) const;
+  std::string step_rows(const StepSamples& ss) const;
+};
+
+}  // namespace zt::train

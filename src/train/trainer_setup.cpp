@@ -1,0 +1,361 @@
+// Trainer set-up: the datasets, the model and ZeRO engine, the step plan, the resume from a
+// checkpoint (or the initial weights), and the run's outputs in exp_dir.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include "core/arena.h"
+#include "core/error.h"
+#include "core/file_util.h"
+#include "core/log.h"
+#include "data/prepare.h"
+#include "dist/local_launch.h"
+#include "io/hf_export.h"
+#include "io/json_check.h"
+#include "io/model_config.h"
+#include "io/safetensors.h"
+#include "io/tensorboard.h"
+#include "io/tied_embeddings.h"
+#include "io/yaml_writer.h"
+#include "model/causal_lm.h"
+#include "optim/lr_schedule.h"
+#include "text/special_tokens.h"
+#include "train/batch_builder.h"
+#include "train/checkpoint_dirs.h"
+#include "train/device.h"
+#include "train/metrics.h"
+#include "train/progress.h"
+#include "train/resume_checks.h"
+#include "train/run_checkpoints.h"
+#include "train/run_export.h"
+#include "train/step_plan.h"
+#include "train/trainer_impl.h"
+#include "zero/zero_engine.h"
+
+namespace zt::train {
+
+// ---------------------------------------------------------------- set-up
+
+void Trainer::State::prepare_data() {
+  data::PrepareReport rep;
+  train.emplace(data::prepare_dataset(a.train_data, tok, tok_cfg, &rep));
+  if (rank0()) log::info("train data {}: {}", a.train_data.dataset.string(), rep.summary());
+  if (a.eval_data) {
+    data::PrepareReport erep;
+    eval.emplace(data::prepare_dataset(*a.eval_data, tok, tok_cfg, &erep));
+    if (rank0()) log::info("eval data {}: {}", a.eval_data->dataset.string(), erep.summary());
+  }
+  train_targets = sample_target_counts(*train);
+}
+
+void Trainer::State::build_model() {
+  mcfg = load_model_config(a.model_dir);
+  std::optional<SafetensorsReader> weights;
+  if (!a.from_scratch) {
+    weights.emplace(resolve_weights_file(a.model_dir, rank0()));
+    reconcile_tied_embeddings(mcfg, *weights, rank0());
+  }
+  export_opts = run_export_options(a, tok, tok_cfg, tok_dir, mcfg, rank0());
+  auto check_vocab = [&](const data::PreparedDataset& ds) {
+    for (int32_t id : ds.all_tokens())
+      if (id < 0 || id >= mcfg.vocab_size)
+        fail(
+            "{}: token id {} ({}) is outside the model's vocabulary [0, {}) (vocab_size of {}) — "
+            "tokenizer and model do not match",
+            ds.path().string(), id, text::describe_token(tok, tok_cfg, id), mcfg.vocab_size,
+            mcfg.source);
+  };
+  check_vocab(*train);
+  if (eval) check_vocab(*eval);
+  ModelOptions mo;
+  mo.dtype = a.dtype;
+  mo.checkpointing = a.gradient_checkpointing;
+  mo.keep_attention = a.selective_checkpointing;
+  int64_t max_seq = max_example_tokens(*train);
+  mo.max_tokens = a.per_device_train_batch_size * max_sample_tokens(*train);
+  if (eval) {
+    max_seq = std::max(max_seq, max_example_tokens(*eval));
+    mo.max_tokens = std::max(mo.max_tokens, max_example_tokens(*eval));
+  }
+  mo.max_seqlen = max_seq;
+  dev = make_device(a.backend, comm.local_rank(), comm.local_world_size(),
+                    static_cast<size_t>(a.cross_entropy_workspace_mib) << 20);
+  if (rank0()) log::info("device: {}", dev.describe());
+  // The engine is the model's GroupStorage: it owns the gradient window (a layer's gradients
+  // live until its bucket is packed) and the weights (all of them under stages 0–2; the shard and
+  // about two layers under ZeRO-3).
+  zero::EngineOptions eo;
+  eo.stage = a.zero_stage;
+  eo.offload = a.offload_optimizer;
+  // Stages 1/2 on a GPU: the all-gather after an update runs while the next forward starts.
+  eo.overlap_gather = dev.device_index >= 0;
+  eo.local_world_size = comm.local_world_size();
+  // Offload: with one micro-batch per step, accumulating the fp32 gradient shard in host memory
+  // costs no transfer beyond the one the host AdamW needs anyway and keeps the shard off the GPU;
+  // with accumulation it would move the whole shard over PCIe and add it on the host every
+  // micro-batch (the users' job, accumulation 64: 7.4k tokens/s against 30.9k without offload,
+  // bench/README). There the shard accumulates on the device and goes to the host once per step.
+  eo.host_gradient_accumulation = a.gradient_accumulation_steps == 1;
+  // One micro-batch per step on one GPU: the gradients are written straight into the fp32 shard
+  // (no fp32 gradient window beside it: 1.0 GiB less for a tied 1.5B model).
+  eo.micro_steps_per_step = static_cast<int>(a.gradient_accumulation_steps);
+  engine = std::make_unique<zero::ZeroEngine>(ParamLayout(mcfg), a.dtype, *dev.ops, comm,
+                                              *dev.device_memory, *dev.host_memory, eo);
+  model = std::make_unique<CausalLM>(mcfg, *dev.ops, *dev.device_memory, mo, *engine);
+  init_weights.resize(static_cast<size_t>(model->layout().total_elems()) * dtype_size(a.dtype));
+  const Tensor flat(init_weights.data(), a.dtype, {model->layout().total_elems()}, Device::kCPU);
+  if (a.from_scratch) {
+    model->init_from_scratch(a.seed, flat);
+  } else {
+    model->load_weights(*weights, flat);
+  }
+  adam.beta1 = a.adam_beta1;
+  adam.beta2 = a.adam_beta2;
+  adam.eps = a.adam_epsilon;
+  adam.weight_decay = a.weight_decay;
+  if (rank0()) {
+    log::info("model {} ({}): {} parameters, {} layers, hidden {}, vocab {}; {} from {}",
+              mcfg.model_type, dtype_name(a.dtype), mcfg.num_parameters(), mcfg.num_hidden_layers,
+              mcfg.hidden_size, mcfg.vocab_size,
+              a.from_scratch ? "initialised from scratch (config only)" : "weights",
+              a.model_dir.string());
+    // The model's own pools (its weights and gradients are the engine's: the ZeRO line).
+    const ModelMemory mm = model->memory();
+    log::info(
+        "model pools: activations {}, workspace {}, inputs {}{}", format_bytes(mm.activations),
+        format_bytes(mm.workspace), format_bytes(mm.inputs),
+        !model->ce_shares_layer_set() ? std::string()
+        : model->ce_overhang_bytes() == 0
+            ? std::string(" (the cross-entropy's workspace is the recomputed layer's activations)")
+            : fmt::format(" (the cross-entropy's workspace is the recomputed layer's "
+                          "activations and {} beyond them)",
+                          format_bytes(model->ce_overhang_bytes())));
+    if (a.selective_checkpointing && a.gradient_checkpointing) {
+      const int64_t attn = mcfg.num_attention_heads * mcfg.head_dim;
+      const int64_t own = mcfg.num_hidden_layers - model->attention_in_gradient_memory();
+      const auto kept = static_cast<size_t>(own * mo.max_tokens) *
+                        (static_cast<size_t>(attn) * dtype_size(a.dtype) +
+                         static_cast<size_t>(mcfg.num_attention_heads) * 4);
+      log::info(
+          "compute.selective_checkpointing: each layer's attention output and softmax statistics "
+          "are kept ({} of the activations above, for the {} layers that do not keep them in "
+          "gradient memory); only the rest is recomputed",
+          format_bytes(kept), own);
+    } else if (a.selective_checkpointing) {
+      log::info(
+          "compute.selective_checkpointing: without trainer.gradient_checkpointing it changes "
+          "nothing");
+    }
+    log::info("ZeRO pools: {}", engine->memory().describe());
+    if (engine->groups_in_shard() > 0)
+      log::info(
+          "gradients: one micro-batch per step on one rank: {} of {} parameter groups write their "
+          "fp32 gradient straight into the gradient shard (no gradient window for them)",
+          engine->groups_in_shard(), model->layout().num_groups());
+    if (model->residuals_in_gradient_memory() > 0)
+      log::info(
+          "activations: {} of {} residual-stream checkpoints (x.1 … x.L, {} each) live in the "
+          "gradient shard's columns of the layers below the one that reads them, unused until "
+          "their backward",
+          model->residuals_in_gradient_memory(), mcfg.num_hidden_layers,
+          format_bytes(static_cast<size_t>(mo.max_tokens * mcfg.hidden_size) *
+                       dtype_size(a.dtype)));
+    if (model->attention_in_gradient_memory() > 0)
+      log::info(
+          "activations: {} of {} layers keep their attention output and lse in that gradient "
+          "memory too (no memory added): their recomputation skips the attention forward",
+          model->attention_in_gradient_memory(), mcfg.num_hidden_layers);
+    if (a.offload_optimizer) {
+      log::info("{}", engine->host_adamw_description());
+      if (eo.host_gradient_accumulation) {
+        log::info(
+            "offload: the fp32 gradient shard accumulates in host memory (one micro-batch per "
+            "step: no transfer beyond the update's)");
+      } else {
+        log::info(
+            "offload: the fp32 gradient shard accumulates on the device and is copied to the host "
+            "once per step ({} micro-batches per step; the 'gradient shard' pool above)",
+            a.gradient_accumulation_steps);
+      }
+    }
+    if (dev.device_index >= 0)
+      log::info("GPU {}: {} in use after start-up, {} max allocated (the pools above)",
+                dev.device_index, format_bytes(dev.device_bytes_in_use()),
+                format_bytes(dev.device_max_allocated()));
+  }
+}
+
+void Trainer::State::build_plan() {
+  PlanConfig pc;
+  pc.num_samples = train->num_samples();
+  pc.batch_size = a.per_device_train_batch_size;
+  pc.world_size = comm.world_size();
+  pc.grad_accum = a.gradient_accumulation_steps;
+  pc.num_train_epochs = a.num_train_epochs;
+  pc.max_steps = a.max_steps;
+  pc.drop_last = a.dataloader_drop_last;
+  pc.seed = a.data_seed.value_or(a.seed);  // transformers: data_seed if not None, else seed
+  const int64_t global_batch = pc.batch_size * pc.world_size * pc.grad_accum;
+  plan = std::make_unique<StepPlan>(pc);
+  // Fewer samples than one global batch is a short epoch, as in HF (SFT_SEMANTICS §4): one step of
+  // the micro-batches there are, normalised by their own target count.
+  if (rank0() && pc.num_samples < global_batch)
+    log::info(
+        "plan: the training set ({} samples) is smaller than one global batch ({}); each epoch is "
+        "{} step(s) of {} micro-batch(es) per rank{}",
+        pc.num_samples, global_batch, plan->steps_per_epoch(), plan->micro_batches_per_rank(),
+        pc.world_size > 1
+            ? fmt::format(", {} samples in all (accelerate's even_batches repeats samples "
+                          "from the start of the epoch to fill the last round)",
+                          plan->samples_per_epoch())
+            : std::string());
+  sched.kind = a.lr_scheduler_type;
+  sched.base_lr = a.learning_rate;
+  sched.total_steps = plan->total_steps();
+  sched.warmup_steps =
+      optim::resolve_warmup_steps(plan->total_steps(), a.warmup_steps, a.warmup_ratio);
+  if (rank0())
+    log::info(
+        "plan: {} samples, world size {}, micro-batch {}, accumulation {} → global batch {}; {} "
+        "steps/epoch, {} steps in all; lr {} {} with {} warm-up steps",
+        pc.num_samples, pc.world_size, pc.batch_size, pc.grad_accum, global_batch,
+        plan->steps_per_epoch(), plan->total_steps(), name_of(a.lr_scheduler_type), a.learning_rate,
+        sched.warmup_steps);
+}
+
+void Trainer::State::resume_or_init() {
+  int64_t pid = rank0() ? static_cast<int64_t>(getpid()) : 0;
+  comm.broadcast(&pid, sizeof(pid), 0);
+  owner_pid = pid;
+  // Every rank resolves the checkpoint itself (the same files, the same answer or error); the
+  // barrier keeps rank 0 from rewriting the run record (open_outputs) before all have read it.
+  std::optional<fs::path> ckpt;
+  if (a.resume_from_checkpoint)
+    ckpt = *a.resume_from_checkpoint == "true" ? latest_checkpoint_of_last_run(a.exp_dir).path
+                                               : fs::path(*a.resume_from_checkpoint);
+  comm.barrier();
+  Json st;
+  std::string split_change;  // how the checkpoint's world size × micro-batch × accumulation changed
+  if (ckpt) {
+    check_resume_path(*ckpt);
+    fs::path state_file = *ckpt / "trainer_state.json";
+    if (!fs::exists(state_file))
+      fail(
+          "resume_from_checkpoint: {} has no trainer_state.json (not a zerotune checkpoint); to "
+          "start a new run from the model in it, set model.name_or_path={}",
+          ckpt->string(), ckpt->string());
+    try {
+      st = parse_json(read_file(state_file), state_file.string());
+    } catch (const Json::exception& e) {
+      fail("{}: not valid JSON: {}", state_file.string(), json_error_reason(e));
+    }
+    // The keys the resume reads, checked before use (a hand-edited or foreign file names its key).
+    if (!st.is_object())
+      fail("{}: expected a JSON object (a zerotune trainer_state.json), got {}",
+           state_file.string(), st.type_name());
+    if (!st.contains("plan") || !st["plan"].is_object())
+      fail(
+          "{}: no 'plan' object (the saved data order); not a zerotune checkpoint's state (a "
+          "transformers/TRL checkpoint? zerotune resumes only its own; to start a new run from "
+          "its weights, set model.name_or_path={})",
+          state_file.string(), ckpt->string());
+    for (const char* key : {"applied_steps", "num_tokens_seen"})
+      if (!st.contains(key) || !st[key].is_number_integer() || st[key].get<int64_t>() < 0)
+        fail("{}: '{}' must be a non-negative integer, got {}", state_file.string(), key,
+             st.contains(key) ? st[key].dump() : std::string("nothing"));
+    start_step = checked_resume_step(st, state_file.string(),
+                                     plan_state_next_step(*plan, st["plan"], state_file.string()),
+                                     *ckpt, rank0());
+    check_checkpoint_model(*ckpt, mcfg);
+    // Logged once the state has loaded (below): a refused checkpoint prints no "re-sharded".
+    split_change = plan_state_split_change(*plan, st["plan"], state_file.string());
+    applied_steps = st["applied_steps"].get<int64_t>();
+    num_tokens_seen = st["num_tokens_seen"].get<int64_t>();
+    best_from_json(st, state_file);
+    resumed_from = *ckpt;
+  }
+  // A resumed run continues its checkpoint's run; a fresh one (or a checkpoint without an id) gets
+  // a new id, drawn on rank 0.
+  char id[33] = {};
+  if (rank0()) {
+    std::string r =
+        st.contains("run_id") && st["run_id"].is_string() ? st["run_id"].get<std::string>() : "";
+    if (r.size() != 32) r = new_run_id();
+    std::copy(r.begin(), r.end(), id);
+  }
+  comm.broadcast(id, 32, 0);
+  run_id = std::string(id, 32);
+  if (!ckpt) {
+    engine->init_from_flat(
+        Tensor(init_weights.data(), a.dtype, {model->layout().total_elems()}, Device::kCPU));
+    std::vector<std::byte>().swap(init_weights);
+    return;
+  }
+  std::vector<std::byte>().swap(init_weights);
+  engine->load_state(*ckpt);
+  // Every rank's Adam step count against the run's (a state file of another save of the same world
+  // size is read by its own rank only): all-reduce the largest difference.
+  int64_t off = engine->adam_step() != applied_steps ? 1 : 0;
+  comm.all_reduce(&off, 1, dist::ReduceOp::kMax);
+  if (off != 0)
+    fail(
+        "resume_from_checkpoint: {}: a zero_state_rank*.bin holds another Adam step count than "
+        "trainer_state.json's applied_steps ({}): at least one state file comes from another save",
+        ckpt->string(), applied_steps);
+  if (!split_change.empty() && rank0())
+    log::info(
+        "resume_from_checkpoint: {}: {}. The same global batch, so every step holds the same "
+        "samples; the ZeRO state is re-sharded where the world size changed. The sums run in "
+        "another order, so the losses agree with an uninterrupted run to rounding, not bitwise",
+        ckpt->string(), split_change);
+  if (rank0()) log::info("resumed from {} at step {}", ckpt->string(), start_step);
+}
+
+void Trainer::State::open_outputs() {
+  if (!rank0()) return;
+  std::error_code ec;
+  fs::create_directories(a.exp_dir, ec);
+  if (ec) fail("exp_dir: cannot create {}: {}", a.exp_dir.string(), ec.message());
+  if (!dir_lock.held()) dir_lock = RunDirLock(a.exp_dir);  // before anything is written there
+  for (const auto& p : clean_stale_checkpoint_dirs(a.exp_dir))
+    log::info("cleaned {} left by an interrupted run", p.string());
+  clean_stale_export_dirs(a.output_dir);  // logs what it removes or restores
+  write_run_record(a.exp_dir,
+                   {.run_id = run_id, .started = "", .resumed_from = resumed_from.string()});
+  if (auto others = other_runs_checkpoints(a.exp_dir, run_id); !others.empty()) {
+    std::string names;
+    for (const auto& c : others) names += (names.empty() ? "" : ", ") + describe_checkpoint(c);
+    log::warn(
+        "{} holds {} checkpoint(s) of another run: {}. This run (id {}) leaves them alone: "
+        "save_total_limit rotates only this run's checkpoints and resume_from_checkpoint: true "
+        "resumes only this run's (a checkpoint this run saves at the same step replaces the "
+        "other's). Use a fresh exp_dir to keep runs apart",
+        a.exp_dir.string(), others.size(), names, run_id);
+  }
+  write_file_atomic(a.exp_dir / "args.yaml", json_to_yaml(a.resolved_config));
+  dist::note_checkpoint_for_launcher(a.exp_dir.string(), resumed_from.string(), false);
+  std::optional<int64_t> keep;
+  if (start_step > 0) keep = start_step;
+  metrics = std::make_unique<MetricsWriter>(a.exp_dir / "metrics.jsonl", keep);
+  if (!a.logging_dir.empty()) {
+    io::TensorBoardWriterOptions o;
+    if (start_step > 0) o.purge_step = start_step + 1;
+    tb = std::make_unique<io::TensorBoardWriter>(a.logging_dir, o);
+  }
+  progress =
+      std::make_unique<ProgressDisplay>(stdout, ProgressDisplay::stream_is_tty(stdout),
+                                        plan->total_steps(), start_step, ProgressDisplay::now());
+}
+
+void Trainer::State::log_record(const MetricRecord& rec) {
+  if (!rank0()) return;
+  progress->log(rec);
+  metrics->write(rec);
+  if (tb) {
+    auto scalars = tensorboard_scalars(rec);
+    tb->add_scalars(static_cast<int64_t>(rec.number("step")), scalars);
+  }
+}
+
+}  // namespace zt::train
