@@ -168,7 +168,8 @@ std::vector<std::string> supported_model_types();
 // set in a family whose transformers model ignores it (mlp_bias, attention_bias,
 // use_sliding_window true, "sliding_attention" in layer_types), partial_rotary_factor other than 1
 // outside phi3, a bad layer_types / no_rope_layers list, hidden_size not divisible by heads (when
-// head_dim absent), heads not divisible by KV heads, an odd head_dim or rotary_dim.
+// head_dim absent), heads not divisible by KV heads, an odd head_dim or rotary_dim, a
+// quantization_config (a quantized model: naming its quant_method).
 ModelConfig load_model_config(const fs::path& path);
 
 // Same from a parsed JSON object; `source` names it in errors.
