@@ -192,8 +192,9 @@ std::vector<float> rope_inv_freq(const RopeConfig& rope, int64_t rotary_dim,
 // The same for cfg.rope and cfg.rotary_dim (short factors).
 std::vector<float> rope_inv_freq(const ModelConfig& cfg);
 
-// HF config.json object for `cfg`: starts from cfg.raw (so architectures, transformers_version, …
-// survive) and sets every field above with the family's HF names (hidden_activation for Gemma,
+// HF config.json object for `cfg`: starts from cfg.raw (so transformers_version and other keys
+// survive), sets `architectures` to the family's causal-LM class (as save_pretrained does, whatever
+// the input said) and every field above with the family's HF names (hidden_activation for Gemma,
 // layer_types / sliding_window / use_sliding_window / no_rope_layers from layer_window and
 // layer_rope, partial_rotary_factor from rotary_dim); the rope layout (rope_theta + rope_scaling
 // [+ rope_local_base_freq] vs rope_parameters [per layer type]) and the dtype key (torch_dtype vs

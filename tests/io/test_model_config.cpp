@@ -431,6 +431,16 @@ TEST(ModelConfig, WritesConfigLikeTransformers) {
   const ModelConfig back = zt::parse_model_config(j, "back");
   EXPECT_EQ(back.eos_token_id, (std::vector<int64_t>{5, 6}));
   EXPECT_EQ(back.num_parameters(), fresh.num_parameters());
+  // The input's architectures (a classification head, another family's class) is not carried:
+  // the export is the model_type's causal LM, as transformers' save_pretrained writes it.
+  zt::Json cls = tiny();
+  cls["architectures"] = {"Qwen2ForSequenceClassification"};
+  EXPECT_EQ(zt::model_config_to_json(zt::parse_model_config(cls, "cls"))["architectures"],
+            zt::Json::array({"Qwen2ForCausalLM"}));
+  cls["model_type"] = "llama";
+  cls["architectures"] = {"MistralForCausalLM"};
+  EXPECT_EQ(zt::model_config_to_json(zt::parse_model_config(cls, "cls"))["architectures"],
+            zt::Json::array({"LlamaForCausalLM"}));
 }
 
 TEST(ModelConfig, GenerationConfigFromModelConfig) {
