@@ -183,7 +183,12 @@ train::TrainArgs make_train_args(RunConfig& cfg, const std::optional<AccelerateC
   if (cfg.get<std::string>("model.name_or_path").empty())
     fail("{}: {} is empty; expected a local HF model directory or a hub id Org/Name{}",
          cfg.source(), model_key, cfg.where(model_key));
-  ModelSource src = resolve_model_source(cfg.get<std::string>("model.name_or_path"));
+  ModelSource src;
+  try {
+    src = resolve_model_source(cfg.get<std::string>("model.name_or_path"));
+  } catch (const Error& e) {
+    fail("{}: {}: {}{}", cfg.source(), model_key, e.what(), cfg.where(model_key));
+  }
   a.model_dir = src.dir;
   a.from_scratch = !src.has_weights;
   check_dataset_present(cfg, "train");

@@ -867,6 +867,20 @@ TEST_F(TrainCli, ConfigErrorsNameTheKey) {
   EXPECT_EQ(count, 1u) << r.output;
 }
 
+// A model path that is a file (its config.json) or not there: the error names the file and the
+// key, not only "model '…'".
+TEST_F(TrainCli, ModelPathThatIsNoDirectoryNamesTheKey) {
+  const std::string file = (root_ / "model" / "config.json").string();
+  auto r = train("modelfile", "model.name_or_path=" + file);
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(
+      r.output.find((root_ / "sft.yaml").string() + ": model.name_or_path: model '" + file +
+                    "': " + file + " is a file; expected a directory (given on the command line)"),
+      std::string::npos)
+      << r.output;
+  EXPECT_FALSE(fs::exists(exp("modelfile")));
+}
+
 // num_train_epochs 0 without max_steps trains nothing: refused before the data is prepared or
 // anything is written, naming the file and both keys (it used to fail after the model was built,
 // as "step plan: …", naming neither).
