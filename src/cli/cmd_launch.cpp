@@ -84,6 +84,19 @@ int cmd_launch(const Args& args) {
                     "from the accelerate config file given as --config_file (or set as trainer.* / "
                     "compute.* keys of the sft.yaml)",
                     command.front()));
+  // accelerate launch runs a script (`accelerate launch … sft.py ARGS`); zerotune launch runs one
+  // of zerotune's commands. Anything else started every rank on it, each failing alone with
+  // "unknown command".
+  if (find_command(command.front()) == nullptr) {
+    std::string names;
+    for (const Command& c : commands())
+      if (c.name != "launch") names += (names.empty() ? "" : ", ") + std::string(c.name);
+    return usage_error(
+        kUsage, fmt::format("'{}' is not a zerotune command (one of: {}); zerotune runs the SFT "
+                            "job itself: where you ran `accelerate launch … sft.py ARGS`, run "
+                            "`zerotune launch … train --config sft.yaml ARGS`",
+                            command.front(), names));
+  }
 
   dist::LocalLaunch spec;
   spec.exe = "/proc/self/exe";

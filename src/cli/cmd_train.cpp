@@ -121,6 +121,16 @@ train::TrainArgs make_train_args(RunConfig& cfg, const std::optional<AccelerateC
   }
   train::TrainArgs a;
   read_declared_options(cfg, a);
+  // Nothing to train: transformers would run zero steps and save the unchanged model; zerotune
+  // refuses such a run (as one whose every step was skipped), here, before data or outputs.
+  if (a.max_steps <= 0 && !(a.num_train_epochs > 0)) {
+    std::string where = cfg.where("trainer.num_train_epochs");
+    if (where.empty()) where = cfg.where("trainer.max_steps");
+    fail(
+        "{}: trainer.num_train_epochs is {} and trainer.max_steps is {}, so the run would train no "
+        "step (expected num_train_epochs > 0, or max_steps >= 1){}",
+        cfg.source(), a.num_train_epochs, a.max_steps, where);
+  }
   if (auto gbs = cfg.get_optional<int64_t>("compute.global_batch_size");
       gbs && *gbs != world * a.per_device_train_batch_size * a.gradient_accumulation_steps)
     warn(fmt::format("{}: compute.global_batch_size is {} but world size {} × per_device_train_batch_size {} × "
@@ -173,7 +183,12 @@ train::TrainArgs make_train_args(RunConfig& cfg, const std::optional<AccelerateC
   if (cfg.get<std::string>("model.name_or_path").empty())
     fail("{}: {} is empty; expected a local HF model directory or a hub id Org/Name{}",
          cfg.source(), model_key, cfg.where(model_key));
-  ModelSource src = resolve_model_source(cfg.get<std::string>("model.name_or_path"));
+  ModelSource src;
+  try {
+    src = resolve_model_source(cfg.get<std::string>("model.name_or_path"));
+  } catch (const Error& e) {
+    fail("{}: {}: {}{}", cfg.source(), model_key, e.what(), cfg.where(model_key));
+  }
   a.model_dir = src.dir;
   a.from_scratch = !src.has_weights;
   check_dataset_present(cfg, "train");

@@ -2,7 +2,9 @@
 // failures throw zt::Error, which main() prints.
 #pragma once
 
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace zt::cli {
@@ -21,5 +23,19 @@ int cmd_render(const Args& args);    // cmd_render.cpp: chat template over a JSO
 int cmd_compare(const Args& args);
 int cmd_options(const Args& args);  // cmd_options.cpp: the acted-on config keys (README's table) //
                                     // cmd_compare.cpp: metrics of runs compared, PNG of the curves
+
+// One subcommand: its name, its one-line help and its entry point.
+struct Command {
+  std::string_view name;
+  std::string_view help;
+  int (*run)(const Args&);
+};
+
+// Every subcommand, in the order `zerotune --help` lists them (commands.cpp). main() dispatches on
+// it; `zerotune launch` checks its command against it before it starts any rank.
+std::span<const Command> commands();
+
+// The subcommand called `name`, or nullptr.
+const Command* find_command(std::string_view name);
 
 }  // namespace zt::cli

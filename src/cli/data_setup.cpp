@@ -80,7 +80,12 @@ TokenizerBundle load_tokenizer(const RunConfig& cfg) {
         "tokenizer.json{}",
         cfg.source(), key, name->empty() ? "empty" : "'" + *name + "' (only whitespace)",
         cfg.where(key));
-  ModelSource src = resolve_model_source(*name, /*require_config=*/false);
+  ModelSource src;
+  try {
+    src = resolve_model_source(*name, /*require_config=*/false, "tokenizer");
+  } catch (const Error& e) {
+    fail("{}: {}: {}{}", cfg.source(), key, e.what(), cfg.where(key));
+  }
   if (!src.has_tokenizer)
     fail(
         "{}: {} = '{}' resolves to {}, which has no tokenizer.json (set "

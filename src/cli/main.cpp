@@ -15,30 +15,10 @@
 
 namespace {
 
-struct Command {
-  std::string_view name;
-  std::string_view help;
-  int (*run)(const zt::cli::Args&);
-};
-
-constexpr Command kCommands[] = {
-    {"version", "print the version", zt::cli::cmd_version},
-    {"train", "run the SFT job of an sft.yaml (ZeRO 0-3, offload; mpirun / launch for ranks)", zt::cli::cmd_train},
-    {"prepare", "tokenise the configured datasets into the token cache and report", zt::cli::cmd_prepare},
-    {"launch", "run a command as N local ranks (like accelerate launch)", zt::cli::cmd_launch},
-    {"comm-check", "check the collectives of a multi-process job", zt::cli::cmd_comm_check},
-    {"loss", "loss and gradient norms of a JSONL file as one micro-batch", zt::cli::cmd_loss},
-    {"make-demo-data", "write the deterministic arithmetic demo dataset (parquet)", zt::cli::cmd_make_demo_data},
-    {"tokenize", "print the token ids of every line of a JSONL file", zt::cli::cmd_tokenize},
-    {"render", "print the chat template rendering of every row of a JSONL file", zt::cli::cmd_render},
-    {"options", "list the config keys zerotune acts on (default, accepted values)", zt::cli::cmd_options},
-    {"compare", "compare the logged metrics of runs (first difference, max diff; PNG of the curves)", zt::cli::cmd_compare},
-};
-
 // The command list, to `out`: stdout when asked for (--help, -h), stderr when no command was given.
 void usage(std::FILE* out) {
   fmt::print(out, "usage: zerotune <command> [options]\n\ncommands:\n");
-  for (const auto& c : kCommands) fmt::print(out, "  {:<15} {}\n", c.name, c.help);
+  for (const auto& c : zt::cli::commands()) fmt::print(out, "  {:<15} {}\n", c.name, c.help);
 }
 
 }  // namespace
@@ -50,10 +30,9 @@ int main(int argc, char** argv) {
   }
   std::string_view name = argv[1];
   zt::cli::Args args(argv + 2, argv + argc);
-  for (const auto& c : kCommands) {
-    if (c.name != name) continue;
+  if (const zt::cli::Command* c = zt::cli::find_command(name)) {
     try {
-      return c.run(args);  // a usage error is 2 (cli/command_line.h)
+      return c->run(args);  // a usage error is 2 (cli/command_line.h)
     } catch (const zt::Error& e) {
       if (zt::cli::first_report_of(e.what())) fmt::print(stderr, "zerotune: error: {}\n", e.what());
       return 1;

@@ -546,6 +546,24 @@ ModelConfig parse_model_config(const Json& file_json, std::string_view source) {
          quoted_list(names));
   }
   const Family& fam = *fam_ptr;
+  // A quantised checkpoint (GPTQ, AWQ, bitsandbytes, FP8, compressed-tensors, …; the key sits at
+  // the top level, also of a multimodal file): transformers loads it quantised and its Trainer
+  // refuses to fine-tune it without adapters ("You cannot perform fine-tuning on purely quantized
+  // models"). zerotune trains full-precision weights only; carried on, the key would also mark the
+  // exported bf16/fp32 weights as quantised.
+  for (const Json* q : {&file_json, jp})
+    if (q->contains("quantization_config") && !(*q)["quantization_config"].is_null()) {
+      const Json& qc = (*q)["quantization_config"];
+      const std::string method =
+          qc.is_object() && qc.contains("quant_method") && qc["quant_method"].is_string()
+              ? qc["quant_method"].get<std::string>()
+              : std::string("?");
+      fail(
+          "{}: key \"quantization_config\" (quant_method \"{}\") marks a quantized model; "
+          "zerotune fine-tunes full-precision weights only (transformers' Trainer refuses a "
+          "quantized model without adapters too): start from the unquantized model",
+          source, method);
+    }
   c.vocab_size = r.req_int("vocab_size");
   c.hidden_size = r.req_int("hidden_size");
   c.intermediate_size = r.req_int("intermediate_size");

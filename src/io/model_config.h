@@ -168,7 +168,8 @@ std::vector<std::string> supported_model_types();
 // set in a family whose transformers model ignores it (mlp_bias, attention_bias,
 // use_sliding_window true, "sliding_attention" in layer_types), partial_rotary_factor other than 1
 // outside phi3, a bad layer_types / no_rope_layers list, hidden_size not divisible by heads (when
-// head_dim absent), heads not divisible by KV heads, an odd head_dim or rotary_dim.
+// head_dim absent), heads not divisible by KV heads, an odd head_dim or rotary_dim, a
+// quantization_config (a quantized model: naming its quant_method).
 ModelConfig load_model_config(const fs::path& path);
 
 // Same from a parsed JSON object; `source` names it in errors.
@@ -191,8 +192,9 @@ std::vector<float> rope_inv_freq(const RopeConfig& rope, int64_t rotary_dim,
 // The same for cfg.rope and cfg.rotary_dim (short factors).
 std::vector<float> rope_inv_freq(const ModelConfig& cfg);
 
-// HF config.json object for `cfg`: starts from cfg.raw (so architectures, transformers_version, …
-// survive) and sets every field above with the family's HF names (hidden_activation for Gemma,
+// HF config.json object for `cfg`: starts from cfg.raw (so transformers_version and other keys
+// survive), sets `architectures` to the family's causal-LM class (as save_pretrained does, whatever
+// the input said) and every field above with the family's HF names (hidden_activation for Gemma,
 // layer_types / sliding_window / use_sliding_window / no_rope_layers from layer_window and
 // layer_rope, partial_rotary_factor from rotary_dim); the rope layout (rope_theta + rope_scaling
 // [+ rope_local_base_freq] vs rope_parameters [per layer type]) and the dtype key (torch_dtype vs

@@ -160,7 +160,10 @@ Json model_config_to_json(const ModelConfig& c, std::string_view dtype) {
   const std::string& t = c.model_type;
   const bool gemma = t == "gemma3_text", phi3 = t == "phi3";
   j["model_type"] = t;
-  if (!j.contains("architectures")) j["architectures"] = {architecture(t)};
+  // transformers' save_pretrained writes the class it saved (AutoModelForCausalLM's for the
+  // model_type), whatever the input file said (Qwen2ForSequenceClassification, …): the export holds
+  // a causal LM's weights, and loaders that pick the class by `architectures` (vLLM) must see that.
+  j["architectures"] = {architecture(t)};
   j["vocab_size"] = c.vocab_size;
   j["hidden_size"] = c.hidden_size;
   j["intermediate_size"] = c.intermediate_size;

@@ -10,11 +10,12 @@ namespace zt {
 namespace fs = std::filesystem;
 namespace {
 
-ModelSource describe(const fs::path& dir, bool require_config, const std::string& name) {
+ModelSource describe(const fs::path& dir, bool require_config, const std::string& name,
+                     std::string_view what) {
   ModelSource m;
   m.dir = dir;
   if (require_config && !fs::exists(dir / "config.json"))
-    fail("model '{}': {} has no config.json", name, dir.string());
+    fail("{} '{}': {} has no config.json", what, name, dir.string());
   m.has_weights = fs::exists(dir / "model.safetensors") || fs::exists(dir / "model.safetensors.index.json");
   m.has_tokenizer = fs::exists(dir / "tokenizer.json");
   return m;
@@ -85,21 +86,25 @@ fs::path find_hub_snapshot(const std::string& repo_type, const std::string& id, 
   return snap;
 }
 
-ModelSource resolve_model_source(const std::string& name_or_path, bool require_config) {
-  if (name_or_path.empty()) fail("model: name_or_path is empty");
+ModelSource resolve_model_source(const std::string& name_or_path, bool require_config,
+                                 std::string_view what) {
+  if (name_or_path.empty()) fail("{}: name_or_path is empty", what);
   fs::path p(name_or_path);
-  if (fs::is_directory(p)) return describe(p, require_config, name_or_path);
-  if (fs::exists(p)) fail("model '{}': {} is a file; expected a directory", name_or_path, p.string());
+  if (fs::is_directory(p)) return describe(p, require_config, name_or_path, what);
+  if (fs::exists(p))
+    fail("{} '{}': {} is a file; expected a directory", what, name_or_path, p.string());
   if (!looks_like_hub_id(name_or_path))
-    fail("model '{}': no such directory (expected a local HF model directory or a hub id Org/Name)",
-         name_or_path);
-  fs::path snap = find_hub_snapshot("models", name_or_path, "model");
+    fail("{} '{}': no such directory (expected a local HF {} directory or a hub id Org/Name)", what,
+         name_or_path, what);
+  fs::path snap = find_hub_snapshot("models", name_or_path, std::string(what));
   if (snap.empty())
-    fail("model '{}' is not a local directory and is not in the Hugging Face cache ({}); zerotune does "
-         "not download. Fetch it first, e.g. `hf download {}` (or `huggingface-cli download {}`), or set "
-         "HF_HOME / HF_HUB_CACHE to the cache that has it, or pass a local directory",
-         name_or_path, hf_hub_cache_dir().string(), name_or_path, name_or_path);
-  return describe(snap, require_config, name_or_path);
+    fail(
+        "{} '{}' is not a local directory and is not in the Hugging Face cache ({}); zerotune does "
+        "not download. Fetch it first, e.g. `hf download {}` (or `huggingface-cli download {}`), "
+        "or set "
+        "HF_HOME / HF_HUB_CACHE to the cache that has it, or pass a local directory",
+        what, name_or_path, hf_hub_cache_dir().string(), name_or_path, name_or_path);
+  return describe(snap, require_config, name_or_path, what);
 }
 
 }  // namespace zt

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <string>
+#include <string_view>
 
 namespace zt {
 
@@ -19,8 +20,9 @@ struct ModelSource {
 // no refs/main, the only snapshot> (find_hub_snapshot, whose errors it passes on). Throws
 // zt::Error when it is neither an existing directory nor a cached hub id — saying how to download
 // it (`huggingface-cli download Org/Name` / `hf download Org/Name`), or when the directory has no
-// config.json.
-ModelSource resolve_model_source(const std::string& name_or_path, bool require_config = true);
+// config.json. Messages call it `what` ("model", "tokenizer"); callers add the config key.
+ModelSource resolve_model_source(const std::string& name_or_path, bool require_config = true,
+                                 std::string_view what = "model");
 
 // A Hugging Face cache folder as huggingface_hub / datasets find it: $<override_env>, else
 // $HF_HOME/<sub>, else $XDG_CACHE_HOME/huggingface/<sub>, else ~/.cache/huggingface/<sub>.

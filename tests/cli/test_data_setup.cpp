@@ -108,6 +108,30 @@ TEST(DataSetup, BlankTokenizerKeyIsNamed) {
             "or a hub id Org/Name that has tokenizer.json");
 }
 
+// A tokenizer path that is a file (tokenizer.json itself) or not there was reported as the model's
+// ("model 'tok/tokenizer.json': … is a file"), naming neither the file nor the key.
+TEST(DataSetup, TokenizerPathThatIsNoDirectoryNamesTheKey) {
+  zt::testing::TempDir dir;
+  zt::testing::write_file(dir / "tokenizer.json", "{}");
+  zt::testing::write_file(dir / "sft.yaml", "model:\n  name_or_path: org/model\n");
+  const std::string file = (dir / "tokenizer.json").string();
+  const RunConfig cfg =
+      RunConfig::load(dir / "sft.yaml", {"+model.tokenizer_name_or_path=" + file});
+  EXPECT_EQ(error_of([&] { zt::cli::load_tokenizer(cfg); }),
+            (dir / "sft.yaml").string() + ": model.tokenizer_name_or_path: tokenizer '" + file +
+                "': " + file + " is a file; expected a directory (given on the command line)");
+  const RunConfig missing = RunConfig::from_json(
+      {{"model", {{"name_or_path", "org/model"}, {"tokenizer_name_or_path", "no_such_tok"}}}},
+      "sft.yaml");
+  EXPECT_EQ(error_of([&] { zt::cli::load_tokenizer(missing); }),
+            "sft.yaml: model.tokenizer_name_or_path: tokenizer 'no_such_tok': no such directory "
+            "(expected a local HF tokenizer directory or a hub id Org/Name)");
+  const RunConfig users = RunConfig::from_json({{"model_name", "no_such_model"}}, "sft.yaml");
+  EXPECT_EQ(error_of([&] { zt::cli::load_tokenizer(users); }),
+            "sft.yaml: model_name: tokenizer 'no_such_model': no such directory (expected a local "
+            "HF tokenizer directory or a hub id Org/Name)");
+}
+
 // A directory of shards as dataset.train.path was "DIR: read failed: Is a directory" (the token
 // cache's hashing of the file), naming neither the key nor what was expected.
 TEST(DataSetup, DatasetPathThatIsADirectoryNamesTheKey) {

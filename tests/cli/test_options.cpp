@@ -218,6 +218,25 @@ TEST(CommandLine, LaunchRefusesAnUnknownFlagBeforeStartingRanks) {
   EXPECT_EQ(run_zerotune("launch -n 2 train").status, 2);
 }
 
+// `zerotune launch` given a script, as `accelerate launch … sft.py ARGS` takes one: a usage error
+// naming it and the command to run instead, before any rank starts (every rank was started on it
+// and failed with "unknown command 'sft.py'").
+TEST(CommandLine, LaunchRefusesAnUnknownCommandBeforeStartingRanks) {
+  const CmdResult r = run_zerotune("launch --num_processes 2 sft.py model_name=Qwen/Qwen2.5-1.5B");
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_EQ(r.err.rfind("zerotune: error: launch: 'sft.py' is not a zerotune command (one of: "
+                        "version, train, prepare, comm-check, loss, make-demo-data, tokenize, "
+                        "render, options, compare); zerotune runs the SFT job itself: where you "
+                        "ran `accelerate launch … sft.py ARGS`, run `zerotune launch … train "
+                        "--config sft.yaml ARGS`\n",
+                        0),
+            0u)
+      << r.err;
+  EXPECT_EQ(r.err.find("starting"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("unknown command"), std::string::npos) << r.err;
+  EXPECT_EQ(run_zerotune("launch -- sft.py").status, 2);
+}
+
 // `--` ends launch's options, as for accelerate launch and torchrun: the rest is the command (it
 // was reported as an unknown launch option).
 TEST(CommandLine, LaunchTakesDoubleDashAsTheEndOfItsOptions) {

@@ -234,6 +234,27 @@ TEST(ModelConfig, UnsupportedSettingsAreErrorsNamingFileAndKey) {
   expect_error([&] { zt::load_model_config(d / "nope.json"); }, {"nope.json: cannot open"});
 }
 
+// A quantized checkpoint's config (bitsandbytes, GPTQ, …; at the top level of a gemma3 multimodal
+// file too): transformers' Trainer refuses to fine-tune it without adapters, so does zerotune,
+// naming the file, the key and the method. A null quantization_config is no quantization.
+TEST(ModelConfig, QuantizedModelIsRefusedNamingTheMethod) {
+  zt::Json j = tiny();
+  j["quantization_config"] = {{"quant_method", "bitsandbytes"}, {"load_in_4bit", true}};
+  expect_error([&] { zt::parse_model_config(j, "q/config.json"); },
+               {"q/config.json: key \"quantization_config\" (quant_method \"bitsandbytes\") "
+                "marks a quantized model; zerotune fine-tunes full-precision weights only",
+                "start from the unquantized model"});
+  zt::Json mm = zt::Json::object();
+  mm["model_type"] = "gemma3";
+  mm["text_config"] = tiny();
+  mm["text_config"]["model_type"] = "gemma3_text";
+  mm["quantization_config"] = {{"quant_method", "gptq"}, {"bits", 4}};
+  expect_error([&] { zt::parse_model_config(mm, "mm.json"); },
+               {"mm.json: key \"quantization_config\" (quant_method \"gptq\")"});
+  j["quantization_config"] = nullptr;
+  EXPECT_EQ(zt::parse_model_config(j, "n.json").hidden_size, 16);
+}
+
 // Values that make the first step's loss NaN, which the trainer would report as the data's
 // ("dataset rows of the step: …, set trainer.nan_policy"): refused where config.json is read.
 TEST(ModelConfig, NonPositiveEpsAndRopeThetaNameTheKey) {
@@ -410,6 +431,16 @@ TEST(ModelConfig, WritesConfigLikeTransformers) {
   const ModelConfig back = zt::parse_model_config(j, "back");
   EXPECT_EQ(back.eos_token_id, (std::vector<int64_t>{5, 6}));
   EXPECT_EQ(back.num_parameters(), fresh.num_parameters());
+  // The input's architectures (a classification head, another family's class) is not carried:
+  // the export is the model_type's causal LM, as transformers' save_pretrained writes it.
+  zt::Json cls = tiny();
+  cls["architectures"] = {"Qwen2ForSequenceClassification"};
+  EXPECT_EQ(zt::model_config_to_json(zt::parse_model_config(cls, "cls"))["architectures"],
+            zt::Json::array({"Qwen2ForCausalLM"}));
+  cls["model_type"] = "llama";
+  cls["architectures"] = {"MistralForCausalLM"};
+  EXPECT_EQ(zt::model_config_to_json(zt::parse_model_config(cls, "cls"))["architectures"],
+            zt::Json::array({"LlamaForCausalLM"}));
 }
 
 TEST(ModelConfig, GenerationConfigFromModelConfig) {

@@ -867,4 +867,40 @@ TEST_F(TrainCli, ConfigErrorsNameTheKey) {
   EXPECT_EQ(count, 1u) << r.output;
 }
 
+// A model path that is a file (its config.json) or not there: the error names the file and the
+// key, not only "model '…'".
+TEST_F(TrainCli, ModelPathThatIsNoDirectoryNamesTheKey) {
+  const std::string file = (root_ / "model" / "config.json").string();
+  auto r = train("modelfile", "model.name_or_path=" + file);
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(
+      r.output.find((root_ / "sft.yaml").string() + ": model.name_or_path: model '" + file +
+                    "': " + file + " is a file; expected a directory (given on the command line)"),
+      std::string::npos)
+      << r.output;
+  EXPECT_FALSE(fs::exists(exp("modelfile")));
+}
+
+// num_train_epochs 0 without max_steps trains nothing: refused before the data is prepared or
+// anything is written, naming the file and both keys (it used to fail after the model was built,
+// as "step plan: …", naming neither).
+TEST_F(TrainCli, ZeroEpochsWithoutMaxStepsIsRefusedAtStartUp) {
+  auto r = train("noepochs", "trainer.max_steps=-1 trainer.num_train_epochs=0");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find((root_ / "sft.yaml").string() +
+                          ": trainer.num_train_epochs is 0 and trainer.max_steps is -1, so the "
+                          "run would train no step (expected num_train_epochs > 0, or max_steps "
+                          ">= 1) (given on the command line)"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("step plan"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(exp("noepochs")));
+  // max_steps 0 is transformers' "not set": the epochs decide (3 steps: half a 6-step epoch).
+  auto ok = train("halfepoch",
+                  "trainer.max_steps=0 trainer.num_train_epochs=0.5 "
+                  "trainer.eval_strategy=no trainer.save_strategy=no");
+  ASSERT_EQ(ok.status, 0) << ok.output;
+  EXPECT_EQ(train_events(exp("halfepoch")).back()["step"], 3) << ok.output;
+}
+
 }  // namespace
