@@ -203,12 +203,13 @@ int main(int argc_in, char** argv_in) {
            : "generic",
       n, S, Hq, Hkv, D, static_cast<long long>(window),
       zt::cuda::attention_workspace_bytes(p) / 1048576.0);
-  if (sm90)
-    std::printf("  backward query heads per block %d (%s), block order %s\n",
-                zt::cuda::attention_bwd_heads_per_block(p), hpb ? "--hpb" : "cost model",
-                order == 1   ? "seq (--order)"
-                : order == 2 ? "tile (--order)"
-                             : "default");
+  if (sm90) {
+    const int G = zt::cuda::attention_bwd_heads_per_block(p);
+    // The order tile_plan_kernel writes for G (bwd_tile_major): forced, or tile-major for G > 1.
+    const bool tile = order == 0 ? G > 1 : order == 2;
+    std::printf("  backward query heads per block %d (%s), block order %s (%s)\n", G,
+                hpb ? "--hpb" : "cost model", tile ? "tile" : "seq", order ? "--order" : "default");
+  }
   std::printf("  forward  %8.3f ms  %6.1f TFLOP/s\n", tf, ffwd / tf / 1e9);
   std::printf("  backward %8.3f ms  %6.1f TFLOP/s (counted 2.5x forward)\n", tb,
               2.5 * ffwd / tb / 1e9);

@@ -2,11 +2,12 @@
 # The Hopper attention backward at every query-heads-per-block G (AttnProblem::bwd_heads_per_block)
 # and at the cost model's choice, for the issue-18 layer shapes (D 128 12/2, D 64 14/2 and 32/8 at
 # 4 x 2k, 1 x 8k, 1 x 32k; at 4 x 2k each G in both block orders, --order seq and tile, which
-# differ only with several sequences): one bench_cuda_attention run each (random inputs), backward ms and
-# TFLOP/s, and the hash of dq, dk, dv (it differs across G: dK/dV group the heads' terms
+# differ only with several sequences): one bench_cuda_attention run each (random inputs), backward
+# ms and TFLOP/s, and the hash of dq, dk, dv (it differs across G: dK/dV group the heads' terms
 # differently; the auto row equals its G's row). It fails when a run fails, when a forced G is not
-# the one run, or when the model's choice is not a divisor; the timings are for reading, not
-# pass/fail. Run on the GPU machine with the bundle (sources scripts/gpu_env.sh).
+# the one run, when the model's choice is not a divisor, or when the two block orders' hashes
+# differ; the timings are for reading, not pass/fail. Run on the GPU machine with the bundle
+# (sources scripts/gpu_env.sh).
 # Usage: bench/run_attn_heads_per_block.sh [OUT_FILE]
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -24,7 +25,7 @@ status=0
     rep=$((Hq / Hkv))
     gs=()
     for ((g = 1; g <= rep; ++g)); do ((rep % g == 0)) && gs+=("$g"); done
-    runs=()
+    runs=() seq_hash=
     for g in "${gs[@]}"; do
       if ((n > 1)); then runs+=("$g:seq" "$g:tile"); else runs+=("$g:"); fi
     done
@@ -46,6 +47,13 @@ status=0
         echo "FAIL: ${args[*]}: no timing, or heads per block '$G' is not the one asked for: $r"
         status=1
         continue
+      fi
+      # The order decides which block runs when, never a value: both orders' hashes must agree.
+      if [ "$o" = seq ]; then
+        seq_hash=$h
+      elif [ "$o" = tile ] && [ "$h" != "$seq_hash" ]; then
+        echo "FAIL: ${args[*]}: hash $h differs from --order seq's $seq_hash"
+        status=1
       fi
       label=$g${o:+/$o}
       [ "$g" = auto ] && label="auto($G)"

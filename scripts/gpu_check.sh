@@ -34,9 +34,8 @@
 #           tokens: bench_train_gpu (GC on, GC on + offload, GC off at 4x2k and 1x8k) vs
 #           transformers+Liger in bf16 and with fp32 master weights (bench/gpu_peer_transformers.py,
 #           liger-kernel from .whl) on the same token files: tokens/s, peak memory, one table per
-#           config in bench_table.txt; at 1x8k-1x32k also zerotune --gc --keep-attention (selective
-#           checkpointing, BENCH_SELECTIVE_SHAPES; '' for none) in its own columns (~10 minutes:
-#           run it alone; knobs in its comment)
+#           config in bench_table.txt (~9 minutes: run it alone; knobs in its comment; with
+#           BENCH_SELECTIVE_SHAPES also zerotune --gc --keep-attention in its own columns)
 #   usersrows the users' sft.yaml (micro-batch 4, GC on) on their rows, Qwen2.5-1.5B config, 1 GPU:
 #           zerotune (with and without their accelerate file) vs transformers+Liger bf16 and fp32-master
 #           fed zerotune's token cache of the rows padded per micro-batch as TRL does (~2.5 minutes;
@@ -237,8 +236,10 @@ sec_smoke() {
 # Knobs: BENCH_CONFIGS (qwen2.5-1.5b,llama-3.2-1b), BENCH_SHAPES, BENCH_GC_OFF_SHAPES, BENCH_WARMUP,
 # BENCH_STEPS, BENCH_OFFLOAD=0 (no offload runs), PEER=0 (no peer), PEER_VARIANTS (the peer's
 # --variants), BENCH_PLAIN=1 (adds plain transformers, pure bf16, GC on and off at 4x2048: the old
-# issue-8 rows), BENCH_SELECTIVE_SHAPES (1x8192,1x16384,1x32768: zerotune --gc --keep-attention;
-# '' for none). Writes bench.jsonl (every record), bench_zt.log, peer.log, bench_table.txt.
+# issue-8 rows), BENCH_SELECTIVE_SHAPES (none by default, e.g. 1x32768: adds zerotune --gc
+# --keep-attention, selective checkpointing, at those shapes — ~25 s a process at 32k, beyond the
+# ~525 s above: lower the other runs, e.g. BENCH_OFFLOAD=0, to keep inside BENCH_DEADLINE_S). Writes
+# bench.jsonl (every record), bench_zt.log, peer.log, bench_table.txt.
 # install_liger: liger-kernel (pure Python) travels as a wheel in .whl/; installed into /tmp/site.
 install_liger() {
   if ls "$ROOT"/.whl/liger_kernel-*.whl >/dev/null 2>&1; then
@@ -269,7 +270,7 @@ sec_bench() {
   local off_shapes=${BENCH_GC_OFF_SHAPES-4x2048,1x8192} configs=${BENCH_CONFIGS:-qwen2.5-1.5b,llama-3.2-1b}
   local warmup=${BENCH_WARMUP:-1} steps=${BENCH_STEPS:-3} offload=${BENCH_OFFLOAD:-1}
   local deadline=$((SECONDS + ${BENCH_DEADLINE_S:-540})) res=$OUT/bench.jsonl s
-  local want_off=$off_shapes want_sel=${BENCH_SELECTIVE_SHAPES-1x8192,1x16384,1x32768}
+  local want_off=$off_shapes want_sel=${BENCH_SELECTIVE_SHAPES:-}
   off_shapes=$(for s in ${want_off//,/ }; do [[ ",$shapes," == *",$s,"* ]] && echo "$s"; done | paste -sd,)
   local sel_shapes
   sel_shapes=$(for s in ${want_sel//,/ }; do [[ ",$shapes," == *",$s,"* ]] && echo "$s"; done | paste -sd,)

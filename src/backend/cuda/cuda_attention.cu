@@ -33,7 +33,9 @@
 // b % Hq and global tile b / Hq, and finds its sequence by binary search. Query tiles run heaviest
 // (last) first, key tiles of the dK/dV passes heaviest (first) first, which evens the tail. The
 // Hopper fused backward reads its blocks' (sequence, key tile) from an order table the same kernel
-// writes: tile-major across the sequences (every sequence's key tile 0 first).
+// writes: sequence by sequence at G = 1 query head per block (the blocks side by side share Q, dO
+// and dQ rows in L2), tile-major across the sequences (every sequence's key tile 0 first) for
+// G > 1 (bwd_tile_major; bench/README, session 28, has both orders at every G).
 //
 // Backward (both families): (1) a prep kernel writes Di = rowsum(dO∘O) and lse·log2(e) f32 [Hq, T];
 // (2) a dK/dV kernel, one block per (key tile, query head): it loops over the query tiles at and
@@ -55,9 +57,10 @@
 // with a bulk copy (key tile 0) or bulk reduce-add (the others), one block at a time per query tile
 // in ascending key-tile order, enforced by a per-(query tile, head) flag that each block waits on
 // (acquire) and advances (release) after its addition has completed; a small kernel then writes
-// dq = scale·accumulator in bf16. Blocks are issued key tile 0 (the heaviest) first, so a block
-// only ever waits on blocks issued before it, and each takes its query tiles last first, so the
-// blocks of one head meet on the same query tile and trail each other by about one tile.
+// dq = scale·accumulator in bf16. Within a sequence, blocks are issued key tile 0 (the heaviest)
+// first in either order, so a block only ever waits on blocks issued before it, and each takes its
+// query tiles last first, so the blocks of one head meet on the same query tile and trail each
+// other by about one tile.
 //
 // Determinism: every output element is written by exactly one thread, or (the Hopper dQ
 // accumulator) added to by one block at a time in an order fixed by the shapes; each thread adds
@@ -377,6 +380,16 @@ void validate(const AttnProblem& p) {
         "cuda attention: unsupported shape (T " + std::to_string(p.T) + ", Hq " +
         std::to_string(p.Hq) + ", Hkv " + std::to_string(p.Hkv) + ", D " + std::to_string(p.D) +
         ", sequences " + std::to_string(p.num_seqs) + ", window " + std::to_string(p.window) + ")");
+  // The Hopper backward's forced schedule, checked whichever kernels run (a bad value is an error
+  // in the caller, not something the kernel choice should hide).
+  const int rep = p.Hq / p.Hkv;
+  if (p.bwd_heads_per_block < 0 || (p.bwd_heads_per_block > 0 && rep % p.bwd_heads_per_block != 0))
+    throw std::invalid_argument("cuda attention: bwd_heads_per_block " +
+                                std::to_string(p.bwd_heads_per_block) +
+                                " does not divide Hq / Hkv = " + std::to_string(rep));
+  if (p.bwd_block_order < 0 || p.bwd_block_order > 2)
+    throw std::invalid_argument("cuda attention: bwd_block_order " +
+                                std::to_string(p.bwd_block_order) + " is not 0, 1 or 2");
 }
 
 // Σ ceil(len_i / rows) over the sequences (host copy of cu_seqlens).
@@ -476,13 +489,6 @@ double bwd_makespan(const std::vector<std::pair<int, int>>& tiles, int rows, int
 int attention_bwd_heads_per_block(const AttnProblem& p) {
   validate(p);
   const int rep = p.Hq / p.Hkv;
-  if (p.bwd_block_order < 0 || p.bwd_block_order > 2)
-    throw std::invalid_argument("cuda attention: bwd_block_order " +
-                                std::to_string(p.bwd_block_order) + " is not 0, 1 or 2");
-  if (p.bwd_heads_per_block < 0 || (p.bwd_heads_per_block > 0 && rep % p.bwd_heads_per_block != 0))
-    throw std::invalid_argument("cuda attention: bwd_heads_per_block " +
-                                std::to_string(p.bwd_heads_per_block) +
-                                " does not divide Hq / Hkv = " + std::to_string(rep));
   if (!attention_uses_sm90(p)) return 1;
   if (p.bwd_heads_per_block > 0) return p.bwd_heads_per_block;
   if (rep == 1) return 1;

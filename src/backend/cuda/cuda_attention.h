@@ -63,9 +63,11 @@ bool attention_uses_tensor_cores(const AttnProblem& p, std::initializer_list<con
 size_t attention_workspace_bytes(const AttnProblem& p);
 
 // The query heads per block G the Hopper backward runs for this problem: p.bwd_heads_per_block
-// when set (std::invalid_argument unless it divides Hq / Hkv), else the divisor of Hq / Hkv whose
-// simulated schedule is shortest (see the definition); 1 when the problem does not run the Hopper
-// backward. Needs p.cu_host.
+// when set, else the divisor of Hq / Hkv whose simulated schedule (in the block order each G gets,
+// p.bwd_block_order) is shortest (see the definition); 1 when the problem does not run the Hopper
+// backward. Needs p.cu_host. std::invalid_argument for an unsupported shape, a
+// bwd_heads_per_block that does not divide Hq / Hkv or a bwd_block_order not 0-2 (attention_fwd
+// and attention_bwd refuse those too, whichever kernels run).
 int attention_bwd_heads_per_block(const AttnProblem& p);
 
 // out = softmax(scale·q·kᵀ + causal (and p.window) mask within each sequence)·v; lse[h, t] = log Σ

@@ -41,7 +41,8 @@ struct KArgs {
   // atomicAdd on it): one int in the workspace after tile_start, zeroed by tile_plan_kernel.
   int32_t* next_item;
   // The Hopper backward: query heads per block (a divisor of Hq / Hkv; bwd_block_work) and its
-  // block order, [Σ tiles] (sequence, key tile) pairs, heaviest first (tile_plan_kernel).
+  // block order, [Σ tiles] (sequence, key tile) pairs, each sequence's tiles heaviest first
+  // (tile_plan_kernel: sequence by sequence, or tile-major).
   int hpb = 1;
   const int2* order = nullptr;
 };

@@ -968,21 +968,24 @@ __device__ __forceinline__ void bulk_s2g(float* dst, uint32_t src, uint32_t byte
 // last row); block n waits until the tile's flag (sem, zeroed before the launch) reads n, copies
 // (n = 0) or reduce-adds its tile with one bulk copy, waits for it to complete and sets the flag to
 // n + 1. Each reduction completes before the next starts, so every element's sum has one order:
-// bitwise repeatable. Blocks run in a.order (bwd_block_work): tile-major, heaviest key tile first
-// (key tile 0 has the most query tiles) across the sequences, which balances the SMs' work (a
-// lightest-first order left a tail of the heaviest blocks: 86 % of the SMs' time busy at 1 × 8k in
-// a simulation, against 99 %; sequence by sequence, the last sequence's heaviest tiles ran last),
-// and every block waits only on blocks launched before it (no deadlock whatever the residency,
-// given that blocks are dispatched in index order, as FlashAttention-3's deterministic backward
-// also assumes). Each block takes its query tiles last first, each tile for its hpb heads in turn:
-// block n + 1, launched after block n, meets it on the sequence's last query tile (the first both
-// add to), so it trails block n by about one step instead of waiting for it to reach its diagonal.
-// Staged rows are stored with their 16-byte chunks XOR-swizzled by (token & 7) (conflict-free
-// stores; the bulk copy moves them as they are); attn_dq_convert_kernel undoes it: dQ = scale·dqa.
-// Writes scale·dK and dV as the mma.sync kernel does, summed over the block's heads: fp32 partials
-// pk/pv [T, Hq, D] when non-null — and then the key tile's last head-group block sums them into
-// dk/dv (bwd_sum_heads_last; its counters follow the dQ flags in sem) — else (hpb = Hq / Hkv) dk/dv
-// [T, Hkv, D].
+// bitwise repeatable. Blocks run in a.order (bwd_block_work), each sequence's heaviest key tile
+// first (key tile 0 has the most query tiles; a lightest-first order left a tail of the heaviest
+// blocks: 86 % of the SMs' time busy at 1 × 8k in a simulation, against 99 %): sequence by
+// sequence at hpb = 1, where the blocks side by side share a sequence's Q, dO and dQ rows in L2,
+// tile-major across the sequences for hpb > 1, whose hpb-times-longer blocks would otherwise leave
+// the last sequence's heaviest tiles to run last (bench/README, session 28, times both orders at
+// every hpb). In both a sequence's key tile x − 1 precedes its tile x, so every block
+// waits only on blocks launched before it (no deadlock whatever the residency, given that blocks
+// are dispatched in index order, as FlashAttention-3's deterministic backward also assumes). Each
+// block takes its query tiles last first, each tile for its hpb heads in turn: block n + 1,
+// launched after block n, meets it on the sequence's last query tile (the first both add to), so it
+// trails block n by about one step instead of waiting for it to reach its diagonal. Staged rows are
+// stored with their 16-byte chunks XOR-swizzled by (token & 7) (conflict-free stores; the bulk copy
+// moves them as they are); attn_dq_convert_kernel undoes it: dQ = scale·dqa. Writes scale·dK and dV
+// as the mma.sync kernel does, summed over the block's heads: fp32 partials pk/pv [T, Hq, D] when
+// non-null — and then the key tile's last head-group block sums them into dk/dv
+// (bwd_sum_heads_last; its counters follow the dQ flags in sem) — else (hpb = Hq / Hkv) dk/dv [T,
+// Hkv, D].
 constexpr int kBwdThreads = 384;
 // How many dQ tiles the fused backward stages for its writers (one writer warp each): 2 (a tile is
 // 32 KiB at both head dims, and neither leaves room for a third). (With 64-row steps at D 64, four
