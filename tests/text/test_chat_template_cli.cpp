@@ -106,7 +106,7 @@ TEST(RenderCli, ADirectoryIsNotARowsFile) {
   EXPECT_EQ(r.out, "");
   EXPECT_EQ(r.err, "zerotune: error: " + dir + ": is a directory; expected a JSONL file\n");
   const std::string model = (fs::path(ZT_TEST_DATA) / "model" / "qwen2_tied").string();
-  for (const std::string cmd : {"loss --model " + model, "tokenize --tokenizer " + kQwen3}) {
+  for (const std::string& cmd : {"loss --model " + model, "tokenize --tokenizer " + kQwen3}) {
     const std::string out = (tmp / "out").string();
     const int rc = std::system(
         (std::string(ZT_BINARY) + " " + cmd + " " + dir + " >" + out + " 2>&1").c_str());
