@@ -182,12 +182,12 @@ train::TrainArgs make_train_args(RunConfig& cfg, const std::optional<AccelerateC
       cfg.get_optional<std::string>("model_name") ? "model_name" : "model.name_or_path";
   if (cfg.get<std::string>("model.name_or_path").empty())
     fail("{}: {} is empty; expected a local HF model directory or a hub id Org/Name{}",
-         cfg.source(), model_key, cfg.where(model_key));
+         cfg.key_at(model_key), model_key, cfg.where(model_key));
   ModelSource src;
   try {
     src = resolve_model_source(cfg.get<std::string>("model.name_or_path"));
   } catch (const Error& e) {
-    fail("{}: {}: {}{}", cfg.source(), model_key, e.what(), cfg.where(model_key));
+    fail("{}: {}: {}{}", cfg.key_at(model_key), model_key, e.what(), cfg.where(model_key));
   }
   a.model_dir = src.dir;
   a.from_scratch = !src.has_weights;

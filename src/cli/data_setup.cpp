@@ -25,9 +25,11 @@ std::filesystem::path dataset_file(const RunConfig& cfg, const std::string& spli
       fail("{}: {}.path is not set{}", cfg.source(), key,
            is_local ? " (dataset.is_local is true)" : name ? "" : " (nor " + key + ".name, a hub dataset id)");
     if (hf_split && *hf_split != "train")
-      fail("{}: {}.split: '{}' is not valid for the local file {}: a data file given by path is one split named "
-           "'train' (as HF datasets' load_dataset(<format>, data_files=path) makes it); set split: train{}",
-           cfg.source(), key, *hf_split, *path, cfg.where(key + ".split"));
+      fail(
+          "{}: {}.split: '{}' is not valid for the local file {}: a data file given by path is one "
+          "split named 'train' (as HF datasets' load_dataset(<format>, data_files=path) makes "
+          "it); set split: train{}",
+          cfg.key_at(key + ".split"), key, *hf_split, *path, cfg.where(key + ".split"));
     return *path;
   }
   if (!name)
@@ -49,7 +51,7 @@ void check_dataset_present(const RunConfig& cfg, const std::string& split) {
   if (!std::filesystem::exists(file, ec)) {
     const std::string key = "dataset." + split + ".path";
     fail("{}: {}: {} does not exist (a relative path is from the current directory, {}){}",
-         cfg.source(), key, file.string(), std::filesystem::current_path(ec).string(),
+         cfg.key_at(key), key, file.string(), std::filesystem::current_path(ec).string(),
          cfg.where(key));
   }
   if (std::filesystem::is_directory(file, ec)) {
@@ -57,7 +59,7 @@ void check_dataset_present(const RunConfig& cfg, const std::string& split) {
     fail(
         "{}: {}: {} is a directory; expected a .parquet, .jsonl or .json file (zerotune reads one "
         "file per split: merge the directory's shards into one file, or name one of them){}",
-        cfg.source(), key, file.string(), cfg.where(key));
+        cfg.key_at(key), key, file.string(), cfg.where(key));
   }
 }
 
@@ -78,13 +80,13 @@ TokenizerBundle load_tokenizer(const RunConfig& cfg) {
     fail(
         "{}: {} is {}; expected a local directory or a hub id Org/Name that has "
         "tokenizer.json{}",
-        cfg.source(), key, name->empty() ? "empty" : "'" + *name + "' (only whitespace)",
+        cfg.key_at(key), key, name->empty() ? "empty" : "'" + *name + "' (only whitespace)",
         cfg.where(key));
   ModelSource src;
   try {
     src = resolve_model_source(*name, /*require_config=*/false, "tokenizer");
   } catch (const Error& e) {
-    fail("{}: {}: {}{}", cfg.source(), key, e.what(), cfg.where(key));
+    fail("{}: {}: {}{}", cfg.key_at(key), key, e.what(), cfg.where(key));
   }
   if (!src.has_tokenizer)
     fail(
@@ -92,7 +94,7 @@ TokenizerBundle load_tokenizer(const RunConfig& cfg) {
         "model.tokenizer_name_or_path to a "
         "directory or hub id that has one, e.g. model.tokenizer_name_or_path=<dir> on the command "
         "line)",
-        cfg.source(), key, *name, src.dir.string());
+        cfg.key_at(key), key, *name, src.dir.string());
   TokenizerBundle b{src.dir, text::Tokenizer::load(src.dir / "tokenizer.json"),
                     text::load_tokenizer_config(src.dir)};
   text::register_config_special_tokens(b.tokenizer, b.config);  // as transformers' loading does

@@ -19,6 +19,8 @@ namespace {
 void usage(std::FILE* out) {
   fmt::print(out, "usage: zerotune <command> [options]\n\ncommands:\n");
   for (const auto& c : zt::cli::commands()) fmt::print(out, "  {:<15} {}\n", c.name, c.help);
+  fmt::print(out, "\noptions:\n  {:<15} {}\n  {:<15} {}\n", "-h, --help", "this list", "--version",
+             "the same as `zerotune version`");
 }
 
 }  // namespace
@@ -29,6 +31,9 @@ int main(int argc, char** argv) {
     return argc < 2 ? 2 : 0;
   }
   std::string_view name = argv[1];
+  // `zerotune --version`, as users type it (CLI11's version flag, git's): the version command, its
+  // arguments after it as that command's.
+  if (name == "--version") name = "version";
   zt::cli::Args args(argv + 2, argv + argc);
   if (const zt::cli::Command* c = zt::cli::find_command(name)) {
     try {

@@ -8,6 +8,7 @@ namespace zt::cli {
 
 ReportTo resolve_report_to(const RunConfig& cfg) {
   const Json& v = cfg.value("trainer.report_to");
+  const std::string at = cfg.key_at("trainer.report_to");  // "FILE:LINE" that holds the key
   std::vector<std::string> names;
   if (v.is_null()) {
     names = {"all"};
@@ -16,13 +17,11 @@ ReportTo resolve_report_to(const RunConfig& cfg) {
   } else if (v.is_array()) {
     for (const auto& e : v) {
       if (!e.is_string())
-        fail("{}: trainer.report_to: expected a string or a list of strings, got {}", cfg.source(),
-             v.dump());
+        fail("{}: trainer.report_to: expected a string or a list of strings, got {}", at, v.dump());
       names.push_back(e.get<std::string>());
     }
   } else {
-    fail("{}: trainer.report_to: expected a string or a list of strings, got {}", cfg.source(),
-         v.dump());
+    fail("{}: trainer.report_to: expected a string or a list of strings, got {}", at, v.dump());
   }
   // What transformers refuses (its Trainer raises "<name> is not supported" for each name that is
   // no integration) and zerotune would otherwise read as an integration it lacks: "none" / "all"
@@ -34,7 +33,7 @@ ReportTo resolve_report_to(const RunConfig& cfg) {
       fail(
           "{}: trainer.report_to: {} is not an integration (transformers raises on it); use none "
           "for no integration, or leave the key out for transformers' default (all){}",
-          cfg.source(), n.empty() ? "the empty string" : "'" + n + "' (only whitespace)",
+          at, n.empty() ? "the empty string" : "'" + n + "' (only whitespace)",
           cfg.where("trainer.report_to"));
     const std::string lower = ascii_lower(n);
     const bool keyword = lower == "none" || lower == "all";
@@ -42,12 +41,12 @@ ReportTo resolve_report_to(const RunConfig& cfg) {
       fail(
           "{}: trainer.report_to: '{}' is not an integration (transformers raises on it); did you "
           "mean '{}'?",
-          cfg.source(), n, lower);
+          at, n, lower);
     if (keyword && names.size() > 1)
       fail(
           "{}: trainer.report_to: '{}' stands alone, not in a list with other integrations "
           "(transformers raises on it); got {}",
-          cfg.source(), n, v.dump());
+          at, n, v.dump());
   }
   ReportTo r;
   for (const auto& n : names) {
@@ -59,7 +58,7 @@ ReportTo resolve_report_to(const RunConfig& cfg) {
   if (!r.unsupported.empty()) {
     std::string list;
     for (const auto& n : r.unsupported) list += (list.empty() ? "" : ", ") + n;
-    r.warning = fmt::format("{}: trainer.report_to {} is not supported; {}", cfg.source(), list,
+    r.warning = fmt::format("{}: trainer.report_to {} is not supported; {}", at, list,
                             r.tensorboard ? "TensorBoard and metrics.jsonl are written"
                                           : "TensorBoard and metrics.jsonl are written instead");
     r.tensorboard = true;

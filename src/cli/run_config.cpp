@@ -86,6 +86,17 @@ std::string show(const Json& v) {
   return v.dump();
 }
 
+// "FILE:LINE" of the file that holds key `path` (a config group's file, or the primary), else
+// `source`: the key was given on the command line, was derived, or the tree came from no file.
+// The one place that says where a key was written, for RunConfig's messages and its users'.
+std::string key_location(const std::string& source, const std::set<std::string>& overridden,
+                         const std::map<std::string, KeyOrigin>& origins, const std::string& path) {
+  if (overridden.count(path)) return source;
+  const auto it = origins.find(path);
+  if (it == origins.end()) return source;
+  return fmt::format("{}:{}", it->second.file.string(), it->second.line);
+}
+
 template <typename T>
 constexpr const char* type_name() {
   if constexpr (std::is_same_v<T, int64_t>) return "an integer";
@@ -97,7 +108,7 @@ constexpr const char* type_name() {
 class Checker {
  public:
   Checker(const std::string& source, const std::set<std::string>& overridden,
-          std::vector<std::string>* notes, const KeyOrigins* origins)
+          std::vector<std::string>* notes, std::map<std::string, KeyOrigin>* origins)
       : source_(source), overridden_(overridden), notes_(notes), origins_(origins) {}
 
   // Old names → new names, before anything else looks at the tree.
@@ -115,10 +126,19 @@ class Checker {
       if (cur != nullptr && as_read(*cur) != as_read(*old))
         fail("{}: {} (the name before {}) and {} are both given, with different values ({} and {})", source_,
              a.old_path, a.since, a.new_path, old->dump(), cur->dump());
+      const std::string at = key_at(a.old_path);
       Json v = *old;
       erase(tree, a.old_path);
       *ensure(tree, a.new_path) = std::move(v);
-      notes_->push_back(fmt::format("{}: {} is read as {} (renamed in {})", source_, a.old_path, a.new_path, a.since));
+      // The value is checked under its new name: name the old one's line (not when the command
+      // line gave the old name: that value came from no file).
+      auto o = origins_->extract(std::string(a.old_path));
+      if (!o.empty() && !overridden_.count(std::string(a.old_path))) {
+        o.key() = std::string(a.new_path);
+        origins_->insert(std::move(o));
+      }
+      notes_->push_back(
+          fmt::format("{}: {} is read as {} (renamed in {})", at, a.old_path, a.new_path, a.since));
     }
   }
 
@@ -174,13 +194,8 @@ class Checker {
     return overridden_.count(std::string(key)) ? " (given on the command line)" : "";
   }
 
-  // "FILE:LINE" of the file that holds key `path` (a config group's file, or the primary), else
-  // the source: the key was given on the command line, or the tree came from no file.
-  std::string key_at(const std::string& path) const {
-    if (origins_ == nullptr || overridden_.count(path)) return source_;
-    const auto it = origins_->at.find(path);
-    if (it == origins_->at.end()) return source_;
-    return fmt::format("{}:{}", it->second.file.string(), it->second.line);
+  std::string key_at(std::string_view path) const {
+    return key_location(source_, overridden_, *origins_, std::string(path));
   }
 
   void check_leaf(const KeySpec& s, Json& v) {
@@ -188,13 +203,14 @@ class Checker {
     coerce_string(s.rule, v);
     if (s.use == KeyUse::kUnsupported) {
       if (!is_neutral(s, v))
-        fail("{}: {}: {} is not supported by zerotune: {}{}", source_, s.path, show(v), s.note, where(s.path));
+        fail("{}: {}: {} is not supported by zerotune: {}{}", key_at(s.path), s.path, show(v),
+             s.note, where(s.path));
       return;
     }
     if (v.is_null()) {
       if (s.use == KeyUse::kActs && !s.rule.nullable && s.rule.kind != ValueRule::Kind::kAny)
-        fail("{}: {}: null is not valid (expected {}){}", source_, s.path, check_value(s.rule, Json()),
-             where(s.path));
+        fail("{}: {}: null is not valid (expected {}){}", key_at(s.path), s.path,
+             check_value(s.rule, Json()), where(s.path));
       return;
     }
     const std::string want = check_value(s.rule, v);
@@ -204,8 +220,8 @@ class Checker {
         if (!choices.empty()) choices += ", ";
         choices += c;
       }
-      fail("{}: {}: {} is not supported by zerotune (it implements: {}){}", source_, s.path, show(v), choices,
-           where(s.path));
+      fail("{}: {}: {} is not supported by zerotune (it implements: {}){}", key_at(s.path), s.path,
+           show(v), choices, where(s.path));
     }
     if (!want.empty()) {
       // `save_strategy: no` unquoted is the boolean false in YAML 1.1, as OmegaConf (and so TRL)
@@ -230,17 +246,18 @@ class Checker {
           hint = negative ? "; zerotune's integers are 64-bit: at least -9223372036854775808"
                           : "; zerotune's integers are 64-bit: at most 9223372036854775807";
       }
-      fail("{}: {}: {} is not valid (expected {}{}){}", source_, s.path, shown, want, hint,
+      fail("{}: {}: {} is not valid (expected {}{}){}", key_at(s.path), s.path, shown, want, hint,
            where(s.path));
     }
     if (s.use == KeyUse::kNote && v != s.default_value)
-      notes_->push_back(fmt::format("{}: {}: {} changes nothing in zerotune: {}", source_, s.path, show(v), s.note));
+      notes_->push_back(fmt::format("{}: {}: {} changes nothing in zerotune: {}", key_at(s.path),
+                                    s.path, show(v), s.note));
   }
 
   const std::string& source_;
   const std::set<std::string>& overridden_;
   std::vector<std::string>* notes_;
-  const KeyOrigins* origins_;
+  std::map<std::string, KeyOrigin>* origins_;
 };
 
 }  // namespace
@@ -252,7 +269,8 @@ RunConfig RunConfig::from_json(Json tree, const std::string& source,
   RunConfig c;
   c.source_ = source;
   c.overridden_.insert(overridden.begin(), overridden.end());
-  Checker check(c.source_, c.overridden_, &c.notes_, origins);
+  if (origins != nullptr) c.origins_ = origins->at;
+  Checker check(c.source_, c.overridden_, &c.notes_, &c.origins_);
   check.apply_aliases(tree);
   check.check_tree(tree, "");
 
@@ -319,6 +337,10 @@ bool RunConfig::is_missing(const std::string& key) const {
   return v != nullptr && is_missing_value(*v);
 }
 
+std::string RunConfig::key_at(const std::string& key) const {
+  return key_location(source_, overridden_, origins_, key);
+}
+
 std::string RunConfig::where(const std::string& key) const {
   if (overridden_.count(key)) return " (given on the command line)";
   const auto it = implied_.find(key);
@@ -331,7 +353,8 @@ template <typename T>
 std::optional<T> RunConfig::get_optional(const std::string& key) const {
   const Json* v = find(key);
   if (v == nullptr || v->is_null()) return std::nullopt;
-  if (is_missing(key)) fail("{}: config key '{}' is ??? (mandatory) and was not set", source_, key);
+  if (is_missing(key))
+    fail("{}: config key '{}' is ??? (mandatory) and was not set", key_at(key), key);
   if constexpr (std::is_same_v<T, int64_t>) {
     if (v->is_number_integer()) return v->get<int64_t>();
     if (v->is_number_float() && v->get<double>() == static_cast<double>(static_cast<int64_t>(v->get<double>())))
@@ -343,7 +366,8 @@ std::optional<T> RunConfig::get_optional(const std::string& key) const {
   } else {
     if (v->is_string()) return v->get<std::string>();
   }
-  fail("{}: config key '{}' must be {}, got {}", source_, key, type_name<T>(), v->dump());
+  fail("{}: config key '{}' must be {}, got {}{}", key_at(key), key, type_name<T>(), v->dump(),
+       where(key));
 }
 
 template <typename T>

@@ -35,9 +35,9 @@ class RunConfig {
   static RunConfig load(const std::filesystem::path& path, const std::vector<std::string>& overrides);
   // Validates an already-parsed tree (tests, embedded configs); `source` names it in errors;
   // `overridden` are the key paths given on the command line (named as such in errors);
-  // `origins`, when given, where each key was written (load_hydra_yaml): an unknown key, or a
-  // section that is no mapping, is named with its own file and line (a config group's file, not
-  // `source`).
+  // `origins`, when given, where each key was written (load_hydra_yaml): an error or note about a
+  // key (unknown, a section that is no mapping, a value of the wrong type, out of range or not
+  // supported) names the key's own file and line (a config group's file, not `source`; see key_at).
   static RunConfig from_json(Json tree, const std::string& source,
                              const std::vector<std::string>& overridden = {},
                              const KeyOrigins* origins = nullptr);
@@ -59,6 +59,11 @@ class RunConfig {
   // One line each: known keys that change nothing in zerotune (set off their default), old names
   // read as new ones, the users'-layout formatting choice. Printed at start-up.
   const std::vector<std::string>& notes() const { return notes_; }
+  // "FILE:LINE" of the file that holds `key` (a config group's file, or the primary; an old name
+  // read as a new one: the old one's line), for a message about its value; `source()` when the key
+  // was given on the command line (pair it with where(): " (given on the command line)"), was
+  // derived or defaulted, or the config came from no file (from_json without origins).
+  std::string key_at(const std::string& key) const;
   // Where the value of `key` came from when not from the config file: " (given on the command
   // line)" when overridden, " (not set in FILE: …)" saying what implied it and how to change it
   // (dataset.prompt_format: chat under model_name), else "".
@@ -71,6 +76,7 @@ class RunConfig {
   std::vector<std::string> notes_;
   std::set<std::string> overridden_;  // key paths given on the command line
   std::map<std::string, std::string> implied_;  // key path -> what set it (see where)
+  std::map<std::string, KeyOrigin> origins_;    // key path -> where it was written (see key_at)
 };
 
 }  // namespace zt::cli

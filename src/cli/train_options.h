@@ -38,7 +38,8 @@ T config_value(const RunConfig& cfg, std::string_view path) {
     if (const auto v = enum_from_name<T>(name)) return *v;
     std::string names;
     for (auto n : enum_name_list<T>()) names += (names.empty() ? "" : ", ") + std::string(n);
-    fail("{}: {}: '{}' is not valid (expected one of: {})", cfg.source(), key, name, names);
+    fail("{}: {}: '{}' is not valid (expected one of: {}){}", cfg.key_at(key), key, name, names,
+         cfg.where(key));
   } else if constexpr (std::is_same_v<T, bool>) {
     return cfg.get<bool>(key);
   } else if constexpr (std::is_integral_v<T>) {

@@ -204,6 +204,26 @@ TEST(CommandLine, EveryCommandsHelpNamesZerotuneAndTheCommand) {
   EXPECT_EQ(run_zerotune("version").out.rfind("zerotune 0.1.0 (backends: cpu", 0), 0u);
 }
 
+// `zerotune --version` (users type it; it was "unknown command '--version'") prints what
+// `zerotune version` prints, to stdout, exit 0; an argument after it is the version command's.
+TEST(CommandLine, VersionFlagPrintsTheVersion) {
+  const CmdResult cmd = run_zerotune("version");
+  ASSERT_EQ(cmd.status, 0) << cmd.err;
+  ASSERT_EQ(cmd.out.rfind("zerotune 0.1.0 (backends: cpu", 0), 0u) << cmd.out;
+  const CmdResult flag = run_zerotune("--version");
+  EXPECT_EQ(flag.status, 0) << flag.err;
+  EXPECT_EQ(flag.out, cmd.out);
+  EXPECT_EQ(flag.err, "");
+  const CmdResult bad = run_zerotune("--version --bogus");
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_EQ(bad.err.rfind("zerotune: error: version: The following argument was not expected: "
+                          "--bogus\n",
+                          0),
+            0u)
+      << bad.err;
+  EXPECT_NE(run_zerotune("--help").out.find("\n  --version "), std::string::npos);
+}
+
 // `zerotune launch` given an accelerate-launch flag it does not take: a usage error before any rank
 // starts (every rank was started with the flag as its command, and each failed on its own).
 TEST(CommandLine, LaunchRefusesAnUnknownFlagBeforeStartingRanks) {

@@ -149,7 +149,7 @@ TEST(RunConfig, FileReadsYaml11WordsAsOmegaConf) {
   std::ofstream(p) << "trainer:\n  save_strategy: no\n";
   EXPECT_EQ(error_of([&] { zt::cli::RunConfig::load(p, {}); }),
             p.string() +
-                ": trainer.save_strategy: false is not valid (expected one of: no, steps, epoch, "
+                ":2: trainer.save_strategy: false is not valid (expected one of: no, steps, epoch, "
                 "best; YAML reads an unquoted yes / no / on / off / true / false as a boolean, as "
                 "OmegaConf does: quote the word, e.g. \"no\")");
   std::ofstream(p) << "trainer:\n  save_strategy: \"no\"\n";
@@ -187,7 +187,7 @@ TEST(RunConfig, EnvInterpolationsAreStringsAndTypedKeysReadThem) {
   EXPECT_EQ(zt::cli::RunConfig::load(p, {}).get<bool>("trainer.packing"), false);
   setenv("ZT_TEST_ENV_PACK", "yes", 1);  // refused, as a quoted 'yes' in the file is
   EXPECT_EQ(error_of([&] { zt::cli::RunConfig::load(p, {}); }),
-            p.string() + ": trainer.packing: 'yes' is not valid (expected true or false)");
+            p.string() + ":6: trainer.packing: 'yes' is not valid (expected true or false)");
   setenv("ZT_TEST_ENV_PACK", "True", 1);
   // An old key name from the environment beside the new one with the same value is no conflict
   // ("128" and 128 were "both given, with different values"), and a default that interpolates a
@@ -202,7 +202,7 @@ TEST(RunConfig, EnvInterpolationsAreStringsAndTypedKeysReadThem) {
   EXPECT_EQ(a.get<std::string>("exp_name"), "42");
   setenv("ZT_TEST_ENV_STEPS", "seven", 1);
   EXPECT_EQ(error_of([&] { zt::cli::RunConfig::load(p, {}); }),
-            p.string() + ": trainer.max_steps: 'seven' is not valid (expected an integer >= -1)");
+            p.string() + ":4: trainer.max_steps: 'seven' is not valid (expected an integer >= -1)");
   unsetenv("ZT_TEST_ENV_STEPS");
 }
 
@@ -214,15 +214,16 @@ TEST(RunConfig, IntegersBeyond64BitsAreShownAsGiven) {
   zt::testing::TempDir dir;
   const auto p = dir / "sft.yaml";
   std::ofstream(p) << "trainer:\n  seed: 99999999999999999999999\n";
-  EXPECT_EQ(error_of([&] { zt::cli::RunConfig::load(p, {}); }),
-            p.string() +
-                ": trainer.seed: 99999999999999999999999 is not valid (expected an integer in [0, "
-                "4294967295])");
+  EXPECT_EQ(
+      error_of([&] { zt::cli::RunConfig::load(p, {}); }),
+      p.string() +
+          ":2: trainer.seed: 99999999999999999999999 is not valid (expected an integer in [0, "
+          "4294967295])");
   std::ofstream(p) << "trainer:\n  seed: ${oc.env:ZT_TEST_ENV_BIG_SEED}\n";
   setenv("ZT_TEST_ENV_BIG_SEED", " 1_000_000_000_000_000_000_000 ", 1);
   EXPECT_EQ(error_of([&] { zt::cli::RunConfig::load(p, {}); }),
             p.string() +
-                ": trainer.seed: 1_000_000_000_000_000_000_000 is not valid (expected an integer "
+                ":2: trainer.seed: 1_000_000_000_000_000_000_000 is not valid (expected an integer "
                 "in [0, 4294967295])");
   unsetenv("ZT_TEST_ENV_BIG_SEED");
   // On the command line too the key's own range is named (the 64-bit range was).
@@ -415,4 +416,49 @@ TEST(RunConfig, UnknownKeyNamesTheFileThatHoldsIt) {
   std::ofstream(p) << "model:\n  name_or_path: m\n";
   EXPECT_EQ(error_of([&] { zt::cli::RunConfig::load(p, {"+trainer.lerning_rate=1"}); }),
             p.string() + unknown);
+}
+
+// A value error (wrong type, out of range, a value zerotune lacks) names the file and line that
+// hold the key, as an unknown key's does: a config group's file, not the primary sft.yaml (both
+// named sft.yaml, whichever file was wrong); the primary's own keys with their line; a key given
+// on the command line the primary, "(given on the command line)". An old name read as the new
+// one: the old name's line.
+TEST(RunConfig, ValueErrorNamesTheFileThatHoldsTheKey) {
+  zt::testing::TempDir dir;
+  const auto p = dir / "sft.yaml";
+  const auto group = dir / "trainer" / "base.yaml";
+  std::filesystem::create_directories(dir / "trainer");
+  std::ofstream(group) << "max_steps: 5\nlearning_rate: abc\n";
+  std::ofstream(p) << "defaults:\n  - trainer: base\n  - _self_\nmodel:\n  name_or_path: m\n";
+  EXPECT_EQ(
+      error_of([&] { zt::cli::RunConfig::load(p, {}); }),
+      group.string() + ":2: trainer.learning_rate: 'abc' is not valid (expected a number >= 0)");
+  std::ofstream(group) << "gradient_accumulation_steps: 0\n";
+  const std::string zero =
+      ": trainer.gradient_accumulation_steps: 0 is not valid (expected an integer >= 1)";
+  EXPECT_EQ(error_of([&] { zt::cli::RunConfig::load(p, {}); }), group.string() + ":1" + zero);
+  // The primary sets it too, merged last: the primary's line.
+  std::ofstream(p) << "defaults:\n  - trainer: base\n  - _self_\nmodel:\n  name_or_path: m\n"
+                      "trainer:\n  gradient_accumulation_steps: 0\n";
+  EXPECT_EQ(error_of([&] { zt::cli::RunConfig::load(p, {}); }), p.string() + ":7" + zero);
+  // Given on the command line: the primary, no line, as before.
+  std::ofstream(group) << "gradient_accumulation_steps: 2\n";
+  std::ofstream(p) << "defaults:\n  - trainer: base\n  - _self_\nmodel:\n  name_or_path: m\n";
+  EXPECT_EQ(
+      error_of([&] { zt::cli::RunConfig::load(p, {"trainer.gradient_accumulation_steps=0"}); }),
+      p.string() + zero + " (given on the command line)");
+  // A value zerotune does not support, under an old name, in the group file.
+  std::ofstream(group) << "learning_rate: 1.0e-5\nevaluation_strategy: sometimes\n";
+  const std::string strategy = error_of([&] { zt::cli::RunConfig::load(p, {}); });
+  EXPECT_EQ(strategy.rfind(group.string() + ":2: trainer.eval_strategy: 'sometimes' is not ", 0),
+            0u)
+      << strategy;
+  // A key whose value a typed getter refuses after the check: its line too.
+  std::ofstream(group) << "learning_rate: 1.0e-5\n";
+  const auto cfg = zt::cli::RunConfig::load(p, {});
+  EXPECT_EQ(cfg.key_at("trainer.learning_rate"), group.string() + ":1");
+  EXPECT_EQ(
+      error_of([&] { cfg.get<bool>("trainer.learning_rate"); }),
+      group.string() + ":1: config key 'trainer.learning_rate' must be true or false, got 1e-05");
+  EXPECT_EQ(cfg.key_at("trainer.max_steps"), p.string());  // a default: from no file
 }

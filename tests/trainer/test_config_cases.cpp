@@ -49,9 +49,11 @@ TEST_F(ConfigCase, NegativeLearningRateIsRefusedAtStartUpAndNothingIsWritten) {
   for (const char* extra : {"", " trainer.warmup_steps=0"}) {
     const RunResult r = zerotune(std::string("train --config sft.yaml trainer.max_steps=6") + extra);
     EXPECT_EQ(r.status, 1) << r.output;
-    EXPECT_NE(r.output.find("zerotune: error: sft.yaml: trainer.learning_rate: -0.001 is not valid (expected a "
-                            "number >= 0)"),
-              std::string::npos)
+    EXPECT_NE(
+        r.output.find(
+            "zerotune: error: sft.yaml:16: trainer.learning_rate: -0.001 is not valid (expected a "
+            "number >= 0)"),
+        std::string::npos)
         << r.output;
     EXPECT_FALSE(fs::exists(dir_ / "runs")) << "the run wrote outputs or its token cache";
     EXPECT_FALSE(fs::exists(dir_ / "zt_cache"));

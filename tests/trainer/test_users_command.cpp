@@ -68,10 +68,11 @@ TEST_F(UsersCommand, RunsUnchangedOnOneAndTwoRanks) {
   const RunResult b = users_command(w2, 2);
   ASSERT_EQ(b.status, 0) << b.output;
   // Start-up notes: the no-op keys of their file and the formatting choice; ZeRO-1 + offload.
-  for (const char* s : {"sft.yaml: use_ms: true changes nothing in zerotune",
-                        "sft.yaml: trainer.use_liger_kernel: true changes nothing in zerotune",
+  for (const char* s : {"sft.yaml:14: use_ms: true changes nothing in zerotune",
+                        "sft.yaml:42: trainer.use_liger_kernel: true changes nothing in zerotune",
                         "sft.yaml: trainer.full_determinism: true changes nothing in zerotune",
-                        "dataset.prompt_format is chat", "rank 0 of 2 (tcp comm)", "ZeRO stage 1 + optimizer offload",
+                        "dataset.prompt_format is chat", "rank 0 of 2 (tcp comm)",
+                        "ZeRO stage 1 + optimizer offload",
                         "accumulation 2 → global batch 16; 4 steps/epoch, 12 steps in all"})
     EXPECT_NE(b.output.find(s), std::string::npos) << s << "\n" << b.output;
   EXPECT_EQ(b.output.find("error"), std::string::npos) << b.output;
