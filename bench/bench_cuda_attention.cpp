@@ -205,8 +205,7 @@ int main(int argc_in, char** argv_in) {
       zt::cuda::attention_workspace_bytes(p) / 1048576.0);
   if (sm90) {
     const int G = zt::cuda::attention_bwd_heads_per_block(p);
-    // The order tile_plan_kernel writes for G (bwd_tile_major): forced, or tile-major for G > 1.
-    const bool tile = order == 0 ? G > 1 : order == 2;
+    const bool tile = zt::cuda::attention_bwd_tile_major(p, G);
     std::printf("  backward query heads per block %d (%s), block order %s (%s)\n", G,
                 hpb ? "--hpb" : "cost model", tile ? "tile" : "seq", order ? "--order" : "default");
   }

@@ -35,7 +35,7 @@
 // Hopper fused backward reads its blocks' (sequence, key tile) from an order table the same kernel
 // writes: sequence by sequence at G = 1 query head per block (the blocks side by side share Q, dO
 // and dQ rows in L2), tile-major across the sequences (every sequence's key tile 0 first) for
-// G > 1 (bwd_tile_major; bench/README, session 28, has both orders at every G).
+// G > 1 (attention_bwd_tile_major; bench/README, session 28, has both orders at every G).
 //
 // Backward (both families): (1) a prep kernel writes Di = rowsum(dO∘O) and lse·log2(e) f32 [Hq, T];
 // (2) a dK/dV kernel, one block per (key tile, query head): it loops over the query tiles at and
@@ -402,7 +402,7 @@ int64_t total_tiles(const AttnProblem& p, int rows) {
 // Writes the tile table for `rows` and returns the 1-D grid size (tiles × Hq); with sm90_bwd,
 // also zeroes the Hopper backward's flags — the dQ flags (2 per tile and query head), then with
 // GQA the head-sum counters (one per tile and KV head; bwd_sum_heads_last) — and writes its block
-// order (bwd_tile_major; rows must be kSm90Rows).
+// order (attention_bwd_tile_major; rows must be kSm90Rows).
 unsigned plan(const AttnProblem& p, int rows, const Ws& ws, cudaStream_t st, const char* op,
               bool sm90_bwd = false, bool tile_major = false) {
   const int64_t tiles = total_tiles(p, rows), blocks = tiles * p.Hq;
@@ -431,12 +431,6 @@ KArgs kargs(const AttnProblem& p, const Ws& ws, int hpb = 1) {
                ws.tile_start + p.num_seqs + 1,
                hpb,
                ws.order};
-}
-
-// Whether the Hopper backward's blocks run tile-major (else sequence by sequence) for G query
-// heads per block: p.bwd_block_order when set, else tile-major for G > 1.
-bool bwd_tile_major(const AttnProblem& p, int G) {
-  return p.bwd_block_order == 0 ? G > 1 : p.bwd_block_order == 2;
 }
 
 // The Hopper backward's schedule, simulated for G query heads per block: its blocks in launch
@@ -486,6 +480,10 @@ double bwd_makespan(const std::vector<std::pair<int, int>>& tiles, int rows, int
 
 }  // namespace
 
+bool attention_bwd_tile_major(const AttnProblem& p, int G) {
+  return p.bwd_block_order == 0 ? G > 1 : p.bwd_block_order == 2;
+}
+
 int attention_bwd_heads_per_block(const AttnProblem& p) {
   validate(p);
   const int rep = p.Hq / p.Hkv;
@@ -510,10 +508,10 @@ int attention_bwd_heads_per_block(const AttnProblem& p) {
                          static_cast<int>((L + rows - 1) / rows));
   }
   int best = 1;
-  double best_t = bwd_makespan(tiles, rows, p.Hq, rep, 1, bwd_tile_major(p, 1), sms);
+  double best_t = bwd_makespan(tiles, rows, p.Hq, rep, 1, attention_bwd_tile_major(p, 1), sms);
   for (int G = 2; G <= rep; ++G) {
     if (rep % G != 0) continue;
-    const double t = bwd_makespan(tiles, rows, p.Hq, rep, G, bwd_tile_major(p, G), sms);
+    const double t = bwd_makespan(tiles, rows, p.Hq, rep, G, attention_bwd_tile_major(p, G), sms);
     if (t < best_t) best = G, best_t = t;
   }
   last_key = std::move(key);
@@ -603,8 +601,8 @@ void attention_bwd(const AttnProblem& p, void* dq, void* dk, void* dv, const voi
   const Choice c = choose(p, which, {dq, dk, dv, dout, q, k, v, out});
   const Ws ws = carve(p, workspace);
   const int hpb = c.family == Family::kSm90 ? attention_bwd_heads_per_block(p) : 1;
-  const unsigned grid =
-      plan(p, c.rows, ws, st, "attention_bwd", c.family == Family::kSm90, bwd_tile_major(p, hpb));
+  const unsigned grid = plan(p, c.rows, ws, st, "attention_bwd", c.family == Family::kSm90,
+                             attention_bwd_tile_major(p, hpb));
   if (grid == 0) return;
   const KArgs ka = kargs(p, ws, hpb);
   const int64_t rows = p.T * p.Hq;

@@ -70,6 +70,11 @@ size_t attention_workspace_bytes(const AttnProblem& p);
 // and attention_bwd refuse those too, whichever kernels run).
 int attention_bwd_heads_per_block(const AttnProblem& p);
 
+// Whether the Hopper backward's blocks run tile-major (every sequence's key tile 0, then every
+// tile 1, …) rather than sequence by sequence, at G query heads per block: p.bwd_block_order when
+// set (2 = tile-major), else tile-major for G > 1 (bench/README, session 28, times both).
+bool attention_bwd_tile_major(const AttnProblem& p, int G);
+
 // out = softmax(scale·q·kᵀ + causal (and p.window) mask within each sequence)·v; lse[h, t] = log Σ
 // exp(scores) (natural log). Enqueued on `stream` (a cudaStream_t); workspace is device memory of
 // at least attention_workspace_bytes(p).
