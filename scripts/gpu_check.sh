@@ -783,7 +783,8 @@ sec_selective() {
 # Where a training step's GPU time goes, kernel by kernel (issue 18's per-phase profile): ncu times
 # every kernel of 2 steps of bench_train_gpu (gpu__time_duration, clocks not locked) for the
 # Qwen2.5-1.5B and Llama-3.2-1B configurations; bench/ncu_kernel_table.py sums them by kernel.
-# PROFILE_SHAPES: seqsxseq[:gc] (default 4x2048 with GC off, and 1x32768 with GC).
+# PROFILE_SHAPES: seqsxseq[:gc|:sel] (default 4x2048 with GC off, and 1x32768 with GC; :sel is
+# selective checkpointing, --gc --keep-attention).
 sec_profile() {
   say "profile: kernel time per step (ncu), bf16, stage 2"
   local name cfg spec shape gc n t flags
@@ -792,15 +793,17 @@ sec_profile() {
     for n in $name; do
       cfg=$(bench_config_path "$n") || { fail "profile: unknown config $n"; continue; }
       for spec in ${PROFILE_SHAPES:-4x2048 1x32768:gc}; do
-        shape=${spec%%:*} gc=""; [[ "$spec" == *:gc ]] && gc=--gc
-        local seqs=${shape%x*} seq=${shape#*x} csvf=$RUNS/ncu_${n}_$shape.csv
+        shape=${spec%%:*} gc=""
+        [[ "$spec" == *:gc ]] && gc=--gc
+        [[ "$spec" == *:sel ]] && gc="--gc --keep-attention"
+        local seqs=${shape%x*} seq=${shape#*x} csvf=$RUNS/ncu_${n}_$shape${gc// /}.csv
         write_tokens "$cfg" "$RUNS/ptok_${n}_$shape.bin" 2 "$seqs" "$seq" || { fail "profile: tokens"; continue; }
         say "profile: $n $shape ${gc:-GC off}"
         # shellcheck disable=SC2086
         ncu --clock-control none --metrics gpu__time_duration.sum --csv --page raw --log-file "$csvf" \
           "$BUNDLE/bin/bench_train_gpu" --config "$cfg" --tokens "$RUNS/ptok_${n}_$shape.bin" \
-          --seqs "$seqs" --seq "$seq" --warmup 1 --steps 1 $gc >"$RUNS/ncu_${n}_$shape.out" 2>&1 ||
-          { fail "profile: ncu on $n $shape"; tail -5 "$RUNS/ncu_${n}_$shape.out"; continue; }
+          --seqs "$seqs" --seq "$seq" --warmup 1 --steps 1 $gc >"$RUNS/ncu_${n}_$shape${gc// /}.out" 2>&1 ||
+          { fail "profile: ncu on $n $shape"; tail -5 "$RUNS/ncu_${n}_$shape${gc// /}.out"; continue; }
         python3 "$ROOT/bench/ncu_kernel_table.py" "$csvf" 2 "${PROFILE_TOP:-25}" | tee -a "$OUT/profile.txt" ||
           fail "profile: no kernel table for $n $shape"
       done
@@ -813,7 +816,8 @@ sec_profile() {
 # libzt_gpu_trace.so) for 2 warm-up + 4 steps; bench/gpu_trace_summary.py splits the records into
 # steps at the embedding gather and prints per step the GPU's busy and idle time, the idle the
 # host caused (work launched after the GPU had gone idle) and the largest idle sources.
-# TIMELINE_SHAPES: seqsxseq[:gc] (default 4x2048 GC off, 1x8192 and 1x32768 with GC);
+# TIMELINE_SHAPES: seqsxseq[:gc|:sel] (default 4x2048 GC off, 1x8192 and 1x32768 with GC; :sel is
+# selective checkpointing, --gc --keep-attention);
 # TIMELINE_CONFIGS as PROFILE_CONFIGS.
 sec_timeline() {
   say "timeline: GPU busy / idle per training step (CUPTI), bf16, stage 2"
@@ -823,8 +827,10 @@ sec_timeline() {
     for n in ${name//,/ }; do
       cfg=$(bench_config_path "$n") || { fail "timeline: unknown config $n"; continue; }
       for spec in ${TIMELINE_SHAPES:-4x2048 1x8192:gc 1x32768:gc}; do
-        shape=${spec%%:*} gc=""; [[ "$spec" == *:gc ]] && gc=--gc
-        local seqs=${shape%x*} seq=${shape#*x} tr=$RUNS/trace_${n}_$shape$gc.tsv
+        shape=${spec%%:*} gc=""
+        [[ "$spec" == *:gc ]] && gc=--gc
+        [[ "$spec" == *:sel ]] && gc="--gc --keep-attention"
+        local seqs=${shape%x*} seq=${shape#*x} tr=$RUNS/trace_${n}_$shape${gc// /}.tsv
         write_tokens "$cfg" "$RUNS/ttok_${n}_$shape.bin" 6 "$seqs" "$seq" || { fail "timeline: tokens"; continue; }
         say "timeline: $n $shape ${gc:-GC off}"
         # shellcheck disable=SC2086
