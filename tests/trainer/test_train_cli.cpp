@@ -867,6 +867,48 @@ TEST_F(TrainCli, ConfigErrorsNameTheKey) {
   EXPECT_EQ(count, 1u) << r.output;
 }
 
+// A per_device_train_batch_size whose micro-batch cannot be held is a start-up error naming the
+// key, its file, the bound and why (the model's pools are sized by the batch × the longest training
+// sample, 56 tokens in the demo data), before anything is written: past the int32 token bound, and
+// where the activations pool does not fit (a 7.6 GiB address-space limit against its 21.1 GiB) —
+// there it was the arena's bare "out of memory: pool 'activations'".
+TEST_F(TrainCli, HugeMicroBatchNamesTheKeyAndTheBound) {
+  const std::string at = (root_ / "sft.yaml").string() + ": trainer.per_device_train_batch_size: ";
+  auto r = train("hugebatch",
+                 "trainer.per_device_train_batch_size=100000000 "
+                 "trainer.gradient_accumulation_steps=1 trainer.max_steps=1");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(
+      r.output.find(
+          "zerotune: error: " + at +
+          "100000000 samples × the longest training sample (56 tokens) is more than the "
+          "2147483647 tokens a micro-batch can hold (its position ids and sequence "
+          "boundaries are int32; the model's pools are sized by per_device_train_batch_size "
+          "× the longest sample): expected at most 38347922 here (a larger "
+          "gradient_accumulation_steps keeps the global batch) (given on the command line)\n"),
+      std::string::npos)
+      << r.output;
+  EXPECT_FALSE(fs::exists(exp("hugebatch")));
+  r = run("ulimit -v 8000000 && " + std::string(ZT_BINARY) + " train --config " +
+          (root_ / "sft.yaml").string() +
+          " exp_name=oombatch trainer.per_device_train_batch_size=100000 "
+          "trainer.gradient_accumulation_steps=1 trainer.max_steps=1");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("zerotune: error: " + at +
+                          "100000 samples × the longest training sample (56 tokens) = 5600000 "
+                          "tokens per micro-batch, and the model's activation pools are sized for "
+                          "that many: out of memory: pool 'activations' needs 22696061952 bytes "
+                          "(21.1 GiB) on host"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find(". Lower trainer.per_device_train_batch_size (a larger "
+                          "gradient_accumulation_steps keeps the global batch) or "
+                          "trainer.max_length (given on the command line)\n"),
+            std::string::npos)
+      << r.output;
+  EXPECT_FALSE(fs::exists(exp("oombatch")));
+}
+
 // A model path that is a file (its config.json) or not there: the error names the file and the
 // key, not only "model '…'".
 TEST_F(TrainCli, ModelPathThatIsNoDirectoryNamesTheKey) {
