@@ -312,6 +312,7 @@ void Trainer::State::resume_or_init() {
     applied_steps = st["applied_steps"].get<int64_t>();
     num_tokens_seen = st["num_tokens_seen"].get<int64_t>();
     best_from_json(st, state_file);
+    sched = resumed_lr_schedule(st, state_file.string(), sched, a, start_step, *ckpt, rank0());
     resumed_from = *ckpt;
   }
   // A resumed run continues its checkpoint's run; a fresh one (or a checkpoint without an id) gets

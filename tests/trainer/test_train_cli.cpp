@@ -525,6 +525,72 @@ TEST_F(TrainCli, ResumeFromAMalformedStateNamesTheKey) {
   EXPECT_EQ(r.output.find("internal error"), std::string::npos) << r.output;
 }
 
+// A resume whose config changes the LR schedule does what transformers' Trainer does (it restores
+// the LR scheduler: base_lrs, the checkpoint's learning rate, continue; the schedule's shape is
+// rebuilt from the new arguments), and says so at start-up naming each key, the checkpoint's value
+// and the value now used. A checkpoint without "lr_schedule" (saved before it was recorded) still
+// resumes, with the config's values as before; a malformed one names the file and the key.
+TEST_F(TrainCli, ResumeWithAnotherLrScheduleKeepsTheCheckpointsLearningRate) {
+  auto r = train("lrsched", "trainer.max_steps=2");
+  ASSERT_EQ(r.status, 0) << r.output;
+  const fs::path ck = exp("lrsched") / "checkpoint-2", state = ck / "trainer_state.json";
+  const zt::Json good = zt::Json::parse(slurp(state));
+  EXPECT_EQ(good["lr_schedule"], zt::Json::parse(R"({"learning_rate": 0.01,
+      "lr_scheduler_type": "linear", "warmup_steps": 1})"));
+  const std::string changed =
+      " trainer.learning_rate=0.5 trainer.lr_scheduler_type=cosine trainer.warmup_steps=2";
+  r = train("lrsched2", "trainer.resume_from_checkpoint=" + ck.string() + changed);
+  ASSERT_EQ(r.status, 0) << r.output;
+  const std::string at = (root_ / "sft.yaml").string() + ": trainer.",
+                    cl = " (given on the command line)\n";
+  for (const std::string& note :
+       {"warning: " + at + "learning_rate: 0.5 differs from the 0.01 that " + state.string() +
+            " records; the checkpoint's 0.01 is used, as transformers' Trainer does (resuming "
+            "restores its LR scheduler, base learning rate included). To train on with 0.5, start "
+            "a new run from the checkpoint's weights (model.name_or_path=" +
+            ck.string() + ")" + cl,
+        "info: " + at + "lr_scheduler_type: cosine differs from the linear that " + state.string() +
+            " records; the schedule is cosine from step 3 on, as transformers' Trainer does (the "
+            "LR scheduler it restores keeps the shape this run's arguments give)" +
+            cl,
+        "info: " + at + "warmup_steps: 2 gives 2 warm-up step(s), and " + state.string() +
+            " records 1; the schedule uses 2 from step 3 on, as transformers' Trainer does (the LR "
+            "scheduler it restores keeps the shape this run's arguments give)" +
+            cl})
+    EXPECT_NE(r.output.find("zerotune: " + note), std::string::npos) << note << "\n" << r.output;
+  const auto lrs_of = [](const std::string& name) {
+    std::vector<double> lrs;
+    for (const auto& e : train_events(exp(name)))
+      if (e.contains("learning_rate")) lrs.push_back(e["learning_rate"].get<double>());
+    return lrs;
+  };
+  // Steps 3 and 4 of 4: 0.01 × cosine after 2 warm-up steps (1, then 0.5), not 0.5 × anything.
+  EXPECT_EQ(lrs_of("lrsched2"), (std::vector<double>{0.01, 0.005}));
+  // The checkpoint this run saves records the schedule it used.
+  EXPECT_EQ(zt::Json::parse(
+                slurp(exp("lrsched2") / "checkpoint-4" / "trainer_state.json"))["lr_schedule"],
+            zt::Json::parse(R"({"learning_rate": 0.01, "lr_scheduler_type": "cosine",
+                "warmup_steps": 2})"));
+  // An older checkpoint: no "lr_schedule", no note, the config's schedule (0.5 × cosine).
+  zt::Json old = good;
+  old.erase("lr_schedule");
+  std::ofstream(state) << old.dump(2);
+  r = train("lrsched3", "trainer.resume_from_checkpoint=" + ck.string() + changed);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(r.output.find("differs from the"), std::string::npos) << r.output;
+  EXPECT_EQ(lrs_of("lrsched3"), (std::vector<double>{0.5, 0.25}));
+  zt::Json bad = good;
+  bad["lr_schedule"]["lr_scheduler_type"] = "cosine_with_restarts";
+  std::ofstream(state) << bad.dump(2);
+  r = train("lrsched4", "trainer.resume_from_checkpoint=" + ck.string());
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("zerotune: error: " + state.string() +
+                          ": 'lr_schedule.lr_scheduler_type' must be one of linear, cosine, "
+                          "constant, constant_with_warmup, got \"cosine_with_restarts\"\n"),
+            std::string::npos)
+      << r.output;
+}
+
 // eval_strategy / save_strategy "epoch" with the epoch cut short by max_steps: evaluated and saved
 // at the last step, as transformers' loop ends the epoch there (on_epoch_end); nothing was done.
 // (48 rows, global batch 8: 6 steps an epoch; max_steps 4.)
