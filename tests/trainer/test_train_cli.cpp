@@ -975,6 +975,41 @@ TEST_F(TrainCli, HugeMicroBatchNamesTheKeyAndTheBound) {
   EXPECT_FALSE(fs::exists(exp("oombatch")));
 }
 
+// A tokenizer directory with tokenizer.json alone (transformers' PreTrainedTokenizerFast loads it)
+// trains: no named special token and no chat template, so what needs one says which file would
+// supply it and which key to set instead; with trainer.eos_token it trains and exports. (It was
+// refused: "<dir>/tokenizer_config.json: file not found".)
+TEST_F(TrainCli, TokenizerJsonAloneTrains) {
+  const fs::path tok = root_ / "tokenizer_json_only";
+  fs::create_directories(tok);
+  fs::copy_file(fs::path(ZT_SOURCE_DIR) / "configs/tokenizers/qwen2.5-instruct/tokenizer.json",
+                tok / "tokenizer.json", fs::copy_options::overwrite_existing);
+  const std::string base = "trainer.max_steps=2 model.tokenizer_name_or_path=" + tok.string();
+  auto r = train("tokonly1", base + " dataset.prompt_format=none");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("zerotune: error: " + tok.string() +
+                          " has no tokenizer_config.json (only tokenizer.json), so no eos_token, "
+                          "which " +
+                          (root_ / "data/train.parquet").string() +
+                          " (the train set, dataset.train.path) (prompt/completion data) needs; "
+                          "set trainer.eos_token, or add a tokenizer_config.json with an "
+                          "eos_token\n"),
+            std::string::npos)
+      << r.output;
+  r = train("tokonly2", base + " \"trainer.eos_token='<|im_end|>'\"");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("zerotune: error: " + tok.string() +
+                          ": the tokenizer has no chat template, which dataset.prompt_format: "
+                          "chat needs"),
+            std::string::npos)
+      << r.output;
+  r = train("tokonly3", base + " dataset.prompt_format=none \"trainer.eos_token='<|im_end|>'\"");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(train_events(exp("tokonly3")).size(), 3u);  // 2 logs + 1 eval
+  EXPECT_TRUE(slurp(exp("tokonly3") / "final" / "tokenizer.json") == slurp(tok / "tokenizer.json"));
+  EXPECT_FALSE(fs::exists(exp("tokonly3") / "final" / "tokenizer_config.json"));
+}
+
 // A model path that is a file (its config.json) or not there: the error names the file and the
 // key, not only "model '…'".
 TEST_F(TrainCli, ModelPathThatIsNoDirectoryNamesTheKey) {
