@@ -245,8 +245,12 @@ std::string acted_keys_markdown() {
 }
 
 void read_declared_options(const RunConfig& cfg, train::TrainArgs& a) {
-  for (const auto& k : config_schema())
-    if (k.to_args) k.to_args(cfg, a);
+  for (const auto& k : config_schema()) {
+    if (!k.to_args) continue;
+    k.to_args(cfg, a);
+    const std::string key(k.path);
+    a.key_origins[key] = {cfg.key_at(key), cfg.where(key)};
+  }
 }
 
 namespace {

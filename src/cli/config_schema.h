@@ -110,7 +110,8 @@ std::string describe_rule(const ValueRule& rule);
 // it and README.md holds it between `<!-- options:begin -->` and `<!-- options:end -->`.
 std::string acted_keys_markdown();
 
-// Fills every TrainArgs field that an option declares (KeySpec::to_args) from `cfg`.
+// Fills every TrainArgs field that an option declares (KeySpec::to_args) from `cfg`, and records
+// where each such key was set (TrainArgs::key_origins).
 void read_declared_options(const RunConfig& cfg, train::TrainArgs& a);
 
 // Table entries: acted on; noted (with why it changes nothing); refused off its default (with

@@ -19,8 +19,9 @@ struct TokenizerBundle {
   text::TokenizerConfig config;
 };
 
-// Loads tokenizer.json + tokenizer_config.json of the configured tokenizer directory, with the
-// config's special tokens that tokenizer.json lacks added (text/special_tokens.h).
+// Loads tokenizer.json + tokenizer_config.json (optional: text::TokenizerConfig) of the configured
+// tokenizer directory, with the config's special tokens that tokenizer.json lacks added
+// (text/special_tokens.h).
 // Throws zt::Error naming the config key (model.tokenizer_name_or_path, model_name or
 // model.name_or_path) when it is empty, and the key and directory when tokenizer.json is missing.
 TokenizerBundle load_tokenizer(const RunConfig& cfg);

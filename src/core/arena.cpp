@@ -117,9 +117,10 @@ void Arena::allocate() {
     const View* lv = nullptr;
     for (const View& v : views_)
       if (lv == nullptr || v.bytes > largest) largest = v.bytes, lv = &v;
-    fail("out of memory: pool '{}' needs {} bytes ({}) on {} ({} views; largest '{}' {} bytes)",
-         pool_, bytes, format_bytes(bytes), memory_->name(), views_.size(),
-         lv ? lv->name : std::string(), largest);
+    throw OutOfMemoryError(fmt::format(
+        "out of memory: pool '{}' needs {} bytes ({}) on {} ({} views; largest '{}' {} bytes)",
+        pool_, bytes, format_bytes(bytes), memory_->name(), views_.size(),
+        lv ? lv->name : std::string(), largest));
   }
   base_ = p;
   capacity_ = bytes;

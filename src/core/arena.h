@@ -20,9 +20,18 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "core/error.h"
 #include "core/tensor.h"
 
 namespace zt {
+
+// The zt::Error Arena::allocate throws when its MemoryResource refuses the pool: a caller that
+// knows which setting sized the pool (the trainer: the micro-batch's tokens) catches it to name
+// that setting; anything else sees a plain zt::Error.
+class OutOfMemoryError : public Error {
+ public:
+  using Error::Error;
+};
 
 // Source of raw memory for an Arena. Implementations: HostMemory (below); the CUDA backend adds
 // device / pinned-host ones. Not thread-safe by itself.
@@ -88,10 +97,10 @@ class Arena {
 
   // ---- memory
 
-  // One allocation of max(planned_bytes(), kAlignment) from the MemoryResource. Throws zt::Error
-  // "out of memory: pool 'activations' needs 123456789 bytes (117.7 MiB) on host (3 views; largest
-  // 'x' 100000000 bytes)" when the resource refuses; also when already allocated or built without a
-  // resource.
+  // One allocation of max(planned_bytes(), kAlignment) from the MemoryResource. Throws
+  // OutOfMemoryError "out of memory: pool 'activations' needs 123456789 bytes (117.7 MiB) on host
+  // (3 views; largest 'x' 100000000 bytes)" when the resource refuses; also when already allocated
+  // or built without a resource.
   void allocate();
   // Uses caller-owned memory [base, base + capacity) on `device` instead of allocate() (e.g. a
   // slab from another allocator); the Arena never frees it. Throws zt::Error naming the pool when

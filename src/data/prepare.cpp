@@ -169,8 +169,8 @@ CacheKey dataset_cache_key(const DataOptions& given, const text::TokenizerConfig
   KeyHasher h;
   h.add("pipeline", kPipelineVersion);
   h.add_file("tokenizer.json", config.dir / "tokenizer.json");
-  h.add_file("tokenizer_config.json", config.dir / "tokenizer_config.json");
-  for (const char* extra : {"chat_template.jinja", "chat_template.json"}) {
+  // tokenizer_config.json is optional (a tokenizer.json alone: text::TokenizerConfig).
+  for (const char* extra : {"tokenizer_config.json", "chat_template.jinja", "chat_template.json"}) {
     std::error_code ec;
     if (std::filesystem::exists(config.dir / extra, ec)) h.add_file(extra, config.dir / extra);
   }

@@ -44,7 +44,7 @@ struct PrepareReport {
   std::string summary() const;
 };
 
-// The cache key: XXH3-128 of a format version, tokenizer.json, tokenizer_config.json (and
+// The cache key: XXH3-128 of a format version, tokenizer.json (and tokenizer_config.json,
 // chat_template.jinja / .json when present) from `config.dir`, the resolved chat template, named
 // templates and special tokens, the dataset file's bytes and every option that changes the output
 // (dataset_text_field, max_length, packing, packing_strategy, packing_group_size,

@@ -47,9 +47,14 @@ SftFormatter::SftFormatter(const DataOptions& opts, const DatasetFormat& format,
     cfg_.eos_token = eos_;  // TRL sets tokenizer.eos_token, which templates then see
   } else if (config.eos_token) {
     eos_ = *config.eos_token;
-  } else if (plain) {
+  } else if (plain && config.has_config_file) {
     fail("{}/tokenizer_config.json has no eos_token, which {} ({} data) needs; set {}",
          config.dir.string(), dataset, to_string(kind), names.bare_key("eos_token"));
+  } else if (plain) {
+    fail(
+        "{} has no tokenizer_config.json (only tokenizer.json), so no eos_token, which {} ({} "
+        "data) needs; set {}, or add a tokenizer_config.json with an eos_token",
+        config.dir.string(), dataset, to_string(kind), names.bare_key("eos_token"));
   }
 
   if (opts.prompt_format == PromptFormat::kChat && kind != DatasetKind::kPromptCompletion) {

@@ -9,6 +9,10 @@
 
 namespace zt {
 
+// The most tokens one micro-batch can hold: its position ids and sequence boundaries (cu_seqlens)
+// are int32 (and so are the CUDA attention's and embedding gradient's row indices).
+inline constexpr int64_t kMaxMicroBatchTokens = INT32_MAX;
+
 // Host views; the caller keeps the memory alive during the call that uses it.
 struct MicroBatch {
   std::span<const int32_t> tokens;        // [T] input ids

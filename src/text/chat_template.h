@@ -48,7 +48,11 @@ class ChatTemplate {
 // What zerotune needs from an HF tokenizer directory's `tokenizer_config.json` (and
 // `chat_template.jinja` / `chat_template.json` when present, which take precedence, as in
 // transformers). Token fields may be strings or AddedToken objects `{"content": …}`; null → unset.
+// A directory with tokenizer.json and no tokenizer_config.json gives transformers'
+// PreTrainedTokenizerFast defaults: every field unset (special_tokens_map.json and template files
+// still read), has_config_file false.
 struct TokenizerConfig {
+  bool has_config_file = false;              // dir holds tokenizer_config.json
   std::optional<std::string> chat_template;  // the default template's source
   std::optional<std::string> eos_token;
   std::optional<std::string> bos_token;
@@ -68,8 +72,10 @@ struct TokenizerConfig {
   std::string chat_template_origin;
 };
 
-// Reads `dir/tokenizer_config.json` (required) plus the optional template files. Throws zt::Error
-// naming the file for malformed JSON or wrong field types.
+// Reads `dir/tokenizer_config.json` (optional when `dir` has tokenizer.json: see TokenizerConfig)
+// plus the optional template files and special_tokens_map.json. Throws zt::Error naming the file
+// for malformed JSON or wrong field types, and when `dir` has neither tokenizer_config.json nor
+// tokenizer.json.
 TokenizerConfig load_tokenizer_config(const std::filesystem::path& dir);
 
 // The text of a Jinja template file (chat_template.jinja, additional_chat_templates/*.jinja,

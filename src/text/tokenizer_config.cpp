@@ -93,9 +93,13 @@ TokenizerConfig load_tokenizer_config(const fs::path& dir) {
   TokenizerConfig cfg;
   cfg.dir = dir;
   fs::path file = dir / "tokenizer_config.json";
-  if (!fs::exists(file))
-    fail("{}: file not found (expected an HF tokenizer directory)", file.string());
-  Json j = read_json(file);
+  // Without it, transformers' PreTrainedTokenizerFast loads tokenizer.json with its defaults: no
+  // named special token (special_tokens_map.json aside), no chat template (template files aside).
+  cfg.has_config_file = fs::exists(file);
+  if (!cfg.has_config_file && !fs::exists(dir / "tokenizer.json"))
+    fail("{}: file not found, and no tokenizer.json beside it (expected an HF tokenizer directory)",
+         file.string());
+  Json j = cfg.has_config_file ? read_json(file) : Json::object();
   if (!j.is_object()) fail("{}: expected a JSON object, got {}", file.string(), j.type_name());
 
   if (auto it = j.find("chat_template"); it != j.end()) {

@@ -2,6 +2,7 @@
 
 #include <map>
 
+#include "core/enum_names.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/tensor.h"
@@ -89,6 +90,78 @@ void check_checkpoint_model(const fs::path& ckpt, const ModelConfig& model) {
       "model.name_or_path={}",
       ckpt.string(), diff, file.string(),
       model.source.empty() ? "model.name_or_path" : model.source, ckpt.string());
+}
+
+Json lr_schedule_to_json(const optim::LrSchedule& s) {
+  return {{"learning_rate", s.base_lr},
+          {"lr_scheduler_type", optim::lr_schedule_name(s.kind)},
+          {"warmup_steps", s.warmup_steps}};
+}
+
+optim::LrSchedule resumed_lr_schedule(const Json& state, const std::string& state_file,
+                                      const optim::LrSchedule& now, const TrainArgs& a,
+                                      int64_t start_step, const fs::path& ckpt, bool log) {
+  if (!state.contains("lr_schedule") || state["lr_schedule"].is_null()) return now;
+  const Json& ls = state["lr_schedule"];
+  const auto bad = [&](const char* key, const std::string& want, const Json* got) {
+    fail("{}: '{}' must be {}, got {}", state_file, key, want,
+         got != nullptr ? got->dump() : std::string("nothing"));
+  };
+  if (!ls.is_object())
+    bad("lr_schedule", "an object (learning_rate, lr_scheduler_type, warmup_steps) or null", &ls);
+  const auto field = [&](const char* key) { return ls.contains(key) ? &ls[key] : nullptr; };
+  const Json *lr = field("learning_rate"), *kind = field("lr_scheduler_type"),
+             *warm = field("warmup_steps");
+  if (lr == nullptr || !lr->is_number() || !(lr->get<double>() >= 0.0))
+    bad("lr_schedule.learning_rate", "a number >= 0", lr);
+  const auto k = kind != nullptr && kind->is_string()
+                     ? enum_from_name<optim::LrScheduleKind>(kind->get<std::string>())
+                     : std::nullopt;
+  if (!k) {
+    std::string names;
+    for (auto n : enum_name_list<optim::LrScheduleKind>())
+      names += (names.empty() ? "" : ", ") + std::string(n);
+    bad("lr_schedule.lr_scheduler_type", "one of " + names, kind);
+  }
+  if (warm == nullptr || !warm->is_number_integer() || warm->get<int64_t>() < 0)
+    bad("lr_schedule.warmup_steps", "an integer >= 0", warm);
+  optim::LrSchedule used = now;
+  used.base_lr = lr->get<double>();
+  if (!log) return used;
+  // "<file:line>: <key>: " as the config errors begin, and their "(given on the command line)".
+  const auto at = [&](std::string_view key) {
+    const TrainArgs::KeyOrigin o = a.key_origin(key);
+    return std::pair(fmt::format("{}{}", o.at.empty() ? "" : o.at + ": ", key), o.where);
+  };
+  const std::string from = fmt::format("from step {} on", start_step + 1);
+  const char* kShape =
+      "as transformers' Trainer does (the LR scheduler it restores keeps the shape this run's "
+      "arguments give)";
+  if (used.base_lr != now.base_lr) {
+    const auto [key, where] = at("trainer.learning_rate");
+    log::warn(
+        "{}: {} differs from the {} that {} records; the checkpoint's {} is used, as "
+        "transformers' Trainer does (resuming restores its LR scheduler, base learning rate "
+        "included). To train on with {}, start a new run from the checkpoint's weights "
+        "(model.name_or_path={}){}",
+        key, now.base_lr, used.base_lr, state_file, used.base_lr, now.base_lr, ckpt.string(),
+        where);
+  }
+  if (*k != now.kind) {
+    const auto [key, where] = at("trainer.lr_scheduler_type");
+    log::info("{}: {} differs from the {} that {} records; the schedule is {} {}, {}{}", key,
+              optim::lr_schedule_name(now.kind), optim::lr_schedule_name(*k), state_file,
+              optim::lr_schedule_name(now.kind), from, kShape, where);
+  }
+  if (warm->get<int64_t>() != now.warmup_steps) {
+    // The key that decided the warm-up (optim::resolve_warmup_steps): warmup_steps unless it is 0.
+    const bool ratio = a.warmup_steps == 0.0 && a.warmup_ratio > 0.0;
+    const auto [key, where] = at(ratio ? "trainer.warmup_ratio" : "trainer.warmup_steps");
+    log::info("{}: {} gives {} warm-up step(s), and {} records {}; the schedule uses {} {}, {}{}",
+              key, ratio ? a.warmup_ratio : a.warmup_steps, now.warmup_steps, state_file,
+              warm->get<int64_t>(), now.warmup_steps, from, kShape, where);
+  }
+  return used;
 }
 
 }  // namespace zt::train

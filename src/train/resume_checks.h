@@ -9,6 +9,8 @@
 
 #include "io/json.h"
 #include "io/model_config.h"
+#include "optim/lr_schedule.h"
+#include "train/train_args.h"
 
 namespace zt::train {
 
@@ -29,5 +31,24 @@ int64_t checked_resume_step(const Json& state, const std::string& state_file, in
 // name or shape differs ("checkpoint of another model"). A checkpoint whose config.json cannot be
 // read is left to the ZeRO state's own layout check.
 void check_checkpoint_model(const std::filesystem::path& ckpt, const ModelConfig& model);
+
+// trainer_state.json's "lr_schedule" (zerotune's): {"learning_rate", "lr_scheduler_type",
+// "warmup_steps" (resolved, in optimizer steps)} of the schedule `s` the saving run used.
+Json lr_schedule_to_json(const optim::LrSchedule& s);
+
+// The LR schedule a run resumed from `ckpt` uses, as transformers' Trainer does on resume: it
+// restores the LR scheduler's state (torch LambdaLR: base_lrs and the step), so the checkpoint's
+// learning rate continues, while the schedule's shape (lr_scheduler_type, warm-up, total steps) is
+// the lambda rebuilt from this run's arguments. So: `now` (this run's schedule) with the base lr
+// of `state`'s "lr_schedule". Where learning_rate, lr_scheduler_type or the warm-up differ from
+// what the checkpoint records, a start-up note (when `log`) names the key, its file
+// (a.key_origins), the checkpoint's value and the value now used. A state without "lr_schedule"
+// (saved before zerotune recorded it) gives `now` unchanged. Throws zt::Error naming `state_file`
+// and the key for an "lr_schedule" that is not an object of a number >= 0, a known scheduler name
+// and an integer >= 0.
+optim::LrSchedule resumed_lr_schedule(const Json& state, const std::string& state_file,
+                                      const optim::LrSchedule& now, const TrainArgs& a,
+                                      int64_t start_step, const std::filesystem::path& ckpt,
+                                      bool log);
 
 }  // namespace zt::train

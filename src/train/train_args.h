@@ -10,9 +10,11 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 
 #include "core/dtype.h"
 #include "core/enum_names.h"
@@ -134,6 +136,20 @@ struct TrainArgs {
   int64_t save_total_limit{};                         // <= 0: keep all (null in the config)
   std::optional<std::string> resume_from_checkpoint;  // a path, or "true" for the latest
   NanPolicy nan_policy{};
+
+  // ---- where the config keys were set, for the trainer's messages that name a key
+  // key → the key's file (and line) as cli::RunConfig::key_at gives it ("sft.yaml:16") and
+  // RunConfig::where's suffix (" (given on the command line)", or empty). A key not here (a
+  // TrainArgs built in code) is named without a file: see key_origin.
+  struct KeyOrigin {
+    std::string at, where;
+  };
+  std::map<std::string, KeyOrigin, std::less<>> key_origins;
+  // key_origins' entry for `key`, or {"", ""}.
+  KeyOrigin key_origin(std::string_view key) const {
+    const auto it = key_origins.find(key);
+    return it != key_origins.end() ? it->second : KeyOrigin{};
+  }
 };
 
 }  // namespace zt::train

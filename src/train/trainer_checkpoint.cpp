@@ -12,6 +12,7 @@
 #include "io/yaml_writer.h"
 #include "train/checkpoint_dirs.h"
 #include "train/progress.h"
+#include "train/resume_checks.h"
 #include "train/run_checkpoints.h"
 #include "train/step_plan.h"
 #include "train/trainer_impl.h"
@@ -57,7 +58,8 @@ fs::path Trainer::State::save_checkpoint(int64_t global_step, bool interrupt) {
                {"world_size", comm.world_size()},
                {"zero_stage", a.zero_stage},
                {"run_id", run_id},
-               {"plan", plan_state_to_json(*plan, global_step)}};
+               {"plan", plan_state_to_json(*plan, global_step)},
+               {"lr_schedule", lr_schedule_to_json(sched)}};
     best_to_json(st);
     st["eval_pending"] = eval_abandoned_step == global_step;
     write_file_atomic(dir / "trainer_state.json", st.dump(2) + "\n");

@@ -19,6 +19,7 @@
 #include "io/tied_embeddings.h"
 #include "io/yaml_writer.h"
 #include "model/causal_lm.h"
+#include "model/micro_batch.h"
 #include "optim/lr_schedule.h"
 #include "text/special_tokens.h"
 #include "train/batch_builder.h"
@@ -36,6 +37,30 @@
 namespace zt::train {
 
 // ---------------------------------------------------------------- set-up
+
+namespace {
+
+constexpr const char* kBatchKey = "trainer.per_device_train_batch_size";
+
+// The tokens one micro-batch can hold, which sizes the model's pools: per_device_train_batch_size
+// × the longest training sample (`longest`, tokens). zt::Error naming the key (and its file) when
+// that is more than kMaxMicroBatchTokens.
+int64_t micro_batch_capacity(const TrainArgs& a, int64_t longest) {
+  const int64_t b = a.per_device_train_batch_size;
+  if (longest > 0 && b > kMaxMicroBatchTokens / longest) {
+    const auto o = a.key_origin(kBatchKey);
+    fail(
+        "{}{}: {} samples × the longest training sample ({} tokens) is more than the {} tokens a "
+        "micro-batch can hold (its position ids and sequence boundaries are int32; the model's "
+        "pools are sized by per_device_train_batch_size × the longest sample): expected at most "
+        "{} here (a larger gradient_accumulation_steps keeps the global batch){}",
+        o.at.empty() ? "" : o.at + ": ", kBatchKey, b, longest, kMaxMicroBatchTokens,
+        kMaxMicroBatchTokens / longest, o.where);
+  }
+  return b * longest;
+}
+
+}  // namespace
 
 void Trainer::State::prepare_data() {
   data::PrepareReport rep;
@@ -73,7 +98,9 @@ void Trainer::State::build_model() {
   mo.checkpointing = a.gradient_checkpointing;
   mo.keep_attention = a.selective_checkpointing;
   int64_t max_seq = max_example_tokens(*train);
-  mo.max_tokens = a.per_device_train_batch_size * max_sample_tokens(*train);
+  const int64_t longest = max_sample_tokens(*train);
+  const int64_t train_tokens = micro_batch_capacity(a, longest);
+  mo.max_tokens = train_tokens;
   if (eval) {
     max_seq = std::max(max_seq, max_example_tokens(*eval));
     mo.max_tokens = std::max(mo.max_tokens, max_example_tokens(*eval));
@@ -102,7 +129,19 @@ void Trainer::State::build_model() {
   eo.micro_steps_per_step = static_cast<int>(a.gradient_accumulation_steps);
   engine = std::make_unique<zero::ZeroEngine>(ParamLayout(mcfg), a.dtype, *dev.ops, comm,
                                               *dev.device_memory, *dev.host_memory, eo);
-  model = std::make_unique<CausalLM>(mcfg, *dev.ops, *dev.device_memory, mo, *engine);
+  try {
+    model = std::make_unique<CausalLM>(mcfg, *dev.ops, *dev.device_memory, mo, *engine);
+  } catch (const OutOfMemoryError& e) {
+    // The model's pools (activations, workspace, inputs) are sized by the micro-batch's tokens.
+    if (mo.max_tokens != train_tokens) throw;  // an eval example is longer: not the batch's doing
+    const auto o = a.key_origin(kBatchKey);
+    fail(
+        "{}{}: {} samples × the longest training sample ({} tokens) = {} tokens per micro-batch, "
+        "and the model's activation pools are sized for that many: {}. Lower {} (a larger "
+        "gradient_accumulation_steps keeps the global batch) or trainer.max_length{}",
+        o.at.empty() ? "" : o.at + ": ", kBatchKey, a.per_device_train_batch_size, longest,
+        train_tokens, e.what(), kBatchKey, o.where);
+  }
   init_weights.resize(static_cast<size_t>(model->layout().total_elems()) * dtype_size(a.dtype));
   const Tensor flat(init_weights.data(), a.dtype, {model->layout().total_elems()}, Device::kCPU);
   if (a.from_scratch) {
@@ -273,6 +312,7 @@ void Trainer::State::resume_or_init() {
     applied_steps = st["applied_steps"].get<int64_t>();
     num_tokens_seen = st["num_tokens_seen"].get<int64_t>();
     best_from_json(st, state_file);
+    sched = resumed_lr_schedule(st, state_file.string(), sched, a, start_step, *ckpt, rank0());
     resumed_from = *ckpt;
   }
   // A resumed run continues its checkpoint's run; a fresh one (or a checkpoint without an id) gets

@@ -69,6 +69,7 @@ TEST(Arena, OutOfMemoryNamesPoolAndBytes) {
   expect_error([&] { a.allocate(); },
                {"out of memory: pool 'activations' needs 2496 bytes (2.4 KiB) on host",
                 "2 views; largest 'big' 2000 bytes"});
+  EXPECT_THROW(a.allocate(), zt::OutOfMemoryError);  // the type a caller catches to name a setting
   EXPECT_FALSE(a.allocated());
 }
 

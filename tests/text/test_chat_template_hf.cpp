@@ -179,10 +179,44 @@ TEST(TokenizerConfig, TemplateFileThatIsNotUtf8IsNamed) {
   EXPECT_EQ(read_template_file(d / "t.jinja"), "caf\xc3\xa9 {{ x }}");
 }
 
+// tokenizer.json without tokenizer_config.json, as transformers' PreTrainedTokenizerFast loads it:
+// no named special token, no add_bos_token, no chat template — except what special_tokens_map.json
+// and the template files hold, which transformers reads without the config too.
+TEST(TokenizerConfig, TokenizerJsonAloneGetsTransformersDefaults) {
+  TempDir d;
+  write(d / "tokenizer.json", "{}");  // not read here (text::Tokenizer::load reads it)
+  TokenizerConfig c = load_tokenizer_config(d.path());
+  EXPECT_FALSE(c.has_config_file);
+  EXPECT_EQ(c.dir, d.path());
+  for (const auto* t : {&c.bos_token, &c.eos_token, &c.pad_token, &c.unk_token, &c.sep_token,
+                        &c.cls_token, &c.mask_token})
+    EXPECT_FALSE(*t);
+  EXPECT_FALSE(c.add_bos_token);
+  EXPECT_FALSE(c.chat_template);
+  EXPECT_TRUE(c.named_templates.empty());
+  expect_error([&] { select_chat_template(c, false); },
+               {d.path().string() + ": the tokenizer has no chat template (tokenizer_config.json "
+                                    "'chat_template', chat_template.jinja or a 'default' named "
+                                    "template)"});
+  write(d / "special_tokens_map.json", R"({"eos_token": "</s>", "bos_token": {"content": "<s>"}})");
+  write(d / "chat_template.jinja", "{{ eos_token }}");
+  c = load_tokenizer_config(d.path());
+  EXPECT_FALSE(c.has_config_file);
+  EXPECT_EQ(c.eos_token, "</s>");
+  EXPECT_EQ(c.bos_token, "<s>");
+  EXPECT_FALSE(c.pad_token);
+  EXPECT_EQ(c.chat_template, "{{ eos_token }}");
+  EXPECT_EQ(c.chat_template_origin, (d / "chat_template.jinja").string());
+  write(d / "tokenizer_config.json", "{}");
+  EXPECT_TRUE(load_tokenizer_config(d.path()).has_config_file);
+}
+
 TEST(TokenizerConfig, ErrorsNameTheFileAndKey) {
   TempDir d;
   expect_error([&] { load_tokenizer_config(d.path()); },
-               {(d / "tokenizer_config.json").string(), "file not found"});
+               {(d / "tokenizer_config.json").string() +
+                ": file not found, and no tokenizer.json beside it (expected an HF tokenizer "
+                "directory)"});
   write(d / "tokenizer_config.json", "{\"eos_token\": ");
   expect_error([&] { load_tokenizer_config(d.path()); },
                {(d / "tokenizer_config.json").string(), "invalid JSON"});

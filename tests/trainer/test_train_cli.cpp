@@ -525,6 +525,72 @@ TEST_F(TrainCli, ResumeFromAMalformedStateNamesTheKey) {
   EXPECT_EQ(r.output.find("internal error"), std::string::npos) << r.output;
 }
 
+// A resume whose config changes the LR schedule does what transformers' Trainer does (it restores
+// the LR scheduler: base_lrs, the checkpoint's learning rate, continue; the schedule's shape is
+// rebuilt from the new arguments), and says so at start-up naming each key, the checkpoint's value
+// and the value now used. A checkpoint without "lr_schedule" (saved before it was recorded) still
+// resumes, with the config's values as before; a malformed one names the file and the key.
+TEST_F(TrainCli, ResumeWithAnotherLrScheduleKeepsTheCheckpointsLearningRate) {
+  auto r = train("lrsched", "trainer.max_steps=2");
+  ASSERT_EQ(r.status, 0) << r.output;
+  const fs::path ck = exp("lrsched") / "checkpoint-2", state = ck / "trainer_state.json";
+  const zt::Json good = zt::Json::parse(slurp(state));
+  EXPECT_EQ(good["lr_schedule"], zt::Json::parse(R"({"learning_rate": 0.01,
+      "lr_scheduler_type": "linear", "warmup_steps": 1})"));
+  const std::string changed =
+      " trainer.learning_rate=0.5 trainer.lr_scheduler_type=cosine trainer.warmup_steps=2";
+  r = train("lrsched2", "trainer.resume_from_checkpoint=" + ck.string() + changed);
+  ASSERT_EQ(r.status, 0) << r.output;
+  const std::string at = (root_ / "sft.yaml").string() + ": trainer.",
+                    cl = " (given on the command line)\n";
+  for (const std::string& note :
+       {"warning: " + at + "learning_rate: 0.5 differs from the 0.01 that " + state.string() +
+            " records; the checkpoint's 0.01 is used, as transformers' Trainer does (resuming "
+            "restores its LR scheduler, base learning rate included). To train on with 0.5, start "
+            "a new run from the checkpoint's weights (model.name_or_path=" +
+            ck.string() + ")" + cl,
+        "info: " + at + "lr_scheduler_type: cosine differs from the linear that " + state.string() +
+            " records; the schedule is cosine from step 3 on, as transformers' Trainer does (the "
+            "LR scheduler it restores keeps the shape this run's arguments give)" +
+            cl,
+        "info: " + at + "warmup_steps: 2 gives 2 warm-up step(s), and " + state.string() +
+            " records 1; the schedule uses 2 from step 3 on, as transformers' Trainer does (the LR "
+            "scheduler it restores keeps the shape this run's arguments give)" +
+            cl})
+    EXPECT_NE(r.output.find("zerotune: " + note), std::string::npos) << note << "\n" << r.output;
+  const auto lrs_of = [](const std::string& name) {
+    std::vector<double> lrs;
+    for (const auto& e : train_events(exp(name)))
+      if (e.contains("learning_rate")) lrs.push_back(e["learning_rate"].get<double>());
+    return lrs;
+  };
+  // Steps 3 and 4 of 4: 0.01 × cosine after 2 warm-up steps (1, then 0.5), not 0.5 × anything.
+  EXPECT_EQ(lrs_of("lrsched2"), (std::vector<double>{0.01, 0.005}));
+  // The checkpoint this run saves records the schedule it used.
+  EXPECT_EQ(zt::Json::parse(
+                slurp(exp("lrsched2") / "checkpoint-4" / "trainer_state.json"))["lr_schedule"],
+            zt::Json::parse(R"({"learning_rate": 0.01, "lr_scheduler_type": "cosine",
+                "warmup_steps": 2})"));
+  // An older checkpoint: no "lr_schedule", no note, the config's schedule (0.5 × cosine).
+  zt::Json old = good;
+  old.erase("lr_schedule");
+  std::ofstream(state) << old.dump(2);
+  r = train("lrsched3", "trainer.resume_from_checkpoint=" + ck.string() + changed);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(r.output.find("differs from the"), std::string::npos) << r.output;
+  EXPECT_EQ(lrs_of("lrsched3"), (std::vector<double>{0.5, 0.25}));
+  zt::Json bad = good;
+  bad["lr_schedule"]["lr_scheduler_type"] = "cosine_with_restarts";
+  std::ofstream(state) << bad.dump(2);
+  r = train("lrsched4", "trainer.resume_from_checkpoint=" + ck.string());
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("zerotune: error: " + state.string() +
+                          ": 'lr_schedule.lr_scheduler_type' must be one of linear, cosine, "
+                          "constant, constant_with_warmup, got \"cosine_with_restarts\"\n"),
+            std::string::npos)
+      << r.output;
+}
+
 // eval_strategy / save_strategy "epoch" with the epoch cut short by max_steps: evaluated and saved
 // at the last step, as transformers' loop ends the epoch there (on_epoch_end); nothing was done.
 // (48 rows, global batch 8: 6 steps an epoch; max_steps 4.)
@@ -865,6 +931,83 @@ TEST_F(TrainCli, ConfigErrorsNameTheKey) {
        p = r.output.find("unknown config key 'trainer.lerning_rate'", p + 1))
     ++count;
   EXPECT_EQ(count, 1u) << r.output;
+}
+
+// A per_device_train_batch_size whose micro-batch cannot be held is a start-up error naming the
+// key, its file, the bound and why (the model's pools are sized by the batch × the longest training
+// sample, 56 tokens in the demo data), before anything is written: past the int32 token bound, and
+// where the activations pool does not fit (a 7.6 GiB address-space limit against its 21.1 GiB) —
+// there it was the arena's bare "out of memory: pool 'activations'".
+TEST_F(TrainCli, HugeMicroBatchNamesTheKeyAndTheBound) {
+  const std::string at = (root_ / "sft.yaml").string() + ": trainer.per_device_train_batch_size: ";
+  auto r = train("hugebatch",
+                 "trainer.per_device_train_batch_size=100000000 "
+                 "trainer.gradient_accumulation_steps=1 trainer.max_steps=1");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(
+      r.output.find(
+          "zerotune: error: " + at +
+          "100000000 samples × the longest training sample (56 tokens) is more than the "
+          "2147483647 tokens a micro-batch can hold (its position ids and sequence "
+          "boundaries are int32; the model's pools are sized by per_device_train_batch_size "
+          "× the longest sample): expected at most 38347922 here (a larger "
+          "gradient_accumulation_steps keeps the global batch) (given on the command line)\n"),
+      std::string::npos)
+      << r.output;
+  EXPECT_FALSE(fs::exists(exp("hugebatch")));
+  r = run("ulimit -v 8000000 && " + std::string(ZT_BINARY) + " train --config " +
+          (root_ / "sft.yaml").string() +
+          " exp_name=oombatch trainer.per_device_train_batch_size=100000 "
+          "trainer.gradient_accumulation_steps=1 trainer.max_steps=1");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("zerotune: error: " + at +
+                          "100000 samples × the longest training sample (56 tokens) = 5600000 "
+                          "tokens per micro-batch, and the model's activation pools are sized for "
+                          "that many: out of memory: pool 'activations' needs 22696061952 bytes "
+                          "(21.1 GiB) on host"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find(". Lower trainer.per_device_train_batch_size (a larger "
+                          "gradient_accumulation_steps keeps the global batch) or "
+                          "trainer.max_length (given on the command line)\n"),
+            std::string::npos)
+      << r.output;
+  EXPECT_FALSE(fs::exists(exp("oombatch")));
+}
+
+// A tokenizer directory with tokenizer.json alone (transformers' PreTrainedTokenizerFast loads it)
+// trains: no named special token and no chat template, so what needs one says which file would
+// supply it and which key to set instead; with trainer.eos_token it trains and exports. (It was
+// refused: "<dir>/tokenizer_config.json: file not found".)
+TEST_F(TrainCli, TokenizerJsonAloneTrains) {
+  const fs::path tok = root_ / "tokenizer_json_only";
+  fs::create_directories(tok);
+  fs::copy_file(fs::path(ZT_SOURCE_DIR) / "configs/tokenizers/qwen2.5-instruct/tokenizer.json",
+                tok / "tokenizer.json", fs::copy_options::overwrite_existing);
+  const std::string base = "trainer.max_steps=2 model.tokenizer_name_or_path=" + tok.string();
+  auto r = train("tokonly1", base + " dataset.prompt_format=none");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("zerotune: error: " + tok.string() +
+                          " has no tokenizer_config.json (only tokenizer.json), so no eos_token, "
+                          "which " +
+                          (root_ / "data/train.parquet").string() +
+                          " (the train set, dataset.train.path) (prompt/completion data) needs; "
+                          "set trainer.eos_token, or add a tokenizer_config.json with an "
+                          "eos_token\n"),
+            std::string::npos)
+      << r.output;
+  r = train("tokonly2", base + " \"trainer.eos_token='<|im_end|>'\"");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("zerotune: error: " + tok.string() +
+                          ": the tokenizer has no chat template, which dataset.prompt_format: "
+                          "chat needs"),
+            std::string::npos)
+      << r.output;
+  r = train("tokonly3", base + " dataset.prompt_format=none \"trainer.eos_token='<|im_end|>'\"");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(train_events(exp("tokonly3")).size(), 3u);  // 2 logs + 1 eval
+  EXPECT_TRUE(slurp(exp("tokonly3") / "final" / "tokenizer.json") == slurp(tok / "tokenizer.json"));
+  EXPECT_FALSE(fs::exists(exp("tokonly3") / "final" / "tokenizer_config.json"));
 }
 
 // A model path that is a file (its config.json) or not there: the error names the file and the
