@@ -108,7 +108,8 @@ data::DataOptions data_options(const RunConfig& cfg, const std::string& split) {
   o.dataset = dataset_file(cfg, split, &o.names.dataset_key);
   for (const char* key :
        {"dataset.prompt_format", "trainer.assistant_only_loss", "trainer.completion_only_loss",
-        "trainer.eos_token", "trainer.packing", "trainer.packing_strategy", "trainer.max_length"}) {
+        "trainer.eos_token", "trainer.packing", "trainer.packing_strategy", "trainer.max_length",
+        "trainer.dataset_text_field"}) {
     const std::string k = key;
     o.names.options[k.substr(k.find('.') + 1)] = {k, cfg.where(k)};
   }

@@ -22,7 +22,9 @@ namespace zt::data {
 namespace {
 
 // Bump when a change to this layer changes the tokens or masks it produces for the same inputs.
-constexpr const char* kPipelineVersion = "zerotune-sft-data-3";  // 3: config special tokens added
+// 3: config special tokens added; 4: EOS placed as TRL's add_eos (only a "text" column; not a
+// completion beside one).
+constexpr const char* kPipelineVersion = "zerotune-sft-data-4";
 constexpr size_t kMaxListedRows = 100;
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {
@@ -88,7 +90,8 @@ void truncate(TokenizedExample* ex, size_t max_len, TruncationMode mode) {
 
 struct RowResult {
   TokenizedExample ex;
-  int drop = -1;  // a DropReason, or -1
+  int drop = -1;             // a DropReason, or -1
+  bool eos_on_text = false;  // SftRow::eos_on_text_column
 };
 
 }  // namespace
@@ -248,6 +251,7 @@ TokenData build_token_data(const DataOptions& given, const text::Tokenizer& toke
       if (auto* drop = std::get_if<DropReason>(&row)) {
         results[r].drop = static_cast<int>(*drop);
       } else {
+        results[r].eos_on_text = std::get<SftRow>(row).eos_on_text_column;
         results[r].ex = formatter.format(std::get<SftRow>(row));
       }
     } catch (const std::exception& e) {
@@ -270,8 +274,14 @@ TokenData build_token_data(const DataOptions& given, const text::Tokenizer& toke
   rep.rows_read = n;
   int64_t drops[kNumDropReasons] = {};
   std::vector<int64_t> kept;  // row indices, in order
+  std::vector<int64_t> eos_on_text_rows;  // the first kMaxListedRows of them
+  int64_t eos_on_text = 0;
   for (int64_t r = 0; r < n; ++r) {
     RowResult& res = results[r];
+    if (res.eos_on_text && opts.prompt_format != PromptFormat::kChat) {
+      ++eos_on_text;
+      if (eos_on_text_rows.size() < kMaxListedRows) eos_on_text_rows.push_back(r);
+    }
     if (res.drop >= 0) {
       ++drops[res.drop];
       continue;
@@ -311,6 +321,14 @@ TokenData build_token_data(const DataOptions& given, const text::Tokenizer& toke
         rep.prefix_mismatches > static_cast<int64_t>(rep.prefix_mismatch_rows.size()) ? ", …" : "");
     if (opts.prefix_mismatch == PrefixMismatch::kError) fail("{} (prefix_mismatch: error)", msg);
     log::warn("{} (prefix_mismatch: warn)", msg);
+  }
+  if (eos_on_text > 0) {
+    log::warn(
+        "{}: {} row(s) have a 'text' column beside 'prompt' and 'completion' (rows {}{}): TRL's "
+        "add_eos appends the EOS to 'text' instead of the completion, and so does zerotune: "
+        "those completions end without it",
+        file, eos_on_text, fmt::join(eos_on_text_rows, ", "),
+        eos_on_text > static_cast<int64_t>(eos_on_text_rows.size()) ? ", …" : "");
   }
   if (kept.empty()) {
     std::vector<std::string> parts;

@@ -69,6 +69,9 @@ struct SftRow {
   // The row's `chat_template_kwargs` (an object of extra template variables, TRL's column of
   // that name; a JSON string is parsed), or null.
   Json chat_template_kwargs;
+  // Plain prompt/completion: the row also has a string `text` column, which TRL's add_eos gives
+  // the EOS instead of the completion (it tests "text" first), so the completion gets none.
+  bool eos_on_text_column = false;
 };
 
 // Checks row `row_index` (0-based) against `format` and extracts it; ShareGPT messages are

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "core/log.h"
 
 namespace zt::data {
 namespace {
@@ -57,6 +58,12 @@ SftFormatter::SftFormatter(const DataOptions& opts, const DatasetFormat& format,
         config.dir.string(), dataset, to_string(kind), names.bare_key("eos_token"));
   }
 
+  if (kind == DatasetKind::kLanguageModeling && format.text_field != "text") {
+    log::warn(
+        "{}: no EOS is appended to the '{}' column ({}): TRL's add_eos appends '{}' only to a "
+        "column named 'text', as zerotune does; end the texts with it to train it",
+        dataset, format.text_field, names.bare_key("dataset_text_field"), eos_);
+  }
   if (opts.prompt_format == PromptFormat::kChat && kind != DatasetKind::kPromptCompletion) {
     fail("{}: chat needs plain-string 'prompt' and 'completion' columns, but {} is {} data{}",
          names.key("prompt_format"), dataset, to_string(kind), names.where("prompt_format"));
@@ -150,7 +157,7 @@ TokenizedExample SftFormatter::format(const SftRow& row) const {
         prompt = render(msgs, true, row).text;
         completion += eos_;
       }
-      if (!ends_with(completion, eos_)) completion += eos_;
+      if (!row.eos_on_text_column && !ends_with(completion, eos_)) completion += eos_;
       prompt_ids = tok_->encode(prompt, /*add_special_tokens=*/true);
       ex.ids = tok_->encode(prompt + completion, /*add_special_tokens=*/true);
       has_prompt = true;
@@ -174,7 +181,7 @@ TokenizedExample SftFormatter::format(const SftRow& row) const {
     }
     case DatasetKind::kLanguageModeling: {
       std::string text = row.completion;
-      if (!ends_with(text, eos_)) text += eos_;
+      if (format_.text_field == "text" && !ends_with(text, eos_)) text += eos_;
       ex.ids = tok_->encode(text, /*add_special_tokens=*/true);
       break;
     }

@@ -43,7 +43,10 @@ class SftFormatter {
   ~SftFormatter();
 
   // Formats and tokenises one row:
-  // - plain prompt/completion: completion += eos unless it already ends with it; ids =
+  // EOS as TRL's add_eos (0.25.1 and 1.x), which appends it to a column named "text", else to
+  // "completion":
+  // - plain prompt/completion: completion += eos unless it already ends with it or the row has a
+  //   string `text` column (SftRow::eos_on_text_column: TRL puts the EOS there instead); ids =
   //   tok(prompt + completion), prompt_ids = tok(prompt), both with add_special_tokens=true as
   //   TRL's `processing_class(text=…)` (so a post-processor BOS is added, once per call);
   // - prompt_format chat: prompt = render([{user, prompt}], add_generation_prompt=true).text,
@@ -51,7 +54,8 @@ class SftFormatter {
   // - conversational prompt/completion: prompt_ids = tok(render(prompt, add_generation_prompt=
   //   true)), ids = tok(render(prompt + completion)), special tokens recognised, none added;
   //   template variables as transformers (text::chat_template_context, with the row's `tools`);
-  // - language modelling: text += eos unless present, ids = tok(text, add_special_tokens=true);
+  // - language modelling: text += eos unless present or dataset_text_field is not "text" (TRL's
+  //   add_eos never touches another column), ids = tok(text, add_special_tokens=true);
   // - conversational language modelling: ids = tok(render(messages)).
   // Completion mask (opts.completion_mask): kPrefix (TRL 1.16) [0]*c + [1]*(len(ids) - c) with c
   // the length of the common prefix of prompt_ids and ids; kPositional (TRL <= 1.9)

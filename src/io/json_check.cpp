@@ -38,12 +38,33 @@ std::pair<size_t, size_t> line_col(std::string_view text, size_t at, size_t firs
           line_start == std::string_view::npos ? at + 1 : at - line_start};
 }
 
+// What a text holding NUL bytes is when it starts as UTF-16 or UTF-32 text does (Windows tools
+// write UTF-16: PowerShell's `>`, Notepad's "Unicode"): its byte order mark, or an ASCII character
+// beside a NUL. Empty when it does not.
+std::string_view wide_encoding(std::string_view text) {
+  const auto starts = [&](std::string_view p) { return text.substr(0, p.size()) == p; };
+  using namespace std::string_view_literals;
+  if (starts("\xFF\xFE\0\0"sv)) return "UTF-32LE (byte order mark FF FE 00 00)";
+  if (starts("\0\0\xFE\xFF"sv)) return "UTF-32BE (byte order mark 00 00 FE FF)";
+  if (starts("\xFF\xFE"sv)) return "UTF-16LE (byte order mark FF FE)";
+  if (starts("\xFE\xFF"sv)) return "UTF-16BE (byte order mark FE FF)";
+  if (text.size() >= 2 && (text[0] == '\0') != (text[1] == '\0') &&
+      static_cast<unsigned char>(text[0] | text[1]) < 0x80)
+    return text[0] == '\0' ? "UTF-16BE" : "UTF-16LE";
+  return {};
+}
+
 }  // namespace
 
 void check_no_nul(std::string_view text, const std::string& origin, size_t first_line,
                   std::string_view prefix) {
   if (const size_t nul = text.find('\0'); nul != std::string_view::npos) {
     const auto [line, col] = line_col(text, nul, first_line);
+    if (const std::string_view enc = wide_encoding(text); !enc.empty())
+      fail(
+          "{}:{}:{}: {}a NUL byte: the text is {}, expected UTF-8 (convert it, e.g. iconv -f {} -t "
+          "UTF-8)",
+          origin, line, col, prefix, enc, enc.substr(0, enc.find(' ')));
     fail("{}:{}:{}: {}a NUL byte: not JSON text (a truncated or binary file?)", origin, line, col,
          prefix);
   }

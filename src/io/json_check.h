@@ -28,7 +28,9 @@ std::optional<size_t> find_too_deep_json(std::string_view text, int max_depth = 
 
 // Throws zt::Error
 //   "ORIGIN:LINE:COL: PREFIXa NUL byte: not JSON text (a truncated or binary file?)"
-// at the first raw NUL byte of `text`, else
+// at the first raw NUL byte of `text` ("… a NUL byte: the text is UTF-16LE (byte order mark FF
+// FE), expected UTF-8 (convert it, e.g. iconv -f UTF-16LE -t UTF-8)" when `text` starts as UTF-16
+// or UTF-32 text does), else
 //   "ORIGIN:LINE: PREFIXJSON nesting depth exceeds 1000"
 // when `text` nests deeper than kMaxJsonDepth. LINE is counted from `first_line` at the start of
 // `text` (a JSON Lines reader passes the line's number), COL is the 1-based byte of the line.

@@ -184,6 +184,35 @@ TEST_F(Prepare, KeepEndTruncation) {
   EXPECT_EQ(build_token_data(o, *tok_, *cfg_).ids, (std::vector<int32_t>{16141, 55992, 7615}));
 }
 
+// TRL's add_eos (0.25.1 and current) appends the EOS to a column named "text", else to
+// "completion": a dataset_text_field other than "text" gets none, and a prompt/completion row that
+// also has a string "text" column gets it on that column (which is not trained), not on the
+// completion.
+TEST_F(Prepare, EosGoesWhereTrlAddEosPutsIt) {
+  const std::vector<int32_t> answer{16141, 55992, 7615, 398};  // "Answer:Certainly"
+  std::vector<int32_t> with_eos = answer;
+  with_eos.push_back(151645);
+  const auto lm = dir_ / "lm.jsonl";
+  write_file(lm, "{\"body\": \"Answer:Certainly\", \"text\": \"unused\"}\n");
+  DataOptions o = options(lm);
+  o.dataset_text_field = "body";
+  EXPECT_EQ(build_token_data(o, *tok_, *cfg_).ids, answer);
+  write_file(lm, "{\"text\": \"Answer:Certainly\"}\n");
+  EXPECT_EQ(build_token_data(options(lm), *tok_, *cfg_).ids, with_eos);
+
+  const auto pc = dir_ / "pc.jsonl";
+  write_file(pc,
+             "{\"prompt\": \"Answer:\", \"completion\": \"Certainly\", \"text\": \"Answer: "
+             "Certainly\"}\n"
+             "{\"prompt\": \"Answer:\", \"completion\": \"Certainly\", \"text\": null}\n"
+             "{\"prompt\": \"Answer:\", \"completion\": \"Certainly\"}\n");
+  const TokenData d = build_token_data(options(pc), *tok_, *cfg_);
+  ASSERT_EQ(d.example_offsets, (std::vector<int64_t>{0, 4, 9, 14}));
+  EXPECT_EQ(std::vector<int32_t>(d.ids.begin(), d.ids.begin() + 4), answer);
+  EXPECT_EQ(std::vector<int32_t>(d.ids.begin() + 4, d.ids.begin() + 9), with_eos);
+  EXPECT_EQ(std::vector<int32_t>(d.ids.begin() + 9, d.ids.end()), with_eos);
+}
+
 // The case ../shared/cases/chat-template-kwargs-ignored: 3 targets per row, [19, 151645, 198]
 // ("4", <|im_end|>, "\n") and [21, 151645, 198], with the kwargs from the rows' column or from
 // the config (trainer.chat_template_kwargs); a row's own value wins over the config's. Without

@@ -165,6 +165,24 @@ TEST(ReaderErrors, NulByteIsRefusedWithItsPlace) {
   EXPECT_EQ(error_of([&] { read_rows(j); }).rfind(j.string() + ":1:11: a NUL byte", 0), 0u);
 }
 
+// A UTF-16 file (PowerShell's `>`, Notepad's "Unicode") is text, not a truncated or binary file:
+// the error names its encoding and how to convert it.
+TEST(ReaderErrors, Utf16FileIsNamedAsSuch) {
+  TempDir dir;
+  const auto le = dir / "le.jsonl";
+  write_file(le, std::string("\xFF\xFE{\0\"\0p\0\"\0:\0 \0\"\0a\0\"\0}\0\r\0\n\0", 26));
+  EXPECT_EQ(error_of([&] { read_rows(le); }),
+            le.string() +
+                ":1:4: a NUL byte: the text is UTF-16LE (byte order mark FF FE), expected UTF-8 "
+                "(convert it, e.g. iconv -f UTF-16LE -t UTF-8)");
+  const auto be = dir / "be.json";
+  write_file(be, std::string("\0[\0{\0}\0]", 8));
+  EXPECT_EQ(error_of([&] { read_rows(be); }),
+            be.string() +
+                ":1:1: a NUL byte: the text is UTF-16BE, expected UTF-8 (convert it, e.g. iconv -f "
+                "UTF-16BE -t UTF-8)");
+}
+
 TEST(ReaderErrors, InvalidUtf8InJsonArrayGivesRowAndByteOffset) {
   TempDir dir;
   const auto f = dir / "utf.json";
