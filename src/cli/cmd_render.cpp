@@ -15,6 +15,7 @@
 
 #include "cli/command_line.h"
 #include "cli/commands.h"
+#include "cli/deferred_stdout.h"
 #include "core/error.h"
 #include "io/json.h"
 #include "io/json_check.h"
@@ -42,7 +43,8 @@ const text::ChatTemplate& template_for(const text::TokenizerConfig& cfg, bool ha
 // FILE holds one JSON object per line: "messages" (a list of messages, required),
 // "add_generation_prompt" (bool, default false), "tools" (optional list), and any other keys,
 // which become extra template variables (e.g. "enable_thinking"). Blank lines are skipped. Prints
-// one JSON string (the rendered text) per row, in order. Errors name FILE:LINE.
+// one JSON string (the rendered text) per row, in order. Errors name FILE:LINE; after one nothing
+// is printed (the output is held back, spooled past 1 MiB, until every row rendered).
 constexpr CommandUsage kUsage{"render", "--tokenizer DIR FILE.jsonl"};
 
 int cmd_render(const Args& args) {
@@ -59,7 +61,8 @@ int cmd_render(const Args& args) {
   if (std::filesystem::is_directory(file)) fail("{}: is a directory; expected a JSONL file", file);
   std::ifstream in(file);
   if (!in) fail("{}: cannot open file", file);
-  std::string line, out;
+  std::string line;
+  DeferredStdout out;
   size_t lineno = 0;
   while (std::getline(in, line)) {
     ++lineno;
@@ -94,18 +97,14 @@ int cmd_render(const Args& args) {
           extra[it.key()] = it.value();
       const text::ChatTemplate& tpl = template_for(cfg, !tools.is_null(), cache);
       Json ctx = text::chat_template_context(cfg, *msgs, tools, agp, extra);
-      out += Json(tpl.render(ctx).text).dump(-1, ' ', false, Json::error_handler_t::replace);
-      out += '\n';
+      out.append(Json(tpl.render(ctx).text).dump(-1, ' ', false, Json::error_handler_t::replace));
+      out.append("\n");
     } catch (const Error& e) {
       fail("{}:{}: {}", file, lineno, e.what());
     }
-    if (out.size() > (1 << 20)) {
-      std::fwrite(out.data(), 1, out.size(), stdout);
-      out.clear();
-    }
   }
   if (in.bad()) fail("{}: read error after line {}", file, lineno);
-  std::fwrite(out.data(), 1, out.size(), stdout);
+  out.commit();
   return 0;
 }
 

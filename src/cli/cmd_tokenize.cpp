@@ -10,6 +10,7 @@
 
 #include "cli/command_line.h"
 #include "cli/commands.h"
+#include "cli/deferred_stdout.h"
 #include "core/error.h"
 #include "io/json.h"
 #include "io/json_check.h"
@@ -40,8 +41,11 @@ std::string line_text(const std::string& line, const std::string& file, size_t l
        v.type_name());
 }
 
-void flush(const text::Tokenizer& tok, std::vector<std::string>& texts,
-           std::vector<size_t>& linenos, const std::string& file, int threads, bool special) {
+// Encodes the batch `texts` (read from `linenos` of `file`) into `out`, one JSON array per text,
+// and clears the batch.
+void encode_into(const text::Tokenizer& tok, std::vector<std::string>& texts,
+                 std::vector<size_t>& linenos, const std::string& file, int threads, bool special,
+                 DeferredStdout& out) {
   std::vector<std::vector<int32_t>> ids;
   try {
     ids = tok.encode_batch(texts, threads, special);
@@ -56,16 +60,16 @@ void flush(const text::Tokenizer& tok, std::vector<std::string>& texts,
     }
     throw;
   }
-  std::string out;
+  std::string text;
   for (const auto& v : ids) {
-    out += '[';
+    text += '[';
     for (size_t k = 0; k < v.size(); ++k) {
-      if (k) out += ',';
-      out += std::to_string(v[k]);
+      if (k) text += ',';
+      text += std::to_string(v[k]);
     }
-    out += "]\n";
+    text += "]\n";
   }
-  std::fwrite(out.data(), 1, out.size(), stdout);
+  out.append(text);
   texts.clear();
   linenos.clear();
 }
@@ -73,7 +77,8 @@ void flush(const text::Tokenizer& tok, std::vector<std::string>& texts,
 }  // namespace
 
 // Reads FILE (JSONL: each line a JSON string or {"text": ...}; blank lines are skipped) and prints
-// one JSON array of token ids per text, in order. Errors name FILE:LINE.
+// one JSON array of token ids per text, in order. Errors name FILE:LINE; after one nothing is
+// printed (the output is held back, spooled past 1 MiB, until every line encoded).
 constexpr CommandUsage kUsage{"tokenize",
                               "--tokenizer PATH FILE.jsonl [--add-special-tokens] [--threads N]"};
 
@@ -101,6 +106,7 @@ int cmd_tokenize(const Args& args) {
   std::vector<std::string> texts;
   std::vector<size_t> linenos;
   std::string line;
+  DeferredStdout out;
   size_t lineno = 0;
   while (std::getline(in, line)) {
     ++lineno;
@@ -108,10 +114,11 @@ int cmd_tokenize(const Args& args) {
     if (line.find_first_not_of(" \t") == std::string::npos) continue;
     texts.push_back(line_text(line, file, lineno));
     linenos.push_back(lineno);
-    if (texts.size() == 4096) flush(tok, texts, linenos, file, threads, add_special);
+    if (texts.size() == 4096) encode_into(tok, texts, linenos, file, threads, add_special, out);
   }
   if (in.bad()) fail("{}: read error after line {}", file, lineno);
-  flush(tok, texts, linenos, file, threads, add_special);
+  encode_into(tok, texts, linenos, file, threads, add_special, out);
+  out.commit();
   return 0;
 }
 

@@ -418,4 +418,55 @@ TEST(CommandLine, RenderAndTokenizeNameARowWithANumberBeyondADouble) {
             "zerotune: error: " + rows + ":1: invalid JSON: number overflow parsing '1e999'\n");
 }
 
+// render (past 1 MiB of output) and tokenize (past 4,096 lines) printed their output in chunks: a
+// bad last row left the earlier rows on stdout beside the error. Now nothing is printed on an
+// error, and a good file's output (spooled to a temporary file past 1 MiB) arrives whole.
+TEST(CommandLine, RenderAndTokenizePrintNothingWhenALateRowIsBad) {
+  zt::testing::TempDir tmp;
+  const std::string tok = std::string(ZT_SHARED_DATA) + "/tokenizers/qwen2.5-instruct";
+  const std::string good = (tmp / "good.jsonl").string(), bad = (tmp / "bad.jsonl").string();
+  {
+    const std::string content(5000, 'x');
+    std::ofstream g(good), b(bad);
+    for (int i = 0; i < 300; ++i) {
+      const std::string row =
+          "{\"messages\": [{\"role\": \"user\", \"content\": \"" + content + "\"}]}\n";
+      g << row;
+      b << row;
+    }
+    b << "{\"messages\": 7}\n";
+  }
+  const CmdResult r = run_zerotune("render --tokenizer " + tok + " " + bad);
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err.rfind("zerotune: error: " + bad + ":301: ", 0), 0u) << r.err;
+  const CmdResult ok = run_zerotune("render --tokenizer " + tok + " " + good);
+  EXPECT_EQ(ok.status, 0) << ok.err;
+  const std::string first = ok.out.substr(0, ok.out.find('\n') + 1);  // every row renders alike
+  EXPECT_GT(first.size(), size_t{5000});
+  std::string expected_render;
+  for (int i = 0; i < 300; ++i) expected_render += first;
+  EXPECT_EQ(ok.out, expected_render);  // > 1 MiB: spooled and read back whole
+
+  const std::string lines = (tmp / "lines.jsonl").string(),
+                    bad_lines = (tmp / "bad_lines.jsonl").string();
+  {
+    std::ofstream g(lines), b(bad_lines);
+    for (int i = 0; i < 5000; ++i) {
+      g << "\"hello\"\n";
+      b << "\"hello\"\n";
+    }
+    b << "{\"txt\": \"hello\"}\n";
+  }
+  const CmdResult t = run_zerotune("tokenize --tokenizer " + tok + " " + bad_lines);
+  EXPECT_EQ(t.status, 1) << t.err;
+  EXPECT_EQ(t.out, "");
+  EXPECT_EQ(t.err, "zerotune: error: " + bad_lines + ":5001: object has no \"text\" key\n");
+  const CmdResult tok_ok = run_zerotune("tokenize --tokenizer " + tok + " " + lines);
+  EXPECT_EQ(tok_ok.status, 0) << tok_ok.err;
+  std::string expected;
+  for (int i = 0; i < 5000; ++i) expected += "[14990]\n";
+  EXPECT_EQ(tok_ok.out, expected);
+}
+
 }  // namespace
