@@ -83,6 +83,9 @@ struct Trainer::State {
   void prepare_data();
   void build_model();
   void build_plan();
+  // Logs (rank 0) "plan: …": samples, batch sizes, steps and the LR schedule `sched` in use, so
+  // after resume_or_init's decision on the checkpoint's learning rate.
+  void log_plan() const;
   void resume_or_init();
   void open_outputs();
   void log_record(const MetricRecord& rec);

@@ -254,13 +254,20 @@ void Trainer::State::build_plan() {
   sched.total_steps = plan->total_steps();
   sched.warmup_steps =
       optim::resolve_warmup_steps(plan->total_steps(), a.warmup_steps, a.warmup_ratio);
-  if (rank0())
-    log::info(
-        "plan: {} samples, world size {}, micro-batch {}, accumulation {} → global batch {}; {} "
-        "steps/epoch, {} steps in all; lr {} {} with {} warm-up steps",
-        pc.num_samples, pc.world_size, pc.batch_size, pc.grad_accum, global_batch,
-        plan->steps_per_epoch(), plan->total_steps(), name_of(a.lr_scheduler_type), a.learning_rate,
-        sched.warmup_steps);
+  // The "plan: … lr …" line waits for the resume decision (log_plan), which may keep the
+  // checkpoint's learning rate.
+}
+
+void Trainer::State::log_plan() const {
+  if (!rank0()) return;
+  const int64_t global_batch =
+      a.per_device_train_batch_size * comm.world_size() * a.gradient_accumulation_steps;
+  log::info(
+      "plan: {} samples, world size {}, micro-batch {}, accumulation {} → global batch {}; {} "
+      "steps/epoch, {} steps in all; lr {} {} with {} warm-up steps",
+      train->num_samples(), comm.world_size(), a.per_device_train_batch_size,
+      a.gradient_accumulation_steps, global_batch, plan->steps_per_epoch(), plan->total_steps(),
+      name_of(sched.kind), sched.base_lr, sched.warmup_steps);
 }
 
 void Trainer::State::resume_or_init() {
@@ -313,8 +320,14 @@ void Trainer::State::resume_or_init() {
     num_tokens_seen = st["num_tokens_seen"].get<int64_t>();
     best_from_json(st, state_file);
     sched = resumed_lr_schedule(st, state_file.string(), sched, a, start_step, *ckpt, rank0());
+    // args.yaml records the learning rate the run uses (as it records the effective output_dir
+    // and report_to): the checkpoint's, where the config asked for another.
+    if (sched.base_lr != a.learning_rate && a.resolved_config.contains("trainer") &&
+        a.resolved_config["trainer"].is_object())
+      a.resolved_config["trainer"]["learning_rate"] = sched.base_lr;
     resumed_from = *ckpt;
   }
+  log_plan();
   // A resumed run continues its checkpoint's run; a fresh one (or a checkpoint without an id) gets
   // a new id, drawn on rank 0.
   char id[33] = {};

@@ -558,6 +558,22 @@ TEST_F(TrainCli, ResumeWithAnotherLrScheduleKeepsTheCheckpointsLearningRate) {
             "scheduler it restores keeps the shape this run's arguments give)" +
             cl})
     EXPECT_NE(r.output.find("zerotune: " + note), std::string::npos) << note << "\n" << r.output;
+  // The plan line (after the warning) and args.yaml give the learning rate used, not the config's.
+  const std::string plan_lr = "; lr cosine 0.01 with 2 warm-up steps\n";
+  EXPECT_NE(r.output.find("zerotune: info: plan: 48 samples, world size 1, micro-batch 2, "
+                          "accumulation 4 → global batch 8; 6 steps/epoch, 4 steps in all" +
+                          plan_lr),
+            std::string::npos)
+      << r.output;
+  EXPECT_GT(r.output.find(plan_lr), r.output.find("warning: " + at + "learning_rate: 0.5"))
+      << r.output;
+  EXPECT_EQ(r.output.find("lr cosine 0.5"), std::string::npos) << r.output;
+  for (const fs::path& args :
+       {exp("lrsched2") / "args.yaml", exp("lrsched2") / "checkpoint-4" / "args.yaml"}) {
+    const std::string yaml = slurp(args);
+    EXPECT_NE(yaml.find("\n  learning_rate: 0.01\n"), std::string::npos) << args << "\n" << yaml;
+    EXPECT_NE(yaml.find("\n  lr_scheduler_type: cosine\n"), std::string::npos) << yaml;
+  }
   const auto lrs_of = [](const std::string& name) {
     std::vector<double> lrs;
     for (const auto& e : train_events(exp(name)))
@@ -579,6 +595,9 @@ TEST_F(TrainCli, ResumeWithAnotherLrScheduleKeepsTheCheckpointsLearningRate) {
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_EQ(r.output.find("differs from the"), std::string::npos) << r.output;
   EXPECT_EQ(lrs_of("lrsched3"), (std::vector<double>{0.5, 0.25}));
+  EXPECT_NE(r.output.find("; lr cosine 0.5 with 2 warm-up steps\n"), std::string::npos) << r.output;
+  EXPECT_NE(slurp(exp("lrsched3") / "args.yaml").find("\n  learning_rate: 0.5\n"),
+            std::string::npos);
   zt::Json bad = good;
   bad["lr_schedule"]["lr_scheduler_type"] = "cosine_with_restarts";
   std::ofstream(state) << bad.dump(2);
