@@ -50,11 +50,14 @@ void resolve_best_model(const RunConfig& cfg, train::TrainArgs& a) {
   std::string metric = given.value_or("");
   if (metric.empty() && a.load_best_model_at_end) metric = "loss";
   const bool best_save = a.save_strategy == SaveStrategy::kBest;
+  // Messages about several keys begin with the file:line of the first and name each other's
+  // (RunConfig::key_ref).
+  const std::string save_key = "trainer.save_strategy", eval_key = "trainer.eval_strategy",
+                    lbm_key = "trainer.load_best_model_at_end";
   if ((best_save || a.load_best_model_at_end) && metric.empty())
-    fail(
-        "{}: trainer.metric_for_best_model must be set with save_strategy: best (the metric whose "
-        "new best triggers a save)",
-        cfg.source());
+    fail("{}: {}: best needs {} (the metric whose new best triggers a save){}",
+         cfg.key_at(save_key), save_key, cfg.key_ref("trainer.metric_for_best_model"),
+         cfg.where(save_key));
   if (metric.empty()) return;
   const auto greater = cfg.get_optional<bool>("trainer.greater_is_better");
   a.greater_is_better = greater ? *greater : !metric.ends_with("loss");
@@ -70,23 +73,27 @@ void resolve_best_model(const RunConfig& cfg, train::TrainArgs& a) {
         "{}: trainer.metric_for_best_model '{}' ({}) is not a metric of zerotune's evaluation; it "
         "logs {}",
         cfg.source(), metric, a.metric_for_best_model, known);
-  if ((best_save || a.load_best_model_at_end) && a.eval_strategy == IntervalStrategy::kNo)
-    fail(
-        "{}: trainer.{} needs evaluations to find the best model, but trainer.eval_strategy is "
-        "'no'",
-        cfg.source(), best_save ? "save_strategy: best" : "load_best_model_at_end");
+  if ((best_save || a.load_best_model_at_end) && a.eval_strategy == IntervalStrategy::kNo) {
+    const std::string& key = best_save ? save_key : lbm_key;
+    fail("{}: {} needs evaluations to find the best model, but {} is 'no'{}", cfg.key_at(key),
+         best_save ? save_key + ": best" : lbm_key, cfg.key_ref(eval_key), cfg.where(key));
+  }
   if (!a.load_best_model_at_end || best_save) return;
   if (name_of(a.eval_strategy) != name_of(a.save_strategy))
     fail(
-        "{}: trainer.load_best_model_at_end requires the save and eval strategy to match (as "
-        "transformers does), but eval_strategy is '{}' and save_strategy '{}'",
-        cfg.source(), name_of(a.eval_strategy), name_of(a.save_strategy));
+        "{}: {} requires the save and eval strategy to match (as transformers does), but {} is "
+        "'{}' and {} '{}'{}",
+        cfg.key_at(lbm_key), lbm_key, cfg.key_ref(eval_key), name_of(a.eval_strategy),
+        cfg.key_ref(save_key), name_of(a.save_strategy), cfg.where(lbm_key));
   const int64_t eval_every = a.eval_steps > 0 ? a.eval_steps : a.logging_steps;
+  // eval_steps null (0): the evaluation steps are logging_steps, as in transformers.
+  const char* every_key = a.eval_steps > 0 ? "trainer.eval_steps" : "trainer.logging_steps";
   if (a.eval_strategy == IntervalStrategy::kSteps && a.save_steps % eval_every != 0)
     fail(
-        "{}: trainer.load_best_model_at_end requires the saving steps to be a round multiple of "
-        "the evaluation steps, but save_steps {} is not a round multiple of eval_steps {}",
-        cfg.source(), a.save_steps, eval_every);
+        "{}: {} requires the saving steps to be a round multiple of the evaluation steps, but {} "
+        "{} is not a round multiple of {} {}{}",
+        cfg.key_at(lbm_key), lbm_key, cfg.key_ref("trainer.save_steps"), a.save_steps,
+        cfg.key_ref(every_key), eval_every, cfg.where(lbm_key));
 }
 
 // RunConfig (+ accelerate config) → TrainArgs for a job of `world` ranks. Rank 0 logs warnings.
@@ -108,35 +115,39 @@ train::TrainArgs make_train_args(RunConfig& cfg, const std::optional<AccelerateC
     // As the users' script does: global_batch_size / (n_gpus × per_device_train_batch_size), with
     // the actual world size in place of n_gpus.
     auto gbs = cfg.get_optional<int64_t>("compute.global_batch_size");
+    const std::string gas = "trainer.gradient_accumulation_steps",
+                      gbs_key = "compute.global_batch_size";
     if (!gbs)
-      fail("{}: trainer.gradient_accumulation_steps is ??? and compute.global_batch_size is not set, so it "
-           "cannot be derived",
-           cfg.source());
+      fail("{}: {} is ??? and {} is not set, so it cannot be derived{}", cfg.key_at(gas), gas,
+           cfg.key_ref(gbs_key), cfg.where(gas));
     int64_t per_step = world * cfg.get<int64_t>("trainer.per_device_train_batch_size");
     if (*gbs < per_step || *gbs % per_step != 0)
-      fail("{}: compute.global_batch_size {} is not a multiple of world size {} × per_device_train_batch_size "
-           "{} = {}; cannot derive trainer.gradient_accumulation_steps",
-           cfg.source(), *gbs, world, per_step / world, per_step);
+      fail("{}: {} {} is not a multiple of world size {} × {} {} = {}; cannot derive {} ({}){}",
+           cfg.key_at(gbs_key), gbs_key, *gbs, world,
+           cfg.key_ref("trainer.per_device_train_batch_size"), per_step / world, per_step, gas,
+           cfg.key_at(gas), cfg.where(gbs_key));
     cfg.set("trainer.gradient_accumulation_steps", *gbs / per_step);
   }
   train::TrainArgs a;
   read_declared_options(cfg, a);
   // Nothing to train: transformers would run zero steps and save the unchanged model; zerotune
   // refuses such a run (as one whose every step was skipped), here, before data or outputs.
-  if (a.max_steps <= 0 && !(a.num_train_epochs > 0)) {
-    std::string where = cfg.where("trainer.num_train_epochs");
-    if (where.empty()) where = cfg.where("trainer.max_steps");
+  if (a.max_steps <= 0 && !(a.num_train_epochs > 0))
     fail(
-        "{}: trainer.num_train_epochs is {} and trainer.max_steps is {}, so the run would train no "
-        "step (expected num_train_epochs > 0, or max_steps >= 1){}",
-        cfg.source(), a.num_train_epochs, a.max_steps, where);
-  }
+        "{}: trainer.num_train_epochs is {} and {} is {}, so the run would train no step (expected "
+        "num_train_epochs > 0, or max_steps >= 1){}",
+        cfg.key_at("trainer.num_train_epochs"), a.num_train_epochs,
+        cfg.key_ref("trainer.max_steps"), a.max_steps, cfg.where("trainer.num_train_epochs"));
   if (auto gbs = cfg.get_optional<int64_t>("compute.global_batch_size");
       gbs && *gbs != world * a.per_device_train_batch_size * a.gradient_accumulation_steps)
-    warn(fmt::format("{}: compute.global_batch_size is {} but world size {} × per_device_train_batch_size {} × "
-                     "gradient_accumulation_steps {} = {}; the trainer's values win",
-                     cfg.source(), *gbs, world, a.per_device_train_batch_size, a.gradient_accumulation_steps,
-                     world * a.per_device_train_batch_size * a.gradient_accumulation_steps));
+    warn(fmt::format(
+        "{}: compute.global_batch_size is {} but world size {} × {} {} × {} {} = {}; the "
+        "trainer's values win{}",
+        cfg.key_at("compute.global_batch_size"), *gbs, world,
+        cfg.key_ref("trainer.per_device_train_batch_size"), a.per_device_train_batch_size,
+        cfg.key_ref("trainer.gradient_accumulation_steps"), a.gradient_accumulation_steps,
+        world * a.per_device_train_batch_size * a.gradient_accumulation_steps,
+        cfg.where("compute.global_batch_size")));
   if (acc && acc->gradient_accumulation_steps && *acc->gradient_accumulation_steps != a.gradient_accumulation_steps)
     warn(fmt::format("{}: deepspeed gradient_accumulation_steps {} differs from the trainer's {}; the trainer's wins",
                      acc->path, *acc->gradient_accumulation_steps, a.gradient_accumulation_steps));
@@ -229,9 +240,13 @@ train::TrainArgs make_train_args(RunConfig& cfg, const std::optional<AccelerateC
     fail("{}: trainer.resume_from_checkpoint must be a path, true or false, got {}", cfg.source(), resume.dump());
   }
   if (a.eval_strategy != train::IntervalStrategy::kNo && !a.eval_data)
-    fail("{}: trainer.eval_strategy is '{}' but dataset.eval.path is not set", cfg.source(), name_of(a.eval_strategy));
+    fail("{}: trainer.eval_strategy is '{}' but {} is not set{}",
+         cfg.key_at("trainer.eval_strategy"), name_of(a.eval_strategy),
+         cfg.key_ref("dataset.eval.path"), cfg.where("trainer.eval_strategy"));
   if (a.eval_on_start && !a.eval_data)
-    fail("{}: trainer.eval_on_start is true but dataset.eval.path is not set", cfg.source());
+    fail("{}: trainer.eval_on_start is true but {} is not set{}",
+         cfg.key_at("trainer.eval_on_start"), cfg.key_ref("dataset.eval.path"),
+         cfg.where("trainer.eval_on_start"));
   resolve_best_model(cfg, a);
   a.resolved_config = cfg.tree();
   return a;

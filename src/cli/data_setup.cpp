@@ -111,7 +111,9 @@ data::DataOptions data_options(const RunConfig& cfg, const std::string& split) {
         "trainer.eos_token", "trainer.packing", "trainer.packing_strategy", "trainer.max_length",
         "trainer.dataset_text_field"}) {
     const std::string k = key;
-    o.names.options[k.substr(k.find('.') + 1)] = {k, cfg.where(k)};
+    const std::string option = k.substr(k.find('.') + 1);
+    o.names.options[option] = {k, cfg.where(k)};
+    if (const std::string at = cfg.key_at(k); at != cfg.source()) o.names.at[option] = at;
   }
   o.dataset_text_field = cfg.get<std::string>("trainer.dataset_text_field");
   o.max_length = cfg.get_optional<int64_t>("trainer.max_length");  // null: no truncation

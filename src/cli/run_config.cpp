@@ -347,6 +347,12 @@ std::string RunConfig::where(const std::string& key) const {
   return it != implied_.end() ? " (" + it->second + ")" : "";
 }
 
+std::string RunConfig::key_ref(const std::string& key) const {
+  // An absent key (unset, or under a mapping an override removed) has no line that holds it.
+  const std::string at = find(key) != nullptr ? key_at(key) : source_;
+  return at != source_ ? fmt::format("{} ({})", key, at) : key + where(key);
+}
+
 void RunConfig::set(const std::string& key, Json value) { *ensure(tree_, key) = std::move(value); }
 
 template <typename T>

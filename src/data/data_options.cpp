@@ -14,7 +14,14 @@ std::string ConfigNames::bare_key(std::string_view option) const {
 std::string ConfigNames::key(std::string_view option) const {
   const auto it = options.find(option);
   if (it == options.end() || source.empty()) return bare_key(option);
-  return source + ": " + it->second.first;
+  const auto file = at.find(option);
+  return (file != at.end() ? file->second : source) + ": " + it->second.first;
+}
+
+std::string ConfigNames::ref(std::string_view option) const {
+  const auto file = at.find(option);
+  if (file != at.end()) return bare_key(option) + " (" + file->second + ")";
+  return bare_key(option) + where(option);
 }
 
 std::string ConfigNames::where(std::string_view option) const {

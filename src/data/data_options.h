@@ -64,9 +64,16 @@ struct ConfigNames {
   // ("dataset.prompt_format"), where its value came from (RunConfig::where: " (given on the
   // command line)", or how it was implied and how to change it; "" when set in the file)}.
   std::map<std::string, std::pair<std::string, std::string>, std::less<>> options;
+  // TRL option name -> "FILE:LINE" of the config file that holds its key (RunConfig::key_at; a
+  // config group's file, or the primary), where one does; absent: `source`.
+  std::map<std::string, std::string, std::less<>> at;
 
-  // "SOURCE: KEY" of TRL option `option` ("KEY" without a source; `option` itself when unknown).
+  // "FILE:LINE: KEY" (or "SOURCE: KEY") of TRL option `option` ("KEY" without a source; `option`
+  // itself when unknown): how a message about the option begins.
   std::string key(std::string_view option) const;
+  // The option's key as a message names it after the first key: "KEY (FILE:LINE)" where a file
+  // holds it, else KEY with the where-suffix (RunConfig::key_ref).
+  std::string ref(std::string_view option) const;
   // The config key alone ("dataset.prompt_format"), or `option` when unknown.
   std::string bare_key(std::string_view option) const;
   // The option's where-suffix (see `options`), or "".

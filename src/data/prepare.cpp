@@ -228,8 +228,8 @@ TokenData build_token_data(const DataOptions& given, const text::Tokenizer& toke
          opts.packing_strategy, names.where("packing_strategy"));
   }
   if (opts.packing && !max_len) {
-    fail("{}: true{} needs {} (the bin size), got none{}", names.key("packing"),
-         names.where("packing"), names.bare_key("max_length"), names.where("max_length"));
+    fail("{}: true{} needs {} (the bin size), got none", names.key("packing"),
+         names.where("packing"), names.ref("max_length"));
   }
 
   std::vector<std::string> left_out;  // parquet columns of a type not read, for the kind error

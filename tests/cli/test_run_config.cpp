@@ -462,3 +462,30 @@ TEST(RunConfig, ValueErrorNamesTheFileThatHoldsTheKey) {
       group.string() + ":1: config key 'trainer.learning_rate' must be true or false, got 1e-05");
   EXPECT_EQ(cfg.key_at("trainer.max_steps"), p.string());  // a default: from no file
 }
+
+// A message about several keys begins with the first key's file:line and names each other key
+// with its own (key_ref): here trainer.num_train_epochs in a config group's file and
+// trainer.max_steps in sft.yaml. A key given on the command line says so; a key no file holds
+// (a default) is named alone.
+TEST(RunConfig, MessageAboutSeveralKeysNamesEachKeysFile) {
+  zt::testing::TempDir dir;
+  const auto p = dir / "sft.yaml";
+  const auto group = dir / "trainer" / "base.yaml";
+  std::filesystem::create_directories(dir / "trainer");
+  std::ofstream(group) << "learning_rate: 1.0e-5\nnum_train_epochs: 0\n";
+  std::ofstream(p) << "defaults:\n  - trainer: base\n  - _self_\nmodel:\n  name_or_path: m\n"
+                      "trainer:\n  max_steps: -1\n";
+  const auto cfg = zt::cli::RunConfig::load(p, {"trainer.packing=true"});
+  EXPECT_EQ(cfg.key_ref("trainer.max_steps"), "trainer.max_steps (" + p.string() + ":7)");
+  EXPECT_EQ(cfg.key_ref("trainer.num_train_epochs"),
+            "trainer.num_train_epochs (" + group.string() + ":2)");
+  EXPECT_EQ(cfg.key_ref("trainer.packing"), "trainer.packing (given on the command line)");
+  EXPECT_EQ(cfg.key_ref("trainer.save_steps"), "trainer.save_steps");
+  // The train command's check of the two keys, through the binary.
+  const auto r = zt::testing::run_command(std::string(ZT_BINARY) + " train --config " + p.string());
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_EQ(r.output, "zerotune: error: " + group.string() +
+                          ":2: trainer.num_train_epochs is 0 and trainer.max_steps (" + p.string() +
+                          ":7) is -1, so the run would train no step (expected num_train_epochs > "
+                          "0, or max_steps >= 1)\n");
+}

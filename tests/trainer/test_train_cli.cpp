@@ -433,21 +433,28 @@ TEST_F(TrainCli, BestModelAcrossMovesRemovalsAndInterruptions) {
 // What transformers refuses about the best model, and what zerotune refuses on top (a metric its
 // evaluation does not log; save_strategy best without evaluations): exit 1 naming the keys.
 TEST_F(TrainCli, BestModelSettingsThatCannotWorkAreRefused) {
+  const std::string sft = (root_ / "sft.yaml").string();
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"trainer.load_best_model_at_end=true trainer.save_steps=3",
-       "trainer.load_best_model_at_end requires the saving steps to be a round multiple of the "
-       "evaluation steps, but save_steps 3 is not a round multiple of eval_steps 2"},
+       "sft.yaml: trainer.load_best_model_at_end requires the saving steps to be a round multiple "
+       "of the evaluation steps, but trainer.save_steps (given on the command line) 3 is not a "
+       "round multiple of trainer.eval_steps (" +
+           sft + ":30) 2 (given on the command line)\n"},
       {"trainer.load_best_model_at_end=true trainer.save_strategy=epoch",
-       "trainer.load_best_model_at_end requires the save and eval strategy to match (as "
-       "transformers does), but eval_strategy is 'steps' and save_strategy 'epoch'"},
+       "sft.yaml: trainer.load_best_model_at_end requires the save and eval strategy to match (as "
+       "transformers does), but trainer.eval_strategy (" +
+           sft +
+           ":29) is 'steps' and trainer.save_strategy (given on the command line) 'epoch' (given "
+           "on the command line)\n"},
       {"trainer.metric_for_best_model=bleu",
        "trainer.metric_for_best_model 'bleu' (eval_bleu) is not a metric of zerotune's evaluation; "
        "it logs eval_loss, eval_entropy, eval_mean_token_accuracy"},
       {"trainer.save_strategy=best",
-       "trainer.metric_for_best_model must be set with save_strategy: best"},
+       "sft.yaml: trainer.save_strategy: best needs trainer.metric_for_best_model (the metric "
+       "whose new best triggers a save) (given on the command line)\n"},
       {"trainer.save_strategy=best trainer.metric_for_best_model=loss trainer.eval_strategy=no",
-       "trainer.save_strategy: best needs evaluations to find the best model, but "
-       "trainer.eval_strategy is 'no'"},
+       "sft.yaml: trainer.save_strategy: best needs evaluations to find the best model, but "
+       "trainer.eval_strategy (given on the command line) is 'no' (given on the command line)\n"},
   };
   for (const auto& [overrides, message] : cases) {
     auto r = train("bestbad", overrides);
@@ -1050,9 +1057,9 @@ TEST_F(TrainCli, ZeroEpochsWithoutMaxStepsIsRefusedAtStartUp) {
   auto r = train("noepochs", "trainer.max_steps=-1 trainer.num_train_epochs=0");
   EXPECT_EQ(r.status, 1) << r.output;
   EXPECT_NE(r.output.find((root_ / "sft.yaml").string() +
-                          ": trainer.num_train_epochs is 0 and trainer.max_steps is -1, so the "
-                          "run would train no step (expected num_train_epochs > 0, or max_steps "
-                          ">= 1) (given on the command line)"),
+                          ": trainer.num_train_epochs is 0 and trainer.max_steps (given on the "
+                          "command line) is -1, so the run would train no step (expected "
+                          "num_train_epochs > 0, or max_steps >= 1) (given on the command line)"),
             std::string::npos)
       << r.output;
   EXPECT_EQ(r.output.find("step plan"), std::string::npos) << r.output;
