@@ -91,7 +91,7 @@ void truncate(TokenizedExample* ex, size_t max_len, TruncationMode mode) {
 struct RowResult {
   TokenizedExample ex;
   int drop = -1;             // a DropReason, or -1
-  bool eos_on_text = false;  // SftRow::eos_on_text_column
+  bool eos_on_text = false;  // SftFormatter::eos_on_text_column
 };
 
 }  // namespace
@@ -251,7 +251,7 @@ TokenData build_token_data(const DataOptions& given, const text::Tokenizer& toke
       if (auto* drop = std::get_if<DropReason>(&row)) {
         results[r].drop = static_cast<int>(*drop);
       } else {
-        results[r].eos_on_text = std::get<SftRow>(row).eos_on_text_column;
+        results[r].eos_on_text = formatter.eos_on_text_column(std::get<SftRow>(row));
         results[r].ex = formatter.format(std::get<SftRow>(row));
       }
     } catch (const std::exception& e) {

@@ -282,7 +282,7 @@ std::variant<SftRow, DropReason> extract_row(const Json& row, const DatasetForma
       out.completion = checked_string(row, "completion", r, file);
       if (out.completion.empty()) return DropReason::kEmptyCompletion;
       if (const auto t = row.find("text"); t != row.end() && t->is_string())
-        out.eos_on_text_column = true;
+        out.text_column = t->get<std::string>();
       break;
     case DatasetKind::kConversationalPromptCompletion:
       out.prompt_messages =

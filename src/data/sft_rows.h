@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -69,9 +70,10 @@ struct SftRow {
   // The row's `chat_template_kwargs` (an object of extra template variables, TRL's column of
   // that name; a JSON string is parsed), or null.
   Json chat_template_kwargs;
-  // Plain prompt/completion: the row also has a string `text` column, which TRL's add_eos gives
-  // the EOS instead of the completion (it tests "text" first), so the completion gets none.
-  bool eos_on_text_column = false;
+  // Plain prompt/completion: the row's string `text` column, if it has one. TRL's add_eos tests
+  // "text" before "completion": such a column takes the EOS instead of the completion unless it
+  // already ends with it (SftFormatter::eos_on_text_column).
+  std::optional<std::string> text_column;
 };
 
 // Checks row `row_index` (0-based) against `format` and extracts it; ShareGPT messages are

@@ -157,7 +157,7 @@ TokenizedExample SftFormatter::format(const SftRow& row) const {
         prompt = render(msgs, true, row).text;
         completion += eos_;
       }
-      if (!row.eos_on_text_column && !ends_with(completion, eos_)) completion += eos_;
+      if (!eos_on_text_column(row) && !ends_with(completion, eos_)) completion += eos_;
       prompt_ids = tok_->encode(prompt, /*add_special_tokens=*/true);
       ex.ids = tok_->encode(prompt + completion, /*add_special_tokens=*/true);
       has_prompt = true;

@@ -46,7 +46,8 @@ class SftFormatter {
   // EOS as TRL's add_eos (0.25.1 and 1.x), which appends it to a column named "text", else to
   // "completion":
   // - plain prompt/completion: completion += eos unless it already ends with it or the row has a
-  //   string `text` column (SftRow::eos_on_text_column: TRL puts the EOS there instead); ids =
+  //   string `text` column that does not end with it (eos_on_text_column: TRL puts the EOS there
+  //   instead); ids =
   //   tok(prompt + completion), prompt_ids = tok(prompt), both with add_special_tokens=true as
   //   TRL's `processing_class(text=…)` (so a post-processor BOS is added, once per call);
   // - prompt_format chat: prompt = render([{user, prompt}], add_generation_prompt=true).text,
@@ -65,6 +66,12 @@ class SftFormatter {
   // {% generation %} span (transformers' `return_assistant_tokens_mask`). targets = AND of the
   // applicable masks (completion mask only with completion_only_loss), else all 1.
   TokenizedExample format(const SftRow& row) const;
+
+  // Plain prompt/completion: whether TRL's add_eos gives this row's EOS to its `text` column
+  // instead of the completion (`"text" in example and not text.endswith(eos)` is tested first).
+  bool eos_on_text_column(const SftRow& row) const {
+    return row.text_column && !row.text_column->ends_with(eos_);
+  }
 
   const std::string& eos_token() const { return eos_; }
   bool completion_only_loss() const { return completion_only_loss_; }

@@ -205,12 +205,16 @@ TEST_F(Prepare, EosGoesWhereTrlAddEosPutsIt) {
              "{\"prompt\": \"Answer:\", \"completion\": \"Certainly\", \"text\": \"Answer: "
              "Certainly\"}\n"
              "{\"prompt\": \"Answer:\", \"completion\": \"Certainly\", \"text\": null}\n"
-             "{\"prompt\": \"Answer:\", \"completion\": \"Certainly\"}\n");
+             "{\"prompt\": \"Answer:\", \"completion\": \"Certainly\"}\n"
+             // A `text` that already ends with the EOS: add_eos's elif gives the completion one.
+             "{\"prompt\": \"Answer:\", \"completion\": \"Certainly\", \"text\": "
+             "\"Answer: Certainly<|im_end|>\"}\n");
   const TokenData d = build_token_data(options(pc), *tok_, *cfg_);
-  ASSERT_EQ(d.example_offsets, (std::vector<int64_t>{0, 4, 9, 14}));
+  ASSERT_EQ(d.example_offsets, (std::vector<int64_t>{0, 4, 9, 14, 19}));
   EXPECT_EQ(std::vector<int32_t>(d.ids.begin(), d.ids.begin() + 4), answer);
   EXPECT_EQ(std::vector<int32_t>(d.ids.begin() + 4, d.ids.begin() + 9), with_eos);
-  EXPECT_EQ(std::vector<int32_t>(d.ids.begin() + 9, d.ids.end()), with_eos);
+  EXPECT_EQ(std::vector<int32_t>(d.ids.begin() + 9, d.ids.begin() + 14), with_eos);
+  EXPECT_EQ(std::vector<int32_t>(d.ids.begin() + 14, d.ids.end()), with_eos);
 }
 
 // The case ../shared/cases/chat-template-kwargs-ignored: 3 targets per row, [19, 151645, 198]
