@@ -23,7 +23,16 @@ void DeferredStdout::append(std::string_view text) {
 
 // Moves buf_ to the end of the spool file (created, and unlinked at once, on first use).
 void DeferredStdout::spill() {
-  const std::filesystem::path dir = std::filesystem::temp_directory_path();
+  std::error_code ec;
+  const std::filesystem::path dir = std::filesystem::temp_directory_path(ec);
+  if (ec) {
+    const char* env = std::getenv("TMPDIR");
+    fail(
+        "the output is over {} bytes and is held in a temporary file until every row succeeded, "
+        "but there is no usable temporary directory (TMPDIR={}): {}",
+        kMemoryBytes, env != nullptr ? fmt::format("'{}'", env) : std::string("unset"),
+        ec.message());
+  }
   if (spool_ == nullptr) {
     std::string name = (dir / "zerotune-out.XXXXXX").string();
     const int fd = ::mkstemp(name.data());
@@ -59,7 +68,8 @@ void DeferredStdout::commit() {
   }
   std::fwrite(buf_.data(), 1, buf_.size(), stdout);
   buf_.clear();
-  std::fflush(stdout);
+  if (std::fflush(stdout) != 0 || std::ferror(stdout))
+    fail("cannot write the output to stdout: {}", std::strerror(errno));
 }
 
 }  // namespace zt::cli

@@ -135,11 +135,13 @@ struct CmdResult {
   std::string out, err;
 };
 
-CmdResult run_zerotune(const std::string& args) {
+// Runs the zerotune binary with `args` (shell words), `env` (e.g. "TMPDIR=/x") set for it alone.
+CmdResult run_zerotune(const std::string& args, const std::string& env = "") {
   zt::testing::TempDir tmp;
   const std::string out = (tmp / "out").string(), err = (tmp / "err").string();
-  const int rc =
-      std::system((std::string(ZT_BINARY) + " " + args + " >" + out + " 2>" + err).c_str());
+  const std::string prefix = env.empty() ? "" : env + " ";
+  const int rc = std::system(
+      (prefix + std::string(ZT_BINARY) + " " + args + " >" + out + " 2>" + err).c_str());
   return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, slurp(out), slurp(err)};
 }
 
@@ -447,6 +449,15 @@ TEST(CommandLine, RenderAndTokenizePrintNothingWhenALateRowIsBad) {
   std::string expected_render;
   for (int i = 0; i < 300; ++i) expected_render += first;
   EXPECT_EQ(ok.out, expected_render);  // > 1 MiB: spooled and read back whole
+  // No usable temporary directory for the spool: an error naming TMPDIR, nothing printed.
+  const CmdResult no_tmp =
+      run_zerotune("render --tokenizer " + tok + " " + good, "TMPDIR=" + (tmp / "none").string());
+  EXPECT_EQ(no_tmp.status, 1);
+  EXPECT_EQ(no_tmp.out, "");
+  EXPECT_NE(no_tmp.err.find("there is no usable temporary directory (TMPDIR='" +
+                            (tmp / "none").string() + "')"),
+            std::string::npos)
+      << no_tmp.err;
 
   const std::string lines = (tmp / "lines.jsonl").string(),
                     bad_lines = (tmp / "bad_lines.jsonl").string();
