@@ -134,9 +134,11 @@ optim::LrSchedule resumed_lr_schedule(const Json& state, const std::string& stat
     return std::pair(fmt::format("{}{}", o.at.empty() ? "" : o.at + ": ", key), o.where);
   };
   const std::string from = fmt::format("from step {} on", start_step + 1);
+  // transformers' Trainer also keeps the shape its arguments give, but its first resumed step
+  // still applies the learning rate the saved optimizer state holds (the old schedule's value).
   const char* kShape =
       "as transformers' Trainer does (the LR scheduler it restores keeps the shape this run's "
-      "arguments give)";
+      "arguments give; there the first resumed step still uses the old schedule's value)";
   if (used.base_lr != now.base_lr) {
     const auto [key, where] = at("trainer.learning_rate");
     log::warn(

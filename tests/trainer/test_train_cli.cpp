@@ -558,11 +558,13 @@ TEST_F(TrainCli, ResumeWithAnotherLrScheduleKeepsTheCheckpointsLearningRate) {
             ck.string() + ")" + cl,
         "info: " + at + "lr_scheduler_type: cosine differs from the linear that " + state.string() +
             " records; the schedule is cosine from step 3 on, as transformers' Trainer does (the "
-            "LR scheduler it restores keeps the shape this run's arguments give)" +
+            "LR scheduler it restores keeps the shape this run's arguments give; there the first "
+            "resumed step still uses the old schedule's value)" +
             cl,
         "info: " + at + "warmup_steps: 2 gives 2 warm-up step(s), and " + state.string() +
             " records 1; the schedule uses 2 from step 3 on, as transformers' Trainer does (the LR "
-            "scheduler it restores keeps the shape this run's arguments give)" +
+            "scheduler it restores keeps the shape this run's arguments give; there the first "
+            "resumed step still uses the old schedule's value)" +
             cl})
     EXPECT_NE(r.output.find("zerotune: " + note), std::string::npos) << note << "\n" << r.output;
   // The plan line (after the warning) and args.yaml give the learning rate used, not the config's.
