@@ -794,8 +794,11 @@ sec_profile() {
       cfg=$(bench_config_path "$n") || { fail "profile: unknown config $n"; continue; }
       for spec in ${PROFILE_SHAPES:-4x2048 1x32768:gc}; do
         shape=${spec%%:*} gc=""
-        [[ "$spec" == *:gc ]] && gc=--gc
-        [[ "$spec" == *:sel ]] && gc="--gc --keep-attention"
+        case "$spec" in
+          *:gc) gc=--gc ;;
+          *:sel) gc="--gc --keep-attention" ;;
+          *:*) fail "profile: shape '$spec': unknown suffix (expected :gc or :sel)"; continue ;;
+        esac
         local seqs=${shape%x*} seq=${shape#*x} csvf=$RUNS/ncu_${n}_$shape${gc// /}.csv
         write_tokens "$cfg" "$RUNS/ptok_${n}_$shape.bin" 2 "$seqs" "$seq" || { fail "profile: tokens"; continue; }
         say "profile: $n $shape ${gc:-GC off}"
@@ -804,6 +807,7 @@ sec_profile() {
           "$BUNDLE/bin/bench_train_gpu" --config "$cfg" --tokens "$RUNS/ptok_${n}_$shape.bin" \
           --seqs "$seqs" --seq "$seq" --warmup 1 --steps 1 $gc >"$RUNS/ncu_${n}_$shape${gc// /}.out" 2>&1 ||
           { fail "profile: ncu on $n $shape"; tail -5 "$RUNS/ncu_${n}_$shape${gc// /}.out"; continue; }
+        echo "== $n $shape ${gc:-GC off}" >>"$OUT/profile.txt"
         python3 "$ROOT/bench/ncu_kernel_table.py" "$csvf" 2 "${PROFILE_TOP:-25}" | tee -a "$OUT/profile.txt" ||
           fail "profile: no kernel table for $n $shape"
       done
@@ -828,8 +832,11 @@ sec_timeline() {
       cfg=$(bench_config_path "$n") || { fail "timeline: unknown config $n"; continue; }
       for spec in ${TIMELINE_SHAPES:-4x2048 1x8192:gc 1x32768:gc}; do
         shape=${spec%%:*} gc=""
-        [[ "$spec" == *:gc ]] && gc=--gc
-        [[ "$spec" == *:sel ]] && gc="--gc --keep-attention"
+        case "$spec" in
+          *:gc) gc=--gc ;;
+          *:sel) gc="--gc --keep-attention" ;;
+          *:*) fail "timeline: shape '$spec': unknown suffix (expected :gc or :sel)"; continue ;;
+        esac
         local seqs=${shape%x*} seq=${shape#*x} tr=$RUNS/trace_${n}_$shape${gc// /}.tsv
         write_tokens "$cfg" "$RUNS/ttok_${n}_$shape.bin" 6 "$seqs" "$seq" || { fail "timeline: tokens"; continue; }
         say "timeline: $n $shape ${gc:-GC off}"
