@@ -200,6 +200,9 @@ train::TrainArgs make_train_args(RunConfig& cfg, const std::optional<AccelerateC
   } catch (const Error& e) {
     fail("{}: {}: {}{}", cfg.key_at(model_key), model_key, e.what(), cfg.where(model_key));
   }
+  if (!src.has_weights && !src.weights_problem.empty())
+    fail("{}: {}: {}{}", cfg.key_at(model_key), model_key, src.weights_problem,
+         cfg.where(model_key));
   a.model_dir = src.dir;
   a.from_scratch = !src.has_weights;
   check_dataset_present(cfg, "train");

@@ -1,23 +1,97 @@
 #include "io/model_source.h"
 
+#include <fmt/ranges.h>
+
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <fstream>
+#include <vector>
 
 #include "core/error.h"
+#include "core/file_util.h"
+#include "io/unique_keys.h"
 
 namespace zt {
 namespace fs = std::filesystem;
 namespace {
 
+// True when config.json names its weights file (transformers 5's "transformers_weights");
+// resolve_weights_file checks the name. A config.json that is no JSON object is left to
+// load_model_config, which names the problem.
+bool config_names_weights(const fs::path& config) {
+  std::error_code ec;
+  if (!fs::is_regular_file(config, ec)) return false;
+  try {
+    const Json cfg = parse_json_unique_keys(read_file(config), config.string());
+    return cfg.is_object() && cfg.contains("transformers_weights") &&
+           !cfg["transformers_weights"].is_null();
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+// The weight files in `dir` that zerotune does not read without model.safetensors or
+// model.safetensors.index.json beside them: PyTorch pickles (pytorch_model*.bin and their index),
+// TensorFlow / Flax / GGUF files, and safetensors files or indexes under other names (a shard whose
+// index was not copied). Sorted names; empty when there are none.
+std::vector<std::string> other_weight_files(const fs::path& dir) {
+  std::vector<std::string> found;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string f = e.path().filename().string();
+    if (f.ends_with(".safetensors") || f.ends_with(".safetensors.index.json") ||
+        (f.starts_with("pytorch_model") &&
+         (f.ends_with(".bin") || f.ends_with(".bin.index.json"))) ||
+        f == "tf_model.h5" || f == "flax_model.msgpack" || f.ends_with(".gguf"))
+      found.push_back(f);
+  }
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
 ModelSource describe(const fs::path& dir, bool require_config, const std::string& name,
-                     std::string_view what) {
+                     std::string_view what, const fs::path& hub_repo = {}) {
   ModelSource m;
   m.dir = dir;
   if (require_config && !fs::exists(dir / "config.json"))
     fail("{} '{}': {} has no config.json", what, name, dir.string());
-  m.has_weights = fs::exists(dir / "model.safetensors") || fs::exists(dir / "model.safetensors.index.json");
+  m.has_weights = fs::exists(dir / "model.safetensors") ||
+                  fs::exists(dir / "model.safetensors.index.json") ||
+                  config_names_weights(dir / "config.json");
   m.has_tokenizer = fs::exists(dir / "tokenizer.json");
+  if (m.has_weights) return m;
+  if (const auto others = other_weight_files(dir); !others.empty()) {
+    const bool safetensors_only =
+        std::all_of(others.begin(), others.end(), [](const std::string& f) {
+          return f.ends_with(".safetensors") || f.ends_with(".safetensors.index.json");
+        });
+    m.weights_problem = fmt::format(
+        "{} holds {} but neither model.safetensors nor model.safetensors.index.json; {}. zerotune "
+        "does not train a directory holding weights from scratch (a directory with config.json "
+        "and no weight file is trained from scratch)",
+        dir.string(), fmt::join(others, ", "),
+        safetensors_only
+            ? "shards are read through model.safetensors.index.json, which lists them (not copied?)"
+            : "zerotune reads safetensors weights only: convert them (transformers: "
+              "`AutoModelForCausalLM.from_pretrained(dir).save_pretrained(dir)` writes "
+              "model.safetensors)");
+    return m;
+  }
+  // A hub snapshot gets its files as links into blobs/ once each download completes; a blob still
+  // named *.incomplete is a download that did not finish (the weights, most likely).
+  std::error_code ec;
+  if (!hub_repo.empty() && fs::is_directory(hub_repo / "blobs", ec))
+    for (const auto& e : fs::directory_iterator(hub_repo / "blobs", ec))
+      if (e.path().extension() == ".incomplete") {
+        m.weights_problem = fmt::format(
+            "the Hugging Face cache entry {} has no weights file in {} and an unfinished download "
+            "({}); download it again (`hf download {}`), or pass a local directory with "
+            "config.json "
+            "alone to train from scratch",
+            hub_repo.string(), dir.string(), e.path().string(), name);
+        break;
+      }
   return m;
 }
 
@@ -104,7 +178,9 @@ ModelSource resolve_model_source(const std::string& name_or_path, bool require_c
         "or set "
         "HF_HOME / HF_HUB_CACHE to the cache that has it, or pass a local directory",
         what, name_or_path, hf_hub_cache_dir().string(), name_or_path, name_or_path);
-  return describe(snap, require_config, name_or_path, what);
+  std::string repo = "models--" + name_or_path;
+  repo.replace(repo.find('/'), 1, "--");
+  return describe(snap, require_config, name_or_path, what, hf_hub_cache_dir() / repo);
 }
 
 }  // namespace zt

@@ -12,8 +12,14 @@ namespace zt {
 // What the resolved directory holds.
 struct ModelSource {
   std::filesystem::path dir;  // directory with config.json (and weights / tokenizer files)
-  bool has_weights = false;   // model.safetensors or model.safetensors.index.json present
+  bool has_weights = false;   // model.safetensors, model.safetensors.index.json, or a file named
+                              // by config.json's transformers_weights
   bool has_tokenizer = false; // tokenizer.json present
+  // Without has_weights: why the directory is still no config-only model (weight files zerotune
+  // does not read, a safetensors shard without its index, an unfinished hub download), a sentence
+  // naming the files; empty when it holds no weights of any kind. A model caller fails with it
+  // instead of training from scratch.
+  std::string weights_problem;
 };
 
 // Resolves `name_or_path`. A hub id is looked up as models--Org--Name/snapshots/<refs/main or, with

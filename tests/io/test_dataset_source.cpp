@@ -118,4 +118,53 @@ TEST_F(HubDataset, RefsMainNamingAMissingSnapshotIsAnError) {
                 " and no refs/main"});
 }
 
+// A directory holding weights zerotune does not read is never taken as config-only (trained from
+// scratch): weights_problem names the files; config.json alone, or a transformers_weights name, is
+// no problem. A hub snapshot with an unfinished blob download is named as such.
+TEST_F(HubDataset, WeightsZerotuneDoesNotReadAreAProblemNotAFromScratchModel) {
+  const fs::path d = dir_ / "m";
+  touch(d / "config.json");
+  zt::ModelSource m = zt::resolve_model_source(d.string());
+  EXPECT_FALSE(m.has_weights);
+  EXPECT_EQ(m.weights_problem, "");
+  touch(d / "pytorch_model.bin");
+  m = zt::resolve_model_source(d.string());
+  EXPECT_FALSE(m.has_weights);
+  EXPECT_NE(
+      m.weights_problem.find(d.string() + " holds pytorch_model.bin but neither model.safetensors"),
+      std::string::npos)
+      << m.weights_problem;
+  EXPECT_NE(m.weights_problem.find("reads safetensors weights only"), std::string::npos)
+      << m.weights_problem;
+  fs::remove(d / "pytorch_model.bin");
+  touch(d / "model-00001-of-00002.safetensors");
+  touch(d / "model-00002-of-00002.safetensors");
+  m = zt::resolve_model_source(d.string());
+  EXPECT_NE(m.weights_problem.find(
+                "holds model-00001-of-00002.safetensors, model-00002-of-00002.safetensors but"),
+            std::string::npos)
+      << m.weights_problem;
+  EXPECT_NE(m.weights_problem.find("through model.safetensors.index.json, which lists them"),
+            std::string::npos)
+      << m.weights_problem;
+  // config.json naming its weights file: weights (resolve_weights_file checks the name).
+  std::ofstream(d / "config.json")
+      << R"({"transformers_weights": "model-00001-of-00002.safetensors"})";
+  m = zt::resolve_model_source(d.string());
+  EXPECT_TRUE(m.has_weights);
+  EXPECT_EQ(m.weights_problem, "");
+  // The hub cache: a snapshot with config.json only and a blob still downloading.
+  const fs::path repo = dir_ / "hub" / "models--Org--W";
+  touch(snapshot("models--Org--W", "abc") / "config.json");
+  m = zt::resolve_model_source("Org/W");
+  EXPECT_EQ(m.weights_problem, "");
+  touch(repo / "blobs" / "0123.incomplete");
+  m = zt::resolve_model_source("Org/W");
+  EXPECT_NE(m.weights_problem.find("unfinished download (" +
+                                   (repo / "blobs" / "0123.incomplete").string()),
+            std::string::npos)
+      << m.weights_problem;
+  EXPECT_NE(m.weights_problem.find("`hf download Org/W`"), std::string::npos) << m.weights_problem;
+}
+
 }  // namespace

@@ -1052,6 +1052,27 @@ TEST_F(TrainCli, ModelPathThatIsNoDirectoryNamesTheKey) {
   EXPECT_FALSE(fs::exists(exp("modelfile")));
 }
 
+// A model directory holding weights zerotune does not read (pytorch_model.bin here) is an error
+// naming the key and the file; it was trained from scratch with one info line, exit 0.
+TEST_F(TrainCli, UnreadableWeightsAreAnErrorNotAFromScratchRun) {
+  const fs::path dir = root_ / "model_bin";
+  fs::create_directories(dir);
+  fs::copy_file(root_ / "model" / "config.json", dir / "config.json",
+                fs::copy_options::overwrite_existing);
+  std::ofstream(dir / "pytorch_model.bin") << "pickle";
+  auto r = train("modelbin", "model.name_or_path=" + dir.string());
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("zerotune: error: " + (root_ / "sft.yaml").string() +
+                          ": model.name_or_path: " + dir.string() +
+                          " holds pytorch_model.bin but neither model.safetensors nor "
+                          "model.safetensors.index.json; zerotune reads safetensors weights only"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("(given on the command line)\n"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("from scratch (config only)"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(exp("modelbin")));
+}
+
 // num_train_epochs 0 without max_steps trains nothing: refused before the data is prepared or
 // anything is written, naming the file and both keys (it used to fail after the model was built,
 // as "step plan: …", naming neither).
