@@ -51,7 +51,25 @@ std::vector<RunCheckpoint> list_run_checkpoints(const fs::path& exp_dir) {
     const bool there = fs::exists(state, ec);  // false without error: absent (or a dangling link)
     if (ec) unreadable(fmt::format("{}: cannot stat: {}", state.string(), ec.message()));
     if (!there) {
-      c.note = "no trainer_state.json: not written by zerotune";
+      // zerotune's own state files beside no trainer_state.json: a checkpoint of zerotune that
+      // lost the file (a copy cut short, a clean-up), which may be the newest of its run, so it is
+      // corrupt, never another run's to pass over and overwrite.
+      std::string own;
+      for (const auto& e : fs::directory_iterator(dir.path, ec)) {
+        const std::string f = e.path().filename().string();
+        if (f.starts_with("zero_state_rank") && f.ends_with(".bin")) {
+          own = f;
+          break;
+        }
+      }
+      if (own.empty()) {
+        c.note = "no trainer_state.json: not written by zerotune";
+      } else {
+        c.corrupt = fmt::format(
+            "{}: missing, though {} holds zerotune's {} (a checkpoint damaged or copied in part)",
+            state.string(), dir.path.string(), own);
+        c.note = "trainer_state.json is missing";
+      }
     } else {
       std::string text;
       try {

@@ -161,6 +161,33 @@ TEST(RunCheckpoints, ResumeTrueWithoutARunRecordTakesTheOnlyRunsNewest) {
        "trainer.resume_from_checkpoint=<checkpoint directory>"});
 }
 
+// A checkpoint of zerotune (its zero_state_rank*.bin there) that lost its trainer_state.json was
+// taken for another run's: resume passed over it to an older checkpoint and then overwrote it. It
+// is corrupt, so a resume stops naming it; a directory without zerotune's files stays foreign.
+TEST(RunCheckpoints, ACheckpointThatLostItsTrainerStateIsCorruptNotForeign) {
+  TempDir d;
+  const fs::path exp = d / "exp";
+  make_checkpoint(exp, 1, kRunA);
+  fs::create_directories(exp / "checkpoint-2");
+  std::ofstream(exp / "checkpoint-2" / "zero_state_rank00000.bin") << "state";
+  write_run_record(exp, {.run_id = kRunA, .started = "2025-01-31T12:00:00Z", .resumed_from = ""});
+  const auto all = list_run_checkpoints(exp);
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(describe_checkpoint(all[1]), "checkpoint-2 (trainer_state.json is missing)");
+  EXPECT_EQ(all[1].corrupt, (exp / "checkpoint-2" / "trainer_state.json").string() +
+                                ": missing, though " + (exp / "checkpoint-2").string() +
+                                " holds zerotune's zero_state_rank00000.bin (a checkpoint damaged "
+                                "or copied in part)");
+  EXPECT_NE(testing::error_of([&] { latest_checkpoint_of_last_run(exp); })
+                .find("copied in part); checkpoint " + (exp / "checkpoint-2").string() +
+                      " is corrupt, and it is newer than checkpoint-1"),
+            std::string::npos);
+  fs::remove(exp / "checkpoint-2" / "zero_state_rank00000.bin");
+  EXPECT_EQ(describe_checkpoint(list_run_checkpoints(exp)[1]),
+            "checkpoint-2 (no trainer_state.json: not written by zerotune)");
+  EXPECT_EQ(latest_checkpoint_of_last_run(exp).path, exp / "checkpoint-1");
+}
+
 // A checkpoint of this very run whose trainer_state.json was cut short was reported as belonging
 // to "other runs (trainer_state.json is not a JSON object)"; it is corrupt, and named so with the
 // parse error and its position, whenever it is newer than every readable checkpoint of the run.
