@@ -41,8 +41,14 @@ StepPlan::StepPlan(const PlanConfig& config) : cfg_(config) {
     if (!(cfg_.num_train_epochs > 0))
       fail("step plan: max_steps is {} and num_train_epochs is {}; one of them must be > 0",
            cfg_.max_steps, cfg_.num_train_epochs);
-    total_steps_ = static_cast<int64_t>(
-        std::ceil(cfg_.num_train_epochs * static_cast<double>(steps_per_epoch_)));
+    const double steps = std::ceil(cfg_.num_train_epochs * static_cast<double>(steps_per_epoch_));
+    if (!(steps <= static_cast<double>(kMaxTotalSteps)))
+      fail(
+          "{}: {} epochs × {} optimizer steps per epoch is more than the {} steps zerotune counts "
+          "(expected at most {} epochs, or trainer.max_steps){}",
+          cfg_.epochs_ref, cfg_.num_train_epochs, steps_per_epoch_, kMaxTotalSteps,
+          kMaxTotalSteps / steps_per_epoch_, cfg_.epochs_where);
+    total_steps_ = static_cast<int64_t>(steps);
   }
 }
 

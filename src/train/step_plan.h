@@ -43,7 +43,14 @@ struct PlanConfig {
   int64_t max_steps = -1;         // > 0: the total number of optimizer steps
   bool drop_last = false;         // dataloader_drop_last
   uint64_t seed = 42;             // data_seed when set, else seed (Python int modulo 2^64)
+  // How errors name num_train_epochs: a prefix ("sft.yaml:9: trainer.num_train_epochs") and a
+  // suffix (" (given on the command line)"), as RunConfig::key_at / where give them.
+  std::string epochs_ref = "num_train_epochs", epochs_where;
 };
+
+// The most optimizer steps a run counts: 2^53, the largest count a double (the epoch progress, the
+// learning-rate schedule's step) holds exactly.
+inline constexpr int64_t kMaxTotalSteps = int64_t{1} << 53;
 
 // Where optimizer step k sits (all counts are per rank).
 struct StepInfo {

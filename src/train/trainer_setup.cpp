@@ -232,6 +232,9 @@ void Trainer::State::build_plan() {
   pc.world_size = comm.world_size();
   pc.grad_accum = a.gradient_accumulation_steps;
   pc.num_train_epochs = a.num_train_epochs;
+  const auto epochs = a.key_origin("trainer.num_train_epochs");
+  pc.epochs_ref = (epochs.at.empty() ? "" : epochs.at + ": ") + "trainer.num_train_epochs";
+  pc.epochs_where = epochs.where;
   pc.max_steps = a.max_steps;
   pc.drop_last = a.dataloader_drop_last;
   pc.seed = a.data_seed.value_or(a.seed);  // transformers: data_seed if not None, else seed

@@ -136,6 +136,20 @@ TEST(StepPlan, EpochsAreMultipliedInDoubles) {
   EXPECT_EQ(plan.info(55).epoch_progress, 2.24);
 }
 
+// num_train_epochs whose step count passes 2^53 is an error naming the key, its file and the most
+// epochs that fit; it overflowed into "total optimizer steps -9223372036854775808".
+TEST(StepPlan, EpochsBeyondTheStepBoundNameTheKey) {
+  PlanConfig cfg{.num_samples = 25, .batch_size = 1, .num_train_epochs = 5e18, .max_steps = -1};
+  cfg.epochs_ref = "sft.yaml:7: trainer.num_train_epochs";
+  cfg.epochs_where = " (given on the command line)";
+  EXPECT_EQ(testing::error_of([&] { StepPlan p(cfg); }),
+            "sft.yaml:7: trainer.num_train_epochs: 5e+18 epochs × 25 optimizer steps per epoch is "
+            "more than the 9007199254740992 steps zerotune counts (expected at most "
+            "360287970189639 epochs, or trainer.max_steps) (given on the command line)");
+  cfg.num_train_epochs = 360287970189639.0;
+  EXPECT_EQ(StepPlan(cfg).total_steps(), 9007199254740975);
+}
+
 TEST(StepPlan, FewerSamplesThanOneGlobalBatch) {
   // ../shared/cases/fewer-samples-than-global-batch: 3 samples. Layouts from accelerate 1.x
   // BatchSamplerShard._iter_with_no_split (even_batches): the last round is filled from the start
