@@ -685,6 +685,12 @@ ModelConfig parse_model_config(const Json& file_json, std::string_view source) {
 
   c.dtype = r.has("dtype") ? r.opt_str("dtype", "") : r.opt_str("torch_dtype", "");
   c.initializer_range = r.opt_num(j, "initializer_range", 0.02, "");
+  // The standard deviation of a from-scratch model's normal init: torch's normal_ refuses std < 0.
+  if (!(c.initializer_range >= 0.0 && std::isfinite(c.initializer_range)))
+    fail(
+        "{}: key \"{}initializer_range\" is {}, expected a number >= 0 (the standard deviation of "
+        "the weights' initialisation)",
+        source, pre, c.initializer_range);
   c.bos_token_id = r.ids("bos_token_id");
   c.eos_token_id = r.ids("eos_token_id");
   c.pad_token_id = r.ids("pad_token_id");

@@ -270,6 +270,13 @@ TEST(ModelConfig, NonPositiveEpsAndRopeThetaNameTheKey) {
   j["rope_theta"] = 0;
   expect_error([&] { zt::parse_model_config(j, "m/config.json"); },
                {"m/config.json: key \"rope_theta\" is 0, expected a positive number"});
+  // A negative init standard deviation (torch: "normal expects std >= 0.0"); 0 is torch's too.
+  j = tiny();
+  j["initializer_range"] = -1;
+  expect_error([&] { zt::parse_model_config(j, "m/config.json"); },
+               {"m/config.json: key \"initializer_range\" is -1, expected a number >= 0"});
+  j["initializer_range"] = 0;
+  EXPECT_EQ(zt::parse_model_config(j, "m/config.json").initializer_range, 0.0);
   j = tiny();
   j.erase("rope_theta");
   j["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", -5}};
