@@ -163,9 +163,23 @@ void write_file_atomic(const fs::path& path, std::string_view data) {
 std::string read_file(const fs::path& path) {
   Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (fd.fd < 0) fail("{}: cannot open: {}", path.string(), errno_text(errno));
+  // A regular file, or a pipe of at most kMaxPipeBytes; a device (/dev/zero) could be read
+  // forever.
+  struct stat st {};
+  if (::fstat(fd.fd, &st) != 0) fail("{}: cannot stat: {}", path.string(), errno_text(errno));
+  const bool pipe = S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode);
+  if (!S_ISREG(st.st_mode) && !pipe)
+    fail("{}: not a regular file (a {}); expected a file", path.string(),
+         S_ISDIR(st.st_mode)                          ? "directory"
+         : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "device"
+                                                      : "special file");
+  constexpr size_t kMaxPipeBytes = size_t{1} << 30;
   std::string out;
   char buf[1 << 16];
   for (;;) {
+    if (pipe && out.size() > kMaxPipeBytes)
+      fail("{}: a pipe that gave more than {} bytes; expected a file", path.string(),
+           kMaxPipeBytes);
     const ssize_t r = ::read(fd.fd, buf, sizeof buf);
     if (r < 0) {
       if (errno == EINTR) continue;

@@ -27,7 +27,9 @@ void write_file_atomic(const fs::path& path, std::string_view data);
 using ByteSink = std::function<void(const void* data, size_t n)>;
 void write_file_atomic(const fs::path& path, const std::function<void(const ByteSink&)>& writer);
 
-// Reads a whole file into a string. Throws zt::Error naming the path when it cannot be opened/read.
+// Reads a whole file into a string: a regular file, or a pipe (`<(…)`, /dev/stdin) of at most
+// 1 GiB. Throws zt::Error naming the path when it cannot be opened/read, when it is a directory or
+// a device (/dev/zero would be read forever), or when a pipe gives more.
 std::string read_file(const fs::path& path);
 
 // fsyncs a directory (so a rename inside it is durable). Throws zt::Error naming it on failure.

@@ -68,6 +68,23 @@ TEST(FileUtil, MapsFilesReadOnly) {
   expect_error([&] { zt::read_file(d / "nope"); }, {"nope: cannot open"});
 }
 
+// read_file takes a regular file or a pipe; a device (/dev/zero, read forever before) or a
+// directory is an error naming the path and what it is.
+TEST(FileUtil, ReadFileTakesFilesAndPipesAndRefusesDevices) {
+  TempDir d;
+  zt::write_file_atomic(d / "a.yaml", "x: 1\n");
+  EXPECT_EQ(zt::read_file(d / "a.yaml"), "x: 1\n");
+  expect_error([] { zt::read_file("/dev/zero"); },
+               {"/dev/zero: not a regular file (a device); expected a file"});
+  expect_error([&] { zt::read_file(d.path()); }, {": not a regular file (a directory)"});
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  ASSERT_EQ(::write(fds[1], "y: 2\n", 5), 5);
+  ::close(fds[1]);
+  EXPECT_EQ(zt::read_file("/dev/fd/" + std::to_string(fds[0])), "y: 2\n");
+  ::close(fds[0]);
+}
+
 TEST(FileUtil, StagingDirAppearsCompleteOrNotAtAll) {
   TempDir d;
   const auto out = d / "model";

@@ -5,6 +5,7 @@
 // must be refused with zerotune's message (overrides.json "error"); a run marked "refused" is a
 // form zerotune refuses although Hydra composes it, with that message.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -167,4 +168,21 @@ TEST(HydraCompose, DefaultsChainDeeperThanTheLimitIsAnError) {
                 "/config.yaml -> … -> " + d +
                 "/g998/a.yaml); zerotune composes at most 1000 nested configs (Hydra 1.3 stops "
                 "with a RecursionError near 470)");
+}
+
+// A primary config that is a pipe (`--config <(cat sft.yaml)`) or a device is named as such; it was
+// "there is no config /dev/fd/63" for the pipe, and /dev/zero was read without end.
+TEST(HydraCompose, APrimaryThatIsNoFileIsNamedAsSuch) {
+  EXPECT_EQ(zt::testing::error_of([] { zt::compose_hydra_config("/dev/zero", {}); }),
+            "/dev/zero: is a device, not a file; expected a YAML file (its directory holds the "
+            "config groups)");
+  int fds[2];
+  ASSERT_EQ(::pipe(fds), 0);
+  const std::string fifo = "/dev/fd/" + std::to_string(fds[0]);
+  EXPECT_EQ(zt::testing::error_of([&] { zt::compose_hydra_config(fifo, {}); }),
+            fifo +
+                ": is a pipe, not a file; expected a YAML file (its directory holds the config "
+                "groups)");
+  ::close(fds[0]);
+  ::close(fds[1]);
 }
