@@ -11,6 +11,7 @@
 
 #include "cli/launch_keys.h"
 #include "core/error.h"
+#include "core/file_util.h"
 #include "core/spelling.h"
 #include "io/json_check.h"
 #include "io/yaml_load.h"
@@ -366,12 +367,14 @@ AccelerateConfig parse_accelerate_config_text(const std::string& yaml, const std
 AccelerateConfig parse_accelerate_config(const std::string& path) {
   if (std::filesystem::is_directory(path))
     fail("accelerate config '{}' is a directory; expected an accelerate config YAML file", path);
-  std::ifstream in(path);
-  if (!in) fail("accelerate config '{}' cannot be opened", path);
-  std::stringstream ss;
-  ss << in.rdbuf();
+  std::string text;
+  try {
+    text = read_file(path);  // a device (/dev/zero) is refused, never read without end
+  } catch (const Error& e) {
+    fail("accelerate config '{}' cannot be read: {}", path, e.what());
+  }
   const std::string dir = std::filesystem::path(path).parent_path().string();
-  return parse_accelerate_config_text(ss.str(), path, dir.empty() ? "." : dir);
+  return parse_accelerate_config_text(text, path, dir.empty() ? "." : dir);
 }
 
 AccelerateConfig parse_deepspeed_config(const std::string& path) {

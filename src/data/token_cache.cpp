@@ -95,6 +95,12 @@ void KeyHasher::add_file(std::string_view name, const std::filesystem::path& fil
   if (f.fd < 0) fail("{}: cannot open: {}", file.string(), errno_text());
   struct stat st {};
   if (::fstat(f.fd, &st) != 0) fail("{}: cannot stat: {}", file.string(), errno_text());
+  // A device or a pipe has no size to check against, and /dev/zero never ends.
+  if (!S_ISREG(st.st_mode))
+    fail("{}: not a regular file ({}); expected a file", file.string(),
+         S_ISDIR(st.st_mode)    ? "a directory"
+         : S_ISFIFO(st.st_mode) ? "a pipe"
+                                : "a device or special file");
   const uint64_t sizes[2] = {name.size(), static_cast<uint64_t>(st.st_size)};
   update(sizes, sizeof(sizes));
   update(name.data(), name.size());
@@ -107,6 +113,7 @@ void KeyHasher::add_file(std::string_view name, const std::filesystem::path& fil
     if (r == 0) break;
     update(buf.data(), static_cast<size_t>(r));
     total += static_cast<uint64_t>(r);
+    if (total > sizes[1]) break;  // growing: reported below
   }
   if (total != sizes[1]) fail("{}: file changed size while being hashed", file.string());
 }

@@ -395,7 +395,12 @@ TEST(AccelerateConfig, BadValuesNameFileLineKeyAndValue) {
             "x.yaml:1: key 'distributed_type' has value 'XLA' (expected NO, MULTI_CPU, MULTI_GPU, "
             "DEEPSPEED or FSDP)");
   EXPECT_EQ(error_of([] { parse_accelerate_config("/nonexistent/acc.yaml"); }),
-            "accelerate config '/nonexistent/acc.yaml' cannot be opened");
+            "accelerate config '/nonexistent/acc.yaml' cannot be read: /nonexistent/acc.yaml: "
+            "cannot open: No such file or directory");
+  // A device is refused (`launch --config_file /dev/zero` read without end).
+  EXPECT_EQ(error_of([] { parse_accelerate_config("/dev/zero"); }),
+            "accelerate config '/dev/zero' cannot be read: /dev/zero: not a regular file (a "
+            "device); expected a file");
 }
 
 // fp16 asked for in the DeepSpeed JSON: refused naming the file, line and key (transformers

@@ -49,6 +49,10 @@ TEST(KeyHasher, FramesPartsAndHashesFiles) {
   c.add_file("x", dir / "f");
   c.add("y", "c");
   EXPECT_EQ(c.finish(), a.finish());  // a file hashes as its bytes
+  // A device (dataset.train.path=/dev/zero was hashed without end) is an error naming it.
+  KeyHasher d;
+  EXPECT_EQ(zt::testing::error_of([&] { d.add_file("dataset", "/dev/zero"); }),
+            "/dev/zero: not a regular file (a device or special file); expected a file");
   EXPECT_EQ(key_of("v").hex().size(), 32u);
   EXPECT_NE(key_of("v"), key_of("w"));
 }
