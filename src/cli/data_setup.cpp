@@ -61,6 +61,13 @@ void check_dataset_present(const RunConfig& cfg, const std::string& split) {
         "file per split: merge the directory's shards into one file, or name one of them){}",
         cfg.key_at(key), key, file.string(), cfg.where(key));
   }
+  if (!std::filesystem::is_regular_file(file, ec)) {  // a device, a pipe: read without end, or not
+    const std::string key = "dataset." + split + ".path";
+    fail(
+        "{}: {}: {} is no regular file (a device or a pipe); expected a .parquet, .jsonl or .json "
+        "file{}",
+        cfg.key_at(key), key, file.string(), cfg.where(key));
+  }
 }
 
 bool has_eval_set(const RunConfig& cfg) {

@@ -147,6 +147,12 @@ TEST(DataSetup, DatasetPathThatIsADirectoryNamesTheKey) {
   const RunConfig ok = RunConfig::from_json(
       {{"dataset", {{"train", {{"path", (dir / "train.jsonl").string()}}}}}}, "sft.yaml");
   EXPECT_NO_THROW(zt::cli::check_dataset_present(ok, "train"));
+  // A device (read without end before) names the key too.
+  const RunConfig dev =
+      RunConfig::from_json({{"dataset", {{"train", {{"path", "/dev/zero"}}}}}}, "sft.yaml");
+  EXPECT_EQ(error_of([&] { zt::cli::check_dataset_present(dev, "train"); }),
+            "sft.yaml: dataset.train.path: /dev/zero is no regular file (a device or a pipe); "
+            "expected a .parquet, .jsonl or .json file");
 }
 
 // The eval set of a hub dataset reads split 'test' when dataset.eval.split is not set; a snapshot
