@@ -1,6 +1,8 @@
 #include "io/dataset_source.h"
 
 #include <algorithm>
+#include <cctype>
+#include <string>
 #include <vector>
 
 #include "core/error.h"
@@ -107,6 +109,26 @@ fs::path resolve_hub_dataset_file(const std::string& id, const std::string& spli
     fail("dataset '{}': split '{}' has {} files in {} ({}); zerotune reads one file per split — merge them, or "
          "give one as dataset.<split>.path with dataset.is_local: true",
          id, split, match.size(), snap.string(), list(match));
+  // A shard of a sharded split ("train-00000-of-00002.parquet", as the hub names them) alone: the
+  // others did not download (or were left out by `--include`), and the split is more than this
+  // file.
+  const std::string name = match.front().filename().string();
+  if (const size_t of = name.find("-of-"); of != std::string::npos && of >= 5 &&
+                                           of + 4 < name.size() &&
+                                           std::isdigit(static_cast<unsigned char>(name[of + 4]))) {
+    size_t end = of + 4;
+    while (end < name.size() && std::isdigit(static_cast<unsigned char>(name[end]))) ++end;
+    size_t begin = of;
+    while (begin > 0 && std::isdigit(static_cast<unsigned char>(name[begin - 1]))) --begin;
+    const std::string total = name.substr(of + 4, end - of - 4);
+    if (begin < of && total.size() <= 9 && std::stoi(total) > 1)
+      fail(
+          "dataset '{}': split '{}' has only {} in {}, one of {} shards (the name says so); the "
+          "others are not in the cache (an interrupted or partial download?). Download the whole "
+          "split (`hf download {} --repo-type dataset`), or give a file as dataset.<split>.path "
+          "with dataset.is_local: true",
+          id, split, match.front().string(), snap.string(), std::stoi(total), id);
+  }
   return snap / match.front();
 }
 

@@ -74,6 +74,13 @@ TEST_F(HubDataset, ShardsAndMissingAreClearErrors) {
   touch(s / "data" / "train-00001-of-00002.parquet");
   expect_error([] { zt::resolve_hub_dataset_file("org/big", "train"); },
                {"dataset 'org/big': split 'train' has 2 files", "zerotune reads one file per split"});
+  // One shard of two in the cache (a partial download) was read alone: half the split, silently.
+  fs::remove(s / "data" / "train-00001-of-00002.parquet");
+  expect_error(
+      [] { zt::resolve_hub_dataset_file("org/big", "train"); },
+      {"dataset 'org/big': split 'train' has only data/train-00000-of-00002.parquet in " +
+           s.string() + ", one of 2 shards (the name says so); the others are not in the cache",
+       "`hf download org/big --repo-type dataset`"});
   fs::create_directories(dir_ / "datasets" / "org___arrow_only");
   expect_error([&] { zt::resolve_hub_dataset_file("org/arrow_only", "train"); },
                {"dataset 'org/arrow_only' is not in the Hugging Face hub cache (looked in " +
