@@ -136,9 +136,14 @@ TEST_F(TrainCli, ResumeContinuesBitwise) {
   // A second run that stops at step 2, then resumes from its checkpoint with another stage.
   auto first = train("resumed", "compute.zero_stage=3 trainer.max_steps=2");
   ASSERT_EQ(first.status, 0) << first.output;
+  // The checkpoint records the token pipeline it was prepared with; the same one resumes silently.
+  EXPECT_EQ(zt::Json::parse(
+                slurp(exp("resumed") / "checkpoint-2" / "trainer_state.json"))["data_pipeline"],
+            "zerotune-sft-data-4");
   auto second = train("resumed", "compute.zero_stage=1 trainer.resume_from_checkpoint=true");
   ASSERT_EQ(second.status, 0) << second.output;
   EXPECT_NE(second.output.find("resumed from"), std::string::npos) << second.output;
+  EXPECT_EQ(second.output.find("token pipeline"), std::string::npos) << second.output;
   auto ef = train_events(exp("full")), er = train_events(exp("resumed"));
   ASSERT_EQ(ef.size(), er.size());
   for (size_t i = 0; i < ef.size(); ++i) {
@@ -596,12 +601,20 @@ TEST_F(TrainCli, ResumeWithAnotherLrScheduleKeepsTheCheckpointsLearningRate) {
                 slurp(exp("lrsched2") / "checkpoint-4" / "trainer_state.json"))["lr_schedule"],
             zt::Json::parse(R"({"learning_rate": 0.01, "lr_scheduler_type": "cosine",
                 "warmup_steps": 2})"));
-  // An older checkpoint: no "lr_schedule", no note, the config's schedule (0.5 × cosine).
+  // An older checkpoint: no "lr_schedule", no note, the config's schedule (0.5 × cosine); no
+  // "data_pipeline" either: a warning that its tokens may have been prepared under another rule.
   zt::Json old = good;
   old.erase("lr_schedule");
+  old.erase("data_pipeline");
   std::ofstream(state) << old.dump(2);
   r = train("lrsched3", "trainer.resume_from_checkpoint=" + ck.string() + changed);
   ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("zerotune: warning: resume_from_checkpoint: " + state.string() +
+                          " records no token pipeline version (written before zerotune recorded "
+                          "it), and this zerotune tokenises with 'zerotune-sft-data-4': the "
+                          "resumed steps see samples tokenised under the new rule"),
+            std::string::npos)
+      << r.output;
   EXPECT_EQ(r.output.find("differs from the"), std::string::npos) << r.output;
   EXPECT_EQ(lrs_of("lrsched3"), (std::vector<double>{0.5, 0.25}));
   EXPECT_NE(r.output.find("; lr cosine 0.5 with 2 warm-up steps\n"), std::string::npos) << r.output;
