@@ -503,3 +503,38 @@ TEST(RunConfig, MessageAboutSeveralKeysNamesEachKeysFile) {
                           ":7) is -1, so the run would train no step (expected num_train_epochs > "
                           "0, or max_steps >= 1)\n");
 }
+
+// The first key of a message about several keys, given on the command line, says so right after
+// its name, not at the end of the message, where it read as the last key's.
+TEST(RunConfig, CommandLineNoteFollowsTheKeyItBelongsTo) {
+  const GroupConfig c("learning_rate: 1.0e-5\n", "trainer:\n  max_steps: -1\n");
+  const auto r = zt::testing::run_command(std::string(ZT_BINARY) + " train --config " +
+                                          c.primary.string() + " trainer.num_train_epochs=0");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_EQ(r.output, "zerotune: error: " + c.primary.string() +
+                          ": trainer.num_train_epochs (given on the command line) is 0 and "
+                          "trainer.max_steps (" +
+                          c.primary.string() +
+                          ":7) is -1, so the run would train no step (expected num_train_epochs > "
+                          "0, or max_steps >= 1)\n");
+}
+
+// A message about one key names that key's own file and line (here a config group's file), not
+// the primary sft.yaml; a key given on the command line names the primary and says so. (The
+// train command's compute.n_gpus warning named the primary either way.)
+TEST(RunConfig, SingleKeyMessageNamesItsKeysFile) {
+  const GroupConfig c("n_gpus: 4\n", "", "compute");
+  const std::string warning = " is 4 but the job has 1 rank(s); the actual world size (1) wins";
+  auto r =
+      zt::testing::run_command(std::string(ZT_BINARY) + " train --config " + c.primary.string());
+  EXPECT_NE(r.output.find("zerotune: warning: " + c.group.string() + ":1: compute.n_gpus" +
+                          warning + "\n"),
+            std::string::npos)
+      << r.output;
+  r = zt::testing::run_command(std::string(ZT_BINARY) + " train --config " + c.primary.string() +
+                               " compute.n_gpus=4");
+  EXPECT_NE(r.output.find("zerotune: warning: " + c.primary.string() + ": compute.n_gpus" +
+                          warning + " (given on the command line)\n"),
+            std::string::npos)
+      << r.output;
+}
