@@ -8,6 +8,8 @@
 #include <CLI/CLI.hpp>
 #include <cstdlib>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "cli/accelerate_config.h"
 #include "cli/command_line.h"
@@ -41,23 +43,24 @@ namespace {
 void resolve_best_model(const RunConfig& cfg, train::TrainArgs& a) {
   using train::IntervalStrategy;
   using train::SaveStrategy;
-  const auto given = cfg.get_optional<std::string>("trainer.metric_for_best_model");
+  const std::string metric_key = "trainer.metric_for_best_model";
+  const auto given = cfg.get_optional<std::string>(metric_key);
   if (given && given->empty())
     fail(
-        "{}: trainer.metric_for_best_model is an empty string; name a metric (loss, "
-        "mean_token_accuracy, entropy) or leave it null",
-        cfg.source());
+        "{}: {} is an empty string; name a metric (loss, mean_token_accuracy, entropy) or leave "
+        "it null{}",
+        cfg.key_at(metric_key), metric_key, cfg.where(metric_key));
   std::string metric = given.value_or("");
   if (metric.empty() && a.load_best_model_at_end) metric = "loss";
   const bool best_save = a.save_strategy == SaveStrategy::kBest;
-  // Messages about several keys begin with the file:line of the first and name each other's
-  // (RunConfig::key_ref).
+  // Messages about several keys begin with the file:line of the first, its where() right after
+  // its name (not at the end, where it would read as the last key's), and name each other's
+  // (RunConfig::key_ref). A message about one key ends with its where().
   const std::string save_key = "trainer.save_strategy", eval_key = "trainer.eval_strategy",
                     lbm_key = "trainer.load_best_model_at_end";
   if ((best_save || a.load_best_model_at_end) && metric.empty())
-    fail("{}: {}: best needs {} (the metric whose new best triggers a save){}",
-         cfg.key_at(save_key), save_key, cfg.key_ref("trainer.metric_for_best_model"),
-         cfg.where(save_key));
+    fail("{}: {}: best{} needs {} (the metric whose new best triggers a save)",
+         cfg.key_at(save_key), save_key, cfg.where(save_key), cfg.key_ref(metric_key));
   if (metric.empty()) return;
   const auto greater = cfg.get_optional<bool>("trainer.greater_is_better");
   a.greater_is_better = greater ? *greater : !metric.ends_with("loss");
@@ -69,31 +72,30 @@ void resolve_best_model(const RunConfig& cfg, train::TrainArgs& a) {
     found = found || m == a.metric_for_best_model;
   }
   if (!found)
-    fail(
-        "{}: trainer.metric_for_best_model '{}' ({}) is not a metric of zerotune's evaluation; it "
-        "logs {}",
-        cfg.source(), metric, a.metric_for_best_model, known);
+    fail("{}: {} '{}' ({}) is not a metric of zerotune's evaluation; it logs {}{}",
+         cfg.key_at(metric_key), metric_key, metric, a.metric_for_best_model, known,
+         cfg.where(metric_key));
   if ((best_save || a.load_best_model_at_end) && a.eval_strategy == IntervalStrategy::kNo) {
     const std::string& key = best_save ? save_key : lbm_key;
-    fail("{}: {} needs evaluations to find the best model, but {} is 'no'{}", cfg.key_at(key),
-         best_save ? save_key + ": best" : lbm_key, cfg.key_ref(eval_key), cfg.where(key));
+    fail("{}: {}{} needs evaluations to find the best model, but {} is 'no'", cfg.key_at(key),
+         best_save ? save_key + ": best" : lbm_key, cfg.where(key), cfg.key_ref(eval_key));
   }
   if (!a.load_best_model_at_end || best_save) return;
   if (name_of(a.eval_strategy) != name_of(a.save_strategy))
     fail(
-        "{}: {} requires the save and eval strategy to match (as transformers does), but {} is "
-        "'{}' and {} '{}'{}",
-        cfg.key_at(lbm_key), lbm_key, cfg.key_ref(eval_key), name_of(a.eval_strategy),
-        cfg.key_ref(save_key), name_of(a.save_strategy), cfg.where(lbm_key));
+        "{}: {}{} requires the save and eval strategy to match (as transformers does), but {} is "
+        "'{}' and {} '{}'",
+        cfg.key_at(lbm_key), lbm_key, cfg.where(lbm_key), cfg.key_ref(eval_key),
+        name_of(a.eval_strategy), cfg.key_ref(save_key), name_of(a.save_strategy));
   const int64_t eval_every = a.eval_steps > 0 ? a.eval_steps : a.logging_steps;
   // eval_steps null (0): the evaluation steps are logging_steps, as in transformers.
   const char* every_key = a.eval_steps > 0 ? "trainer.eval_steps" : "trainer.logging_steps";
   if (a.eval_strategy == IntervalStrategy::kSteps && a.save_steps % eval_every != 0)
     fail(
-        "{}: {} requires the saving steps to be a round multiple of the evaluation steps, but {} "
-        "{} is not a round multiple of {} {}{}",
-        cfg.key_at(lbm_key), lbm_key, cfg.key_ref("trainer.save_steps"), a.save_steps,
-        cfg.key_ref(every_key), eval_every, cfg.where(lbm_key));
+        "{}: {}{} requires the saving steps to be a round multiple of the evaluation steps, but "
+        "{} {} is not a round multiple of {} {}",
+        cfg.key_at(lbm_key), lbm_key, cfg.where(lbm_key), cfg.key_ref("trainer.save_steps"),
+        a.save_steps, cfg.key_ref(every_key), eval_every);
 }
 
 // RunConfig (+ accelerate config) → TrainArgs for a job of `world` ranks. Rank 0 logs warnings.
@@ -106,8 +108,9 @@ train::TrainArgs make_train_args(RunConfig& cfg, const std::optional<AccelerateC
   };
   // ---- world size and batch geometry
   if (auto n = cfg.get_optional<int64_t>("compute.n_gpus"); n && *n != world)
-    warn(fmt::format("{}: compute.n_gpus is {} but the job has {} rank(s); the actual world size ({}) wins",
-                     cfg.source(), *n, world, world));
+    warn(fmt::format(
+        "{}: compute.n_gpus is {} but the job has {} rank(s); the actual world size ({}) wins{}",
+        cfg.key_at("compute.n_gpus"), *n, world, world, cfg.where("compute.n_gpus")));
   if (acc && acc->num_processes && *acc->num_processes != world)
     warn(fmt::format("{}: num_processes is {} but the job has {} rank(s); the actual world size ({}) wins",
                      acc->path, *acc->num_processes, world, world));
@@ -118,14 +121,14 @@ train::TrainArgs make_train_args(RunConfig& cfg, const std::optional<AccelerateC
     const std::string gas = "trainer.gradient_accumulation_steps",
                       gbs_key = "compute.global_batch_size";
     if (!gbs)
-      fail("{}: {} is ??? and {} is not set, so it cannot be derived{}", cfg.key_at(gas), gas,
-           cfg.key_ref(gbs_key), cfg.where(gas));
+      fail("{}: {}{} is ??? and {} is not set, so it cannot be derived", cfg.key_at(gas), gas,
+           cfg.where(gas), cfg.key_ref(gbs_key));
     int64_t per_step = world * cfg.get<int64_t>("trainer.per_device_train_batch_size");
     if (*gbs < per_step || *gbs % per_step != 0)
-      fail("{}: {} {} is not a multiple of world size {} × {} {} = {}; cannot derive {} ({}){}",
-           cfg.key_at(gbs_key), gbs_key, *gbs, world,
-           cfg.key_ref("trainer.per_device_train_batch_size"), per_step / world, per_step, gas,
-           cfg.key_at(gas), cfg.where(gbs_key));
+      fail("{}: {}{} {} is not a multiple of world size {} × {} {} = {}; cannot derive {}",
+           cfg.key_at(gbs_key), gbs_key, cfg.where(gbs_key), *gbs, world,
+           cfg.key_ref("trainer.per_device_train_batch_size"), per_step / world, per_step,
+           cfg.key_ref(gas));
     cfg.set("trainer.gradient_accumulation_steps", *gbs / per_step);
   }
   train::TrainArgs a;
@@ -134,20 +137,19 @@ train::TrainArgs make_train_args(RunConfig& cfg, const std::optional<AccelerateC
   // refuses such a run (as one whose every step was skipped), here, before data or outputs.
   if (a.max_steps <= 0 && !(a.num_train_epochs > 0))
     fail(
-        "{}: trainer.num_train_epochs is {} and {} is {}, so the run would train no step (expected "
-        "num_train_epochs > 0, or max_steps >= 1){}",
-        cfg.key_at("trainer.num_train_epochs"), a.num_train_epochs,
-        cfg.key_ref("trainer.max_steps"), a.max_steps, cfg.where("trainer.num_train_epochs"));
+        "{}: trainer.num_train_epochs{} is {} and {} is {}, so the run would train no step "
+        "(expected num_train_epochs > 0, or max_steps >= 1)",
+        cfg.key_at("trainer.num_train_epochs"), cfg.where("trainer.num_train_epochs"),
+        a.num_train_epochs, cfg.key_ref("trainer.max_steps"), a.max_steps);
   if (auto gbs = cfg.get_optional<int64_t>("compute.global_batch_size");
       gbs && *gbs != world * a.per_device_train_batch_size * a.gradient_accumulation_steps)
     warn(fmt::format(
-        "{}: compute.global_batch_size is {} but world size {} × {} {} × {} {} = {}; the "
-        "trainer's values win{}",
-        cfg.key_at("compute.global_batch_size"), *gbs, world,
-        cfg.key_ref("trainer.per_device_train_batch_size"), a.per_device_train_batch_size,
+        "{}: compute.global_batch_size{} is {} but world size {} × {} {} × {} {} = {}; the "
+        "trainer's values win",
+        cfg.key_at("compute.global_batch_size"), cfg.where("compute.global_batch_size"), *gbs,
+        world, cfg.key_ref("trainer.per_device_train_batch_size"), a.per_device_train_batch_size,
         cfg.key_ref("trainer.gradient_accumulation_steps"), a.gradient_accumulation_steps,
-        world * a.per_device_train_batch_size * a.gradient_accumulation_steps,
-        cfg.where("compute.global_batch_size")));
+        world * a.per_device_train_batch_size * a.gradient_accumulation_steps));
   if (acc && acc->gradient_accumulation_steps && *acc->gradient_accumulation_steps != a.gradient_accumulation_steps)
     warn(fmt::format("{}: deepspeed gradient_accumulation_steps {} differs from the trainer's {}; the trainer's wins",
                      acc->path, *acc->gradient_accumulation_steps, a.gradient_accumulation_steps));
@@ -156,8 +158,10 @@ train::TrainArgs make_train_args(RunConfig& cfg, const std::optional<AccelerateC
   auto stage = cfg.get_optional<int64_t>("compute.zero_stage");
   const std::optional<int> acc_stage = acc ? acc->zero_stage : std::nullopt;
   if (stage && acc_stage && *stage != *acc_stage)
-    warn(fmt::format("{}: compute.zero_stage {} overrides the accelerate config's zero_stage {}", cfg.source(),
-                     *stage, *acc_stage));
+    warn(fmt::format(
+        "{}: compute.zero_stage {} overrides the accelerate config's zero_stage {} ({}){}",
+        cfg.key_at("compute.zero_stage"), *stage, *acc_stage, acc->path,
+        cfg.where("compute.zero_stage")));
   a.zero_stage = stage ? static_cast<int>(*stage) : acc_stage.value_or(kDefaultZeroStage);
   auto offload = cfg.get_optional<bool>("compute.offload_optimizer");
   a.offload_optimizer = offload ? *offload : (acc && acc->offload_optimizer_device == "cpu");
@@ -169,7 +173,7 @@ train::TrainArgs make_train_args(RunConfig& cfg, const std::optional<AccelerateC
   try {
     a.backend = train::resolve_backend(backend);
   } catch (const Error& e) {
-    fail("{}: {}", cfg.source(), e.what());
+    fail("{}: {}{}", cfg.key_at("compute.backend"), e.what(), cfg.where("compute.backend"));
   }
   bool bf16 = cfg.get<bool>("trainer.bf16");
   // fp16 / fp8 from the accelerate file: with trainer.bf16 transformers trains bf16 (its arguments
@@ -240,16 +244,18 @@ train::TrainArgs make_train_args(RunConfig& cfg, const std::optional<AccelerateC
       a.resume_from_checkpoint = resume.get<std::string>();
     }
   } else if (!resume.is_null()) {
-    fail("{}: trainer.resume_from_checkpoint must be a path, true or false, got {}", cfg.source(), resume.dump());
+    fail("{}: trainer.resume_from_checkpoint must be a path, true or false, got {}{}",
+         cfg.key_at("trainer.resume_from_checkpoint"), resume.dump(),
+         cfg.where("trainer.resume_from_checkpoint"));
   }
   if (a.eval_strategy != train::IntervalStrategy::kNo && !a.eval_data)
-    fail("{}: trainer.eval_strategy is '{}' but {} is not set{}",
-         cfg.key_at("trainer.eval_strategy"), name_of(a.eval_strategy),
-         cfg.key_ref("dataset.eval.path"), cfg.where("trainer.eval_strategy"));
+    fail("{}: trainer.eval_strategy{} is '{}' but {} is not set",
+         cfg.key_at("trainer.eval_strategy"), cfg.where("trainer.eval_strategy"),
+         name_of(a.eval_strategy), cfg.key_ref("dataset.eval.path"));
   if (a.eval_on_start && !a.eval_data)
-    fail("{}: trainer.eval_on_start is true but {} is not set{}",
-         cfg.key_at("trainer.eval_on_start"), cfg.key_ref("dataset.eval.path"),
-         cfg.where("trainer.eval_on_start"));
+    fail("{}: trainer.eval_on_start{} is true but {} is not set",
+         cfg.key_at("trainer.eval_on_start"), cfg.where("trainer.eval_on_start"),
+         cfg.key_ref("dataset.eval.path"));
   resolve_best_model(cfg, a);
   a.resolved_config = cfg.tree();
   return a;
@@ -305,16 +311,16 @@ int cmd_train(const Args& args) {
   train::TrainArgs targs = make_train_args(cfg, acc, comm->world_size(), rank0);
   // Every directory the run creates, before anything is written (dataset.cache_dir: data_options).
   // The checks that write nothing first: a probe never goes inside a checkpoint directory.
-  check_not_in_checkpoint(cfg.source(), "exp_dir", targs.exp_dir);
-  check_not_in_checkpoint(cfg.source(), "trainer.output_dir", targs.output_dir);
+  // Each message names the key's own file:line, or says it was given on the command line.
+  std::vector<std::pair<std::string, fs::path>> run_dirs = {
+      {"exp_dir", targs.exp_dir},
+      {"trainer.output_dir", targs.output_dir}};  // default: exp_dir/final
   // Its event files would go with the checkpoint: replaced when that step is saved, or rotated.
-  if (!targs.logging_dir.empty())
-    check_not_in_checkpoint(cfg.source(), "trainer.logging_dir", targs.logging_dir);
-  check_dir_creatable(cfg.source(), "exp_dir", targs.exp_dir);
-  check_dir_creatable(cfg.source(), "trainer.output_dir",
-                      targs.output_dir);  // default: exp_dir/final
-  if (!targs.logging_dir.empty())
-    check_dir_creatable(cfg.source(), "trainer.logging_dir", targs.logging_dir);
+  if (!targs.logging_dir.empty()) run_dirs.emplace_back("trainer.logging_dir", targs.logging_dir);
+  for (const auto& [key, dir] : run_dirs)
+    check_not_in_checkpoint(cfg.key_at(key), key, dir, cfg.where(key));
+  for (const auto& [key, dir] : run_dirs)
+    check_dir_creatable(cfg.key_at(key), key, dir, cfg.where(key));
   // Rank 0 holds the exp_dir lock while the run writes there (train/run_dir_lock.h): a second run
   // in the directory of a live one is refused before it looks at, clears or writes anything. An
   // exp_dir that does not exist yet is locked by the trainer when it creates it.

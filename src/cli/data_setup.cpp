@@ -33,7 +33,8 @@ std::filesystem::path dataset_file(const RunConfig& cfg, const std::string& spli
     return *path;
   }
   if (!name)
-    fail("{}: {}.name (a hub dataset id) is not set and dataset.is_local is false", cfg.source(), key);
+    fail("{}: {}.name (a hub dataset id) is not set and dataset.is_local{} is false",
+         cfg.key_at("dataset.is_local"), key, cfg.where("dataset.is_local"));
   if (hf_split) return resolve_hub_dataset_file(*name, *hf_split, cfg.where(key + ".split"));
   // A split the config does not name: say where its name came from.
   hf_split = split == "train" ? "train" : "test";
@@ -138,14 +139,17 @@ data::DataOptions data_options(const RunConfig& cfg, const std::string& split) {
   const Json& trainer = cfg.tree().at("trainer");
   if (const auto kw = trainer.find("chat_template_kwargs"); kw != trainer.end() && !kw->is_null()) {
     if (!kw->is_object())
-      fail("{}: trainer.chat_template_kwargs must be a mapping of template variables (e.g. "
-           "{{enable_thinking: false}}), got {}",
-           cfg.source(), kw->dump());
+      fail(
+          "{}: trainer.chat_template_kwargs must be a mapping of template variables (e.g. "
+          "{{enable_thinking: false}}), got {}{}",
+          cfg.key_at("trainer.chat_template_kwargs"), kw->dump(),
+          cfg.where("trainer.chat_template_kwargs"));
     o.chat_template_kwargs = *kw;
   }
   if (auto p = cfg.get_optional<std::string>("trainer.chat_template_path")) o.chat_template_path = *p;
   if (auto dir = cfg.get_optional<std::string>("dataset.cache_dir")) {
-    check_dir_creatable(cfg.source(), "dataset.cache_dir", *dir);
+    check_dir_creatable(cfg.key_at("dataset.cache_dir"), "dataset.cache_dir", *dir,
+                        cfg.where("dataset.cache_dir"));
     o.cache_dir = *dir;
   }
   o.num_threads = static_cast<int>(cfg.get<int64_t>("compute.threads"));

@@ -69,8 +69,9 @@ class RunConfig {
   // (dataset.prompt_format: chat under model_name), else "".
   std::string where(const std::string& key) const;
   // `key` as a message about several keys names each after the first (which begins the message
-  // with key_at): "KEY (FILE:LINE)" where a file holds it, "KEY (given on the command line)" for an
-  // override, else KEY with where()'s suffix (a default, a derived value, a config from no file).
+  // with key_at, its where() right after its name): "KEY (FILE:LINE)" where a file holds it, "KEY
+  // (given on the command line)" for an override, else KEY with where()'s suffix (a default, a
+  // derived value, a config from no file).
   std::string key_ref(const std::string& key) const;
 
  private:

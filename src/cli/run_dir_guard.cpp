@@ -53,8 +53,8 @@ void check_run_dir_is_free(const fs::path& exp_dir, const fs::path& output_dir, 
       has_checkpoint ? "continue that run with trainer.resume_from_checkpoint=true, " : "");
 }
 
-void check_not_in_checkpoint(const std::string& source, const std::string& key,
-                             const fs::path& dir) {
+void check_not_in_checkpoint(const std::string& source, const std::string& key, const fs::path& dir,
+                             std::string_view where) {
   std::error_code ec;
   for (fs::path p : {fs::absolute(dir, ec).lexically_normal(), fs::weakly_canonical(dir, ec)}) {
     if (p.has_relative_path() && p.filename().empty()) p = p.parent_path();  // "a/b/" is "a/b"
@@ -65,8 +65,8 @@ void check_not_in_checkpoint(const std::string& source, const std::string& key,
       fail(
           "{}: {}: {} is {}checkpoint directory {}, which belongs to a run (resuming it reads the "
           "directory, its save_total_limit deletes it, a final model exported there replaces it "
-          "whole); give a directory outside any checkpoint-<step> directory",
-          source, key, dir.string(), prefix == p ? "" : "inside ", prefix.string());
+          "whole); give a directory outside any checkpoint-<step> directory{}",
+          source, key, dir.string(), prefix == p ? "" : "inside ", prefix.string(), where);
     }
   }
 }
@@ -82,35 +82,37 @@ int lstat_errno(const fs::path& p) {
 
 }  // namespace
 
-void check_dir_creatable(const std::string& source, const std::string& key, const fs::path& dir) {
+void check_dir_creatable(const std::string& source, const std::string& key, const fs::path& dir,
+                         std::string_view where) {
   // An empty path (`output_dir: ${oc.env:OUT}` with OUT set to nothing) names no directory: taken
   // for ".", the run trained and then failed to export its model.
-  if (dir.empty()) fail("{}: {} is empty (expected a directory)", source, key);
+  if (dir.empty()) fail("{}: {} is empty (expected a directory){}", source, key, where);
   // The directories `mkdir -p dir` would create, deepest first, and the nearest existing ancestor.
   std::vector<fs::path> missing;
   fs::path cur = dir;
   for (int e = lstat_errno(cur); e != 0; e = lstat_errno(cur)) {
     if (e != ENOENT && e != ENOTDIR)  // ENAMETOOLONG, EACCES, ELOOP: the path cannot be used
-      fail("{}: {}: cannot create {}: {}", source, key, dir.string(), std::strerror(e));
+      fail("{}: {}: cannot create {}: {}{}", source, key, dir.string(), std::strerror(e), where);
     missing.push_back(cur);
     cur = cur.parent_path();
     if (cur.empty()) cur = ".";
   }
   std::error_code ec;
   if (fs::is_symlink(fs::symlink_status(cur, ec)) && !fs::exists(fs::status(cur, ec)))
-    fail("{}: {}: cannot create {}: {} is a dangling symbolic link", source, key, dir.string(),
-         cur.string());
+    fail("{}: {}: cannot create {}: {} is a dangling symbolic link{}", source, key, dir.string(),
+         cur.string(), where);
   if (!fs::is_directory(fs::status(cur, ec)))
-    fail("{}: {}: cannot create {}: {} ({} is {})", source, key, dir.string(),
+    fail("{}: {}: cannot create {}: {} ({} is {}){}", source, key, dir.string(),
          std::strerror(ENOTDIR), cur.string(),
-         fs::is_regular_file(fs::status(cur, ec)) ? "a file" : "not a directory");
+         fs::is_regular_file(fs::status(cur, ec)) ? "a file" : "not a directory", where);
   // Each name to create must fit the file system's NAME_MAX.
   const long name_max = ::pathconf(cur.c_str(), _PC_NAME_MAX);
   for (const fs::path& m : missing) {
     const size_t len = m.filename().native().size();
     if (name_max > 0 && len > static_cast<size_t>(name_max))
-      fail("{}: {}: cannot create {}: {} (a path component of {} bytes; {} allows at most {})",
-           source, key, dir.string(), std::strerror(ENAMETOOLONG), len, cur.string(), name_max);
+      fail("{}: {}: cannot create {}: {} (a path component of {} bytes; {} allows at most {}){}",
+           source, key, dir.string(), std::strerror(ENAMETOOLONG), len, cur.string(), name_max,
+           where);
   }
   // A uniquely named probe directory made and removed in the nearest existing ancestor proves that
   // entries can be created there: only mkdir(2) itself knows every reason (permissions, a
@@ -121,13 +123,13 @@ void check_dir_creatable(const std::string& source, const std::string& key, cons
   if (::mkdtemp(probe.data()) == nullptr) {
     const int e = errno;
     if (missing.empty())
-      fail("{}: {}: cannot write in {}: {}", source, key, dir.string(), std::strerror(e));
-    fail("{}: {}: cannot create {}: {} (in {})", source, key, dir.string(), std::strerror(e),
-         cur.string());
+      fail("{}: {}: cannot write in {}: {}{}", source, key, dir.string(), std::strerror(e), where);
+    fail("{}: {}: cannot create {}: {} (in {}){}", source, key, dir.string(), std::strerror(e),
+         cur.string(), where);
   }
   if (::rmdir(probe.c_str()) != 0)
-    fail("{}: {}: could not remove the probe directory {} made to check {}: {}", source, key, probe,
-         dir.string(), std::strerror(errno));
+    fail("{}: {}: could not remove the probe directory {} made to check {}: {}{}", source, key,
+         probe, dir.string(), std::strerror(errno), where);
 }
 
 std::vector<fs::path> clear_earlier_run(const fs::path& exp_dir, const fs::path& events_dir) {

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace zt::cli {
@@ -24,9 +25,11 @@ void check_run_dir_is_free(const std::filesystem::path& exp_dir, const std::file
 // get_last_checkpoint finds checkpoints; the path as given and with its symbolic links resolved):
 // such a directory belongs to a run, whose resume reads it and whose save_total_limit deletes it,
 // and the final export replaces output_dir whole. Throws zt::Error
-//   "SOURCE: KEY: DIR is (inside) checkpoint directory CKPT …". Touches nothing.
+//   "SOURCE: KEY: DIR is (inside) checkpoint directory CKPT …WHERE". SOURCE is where the key was
+// written (RunConfig::key_at), WHERE RunConfig::where's note (" (given on the command line)").
+// Touches nothing.
 void check_not_in_checkpoint(const std::string& source, const std::string& key,
-                             const std::filesystem::path& dir);
+                             const std::filesystem::path& dir, std::string_view where = {});
 
 // Proves that directory `dir` (the value of config key `key`) can be created, or written in when
 // it exists, leaving nothing behind: walks up to the nearest existing ancestor, which must be a
@@ -40,9 +43,9 @@ void check_not_in_checkpoint(const std::string& source, const std::string& key,
 //   "Read-only file system (in runs)", "Operation not permitted (in /sys)", "File name too long
 //   (a path component of 300 bytes; runs allows at most 255)"), or "SOURCE: KEY: cannot write in
 //   DIR: REASON" when DIR itself exists but is not writable, or "SOURCE: KEY is empty (expected a
-//   directory)".
+//   directory)"; each followed by `where` (as check_not_in_checkpoint).
 void check_dir_creatable(const std::string& source, const std::string& key,
-                         const std::filesystem::path& dir);
+                         const std::filesystem::path& dir, std::string_view where = {});
 
 // trainer.overwrite_output_dir: removes the earlier run's metrics.jsonl (which a new run would
 // otherwise append to) and its TensorBoard event files in `events_dir` ("" = none; see

@@ -21,10 +21,6 @@
 namespace zt::data {
 namespace {
 
-// Bump when a change to this layer changes the tokens or masks it produces for the same inputs.
-// 3: config special tokens added; 4: EOS placed as TRL's add_eos (only a "text" column; not a
-// completion beside one).
-constexpr const char* kPipelineVersion = "zerotune-sft-data-4";
 constexpr size_t kMaxListedRows = 100;
 
 double seconds_since(std::chrono::steady_clock::time_point t0) {

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "data/data_options.h"
@@ -16,6 +17,13 @@
 #include "text/tokenizer.h"
 
 namespace zt::data {
+
+// The version of the token pipeline (formatting, tokenisation, masks): part of the token cache key,
+// and recorded in a checkpoint's trainer_state.json ("data_pipeline") so that a resume under
+// another version is told (train/resume_checks.h). Bump when a change to this layer changes the
+// tokens or masks it produces for the same inputs. 3: config special tokens added; 4: EOS placed
+// as TRL's add_eos (only a "text" column; not a completion beside one).
+inline constexpr std::string_view kPipelineVersion = "zerotune-sft-data-4";
 
 // What a preparation did. Counts are of dataset rows / examples; tokens after truncation.
 struct PrepareReport {

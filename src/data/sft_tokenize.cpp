@@ -39,6 +39,10 @@ SftFormatter::SftFormatter(const DataOptions& opts, const DatasetFormat& format,
   const bool plain = !is_conversational(kind);
   const ConfigNames& names = opts.names;
   const std::string dataset = names.dataset(opts.dataset);
+  // TRL's add_eos appends the EOS to a "text" column only: language-modelling data read from
+  // another dataset_text_field gets none, so it needs none (TRL trains it without an eos_token).
+  const bool appends_eos =
+      plain && !(kind == DatasetKind::kLanguageModeling && format.text_field != "text");
   if (opts.eos_token) {
     if (!tokenizer.token_to_id(*opts.eos_token)) {
       fail("{}: '{}' is not a token of the tokenizer in {}{}", names.key("eos_token"),
@@ -48,10 +52,10 @@ SftFormatter::SftFormatter(const DataOptions& opts, const DatasetFormat& format,
     cfg_.eos_token = eos_;  // TRL sets tokenizer.eos_token, which templates then see
   } else if (config.eos_token) {
     eos_ = *config.eos_token;
-  } else if (plain && config.has_config_file) {
+  } else if (appends_eos && config.has_config_file) {
     fail("{}/tokenizer_config.json has no eos_token, which {} ({} data) needs; set {}",
          config.dir.string(), dataset, to_string(kind), names.bare_key("eos_token"));
-  } else if (plain) {
+  } else if (appends_eos) {
     fail(
         "{} has no tokenizer_config.json (only tokenizer.json), so no eos_token, which {} ({} "
         "data) needs; set {}, or add a tokenizer_config.json with an eos_token",
@@ -60,9 +64,11 @@ SftFormatter::SftFormatter(const DataOptions& opts, const DatasetFormat& format,
 
   if (kind == DatasetKind::kLanguageModeling && format.text_field != "text") {
     log::warn(
-        "{}: no EOS is appended to the '{}' column ({}): TRL's add_eos appends '{}' only to a "
-        "column named 'text', as zerotune does; end the texts with it to train it",
-        dataset, format.text_field, names.bare_key("dataset_text_field"), eos_);
+        "{}: no EOS is appended to the '{}' column ({}): TRL's add_eos appends {} only to a "
+        "column named 'text', as zerotune does; end the texts with {} to train it",
+        dataset, format.text_field, names.bare_key("dataset_text_field"),
+        eos_.empty() ? std::string("the EOS") : "'" + eos_ + "'",
+        eos_.empty() ? std::string("one (the tokenizer names no eos_token)") : "it");
   }
   if (opts.prompt_format == PromptFormat::kChat && kind != DatasetKind::kPromptCompletion) {
     fail("{}: chat needs plain-string 'prompt' and 'completion' columns, but {} is {} data{}",

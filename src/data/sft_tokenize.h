@@ -28,7 +28,9 @@ class SftFormatter {
   // Resolves the EOS string (opts.eos_token, which must be a token of the vocabulary, as TRL
   // checks; else the config's), the chat template (opts.chat_template, else the config's; needed by
   // conversational data and prompt_format: chat) and completion_only_loss (auto: true for
-  // prompt/completion data). Throws zt::Error for: no EOS for plain data, an EOS string that is
+  // prompt/completion data). Throws zt::Error for: no EOS for plain data that gets one appended
+  // (language modelling from a dataset_text_field other than "text" gets none, so needs none; its
+  // eos_token() is then empty), an EOS string that is
   // not a token, no chat template where one is needed, assistant_only_loss on non-conversational
   // data or with a template without {% generation %} blocks (naming the template),
   // completion_only_loss: true on language-modelling data, prompt_format: chat on data that is not

@@ -39,18 +39,36 @@ std::pair<size_t, size_t> line_col(std::string_view text, size_t at, size_t firs
 }
 
 // What a text holding NUL bytes is when it starts as UTF-16 or UTF-32 text does (Windows tools
-// write UTF-16: PowerShell's `>`, Notepad's "Unicode"): its byte order mark, or an ASCII character
-// beside a NUL. Empty when it does not.
-std::string_view wide_encoding(std::string_view text) {
+// write UTF-16: PowerShell's `>`, Notepad's "Unicode"): its byte order mark, or, without one, the
+// NULs beside an ASCII first character (a line break included): "X\0\0\0" UTF-32LE, "\0\0\0X"
+// UTF-32BE (tested first: they also start as UTF-16 does), "X\0" UTF-16LE, "\0X" UTF-16BE.
+// `after_newline`: the text is a line after the first, split off at a '\n' (a JSON Lines
+// reader's). In UTF-16LE / UTF-32LE that '\n' was a character's first byte, so the line opens with
+// its NULs, then an ASCII character: "\0X" UTF-16LE (not BE), "\0\0\0X" UTF-32LE. (In big-endian
+// text the '\n' is a character's last byte and line 1 already holds a NUL.) Empty when the text
+// is none of these (a lone NUL, a tail of NULs).
+std::string_view wide_encoding(std::string_view text, bool after_newline) {
   const auto starts = [&](std::string_view p) { return text.substr(0, p.size()) == p; };
+  const auto ascii = [&](size_t i) {
+    return i < text.size() && text[i] != '\0' && static_cast<unsigned char>(text[i]) < 0x80;
+  };
+  const auto nuls = [&](size_t from, size_t n) {
+    return from + n <= text.size() && text.substr(from, n).find_first_not_of('\0') == text.npos;
+  };
+  if (after_newline) {
+    if (nuls(0, 3) && ascii(3)) return "UTF-32LE";
+    if (nuls(0, 1) && ascii(1)) return "UTF-16LE";
+    return {};
+  }
   using namespace std::string_view_literals;
   if (starts("\xFF\xFE\0\0"sv)) return "UTF-32LE (byte order mark FF FE 00 00)";
   if (starts("\0\0\xFE\xFF"sv)) return "UTF-32BE (byte order mark 00 00 FE FF)";
   if (starts("\xFF\xFE"sv)) return "UTF-16LE (byte order mark FF FE)";
   if (starts("\xFE\xFF"sv)) return "UTF-16BE (byte order mark FE FF)";
-  if (text.size() >= 2 && (text[0] == '\0') != (text[1] == '\0') &&
-      static_cast<unsigned char>(text[0] | text[1]) < 0x80)
-    return text[0] == '\0' ? "UTF-16BE" : "UTF-16LE";
+  if (ascii(0) && nuls(1, 3)) return "UTF-32LE";
+  if (nuls(0, 3) && ascii(3)) return "UTF-32BE";
+  if (ascii(0) && nuls(1, 1)) return "UTF-16LE";
+  if (nuls(0, 1) && ascii(1)) return "UTF-16BE";
   return {};
 }
 
@@ -60,7 +78,7 @@ void check_no_nul(std::string_view text, const std::string& origin, size_t first
                   std::string_view prefix) {
   if (const size_t nul = text.find('\0'); nul != std::string_view::npos) {
     const auto [line, col] = line_col(text, nul, first_line);
-    if (const std::string_view enc = wide_encoding(text); !enc.empty())
+    if (const std::string_view enc = wide_encoding(text, first_line > 1); !enc.empty())
       fail(
           "{}:{}:{}: {}a NUL byte: the text is {}, expected UTF-8 (convert it, e.g. iconv -f {} -t "
           "UTF-8)",

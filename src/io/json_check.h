@@ -33,7 +33,9 @@ std::optional<size_t> find_too_deep_json(std::string_view text, int max_depth = 
 // or UTF-32 text does), else
 //   "ORIGIN:LINE: PREFIXJSON nesting depth exceeds 1000"
 // when `text` nests deeper than kMaxJsonDepth. LINE is counted from `first_line` at the start of
-// `text` (a JSON Lines reader passes the line's number), COL is the 1-based byte of the line.
+// `text` (a JSON Lines reader passes the line's number), COL is the 1-based byte of the line. A
+// text with first_line > 1 is taken for a line split off after a '\n', which the encoding guess
+// counts (a UTF-16LE line after the first begins with that '\n''s NUL, as UTF-16BE text does).
 void check_json_text(std::string_view text, const std::string& origin, size_t first_line = 1,
                      std::string_view prefix = {});
 

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -67,10 +68,18 @@ struct TokenizerConfig {
   // Every named template ("default", "tool_use", …) when the config holds a list of
   // {name, template} or the directory has additional_chat_templates/*.jinja; else empty.
   std::vector<std::pair<std::string, std::string>> named_templates;
+  // The file each named special token above was read from, by key: "eos_token" →
+  // "<dir>/special_tokens_map.json" where tokenizer_config.json leaves it unset and that file sets
+  // it. A token set by other means (a test, a caller) has no entry (special_token_file).
+  std::map<std::string, std::filesystem::path> token_files;
   // Where the default template was read from, for error messages:
   // "<dir>/chat_template.jinja" or "<dir>/tokenizer_config.json:chat_template".
   std::string chat_template_origin;
 };
+
+// For messages about the named special token `key` ("eos_token", …): the file it was read from
+// (cfg.token_files), else <dir>/tokenizer_config.json, the file that holds such tokens.
+std::filesystem::path special_token_file(const TokenizerConfig& cfg, const std::string& key);
 
 // Reads `dir/tokenizer_config.json` (optional when `dir` has tokenizer.json: see TokenizerConfig)
 // plus the optional template files and special_tokens_map.json. Throws zt::Error naming the file

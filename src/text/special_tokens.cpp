@@ -38,7 +38,7 @@ std::vector<RegisteredSpecialToken> register_config_special_tokens(Tokenizer& to
       log::warn(
           "{}: {} '{}' is not a token of tokenizer.json; added as a special token with id {}, as "
           "transformers does (the model's vocab_size must have room for it)",
-          (cfg.dir / "tokenizer_config.json").string(), key, content, a.id);
+          special_token_file(cfg, key).string(), key, content, a.id);
     out.push_back(std::move(r));
   }
   return out;
@@ -55,8 +55,7 @@ std::string describe_token(const Tokenizer& tok, const TokenizerConfig& cfg, int
   const auto named = named_tokens(cfg);
   for (const auto& [key, value] : named)
     if (*value && **value == text)
-      return fmt::format("'{}', the {} of {}", text, key,
-                         (cfg.dir / "tokenizer_config.json").string());
+      return fmt::format("'{}', the {} of {}", text, key, special_token_file(cfg, key).string());
   return fmt::format("'{}'", text);
 }
 

@@ -26,12 +26,14 @@ struct RegisteredSpecialToken {
 
 // Adds cfg's named special tokens that `tok` has no added token for, in transformers' order (bos,
 // eos, unk, sep, pad, cls, mask; a content given twice once). With `log`, a warning for each new
-// id, naming tokenizer_config.json, the key, the token and its id. Returns what was added.
+// id, naming the token's file (special_token_file: tokenizer_config.json or
+// special_tokens_map.json), the key, the token and its id. Returns what was added.
 std::vector<RegisteredSpecialToken> register_config_special_tokens(Tokenizer& tok,
                                                                    const TokenizerConfig& cfg,
                                                                    bool log = true);
 
-// For error messages: "'<|nope|>', the eos_token of <dir>/tokenizer_config.json" for a named
+// For error messages: "'<|nope|>', the eos_token of <dir>/tokenizer_config.json" (or of the
+// special_tokens_map.json it came from) for a named
 // special token, "'Ġred'" for another token, "not a token of the tokenizer" for an id it does not
 // have.
 std::string describe_token(const Tokenizer& tok, const TokenizerConfig& cfg, int32_t id);

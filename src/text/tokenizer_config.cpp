@@ -140,7 +140,12 @@ TokenizerConfig load_tokenizer_config(const fs::path& dir) {
     stm = read_json(p);
   auto token = [&](const char* key) {
     auto v = token_field(j, key, file);
-    if (!v && stm.is_object()) v = token_field(stm, key, dir / "special_tokens_map.json");
+    if (v) {
+      cfg.token_files[key] = file;
+    } else if (stm.is_object()) {
+      v = token_field(stm, key, dir / "special_tokens_map.json");
+      if (v) cfg.token_files[key] = dir / "special_tokens_map.json";
+    }
     return v;
   };
   cfg.bos_token = token("bos_token");
@@ -156,6 +161,11 @@ TokenizerConfig load_tokenizer_config(const fs::path& dir) {
     cfg.add_bos_token = it->get<bool>();
   }
   return cfg;
+}
+
+fs::path special_token_file(const TokenizerConfig& cfg, const std::string& key) {
+  const auto it = cfg.token_files.find(key);
+  return it != cfg.token_files.end() ? it->second : cfg.dir / "tokenizer_config.json";
 }
 
 const std::string& select_chat_template(const TokenizerConfig& cfg, bool has_tools) {

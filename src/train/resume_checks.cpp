@@ -166,4 +166,23 @@ optim::LrSchedule resumed_lr_schedule(const Json& state, const std::string& stat
   return used;
 }
 
+std::optional<std::string> pipeline_change_warning(const Json& state, const std::string& state_file,
+                                                   std::string_view now) {
+  const Json* v = state.contains("data_pipeline") ? &state["data_pipeline"] : nullptr;
+  if (v != nullptr && !v->is_string())
+    fail("{}: 'data_pipeline' must be a string (the token pipeline version), got {}", state_file,
+         v->dump());
+  if (v != nullptr && v->get<std::string>() == now) return std::nullopt;
+  const std::string then =
+      v != nullptr ? fmt::format("records the token pipeline '{}'", v->get<std::string>())
+                   : "records no token pipeline version (written before zerotune recorded it)";
+  return fmt::format(
+      "resume_from_checkpoint: {} {}, and this zerotune tokenises with '{}': the resumed steps see "
+      "samples tokenised under the new rule, so their tokens (where the EOS goes, for one) may not "
+      "be what the checkpoint's run would have trained on; positions in the data (the samples "
+      "each step takes) still line up. Resume with the zerotune that wrote the checkpoint to keep "
+      "its tokens",
+      state_file, then, now);
+}
+
 }  // namespace zt::train

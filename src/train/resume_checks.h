@@ -5,7 +5,9 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "io/json.h"
 #include "io/model_config.h"
@@ -50,5 +52,14 @@ optim::LrSchedule resumed_lr_schedule(const Json& state, const std::string& stat
                                       const optim::LrSchedule& now, const TrainArgs& a,
                                       int64_t start_step, const std::filesystem::path& ckpt,
                                       bool log);
+
+// trainer_state.json's "data_pipeline": the token pipeline version (data::kPipelineVersion) of the
+// run that saved it. The start-up warning of a run resumed under pipeline `now` from a checkpoint
+// that records another version, or none (saved before zerotune recorded it): it names
+// `state_file`, both versions and what it means (the resumed steps' samples are tokenised under
+// the new rule; positions in the data line up). nullopt when the versions are equal. Throws
+// zt::Error naming `state_file` and the key for a "data_pipeline" that is not a string.
+std::optional<std::string> pipeline_change_warning(const Json& state, const std::string& state_file,
+                                                   std::string_view now);
 
 }  // namespace zt::train

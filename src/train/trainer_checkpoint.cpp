@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "core/file_util.h"
 #include "core/log.h"
+#include "data/prepare.h"
 #include "dist/local_launch.h"
 #include "io/hf_export.h"
 #include "io/json.h"
@@ -59,7 +60,8 @@ fs::path Trainer::State::save_checkpoint(int64_t global_step, bool interrupt) {
                {"zero_stage", a.zero_stage},
                {"run_id", run_id},
                {"plan", plan_state_to_json(*plan, global_step)},
-               {"lr_schedule", lr_schedule_to_json(sched)}};
+               {"lr_schedule", lr_schedule_to_json(sched)},
+               {"data_pipeline", std::string(data::kPipelineVersion)}};
     best_to_json(st);
     st["eval_pending"] = eval_abandoned_step == global_step;
     write_file_atomic(dir / "trainer_state.json", st.dump(2) + "\n");

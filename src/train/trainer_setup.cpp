@@ -286,6 +286,7 @@ void Trainer::State::resume_or_init() {
   comm.barrier();
   Json st;
   std::string split_change;  // how the checkpoint's world size × micro-batch × accumulation changed
+  std::optional<std::string> pipeline_note;  // the checkpoint's token pipeline is not this one's
   if (ckpt) {
     check_resume_path(*ckpt);
     fs::path state_file = *ckpt / "trainer_state.json";
@@ -323,6 +324,8 @@ void Trainer::State::resume_or_init() {
     num_tokens_seen = st["num_tokens_seen"].get<int64_t>();
     best_from_json(st, state_file);
     sched = resumed_lr_schedule(st, state_file.string(), sched, a, start_step, *ckpt, rank0());
+    // Logged once the state has loaded, as split_change.
+    pipeline_note = pipeline_change_warning(st, state_file.string(), data::kPipelineVersion);
     // args.yaml records the learning rate the run uses (as it records the effective output_dir
     // and report_to): the checkpoint's, where the config asked for another.
     if (sched.base_lr != a.learning_rate && a.resolved_config.contains("trainer") &&
@@ -365,6 +368,7 @@ void Trainer::State::resume_or_init() {
         "samples; the ZeRO state is re-sharded where the world size changed. The sums run in "
         "another order, so the losses agree with an uninterrupted run to rounding, not bitwise",
         ckpt->string(), split_change);
+  if (pipeline_note && rank0()) log::warn("{}", *pipeline_note);
   if (rank0()) log::info("resumed from {} at step {}", ckpt->string(), start_step);
 }
 

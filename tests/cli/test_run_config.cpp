@@ -8,6 +8,29 @@
 
 namespace {
 using zt::testing::error_of;
+
+// A primary sft.yaml whose defaults list merges the config group file <section>/base.yaml (holding
+// `group_yaml`) first, then the primary's own model.name_or_path and `extra` (_self_ last).
+struct GroupConfig {
+  zt::testing::TempDir dir;
+  std::filesystem::path primary, group;
+  GroupConfig(const std::string& group_yaml, const std::string& extra = "",
+              const std::string& section = "trainer")
+      : primary(dir / "sft.yaml"), group(dir / section / "base.yaml"), section_(section) {
+    std::filesystem::create_directories(group.parent_path());
+    std::ofstream(group) << group_yaml;
+    write_primary(extra);
+  }
+  // Rewrites the primary with `extra` after its defaults list and model.
+  void write_primary(const std::string& extra) const {
+    std::ofstream(primary) << "defaults:\n  - " << section_
+                           << ": base\n  - _self_\nmodel:\n  name_or_path: m\n"
+                           << extra;
+  }
+
+ private:
+  std::string section_;
+};
 }  // namespace
 
 TEST(RunConfig, DefaultsAreTrlSftConfigs) {
@@ -424,12 +447,8 @@ TEST(RunConfig, UnknownKeyNamesTheFileThatHoldsIt) {
 // on the command line the primary, "(given on the command line)". An old name read as the new
 // one: the old name's line.
 TEST(RunConfig, ValueErrorNamesTheFileThatHoldsTheKey) {
-  zt::testing::TempDir dir;
-  const auto p = dir / "sft.yaml";
-  const auto group = dir / "trainer" / "base.yaml";
-  std::filesystem::create_directories(dir / "trainer");
-  std::ofstream(group) << "max_steps: 5\nlearning_rate: abc\n";
-  std::ofstream(p) << "defaults:\n  - trainer: base\n  - _self_\nmodel:\n  name_or_path: m\n";
+  const GroupConfig c("max_steps: 5\nlearning_rate: abc\n");
+  const auto &p = c.primary, &group = c.group;
   EXPECT_EQ(
       error_of([&] { zt::cli::RunConfig::load(p, {}); }),
       group.string() + ":2: trainer.learning_rate: 'abc' is not valid (expected a number >= 0)");
@@ -438,12 +457,11 @@ TEST(RunConfig, ValueErrorNamesTheFileThatHoldsTheKey) {
       ": trainer.gradient_accumulation_steps: 0 is not valid (expected an integer >= 1)";
   EXPECT_EQ(error_of([&] { zt::cli::RunConfig::load(p, {}); }), group.string() + ":1" + zero);
   // The primary sets it too, merged last: the primary's line.
-  std::ofstream(p) << "defaults:\n  - trainer: base\n  - _self_\nmodel:\n  name_or_path: m\n"
-                      "trainer:\n  gradient_accumulation_steps: 0\n";
+  c.write_primary("trainer:\n  gradient_accumulation_steps: 0\n");
   EXPECT_EQ(error_of([&] { zt::cli::RunConfig::load(p, {}); }), p.string() + ":7" + zero);
   // Given on the command line: the primary, no line, as before.
   std::ofstream(group) << "gradient_accumulation_steps: 2\n";
-  std::ofstream(p) << "defaults:\n  - trainer: base\n  - _self_\nmodel:\n  name_or_path: m\n";
+  c.write_primary("");
   EXPECT_EQ(
       error_of([&] { zt::cli::RunConfig::load(p, {"trainer.gradient_accumulation_steps=0"}); }),
       p.string() + zero + " (given on the command line)");
@@ -468,13 +486,9 @@ TEST(RunConfig, ValueErrorNamesTheFileThatHoldsTheKey) {
 // trainer.max_steps in sft.yaml. A key given on the command line says so; a key no file holds
 // (a default) is named alone.
 TEST(RunConfig, MessageAboutSeveralKeysNamesEachKeysFile) {
-  zt::testing::TempDir dir;
-  const auto p = dir / "sft.yaml";
-  const auto group = dir / "trainer" / "base.yaml";
-  std::filesystem::create_directories(dir / "trainer");
-  std::ofstream(group) << "learning_rate: 1.0e-5\nnum_train_epochs: 0\n";
-  std::ofstream(p) << "defaults:\n  - trainer: base\n  - _self_\nmodel:\n  name_or_path: m\n"
-                      "trainer:\n  max_steps: -1\n";
+  const GroupConfig c("learning_rate: 1.0e-5\nnum_train_epochs: 0\n",
+                      "trainer:\n  max_steps: -1\n");
+  const auto &p = c.primary, &group = c.group;
   const auto cfg = zt::cli::RunConfig::load(p, {"trainer.packing=true"});
   EXPECT_EQ(cfg.key_ref("trainer.max_steps"), "trainer.max_steps (" + p.string() + ":7)");
   EXPECT_EQ(cfg.key_ref("trainer.num_train_epochs"),
@@ -488,4 +502,39 @@ TEST(RunConfig, MessageAboutSeveralKeysNamesEachKeysFile) {
                           ":2: trainer.num_train_epochs is 0 and trainer.max_steps (" + p.string() +
                           ":7) is -1, so the run would train no step (expected num_train_epochs > "
                           "0, or max_steps >= 1)\n");
+}
+
+// The first key of a message about several keys, given on the command line, says so right after
+// its name, not at the end of the message, where it read as the last key's.
+TEST(RunConfig, CommandLineNoteFollowsTheKeyItBelongsTo) {
+  const GroupConfig c("learning_rate: 1.0e-5\n", "trainer:\n  max_steps: -1\n");
+  const auto r = zt::testing::run_command(std::string(ZT_BINARY) + " train --config " +
+                                          c.primary.string() + " trainer.num_train_epochs=0");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_EQ(r.output, "zerotune: error: " + c.primary.string() +
+                          ": trainer.num_train_epochs (given on the command line) is 0 and "
+                          "trainer.max_steps (" +
+                          c.primary.string() +
+                          ":7) is -1, so the run would train no step (expected num_train_epochs > "
+                          "0, or max_steps >= 1)\n");
+}
+
+// A message about one key names that key's own file and line (here a config group's file), not
+// the primary sft.yaml; a key given on the command line names the primary and says so. (The
+// train command's compute.n_gpus warning named the primary either way.)
+TEST(RunConfig, SingleKeyMessageNamesItsKeysFile) {
+  const GroupConfig c("n_gpus: 4\n", "", "compute");
+  const std::string warning = " is 4 but the job has 1 rank(s); the actual world size (1) wins";
+  auto r =
+      zt::testing::run_command(std::string(ZT_BINARY) + " train --config " + c.primary.string());
+  EXPECT_NE(r.output.find("zerotune: warning: " + c.group.string() + ":1: compute.n_gpus" +
+                          warning + "\n"),
+            std::string::npos)
+      << r.output;
+  r = zt::testing::run_command(std::string(ZT_BINARY) + " train --config " + c.primary.string() +
+                               " compute.n_gpus=4");
+  EXPECT_NE(r.output.find("zerotune: warning: " + c.primary.string() + ": compute.n_gpus" +
+                          warning + " (given on the command line)\n"),
+            std::string::npos)
+      << r.output;
 }

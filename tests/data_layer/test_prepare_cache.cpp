@@ -217,6 +217,34 @@ TEST_F(Prepare, EosGoesWhereTrlAddEosPutsIt) {
   EXPECT_EQ(std::vector<int32_t>(d.ids.begin() + 14, d.ids.end()), with_eos);
 }
 
+// TRL trains language-modelling data read from another dataset_text_field without an eos_token
+// (add_eos touches only a "text" column, so none is appended); zerotune refused it when the
+// tokenizer named no eos_token. Data that does get an EOS still needs one.
+TEST_F(Prepare, NoEosTokenIsNeededWhereNoneIsAppended) {
+  text::TokenizerConfig no_eos = *cfg_;
+  no_eos.eos_token.reset();
+  const auto lm = dir_ / "lm.jsonl";
+  write_file(lm, "{\"body\": \"Answer:Certainly\"}\n");
+  DataOptions o = options(lm);
+  o.dataset_text_field = "body";
+  ::testing::internal::CaptureStderr();
+  const TokenData d = build_token_data(o, *tok_, no_eos);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(d.ids, (std::vector<int32_t>{16141, 55992, 7615, 398}));
+  EXPECT_EQ(d.example_offsets, (std::vector<int64_t>{0, 4}));
+  EXPECT_NE(err.find("no EOS is appended to the 'body' column (dataset_text_field): TRL's add_eos "
+                     "appends the EOS only to a column named 'text', as zerotune does; end the "
+                     "texts with one (the tokenizer names no eos_token) to train it"),
+            std::string::npos)
+      << err;
+  write_file(lm, "{\"text\": \"Answer:Certainly\"}\n");
+  EXPECT_EQ(error_of([&] {
+              build_token_data(options(lm), *tok_, no_eos);
+            }).find("/tokenizer_config.json has no eos_token, which "),
+            no_eos.dir.string().size())
+      << error_of([&] { build_token_data(options(lm), *tok_, no_eos); });
+}
+
 // The case ../shared/cases/chat-template-kwargs-ignored: 3 targets per row, [19, 151645, 198]
 // ("4", <|im_end|>, "\n") and [21, 151645, 198], with the kwargs from the rows' column or from
 // the config (trainer.chat_template_kwargs); a row's own value wins over the config's. Without

@@ -183,6 +183,36 @@ TEST(ReaderErrors, Utf16FileIsNamedAsSuch) {
                 "UTF-16BE -t UTF-8)");
 }
 
+// Without a byte order mark the encoding is read from the NULs around the first character:
+// UTF-32 is tested before UTF-16 ("{\0\0\0" was named UTF-16LE, "\0\0\0{" no encoding at all),
+// and a first line that is empty ("\n\0", "\0\n") still tells the byte order.
+TEST(ReaderErrors, BomLessUtf16AndUtf32AreNamedByTheirNuls) {
+  TempDir dir;
+  const auto named = [](const std::filesystem::path& f, const std::string& at,
+                        const std::string& enc) {
+    return f.string() + ":" + at + ": a NUL byte: the text is " + enc +
+           ", expected UTF-8 (convert it, e.g. iconv -f " + enc + " -t UTF-8)";
+  };
+  const struct {
+    const char* name;
+    std::string bytes;
+    const char* at;  // line:column of the first NUL
+    const char* enc;
+  } cases[] = {
+      {"le16.jsonl", std::string("\n\0{\0}\0\n\0", 8), "2:1", "UTF-16LE"},
+      {"be16.jsonl", std::string("\0\n\0{\0}\0\n", 8), "1:1", "UTF-16BE"},
+      {"le32.jsonl", std::string("{\0\0\0}\0\0\0\n\0\0\0", 12), "1:2", "UTF-32LE"},
+      {"be32.json", std::string("\0\0\0[\0\0\0]", 8), "1:1", "UTF-32BE"},
+      {"le32nl.jsonl", std::string("\n\0\0\0{\0\0\0}\0\0\0", 12), "2:1", "UTF-32LE"},
+      {"be32nl.jsonl", std::string("\0\0\0\n\0\0\0{\0\0\0}", 12), "1:1", "UTF-32BE"},
+  };
+  for (const auto& c : cases) {
+    const auto f = dir / c.name;
+    write_file(f, c.bytes);
+    EXPECT_EQ(error_of([&] { read_rows(f); }), named(f, c.at, c.enc)) << c.name;
+  }
+}
+
 TEST(ReaderErrors, InvalidUtf8InJsonArrayGivesRowAndByteOffset) {
   TempDir dir;
   const auto f = dir / "utf.json";

@@ -94,4 +94,27 @@ TEST(JsonText, NulByteIsRefusedNamingFileLineAndColumn) {
                 " (header):1:21: a NUL byte: not JSON text (a truncated or binary file?)");
 }
 
+// A JSON Lines reader checks each line alone: a line after the first was split off after a '\n',
+// which in UTF-16LE / UTF-32LE text leaves the line opening with that character's NULs. Such a
+// line (the file's first line empty) was named UTF-16BE, or no encoding at all; a tail of NULs
+// after a line (a crash-truncated file) is still no text.
+TEST(JsonText, WideLineAfterTheFirstIsNamedWithItsByteOrder) {
+  const auto enc_of = [](const std::string& line, size_t lineno) {
+    return error_of([&] { zt::check_json_text(line, "m.jsonl", lineno); });
+  };
+  const auto named = [](const std::string& at, const std::string& enc) {
+    return "m.jsonl:" + at + ": a NUL byte: the text is " + enc +
+           ", expected UTF-8 (convert it, e.g. iconv -f " + enc + " -t UTF-8)";
+  };
+  EXPECT_EQ(enc_of(std::string("\0{\0}\0", 5), 2), named("2:1", "UTF-16LE"));
+  EXPECT_EQ(enc_of(std::string("\0\0\0{\0\0\0}\0\0\0", 11), 2), named("2:1", "UTF-32LE"));
+  // The same bytes as a file's first line: big-endian.
+  EXPECT_EQ(enc_of(std::string("\0{\0}\0", 5), 1), named("1:1", "UTF-16BE"));
+  EXPECT_EQ(enc_of(std::string("\0\0\0{\0\0\0}\0\0\0", 11), 1), named("1:1", "UTF-32BE"));
+  for (const std::string& tail : {std::string(4, '\0'), std::string(1, '\0')})
+    EXPECT_EQ(enc_of(tail, 3),
+              "m.jsonl:3:1: a NUL byte: not JSON text (a truncated or binary file?)")
+        << tail.size();
+}
+
 }  // namespace

@@ -1,22 +1,46 @@
 // scripts/build.sh's arguments: -j N / -jN sets the build's parallel jobs (default nproc), every
 // other argument goes to cmake's configure step unchanged. The script runs from a copy in a
-// temporary tree, with stand-ins for cmake (records each call's arguments, one [bracket] each) and
-// nproc (prints 7) first on PATH, so no build happens.
+// scratch tree beside the test binary, with stand-ins for cmake (records each call's arguments, one
+// [bracket] each) and nproc (prints 7) first on PATH, so no build happens.
 #include <gtest/gtest.h>
+#include <stdlib.h>
 #include <sys/wait.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <utility>
-
-#include "core/zt_test_util.h"
 
 namespace {
 
 namespace fs = std::filesystem;
+
+// A fresh directory beside the test binary (in the build tree), removed with its contents on
+// destruction. The stand-ins must be executable, and the temporary directory (/tmp) may be mounted
+// noexec, where they would fail with "Permission denied".
+class ScratchDir {
+ public:
+  ScratchDir() {
+    std::string tmpl =
+        (fs::read_symlink("/proc/self/exe").parent_path() / "zt_build_sh_XXXXXX").string();
+    if (::mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed: " + tmpl);
+    path_ = tmpl;
+  }
+  ~ScratchDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  ScratchDir(const ScratchDir&) = delete;
+  ScratchDir& operator=(const ScratchDir&) = delete;
+  const fs::path& path() const { return path_; }
+  fs::path operator/(const std::string& name) const { return path_ / name; }
+
+ private:
+  fs::path path_;
+};
 
 struct BuildRun {
   int status;
@@ -32,7 +56,7 @@ std::string slurp(const fs::path& p) {
 }
 
 BuildRun build_sh(const std::string& args) {
-  zt::testing::TempDir tmp;
+  ScratchDir tmp;
   fs::create_directories(tmp / "repo" / "scripts");
   fs::create_directories(tmp / "bin");
   fs::copy_file(fs::path(ZT_SOURCE_DIR) / "scripts" / "build.sh",
@@ -52,6 +76,20 @@ BuildRun build_sh(const std::string& args) {
 }
 
 const std::string kConfigure = "[-S][.][-B][build][-DCMAKE_BUILD_TYPE=Release]";
+
+// The scratch tree lies beside the test binary, not in the temporary directory (noexec there
+// would make the stand-ins fail), and goes away with its object.
+TEST(BuildSh, StandInsLieBesideTheTestBinary) {
+  fs::path kept;
+  {
+    const ScratchDir d;
+    kept = d.path();
+    EXPECT_EQ(d.path().parent_path(), fs::read_symlink("/proc/self/exe").parent_path());
+    EXPECT_NE(d.path().parent_path(), fs::temp_directory_path());
+    EXPECT_TRUE(fs::is_directory(d.path()));
+  }
+  EXPECT_FALSE(fs::exists(kept));
+}
 
 TEST(BuildSh, NoArgumentsBuildsWithNprocJobs) {
   const BuildRun r = build_sh("");

@@ -3,6 +3,7 @@
 // eos_token_id 151665 and " red red<|nope|>" -> [2518, 2518, 151665]).
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,34 @@ TEST(SpecialTokens, EosMissingFromTheVocabularyGetsTheNextIdAsInTransformers) {
   // A second registration changes nothing.
   EXPECT_TRUE(register_config_special_tokens(tok, cfg).empty());
   EXPECT_EQ(tok.vocab_size(), 151666);
+}
+
+// A token special_tokens_map.json supplies (tokenizer_config.json leaves it unset) is named with
+// that file in the warning and in describe_token, not with tokenizer_config.json.
+TEST(SpecialTokens, MessagesNameTheFileTheTokenCameFrom) {
+  zt::testing::TempDir dir;
+  fs::create_symlink(fs::absolute(kQwen / "tokenizer.json"), dir / "tokenizer.json");
+  std::ofstream(dir / "tokenizer_config.json") << R"({"pad_token": "<|endoftext|>"})";
+  std::ofstream(dir / "special_tokens_map.json")
+      << R"({"eos_token": {"content": "<|nope|>"}, "pad_token": "<|im_end|>"})";
+  Tokenizer tok = Tokenizer::load(dir / "tokenizer.json");
+  const TokenizerConfig cfg = load_tokenizer_config(dir.path());
+  ASSERT_EQ(cfg.eos_token, "<|nope|>");
+  ASSERT_EQ(cfg.pad_token, "<|endoftext|>");  // the config's wins
+  const std::string map = (dir / "special_tokens_map.json").string(),
+                    config = (dir / "tokenizer_config.json").string();
+  EXPECT_EQ(special_token_file(cfg, "eos_token").string(), map);
+  EXPECT_EQ(special_token_file(cfg, "pad_token").string(), config);
+  ::testing::internal::CaptureStderr();
+  const std::vector<RegisteredSpecialToken> added = register_config_special_tokens(tok, cfg);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  ASSERT_EQ(added.size(), 1u);
+  EXPECT_EQ(err, "zerotune: warning: " + map +
+                     ": eos_token '<|nope|>' is not a token of tokenizer.json; added as a special "
+                     "token with id 151665, as transformers does (the model's vocab_size must have "
+                     "room for it)\n");
+  EXPECT_EQ(describe_token(tok, cfg, 151665), "'<|nope|>', the eos_token of " + map);
+  EXPECT_EQ(describe_token(tok, cfg, 151643), "'<|endoftext|>', the pad_token of " + config);
 }
 
 TEST(SpecialTokens, TokensTheTokenizerHasChangeNothing) {

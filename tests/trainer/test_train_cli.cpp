@@ -136,9 +136,14 @@ TEST_F(TrainCli, ResumeContinuesBitwise) {
   // A second run that stops at step 2, then resumes from its checkpoint with another stage.
   auto first = train("resumed", "compute.zero_stage=3 trainer.max_steps=2");
   ASSERT_EQ(first.status, 0) << first.output;
+  // The checkpoint records the token pipeline it was prepared with; the same one resumes silently.
+  EXPECT_EQ(zt::Json::parse(
+                slurp(exp("resumed") / "checkpoint-2" / "trainer_state.json"))["data_pipeline"],
+            "zerotune-sft-data-4");
   auto second = train("resumed", "compute.zero_stage=1 trainer.resume_from_checkpoint=true");
   ASSERT_EQ(second.status, 0) << second.output;
   EXPECT_NE(second.output.find("resumed from"), std::string::npos) << second.output;
+  EXPECT_EQ(second.output.find("token pipeline"), std::string::npos) << second.output;
   auto ef = train_events(exp("full")), er = train_events(exp("resumed"));
   ASSERT_EQ(ef.size(), er.size());
   for (size_t i = 0; i < ef.size(); ++i) {
@@ -348,7 +353,8 @@ TEST_F(TrainCli, EvalOnStart) {
   auto c =
       train("evs_none", "trainer.eval_on_start=true trainer.eval_strategy=no dataset.eval=null");
   EXPECT_EQ(c.status, 1) << c.output;
-  EXPECT_NE(c.output.find("trainer.eval_on_start is true but dataset.eval.path is not set"),
+  EXPECT_NE(c.output.find("sft.yaml: trainer.eval_on_start (given on the command line) is true "
+                          "but dataset.eval.path is not set\n"),
             std::string::npos)
       << c.output;
 }
@@ -436,25 +442,24 @@ TEST_F(TrainCli, BestModelSettingsThatCannotWorkAreRefused) {
   const std::string sft = (root_ / "sft.yaml").string();
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"trainer.load_best_model_at_end=true trainer.save_steps=3",
-       "sft.yaml: trainer.load_best_model_at_end requires the saving steps to be a round multiple "
-       "of the evaluation steps, but trainer.save_steps (given on the command line) 3 is not a "
-       "round multiple of trainer.eval_steps (" +
-           sft + ":30) 2 (given on the command line)\n"},
+       "sft.yaml: trainer.load_best_model_at_end (given on the command line) requires the saving "
+       "steps to be a round multiple of the evaluation steps, but trainer.save_steps (given on "
+       "the command line) 3 is not a round multiple of trainer.eval_steps (" +
+           sft + ":30) 2\n"},
       {"trainer.load_best_model_at_end=true trainer.save_strategy=epoch",
-       "sft.yaml: trainer.load_best_model_at_end requires the save and eval strategy to match (as "
-       "transformers does), but trainer.eval_strategy (" +
-           sft +
-           ":29) is 'steps' and trainer.save_strategy (given on the command line) 'epoch' (given "
-           "on the command line)\n"},
+       "sft.yaml: trainer.load_best_model_at_end (given on the command line) requires the save "
+       "and eval strategy to match (as transformers does), but trainer.eval_strategy (" +
+           sft + ":29) is 'steps' and trainer.save_strategy (given on the command line) 'epoch'\n"},
       {"trainer.metric_for_best_model=bleu",
-       "trainer.metric_for_best_model 'bleu' (eval_bleu) is not a metric of zerotune's evaluation; "
-       "it logs eval_loss, eval_entropy, eval_mean_token_accuracy"},
+       "sft.yaml: trainer.metric_for_best_model 'bleu' (eval_bleu) is not a metric of zerotune's "
+       "evaluation; it logs eval_loss, eval_entropy, eval_mean_token_accuracy (given on the "
+       "command line)\n"},
       {"trainer.save_strategy=best",
-       "sft.yaml: trainer.save_strategy: best needs trainer.metric_for_best_model (the metric "
-       "whose new best triggers a save) (given on the command line)\n"},
+       "sft.yaml: trainer.save_strategy: best (given on the command line) needs "
+       "trainer.metric_for_best_model (the metric whose new best triggers a save)\n"},
       {"trainer.save_strategy=best trainer.metric_for_best_model=loss trainer.eval_strategy=no",
-       "sft.yaml: trainer.save_strategy: best needs evaluations to find the best model, but "
-       "trainer.eval_strategy (given on the command line) is 'no' (given on the command line)\n"},
+       "sft.yaml: trainer.save_strategy: best (given on the command line) needs evaluations to "
+       "find the best model, but trainer.eval_strategy (given on the command line) is 'no'\n"},
   };
   for (const auto& [overrides, message] : cases) {
     auto r = train("bestbad", overrides);
@@ -596,12 +601,20 @@ TEST_F(TrainCli, ResumeWithAnotherLrScheduleKeepsTheCheckpointsLearningRate) {
                 slurp(exp("lrsched2") / "checkpoint-4" / "trainer_state.json"))["lr_schedule"],
             zt::Json::parse(R"({"learning_rate": 0.01, "lr_scheduler_type": "cosine",
                 "warmup_steps": 2})"));
-  // An older checkpoint: no "lr_schedule", no note, the config's schedule (0.5 × cosine).
+  // An older checkpoint: no "lr_schedule", no note, the config's schedule (0.5 × cosine); no
+  // "data_pipeline" either: a warning that its tokens may have been prepared under another rule.
   zt::Json old = good;
   old.erase("lr_schedule");
+  old.erase("data_pipeline");
   std::ofstream(state) << old.dump(2);
   r = train("lrsched3", "trainer.resume_from_checkpoint=" + ck.string() + changed);
   ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("zerotune: warning: resume_from_checkpoint: " + state.string() +
+                          " records no token pipeline version (written before zerotune recorded "
+                          "it), and this zerotune tokenises with 'zerotune-sft-data-4': the "
+                          "resumed steps see samples tokenised under the new rule"),
+            std::string::npos)
+      << r.output;
   EXPECT_EQ(r.output.find("differs from the"), std::string::npos) << r.output;
   EXPECT_EQ(lrs_of("lrsched3"), (std::vector<double>{0.5, 0.25}));
   EXPECT_NE(r.output.find("; lr cosine 0.5 with 2 warm-up steps\n"), std::string::npos) << r.output;
@@ -929,7 +942,7 @@ TEST_F(TrainCli, UnreadablePathsAreUserErrors) {
       // exp_dir is checked with the other run directories, naming the key.
       {"exp_dir=" + long_name.string(), (root_ / "sft.yaml").string() +
                                             ": exp_dir: cannot create " + long_name.string() +
-                                            ": File name too long"}};
+                                            ": File name too long (given on the command line)"}};
   for (const auto& [override, message] : cases) {
     auto r = train("unreadable", "trainer.max_steps=1 " + override);
     EXPECT_EQ(r.status, 1) << override << "\n" << r.output;
@@ -948,7 +961,13 @@ TEST_F(TrainCli, ConfigErrorsNameTheKey) {
       << r.output;
   r = train("bad2", "compute.global_batch_size=5");
   EXPECT_EQ(r.status, 1);
-  EXPECT_NE(r.output.find("compute.global_batch_size 5 is not a multiple"), std::string::npos)
+  const std::string sft = (root_ / "sft.yaml").string();
+  EXPECT_NE(r.output.find("zerotune: error: " + sft +
+                          ": compute.global_batch_size (given on the command line) 5 is not a "
+                          "multiple of world size 1 × trainer.per_device_train_batch_size (" +
+                          sft + ":24) 2 = 2; cannot derive trainer.gradient_accumulation_steps (" +
+                          sft + ":25)\n"),
+            std::string::npos)
       << r.output;
   // Under `zerotune launch` every rank finds the same error: it is printed once.
   r = train("bad3", "+trainer.lerning_rate=1", 3);
@@ -1080,9 +1099,9 @@ TEST_F(TrainCli, ZeroEpochsWithoutMaxStepsIsRefusedAtStartUp) {
   auto r = train("noepochs", "trainer.max_steps=-1 trainer.num_train_epochs=0");
   EXPECT_EQ(r.status, 1) << r.output;
   EXPECT_NE(r.output.find((root_ / "sft.yaml").string() +
-                          ": trainer.num_train_epochs is 0 and trainer.max_steps (given on the "
-                          "command line) is -1, so the run would train no step (expected "
-                          "num_train_epochs > 0, or max_steps >= 1) (given on the command line)"),
+                          ": trainer.num_train_epochs (given on the command line) is 0 and "
+                          "trainer.max_steps (given on the command line) is -1, so the run would "
+                          "train no step (expected num_train_epochs > 0, or max_steps >= 1)\n"),
             std::string::npos)
       << r.output;
   EXPECT_EQ(r.output.find("step plan"), std::string::npos) << r.output;
