@@ -45,7 +45,8 @@ struct PlanConfig {
   uint64_t seed = 42;             // data_seed when set, else seed (Python int modulo 2^64)
   // How errors name num_train_epochs: a prefix ("sft.yaml:9: trainer.num_train_epochs") and a
   // suffix (" (given on the command line)"), as RunConfig::key_at / where give them.
-  std::string epochs_ref = "num_train_epochs", epochs_where;
+  std::string epochs_ref = "num_train_epochs";
+  std::string epochs_where = "";
 };
 
 // The most optimizer steps a run counts: 2^53, the largest count a double (the epoch progress, the
