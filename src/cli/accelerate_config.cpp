@@ -212,10 +212,45 @@ void read_deepspeed_json(Reader& rd, const std::string& file, const std::string&
     jr.bad(f["enabled"], "fp16.enabled",
            "false or \"auto\": zerotune trains in bf16 or fp32, not fp16, which needs loss scaling "
            "(as trainer.fp16 is refused); enable bf16 instead");
-  if (const YAML::Node g = j["gradient_accumulation_steps"])
-    rd.cfg->gradient_accumulation_steps = jr.number_or_auto<int>(g, "gradient_accumulation_steps");
-  if (const YAML::Node g = j["gradient_clipping"])
-    rd.cfg->gradient_clipping = jr.number_or_auto<double>(g, "gradient_clipping");
+  // The values transformers fills from the trainer when "auto" and otherwise requires to equal
+  // the trainer's; cmd_train compares them (check_deepspeed_values).
+  const auto keep = [&](const YAML::Node& n, const std::string& key) {
+    if (!n || n.IsNull() || (n.IsScalar() && n.Scalar() == "auto")) return;
+    AccelerateConfig::DeepSpeedValue v{key,
+                                       {},
+                                       n.IsScalar() ? n.Scalar() : "",
+                                       fmt::format("{}:{}", jr.origin, n.Mark().line + 1)};
+    double d = 0;
+    if (n.IsSequence()) {
+      for (const auto& e : n) {
+        if (!e.IsScalar() || !YAML::convert<double>::decode(e, d))
+          jr.bad(n, key, "a list of numbers or \"auto\"");
+        v.values.push_back(d);
+        v.text += (v.text.empty() ? "[" : ", ") + e.Scalar();
+      }
+      v.text += "]";
+    } else {
+      if (!n.IsScalar() || !YAML::convert<double>::decode(n, d))
+        jr.bad(n, key, "a number or \"auto\"");
+      v.values.push_back(d);
+    }
+    rd.cfg->deepspeed_values.push_back(std::move(v));
+  };
+  for (const auto& top : j) {  // in the file's order
+    const std::string block = top.first.Scalar();
+    if (block == "train_micro_batch_size_per_gpu" || block == "train_batch_size" ||
+        block == "gradient_accumulation_steps" || block == "gradient_clipping")
+      keep(top.second, block);
+    if ((block != "optimizer" && block != "scheduler") || !top.second.IsMap()) continue;
+    if (const YAML::Node params = top.second["params"]; params && params.IsMap())
+      for (const auto& kv : params) {
+        const std::string k = kv.first.Scalar();
+        if ((block == "optimizer" &&
+             (k == "lr" || k == "betas" || k == "eps" || k == "weight_decay")) ||
+            (block == "scheduler" && (k == "warmup_min_lr" || k == "warmup_max_lr")))
+          keep(kv.second, fmt::format("{}.params.{}", block, k));
+      }
+  }
 }
 
 void read_deepspeed(Reader& rd, const YAML::Node& ds, const std::string& base_dir) {

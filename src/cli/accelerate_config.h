@@ -35,8 +35,19 @@ struct AccelerateConfig {
   std::optional<int> zero_stage;  // 0..3 as in the file comment; unset: the file names none
   std::string offload_optimizer_device = "none";   // none | cpu
   std::string offload_param_device = "none";       // none | cpu (not acted on: warned)
-  std::optional<int> gradient_accumulation_steps;  // deepspeed_config's, when a number
-  std::optional<double> gradient_clipping;         // deepspeed_config's, when a number
+  // The accelerate YAML's deepspeed_config values, when numbers (a DeepSpeed JSON's go to
+  // deepspeed_values)
+  std::optional<int> gradient_accumulation_steps;
+  std::optional<double> gradient_clipping;
+  // A DeepSpeed JSON value that transformers fills from TrainingArguments when it is "auto" and
+  // otherwise requires to equal them (HfTrainerDeepSpeedConfig.trainer_config_process): the key
+  // path ("optimizer.params.lr"), its numbers (two for betas), its text and "file:line".
+  struct DeepSpeedValue {
+    std::string key;
+    std::vector<double> values;
+    std::string text, at;
+  };
+  std::vector<DeepSpeedValue> deepspeed_values;  // the JSON's numbers only; "auto" is not kept
   std::vector<std::string> warnings;  // asks for something zerotune does differently; one line each
   std::vector<std::string> notes;     // known keys that change nothing in zerotune; one line each
 };

@@ -3,6 +3,7 @@
 // offload / mixed precision from the accelerate config (the file given here, or the one `zerotune
 // launch --config_file` passed down as ZT_ACCELERATE_CONFIG), finds this process's rank from the
 // environment (mpirun, torchrun-style variables, or a single process) and runs train::Trainer.
+#include <fmt/ranges.h>
 #include <omp.h>
 
 #include <CLI/CLI.hpp>
@@ -101,6 +102,53 @@ void resolve_best_model(const RunConfig& cfg, train::TrainArgs& a) {
 // RunConfig (+ accelerate config) → TrainArgs for a job of `world` ranks. Rank 0 logs warnings.
 // The options TrainArgs holds as they are come from their declarations (read_declared_options,
 // config_schema.h); what is resolved here is what depends on more than one key or file.
+// transformers' DeepSpeed integration (HfTrainerDeepSpeedConfig.trainer_config_process) fills a
+// DeepSpeed JSON's "auto" values from TrainingArguments and refuses the file when a value given
+// differs: "Please correct the following DeepSpeed config values that mismatch TrainingArguments
+// values". zerotune refuses the same files, naming each value's file:line and the trainer key.
+// (scheduler.params.warmup_num_steps / total_num_steps, which transformers compares once the
+// step count is known, are not compared: the scheduler block gets its note.)
+void check_deepspeed_values(const RunConfig& cfg, const AccelerateConfig& acc,
+                            const train::TrainArgs& a, int world) {
+  struct Trainer {
+    std::string_view ds;
+    std::vector<double> want;
+    std::string key;
+  };
+  const std::string b = cfg.key_ref("trainer.per_device_train_batch_size");
+  const std::string g = cfg.key_ref("trainer.gradient_accumulation_steps");
+  const std::string lr = cfg.key_ref("trainer.learning_rate");
+  const std::vector<Trainer> trainer = {
+      {"train_micro_batch_size_per_gpu", {double(a.per_device_train_batch_size)}, b},
+      {"gradient_accumulation_steps", {double(a.gradient_accumulation_steps)}, g},
+      {"train_batch_size",
+       {double(world) * double(a.per_device_train_batch_size) *
+        double(a.gradient_accumulation_steps)},
+       fmt::format("world size {} × {} × {}", world, b, g)},
+      {"gradient_clipping", {a.max_grad_norm}, cfg.key_ref("trainer.max_grad_norm")},
+      {"optimizer.params.lr", {a.learning_rate}, lr},
+      {"optimizer.params.betas",
+       {a.adam_beta1, a.adam_beta2},
+       cfg.key_ref("trainer.adam_beta1") + ", " + cfg.key_ref("trainer.adam_beta2")},
+      {"optimizer.params.eps", {a.adam_epsilon}, cfg.key_ref("trainer.adam_epsilon")},
+      {"optimizer.params.weight_decay", {a.weight_decay}, cfg.key_ref("trainer.weight_decay")},
+      {"scheduler.params.warmup_min_lr", {0.0}, "transformers' fixed warmup_min_lr"},
+      {"scheduler.params.warmup_max_lr", {a.learning_rate}, lr},
+  };
+  std::string lines;
+  for (const auto& v : acc.deepspeed_values)
+    for (const auto& t : trainer)
+      if (v.key == t.ds && v.values != t.want)
+        lines += fmt::format("\n  - {}: {} {} vs {} {}", v.at, v.key, v.text, t.key,
+                             fmt::join(t.want, ", "));
+  if (!lines.empty())
+    fail(
+        "{}: DeepSpeed values that differ from the trainer's, which transformers refuses (\"Please "
+        "correct the following DeepSpeed config values that mismatch TrainingArguments values\"); "
+        "set each to \"auto\" or to the trainer's value:{}",
+        acc.path, lines);
+}
+
 train::TrainArgs make_train_args(RunConfig& cfg, const std::optional<AccelerateConfig>& acc,
                                  int world, bool verbose) {
   auto warn = [&](const std::string& w) {
@@ -231,6 +279,7 @@ train::TrainArgs make_train_args(RunConfig& cfg, const std::optional<AccelerateC
   if (acc && acc->gradient_clipping && *acc->gradient_clipping != a.max_grad_norm)
     warn(fmt::format("{}: deepspeed gradient_clipping {} differs from trainer.max_grad_norm {}; the trainer's wins",
                      acc->path, *acc->gradient_clipping, a.max_grad_norm));
+  if (acc) check_deepspeed_values(cfg, *acc, a, world);
   const Json& resume = cfg.value("trainer.resume_from_checkpoint");
   if (resume.is_boolean()) {
     if (resume.get<bool>()) a.resume_from_checkpoint = "true";

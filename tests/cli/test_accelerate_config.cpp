@@ -371,6 +371,24 @@ TEST(AccelerateConfig, DeepSpeedJsonFile) {
   EXPECT_EQ(c.mixed_precision, "bf16");
   EXPECT_FALSE(c.gradient_accumulation_steps.has_value());
   EXPECT_EQ(c.num_processes, 8);
+  EXPECT_TRUE(c.deepspeed_values.empty());  // every value "auto"
+  // Numbers that transformers compares with the trainer's are kept with their file:line.
+  std::ofstream(dir / "ds.json") << R"({"train_micro_batch_size_per_gpu": 4,
+      "optimizer": {"type": "AdamW", "params": {"lr": 1e-3, "betas": [0.9, 0.95], "eps": "auto"}},
+      "scheduler": {"type": "WarmupLR", "params": {"warmup_max_lr": 2e-5, "warmup_num_steps": 10}}})";
+  const AccelerateConfig d = parse_deepspeed_config((dir / "ds.json").string());
+  ASSERT_EQ(d.deepspeed_values.size(), 4u);
+  const std::string at = (dir / "ds.json").string();
+  EXPECT_EQ(d.deepspeed_values[0].key, "train_micro_batch_size_per_gpu");
+  EXPECT_EQ(d.deepspeed_values[0].values, std::vector<double>{4});
+  EXPECT_EQ(d.deepspeed_values[0].at, at + ":1");
+  EXPECT_EQ(d.deepspeed_values[1].key, "optimizer.params.lr");
+  EXPECT_EQ(d.deepspeed_values[1].text, "1e-3");
+  EXPECT_EQ(d.deepspeed_values[2].key, "optimizer.params.betas");
+  EXPECT_EQ(d.deepspeed_values[2].values, (std::vector<double>{0.9, 0.95}));
+  EXPECT_EQ(d.deepspeed_values[2].text, "[0.9, 0.95]");
+  EXPECT_EQ(d.deepspeed_values[3].key, "scheduler.params.warmup_max_lr");
+  EXPECT_EQ(d.deepspeed_values[3].at, at + ":3");
   fs::remove_all(dir);
 }
 

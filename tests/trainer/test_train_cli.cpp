@@ -954,6 +954,38 @@ TEST_F(TrainCli, UnreadablePathsAreUserErrors) {
   }
 }
 
+// A DeepSpeed JSON whose values differ from the trainer's is refused, as transformers refuses it
+// ("Please correct the following DeepSpeed config values that mismatch TrainingArguments
+// values"), naming each value's file:line and the trainer key; it trained with the trainer's values
+// and a note. "auto" and equal values train.
+TEST_F(TrainCli, DeepSpeedValuesThatDifferFromTheTrainersAreRefused) {
+  const fs::path ds = root_ / "ds_mismatch.json";
+  std::ofstream(ds)
+      << "{\"zero_optimization\": {\"stage\": 1},\n"
+         "\"optimizer\": {\"type\": \"AdamW\", \"params\": {\"lr\": 1e-3, \"betas\": \"auto\"}},\n"
+         "\"gradient_clipping\": 0.5}\n";
+  auto r = train("dsmismatch", "trainer.max_steps=1 +trainer.deepspeed=" + ds.string());
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("zerotune: error: " + ds.string() +
+                          ": DeepSpeed values that differ from the trainer's, which transformers "
+                          "refuses (\"Please correct the following DeepSpeed config values that "
+                          "mismatch TrainingArguments values\"); set each to \"auto\" or to the "
+                          "trainer's value:\n  - " +
+                          ds.string() + ":2: optimizer.params.lr 1e-3 vs trainer.learning_rate"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(
+      r.output.find("\n  - " + ds.string() + ":3: gradient_clipping 0.5 vs trainer.max_grad_norm"),
+      std::string::npos)
+      << r.output;
+  EXPECT_FALSE(fs::exists(exp("dsmismatch")));
+  std::ofstream(ds) << R"({"zero_optimization": {"stage": 1}, "gradient_clipping": "auto",
+      "train_micro_batch_size_per_gpu": "auto", "optimizer": {"type": "AdamW", "params": {"lr": "auto"}}})";
+  r = train("dsauto",
+            "trainer.max_steps=1 trainer.eval_strategy=no +trainer.deepspeed=" + ds.string());
+  EXPECT_EQ(r.status, 0) << r.output;
+}
+
 TEST_F(TrainCli, ConfigErrorsNameTheKey) {
   auto r = train("bad1", "+trainer.lerning_rate=1");
   EXPECT_EQ(r.status, 1);
