@@ -274,7 +274,8 @@ TEST(RunCheckpoints, AnUnreadableTrainerStateIsAnErrorNotCorrupt) {
   write_run_record(exp, {.run_id = kRunA, .started = "2025-01-31T12:00:00Z", .resumed_from = ""});
   const std::string message =
       state4.string() +
-      ": read failed: Is a directory (an I/O error, not a corrupt checkpoint: zerotune neither "
+      ": not a regular file (a directory); expected a file (an I/O error, not a corrupt "
+      "checkpoint: zerotune neither "
       "rotates away nor skips a checkpoint it cannot read). Make it readable, or move "
       "checkpoint-4 out of " +
       exp.string();
