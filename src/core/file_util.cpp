@@ -191,6 +191,26 @@ std::string read_file(const fs::path& path) {
   return out;
 }
 
+std::string model_files_fingerprint(const fs::path& dir) {
+  std::error_code ec;
+  std::vector<std::string> lines;
+  struct stat st {};
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    const bool model = name == "config.json" || name == "generation_config.json" ||
+                       (name.starts_with("model") && (name.ends_with(".safetensors") ||
+                                                      name.ends_with(".safetensors.index.json")));
+    if (!model || ::stat(e.path().c_str(), &st) != 0) continue;
+    lines.push_back(fmt::format("{} {} {} {}", name, st.st_size,
+                                int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec,
+                                st.st_ino));
+  }
+  std::sort(lines.begin(), lines.end());
+  std::string out;
+  for (const auto& l : lines) out += l + "\n";
+  return out;
+}
+
 // ---- MappedFile
 
 MappedFile::MappedFile(const fs::path& path) : path_(path) {

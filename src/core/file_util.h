@@ -32,6 +32,12 @@ void write_file_atomic(const fs::path& path, const std::function<void(const Byte
 // a device (/dev/zero would be read forever), or when a pipe gives more.
 std::string read_file(const fs::path& path);
 
+// The HF model files `dir` holds (config.json, generation_config.json, model*.safetensors,
+// model.safetensors.index.json), to tell later whether another process has exported a model
+// there: one line per file, sorted, "name size mtime_ns inode"; "" when there is none (or no
+// directory). Other entries (checkpoints, logs) are not looked at. Throws no error.
+std::string model_files_fingerprint(const fs::path& dir);
+
 // fsyncs a directory (so a rename inside it is durable). Throws zt::Error naming it on failure.
 void fsync_dir(const fs::path& dir);
 

@@ -87,6 +87,14 @@ void Trainer::State::export_final(int64_t global_step, const fs::path& last_chec
     std::vector<float> master = engine->full_master_weights();
     if (rank0()) {
       try {
+        // Another run with the same output_dir (and another exp_dir, so not locked out) that
+        // exported while this one trained: its model is not replaced.
+        if (model_files_fingerprint(a.output_dir) != output_dir_at_start)
+          fail(
+              "trainer.output_dir {} got another model while this run trained (another run "
+              "exported there?); zerotune does not replace a model it did not find there at "
+              "start-up",
+              a.output_dir.string());
         export_hf_model(a.output_dir, mcfg, named(master), export_opts);
       } catch (const std::exception& e) {  // zt::Error, or one of the library's
         error = e.what();

@@ -381,6 +381,7 @@ void Trainer::State::open_outputs() {
   for (const auto& p : clean_stale_checkpoint_dirs(a.exp_dir))
     log::info("cleaned {} left by an interrupted run", p.string());
   clean_stale_export_dirs(a.output_dir);  // logs what it removes or restores
+  output_dir_at_start = model_files_fingerprint(a.output_dir);
   write_run_record(a.exp_dir,
                    {.run_id = run_id, .started = "", .resumed_from = resumed_from.string()});
   if (auto others = other_runs_checkpoints(a.exp_dir, run_id); !others.empty()) {

@@ -954,6 +954,40 @@ TEST_F(TrainCli, UnreadablePathsAreUserErrors) {
   }
 }
 
+// Two runs with one trainer.output_dir and two exp_dirs (exp_dir's lock does not cover output_dir):
+// the run that finishes second does not replace the model the other exported meanwhile; it keeps
+// its own as a checkpoint and says why. (The later run's export replaced the earlier's, silently.)
+// Run A is stopped (SIGSTOP) after its start-up, while run B trains and exports.
+TEST_F(TrainCli, ARunDoesNotReplaceAModelAnotherRunExportedMeanwhile) {
+  const fs::path out = root_ / "shared_final";
+  const std::string zt =
+      std::string(ZT_BINARY) + " train --config " + (root_ / "sft.yaml").string();
+  const std::string common =
+      " trainer.eval_strategy=no trainer.save_strategy=no trainer.output_dir=" + out.string();
+  const auto r =
+      run(zt + " exp_name=shared_a trainer.max_steps=40" + common + " > " +
+          (root_ / "shared_a.log").string() + " 2>&1 & A=$!; for i in $(seq 1 1200); do [ -f " +
+          (exp("shared_a") / "zerotune_run.json").string() +
+          " ] && break; sleep 0.05; done; kill -STOP $A; " + zt +
+          " exp_name=shared_b trainer.max_steps=1" + common + "; echo \"B=$?\"; cp " +
+          (out / "model.safetensors").string() + " " + (root_ / "shared_b.safetensors").string() +
+          "; kill -CONT $A; wait $A; echo \"A=$?\"; cat " + (root_ / "shared_a.log").string());
+  EXPECT_NE(r.output.find("B=0\n"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("A=1\n"), std::string::npos) << r.output;
+  EXPECT_NE(
+      r.output.find("zerotune: error: cannot write the final model: trainer.output_dir " +
+                    out.string() +
+                    " got another model while this run trained (another run exported there?); "
+                    "zerotune does not replace a model it did not find there at start-up; the "
+                    "trained model was saved instead as " +
+                    (exp("shared_a") / "checkpoint-40").string()),
+      std::string::npos)
+      << r.output;
+  EXPECT_TRUE(fs::exists(exp("shared_a") / "checkpoint-40" / "model.safetensors"));
+  EXPECT_TRUE(slurp(out / "model.safetensors") ==
+              slurp(root_ / "shared_b.safetensors"));  // B's model
+}
+
 // A DeepSpeed JSON whose values differ from the trainer's is refused, as transformers refuses it
 // ("Please correct the following DeepSpeed config values that mismatch TrainingArguments
 // values"), naming each value's file:line and the trainer key; it trained with the trainer's values
