@@ -131,9 +131,44 @@ std::string scalar_text(const YAML::Node& n) {
 // `n` as JSON; each plain mapping key PyYAML types as other than a string is appended to
 // `non_string_keys` when given, and each mapping key's line to `origins` when given (`path` is the
 // key path of `n`).
+// A tagged node (`!!str 5`, `!!python/object:os.system ls`, `!env X`): PyYAML's SafeLoader, which
+// OmegaConf loads with, resolves the core schema's tags (str, int, float, bool, null, seq, map) and
+// refuses the others ("could not determine a constructor for the tag"); !!binary, !!timestamp and
+// !!set construct values OmegaConf does not take. The value of a core scalar tag, or nullopt for an
+// untagged node; zt::Error naming file, line and tag otherwise.
+std::optional<Json> tagged_value(const YAML::Node& n, const std::filesystem::path& file) {
+  const std::string& tag = n.Tag();
+  if (tag.empty() || tag == "?" || tag == "!") return std::nullopt;
+  constexpr std::string_view kCore = "tag:yaml.org,2002:";
+  const std::string name = tag.starts_with(kCore) ? tag.substr(kCore.size()) : "";
+  const int line = n.Mark().line + 1;
+  const std::string shown = name.empty() ? tag : "!!" + name;
+  if (n.IsNull() && (name == "null" || name == "str"))
+    return name == "str" ? Json("") : Json(nullptr);
+  if (n.IsScalar() && !name.empty()) {
+    const std::string text = scalar_text(n);
+    if (name == "str") return Json(text);
+    const Json v = yaml_scalar_to_json(text, /*quoted=*/false);
+    const bool ok = (name == "int" && v.is_number_integer()) ||
+                    (name == "float" && v.is_number()) || (name == "bool" && v.is_boolean()) ||
+                    (name == "null" && v.is_null());
+    if (ok) return name == "float" ? Json(v.get<double>()) : v;
+    if (name == "int" || name == "float" || name == "bool" || name == "null")
+      fail("{}:{}: '{} {}' is no {} (as PyYAML's SafeLoader, which OmegaConf uses, reads it)",
+           file.string(), line, shown, text, name);
+  }
+  if ((n.IsSequence() && name == "seq") || (n.IsMap() && name == "map")) return std::nullopt;
+  fail(
+      "{}:{}: the YAML tag '{}': OmegaConf (PyYAML's SafeLoader) takes only the core tags (!!str, "
+      "!!int, !!float, !!bool, !!null, !!seq, !!map) and refuses this one; remove it",
+      file.string(), line, shown);
+}
+
 Json node_to_json(const YAML::Node& n, const std::filesystem::path& file, const std::string& path,
                   std::vector<NonStringKey>* non_string_keys, KeyOrigins* origins) {
   const auto below = [&](const std::string& k) { return path.empty() ? k : path + "." + k; };
+  if (n.IsDefined())
+    if (std::optional<Json> v = tagged_value(n, file)) return *std::move(v);
   switch (n.Type()) {
     case YAML::NodeType::Null:
     case YAML::NodeType::Undefined:

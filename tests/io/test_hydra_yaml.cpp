@@ -743,3 +743,49 @@ TEST(HydraYaml, ArgsYamlWritesNonUtf8AsReplacementAndLongKeysAfterQuestionMark) 
   EXPECT_EQ(text, "? \"" + std::string(1020, 'k') + " \\x7f\"\n: 1\nb: 2\n");
   EXPECT_EQ(zt::load_yaml_file(write_tmp("args_long_key.yaml", text)), j);
 }
+
+// YAML tags as OmegaConf's loader (PyYAML's SafeLoader) reads them: the core scalar tags give their
+// type, others are refused naming file, line and tag. They were ignored: `!!python/object:os.system
+// ls` read as the string "ls", `!!str 5` as the integer 5.
+TEST(HydraYaml, TagsAreReadAsOmegaConfReadsThem) {
+  auto p =
+      write_tmp("tags.yaml",
+                "a: !!str 5\nb: !!int \"7\"\nc: !!float 1\nd: !!bool yes\ne: !!null ~\nf: !!str\n"
+                "g: !!seq [1]\nh: !!map {x: 1}\n");
+  const zt::Json j = zt::load_yaml_file(p);
+  EXPECT_EQ(j["a"], "5");
+  EXPECT_EQ(j["b"], 7);
+  EXPECT_TRUE(j["c"].is_number_float());
+  EXPECT_EQ(j["c"], 1.0);
+  EXPECT_EQ(j["d"], true);
+  EXPECT_TRUE(j["e"].is_null());
+  EXPECT_EQ(j["f"], "");
+  EXPECT_EQ(j["g"], zt::Json::array({1}));
+  EXPECT_EQ(j["h"]["x"], 1);
+  p = write_tmp("tag_python.yaml", "x: 1\nexp_name: !!python/object:os.system ls\n");
+  try {
+    zt::load_yaml_file(p);
+    ADD_FAILURE() << "no error";
+  } catch (const zt::Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              p.string() +
+                  ":2: the YAML tag '!!python/object:os.system': OmegaConf (PyYAML's "
+                  "SafeLoader) takes only the core tags (!!str, !!int, !!float, "
+                  "!!bool, !!null, !!seq, !!map) and refuses this one; remove it");
+  }
+  for (const std::string text :
+       {"x: !custom 1\n", "x: !!binary aGVsbG8=\n", "x: !!set {a: null}\n"}) {
+    p = write_tmp("tag_other.yaml", text);
+    EXPECT_THROW(zt::load_yaml_file(p), zt::Error) << text;
+  }
+  p = write_tmp("tag_bad_int.yaml", "x: !!int abc\n");
+  try {
+    zt::load_yaml_file(p);
+    ADD_FAILURE() << "no error";
+  } catch (const zt::Error& e) {
+    EXPECT_EQ(
+        std::string(e.what()),
+        p.string() +
+            ":1: '!!int abc' is no int (as PyYAML's SafeLoader, which OmegaConf uses, reads it)");
+  }
+}
