@@ -163,16 +163,18 @@ void read_deepspeed_json(Reader& rd, const std::string& file, const std::string&
   if (std::filesystem::is_directory(p))
     fail("{}: DeepSpeed config '{}' is a directory; expected a DeepSpeed JSON file", rd.origin,
          p.string());
-  std::ifstream in(p, std::ios::binary);
-  if (!in) fail("{}: DeepSpeed config '{}' cannot be opened", rd.origin, p.string());
-  std::stringstream text;
-  text << in.rdbuf();
+  std::string text;
+  try {
+    text = read_file(p);  // a device (/dev/zero) is refused, never read without end
+  } catch (const Error& e) {
+    fail("{}: DeepSpeed config '{}' cannot be read: {}", rd.origin, p.string(), e.what());
+  }
   // A NUL byte, refused as every JSON read refuses it (io/json_check.h); the YAML reader does not
   // look for one.
-  check_no_nul(text.str(), p.string());
+  check_no_nul(text, p.string());
   YAML::Node j;
   try {
-    j = load_yaml(text.str(), p.string(), /*json=*/true);
+    j = load_yaml(text, p.string(), /*json=*/true);
   } catch (const YAML::Exception& e) {
     fail("{}:{}: not valid JSON: {}", p.string(), e.mark.line + 1, e.msg);
   }
@@ -241,13 +243,20 @@ void read_deepspeed_json(Reader& rd, const std::string& file, const std::string&
     if (block == "train_micro_batch_size_per_gpu" || block == "train_batch_size" ||
         block == "gradient_accumulation_steps" || block == "gradient_clipping")
       keep(top.second, block);
+    if ((block == "bf16" || block == "bfloat16") && top.second.IsMap())
+      if (const YAML::Node e = top.second["enabled"];
+          e && !e.IsNull() && !(e.IsScalar() && e.Scalar() == "auto"))
+        rd.cfg->deepspeed_values.push_back({block + ".enabled",
+                                            {jr.boolean(e, block + ".enabled") ? 1.0 : 0.0},
+                                            e.Scalar(),
+                                            fmt::format("{}:{}", jr.origin, e.Mark().line + 1)});
     if ((block != "optimizer" && block != "scheduler") || !top.second.IsMap()) continue;
     if (const YAML::Node params = top.second["params"]; params && params.IsMap())
       for (const auto& kv : params) {
         const std::string k = kv.first.Scalar();
         if ((block == "optimizer" &&
              (k == "lr" || k == "betas" || k == "eps" || k == "weight_decay")) ||
-            (block == "scheduler" && (k == "warmup_min_lr" || k == "warmup_max_lr")))
+            (block == "scheduler" && k == "warmup_max_lr"))  // warmup_min_lr: fill_only
           keep(kv.second, fmt::format("{}.params.{}", block, k));
       }
   }

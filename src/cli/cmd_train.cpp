@@ -107,14 +107,17 @@ void resolve_best_model(const RunConfig& cfg, train::TrainArgs& a) {
 // differs: "Please correct the following DeepSpeed config values that mismatch TrainingArguments
 // values". zerotune refuses the same files, naming each value's file:line and the trainer key.
 // (scheduler.params.warmup_num_steps / total_num_steps, which transformers compares once the
-// step count is known, are not compared: the scheduler block gets its note.)
+// step count is known, are not compared: the scheduler block gets its note; warmup_min_lr is only
+// filled, never compared, by transformers.)
 void check_deepspeed_values(const RunConfig& cfg, const AccelerateConfig& acc,
                             const train::TrainArgs& a, int world) {
   struct Trainer {
     std::string_view ds;
     std::vector<double> want;
     std::string key;
+    std::string want_text = "";  // how `want` is shown, when not as numbers
   };
+  const bool bf16 = a.dtype == DType::kBF16;
   const std::string b = cfg.key_ref("trainer.per_device_train_batch_size");
   const std::string g = cfg.key_ref("trainer.gradient_accumulation_steps");
   const std::string lr = cfg.key_ref("trainer.learning_rate");
@@ -132,15 +135,20 @@ void check_deepspeed_values(const RunConfig& cfg, const AccelerateConfig& acc,
        cfg.key_ref("trainer.adam_beta1") + ", " + cfg.key_ref("trainer.adam_beta2")},
       {"optimizer.params.eps", {a.adam_epsilon}, cfg.key_ref("trainer.adam_epsilon")},
       {"optimizer.params.weight_decay", {a.weight_decay}, cfg.key_ref("trainer.weight_decay")},
-      {"scheduler.params.warmup_min_lr", {0.0}, "transformers' fixed warmup_min_lr"},
       {"scheduler.params.warmup_max_lr", {a.learning_rate}, lr},
+      {"bf16.enabled", {bf16 ? 1.0 : 0.0}, cfg.key_ref("trainer.bf16"), bf16 ? "true" : "false"},
+      {"bfloat16.enabled",
+       {bf16 ? 1.0 : 0.0},
+       cfg.key_ref("trainer.bf16"),
+       bf16 ? "true" : "false"},
   };
   std::string lines;
   for (const auto& v : acc.deepspeed_values)
     for (const auto& t : trainer)
       if (v.key == t.ds && v.values != t.want)
-        lines += fmt::format("\n  - {}: {} {} vs {} {}", v.at, v.key, v.text, t.key,
-                             fmt::join(t.want, ", "));
+        lines += fmt::format(
+            "\n  - {}: {} {} vs {} {}", v.at, v.key, v.text, t.key,
+            t.want_text.empty() ? fmt::format("{}", fmt::join(t.want, ", ")) : t.want_text);
   if (!lines.empty())
     fail(
         "{}: DeepSpeed values that differ from the trainer's, which transformers refuses (\"Please "

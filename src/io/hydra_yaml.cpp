@@ -15,6 +15,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/file_util.h"
 #include "core/log.h"
 #include "core/spelling.h"
 #include "io/hydra_compose.h"
@@ -132,10 +133,11 @@ std::string scalar_text(const YAML::Node& n) {
 // `non_string_keys` when given, and each mapping key's line to `origins` when given (`path` is the
 // key path of `n`).
 // A tagged node (`!!str 5`, `!!python/object:os.system ls`, `!env X`): PyYAML's SafeLoader, which
-// OmegaConf loads with, resolves the core schema's tags (str, int, float, bool, null, seq, map) and
-// refuses the others ("could not determine a constructor for the tag"); !!binary, !!timestamp and
-// !!set construct values OmegaConf does not take. The value of a core scalar tag, or nullopt for an
-// untagged node; zt::Error naming file, line and tag otherwise.
+// OmegaConf loads with, resolves the core schema's tags (str, int, float, bool, null, seq, map),
+// and OmegaConf adds pathlib paths; others are refused ("could not determine a constructor for the
+// tag"). !!binary, !!timestamp and !!set (bytes, datetime, set values) are refused here too: no
+// config key takes them. The value of a core scalar tag or a path, or nullopt for an untagged node;
+// zt::Error naming file, line and tag otherwise.
 std::optional<Json> tagged_value(const YAML::Node& n, const std::filesystem::path& file) {
   const std::string& tag = n.Tag();
   if (tag.empty() || tag == "?" || tag == "!") return std::nullopt;
@@ -158,9 +160,24 @@ std::optional<Json> tagged_value(const YAML::Node& n, const std::filesystem::pat
            file.string(), line, shown, text, name);
   }
   if ((n.IsSequence() && name == "seq") || (n.IsMap() && name == "map")) return std::nullopt;
+  // OmegaConf's loader adds pathlib paths (what it writes for a Path value): Path(*parts), as a
+  // string here ("a/b"; an absolute part starts over, as pathlib does).
+  if (n.IsSequence() && (name == "python/object/apply:pathlib.Path" ||
+                         name == "python/object/apply:pathlib.PosixPath" ||
+                         name == "python/object/apply:pathlib.WindowsPath")) {
+    std::string out;
+    for (const auto& part : n) {
+      if (!part.IsScalar())
+        fail("{}:{}: '{}' takes a list of path parts (strings)", file.string(), line, shown);
+      const std::string t = scalar_text(part);
+      out = t.starts_with('/') || out.empty() ? t : (out.ends_with('/') ? out + t : out + "/" + t);
+    }
+    return Json(out.empty() ? "." : out);
+  }
   fail(
-      "{}:{}: the YAML tag '{}': OmegaConf (PyYAML's SafeLoader) takes only the core tags (!!str, "
-      "!!int, !!float, !!bool, !!null, !!seq, !!map) and refuses this one; remove it",
+      "{}:{}: the YAML tag '{}': zerotune takes the core tags (!!str, !!int, !!float, !!bool, "
+      "!!null, !!seq, !!map) and pathlib paths, as OmegaConf's loader (PyYAML's SafeLoader) does, "
+      "and no other; remove it",
       file.string(), line, shown);
 }
 
@@ -210,12 +227,14 @@ Json node_to_json(const YAML::Node& n, const std::filesystem::path& file, const 
 
 YAML::Node parse_file(const std::filesystem::path& path) {
   if (!std::filesystem::exists(path)) fail("config file {} does not exist", path.string());
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
-  if (!in) fail("config file {} cannot be read", path.string());
+  std::string text;
   try {
-    return load_yaml(text.str(), path.string());
+    text = read_file(path);  // a device (/dev/zero as a group's file) is refused, not read forever
+  } catch (const Error& e) {
+    fail("config file {} cannot be read: {}", path.string(), e.what());
+  }
+  try {
+    return load_yaml(text, path.string());
   } catch (const YAML::Exception& e) {
     fail("{}:{}:{}: YAML syntax error: {}", path.string(), e.mark.line + 1, e.mark.column + 1,
          e.msg);

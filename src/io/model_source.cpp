@@ -61,34 +61,44 @@ ModelSource describe(const fs::path& dir, bool require_config, const std::string
                   config_names_weights(dir / "config.json");
   m.has_tokenizer = fs::exists(dir / "tokenizer.json");
   if (m.has_weights) return m;
+  // A link whose target is gone (a pruned hub blob, a copy that kept links): named as such.
+  std::error_code ec;
+  for (const char* f : {"model.safetensors", "model.safetensors.index.json"})
+    if (fs::is_symlink(dir / f, ec) && !fs::exists(dir / f, ec)) {
+      m.weights_problem = fmt::format(
+          "{} is a link to {}, which does not exist (a pruned cache or a copy that kept links?)",
+          (dir / f).string(), fs::read_symlink(dir / f, ec).string());
+      return m;
+    }
   if (const auto others = other_weight_files(dir); !others.empty()) {
-    const bool safetensors_only =
-        std::all_of(others.begin(), others.end(), [](const std::string& f) {
-          return f.ends_with(".safetensors") || f.ends_with(".safetensors.index.json");
-        });
+    // Shards as transformers names them: model-00001-of-00002.safetensors.
+    const bool shards_only = std::all_of(others.begin(), others.end(), [](const std::string& f) {
+      return f.starts_with("model-") && f.find("-of-") != std::string::npos &&
+             f.ends_with(".safetensors");
+    });
     m.weights_problem = fmt::format(
         "{} holds {} but neither model.safetensors nor model.safetensors.index.json; {}. zerotune "
         "does not train a directory holding weights from scratch (a directory with config.json "
         "and no weight file is trained from scratch)",
         dir.string(), fmt::join(others, ", "),
-        safetensors_only
+        shards_only
             ? "shards are read through model.safetensors.index.json, which lists them (not copied?)"
-            : "zerotune reads safetensors weights only: convert them (transformers: "
+            : "zerotune reads model.safetensors or the shards model.safetensors.index.json lists, "
+              "as transformers' from_pretrained does: convert the weights (transformers: "
               "`AutoModelForCausalLM.from_pretrained(dir).save_pretrained(dir)` writes "
               "model.safetensors)");
     return m;
   }
   // A hub snapshot gets its files as links into blobs/ once each download completes; a blob still
-  // named *.incomplete is a download that did not finish (the weights, most likely).
-  std::error_code ec;
+  // named *.incomplete is a download that did not finish (blobs/ is shared by the repo's
+  // revisions).
   if (!hub_repo.empty() && fs::is_directory(hub_repo / "blobs", ec))
     for (const auto& e : fs::directory_iterator(hub_repo / "blobs", ec))
       if (e.path().extension() == ".incomplete") {
         m.weights_problem = fmt::format(
-            "the Hugging Face cache entry {} has no weights file in {} and an unfinished download "
-            "({}); download it again (`hf download {}`), or pass a local directory with "
-            "config.json "
-            "alone to train from scratch",
+            "the Hugging Face cache entry {} has no weights file in {}, and a download into it did "
+            "not finish ({}); download it again (`hf download {}`), or pass a local directory with "
+            "config.json alone to train from scratch",
             hub_repo.string(), dir.string(), e.path().string(), name);
         break;
       }

@@ -89,10 +89,12 @@ void Trainer::State::export_final(int64_t global_step, const fs::path& last_chec
       try {
         // Another run with the same output_dir (and another exp_dir, so not locked out) that
         // exported while this one trained: its model is not replaced.
-        if (model_files_fingerprint(a.output_dir) != output_dir_at_start)
+        // (Model files removed meanwhile leave nothing to protect: the export goes on.)
+        if (const std::string now = model_files_fingerprint(a.output_dir);
+            !now.empty() && now != output_dir_at_start)
           fail(
-              "trainer.output_dir {} got another model while this run trained (another run "
-              "exported there?); zerotune does not replace a model it did not find there at "
+              "trainer.output_dir {}: its model files changed while this run trained (another "
+              "run exported there?); zerotune does not replace a model it did not find there at "
               "start-up",
               a.output_dir.string());
         export_hf_model(a.output_dir, mcfg, named(master), export_opts);

@@ -371,7 +371,10 @@ TEST(AccelerateConfig, DeepSpeedJsonFile) {
   EXPECT_EQ(c.mixed_precision, "bf16");
   EXPECT_FALSE(c.gradient_accumulation_steps.has_value());
   EXPECT_EQ(c.num_processes, 8);
-  EXPECT_TRUE(c.deepspeed_values.empty());  // every value "auto"
+  // bf16.enabled is compared with trainer.bf16; every other value is "auto".
+  ASSERT_EQ(c.deepspeed_values.size(), 1u);
+  EXPECT_EQ(c.deepspeed_values[0].key, "bf16.enabled");
+  EXPECT_EQ(c.deepspeed_values[0].values, std::vector<double>{1});
   // Numbers that transformers compares with the trainer's are kept with their file:line.
   std::ofstream(dir / "ds.json") << R"({"train_micro_batch_size_per_gpu": 4,
       "optimizer": {"type": "AdamW", "params": {"lr": 1e-3, "betas": [0.9, 0.95], "eps": "auto"}},
@@ -415,6 +418,9 @@ TEST(AccelerateConfig, BadValuesNameFileLineKeyAndValue) {
   EXPECT_EQ(error_of([] { parse_accelerate_config("/nonexistent/acc.yaml"); }),
             "accelerate config '/nonexistent/acc.yaml' cannot be read: /nonexistent/acc.yaml: "
             "cannot open: No such file or directory");
+  EXPECT_EQ(error_of([] { parse_deepspeed_config("/dev/zero"); }),
+            "/dev/zero: DeepSpeed config '/dev/zero' cannot be read: /dev/zero: not a regular file "
+            "(a device); expected a file");
   // A device is refused (`launch --config_file /dev/zero` read without end).
   EXPECT_EQ(error_of([] { parse_accelerate_config("/dev/zero"); }),
             "accelerate config '/dev/zero' cannot be read: /dev/zero: not a regular file (a "

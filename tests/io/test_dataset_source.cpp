@@ -141,7 +141,8 @@ TEST_F(HubDataset, WeightsZerotuneDoesNotReadAreAProblemNotAFromScratchModel) {
       m.weights_problem.find(d.string() + " holds pytorch_model.bin but neither model.safetensors"),
       std::string::npos)
       << m.weights_problem;
-  EXPECT_NE(m.weights_problem.find("reads safetensors weights only"), std::string::npos)
+  EXPECT_NE(m.weights_problem.find("zerotune reads model.safetensors or the shards"),
+            std::string::npos)
       << m.weights_problem;
   fs::remove(d / "pytorch_model.bin");
   touch(d / "model-00001-of-00002.safetensors");
@@ -167,11 +168,21 @@ TEST_F(HubDataset, WeightsZerotuneDoesNotReadAreAProblemNotAFromScratchModel) {
   EXPECT_EQ(m.weights_problem, "");
   touch(repo / "blobs" / "0123.incomplete");
   m = zt::resolve_model_source("Org/W");
-  EXPECT_NE(m.weights_problem.find("unfinished download (" +
+  EXPECT_NE(m.weights_problem.find("a download into it did not finish (" +
                                    (repo / "blobs" / "0123.incomplete").string()),
             std::string::npos)
       << m.weights_problem;
   EXPECT_NE(m.weights_problem.find("`hf download Org/W`"), std::string::npos) << m.weights_problem;
+  // A model.safetensors link whose target is gone is named as such.
+  const fs::path l = dir_ / "linked";
+  touch(l / "config.json");
+  fs::create_symlink(dir_ / "gone.safetensors", l / "model.safetensors");
+  m = zt::resolve_model_source(l.string());
+  EXPECT_FALSE(m.has_weights);
+  EXPECT_EQ(m.weights_problem,
+            (l / "model.safetensors").string() + " is a link to " +
+                (dir_ / "gone.safetensors").string() +
+                ", which does not exist (a pruned cache or a copy that kept links?)");
 }
 
 }  // namespace

@@ -769,10 +769,17 @@ TEST(HydraYaml, TagsAreReadAsOmegaConfReadsThem) {
   } catch (const zt::Error& e) {
     EXPECT_EQ(std::string(e.what()),
               p.string() +
-                  ":2: the YAML tag '!!python/object:os.system': OmegaConf (PyYAML's "
-                  "SafeLoader) takes only the core tags (!!str, !!int, !!float, "
-                  "!!bool, !!null, !!seq, !!map) and refuses this one; remove it");
+                  ":2: the YAML tag '!!python/object:os.system': zerotune takes the core tags "
+                  "(!!str, !!int, !!float, !!bool, !!null, !!seq, !!map) and pathlib paths, as "
+                  "OmegaConf's loader (PyYAML's SafeLoader) does, and no other; remove it");
   }
+  // A pathlib path as OmegaConf writes one.
+  p = write_tmp("tag_path.yaml",
+                "out: !!python/object/apply:pathlib.PosixPath\n- runs\n- a\n"
+                "abs: !!python/object/apply:pathlib.Path [x, /data, b]\n");
+  const zt::Json paths = zt::load_yaml_file(p);
+  EXPECT_EQ(paths["out"], "runs/a");
+  EXPECT_EQ(paths["abs"], "/data/b");
   for (const std::string text :
        {"x: !custom 1\n", "x: !!binary aGVsbG8=\n", "x: !!set {a: null}\n"}) {
     p = write_tmp("tag_other.yaml", text);

@@ -966,9 +966,10 @@ TEST_F(TrainCli, ARunDoesNotReplaceAModelAnotherRunExportedMeanwhile) {
       " trainer.eval_strategy=no trainer.save_strategy=no trainer.output_dir=" + out.string();
   const auto r =
       run(zt + " exp_name=shared_a trainer.max_steps=40" + common + " > " +
-          (root_ / "shared_a.log").string() + " 2>&1 & A=$!; for i in $(seq 1 1200); do [ -f " +
+          (root_ / "shared_a.log").string() +
+          " 2>&1 & A=$!; trap 'kill -CONT $A 2>/dev/null' EXIT; while [ ! -f " +
           (exp("shared_a") / "zerotune_run.json").string() +
-          " ] && break; sleep 0.05; done; kill -STOP $A; " + zt +
+          " ] && kill -0 $A 2>/dev/null; do sleep 0.05; done; kill -STOP $A; " + zt +
           " exp_name=shared_b trainer.max_steps=1" + common + "; echo \"B=$?\"; cp " +
           (out / "model.safetensors").string() + " " + (root_ / "shared_b.safetensors").string() +
           "; kill -CONT $A; wait $A; echo \"A=$?\"; cat " + (root_ / "shared_a.log").string());
@@ -977,8 +978,9 @@ TEST_F(TrainCli, ARunDoesNotReplaceAModelAnotherRunExportedMeanwhile) {
   EXPECT_NE(
       r.output.find("zerotune: error: cannot write the final model: trainer.output_dir " +
                     out.string() +
-                    " got another model while this run trained (another run exported there?); "
-                    "zerotune does not replace a model it did not find there at start-up; the "
+                    ": its model files changed while this run trained (another run exported "
+                    "there?); zerotune does not replace a model it did not find there at start-up; "
+                    "the "
                     "trained model was saved instead as " +
                     (exp("shared_a") / "checkpoint-40").string()),
       std::string::npos)
@@ -1013,7 +1015,17 @@ TEST_F(TrainCli, DeepSpeedValuesThatDifferFromTheTrainersAreRefused) {
       std::string::npos)
       << r.output;
   EXPECT_FALSE(fs::exists(exp("dsmismatch")));
+  // bf16.enabled against trainer.bf16 (false in this config), and warmup_min_lr, which
+  // transformers fills and never compares.
+  std::ofstream(ds) << R"({"bf16": {"enabled": true}, "zero_optimization": {"stage": 1}})";
+  r = train("dsbf16", "trainer.max_steps=1 +trainer.deepspeed=" + ds.string());
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("\n  - " + ds.string() + ":1: bf16.enabled true vs trainer.bf16"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find(" false\n"), std::string::npos) << r.output;
   std::ofstream(ds) << R"({"zero_optimization": {"stage": 1}, "gradient_clipping": "auto",
+      "scheduler": {"type": "WarmupLR", "params": {"warmup_min_lr": 1e-7, "warmup_max_lr": "auto"}},
       "train_micro_batch_size_per_gpu": "auto", "optimizer": {"type": "AdamW", "params": {"lr": "auto"}}})";
   r = train("dsauto",
             "trainer.max_steps=1 trainer.eval_strategy=no +trainer.deepspeed=" + ds.string());
@@ -1147,11 +1159,12 @@ TEST_F(TrainCli, UnreadableWeightsAreAnErrorNotAFromScratchRun) {
   std::ofstream(dir / "pytorch_model.bin") << "pickle";
   auto r = train("modelbin", "model.name_or_path=" + dir.string());
   EXPECT_EQ(r.status, 1) << r.output;
-  EXPECT_NE(r.output.find("zerotune: error: " + (root_ / "sft.yaml").string() +
-                          ": model.name_or_path: " + dir.string() +
-                          " holds pytorch_model.bin but neither model.safetensors nor "
-                          "model.safetensors.index.json; zerotune reads safetensors weights only"),
-            std::string::npos)
+  EXPECT_NE(
+      r.output.find("zerotune: error: " + (root_ / "sft.yaml").string() +
+                    ": model.name_or_path: " + dir.string() +
+                    " holds pytorch_model.bin but neither model.safetensors nor "
+                    "model.safetensors.index.json; zerotune reads model.safetensors or the shards"),
+      std::string::npos)
       << r.output;
   EXPECT_NE(r.output.find("(given on the command line)\n"), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("from scratch (config only)"), std::string::npos) << r.output;
