@@ -2,6 +2,7 @@
 
 #include "cli/run_dir_guard.h"
 #include "core/error.h"
+#include "core/file_util.h"
 #include "io/dataset_source.h"
 #include "io/model_source.h"
 #include "text/special_tokens.h"
@@ -62,12 +63,11 @@ void check_dataset_present(const RunConfig& cfg, const std::string& split) {
         "file per split: merge the directory's shards into one file, or name one of them){}",
         cfg.key_at(key), key, file.string(), cfg.where(key));
   }
-  if (!std::filesystem::is_regular_file(file, ec)) {  // a device, a pipe: read without end, or not
+  // A device or a pipe: read without end, or not at all.
+  if (const std::string_view kind = file_kind(file); !kind.empty() && kind != "a regular file") {
     const std::string key = "dataset." + split + ".path";
-    fail(
-        "{}: {}: {} is no regular file (a device or a pipe); expected a .parquet, .jsonl or .json "
-        "file{}",
-        cfg.key_at(key), key, file.string(), cfg.where(key));
+    fail("{}: {}: {} is {}, no regular file; expected a .parquet, .jsonl or .json file{}",
+         cfg.key_at(key), key, file.string(), kind, cfg.where(key));
   }
 }
 

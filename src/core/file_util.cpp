@@ -160,6 +160,20 @@ void write_file_atomic(const fs::path& path, std::string_view data) {
   write_file_atomic(path, [&](const ByteSink& sink) { sink(data.data(), data.size()); });
 }
 
+std::string_view file_kind(unsigned mode) {
+  if (S_ISREG(mode)) return "a regular file";
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a pipe";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISCHR(mode) || S_ISBLK(mode)) return "a device";
+  return "a special file";
+}
+
+std::string_view file_kind(const fs::path& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 ? file_kind(st.st_mode) : "";
+}
+
 std::string read_file(const fs::path& path) {
   Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (fd.fd < 0) fail("{}: cannot open: {}", path.string(), errno_text(errno));
@@ -169,10 +183,7 @@ std::string read_file(const fs::path& path) {
   if (::fstat(fd.fd, &st) != 0) fail("{}: cannot stat: {}", path.string(), errno_text(errno));
   const bool pipe = S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode);
   if (!S_ISREG(st.st_mode) && !pipe)
-    fail("{}: not a regular file (a {}); expected a file", path.string(),
-         S_ISDIR(st.st_mode)                          ? "directory"
-         : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "device"
-                                                      : "special file");
+    fail("{}: not a regular file ({}); expected a file", path.string(), file_kind(st.st_mode));
   constexpr size_t kMaxPipeBytes = size_t{1} << 30;
   std::string out;
   char buf[1 << 16];

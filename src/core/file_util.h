@@ -27,6 +27,12 @@ void write_file_atomic(const fs::path& path, std::string_view data);
 using ByteSink = std::function<void(const void* data, size_t n)>;
 void write_file_atomic(const fs::path& path, const std::function<void(const ByteSink&)>& writer);
 
+// What a file system entry is, for messages: "a regular file", "a directory", "a pipe", "a socket",
+// "a device" (character or block) or "a special file"; from stat(2)'s st_mode.
+std::string_view file_kind(unsigned mode);
+// Same for `path` (links followed); "" when it does not exist or cannot be stat'ed.
+std::string_view file_kind(const fs::path& path);
+
 // Reads a whole file into a string: a regular file, or a pipe (`<(…)`, /dev/stdin) of at most
 // 1 GiB. Throws zt::Error naming the path when it cannot be opened/read, when it is a directory or
 // a device (/dev/zero would be read forever), or when a pipe gives more.

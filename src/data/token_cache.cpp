@@ -14,6 +14,7 @@
 #include <random>
 
 #include "core/error.h"
+#include "core/file_util.h"
 #include "core/log.h"
 #include "io/json_check.h"
 
@@ -97,10 +98,7 @@ void KeyHasher::add_file(std::string_view name, const std::filesystem::path& fil
   if (::fstat(f.fd, &st) != 0) fail("{}: cannot stat: {}", file.string(), errno_text());
   // A device or a pipe has no size to check against, and /dev/zero never ends.
   if (!S_ISREG(st.st_mode))
-    fail("{}: not a regular file ({}); expected a file", file.string(),
-         S_ISDIR(st.st_mode)    ? "a directory"
-         : S_ISFIFO(st.st_mode) ? "a pipe"
-                                : "a device or special file");
+    fail("{}: not a regular file ({}); expected a file", file.string(), file_kind(st.st_mode));
   const uint64_t sizes[2] = {name.size(), static_cast<uint64_t>(st.st_size)};
   update(sizes, sizeof(sizes));
   update(name.data(), name.size());

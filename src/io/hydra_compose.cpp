@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "core/file_util.h"
 #include "core/log.h"
 #include "io/hydra_yaml.h"
 
@@ -711,15 +712,9 @@ Json compose_hydra_config(const fs::path& primary, const std::vector<GroupOverri
                           std::vector<NonStringKey>* non_string_keys, KeyOrigins* origins) {
   // A pipe (`--config <(…)`) or a device: hydra takes the config groups from the primary file's
   // directory, which a pipe has not, and a device may never end.
-  std::error_code ec;
-  const fs::file_status st = fs::status(primary, ec);
-  if (!ec && fs::exists(st) && !fs::is_regular_file(st))
+  if (const std::string_view kind = file_kind(primary); !kind.empty() && kind != "a regular file")
     fail("{}: is {}, not a file; expected a YAML file (its directory holds the config groups)",
-         primary.string(),
-         fs::is_directory(st)                                 ? "a directory"
-         : fs::is_fifo(st)                                    ? "a pipe"
-         : fs::is_character_file(st) || fs::is_block_file(st) ? "a device"
-                                                              : "no regular file");
+         primary.string(), kind);
   return Composer(primary, overrides).compose(non_string_keys, origins);
 }
 

@@ -151,7 +151,7 @@ TEST(DataSetup, DatasetPathThatIsADirectoryNamesTheKey) {
   const RunConfig dev =
       RunConfig::from_json({{"dataset", {{"train", {{"path", "/dev/zero"}}}}}}, "sft.yaml");
   EXPECT_EQ(error_of([&] { zt::cli::check_dataset_present(dev, "train"); }),
-            "sft.yaml: dataset.train.path: /dev/zero is no regular file (a device or a pipe); "
+            "sft.yaml: dataset.train.path: /dev/zero is a device, no regular file; "
             "expected a .parquet, .jsonl or .json file");
 }
 
