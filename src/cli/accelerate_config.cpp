@@ -273,11 +273,48 @@ void read_deepspeed(Reader& rd, const YAML::Node& ds, const std::string& base_di
     read_offload(rd, o, "deepspeed_config.offload_optimizer_device", &c.offload_optimizer_device);
   if (const YAML::Node o = ds["offload_param_device"])
     read_offload(rd, o, "deepspeed_config.offload_param_device", &c.offload_param_device);
-  if (const YAML::Node g = ds["gradient_accumulation_steps"])
-    c.gradient_accumulation_steps =
-        rd.number_or_auto<int>(g, "deepspeed_config.gradient_accumulation_steps");
-  if (const YAML::Node g = ds["gradient_clipping"])
-    c.gradient_clipping = rd.number_or_auto<double>(g, "deepspeed_config.gradient_clipping");
+  // accelerate writes these two into the DeepSpeed config it builds (DeepSpeedPlugin), where
+  // transformers compares them with the trainer's as it compares a JSON's (cmd_train.cpp
+  // check_deepspeed_values); "auto" is filled from the trainer.
+  for (const char* key : {"gradient_accumulation_steps", "gradient_clipping"})
+    if (const YAML::Node g = ds[key]) {
+      const std::string name = std::string("deepspeed_config.") + key;
+      std::optional<double> v;
+      if (key == std::string_view("gradient_clipping"))
+        v = rd.number_or_auto<double>(g, name);
+      else if (const std::optional<int> steps = rd.number_or_auto<int>(g, name))
+        v = *steps;
+      if (v)
+        c.deepspeed_values.push_back(
+            {key, {*v}, g.Scalar(), fmt::format("{}:{}", rd.origin, g.Mark().line + 1)});
+    }
+}
+
+// accelerate refuses an accelerate config that gives a DeepSpeed JSON (deepspeed_config_file) and
+// also one of the settings that JSON holds (DeepSpeedPlugin._deepspeed_config_checks: "When using
+// `deepspeed_config_file`, the following accelerate config variables will be ignored"): the
+// deepspeed_config keys below, and a top-level mixed_precision other than null. zerotune refuses
+// the same files, naming each key and line, where it let the YAML's value win over the JSON's.
+void check_no_settings_beside_deepspeed_file(Reader& rd, const YAML::Node& root,
+                                             const YAML::Node& ds) {
+  const YAML::Node file = ds["deepspeed_config_file"];
+  if (!file || file.IsNull()) return;
+  std::string lines;
+  for (const char* key :
+       {"gradient_accumulation_steps", "gradient_clipping", "zero_stage",
+        "offload_optimizer_device", "offload_param_device", "offload_param_nvme_path",
+        "offload_optimizer_nvme_path", "zero3_save_16bit_model"})
+    if (const YAML::Node n = ds[key])
+      lines += fmt::format("\n  - {}:{}: deepspeed_config.{}", rd.origin, n.Mark().line + 1, key);
+  if (const YAML::Node n = root["mixed_precision"]; n && !n.IsNull())
+    lines += fmt::format("\n  - {}:{}: mixed_precision", rd.origin, n.Mark().line + 1);
+  if (!lines.empty())
+    fail(
+        "{}:{}: deepspeed_config.deepspeed_config_file is given, so the DeepSpeed JSON holds "
+        "these settings and accelerate refuses the file (\"When using `deepspeed_config_file`, "
+        "the following accelerate config variables will be ignored\"); remove them from the "
+        "accelerate config (mixed_precision: set bf16.enabled in the JSON):{}",
+        rd.origin, file.Mark().line + 1, lines);
 }
 
 void read_fsdp(Reader& rd, const YAML::Node& fs) {
@@ -362,7 +399,8 @@ AccelerateConfig parse_accelerate_config_text(const std::string& yaml, const std
   if (const YAML::Node n = root["main_process_port"]; n && !n.IsNull())
     c.main_process_port = rd.integer(n, "main_process_port", 1, 65535);
   if (const YAML::Node n = root["use_cpu"]) c.use_cpu = rd.boolean(n, "use_cpu");
-  if (const YAML::Node n = root["mixed_precision"]) {
+  // null, as `accelerate config` writes beside a deepspeed_config_file, is accelerate's "no".
+  if (const YAML::Node n = root["mixed_precision"]; n && !n.IsNull()) {
     const std::string v = rd.str(n, "mixed_precision");
     if (v != "no" && v != "bf16" && v != "fp16" && v != "fp8")
       rd.bad(n, "mixed_precision", "no, bf16, fp16 or fp8");
@@ -382,8 +420,10 @@ AccelerateConfig parse_accelerate_config_text(const std::string& yaml, const std
     if (!ds || ds.IsNull())
       rd.warn(fmt::format("{}: distributed_type DEEPSPEED without deepspeed_config: ZeRO stage 0",
                           origin));
-    else
+    else {
+      if (ds.IsMap()) check_no_settings_beside_deepspeed_file(rd, root, ds);
       read_deepspeed(rd, ds, base_dir);
+    }
   } else if (c.distributed_type == "FSDP") {
     read_fsdp(rd, fs && !fs.IsNull() ? fs : YAML::Node(YAML::NodeType::Map));
   }

@@ -35,13 +35,11 @@ struct AccelerateConfig {
   std::optional<int> zero_stage;  // 0..3 as in the file comment; unset: the file names none
   std::string offload_optimizer_device = "none";   // none | cpu
   std::string offload_param_device = "none";       // none | cpu (not acted on: warned)
-  // The accelerate YAML's deepspeed_config values, when numbers (a DeepSpeed JSON's go to
-  // deepspeed_values)
-  std::optional<int> gradient_accumulation_steps;
-  std::optional<double> gradient_clipping;
-  // A DeepSpeed JSON value that transformers fills from TrainingArguments when it is "auto" and
+  // A DeepSpeed value that transformers fills from TrainingArguments when it is "auto" and
   // otherwise requires to equal them (HfTrainerDeepSpeedConfig.trainer_config_process): the key
-  // path ("optimizer.params.lr"), its numbers (two for betas), its text and "file:line".
+  // path ("optimizer.params.lr"), its numbers (two for betas), its text and "file:line". From a
+  // DeepSpeed JSON, or the accelerate YAML's deepspeed_config.gradient_accumulation_steps /
+  // gradient_clipping (accelerate puts them into the DeepSpeed config it builds).
   struct DeepSpeedValue {
     std::string key;
     std::vector<double> values;

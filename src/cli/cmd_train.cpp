@@ -105,9 +105,11 @@ void resolve_best_model(const RunConfig& cfg, train::TrainArgs& a) {
 // transformers' DeepSpeed integration (HfTrainerDeepSpeedConfig.trainer_config_process) fills a
 // DeepSpeed JSON's "auto" values from TrainingArguments and refuses the file when a value given
 // differs: "Please correct the following DeepSpeed config values that mismatch TrainingArguments
-// values". zerotune refuses the same files, naming each value's file:line and the trainer key.
-// (scheduler.params.warmup_num_steps / total_num_steps, which transformers compares once the
-// step count is known, are not compared: the scheduler block gets its note; warmup_min_lr is only
+// values". zerotune refuses the same files, naming each value's file:line and the trainer key;
+// the accelerate YAML's deepspeed_config.gradient_accumulation_steps / gradient_clipping too,
+// which accelerate writes into the DeepSpeed config transformers checks.
+// (scheduler.params.warmup_num_steps / total_num_steps, which transformers compares once the step
+// count is known, are not compared: the scheduler block gets its note; warmup_min_lr is only
 // filled, never compared, by transformers.)
 void check_deepspeed_values(const RunConfig& cfg, const AccelerateConfig& acc,
                             const train::TrainArgs& a, int world) {
@@ -206,9 +208,6 @@ train::TrainArgs make_train_args(RunConfig& cfg, const std::optional<AccelerateC
         world, cfg.key_ref("trainer.per_device_train_batch_size"), a.per_device_train_batch_size,
         cfg.key_ref("trainer.gradient_accumulation_steps"), a.gradient_accumulation_steps,
         world * a.per_device_train_batch_size * a.gradient_accumulation_steps));
-  if (acc && acc->gradient_accumulation_steps && *acc->gradient_accumulation_steps != a.gradient_accumulation_steps)
-    warn(fmt::format("{}: deepspeed gradient_accumulation_steps {} differs from the trainer's {}; the trainer's wins",
-                     acc->path, *acc->gradient_accumulation_steps, a.gradient_accumulation_steps));
 
   // ---- ZeRO: compute.zero_stage, else the accelerate config's, else kDefaultZeroStage
   auto stage = cfg.get_optional<int64_t>("compute.zero_stage");
@@ -284,9 +283,6 @@ train::TrainArgs make_train_args(RunConfig& cfg, const std::optional<AccelerateC
     a.logging_dir = ld ? fs::path(*ld) : a.exp_dir / "tensorboard";
   }
   record_report_to(cfg, report_to, a.logging_dir);  // args.yaml: what the run reports to
-  if (acc && acc->gradient_clipping && *acc->gradient_clipping != a.max_grad_norm)
-    warn(fmt::format("{}: deepspeed gradient_clipping {} differs from trainer.max_grad_norm {}; the trainer's wins",
-                     acc->path, *acc->gradient_clipping, a.max_grad_norm));
   if (acc) check_deepspeed_values(cfg, *acc, a, world);
   const Json& resume = cfg.value("trainer.resume_from_checkpoint");
   if (resume.is_boolean()) {

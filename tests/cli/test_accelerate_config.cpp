@@ -48,9 +48,68 @@ use_cpu: false
   EXPECT_EQ(c.zero_stage, 2);
   EXPECT_EQ(c.offload_optimizer_device, "cpu");
   EXPECT_EQ(c.mixed_precision, "bf16");
-  EXPECT_EQ(c.gradient_accumulation_steps, 4);
-  EXPECT_EQ(c.gradient_clipping, 1.0);
+  // Compared with the trainer's by `train` (check_deepspeed_values), as transformers compares
+  // the DeepSpeed config accelerate builds from them.
+  ASSERT_EQ(c.deepspeed_values.size(), 2u);
+  EXPECT_EQ(c.deepspeed_values[0].key, "gradient_accumulation_steps");
+  EXPECT_EQ(c.deepspeed_values[0].values, std::vector<double>{4});
+  EXPECT_EQ(c.deepspeed_values[0].at, "ds.yaml:4");
+  EXPECT_EQ(c.deepspeed_values[1].key, "gradient_clipping");
+  EXPECT_EQ(c.deepspeed_values[1].values, std::vector<double>{1.0});
+  EXPECT_EQ(c.deepspeed_values[1].text, "1.0");
+  EXPECT_EQ(c.deepspeed_values[1].at, "ds.yaml:5");
   EXPECT_TRUE(c.warnings.empty()) << c.warnings.front();
+  // "auto" is filled from the trainer: nothing to compare.
+  const AccelerateConfig a = parse_accelerate_config_text(
+      "distributed_type: DEEPSPEED\ndeepspeed_config:\n  gradient_accumulation_steps: auto\n"
+      "  gradient_clipping: auto\n  zero_stage: 1\n",
+      "auto.yaml");
+  EXPECT_TRUE(a.deepspeed_values.empty());
+  EXPECT_EQ(error_of([] {
+              parse_accelerate_config_text(
+                  "distributed_type: DEEPSPEED\ndeepspeed_config:\n  "
+                  "gradient_accumulation_steps: 2.5\n",
+                  "f.yaml");
+            }),
+            "f.yaml:3: key 'deepspeed_config.gradient_accumulation_steps' has value '2.5' "
+            "(expected a number or \"auto\")");
+}
+
+// An accelerate config naming a DeepSpeed JSON and also a setting that JSON holds is refused, as
+// accelerate refuses it (DeepSpeedPlugin._deepspeed_config_checks); the YAML's zero_stage won over
+// the JSON's stage without a word. Keys the check allows (zero3_init_flag, the launcher) and a null
+// mixed_precision, as `accelerate config` writes beside a JSON, are read.
+TEST(AccelerateConfig, SettingsBesideADeepSpeedFileAreRefused) {
+  zt::testing::TempDir dir;
+  std::ofstream(dir / "ds.json") << R"({"zero_optimization": {"stage": 3}})";
+  std::ofstream(dir / "acc.yaml") << "distributed_type: DEEPSPEED\n"
+                                     "deepspeed_config:\n  deepspeed_config_file: ds.json\n"
+                                     "  zero_stage: 2\n  gradient_clipping: 1.0\n"
+                                     "mixed_precision: bf16\n";
+  const std::string acc = (dir / "acc.yaml").string();
+  EXPECT_EQ(error_of([&] { parse_accelerate_config(acc); }),
+            acc +
+                ":3: deepspeed_config.deepspeed_config_file is given, so the DeepSpeed JSON holds "
+                "these settings and accelerate refuses the file (\"When using "
+                "`deepspeed_config_file`, the following accelerate config variables will be "
+                "ignored\"); remove them from the accelerate config (mixed_precision: set "
+                "bf16.enabled in the JSON):\n  - " +
+                acc + ":5: deepspeed_config.gradient_clipping\n  - " + acc +
+                ":4: deepspeed_config.zero_stage\n  - " + acc + ":6: mixed_precision");
+  std::ofstream(dir / "acc.yaml") << "distributed_type: DEEPSPEED\nmixed_precision: 'no'\n"
+                                     "deepspeed_config:\n  deepspeed_config_file: ds.json\n";
+  EXPECT_NE(error_of([&] { parse_accelerate_config(acc); }).find(":2: mixed_precision"),
+            std::string::npos);
+  std::ofstream(dir / "acc.yaml") << "distributed_type: DEEPSPEED\nmixed_precision: null\n"
+                                     "deepspeed_config:\n  deepspeed_config_file: ds.json\n"
+                                     "  zero3_init_flag: true\n"
+                                     "  deepspeed_multinode_launcher: standard\n";
+  EXPECT_EQ(parse_accelerate_config(acc).zero_stage, 3);
+  // Without distributed_type DEEPSPEED accelerate reads no deepspeed_config (a warning says so).
+  std::ofstream(dir / "acc.yaml") << "distributed_type: MULTI_GPU\nmixed_precision: bf16\n"
+                                     "deepspeed_config:\n  deepspeed_config_file: ds.json\n"
+                                     "  zero_stage: 2\n";
+  EXPECT_FALSE(parse_accelerate_config(acc).zero_stage.has_value());
 }
 
 TEST(AccelerateConfig, UnknownKeysAreErrorsNamingFileLineAndKey) {
@@ -369,7 +428,6 @@ TEST(AccelerateConfig, DeepSpeedJsonFile) {
   EXPECT_EQ(c.zero_stage, 1);
   EXPECT_EQ(c.offload_optimizer_device, "cpu");
   EXPECT_EQ(c.mixed_precision, "bf16");
-  EXPECT_FALSE(c.gradient_accumulation_steps.has_value());
   EXPECT_EQ(c.num_processes, 8);
   // bf16.enabled is compared with trainer.bf16; every other value is "auto".
   ASSERT_EQ(c.deepspeed_values.size(), 1u);

@@ -670,6 +670,36 @@ TEST_F(TrainCli, AccelerateFp16RefusedUnlessBf16) {
       << r.output;
 }
 
+// The accelerate config's deepspeed_config.gradient_accumulation_steps / gradient_clipping go into
+// the DeepSpeed config accelerate builds, where transformers compares them with the trainer's:
+// one that differs is refused like a DeepSpeed JSON's (it trained with a warning, "the trainer's
+// wins"); equal values train.
+TEST_F(TrainCli, AccelerateDeepSpeedValuesThatDifferFromTheTrainersAreRefused) {
+  const fs::path acc = root_ / "acc_ga.yaml";
+  std::ofstream(acc) << "distributed_type: DEEPSPEED\nnum_processes: 1\ndeepspeed_config:\n"
+                        "  gradient_accumulation_steps: 3\n  gradient_clipping: 1.0\n"
+                        "  zero_stage: 1\n";
+  const std::string launch = std::string(ZT_BINARY) + " launch --config_file " + acc.string() +
+                             " train --config " + (root_ / "sft.yaml").string() +
+                             " trainer.max_steps=1 trainer.eval_strategy=no ";
+  auto r = run(launch + "exp_name=acc_ga");  // accumulation 8 / (1 × 2) = 4
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("zerotune: error: " + acc.string() +
+                          ": DeepSpeed values that differ from the trainer's, which transformers "
+                          "refuses"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(
+      r.output.find("\n  - " + acc.string() +
+                    ":4: gradient_accumulation_steps 3 vs trainer.gradient_accumulation_steps"),
+      std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("gradient_clipping 1.0 vs"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(exp("acc_ga")));
+  r = run(launch + "exp_name=acc_ga_ok compute.global_batch_size=6");
+  EXPECT_EQ(r.status, 0) << r.output;
+}
+
 // trainer.output_dir that is another run's checkpoint directory (even with overwrite_output_dir),
 // or inside one: refused at start-up naming the key, with nothing written (the final export
 // replaced the checkpoint whole, or wrote into it).
