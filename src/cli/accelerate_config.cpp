@@ -356,6 +356,36 @@ void read_fsdp(Reader& rd, const YAML::Node& fs) {
   }
 }
 
+// accelerate reads its config with yaml.safe_load: PyYAML's SafeLoader resolves the core schema's
+// tags and refuses the others ("could not determine a constructor for the tag"), so a tag such as
+// `!!python/object:…` or `!custom` is an error naming file, line and tag (yaml-cpp kept the value
+// and dropped the tag); so are !!binary, !!timestamp and !!set, whose values (bytes, datetime, a
+// set) no accelerate setting takes. The core tags (`!!str 4`, `!!int`, `!!float`, …) are left to
+// the reader, which checks each value's type.
+void check_tags(const YAML::Node& n, const std::string& origin) {
+  const std::string& tag = n.Tag();
+  constexpr std::string_view kCore = "tag:yaml.org,2002:";
+  if (!tag.empty() && tag != "?" && tag != "!") {
+    const std::string name = tag.starts_with(kCore) ? tag.substr(kCore.size()) : "";
+    static constexpr std::string_view kSafe[] = {"str",  "int", "float", "bool",
+                                                 "null", "seq", "map",   "merge"};
+    if (std::find(std::begin(kSafe), std::end(kSafe), name) == std::end(kSafe))
+      fail(
+          "{}:{}: the YAML tag '{}': an accelerate config takes only the tags !!str, !!int, "
+          "!!float, !!bool, !!null, !!seq and !!map (accelerate's yaml.safe_load refuses "
+          "!!python/… and custom tags); remove it",
+          origin, n.Mark().line + 1, name.empty() ? tag : "!!" + name);
+  }
+  if (n.IsMap()) {
+    for (const auto& kv : n) {
+      check_tags(kv.first, origin);
+      check_tags(kv.second, origin);
+    }
+  } else if (n.IsSequence()) {
+    for (const auto& e : n) check_tags(e, origin);
+  }
+}
+
 }  // namespace
 
 AccelerateConfig parse_accelerate_config_text(const std::string& yaml, const std::string& origin,
@@ -377,6 +407,7 @@ AccelerateConfig parse_accelerate_config_text(const std::string& yaml, const std
         "{}: the file holds no accelerate settings (it is empty, only comments, or null); "
         "expected a mapping such as `num_processes: 2` (accelerate refuses such a file too)",
         origin);
+  check_tags(root, origin);
   if (!root.IsMap()) fail("{}: expected a mapping of accelerate settings at the top level", origin);
   const Section sections[] = {{"deepspeed_config", accelerate_deepspeed_keys()},
                               {"fsdp_config", accelerate_fsdp_keys()}};

@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <tuple>
+#include <vector>
 
 #include "cli/accelerate_config.h"
 #include "core/error.h"
@@ -183,6 +185,28 @@ TEST(AccelerateConfig, ADirectoryIsNotAConfigFile) {
             }),
             "acc.yaml: DeepSpeed config '" + dir.path().string() +
                 "' is a directory; expected a DeepSpeed JSON file");
+}
+
+// A tag PyYAML's safe_load (accelerate's loader) refuses is an error naming file, line and tag;
+// yaml-cpp kept the value and dropped the tag (`!!python/object:os.system 2` read as 2). Core tags
+// are read as the value's type.
+TEST(AccelerateConfig, YamlTagsAsSafeLoadReadsThem) {
+  for (const auto& [text, tag, line] : std::vector<std::tuple<std::string, std::string, int>>{
+           {"num_processes: !!python/object:os.system 2\n", "!!python/object:os.system", 1},
+           {"distributed_type: DEEPSPEED\ndeepspeed_config:\n  zero_stage: !custom 2\n", "!custom",
+            3},
+           {"num_processes: 2\ntpu_env: !!set {a: null}\n", "!!set", 2},
+           {"!!python/name:os.system\nnum_processes: 2\n", "!!python/name:os.system", 1}})
+    EXPECT_EQ(error_of([&] { parse_accelerate_config_text(text, "t.yaml"); }),
+              "t.yaml:" + std::to_string(line) + ": the YAML tag '" + tag +
+                  "': an accelerate config takes only the tags !!str, !!int, !!float, !!bool, "
+                  "!!null, !!seq and !!map (accelerate's yaml.safe_load refuses !!python/… and "
+                  "custom tags); remove it")
+        << text;
+  const AccelerateConfig c = parse_accelerate_config_text(
+      "num_processes: !!int 4\nmixed_precision: !!str bf16\ntpu_env: !!seq []\n", "t.yaml");
+  EXPECT_EQ(c.num_processes, 4);
+  EXPECT_EQ(c.mixed_precision, "bf16");
 }
 
 TEST(AccelerateConfig, DuplicateKeysAreErrors) {
