@@ -10,26 +10,11 @@
 
 #include "core/error.h"
 #include "core/file_util.h"
-#include "io/unique_keys.h"
+#include "io/safetensors.h"
 
 namespace zt {
 namespace fs = std::filesystem;
 namespace {
-
-// True when config.json names its weights file (transformers 5's "transformers_weights");
-// resolve_weights_file checks the name. A config.json that is no JSON object is left to
-// load_model_config, which names the problem.
-bool config_names_weights(const fs::path& config) {
-  std::error_code ec;
-  if (!fs::is_regular_file(config, ec)) return false;
-  try {
-    const Json cfg = parse_json_unique_keys(read_file(config), config.string());
-    return cfg.is_object() && cfg.contains("transformers_weights") &&
-           !cfg["transformers_weights"].is_null();
-  } catch (const Error&) {
-    return false;
-  }
-}
 
 // The weight files in `dir` that zerotune does not read without model.safetensors or
 // model.safetensors.index.json beside them: PyTorch pickles (pytorch_model*.bin and their index),
@@ -58,7 +43,7 @@ ModelSource describe(const fs::path& dir, bool require_config, const std::string
     fail("{} '{}': {} has no config.json", what, name, dir.string());
   m.has_weights = fs::exists(dir / "model.safetensors") ||
                   fs::exists(dir / "model.safetensors.index.json") ||
-                  config_names_weights(dir / "config.json");
+                  config_transformers_weights(dir / "config.json").has_value();
   m.has_tokenizer = fs::exists(dir / "tokenizer.json");
   if (m.has_weights) return m;
   // A link whose target is gone (a pruned hub blob, a copy that kept links): named as such.

@@ -94,45 +94,51 @@ std::optional<size_t> safetensors_dtype_size(std::string_view s) {
 // ---------------------------------------------------------------------------------------------
 // Reading
 
+std::optional<Json> config_transformers_weights(const fs::path& config) {
+  std::error_code ec;
+  if (!fs::is_regular_file(config, ec)) return std::nullopt;
+  Json cfg;
+  try {
+    cfg = parse_json_unique_keys(read_file(config), config.string());
+  } catch (const Error&) {
+    return std::nullopt;  // load_model_config() reports a bad config.json, naming it
+  }
+  if (!cfg.is_object() || !cfg.contains("transformers_weights") ||
+      cfg["transformers_weights"].is_null())
+    return std::nullopt;
+  return cfg["transformers_weights"];
+}
+
 fs::path resolve_weights_file(const fs::path& dir, bool log_choice) {
   const fs::path single = dir / "model.safetensors";
   const fs::path index = dir / "model.safetensors.index.json";
   std::error_code ec;
   // config.json's "transformers_weights" names the file explicitly (transformers 5).
   const fs::path config = dir / "config.json";
-  if (fs::is_regular_file(config, ec)) {
-    Json cfg;
-    try {
-      cfg = parse_json_unique_keys(read_file(config), config.string());
-    } catch (const Error&) {
-      cfg = Json();  // load_model_config() reports a bad config.json, naming it
-    }
-    if (cfg.is_object() && cfg.contains("transformers_weights") &&
-        !cfg["transformers_weights"].is_null()) {
-      const Json& v = cfg["transformers_weights"];
-      if (!v.is_string())
-        fail("{}: transformers_weights must be a file name string, got {}", config.string(),
-             v.dump());
-      const std::string name = v.get<std::string>();
-      if (!name.ends_with(".safetensors") && !name.ends_with(".safetensors.index.json"))
-        fail(
-            "{}: transformers_weights '{}' is neither a safetensors file (*.safetensors) nor a "
-            "safetensors index (*.safetensors.index.json)",
-            config.string(), name);
-      const fs::path rel = fs::path(name).lexically_normal();
-      if (rel.is_absolute() || rel.empty() || *rel.begin() == "..")
-        fail("{}: transformers_weights '{}' must name a file inside {}", config.string(), name,
-             dir.string());
-      const fs::path file = dir / rel;
-      if (!fs::is_regular_file(file, ec))
-        fail("{}: transformers_weights names {}, which does not exist", config.string(),
-             file.string());
-      if (log_choice && file != single && file != index &&
-          (fs::exists(single, ec) || fs::exists(index, ec)))
-        log::info("{}: reading {} (config.json transformers_weights), as transformers does",
-                  dir.string(), rel.string());
-      return file;
-    }
+  if (const std::optional<Json> named = config_transformers_weights(config)) {
+    const Json& v = *named;
+    if (!v.is_string())
+      fail("{}: transformers_weights must be a file name string, got {}", config.string(),
+           v.dump());
+    const std::string name = v.get<std::string>();
+    if (!name.ends_with(".safetensors") && !name.ends_with(".safetensors.index.json"))
+      fail(
+          "{}: transformers_weights '{}' is neither a safetensors file (*.safetensors) nor a "
+          "safetensors index (*.safetensors.index.json)",
+          config.string(), name);
+    const fs::path rel = fs::path(name).lexically_normal();
+    if (rel.is_absolute() || rel.empty() || *rel.begin() == "..")
+      fail("{}: transformers_weights '{}' must name a file inside {}", config.string(), name,
+           dir.string());
+    const fs::path file = dir / rel;
+    if (!fs::is_regular_file(file, ec))
+      fail("{}: transformers_weights names {}, which does not exist", config.string(),
+           file.string());
+    if (log_choice && file != single && file != index &&
+        (fs::exists(single, ec) || fs::exists(index, ec)))
+      log::info("{}: reading {} (config.json transformers_weights), as transformers does",
+                dir.string(), rel.string());
+    return file;
   }
   const bool has_single = fs::is_regular_file(single, ec);
   const bool has_index = fs::is_regular_file(index, ec);

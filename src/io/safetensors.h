@@ -62,6 +62,12 @@ struct SafetensorsTensorInfo {
 // read).
 fs::path resolve_weights_file(const fs::path& dir, bool log_choice = true);
 
+// The value of config.json's "transformers_weights" (transformers 5) in `config`, when the file is
+// a JSON object that sets it to anything but null; nullopt otherwise, also for a missing or
+// unparsable config.json (load_model_config names that problem). Unchecked: resolve_weights_file
+// validates it.
+std::optional<Json> config_transformers_weights(const fs::path& config);
+
 // Read access to one safetensors file or a sharded set, memory-mapped (no copy until load()).
 // Opening validates every header entry (JSON, dtype string known to the format, shape, offsets
 // inside the file, byte count = numel × element size, no overlaps); errors name the file and
