@@ -166,6 +166,53 @@ optim::LrSchedule resumed_lr_schedule(const Json& state, const std::string& stat
   return used;
 }
 
+Json adamw_to_json(const optim::AdamWParams& p) {
+  return {{"adam_beta1", p.beta1},
+          {"adam_beta2", p.beta2},
+          {"adam_epsilon", p.eps},
+          {"weight_decay", p.weight_decay}};
+}
+
+optim::AdamWParams resumed_adamw(const Json& state, const std::string& state_file,
+                                 const optim::AdamWParams& now, const TrainArgs& a,
+                                 const fs::path& ckpt, bool log) {
+  if (!state.contains("optimizer") || state["optimizer"].is_null()) return now;
+  const Json& o = state["optimizer"];
+  if (!o.is_object())
+    fail(
+        "{}: 'optimizer' must be an object (adam_beta1, adam_beta2, adam_epsilon, weight_decay) "
+        "or null, got {}",
+        state_file, o.dump());
+  optim::AdamWParams used = now;
+  struct Field {
+    const char* key;
+    double optim::AdamWParams::*value;
+    bool below_one;  // a beta: [0, 1); else >= 0
+  };
+  for (const Field f : {Field{"adam_beta1", &optim::AdamWParams::beta1, true},
+                        Field{"adam_beta2", &optim::AdamWParams::beta2, true},
+                        Field{"adam_epsilon", &optim::AdamWParams::eps, false},
+                        Field{"weight_decay", &optim::AdamWParams::weight_decay, false}}) {
+    const Json* v = o.contains(f.key) ? &o[f.key] : nullptr;
+    const double d = v != nullptr && v->is_number() ? v->get<double>() : -1.0;
+    if (!(d >= 0.0) || (f.below_one && !(d < 1.0)))
+      fail("{}: 'optimizer.{}' must be a number {}, got {}", state_file, f.key,
+           f.below_one ? "in [0, 1)" : ">= 0", v != nullptr ? v->dump() : std::string("nothing"));
+    used.*f.value = d;
+    if (!log || d == now.*f.value) continue;
+    const std::string key = std::string("trainer.") + f.key;
+    const TrainArgs::KeyOrigin origin = a.key_origin(key);
+    log::warn(
+        "{}{}: {} differs from the {} that {} records; the checkpoint's {} is used, as "
+        "transformers' Trainer does (resuming loads the optimizer's state, whose param groups keep "
+        "their betas, eps and weight_decay). To train on with {}, start a new run from the "
+        "checkpoint's weights (model.name_or_path={}){}",
+        origin.at.empty() ? "" : origin.at + ": ", key, now.*f.value, d, state_file, d,
+        now.*f.value, ckpt.string(), origin.where);
+  }
+  return used;
+}
+
 std::optional<std::string> pipeline_change_warning(const Json& state, const std::string& state_file,
                                                    std::string_view now) {
   const Json* v = state.contains("data_pipeline") ? &state["data_pipeline"] : nullptr;

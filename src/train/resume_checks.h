@@ -11,6 +11,7 @@
 
 #include "io/json.h"
 #include "io/model_config.h"
+#include "optim/adamw.h"
 #include "optim/lr_schedule.h"
 #include "train/train_args.h"
 
@@ -52,6 +53,22 @@ optim::LrSchedule resumed_lr_schedule(const Json& state, const std::string& stat
                                       const optim::LrSchedule& now, const TrainArgs& a,
                                       int64_t start_step, const std::filesystem::path& ckpt,
                                       bool log);
+
+// trainer_state.json's "optimizer" (zerotune's): the AdamW hyperparameters `p` the saving run used,
+// under their trainer key names {"adam_beta1", "adam_beta2", "adam_epsilon", "weight_decay"}.
+Json adamw_to_json(const optim::AdamWParams& p);
+
+// The AdamW hyperparameters a run resumed from `ckpt` uses, as transformers' Trainer does on
+// resume: it loads the optimizer's state_dict, and torch's Optimizer.load_state_dict restores the
+// saved param groups' betas, eps and weight_decay with the moments (DeepSpeed's ZeRO checkpoints
+// alike). So: `state`'s "optimizer" values; where one differs from `now` (this run's arguments) a
+// start-up warning (when `log`) names the key, its file (a.key_origins), the checkpoint's value
+// and how to train with the new one. A state without "optimizer" (saved before zerotune recorded
+// it) gives `now` unchanged. Throws zt::Error naming `state_file` and the key for an "optimizer"
+// that is not an object of the four numbers (betas in [0, 1), eps and weight_decay >= 0).
+optim::AdamWParams resumed_adamw(const Json& state, const std::string& state_file,
+                                 const optim::AdamWParams& now, const TrainArgs& a,
+                                 const std::filesystem::path& ckpt, bool log);
 
 // trainer_state.json's "data_pipeline": the token pipeline version (data::kPipelineVersion) of the
 // run that saved it. The start-up warning of a run resumed under pipeline `now` from a checkpoint

@@ -61,6 +61,7 @@ fs::path Trainer::State::save_checkpoint(int64_t global_step, bool interrupt) {
                {"run_id", run_id},
                {"plan", plan_state_to_json(*plan, global_step)},
                {"lr_schedule", lr_schedule_to_json(sched)},
+               {"optimizer", adamw_to_json(adam)},
                {"data_pipeline", std::string(data::kPipelineVersion)}};
     best_to_json(st);
     st["eval_pending"] = eval_abandoned_step == global_step;

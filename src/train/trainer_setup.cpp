@@ -324,6 +324,7 @@ void Trainer::State::resume_or_init() {
     num_tokens_seen = st["num_tokens_seen"].get<int64_t>();
     best_from_json(st, state_file);
     sched = resumed_lr_schedule(st, state_file.string(), sched, a, start_step, *ckpt, rank0());
+    adam = resumed_adamw(st, state_file.string(), adam, a, *ckpt, rank0());
     // Logged once the state has loaded, as split_change.
     pipeline_note = pipeline_change_warning(st, state_file.string(), data::kPipelineVersion);
     // args.yaml records the learning rate the run uses (as it records the effective output_dir
@@ -331,6 +332,14 @@ void Trainer::State::resume_or_init() {
     if (sched.base_lr != a.learning_rate && a.resolved_config.contains("trainer") &&
         a.resolved_config["trainer"].is_object())
       a.resolved_config["trainer"]["learning_rate"] = sched.base_lr;
+    // … and the AdamW hyperparameters it uses: the checkpoint's.
+    if (a.resolved_config.contains("trainer") && a.resolved_config["trainer"].is_object()) {
+      const Json used = adamw_to_json(adam),
+                 asked =
+                     adamw_to_json({a.adam_beta1, a.adam_beta2, a.adam_epsilon, a.weight_decay});
+      for (const auto& [key, value] : used.items())
+        if (value != asked[key]) a.resolved_config["trainer"][key] = value;
+    }
     resumed_from = *ckpt;
   }
   log_plan();

@@ -48,5 +48,36 @@ TEST(ResumeChecks, PipelineVersionThatIsNoStringIsRefused) {
             kState + ": 'data_pipeline' must be a string (the token pipeline version), got 4");
 }
 
+// trainer_state.json's "optimizer", checked before use: each of the four values a number in its
+// range, named with the file when not; absent or null: the run's own values.
+TEST(ResumeChecks, OptimizerValuesAreCheckedAndAbsentMeansTheRunsOwn) {
+  const optim::AdamWParams now{0.9, 0.95, 1e-6, 0.01};
+  const TrainArgs a;
+  const auto resumed = [&](const Json& st) {
+    return resumed_adamw(st, kState, now, a, "runs/x/checkpoint-2", /*log=*/false);
+  };
+  EXPECT_EQ(resumed({{"global_step", 2}}).beta2, 0.95);
+  EXPECT_EQ(resumed({{"optimizer", nullptr}}).weight_decay, 0.01);
+  const optim::AdamWParams used = resumed({{"optimizer", adamw_to_json({0.8, 0.99, 1e-8, 0.1})}});
+  EXPECT_EQ(used.beta1, 0.8);
+  EXPECT_EQ(used.beta2, 0.99);
+  EXPECT_EQ(used.eps, 1e-8);
+  EXPECT_EQ(used.weight_decay, 0.1);
+  Json bad = {{"optimizer", adamw_to_json(now)}};
+  bad["optimizer"]["adam_beta2"] = 1.0;
+  EXPECT_EQ(zt::testing::error_of([&] { resumed(bad); }),
+            kState + ": 'optimizer.adam_beta2' must be a number in [0, 1), got 1.0");
+  bad["optimizer"] = adamw_to_json(now);
+  bad["optimizer"].erase("weight_decay");
+  EXPECT_EQ(zt::testing::error_of([&] { resumed(bad); }),
+            kState + ": 'optimizer.weight_decay' must be a number >= 0, got nothing");
+  EXPECT_EQ(zt::testing::error_of([&] {
+              resumed({{"optimizer", "adamw"}});
+            }),
+            kState +
+                ": 'optimizer' must be an object (adam_beta1, adam_beta2, adam_epsilon, "
+                "weight_decay) or null, got \"adamw\"");
+}
+
 }  // namespace
 }  // namespace zt::train

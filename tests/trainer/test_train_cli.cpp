@@ -537,6 +537,59 @@ TEST_F(TrainCli, ResumeFromAMalformedStateNamesTheKey) {
   EXPECT_EQ(r.output.find("internal error"), std::string::npos) << r.output;
 }
 
+// A resume whose config changes weight_decay or an Adam hyperparameter keeps the checkpoint's, as
+// transformers' Trainer does (torch's Optimizer.load_state_dict restores the saved param groups'
+// betas, eps and weight_decay), with a warning naming the key; it trained with the new values
+// without a word. The resumed run is bitwise the unchanged resume, and args.yaml records the values
+// used.
+TEST_F(TrainCli, ResumeWithOtherAdamWValuesKeepsTheCheckpoints) {
+  auto r = train("adamhp", "trainer.max_steps=2 trainer.eval_strategy=no");
+  ASSERT_EQ(r.status, 0) << r.output;
+  const fs::path ck = exp("adamhp") / "checkpoint-2", state = ck / "trainer_state.json";
+  EXPECT_EQ(zt::Json::parse(slurp(state))["optimizer"],
+            zt::Json::parse(R"({"adam_beta1": 0.9, "adam_beta2": 0.999, "adam_epsilon": 1e-8,
+                "weight_decay": 0.1})"));
+  const std::string resume =
+      "trainer.eval_strategy=no trainer.resume_from_checkpoint=" + ck.string();
+  r = train("adamhp_same", resume);
+  ASSERT_EQ(r.status, 0) << r.output;
+  r = train("adamhp_other",
+            resume + " trainer.weight_decay=0.5 trainer.adam_beta2=0.9 trainer.adam_epsilon=0.1");
+  ASSERT_EQ(r.status, 0) << r.output;
+  const std::string at = (root_ / "sft.yaml").string() + ": trainer.";
+  EXPECT_NE(
+      r.output.find("zerotune: warning: " + at + "weight_decay: 0.5 differs from the 0.1 that " +
+                    state.string() +
+                    " records; the checkpoint's 0.1 is used, as transformers' Trainer does "
+                    "(resuming loads the optimizer's state, whose param groups keep their "
+                    "betas, eps and weight_decay). To train on with 0.5, start a new run from "
+                    "the checkpoint's weights (model.name_or_path=" +
+                    ck.string() + ") (given on the command line)\n"),
+      std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("warning: " + at + "adam_beta2: 0.9 differs from the 0.999 that "),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("warning: " + at + "adam_epsilon: 0.1 differs from the 1e-08 that "),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("adam_beta1:"), std::string::npos) << r.output;
+  EXPECT_TRUE(slurp(exp("adamhp_other") / "final" / "model.safetensors") ==
+              slurp(exp("adamhp_same") / "final" / "model.safetensors"));
+  const std::string yaml = slurp(exp("adamhp_other") / "args.yaml");
+  EXPECT_NE(yaml.find("\n  weight_decay: 0.1\n"), std::string::npos) << yaml;
+  EXPECT_NE(yaml.find("\n  adam_beta2: 0.999\n"), std::string::npos) << yaml;
+  // An older checkpoint (no "optimizer"): the config's values, no warning.
+  zt::Json old = zt::Json::parse(slurp(state));
+  old.erase("optimizer");
+  std::ofstream(state) << old.dump(2);
+  r = train("adamhp_old", resume + " trainer.weight_decay=0.5");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(r.output.find("weight_decay: 0.5 differs"), std::string::npos) << r.output;
+  EXPECT_FALSE(slurp(exp("adamhp_old") / "final" / "model.safetensors") ==
+               slurp(exp("adamhp_same") / "final" / "model.safetensors"));
+}
+
 // A resume whose config changes the LR schedule does what transformers' Trainer does (it restores
 // the LR scheduler: base_lrs, the checkpoint's learning rate, continue; the schedule's shape is
 // rebuilt from the new arguments), and says so at start-up naming each key, the checkpoint's value
