@@ -200,6 +200,20 @@ class Checker {
 
   void check_leaf(const KeySpec& s, Json& v) {
     if (is_missing_value(v)) return;  // `???`: must be set (or derived) before it is read
+    // A trainer key's value reaches TRL's SFTConfig(**trainer) as it is (the users' config is a
+    // plain DictConfig: no typed field converts it), and Python reads every non-empty string as
+    // true: `packing: "false"` packs there. A string spelling false is refused rather than read
+    // as the opposite of what TRL does; one spelling true is true in both.
+    if (s.rule.kind == ValueRule::Kind::kBool && v.is_string() && s.path.starts_with("trainer.") &&
+        ascii_lower(v.get<std::string>()) == "false") {
+      const std::string name(s.path.substr(std::string_view("trainer.").size()));
+      fail(
+          "{}: {}: '{}' is a string (quoted, or from ${{oc.env:…}}), not the boolean false: TRL's "
+          "SFTConfig takes the value as it is, and Python reads every non-empty string as true, "
+          "so TRL would run with {} on; write false without quotes (on the command line: "
+          "{}=false){}",
+          key_at(s.path), s.path, v.get<std::string>(), name, s.path, where(s.path));
+    }
     coerce_string(s.rule, v);
     if (s.use == KeyUse::kUnsupported) {
       if (!is_neutral(s, v))

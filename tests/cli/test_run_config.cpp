@@ -181,8 +181,9 @@ TEST(RunConfig, FileReadsYaml11WordsAsOmegaConf) {
 
 // `${oc.env:VAR}` gives the variable's text, as OmegaConf's oc.env does: a job id as the run name
 // stays the string it is ("0042", not the integer 42 — it was refused: "exp_name: 42 is not valid
-// (expected a string)"). A key that wants a number or a boolean reads a string that spells one, as
-// OmegaConf converts it for a typed field; one that does not is named with the value.
+// (expected a string)"). A key that wants a number or a boolean reads a string that spells one
+// (a trainer key's string spelling false excepted: TRL reads it as true); one that does not is
+// named with the value.
 TEST(RunConfig, EnvInterpolationsAreStringsAndTypedKeysReadThem) {
   auto dir = std::filesystem::temp_directory_path() / "zt_test_run_config_env";
   std::filesystem::create_directories(dir);
@@ -206,8 +207,15 @@ TEST(RunConfig, EnvInterpolationsAreStringsAndTypedKeysReadThem) {
   EXPECT_EQ(c.get<double>("trainer.learning_rate"), 1e-4);
   EXPECT_EQ(c.get<bool>("trainer.packing"), true);
   EXPECT_EQ(c.get<int64_t>("trainer.seed"), 10);  // decimal, as Hydra's grammar and int() read it
+  // A string spelling false is refused: TRL's SFTConfig gets the string, which Python reads as
+  // true (the users' config is a plain DictConfig; no typed field converts it).
   setenv("ZT_TEST_ENV_PACK", "FALSE", 1);
-  EXPECT_EQ(zt::cli::RunConfig::load(p, {}).get<bool>("trainer.packing"), false);
+  EXPECT_EQ(error_of([&] { zt::cli::RunConfig::load(p, {}); }),
+            p.string() +
+                ":6: trainer.packing: 'FALSE' is a string (quoted, or from ${oc.env:…}), not the "
+                "boolean false: TRL's SFTConfig takes the value as it is, and Python reads every "
+                "non-empty string as true, so TRL would run with packing on; write false without "
+                "quotes (on the command line: trainer.packing=false)");
   setenv("ZT_TEST_ENV_PACK", "yes", 1);  // refused, as a quoted 'yes' in the file is
   EXPECT_EQ(error_of([&] { zt::cli::RunConfig::load(p, {}); }),
             p.string() + ":6: trainer.packing: 'yes' is not valid (expected true or false)");
