@@ -89,6 +89,36 @@ bool is_export_file(const std::string& n) {
                      [&](const char* t) { return n == t; });
 }
 
+// The tokenizer files in `dir` (copied from options.tokenizer_dir) changed as the run changed the
+// tokenizer: options.chat_template and options.eos_token (see HfExportOptions).
+void write_changed_tokenizer(const fs::path& dir, const HfExportOptions& options) {
+  if (!options.chat_template && !options.eos_token) return;
+  const auto edit = [&](const char* name, bool create, const auto& change) {
+    const fs::path f = dir / name;
+    std::error_code ec;
+    const bool there = fs::exists(f, ec);
+    if (!there && !create) return;
+    Json j = there ? parse_json_unique_keys(read_file(f), f.string()) : Json::object();
+    if (!j.is_object()) fail("{}: expected a JSON object", (options.tokenizer_dir / name).string());
+    change(j);
+    write_file_atomic(f, j.dump(2) + "\n");
+  };
+  const auto set_eos = [&](Json& j) {
+    if (!options.eos_token) return;
+    // special_tokens_map.json may hold {"content": …, "lstrip": …} objects.
+    if (j.contains("eos_token") && j["eos_token"].is_object())
+      j["eos_token"]["content"] = *options.eos_token;
+    else
+      j["eos_token"] = *options.eos_token;
+  };
+  edit("tokenizer_config.json", /*create=*/true, [&](Json& j) {
+    set_eos(j);
+    if (options.chat_template) j.erase("chat_template");
+  });
+  edit("special_tokens_map.json", /*create=*/false, set_eos);
+  if (options.chat_template) write_file_atomic(dir / "chat_template.jinja", *options.chat_template);
+}
+
 // The first entry of directory `dir` (by name) that is not a file of a model export, or "".
 std::string first_foreign_entry(const fs::path& dir) {
   std::set<std::string> foreign;
@@ -270,6 +300,7 @@ HfExportResult export_hf_model(const fs::path& out_dir, const ModelConfig& cfg,
       const fs::path src = options.tokenizer_dir / name;
       if (fs::exists(src, ec)) write_file_atomic(tmp / name, read_file(src));
     }
+    write_changed_tokenizer(tmp, options);
   }
 
   HfExportResult r;

@@ -55,6 +55,15 @@ struct HfExportOptions {
   size_t max_shard_size = kDefaultMaxShardSize;
   // Directory to copy kTokenizerFiles from ("" = none).
   fs::path tokenizer_dir;
+  // The tokenizer as the run changed it, which TRL's SFTTrainer saves with the model
+  // (processing_class.save_pretrained): a chat template the run trained with in place of the
+  // tokenizer's (SFTConfig.chat_template_path), written as chat_template.jinja with
+  // tokenizer_config.json's own "chat_template" removed, as transformers' save_pretrained writes
+  // it; and an EOS token in place of the tokenizer's (SFTConfig.eos_token, or a cloned template's),
+  // set as tokenizer_config.json's and special_tokens_map.json's "eos_token". Unset: the files are
+  // copied as they are.
+  std::optional<std::string> chat_template;
+  std::optional<std::string> eos_token;
   // generation_config.json to export (the input model directory's, as transformers'
   // save_pretrained writes the generation config it loaded); "" or missing file = derive it with
   // generation_config_json(cfg). See export_generation_config().

@@ -43,6 +43,24 @@ HfExportOptions run_export_options(const TrainArgs& a, const text::Tokenizer& to
   eo.tokenizer_dir = tok_dir;
   eo.generation_config = a.model_dir / "generation_config.json";
   eo.tokenizer_ids = run_tokenizer_ids(a, tok, tc);
+  // The tokenizer TRL saves beside the model is the one it changed: the template trained with, the
+  // EOS it set (see HfExportOptions).
+  if (!a.train_data.chat_template_path.empty()) {
+    const data::ChatTemplateOverride t =
+        data::load_chat_template_path(a.train_data.chat_template_path, nullptr);
+    eo.chat_template = t.source;
+    if (t.from_tokenizer && t.eos_token && t.eos_token != tc.eos_token) eo.eos_token = t.eos_token;
+  }
+  if (a.train_data.eos_token && a.train_data.eos_token != tc.eos_token &&
+      eo.tokenizer_ids->eos_origin == EosOrigin::kEosTokenArg)
+    eo.eos_token = a.train_data.eos_token;
+  if (log && (eo.chat_template || eo.eos_token))
+    log::info("export: the tokenizer is saved as this run uses it, as TRL saves it:{}{}",
+              eo.chat_template ? " chat_template.jinja from " + a.train_data.chat_template_path
+                               : std::string(),
+              eo.eos_token ? fmt::format("{}eos_token '{}' in tokenizer_config.json",
+                                         eo.chat_template ? "; " : " ", *eo.eos_token)
+                           : std::string());
   // Read it now, so a bad input file stops the run before step 1 rather than at the first save.
   ModelConfig out = mcfg;
   const GenerationConfigExport g =

@@ -84,6 +84,41 @@ TEST(HfExport, Bf16ExportEqualsSavePretrained) {
   expect_same_file(d / "out" / "tokenizer_config.json", kTokenizer / "tokenizer_config.json");
 }
 
+// The tokenizer as the run changed it, as TRL saves it (processing_class.save_pretrained): the
+// template trained with as chat_template.jinja, tokenizer_config.json's own template removed, and
+// the EOS the run set in tokenizer_config.json and special_tokens_map.json (an object there keeps
+// its other fields). They were copied unchanged: a served model got a template it was not trained
+// with.
+TEST(HfExport, TheRunsTemplateAndEosAreInTheExportedTokenizer) {
+  const Weights w = tiny_weights();
+  const zt::ModelConfig cfg = zt::load_model_config(kData / "tiny_qwen2_f32");
+  TempDir d;
+  std::filesystem::create_directories(d / "tok");
+  zt::write_file_atomic(d / "tok" / "tokenizer.json", zt::read_file(kTokenizer / "tokenizer.json"));
+  zt::write_file_atomic(d / "tok" / "tokenizer_config.json",
+                        R"({"eos_token": "<|im_end|>", "chat_template": "{{ old }}",)"
+                        R"( "model_max_length": 32768})");
+  zt::write_file_atomic(d / "tok" / "special_tokens_map.json",
+                        R"({"eos_token": {"content": "<|im_end|>", "lstrip": false}})");
+  zt::HfExportOptions opt;
+  opt.tokenizer_dir = d / "tok";
+  opt.chat_template = "{{ new }}";
+  opt.eos_token = "<|endoftext|>";
+  zt::export_hf_model(d / "out", cfg, w.tensors, opt);
+  EXPECT_EQ(zt::read_file(d / "out" / "chat_template.jinja"), "{{ new }}");
+  EXPECT_EQ(zt::Json::parse(zt::read_file(d / "out" / "tokenizer_config.json")),
+            zt::Json::parse(R"({"eos_token": "<|endoftext|>", "model_max_length": 32768})"));
+  EXPECT_EQ(zt::Json::parse(zt::read_file(d / "out" / "special_tokens_map.json")),
+            zt::Json::parse(R"({"eos_token": {"content": "<|endoftext|>", "lstrip": false}})"));
+  expect_same_file(d / "out" / "tokenizer.json", kTokenizer / "tokenizer.json");
+  // Nothing changed by the run: the files as they are.
+  zt::HfExportOptions same;
+  same.tokenizer_dir = d / "tok";
+  zt::export_hf_model(d / "out2", cfg, w.tensors, same);
+  expect_same_file(d / "out2" / "tokenizer_config.json", d / "tok" / "tokenizer_config.json");
+  EXPECT_FALSE(fs::exists(d / "out2" / "chat_template.jinja"));
+}
+
 TEST(HfExport, F32ExportEqualsSavePretrainedAndReplacesOldOutput) {
   const Weights w = tiny_weights();
   const zt::ModelConfig cfg = zt::load_model_config(kData / "tiny_qwen2_f32");

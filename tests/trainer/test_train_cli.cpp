@@ -1215,7 +1215,29 @@ TEST_F(TrainCli, TokenizerJsonAloneTrains) {
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_EQ(train_events(exp("tokonly3")).size(), 3u);  // 2 logs + 1 eval
   EXPECT_TRUE(slurp(exp("tokonly3") / "final" / "tokenizer.json") == slurp(tok / "tokenizer.json"));
-  EXPECT_FALSE(fs::exists(exp("tokonly3") / "final" / "tokenizer_config.json"));
+  // The EOS the run set is the exported tokenizer's, as TRL's save_pretrained writes it.
+  EXPECT_EQ(zt::Json::parse(slurp(exp("tokonly3") / "final" / "tokenizer_config.json")),
+            zt::Json::parse(R"({"eos_token": "<|im_end|>"})"));
+}
+
+// trainer.chat_template_path: the template the run trained with is the exported tokenizer's
+// (chat_template.jinja, tokenizer_config.json's own removed), in the final model and the
+// checkpoints, as TRL saves the tokenizer it changed; the base tokenizer's was exported.
+TEST_F(TrainCli, TheChatTemplateTrainedWithIsExported) {
+  const zt::Json tc = zt::Json::parse(slurp(fs::path(ZT_SOURCE_DIR) / "configs" / "tokenizers" /
+                                            "qwen2.5-instruct" / "tokenizer_config.json"));
+  ASSERT_TRUE(tc.contains("chat_template"));
+  const std::string tmpl = "Be brief.\n" + tc["chat_template"].get<std::string>();
+  std::ofstream(root_ / "brief.jinja") << tmpl;
+  auto r =
+      train("tmplexp", "trainer.max_steps=2 trainer.eval_strategy=no trainer.chat_template_path=" +
+                           (root_ / "brief.jinja").string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  for (const fs::path& dir : {exp("tmplexp") / "final", exp("tmplexp") / "checkpoint-2"}) {
+    EXPECT_EQ(slurp(dir / "chat_template.jinja"), tmpl) << dir;
+    EXPECT_FALSE(zt::Json::parse(slurp(dir / "tokenizer_config.json")).contains("chat_template"))
+        << dir;
+  }
 }
 
 // A model path that is a file (its config.json) or not there: the error names the file and the
