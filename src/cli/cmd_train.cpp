@@ -8,6 +8,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdlib>
+#include <functional>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -97,6 +98,65 @@ void resolve_best_model(const RunConfig& cfg, train::TrainArgs& a) {
         "{} {} is not a round multiple of {} {}",
         cfg.key_at(lbm_key), lbm_key, cfg.where(lbm_key), cfg.key_ref("trainer.save_steps"),
         a.save_steps, cfg.key_ref(every_key), eval_every);
+}
+
+// trainer.model_init_kwargs: what TRL's SFTTrainer passes to from_pretrained when it loads the
+// model from its name (trl/trainer/utils.py create_model_from_path). zerotune loads
+// model.name_or_path itself, in fp32 master weights: a dtype other than float32 ("auto": the
+// checkpoint's, bf16 for most) trains TRL's model without fp32 master weights, so a warning says
+// the numbers differ; a dtype TRL refuses, a revision or subfolder (another snapshot: zerotune
+// would train the wrong weights) and quantized loading are errors naming the key; the other
+// arguments change nothing in zerotune (a note).
+void check_model_init_kwargs(const RunConfig& cfg,
+                             const std::function<void(const std::string&)>& warn, bool verbose) {
+  const std::string key = "trainer.model_init_kwargs";
+  const Json& v = cfg.value(key);
+  if (v.is_null()) return;
+  if (!v.is_object())
+    fail("{}: {}{} is {}; expected a mapping of from_pretrained keyword arguments, or null",
+         cfg.key_at(key), key, cfg.where(key), v.dump());
+  std::vector<std::string> noted;
+  for (const auto& [k, x] : v.items()) {
+    const std::string at = fmt::format("{}: {}.{}", cfg.key_at(key), key, k);
+    const std::string text = x.is_string() ? x.get<std::string>() : x.dump();
+    if (k == "dtype" || k == "torch_dtype") {
+      if (x.is_null() || text == "float32") continue;
+      if (!x.is_string() || (text != "auto" && text != "bfloat16" && text != "float16"))
+        fail(
+            "{}{}: {} is not a dtype TRL takes (expected 'auto', 'bfloat16', 'float16' or "
+            "'float32'; TRL's create_model_from_path raises \"Invalid `dtype` passed to the "
+            "config\")",
+            at, cfg.where(key), text);
+      warn(fmt::format(
+          "{}: {}: TRL would load the model's parameters in {} and train them without fp32 "
+          "master weights (its AdamW state in that dtype too); zerotune keeps fp32 master weights "
+          "and computes in {} (trainer.bf16), so its losses differ from such a run's{}",
+          at, text, text == "auto" ? "the checkpoint's dtype (config.json torch_dtype)" : text,
+          cfg.get<bool>("trainer.bf16") ? "bf16" : "fp32", cfg.where(key)));
+    } else if (k == "revision" || k == "subfolder") {
+      if (x.is_null() || (k == "revision" && text == "main") || (k == "subfolder" && text.empty()))
+        continue;
+      fail(
+          "{}{}: '{}' loads another snapshot of the model, which zerotune does not do (it "
+          "reads model.name_or_path as it is); set model.name_or_path to that snapshot's "
+          "directory instead",
+          at, cfg.where(key), text);
+    } else if (k == "quantization_config" || k == "load_in_8bit" || k == "load_in_4bit") {
+      if (x.is_null() || x == false) continue;
+      fail(
+          "{}{}: quantized loading is not supported: zerotune fine-tunes full-precision weights "
+          "only (transformers' Trainer refuses to fine-tune a quantized model without adapters "
+          "too)",
+          at, cfg.where(key));
+    } else {
+      noted.push_back(k);
+    }
+  }
+  if (!noted.empty() && verbose)
+    log::info(
+        "{}: {}{} {} changes nothing in zerotune: it loads model.name_or_path itself, "
+        "with its own attention kernels, on the devices of the job",
+        cfg.key_at(key), key, cfg.where(key), fmt::join(noted, ", "));
 }
 
 // RunConfig (+ accelerate config) → TrainArgs for a job of `world` ranks. Rank 0 logs warnings.
@@ -191,6 +251,7 @@ train::TrainArgs make_train_args(RunConfig& cfg, const std::optional<AccelerateC
   }
   train::TrainArgs a;
   read_declared_options(cfg, a);
+  check_model_init_kwargs(cfg, warn, verbose);
   // Nothing to train: transformers would run zero steps and save the unchanged model; zerotune
   // refuses such a run (as one whose every step was skipped), here, before data or outputs.
   if (a.max_steps <= 0 && !(a.num_train_epochs > 0))

@@ -277,9 +277,9 @@ std::vector<KeySpec> trainer_keys() {
       noted("trainer.push_to_hub_organization", nullptr, kHub),
 
       // ---- SFTConfig: model and data
-      noted(
-          "trainer.model_init_kwargs", nullptr,
-          "zerotune loads the model itself (fp32 master weights; compute precision trainer.bf16)"),
+      // from_pretrained's keyword arguments: checked key by key (cmd_train.cpp
+      // check_model_init_kwargs).
+      acts("trainer.model_init_kwargs", nullptr, any_value()),
       noted("trainer.trust_remote_code", false,
             "zerotune implements Qwen2/Llama itself; no remote code runs"),
       acts("trainer.chat_template_path", nullptr, text(true)),

@@ -1220,6 +1220,49 @@ TEST_F(TrainCli, TokenizerJsonAloneTrains) {
             zt::Json::parse(R"({"eos_token": "<|im_end|>"})"));
 }
 
+// trainer.model_init_kwargs, what TRL passes to from_pretrained: a bf16 / fp16 / auto dtype is
+// warned about (TRL trains those parameters without fp32 master weights), a dtype TRL refuses and
+// another snapshot (revision, subfolder) are errors naming the key, the rest a note. Every one was
+// an info line saying it changes nothing.
+TEST_F(TrainCli, ModelInitKwargsThatChangeTheModelAreNamed) {
+  const std::string sft = (root_ / "sft.yaml").string(), key = "trainer.model_init_kwargs";
+  auto r = train("mik1", "+" + key + "={dtype:bf16x}");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("zerotune: error: " + sft + ": " + key +
+                          ".dtype (given on the command line): bf16x is not a dtype TRL takes "
+                          "(expected 'auto', 'bfloat16', 'float16' or 'float32'"),
+            std::string::npos)
+      << r.output;
+  r = train("mik2", "+" + key + "={revision:v2.0}");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find(key + ".revision (given on the command line): 'v2.0' loads another "
+                                "snapshot of the model"),
+            std::string::npos)
+      << r.output;
+  r = train("mik3", "+" + key + "={load_in_4bit:true}");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find(key + ".load_in_4bit (given on the command line): quantized loading is "
+                                "not supported"),
+            std::string::npos)
+      << r.output;
+  EXPECT_FALSE(fs::exists(exp("mik1")));
+  r = train("mik4", "trainer.max_steps=1 trainer.eval_strategy=no +" + key +
+                        "={dtype:bfloat16,attn_implementation:sdpa,revision:main}");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("zerotune: warning: " + sft + ": " + key +
+                          ".dtype: bfloat16: TRL would load the model's parameters in bfloat16 and "
+                          "train them without fp32 master weights (its AdamW state in that dtype "
+                          "too); zerotune keeps fp32 master weights and computes in fp32 "
+                          "(trainer.bf16), so its losses differ from such a run's (given on the "
+                          "command line)\n"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("zerotune: info: " + sft + ": " + key +
+                          " (given on the command line) attn_implementation changes nothing"),
+            std::string::npos)
+      << r.output;
+}
+
 // trainer.chat_template_path: the template the run trained with is the exported tokenizer's
 // (chat_template.jinja, tokenizer_config.json's own removed), in the final model and the
 // checkpoints, as TRL saves the tokenizer it changed; the base tokenizer's was exported.
