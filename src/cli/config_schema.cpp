@@ -171,14 +171,16 @@ std::string check_value(const ValueRule& r, const Json& v) {
       return in_range(r, v.get<double>()) ? "" : want;
     }
     case K::kSteps: {
-      const char* want = "an integer number of steps >= 1";
-      if (v.is_number_integer()) return v.get<int64_t>() >= 1 ? "" : want;
+      // At least 1, or r.lo where the rule sets it (eval_steps: 0 is transformers' "use
+      // logging_steps").
+      const double lo = std::isfinite(r.lo) ? r.lo : 1.0;
+      const std::string want = fmt::format("an integer number of steps >= {}", lo);
+      if (v.is_number_integer()) return static_cast<double>(v.get<int64_t>()) >= lo ? "" : want;
       if (v.is_number_float()) {
         const double d = v.get<double>();
-        if (d >= 1 && d == std::floor(d)) return "";
+        if (d >= lo && d == std::floor(d)) return "";
         if (d > 0 && d < 1)
-          return "an integer number of steps >= 1 (transformers' ratio of the total steps is not supported "
-                 "by zerotune)";
+          return want + " (transformers' ratio of the total steps is not supported by zerotune)";
       }
       return want;
     }

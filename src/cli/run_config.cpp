@@ -1,5 +1,6 @@
 #include "cli/run_config.h"
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 #include <string_view>
@@ -56,18 +57,28 @@ void refuse_non_string_kwargs(const Json& tree, const std::vector<NonStringKey>&
   }
 }
 
-// A value a refused field may hold: its default, null, or an empty string / list / mapping.
-bool is_neutral(const KeySpec& s, const Json& v) {
-  if (v.is_null() || v == s.default_value) return true;
-  if ((v.is_object() || v.is_array() || v.is_string()) && v.empty()) return true;
-  return false;
-}
-
 // `s` without the ASCII whitespace around it (what Python's int() and float() skip).
 std::string_view trimmed(std::string_view s) {
   const size_t b = s.find_first_not_of(" \t\n\r\f\v");
   if (b == std::string_view::npos) return {};
   return s.substr(b, s.find_last_not_of(" \t\n\r\f\v") - b + 1);
+}
+
+// A value a refused field may hold: its default, null, an empty list / mapping, a string of
+// spaces, or "{}" (transformers parses a dict field's string as JSON: lr_scheduler_kwargs: '{}'),
+// and TRL's dataset_kwargs {skip_prepare_dataset: false}, its default behaviour.
+bool is_neutral(const KeySpec& s, const Json& v) {
+  if (v.is_null() || v == s.default_value) return true;
+  if ((v.is_object() || v.is_array()) && v.empty()) return true;
+  if (v.is_string()) {
+    const std::string_view t = trimmed(v.get_ref<const std::string&>());
+    return t.empty() || t == "{}";
+  }
+  if (s.path == "trainer.dataset_kwargs" && v.is_object())
+    return std::all_of(v.items().begin(), v.items().end(), [](const auto& kv) {
+      return kv.key() == "skip_prepare_dataset" && kv.value() == false;
+    });
+  return false;
 }
 
 // Whether `s` is an integer to Python's int() that int64 does not hold ("99999999999999999999999",

@@ -74,8 +74,13 @@ std::vector<KeySpec> trainer_keys() {
 
       // ---- evaluation and logging
       enum_option("trainer.eval_strategy", &TrainArgs::eval_strategy, IntervalStrategy::kNo),
+      // null or 0: logging_steps, as transformers' TrainingArguments sets it
       option_or_null("trainer.eval_steps", &TrainArgs::eval_steps, nullptr, int64_t{0},
-                     steps(true)),  // null: logging_steps
+                     [] {
+                       ValueRule r = steps(true);
+                       r.lo = 0;
+                       return r;
+                     }()),
       option("trainer.eval_delay", &TrainArgs::eval_delay, 0, number(0)),
       option("trainer.eval_on_start", &TrainArgs::eval_on_start, false, boolean()),
       noted("trainer.eval_accumulation_steps", nullptr, kEvalLoop),
@@ -116,13 +121,16 @@ std::vector<KeySpec> trainer_keys() {
       refused("trainer.lr_scheduler_kwargs", nullptr,
               "zerotune's schedules take no extra arguments"),
       option("trainer.warmup_steps", &TrainArgs::warmup_steps, 0, warmup()),
-      option("trainer.warmup_ratio", &TrainArgs::warmup_ratio, 0.0, number(0, 1, /*hi_open=*/true)),
+      // [0, 1], as transformers checks it (1: warm up over the whole run)
+      option("trainer.warmup_ratio", &TrainArgs::warmup_ratio, 0.0, number(0, 1)),
       option("trainer.weight_decay", &TrainArgs::weight_decay, 0.0, number(0)),
       option("trainer.adam_beta1", &TrainArgs::adam_beta1, 0.9, number(0, 1, true)),
       option("trainer.adam_beta2", &TrainArgs::adam_beta2, 0.999, number(0, 1, true)),
       option("trainer.adam_epsilon", &TrainArgs::adam_epsilon, 1e-8, number(0)),
+      // null, 0 or negative: no clipping (transformers clips only when max_grad_norm > 0)
       option_or_null("trainer.max_grad_norm", &TrainArgs::max_grad_norm, 1.0, 0.0,
-                     number(0, std::numeric_limits<double>::infinity(), false, true)),
+                     number(-std::numeric_limits<double>::infinity(),
+                            std::numeric_limits<double>::infinity(), false, true)),
       enum_option("trainer.optim", &TrainArgs::optim, Optimizer::kAdamWTorch,
                   {"adamw_torch_xla",
                    "adamw_torch_npu_fused",

@@ -119,7 +119,7 @@ TEST(ConfigSchema, EveryNumberAndEnumIsCheckedWithItsRange) {
       {"adam_beta2", -0.5, "trainer.adam_beta2: -0.5 is not valid (expected a number in [0, 1))"},
       {"adam_epsilon", -1e-8, "trainer.adam_epsilon: -1e-08 is not valid (expected a number >= 0)"},
       {"weight_decay", -0.1, "trainer.weight_decay: -0.1 is not valid (expected a number >= 0)"},
-      {"max_grad_norm", -1.0, "trainer.max_grad_norm: -1.0 is not valid (expected a number >= 0)"},
+      {"max_grad_norm", "none", "trainer.max_grad_norm: 'none' is not valid (expected a number)"},
       {"num_train_epochs", -1,
        "trainer.num_train_epochs: -1 is not valid (expected a number >= 0)"},
       {"max_steps", -2, "trainer.max_steps: -2 is not valid (expected an integer >= -1)"},
@@ -134,7 +134,7 @@ TEST(ConfigSchema, EveryNumberAndEnumIsCheckedWithItsRange) {
       {"logging_steps", 0,
        "trainer.logging_steps: 0 is not valid (expected an integer number of steps >= 1)"},
       {"eval_steps", 0.5,
-       "trainer.eval_steps: 0.5 is not valid (expected an integer number of steps >= 1 "
+       "trainer.eval_steps: 0.5 is not valid (expected an integer number of steps >= 0 "
        "(transformers' ratio of "
        "the total steps is not supported by zerotune))"},
       {"save_steps", -5,
@@ -148,7 +148,7 @@ TEST(ConfigSchema, EveryNumberAndEnumIsCheckedWithItsRange) {
        "trainer.warmup_steps: 1.5 is not valid (expected 0, a ratio in (0, 1) of the total steps, "
        "or a whole "
        "number of steps >= 1)"},
-      {"warmup_ratio", 1.0, "trainer.warmup_ratio: 1.0 is not valid (expected a number in [0, 1))"},
+      {"warmup_ratio", 1.5, "trainer.warmup_ratio: 1.5 is not valid (expected a number in [0, 1])"},
       {"lr_scheduler_type", "cosin",
        "trainer.lr_scheduler_type: 'cosin' is not valid (expected one of: linear, cosine, "
        "constant, "
@@ -193,9 +193,26 @@ TEST(ConfigSchema, EveryNumberAndEnumIsCheckedWithItsRange) {
     EXPECT_NE(e.find(c.expected), std::string::npos) << c.key << ": " << e;
   }
   for (const auto& [key, value] : std::vector<std::pair<std::string, Json>>{
-           {"fp16", false}, {"label_smoothing_factor", 0.0}, {"label_smoothing_factor", 0}, {"group_by_length", false},
-           {"lr_scheduler_kwargs", Json::object()}, {"eval_steps", 5.0}, {"warmup_steps", 0.1}, {"warmup_steps", 10},
-           {"max_length", nullptr}, {"max_grad_norm", 0}, {"seed", 4294967295}, {"loss_type", "chunked_nll"}})
+           {"fp16", false},
+           {"label_smoothing_factor", 0.0},
+           {"label_smoothing_factor", 0},
+           {"group_by_length", false},
+           {"lr_scheduler_kwargs", Json::object()},
+           {"eval_steps", 5.0},
+           {"warmup_steps", 0.1},
+           {"warmup_steps", 10},
+           {"max_length", nullptr},
+           {"max_grad_norm", 0},
+           {"seed", 4294967295},
+           {"loss_type", "chunked_nll"},
+           // as transformers takes them: no clipping, warm-up over the whole run, eval_steps
+           // from logging_steps; no-op values of refused fields
+           {"max_grad_norm", -1.0},
+           {"warmup_ratio", 1.0},
+           {"eval_steps", 0},
+           {"dataset_kwargs", {{"skip_prepare_dataset", false}}},
+           {"lr_scheduler_kwargs", "{}"},
+           {"optim_args", ""}})
     EXPECT_EQ(trainer_error(key, value), "<no error>") << key << " " << value.dump();
   EXPECT_EQ(error_of([] { RunConfig::from_json({{"compute", {{"zero_stage", 4}}}}, "sft.yaml"); }),
             "sft.yaml: compute.zero_stage: 4 is not valid (expected an integer in [0, 3])");

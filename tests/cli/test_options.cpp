@@ -112,7 +112,7 @@ TEST(Options, EnumChoicesAreTheEnumNames) {
                                                                 "constant_with_warmup"}));
   EXPECT_EQ(sched->rule.unsupported.front(), "cosine_with_restarts");
   EXPECT_EQ(zt::cli::describe_rule(zt::cli::find_key("trainer.eval_steps")->rule),
-            "an integer number of steps >= 1, or null");
+            "an integer number of steps >= 0, or null");
   EXPECT_EQ(zt::cli::find_key("trainer.nan_policy")->default_value, Json("error"));
   EXPECT_EQ(zt::cli::find_key("trainer.warmup_steps")->default_value.dump(),
             "0");  // as TRL spells it
