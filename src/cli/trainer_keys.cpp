@@ -95,10 +95,9 @@ std::vector<KeySpec> trainer_keys() {
       noted("trainer.use_legacy_prediction_loop", false, kEvalLoop),
       noted("trainer.past_index", -1, "no model in zerotune returns past states"),
       option("trainer.logging_steps", &TrainArgs::logging_steps, 10, steps()),
-      noted("trainer.logging_strategy", "steps", "zerotune logs every logging_steps",
-            enum_rule<IntervalStrategy>()),
-      noted("trainer.logging_first_step", false,
-            "zerotune logs every logging_steps (step 1 only when it is one)"),
+      enum_option("trainer.logging_strategy", &TrainArgs::logging_strategy,
+                  IntervalStrategy::kSteps),
+      option("trainer.logging_first_step", &TrainArgs::logging_first_step, false, boolean()),
       noted("trainer.logging_nan_inf_filter", true,
             "zerotune stops at a non-finite loss (or skips the step, trainer.nan_policy) instead "
             "of filtering the log"),

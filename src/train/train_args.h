@@ -117,6 +117,11 @@ struct TrainArgs {
 
   // ---- logging / eval / save
   int64_t logging_steps{};
+  // transformers' DefaultFlowCallback: log every logging_steps (kSteps), at each epoch's end
+  // (kEpoch) or never (kNo); logging_first_step adds step 1. zerotune also logs the run's last
+  // step unless the strategy is kNo (transformers logs only its train_loss summary there).
+  IntervalStrategy logging_strategy{};
+  bool logging_first_step{};
   IntervalStrategy eval_strategy{};
   int64_t eval_steps{};  // 0 = logging_steps (HF default; null in the config)
   // Evaluations wait until global_step (eval_strategy steps) or the epoch (epoch) reaches this:

@@ -303,7 +303,13 @@ TrainSummary Trainer::run() {
     const int64_t gs = k + 1;  // HF global_step after this step
     const StepInfo info = ss.info;
     if (s.rank0()) s.progress->update(gs, ProgressDisplay::now());
-    if (gs % a.logging_steps == 0 || gs == T) {
+    // transformers' DefaultFlowCallback (on_step_end / on_epoch_end), and the run's last step.
+    const bool log_now =
+        a.logging_strategy != IntervalStrategy::kNo &&
+        ((a.logging_strategy == IntervalStrategy::kSteps && gs % a.logging_steps == 0) ||
+         (a.logging_strategy == IntervalStrategy::kEpoch && info.last_in_epoch) ||
+         (a.logging_first_step && gs == 1) || gs == T);
+    if (log_now) {
       double t = now_seconds();
       MetricRecord rec = window.take(gs, info.epoch_progress, t - window_start);
       rec.set("peak_memory_gib", peak_memory_gib());

@@ -1220,6 +1220,32 @@ TEST_F(TrainCli, TokenizerJsonAloneTrains) {
             zt::Json::parse(R"({"eos_token": "<|im_end|>"})"));
 }
 
+// trainer.logging_strategy and logging_first_step act as transformers' DefaultFlowCallback: steps
+// (every logging_steps, with step 1 under logging_first_step), epoch (each epoch's end), no (no
+// training record); the run's last step is logged too unless it is "no". Both were noted as
+// changing nothing.
+TEST_F(TrainCli, LoggingStrategyAndFirstStepAreActedOn) {
+  const auto logged_steps = [](const std::string& name) {
+    std::vector<int64_t> steps;
+    for (const zt::Json& e : train_events(exp(name)))
+      if (e.contains("loss")) steps.push_back(e["step"].get<int64_t>());
+    return steps;
+  };
+  const std::string base = "trainer.eval_strategy=no trainer.save_strategy=no ";
+  auto r = train("logfirst", base +
+                                 "trainer.max_steps=5 trainer.logging_steps=2 "
+                                 "trainer.logging_first_step=true");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(logged_steps("logfirst"), (std::vector<int64_t>{1, 2, 4, 5}));
+  // 48 samples, global batch 8: 6 steps an epoch.
+  r = train("logepoch", base + "trainer.max_steps=9 trainer.logging_strategy=epoch");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(logged_steps("logepoch"), (std::vector<int64_t>{6, 9}));
+  r = train("logno", base + "trainer.max_steps=3 trainer.logging_strategy=no");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_TRUE(logged_steps("logno").empty());
+}
+
 // trainer.model_init_kwargs, what TRL passes to from_pretrained: a bf16 / fp16 / auto dtype is
 // warned about (TRL trains those parameters without fp32 master weights), a dtype TRL refuses and
 // another snapshot (revision, subfolder) are errors naming the key, the rest a note. Every one was
