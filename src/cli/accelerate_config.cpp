@@ -238,6 +238,8 @@ void read_deepspeed_json(Reader& rd, const std::string& file, const std::string&
     }
     rd.cfg->deepspeed_values.push_back(std::move(v));
   };
+  rd.cfg->json_has_gradient_accumulation_steps =
+      static_cast<bool>(j["gradient_accumulation_steps"]);
   for (const auto& top : j) {  // in the file's order
     const std::string block = top.first.Scalar();
     if (block == "train_micro_batch_size_per_gpu" || block == "train_batch_size" ||
@@ -265,8 +267,20 @@ void read_deepspeed_json(Reader& rd, const std::string& file, const std::string&
 void read_deepspeed(Reader& rd, const YAML::Node& ds, const std::string& base_dir) {
   if (!ds.IsMap()) rd.bad(ds, "deepspeed_config", "a mapping");
   AccelerateConfig& c = *rd.cfg;
-  if (const YAML::Node f = ds["deepspeed_config_file"]; f && !f.IsNull())
-    read_deepspeed_json(rd, rd.str(f, "deepspeed_config.deepspeed_config_file"), base_dir);
+  if (const YAML::Node f = ds["deepspeed_config_file"]; f && !f.IsNull()) {
+    const size_t before = c.deepspeed_values.size();
+    const std::string file = rd.str(f, "deepspeed_config.deepspeed_config_file");
+    read_deepspeed_json(rd, file, base_dir);
+    // accelerate's DeepSpeedPlugin sets a JSON's missing gradient_accumulation_steps to 1, which
+    // transformers then compares with the trainer's (the JSON given as TrainingArguments'
+    // `deepspeed` is filled before that, so only this path).
+    if (!c.json_has_gradient_accumulation_steps)
+      c.deepspeed_values.insert(c.deepspeed_values.begin() + static_cast<ptrdiff_t>(before),
+                                {"gradient_accumulation_steps",
+                                 {1.0},
+                                 "1 (not in the file: accelerate's DeepSpeedPlugin sets it)",
+                                 file});
+  }
   if (const YAML::Node s = ds["zero_stage"])
     c.zero_stage = rd.integer(s, "deepspeed_config.zero_stage", 0, 3);
   if (const YAML::Node o = ds["offload_optimizer_device"])
@@ -284,9 +298,14 @@ void read_deepspeed(Reader& rd, const YAML::Node& ds, const std::string& base_di
         v = rd.number_or_auto<double>(g, name);
       else if (const std::optional<int> steps = rd.number_or_auto<int>(g, name))
         v = *steps;
-      if (v)
-        c.deepspeed_values.push_back(
-            {key, {*v}, g.Scalar(), fmt::format("{}:{}", rd.origin, g.Mark().line + 1)});
+      const std::string at = fmt::format("{}:{}", rd.origin, g.Mark().line + 1);
+      // accelerate leaves a zero gradient_clipping out of the DeepSpeed config (`if
+      // self.gradient_clipping:`): nothing for transformers to compare, and DeepSpeed does not
+      // clip.
+      if (v && *v == 0.0 && key == std::string_view("gradient_clipping"))
+        c.clipping_zero_at = at;
+      else if (v)
+        c.deepspeed_values.push_back({key, {*v}, g.Scalar(), at});
     }
 }
 
@@ -360,8 +379,8 @@ void read_fsdp(Reader& rd, const YAML::Node& fs) {
 // tags and refuses the others ("could not determine a constructor for the tag"), so a tag such as
 // `!!python/object:…` or `!custom` is an error naming file, line and tag (yaml-cpp kept the value
 // and dropped the tag); so are !!binary, !!timestamp and !!set, whose values (bytes, datetime, a
-// set) no accelerate setting takes. The core tags (`!!str 4`, `!!int`, `!!float`, …) are left to
-// the reader, which checks each value's type.
+// set) no accelerate setting takes. The core tags are not checked further: `num_processes: !!str
+// 4` reads as 4 (PyYAML would give accelerate the string "4").
 void check_tags(const YAML::Node& n, const std::string& origin) {
   const std::string& tag = n.Tag();
   constexpr std::string_view kCore = "tag:yaml.org,2002:";

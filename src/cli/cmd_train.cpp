@@ -7,6 +7,7 @@
 #include <omp.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdlib>
 #include <functional>
 #include <thread>
@@ -27,6 +28,7 @@
 #include "io/model_source.h"
 #include "io/safetensors.h"
 #include "io/tied_embeddings.h"
+#include "io/unique_keys.h"
 #include "train/device.h"
 #include "train/metrics.h"
 #include "train/trainer.h"
@@ -101,20 +103,52 @@ void resolve_best_model(const RunConfig& cfg, train::TrainArgs& a) {
 }
 
 // trainer.model_init_kwargs: what TRL's SFTTrainer passes to from_pretrained when it loads the
-// model from its name (trl/trainer/utils.py create_model_from_path). zerotune loads
-// model.name_or_path itself, in fp32 master weights: a dtype other than float32 ("auto": the
-// checkpoint's, bf16 for most) trains TRL's model without fp32 master weights, so a warning says
-// the numbers differ; a dtype TRL refuses, a revision or subfolder (another snapshot: zerotune
-// would train the wrong weights) and quantized loading are errors naming the key; the other
-// arguments change nothing in zerotune (a note).
-void check_model_init_kwargs(const RunConfig& cfg,
+// model from its name (trl/trainer/utils.py create_model_from_path; a string starting with "{" is
+// JSON, as TrainingArguments parses its dict fields). zerotune loads model.name_or_path
+// (`model_dir`) itself, in fp32 master weights:
+// - dtype / torch_dtype other than float32 ("auto": config.json's torch_dtype) trains TRL's model
+//   without fp32 master weights: a warning says the numbers differ; a dtype TRL refuses (dtype) or
+//   zerotune lacks (torch_dtype: float64, …) is an error;
+// - revision, subfolder, variant, gguf_file (other weights) and quantized loading are errors;
+// - the loading-only arguments below change nothing (a note);
+// - any other argument is a config attribute from_pretrained sets on the model's config
+//   (attention_dropout, num_hidden_layers, …), which changes TRL's model: an error naming the key
+//   (set it in config.json).
+void check_model_init_kwargs(const RunConfig& cfg, const fs::path& model_dir,
                              const std::function<void(const std::string&)>& warn, bool verbose) {
   const std::string key = "trainer.model_init_kwargs";
-  const Json& v = cfg.value(key);
+  Json v = cfg.value(key);
   if (v.is_null()) return;
+  if (v.is_string()) {
+    const std::string& t = v.get_ref<const std::string&>();
+    if (const size_t b = t.find_first_not_of(" \t\r\n"); b != std::string::npos && t[b] == '{') {
+      try {
+        v = parse_json_unique_keys(t, key);
+      } catch (const Error& e) {
+        fail("{}: {}{}: the string is not a JSON mapping: {}", cfg.key_at(key), key, cfg.where(key),
+             e.what());
+      }
+    }
+  }
   if (!v.is_object())
     fail("{}: {}{} is {}; expected a mapping of from_pretrained keyword arguments, or null",
          cfg.key_at(key), key, cfg.where(key), v.dump());
+  static constexpr std::string_view kLoadingOnly[] = {"attn_implementation",
+                                                      "device_map",
+                                                      "low_cpu_mem_usage",
+                                                      "trust_remote_code",
+                                                      "use_cache",
+                                                      "cache_dir",
+                                                      "local_files_only",
+                                                      "token",
+                                                      "use_safetensors",
+                                                      "force_download",
+                                                      "proxies",
+                                                      "max_memory",
+                                                      "offload_folder",
+                                                      "offload_state_dict",
+                                                      "output_loading_info",
+                                                      "weights_only"};
   std::vector<std::string> noted;
   for (const auto& [k, x] : v.items()) {
     const std::string at = fmt::format("{}: {}.{}", cfg.key_at(key), key, k);
@@ -123,22 +157,36 @@ void check_model_init_kwargs(const RunConfig& cfg,
       if (x.is_null() || text == "float32") continue;
       if (!x.is_string() || (text != "auto" && text != "bfloat16" && text != "float16"))
         fail(
-            "{}{}: {} is not a dtype TRL takes (expected 'auto', 'bfloat16', 'float16' or "
-            "'float32'; TRL's create_model_from_path raises \"Invalid `dtype` passed to the "
-            "config\")",
-            at, cfg.where(key), text);
+            "{}{}: {} is not a dtype zerotune takes here (expected 'auto', 'bfloat16', "
+            "'float16' or 'float32'{})",
+            at, cfg.where(key), text,
+            k == "dtype" ? "; TRL's create_model_from_path refuses it too" : "");
+      std::string loads = text;
+      if (text == "auto") {
+        // from_pretrained's "auto": config.json's torch_dtype (dtype in transformers 5).
+        Json mc;
+        try {
+          mc = parse_json_unique_keys(read_file(model_dir / "config.json"), "config.json");
+        } catch (const std::exception&) {
+          mc = Json();  // load_model_config names a bad config.json
+        }
+        const char* field = mc.contains("torch_dtype") ? "torch_dtype" : "dtype";
+        loads = mc.is_object() && mc.contains(field) && mc[field].is_string()
+                    ? mc[field].get<std::string>()
+                    : "float32";
+        if (loads == "float32") continue;
+      }
       warn(fmt::format(
           "{}: {}: TRL would load the model's parameters in {} and train them without fp32 "
           "master weights (its AdamW state in that dtype too); zerotune keeps fp32 master weights "
           "and computes in {} (trainer.bf16), so its losses differ from such a run's{}",
-          at, text, text == "auto" ? "the checkpoint's dtype (config.json torch_dtype)" : text,
+          at, text, text == "auto" ? loads + " (config.json's dtype)" : text,
           cfg.get<bool>("trainer.bf16") ? "bf16" : "fp32", cfg.where(key)));
-    } else if (k == "revision" || k == "subfolder") {
-      if (x.is_null() || (k == "revision" && text == "main") || (k == "subfolder" && text.empty()))
-        continue;
+    } else if (k == "revision" || k == "subfolder" || k == "variant" || k == "gguf_file") {
+      if (x.is_null() || (k == "revision" && text == "main") || text.empty()) continue;
       fail(
-          "{}{}: '{}' loads another snapshot of the model, which zerotune does not do (it "
-          "reads model.name_or_path as it is); set model.name_or_path to that snapshot's "
+          "{}{}: '{}' loads other weights than model.name_or_path's, which zerotune does not "
+          "do (it reads model.name_or_path as it is); set model.name_or_path to those weights' "
           "directory instead",
           at, cfg.where(key), text);
     } else if (k == "quantization_config" || k == "load_in_8bit" || k == "load_in_4bit") {
@@ -148,8 +196,14 @@ void check_model_init_kwargs(const RunConfig& cfg,
           "only (transformers' Trainer refuses to fine-tune a quantized model without adapters "
           "too)",
           at, cfg.where(key));
-    } else {
+    } else if (std::find(std::begin(kLoadingOnly), std::end(kLoadingOnly), k) !=
+               std::end(kLoadingOnly)) {
       noted.push_back(k);
+    } else {
+      fail(
+          "{}{}: {}: from_pretrained sets it on the model's config, which changes TRL's model; "
+          "zerotune reads the model's config from {} only: set {} there",
+          at, cfg.where(key), text, (model_dir / "config.json").string(), k);
     }
   }
   if (!noted.empty() && verbose)
@@ -251,7 +305,6 @@ train::TrainArgs make_train_args(RunConfig& cfg, const std::optional<AccelerateC
   }
   train::TrainArgs a;
   read_declared_options(cfg, a);
-  check_model_init_kwargs(cfg, warn, verbose);
   // Nothing to train: transformers would run zero steps and save the unchanged model; zerotune
   // refuses such a run (as one whose every step was skipped), here, before data or outputs.
   if (a.max_steps <= 0 && !(a.num_train_epochs > 0))
@@ -325,6 +378,7 @@ train::TrainArgs make_train_args(RunConfig& cfg, const std::optional<AccelerateC
          cfg.where(model_key));
   a.model_dir = src.dir;
   a.from_scratch = !src.has_weights;
+  check_model_init_kwargs(cfg, a.model_dir, warn, verbose);
   check_dataset_present(cfg, "train");
   a.train_data = data_options(cfg, "train");
   if (has_eval_set(cfg)) {
@@ -345,6 +399,13 @@ train::TrainArgs make_train_args(RunConfig& cfg, const std::optional<AccelerateC
   }
   record_report_to(cfg, report_to, a.logging_dir);  // args.yaml: what the run reports to
   if (acc) check_deepspeed_values(cfg, *acc, a, world);
+  if (acc && !acc->clipping_zero_at.empty() && a.max_grad_norm > 0)
+    fail(
+        "{}: deepspeed_config.gradient_clipping is 0, which accelerate leaves out of the DeepSpeed "
+        "config, so DeepSpeed would train without clipping while {} is {}; set {} to 0 (no "
+        "clipping) or remove gradient_clipping",
+        acc->clipping_zero_at, cfg.key_ref("trainer.max_grad_norm"), a.max_grad_norm,
+        cfg.key_ref("trainer.max_grad_norm"));
   const Json& resume = cfg.value("trainer.resume_from_checkpoint");
   if (resume.is_boolean()) {
     if (resume.get<bool>()) a.resume_from_checkpoint = "true";

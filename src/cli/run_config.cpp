@@ -64,15 +64,17 @@ std::string_view trimmed(std::string_view s) {
   return s.substr(b, s.find_last_not_of(" \t\n\r\f\v") - b + 1);
 }
 
-// A value a refused field may hold: its default, null, an empty list / mapping, a string of
-// spaces, or "{}" (transformers parses a dict field's string as JSON: lr_scheduler_kwargs: '{}'),
-// and TRL's dataset_kwargs {skip_prepare_dataset: false}, its default behaviour.
+// A value a refused field may hold: its default, null, an empty list / mapping / string (Python
+// reads "" as false and transformers skips an empty optim_args), "{}" for the dict fields whose
+// string transformers parses as JSON (lr_scheduler_kwargs), and TRL's dataset_kwargs
+// {skip_prepare_dataset: false}, its default behaviour. Any other string is not neutral: Python
+// reads " " as true (fp16: " " would turn fp16 on in TRL).
 bool is_neutral(const KeySpec& s, const Json& v) {
   if (v.is_null() || v == s.default_value) return true;
   if ((v.is_object() || v.is_array()) && v.empty()) return true;
   if (v.is_string()) {
-    const std::string_view t = trimmed(v.get_ref<const std::string&>());
-    return t.empty() || t == "{}";
+    const std::string& t = v.get_ref<const std::string&>();
+    return t.empty() || (s.path == "trainer.lr_scheduler_kwargs" && trimmed(t) == "{}");
   }
   if (s.path == "trainer.dataset_kwargs" && v.is_object())
     return std::all_of(v.items().begin(), v.items().end(), [](const auto& kv) {

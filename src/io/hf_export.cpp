@@ -98,18 +98,17 @@ void write_changed_tokenizer(const fs::path& dir, const HfExportOptions& options
     std::error_code ec;
     const bool there = fs::exists(f, ec);
     if (!there && !create) return;
-    Json j = there ? parse_json_unique_keys(read_file(f), f.string()) : Json::object();
-    if (!j.is_object()) fail("{}: expected a JSON object", (options.tokenizer_dir / name).string());
+    const std::string origin = (options.tokenizer_dir / name).string();
+    Json j = there ? parse_json_unique_keys(read_file(f), origin) : Json::object();
+    if (!j.is_object()) fail("{}: expected a JSON object", origin);
     change(j);
     write_file_atomic(f, j.dump(2) + "\n");
   };
+  // A plain string in both files, also where special_tokens_map.json held an {"content": …}
+  // object: the tokenizer TRL changed (tokenizer.eos_token_id = …) holds the new EOS as a str,
+  // and save_pretrained writes it so.
   const auto set_eos = [&](Json& j) {
-    if (!options.eos_token) return;
-    // special_tokens_map.json may hold {"content": …, "lstrip": …} objects.
-    if (j.contains("eos_token") && j["eos_token"].is_object())
-      j["eos_token"]["content"] = *options.eos_token;
-    else
-      j["eos_token"] = *options.eos_token;
+    if (options.eos_token) j["eos_token"] = *options.eos_token;
   };
   edit("tokenizer_config.json", /*create=*/true, [&](Json& j) {
     set_eos(j);
@@ -149,7 +148,10 @@ std::vector<std::string> move_files_into(const fs::path& staged, const fs::path&
     if (rank(n) > 0 && !stale_removed) {
       for (const auto& e : fs::directory_iterator(out_dir)) {
         const std::string old = e.path().filename().string();
-        if (e.is_regular_file() && is_weight_file(old) && !written.contains(old)) {
+        // An earlier export's chat_template.jinja too: transformers prefers it to
+        // tokenizer_config.json's template, so one this export lacks would stay the model's.
+        if (e.is_regular_file() && (is_weight_file(old) || old == "chat_template.jinja") &&
+            !written.contains(old)) {
           std::error_code ec;
           if (!fs::remove(e.path(), ec) || ec)
             fail("{}: cannot remove the earlier export's {}: {}", out_dir.string(), old,

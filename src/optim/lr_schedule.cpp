@@ -24,8 +24,9 @@ std::string_view lr_schedule_name(LrScheduleKind kind) { return name_of(kind); }
 int64_t resolve_warmup_steps(int64_t total_steps, double warmup_steps, double warmup_ratio) {
   if (total_steps < 0) fail("total optimizer steps {} (expected >= 0)", total_steps);
   if (!(warmup_steps >= 0.0)) fail("warmup_steps {} (expected >= 0)", warmup_steps);
-  if (!(warmup_ratio >= 0.0 && warmup_ratio < 1.0))
-    fail("warmup_ratio {} (expected 0 <= warmup_ratio < 1)", warmup_ratio);
+  // [0, 1], as transformers' TrainingArguments checks it (1: warm up over the whole run).
+  if (!(warmup_ratio >= 0.0 && warmup_ratio <= 1.0))
+    fail("warmup_ratio {} (expected 0 <= warmup_ratio <= 1)", warmup_ratio);
   if (warmup_steps >= 1.0) return static_cast<int64_t>(warmup_steps);
   const double ratio = warmup_steps > 0.0 ? warmup_steps : warmup_ratio;
   return static_cast<int64_t>(std::ceil(static_cast<double>(total_steps) * ratio));

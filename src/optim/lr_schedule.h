@@ -33,7 +33,7 @@ std::string_view lr_schedule_name(LrScheduleKind kind);
 // step count (truncated, int(warmup_steps)); 0 < warmup_steps < 1 is a ratio of total_steps
 // (transformers 5: ceil(total_steps * warmup_steps)); warmup_steps == 0 falls back to the
 // transformers 4 field warmup_ratio (ceil(total_steps * warmup_ratio), 0 when it is 0). Throws
-// zt::Error for negative values, a ratio >= 1 or total_steps < 0.
+// zt::Error for negative values, a warmup_ratio > 1 or total_steps < 0.
 int64_t resolve_warmup_steps(int64_t total_steps, double warmup_steps, double warmup_ratio = 0.0);
 
 // One schedule: kind, base lr (`learning_rate`), warm-up and total optimizer steps.

@@ -186,6 +186,10 @@ TEST(ConfigSchema, EveryNumberAndEnumIsCheckedWithItsRange) {
       {"group_by_length", true, "trainer.group_by_length: true is not supported by zerotune"},
       {"average_tokens_across_devices", false,
        "trainer.average_tokens_across_devices: false is not supported"},
+      // Strings Python reads as true, and a "{}" TRL does not parse for this field.
+      {"fp16", " ", "trainer.fp16: ' ' is not supported by zerotune"},
+      {"adafactor", "{}", "trainer.adafactor: '{}' is not supported by zerotune"},
+      {"dataset_kwargs", "{}", "trainer.dataset_kwargs: '{}' is not supported by zerotune"},
   };
   for (const auto& c : cases) {
     const std::string e = trainer_error(c.key, c.value);
@@ -211,8 +215,9 @@ TEST(ConfigSchema, EveryNumberAndEnumIsCheckedWithItsRange) {
            {"warmup_ratio", 1.0},
            {"eval_steps", 0},
            {"dataset_kwargs", {{"skip_prepare_dataset", false}}},
-           {"lr_scheduler_kwargs", "{}"},
-           {"optim_args", ""}})
+           {"lr_scheduler_kwargs", " {} "},
+           {"optim_args", ""},
+           {"fp16", ""}})
     EXPECT_EQ(trainer_error(key, value), "<no error>") << key << " " << value.dump();
   EXPECT_EQ(error_of([] { RunConfig::from_json({{"compute", {{"zero_stage", 4}}}}, "sft.yaml"); }),
             "sft.yaml: compute.zero_stage: 4 is not valid (expected an integer in [0, 3])");

@@ -86,9 +86,9 @@ TEST(HfExport, Bf16ExportEqualsSavePretrained) {
 
 // The tokenizer as the run changed it, as TRL saves it (processing_class.save_pretrained): the
 // template trained with as chat_template.jinja, tokenizer_config.json's own template removed, and
-// the EOS the run set in tokenizer_config.json and special_tokens_map.json (an object there keeps
-// its other fields). They were copied unchanged: a served model got a template it was not trained
-// with.
+// the EOS the run set in tokenizer_config.json and special_tokens_map.json (a plain string, as
+// transformers writes a token set by id). They were copied unchanged: a served model got a template
+// it was not trained with.
 TEST(HfExport, TheRunsTemplateAndEosAreInTheExportedTokenizer) {
   const Weights w = tiny_weights();
   const zt::ModelConfig cfg = zt::load_model_config(kData / "tiny_qwen2_f32");
@@ -109,7 +109,7 @@ TEST(HfExport, TheRunsTemplateAndEosAreInTheExportedTokenizer) {
   EXPECT_EQ(zt::Json::parse(zt::read_file(d / "out" / "tokenizer_config.json")),
             zt::Json::parse(R"({"eos_token": "<|endoftext|>", "model_max_length": 32768})"));
   EXPECT_EQ(zt::Json::parse(zt::read_file(d / "out" / "special_tokens_map.json")),
-            zt::Json::parse(R"({"eos_token": {"content": "<|endoftext|>", "lstrip": false}})"));
+            zt::Json::parse(R"({"eos_token": "<|endoftext|>"})"));
   expect_same_file(d / "out" / "tokenizer.json", kTokenizer / "tokenizer.json");
   // Nothing changed by the run: the files as they are.
   zt::HfExportOptions same;
@@ -203,7 +203,10 @@ TEST(HfExport, DirectoryHoldingOtherFilesGetsTheModelBesideThem) {
   expect_error([&] { zt::export_hf_model(out, cfg, w.tensors, opt); },
                {"tensor 'model.layers.0.self_attn.v_proj.weight' has no data pointer"});
   EXPECT_EQ(list_dir(out), want);
-  // Unsharded now: the earlier export's index and shards go, the user's files stay.
+  // Unsharded now: the earlier export's index and shards go, and so does an earlier export's
+  // chat_template.jinja (transformers would prefer it to this export's tokenizer_config.json
+  // template); the user's files stay.
+  zt::write_file_atomic(out / "chat_template.jinja", "{{ stale }}");
   w = tiny_weights();
   zt::export_hf_model(out, cfg, w.tensors, {});
   EXPECT_EQ(list_dir(out),

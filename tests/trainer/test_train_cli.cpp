@@ -751,6 +751,36 @@ TEST_F(TrainCli, AccelerateDeepSpeedValuesThatDifferFromTheTrainersAreRefused) {
   EXPECT_FALSE(fs::exists(exp("acc_ga")));
   r = run(launch + "exp_name=acc_ga_ok compute.global_batch_size=6");
   EXPECT_EQ(r.status, 0) << r.output;
+  // gradient_clipping 0: accelerate leaves it out of the DeepSpeed config, so DeepSpeed does not
+  // clip; refused beside trainer.max_grad_norm > 0, taken with max_grad_norm 0.
+  std::ofstream(acc) << "distributed_type: DEEPSPEED\nnum_processes: 1\ndeepspeed_config:\n"
+                        "  gradient_clipping: 0.0\n  zero_stage: 1\n";
+  r = run(launch + "exp_name=acc_gc0");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("zerotune: error: " + acc.string() +
+                          ":4: deepspeed_config.gradient_clipping is 0, which accelerate leaves "
+                          "out of the DeepSpeed config, so DeepSpeed would train without clipping "
+                          "while trainer.max_grad_norm is 1; set trainer.max_grad_norm to 0"),
+            std::string::npos)
+      << r.output;
+  r = run(launch + "exp_name=acc_gc0_ok trainer.max_grad_norm=0");
+  EXPECT_EQ(r.status, 0) << r.output;
+  // A DeepSpeed JSON (deepspeed_config_file) without gradient_accumulation_steps: accelerate sets
+  // it to 1, which transformers compares with the trainer's 4.
+  const fs::path ds = root_ / "acc_ga_ds.json";
+  std::ofstream(ds) << R"({"zero_optimization": {"stage": 1}})";
+  std::ofstream(acc) << "distributed_type: DEEPSPEED\nnum_processes: 1\ndeepspeed_config:\n"
+                        "  deepspeed_config_file: "
+                     << ds.string() << "\n";
+  r = run(launch + "exp_name=acc_ga_ds");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("\n  - " + ds.string() +
+                          ": gradient_accumulation_steps 1 (not in the file: accelerate's "
+                          "DeepSpeedPlugin sets it) vs trainer.gradient_accumulation_steps"),
+            std::string::npos)
+      << r.output;
+  r = run(launch + "exp_name=acc_ga_ds_ok compute.global_batch_size=2");
+  EXPECT_EQ(r.status, 0) << r.output;
 }
 
 // trainer.output_dir that is another run's checkpoint directory (even with overwrite_output_dir),
@@ -1255,14 +1285,15 @@ TEST_F(TrainCli, ModelInitKwargsThatChangeTheModelAreNamed) {
   auto r = train("mik1", "+" + key + "={dtype:bf16x}");
   EXPECT_EQ(r.status, 1) << r.output;
   EXPECT_NE(r.output.find("zerotune: error: " + sft + ": " + key +
-                          ".dtype (given on the command line): bf16x is not a dtype TRL takes "
-                          "(expected 'auto', 'bfloat16', 'float16' or 'float32'"),
+                          ".dtype (given on the command line): bf16x is not a dtype zerotune "
+                          "takes here (expected 'auto', 'bfloat16', 'float16' or 'float32'; TRL's "
+                          "create_model_from_path refuses it too)"),
             std::string::npos)
       << r.output;
   r = train("mik2", "+" + key + "={revision:v2.0}");
   EXPECT_EQ(r.status, 1) << r.output;
-  EXPECT_NE(r.output.find(key + ".revision (given on the command line): 'v2.0' loads another "
-                                "snapshot of the model"),
+  EXPECT_NE(r.output.find(key + ".revision (given on the command line): 'v2.0' loads other "
+                                "weights than model.name_or_path's"),
             std::string::npos)
       << r.output;
   r = train("mik3", "+" + key + "={load_in_4bit:true}");
@@ -1287,6 +1318,30 @@ TEST_F(TrainCli, ModelInitKwargsThatChangeTheModelAreNamed) {
                           " (given on the command line) attn_implementation changes nothing"),
             std::string::npos)
       << r.output;
+  // A config attribute from_pretrained would set changes TRL's model: refused. A JSON string is
+  // read as TrainingArguments parses it; "auto" with a float32 config.json is float32 (no warning).
+  r = train("mik5", "+" + key + "={attention_dropout:0.1}");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find(key + ".attention_dropout (given on the command line): 0.1: "
+                                "from_pretrained sets it on the model's config, which changes "
+                                "TRL's model"),
+            std::string::npos)
+      << r.output;
+  r = train("mik6", "trainer.max_steps=1 trainer.eval_strategy=no \"+" + key +
+                        "='{\\\"dtype\\\": \\\"auto\\\"}'\"");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(r.output.find("TRL would load"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("model_init_kwargs"), std::string::npos) << r.output;
+}
+
+// warmup_ratio 1.0, which transformers takes: the warm-up spans the whole run.
+TEST_F(TrainCli, WarmupRatioOneWarmsUpOverTheWholeRun) {
+  auto r = train("wr1", "trainer.warmup_steps=0 trainer.warmup_ratio=1.0 trainer.eval_strategy=no");
+  ASSERT_EQ(r.status, 0) << r.output;
+  std::vector<double> lrs;
+  for (const auto& e : train_events(exp("wr1")))
+    if (e.contains("learning_rate")) lrs.push_back(e["learning_rate"].get<double>());
+  EXPECT_EQ(lrs, (std::vector<double>{0.0, 0.0025, 0.005, 0.0075}));
 }
 
 // trainer.chat_template_path: the template the run trained with is the exported tokenizer's
