@@ -7,6 +7,14 @@
 namespace zt::cli {
 namespace {
 
+// An integer number of steps >= 0 (steps() wants >= 1): eval_steps / save_steps, where
+// transformers gives 0 a meaning.
+ValueRule steps_from_zero(bool nullable) {
+  ValueRule r = steps(nullable);
+  r.lo = 0;
+  return r;
+}
+
 using train::IntervalStrategy;
 using train::NanPolicy;
 using train::Optimizer;
@@ -52,7 +60,9 @@ std::vector<KeySpec> trainer_keys() {
             "trackio only; zerotune logs to metrics.jsonl and TensorBoard"),
       acts("trainer.resume_from_checkpoint", nullptr, any_value()),  // a path, true or false
       enum_option("trainer.save_strategy", &TrainArgs::save_strategy, SaveStrategy::kSteps),
-      option("trainer.save_steps", &TrainArgs::save_steps, 500, steps()),
+      // 0: no periodic save, the final step's only (transformers' DefaultFlowCallback tests
+      // `save_steps > 0`)
+      option("trainer.save_steps", &TrainArgs::save_steps, 500, steps_from_zero(false)),
       // null, 0 or negative: keep every checkpoint (transformers' _rotate_checkpoints returns for
       // `save_total_limit is None or save_total_limit <= 0`).
       option_or_null("trainer.save_total_limit", &TrainArgs::save_total_limit, nullptr, int64_t{0},
@@ -76,11 +86,7 @@ std::vector<KeySpec> trainer_keys() {
       enum_option("trainer.eval_strategy", &TrainArgs::eval_strategy, IntervalStrategy::kNo),
       // null or 0: logging_steps, as transformers' TrainingArguments sets it
       option_or_null("trainer.eval_steps", &TrainArgs::eval_steps, nullptr, int64_t{0},
-                     [] {
-                       ValueRule r = steps(true);
-                       r.lo = 0;
-                       return r;
-                     }()),
+                     steps_from_zero(true)),
       option("trainer.eval_delay", &TrainArgs::eval_delay, 0, number(0)),
       option("trainer.eval_on_start", &TrainArgs::eval_on_start, false, boolean()),
       noted("trainer.eval_accumulation_steps", nullptr, kEvalLoop),

@@ -345,10 +345,10 @@ TrainSummary Trainer::run() {
       }
     }
     const bool stop = any_rank_stopping(s.comm);
-    const bool do_save =
-        (a.save_strategy == SaveStrategy::kSteps && (gs % a.save_steps == 0 || gs == T)) ||
-        (a.save_strategy == SaveStrategy::kEpoch && epoch_end) ||
-        (a.save_strategy == SaveStrategy::kBest && new_best) || stop;
+    const bool do_save = (a.save_strategy == SaveStrategy::kSteps &&
+                          ((a.save_steps > 0 && gs % a.save_steps == 0) || gs == T)) ||
+                         (a.save_strategy == SaveStrategy::kEpoch && epoch_end) ||
+                         (a.save_strategy == SaveStrategy::kBest && new_best) || stop;
     if (do_save) sum.last_checkpoint = s.save_checkpoint(gs, stop);
     if (stop) {
       sum.interrupted = true;

@@ -138,7 +138,7 @@ TEST(ConfigSchema, EveryNumberAndEnumIsCheckedWithItsRange) {
        "(transformers' ratio of "
        "the total steps is not supported by zerotune))"},
       {"save_steps", -5,
-       "trainer.save_steps: -5 is not valid (expected an integer number of steps >= 1)"},
+       "trainer.save_steps: -5 is not valid (expected an integer number of steps >= 0)"},
       {"save_total_limit", 1.5,
        "trainer.save_total_limit: 1.5 is not valid (expected an integer <= 1000000000)"},
       {"seed", -1, "trainer.seed: -1 is not valid (expected an integer in [0, 4294967295])"},
@@ -217,7 +217,8 @@ TEST(ConfigSchema, EveryNumberAndEnumIsCheckedWithItsRange) {
            {"dataset_kwargs", {{"skip_prepare_dataset", false}}},
            {"lr_scheduler_kwargs", " {} "},
            {"optim_args", ""},
-           {"fp16", ""}})
+           {"fp16", ""},
+           {"save_steps", 0}})
     EXPECT_EQ(trainer_error(key, value), "<no error>") << key << " " << value.dump();
   EXPECT_EQ(error_of([] { RunConfig::from_json({{"compute", {{"zero_stage", 4}}}}, "sft.yaml"); }),
             "sft.yaml: compute.zero_stage: 4 is not valid (expected an integer in [0, 3])");

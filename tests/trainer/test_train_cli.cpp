@@ -1334,6 +1334,18 @@ TEST_F(TrainCli, ModelInitKwargsThatChangeTheModelAreNamed) {
   EXPECT_EQ(r.output.find("model_init_kwargs"), std::string::npos) << r.output;
 }
 
+// save_steps 0, which transformers takes: no periodic checkpoint, the final step's only (its
+// DefaultFlowCallback saves on `save_steps > 0 and step % save_steps == 0`, and at the end).
+TEST_F(TrainCli, SaveStepsZeroSavesTheLastStepOnly) {
+  auto r = train("ss0", "trainer.save_steps=0 trainer.eval_strategy=no");
+  ASSERT_EQ(r.status, 0) << r.output;
+  std::vector<std::string> ckpts;
+  for (const auto& e : fs::directory_iterator(exp("ss0")))
+    if (e.path().filename().string().starts_with("checkpoint-"))
+      ckpts.push_back(e.path().filename().string());
+  EXPECT_EQ(ckpts, std::vector<std::string>{"checkpoint-4"});
+}
+
 // warmup_ratio 1.0, which transformers takes: the warm-up spans the whole run.
 TEST_F(TrainCli, WarmupRatioOneWarmsUpOverTheWholeRun) {
   auto r = train("wr1", "trainer.warmup_steps=0 trainer.warmup_ratio=1.0 trainer.eval_strategy=no");
