@@ -155,8 +155,8 @@ void read_offload(Reader& rd, const YAML::Node& n, const std::string& key, std::
 }
 
 // deepspeed_config_file: the DeepSpeed JSON (a YAML subset, read as YAML for its line numbers)
-// with zero_optimization etc.
-void read_deepspeed_json(Reader& rd, const std::string& file, const std::string& base_dir) {
+// with zero_optimization etc. Returns whether it names gradient_accumulation_steps.
+bool read_deepspeed_json(Reader& rd, const std::string& file, const std::string& base_dir) {
   std::filesystem::path p(file);
   if (p.is_relative() && !std::filesystem::exists(p)) p = std::filesystem::path(base_dir) / file;
   // A directory opens as an empty stream: it would read as a file without settings.
@@ -238,8 +238,6 @@ void read_deepspeed_json(Reader& rd, const std::string& file, const std::string&
     }
     rd.cfg->deepspeed_values.push_back(std::move(v));
   };
-  rd.cfg->json_has_gradient_accumulation_steps =
-      static_cast<bool>(j["gradient_accumulation_steps"]);
   for (const auto& top : j) {  // in the file's order
     const std::string block = top.first.Scalar();
     if (block == "train_micro_batch_size_per_gpu" || block == "train_batch_size" ||
@@ -262,6 +260,7 @@ void read_deepspeed_json(Reader& rd, const std::string& file, const std::string&
           keep(kv.second, fmt::format("{}.params.{}", block, k));
       }
   }
+  return static_cast<bool>(j["gradient_accumulation_steps"]);
 }
 
 void read_deepspeed(Reader& rd, const YAML::Node& ds, const std::string& base_dir) {
@@ -270,11 +269,10 @@ void read_deepspeed(Reader& rd, const YAML::Node& ds, const std::string& base_di
   if (const YAML::Node f = ds["deepspeed_config_file"]; f && !f.IsNull()) {
     const size_t before = c.deepspeed_values.size();
     const std::string file = rd.str(f, "deepspeed_config.deepspeed_config_file");
-    read_deepspeed_json(rd, file, base_dir);
     // accelerate's DeepSpeedPlugin sets a JSON's missing gradient_accumulation_steps to 1, which
     // transformers then compares with the trainer's (the JSON given as TrainingArguments'
     // `deepspeed` is filled before that, so only this path).
-    if (!c.json_has_gradient_accumulation_steps)
+    if (!read_deepspeed_json(rd, file, base_dir))
       c.deepspeed_values.insert(c.deepspeed_values.begin() + static_cast<ptrdiff_t>(before),
                                 {"gradient_accumulation_steps",
                                  {1.0},

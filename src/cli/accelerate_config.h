@@ -46,9 +46,6 @@ struct AccelerateConfig {
     std::string text, at;
   };
   std::vector<DeepSpeedValue> deepspeed_values;  // the JSON's numbers only; "auto" is not kept
-  // The DeepSpeed JSON read last names gradient_accumulation_steps (accelerate sets a missing one
-  // to 1 when the JSON comes through the accelerate config's deepspeed_config_file).
-  bool json_has_gradient_accumulation_steps = false;
   // "file:line" of the accelerate config's deepspeed_config.gradient_clipping when it is 0:
   // accelerate leaves it out of the DeepSpeed config, so DeepSpeed does not clip (cmd_train
   // refuses it beside a trainer.max_grad_norm > 0).

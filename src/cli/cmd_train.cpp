@@ -164,17 +164,12 @@ void check_model_init_kwargs(const RunConfig& cfg, const fs::path& model_dir,
       std::string loads = text;
       if (text == "auto") {
         // from_pretrained's "auto": config.json's torch_dtype (dtype in transformers 5).
-        Json mc;
         try {
-          mc = parse_json_unique_keys(read_file(model_dir / "config.json"), "config.json");
-        } catch (const std::exception&) {
-          mc = Json();  // load_model_config names a bad config.json
+          loads = load_model_config(model_dir).dtype;
+        } catch (const Error&) {
+          continue;  // the model's own load names a bad config.json
         }
-        const char* field = mc.contains("torch_dtype") ? "torch_dtype" : "dtype";
-        loads = mc.is_object() && mc.contains(field) && mc[field].is_string()
-                    ? mc[field].get<std::string>()
-                    : "float32";
-        if (loads == "float32") continue;
+        if (loads.empty() || loads == "float32") continue;
       }
       warn(fmt::format(
           "{}: {}: TRL would load the model's parameters in {} and train them without fp32 "

@@ -270,8 +270,10 @@ KeySpec acts(std::string_view path, Json dflt, ValueRule rule) {
 KeySpec noted(std::string_view path, Json dflt, std::string_view why, ValueRule rule) {
   return {path, std::move(dflt), KeyUse::kNote, std::move(rule), why, {}};
 }
-KeySpec refused(std::string_view path, Json dflt, std::string_view what) {
-  return {path, std::move(dflt), KeyUse::kUnsupported, any_value(), what, {}};
+KeySpec refused(std::string_view path, Json dflt, std::string_view what,
+                std::vector<Json> also_neutral) {
+  return {path, std::move(dflt),        KeyUse::kUnsupported, any_value(), what,
+          {},   std::move(also_neutral)};
 }
 
 ValueRule any_value() { return {}; }

@@ -74,6 +74,10 @@ struct KeySpec {
   // An option TrainArgs holds as it is: stores the (checked) value into its field. Empty for keys
   // resolved by hand (make_train_args, data_setup.cpp) and for noted / refused keys.
   std::function<void(const RunConfig&, train::TrainArgs&)> to_args;
+  // kUnsupported: values besides the default, null and empty ones that change nothing in TRL
+  // either (lr_scheduler_kwargs: "{}", which transformers parses to an empty dict); a string is
+  // compared without the whitespace around it.
+  std::vector<Json> also_neutral = {};
 };
 
 // A field TRL / transformers renamed: the old name is read as the new one (both may not be given
@@ -118,7 +122,8 @@ void read_declared_options(const RunConfig& cfg, train::TrainArgs& a);
 // what zerotune lacks).
 KeySpec acts(std::string_view path, Json dflt, ValueRule rule);
 KeySpec noted(std::string_view path, Json dflt, std::string_view why, ValueRule rule = {});
-KeySpec refused(std::string_view path, Json dflt, std::string_view what);
+KeySpec refused(std::string_view path, Json dflt, std::string_view what,
+                std::vector<Json> also_neutral = {});
 
 // Rule builders for the tables.
 ValueRule any_value();

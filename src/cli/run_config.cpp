@@ -65,22 +65,17 @@ std::string_view trimmed(std::string_view s) {
 }
 
 // A value a refused field may hold: its default, null, an empty list / mapping / string (Python
-// reads "" as false and transformers skips an empty optim_args), "{}" for the dict fields whose
-// string transformers parses as JSON (lr_scheduler_kwargs), and TRL's dataset_kwargs
-// {skip_prepare_dataset: false}, its default behaviour. Any other string is not neutral: Python
-// reads " " as true (fp16: " " would turn fp16 on in TRL).
+// reads "" as false and transformers skips an empty optim_args), or one of the field's
+// KeySpec::also_neutral. Any other string is not neutral: Python reads " " as true (fp16: " "
+// would turn fp16 on in TRL).
 bool is_neutral(const KeySpec& s, const Json& v) {
   if (v.is_null() || v == s.default_value) return true;
   if ((v.is_object() || v.is_array()) && v.empty()) return true;
-  if (v.is_string()) {
-    const std::string& t = v.get_ref<const std::string&>();
-    return t.empty() || (s.path == "trainer.lr_scheduler_kwargs" && trimmed(t) == "{}");
-  }
-  if (s.path == "trainer.dataset_kwargs" && v.is_object())
-    return std::all_of(v.items().begin(), v.items().end(), [](const auto& kv) {
-      return kv.key() == "skip_prepare_dataset" && kv.value() == false;
-    });
-  return false;
+  if (v.is_string() && v.get_ref<const std::string&>().empty()) return true;
+  return std::any_of(s.also_neutral.begin(), s.also_neutral.end(), [&](const Json& n) {
+    return v == n || (v.is_string() && n.is_string() &&
+                      trimmed(v.get_ref<const std::string&>()) == n.get_ref<const std::string&>());
+  });
 }
 
 // Whether `s` is an integer to Python's int() that int64 does not hold ("99999999999999999999999",

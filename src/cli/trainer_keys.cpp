@@ -124,7 +124,7 @@ std::vector<KeySpec> trainer_keys() {
                   {"cosine_with_restarts", "polynomial", "inverse_sqrt", "reduce_lr_on_plateau",
                    "cosine_with_min_lr", "cosine_warmup_with_min_lr", "warmup_stable_decay"}),
       refused("trainer.lr_scheduler_kwargs", nullptr,
-              "zerotune's schedules take no extra arguments"),
+              "zerotune's schedules take no extra arguments", {"{}"}),
       option("trainer.warmup_steps", &TrainArgs::warmup_steps, 0, warmup()),
       // [0, 1], as transformers checks it (1: warm up over the whole run)
       option("trainer.warmup_ratio", &TrainArgs::warmup_ratio, 0.0, number(0, 1)),
@@ -298,7 +298,8 @@ std::vector<KeySpec> trainer_keys() {
       acts("trainer.chat_template_path", nullptr, text(true)),
       acts("trainer.dataset_text_field", "text", text()),
       refused("trainer.dataset_kwargs", nullptr,
-              "zerotune always formats and tokenises the dataset itself (no skip_prepare_dataset)"),
+              "zerotune always formats and tokenises the dataset itself (no skip_prepare_dataset)",
+              {Json{{"skip_prepare_dataset", false}}}),
       noted("trainer.dataset_num_proc", nullptr, "zerotune tokenises with compute.threads threads"),
       refused("trainer.shuffle_dataset", false,
               "an extra shuffle before training changes the sample order; zerotune shuffles per "

@@ -7,31 +7,57 @@
 
 namespace zt::train {
 
-TokenizerSpecialIds run_tokenizer_ids(const TrainArgs& a, const text::Tokenizer& tok,
-                                      const text::TokenizerConfig& tc) {
-  TokenizerSpecialIds ids;
-  std::optional<std::string> eos = tc.eos_token;
+namespace {
+
+// The tokenizer as the run uses it (TRL 1.16's SFTTrainer): the EOS (trainer.eos_token, then a
+// cloned template's, else tokenizer_config.json's) and where it came from, and the chat template
+// trainer.chat_template_path gives (unset: the tokenizer's own). Read once for the ids and the
+// exported files alike.
+struct RunTokenizer {
+  std::optional<std::string> eos;
+  EosOrigin eos_origin = EosOrigin::kTokenizer;
+  std::optional<std::string> chat_template;
+};
+
+RunTokenizer run_tokenizer(const TrainArgs& a, const text::TokenizerConfig& tc) {
+  RunTokenizer r;
+  r.eos = tc.eos_token;
   if (a.train_data.eos_token) {
-    eos = a.train_data.eos_token;
-    ids.eos_origin = EosOrigin::kEosTokenArg;
+    r.eos = a.train_data.eos_token;
+    r.eos_origin = EosOrigin::kEosTokenArg;
   }
   if (!a.train_data.chat_template_path.empty()) {
-    const data::ChatTemplateOverride t =
+    data::ChatTemplateOverride t =
         data::load_chat_template_path(a.train_data.chat_template_path, nullptr);
     if (t.from_tokenizer && t.eos_token) {
-      eos = t.eos_token;
-      ids.eos_origin = EosOrigin::kClonedTemplate;
+      r.eos = t.eos_token;
+      r.eos_origin = EosOrigin::kClonedTemplate;
     }
+    r.chat_template = std::move(t.source);
   }
+  return r;
+}
+
+TokenizerSpecialIds special_ids(const RunTokenizer& r, const text::Tokenizer& tok,
+                                const text::TokenizerConfig& tc) {
+  TokenizerSpecialIds ids;
+  ids.eos_origin = r.eos_origin;
   auto id = [&](const std::optional<std::string>& s) -> std::optional<int64_t> {
     if (!s) return std::nullopt;
     if (const auto i = tok.token_to_id(*s)) return *i;
     return std::nullopt;
   };
-  ids.eos = id(eos);
+  ids.eos = id(r.eos);
   ids.bos = id(tc.bos_token);
-  ids.pad = id(tc.pad_token ? tc.pad_token : eos);
+  ids.pad = id(tc.pad_token ? tc.pad_token : r.eos);
   return ids;
+}
+
+}  // namespace
+
+TokenizerSpecialIds run_tokenizer_ids(const TrainArgs& a, const text::Tokenizer& tok,
+                                      const text::TokenizerConfig& tc) {
+  return special_ids(run_tokenizer(a, tc), tok, tc);
 }
 
 HfExportOptions run_export_options(const TrainArgs& a, const text::Tokenizer& tok,
@@ -42,18 +68,12 @@ HfExportOptions run_export_options(const TrainArgs& a, const text::Tokenizer& to
   eo.dtype = a.dtype == DType::kBF16 ? DType::kBF16 : DType::kF32;
   eo.tokenizer_dir = tok_dir;
   eo.generation_config = a.model_dir / "generation_config.json";
-  eo.tokenizer_ids = run_tokenizer_ids(a, tok, tc);
+  RunTokenizer rt = run_tokenizer(a, tc);
+  eo.tokenizer_ids = special_ids(rt, tok, tc);
   // The tokenizer TRL saves beside the model is the one it changed: the template trained with, the
   // EOS it set (see HfExportOptions).
-  if (!a.train_data.chat_template_path.empty()) {
-    const data::ChatTemplateOverride t =
-        data::load_chat_template_path(a.train_data.chat_template_path, nullptr);
-    eo.chat_template = t.source;
-    if (t.from_tokenizer && t.eos_token && t.eos_token != tc.eos_token) eo.eos_token = t.eos_token;
-  }
-  if (a.train_data.eos_token && a.train_data.eos_token != tc.eos_token &&
-      eo.tokenizer_ids->eos_origin == EosOrigin::kEosTokenArg)
-    eo.eos_token = a.train_data.eos_token;
+  eo.chat_template = std::move(rt.chat_template);
+  if (rt.eos_origin != EosOrigin::kTokenizer && rt.eos != tc.eos_token) eo.eos_token = rt.eos;
   if (log && (eo.chat_template || eo.eos_token))
     log::info("export: the tokenizer is saved as this run uses it, as TRL saves it:{}{}",
               eo.chat_template ? " chat_template.jinja from " + a.train_data.chat_template_path
