@@ -157,7 +157,7 @@ MetricRecord LogWindow::take(int64_t global_step, double epoch, double elapsed_s
   if (steps_ == 0) fail("log at step {}: no optimizer step since the last log", global_step);
   MetricRecord r;
   if (trained_ > 0) r.set("loss", loss_sum_ / static_cast<double>(trained_));
-  if (trained_ > 0) r.set("grad_norm", last_grad_norm_);
+  if (trained_ > 0 && log_grad_norm_) r.set("grad_norm", last_grad_norm_);
   r.set("learning_rate", last_lr_);
   if (targets_ > 0) {
     r.set("entropy", entropy_sum_ / static_cast<double>(targets_));
@@ -170,8 +170,7 @@ MetricRecord LogWindow::take(int64_t global_step, double epoch, double elapsed_s
     r.set("train_tokens_per_second", static_cast<double>(window_tokens_) / elapsed_seconds);
   if (skipped_ > 0) r.set("skipped_steps", skipped_);
   r.set("step", global_step);
-  const int64_t total = num_tokens_;
-  *this = LogWindow(total);
+  *this = LogWindow(num_tokens_, log_grad_norm_);
   return r;
 }
 

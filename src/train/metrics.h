@@ -97,7 +97,10 @@ struct StepStats {
 class LogWindow {
  public:
   // `num_tokens_seen`: the cumulative token count at the start (restored on resume).
-  explicit LogWindow(int64_t num_tokens_seen = 0) : num_tokens_(num_tokens_seen) {}
+  // `log_grad_norm` false (a run that does not clip, max_grad_norm <= 0): no `grad_norm` key, as
+  // transformers' Trainer computes and logs the norm only inside its clipping branch.
+  explicit LogWindow(int64_t num_tokens_seen = 0, bool log_grad_norm = true)
+      : num_tokens_(num_tokens_seen), log_grad_norm_(log_grad_norm) {}
 
   void add_step(const StepStats& s);
   int64_t steps() const { return steps_; }  // steps in the window, skipped ones included
@@ -108,8 +111,9 @@ class LogWindow {
   // left out when <= 0). Keys in order (TRL 1.16's): loss, grad_norm, learning_rate, entropy,
   // mean_token_accuracy, num_tokens, target_tokens, epoch, train_tokens_per_second, skipped_steps
   // (only when > 0), step; loss, grad_norm and target_tokens are left out when every step of the
-  // window was skipped, entropy and mean_token_accuracy when the window had no target token. Starts
-  // a new window. Throws zt::Error when the window is empty.
+  // window was skipped (grad_norm also when log_grad_norm is false), entropy and
+  // mean_token_accuracy when the window had no target token. Starts a new window. Throws zt::Error
+  // when the window is empty.
   MetricRecord take(int64_t global_step, double epoch, double elapsed_seconds);
 
  private:
@@ -118,6 +122,7 @@ class LogWindow {
   int64_t targets_ = 0, correct_ = 0, window_tokens_ = 0, num_tokens_ = 0;
   double entropy_sum_ = 0;
   double last_grad_norm_ = 0, last_lr_ = 0;
+  bool log_grad_norm_ = true;
 };
 
 // The metrics of an evaluation record (EvalAccumulator::take), which metric_for_best_model may

@@ -244,7 +244,7 @@ TrainSummary Trainer::run() {
   s.open_outputs();
 
   TrainSummary sum;
-  LogWindow window(s.num_tokens_seen);
+  LogWindow window(s.num_tokens_seen, /*log_grad_norm=*/a.max_grad_norm > 0);
   const int64_t T = s.plan->total_steps();
   if (s.rank0() && a.eval_strategy != IntervalStrategy::kNo && T > 0) {
     const double last = a.eval_strategy == IntervalStrategy::kSteps

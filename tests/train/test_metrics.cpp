@@ -1,5 +1,6 @@
 // metrics.jsonl records, HF's console line, TensorBoard tags, the logging window and eval
 // accumulator.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -130,6 +131,25 @@ TEST(Metrics, LogWindowSkippedSteps) {
   EXPECT_EQ(r.to_json().dump(),
             R"({"learning_rate":3e-05,"num_tokens":22.0,"epoch":1.5,"train_tokens_per_second":5.0,)"
             R"("skipped_steps":1,"step":3})");
+}
+
+// A run that does not clip (max_grad_norm <= 0) logs no grad_norm, in every window.
+TEST(Metrics, LogWindowWithoutClippingLogsNoGradNorm) {
+  LogWindow w(0, /*log_grad_norm=*/false);
+  for (int64_t step = 1; step <= 2; ++step) {
+    w.add_step({.loss = 2.0,
+                .grad_norm = 3.0,
+                .learning_rate = 1e-5,
+                .target_tokens = 2,
+                .correct_tokens = 1,
+                .entropy_sum = 1.0,
+                .tokens = 4});
+    EXPECT_EQ(w.take(step, 0.5 * static_cast<double>(step), 0.0).to_json().dump(),
+              fmt::format(R"({{"loss":2.0,"learning_rate":1e-05,"entropy":0.5,)"
+                          R"("mean_token_accuracy":0.5,"num_tokens":{}.0,"target_tokens":2,)"
+                          R"("epoch":{},"step":{}}})",
+                          4 * step, step == 1 ? "0.5" : "1.0", step));
+  }
 }
 
 TEST(Metrics, EvalAccumulatorIsTokenWeighted) {

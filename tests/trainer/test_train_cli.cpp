@@ -751,6 +751,7 @@ TEST_F(TrainCli, AccelerateDeepSpeedValuesThatDifferFromTheTrainersAreRefused) {
   EXPECT_FALSE(fs::exists(exp("acc_ga")));
   r = run(launch + "exp_name=acc_ga_ok compute.global_batch_size=6");
   EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("'grad_norm': '"), std::string::npos) << r.output;
   // gradient_clipping 0: accelerate leaves it out of the DeepSpeed config, so DeepSpeed does not
   // clip; refused beside trainer.max_grad_norm > 0, taken with max_grad_norm 0.
   std::ofstream(acc) << "distributed_type: DEEPSPEED\nnum_processes: 1\ndeepspeed_config:\n"
@@ -765,6 +766,9 @@ TEST_F(TrainCli, AccelerateDeepSpeedValuesThatDifferFromTheTrainersAreRefused) {
       << r.output;
   r = run(launch + "exp_name=acc_gc0_ok trainer.max_grad_norm=0");
   EXPECT_EQ(r.status, 0) << r.output;
+  // No clipping: no grad_norm in the log records, as transformers computes it only to clip.
+  EXPECT_NE(r.output.find("{'loss': '"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("'grad_norm'"), std::string::npos) << r.output;
   // A DeepSpeed JSON (deepspeed_config_file) without gradient_accumulation_steps: accelerate sets
   // it to 1, which transformers compares with the trainer's 4.
   const fs::path ds = root_ / "acc_ga_ds.json";
