@@ -1,10 +1,17 @@
 #include "cli/report_to.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "core/spelling.h"
 
 namespace zt::cli {
+
+bool is_transformers_integration(std::string_view name) {
+  for (const std::string_view i : kTransformersIntegrations)
+    if (i == name) return true;
+  return false;
+}
 
 ReportTo resolve_report_to(const RunConfig& cfg) {
   const Json& v = cfg.value("trainer.report_to");
@@ -47,6 +54,14 @@ ReportTo resolve_report_to(const RunConfig& cfg) {
           "{}: trainer.report_to: '{}' stands alone, not in a list with other integrations "
           "(transformers raises on it); got {}",
           at, n, v.dump());
+    if (!keyword && !is_transformers_integration(n)) {
+      const bool comma = n.find(',') != std::string::npos;
+      fail(
+          "{}: trainer.report_to: '{}' is not an integration (transformers raises on it){}; its "
+          "integrations are {}",
+          at, n, comma ? "; several integrations are a list, e.g. [tensorboard, wandb]" : "",
+          fmt::join(kTransformersIntegrations, ", "));
+    }
   }
   ReportTo r;
   for (const auto& n : names) {

@@ -10,12 +10,23 @@
 
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cli/run_config.h"
 #include "io/json.h"
 
 namespace zt::cli {
+
+// The names transformers' Trainer reports to (INTEGRATION_TO_CALLBACK of
+// transformers/integrations/integration_utils.py, 4.57 and 5.x); any other name makes it raise
+// "<name> is not supported".
+inline constexpr std::string_view kTransformersIntegrations[] = {
+    "azure_ml", "clearml", "codecarbon", "comet_ml", "dagshub",     "dvclive", "flyte",
+    "kubeflow", "mlflow",  "neptune",    "swanlab",  "tensorboard", "trackio", "wandb"};
+
+// Whether `name` is one of kTransformersIntegrations (exact spelling, as transformers compares).
+bool is_transformers_integration(std::string_view name);
 
 struct ReportTo {
   bool tensorboard = false;              // TensorBoard event files are written
@@ -27,7 +38,8 @@ struct ReportTo {
 // The trainer.report_to of `cfg` resolved as above. Throws zt::Error (RunConfig's) for a value that
 // is not null, a string or a list of strings (the schema refuses those before this runs), and for
 // what transformers raises on: "" or only whitespace, none / all beside other names, None /
-// TensorBoard (the case).
+// TensorBoard (the case), any other name that is not in kTransformersIntegrations ("wandbb",
+// "tensorboard,wandb" as one string).
 ReportTo resolve_report_to(const RunConfig& cfg);
 
 // Writes what the run uses into `cfg`, for args.yaml: trainer.report_to = r.effective and, when

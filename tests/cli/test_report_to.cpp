@@ -76,6 +76,20 @@ TEST(ReportTo, KeywordsInAListOrAnotherCaseAreRefused) {
             "integrations (transformers raises on it); got [\"none\",\"tensorboard\"]");
   EXPECT_EQ(error(Json::array({"tensorboard", "all"})).find("'all' stands alone"), 29u);
   EXPECT_EQ(error(Json::array({"wandb"})), "<no error>");  // an integration zerotune lacks: warned
+  EXPECT_EQ(error(Json::array({"trackio", "swanlab"})), "<no error>");
+  // A name that is no transformers integration (a typo, two names in one string) was warned about
+  // as an integration zerotune lacks, and TensorBoard written; transformers raises on it.
+  const std::string integrations =
+      "its integrations are azure_ml, clearml, codecarbon, comet_ml, dagshub, dvclive, flyte, "
+      "kubeflow, mlflow, neptune, swanlab, tensorboard, trackio, wandb";
+  EXPECT_EQ(error(Json::array({"tensorboard", "wandbb"})),
+            "sft.yaml: trainer.report_to: 'wandbb' is not an integration (transformers raises on "
+            "it); " +
+                integrations);
+  EXPECT_EQ(error(Json("tensorboard,wandb")),
+            "sft.yaml: trainer.report_to: 'tensorboard,wandb' is not an integration (transformers "
+            "raises on it); several integrations are a list, e.g. [tensorboard, wandb]; " +
+                integrations);
   // The empty string was warned about as "trainer.report_to  is not supported"; transformers
   // raises on it.
   for (const Json& given : {Json(""), Json::array({"tensorboard", ""})})
