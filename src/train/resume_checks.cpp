@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "core/tensor.h"
+#include "io/hydra_yaml.h"
 #include "param/param_layout.h"
 #include "train/checkpoint_dirs.h"
 
@@ -211,6 +212,25 @@ optim::AdamWParams resumed_adamw(const Json& state, const std::string& state_fil
         now.*f.value, ckpt.string(), origin.where);
   }
   return used;
+}
+
+std::optional<Json> adamw_from_args_yaml(const fs::path& ckpt) {
+  const fs::path file = ckpt / "args.yaml";
+  std::error_code ec;
+  if (!fs::is_regular_file(file, ec)) return std::nullopt;
+  Json args;
+  try {
+    args = load_yaml_file(file);
+  } catch (const Error&) {
+    return std::nullopt;  // not the file zerotune wrote: the run's own values, as without one
+  }
+  Json o = Json::object();
+  for (const char* key : {"adam_beta1", "adam_beta2", "adam_epsilon", "weight_decay"}) {
+    const Json* v = find_key_path(args, std::string("trainer.") + key);
+    if (v == nullptr || !v->is_number()) return std::nullopt;
+    o[key] = *v;
+  }
+  return o;
 }
 
 std::optional<std::string> pipeline_change_warning(const Json& state, const std::string& state_file,

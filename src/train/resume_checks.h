@@ -64,11 +64,19 @@ Json adamw_to_json(const optim::AdamWParams& p);
 // alike). So: `state`'s "optimizer" values; where one differs from `now` (this run's arguments) a
 // start-up warning (when `log`) names the key, its file (a.key_origins), the checkpoint's value
 // and how to train with the new one. A state without "optimizer" (saved before zerotune recorded
-// it) gives `now` unchanged. Throws zt::Error naming `state_file` and the key for an "optimizer"
-// that is not an object of the four numbers (betas in [0, 1), eps and weight_decay >= 0).
+// it) gives `now` unchanged — callers first try adamw_from_args_yaml. Throws zt::Error naming
+// `state_file` and the key for an "optimizer" that is not an object of the four numbers (betas in
+// [0, 1), eps and weight_decay >= 0).
 optim::AdamWParams resumed_adamw(const Json& state, const std::string& state_file,
                                  const optim::AdamWParams& now, const TrainArgs& a,
                                  const std::filesystem::path& ckpt, bool log);
+
+// For a checkpoint whose trainer_state.json has no "optimizer" (written before zerotune recorded
+// it): the AdamW values its run trained with, from the checkpoint's args.yaml (the saving run's
+// resolved config, which holds every trainer key), as an "optimizer" object for resumed_adamw.
+// nullopt when `ckpt`/args.yaml is missing, not valid YAML, or does not hold the four keys as
+// numbers under `trainer` (the run's own values are used then, as before).
+std::optional<Json> adamw_from_args_yaml(const std::filesystem::path& ckpt);
 
 // trainer_state.json's "data_pipeline": the token pipeline version (data::kPipelineVersion) of the
 // run that saved it. The start-up warning of a run resumed under pipeline `now` from a checkpoint

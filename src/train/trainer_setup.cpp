@@ -324,7 +324,14 @@ void Trainer::State::resume_or_init() {
     num_tokens_seen = st["num_tokens_seen"].get<int64_t>();
     best_from_json(st, state_file);
     sched = resumed_lr_schedule(st, state_file.string(), sched, a, start_step, *ckpt, rank0());
-    adam = resumed_adamw(st, state_file.string(), adam, a, *ckpt, rank0());
+    // A checkpoint from before trainer_state.json recorded the AdamW values: its args.yaml's.
+    std::string adam_from = state_file.string();
+    if (!st.contains("optimizer"))
+      if (std::optional<Json> o = adamw_from_args_yaml(*ckpt)) {
+        st["optimizer"] = std::move(*o);
+        adam_from = (*ckpt / "args.yaml").string();
+      }
+    adam = resumed_adamw(st, adam_from, adam, a, *ckpt, rank0());
     // Logged once the state has loaded, as split_change.
     pipeline_note = pipeline_change_warning(st, state_file.string(), data::kPipelineVersion);
     // args.yaml records the learning rate the run uses (as it records the effective output_dir

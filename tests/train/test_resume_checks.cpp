@@ -3,6 +3,8 @@
 // with (data::kPipelineVersion).
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <optional>
 #include <string>
 
 #include "core/zt_test_util.h"
@@ -77,6 +79,22 @@ TEST(ResumeChecks, OptimizerValuesAreCheckedAndAbsentMeansTheRunsOwn) {
             kState +
                 ": 'optimizer' must be an object (adam_beta1, adam_beta2, adam_epsilon, "
                 "weight_decay) or null, got \"adamw\"");
+}
+
+// A checkpoint from before trainer_state.json recorded "optimizer": its args.yaml (the saving
+// run's resolved config) gives the values; without the file, or without the four numbers, none.
+TEST(ResumeChecks, OptimizerValuesOfAnOlderCheckpointComeFromItsArgsYaml) {
+  zt::testing::TempDir d;
+  EXPECT_FALSE(adamw_from_args_yaml(d.path()).has_value());
+  std::ofstream(d / "args.yaml") << "trainer:\n  weight_decay: 0.1\n  adam_beta1: 0.9\n"
+                                    "  adam_beta2: 0.95\n  adam_epsilon: 1.0e-06\n";
+  const std::optional<Json> o = adamw_from_args_yaml(d.path());
+  ASSERT_TRUE(o.has_value());
+  EXPECT_EQ(*o, adamw_to_json({0.9, 0.95, 1e-6, 0.1}));
+  std::ofstream(d / "args.yaml") << "trainer:\n  weight_decay: 0.1\n  adam_beta1: 0.9\n";
+  EXPECT_FALSE(adamw_from_args_yaml(d.path()).has_value());
+  std::ofstream(d / "args.yaml") << "trainer: [\n";
+  EXPECT_FALSE(adamw_from_args_yaml(d.path()).has_value());
 }
 
 }  // namespace

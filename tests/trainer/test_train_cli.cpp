@@ -579,14 +579,25 @@ TEST_F(TrainCli, ResumeWithOtherAdamWValuesKeepsTheCheckpoints) {
   const std::string yaml = slurp(exp("adamhp_other") / "args.yaml");
   EXPECT_NE(yaml.find("\n  weight_decay: 0.1\n"), std::string::npos) << yaml;
   EXPECT_NE(yaml.find("\n  adam_beta2: 0.999\n"), std::string::npos) << yaml;
-  // An older checkpoint (no "optimizer"): the config's values, no warning.
+  // An older checkpoint (no "optimizer"): the values its args.yaml records, with the warning
+  // naming that file; the same model as the unchanged resume.
   zt::Json old = zt::Json::parse(slurp(state));
   old.erase("optimizer");
   std::ofstream(state) << old.dump(2);
   r = train("adamhp_old", resume + " trainer.weight_decay=0.5");
   ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("warning: " + at + "weight_decay: 0.5 differs from the 0.1 that " +
+                          (ck / "args.yaml").string() + " records; the checkpoint's 0.1 is used"),
+            std::string::npos)
+      << r.output;
+  EXPECT_TRUE(slurp(exp("adamhp_old") / "final" / "model.safetensors") ==
+              slurp(exp("adamhp_same") / "final" / "model.safetensors"));
+  // … and without an args.yaml that holds them: the config's values, no warning.
+  fs::remove(ck / "args.yaml");
+  r = train("adamhp_older", resume + " trainer.weight_decay=0.5");
+  ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_EQ(r.output.find("weight_decay: 0.5 differs"), std::string::npos) << r.output;
-  EXPECT_FALSE(slurp(exp("adamhp_old") / "final" / "model.safetensors") ==
+  EXPECT_FALSE(slurp(exp("adamhp_older") / "final" / "model.safetensors") ==
                slurp(exp("adamhp_same") / "final" / "model.safetensors"));
 }
 
