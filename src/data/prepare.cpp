@@ -231,6 +231,9 @@ TokenData build_token_data(const DataOptions& given, const text::Tokenizer& toke
   std::vector<std::string> left_out;  // parquet columns of a type not read, for the kind error
   std::vector<Json> rows = read_rows(opts.dataset, &left_out);
   if (rows.empty()) fail("{}: the dataset has no rows", file);
+  const int threads = opts.num_threads > 0 ? opts.num_threads : omp_get_max_threads();
+#pragma omp parallel for schedule(dynamic, 64) num_threads(threads)
+  for (size_t r = 0; r < rows.size(); ++r) remove_none_values(rows[r]);  // as TRL, before all else
   const DatasetFormat format = detect_format(rows[0], opts, file, left_out);
   const SftFormatter formatter(opts, format, tokenizer, config);
 
@@ -239,7 +242,6 @@ TokenData build_token_data(const DataOptions& given, const text::Tokenizer& toke
   std::vector<RowResult> results(rows.size());
   int64_t err_row = INT64_MAX;
   std::string err_msg;
-  const int threads = opts.num_threads > 0 ? opts.num_threads : omp_get_max_threads();
 #pragma omp parallel for schedule(dynamic, 8) num_threads(threads)
   for (int64_t r = 0; r < n; ++r) {
     try {

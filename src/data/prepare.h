@@ -22,8 +22,9 @@ namespace zt::data {
 // and recorded in a checkpoint's trainer_state.json ("data_pipeline") so that a resume under
 // another version is told (train/resume_checks.h). Bump when a change to this layer changes the
 // tokens or masks it produces for the same inputs. 3: config special tokens added; 4: EOS placed
-// as TRL's add_eos (only a "text" column; not a completion beside one).
-inline constexpr std::string_view kPipelineVersion = "zerotune-sft-data-4";
+// as TRL's add_eos (only a "text" column; not a completion beside one); 5: null-valued keys inside
+// column values removed as TRL's remove_none_values.
+inline constexpr std::string_view kPipelineVersion = "zerotune-sft-data-5";
 
 // What a preparation did. Counts are of dataset rows / examples; tokens after truncation.
 struct PrepareReport {

@@ -158,7 +158,30 @@ Json json_column(const Json& row, const char* column, int64_t r, std::string_vie
   return parsed;
 }
 
+// Removes null-valued keys from every object in `v` (v itself an object or a list), recursively.
+void strip_null_keys(Json& v) {
+  if (v.is_object()) {
+    for (auto it = v.begin(); it != v.end();) {
+      if (it->is_null()) {
+        it = v.erase(it);
+        continue;
+      }
+      if (it->is_structured()) strip_null_keys(*it);
+      ++it;
+    }
+  } else if (v.is_array()) {
+    for (Json& e : v)
+      if (e.is_structured()) strip_null_keys(e);
+  }
+}
+
 }  // namespace
+
+void remove_none_values(Json& row) {
+  if (!row.is_object()) return;
+  for (auto& [key, value] : row.items())
+    if (value.is_structured()) strip_null_keys(value);
+}
 
 std::string_view to_string(DatasetKind kind) {
   switch (kind) {

@@ -76,6 +76,15 @@ struct SftRow {
   std::optional<std::string> text_column;
 };
 
+// TRL's clean-up of each row before formatting (`_prepare_dataset`'s
+// `dataset.with_transform(remove_none_values)`, trl/trainer/utils.py): in every object *inside* a
+// column value — messages, tool calls and their arguments, `tools` schemas, chat_template_kwargs —
+// keys whose value is null are removed, at any depth; null list elements and a column that is
+// itself null stay (the transform runs on a batch, whose columns are lists). Parquet writes null
+// for a struct field a row lacks (one struct type per column), so without this a tool call renders
+// every other row's argument names as `null`. In place; `row` need not be an object.
+void remove_none_values(Json& row);
+
 // Checks row `row_index` (0-based) against `format` and extracts it; ShareGPT messages are
 // converted (from→role: human→user, gpt→assistant, system→system; value→content). Returns the
 // DropReason for empty completions/texts/messages. Throws zt::Error "FILE: row R: …" for a missing

@@ -12,6 +12,7 @@
 
 #include "data/prepare.h"
 #include "data/rows.h"
+#include "data/sft_rows.h"
 #include "test_util.h"
 
 namespace zt::data {
@@ -268,6 +269,53 @@ TEST_F(PrepareGolden, ChatTemplateKwargsColumn) {
   check("ctk_qwen3", o, false, &zt::testing::qwen3_tokenizer());
   o.completion_mask = CompletionMask::kPositional;
   check("ctk_qwen3.positional", o, false, &zt::testing::qwen3_tokenizer());
+}
+
+// TRL cleans every row with remove_none_values before formatting: a null-valued key inside a
+// column value (a tool call's arguments, a tools schema — what parquet writes for the struct fields
+// a row lacks) is removed at any depth. zerotune rendered them: `{"city": "Paris", "query": null}`
+// in the trained tool call. The rows with nulls tokenise exactly as the rows without those keys.
+TEST_F(PrepareGolden, NestedNullsAreRemovedAsTrlDoes) {
+  const auto rows = [](bool nulls) {
+    const std::string n = nulls ? R"(, "query": null)" : "";
+    const std::string n2 = nulls ? R"("city": null, )" : "";
+    return R"({"messages": [{"role": "user", "content": "Weather in Paris?"},)"
+           R"( {"role": "assistant", "content": "", "tool_calls": [{"type": "function",)"
+           R"( "function": {"name": "get_weather", "arguments": {"city": "Paris")" +
+           n +
+           R"(}}}]},)"
+           R"( {"role": "tool", "content": "sunny"}, {"role": "assistant", "content": "Sunny."}],)"
+           R"( "tools": [{"type": "function", "function": {"name": "get_weather",)"
+           R"( "parameters": {"type": "object", "properties": {"city": {"type": "string"})" +
+           n +
+           R"(}}}}]})"
+           "\n"
+           R"({"messages": [{"role": "user", "content": "Search cats"},)"
+           R"( {"role": "assistant", "content": "", "tool_calls": [{"type": "function",)"
+           R"( "function": {"name": "search", "arguments": {)" +
+           n2 +
+           R"("query": "cats"}}}]},)"
+           R"( {"role": "tool", "content": "many"}, {"role": "assistant", "content": "Many."}],)"
+           R"( "tools": null})"
+           "\n";
+  };
+  write_file(dir_ / "nulls.jsonl", rows(true));
+  write_file(dir_ / "clean.jsonl", rows(false));
+  const TokenData with_nulls = build_token_data(options(dir_ / "nulls.jsonl"), *tok_, *cfg_);
+  const TokenData clean = build_token_data(options(dir_ / "clean.jsonl"), *tok_, *cfg_);
+  ASSERT_EQ(with_nulls.example_rows.size(), 2u);
+  EXPECT_EQ(with_nulls.ids, clean.ids);
+  EXPECT_EQ(with_nulls.targets, clean.targets);
+  EXPECT_EQ(tok_->decode(clean.ids, false).find("null"), std::string::npos);
+}
+
+// remove_none_values itself: keys with null values go inside column values at any depth; a null
+// column and null list elements stay (TRL's transform sees a batch: each column is a list).
+TEST(RemoveNoneValues, InsideColumnValuesOnly) {
+  Json row = Json::parse(R"({"a": null, "b": {"x": null, "y": [null, {"z": null, "w": 1}]},
+                             "c": [{"k": null}], "d": "s"})");
+  remove_none_values(row);
+  EXPECT_EQ(row, Json::parse(R"({"a": null, "b": {"y": [null, {"w": 1}]}, "c": [{}], "d": "s"})"));
 }
 
 TEST_F(PrepareGolden, ConversationalPromptCompletionAssistantOnly) {
