@@ -106,6 +106,7 @@ TokenizerBundle load_tokenizer(const RunConfig& cfg) {
   TokenizerBundle b{src.dir, text::Tokenizer::load(src.dir / "tokenizer.json"),
                     text::load_tokenizer_config(src.dir)};
   text::register_config_special_tokens(b.tokenizer, b.config);  // as transformers' loading does
+  text::apply_config_post_processor(b.tokenizer, b.config);     // … and its Llama-family classes
   return b;
 }
 

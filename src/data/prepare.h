@@ -23,7 +23,8 @@ namespace zt::data {
 // another version is told (train/resume_checks.h). Bump when a change to this layer changes the
 // tokens or masks it produces for the same inputs. 3: config special tokens added; 4: EOS placed
 // as TRL's add_eos (only a "text" column; not a completion beside one); 5: null-valued keys inside
-// column values removed as TRL's remove_none_values.
+// column values removed as TRL's remove_none_values, and tokenizer_config.json's add_bos_token /
+// add_eos_token applied to the Llama-family tokenizer classes (text::apply_config_post_processor).
 inline constexpr std::string_view kPipelineVersion = "zerotune-sft-data-5";
 
 // What a preparation did. Counts are of dataset rows / examples; tokens after truncation.

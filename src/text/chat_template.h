@@ -58,7 +58,10 @@ struct TokenizerConfig {
   std::optional<std::string> eos_token;
   std::optional<std::string> bos_token;
   std::optional<std::string> pad_token;
-  bool add_bos_token = false;
+  bool add_bos_token = false;             // false when unset (the chat-template variable)
+  std::optional<bool> add_bos_token_set;  // add_bos_token as the file gives it (nullopt: absent)
+  std::optional<bool> add_eos_token;      // add_eos_token as the file gives it (nullopt: absent)
+  std::optional<std::string> tokenizer_class;  // "LlamaTokenizer", "LlamaTokenizerFast", …
   std::filesystem::path dir;
   // The other named special tokens transformers passes to templates (special_tokens_map).
   std::optional<std::string> unk_token;

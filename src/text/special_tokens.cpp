@@ -1,5 +1,7 @@
 #include "text/special_tokens.h"
 
+#include <fmt/format.h>
+
 #include <array>
 
 #include "core/error.h"
@@ -42,6 +44,44 @@ std::vector<RegisteredSpecialToken> register_config_special_tokens(Tokenizer& to
     out.push_back(std::move(r));
   }
   return out;
+}
+
+bool apply_config_post_processor(Tokenizer& tok, const TokenizerConfig& cfg) {
+  if (!cfg.tokenizer_class) return false;
+  std::string_view cls = *cfg.tokenizer_class;
+  if (cls.ends_with("Fast")) cls.remove_suffix(4);
+  struct Defaults {
+    std::string_view cls;
+    bool bos, eos;
+  };
+  static constexpr Defaults kClasses[] = {{"LlamaTokenizer", true, false},
+                                          {"GemmaTokenizer", true, false},
+                                          {"CodeLlamaTokenizer", true, false},
+                                          {"CohereTokenizer", true, false},
+                                          {"GPTNeoXTokenizer", false, false}};
+  const Defaults* d = nullptr;
+  for (const Defaults& c : kClasses)
+    if (c.cls == cls) d = &c;
+  if (d == nullptr) return false;
+  const auto id_of = [&](const char* flag, bool given, const char* key,
+                         const std::optional<std::string>& t) {
+    if (!t || t->empty())
+      fail("{}: {} is true{} but no {} is set; transformers raises here too",
+           (cfg.dir / "tokenizer_config.json").string(), flag,
+           given ? "" : fmt::format(" (the {} default)", *cfg.tokenizer_class), key);
+    const std::optional<int32_t> id = tok.token_to_id(*t);
+    if (!id)
+      fail("{}: {} '{}' is not a token of the tokenizer", special_token_file(cfg, key).string(),
+           key, *t);
+    return *id;
+  };
+  std::optional<int32_t> bos, eos;
+  if (cfg.add_bos_token_set.value_or(d->bos))
+    bos = id_of("add_bos_token", cfg.add_bos_token_set.has_value(), "bos_token", cfg.bos_token);
+  if (cfg.add_eos_token.value_or(d->eos))
+    eos = id_of("add_eos_token", cfg.add_eos_token.has_value(), "eos_token", cfg.eos_token);
+  tok.set_special_tokens_template(bos, eos);
+  return true;
 }
 
 std::string describe_token(const Tokenizer& tok, const TokenizerConfig& cfg, int32_t id) {

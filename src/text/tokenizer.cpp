@@ -329,6 +329,20 @@ std::string Tokenizer::id_to_token(int32_t id) const {
 
 int32_t Tokenizer::vocab_size() const { return impl_->vocab_size; }
 
+void Tokenizer::set_special_tokens_template(std::optional<int32_t> bos,
+                                            std::optional<int32_t> eos) {
+  Impl& m = *impl_;
+  for (const std::optional<int32_t>& id : {bos, eos})
+    if (id && (*id < 0 || *id >= m.vocab_size || !m.present[size_t(*id)]))
+      fail("tokenizer '{}': {} is not a token id of this tokenizer", m.file, *id);
+  tokenizer_detail::TemplatePost t;
+  if (bos) t.pieces.push_back({*bos});
+  t.pieces.emplace_back();  // the sequence
+  if (eos) t.pieces.push_back({*eos});
+  m.post.clear();
+  m.post.emplace_back(std::move(t));
+}
+
 Tokenizer::AddResult Tokenizer::add_special_token(std::string_view content) {
   if (content.empty()) fail("tokenizer '{}': an added token cannot be empty", impl_->file);
   if (unicode::find_invalid_utf8(content))

@@ -66,6 +66,13 @@ class Tokenizer {
   };
   AddResult add_special_token(std::string_view content);
 
+  // Replaces tokenizer.json's post-processor with the single-sequence template
+  // `[bos] $A [eos]` (each part only when given): what transformers' LlamaTokenizerFast /
+  // GemmaTokenizerFast / … `update_post_processor` installs from tokenizer_config.json's
+  // add_bos_token / add_eos_token. Affects encode(…, add_special_tokens = true) only. The ids must
+  // be tokens of this tokenizer (zt::Error otherwise).
+  void set_special_tokens_template(std::optional<int32_t> bos, std::optional<int32_t> eos);
+
  private:
   struct Impl;
   explicit Tokenizer(std::unique_ptr<Impl> impl);

@@ -155,10 +155,19 @@ TokenizerConfig load_tokenizer_config(const fs::path& dir) {
   cfg.pad_token = token("pad_token");
   cfg.cls_token = token("cls_token");
   cfg.mask_token = token("mask_token");
-  if (auto it = j.find("add_bos_token"); it != j.end() && !it->is_null()) {
+  for (const char* key : {"add_bos_token", "add_eos_token"}) {
+    const auto it = j.find(key);
+    if (it == j.end() || it->is_null()) continue;
     if (!it->is_boolean())
-      fail("{}: 'add_bos_token' must be true or false, got {}", file.string(), it->dump());
-    cfg.add_bos_token = it->get<bool>();
+      fail("{}: '{}' must be true or false, got {}", file.string(), key, it->dump());
+    (key == std::string_view("add_bos_token") ? cfg.add_bos_token_set : cfg.add_eos_token) =
+        it->get<bool>();
+  }
+  cfg.add_bos_token = cfg.add_bos_token_set.value_or(false);
+  if (auto it = j.find("tokenizer_class"); it != j.end() && !it->is_null()) {
+    if (!it->is_string())
+      fail("{}: 'tokenizer_class' must be a string, got {}", file.string(), it->dump());
+    cfg.tokenizer_class = it->get<std::string>();
   }
   return cfg;
 }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/zt_test_util.h"
+#include "io/json.h"
 #include "text/chat_template.h"
 #include "text/special_tokens.h"
 #include "text/tokenizer.h"
@@ -105,6 +106,55 @@ TEST(SpecialTokens, VocabularyTokenKeepsItsIdAndIsMatchedWhole) {
   EXPECT_EQ(tok.vocab_size(), 151667);
   // A special added token is split out of the text before BPE: " red" is " " + "red".
   EXPECT_EQ(tok.encode(" red<|y|>"), (std::vector<int32_t>{220, *red, 151666}));
+}
+
+// tokenizer_config.json's add_bos_token / add_eos_token under tokenizer_class LlamaTokenizerFast
+// (and the other classes whose __init__ rebuilds the post-processor) decide the BOS / EOS that
+// encode(…, add_special_tokens) adds; PreTrainedTokenizerFast keeps tokenizer.json's. zerotune took
+// tokenizer.json's always: with `add_eos_token: true` TRL's plain rows end in two EOS, zerotune's
+// in one. Golden: transformers 4.57.1 AutoTokenizer (tools/make_tokenizer_flag_goldens.py).
+TEST(SpecialTokens, AddBosAndAddEosFlagsRebuildTheTemplateAsTransformersClassesDo) {
+  const fs::path data = fs::path(ZT_TEST_DATA);
+  std::ifstream in(data / "tokenizer" / "config_flags.golden.json");
+  const Json golden = Json::parse(in);
+  ASSERT_EQ(golden["cases"].size(), 7u);
+  for (const Json& c : golden["cases"]) {
+    SCOPED_TRACE(c.dump());
+    const fs::path src = data / "families" / c["tokenizer"].get<std::string>();
+    zt::testing::TempDir d;
+    fs::copy_file(src / "tokenizer.json", d / "tokenizer.json");
+    std::ifstream cin(src / "tokenizer_config.json");
+    Json cfg_json = Json::parse(cin);
+    for (const auto& [key, value] : c["config"].items()) {
+      if (value.is_null())
+        cfg_json.erase(key);
+      else
+        cfg_json[key] = value;
+    }
+    std::ofstream(d / "tokenizer_config.json") << cfg_json.dump();
+    Tokenizer tok = Tokenizer::load(d / "tokenizer.json");
+    const TokenizerConfig cfg = load_tokenizer_config(d.path());
+    register_config_special_tokens(tok, cfg, false);
+    EXPECT_EQ(apply_config_post_processor(tok, cfg), c["class"] != "PreTrainedTokenizerFast");
+    for (const Json& t : c["texts"]) {
+      const std::string text = t["text"].get<std::string>();
+      EXPECT_EQ(tok.encode(text, true), t["special"].get<std::vector<int32_t>>()) << text;
+      EXPECT_EQ(tok.encode(text, false), t["plain"].get<std::vector<int32_t>>()) << text;
+    }
+  }
+}
+
+// A flag that asks for a token the config does not name: an error naming the file, as
+// transformers raises ("add_eos_token = True but eos_token = None").
+TEST(SpecialTokens, AddEosFlagWithoutAnEosTokenIsAnError) {
+  const fs::path src = fs::path(ZT_TEST_DATA) / "families" / "mistral_v3";
+  Tokenizer tok = Tokenizer::load(src / "tokenizer.json");
+  TokenizerConfig cfg = load_tokenizer_config(src);
+  cfg.eos_token.reset();
+  cfg.add_eos_token = true;
+  EXPECT_EQ(zt::testing::error_of([&] { apply_config_post_processor(tok, cfg); }),
+            (src / "tokenizer_config.json").string() +
+                ": add_eos_token is true but no eos_token is set; transformers raises here too");
 }
 
 }  // namespace

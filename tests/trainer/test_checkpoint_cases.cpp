@@ -193,4 +193,28 @@ TEST_F(CheckpointCase, EosNotInVocabularyIsOneAddedTokenAsInTransformers) {
                      "151665) (vocab_size of model/config.json)"));
 }
 
+// tokenizer_config.json's add_eos_token under tokenizer_class LlamaTokenizerFast: transformers'
+// class rebuilds the post-processor, so every plain row TRL tokenises gets a second EOS after the
+// one TRL's add_eos appends (transformers 4.57.1 AutoTokenizer: "hello world</s>" →
+// [1, 1168, 1352, 29477, 2294, 2, 2]); zerotune gave one.
+TEST_F(CheckpointCase, AddEosTokenOfALlamaClassTokenizerIsAppliedAsInTransformers) {
+  copy_case("eos-token-not-in-vocab");
+  const fs::path mistral = fs::path(ZT_TEST_DATA) / "families" / "mistral_v3";
+  fs::create_directories(dir_ / "tok");
+  fs::copy(mistral / "tokenizer.json", dir_ / "tok" / "tokenizer.json");
+  fs::copy(mistral / "tokenizer_config.json", dir_ / "tok" / "tokenizer_config.json");
+  set_json(dir_ / "tok" / "tokenizer_config.json", "add_eos_token", true);
+  std::ofstream(dir_ / "data.jsonl") << "{\"text\": \"hello world\"}\n{\"text\": \"hi\"}\n";
+  const RunResult r = zerotune(
+      "prepare --config sft.yaml --json > prep.json 2> prep.log; s=$?; cat prep.log; exit $s");
+  ASSERT_TRUE(exited(r, 0));
+  const fs::path cache = read_json(dir_ / "prep.json")["cache_file"].get<std::string>();
+  const zt::data::PreparedDataset ds =
+      zt::data::PreparedDataset::open(cache.is_absolute() ? cache : dir_ / cache);
+  ASSERT_EQ(ds.num_examples(), 2);
+  const auto tokens = ds.tokens(0);
+  EXPECT_EQ(std::vector<int32_t>(tokens.begin(), tokens.end()),
+            (std::vector<int32_t>{1, 1168, 1352, 29477, 2294, 2, 2}));
+}
+
 }  // namespace
