@@ -31,8 +31,12 @@ const char* role_from_sharegpt(const std::string& from) {
   return nullptr;
 }
 
+// The roles chat templates render: the four of TRL's formats, Llama 3.1's tool-result role
+// `ipython` and OpenAI's `developer` (system-level instructions). TRL passes any role to the
+// template; another name is refused as a likely typo (a template skips a role it does not know).
 bool known_role(const std::string& role) {
-  return role == "system" || role == "user" || role == "assistant" || role == "tool";
+  return role == "system" || role == "user" || role == "assistant" || role == "tool" ||
+         role == "ipython" || role == "developer";
 }
 
 // Validates (and for ShareGPT converts) one message list; returns the checked copy.
@@ -89,7 +93,7 @@ Json checked_messages(const Json& v, std::string_view column, bool sharegpt, int
       if (!known_role(role_s)) {
         fail(
             "{}: row {}: column '{}', message {} has unknown role '{}'; expected system, user, "
-            "assistant or tool",
+            "assistant, tool, ipython or developer",
             file, r, column, k, role_s);
       }
       out.push_back(m);

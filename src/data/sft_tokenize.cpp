@@ -75,12 +75,16 @@ SftFormatter::SftFormatter(const DataOptions& opts, const DatasetFormat& format,
          names.key("prompt_format"), dataset, to_string(kind), names.where("prompt_format"));
   }
   if (opts.completion_only_loss) {
-    if (*opts.completion_only_loss && !is_prompt_completion(kind)) {
-      fail("{}: true needs a prompt/completion dataset, but {} is {} data{}",
-           names.key("completion_only_loss"), dataset, to_string(kind),
-           names.where("completion_only_loss"));
-    }
-    completion_only_loss_ = *opts.completion_only_loss;
+    // TRL 0.25.1 builds a completion mask for prompt/completion rows only, and its collator masks
+    // only when one exists: on other data the flag changes nothing there — as here, said once.
+    if (*opts.completion_only_loss && !is_prompt_completion(kind))
+      log::warn(
+          "{}: true has no effect on {} ({} data): it masks the prompt of prompt/completion rows "
+          "only, and TRL ignores it on this data too, so every token{} is trained{}",
+          names.key("completion_only_loss"), dataset, to_string(kind),
+          opts.assistant_only_loss ? " of the assistant turns" : "",
+          names.where("completion_only_loss"));
+    completion_only_loss_ = *opts.completion_only_loss && is_prompt_completion(kind);
   } else {
     completion_only_loss_ = is_prompt_completion(kind);
   }

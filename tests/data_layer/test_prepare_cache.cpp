@@ -457,7 +457,7 @@ TEST_F(Prepare, WrongTypesAndRolesNameTheRow) {
   EXPECT_EQ(prepare_error(options(f)),
             f.string() +
                 ": row 33: column 'messages', message 1 has unknown role 'narrator'; expected "
-                "system, user, assistant or tool");
+                "system, user, assistant, tool, ipython or developer");
   write_file(f,
              "{\"messages\": [{\"role\": \"user\", \"content\": \"q\"}]}\n"
              "{\"messages\": [{\"role\": \"user\", \"content\": [\"q\"]}]}\n");
@@ -505,10 +505,24 @@ TEST_F(Prepare, OptionErrors) {
   EXPECT_EQ(prepare_error(o),
             "prompt_format: chat needs plain-string 'prompt' and 'completion' columns, but " +
                 msgs.string() + " is conversational language modeling data");
+  // completion_only_loss: true on data without a prompt: TRL ignores it (no completion mask),
+  // so a warning, and every token trained — the same tokens as without it.
   o = options(msgs);
+  o.max_length = 64;
   o.completion_only_loss = true;
-  EXPECT_EQ(prepare_error(o), "completion_only_loss: true needs a prompt/completion dataset, but " +
-                                  msgs.string() + " is conversational language modeling data");
+  ::testing::internal::CaptureStderr();
+  const TokenData with_flag = build_token_data(o, *tok_, *cfg_);
+  const std::string warned = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(warned.find("completion_only_loss: true has no effect on " + msgs.string() +
+                        " (conversational language modeling data): it masks the prompt of "
+                        "prompt/completion rows only, and TRL ignores it on this data too, so "
+                        "every token is trained"),
+            std::string::npos)
+      << warned;
+  o.completion_only_loss.reset();
+  const TokenData without = build_token_data(o, *tok_, *cfg_);
+  EXPECT_EQ(with_flag.ids, without.ids);
+  EXPECT_EQ(with_flag.targets, without.targets);
   o = options(shared_data("datasets/text/c4_demo.jsonl"));
   o.assistant_only_loss = true;
   EXPECT_EQ(prepare_error(o),
@@ -555,12 +569,16 @@ TEST_F(Prepare, OptionErrorsNameConfigKeyFileAndSplit) {
                 "implied by model_name)");
   p = o;
   p.completion_only_loss = true;
-  EXPECT_EQ(prepare_error(p),
-            "sft.yaml: trainer.completion_only_loss: true needs a "
-            "prompt/completion dataset, but " +
-                file +
-                " is conversational language modeling data (given on the "
-                "command line)");
+  p.max_length = 64;
+  ::testing::internal::CaptureStderr();
+  build_token_data(p, *tok_, *cfg_);
+  const std::string warned = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(warned.find("sft.yaml: trainer.completion_only_loss: true has no effect on " + file +
+                        " (conversational language modeling data): it masks the prompt of "
+                        "prompt/completion rows only, and TRL ignores it on this data too, so "
+                        "every token is trained (given on the command line)"),
+            std::string::npos)
+      << warned;
   p = o;
   p.dataset = shared_data("datasets/text/c4_demo.jsonl");
   p.assistant_only_loss = true;

@@ -193,7 +193,14 @@ TEST(ExtractRow, WrongTypesAndRolesNameTheRow) {
             msgs, 41);
       }),
       "d.jsonl: row 41: column 'messages', message 1 has unknown role 'robot'; expected "
-      "system, user, assistant or tool");
+      "system, user, assistant, tool, ipython or developer");
+  // Llama 3.1's tool-result role and OpenAI's developer role are passed to the template.
+  for (const char* role : {"ipython", "developer"}) {
+    const std::string json =
+        std::string(R"({"messages": [{"role": ")") + role + R"(", "content": "a"}]})";
+    const SftRow row = row_of(json.c_str(), msgs, 3);
+    EXPECT_EQ(row.completion_messages[0]["role"], role);
+  }
   EXPECT_EQ(error_of([&] { row_of(R"({"messages": [{"content": "a"}]})", msgs, 2); }),
             "d.jsonl: row 2: column 'messages', message 0 has no 'role'");
   EXPECT_EQ(error_of([&] { row_of(R"({"messages": "hi"})", msgs, 2); }),
