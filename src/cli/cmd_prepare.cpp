@@ -26,6 +26,7 @@ int cmd_prepare(const Args& args) {
   if (auto rc = config_file_of(file, kUsage, &config)) return *rc;
   RunConfig cfg = RunConfig::load(config, overrides);
   for (const auto& n : cfg.notes()) log::info("{}", n);
+  check_dataset_kwargs(cfg, [](const std::string& m) { log::warn("{}", m); });
   TokenizerBundle tok = load_tokenizer(cfg);
   for (std::string split : {"train", "eval"}) {
     if (split == "eval" && !has_eval_set(cfg)) continue;

@@ -374,6 +374,7 @@ train::TrainArgs make_train_args(RunConfig& cfg, const std::optional<AccelerateC
   a.model_dir = src.dir;
   a.from_scratch = !src.has_weights;
   check_model_init_kwargs(cfg, a.model_dir, warn, verbose);
+  check_dataset_kwargs(cfg, warn);
   check_dataset_present(cfg, "train");
   a.train_data = data_options(cfg, "train");
   if (has_eval_set(cfg)) {

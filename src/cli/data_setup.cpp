@@ -1,5 +1,8 @@
 #include "cli/data_setup.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include "cli/run_dir_guard.h"
 #include "core/error.h"
 #include "core/file_util.h"
@@ -108,6 +111,39 @@ TokenizerBundle load_tokenizer(const RunConfig& cfg) {
   text::register_config_special_tokens(b.tokenizer, b.config);  // as transformers' loading does
   text::apply_config_post_processor(b.tokenizer, b.config);     // … and its Llama-family classes
   return b;
+}
+
+void check_dataset_kwargs(const RunConfig& cfg,
+                          const std::function<void(const std::string&)>& warn) {
+  const std::string key = "trainer.dataset_kwargs";
+  const Json& v = cfg.value(key);
+  if (v.is_null()) return;
+  if (!v.is_object())
+    fail(
+        "{}: {}{} is {}; expected a mapping (TRL calls "
+        "dataset_kwargs.get(\"skip_prepare_dataset\") "
+        "and fails on anything else), or null",
+        cfg.key_at(key), key, cfg.where(key), v.dump());
+  std::vector<std::string> ignored;
+  for (const auto& [k, x] : v.items()) {
+    if (k != "skip_prepare_dataset") {
+      ignored.push_back(k);
+      continue;
+    }
+    // Python's truth: null, false, 0, "" and empty containers are false.
+    const bool truthy = !(x.is_null() || x == false || x == 0 ||
+                          ((x.is_string() || x.is_object() || x.is_array()) && x.empty()));
+    if (truthy)
+      fail(
+          "{}: {}.skip_prepare_dataset: {} is not supported by zerotune: it always formats and "
+          "tokenises the dataset itself (TRL would expect input_ids already in the rows){}",
+          cfg.key_at(key), key, x.dump(), cfg.where(key));
+  }
+  if (!ignored.empty())
+    warn(
+        fmt::format("{}: {}: {} changes nothing: TRL 0.25.1 reads only skip_prepare_dataset from "
+                    "dataset_kwargs (these are older TRL's keys), and zerotune does the same",
+                    cfg.key_at(key), key, fmt::join(ignored, ", ")));
 }
 
 data::DataOptions data_options(const RunConfig& cfg, const std::string& split) {

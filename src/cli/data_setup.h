@@ -4,6 +4,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <string>
 
 #include "cli/run_config.h"
@@ -36,6 +37,14 @@ TokenizerBundle load_tokenizer(const RunConfig& cfg);
 // Throws zt::Error naming the key when neither is set, when is_local contradicts what is given,
 // when a local file's split is not "train", or when the hub dataset cannot be found.
 data::DataOptions data_options(const RunConfig& cfg, const std::string& split);
+
+// trainer.dataset_kwargs as TRL 0.25.1 reads it: only `skip_prepare_dataset` (SFTTrainer skips
+// formatting and tokenising when it is true). Null: nothing. Throws zt::Error naming the key for a
+// value that is no mapping (TRL calls .get on it) and for a true skip_prepare_dataset (zerotune
+// always prepares the data); any other key gets one `warn` line naming it (older TRL's
+// add_special_tokens, append_concat_token, … change nothing in 0.25.1 either).
+void check_dataset_kwargs(const RunConfig& cfg,
+                          const std::function<void(const std::string&)>& warn);
 
 // Throws zt::Error naming the config file and key dataset.<split>.path when the split's local
 // dataset file is not there or is a directory (the readers' own "cannot open" / "read failed: Is

@@ -297,9 +297,9 @@ std::vector<KeySpec> trainer_keys() {
             "zerotune implements Qwen2/Llama itself; no remote code runs"),
       acts("trainer.chat_template_path", nullptr, text(true)),
       acts("trainer.dataset_text_field", "text", text()),
-      refused("trainer.dataset_kwargs", nullptr,
-              "zerotune always formats and tokenises the dataset itself (no skip_prepare_dataset)",
-              {Json{{"skip_prepare_dataset", false}}}),
+      // a mapping; only skip_prepare_dataset is read (refused when true), as TRL 0.25.1 reads
+      // only that key (check_dataset_kwargs)
+      acts("trainer.dataset_kwargs", nullptr, any_value()),
       noted("trainer.dataset_num_proc", nullptr, "zerotune tokenises with compute.threads threads"),
       refused("trainer.shuffle_dataset", false,
               "an extra shuffle before training changes the sample order; zerotune shuffles per "

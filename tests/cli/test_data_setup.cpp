@@ -64,6 +64,37 @@ TEST(DataSetup, BadValuesNameTheKey) {
             "{enable_thinking: false}), got \"enable_thinking\"");
 }
 
+// trainer.dataset_kwargs as TRL 0.25.1 reads it: only skip_prepare_dataset. Older TRL's keys were
+// refused ("not supported"), so a YAML TRL runs did not; now one warning names them.
+TEST(DataSetup, DatasetKwargsAsTrlReadsThem) {
+  std::vector<std::string> warnings;
+  const auto warn = [&](const std::string& m) { warnings.push_back(m); };
+  zt::cli::check_dataset_kwargs(config(Json::object()), warn);
+  zt::cli::check_dataset_kwargs(config({{"dataset_kwargs", {{"skip_prepare_dataset", false}}}}),
+                                warn);
+  EXPECT_TRUE(warnings.empty());
+  zt::cli::check_dataset_kwargs(
+      config({{"dataset_kwargs", {{"add_special_tokens", false}, {"append_concat_token", false}}}}),
+      warn);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_EQ(warnings[0],
+            "sft.yaml: trainer.dataset_kwargs: add_special_tokens, append_concat_token changes "
+            "nothing: TRL 0.25.1 reads only skip_prepare_dataset from dataset_kwargs (these are "
+            "older TRL's keys), and zerotune does the same");
+  EXPECT_EQ(error_of([&] {
+              zt::cli::check_dataset_kwargs(
+                  config({{"dataset_kwargs", {{"skip_prepare_dataset", true}}}}), warn);
+            }),
+            "sft.yaml: trainer.dataset_kwargs.skip_prepare_dataset: true is not supported by "
+            "zerotune: it always formats and tokenises the dataset itself (TRL would expect "
+            "input_ids already in the rows)");
+  EXPECT_EQ(error_of([&] {
+              zt::cli::check_dataset_kwargs(config({{"dataset_kwargs", "{}"}}), warn);
+            }),
+            "sft.yaml: trainer.dataset_kwargs is \"{}\"; expected a mapping (TRL calls "
+            "dataset_kwargs.get(\"skip_prepare_dataset\") and fails on anything else), or null");
+}
+
 // An empty tokenizer key was reported as "model: name_or_path is empty", naming another key than
 // the one the user left empty.
 TEST(DataSetup, EmptyTokenizerKeyIsNamed) {
