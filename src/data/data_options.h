@@ -83,7 +83,7 @@ struct ConfigNames {
 };
 
 struct DataOptions {
-  std::filesystem::path dataset;             // .jsonl, .json or .parquet
+  std::filesystem::path dataset;             // .jsonl, .json, .parquet or .csv
   std::string dataset_text_field = "text";   // TRL `dataset_text_field`
   std::optional<int64_t> max_length = 1024;  // tokens; nullopt or 0 = no truncation
   bool packing = false;                      // TRL `packing`

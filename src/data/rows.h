@@ -18,7 +18,8 @@ namespace zt::data {
 //   fixed_size_list, struct (e.g. `list<struct<content, role>>` messages), map (as a list of
 //   [key, value] pairs) and dictionary-encoded columns, any number of row groups and chunks; a
 //   column of another type (timestamp, binary, decimal …), or holding one at any depth (an HF
-//   Image feature `struct<bytes: binary, path: string>`), is left out of the rows with a note.
+//   Image feature `struct<bytes: binary, path: string>`), is left out of the rows with a note;
+// - `.csv`: as read_csv_rows below (the users' sft.py loads csv by extension, as HF datasets).
 // Rows are returned in file order. Throws zt::Error: malformed JSON → "FILE:LINE:COL: …" (JSON
 // Lines: plus a hint naming CR-only line endings when the line holds a CR not followed by LF); a
 // raw NUL byte → "FILE:LINE:COL: a NUL byte: …"; a row that is not an object; invalid UTF-8 →
@@ -37,6 +38,12 @@ std::vector<Json> read_rows(const std::filesystem::path& file,
 std::vector<Json> read_json_rows(const std::filesystem::path& file);
 std::vector<Json> read_parquet_rows(const std::filesystem::path& file,
                                     std::vector<std::string>* left_out = nullptr);
+// `.csv` as HF datasets' csv builder (pandas.read_csv's defaults) reads it: a header line of
+// column names, each column's type inferred, empty fields and NA spellings null. Errors: those of
+// the parquet reader (names given twice, invalid UTF-8 naming the row), and Arrow's parse error
+// naming the file (a row with another number of fields than the header, an unterminated quote).
+std::vector<Json> read_csv_rows(const std::filesystem::path& file,
+                                std::vector<std::string>* left_out = nullptr);
 
 // The whole content of `file` as bytes. Throws zt::Error naming the file when it cannot be read.
 std::string read_file_bytes(const std::filesystem::path& file);

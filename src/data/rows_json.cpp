@@ -235,7 +235,8 @@ std::vector<Json> read_rows(const std::filesystem::path& file, std::vector<std::
   if (ext == ".jsonl") return read_json_rows(file);
   if (ext == ".json") return read_json_rows(file);
   if (ext == ".parquet") return read_parquet_rows(file, left_out);
-  fail("{}: unsupported dataset file extension '{}'; expected .jsonl, .json or .parquet",
+  if (ext == ".csv") return read_csv_rows(file, left_out);
+  fail("{}: unsupported dataset file extension '{}'; expected .jsonl, .json, .parquet or .csv",
        file.string(), ext);
 }
 

@@ -34,7 +34,7 @@ bool has_word(const std::string& name, const std::string& kw) {
 
 bool is_data_file(const fs::path& p) {
   const std::string ext = p.extension().string();
-  return ext == ".parquet" || ext == ".jsonl" || ext == ".json";
+  return ext == ".parquet" || ext == ".jsonl" || ext == ".json" || ext == ".csv";
 }
 
 bool of_split(const fs::path& rel, const std::vector<std::string>& keywords) {
