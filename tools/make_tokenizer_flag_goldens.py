@@ -6,9 +6,10 @@ Run with transformers 4.57.1 (the users' version; torch not needed):
 
 transformers' LlamaTokenizerFast / GemmaTokenizerFast / … rebuild the post-processor from
 tokenizer_config.json's add_bos_token / add_eos_token (update_post_processor); PreTrainedTokenizerFast
-and Qwen2Tokenizer keep tokenizer.json's. For test tokenizers of tests/data/families with each flag
-variant written into a copy of tokenizer_config.json, records the ids of a few texts with and without
-special tokens, as AutoTokenizer gives them.
+and Qwen2Tokenizer keep tokenizer.json's. For test tokenizers of tests/data/families with each variant
+written into a copy of tokenizer_config.json (and a config.json beside it where the class comes from
+there), records the class AutoTokenizer loads, its bos / eos token and the ids of a few texts with
+and without special tokens.
 """
 import json
 import shutil
@@ -23,21 +24,38 @@ ROOT = Path(__file__).resolve().parent.parent
 FAMILIES = ROOT / "tests" / "data" / "families"
 TEXTS = ["hello world", "Q: hi A"]
 CASES = [
-    # (tokenizer directory, flags written into tokenizer_config.json; None: key removed)
-    ("mistral_v3", {}),
-    ("mistral_v3", {"add_eos_token": True}),
-    ("mistral_v3", {"add_bos_token": False}),
-    ("mistral_v3", {"add_bos_token": False, "add_eos_token": True}),
-    ("mistral_v3", {"add_bos_token": None, "add_eos_token": None}),
-    ("gemma_style", {"add_eos_token": True}),
+    # (tokenizer directory, changes to its tokenizer_config.json — None removes the key —, the
+    #  config.json written beside it or None)
+    ("mistral_v3", {}, None),
+    ("mistral_v3", {"add_eos_token": True}, None),
+    ("mistral_v3", {"add_bos_token": False}, None),
+    ("mistral_v3", {"add_bos_token": False, "add_eos_token": True}, None),
+    ("mistral_v3", {"add_bos_token": None, "add_eos_token": None}, None),
+    ("gemma_style", {"add_eos_token": True}, None),
     ("mistral_v3", {"tokenizer_class": "PreTrainedTokenizerFast", "add_eos_token": True,
-                    "add_bos_token": False}),
+                    "add_bos_token": False}, None),
+    # the class's default tokens where the config names none
+    ("mistral_v3", {"bos_token": None, "eos_token": None, "add_eos_token": True}, None),
+    ("gemma_style", {"bos_token": None}, None),
+    # no tokenizer_class: AutoTokenizer takes config.json's tokenizer_class, else its model_type's
+    ("mistral_v3", {"tokenizer_class": None, "add_eos_token": True}, {"model_type": "mistral"}),
+    ("mistral_v3", {"tokenizer_class": None, "add_eos_token": True},
+     {"model_type": "qwen2", "tokenizer_class": "LlamaTokenizerFast"}),
+    ("mistral_v3", {"tokenizer_class": None, "add_eos_token": True}, {"model_type": "qwen2"}),
+    # the other classes that rebuild it
+    ("llama3.2", {"tokenizer_class": "GPTNeoXTokenizerFast", "add_eos_token": True,
+                  "eos_token": "<|eot_id|>"}, None),
+    ("llama3.2", {"tokenizer_class": None, "add_bos_token": True, "bos_token": "<|begin_of_text|>"},
+     {"model_type": "olmo2"}),
+    ("mistral_v3", {"tokenizer_class": "CodeLlamaTokenizerFast", "add_eos_token": True}, None),
+    ("llama3.2", {"tokenizer_class": "CohereTokenizerFast", "bos_token": "<|begin_of_text|>",
+                  "eos_token": "<|eot_id|>", "add_eos_token": True}, None),
 ]
 
 
 def main():
     out = {"transformers": transformers.__version__, "cases": []}
-    for name, flags in CASES:
+    for name, flags, model_config in CASES:
         with tempfile.TemporaryDirectory() as d:
             d = Path(d)
             shutil.copy(FAMILIES / name / "tokenizer.json", d / "tokenizer.json")
@@ -48,12 +66,16 @@ def main():
                 else:
                     cfg[k] = v
             (d / "tokenizer_config.json").write_text(json.dumps(cfg))
+            if model_config is not None:
+                (d / "config.json").write_text(json.dumps(model_config))
             tok = AutoTokenizer.from_pretrained(str(d))
             out["cases"].append({
                 "tokenizer": name,
-                "config": {k: cfg.get(k) for k in ("tokenizer_class", "add_bos_token",
-                                                   "add_eos_token")},
+                "changes": flags,
+                "model_config": model_config,
                 "class": type(tok).__name__,
+                "bos_token": tok.bos_token,
+                "eos_token": tok.eos_token,
                 "texts": [{"text": t,
                            "special": tok(t).input_ids,
                            "plain": tok(t, add_special_tokens=False).input_ids} for t in TEXTS],

@@ -140,10 +140,11 @@ void check_dataset_kwargs(const RunConfig& cfg,
           cfg.key_at(key), key, x.dump(), cfg.where(key));
   }
   if (!ignored.empty())
-    warn(
-        fmt::format("{}: {}: {} changes nothing: TRL 0.25.1 reads only skip_prepare_dataset from "
-                    "dataset_kwargs (these are older TRL's keys), and zerotune does the same",
-                    cfg.key_at(key), key, fmt::join(ignored, ", ")));
+    warn(fmt::format(
+        "{}: {}{}: {} change{} nothing: TRL 0.25.1 reads only skip_prepare_dataset from "
+        "dataset_kwargs (the others are older TRL's keys), and zerotune does the same",
+        cfg.key_at(key), key, cfg.where(key), fmt::join(ignored, ", "),
+        ignored.size() == 1 ? "s" : ""));
 }
 
 data::DataOptions data_options(const RunConfig& cfg, const std::string& split) {

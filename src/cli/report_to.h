@@ -19,11 +19,11 @@
 namespace zt::cli {
 
 // The names transformers' Trainer reports to (INTEGRATION_TO_CALLBACK of
-// transformers/integrations/integration_utils.py, 4.57 and 5.x); any other name makes it raise
-// "<name> is not supported".
+// transformers/integrations/integration_utils.py, 4.57.1 — the users' version); any other name
+// makes it raise "<name> is not supported".
 inline constexpr std::string_view kTransformersIntegrations[] = {
-    "azure_ml", "clearml", "codecarbon", "comet_ml", "dagshub",     "dvclive", "flyte",
-    "kubeflow", "mlflow",  "neptune",    "swanlab",  "tensorboard", "trackio", "wandb"};
+    "azure_ml", "clearml", "codecarbon", "comet_ml",    "dagshub", "dvclive", "flyte",
+    "mlflow",   "neptune", "swanlab",    "tensorboard", "trackio", "wandb"};
 
 // Whether `name` is one of kTransformersIntegrations (exact spelling, as transformers compares).
 bool is_transformers_integration(std::string_view name);

@@ -180,6 +180,9 @@ CacheKey dataset_cache_key(const DataOptions& given, const text::TokenizerConfig
   resolved["eos_token"] = opts.eos_token ? Json(*opts.eos_token) : opt_str(config.eos_token);
   // Every template variable transformers passes, and every template it may pick.
   resolved["bos_token"] = opt_str(config.bos_token);
+  // The class transformers loads decides the BOS / EOS of plain rows (it may come from
+  // config.json).
+  resolved["tokenizer_class"] = opt_str(config.tokenizer_class);
   resolved["pad_token"] = opt_str(config.pad_token);
   resolved["unk_token"] = opt_str(config.unk_token);
   resolved["sep_token"] = opt_str(config.sep_token);

@@ -28,6 +28,8 @@ const char* role_from_sharegpt(const std::string& from) {
   if (from == "gpt" || from == "assistant") return "assistant";
   if (from == "system") return "system";
   if (from == "tool") return "tool";
+  if (from == "ipython") return "ipython";
+  if (from == "developer") return "developer";
   return nullptr;
 }
 
@@ -103,7 +105,7 @@ Json checked_messages(const Json& v, std::string_view column, bool sharegpt, int
     if (mapped == nullptr) {
       fail(
           "{}: row {}: column '{}', message {} has unknown 'from' value '{}'; expected human, "
-          "gpt, system (or user, assistant, tool)",
+          "gpt, system (or user, assistant, tool, ipython, developer)",
           file, r, column, k, role_s);
     }
     // Same key order as TRL's conversion: other keys first, then role, then content.
@@ -141,6 +143,23 @@ const Json& checked_column(const Json& row, const std::string& column, int64_t r
   return *it;
 }
 
+// Removes null-valued keys from every object in `v` (v itself an object or a list), recursively.
+void strip_null_keys(Json& v) {
+  if (v.is_object()) {
+    for (auto it = v.begin(); it != v.end();) {
+      if (it->is_null()) {
+        it = v.erase(it);
+        continue;
+      }
+      if (it->is_structured()) strip_null_keys(*it);
+      ++it;
+    }
+  } else if (v.is_array()) {
+    for (Json& e : v)
+      if (e.is_structured()) strip_null_keys(e);
+  }
+}
+
 // The value of an optional structured column (tools, chat_template_kwargs): null when absent or
 // null, a JSON string parsed, anything else as it is.
 Json json_column(const Json& row, const char* column, int64_t r, std::string_view file) {
@@ -159,24 +178,9 @@ Json json_column(const Json& row, const char* column, int64_t r, std::string_vie
   if (parsed.is_discarded()) {
     fail("{}: row {}: column '{}' is a string that is not valid JSON", file, r, column);
   }
+  // Cleaned as the same value given as an object is (remove_none_values).
+  if (parsed.is_structured()) strip_null_keys(parsed);
   return parsed;
-}
-
-// Removes null-valued keys from every object in `v` (v itself an object or a list), recursively.
-void strip_null_keys(Json& v) {
-  if (v.is_object()) {
-    for (auto it = v.begin(); it != v.end();) {
-      if (it->is_null()) {
-        it = v.erase(it);
-        continue;
-      }
-      if (it->is_structured()) strip_null_keys(*it);
-      ++it;
-    }
-  } else if (v.is_array()) {
-    for (Json& e : v)
-      if (e.is_structured()) strip_null_keys(e);
-  }
 }
 
 }  // namespace

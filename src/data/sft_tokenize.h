@@ -32,10 +32,11 @@ class SftFormatter {
   // (language modelling from a dataset_text_field other than "text" gets none, so needs none; its
   // eos_token() is then empty), an EOS string that is
   // not a token, no chat template where one is needed, assistant_only_loss on non-conversational
-  // data or with a template without {% generation %} blocks (naming the template),
-  // completion_only_loss: true on language-modelling data, prompt_format: chat on data that is not
-  // plain prompt/completion. Each names the dataset file (with its split and key, opts.names) and
-  // the option as the config writes it, with where its value came from, e.g.
+  // data or with a template without {% generation %} blocks (naming the template), prompt_format:
+  // chat on data that is not plain prompt/completion. completion_only_loss: true on data without a
+  // prompt gets a warning (it has no effect there, in TRL 0.25.1 either). Each names the dataset
+  // file (with its split and key, opts.names) and the option as the config writes it, with where
+  // its value came from, e.g.
   //   "sft.yaml: dataset.prompt_format: chat needs plain-string 'prompt' and 'completion'
   //   columns, but eval.jsonl (the eval set, dataset.eval.path) is conversational language
   //   modeling data (given on the command line)".

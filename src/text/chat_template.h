@@ -61,7 +61,13 @@ struct TokenizerConfig {
   bool add_bos_token = false;             // false when unset (the chat-template variable)
   std::optional<bool> add_bos_token_set;  // add_bos_token as the file gives it (nullopt: absent)
   std::optional<bool> add_eos_token;      // add_eos_token as the file gives it (nullopt: absent)
-  std::optional<std::string> tokenizer_class;  // "LlamaTokenizer", "LlamaTokenizerFast", …
+  // The class transformers' AutoTokenizer loads, as it picks it: tokenizer_config.json's
+  // tokenizer_class, else the directory's config.json's tokenizer_class, else its model_type's
+  // (4.57.1's TOKENIZER_MAPPING, for the classes of transformers_tokenizer_class);
+  // "LlamaTokenizer", "LlamaTokenizerFast", …. `tokenizer_class_origin` says which
+  // ("<dir>/config.json model_type 'mistral'").
+  std::optional<std::string> tokenizer_class;
+  std::string tokenizer_class_origin;
   std::filesystem::path dir;
   // The other named special tokens transformers passes to templates (special_tokens_map).
   std::optional<std::string> unk_token;
@@ -73,12 +79,28 @@ struct TokenizerConfig {
   std::vector<std::pair<std::string, std::string>> named_templates;
   // The file each named special token above was read from, by key: "eos_token" →
   // "<dir>/special_tokens_map.json" where tokenizer_config.json leaves it unset and that file sets
-  // it. A token set by other means (a test, a caller) has no entry (special_token_file).
+  // it; "the LlamaTokenizerFast default" for a class default (TransformersTokenizerClass). A token
+  // set by other means (a test, a caller) has no entry (special_token_file).
   std::map<std::string, std::filesystem::path> token_files;
   // Where the default template was read from, for error messages:
   // "<dir>/chat_template.jinja" or "<dir>/tokenizer_config.json:chat_template".
   std::string chat_template_origin;
 };
+
+// What transformers 4.57.1's fast tokenizer classes that rebuild the post-processor from
+// add_bos_token / add_eos_token (`update_post_processor`) default to, from their `__init__`
+// signatures: the special tokens a config that does not name them gets, and the two flags.
+struct TransformersTokenizerClass {
+  std::string_view name;                // without "Fast": "LlamaTokenizer"
+  std::string_view bos, eos, unk, pad;  // "" = None
+  bool add_bos_token, add_eos_token;
+};
+
+// The entry for `tokenizer_class` (with or without "Fast"): LlamaTokenizer, GemmaTokenizer,
+// CodeLlamaTokenizer, CohereTokenizer, GPTNeoXTokenizer; nullptr for any other class
+// (PreTrainedTokenizerFast, Qwen2Tokenizer, GPT2Tokenizer, …, which keep tokenizer.json's
+// post-processor and have no default tokens).
+const TransformersTokenizerClass* transformers_tokenizer_class(std::string_view tokenizer_class);
 
 // For messages about the named special token `key` ("eos_token", …): the file it was read from
 // (cfg.token_files), else <dir>/tokenizer_config.json, the file that holds such tokens.

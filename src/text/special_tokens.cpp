@@ -47,26 +47,14 @@ std::vector<RegisteredSpecialToken> register_config_special_tokens(Tokenizer& to
 }
 
 bool apply_config_post_processor(Tokenizer& tok, const TokenizerConfig& cfg) {
-  if (!cfg.tokenizer_class) return false;
-  std::string_view cls = *cfg.tokenizer_class;
-  if (cls.ends_with("Fast")) cls.remove_suffix(4);
-  struct Defaults {
-    std::string_view cls;
-    bool bos, eos;
-  };
-  static constexpr Defaults kClasses[] = {{"LlamaTokenizer", true, false},
-                                          {"GemmaTokenizer", true, false},
-                                          {"CodeLlamaTokenizer", true, false},
-                                          {"CohereTokenizer", true, false},
-                                          {"GPTNeoXTokenizer", false, false}};
-  const Defaults* d = nullptr;
-  for (const Defaults& c : kClasses)
-    if (c.cls == cls) d = &c;
+  const TransformersTokenizerClass* d =
+      cfg.tokenizer_class ? transformers_tokenizer_class(*cfg.tokenizer_class) : nullptr;
   if (d == nullptr) return false;
+  // load_tokenizer_config filled the class's default tokens; unset here means an explicit null.
   const auto id_of = [&](const char* flag, bool given, const char* key,
                          const std::optional<std::string>& t) {
     if (!t || t->empty())
-      fail("{}: {} is true{} but no {} is set; transformers raises here too",
+      fail("{}: {} is true{} but {} is null; transformers raises here too",
            (cfg.dir / "tokenizer_config.json").string(), flag,
            given ? "" : fmt::format(" (the {} default)", *cfg.tokenizer_class), key);
     const std::optional<int32_t> id = tok.token_to_id(*t);
@@ -76,9 +64,9 @@ bool apply_config_post_processor(Tokenizer& tok, const TokenizerConfig& cfg) {
     return *id;
   };
   std::optional<int32_t> bos, eos;
-  if (cfg.add_bos_token_set.value_or(d->bos))
+  if (cfg.add_bos_token_set.value_or(d->add_bos_token))
     bos = id_of("add_bos_token", cfg.add_bos_token_set.has_value(), "bos_token", cfg.bos_token);
-  if (cfg.add_eos_token.value_or(d->eos))
+  if (cfg.add_eos_token.value_or(d->add_eos_token))
     eos = id_of("add_eos_token", cfg.add_eos_token.has_value(), "eos_token", cfg.eos_token);
   tok.set_special_tokens_template(bos, eos);
   return true;

@@ -32,16 +32,17 @@ std::vector<RegisteredSpecialToken> register_config_special_tokens(Tokenizer& to
                                                                    const TokenizerConfig& cfg,
                                                                    bool log = true);
 
-// The post-processor transformers 4.57 gives tokenizer_config.json's `tokenizer_class`: the fast
-// classes LlamaTokenizer, GemmaTokenizer, CodeLlamaTokenizer, CohereTokenizer and GPTNeoXTokenizer
-// (with or without "Fast") replace tokenizer.json's post-processor in `__init__`
-// (`update_post_processor`) with `[bos] $A [eos]` by add_bos_token / add_eos_token (defaults:
-// BOS true, EOS false; GPT-NeoX both false) — so `add_eos_token: true`, which fine-tuning recipes
-// leave in saved tokenizers, appends an EOS to every plain row TRL tokenises, and
-// `add_bos_token: false` drops the BOS. Other classes (PreTrainedTokenizerFast — Llama 3 —,
-// Qwen2Tokenizer, …) keep tokenizer.json's. Call after register_config_special_tokens. Returns
-// true when it replaced the post-processor. Throws zt::Error naming tokenizer_config.json when a
-// flag asks for a BOS / EOS token the config does not name (transformers raises there too).
+// The post-processor transformers 4.57.1 gives the tokenizer class AutoTokenizer loads
+// (TokenizerConfig::tokenizer_class): the fast classes of transformers_tokenizer_class —
+// LlamaTokenizer, GemmaTokenizer, CodeLlamaTokenizer, CohereTokenizer, GPTNeoXTokenizer — replace
+// tokenizer.json's post-processor in `__init__` (`update_post_processor`) with
+// `[bos] $A [eos]` by add_bos_token / add_eos_token (defaults: BOS true, EOS false; GPT-NeoX both
+// false). So `add_eos_token: true`, which fine-tuning recipes leave in saved tokenizers, appends an
+// EOS to every plain row TRL tokenises, and `add_bos_token: false` drops the BOS. Other classes
+// (PreTrainedTokenizerFast — Llama 3 —, Qwen2Tokenizer, …) keep tokenizer.json's. Call after
+// register_config_special_tokens. Returns true when it replaced the post-processor. Throws
+// zt::Error naming tokenizer_config.json when a flag asks for a BOS / EOS the config sets to null
+// (transformers raises "add_bos_token = True but bos_token = None" there too).
 bool apply_config_post_processor(Tokenizer& tok, const TokenizerConfig& cfg);
 
 // For error messages: "'<|nope|>', the eos_token of <dir>/tokenizer_config.json" (or of the

@@ -24,7 +24,86 @@ std::string read_text(const fs::path& p) {
 
 Json read_json(const fs::path& p) { return parse_json_unique_keys(read_text(p), p.string()); }
 
+// transformers 4.57.1 TOKENIZER_MAPPING_NAMES: the model types whose fast tokenizer is one of the
+// classes of transformers_tokenizer_class (AutoTokenizer's choice when neither
+// tokenizer_config.json nor config.json names a tokenizer_class).
+constexpr std::pair<std::string_view, std::string_view> kModelTypeTokenizer[] = {
+    {"arcee", "LlamaTokenizer"},
+    {"aria", "LlamaTokenizer"},
+    {"aya_vision", "CohereTokenizer"},
+    {"chameleon", "LlamaTokenizer"},
+    {"code_llama", "CodeLlamaTokenizer"},
+    {"cohere", "CohereTokenizer"},
+    {"cohere2", "CohereTokenizer"},
+    {"colpali", "LlamaTokenizer"},
+    {"deepseek_v2", "LlamaTokenizer"},
+    {"deepseek_v3", "LlamaTokenizer"},
+    {"deepseek_vl", "LlamaTokenizer"},
+    {"deepseek_vl_hybrid", "LlamaTokenizer"},
+    {"diffllama", "LlamaTokenizer"},
+    {"ernie4_5", "LlamaTokenizer"},
+    {"ernie4_5_moe", "LlamaTokenizer"},
+    {"falcon_mamba", "GPTNeoXTokenizer"},
+    {"gemma", "GemmaTokenizer"},
+    {"gemma2", "GemmaTokenizer"},
+    {"gemma3", "GemmaTokenizer"},
+    {"gemma3_text", "GemmaTokenizer"},
+    {"gemma3n", "GemmaTokenizer"},
+    {"gemma3n_text", "GemmaTokenizer"},
+    {"gpt_neox", "GPTNeoXTokenizer"},
+    {"idefics", "LlamaTokenizer"},
+    {"idefics2", "LlamaTokenizer"},
+    {"idefics3", "LlamaTokenizer"},
+    {"jamba", "LlamaTokenizer"},
+    {"janus", "LlamaTokenizer"},
+    {"jetmoe", "LlamaTokenizer"},
+    {"llama", "LlamaTokenizer"},
+    {"llama4", "LlamaTokenizer"},
+    {"llama4_text", "LlamaTokenizer"},
+    {"llava", "LlamaTokenizer"},
+    {"llava_next", "LlamaTokenizer"},
+    {"llava_next_video", "LlamaTokenizer"},
+    {"llava_onevision", "LlamaTokenizer"},
+    {"mamba", "GPTNeoXTokenizer"},
+    {"mamba2", "GPTNeoXTokenizer"},
+    {"mistral", "LlamaTokenizer"},
+    {"mixtral", "LlamaTokenizer"},
+    {"mllama", "LlamaTokenizer"},
+    {"mpt", "GPTNeoXTokenizer"},
+    {"olmo", "GPTNeoXTokenizer"},
+    {"olmo2", "GPTNeoXTokenizer"},
+    {"olmoe", "GPTNeoXTokenizer"},
+    {"paligemma", "LlamaTokenizer"},
+    {"persimmon", "LlamaTokenizer"},
+    {"phi3", "LlamaTokenizer"},
+    {"phimoe", "LlamaTokenizer"},
+    {"recurrent_gemma", "GemmaTokenizer"},
+    {"rwkv", "GPTNeoXTokenizer"},
+    {"shieldgemma2", "GemmaTokenizer"},
+    {"siglip2", "GemmaTokenizer"},
+    {"stablelm", "GPTNeoXTokenizer"},
+    {"t5gemma", "GemmaTokenizer"},
+    {"video_llava", "LlamaTokenizer"},
+    {"vipllava", "LlamaTokenizer"},
+    {"voxtral", "LlamaTokenizer"},
+    {"xlstm", "GPTNeoXTokenizer"},
+    {"zamba", "LlamaTokenizer"},
+    {"zamba2", "LlamaTokenizer"}};
+
 }  // namespace
+
+const TransformersTokenizerClass* transformers_tokenizer_class(std::string_view cls) {
+  static constexpr TransformersTokenizerClass kClasses[] = {
+      {"LlamaTokenizer", "<s>", "</s>", "<unk>", "", true, false},
+      {"GemmaTokenizer", "<bos>", "<eos>", "<unk>", "<pad>", true, false},
+      {"CodeLlamaTokenizer", "<s>", "</s>", "<unk>", "", true, false},
+      {"CohereTokenizer", "<BOS_TOKEN>", "<|END_OF_TURN_TOKEN|>", "<UNK>", "", true, false},
+      {"GPTNeoXTokenizer", "<|endoftext|>", "<|endoftext|>", "<|endoftext|>", "", false, false}};
+  if (cls.ends_with("Fast")) cls.remove_suffix(4);
+  for (const TransformersTokenizerClass& c : kClasses)
+    if (c.name == cls) return &c;
+  return nullptr;
+}
 
 std::string read_template_file(const fs::path& p) {
   std::string s = read_text(p);
@@ -168,6 +247,42 @@ TokenizerConfig load_tokenizer_config(const fs::path& dir) {
     if (!it->is_string())
       fail("{}: 'tokenizer_class' must be a string, got {}", file.string(), it->dump());
     cfg.tokenizer_class = it->get<std::string>();
+    cfg.tokenizer_class_origin = file.string() + " tokenizer_class";
+  } else if (const fs::path model = dir / "config.json"; fs::exists(model)) {
+    // AutoTokenizer's fallbacks: the model config's tokenizer_class, then its model_type's class.
+    // A config.json that does not parse is the model loader's to report; here it names no class.
+    Json mc;
+    try {
+      mc = read_json(model);
+    } catch (const Error&) {
+    }
+    if (mc.is_object() && mc.contains("tokenizer_class") && mc["tokenizer_class"].is_string()) {
+      cfg.tokenizer_class = mc["tokenizer_class"].get<std::string>();
+      cfg.tokenizer_class_origin = model.string() + " tokenizer_class";
+    } else if (mc.is_object() && mc.contains("model_type") && mc["model_type"].is_string()) {
+      const std::string type = mc["model_type"].get<std::string>();
+      for (const auto& [t, c] : kModelTypeTokenizer)
+        if (t == type) {
+          cfg.tokenizer_class = std::string(c);
+          cfg.tokenizer_class_origin = fmt::format("{} model_type '{}'", model.string(), type);
+        }
+    }
+  }
+  // Those classes' default special tokens, for a key neither file names (an explicit null stays
+  // None, as the keyword argument transformers passes then overrides the default).
+  if (const TransformersTokenizerClass* d =
+          cfg.tokenizer_class ? transformers_tokenizer_class(*cfg.tokenizer_class) : nullptr) {
+    const std::pair<const char*, std::string_view> defaults[] = {
+        {"bos_token", d->bos}, {"eos_token", d->eos}, {"unk_token", d->unk}, {"pad_token", d->pad}};
+    for (const auto& [key, value] : defaults) {
+      if (value.empty() || j.contains(key) || (stm.is_object() && stm.contains(key))) continue;
+      std::optional<std::string>& slot = key == std::string_view("bos_token")   ? cfg.bos_token
+                                         : key == std::string_view("eos_token") ? cfg.eos_token
+                                         : key == std::string_view("unk_token") ? cfg.unk_token
+                                                                                : cfg.pad_token;
+      slot = std::string(value);
+      cfg.token_files[key] = fmt::format("the {} default", *cfg.tokenizer_class);
+    }
   }
   return cfg;
 }

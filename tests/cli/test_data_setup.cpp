@@ -78,9 +78,9 @@ TEST(DataSetup, DatasetKwargsAsTrlReadsThem) {
       warn);
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_EQ(warnings[0],
-            "sft.yaml: trainer.dataset_kwargs: add_special_tokens, append_concat_token changes "
-            "nothing: TRL 0.25.1 reads only skip_prepare_dataset from dataset_kwargs (these are "
-            "older TRL's keys), and zerotune does the same");
+            "sft.yaml: trainer.dataset_kwargs: add_special_tokens, append_concat_token change "
+            "nothing: TRL 0.25.1 reads only skip_prepare_dataset from dataset_kwargs (the others "
+            "are older TRL's keys), and zerotune does the same");
   EXPECT_EQ(error_of([&] {
               zt::cli::check_dataset_kwargs(
                   config({{"dataset_kwargs", {{"skip_prepare_dataset", true}}}}), warn);

@@ -81,7 +81,7 @@ TEST(ReportTo, KeywordsInAListOrAnotherCaseAreRefused) {
   // as an integration zerotune lacks, and TensorBoard written; transformers raises on it.
   const std::string integrations =
       "its integrations are azure_ml, clearml, codecarbon, comet_ml, dagshub, dvclive, flyte, "
-      "kubeflow, mlflow, neptune, swanlab, tensorboard, trackio, wandb";
+      "mlflow, neptune, swanlab, tensorboard, trackio, wandb";
   EXPECT_EQ(error(Json::array({"tensorboard", "wandbb"})),
             "sft.yaml: trainer.report_to: 'wandbb' is not an integration (transformers raises on "
             "it); " +

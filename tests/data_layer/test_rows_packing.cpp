@@ -96,10 +96,11 @@ TEST(ExtractRow, PlainAndConversational) {
   const SftRow b = row_of(
       R"({"prompt": [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}],
           "completion": [{"role": "assistant", "content": "x", "weight": 1}],
-          "tools": "[{\"name\": \"f\"}]"})",
+          "tools": "[{\"name\": \"f\", \"default\": null}]"})",
       conv);
   EXPECT_EQ(b.prompt_messages.size(), 2u);
   EXPECT_EQ(b.completion_messages[0]["weight"], 1);
+  // Cleaned of null-valued keys as the same value given as a list is (remove_none_values).
   EXPECT_EQ(b.tools, Json::parse(R"([{"name": "f"}])"));
 }
 
@@ -153,7 +154,7 @@ TEST(ExtractRow, ShareGptConvertedToRoleContent) {
   EXPECT_EQ(
       error_of([&] { row_of(R"({"conversations": [{"from": "bot", "value": "x"}]})", sg, 12); }),
       "d.jsonl: row 12: column 'conversations', message 0 has unknown 'from' value 'bot'; "
-      "expected human, gpt, system (or user, assistant, tool)");
+      "expected human, gpt, system (or user, assistant, tool, ipython, developer)");
 }
 
 TEST(ExtractRow, EmptyCompletionsAndMessagesAreDropReasons) {

@@ -108,16 +108,18 @@ TEST(SpecialTokens, VocabularyTokenKeepsItsIdAndIsMatchedWhole) {
   EXPECT_EQ(tok.encode(" red<|y|>"), (std::vector<int32_t>{220, *red, 151666}));
 }
 
-// tokenizer_config.json's add_bos_token / add_eos_token under tokenizer_class LlamaTokenizerFast
-// (and the other classes whose __init__ rebuilds the post-processor) decide the BOS / EOS that
-// encode(…, add_special_tokens) adds; PreTrainedTokenizerFast keeps tokenizer.json's. zerotune took
+// tokenizer_config.json's add_bos_token / add_eos_token under the class AutoTokenizer loads
+// (tokenizer_config.json's tokenizer_class, else config.json's, else its model_type's) decide the
+// BOS / EOS that encode(…, add_special_tokens) adds for LlamaTokenizerFast and the other classes
+// whose __init__ rebuilds the post-processor, with the class's default tokens where the config
+// names none; PreTrainedTokenizerFast and Qwen2TokenizerFast keep tokenizer.json's. zerotune took
 // tokenizer.json's always: with `add_eos_token: true` TRL's plain rows end in two EOS, zerotune's
 // in one. Golden: transformers 4.57.1 AutoTokenizer (tools/make_tokenizer_flag_goldens.py).
 TEST(SpecialTokens, AddBosAndAddEosFlagsRebuildTheTemplateAsTransformersClassesDo) {
   const fs::path data = fs::path(ZT_TEST_DATA);
   std::ifstream in(data / "tokenizer" / "config_flags.golden.json");
   const Json golden = Json::parse(in);
-  ASSERT_EQ(golden["cases"].size(), 7u);
+  ASSERT_EQ(golden["cases"].size(), 16u);
   for (const Json& c : golden["cases"]) {
     SCOPED_TRACE(c.dump());
     const fs::path src = data / "families" / c["tokenizer"].get<std::string>();
@@ -125,17 +127,21 @@ TEST(SpecialTokens, AddBosAndAddEosFlagsRebuildTheTemplateAsTransformersClassesD
     fs::copy_file(src / "tokenizer.json", d / "tokenizer.json");
     std::ifstream cin(src / "tokenizer_config.json");
     Json cfg_json = Json::parse(cin);
-    for (const auto& [key, value] : c["config"].items()) {
+    for (const auto& [key, value] : c["changes"].items()) {
       if (value.is_null())
         cfg_json.erase(key);
       else
         cfg_json[key] = value;
     }
     std::ofstream(d / "tokenizer_config.json") << cfg_json.dump();
+    if (!c["model_config"].is_null()) std::ofstream(d / "config.json") << c["model_config"].dump();
     Tokenizer tok = Tokenizer::load(d / "tokenizer.json");
     const TokenizerConfig cfg = load_tokenizer_config(d.path());
+    EXPECT_EQ(cfg.bos_token.value_or(""), c["bos_token"].get<std::string>());
+    EXPECT_EQ(cfg.eos_token.value_or(""), c["eos_token"].get<std::string>());
     register_config_special_tokens(tok, cfg, false);
-    EXPECT_EQ(apply_config_post_processor(tok, cfg), c["class"] != "PreTrainedTokenizerFast");
+    const bool rebuilds = transformers_tokenizer_class(c["class"].get<std::string>()) != nullptr;
+    EXPECT_EQ(apply_config_post_processor(tok, cfg), rebuilds);
     for (const Json& t : c["texts"]) {
       const std::string text = t["text"].get<std::string>();
       EXPECT_EQ(tok.encode(text, true), t["special"].get<std::vector<int32_t>>()) << text;
@@ -144,17 +150,23 @@ TEST(SpecialTokens, AddBosAndAddEosFlagsRebuildTheTemplateAsTransformersClassesD
   }
 }
 
-// A flag that asks for a token the config does not name: an error naming the file, as
-// transformers raises ("add_eos_token = True but eos_token = None").
-TEST(SpecialTokens, AddEosFlagWithoutAnEosTokenIsAnError) {
+// A flag that asks for a token the config sets to null: an error naming the file, as transformers
+// raises ("add_eos_token = True but eos_token = None").
+TEST(SpecialTokens, AddEosFlagWithANullEosTokenIsAnError) {
   const fs::path src = fs::path(ZT_TEST_DATA) / "families" / "mistral_v3";
-  Tokenizer tok = Tokenizer::load(src / "tokenizer.json");
-  TokenizerConfig cfg = load_tokenizer_config(src);
-  cfg.eos_token.reset();
-  cfg.add_eos_token = true;
+  zt::testing::TempDir d;
+  fs::copy_file(src / "tokenizer.json", d / "tokenizer.json");
+  std::ifstream cin(src / "tokenizer_config.json");
+  Json cfg_json = Json::parse(cin);
+  cfg_json["eos_token"] = nullptr;
+  cfg_json["add_eos_token"] = true;
+  std::ofstream(d / "tokenizer_config.json") << cfg_json.dump();
+  Tokenizer tok = Tokenizer::load(d / "tokenizer.json");
+  const TokenizerConfig cfg = load_tokenizer_config(d.path());
+  EXPECT_FALSE(cfg.eos_token.has_value());
   EXPECT_EQ(zt::testing::error_of([&] { apply_config_post_processor(tok, cfg); }),
-            (src / "tokenizer_config.json").string() +
-                ": add_eos_token is true but no eos_token is set; transformers raises here too");
+            (d / "tokenizer_config.json").string() +
+                ": add_eos_token is true but eos_token is null; transformers raises here too");
 }
 
 }  // namespace
