@@ -58,9 +58,8 @@ struct TokenizerConfig {
   std::optional<std::string> eos_token;
   std::optional<std::string> bos_token;
   std::optional<std::string> pad_token;
-  bool add_bos_token = false;             // false when unset (the chat-template variable)
-  std::optional<bool> add_bos_token_set;  // add_bos_token as the file gives it (nullopt: absent)
-  std::optional<bool> add_eos_token;      // add_eos_token as the file gives it (nullopt: absent)
+  std::optional<bool> add_bos_token;  // as the file gives it (nullopt: absent or null)
+  std::optional<bool> add_eos_token;  // as the file gives it (nullopt: absent or null)
   // The class transformers' AutoTokenizer loads, as it picks it: tokenizer_config.json's
   // tokenizer_class, else the directory's config.json's tokenizer_class, else its model_type's
   // (4.57.1's TOKENIZER_MAPPING, for the classes of transformers_tokenizer_class);

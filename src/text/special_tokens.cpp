@@ -64,8 +64,8 @@ bool apply_config_post_processor(Tokenizer& tok, const TokenizerConfig& cfg) {
     return *id;
   };
   std::optional<int32_t> bos, eos;
-  if (cfg.add_bos_token_set.value_or(d->add_bos_token))
-    bos = id_of("add_bos_token", cfg.add_bos_token_set.has_value(), "bos_token", cfg.bos_token);
+  if (cfg.add_bos_token.value_or(d->add_bos_token))
+    bos = id_of("add_bos_token", cfg.add_bos_token.has_value(), "bos_token", cfg.bos_token);
   if (cfg.add_eos_token.value_or(d->add_eos_token))
     eos = id_of("add_eos_token", cfg.add_eos_token.has_value(), "eos_token", cfg.eos_token);
   tok.set_special_tokens_template(bos, eos);

@@ -239,10 +239,9 @@ TokenizerConfig load_tokenizer_config(const fs::path& dir) {
     if (it == j.end() || it->is_null()) continue;
     if (!it->is_boolean())
       fail("{}: '{}' must be true or false, got {}", file.string(), key, it->dump());
-    (key == std::string_view("add_bos_token") ? cfg.add_bos_token_set : cfg.add_eos_token) =
+    (key == std::string_view("add_bos_token") ? cfg.add_bos_token : cfg.add_eos_token) =
         it->get<bool>();
   }
-  cfg.add_bos_token = cfg.add_bos_token_set.value_or(false);
   if (auto it = j.find("tokenizer_class"); it != j.end() && !it->is_null()) {
     if (!it->is_string())
       fail("{}: 'tokenizer_class' must be a string, got {}", file.string(), it->dump());

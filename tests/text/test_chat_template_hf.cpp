@@ -112,7 +112,7 @@ TEST(TokenizerConfig, LoadsQwenDirectories) {
   EXPECT_EQ(q.pad_token, "<|endoftext|>");
   EXPECT_FALSE(q.bos_token);
   EXPECT_FALSE(q.unk_token);
-  EXPECT_FALSE(q.add_bos_token);
+  EXPECT_FALSE(q.add_bos_token.value_or(false));
   ASSERT_TRUE(q.chat_template);
   EXPECT_EQ(q.chat_template->rfind("{%- if tools %}", 0), 0u);
   EXPECT_NE(q.chat_template->find("You are Qwen, created by Alibaba Cloud."), std::string::npos);
@@ -137,7 +137,7 @@ TEST(TokenizerConfig, TemplateListTokenObjectsAndTemplateFiles) {
   EXPECT_EQ(c.eos_token, "</s>");
   EXPECT_FALSE(c.pad_token);
   EXPECT_EQ(c.unk_token, "<unk>");
-  EXPECT_TRUE(c.add_bos_token);
+  EXPECT_TRUE(c.add_bos_token.value_or(false));
   ASSERT_EQ(c.named_templates.size(), 2u);
   EXPECT_EQ(select_chat_template(c, false), "D{{ x }}");
   EXPECT_EQ(select_chat_template(c, true), "T");
@@ -191,7 +191,7 @@ TEST(TokenizerConfig, TokenizerJsonAloneGetsTransformersDefaults) {
   for (const auto* t : {&c.bos_token, &c.eos_token, &c.pad_token, &c.unk_token, &c.sep_token,
                         &c.cls_token, &c.mask_token})
     EXPECT_FALSE(*t);
-  EXPECT_FALSE(c.add_bos_token);
+  EXPECT_FALSE(c.add_bos_token.value_or(false));
   EXPECT_FALSE(c.chat_template);
   EXPECT_TRUE(c.named_templates.empty());
   expect_error([&] { select_chat_template(c, false); },
