@@ -55,13 +55,13 @@ inline constexpr EnumName<NanPolicy> kNanPolicyNames[] = {{NanPolicy::kError, "e
                                                           {NanPolicy::kSkip, "skip"}};
 constexpr std::span<const EnumName<NanPolicy>> enum_names(NanPolicy) { return kNanPolicyNames; }
 
-// trainer.optim: the transformers names of torch.optim.AdamW that zerotune implements; all three
-// are the same arithmetic (optim/adamw.h), the fused and HF variants differ only in speed there.
-enum class Optimizer { kAdamWTorch, kAdamWTorchFused, kAdamWHf };
+// trainer.optim: the transformers 4.57 names of torch.optim.AdamW that zerotune implements; both
+// are the same arithmetic (optim/adamw.h), the fused variant differs only in speed there.
+// "adamw_hf" (transformers' own AdamW, removed in 4.50: eps outside the bias correction, decay
+// after the update) is no name of 4.57, which raises on it; zerotune refuses it as not valid.
+enum class Optimizer { kAdamWTorch, kAdamWTorchFused };
 inline constexpr EnumName<Optimizer> kOptimizerNames[] = {
-    {Optimizer::kAdamWTorch, "adamw_torch"},
-    {Optimizer::kAdamWTorchFused, "adamw_torch_fused"},
-    {Optimizer::kAdamWHf, "adamw_hf"}};
+    {Optimizer::kAdamWTorch, "adamw_torch"}, {Optimizer::kAdamWTorchFused, "adamw_torch_fused"}};
 constexpr std::span<const EnumName<Optimizer>> enum_names(Optimizer) { return kOptimizerNames; }
 
 struct TrainArgs {

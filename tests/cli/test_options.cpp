@@ -64,7 +64,7 @@ TEST(Options, GivenValuesArriveTyped) {
          {"eval_strategy", "steps"},
          {"nan_policy", "skip"},
          {"lr_scheduler_type", "constant_with_warmup"},
-         {"optim", "adamw_hf"},
+         {"optim", "adamw_torch_fused"},
          {"max_grad_norm", nullptr},
          {"eval_steps", 7},
          {"save_total_limit", 2},
@@ -78,7 +78,7 @@ TEST(Options, GivenValuesArriveTyped) {
   EXPECT_EQ(a.eval_strategy, IntervalStrategy::kSteps);
   EXPECT_EQ(a.nan_policy, NanPolicy::kSkip);
   EXPECT_EQ(a.lr_scheduler_type, zt::optim::LrScheduleKind::kConstantWithWarmup);
-  EXPECT_EQ(a.optim, Optimizer::kAdamWHf);
+  EXPECT_EQ(a.optim, Optimizer::kAdamWTorchFused);
   EXPECT_EQ(a.max_grad_norm, 0.0);  // null: no clipping
   EXPECT_EQ(a.eval_steps, 7);
   EXPECT_EQ(a.save_total_limit, 2);
