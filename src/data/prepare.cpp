@@ -8,12 +8,14 @@
 #include <chrono>
 #include <climits>
 #include <cmath>
+#include <optional>
 #include <variant>
 
 #include "core/error.h"
 #include "core/log.h"
 #include "data/chat_template_path.h"
 #include "data/packing.h"
+#include "data/pretokenised.h"
 #include "data/rows.h"
 #include "data/sft_rows.h"
 #include "data/sft_tokenize.h"
@@ -84,10 +86,28 @@ void truncate(TokenizedExample* ex, size_t max_len, TruncationMode mode) {
   }
 }
 
+// "3, 7, 9" — the rows listed — with ", …" when `count` rows were found and fewer listed.
+std::string listed_rows(const std::vector<int64_t>& rows, int64_t count) {
+  return fmt::format("{}{}", fmt::join(rows, ", "),
+                     count > static_cast<int64_t>(rows.size()) ? ", …" : "");
+}
+
+// Rows a check found: how many, and the first kMaxListedRows of them.
+struct FoundRows {
+  int64_t count = 0;
+  std::vector<int64_t> rows;
+  void add(int64_t r) {
+    ++count;
+    if (rows.size() < kMaxListedRows) rows.push_back(r);
+  }
+  std::string listed() const { return listed_rows(rows, count); }
+};
+
 struct RowResult {
   TokenizedExample ex;
-  int drop = -1;             // a DropReason, or -1
-  bool eos_on_text = false;  // SftFormatter::eos_on_text_column
+  int drop = -1;                      // a DropReason, or -1
+  bool eos_on_text = false;           // SftFormatter::eos_on_text_column
+  bool attention_mask_zeros = false;  // pre-tokenised: an unread attention_mask holds a 0
 };
 
 }  // namespace
@@ -237,8 +257,16 @@ TokenData build_token_data(const DataOptions& given, const text::Tokenizer& toke
   const int threads = opts.num_threads > 0 ? opts.num_threads : omp_get_max_threads();
 #pragma omp parallel for schedule(dynamic, 64) num_threads(threads)
   for (size_t r = 0; r < rows.size(); ++r) remove_none_values(rows[r]);  // as TRL, before all else
+  check_input_ids_in_row_0(rows, file);
   const DatasetFormat format = detect_format(rows[0], opts, file, left_out);
-  const SftFormatter formatter(opts, format, tokenizer, config);
+  // Text rows are formatted and tokenised; pre-tokenised rows only checked (TRL's is_processed).
+  std::optional<SftFormatter> formatter;
+  std::optional<PretokenisedFormat> pretokenised;
+  if (format.kind == DatasetKind::kPreTokenised) {
+    pretokenised = pretokenised_format(rows[0], opts, tokenizer, config);
+  } else {
+    formatter.emplace(opts, format, tokenizer, config);
+  }
 
   // Format and tokenise in parallel; results land at their row index, so the order is fixed.
   const auto n = static_cast<int64_t>(rows.size());
@@ -248,12 +276,16 @@ TokenData build_token_data(const DataOptions& given, const text::Tokenizer& toke
 #pragma omp parallel for schedule(dynamic, 8) num_threads(threads)
   for (int64_t r = 0; r < n; ++r) {
     try {
-      auto row = extract_row(rows[r], format, r, file);
-      if (auto* drop = std::get_if<DropReason>(&row)) {
+      if (pretokenised) {
+        PretokenisedRow p = pretokenised_example(rows[r], *pretokenised, r, file);
+        results[r].ex = std::move(p.ex);
+        results[r].attention_mask_zeros = p.attention_mask_zeros;
+      } else if (auto row = extract_row(rows[r], format, r, file);
+                 auto* drop = std::get_if<DropReason>(&row)) {
         results[r].drop = static_cast<int>(*drop);
       } else {
-        results[r].eos_on_text = formatter.eos_on_text_column(std::get<SftRow>(row));
-        results[r].ex = formatter.format(std::get<SftRow>(row));
+        results[r].eos_on_text = formatter->eos_on_text_column(std::get<SftRow>(row));
+        results[r].ex = formatter->format(std::get<SftRow>(row));
       }
     } catch (const std::exception& e) {
 #pragma omp critical(zt_prepare_first_error)
@@ -275,14 +307,12 @@ TokenData build_token_data(const DataOptions& given, const text::Tokenizer& toke
   rep.rows_read = n;
   int64_t drops[kNumDropReasons] = {};
   std::vector<int64_t> kept;  // row indices, in order
-  std::vector<int64_t> eos_on_text_rows;  // the first kMaxListedRows of them
-  int64_t eos_on_text = 0;
+  FoundRows eos_on_text;      // the EOS went to a text column
+  FoundRows padded;           // pre-tokenised rows whose attention_mask (not read) holds a 0
   for (int64_t r = 0; r < n; ++r) {
     RowResult& res = results[r];
-    if (res.eos_on_text && opts.prompt_format != PromptFormat::kChat) {
-      ++eos_on_text;
-      if (eos_on_text_rows.size() < kMaxListedRows) eos_on_text_rows.push_back(r);
-    }
+    if (res.eos_on_text && opts.prompt_format != PromptFormat::kChat) eos_on_text.add(r);
+    if (res.attention_mask_zeros) padded.add(r);
     if (res.drop >= 0) {
       ++drops[res.drop];
       continue;
@@ -317,19 +347,24 @@ TokenData build_token_data(const DataOptions& given, const text::Tokenizer& toke
   if (rep.prefix_mismatches > 0 && opts.completion_mask == CompletionMask::kPositional) {
     const auto msg = fmt::format(
         "{}: {} example(s): the tokenized prompt is not a prefix of the tokenized "
-        "prompt+completion (rows {}{}); the completion mask stays positional",
-        file, rep.prefix_mismatches, fmt::join(rep.prefix_mismatch_rows, ", "),
-        rep.prefix_mismatches > static_cast<int64_t>(rep.prefix_mismatch_rows.size()) ? ", …" : "");
+        "prompt+completion (rows {}); the completion mask stays positional",
+        file, rep.prefix_mismatches, listed_rows(rep.prefix_mismatch_rows, rep.prefix_mismatches));
     if (opts.prefix_mismatch == PrefixMismatch::kError) fail("{} (prefix_mismatch: error)", msg);
     log::warn("{} (prefix_mismatch: warn)", msg);
   }
-  if (eos_on_text > 0) {
+  if (eos_on_text.count > 0) {
     log::warn(
-        "{}: {} row(s) have a 'text' column beside 'prompt' and 'completion' (rows {}{}): TRL's "
+        "{}: {} row(s) have a 'text' column beside 'prompt' and 'completion' (rows {}): TRL's "
         "add_eos appends the EOS to 'text' instead of the completion, and so does zerotune: "
         "those completions end without it",
-        file, eos_on_text, fmt::join(eos_on_text_rows, ", "),
-        eos_on_text > static_cast<int64_t>(eos_on_text_rows.size()) ? ", …" : "");
+        file, eos_on_text.count, eos_on_text.listed());
+  }
+  if (padded.count > 0) {
+    log::warn(
+        "{}: {} pre-tokenised row(s) have an 'attention_mask' with zeros (rows {}): TRL 0.25.1's "
+        "collator does not read attention_mask, so those tokens (padding?) are trained as any "
+        "other, and so does zerotune; remove padding from the rows, or mask it with -100 labels",
+        file, padded.count, padded.listed());
   }
   if (kept.empty()) {
     std::vector<std::string> parts;

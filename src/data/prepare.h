@@ -24,8 +24,11 @@ namespace zt::data {
 // tokens or masks it produces for the same inputs. 3: config special tokens added; 4: EOS placed
 // as TRL's add_eos (only a "text" column; not a completion beside one); 5: null-valued keys inside
 // column values removed as TRL's remove_none_values, and tokenizer_config.json's add_bos_token /
-// add_eos_token applied to the Llama-family tokenizer classes (text::apply_config_post_processor).
-inline constexpr std::string_view kPipelineVersion = "zerotune-sft-data-5";
+// add_eos_token applied to the Llama-family tokenizer classes (text::apply_config_post_processor);
+// 6: a row 0 with an `input_ids` column makes the dataset pre-tokenised whatever its other columns
+// (TRL's is_processed), so a dataset with `text` / `prompt`+`completion` / `messages` beside
+// `input_ids` is trained from the ids, no longer from the text.
+inline constexpr std::string_view kPipelineVersion = "zerotune-sft-data-6";
 
 // What a preparation did. Counts are of dataset rows / examples; tokens after truncation.
 struct PrepareReport {
@@ -70,10 +73,12 @@ CacheKey dataset_cache_key(const DataOptions& opts, const text::TokenizerConfig&
 std::filesystem::path cache_file_path(const DataOptions& opts, const CacheKey& key);
 
 // Runs the whole pipeline in memory (no cache): reads the rows, detects the kind, formats and
-// tokenises on opts.num_threads threads (output order = row order whatever the thread count),
+// tokenises on opts.num_threads threads — or, for pre-tokenised rows, checks them and builds their
+// targets (data/pretokenised.h) — (output order = row order whatever the thread count),
 // drops empty rows and examples without a target token, truncates to max_length (truncation_mode),
 // packs (bfd) when asked. `report` (optional) receives the counts. Throws zt::Error for bad input
-// (see read_rows, detect_format, extract_row, SftFormatter), prefix mismatches under
+// (see read_rows, detect_format, extract_row, SftFormatter, pretokenised_format /
+// pretokenised_example, check_input_ids_in_row_0), prefix mismatches under
 // completion_mask: positional with prefix_mismatch: error, an
 // unsupported packing_strategy, packing without max_length (these two naming their config keys,
 // opts.names), and a dataset left with no example.

@@ -201,6 +201,8 @@ std::string_view to_string(DatasetKind kind) {
       return "language modeling";
     case DatasetKind::kConversationalLanguageModeling:
       return "conversational language modeling";
+    case DatasetKind::kPreTokenised:
+      return "pre-tokenised";
   }
   return "?";
 }
@@ -226,6 +228,11 @@ DatasetFormat detect_format(const Json& first, const DataOptions& opts, std::str
   if (!first.is_object()) fail("{}: row 0 is {}, expected an object", file, first.type_name());
   DatasetFormat f;
   f.text_field = opts.dataset_text_field;
+  // TRL's `is_processed`: ids given are trained as they are, text columns beside them unread.
+  if (first.contains("input_ids")) {
+    f.kind = DatasetKind::kPreTokenised;
+    return f;
+  }
   if (first.contains("prompt") && first.contains("completion")) {
     const Json& p = first["prompt"];
     if (p.is_string()) {
@@ -265,16 +272,8 @@ DatasetFormat detect_format(const Json& first, const DataOptions& opts, std::str
   }
   const std::string kinds = fmt::format(
       "columns 'prompt' and 'completion', or 'messages', or 'conversations' (from/value), or '{}' "
-      "(dataset_text_field); found columns [{}]",
+      "(dataset_text_field), or 'input_ids' (pre-tokenised); found columns [{}]",
       opts.dataset_text_field, fmt::join(column_names(first), ", "));
-  // TRL trains such rows as they are (its "processed" datasets); zerotune tokenises every row
-  // itself, with the chat template and masks of SFT_SEMANTICS.
-  if (first.contains("input_ids")) {
-    fail(
-        "{}: row 0: pre-tokenised rows ('input_ids') are not supported: zerotune tokenises the "
-        "rows itself and reads datasets of text, with {}",
-        file, kinds);
-  }
   if (first.contains("prompt")) {
     fail(
         "{}: missing column 'completion': a 'prompt' column needs a 'completion' column; found "
@@ -333,6 +332,8 @@ std::variant<SftRow, DropReason> extract_row(const Json& row, const DatasetForma
       if (out.completion_messages.empty()) return DropReason::kEmptyMessages;
       break;
     }
+    case DatasetKind::kPreTokenised:
+      fail("{}: row {}: pre-tokenised rows are read by pretokenised_example", file, r);
   }
   return out;
 }

@@ -20,9 +20,10 @@ enum class DatasetKind {
   kConversationalPromptCompletion,  // prompt: [messages], completion: [messages]
   kLanguageModeling,                // text: str (or dataset_text_field)
   kConversationalLanguageModeling,  // messages: [messages], or ShareGPT conversations
+  kPreTokenised,                    // input_ids: [ids] (data/pretokenised.h), whatever else
 };
 // "prompt/completion", "conversational prompt/completion", "language modeling",
-// "conversational language modeling".
+// "conversational language modeling", "pre-tokenised".
 std::string_view to_string(DatasetKind kind);
 inline bool is_prompt_completion(DatasetKind k) {
   return k == DatasetKind::kPromptCompletion || k == DatasetKind::kConversationalPromptCompletion;
@@ -41,6 +42,7 @@ struct DatasetFormat {
 
 // Detects the kind from the columns of the first row, in this order (TRL's rules, except that a
 // `prompt` without `completion` but with `messages` is read as messages, where TRL fails):
+// `input_ids` (pre-tokenised, whatever other columns the row has: TRL's `is_processed`),
 // `prompt`+`completion` (conversational when `prompt` is a list), `messages`, `conversations`
 // whose first element has `from` and `value` (ShareGPT), the text field. Throws zt::Error naming
 // the expected and the found columns when none matches (and the `left_out` columns read_rows did
@@ -85,7 +87,8 @@ struct SftRow {
 // every other row's argument names as `null`. In place; `row` need not be an object.
 void remove_none_values(Json& row);
 
-// Checks row `row_index` (0-based) against `format` and extracts it; ShareGPT messages are
+// Checks row `row_index` (0-based) against `format` (not kPreTokenised: pretokenised_example
+// reads those rows) and extracts it; ShareGPT messages are
 // converted (from→role: human→user, gpt→assistant, system→system; value→content). Returns the
 // DropReason for empty completions/texts/messages. Throws zt::Error "FILE: row R: …" for a missing
 // column, a value of the wrong type (`chat_template_kwargs` not an object), a non-string content

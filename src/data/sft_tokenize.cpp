@@ -206,6 +206,8 @@ TokenizedExample SftFormatter::format(const SftRow& row) const {
       }
       break;
     }
+    case DatasetKind::kPreTokenised:  // read by pretokenised_example, never formatted
+      fail("pre-tokenised rows are not formatted");
   }
   const size_t n = ex.ids.size();
   ex.targets.assign(n, 1);

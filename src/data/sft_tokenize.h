@@ -22,7 +22,8 @@ struct TokenizedExample {
                                  // (for either completion mask)
 };
 
-// Turns SftRows of one dataset into TokenizedExamples. Thread-safe (const); construct once.
+// Turns SftRows of one dataset into TokenizedExamples (any kind but kPreTokenised, whose rows
+// data/pretokenised.h reads). Thread-safe (const); construct once.
 class SftFormatter {
  public:
   // Resolves the EOS string (opts.eos_token, which must be a token of the vocabulary, as TRL

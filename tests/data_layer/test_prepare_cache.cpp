@@ -438,8 +438,8 @@ TEST_F(Prepare, MissingColumnNamesExpectedAndFound) {
   EXPECT_EQ(prepare_error(options(f)),
             f.string() +
                 ": cannot tell the dataset kind: expected columns 'prompt' and 'completion', or "
-                "'messages', or 'conversations' (from/value), or 'text' (dataset_text_field); "
-                "found columns [instruction, output]");
+                "'messages', or 'conversations' (from/value), or 'text' (dataset_text_field), "
+                "or 'input_ids' (pre-tokenised); found columns [instruction, output]");
   EXPECT_TRUE(cache_files().empty());
 }
 

@@ -224,8 +224,9 @@ TEST(ReaderRefusals, NestedUnreadableExtraColumnIsLeftOut) {
   EXPECT_EQ(error_of([&] { detect_format(g_rows.at(0), DataOptions{}, g.string(), g_left_out); }),
             g.string() +
                 ": cannot tell the dataset kind: expected columns 'prompt' and 'completion', or "
-                "'messages', or 'conversations' (from/value), or 'text' (dataset_text_field); "
-                "found columns [id]; left out, of a type zerotune does not read: messages "
+                "'messages', or 'conversations' (from/value), or 'text' (dataset_text_field), "
+                "or 'input_ids' (pre-tokenised); found columns [id]; left out, of a type zerotune "
+                "does not read: messages "
                 "(binary at messages[].bytes)");
 }
 
@@ -250,8 +251,9 @@ TEST(ReaderRefusals, BinaryPromptCompletionAreNamedInTheKindError) {
   EXPECT_EQ(error_of([&] { detect_format(rows[0], DataOptions{}, f.string(), left_out); }),
             f.string() +
                 ": cannot tell the dataset kind: expected columns 'prompt' and 'completion', or "
-                "'messages', or 'conversations' (from/value), or 'text' (dataset_text_field); "
-                "found columns []; left out, of a type zerotune does not read: prompt (binary), "
+                "'messages', or 'conversations' (from/value), or 'text' (dataset_text_field), "
+                "or 'input_ids' (pre-tokenised); found columns []; left out, of a type zerotune "
+                "does not read: prompt (binary), "
                 "completion (binary)");
 }
 

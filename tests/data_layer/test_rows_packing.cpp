@@ -43,8 +43,8 @@ TEST(DatasetKind, DetectedFromFirstRowColumns) {
 TEST(DatasetKind, MissingColumnNamesExpectedAndFound) {
   EXPECT_EQ(error_of([] { detect(R"({"question": "a", "answer": "b"})"); }),
             "d.jsonl: cannot tell the dataset kind: expected columns 'prompt' and 'completion', "
-            "or 'messages', or 'conversations' (from/value), or 'text' (dataset_text_field); found "
-            "columns [question, answer]");
+            "or 'messages', or 'conversations' (from/value), or 'text' (dataset_text_field), or "
+            "'input_ids' (pre-tokenised); found columns [question, answer]");
   EXPECT_EQ(error_of([] { detect(R"({"prompt": "a", "chosen": "b"})"); }),
             "d.jsonl: missing column 'completion': a 'prompt' column needs a 'completion' column; "
             "found columns [prompt, chosen]");
@@ -71,13 +71,16 @@ TEST(DatasetKind, EmptyListInRowZeroIsNamed) {
   EXPECT_EQ(detect(R"({"conversations": [], "text": "a"})").kind, DatasetKind::kLanguageModeling);
 }
 
-// Pre-tokenised rows (TRL trains them as they are) were told "cannot tell the dataset kind".
-TEST(DatasetKind, PreTokenisedRowsAreNamedAsNotSupported) {
-  EXPECT_EQ(error_of([] { detect(R"({"input_ids": [1, 2], "attention_mask": [1, 1]})"); }),
-            "d.jsonl: row 0: pre-tokenised rows ('input_ids') are not supported: zerotune "
-            "tokenises the rows itself and reads datasets of text, with columns 'prompt' and "
-            "'completion', or 'messages', or 'conversations' (from/value), or 'text' "
-            "(dataset_text_field); found columns [input_ids, attention_mask]");
+// Pre-tokenised rows were refused; TRL trains them as they are (`is_processed`), and an
+// `input_ids` column wins over every text column, as there.
+TEST(DatasetKind, InputIdsMakePreTokenisedWhateverElseTheRowHas) {
+  EXPECT_EQ(detect(R"({"input_ids": [1, 2], "attention_mask": [1, 1]})").kind,
+            DatasetKind::kPreTokenised);
+  EXPECT_EQ(detect(R"({"prompt": "a", "completion": "b", "input_ids": [1, 2]})").kind,
+            DatasetKind::kPreTokenised);
+  EXPECT_EQ(detect(R"({"messages": [], "text": "a", "input_ids": []})").kind,
+            DatasetKind::kPreTokenised);
+  EXPECT_EQ(to_string(DatasetKind::kPreTokenised), "pre-tokenised");
 }
 
 SftRow row_of(const char* json, const DatasetFormat& f, int64_t r = 0) {
