@@ -153,6 +153,13 @@ std::string quoted_list(const std::vector<std::string>& v) {
   return s;
 }
 
+// Whether transformers 4.57's config class of `fam` copies rope_scaling's old "type" key over
+// "rope_type" (configuration_qwen2 / qwen3 / llama / smollm3.py), so "type" wins there.
+bool type_key_copied(const Family& fam) {
+  const std::string_view t = fam.type;
+  return t == "qwen2" || t == "qwen3" || t == "llama" || t == "smollm3";
+}
+
 // One rope dict (rope_scaling, rope_parameters, or a Gemma 3 per-layer-type entry; `where` names
 // it with a trailing '.') -> RopeConfig, as transformers' `standardize_rope_params` and
 // ROPE_INIT_FUNCTIONS read it. `theta` is the rope_theta to use when the dict has none, read from
@@ -163,7 +170,8 @@ std::string quoted_list(const std::vector<std::string>& v) {
 // warns about and trains with (a linear factor 0.5, high_freq_factor < low_freq_factor) are
 // accepted, as there.
 RopeConfig parse_rope_dict(const Reader& r, const Json& d, const std::string& where, double theta,
-                           std::string_view theta_key, int64_t max_pos, bool phi3) {
+                           std::string_view theta_key, int64_t max_pos, bool phi3,
+                           bool type_key_copied) {
   // Refuses `v` of key `where + k` unless `ok` (a NaN fails every comparison).
   auto expect = [&](bool ok, std::string_view k, double v, std::string_view expected) {
     if (!ok || !std::isfinite(v))
@@ -180,14 +188,27 @@ RopeConfig parse_rope_dict(const Reader& r, const Json& d, const std::string& wh
       fail("{}: key \"{}{}\" is {}, expected a positive number", r.src, r.pre, theta_key, theta);
   }
   std::string type = "default";
-  for (const char* k : {"rope_type", "type"}) {
+  std::optional<std::string> given[2];  // rope_type, type
+  for (int i = 0; i < 2; ++i) {
+    const char* k = i == 0 ? "rope_type" : "type";
     if (d.contains(k) && !d[k].is_null()) {
       if (!d[k].is_string())
         fail("{}: key \"{}{}{}\" is {}, expected a string", r.src, r.pre, where, k, d[k].dump());
-      type = d[k].get<std::string>();
-      break;
+      given[i] = d[k].get<std::string>();
     }
   }
+  // transformers 4.57's Qwen2/Qwen3/Llama/SmolLM3 configs copy "type" over "rope_type"; its
+  // other configs and transformers 5 read "rope_type" first. Where the two versions would build
+  // different RoPEs, neither is guessed.
+  if (type_key_copied && given[0] && given[1] && *given[0] != *given[1])
+    fail(
+        "{}: keys \"{}{}rope_type\" (\"{}\") and \"{}{}type\" (\"{}\") disagree: transformers "
+        "4.57 uses \"type\" for this model_type, transformers 5 \"rope_type\"; keep one of them",
+        r.src, r.pre, where, *given[0], r.pre, where, *given[1]);
+  if (given[0])
+    type = *given[0];
+  else if (given[1])
+    type = *given[1];
   // Phi3Config.convert_rope_params_to_dict: the old names of longrope.
   if (phi3 && (type == "su" || type == "yarn")) type = "longrope";
   auto need = [&](const char* k) -> const Json& {
@@ -247,11 +268,23 @@ RopeConfig parse_rope_dict(const Reader& r, const Json& d, const std::string& wh
     }
     // Phi3Config has a top-level original_max_position_embeddings (default 4096) that
     // standardize_rope_params puts into the dict over the dict's own value; other configs
-    // setdefault it to max_position_embeddings.
+    // setdefault it to max_position_embeddings. transformers 4.57 reads only the top-level key
+    // (else max_position_embeddings) for every family: where the two differ, the config is
+    // refused rather than one version's RoPE guessed.
     const Reader rd{d, r.src, r.pre + where};
     rope.original_max_position_embeddings =
         phi3 ? r.opt_int("original_max_position_embeddings", 4096)
              : rd.opt_int("original_max_position_embeddings", max_pos);
+    if (!phi3) {
+      const int64_t v457 = r.opt_int("original_max_position_embeddings", max_pos);
+      if (v457 != rope.original_max_position_embeddings)
+        fail(
+            "{}: longrope's original_max_position_embeddings is {} by key \"{}{}"
+            "original_max_position_embeddings\" (as transformers 5 reads it) but {} as "
+            "transformers 4.57 reads it (the top-level key, else max_position_embeddings); make "
+            "them agree",
+            r.src, rope.original_max_position_embeddings, r.pre, where, v457);
+    }
     // attention_factor's default divides by ln(original_max_position_embeddings).
     if (rope.original_max_position_embeddings <= 1)
       fail(
@@ -269,10 +302,48 @@ RopeConfig parse_rope_dict(const Reader& r, const Json& d, const std::string& wh
         rope.factor <= 1.0 ? 1.0 : std::sqrt(1.0 + std::log(rope.factor) / std::log(orig)), where);
     expect(rope.attention_factor > 0.0, "attention_factor", rope.attention_factor,
            "a positive number");
+  } else if (type == "yarn") {
+    // transformers 4.57 `_compute_yarn_parameters`: factor required; original_max_position_
+    // embeddings, beta_fast, beta_slow by Python `or` (0 / null take the default); attention_factor
+    // when absent get_mscale(factor, mscale) / get_mscale(factor, mscale_all_dim) if both are
+    // truthy, else get_mscale(factor) — get_mscale(s, m) = 0.1 m ln(s) + 1, 1 for s <= 1.
+    rope.type = RopeType::kYarn;
+    rope.factor = scaling_factor(need("factor"));
+    const auto truthy = [&](const char* k) {
+      return d.contains(k) && !d[k].is_null() && r.as_num(d[k], k, where) != 0.0;
+    };
+    rope.original_max_position_embeddings =
+        truthy("original_max_position_embeddings")
+            ? Reader{d, r.src, r.pre + where}.opt_int("original_max_position_embeddings", max_pos)
+            : max_pos;
+    if (rope.original_max_position_embeddings <= 0)
+      fail("{}: key \"{}{}original_max_position_embeddings\" is {}, expected a positive integer",
+           r.src, r.pre, where, rope.original_max_position_embeddings);
+    rope.beta_fast = truthy("beta_fast") ? r.as_num(d["beta_fast"], "beta_fast", where) : 32.0;
+    rope.beta_slow = truthy("beta_slow") ? r.as_num(d["beta_slow"], "beta_slow", where) : 1.0;
+    // ln(original / (beta * 2 pi)): a rotation count <= 0 has no logarithm.
+    expect(rope.beta_fast > 0.0, "beta_fast", rope.beta_fast, "a positive number");
+    expect(rope.beta_slow > 0.0, "beta_slow", rope.beta_slow, "a positive number");
+    if (d.contains("truncate") && !d["truncate"].is_null()) {
+      if (!d["truncate"].is_boolean())
+        fail("{}: key \"{}{}truncate\" is {}, expected true or false", r.src, r.pre, where,
+             d["truncate"].dump());
+      rope.truncate = d["truncate"].get<bool>();
+    }
+    const auto mscale = [](double s, double m) {
+      return s <= 1.0 ? 1.0 : 0.1 * m * std::log(s) + 1.0;
+    };
+    double af = mscale(rope.factor, 1.0);
+    if (truthy("mscale") && truthy("mscale_all_dim"))
+      af = mscale(rope.factor, r.as_num(d["mscale"], "mscale", where)) /
+           mscale(rope.factor, r.as_num(d["mscale_all_dim"], "mscale_all_dim", where));
+    rope.attention_factor = r.opt_num(d, "attention_factor", af, where);
+    expect(rope.attention_factor > 0.0, "attention_factor", rope.attention_factor,
+           "a positive number");
   } else {
     fail(
         "{}: rope type \"{}\" (key \"{}{}rope_type\") is not supported; zerotune implements "
-        "\"default\", \"linear\", \"llama3\" and \"longrope\"",
+        "\"default\", \"linear\", \"llama3\", \"longrope\" and \"yarn\"",
         r.src, type, r.pre, where);
   }
   return rope;
@@ -296,7 +367,7 @@ double parse_rope(const Reader& r, const Family& fam, ModelConfig& c) {
   const std::string where = dict_key ? std::string(dict_key) + "." : std::string();
   const double theta = r.opt_num(j, "rope_theta", fam.theta, "");
   c.rope = parse_rope_dict(r, d, where, theta, "rope_theta", c.max_position_embeddings,
-                           fam.partial_rotary);
+                           fam.partial_rotary, type_key_copied(fam));
   return r.opt_num(d, "partial_rotary_factor", r.opt_num(j, "partial_rotary_factor", 1.0, ""),
                    where);
 }
@@ -335,15 +406,15 @@ void parse_gemma_rope(const Reader& r, const Family& fam, ModelConfig& c) {
   }
   const double theta = r.opt_num(j, "rope_theta", fam.theta, "");
   const double local_theta = r.opt_num(j, "rope_local_base_freq", 1e4, "");
-  c.rope =
-      parse_rope_dict(r, full, full_where, theta, "rope_theta", c.max_position_embeddings, false);
+  c.rope = parse_rope_dict(r, full, full_where, theta, "rope_theta", c.max_position_embeddings,
+                           false, false);
   c.rope_local = parse_rope_dict(r, local, "rope_parameters.sliding_attention.", local_theta,
-                                 "rope_local_base_freq", c.max_position_embeddings, false);
-  if (c.rope_local.type == RopeType::kLongrope)
+                                 "rope_local_base_freq", c.max_position_embeddings, false, false);
+  if (c.rope_local.type == RopeType::kLongrope || c.rope_local.type == RopeType::kYarn)
     fail(
-        "{}: key \"{}rope_parameters.sliding_attention.rope_type\" is \"longrope\": not "
-        "supported for Gemma's local RoPE",
-        r.src, r.pre);
+        "{}: key \"{}rope_parameters.sliding_attention.rope_type\" is \"{}\": not supported for "
+        "Gemma's local RoPE (its cos and sin are not scaled)",
+        r.src, r.pre, c.rope_local.type == RopeType::kYarn ? "yarn" : "longrope");
 }
 
 // layer_types: absent/null -> {}; else num_hidden_layers of "full_attention" /

@@ -53,6 +53,10 @@ enum class RopeType : uint8_t {
               // micro-batch's max position + 1 exceeds original_max_position_embeddings
               // (transformers `_compute_longrope_parameters` + `dynamic_rope_update`); cos and
               // sin are multiplied by attention_factor in both cases
+  kYarn,      // YaRN (transformers 4.57 `_compute_yarn_parameters`): per frequency a blend of
+              // default and default / factor by a linear ramp between the correction dims of
+              // beta_fast and beta_slow rotations over original_max_position_embeddings; cos and
+              // sin are multiplied by attention_factor
 };
 
 // RoPE parameters of one rotary embedding (a model has one, or two for Gemma 3's local and
@@ -72,6 +76,12 @@ struct RopeConfig {
   // factor <= 1).
   std::vector<double> short_factor, long_factor;
   double attention_factor = 1.0;
+  // yarn: the ramp's rotation counts (`beta_fast or 32`, `beta_slow or 1`) and whether its ends
+  // are rounded outwards to whole dims (`truncate`, default true); original_max_position_embeddings
+  // above is the dict's (`or max_position_embeddings`), factor the dict's required one.
+  double beta_fast = 32.0;
+  double beta_slow = 1.0;
+  bool truncate = true;
 };
 
 // What a decoder layer does around attention and MLP (HF modelling code's forward order).
@@ -179,10 +189,11 @@ ModelConfig parse_model_config(const Json& j, std::string_view source);
 // order as transformers `modeling_rope_utils` (default: `1.0 / (base ** (arange(0, dim, 2).float()
 // / dim))` with dim = rotary_dim; llama3: `_compute_llama3_parameters`, where `x / t` for a scalar
 // x is `t.reciprocal() * x`; linear: `inv_freq /= factor`; longrope: `1.0 / (ext_factors *
-// base ** e)` with ext_factors the fp32 short_factor, or long_factor when `long_factors`). The
+// base ** e)` with ext_factors the fp32 short_factor, or long_factor when `long_factors`; yarn:
+// `_compute_yarn_parameters` of transformers 4.57, its Python-float ramp ends). The
 // fp32 `base ** e` is evaluated as the correctly rounded fp32 of the double power, so a value may
 // differ from torch's vectorised powf by ≤ 1 ulp. The cos/sin multiplier is rope.attention_factor
-// (1 except longrope). When to use long factors (HF `dynamic_rope_update`, recomputed each
+// (1 except longrope and yarn). When to use long factors (HF `dynamic_rope_update`, recomputed each
 // forward): seq_len = max(position_ids) + 1 over the whole micro-batch; long factors when seq_len >
 // rope.original_max_position_embeddings, short factors otherwise (one choice for all rows). The
 // model makes that choice per micro-batch. Throws zt::Error for a longrope factor list whose

@@ -36,6 +36,8 @@ const char* rope_type_name(RopeType t) {
       return "llama3";
     case RopeType::kLongrope:
       return "longrope";
+    case RopeType::kYarn:
+      return "yarn";
     case RopeType::kDefault:
       break;
   }
@@ -82,6 +84,18 @@ OJson rope_dict(const RopeConfig& rope, const Json& raw, bool v5, bool phi3) {
       if (d.contains("factor") || raw_type.empty()) d["factor"] = rope.factor;
       if (d.contains("attention_factor") || raw_type.empty())
         d["attention_factor"] = rope.attention_factor;
+      break;
+    case RopeType::kYarn:
+      // The file's optional keys stay as they were (their defaults are `or` rules); a config
+      // built in code writes them all.
+      d["factor"] = rope.factor;
+      if (raw_type.empty()) {
+        d["original_max_position_embeddings"] = rope.original_max_position_embeddings;
+        d["beta_fast"] = rope.beta_fast;
+        d["beta_slow"] = rope.beta_slow;
+        d["truncate"] = rope.truncate;
+        d["attention_factor"] = rope.attention_factor;
+      }
       break;
   }
   if (v5) d["rope_theta"] = rope.theta;

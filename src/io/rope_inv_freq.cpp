@@ -1,5 +1,6 @@
 // RoPE inverse frequencies (io/model_config.h rope_inv_freq), op by op in fp32 as transformers'
 // `modeling_rope_utils` computes them.
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 
@@ -7,6 +8,48 @@
 #include "io/model_config.h"
 
 namespace zt {
+
+namespace {
+
+// transformers 4.57 `_compute_yarn_parameters` from pw = base ** (arange(0, dim, 2) / dim) (fp32):
+// the correction range in Python floats (`find_correction_range`, floor / ceil when truncate,
+// clipped to [0, dim - 1]), the ramp `clamp((arange(dim / 2) - low) / (high - low), 0, 1)` in fp32
+// (high + 0.001 when the two are equal), and `interp * (1 - e) + extrap * e` with e = 1 - ramp,
+// interp = 1 / (factor * pw), extrap = 1 / pw, each op an fp32 rounding.
+std::vector<float> yarn_inv_freq(const RopeConfig& rope, int64_t dim,
+                                 const std::vector<float>& pw) {
+  const double d = static_cast<double>(dim);
+  const double orig = static_cast<double>(rope.original_max_position_embeddings);
+  const auto correction_dim = [&](double rotations) {
+    return (d * std::log(orig / (rotations * 2.0 * std::numbers::pi))) /
+           (2.0 * std::log(rope.theta));
+  };
+  double low = correction_dim(rope.beta_fast);
+  double high = correction_dim(rope.beta_slow);
+  if (rope.truncate) {
+    low = std::floor(low);
+    high = std::ceil(high);
+  }
+  low = std::max(low, 0.0);
+  high = std::min(high, d - 1.0);
+  if (low == high) high += 0.001;
+  const float lo = static_cast<float>(low);
+  const float span = static_cast<float>(high - low);
+  const float factor = static_cast<float>(rope.factor);
+  std::vector<float> inv(pw.size());
+  for (size_t i = 0; i < pw.size(); ++i) {
+    const float ramp = std::clamp((static_cast<float>(i) - lo) / span, 0.0f, 1.0f);
+    const float extrap_w = 1.0f - ramp;
+    const float interp = 1.0f / (factor * pw[i]);
+    const float extrap = 1.0f / pw[i];
+    const float a = interp * (1.0f - extrap_w);
+    const float b = extrap * extrap_w;
+    inv[i] = a + b;
+  }
+  return inv;
+}
+
+}  // namespace
 
 std::vector<float> rope_inv_freq(const ModelConfig& cfg) {
   return rope_inv_freq(cfg.rope, cfg.rotary_dim > 0 ? cfg.rotary_dim : cfg.head_dim, false);
@@ -34,6 +77,7 @@ std::vector<float> rope_inv_freq(const RopeConfig& rope, int64_t rotary_dim, boo
     for (size_t i = 0; i < half; ++i) inv[i] = 1.0f / (static_cast<float>(ext[i]) * pw[i]);
     return inv;
   }
+  if (rope.type == RopeType::kYarn) return yarn_inv_freq(rope, dim, pw);
   for (size_t i = 0; i < half; ++i) inv[i] = 1.0f / pw[i];
   if (rope.type == RopeType::kDefault) return inv;
   if (rope.type == RopeType::kLinear) {

@@ -561,8 +561,8 @@ int64_t CausalLM::stage_inputs(const MicroBatch& mb) {
     return Tensor(static_cast<float*>(inv_freq_) + row * R2, kF32, {R2}, dev);
   };
   const Tensor pos(pos_, kI32, {T}, dev);
-  const float scaling =
-      cfg_.rope.type == RopeType::kLongrope ? static_cast<float>(cfg_.rope.attention_factor) : 1.0f;
+  const bool scaled = cfg_.rope.type == RopeType::kLongrope || cfg_.rope.type == RopeType::kYarn;
+  const float scaling = scaled ? static_cast<float>(cfg_.rope.attention_factor) : 1.0f;
   ops_.rope_tables(act(cos_, {T, R2}, kF32), act(sin_, {T, R2}, kF32), pos, inv(global_row),
                    scaling, stream_);
   if (uses_local_rope_)

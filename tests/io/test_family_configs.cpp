@@ -346,11 +346,11 @@ TEST(FamilyConfigs, RefusalsNameFileKeyAndValue) {
   expect_error(
       [&] {
         zt::parse_model_config(
-            with("qwen3-0.6b", "rope_parameters", {{"rope_type", "yarn"}, {"factor", 4.0}}),
+            with("qwen3-0.6b", "rope_parameters", {{"rope_type", "dynamic"}, {"factor", 4.0}}),
             "q.json");
       },
-      {"q.json: rope type \"yarn\" (key \"rope_parameters.rope_type\") is not supported",
-       "\"default\", \"linear\", \"llama3\" and \"longrope\""});
+      {"q.json: rope type \"dynamic\" (key \"rope_parameters.rope_type\") is not supported",
+       "\"default\", \"linear\", \"llama3\", \"longrope\" and \"yarn\""});
   expect_error(
       [&] {
         zt::parse_model_config(with("qwen3-0.6b", "rope_parameters", {{"rope_type", "linear"}}),

@@ -145,6 +145,67 @@ TEST(ModelConfig, RopeInvFreqMatchesTransformers) {
   check_rope(zt::parse_model_config(d, "theta1e4"), "theta_1e4_d128", 64);
 }
 
+// Rope types whose rules transformers 4.57.1 (the users' version) fixes — yarn, the old "type"
+// key — against its own ROPE_INIT_FUNCTIONS (tools/make_rope_goldens.py): inv_freq within 1 ulp and
+// the cos/sin scaling.
+TEST(ModelConfig, RopeOfTransformers457) {
+  const zt::Json g = load_json(kData / "rope_457.golden.json");
+  ASSERT_EQ(g["transformers"], "4.57.1");
+  ASSERT_GE(g["cases"].size(), 7u);
+  for (const auto& c : g["cases"]) {
+    const std::string name = c["name"].get<std::string>();
+    const ModelConfig m = zt::parse_model_config(c["config"], name);
+    std::vector<float> want;
+    for (const auto& b : c["inv_freq_bits"]) {
+      const uint32_t u = b.get<uint32_t>();
+      float f;
+      std::memcpy(&f, &u, 4);
+      want.push_back(f);
+    }
+    const std::vector<float> got = zt::rope_inv_freq(m);
+    ASSERT_EQ(got.size(), want.size()) << name;
+    for (size_t i = 0; i < got.size(); ++i)
+      EXPECT_LE(ulp_diff(got[i], want[i]), 1)
+          << name << " i=" << i << " got " << got[i] << " want " << want[i];
+    const bool yarn = c["rope_type"] == "yarn";
+    EXPECT_EQ(m.rope.type == zt::RopeType::kYarn, yarn) << name;
+    if (yarn)
+      EXPECT_NEAR(m.rope.attention_factor, c["attention_factor"].get<double>(), 1e-15) << name;
+  }
+}
+
+// Configs transformers 4.57 and 5 would read into different RoPEs are refused naming the keys.
+TEST(ModelConfig, RopeKeysThatTransformers457And5ReadApartAreRefused) {
+  zt::Json j = load_json(kData / "llama3_v4_config.json");
+  j["rope_scaling"] = zt::Json{{"type", "linear"}, {"rope_type", "default"}, {"factor", 4.0}};
+  expect_error([&] { zt::parse_model_config(j, "c.json"); },
+               {"c.json: keys \"rope_scaling.rope_type\" (\"default\") and \"rope_scaling.type\" "
+                "(\"linear\") disagree: transformers 4.57 uses \"type\""});
+  // longrope outside Phi-3: 4.57 reads the top-level original_max_position_embeddings, 5 the
+  // dict's.
+  j["rope_scaling"] = zt::Json{{"rope_type", "longrope"},
+                               {"short_factor", zt::Json::array()},
+                               {"long_factor", zt::Json::array()},
+                               {"original_max_position_embeddings", 1024}};
+  std::vector<double> ones(64, 1.0);
+  j["rope_scaling"]["short_factor"] = ones;
+  j["rope_scaling"]["long_factor"] = ones;
+  expect_error([&] { zt::parse_model_config(j, "c.json"); },
+               {"longrope's original_max_position_embeddings is 1024 by key "
+                "\"rope_scaling.original_max_position_embeddings\" (as transformers 5 reads it) "
+                "but 131072 as transformers 4.57 reads it"});
+  j["original_max_position_embeddings"] = 1024;  // the key 4.57 reads: both agree
+  EXPECT_EQ(zt::parse_model_config(j, "c.json").rope.original_max_position_embeddings, 1024);
+  j["rope_scaling"] = zt::Json{{"rope_type", "yarn"}, {"factor", 4.0}, {"beta_fast", -1}};
+  expect_error([&] { zt::parse_model_config(j, "c.json"); },
+               {"c.json: key \"rope_scaling.beta_fast\" is -1, expected a positive number"});
+  j["rope_scaling"] = zt::Json{{"rope_type", "yarn"}};
+  expect_error([&] { zt::parse_model_config(j, "c.json"); },
+               {"rope type \"yarn\" needs key \"rope_scaling.factor\", which is missing"});
+  j["rope_scaling"] = zt::Json{{"rope_type", "dynamic"}, {"factor", 2.0}};
+  expect_error([&] { zt::parse_model_config(j, "c.json"); }, {"\"longrope\" and \"yarn\""});
+}
+
 zt::Json tiny() {
   return zt::Json::parse(R"({"model_type": "qwen2", "vocab_size": 64, "hidden_size": 16,
       "intermediate_size": 24, "num_hidden_layers": 2, "num_attention_heads": 4,
@@ -183,10 +244,10 @@ TEST(ModelConfig, UnsupportedSettingsAreErrorsNamingFileAndKey) {
       {"m/config.json: model_type \"gpt2\" is not supported", "\"qwen2\", \"qwen3\", \"llama\""});
   expect_error(
       [&] {
-        zt::parse_model_config(with("rope_scaling", {{"rope_type", "yarn"}, {"factor", 4.0}}),
+        zt::parse_model_config(with("rope_scaling", {{"rope_type", "dynamic"}, {"factor", 4.0}}),
                                "y.json");
       },
-      {"y.json: rope type \"yarn\" (key \"rope_scaling.rope_type\") is not supported"});
+      {"y.json: rope type \"dynamic\" (key \"rope_scaling.rope_type\") is not supported"});
   expect_error(
       [&] {
         zt::parse_model_config(
