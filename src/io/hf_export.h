@@ -25,13 +25,16 @@
 namespace zt {
 
 // Tokenizer files copied from HfExportOptions::tokenizer_dir when present there (others skipped).
+// tokenizer.model: the SentencePiece model of Llama/Gemma/Mistral-style tokenizers, which
+// transformers' tokenizer save_pretrained writes too (slow tokenizers and GGUF converters read it).
 inline constexpr const char* kTokenizerFiles[] = {"tokenizer.json",
                                                   "tokenizer_config.json",
                                                   "special_tokens_map.json",
                                                   "chat_template.jinja",
                                                   "vocab.json",
                                                   "merges.txt",
-                                                  "added_tokens.json"};
+                                                  "added_tokens.json",
+                                                  "tokenizer.model"};
 
 // How the trained EOS got into the tokenizer (TRL 1.16 SFTTrainer), which decides how TRL puts it
 // into the configs (align_special_token_ids()).

@@ -733,14 +733,15 @@ ModelConfig parse_model_config(const Json& file_json, std::string_view source) {
         source, c.model_type);
   c.mlp_bias = mlp_bias;
   c.hidden_act = r.opt_str(fam.act_key, fam.act_default);
-  if (c.hidden_act == "silu")
+  // "swish" is torch's SiLU too (transformers' ACT2CLS: nn.SiLU), the same function.
+  if (c.hidden_act == "silu" || c.hidden_act == "swish")
     c.mlp_act = GluActivation::kSilu;
   else if (c.hidden_act == "gelu_pytorch_tanh")
     c.mlp_act = GluActivation::kGeluTanh;
   else
     fail(
-        "{}: {} \"{}\" (key \"{}{}\") is not supported; zerotune implements \"silu\" (SwiGLU) and "
-        "\"gelu_pytorch_tanh\" (GeGLU)",
+        "{}: {} \"{}\" (key \"{}{}\") is not supported; zerotune implements \"silu\" (or "
+        "\"swish\"; SwiGLU) and \"gelu_pytorch_tanh\" (GeGLU)",
         source, fam.act_key, c.hidden_act, pre, fam.act_key);
   for (const char* k : {"final_logit_softcapping", "attn_logit_softcapping"})
     if (r.has(k))

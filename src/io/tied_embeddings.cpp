@@ -39,7 +39,8 @@ TieDecision reconcile_tied_embeddings(ModelConfig& cfg, const SafetensorsReader&
     log::warn(
         "{}: {} has tie_word_embeddings true, but the checkpoint holds an '{}' different from "
         "'{}'; loading them untied (the file's head is kept, trained and exported with "
-        "tie_word_embeddings false), as transformers does. Set tie_word_embeddings to false to "
+        "tie_word_embeddings false), as transformers 5 does — transformers 4.57 ties them and "
+        "drops the file's head, training another model. Set tie_word_embeddings to false to "
         "silence this warning",
         file, config_file, kHead, kEmbed);
   return TieDecision::kUntiedDistinctHead;

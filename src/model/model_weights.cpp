@@ -129,7 +129,23 @@ struct CheckpointNames {
 
 CheckpointNames checkpoint_names(const ModelConfig& cfg, const SafetensorsReader& reader) {
   CheckpointNames n;
-  if (cfg.multimodal_type != "gemma3" || reader.contains("model.embed_tokens.weight")) return n;
+  if (reader.contains("model.embed_tokens.weight")) return n;
+  // A base model's save (AutoModel / <Family>Model.save_pretrained: embed_tokens.weight,
+  // layers.*, norm.weight, no head): transformers 4.57 adds the "model." prefix when no key of the
+  // checkpoint starts with it (`loading_task_model_from_base_state_dict`), so the same here.
+  if (cfg.multimodal_type != "gemma3" && reader.contains("embed_tokens.weight")) {
+    bool prefixed = false;
+    for (const std::string& name : reader.names()) prefixed = prefixed || name.starts_with("model");
+    if (!prefixed) {
+      n.body = "";
+      log::info(
+          "{}: the checkpoint's tensors have no 'model.' prefix (a base model's save); read as "
+          "the {} body, as transformers does",
+          reader.source().string(), cfg.model_type);
+      return n;
+    }
+  }
+  if (cfg.multimodal_type != "gemma3") return n;
   if (reader.contains("model.language_model.embed_tokens.weight")) {
     n.body = "model.language_model.";
   } else if (reader.contains("language_model.model.embed_tokens.weight")) {

@@ -340,6 +340,9 @@ TEST(FamilyConfigs, RefusalsNameFileKeyAndValue) {
       {"p.json: embd_pdrop 0.1 is not supported"});
   expect_error([&] { zt::parse_model_config(with("olmo-2-1b", "hidden_act", "relu"), "o.json"); },
                {"o.json: hidden_act \"relu\" (key \"hidden_act\") is not supported"});
+  // transformers maps "swish" to nn.SiLU: the same SwiGLU as "silu".
+  EXPECT_EQ(zt::parse_model_config(with("olmo-2-1b", "hidden_act", "swish"), "o.json").mlp_act,
+            zt::GluActivation::kSilu);
   expect_error(
       [&] { zt::parse_model_config(with("gemma-3-1b", "hidden_activation", "gelu"), "g.json"); },
       {"g.json: hidden_activation \"gelu\" (key \"hidden_activation\") is not supported"});

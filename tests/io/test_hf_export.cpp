@@ -117,6 +117,10 @@ TEST(HfExport, TheRunsTemplateAndEosAreInTheExportedTokenizer) {
   zt::export_hf_model(d / "out2", cfg, w.tensors, same);
   expect_same_file(d / "out2" / "tokenizer_config.json", d / "tok" / "tokenizer_config.json");
   EXPECT_FALSE(fs::exists(d / "out2" / "chat_template.jinja"));
+  // A SentencePiece tokenizer.model goes with them, as transformers' save_pretrained writes it.
+  zt::write_file_atomic(d / "tok" / "tokenizer.model", std::string("\x0a\x05sp\x00model", 10));
+  zt::export_hf_model(d / "out3", cfg, w.tensors, same);
+  expect_same_file(d / "out3" / "tokenizer.model", d / "tok" / "tokenizer.model");
 }
 
 TEST(HfExport, F32ExportEqualsSavePretrainedAndReplacesOldOutput) {

@@ -79,6 +79,38 @@ TEST_F(CheckpointCase, TiedConfigWithDistinctHeadLossIsTransformers) {
   EXPECT_EQ(loss_json(u.output)["loss_sum"], j["loss_sum"]);
 }
 
+// A base model's save (AutoModel: no "model." prefix, no head) of a tied model: transformers 4.57
+// adds the prefix when no key has it, so the same tensors give the same loss with the prefix or
+// without it (it was refused: "tensor 'model.embed_tokens.weight' not found").
+TEST_F(CheckpointCase, BaseModelCheckpointWithoutThePrefixLoadsAsTransformersLoadsIt) {
+  copy_case("tied-config-drops-distinct-lm-head");
+  const zt::SafetensorsReader r(dir_ / "model");
+  std::vector<std::vector<float>> values;
+  values.reserve(r.names().size());
+  std::vector<zt::NamedTensor> prefixed, base;
+  for (const std::string& name : r.names()) {
+    if (name == "lm_head.weight") continue;
+    ASSERT_TRUE(name.starts_with("model.")) << name;
+    values.push_back(r.load_f32(name));
+    const std::vector<int64_t> shape = r.info(name).shape;
+    prefixed.push_back({name, zt::DType::kF32, shape, values.back().data()});
+    base.push_back({name.substr(6), zt::DType::kF32, shape, values.back().data()});
+  }
+  for (const auto& [sub, tensors] : {std::pair{"prefixed", &prefixed}, std::pair{"base", &base}}) {
+    fs::create_directories(dir_ / sub);
+    fs::copy_file(dir_ / "model" / "config.json", dir_ / sub / "config.json");
+    zt::write_safetensors(dir_ / sub / "model.safetensors", *tensors);
+  }
+  const RunResult p = zerotune("loss --model prefixed rows.jsonl");
+  ASSERT_TRUE(exited(p, 0));
+  const RunResult b = zerotune("loss --model base rows.jsonl");
+  ASSERT_TRUE(exited(b, 0,
+                     "base/model.safetensors: the checkpoint's tensors have no 'model.' prefix (a "
+                     "base model's save); read as the qwen2 body, as transformers does"));
+  EXPECT_EQ(loss_json(b.output)["targets"], 13);
+  EXPECT_EQ(loss_json(b.output)["loss_sum"], loss_json(p.output)["loss_sum"]);
+}
+
 TEST_F(CheckpointCase, SingleFileBesideIndexIsReadWithAWarning) {
   copy_case("index-and-single-file-precedence");
   const zt::Json j = loss(
