@@ -114,11 +114,15 @@ void resolve_best_model(const RunConfig& cfg, train::TrainArgs& a) {
 // - any other argument is a config attribute from_pretrained sets on the model's config
 //   (attention_dropout, num_hidden_layers, …), which changes TRL's model: an error naming the key
 //   (set it in config.json).
-void check_model_init_kwargs(const RunConfig& cfg, const fs::path& model_dir,
-                             const std::function<void(const std::string&)>& warn, bool verbose) {
+// Returns the dtype TRL's model is loaded in when it is not float32 ("bfloat16", "float16"; ""
+// for float32 / unset, from_pretrained's default in transformers 4.57).
+std::string check_model_init_kwargs(const RunConfig& cfg, const fs::path& model_dir,
+                                    const std::function<void(const std::string&)>& warn,
+                                    bool verbose) {
   const std::string key = "trainer.model_init_kwargs";
   Json v = cfg.value(key);
-  if (v.is_null()) return;
+  std::string loaded;
+  if (v.is_null()) return loaded;
   if (v.is_string()) {
     const std::string& t = v.get_ref<const std::string&>();
     if (const size_t b = t.find_first_not_of(" \t\r\n"); b != std::string::npos && t[b] == '{') {
@@ -171,6 +175,7 @@ void check_model_init_kwargs(const RunConfig& cfg, const fs::path& model_dir,
         }
         if (loads.empty() || loads == "float32") continue;
       }
+      loaded = loads;
       warn(fmt::format(
           "{}: {}: TRL would load the model's parameters in {} and train them without fp32 "
           "master weights (its AdamW state in that dtype too); zerotune keeps fp32 master weights "
@@ -206,6 +211,7 @@ void check_model_init_kwargs(const RunConfig& cfg, const fs::path& model_dir,
         "{}: {}{} {} changes nothing in zerotune: it loads model.name_or_path itself, "
         "with its own attention kernels, on the devices of the job",
         cfg.key_at(key), key, cfg.where(key), fmt::join(noted, ", "));
+  return loaded;
 }
 
 // RunConfig (+ accelerate config) → TrainArgs for a job of `world` ranks. Rank 0 logs warnings.
@@ -373,7 +379,14 @@ train::TrainArgs make_train_args(RunConfig& cfg, const std::optional<AccelerateC
          cfg.where(model_key));
   a.model_dir = src.dir;
   a.from_scratch = !src.has_weights;
-  check_model_init_kwargs(cfg, a.model_dir, warn, verbose);
+  const std::string trl_load_dtype = check_model_init_kwargs(cfg, a.model_dir, warn, verbose);
+  // The exported weights' dtype is that of the parameters TRL's save_model writes: DeepSpeed with
+  // bf16 casts the module to bf16 (its engine's _configure_distributed_model), so the users'
+  // ZeRO configs save bf16; without DeepSpeed the parameters stay as from_pretrained loaded them —
+  // float32 unless model_init_kwargs says bfloat16 (trainer.bf16 is autocast there). zerotune
+  // exports its fp32 master weights in that dtype (float16 loads: float32, a superset).
+  const bool deepspeed = acc && acc->distributed_type == "DEEPSPEED";
+  a.export_dtype = (bf16 && deepspeed) || trl_load_dtype == "bfloat16" ? DType::kBF16 : DType::kF32;
   check_dataset_kwargs(cfg, warn);
   check_dataset_present(cfg, "train");
   a.train_data = data_options(cfg, "train");

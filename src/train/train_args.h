@@ -69,6 +69,9 @@ struct TrainArgs {
   std::filesystem::path model_dir;  // resolved HF directory (config.json, optional weights)
   bool from_scratch = false;        // no weights in model_dir: initialise (seeded) as HF does
   DType dtype = DType::kF32;        // compute weights/activations: kF32 or kBF16 (bf16-storage)
+  // Weights of final/ and checkpoint-N/ (the fp32 master weights stored as): kBF16 under DeepSpeed
+  // with bf16 or model_init_kwargs dtype bfloat16, else kF32 — as TRL saves its model.
+  DType export_dtype = DType::kF32;
 
   // ---- data
   data::DataOptions train_data;

@@ -146,6 +146,9 @@ TEST_F(CheckpointCase, GenerationConfigOfTheInputIsExportedEverywhere) {
     EXPECT_EQ(c["eos_token_id"], 151645) << sub;
     EXPECT_EQ(c["pad_token_id"], 151643) << sub;
     EXPECT_EQ(c["bos_token_id"], 151643) << sub;
+    // No DeepSpeed: TRL's parameters stay float32 under bf16 autocast and are saved so.
+    EXPECT_EQ(c["torch_dtype"], "float32") << sub;
+    EXPECT_EQ(zt::SafetensorsReader(out).info("model.embed_tokens.weight").dtype_str, "F32") << sub;
   }
   // An input that lists only the base model's EOS gets the trained one (<|im_end|>) first.
   set_json(dir_ / "model" / "generation_config.json", "eos_token_id", 151643);

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "io/json.h"
+#include "io/safetensors.h"
 #include "train_cli_util.h"
 
 namespace fs = std::filesystem;
@@ -82,6 +83,9 @@ TEST_F(UsersCommand, RunsUnchangedOnOneAndTwoRanks) {
     const fs::path exp = w / "logs" / "sft";
     EXPECT_TRUE(fs::exists(exp / "ckpts" / "model.safetensors")) << w;
     EXPECT_TRUE(fs::exists(exp / "ckpts" / "tokenizer.json")) << w;
+    // Their DeepSpeed config with bf16 casts TRL's module to bf16: the model is saved in bf16.
+    const zt::SafetensorsReader saved(exp / "ckpts");
+    EXPECT_EQ(saved.info("model.embed_tokens.weight").dtype_str, "BF16") << w;
     EXPECT_FALSE(fs::is_empty(exp / "tensorboard")) << w;
     EXPECT_FALSE(fs::exists(exp / "checkpoint-10")) << w;
     const std::string args = slurp(exp / "args.yaml");
