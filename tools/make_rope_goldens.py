@@ -45,6 +45,11 @@ CASES = {
     # The ramp's ends equal (low == high after clipping): high += 0.001.
     "yarn_qwen2_flat_ramp": {"model_type": "qwen2", "max_position_embeddings": 4,
                              "rope_scaling": {"rope_type": "yarn", "factor": 2.0}},
+    # dynamic NTK at init (seq_len = max_position_embeddings): the default frequencies of
+    # base * (factor * L / L - (factor - 1)) ** (d / (d - 2)).
+    "dynamic_llama": {"model_type": "llama", "rope_scaling": {"rope_type": "dynamic", "factor": 2.0}},
+    "dynamic_qwen2_odd_factor": {"model_type": "qwen2", "max_position_embeddings": 777,
+                                 "rope_scaling": {"type": "dynamic", "factor": 3.3}},
     # Both keys agree: nothing to choose.
     "linear_both_keys_agree": {"model_type": "llama",
                                "rope_scaling": {"type": "linear", "rope_type": "linear", "factor": 4.0}},

@@ -302,6 +302,12 @@ RopeConfig parse_rope_dict(const Reader& r, const Json& d, const std::string& wh
         rope.factor <= 1.0 ? 1.0 : std::sqrt(1.0 + std::log(rope.factor) / std::log(orig)), where);
     expect(rope.attention_factor > 0.0, "attention_factor", rope.attention_factor,
            "a positive number");
+  } else if (type == "dynamic") {
+    // `config.rope_scaling["factor"]` is required; max_position_embeddings is the length up to
+    // which the frequencies stay those of step 1 (`dynamic_rope_update`'s max_seq_len_cached).
+    rope.type = RopeType::kDynamic;
+    rope.factor = scaling_factor(need("factor"));
+    rope.original_max_position_embeddings = max_pos;
   } else if (type == "yarn") {
     // transformers 4.57 `_compute_yarn_parameters`: factor required; original_max_position_
     // embeddings, beta_fast, beta_slow by Python `or` (0 / null take the default); attention_factor
@@ -343,7 +349,7 @@ RopeConfig parse_rope_dict(const Reader& r, const Json& d, const std::string& wh
   } else {
     fail(
         "{}: rope type \"{}\" (key \"{}{}rope_type\") is not supported; zerotune implements "
-        "\"default\", \"linear\", \"llama3\", \"longrope\" and \"yarn\"",
+        "\"default\", \"linear\", \"llama3\", \"longrope\", \"dynamic\" and \"yarn\"",
         r.src, type, r.pre, where);
   }
   return rope;
@@ -410,11 +416,12 @@ void parse_gemma_rope(const Reader& r, const Family& fam, ModelConfig& c) {
                            false, false);
   c.rope_local = parse_rope_dict(r, local, "rope_parameters.sliding_attention.", local_theta,
                                  "rope_local_base_freq", c.max_position_embeddings, false, false);
-  if (c.rope_local.type == RopeType::kLongrope || c.rope_local.type == RopeType::kYarn)
+  if (c.rope_local.type != RopeType::kDefault && c.rope_local.type != RopeType::kLinear &&
+      c.rope_local.type != RopeType::kLlama3)
     fail(
         "{}: key \"{}rope_parameters.sliding_attention.rope_type\" is \"{}\": not supported for "
-        "Gemma's local RoPE (its cos and sin are not scaled)",
-        r.src, r.pre, c.rope_local.type == RopeType::kYarn ? "yarn" : "longrope");
+        "Gemma's local RoPE (zerotune scales its frequencies only: default, linear, llama3)",
+        r.src, r.pre, rope_type_name(c.rope_local.type));
 }
 
 // layer_types: absent/null -> {}; else num_hidden_layers of "full_attention" /

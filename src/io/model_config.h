@@ -53,11 +53,19 @@ enum class RopeType : uint8_t {
               // micro-batch's max position + 1 exceeds original_max_position_embeddings
               // (transformers `_compute_longrope_parameters` + `dynamic_rope_update`); cos and
               // sin are multiplied by attention_factor in both cases
+  kDynamic,   // dynamic NTK (transformers 4.57 `_compute_dynamic_ntk_parameters`): the default
+              // frequencies of base * ((factor * L / L) - (factor - 1)) ** (d / (d - 2)), L =
+              // max_position_embeddings (original_max_position_embeddings below), while every
+              // sequence fits in L; a longer one is an error (transformers then rescales the base
+              // from batch to batch, a state zerotune does not keep)
   kYarn,      // YaRN (transformers 4.57 `_compute_yarn_parameters`): per frequency a blend of
               // default and default / factor by a linear ramp between the correction dims of
               // beta_fast and beta_slow rotations over original_max_position_embeddings; cos and
               // sin are multiplied by attention_factor
 };
+
+// The transformers name of `t` ("default", "linear", "llama3", "longrope", "dynamic", "yarn").
+const char* rope_type_name(RopeType t);
 
 // RoPE parameters of one rotary embedding (a model has one, or two for Gemma 3's local and
 // global layers). For kLlama3 / kLongrope the scaling fields are required in the config (zt::Error

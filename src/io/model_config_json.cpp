@@ -28,22 +28,6 @@ const char* architecture(std::string_view type) {
   return "LlamaForCausalLM";
 }
 
-const char* rope_type_name(RopeType t) {
-  switch (t) {
-    case RopeType::kLinear:
-      return "linear";
-    case RopeType::kLlama3:
-      return "llama3";
-    case RopeType::kLongrope:
-      return "longrope";
-    case RopeType::kYarn:
-      return "yarn";
-    case RopeType::kDefault:
-      break;
-  }
-  return "default";
-}
-
 // The rope dict of `rope`. Starts from `raw` (the file's dict) when it is of the same type, so its
 // other keys survive; `v5` adds rope_theta (rope_parameters layout); `phi3`: original_max lives in
 // the top-level key, which wins over the dict's.
@@ -84,6 +68,9 @@ OJson rope_dict(const RopeConfig& rope, const Json& raw, bool v5, bool phi3) {
       if (d.contains("factor") || raw_type.empty()) d["factor"] = rope.factor;
       if (d.contains("attention_factor") || raw_type.empty())
         d["attention_factor"] = rope.attention_factor;
+      break;
+    case RopeType::kDynamic:
+      d["factor"] = rope.factor;
       break;
     case RopeType::kYarn:
       // The file's optional keys stay as they were (their defaults are `or` rules); a config
@@ -164,6 +151,24 @@ void write_windows(const ModelConfig& c, OJson& j) {
 }
 
 }  // namespace
+
+const char* rope_type_name(RopeType t) {
+  switch (t) {
+    case RopeType::kLinear:
+      return "linear";
+    case RopeType::kLlama3:
+      return "llama3";
+    case RopeType::kLongrope:
+      return "longrope";
+    case RopeType::kYarn:
+      return "yarn";
+    case RopeType::kDynamic:
+      return "dynamic";
+    case RopeType::kDefault:
+      break;
+  }
+  return "default";
+}
 
 Json model_config_to_json(const ModelConfig& c, std::string_view dtype) {
   // nlohmann::json (std::map) sorts keys like transformers' json.dumps(sort_keys=True).

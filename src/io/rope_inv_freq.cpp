@@ -59,7 +59,15 @@ std::vector<float> rope_inv_freq(const RopeConfig& rope, int64_t rotary_dim, boo
   const int64_t dim = rotary_dim;
   if (dim <= 0 || dim % 2 != 0) fail("rope_inv_freq: rotary_dim {} is not positive and even", dim);
   const size_t half = static_cast<size_t>(dim / 2);
-  const float base = static_cast<float>(rope.theta);
+  double theta = rope.theta;
+  if (rope.type == RopeType::kDynamic) {
+    // `base * ((factor * seq_len / max_position_embeddings) - (factor - 1)) ** (dim / (dim - 2))`
+    // in Python floats, seq_len = max_position_embeddings (its value until a longer sequence).
+    const double L = static_cast<double>(rope.original_max_position_embeddings);
+    const double d = static_cast<double>(dim);
+    theta = theta * std::pow((rope.factor * L / L) - (rope.factor - 1.0), d / (d - 2.0));
+  }
+  const float base = static_cast<float>(theta);
   // base ** (arange(0, dim, 2).float() / dim): the exponent an fp32 division, the power fp32
   // (correctly rounded from the double power).
   std::vector<float> pw(half);
@@ -79,7 +87,7 @@ std::vector<float> rope_inv_freq(const RopeConfig& rope, int64_t rotary_dim, boo
   }
   if (rope.type == RopeType::kYarn) return yarn_inv_freq(rope, dim, pw);
   for (size_t i = 0; i < half; ++i) inv[i] = 1.0f / pw[i];
-  if (rope.type == RopeType::kDefault) return inv;
+  if (rope.type == RopeType::kDefault || rope.type == RopeType::kDynamic) return inv;
   if (rope.type == RopeType::kLinear) {
     // `inv_freq /= factor` (fp32 tensor by a Python float: fp32 division).
     const float factor = static_cast<float>(rope.factor);

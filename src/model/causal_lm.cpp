@@ -551,11 +551,21 @@ int64_t CausalLM::stage_inputs(const MicroBatch& mb) {
   // position exceeds the original context (HF `dynamic_rope_update`: seq_len = max(pos) + 1).
   const int64_t R2 = cfg_.rotary_dim / 2;
   int64_t global_row = 0;
-  if (cfg_.rope.type == RopeType::kLongrope) {
+  if (cfg_.rope.type == RopeType::kLongrope || cfg_.rope.type == RopeType::kDynamic) {
     int32_t max_pos = 0;
     for (int32_t p : mb.position_ids) max_pos = std::max(max_pos, p);
-    if (static_cast<int64_t>(max_pos) + 1 > cfg_.rope.original_max_position_embeddings)
+    const int64_t seq_len = static_cast<int64_t>(max_pos) + 1;
+    if (seq_len > cfg_.rope.original_max_position_embeddings) {
+      if (cfg_.rope.type == RopeType::kDynamic)
+        fail(
+            "model: a sequence of {} positions is longer than max_position_embeddings {} under "
+            "rope type \"dynamic\": transformers then rescales the RoPE base from batch to batch "
+            "(a state of the run), which zerotune does not implement; set trainer.max_length <= "
+            "{}",
+            seq_len, cfg_.rope.original_max_position_embeddings,
+            cfg_.rope.original_max_position_embeddings);
       global_row = 1;
+    }
   }
   const auto inv = [&](int64_t row) {
     return Tensor(static_cast<float*>(inv_freq_) + row * R2, kF32, {R2}, dev);

@@ -349,11 +349,11 @@ TEST(FamilyConfigs, RefusalsNameFileKeyAndValue) {
   expect_error(
       [&] {
         zt::parse_model_config(
-            with("qwen3-0.6b", "rope_parameters", {{"rope_type", "dynamic"}, {"factor", 4.0}}),
+            with("qwen3-0.6b", "rope_parameters", {{"rope_type", "ntk"}, {"factor", 4.0}}),
             "q.json");
       },
-      {"q.json: rope type \"dynamic\" (key \"rope_parameters.rope_type\") is not supported",
-       "\"default\", \"linear\", \"llama3\", \"longrope\" and \"yarn\""});
+      {"q.json: rope type \"ntk\" (key \"rope_parameters.rope_type\") is not supported",
+       "\"default\", \"linear\", \"llama3\", \"longrope\", \"dynamic\" and \"yarn\""});
   expect_error(
       [&] {
         zt::parse_model_config(with("qwen3-0.6b", "rope_parameters", {{"rope_type", "linear"}}),

@@ -151,7 +151,7 @@ TEST(ModelConfig, RopeInvFreqMatchesTransformers) {
 TEST(ModelConfig, RopeOfTransformers457) {
   const zt::Json g = load_json(kData / "rope_457.golden.json");
   ASSERT_EQ(g["transformers"], "4.57.1");
-  ASSERT_GE(g["cases"].size(), 7u);
+  ASSERT_GE(g["cases"].size(), 9u);
   for (const auto& c : g["cases"]) {
     const std::string name = c["name"].get<std::string>();
     const ModelConfig m = zt::parse_model_config(c["config"], name);
@@ -168,7 +168,7 @@ TEST(ModelConfig, RopeOfTransformers457) {
       EXPECT_LE(ulp_diff(got[i], want[i]), 1)
           << name << " i=" << i << " got " << got[i] << " want " << want[i];
     const bool yarn = c["rope_type"] == "yarn";
-    EXPECT_EQ(m.rope.type == zt::RopeType::kYarn, yarn) << name;
+    EXPECT_EQ(zt::rope_type_name(m.rope.type), c["rope_type"].get<std::string>()) << name;
     if (yarn)
       EXPECT_NEAR(m.rope.attention_factor, c["attention_factor"].get<double>(), 1e-15) << name;
   }
@@ -202,8 +202,12 @@ TEST(ModelConfig, RopeKeysThatTransformers457And5ReadApartAreRefused) {
   j["rope_scaling"] = zt::Json{{"rope_type", "yarn"}};
   expect_error([&] { zt::parse_model_config(j, "c.json"); },
                {"rope type \"yarn\" needs key \"rope_scaling.factor\", which is missing"});
-  j["rope_scaling"] = zt::Json{{"rope_type", "dynamic"}, {"factor", 2.0}};
-  expect_error([&] { zt::parse_model_config(j, "c.json"); }, {"\"longrope\" and \"yarn\""});
+  j["rope_scaling"] = zt::Json{{"rope_type", "dynamic"}};
+  expect_error([&] { zt::parse_model_config(j, "c.json"); },
+               {"rope type \"dynamic\" needs key \"rope_scaling.factor\", which is missing"});
+  j["rope_scaling"] = zt::Json{{"rope_type", "ntk"}, {"factor", 2.0}};
+  expect_error([&] { zt::parse_model_config(j, "c.json"); },
+               {"rope type \"ntk\"", "\"longrope\", \"dynamic\" and \"yarn\""});
 }
 
 zt::Json tiny() {
@@ -244,16 +248,16 @@ TEST(ModelConfig, UnsupportedSettingsAreErrorsNamingFileAndKey) {
       {"m/config.json: model_type \"gpt2\" is not supported", "\"qwen2\", \"qwen3\", \"llama\""});
   expect_error(
       [&] {
-        zt::parse_model_config(with("rope_scaling", {{"rope_type", "dynamic"}, {"factor", 4.0}}),
+        zt::parse_model_config(with("rope_scaling", {{"rope_type", "ntk"}, {"factor", 4.0}}),
                                "y.json");
       },
-      {"y.json: rope type \"dynamic\" (key \"rope_scaling.rope_type\") is not supported"});
+      {"y.json: rope type \"ntk\" (key \"rope_scaling.rope_type\") is not supported"});
   expect_error(
       [&] {
-        zt::parse_model_config(
-            with("rope_parameters", {{"rope_type", "dynamic"}, {"rope_theta", 1e4}}), "p.json");
+        zt::parse_model_config(with("rope_parameters", {{"rope_type", "ntk"}, {"rope_theta", 1e4}}),
+                               "p.json");
       },
-      {"p.json: rope type \"dynamic\" (key \"rope_parameters.rope_type\") is not supported"});
+      {"p.json: rope type \"ntk\" (key \"rope_parameters.rope_type\") is not supported"});
   expect_error(
       [&] {
         zt::parse_model_config(with("rope_scaling", {{"rope_type", "llama3"}, {"factor", 8.0}}),

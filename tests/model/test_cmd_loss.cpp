@@ -7,6 +7,7 @@
 #include <fstream>
 #include <string>
 
+#include "core/file_util.h"
 #include "model_test_util.h"
 
 namespace zt {
@@ -144,6 +145,37 @@ TEST(CmdLoss, RowsOutsideWhatItComputesNameFileLineAndKey) {
       "{\"input_ids\": [4, 5, 6], \"attention_mask\": [1, 1, 1], \"position_ids\": [0, 1, 2]}");
   EXPECT_EQ(r.status, 0) << r.out;
   EXPECT_EQ(r.out, plain.out);
+}
+
+// rope_scaling "dynamic" (NTK): the default frequencies while every sequence fits in
+// max_position_embeddings (transformers rescales only beyond it; factor 2 leaves the base exactly
+// as it is), and a longer sequence is an error naming the limit rather than a silent other RoPE.
+TEST(CmdLoss, DynamicRopeIsTheDefaultWithinMaxPositionsAndRefusedBeyond) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(::testing::TempDir()) / "zt_loss_dynamic";
+  fs::remove_all(dir);
+  fs::copy(test::model_dir("qwen2_tied"), dir, fs::copy_options::recursive);
+  Json cfg = Json::parse(read_file(dir / "config.json"));
+  cfg["max_position_embeddings"] = 4;
+  write_file_atomic(dir / "config.json", cfg.dump(2));
+  const auto rows = dir / "rows.jsonl";
+  std::ofstream(rows) << "{\"input_ids\": [1, 2, 3, 4]}\n";
+  const RunResult plain = run("loss --model " + dir.string() + " " + rows.string());
+  ASSERT_EQ(plain.status, 0) << plain.out;
+  cfg["rope_parameters"]["rope_type"] = "dynamic";  // its rope_theta (1e6) stays
+  cfg["rope_parameters"]["factor"] = 2.0;
+  write_file_atomic(dir / "config.json", cfg.dump(2));
+  const RunResult dyn = run("loss --model " + dir.string() + " " + rows.string());
+  ASSERT_EQ(dyn.status, 0) << dyn.out;
+  EXPECT_EQ(dyn.out, plain.out);
+  std::ofstream(rows) << "{\"input_ids\": [1, 2, 3, 4, 5]}\n";
+  const RunResult longer = run("loss --model " + dir.string() + " " + rows.string());
+  EXPECT_EQ(longer.status, 1);
+  EXPECT_NE(longer.out.find("zerotune: error: model: a sequence of 5 positions is longer than "
+                            "max_position_embeddings 4 under rope type \"dynamic\""),
+            std::string::npos)
+      << longer.out;
+  fs::remove_all(dir);
 }
 
 // A NUL byte ends the JSON parser's input: the row before it was trained on and the rest of the
