@@ -19,7 +19,7 @@
 namespace zt::data {
 
 // The version of the token pipeline (formatting, tokenisation, masks): part of the token cache key,
-// and recorded in a checkpoint's trainer_state.json ("data_pipeline") so that a resume under
+// and recorded in a checkpoint's zerotune_state.json ("data_pipeline") so that a resume under
 // another version is told (train/resume_checks.h). Bump when a change to this layer changes the
 // tokens or masks it produces for the same inputs. 3: config special tokens added; 4: EOS placed
 // as TRL's add_eos (only a "text" column; not a completion beside one); 5: null-valued keys inside

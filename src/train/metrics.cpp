@@ -118,7 +118,10 @@ MetricsWriter::MetricsWriter(const std::filesystem::path& path,
       if (!j.is_object() || !j.contains("step") || !j["step"].is_number_integer())
         fail("{}:{}: expected a JSON object with an integer \"step\", got: {}", path_.string(),
              line_no, line.substr(0, 200));
-      if (j["step"].get<int64_t>() <= *keep_through_step) kept += line + "\n";
+      if (j["step"].get<int64_t>() <= *keep_through_step) {
+        kept += line + "\n";
+        kept_.push_back(std::move(j));
+      }
     }
     write_file_atomic(path_, kept);
   }

@@ -68,9 +68,12 @@ class MetricsWriter {
   // Writes record.to_json() as one line and flushes. Throws zt::Error on a write failure.
   void write(const MetricRecord& record);
   const std::filesystem::path& path() const { return path_; }
+  // With `keep_through_step`: the events the file kept (step <= k), in file order; else empty.
+  const Json& kept_records() const { return kept_; }
 
  private:
   std::filesystem::path path_;
+  Json kept_ = Json::array();
   std::FILE* file_ = nullptr;
 };
 

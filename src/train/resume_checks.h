@@ -1,6 +1,10 @@
 // What `trainer.resume_from_checkpoint` reads, checked before it is used, so that a wrong path, a
 // renamed or hand-edited checkpoint, or a checkpoint of another model gets an error naming the
 // file and what was expected rather than a misleading one (or none) further on.
+//
+// The state these read is a checkpoint's zerotune_state.json, or the trainer_state.json of a
+// checkpoint written before zerotune_state.json existed (train/checkpoint_state.h); `state_file`
+// names whichever it was.
 #pragma once
 
 #include <cstdint>
@@ -21,7 +25,7 @@ namespace zt::train {
 // checkpoint-<step> directories of its parent, where there are some) or is not a directory.
 void check_resume_path(const std::filesystem::path& ckpt);
 
-// The step the run resumes at: trainer_state.json's "plan" next_step (`next_step`, already
+// The step the run resumes at: zerotune_state.json's "plan" next_step (`next_step`, already
 // checked against the run's plan). Its "global_step", when present, must be the same integer
 // (zt::Error naming `state_file` and both values otherwise: the file was edited by hand or is
 // not consistent). A directory named checkpoint-<N> with N != global_step (renamed) resumes at
@@ -35,7 +39,7 @@ int64_t checked_resume_step(const Json& state, const std::string& state_file, in
 // read is left to the ZeRO state's own layout check.
 void check_checkpoint_model(const std::filesystem::path& ckpt, const ModelConfig& model);
 
-// trainer_state.json's "lr_schedule" (zerotune's): {"learning_rate", "lr_scheduler_type",
+// zerotune_state.json's "lr_schedule" (zerotune's): {"learning_rate", "lr_scheduler_type",
 // "warmup_steps" (resolved, in optimizer steps)} of the schedule `s` the saving run used.
 Json lr_schedule_to_json(const optim::LrSchedule& s);
 
@@ -54,8 +58,8 @@ optim::LrSchedule resumed_lr_schedule(const Json& state, const std::string& stat
                                       int64_t start_step, const std::filesystem::path& ckpt,
                                       bool log);
 
-// trainer_state.json's "optimizer" (zerotune's): the AdamW hyperparameters `p` the saving run used,
-// under their trainer key names {"adam_beta1", "adam_beta2", "adam_epsilon", "weight_decay"}.
+// zerotune_state.json's "optimizer" (zerotune's): the AdamW hyperparameters `p` the saving run
+// used, under their trainer key names {"adam_beta1", "adam_beta2", "adam_epsilon", "weight_decay"}.
 Json adamw_to_json(const optim::AdamWParams& p);
 
 // The AdamW hyperparameters a run resumed from `ckpt` uses, as transformers' Trainer does on
@@ -71,14 +75,14 @@ optim::AdamWParams resumed_adamw(const Json& state, const std::string& state_fil
                                  const optim::AdamWParams& now, const TrainArgs& a,
                                  const std::filesystem::path& ckpt, bool log);
 
-// For a checkpoint whose trainer_state.json has no "optimizer" (written before zerotune recorded
+// For a checkpoint whose zerotune state has no "optimizer" (written before zerotune recorded
 // it): the AdamW values its run trained with, from the checkpoint's args.yaml (the saving run's
 // resolved config, which holds every trainer key), as an "optimizer" object for resumed_adamw.
 // nullopt when `ckpt`/args.yaml is missing, not valid YAML, or does not hold the four keys as
 // numbers under `trainer` (the run's own values are used then, as before).
 std::optional<Json> adamw_from_args_yaml(const std::filesystem::path& ckpt);
 
-// trainer_state.json's "data_pipeline": the token pipeline version (data::kPipelineVersion) of the
+// zerotune_state.json's "data_pipeline": the token pipeline version (data::kPipelineVersion) of the
 // run that saved it. The start-up warning of a run resumed under pipeline `now` from a checkpoint
 // that records another version, or none (saved before zerotune recorded it): it names
 // `state_file`, both versions and what it means (the resumed steps' samples are tokenised under

@@ -10,6 +10,7 @@
 #include "core/file_util.h"
 #include "io/json.h"
 #include "io/json_check.h"
+#include "train/checkpoint_state.h"
 
 namespace zt::train {
 
@@ -37,7 +38,9 @@ std::vector<RunCheckpoint> list_run_checkpoints(const fs::path& exp_dir) {
   for (const auto& dir : list_checkpoints(exp_dir)) {
     RunCheckpoint c;
     c.dir = dir;
-    const fs::path state = dir.path / "trainer_state.json";
+    // The run id: zerotune_state.json's (trainer_state.json's in an older checkpoint).
+    const fs::path state = zerotune_state_path(dir.path);
+    const std::string name = state.filename().string();
     // Reading the file can fail for another reason than its content (permissions, a directory of
     // that name, a disk error): that is no corrupt checkpoint, and nothing tells whose it is, so
     // it is the user's to settle before any checkpoint is rotated away or resumed.
@@ -47,29 +50,31 @@ std::vector<RunCheckpoint> list_run_checkpoints(const fs::path& exp_dir) {
           "checkpoint it cannot read). Make it readable, or move {} out of {}",
           what, dir.path.filename().string(), exp_dir.string());
     };
+    // zerotune's own ZeRO state files in the directory: a checkpoint of zerotune, though its state
+    // file is missing (a copy cut short, a clean-up). It may be the newest of its run, so it is
+    // corrupt, never another run's to pass over and overwrite.
+    const auto own_state_file = [&] {
+      std::error_code dec;
+      for (const auto& e : fs::directory_iterator(dir.path, dec)) {
+        const std::string f = e.path().filename().string();
+        if (f.starts_with("zero_state_rank") && f.ends_with(".bin")) return f;
+      }
+      return std::string();
+    };
+    const auto missing = [&](const std::string& own) {
+      c.corrupt = fmt::format(
+          "{}: missing, though {} holds zerotune's {} (a checkpoint damaged or copied in part)",
+          (dir.path / kZerotuneStateName).string(), dir.path.string(), own);
+      c.note = std::string(kZerotuneStateName) + " is missing";
+    };
     std::error_code ec;
     const bool there = fs::exists(state, ec);  // false without error: absent (or a dangling link)
     if (ec) unreadable(fmt::format("{}: cannot stat: {}", state.string(), ec.message()));
     if (!there) {
-      // zerotune's own state files beside no trainer_state.json: a checkpoint of zerotune that
-      // lost the file (a copy cut short, a clean-up), which may be the newest of its run, so it is
-      // corrupt, never another run's to pass over and overwrite.
-      std::string own;
-      for (const auto& e : fs::directory_iterator(dir.path, ec)) {
-        const std::string f = e.path().filename().string();
-        if (f.starts_with("zero_state_rank") && f.ends_with(".bin")) {
-          own = f;
-          break;
-        }
-      }
-      if (own.empty()) {
+      if (const std::string own = own_state_file(); !own.empty())
+        missing(own);
+      else
         c.note = "no trainer_state.json: not written by zerotune";
-      } else {
-        c.corrupt = fmt::format(
-            "{}: missing, though {} holds zerotune's {} (a checkpoint damaged or copied in part)",
-            state.string(), dir.path.string(), own);
-        c.note = "trainer_state.json is missing";
-      }
     } else {
       std::string text;
       try {
@@ -85,12 +90,18 @@ std::vector<RunCheckpoint> list_run_checkpoints(const fs::path& exp_dir) {
       } catch (const std::exception& e) {  // a NUL byte, nested too deep
         c.corrupt = e.what();
       }
+      // transformers' trainer_state.json alone (no zerotune key "plan") beside zerotune's ZeRO
+      // state: a current zerotune checkpoint that lost its zerotune_state.json.
+      const bool hf_only = name == kTrainerStateName && c.corrupt.empty() && j.is_object() &&
+                           !j.contains("plan") && !j.contains("run_id");
       if (!c.corrupt.empty())
-        c.note = "trainer_state.json is corrupt";
+        c.note = name + " is corrupt";
       else if (!j.is_object())
-        c.note = "trainer_state.json is not a JSON object";
+        c.note = name + " is not a JSON object";
+      else if (const std::string own = hf_only ? own_state_file() : ""; !own.empty())
+        missing(own);
       else if (!j.contains("run_id") || !j["run_id"].is_string())
-        c.note = "no run_id in trainer_state.json: written by HF or an older zerotune";
+        c.note = fmt::format("no run_id in {}: written by HF or an older zerotune", name);
       else
         c.run_id = j["run_id"].get<std::string>();
     }

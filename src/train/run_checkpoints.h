@@ -5,11 +5,14 @@
 // How a checkpoint is tied to a run:
 //   - a run id (32 hex digits, random) is drawn when a run starts fresh; a run resumed from a
 //     checkpoint keeps that checkpoint's id (it is the same run, continued);
-//   - every checkpoint's `trainer_state.json` records it as "run_id";
+//   - every checkpoint's `zerotune_state.json` records it as "run_id" (its `trainer_state.json`
+//     in checkpoints written before zerotune_state.json existed: train/checkpoint_state.h);
 //   - `<exp_dir>/zerotune_run.json` names the run that last started in the directory
 //     ({"run_id", "started", "resumed_from"}), written by rank 0 before the first step.
-// A checkpoint without a trainer_state.json, without a "run_id" (HF's, or an older zerotune's) or
-// with another id belongs to another run.
+// A checkpoint without either file, without a "run_id" (HF's, or an older zerotune's) or with
+// another id belongs to another run; one whose zerotune_state.json is missing (trainer_state.json
+// alone, or neither) beside zerotune's zero_state_rank*.bin is a damaged zerotune checkpoint
+// (corrupt). Below, "trainer_state.json" stands for the file that holds the run id.
 //
 // **zerotune, not HF:** transformers' `rotate_checkpoints` sorts every `checkpoint-*` of the
 // output directory by step and deletes the oldest, so a directory reused from a longer run (its
@@ -33,7 +36,7 @@ inline constexpr const char* kRunRecordName = "zerotune_run.json";
 // A checkpoint directory and the run that wrote it.
 struct RunCheckpoint {
   CheckpointDir dir;
-  std::optional<std::string> run_id;  // trainer_state.json "run_id"; nullopt: not recorded
+  std::optional<std::string> run_id;  // the state file's "run_id"; nullopt: not recorded
   std::string
       note;  // when run_id is nullopt, why ("no trainer_state.json: not written by zerotune", …)
   // When trainer_state.json was read but does not parse: the error, with the parse position

@@ -139,7 +139,7 @@ RunLog read_run_log(const fs::path& run) {
   for (const auto& file : candidates) {
     const Json state = read_trainer_state(file);
     if (!state.is_object() || !state.contains("log_history"))
-      continue;  // e.g. a zerotune checkpoint's
+      continue;  // e.g. a checkpoint of a zerotune before zerotune_state.json
     const int64_t step = state.contains("global_step") && state["global_step"].is_number_integer()
                              ? state["global_step"].get<int64_t>()
                              : 0;

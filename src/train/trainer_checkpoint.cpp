@@ -1,5 +1,7 @@
 // Trainer checkpoints and the final model: checkpoint-<step>/ in exp_dir (an HF model directory,
-// the ZeRO state and trainer_state.json) and the export to output_dir.
+// the ZeRO state, transformers' trainer_state.json and zerotune_state.json) and the export to
+// output_dir.
+#include <algorithm>
 #include <exception>
 
 #include "core/error.h"
@@ -12,6 +14,7 @@
 #include "io/safetensors.h"
 #include "io/yaml_writer.h"
 #include "train/checkpoint_dirs.h"
+#include "train/checkpoint_state.h"
 #include "train/progress.h"
 #include "train/resume_checks.h"
 #include "train/run_checkpoints.h"
@@ -36,6 +39,35 @@ std::vector<NamedTensor> Trainer::State::named(const std::vector<float>& flat) c
     out.push_back(std::move(t));
   }
   return out;
+}
+
+HfTrainerState Trainer::State::hf_state(int64_t global_step) const {
+  HfTrainerState h;
+  const int64_t T = plan->total_steps();
+  h.global_step = global_step;
+  h.epoch = global_step > 0 ? plan->info(std::min(global_step, T) - 1).epoch_progress : 0.0;
+  h.max_steps = T;
+  h.num_train_epochs = plan->num_epochs();
+  // TrainerState.compute_steps: TrainingArguments' values; eval_steps is logging_steps under
+  // eval_strategy steps when unset (TrainingArguments.__post_init__), else the dataclass' 500.
+  h.logging_steps = a.logging_steps;
+  h.eval_steps = a.eval_steps > 0                              ? a.eval_steps
+                 : a.eval_strategy == IntervalStrategy::kSteps ? a.logging_steps
+                                                               : 500;
+  h.save_steps = a.save_steps;
+  h.train_batch_size = a.per_device_train_batch_size;
+  // zerotune counts the input tokens always (TRL's num_tokens); transformers only with
+  // include_num_input_tokens_seen, and writes 0 otherwise.
+  h.num_input_tokens_seen = num_tokens_seen;
+  h.total_flos = hf_total_flos(num_tokens_seen, non_embedding_parameters(model->layout()));
+  for (const Json& rec : log_history)
+    if (rec["step"].get<int64_t>() <= global_step) h.log_history.push_back(rec);
+  if (best_metric) h.best_metric = *best_metric;
+  if (best_global_step > 0) h.best_global_step = best_global_step;
+  if (!best_checkpoint.empty())
+    h.best_model_checkpoint = fs::absolute(best_checkpoint).lexically_normal().string();
+  h.should_training_stop = global_step >= T;
+  return h;
 }
 
 fs::path Trainer::State::save_checkpoint(int64_t global_step, bool interrupt) {
@@ -65,7 +97,8 @@ fs::path Trainer::State::save_checkpoint(int64_t global_step, bool interrupt) {
                {"data_pipeline", std::string(data::kPipelineVersion)}};
     best_to_json(st);
     st["eval_pending"] = eval_abandoned_step == global_step;
-    write_file_atomic(dir / "trainer_state.json", st.dump(2) + "\n");
+    write_file_atomic(dir / kZerotuneStateName, st.dump(2) + "\n");
+    write_file_atomic(dir / kTrainerStateName, hf_trainer_state_text(hf_state(global_step)));
     write_file_atomic(dir / "args.yaml", json_to_yaml(a.resolved_config));
   }
   comm.barrier();

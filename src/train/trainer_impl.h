@@ -21,6 +21,7 @@
 #include "model/causal_lm.h"
 #include "optim/adamw.h"
 #include "optim/lr_schedule.h"
+#include "train/checkpoint_state.h"
 #include "train/device.h"
 #include "train/metrics.h"
 #include "train/progress.h"
@@ -66,7 +67,8 @@ struct Trainer::State {
   std::string run_id;     // ties checkpoints to this run (train/run_checkpoints.h)
   fs::path resumed_from;  // the checkpoint this run resumed from, empty for a fresh start
   // The best model (metric_for_best_model; transformers' TrainerState best_metric,
-  // best_global_step, best_model_checkpoint): kept in trainer_state.json across resumes.
+  // best_global_step, best_model_checkpoint): kept in each checkpoint's trainer_state.json and
+  // zerotune_state.json across resumes.
   std::optional<double> best_metric;
   int64_t best_global_step = 0;  // 0: none yet
   fs::path best_checkpoint;      // empty until a checkpoint of best_global_step is saved
@@ -75,6 +77,13 @@ struct Trainer::State {
   // records it (eval_pending) and the resumed run evaluates first.
   int64_t eval_abandoned_step = -1;
   bool eval_pending = false;  // read from the resumed checkpoint
+  // rank 0: every record logged so far, in order (transformers' `state.log_history`), written into
+  // each checkpoint's trainer_state.json; a resumed run starts from its checkpoint's.
+  Json log_history = Json::array();
+  // rank 0: the resumed checkpoint's log_history (train/checkpoint_state.h); nullopt for a fresh
+  // run, or a checkpoint from before zerotune wrote one (then metrics.jsonl's records through
+  // the checkpoint's step are taken, open_outputs).
+  std::optional<Json> resumed_log_history;
   std::unique_ptr<MetricsWriter> metrics;
   std::unique_ptr<io::TensorBoardWriter> tb;
   std::unique_ptr<ProgressDisplay> progress;
@@ -97,13 +106,16 @@ struct Trainer::State {
   // Whether the evaluation `rec` of step `global_step` is a new best metric_for_best_model
   // (strictly better; a NaN never is); records it. False without a metric_for_best_model.
   bool note_best(const MetricRecord& rec, int64_t global_step);
-  // The best state saved with a checkpoint / read back on resume (keys as transformers').
+  // The best state saved with a checkpoint's zerotune_state.json / read back on resume (keys as
+  // transformers', and the metric and direction they were measured with).
   void best_to_json(Json& st) const;
   void best_from_json(const Json& st, const fs::path& state_file);
   // After training, as transformers: load_best_model_at_end puts the best checkpoint's weights
   // into the engine (exactly; a best checkpoint removed during the run: a warning, the last model
   // stays), and with save_total_limit 1 this run's checkpoints other than the best are deleted.
   void finish_best();
+  // transformers' TrainerState at step `global_step` (rank 0: log_history holds the records).
+  HfTrainerState hf_state(int64_t global_step) const;
   // interrupt: the checkpoint written after a stop signal (recorded as such for the launcher).
   fs::path save_checkpoint(int64_t global_step, bool interrupt);
   // Writes the final model to output_dir. When that fails (a full disk, output_dir removed or made

@@ -24,6 +24,7 @@
 #include "text/special_tokens.h"
 #include "train/batch_builder.h"
 #include "train/checkpoint_dirs.h"
+#include "train/checkpoint_state.h"
 #include "train/device.h"
 #include "train/metrics.h"
 #include "train/progress.h"
@@ -289,12 +290,13 @@ void Trainer::State::resume_or_init() {
   std::optional<std::string> pipeline_note;  // the checkpoint's token pipeline is not this one's
   if (ckpt) {
     check_resume_path(*ckpt);
-    fs::path state_file = *ckpt / "trainer_state.json";
+    // zerotune_state.json; trainer_state.json in a checkpoint from before it existed.
+    const fs::path state_file = zerotune_state_path(*ckpt);
     if (!fs::exists(state_file))
       fail(
-          "resume_from_checkpoint: {} has no trainer_state.json (not a zerotune checkpoint); to "
-          "start a new run from the model in it, set model.name_or_path={}",
-          ckpt->string(), ckpt->string());
+          "resume_from_checkpoint: {} has no {} or {} (not a zerotune checkpoint); to start a new "
+          "run from the model in it, set model.name_or_path={}",
+          ckpt->string(), kZerotuneStateName, kTrainerStateName, ckpt->string());
     try {
       st = parse_json(read_file(state_file), state_file.string());
     } catch (const Json::exception& e) {
@@ -302,8 +304,8 @@ void Trainer::State::resume_or_init() {
     }
     // The keys the resume reads, checked before use (a hand-edited or foreign file names its key).
     if (!st.is_object())
-      fail("{}: expected a JSON object (a zerotune trainer_state.json), got {}",
-           state_file.string(), st.type_name());
+      fail("{}: expected a JSON object (zerotune's checkpoint state), got {}", state_file.string(),
+           st.type_name());
     if (!st.contains("plan") || !st["plan"].is_object())
       fail(
           "{}: no 'plan' object (the saved data order); not a zerotune checkpoint's state (a "
@@ -317,6 +319,20 @@ void Trainer::State::resume_or_init() {
     start_step = checked_resume_step(st, state_file.string(),
                                      plan_state_next_step(*plan, st["plan"], state_file.string()),
                                      *ckpt, rank0());
+    // A checkpoint with zerotune_state.json has transformers' trainer_state.json beside it: the
+    // run's log so far, which this run continues (rank 0 writes it). Every rank reads it, so that
+    // a bad file stops them all. Its global_step is the one transformers would resume at: one
+    // edited by hand (or another checkpoint's file) is refused, as zerotune_state.json's is.
+    if (state_file.filename() == kZerotuneStateName) {
+      const fs::path hf_file = *ckpt / kTrainerStateName;
+      HfTrainerStateRead hf = read_hf_trainer_state(hf_file);
+      if (hf.global_step != start_step)
+        fail(
+            "{}: 'global_step' is {}, but {} holds step {} (the checkpoint's two state files "
+            "disagree: edited by hand, or copied from another checkpoint?)",
+            hf_file.string(), hf.global_step, state_file.string(), start_step);
+      if (rank0()) resumed_log_history = std::move(hf.log_history);
+    }
     check_checkpoint_model(*ckpt, mcfg);
     // Logged once the state has loaded (below): a refused checkpoint prints no "re-sharded".
     split_change = plan_state_split_change(*plan, st["plan"], state_file.string());
@@ -324,7 +340,7 @@ void Trainer::State::resume_or_init() {
     num_tokens_seen = st["num_tokens_seen"].get<int64_t>();
     best_from_json(st, state_file);
     sched = resumed_lr_schedule(st, state_file.string(), sched, a, start_step, *ckpt, rank0());
-    // A checkpoint from before trainer_state.json recorded the AdamW values: its args.yaml's.
+    // A checkpoint from before zerotune recorded the AdamW values: its args.yaml's.
     std::string adam_from = state_file.string();
     if (!st.contains("optimizer"))
       if (std::optional<Json> o = adamw_from_args_yaml(*ckpt)) {
@@ -376,8 +392,8 @@ void Trainer::State::resume_or_init() {
   if (off != 0)
     fail(
         "resume_from_checkpoint: {}: a zero_state_rank*.bin holds another Adam step count than "
-        "trainer_state.json's applied_steps ({}): at least one state file comes from another save",
-        ckpt->string(), applied_steps);
+        "{}'s applied_steps ({}): at least one state file comes from another save",
+        ckpt->string(), zerotune_state_path(*ckpt).filename().string(), applied_steps);
   if (!split_change.empty() && rank0())
     log::info(
         "resume_from_checkpoint: {}: {}. The same global batch, so every step holds the same "
@@ -415,6 +431,12 @@ void Trainer::State::open_outputs() {
   std::optional<int64_t> keep;
   if (start_step > 0) keep = start_step;
   metrics = std::make_unique<MetricsWriter>(a.exp_dir / "metrics.jsonl", keep);
+  // A resumed run's log continues its checkpoint's (transformers reloads state.log_history); a
+  // checkpoint from before zerotune wrote one: metrics.jsonl's records through its step.
+  if (resumed_log_history)
+    log_history = std::move(*resumed_log_history);
+  else if (start_step > 0)
+    log_history = metrics->kept_records();
   if (!a.logging_dir.empty()) {
     io::TensorBoardWriterOptions o;
     if (start_step > 0) o.purge_step = start_step + 1;
@@ -429,6 +451,7 @@ void Trainer::State::log_record(const MetricRecord& rec) {
   if (!rank0()) return;
   progress->log(rec);
   metrics->write(rec);
+  log_history.push_back(rec.to_json());
   if (tb) {
     auto scalars = tensorboard_scalars(rec);
     tb->add_scalars(static_cast<int64_t>(rec.number("step")), scalars);

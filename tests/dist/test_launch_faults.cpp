@@ -341,7 +341,7 @@ TEST_F(LaunchFaults, SigtermDuringAResumesPendingEvaluationKeepsItPending) {
   const std::string run = "exp_dir=runs/pend model.name_or_path=model_h64 ";
   auto first = launch(dir, "--num_processes 2", run + "trainer.max_steps=2 trainer.save_steps=2");
   ASSERT_EQ(first->wait(kHangGuard), 0) << first->output();
-  const fs::path state = exp / "checkpoint-2" / "trainer_state.json";
+  const fs::path state = exp / "checkpoint-2" / "zerotune_state.json";
   Json st = Json::parse(slurp(state));
   ASSERT_EQ(st["eval_pending"], false);
   st["eval_pending"] = true;

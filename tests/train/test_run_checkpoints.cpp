@@ -173,8 +173,8 @@ TEST(RunCheckpoints, ACheckpointThatLostItsTrainerStateIsCorruptNotForeign) {
   write_run_record(exp, {.run_id = kRunA, .started = "2025-01-31T12:00:00Z", .resumed_from = ""});
   const auto all = list_run_checkpoints(exp);
   ASSERT_EQ(all.size(), 2u);
-  EXPECT_EQ(describe_checkpoint(all[1]), "checkpoint-2 (trainer_state.json is missing)");
-  EXPECT_EQ(all[1].corrupt, (exp / "checkpoint-2" / "trainer_state.json").string() +
+  EXPECT_EQ(describe_checkpoint(all[1]), "checkpoint-2 (zerotune_state.json is missing)");
+  EXPECT_EQ(all[1].corrupt, (exp / "checkpoint-2" / "zerotune_state.json").string() +
                                 ": missing, though " + (exp / "checkpoint-2").string() +
                                 " holds zerotune's zero_state_rank00000.bin (a checkpoint damaged "
                                 "or copied in part)");
@@ -186,6 +186,46 @@ TEST(RunCheckpoints, ACheckpointThatLostItsTrainerStateIsCorruptNotForeign) {
   EXPECT_EQ(describe_checkpoint(list_run_checkpoints(exp)[1]),
             "checkpoint-2 (no trainer_state.json: not written by zerotune)");
   EXPECT_EQ(latest_checkpoint_of_last_run(exp).path, exp / "checkpoint-1");
+}
+
+// A checkpoint as zerotune writes it now: the run id in zerotune_state.json, beside transformers'
+// trainer_state.json (no run id; a corrupt one does not hide the run). transformers'
+// trainer_state.json alone beside zerotune's ZeRO state is a zerotune checkpoint that lost its
+// zerotune_state.json (corrupt); without the ZeRO state it is HF's.
+TEST(RunCheckpoints, TheRunIdIsZerotuneStatesAndTheHfFileAloneIsNotARun) {
+  TempDir d;
+  const fs::path exp = d / "exp";
+  const std::string hf = R"({"global_step": 1, "log_history": [], "max_steps": 4})";
+  for (int step : {1, 2, 3, 4, 5}) {
+    const fs::path c = exp / checkpoint_name(step);
+    fs::create_directories(c);
+    std::ofstream(c / "trainer_state.json") << (step == 2 ? "{broken" : hf);
+  }
+  for (int step : {1, 2})
+    std::ofstream(exp / checkpoint_name(step) / "zerotune_state.json")
+        << Json({{"global_step", step}, {"run_id", kRunA}, {"plan", Json::object()}}).dump();
+  std::ofstream(exp / "checkpoint-3" / "zero_state_rank00000.bin") << "state";
+  std::ofstream(exp / "checkpoint-5" / "zerotune_state.json") << "{broken";
+  const auto all = list_run_checkpoints(exp);
+  ASSERT_EQ(all.size(), 5u);
+  EXPECT_EQ(all[0].run_id, kRunA);
+  EXPECT_EQ(all[1].run_id, kRunA);
+  EXPECT_EQ(all[1].corrupt, "");
+  EXPECT_EQ(describe_checkpoint(all[2]), "checkpoint-3 (zerotune_state.json is missing)");
+  EXPECT_EQ(all[2].corrupt, (exp / "checkpoint-3" / "zerotune_state.json").string() +
+                                ": missing, though " + (exp / "checkpoint-3").string() +
+                                " holds zerotune's zero_state_rank00000.bin (a checkpoint damaged "
+                                "or copied in part)");
+  EXPECT_EQ(describe_checkpoint(all[3]),
+            "checkpoint-4 (no run_id in trainer_state.json: written by HF or an older zerotune)");
+  EXPECT_EQ(all[3].corrupt, "");
+  EXPECT_EQ(describe_checkpoint(all[4]), "checkpoint-5 (zerotune_state.json is corrupt)");
+  EXPECT_EQ(all[4].corrupt, (exp / "checkpoint-5" / "zerotune_state.json").string() +
+                                ": not valid JSON: " + kBrokenReason);
+  // Rotation by the new files: run A's two, the older deleted, the others left alone.
+  EXPECT_EQ(rotate_run_checkpoints(exp, 1, kRunA, exp / "checkpoint-2"),
+            std::vector<fs::path>{exp / "checkpoint-1"});
+  EXPECT_TRUE(fs::exists(exp / "checkpoint-3"));
 }
 
 // A checkpoint of this very run whose trainer_state.json was cut short was reported as belonging

@@ -68,9 +68,9 @@ fs::path CheckpointInputs::root_;
 TEST_F(CheckpointInputs, FinalModelIntoADirectoryThatHoldsOtherThingsKeepsThem) {
   RunResult r = train("same", "'trainer.output_dir=${exp_dir}'");
   ASSERT_TRUE(exited(r, 0, "saved the final model to " + exp("same").string()));
-  for (const char* f :
-       {"checkpoint-1/trainer_state.json", "checkpoint-2/zero_state_rank00000.bin", "metrics.jsonl",
-        "args.yaml", "zerotune_run.json", "model.safetensors", "config.json", "tokenizer.json"})
+  for (const char* f : {"checkpoint-1/trainer_state.json", "checkpoint-1/zerotune_state.json",
+                        "checkpoint-2/zero_state_rank00000.bin", "metrics.jsonl", "args.yaml",
+                        "zerotune_run.json", "model.safetensors", "config.json", "tokenizer.json"})
     EXPECT_TRUE(fs::exists(exp("same") / f)) << f;
   // The checkpoints are still a run's: resuming from the last one works.
   r = train("same", "'trainer.output_dir=${exp_dir}' trainer.resume_from_checkpoint=true");
@@ -104,12 +104,14 @@ TEST_F(CheckpointInputs, ResumePathThatDoesNotExistOrIsAFileIsNamed) {
   EXPECT_FALSE(fs::exists(exp("path2")));
 }
 
-// trainer_state.json's global_step edited by hand (in transformers it moves the resume point):
-// zerotune resumed at the plan's step and ignored it silently; now an error naming both. A
-// checkpoint directory renamed to another step resumes at the step it holds, with a warning.
+// The global_step of zerotune_state.json or of transformers' trainer_state.json edited by hand
+// (in transformers it moves the resume point): zerotune resumed at the plan's step and ignored it
+// silently; now an error naming both. A checkpoint directory renamed to another step resumes at
+// the step it holds, with a warning.
 TEST_F(CheckpointInputs, EditedGlobalStepIsRefusedAndARenamedCheckpointResumesAtItsStep) {
   ASSERT_TRUE(exited(train("gs", "trainer.max_steps=1"), 0));
-  const fs::path ck = exp("gs") / "checkpoint-1", state = ck / "trainer_state.json";
+  const fs::path ck = exp("gs") / "checkpoint-1", state = ck / "zerotune_state.json",
+                 hf = ck / "trainer_state.json";
   zt::Json st = zt::Json::parse(slurp(state));
   ASSERT_EQ(st["global_step"], 1);
   st["global_step"] = 2;
@@ -121,12 +123,23 @@ TEST_F(CheckpointInputs, EditedGlobalStepIsRefusedAndARenamedCheckpointResumesAt
                          "at step 1"));
   st["global_step"] = 1;
   std::ofstream(state) << st.dump(2);
+  const std::string hf_text = slurp(hf);
+  zt::Json h = zt::Json::parse(hf_text);
+  ASSERT_EQ(h["global_step"], 1);
+  h["global_step"] = 3;
+  std::ofstream(hf) << h.dump(2);
+  r = train("gs2", "trainer.resume_from_checkpoint=" + ck.string());
+  EXPECT_TRUE(exited(r, 1,
+                     hf.string() + ": 'global_step' is 3, but " + state.string() +
+                         " holds step 1 (the checkpoint's two state files disagree: edited by "
+                         "hand, or copied from another checkpoint?)"));
+  std::ofstream(hf) << hf_text;
   const fs::path renamed = exp("gs") / "checkpoint-7";
   fs::rename(ck, renamed);
   r = train("gs3", "trainer.resume_from_checkpoint=" + renamed.string());
   EXPECT_TRUE(exited(r, 0,
                      "resume_from_checkpoint: " + renamed.string() + " holds step 1 (" +
-                         (renamed / "trainer_state.json").string() +
+                         (renamed / "zerotune_state.json").string() +
                          " global_step), not step 7 as its name says"));
   EXPECT_NE(r.output.find("resumed from " + renamed.string() + " at step 1"), std::string::npos)
       << r.output;
@@ -140,7 +153,7 @@ TEST_F(CheckpointInputs, CheckpointPastTheLastStepNamesMaxSteps) {
   const RunResult r =
       train("past2", "trainer.max_steps=1 trainer.resume_from_checkpoint=" + ck.string());
   EXPECT_TRUE(exited(r, 1,
-                     (ck / "trainer_state.json").string() +
+                     (ck / "zerotune_state.json").string() +
                          ": the checkpoint has trained 2 optimizer steps, more than this run's 1 "
                          "in all (trainer.max_steps, or num_train_epochs when max_steps is -1); to "
                          "train on, set trainer.max_steps above 2"));
@@ -171,7 +184,7 @@ TEST_F(CheckpointInputs, StateFileOfAnotherSaveIsRefused) {
   EXPECT_TRUE(exited(r, 1,
                      "resume_from_checkpoint: " + ck.string() +
                          ": a zero_state_rank*.bin holds another Adam step count than "
-                         "trainer_state.json's applied_steps (1)"));
+                         "zerotune_state.json's applied_steps (1)"));
 }
 
 // A checkpoint of a model with another architecture: the parameter that differs and both

@@ -81,7 +81,7 @@ TEST_F(Cases, FewerSamplesThanGlobalBatchTrainsOneStepNormalisedByItsOwnTargets)
   EXPECT_EQ(e4[0]["target_tokens"], 9);
   EXPECT_EQ(e4[0]["epoch"], 1.0);
   const Json st =
-      Json::parse(zt::read_file(dir / "runs" / "g4" / "checkpoint-1" / "trainer_state.json"));
+      Json::parse(zt::read_file(dir / "runs" / "g4" / "checkpoint-1" / "zerotune_state.json"));
   EXPECT_EQ(st["global_step"], 1);
   EXPECT_EQ(st["applied_steps"], 1);
   EXPECT_TRUE(fs::exists(dir / "runs" / "g4" / "final" / "model.safetensors"));
@@ -144,7 +144,7 @@ TEST_F(Cases, RotationNeverDeletesTheNewCheckpointAndResumeTakesThisRunsOwn) {
   const std::string run_id =
       Json::parse(zt::read_file(exp / "zerotune_run.json"))["run_id"].get<std::string>();
   EXPECT_EQ(run_id.size(), 32u);
-  EXPECT_EQ(Json::parse(zt::read_file(exp / "checkpoint-4" / "trainer_state.json"))["run_id"],
+  EXPECT_EQ(Json::parse(zt::read_file(exp / "checkpoint-4" / "zerotune_state.json"))["run_id"],
             run_id);
 
   // resume_from_checkpoint: true resumes this run's newest, not checkpoint-1000.

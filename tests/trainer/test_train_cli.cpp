@@ -138,7 +138,7 @@ TEST_F(TrainCli, ResumeContinuesBitwise) {
   ASSERT_EQ(first.status, 0) << first.output;
   // The checkpoint records the token pipeline it was prepared with; the same one resumes silently.
   EXPECT_EQ(zt::Json::parse(
-                slurp(exp("resumed") / "checkpoint-2" / "trainer_state.json"))["data_pipeline"],
+                slurp(exp("resumed") / "checkpoint-2" / "zerotune_state.json"))["data_pipeline"],
             "zerotune-sft-data-6");
   auto second = train("resumed", "compute.zero_stage=1 trainer.resume_from_checkpoint=true");
   ASSERT_EQ(second.status, 0) << second.output;
@@ -273,7 +273,7 @@ TEST_F(TrainCli, LoadBestModelAtEndExportsTheBestCheckpoint) {
   }
   ASSERT_NE(steps[0], steps[1]);  // one of the two runs exports a model that is not the last
   // Stopped at step 2 and resumed, the direction whose best is step 2 (the resumed run must read
-  // it from the checkpoint's trainer_state.json, or it would take step 4's): the same final model.
+  // it from the checkpoint's zerotune_state.json, or it would take step 4's): the same final model.
   const bool hi = steps[1] == 2;
   const std::string dir =
       std::string("trainer.load_best_model_at_end=true trainer.greater_is_better=") +
@@ -368,11 +368,11 @@ TEST_F(TrainCli, BestModelAcrossMovesRemovalsAndInterruptions) {
   const std::string keys = "trainer.load_best_model_at_end=true trainer.save_total_limit=1 ";
   auto full = train("bmv_all", "trainer.load_best_model_at_end=true");
   ASSERT_EQ(full.status, 0) << full.output;
-  zt::Json st = zt::Json::parse(slurp(exp("bmv_all") / "checkpoint-4" / "trainer_state.json"));
+  zt::Json st = zt::Json::parse(slurp(exp("bmv_all") / "checkpoint-4" / "zerotune_state.json"));
   st["best_global_step"] = 2;
   st["best_metric"] = -1.0;
   st["best_model_checkpoint"] = (exp("bmv_all") / "checkpoint-2").string();
-  std::ofstream(exp("bmv_all") / "checkpoint-4" / "trainer_state.json") << st.dump(2);
+  std::ofstream(exp("bmv_all") / "checkpoint-4" / "zerotune_state.json") << st.dump(2);
   fs::rename(exp("bmv_all"), exp("bmv_moved"));
   auto b = train("bmv_moved", keys + "trainer.max_steps=6 trainer.resume_from_checkpoint=true");
   ASSERT_EQ(b.status, 0) << b.output;
@@ -389,7 +389,7 @@ TEST_F(TrainCli, BestModelAcrossMovesRemovalsAndInterruptions) {
   // The same pinned state, the best checkpoint's ZeRO state removed: a warning, the last model.
   auto c = train("bmv_gone", "trainer.load_best_model_at_end=true");
   ASSERT_EQ(c.status, 0) << c.output;
-  const fs::path state = exp("bmv_gone") / "checkpoint-4" / "trainer_state.json";
+  const fs::path state = exp("bmv_gone") / "checkpoint-4" / "zerotune_state.json";
   zt::Json g = st;
   g["run_id"] = zt::Json::parse(slurp(state))["run_id"];  // resume_from_checkpoint: true finds it
   std::ofstream(state) << g.dump(2);
@@ -474,7 +474,7 @@ TEST_F(TrainCli, BestModelSettingsThatCannotWorkAreRefused) {
 TEST_F(TrainCli, PendingEvaluationWithoutAnEvalSetIsSkipped) {
   auto r = train("pnoeval", "trainer.max_steps=2");
   ASSERT_EQ(r.status, 0) << r.output;
-  const fs::path ck = exp("pnoeval") / "checkpoint-2", state = ck / "trainer_state.json";
+  const fs::path ck = exp("pnoeval") / "checkpoint-2", state = ck / "zerotune_state.json";
   zt::Json st = zt::Json::parse(slurp(state));
   ASSERT_EQ(st["eval_pending"], false);
   st["eval_pending"] = true;
@@ -500,12 +500,12 @@ TEST_F(TrainCli, PendingEvaluationWithoutAnEvalSetIsSkipped) {
   EXPECT_TRUE(fs::exists(exp("pnoeval") / "checkpoint-4" / "trainer_state.json"));
 }
 
-// A checkpoint whose trainer_state.json is valid JSON of the wrong shape: exit 1 naming the file
+// A checkpoint whose zerotune_state.json is valid JSON of the wrong shape: exit 1 naming the file
 // and the key (it was an "internal error", exit 70, from the JSON library).
 TEST_F(TrainCli, ResumeFromAMalformedStateNamesTheKey) {
   auto r = train("state", "trainer.max_steps=2");
   ASSERT_EQ(r.status, 0) << r.output;
-  const fs::path ck = exp("state") / "checkpoint-2", state = ck / "trainer_state.json";
+  const fs::path ck = exp("state") / "checkpoint-2", state = ck / "zerotune_state.json";
   const zt::Json good = zt::Json::parse(slurp(state));
   const auto resume_with = [&](const std::string& text) {
     std::ofstream(state) << text;
@@ -545,7 +545,7 @@ TEST_F(TrainCli, ResumeFromAMalformedStateNamesTheKey) {
 TEST_F(TrainCli, ResumeWithOtherAdamWValuesKeepsTheCheckpoints) {
   auto r = train("adamhp", "trainer.max_steps=2 trainer.eval_strategy=no");
   ASSERT_EQ(r.status, 0) << r.output;
-  const fs::path ck = exp("adamhp") / "checkpoint-2", state = ck / "trainer_state.json";
+  const fs::path ck = exp("adamhp") / "checkpoint-2", state = ck / "zerotune_state.json";
   EXPECT_EQ(zt::Json::parse(slurp(state))["optimizer"],
             zt::Json::parse(R"({"adam_beta1": 0.9, "adam_beta2": 0.999, "adam_epsilon": 1e-8,
                 "weight_decay": 0.1})"));
@@ -609,7 +609,7 @@ TEST_F(TrainCli, ResumeWithOtherAdamWValuesKeepsTheCheckpoints) {
 TEST_F(TrainCli, ResumeWithAnotherLrScheduleKeepsTheCheckpointsLearningRate) {
   auto r = train("lrsched", "trainer.max_steps=2");
   ASSERT_EQ(r.status, 0) << r.output;
-  const fs::path ck = exp("lrsched") / "checkpoint-2", state = ck / "trainer_state.json";
+  const fs::path ck = exp("lrsched") / "checkpoint-2", state = ck / "zerotune_state.json";
   const zt::Json good = zt::Json::parse(slurp(state));
   EXPECT_EQ(good["lr_schedule"], zt::Json::parse(R"({"learning_rate": 0.01,
       "lr_scheduler_type": "linear", "warmup_steps": 1})"));
@@ -662,7 +662,7 @@ TEST_F(TrainCli, ResumeWithAnotherLrScheduleKeepsTheCheckpointsLearningRate) {
   EXPECT_EQ(lrs_of("lrsched2"), (std::vector<double>{0.01, 0.005}));
   // The checkpoint this run saves records the schedule it used.
   EXPECT_EQ(zt::Json::parse(
-                slurp(exp("lrsched2") / "checkpoint-4" / "trainer_state.json"))["lr_schedule"],
+                slurp(exp("lrsched2") / "checkpoint-4" / "zerotune_state.json"))["lr_schedule"],
             zt::Json::parse(R"({"learning_rate": 0.01, "lr_scheduler_type": "cosine",
                 "warmup_steps": 2})"));
   // An older checkpoint: no "lr_schedule", no note, the config's schedule (0.5 × cosine); no

@@ -1,0 +1,97 @@
+#include "train/checkpoint_state.h"
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "core/file_util.h"
+#include "io/json_check.h"
+
+namespace zt::train {
+
+namespace fs = std::filesystem;
+
+fs::path zerotune_state_path(const fs::path& ckpt) {
+  std::error_code ec;
+  const fs::path own = ckpt / kZerotuneStateName;
+  if (fs::exists(fs::symlink_status(own, ec))) return own;
+  return ckpt / kTrainerStateName;
+}
+
+std::string hf_trainer_state_text(const HfTrainerState& s) {
+  // nlohmann::json (std::map objects) orders keys as Python's sort_keys does: UTF-8 byte order
+  // is code-point order.
+  using Sorted = nlohmann::json;
+  const auto opt = [](const auto& v) { return v ? Sorted(*v) : Sorted(); };
+  Sorted control = {{"args",
+                     {{"should_epoch_stop", false},
+                      {"should_evaluate", false},
+                      {"should_log", false},
+                      {"should_save", true},
+                      {"should_training_stop", s.should_training_stop}}},
+                    {"attributes", Sorted::object()}};
+  Sorted st = {
+      {"best_global_step", opt(s.best_global_step)},
+      {"best_metric", opt(s.best_metric)},
+      {"best_model_checkpoint", opt(s.best_model_checkpoint)},
+      {"epoch", s.epoch},
+      {"eval_steps", s.eval_steps},
+      {"global_step", s.global_step},
+      {"is_hyper_param_search", false},
+      {"is_local_process_zero", true},
+      {"is_world_process_zero", true},
+      // The records keep their values' types (an integer step, floats) through the text.
+      {"log_history", Sorted::parse(s.log_history.dump())},
+      {"logging_steps", s.logging_steps},
+      {"max_steps", s.max_steps},
+      {"num_input_tokens_seen", s.num_input_tokens_seen},
+      {"num_train_epochs", s.num_train_epochs},
+      {"save_steps", s.save_steps},
+      {"stateful_callbacks", {{"TrainerControl", std::move(control)}}},
+      {"total_flos", s.total_flos},
+      {"train_batch_size", s.train_batch_size},
+      {"trial_name", nullptr},
+      {"trial_params", nullptr},
+  };
+  return st.dump(2, ' ', /*ensure_ascii=*/true) + "\n";
+}
+
+int64_t non_embedding_parameters(const ParamLayout& layout) {
+  int64_t n = 0;
+  for (int i = 0; i < layout.num_params(); ++i) {
+    if (i == layout.embed()) continue;
+    const ParamSpec& p = layout.param(i);
+    if (layout.tied() && p.name == "lm_head.weight") continue;
+    n += p.numel;
+  }
+  return n;
+}
+
+double hf_total_flos(int64_t tokens, int64_t non_embedding_params) {
+  return 6.0 * static_cast<double>(tokens) * static_cast<double>(non_embedding_params);
+}
+
+HfTrainerStateRead read_hf_trainer_state(const fs::path& file) {
+  Json st;
+  try {
+    st = parse_json(read_file(file), file.string());
+  } catch (const Json::exception& e) {
+    fail("{}: not valid JSON: {}", file.string(), json_error_reason(e));
+  }
+  if (!st.is_object()) fail("{}: expected a JSON object, got {}", file.string(), st.type_name());
+  if (!st.contains("global_step") || !st["global_step"].is_number_integer() ||
+      st["global_step"].get<int64_t>() < 0)
+    fail("{}: 'global_step' must be a non-negative integer, got {}", file.string(),
+         st.contains("global_step") ? st["global_step"].dump() : std::string("nothing"));
+  if (!st.contains("log_history") || !st["log_history"].is_array())
+    fail("{}: no \"log_history\" list (a transformers trainer_state.json has one)", file.string());
+  size_t i = 0;
+  for (const Json& e : st["log_history"]) {
+    if (!e.is_object() || !e.contains("step") || !e["step"].is_number_integer())
+      fail("{}: log_history[{}]: expected an object with an integer \"step\", got {}",
+           file.string(), i, e.dump().substr(0, 200));
+    ++i;
+  }
+  return {st["global_step"].get<int64_t>(), std::move(st["log_history"])};
+}
+
+}  // namespace zt::train

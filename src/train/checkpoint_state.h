@@ -1,0 +1,81 @@
+// The two state files of a checkpoint-<step>/ directory:
+//   - `trainer_state.json`: transformers' TrainerState (trainer_callback.py, 4.57.1), as
+//     `TrainerState.save_to_json` writes it, so that `TrainerState.load_from_json` loads it and the
+//     tools that read its `log_history` (plots, model cards, `zerotune compare`) find the run's
+//     log;
+//   - `zerotune_state.json`: zerotune's own resume state (the data order, the LR schedule and
+//     AdamW values, the run id, the token pipeline version, the best model's metric, …), which
+//     transformers' dataclass would refuse (`__init__() got an unexpected keyword argument`).
+// Checkpoints written before zerotune_state.json existed hold zerotune's keys in
+// trainer_state.json (and no log_history); they are still read (zerotune_state_path).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include "io/json.h"
+#include "param/param_layout.h"
+
+namespace zt::train {
+
+inline constexpr const char* kTrainerStateName = "trainer_state.json";
+inline constexpr const char* kZerotuneStateName = "zerotune_state.json";
+
+// The file holding zerotune's resume state of checkpoint `ckpt`: <ckpt>/zerotune_state.json when
+// it exists (any file type: reading it reports what is wrong), else <ckpt>/trainer_state.json (a
+// checkpoint of a zerotune from before zerotune_state.json, or not zerotune's at all: the reader
+// checks its keys). No I/O error is thrown here: an unreadable directory gives the
+// trainer_state.json path, whose reading then fails naming it.
+std::filesystem::path zerotune_state_path(const std::filesystem::path& ckpt);
+
+// The values of transformers' TrainerState that a zerotune checkpoint records (the other fields
+// are constants: is_local_process_zero / is_world_process_zero true, since rank 0 writes the file,
+// is_hyper_param_search false, trial_name / trial_params null).
+struct HfTrainerState {
+  double epoch = 0;              // fractional epoch after global_step (HF `state.epoch`)
+  int64_t global_step = 0;       // optimizer steps done
+  int64_t max_steps = 0;         // the run's total steps
+  int64_t num_train_epochs = 0;  // HF: ceil(max_steps / steps per epoch), or ceil(epochs)
+  int64_t logging_steps = 500, eval_steps = 500, save_steps = 500;  // HF compute_steps
+  int64_t train_batch_size = 0;                                     // per device
+  int64_t num_input_tokens_seen = 0;  // input tokens of every rank so far
+  double total_flos = 0;              // hf_total_flos
+  Json log_history = Json::array();   // the logged records through global_step, in order
+  std::optional<double> best_metric;
+  std::optional<int64_t> best_global_step;
+  std::optional<std::string> best_model_checkpoint;
+  // TrainerControl's state at the save (stateful_callbacks): should_save true, should_log and
+  // should_evaluate false (reset by the log / evaluation before the save), should_epoch_stop
+  // false, should_training_stop true at the last step (DefaultFlowCallback: global_step >=
+  // max_steps).
+  bool should_training_stop = false;
+};
+
+// trainer_state.json's text: `TrainerState.save_to_json`'s json.dumps(dataclasses.asdict(state),
+// indent=2, sort_keys=True) + "\n" — every field of transformers 4.57.1's dataclass, keys sorted
+// at every depth (log_history's records too), non-ASCII escaped as Python's ensure_ascii. A
+// non-finite float of a record is null (as metrics.jsonl writes it; Python writes NaN).
+std::string hf_trainer_state_text(const HfTrainerState& s);
+
+// Parameters transformers counts for its FLOP estimate: `num_parameters(exclude_embeddings=True)`,
+// every parameter except the token embedding (a tied LM head is the embedding, so not counted; an
+// untied one is).
+int64_t non_embedding_parameters(const ParamLayout& layout);
+// transformers' `floating_point_ops`: 6 · tokens · non-embedding parameters, summed over the
+// steps and ranks (`store_flos`). transformers counts the tokens of input_ids with their padding;
+// zerotune's micro-batches have none, so `tokens` are the non-pad input tokens.
+double hf_total_flos(int64_t tokens, int64_t non_embedding_params);
+
+// What a resume reads of a checkpoint's transformers trainer_state.json.
+struct HfTrainerStateRead {
+  int64_t global_step = 0;
+  Json log_history;  // the records, in order
+};
+// Reads `file` (for a resume to continue its log). Throws zt::Error naming the file when it cannot
+// be read, is not valid JSON, has no integer "global_step" >= 0 or no list "log_history" of objects
+// each with an integer "step".
+HfTrainerStateRead read_hf_trainer_state(const std::filesystem::path& file);
+
+}  // namespace zt::train

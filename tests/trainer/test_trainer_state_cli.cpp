@@ -1,0 +1,175 @@
+// A checkpoint's trainer_state.json after a real (tiny, CPU) run is transformers 4.57.1's
+// TrainerState — the golden field set, the run's values, log_history holding the records logged
+// through the checkpoint's step — and a run resumes from such a checkpoint and from one written
+// before zerotune_state.json existed (zerotune's keys in trainer_state.json), continuing the log.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "io/json.h"
+#include "io/model_config.h"
+#include "param/param_layout.h"
+#include "train/checkpoint_state.h"
+#include "train_cli_util.h"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+using zt::Json;
+using zt_test::exited;
+using zt_test::run;
+using zt_test::RunResult;
+using zt_test::slurp;
+
+class TrainerStateCli : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    std::string error;
+    root_ = zt_test::fresh_root_with_demo("zt_trainer_state_", 16, 4, 5, &error);
+    ASSERT_FALSE(root_.empty()) << error;
+    fs::create_directories(root_ / "model");
+    std::ofstream(root_ / "model" / "config.json")
+        << R"({"model_type": "qwen2", "vocab_size": 151936, "hidden_size": 16,
+  "intermediate_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4,
+  "num_key_value_heads": 2, "max_position_embeddings": 256, "rms_norm_eps": 1e-6,
+  "rope_theta": 1000000.0, "hidden_act": "silu", "tie_word_embeddings": true,
+  "torch_dtype": "float32"})";
+    std::ofstream(root_ / "sft.yaml")
+        << "exp_name: x\nexp_dir: " << (root_ / "runs").string() << "/${exp_name}\n"
+        << "model:\n  name_or_path: " << (root_ / "model").string()
+        << "\n  tokenizer_name_or_path: " << ZT_SOURCE_DIR
+        << "/configs/tokenizers/qwen2.5-instruct\n"
+        << "dataset:\n  train:\n    path: " << (root_ / "demo/train.parquet").string()
+        << "\n  eval:\n    path: " << (root_ / "demo/test.parquet").string()
+        << "\n  prompt_format: chat\n  cache_dir: " << (root_ / "cache").string() << "\n"
+        << "compute:\n  backend: cpu\n  threads: 1\n"
+           // constant: a run stopped by max_steps=2 is the first half of the 4-step one.
+           "trainer:\n  learning_rate: 1.0e-2\n  lr_scheduler_type: constant\n"
+           "  per_device_train_batch_size: 2\n"
+           "  gradient_accumulation_steps: 1\n  max_steps: 4\n  max_length: 64\n"
+           "  logging_steps: 1\n  eval_strategy: steps\n  eval_steps: 2\n  save_steps: 2\n"
+           "  per_device_eval_batch_size: 2\n  gradient_checkpointing: false\n  bf16: false\n"
+           "  report_to: none\n";
+  }
+  static void TearDownTestSuite() { fs::remove_all(root_); }
+
+  static RunResult train(const std::string& name, const std::string& overrides) {
+    return run(std::string(ZT_BINARY) + " train --config " + (root_ / "sft.yaml").string() +
+               " exp_name=" + name + " " + overrides);
+  }
+  static fs::path exp(const std::string& name) { return root_ / "runs" / name; }
+  static Json read(const fs::path& p) { return Json::parse(slurp(p)); }
+  // A JSON value compared regardless of key order (the log's records are written with their keys
+  // sorted, metrics.jsonl in logging order), without the timing fields that differ between runs.
+  static nlohmann::json unordered(Json j, bool drop_timing = false) {
+    if (drop_timing && j.is_array())
+      for (Json& e : j) {
+        e.erase("train_tokens_per_second");
+        e.erase("peak_memory_gib");
+      }
+    return nlohmann::json::parse(j.dump());
+  }
+  static Json metrics_through(const fs::path& exp_dir, int64_t step) {
+    Json out = Json::array();
+    std::ifstream f(exp_dir / "metrics.jsonl");
+    std::string line;
+    while (std::getline(f, line)) {
+      Json e = Json::parse(line);
+      if (e["step"].get<int64_t>() <= step) out.push_back(std::move(e));
+    }
+    return out;
+  }
+
+  static fs::path root_;
+};
+fs::path TrainerStateCli::root_;
+
+// Each checkpoint's trainer_state.json: the golden's keys in save_to_json's order (nothing of
+// zerotune's), the run's values, log_history = metrics.jsonl's records through that step, and
+// zerotune's own state in zerotune_state.json.
+TEST_F(TrainerStateCli, CheckpointTrainerStateIsTransformersWithTheLog) {
+  ASSERT_TRUE(exited(train("full", ""), 0));
+  const Json golden =
+      read(fs::path(ZT_SOURCE_DIR) / "tests/data/train/trainer_state_fields.golden.json");
+  const zt::ParamLayout layout(zt::load_model_config(root_ / "model" / "config.json"));
+  ASSERT_EQ(zt::train::non_embedding_parameters(layout), 4752);  // 2 × 2368 + the final norm's 16
+  for (int64_t step : {2, 4}) {
+    SCOPED_TRACE(step);
+    const fs::path ck = exp("full") / ("checkpoint-" + std::to_string(step));
+    const Json st = read(ck / "trainer_state.json");
+    std::vector<std::string> keys;
+    for (const auto& [k, v] : st.items()) keys.push_back(k);
+    EXPECT_EQ(Json(keys), golden["saved_key_order"]);
+    EXPECT_EQ(st["global_step"], step);
+    EXPECT_EQ(st["max_steps"], 4);
+    EXPECT_EQ(st["num_train_epochs"], 1);  // 16 samples, 2 a step: 8 steps an epoch
+    EXPECT_EQ(st["epoch"].get<double>(), step / 8.0);
+    EXPECT_EQ(st["logging_steps"], 1);
+    EXPECT_EQ(st["eval_steps"], 2);
+    EXPECT_EQ(st["save_steps"], 2);
+    EXPECT_EQ(st["train_batch_size"], 2);
+    EXPECT_TRUE(st["best_metric"].is_null());
+    EXPECT_TRUE(st["best_global_step"].is_null());
+    EXPECT_TRUE(st["best_model_checkpoint"].is_null());
+    EXPECT_EQ(st["stateful_callbacks"]["TrainerControl"]["args"]["should_training_stop"],
+              step == 4);
+    EXPECT_EQ(st["stateful_callbacks"]["TrainerControl"]["args"]["should_save"], true);
+    // log 1, log 2, eval 2 (, log 3, log 4, eval 4): metrics.jsonl's records, the same values.
+    const Json log = metrics_through(exp("full"), step);
+    ASSERT_EQ(log.size(), step == 2 ? 3u : 6u);
+    EXPECT_EQ(unordered(st["log_history"]), unordered(log));
+    EXPECT_TRUE(st["log_history"][2].contains("eval_loss"));
+    // The tokens of the records' num_tokens, and 6 · tokens · parameters of them.
+    const Json& last_train = log[step == 2 ? 1 : 4];
+    ASSERT_EQ(last_train["step"], step);
+    const int64_t tokens = last_train["num_tokens"].get<int64_t>();
+    ASSERT_GT(tokens, 0);
+    EXPECT_EQ(st["num_input_tokens_seen"], tokens);
+    EXPECT_EQ(st["total_flos"].get<double>(), 6.0 * static_cast<double>(tokens) * 4752.0);
+    // zerotune's state, beside it.
+    const Json zs = read(ck / "zerotune_state.json");
+    EXPECT_EQ(zs["global_step"], step);
+    EXPECT_EQ(zs["applied_steps"], step);
+    EXPECT_EQ(zs["num_tokens_seen"], tokens);
+    EXPECT_EQ(zs["run_id"], read(exp("full") / "zerotune_run.json")["run_id"]);
+    EXPECT_TRUE(zs["plan"].is_object());
+  }
+}
+
+// Resumed from a checkpoint in the current layout and from one in the layout before
+// zerotune_state.json (zerotune's keys alone in trainer_state.json, no log_history): the same
+// final model as the run without a stop, and checkpoint-4's log_history holds the whole run's
+// records (the first from the checkpoint's log, the second from metrics.jsonl).
+TEST_F(TrainerStateCli, ResumeFromANewAndAnOldCheckpointContinuesTheLog) {
+  ASSERT_TRUE(exited(train("ref", ""), 0));
+  ASSERT_TRUE(exited(train("new", "trainer.max_steps=2"), 0));
+  fs::copy(exp("new"), exp("old"), fs::copy_options::recursive);
+  const fs::path old_ck = exp("old") / "checkpoint-2";
+  fs::rename(old_ck / "zerotune_state.json", old_ck / "trainer_state.json");
+  ASSERT_FALSE(read(old_ck / "trainer_state.json").contains("log_history"));
+
+  const Json want = read(exp("ref") / "checkpoint-4" / "trainer_state.json")["log_history"];
+  ASSERT_EQ(want.size(), 6u);
+  const std::string ref_model = slurp(exp("ref") / "final" / "model.safetensors");
+  for (const std::string name : {"new", "old"}) {
+    SCOPED_TRACE(name);
+    const RunResult r = train(name, "trainer.resume_from_checkpoint=true");
+    ASSERT_TRUE(
+        exited(r, 0, "resumed from " + (exp(name) / "checkpoint-2").string() + " at step 2"));
+    EXPECT_TRUE(slurp(exp(name) / "final" / "model.safetensors") == ref_model);
+    const Json st = read(exp(name) / "checkpoint-4" / "trainer_state.json");
+    EXPECT_EQ(unordered(st["log_history"], true), unordered(want, true));
+    EXPECT_EQ(st["num_input_tokens_seen"],
+              read(exp("ref") / "checkpoint-4" / "trainer_state.json")["num_input_tokens_seen"]);
+    EXPECT_EQ(read(exp(name) / "checkpoint-4" / "zerotune_state.json")["run_id"],
+              read(exp(name) / "zerotune_run.json")["run_id"]);
+  }
+}
+
+}  // namespace
