@@ -42,6 +42,11 @@ CASES = {
         "model_type": "mistral", "head_dim": 16,
         "rope_scaling": {"rope_type": "yarn", "factor": 16.0, "beta_fast": 0, "beta_slow": 0,
                          "original_max_position_embeddings": 0}},
+    # `rope_scaling.get("truncate", True)`: an explicit null does not round the ramp's ends.
+    "yarn_qwen2_truncate_null": {"model_type": "qwen2",
+                                 "rope_scaling": {"rope_type": "yarn", "factor": 4.0,
+                                                  "original_max_position_embeddings": 64,
+                                                  "truncate": None}},
     # The ramp's ends equal (low == high after clipping): high += 0.001.
     "yarn_qwen2_flat_ramp": {"model_type": "qwen2", "max_position_embeddings": 4,
                              "rope_scaling": {"rope_type": "yarn", "factor": 2.0}},

@@ -28,10 +28,12 @@ int cmd_prepare(const Args& args) {
   for (const auto& n : cfg.notes()) log::info("{}", n);
   check_dataset_kwargs(cfg, [](const std::string& m) { log::warn("{}", m); });
   TokenizerBundle tok = load_tokenizer(cfg);
+  data::PrepareReport train_report;
   for (std::string split : {"train", "eval"}) {
     if (split == "eval" && !has_eval_set(cfg)) continue;
     check_dataset_present(cfg, split);
     data::DataOptions opts = data_options(cfg, split);
+    if (split == "eval") opts = data::eval_options(opts, train_report);
     data::PrepareReport report;
     data::prepare_dataset(opts, tok.tokenizer, tok.config, &report);
     if (json) {
@@ -41,6 +43,7 @@ int cmd_prepare(const Args& args) {
     } else {
       fmt::print("[{}] {}\n{}\n", split, opts.dataset.string(), report.summary());
     }
+    if (split == "train") train_report = report;
   }
   return 0;
 }

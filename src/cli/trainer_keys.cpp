@@ -312,7 +312,8 @@ std::vector<KeySpec> trainer_keys() {
       acts("trainer.packing", false, boolean()),
       acts("trainer.packing_strategy", "bfd", one_of({"bfd"}, {"wrapped", "bfd_split"})),
       noted("trainer.padding_free", false,
-            "zerotune's micro-batches are always padding-free (the same loss)"),
+            "zerotune's micro-batches are always padding-free (the same loss; a pre-tokenised "
+            "'seq_lengths' column is not split, a warning says so)"),
       noted("trainer.pad_to_multiple_of", nullptr, "zerotune's micro-batches are padding-free"),
       noted(
           "trainer.eval_packing", nullptr,

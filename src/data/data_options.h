@@ -92,6 +92,11 @@ struct DataOptions {
   // mix examples of different groups. 0 = one group for the whole dataset.
   int64_t packing_group_size = 1000;
   std::optional<bool> completion_only_loss;  // nullopt = auto: true for prompt/completion data
+  // The auto value as TRL decides it for an eval set: SFTTrainer.__init__ sets an unset
+  // completion_only_loss once, from the train dataset's row 0 ("prompt" and "completion" in it),
+  // and uses it for the eval set too. nullopt (a train set, or no train report): the dataset's own
+  // row 0 decides.
+  std::optional<bool> completion_only_loss_from_train;
   bool assistant_only_loss = false;          // needs a template with {% generation %} blocks
   std::optional<std::string> eos_token;      // overrides tokenizer_config's eos_token
   std::optional<std::string> chat_template;  // template source; overrides tokenizer_config's

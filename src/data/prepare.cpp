@@ -132,6 +132,8 @@ Json PrepareReport::to_json() const {
   j["completion_mask"] = completion_mask;
   j["build_seconds"] = build_seconds;
   j["seconds"] = seconds;
+  if (prompt_and_completion_in_row_0)
+    j["prompt_and_completion_in_row_0"] = *prompt_and_completion_in_row_0;
   j["from_cache"] = from_cache;
   j["cache_file"] = cache_file.string();
   return j;
@@ -160,6 +162,8 @@ PrepareReport PrepareReport::from_json(const Json& j) {
   r.completion_mask = j.value("completion_mask", "");
   r.build_seconds = j.value("build_seconds", 0.0);
   r.seconds = j.value("seconds", 0.0);
+  if (j.contains("prompt_and_completion_in_row_0"))
+    r.prompt_and_completion_in_row_0 = j["prompt_and_completion_in_row_0"].get<bool>();
   r.from_cache = j.value("from_cache", false);
   r.cache_file = j.value("cache_file", "");
   return r;
@@ -174,13 +178,16 @@ std::string PrepareReport::summary() const {
       "dataset: {} rows ({}), {} examples kept, dropped: {}; {} kept examples truncated to "
       "max_length\n"
       "tokens: {} total, {} targets; example length p50 {} p90 {} p99 {} max {}\n"
-      "samples: {}; prefix mismatches: {} (completion mask: {})\n"
+      "samples: {}{}\n"
       "cache: {} ({}, {:.2f} s)",
       rows_read, dataset_kind, examples_kept,
       drops.empty() ? "none" : fmt::format("{}", fmt::join(drops, ", ")), truncated, total_tokens,
-      target_tokens, length_p50, length_p90, length_p99, length_max, num_samples, prefix_mismatches,
-      completion_mask, cache_file.string(), from_cache ? "reused" : "built",
-      from_cache ? seconds : build_seconds);
+      target_tokens, length_p50, length_p90, length_p99, length_max, num_samples,
+      // Pre-tokenised rows have no prompt to tokenise apart: no prefix check, no text mask.
+      dataset_kind == "pre-tokenised" ? std::string()
+                                      : fmt::format("; prefix mismatches: {} (completion mask: {})",
+                                                    prefix_mismatches, completion_mask),
+      cache_file.string(), from_cache ? "reused" : "built", from_cache ? seconds : build_seconds);
 }
 
 CacheKey dataset_cache_key(const DataOptions& given, const text::TokenizerConfig& config) {
@@ -220,6 +227,9 @@ CacheKey dataset_cache_key(const DataOptions& given, const text::TokenizerConfig
   resolved["packing_group_size"] = opts.packing ? Json(opts.packing_group_size) : Json();
   resolved["completion_only_loss"] =
       opts.completion_only_loss ? Json(*opts.completion_only_loss) : Json();
+  // Only an eval set's key has it (a train set's key is as before).
+  if (!opts.completion_only_loss && opts.completion_only_loss_from_train)
+    resolved["completion_only_loss_from_train"] = *opts.completion_only_loss_from_train;
   resolved["assistant_only_loss"] = opts.assistant_only_loss;
   resolved["prompt_format"] = std::string(to_string(opts.prompt_format));
   resolved["completion_mask"] = std::string(to_string(opts.completion_mask));
@@ -228,6 +238,13 @@ CacheKey dataset_cache_key(const DataOptions& given, const text::TokenizerConfig
   h.add("options", resolved.dump());
   h.add_file("dataset", opts.dataset);
   return h.finish();
+}
+
+DataOptions eval_options(const DataOptions& eval, const PrepareReport& train) {
+  DataOptions o = eval;
+  if (!o.completion_only_loss)
+    o.completion_only_loss_from_train = train.prompt_and_completion_in_row_0;
+  return o;
 }
 
 std::filesystem::path cache_file_path(const DataOptions& opts, const CacheKey& key) {
@@ -258,6 +275,8 @@ TokenData build_token_data(const DataOptions& given, const text::Tokenizer& toke
 #pragma omp parallel for schedule(dynamic, 64) num_threads(threads)
   for (size_t r = 0; r < rows.size(); ++r) remove_none_values(rows[r]);  // as TRL, before all else
   check_input_ids_in_row_0(rows, file);
+  const bool row0_prompt_and_completion =
+      rows[0].contains("prompt") && rows[0].contains("completion");
   const DatasetFormat format = detect_format(rows[0], opts, file, left_out);
   // Text rows are formatted and tokenised; pre-tokenised rows only checked (TRL's is_processed).
   std::optional<SftFormatter> formatter;
@@ -304,6 +323,7 @@ TokenData build_token_data(const DataOptions& given, const text::Tokenizer& toke
 
   PrepareReport rep;
   rep.dataset_kind = std::string(to_string(format.kind));
+  rep.prompt_and_completion_in_row_0 = row0_prompt_and_completion;
   rep.rows_read = n;
   int64_t drops[kNumDropReasons] = {};
   std::vector<int64_t> kept;  // row indices, in order

@@ -43,6 +43,9 @@ struct PrepareReport {
           length_max = 0;         // tokens per example,
                                   // nearest-rank percentiles of the kept examples
   int64_t num_samples = 0;        // packed bins, or examples without packing
+  // Row 0 of the file has "prompt" and "completion" columns (TRL's completion_only_loss default
+  // of a run, decided on its train set); nullopt from a cache written before it was recorded.
+  std::optional<bool> prompt_and_completion_in_row_0;
   int64_t prefix_mismatches = 0;  // prompt/completion rows whose prompt ids are no prefix
   std::vector<int64_t> prefix_mismatch_rows;  // their rows (the first 100)
   std::string completion_mask;                // "prefix" or "positional"
@@ -71,6 +74,11 @@ CacheKey dataset_cache_key(const DataOptions& opts, const text::TokenizerConfig&
 // bytes is cut (at a UTF-8 character boundary) and tagged with a hash of the whole stem, so the
 // name and its temporary sibling stay within NAME_MAX (255 bytes) whatever the dataset is called.
 std::filesystem::path cache_file_path(const DataOptions& opts, const CacheKey& key);
+
+// The options of an eval set prepared after its train set (whose report is `train`): an unset
+// completion_only_loss takes the train set's decision (completion_only_loss_from_train), as TRL
+// decides it once for both; set, or without the train report's record, `eval` unchanged.
+DataOptions eval_options(const DataOptions& eval, const PrepareReport& train);
 
 // Runs the whole pipeline in memory (no cache): reads the rows, detects the kind, formats and
 // tokenises on opts.num_threads threads — or, for pre-tokenised rows, checks them and builds their

@@ -102,9 +102,11 @@ PretokenisedFormat pretokenised_format(const Json& first, const DataOptions& opt
   PretokenisedFormat f;
   f.vocab_size = tokenizer.vocab_size();
   f.tokenizer = config.dir.string();
-  // SFTTrainer.__init__: completion_only_loss unset is "prompt" and "completion" in the first row.
+  // SFTTrainer.__init__: completion_only_loss unset is "prompt" and "completion" in the first row
+  // of the train set (for an eval set: the train set's decision).
   const bool completion_only_loss =
-      opts.completion_only_loss.value_or(first.contains("prompt") && first.contains("completion"));
+      opts.completion_only_loss.value_or(opts.completion_only_loss_from_train.value_or(
+          first.contains("prompt") && first.contains("completion")));
   f.completion_mask_readable = completion_only_loss;
   f.completion_mask = completion_only_loss && first.contains(kCompletionMask);
   f.assistant_masks = first.contains(kAssistantMasks);
@@ -134,8 +136,10 @@ PretokenisedFormat pretokenised_format(const Json& first, const DataOptions& opt
                     "the labels) is trained, as TRL 0.25.1's collator trains it; set {}: true "
                     "to apply it",
                     names.bare_key("completion_only_loss"),
-                    opts.completion_only_loss
-                        ? "false"
+                    opts.completion_only_loss ? "false"
+                    : opts.completion_only_loss_from_train
+                        ? "unset and the train set's row 0 has no 'prompt' and 'completion' "
+                          "columns (TRL decides it on the train set for both)"
                         : "unset and the rows have no 'prompt' and 'completion' columns",
                     names.bare_key("completion_only_loss")));
   }

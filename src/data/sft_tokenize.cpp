@@ -86,7 +86,8 @@ SftFormatter::SftFormatter(const DataOptions& opts, const DatasetFormat& format,
           names.where("completion_only_loss"));
     completion_only_loss_ = *opts.completion_only_loss && is_prompt_completion(kind);
   } else {
-    completion_only_loss_ = is_prompt_completion(kind);
+    completion_only_loss_ =
+        opts.completion_only_loss_from_train.value_or(true) && is_prompt_completion(kind);
   }
   if (opts.assistant_only_loss && !is_conversational(kind)) {
     fail("{}: true needs conversational data (messages), but {} is {} data{}",

@@ -297,6 +297,21 @@ RopeConfig parse_rope_dict(const Reader& r, const Json& d, const std::string& wh
     rope.factor = d.contains("factor") && !d["factor"].is_null()
                       ? scaling_factor(d["factor"])
                       : static_cast<double>(max_pos) / orig;
+    // transformers 4.57 replaces a dict factor by max_position_embeddings / the top-level
+    // original_max_position_embeddings when that key is set (Phi3Config always has it);
+    // transformers 5 keeps the dict's. Where the two differ and decide the attention factor, the
+    // config is refused rather than one reading guessed.
+    const bool top_level = phi3 || r.has("original_max_position_embeddings");
+    const bool attention_factor_given =
+        d.contains("attention_factor") && !d["attention_factor"].is_null();
+    if (top_level && !attention_factor_given && d.contains("factor") && !d["factor"].is_null() &&
+        rope.factor != static_cast<double>(max_pos) / orig)
+      fail(
+          "{}: key \"{}{}factor\" is {}, but transformers 4.57 uses max_position_embeddings / "
+          "original_max_position_embeddings = {} / {} = {} for longrope's attention factor (5 "
+          "uses the dict's factor); remove the key, make it agree, or set attention_factor",
+          r.src, r.pre, where, rope.factor, max_pos, rope.original_max_position_embeddings,
+          static_cast<double>(max_pos) / orig);
     rope.attention_factor = r.opt_num(
         d, "attention_factor",
         rope.factor <= 1.0 ? 1.0 : std::sqrt(1.0 + std::log(rope.factor) / std::log(orig)), where);
@@ -330,6 +345,8 @@ RopeConfig parse_rope_dict(const Reader& r, const Json& d, const std::string& wh
     // ln(original / (beta * 2 pi)): a rotation count <= 0 has no logarithm.
     expect(rope.beta_fast > 0.0, "beta_fast", rope.beta_fast, "a positive number");
     expect(rope.beta_slow > 0.0, "beta_slow", rope.beta_slow, "a positive number");
+    // `rope_scaling.get("truncate", True)`: an explicit null is falsy (no rounding).
+    if (d.contains("truncate") && d["truncate"].is_null()) rope.truncate = false;
     if (d.contains("truncate") && !d["truncate"].is_null()) {
       if (!d["truncate"].is_boolean())
         fail("{}: key \"{}{}truncate\" is {}, expected true or false", r.src, r.pre, where,

@@ -137,6 +137,15 @@ CheckpointNames checkpoint_names(const ModelConfig& cfg, const SafetensorsReader
     bool prefixed = false;
     for (const std::string& name : reader.names()) prefixed = prefixed || name.starts_with("model");
     if (!prefixed) {
+      // A head key beside unprefixed body keys is a task model's key in a base model's save:
+      // transformers 4.57 raises ("The state dictionary of the model you are trying to load is
+      // corrupted"), so the same here.
+      if (reader.contains("lm_head.weight"))
+        fail(
+            "{}: the checkpoint's tensors have no 'model.' prefix (a base model's save) but it "
+            "holds 'lm_head.weight'; transformers refuses such a checkpoint as corrupted (save the "
+            "whole {} model, or drop the head)",
+            reader.source().string(), cfg.model_type);
       n.body = "";
       log::info(
           "{}: the checkpoint's tensors have no 'model.' prefix (a base model's save); read as "

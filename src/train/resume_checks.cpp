@@ -246,8 +246,10 @@ std::optional<std::string> pipeline_change_warning(const Json& state, const std:
   return fmt::format(
       "resume_from_checkpoint: {} {}, and this zerotune tokenises with '{}': the resumed steps see "
       "samples tokenised under the new rule, so their tokens (where the EOS goes, for one) may not "
-      "be what the checkpoint's run would have trained on; positions in the data (the samples "
-      "each step takes) still line up. Resume with the zerotune that wrote the checkpoint to keep "
+      "be what the checkpoint's run would have trained on, and where the rule keeps or drops other "
+      "rows (a file with 'input_ids' beside text columns trains the ids since pipeline 6) the "
+      "samples each step takes may differ too. Resume with the zerotune that wrote the checkpoint "
+      "to keep "
       "its tokens",
       state_file, then, now);
 }

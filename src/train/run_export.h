@@ -24,7 +24,8 @@ namespace zt::train {
 TokenizerSpecialIds run_tokenizer_ids(const TrainArgs& a, const text::Tokenizer& tok,
                                       const text::TokenizerConfig& tc);
 
-// HfExportOptions of a run: dtype bf16 for a bf16 run, else f32; tokenizer files from `tok_dir`;
+// HfExportOptions of a run: dtype a.export_dtype (bf16 under DeepSpeed with bf16 or for
+// model_init_kwargs dtype bfloat16, else f32: train_args.h); tokenizer files from `tok_dir`;
 // generation_config = <model_dir>/generation_config.json (derived from config.json when absent);
 // tokenizer_ids = run_tokenizer_ids(), so config.json's and generation_config.json's special token
 // ids are exported as TRL + transformers' Trainer leave them (io/hf_export.h). With `log`, one info

@@ -69,7 +69,7 @@ void Trainer::State::prepare_data() {
   if (rank0()) log::info("train data {}: {}", a.train_data.dataset.string(), rep.summary());
   if (a.eval_data) {
     data::PrepareReport erep;
-    eval.emplace(data::prepare_dataset(*a.eval_data, tok, tok_cfg, &erep));
+    eval.emplace(data::prepare_dataset(data::eval_options(*a.eval_data, rep), tok, tok_cfg, &erep));
     if (rank0()) log::info("eval data {}: {}", a.eval_data->dataset.string(), erep.summary());
   }
   train_targets = sample_target_counts(*train);

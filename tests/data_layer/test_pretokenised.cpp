@@ -382,3 +382,46 @@ TEST_F(Pretokenised, OptionsActAsInTrl) {
 
 }  // namespace
 }  // namespace zt::data
+
+namespace zt::data {
+namespace {
+
+// TRL decides an unset completion_only_loss once, on the train set's row 0, and uses it for the
+// eval set too: a pre-tokenised eval file's completion_mask is applied after a prompt/completion
+// train set, and a prompt/completion eval file trains its prompt too after a messages train set.
+TEST_F(Pretokenised, AnEvalSetTakesTheTrainSetsCompletionOnlyLossDecision) {
+  const auto pretok = dir_ / "eval_ids.jsonl";
+  write_file(pretok, R"({"input_ids": [10, 11, 12, 13], "completion_mask": [0, 0, 1, 1]})"
+                     "\n");
+  const auto text = dir_ / "eval_text.jsonl";
+  write_file(text, R"({"prompt": "Hi there", "completion": " friend"})"
+                   "\n");
+  PrepareReport train_pc, train_msgs;
+  train_pc.prompt_and_completion_in_row_0 = true;
+  train_msgs.prompt_and_completion_in_row_0 = false;
+  PrepareReport own, pc, msgs;
+  build(options(pretok), &own);  // its own row 0: no prompt/completion, the mask not applied
+  build(eval_options(options(pretok), train_pc), &pc);
+  EXPECT_EQ(own.target_tokens, 3);
+  EXPECT_EQ(pc.target_tokens, 2);
+  PrepareReport text_own, text_msgs;
+  build(options(text), &text_own);
+  build(eval_options(options(text), train_msgs), &text_msgs);
+  EXPECT_GT(text_msgs.target_tokens, text_own.target_tokens);
+  EXPECT_EQ(text_msgs.target_tokens, text_msgs.total_tokens - 1);  // every position after 0
+  // Set in the config, the eval set's own value is kept; a train report without the record
+  // (a cache written before it) leaves the eval set to its own row 0.
+  DataOptions set = options(pretok);
+  set.completion_only_loss = false;
+  EXPECT_FALSE(eval_options(set, train_pc).completion_only_loss_from_train);
+  EXPECT_FALSE(eval_options(options(pretok), PrepareReport{}).completion_only_loss_from_train);
+  // The train set's report records its row 0.
+  PrepareReport train_rep;
+  build(options(text), &train_rep);
+  EXPECT_EQ(train_rep.prompt_and_completion_in_row_0, std::optional<bool>(true));
+  EXPECT_EQ(PrepareReport::from_json(train_rep.to_json()).prompt_and_completion_in_row_0,
+            std::optional<bool>(true));
+}
+
+}  // namespace
+}  // namespace zt::data

@@ -151,7 +151,7 @@ TEST(ModelConfig, RopeInvFreqMatchesTransformers) {
 TEST(ModelConfig, RopeOfTransformers457) {
   const zt::Json g = load_json(kData / "rope_457.golden.json");
   ASSERT_EQ(g["transformers"], "4.57.1");
-  ASSERT_GE(g["cases"].size(), 9u);
+  ASSERT_GE(g["cases"].size(), 10u);
   for (const auto& c : g["cases"]) {
     const std::string name = c["name"].get<std::string>();
     const ModelConfig m = zt::parse_model_config(c["config"], name);
@@ -196,6 +196,19 @@ TEST(ModelConfig, RopeKeysThatTransformers457And5ReadApartAreRefused) {
                 "but 131072 as transformers 4.57 reads it"});
   j["original_max_position_embeddings"] = 1024;  // the key 4.57 reads: both agree
   EXPECT_EQ(zt::parse_model_config(j, "c.json").rope.original_max_position_embeddings, 1024);
+  // With the top-level key 4.57 takes factor = max_position_embeddings / it (128) for the
+  // attention factor, 5 the dict's: a differing dict factor is refused unless attention_factor
+  // is given.
+  j["rope_scaling"]["factor"] = 4.0;
+  expect_error(
+      [&] { zt::parse_model_config(j, "c.json"); },
+      {"c.json: key \"rope_scaling.factor\" is 4, but transformers 4.57 uses "
+       "max_position_embeddings / original_max_position_embeddings = 131072 / 1024 = 128"});
+  j["rope_scaling"]["factor"] = 128.0;
+  EXPECT_EQ(zt::parse_model_config(j, "c.json").rope.factor, 128.0);
+  j["rope_scaling"]["factor"] = 4.0;
+  j["rope_scaling"]["attention_factor"] = 1.2;
+  EXPECT_EQ(zt::parse_model_config(j, "c.json").rope.attention_factor, 1.2);
   j["rope_scaling"] = zt::Json{{"rope_type", "yarn"}, {"factor", 4.0}, {"beta_fast", -1}};
   expect_error([&] { zt::parse_model_config(j, "c.json"); },
                {"c.json: key \"rope_scaling.beta_fast\" is -1, expected a positive number"});

@@ -21,9 +21,10 @@ std::string what_follows(const std::string& then) {
   return "resume_from_checkpoint: " + kState + " " + then +
          ", and this zerotune tokenises with 'zerotune-sft-data-6': the resumed steps see samples "
          "tokenised under the new rule, so their tokens (where the EOS goes, for one) may not be "
-         "what the checkpoint's run would have trained on; positions in the data (the samples "
-         "each step takes) still line up. Resume with the zerotune that wrote the checkpoint to "
-         "keep its tokens";
+         "what the checkpoint's run would have trained on, and where the rule keeps or drops other "
+         "rows (a file with 'input_ids' beside text columns trains the ids since pipeline 6) the "
+         "samples each step takes may differ too. Resume with the zerotune that wrote the "
+         "checkpoint to keep its tokens";
 }
 
 TEST(ResumeChecks, SamePipelineVersionGivesNoWarning) {

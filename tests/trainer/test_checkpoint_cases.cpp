@@ -109,6 +109,14 @@ TEST_F(CheckpointCase, BaseModelCheckpointWithoutThePrefixLoadsAsTransformersLoa
                      "base model's save); read as the qwen2 body, as transformers does"));
   EXPECT_EQ(loss_json(b.output)["targets"], 13);
   EXPECT_EQ(loss_json(b.output)["loss_sum"], loss_json(p.output)["loss_sum"]);
+  // A head key beside unprefixed body keys: transformers raises ("corrupted"), so does zerotune.
+  std::vector<float> head = r.load_f32("lm_head.weight");
+  base.push_back({"lm_head.weight", zt::DType::kF32, r.info("lm_head.weight").shape, head.data()});
+  zt::write_safetensors(dir_ / "base" / "model.safetensors", base);
+  const RunResult h = zerotune("loss --model base rows.jsonl");
+  EXPECT_TRUE(exited(h, 1,
+                     "base/model.safetensors: the checkpoint's tensors have no 'model.' prefix (a "
+                     "base model's save) but it holds 'lm_head.weight'; transformers refuses"));
 }
 
 TEST_F(CheckpointCase, SingleFileBesideIndexIsReadWithAWarning) {

@@ -28,15 +28,17 @@ TEST(TrainPretokenised, TheTokensOfATextDatasetTrainTheSameNumbers) {
                " --train-rows 24 --test-rows 6 --seed 7");
   ASSERT_EQ(r.status, 0) << r.output;
   const std::string src = ZT_SOURCE_DIR;
-  const auto train = [&](const std::string& name, const fs::path& data) {
-    return run(std::string(ZT_BINARY) + " train --config " + src +
-               "/configs/default.yaml exp_dir=" + (root / name).string() + " model.name_or_path=" +
-               src + "/configs/models/tiny-qwen2 model.tokenizer_name_or_path=" + src +
-               "/configs/tokenizers/qwen2.5-instruct compute.n_gpus=1 compute.backend=cpu "
-               "compute.global_batch_size=4 trainer.per_device_train_batch_size=2 "
-               "trainer.max_steps=3 trainer.logging_steps=1 trainer.eval_steps=3 "
-               "trainer.report_to=none dataset.train.path=" +
-               data.string() + " dataset.eval.path=" + (root / "data/test.parquet").string());
+  const auto train = [&](const std::string& name, const fs::path& data,
+                         const std::string& extra = "") {
+    return run(
+        std::string(ZT_BINARY) + " train --config " + src +
+        "/configs/default.yaml exp_dir=" + (root / name).string() + " model.name_or_path=" + src +
+        "/configs/models/tiny-qwen2 model.tokenizer_name_or_path=" + src +
+        "/configs/tokenizers/qwen2.5-instruct compute.n_gpus=1 compute.backend=cpu "
+        "compute.global_batch_size=4 trainer.per_device_train_batch_size=2 "
+        "trainer.max_steps=3 trainer.logging_steps=1 trainer.eval_steps=3 "
+        "trainer.report_to=none dataset.train.path=" +
+        data.string() + " dataset.eval.path=" + (root / "data/test.parquet").string() + extra);
   };
   r = train("text", root / "data/train.parquet");
   ASSERT_EQ(r.status, 0) << r.output;
@@ -63,7 +65,10 @@ TEST(TrainPretokenised, TheTokensOfATextDatasetTrainTheSameNumbers) {
   }
   out.close();
 
-  r = train("ids", root / "train_ids.jsonl");
+  // TRL decides an unset completion_only_loss on the train set's row 0 for the eval set too: with
+  // pre-tokenised training rows it is false, and the (text) eval set would train its prompts.
+  // Set, the eval set is masked as in the text run.
+  r = train("ids", root / "train_ids.jsonl", " trainer.completion_only_loss=true");
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("pre-tokenised rows: targets from input_ids, labels; columns not read "
                           "(as TRL 0.25.1's collator): none"),
@@ -78,6 +83,14 @@ TEST(TrainPretokenised, TheTokensOfATextDatasetTrainTheSameNumbers) {
   EXPECT_EQ(train_events(root / "ids"), text_events);
   EXPECT_TRUE(slurp(root / "ids/final/model.safetensors") ==
               slurp(root / "text/final/model.safetensors"));
+  // Unset, the eval set follows the pre-tokenised train set: its prompt tokens count too.
+  r = train("ids_auto", root / "train_ids.jsonl");
+  ASSERT_EQ(r.status, 0) << r.output;
+  const auto auto_events = train_events(root / "ids_auto");
+  ASSERT_EQ(auto_events.size(), 4u);
+  EXPECT_EQ(auto_events[2], text_events[2]);  // the training steps: the same
+  EXPECT_GT(auto_events[3]["eval_loss"], 0.0);
+  EXPECT_NE(auto_events[3]["eval_loss"], text_events[3]["eval_loss"]);
   fs::remove_all(root);
 }
 
