@@ -26,6 +26,15 @@ std::string list_described(const std::vector<RunCheckpoint>& cps) {
 
 }  // namespace
 
+std::string zero_state_file_in(const fs::path& dir) {
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string f = e.path().filename().string();
+    if (f.starts_with("zero_state_rank") && f.ends_with(".bin")) return f;
+  }
+  return std::string();
+}
+
 std::string new_run_id() {
   std::random_device rd;
   std::string id;
@@ -53,14 +62,7 @@ std::vector<RunCheckpoint> list_run_checkpoints(const fs::path& exp_dir) {
     // zerotune's own ZeRO state files in the directory: a checkpoint of zerotune, though its state
     // file is missing (a copy cut short, a clean-up). It may be the newest of its run, so it is
     // corrupt, never another run's to pass over and overwrite.
-    const auto own_state_file = [&] {
-      std::error_code dec;
-      for (const auto& e : fs::directory_iterator(dir.path, dec)) {
-        const std::string f = e.path().filename().string();
-        if (f.starts_with("zero_state_rank") && f.ends_with(".bin")) return f;
-      }
-      return std::string();
-    };
+    const auto own_state_file = [&] { return zero_state_file_in(dir.path); };
     const auto missing = [&](const std::string& own) {
       c.corrupt = fmt::format(
           "{}: missing, though {} holds zerotune's {} (a checkpoint damaged or copied in part)",

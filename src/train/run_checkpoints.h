@@ -51,6 +51,10 @@ struct RunRecord {
   std::string resumed_from;  // the checkpoint the run resumed from, "" for a fresh start
 };
 
+// The name of a zero_state_rank*.bin file in `dir` (zerotune's ZeRO state: the directory is a
+// zerotune checkpoint whatever its state files say), or "" when none (or `dir` unreadable).
+std::string zero_state_file_in(const std::filesystem::path& dir);
+
 // A fresh run id: 32 lowercase hex digits from std::random_device.
 std::string new_run_id();
 

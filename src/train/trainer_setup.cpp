@@ -306,6 +306,14 @@ void Trainer::State::resume_or_init() {
     if (!st.is_object())
       fail("{}: expected a JSON object (zerotune's checkpoint state), got {}", state_file.string(),
            st.type_name());
+    // A checkpoint of the new layout that lost zerotune_state.json (its trainer_state.json is
+    // transformers'): damaged, not foreign — starting over from its weights would lose the state.
+    if (state_file.filename() == kTrainerStateName && !st.contains("plan"))
+      if (const std::string own = zero_state_file_in(*ckpt); !own.empty())
+        fail(
+            "resume_from_checkpoint: {}: missing, though {} holds zerotune's {} (a checkpoint "
+            "damaged or copied in part; {} beside it is transformers' log, not the resume state)",
+            (*ckpt / kZerotuneStateName).string(), ckpt->string(), own, kTrainerStateName);
     if (!st.contains("plan") || !st["plan"].is_object())
       fail(
           "{}: no 'plan' object (the saved data order); not a zerotune checkpoint's state (a "
@@ -323,7 +331,16 @@ void Trainer::State::resume_or_init() {
     // run's log so far, which this run continues (rank 0 writes it). Every rank reads it, so that
     // a bad file stops them all. Its global_step is the one transformers would resume at: one
     // edited by hand (or another checkpoint's file) is refused, as zerotune_state.json's is.
-    if (state_file.filename() == kZerotuneStateName) {
+    if (state_file.filename() == kZerotuneStateName && !fs::exists(*ckpt / kTrainerStateName)) {
+      // transformers' file is the log only (zerotune_state.json holds what resumes): lost, the
+      // run resumes with an empty log rather than refusing a checkpoint it would pick again.
+      if (rank0())
+        log::warn(
+            "resume_from_checkpoint: {}: no {} (transformers' TrainerState, the log of the run so "
+            "far); resuming from {}, the log rebuilt from the exp_dir's metrics.jsonl when that "
+            "is this run's",
+            ckpt->string(), kTrainerStateName, state_file.string());
+    } else if (state_file.filename() == kZerotuneStateName) {
       const fs::path hf_file = *ckpt / kTrainerStateName;
       HfTrainerStateRead hf = read_hf_trainer_state(hf_file);
       if (hf.global_step != start_step)
@@ -414,6 +431,10 @@ void Trainer::State::open_outputs() {
     log::info("cleaned {} left by an interrupted run", p.string());
   clean_stale_export_dirs(a.output_dir);  // logs what it removes or restores
   output_dir_at_start = model_files_fingerprint(a.output_dir);
+  // metrics.jsonl is the log of the exp_dir's last run: a checkpoint of the older layout (no log of
+  // its own) continues it only when that run is the checkpoint's.
+  const std::optional<RunRecord> last_run = read_run_record(a.exp_dir);
+  const bool metrics_are_the_checkpoints = last_run && last_run->run_id == run_id;
   write_run_record(a.exp_dir,
                    {.run_id = run_id, .started = "", .resumed_from = resumed_from.string()});
   if (auto others = other_runs_checkpoints(a.exp_dir, run_id); !others.empty()) {
@@ -433,10 +454,16 @@ void Trainer::State::open_outputs() {
   metrics = std::make_unique<MetricsWriter>(a.exp_dir / "metrics.jsonl", keep);
   // A resumed run's log continues its checkpoint's (transformers reloads state.log_history); a
   // checkpoint from before zerotune wrote one: metrics.jsonl's records through its step.
-  if (resumed_log_history)
+  if (resumed_log_history) {
     log_history = std::move(*resumed_log_history);
-  else if (start_step > 0)
+  } else if (start_step > 0 && metrics_are_the_checkpoints) {
     log_history = metrics->kept_records();
+  } else if (start_step > 0) {
+    log::warn(
+        "resume_from_checkpoint: {} (written before checkpoints held their log) is not of the run "
+        "whose metrics.jsonl is in {}: the checkpoints' log_history starts at this run's step {}",
+        resumed_from.string(), a.exp_dir.string(), start_step + 1);
+  }
   if (!a.logging_dir.empty()) {
     io::TensorBoardWriterOptions o;
     if (start_step > 0) o.purge_step = start_step + 1;

@@ -172,4 +172,54 @@ TEST_F(TrainerStateCli, ResumeFromANewAndAnOldCheckpointContinuesTheLog) {
   }
 }
 
+// A checkpoint resumed from another exp_dir: the new layout brings its log along (there is no
+// metrics.jsonl there); the older layout has none, and the exp_dir's metrics.jsonl is not its run's
+// — the log starts at the resumed step, with a warning. A checkpoint that lost zerotune_state.json
+// is named as damaged; one that lost trainer_state.json (the log only) still resumes.
+TEST_F(TrainerStateCli, ResumeElsewhereAndDamagedCheckpoints) {
+  ASSERT_TRUE(exited(train("half", "trainer.max_steps=2"), 0));
+  const Json want2 = read(exp("half") / "checkpoint-2" / "trainer_state.json")["log_history"];
+  ASSERT_EQ(want2.size(), 3u);  // steps 1, 2 and the eval at 2
+  const auto copy_ck = [&](const std::string& name) {
+    fs::create_directories(root_ / "ck");
+    const fs::path ck = root_ / "ck" / name;
+    fs::copy(exp("half") / "checkpoint-2", ck, fs::copy_options::recursive);
+    return ck;
+  };
+  // New layout, elsewhere: the checkpoint-4 log starts with the checkpoint's records.
+  const fs::path moved = copy_ck("moved");
+  ASSERT_TRUE(exited(train("elsewhere", "trainer.resume_from_checkpoint=" + moved.string()), 0));
+  const Json got = read(exp("elsewhere") / "checkpoint-4" / "trainer_state.json")["log_history"];
+  ASSERT_EQ(got.size(), 6u);
+  for (size_t i = 0; i < want2.size(); ++i)
+    EXPECT_EQ(unordered(got[i], false), unordered(want2[i], false)) << i;
+  // Older layout, elsewhere, into an exp_dir whose metrics.jsonl is another run's.
+  const fs::path old_ck = copy_ck("old");
+  fs::remove(old_ck / "trainer_state.json");
+  fs::rename(old_ck / "zerotune_state.json", old_ck / "trainer_state.json");
+  ASSERT_TRUE(exited(train("other", "trainer.max_steps=1"), 0));
+  const RunResult o = train("other",
+                            "trainer.overwrite_output_dir=false "
+                            "trainer.resume_from_checkpoint=" +
+                                old_ck.string());
+  ASSERT_TRUE(exited(o, 0, "is not of the run whose metrics.jsonl is in"));
+  const Json olog = read(exp("other") / "checkpoint-4" / "trainer_state.json")["log_history"];
+  ASSERT_FALSE(olog.empty());
+  EXPECT_EQ(olog[0]["step"], 3);
+  // No zerotune_state.json beside zerotune's ZeRO state: damaged, not foreign.
+  const fs::path lost = copy_ck("lost");
+  fs::remove(lost / "zerotune_state.json");
+  const RunResult l = train("lost", "trainer.resume_from_checkpoint=" + lost.string());
+  EXPECT_TRUE(exited(l, 1,
+                     (lost / "zerotune_state.json").string() + ": missing, though " +
+                         lost.string() + " holds zerotune's zero_state_rank"));
+  // No trainer_state.json: resumes (the log is the only thing in it), with a warning.
+  const fs::path nolog = copy_ck("nolog");
+  fs::remove(nolog / "trainer_state.json");
+  const RunResult n = train("nolog", "trainer.resume_from_checkpoint=" + nolog.string());
+  EXPECT_TRUE(exited(n, 0, "no trainer_state.json (transformers' TrainerState"));
+  EXPECT_EQ(slurp(exp("nolog") / "final" / "model.safetensors"),
+            slurp(exp("elsewhere") / "final" / "model.safetensors"));
+}
+
 }  // namespace
