@@ -69,9 +69,11 @@ HfExportOptions run_export_options(const TrainArgs& a, const text::Tokenizer& to
   if (log)
     log::info(
         "export: final/ and checkpoint-N/ hold the fp32 master weights as {}, as TRL saves its "
-        "model's parameters (bfloat16 under DeepSpeed with bf16 or with model_init_kwargs dtype "
-        "bfloat16; float32 otherwise, transformers' default load dtype)",
-        a.export_dtype == DType::kBF16 ? "bfloat16" : "float32");
+        "model's parameters ({})",
+        a.export_dtype == DType::kBF16 ? "bfloat16" : "float32",
+        a.export_dtype == DType::kBF16
+            ? "DeepSpeed with bf16 casts them, or the model is loaded in bfloat16"
+            : "no DeepSpeed bf16 cast: transformers' default load dtype");
   eo.tokenizer_dir = tok_dir;
   eo.generation_config = a.model_dir / "generation_config.json";
   RunTokenizer rt = run_tokenizer(a, tc);
