@@ -13,7 +13,9 @@
 #include "core/error.h"
 #include "core/file_util.h"
 #include "core/spelling.h"
+#include "io/hydra_yaml.h"
 #include "io/json_check.h"
+#include "io/python_number.h"
 #include "io/yaml_load.h"
 
 namespace zt::cli {
@@ -68,6 +70,27 @@ std::string show(const YAML::Node& v) {
   return "null";
 }
 
+// A scalar as accelerate's yaml.safe_load types it: a core tag decides (!!str: a string; !!float:
+// a float, `!!float 2` is 2.0), a quoted scalar is a string, and a plain one (or !!int, !!bool)
+// resolves by PyYAML's YAML 1.1 rules (yaml_scalar_to_json), where `y` and `n` are strings
+// (yaml-cpp reads them as booleans); yaml_scalar_to_json also takes OmegaConf's `1e5` as a float, a
+// string to plain PyYAML and no integer or boolean either way. JSON (a DeepSpeed config read as
+// YAML) alike: a quoted value is a string.
+Json safe_load_value(const YAML::Node& n) {
+  const std::string& tag = n.Tag();
+  if (tag == "!" || tag == "tag:yaml.org,2002:str") return Json(n.Scalar());
+  Json v = yaml_scalar_to_json(n.Scalar(), /*quoted=*/false);
+  if (tag == "tag:yaml.org,2002:float" && v.is_number()) v = v.get<double>();
+  return v;
+}
+
+// "!!float 2" for a tagged scalar, else its text.
+std::string shown_scalar(const YAML::Node& n) {
+  constexpr std::string_view kCore = "tag:yaml.org,2002:";
+  const std::string& tag = n.Tag();
+  return tag.starts_with(kCore) ? "!!" + tag.substr(kCore.size()) + " " + n.Scalar() : n.Scalar();
+}
+
 // A section of a config (a key whose value is a mapping) and the keys known in it.
 struct Section {
   std::string_view name;
@@ -88,16 +111,33 @@ struct Reader {
     if (!n.IsScalar()) bad(n, key, "a string");
     return n.Scalar();
   }
+  // An integer in [lo, hi]. A float to yaml.safe_load (`!!float 2`) is refused: accelerate would
+  // pass "2.0" on as the process count, which torchrun refuses. A string spelling an integer
+  // (quoted, !!str) is read as it: accelerate's DeepSpeed launcher passes str(value) on.
   int integer(const YAML::Node& n, const std::string& key, int lo, int hi) {
     int v = 0;
+    const std::string expected = fmt::format("an integer in [{}, {}]", lo, hi);
+    if (n.IsScalar())
+      if (const Json t = safe_load_value(n); t.is_number_float())
+        bad(n, key,
+            fmt::format("{}; accelerate's yaml.safe_load reads '{}' as the float {}", expected,
+                        shown_scalar(n), python_float_repr(t.get<double>())));
     if (!n.IsScalar() || !YAML::convert<int>::decode(n, v) || v < lo || v > hi)
-      bad(n, key, fmt::format("an integer in [{}, {}]", lo, hi));
+      bad(n, key, expected);
     return v;
   }
+  // A boolean as yaml.safe_load types it. A string — quoted, !!str, or a plain y / n, which YAML
+  // 1.1 leaves strings — is refused: accelerate (and DeepSpeed) test it for truth, and every
+  // non-empty string is true ('false' included).
   bool boolean(const YAML::Node& n, const std::string& key) {
-    bool v = false;
-    if (!n.IsScalar() || !YAML::convert<bool>::decode(n, v)) bad(n, key, "true or false");
-    return v;
+    const Json t = n.IsScalar() ? safe_load_value(n) : Json();
+    if (t.is_string())
+      bad(n, key,
+          fmt::format("true or false; accelerate's yaml.safe_load reads '{}' as a string, which "
+                      "Python takes as true whatever it says: write true or false, unquoted",
+                      shown_scalar(n)));
+    if (!t.is_boolean()) bad(n, key, "true or false");
+    return t.get<bool>();
   }
   // True when the node is a number (false for "auto" and other strings, as DeepSpeed allows).
   template <typename T>
@@ -377,8 +417,10 @@ void read_fsdp(Reader& rd, const YAML::Node& fs) {
 // tags and refuses the others ("could not determine a constructor for the tag"), so a tag such as
 // `!!python/object:…` or `!custom` is an error naming file, line and tag (yaml-cpp kept the value
 // and dropped the tag); so are !!binary, !!timestamp and !!set, whose values (bytes, datetime, a
-// set) no accelerate setting takes. The core tags are not checked further: `num_processes: !!str
-// 4` reads as 4 (PyYAML would give accelerate the string "4").
+// set) no accelerate setting takes. A core tag types the value as PyYAML does where a number or a
+// boolean is read (Reader::integer, Reader::boolean): `!!float 2` is no process count, `!!str
+// false` no boolean; `num_processes: !!str 4` reads as 4, as accelerate's DeepSpeed launcher
+// passes the string on.
 void check_tags(const YAML::Node& n, const std::string& origin) {
   const std::string& tag = n.Tag();
   constexpr std::string_view kCore = "tag:yaml.org,2002:";

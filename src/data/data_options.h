@@ -93,7 +93,8 @@ struct DataOptions {
   int64_t packing_group_size = 1000;
   std::optional<bool> completion_only_loss;  // nullopt = auto: true for prompt/completion data
   // The auto value as TRL decides it for an eval set: SFTTrainer.__init__ sets an unset
-  // completion_only_loss once, from the train dataset's row 0 ("prompt" and "completion" in it),
+  // completion_only_loss once, from the train dataset's row 0 ("prompt" and "completion" in it;
+  // a JSON row 0 has every column some row has, as read_rows gives it),
   // and uses it for the eval set too. nullopt (a train set, or no train report): the dataset's own
   // row 0 decides.
   std::optional<bool> completion_only_loss_from_train;

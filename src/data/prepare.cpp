@@ -269,15 +269,21 @@ TokenData build_token_data(const DataOptions& given, const text::Tokenizer& toke
   }
 
   std::vector<std::string> left_out;  // parquet columns of a type not read, for the kind error
-  std::vector<Json> rows = read_rows(opts.dataset, &left_out);
+  std::vector<int64_t> lines;         // JSON: each row's line
+  std::vector<Json> rows = read_rows(opts.dataset, &left_out, &lines);
   if (rows.empty()) fail("{}: the dataset has no rows", file);
+  // Where row r is, for its errors: FILE:LINE for JSON, else FILE.
+  const auto where = [&](int64_t r) {
+    return lines.empty() ? file : fmt::format("{}:{}", file, lines[static_cast<size_t>(r)]);
+  };
   const int threads = opts.num_threads > 0 ? opts.num_threads : omp_get_max_threads();
 #pragma omp parallel for schedule(dynamic, 64) num_threads(threads)
   for (size_t r = 0; r < rows.size(); ++r) remove_none_values(rows[r]);  // as TRL, before all else
-  check_input_ids_in_row_0(rows, file);
+  // SFTTrainer.__init__'s completion_only_loss default: "prompt" and "completion" in the first
+  // row, which has every column of the file (null where row 0 lacks it: read_rows).
   const bool row0_prompt_and_completion =
       rows[0].contains("prompt") && rows[0].contains("completion");
-  const DatasetFormat format = detect_format(rows[0], opts, file, left_out);
+  const DatasetFormat format = detect_format(rows[0], opts, where(0), left_out);
   // Text rows are formatted and tokenised; pre-tokenised rows only checked (TRL's is_processed).
   std::optional<SftFormatter> formatter;
   std::optional<PretokenisedFormat> pretokenised;
@@ -296,10 +302,10 @@ TokenData build_token_data(const DataOptions& given, const text::Tokenizer& toke
   for (int64_t r = 0; r < n; ++r) {
     try {
       if (pretokenised) {
-        PretokenisedRow p = pretokenised_example(rows[r], *pretokenised, r, file);
+        PretokenisedRow p = pretokenised_example(rows[r], *pretokenised, r, where(r));
         results[r].ex = std::move(p.ex);
         results[r].attention_mask_zeros = p.attention_mask_zeros;
-      } else if (auto row = extract_row(rows[r], format, r, file);
+      } else if (auto row = extract_row(rows[r], format, r, where(r));
                  auto* drop = std::get_if<DropReason>(&row)) {
         results[r].drop = static_cast<int>(*drop);
       } else {
@@ -315,7 +321,7 @@ TokenData build_token_data(const DataOptions& given, const text::Tokenizer& toke
   if (err_row != INT64_MAX) {
     // Row-level errors already name the file; formatter errors (templates) get the row added.
     if (err_msg.find(file) == std::string::npos)
-      err_msg = fmt::format("{}: row {}: {}", file, err_row, err_msg);
+      err_msg = fmt::format("{}: row {}: {}", where(err_row), err_row, err_msg);
     throw Error(err_msg);
   }
   rows.clear();

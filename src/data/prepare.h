@@ -27,8 +27,12 @@ namespace zt::data {
 // add_eos_token applied to the Llama-family tokenizer classes (text::apply_config_post_processor);
 // 6: a row 0 with an `input_ids` column makes the dataset pre-tokenised whatever its other columns
 // (TRL's is_processed), so a dataset with `text` / `prompt`+`completion` / `messages` beside
-// `input_ids` is trained from the ids, no longer from the text.
-inline constexpr std::string_view kPipelineVersion = "zerotune-sft-data-6";
+// `input_ids` is trained from the ids, no longer from the text; 7: JSON rows have every column of
+// the file, null where a row lacks it (HF datasets' json loader), so a column first given after row
+// 0 counts in row 0's decisions (prompt+completion: the kind and completion_only_loss; a
+// pre-tokenised row 0 lacking labels / completion_mask / assistant_masks other rows have: read, and
+// an error).
+inline constexpr std::string_view kPipelineVersion = "zerotune-sft-data-7";
 
 // What a preparation did. Counts are of dataset rows / examples; tokens after truncation.
 struct PrepareReport {
@@ -43,8 +47,9 @@ struct PrepareReport {
           length_max = 0;         // tokens per example,
                                   // nearest-rank percentiles of the kept examples
   int64_t num_samples = 0;        // packed bins, or examples without packing
-  // Row 0 of the file has "prompt" and "completion" columns (TRL's completion_only_loss default
-  // of a run, decided on its train set); nullopt from a cache written before it was recorded.
+  // Row 0 of the file has "prompt" and "completion" columns — for JSON, some row has each, as
+  // HF datasets gives row 0 every column (TRL's completion_only_loss default of a run, decided on
+  // its train set); nullopt from a cache written before it was recorded.
   std::optional<bool> prompt_and_completion_in_row_0;
   int64_t prefix_mismatches = 0;  // prompt/completion rows whose prompt ids are no prefix
   std::vector<int64_t> prefix_mismatch_rows;  // their rows (the first 100)
@@ -86,7 +91,7 @@ DataOptions eval_options(const DataOptions& eval, const PrepareReport& train);
 // drops empty rows and examples without a target token, truncates to max_length (truncation_mode),
 // packs (bfd) when asked. `report` (optional) receives the counts. Throws zt::Error for bad input
 // (see read_rows, detect_format, extract_row, SftFormatter, pretokenised_format /
-// pretokenised_example, check_input_ids_in_row_0), prefix mismatches under
+// pretokenised_example), prefix mismatches under
 // completion_mask: positional with prefix_mismatch: error, an
 // unsupported packing_strategy, packing without max_length (these two naming their config keys,
 // opts.names), and a dataset left with no example.

@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "data/sft_rows.h"
 
 namespace zt::data {
 namespace {
@@ -51,10 +52,9 @@ const Json& list_column(const Json& row, const char* column, int64_t r, std::str
         "needs {}",
         file, r, column, what);
   }
-  if (!it->is_array()) {
-    fail("{}: row {}: column '{}' is {}, expected {}", file, r, column,
-         it->is_null() ? std::string("null") : describe(*it), what);
-  }
+  if (it->is_null()) fail_missing_value(file, r, column, what);
+  if (!it->is_array())
+    fail("{}: row {}: column '{}' is {}, expected {}", file, r, column, describe(*it), what);
   return *it;
 }
 
@@ -107,10 +107,8 @@ PretokenisedFormat pretokenised_format(const Json& first, const DataOptions& opt
   const bool completion_only_loss =
       opts.completion_only_loss.value_or(opts.completion_only_loss_from_train.value_or(
           first.contains("prompt") && first.contains("completion")));
-  f.completion_mask_readable = completion_only_loss;
   f.completion_mask = completion_only_loss && first.contains(kCompletionMask);
   f.assistant_masks = first.contains(kAssistantMasks);
-  f.labels_readable = !opts.packing;
   f.labels = !opts.packing && first.contains(kLabels);
 
   if (opts.assistant_only_loss && !has_conversational_column(first)) {
@@ -216,21 +214,6 @@ PretokenisedRow pretokenised_example(const Json& row, const PretokenisedFormat& 
     }
     out.ex.ids[k] = static_cast<int32_t>(e.get<int64_t>());
   }
-  // A column row 0 lacks: TRL reads row 0's null and fails when the column would be read.
-  const auto lacking = [&](const char* column, bool format_reads, bool readable) {
-    if (format_reads || !readable) return;
-    const auto it = row.find(column);
-    if (it != row.end() && !it->is_null()) {
-      fail(
-          "{}: row {} has column '{}' but row 0 does not; give it to every row or to none (TRL "
-          "reads row 0's missing value as null and fails)",
-          file, r, column);
-    }
-  };
-  lacking(kLabels, f.labels, f.labels_readable);
-  lacking(kCompletionMask, f.completion_mask, f.completion_mask_readable);
-  lacking(kAssistantMasks, f.assistant_masks, true);
-
   out.ex.targets.assign(n, 1);
   if (f.labels) {
     const Json& labels = list_column(row, kLabels, r, file, "a list of labels, one per token");
@@ -270,19 +253,6 @@ PretokenisedRow pretokenised_example(const Json& row, const PretokenisedFormat& 
     }
   }
   return out;
-}
-
-void check_input_ids_in_row_0(std::span<const Json> rows, std::string_view file) {
-  if (rows.empty() || (rows[0].is_object() && rows[0].contains("input_ids"))) return;
-  for (size_t r = 1; r < rows.size(); ++r) {
-    if (rows[r].is_object() && rows[r].contains("input_ids")) {
-      fail(
-          "{}: row {} has column 'input_ids' but row 0 does not; TRL trains a dataset with an "
-          "'input_ids' column as pre-tokenised (and fails on a row without ids), zerotune tells "
-          "the kind from row 0: give every row its 'input_ids', or none",
-          file, r);
-    }
-  }
 }
 
 }  // namespace zt::data

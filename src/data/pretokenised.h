@@ -6,7 +6,6 @@
 #pragma once
 
 #include <cstdint>
-#include <span>
 #include <string>
 #include <string_view>
 
@@ -19,7 +18,8 @@ namespace zt::data {
 
 // Which columns of a pre-tokenised dataset make its targets, decided once from row 0 and the
 // options, as TRL's collator decides from the first example of each batch (every row of an Arrow
-// dataset has every column):
+// dataset has every column, and so has every row read_rows gives: a column some row has is in
+// row 0, null if row 0 lacks it, and then read — a null where it is read is an error):
 // - labels: the `labels` column instead of `input_ids` when row 0 has one, except under packing,
 //   whose `select_columns(["input_ids", "completion_mask", "assistant_masks"])` drops it;
 // - completion mask: applied when completion_only_loss (unset: row 0 has both `prompt` and
@@ -32,8 +32,6 @@ struct PretokenisedFormat {
   bool labels = false;           // read the `labels` column
   bool completion_mask = false;  // apply the `completion_mask` column
   bool assistant_masks = false;  // apply the `assistant_masks` column
-  // Whether a column row 0 lacks would be read if a row had it (TRL: row 0's null then fails).
-  bool labels_readable = false, completion_mask_readable = false;
   int32_t vocab_size = 0;  // token ids must lie in [0, vocab_size) (the tokenizer's)
   std::string tokenizer;   // the tokenizer's directory, for errors
 };
@@ -54,12 +52,12 @@ PretokenisedFormat pretokenised_format(const Json& first_row, const DataOptions&
 
 // One pre-tokenised row, checked, as an example: ids = input_ids; targets[t] = 1 where TRL's label
 // is the token (labels[t] is not -100, the masks that apply are 1). Throws zt::Error
-// "FILE: row R: column 'C'…" for: a missing or null column the format reads (row 0 has it), or a
-// readable one row 0 lacks; a value that is not a list; an empty input_ids; an id that is not an
-// integer (floats, booleans, null, strings: TRL's embedding takes integer ids only) or lies
-// outside [0, vocab_size); a mask or labels list of another length than input_ids (naming both);
-// a mask value other than 0 or 1 (integers, booleans, 0.0 / 1.0); a label other than -100 or the
-// input id at its position (zerotune trains the input ids; a label can only mask one).
+// "FILE: row R: column 'C'…" (FILE may be FILE:LINE) for: a missing or null column the format
+// reads (null: fail_missing_value's error); a value that is not a list; an empty input_ids; an id
+// that is not an integer (floats, booleans, null, strings: TRL's embedding takes integer ids only)
+// or lies outside [0, vocab_size); a mask or labels list of another length than input_ids (naming
+// both); a mask value other than 0 or 1 (integers, booleans, 0.0 / 1.0); a label other than -100 or
+// the input id at its position (zerotune trains the input ids; a label can only mask one).
 // `attention_mask_zeros` is set when the row's `attention_mask` (not read) holds a 0.
 struct PretokenisedRow {
   TokenizedExample ex;
@@ -67,10 +65,5 @@ struct PretokenisedRow {
 };
 PretokenisedRow pretokenised_example(const Json& row, const PretokenisedFormat& format,
                                      int64_t row_index, std::string_view file);
-
-// TRL tells a pre-tokenised dataset by its columns (the union of every row's keys in a jsonl
-// file), zerotune by row 0 (detect_format): throws zt::Error "FILE: row R has column 'input_ids'
-// but row 0 does not…" when a later row has one and row 0 does not.
-void check_input_ids_in_row_0(std::span<const Json> rows, std::string_view file);
 
 }  // namespace zt::data

@@ -2,6 +2,7 @@
 // keys are in column (file) order, as HF `datasets` would present the row.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -31,11 +32,19 @@ namespace zt::data {
 // "FILE: column 'C': struct field 'F' occurs N times" (HF datasets refuses all of these).
 // `left_out`, when given, receives each parquet column left out, as "NAME (TYPE)" or "NAME (TYPE at
 // PATH)", for the dataset-kind error to name.
+// JSON rows have the columns HF `datasets`' json loader gives them: the union of every row's keys,
+// in the order they first appear, with null where a row lacks a key (pyarrow's JSON reader; checked
+// with datasets 4 on .jsonl and array .json files), so TRL's `next(iter(dataset))` is row 0 here.
+// `row_lines`, when given, receives the 1-based line where each JSON row starts (JSON Lines: its
+// line; a JSON array: the line of its '{'), for errors to name; it is left empty for parquet and
+// csv.
 std::vector<Json> read_rows(const std::filesystem::path& file,
-                            std::vector<std::string>* left_out = nullptr);
+                            std::vector<std::string>* left_out = nullptr,
+                            std::vector<int64_t>* row_lines = nullptr);
 
 // The two halves of read_rows, callable directly (no extension check).
-std::vector<Json> read_json_rows(const std::filesystem::path& file);
+std::vector<Json> read_json_rows(const std::filesystem::path& file,
+                                 std::vector<int64_t>* row_lines = nullptr);
 std::vector<Json> read_parquet_rows(const std::filesystem::path& file,
                                     std::vector<std::string>* left_out = nullptr);
 // `.csv` as HF datasets' csv builder (pandas.read_csv's defaults) reads it: a header line of

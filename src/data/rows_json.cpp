@@ -8,6 +8,7 @@
 #include <climits>
 #include <cstring>
 #include <string_view>
+#include <unordered_set>
 
 #include "core/error.h"
 #include "data/rows.h"
@@ -92,7 +93,8 @@ struct FirstError {
   }
 };
 
-std::vector<Json> parse_lines(const std::string& buf, const std::string& file) {
+std::vector<Json> parse_lines(const std::string& buf, const std::string& file,
+                              std::vector<int64_t>* row_lines) {
   std::vector<LineSpan> lines;
   int64_t line_no = 0;
   // A UTF-8 byte order mark is no part of line 1, which may then be blank (an editor's BOM and
@@ -150,7 +152,68 @@ std::vector<Json> parse_lines(const std::string& buf, const std::string& file) {
     }
     throw Error(err.message);
   }
+  if (row_lines != nullptr) {
+    row_lines->clear();
+    for (const LineSpan& l : lines) row_lines->push_back(l.line);
+  }
   return rows;
+}
+
+// The 1-based line of each element's first byte in a JSON array `buf` already parsed (so well
+// formed): a scan that skips strings and counts depth.
+std::vector<int64_t> array_element_lines(const std::string& buf) {
+  std::vector<int64_t> out;
+  int64_t line = 1;
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < buf.size(); ++i) {
+    const char c = buf[i];
+    if (c == '\n') ++line;
+    if (in_string) {
+      if (c == '\\') {
+        ++i;  // an escape is two bytes, neither a quote nor a newline that counts
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      if (depth == 1) out.push_back(line);
+      ++depth;
+    } else if (c == '}' || c == ']') {
+      --depth;
+    }
+  }
+  return out;
+}
+
+// HF datasets' json loader: a file's columns are the union of every row's keys, in the order they
+// first appear (checked with datasets 4: `{"a"}`, `{"b", "a"}` gives columns a, b), and a row that
+// lacks a key has null there. Rows are rewritten to have every column, in that order; a row that
+// already has them, in order, is left as it is.
+void unify_columns(std::vector<Json>& rows) {
+  std::vector<std::string> columns;
+  std::unordered_set<std::string> seen;
+  for (const Json& r : rows)
+    for (const auto& [key, value] : r.items())
+      if (seen.insert(key).second) columns.push_back(key);
+  const auto n = static_cast<int64_t>(rows.size());
+#pragma omp parallel for schedule(dynamic, 256) if (n >= 4096)
+  for (int64_t i = 0; i < n; ++i) {
+    Json& r = rows[static_cast<size_t>(i)];
+    bool same = r.size() == columns.size();
+    size_t k = 0;
+    for (auto it = r.begin(); same && it != r.end(); ++it, ++k) same = it.key() == columns[k];
+    if (same) continue;
+    Json u = Json::object();
+    for (const std::string& c : columns) {
+      const auto it = r.find(c);
+      u[c] = it == r.end() ? Json() : std::move(*it);
+    }
+    r = std::move(u);
+  }
 }
 
 // The 0-based row (element of the top-level array) that byte `offset` of `buf` lies in.
@@ -160,7 +223,8 @@ int64_t row_at(const std::string& buf, size_t offset) {
   return counter.count - 1;
 }
 
-std::vector<Json> parse_array(const std::string& buf, const std::string& file) {
+std::vector<Json> parse_array(const std::string& buf, const std::string& file,
+                              std::vector<int64_t>* row_lines) {
   if (const auto deep = find_too_deep_json(buf))
     fail("{}:{}: row {}: JSON nesting depth exceeds {}", file, line_of(buf, *deep),
          row_at(buf, *deep), kMaxJsonDepth);
@@ -185,6 +249,7 @@ std::vector<Json> parse_array(const std::string& buf, const std::string& file) {
       fail("{}: row {} is a JSON {}, expected an object", file, i, arr[i].type_name());
     }
   }
+  if (row_lines != nullptr) *row_lines = array_element_lines(buf);
   return std::vector<Json>(std::make_move_iterator(arr.begin()),
                            std::make_move_iterator(arr.end()));
 }
@@ -217,7 +282,8 @@ std::string read_file_bytes(const std::filesystem::path& file) {
   return buf;
 }
 
-std::vector<Json> read_json_rows(const std::filesystem::path& file) {
+std::vector<Json> read_json_rows(const std::filesystem::path& file,
+                                 std::vector<int64_t>* row_lines) {
   const std::string buf = read_file_bytes(file);
   check_no_nul(buf, file.string());  // the whole file: its lines' nesting is counted line by line
   size_t first = 0;
@@ -226,14 +292,18 @@ std::vector<Json> read_json_rows(const std::filesystem::path& file) {
          (buf[first] == ' ' || buf[first] == '\t' || buf[first] == '\r' || buf[first] == '\n')) {
     ++first;
   }
-  if (first < buf.size() && buf[first] == '[') return parse_array(buf, file.string());
-  return parse_lines(buf, file.string());
+  std::vector<Json> rows = first < buf.size() && buf[first] == '['
+                               ? parse_array(buf, file.string(), row_lines)
+                               : parse_lines(buf, file.string(), row_lines);
+  unify_columns(rows);
+  return rows;
 }
 
-std::vector<Json> read_rows(const std::filesystem::path& file, std::vector<std::string>* left_out) {
+std::vector<Json> read_rows(const std::filesystem::path& file, std::vector<std::string>* left_out,
+                            std::vector<int64_t>* row_lines) {
   const std::string ext = file.extension().string();
-  if (ext == ".jsonl") return read_json_rows(file);
-  if (ext == ".json") return read_json_rows(file);
+  if (row_lines != nullptr) row_lines->clear();
+  if (ext == ".jsonl" || ext == ".json") return read_json_rows(file, row_lines);
   if (ext == ".parquet") return read_parquet_rows(file, left_out);
   if (ext == ".csv") return read_csv_rows(file, left_out);
   fail("{}: unsupported dataset file extension '{}'; expected .jsonl, .json, .parquet or .csv",

@@ -127,6 +127,7 @@ const std::string& checked_string(const Json& row, const std::string& column, in
     fail("{}: row {}: missing column '{}'; found columns [{}]", file, r, column,
          fmt::join(column_names(row), ", "));
   }
+  if (it->is_null()) fail_missing_value(file, r, column, "a string");
   if (!it->is_string()) {
     fail("{}: row {}: column '{}' is {}, expected a string", file, r, column, it->type_name());
   }
@@ -140,6 +141,7 @@ const Json& checked_column(const Json& row, const std::string& column, int64_t r
     fail("{}: row {}: missing column '{}'; found columns [{}]", file, r, column,
          fmt::join(column_names(row), ", "));
   }
+  if (it->is_null()) fail_missing_value(file, r, column, "a list of messages");
   return *it;
 }
 
@@ -184,6 +186,15 @@ Json json_column(const Json& row, const char* column, int64_t r, std::string_vie
 }
 
 }  // namespace
+
+void fail_missing_value(std::string_view where, int64_t r, std::string_view column,
+                        std::string_view expected) {
+  fail(
+      "{}: row {}: column '{}' is missing or null, expected {} (a JSON file's columns are the "
+      "union of all its rows' keys, as HF datasets reads it: a row that lacks one has null there, "
+      "and TRL fails on it)",
+      where, r, column, expected);
+}
 
 void remove_none_values(Json& row) {
   if (!row.is_object()) return;
@@ -233,8 +244,17 @@ DatasetFormat detect_format(const Json& first, const DataOptions& opts, std::str
     f.kind = DatasetKind::kPreTokenised;
     return f;
   }
+  // TRL's tests see every column of the file in its first row, null where row 0 lacks it
+  // (read_rows): "prompt" in it makes every row a prompt/completion row (tokenize_fn), and a
+  // null value is no list of messages (is_conversational).
   if (first.contains("prompt") && first.contains("completion")) {
     const Json& p = first["prompt"];
+    if (p.is_null()) {
+      fail_missing_value(file, 0, "prompt",
+                         "a string or a list of messages: the file has 'prompt' and "
+                         "'completion' columns, so every row is a prompt/completion row, and the "
+                         "kind (plain or conversational) is told from row 0's prompt");
+    }
     if (p.is_string()) {
       f.kind = DatasetKind::kPromptCompletion;
     } else if (looks_like_messages(p, "role")) {
@@ -252,7 +272,7 @@ DatasetFormat detect_format(const Json& first, const DataOptions& opts, std::str
     }
     return f;
   }
-  if (first.contains("messages")) {
+  if (first.contains("messages") && !first["messages"].is_null()) {
     if (!first["messages"].is_array()) {
       fail("{}: row 0: column 'messages' is {}, expected a list of messages", file,
            first["messages"].type_name());
@@ -286,6 +306,12 @@ DatasetFormat detect_format(const Json& first, const DataOptions& opts, std::str
         "{}: row 0: column 'conversations' is an empty list; the dataset kind is told from row 0, "
         "whose conversations must be a non-empty list of messages with 'from' and 'value'",
         file);
+  if (const auto it = first.find("messages"); it != first.end() && it->is_null()) {
+    fail_missing_value(file, 0, "messages",
+                       fmt::format("a list of messages: the dataset kind is told from row 0, as "
+                                   "TRL tells it from the first row (no text column '{}' either)",
+                                   opts.dataset_text_field));
+  }
   // Columns of a type zerotune does not read (binary, timestamp …) are not in the row: name them.
   const std::string unread = left_out.empty()
                                  ? ""

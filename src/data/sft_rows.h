@@ -40,13 +40,24 @@ struct DatasetFormat {
   bool sharegpt = false;            // messages come from `conversations` with from/value
 };
 
-// Detects the kind from the columns of the first row, in this order (TRL's rules, except that a
-// `prompt` without `completion` but with `messages` is read as messages, where TRL fails):
+// Throws zt::Error "WHERE: row R: column 'C' is missing or null, expected EXPECTED (…)": a row
+// has no value where its kind needs one. Under HF datasets a JSON row lacking a key other rows
+// have reads as null (read_rows), and TRL fails on it; parquet and csv nulls are the same.
+[[noreturn]] void fail_missing_value(std::string_view where, int64_t row, std::string_view column,
+                                     std::string_view expected);
+
+// Detects the kind from the columns of the first row — which, as read_rows gives it and as TRL
+// sees `next(iter(dataset))`, has every column of the file, null where row 0 lacks it — in this
+// order (TRL's rules, except that a `prompt` without `completion` but with `messages` is read as
+// messages, where TRL fails):
 // `input_ids` (pre-tokenised, whatever other columns the row has: TRL's `is_processed`),
 // `prompt`+`completion` (conversational when `prompt` is a list), `messages`, `conversations`
-// whose first element has `from` and `value` (ShareGPT), the text field. Throws zt::Error naming
-// the expected and the found columns when none matches (and the `left_out` columns read_rows did
-// not read, "NAME (TYPE)"), or the column whose type is wrong.
+// whose first element has `from` and `value` (ShareGPT), the text field; a null `messages` is
+// passed over (TRL's is_conversational is false there). Throws zt::Error naming the expected and
+// the found columns when none matches (and the `left_out` columns read_rows did not read,
+// "NAME (TYPE)"), the column whose type is wrong, or (fail_missing_value) a null `prompt` beside a
+// `completion` column or a null `messages` with no text column. `file` names row 0 in messages:
+// the file, or FILE:LINE.
 DatasetFormat detect_format(const Json& first_row, const DataOptions& opts, std::string_view file,
                             std::span<const std::string> left_out = {});
 
@@ -91,8 +102,9 @@ void remove_none_values(Json& row);
 // reads those rows) and extracts it; ShareGPT messages are
 // converted (from→role: human→user, gpt→assistant, system→system; value→content). Returns the
 // DropReason for empty completions/texts/messages. Throws zt::Error "FILE: row R: …" for a missing
-// column, a value of the wrong type (`chat_template_kwargs` not an object), a non-string content
-// or an unknown role.
+// column, a null one the kind needs (fail_missing_value), a value of the wrong type
+// (`chat_template_kwargs` not an object), a non-string content or an unknown role. `file` names
+// the row in messages: the file, or FILE:LINE.
 std::variant<SftRow, DropReason> extract_row(const Json& row, const DatasetFormat& format,
                                              int64_t row_index, std::string_view file);
 

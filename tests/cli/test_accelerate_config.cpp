@@ -209,6 +209,38 @@ TEST(AccelerateConfig, YamlTagsAsSafeLoadReadsThem) {
   EXPECT_EQ(c.mixed_precision, "bf16");
 }
 
+// A core tag types the value as accelerate's yaml.safe_load does where a number or a boolean is
+// read (PyYAML 6: `!!float 2` is 2.0, `!!str false` and 'false' are str, a plain n is 'n', `!!bool
+// yes` is True): a float process count (torchrun refuses "2.0") and a string boolean (accelerate
+// tests it for truth, so 'false' is true) are refused; yaml-cpp read them as 2 and false.
+TEST(AccelerateConfig, CoreTagsTypeValuesAsSafeLoad) {
+  const auto error = [](const std::string& text) {
+    return error_of([&] { parse_accelerate_config_text(text, "t.yaml"); });
+  };
+  EXPECT_EQ(error("num_processes: !!float 2\n"),
+            "t.yaml:1: key 'num_processes' has value '2' (expected an integer in [1, 1048576]; "
+            "accelerate's yaml.safe_load reads '!!float 2' as the float 2.0)");
+  EXPECT_EQ(error("num_processes: 2\nuse_cpu: !!str false\n"),
+            "t.yaml:2: key 'use_cpu' has value 'false' (expected true or false; accelerate's "
+            "yaml.safe_load reads '!!str false' as a string, which Python takes as true whatever "
+            "it says: write true or false, unquoted)");
+  for (const char* v : {"'false'", "n", "\"no\""})
+    EXPECT_NE(
+        error(std::string("use_cpu: ") + v + "\n").find("accelerate's yaml.safe_load reads '"),
+        std::string::npos)
+        << v;
+  EXPECT_EQ(error("use_cpu: !!int 1\n"),
+            "t.yaml:1: key 'use_cpu' has value '1' (expected true or false)");
+  const AccelerateConfig c =
+      parse_accelerate_config_text("num_processes: !!int 4\nuse_cpu: !!bool yes\n", "t.yaml");
+  EXPECT_EQ(c.num_processes, 4);
+  EXPECT_TRUE(c.use_cpu);
+  const AccelerateConfig q =
+      parse_accelerate_config_text("num_processes: '3'\nuse_cpu: Off\n", "t.yaml");
+  EXPECT_EQ(q.num_processes, 3);
+  EXPECT_FALSE(q.use_cpu);
+}
+
 TEST(AccelerateConfig, DuplicateKeysAreErrors) {
   EXPECT_EQ(error_of([] {
               parse_accelerate_config_text(

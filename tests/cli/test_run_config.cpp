@@ -306,6 +306,31 @@ TEST(RunConfig, IntegersBeyond64BitsAreShownAsGiven) {
 // converts a string for a typed field: spaces around it are allowed (" 7" was refused), an
 // underscore only between two digits ("1__0" was 10, as were "_1" and "1_"), as on the command
 // line.
+// The users' sft.yaml as their sft.py reads it — OmegaConf's loader, then SFTConfig(**trainer),
+// no HfArgumentParser (checked with omegaconf 2.4: `2e-5` is the float 2e-05, OmegaConf's own float
+// resolver; a quoted '2e-5', '8' or 'true' stays a str, which SFTConfig keeps as it is) — and what
+// zerotune makes of each: the number or boolean the string spells (HfArgumentParser's reading);
+// a float where an integer is wanted is an error naming file:line and key (SFTConfig would keep
+// 1.0 and fail later, HfArgumentParser's int('1.0') raises); num_train_epochs is a float field.
+TEST(RunConfig, TrainerNumbersInTheYamlFile) {
+  auto dir = std::filesystem::temp_directory_path() / "zt_test_run_config_yaml_numbers";
+  std::filesystem::create_directories(dir);
+  auto p = dir / "sft.yaml";
+  std::ofstream(p) << "model:\n  name_or_path: m\ntrainer:\n  learning_rate: 2e-5\n"
+                      "  warmup_ratio: \"1e-1\"\n  per_device_train_batch_size: \"8\"\n"
+                      "  packing: \"true\"\n  num_train_epochs: 1.0\n";
+  const auto c = zt::cli::RunConfig::load(p, {});
+  EXPECT_EQ(c.get<double>("trainer.learning_rate"), 2e-5);
+  EXPECT_EQ(c.get<double>("trainer.warmup_ratio"), 0.1);
+  EXPECT_EQ(c.get<int64_t>("trainer.per_device_train_batch_size"), 8);
+  EXPECT_EQ(c.get<bool>("trainer.packing"), true);
+  EXPECT_EQ(c.get<double>("trainer.num_train_epochs"), 1.0);
+  std::ofstream(p) << "model:\n  name_or_path: m\ntrainer:\n  learning_rate: 2e-5\n"
+                      "  max_steps: 1.0\n";
+  EXPECT_EQ(error_of([&] { zt::cli::RunConfig::load(p, {}); }),
+            p.string() + ":5: trainer.max_steps: 1.0 is not valid (expected an integer >= -1)");
+}
+
 TEST(RunConfig, NumberStringsReadAsPythonIntAndFloat) {
   const auto trainer = [](zt::Json t) {
     return zt::cli::RunConfig::from_json({{"trainer", std::move(t)}}, "sft.yaml");

@@ -292,7 +292,7 @@ TEST_F(Prepare, ChatTemplateKwargsAndPathErrors) {
              "\"chat_template_kwargs\": [1]}\n");
   EXPECT_EQ(prepare_error(options(f)),
             f.string() +
-                ": row 0: column 'chat_template_kwargs' is array, expected an object of template "
+                ":1: row 0: column 'chat_template_kwargs' is array, expected an object of template "
                 "variables such as {\"enable_thinking\": false}");
   DataOptions o = options(shared_data("datasets/no_robots/test.parquet"));
   o.chat_template_path = (dir_ / "nowhere").string();
@@ -437,10 +437,99 @@ TEST_F(Prepare, MissingColumnNamesExpectedAndFound) {
   write_file(f, "{\"instruction\": \"a\", \"output\": \"b\"}\n");
   EXPECT_EQ(prepare_error(options(f)),
             f.string() +
-                ": cannot tell the dataset kind: expected columns 'prompt' and 'completion', or "
+                ":1: cannot tell the dataset kind: expected columns 'prompt' and 'completion', or "
                 "'messages', or 'conversations' (from/value), or 'text' (dataset_text_field), "
                 "or 'input_ids' (pre-tokenised); found columns [instruction, output]");
   EXPECT_TRUE(cache_files().empty());
+}
+
+// A JSON file's columns are the union of its rows' keys (HF datasets' json loader), so TRL decides
+// the kind and completion_only_loss on a first row that has every column, null where row 0 lacks
+// it; the rows TRL fails on (None.endswith, text=None, torch.tensor(None)) are errors naming
+// FILE:LINE, the row and the column. (Checked with datasets 4 + TRL 0.25.1's _prepare_dataset.)
+TEST_F(Prepare, ColumnsFirstGivenAfterRowZeroDecideAsInTrl) {
+  const auto f = dir_ / "mixed.jsonl";
+  const std::string file = f.string();
+  const std::string msgs =
+      R"("messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}])";
+  const std::string why =
+      " (a JSON file's columns are the union of all its rows' keys, as HF datasets reads it: a row "
+      "that lacks one has null there, and TRL fails on it)";
+  // A prompt and a completion in a later row make every row a prompt/completion row (TRL's
+  // tokenize_fn tests "prompt" in example); row 0's prompt is null. It was read as messages.
+  write_file(f, "{" + msgs + "}\n" + R"({"prompt": "p", "completion": " c"})" + "\n");
+  EXPECT_EQ(prepare_error(options(f)),
+            file +
+                ":1: row 0: column 'prompt' is missing or null, expected a string or a list of "
+                "messages: the file has 'prompt' and 'completion' columns, so every row is a "
+                "prompt/completion row, and the kind (plain or conversational) is told from row "
+                "0's prompt" +
+                why);
+  // A later row without its prompt (a blank line between: the line is the file's, not row + 1).
+  write_file(f, R"({"prompt": "p", "completion": " c"})"
+                "\n\n"
+                R"({"completion": " d"})"
+                "\n");
+  EXPECT_EQ(prepare_error(options(f)),
+            file + ":3: row 1: column 'prompt' is missing or null, expected a string" + why);
+  // A column that is null in every row still counts (TRL: "prompt" in the first row).
+  write_file(f, R"({"text": "a", "prompt": null})"
+                "\n"
+                R"({"text": "b", "completion": "c"})"
+                "\n");
+  const std::string row0_prompt = prepare_error(options(f));
+  EXPECT_EQ(row0_prompt.substr(0, row0_prompt.find(" or a list")),
+            file + ":1: row 0: column 'prompt' is missing or null, expected a string");
+  // A null messages column is not conversational (TRL's is_conversational): row 0 is a text row,
+  // and row 1 has no text.
+  write_file(f, R"({"text": "hello"})"
+                "\n{" +
+                    msgs + "}\n");
+  EXPECT_EQ(prepare_error(options(f)),
+            file + ":2: row 1: column 'text' is missing or null, expected a string" + why);
+  // Messages in row 1 only, no text column: row 0 has no value to tell the kind from.
+  write_file(f, R"({"id": 1})"
+                "\n"
+                R"({"id": 2, )" +
+                    msgs + "}\n");
+  EXPECT_EQ(prepare_error(options(f)),
+            file +
+                ":1: row 0: column 'messages' is missing or null, expected a list of messages: "
+                "the dataset kind is told from row 0, as TRL tells it from the first row (no text "
+                "column 'text' either)" +
+                why);
+  // A later messages row without its messages.
+  write_file(f, "{" + msgs +
+                    "}\n"
+                    R"({"id": 2})"
+                    "\n");
+  EXPECT_EQ(
+      prepare_error(options(f)),
+      file + ":2: row 1: column 'messages' is missing or null, expected a list of messages" + why);
+  // A JSON array names the line of the row's '{'; brackets inside strings are not counted.
+  const auto a = dir_ / "mixed.json";
+  write_file(a,
+             "[\n  "
+             R"({"prompt": "p", "completion": " c"},)"
+             "\n  "
+             R"({"prompt": "{[\""})"
+             "\n]\n");
+  EXPECT_EQ(
+      prepare_error(options(a)),
+      a.string() + ":3: row 1: column 'completion' is missing or null, expected a string" + why);
+  EXPECT_TRUE(cache_files().empty());
+
+  // Columns that are optional for the kind may first appear later: a messages dataset whose
+  // `tools` (and an id) start at row 1 trains both rows, as TRL does (example.get("tools")).
+  write_file(f, "{" + msgs + "}\n{" + msgs + R"(, "id": 7, "tools": [{"type": "function", )" +
+                    R"("function": {"name": "f", "description": "d", "parameters": {"type": )" +
+                    R"("object", "properties": {}}}}]})" + "\n");
+  PrepareReport r;
+  const PreparedDataset ds = prepare_dataset(options(f), *tok_, *cfg_, &r);
+  EXPECT_EQ(r.dataset_kind, "conversational language modeling");
+  EXPECT_EQ(r.examples_kept, 2);
+  EXPECT_EQ(r.prompt_and_completion_in_row_0, false);
+  EXPECT_GT(ds.tokens(1).size(), ds.tokens(0).size());  // the tool's schema is rendered in row 1
 }
 
 TEST_F(Prepare, WrongTypesAndRolesNameTheRow) {
@@ -456,14 +545,14 @@ TEST_F(Prepare, WrongTypesAndRolesNameTheRow) {
   write_file(f, text);
   EXPECT_EQ(prepare_error(options(f)),
             f.string() +
-                ": row 33: column 'messages', message 1 has unknown role 'narrator'; expected "
+                ":34: row 33: column 'messages', message 1 has unknown role 'narrator'; expected "
                 "system, user, assistant, tool, ipython or developer");
   write_file(f,
              "{\"messages\": [{\"role\": \"user\", \"content\": \"q\"}]}\n"
              "{\"messages\": [{\"role\": \"user\", \"content\": [\"q\"]}]}\n");
   EXPECT_EQ(prepare_error(options(f)),
             f.string() +
-                ": row 1: column 'messages', message 0: 'content' is array, expected a "
+                ":2: row 1: column 'messages', message 0: 'content' is array, expected a "
                 "string; a list of content parts is not supported: join the text parts into one "
                 "string");
   EXPECT_TRUE(cache_files().empty());

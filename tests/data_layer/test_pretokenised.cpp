@@ -195,45 +195,52 @@ TEST_F(Pretokenised, BadIdsAreNamed) {
   const std::string f = file();
   EXPECT_EQ(error("{\"input_ids\": [1, 2]}\n{\"input_ids\": [1, 2, 151665]}\n"),
             f +
-                ": row 1: column 'input_ids', element 2 is 151665, outside the vocabulary [0, "
+                ":2: row 1: column 'input_ids', element 2 is 151665, outside the vocabulary [0, "
                 "151665) of the tokenizer in " +
                 kTokDir);
   EXPECT_EQ(error("{\"input_ids\": [-1, 2]}\n"),
             f +
-                ": row 0: column 'input_ids', element 0 is -1, outside the vocabulary [0, "
+                ":1: row 0: column 'input_ids', element 0 is -1, outside the vocabulary [0, "
                 "151665) of the tokenizer in " +
                 kTokDir);
   EXPECT_EQ(error("{\"input_ids\": [1, 18446744073709551615]}\n"),
             f +
-                ": row 0: column 'input_ids', element 1 is 18446744073709551615, outside the "
+                ":1: row 0: column 'input_ids', element 1 is 18446744073709551615, outside the "
                 "vocabulary [0, 151665) of the tokenizer in " +
                 kTokDir);
   EXPECT_EQ(error("{\"input_ids\": [1, 2.0]}\n"),
-            f + ": row 0: column 'input_ids', element 1 is 2.0 (a float), expected an integer "
+            f + ":1: row 0: column 'input_ids', element 1 is 2.0 (a float), expected an integer "
                 "token id");
   EXPECT_EQ(error("{\"input_ids\": [true]}\n"),
-            f + ": row 0: column 'input_ids', element 0 is true (a boolean), expected an integer "
+            f + ":1: row 0: column 'input_ids', element 0 is true (a boolean), expected an integer "
                 "token id");
   EXPECT_EQ(error("{\"input_ids\": [1, null]}\n"),
-            f + ": row 0: column 'input_ids', element 1 is null, expected an integer token id");
-  EXPECT_EQ(error("{\"input_ids\": [\"12\"]}\n"),
-            f + ": row 0: column 'input_ids', element 0 is \"12\" (a string), expected an integer "
-                "token id");
+            f + ":1: row 0: column 'input_ids', element 1 is null, expected an integer token id");
+  EXPECT_EQ(
+      error("{\"input_ids\": [\"12\"]}\n"),
+      f + ":1: row 0: column 'input_ids', element 0 is \"12\" (a string), expected an integer "
+          "token id");
   EXPECT_EQ(
       error("{\"input_ids\": \"1 2 3\"}\n"),
-      f + ": row 0: column 'input_ids' is \"1 2 3\" (a string), expected a list of token ids");
-  EXPECT_EQ(error("{\"input_ids\": [1]}\n{\"input_ids\": null}\n"),
-            f + ": row 1: column 'input_ids' is null, expected a list of token ids");
-  EXPECT_EQ(error("{\"input_ids\": [1]}\n{\"input_ids\": []}\n"),
-            f + ": row 1: column 'input_ids' is an empty list; a pre-tokenised row needs at least "
-                "one token id");
-  EXPECT_EQ(error("{\"input_ids\": [1]}\n{\"input_ids\": [2]}\n{\"text\": \"a\"}\n"),
-            f + ": row 2: missing column 'input_ids', which row 0 has; every row of a "
-                "pre-tokenised dataset needs a list of token ids");
-  EXPECT_EQ(error("{\"text\": \"a\"}\n{\"text\": \"b\", \"input_ids\": [1]}\n"),
-            f + ": row 1 has column 'input_ids' but row 0 does not; TRL trains a dataset with an "
-                "'input_ids' column as pre-tokenised (and fails on a row without ids), zerotune "
-                "tells the kind from row 0: give every row its 'input_ids', or none");
+      f + ":1: row 0: column 'input_ids' is \"1 2 3\" (a string), expected a list of token ids");
+  const std::string why =
+      " (a JSON file's columns are the union of all its rows' keys, as HF datasets reads it: a row "
+      "that lacks one has null there, and TRL fails on it)";
+  EXPECT_EQ(
+      error("{\"input_ids\": [1]}\n{\"input_ids\": null}\n"),
+      f + ":2: row 1: column 'input_ids' is missing or null, expected a list of token ids" + why);
+  EXPECT_EQ(
+      error("{\"input_ids\": [1]}\n{\"input_ids\": []}\n"),
+      f + ":2: row 1: column 'input_ids' is an empty list; a pre-tokenised row needs at least "
+          "one token id");
+  EXPECT_EQ(
+      error("{\"input_ids\": [1]}\n{\"input_ids\": [2]}\n{\"text\": \"a\"}\n"),
+      f + ":3: row 2: column 'input_ids' is missing or null, expected a list of token ids" + why);
+  // An input_ids column first given in row 1 makes the dataset pre-tokenised (TRL's
+  // is_processed: "input_ids" in the column names); row 0 has null ids.
+  EXPECT_EQ(
+      error("{\"text\": \"a\"}\n{\"text\": \"b\", \"input_ids\": [1]}\n"),
+      f + ":1: row 0: column 'input_ids' is missing or null, expected a list of token ids" + why);
   const auto pq = test_data("pretok/float_ids.parquet");
   EXPECT_EQ(error_of([&] { build(options(pq)); }),
             pq.string() +
@@ -246,41 +253,51 @@ TEST_F(Pretokenised, BadMasksAndLabelsAreNamed) {
   // completion_mask is read with completion_only_loss (here: the prompt/completion columns).
   const std::string pc = R"("prompt": "p", "completion": "c", )";
   EXPECT_EQ(error("{" + pc + R"("input_ids": [1, 2, 3], "completion_mask": [0, 1]})" + "\n"),
-            f + ": row 0: column 'completion_mask' has 2 values but 'input_ids' has 3; expected "
+            f + ":1: row 0: column 'completion_mask' has 2 values but 'input_ids' has 3; expected "
                 "one per token");
   EXPECT_EQ(error("{" + pc + R"("input_ids": [1, 2, 3], "completion_mask": [0, 1, 2]})" + "\n"),
-            f + ": row 0: column 'completion_mask', element 2 is 2, expected 0 or 1");
+            f + ":1: row 0: column 'completion_mask', element 2 is 2, expected 0 or 1");
   EXPECT_EQ(error("{" + pc + R"("input_ids": [1, 2], "completion_mask": [0, 0.5]})" + "\n"),
-            f + ": row 0: column 'completion_mask', element 1 is 0.5 (a float), expected 0 or 1");
+            f + ":1: row 0: column 'completion_mask', element 1 is 0.5 (a float), expected 0 or 1");
+  const std::string why =
+      " (a JSON file's columns are the union of all its rows' keys, as HF datasets reads it: a row "
+      "that lacks one has null there, and TRL fails on it)";
   EXPECT_EQ(error("{" + pc + R"("input_ids": [1], "completion_mask": [1]})" + "\n{" + pc +
                   R"("input_ids": [1]})" + "\n"),
-            f + ": row 1: missing column 'completion_mask', which row 0 has; every row of a "
-                "pre-tokenised dataset needs a list of 0/1 flags, one per token");
+            f +
+                ":2: row 1: column 'completion_mask' is missing or null, expected a list of 0/1 "
+                "flags, one per token" +
+                why);
   EXPECT_EQ(error(R"({"input_ids": [1, 2], "assistant_masks": "11"})" + std::string("\n")),
-            f + ": row 0: column 'assistant_masks' is \"11\" (a string), expected a list of 0/1 "
+            f + ":1: row 0: column 'assistant_masks' is \"11\" (a string), expected a list of 0/1 "
                 "flags, one per token");
   EXPECT_EQ(error(R"({"input_ids": [1, 2], "assistant_masks": [1, 1, 1]})" + std::string("\n")),
-            f + ": row 0: column 'assistant_masks' has 3 values but 'input_ids' has 2; expected "
+            f + ":1: row 0: column 'assistant_masks' has 3 values but 'input_ids' has 2; expected "
                 "one per token");
   EXPECT_EQ(error(R"({"input_ids": [1, 2, 3], "labels": [-100, 2, 4]})" + std::string("\n")),
-            f + ": row 0: column 'labels', element 2 is 4, expected -100 or 3, the input id at "
+            f + ":1: row 0: column 'labels', element 2 is 4, expected -100 or 3, the input id at "
                 "that position: zerotune trains the input ids (the loss shifts them by one), so a "
                 "label can mask a token but not replace it");
   EXPECT_EQ(error(R"({"input_ids": [1, 2], "labels": [-100, 2.0]})" + std::string("\n")),
-            f + ": row 0: column 'labels', element 1 is 2.0 (a float), expected -100 or 2, the "
+            f + ":1: row 0: column 'labels', element 1 is 2.0 (a float), expected -100 or 2, the "
                 "input id at that position: zerotune trains the input ids (the loss shifts them by "
                 "one), so a label can mask a token but not replace it");
   EXPECT_EQ(error(R"({"input_ids": [1, 2], "labels": [1]})" + std::string("\n")),
-            f + ": row 0: column 'labels' has 1 values but 'input_ids' has 2; expected one per "
+            f + ":1: row 0: column 'labels' has 1 values but 'input_ids' has 2; expected one per "
                 "token");
+  // Labels first given in row 1 are read (TRL's collator: "labels" in examples[0], which has the
+  // column, null), and row 0 has none: torch.tensor(None) fails in TRL.
   EXPECT_EQ(error("{\"input_ids\": [1, 2]}\n{\"input_ids\": [1, 2], \"labels\": [1, 2]}\n"),
-            f + ": row 1 has column 'labels' but row 0 does not; give it to every row or to none "
-                "(TRL reads row 0's missing value as null and fails)");
+            f +
+                ":1: row 0: column 'labels' is missing or null, expected a list of labels, one "
+                "per token" +
+                why);
   // A column that is not read is not checked (TRL's collator never looks at it).
-  EXPECT_EQ(error(R"({"input_ids": [1, 2], "completion_mask": [7], "attention_mask": "x"})" +
-                  std::string("\n{\"input_ids\": [3]}\n{\"input_ids\": []}\n")),
-            f + ": row 2: column 'input_ids' is an empty list; a pre-tokenised row needs at least "
-                "one token id");
+  EXPECT_EQ(
+      error(R"({"input_ids": [1, 2], "completion_mask": [7], "attention_mask": "x"})" +
+            std::string("\n{\"input_ids\": [3]}\n{\"input_ids\": []}\n")),
+      f + ":3: row 2: column 'input_ids' is an empty list; a pre-tokenised row needs at least "
+          "one token id");
 }
 
 TEST_F(Pretokenised, OptionsActAsInTrl) {
@@ -421,6 +438,30 @@ TEST_F(Pretokenised, AnEvalSetTakesTheTrainSetsCompletionOnlyLossDecision) {
   EXPECT_EQ(train_rep.prompt_and_completion_in_row_0, std::optional<bool>(true));
   EXPECT_EQ(PrepareReport::from_json(train_rep.to_json()).prompt_and_completion_in_row_0,
             std::optional<bool>(true));
+}
+
+// completion_only_loss unset is "prompt" and "completion" in TRL's first row, which has every
+// column of a JSON file (null where row 0 lacks it): prompt/completion columns first given in
+// row 1 apply the completion_mask of every row, as TRL 0.25.1's collator does on this file
+// (checked: completion_only_loss True, rows [0,1,1] and [0,0,1]); they were not applied.
+TEST_F(Pretokenised, PromptAndCompletionAfterRowZeroDecideCompletionOnlyLoss) {
+  const auto f = dir_ / "late_pc.jsonl";
+  write_file(f,
+             "{\"input_ids\": [1, 2, 3], \"completion_mask\": [0, 1, 1]}\n\n"
+             "{\"input_ids\": [4, 5, 6], \"completion_mask\": [0, 0, 1], \"prompt\": \"p\", "
+             "\"completion\": \"c\"}\n");
+  PrepareReport rep;
+  const TokenData d = build(options(f), &rep);
+  EXPECT_EQ(rep.dataset_kind, "pre-tokenised");
+  EXPECT_EQ(rep.prompt_and_completion_in_row_0, std::optional<bool>(true));
+  EXPECT_EQ(d.targets, (std::vector<uint8_t>{0, 1, 1, 0, 0, 1}));
+  EXPECT_EQ(rep.target_tokens, 3);  // t >= 1: 2 + 1 (every token would be 4)
+  // Set to false, every token is trained.
+  DataOptions off = options(f);
+  off.completion_only_loss = false;
+  PrepareReport all;
+  build(off, &all);
+  EXPECT_EQ(all.target_tokens, 4);
 }
 
 }  // namespace

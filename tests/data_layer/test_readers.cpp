@@ -104,6 +104,51 @@ TEST(Readers, JsonArrayAndJsonLines) {
   }
 }
 
+// HF datasets' json loader reads a file's columns as the union of every row's keys in the order
+// they first appear, with None where a row lacks a key (datasets 4 on these files: a.jsonl gives
+// columns ['messages', 'prompt', 'completion', 'zeta', 'alpha'], b.json ['text', 'b', 'a']).
+// row_lines gives each row's line: its own in JSON Lines, its '{' in an array.
+TEST(Readers, JsonColumnsAreTheUnionOfTheRowsKeys) {
+  TempDir dir;
+  write_file(dir / "a.jsonl",
+             "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}]}\n"
+             "\n"
+             "{\"prompt\": \"p\", \"completion\": \"c\", \"zeta\": 1}\n"
+             "{\"alpha\": 2, \"prompt\": \"q\", \"completion\": null}\n");
+  std::vector<int64_t> lines;
+  const auto a = read_rows(dir / "a.jsonl", nullptr, &lines);
+  ASSERT_EQ(a.size(), 3u);
+  const std::vector<std::string> columns = {"messages", "prompt", "completion", "zeta", "alpha"};
+  for (const Json& row : a) EXPECT_EQ(keys_of(row), columns);
+  EXPECT_EQ(a[0]["prompt"], Json());
+  EXPECT_EQ(a[0]["messages"][0]["content"], "hi");
+  EXPECT_EQ(a[1]["messages"], Json());
+  EXPECT_EQ(a[1]["zeta"], 1);
+  EXPECT_EQ(a[2]["alpha"], 2);
+  EXPECT_EQ(a[2]["prompt"], "q");
+  EXPECT_EQ(a[2]["completion"], Json());
+  EXPECT_EQ(lines, (std::vector<int64_t>{1, 3, 4}));
+
+  // A JSON array alike; brackets and quotes inside strings do not move the lines.
+  write_file(dir / "b.json",
+             "[{\"text\": \"a ]}{[\\\"\"},\n {\"b\": 1, \"text\": \"x\"},\n\n {\"a\": 2}]");
+  const auto b = read_rows(dir / "b.json", nullptr, &lines);
+  ASSERT_EQ(b.size(), 3u);
+  for (const Json& row : b) EXPECT_EQ(keys_of(row), (std::vector<std::string>{"text", "b", "a"}));
+  EXPECT_EQ(b[0]["text"], "a ]}{[\"");
+  EXPECT_EQ(b[2], Json::parse(R"({"text": null, "b": null, "a": 2})"));
+  EXPECT_EQ(lines, (std::vector<int64_t>{1, 2, 4}));
+
+  // Rows with the same keys in another order take the column order, values unchanged.
+  write_file(dir / "c.jsonl", "{\"x\": 1, \"y\": 2}\n{\"y\": 3, \"x\": 4}\n");
+  const auto c = read_rows(dir / "c.jsonl");
+  EXPECT_EQ(keys_of(c[1]), (std::vector<std::string>{"x", "y"}));
+  EXPECT_EQ(c[1]["x"], 4);
+  // Parquet has a schema: no lines are given.
+  read_rows(shared_data("datasets/no_robots/test.parquet"), nullptr, &lines);
+  EXPECT_TRUE(lines.empty());
+}
+
 TEST(ReaderErrors, MalformedJsonLineNamesFileAndLine) {
   TempDir dir;
   const auto f = dir / "bad.jsonl";
