@@ -19,7 +19,7 @@ from pathlib import Path
 from transformers import TrainerState
 
 ZEROTUNE_KEYS = {"applied_steps", "num_tokens_seen", "world_size", "zero_stage", "run_id", "plan",
-                 "lr_schedule", "optimizer", "data_pipeline", "eval_pending",
+                 "lr_schedule", "optimizer", "data_pipeline", "eval_pending", "train_loss_sum",
                  "metric_for_best_model", "greater_is_better"}
 
 

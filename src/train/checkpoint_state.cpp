@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "core/file_util.h"
 #include "io/json_check.h"
+#include "train/metrics.h"
 
 namespace zt::train {
 
@@ -26,7 +27,7 @@ std::string hf_trainer_state_text(const HfTrainerState& s) {
                      {{"should_epoch_stop", false},
                       {"should_evaluate", false},
                       {"should_log", false},
-                      {"should_save", true},
+                      {"should_save", s.should_save},
                       {"should_training_stop", s.should_training_stop}}},
                     {"attributes", Sorted::object()}};
   Sorted st = {
@@ -53,6 +54,20 @@ std::string hf_trainer_state_text(const HfTrainerState& s) {
       {"trial_params", nullptr},
   };
   return st.dump(2, ' ', /*ensure_ascii=*/true) + "\n";
+}
+
+Json hf_log_record(const Json& record) {
+  if (!record.is_object())
+    fail("log_history record: expected a JSON object, got {}", record.dump());
+  Json out = record;
+  if (out.contains("loss") && out["loss"].is_number())
+    out["loss"] = python_round(out["loss"].get<double>(), 4);
+  return out;
+}
+
+std::optional<std::string> hf_best_model_checkpoint(const fs::path& checkpoint) {
+  if (checkpoint.empty()) return std::nullopt;
+  return checkpoint.string();
 }
 
 int64_t non_embedding_parameters(const ParamLayout& layout) {

@@ -49,9 +49,24 @@ struct HfTrainerState {
   // TrainerControl's state at the save (stateful_callbacks): should_save true, should_log and
   // should_evaluate false (reset by the log / evaluation before the save), should_epoch_stop
   // false, should_training_stop true at the last step (DefaultFlowCallback: global_step >=
-  // max_steps).
+  // max_steps). transformers updates stateful_callbacks only in _save_checkpoint, so the final
+  // state (Trainer.save_state) holds the last checkpoint's, or all false when none was saved.
+  bool should_save = true;
   bool should_training_stop = false;
 };
+
+// A log_history record as transformers 4.57.1 holds it, from zerotune's (metrics.jsonl's, full
+// precision): "loss" rounded as `_maybe_log_save_evaluate` rounds it, round(loss, 4) (a null loss
+// stays null). Nothing else is rounded there: transformers logs grad_norm, learning_rate, epoch,
+// eval_loss and TRL's metrics as computed; the speed metrics are rounded when made
+// (add_speed_metrics). Throws zt::Error when `record` is not an object.
+Json hf_log_record(const Json& record);
+
+// transformers' best_model_checkpoint for checkpoint directory `checkpoint`: its path as
+// `os.path.join(output_dir, "checkpoint-N")` gives it — zerotune's exp_dir as the run was given
+// it (a relative exp_dir stays relative, to the run's working directory), not made absolute;
+// nullopt when `checkpoint` is empty (no best checkpoint yet).
+std::optional<std::string> hf_best_model_checkpoint(const std::filesystem::path& checkpoint);
 
 // trainer_state.json's text: `TrainerState.save_to_json`'s json.dumps(dataclasses.asdict(state),
 // indent=2, sort_keys=True) + "\n" — every field of transformers 4.57.1's dataclass, keys sorted

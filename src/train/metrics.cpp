@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <iterator>
 #include <sstream>
@@ -67,6 +68,32 @@ std::string format_g4(double v) {
   // switch (exp < -4 or >= 4), trailing zeros removed, at least two exponent digits.
   std::snprintf(buf, sizeof buf, "%.4g", v);
   return buf;
+}
+
+double python_round(double x, int ndigits) {
+  if (ndigits < 0 || ndigits > 17)
+    fail("python_round: ndigits must be in [0, 17], got {}", ndigits);
+  if (!std::isfinite(x)) return x;
+  // glibc's %.Nf is correctly rounded from the exact binary value, ties to even (the default
+  // rounding mode), as Python's round() (dtoa mode 3); strtod reads the decimal back as round()
+  // does. 309 integer digits at most for a double.
+  char buf[400];
+  std::snprintf(buf, sizeof buf, "%.*f", ndigits, x);
+  return std::strtod(buf, nullptr);
+}
+
+void add_speed_metrics(MetricRecord& r, std::string_view split, double runtime_seconds,
+                       double num_samples, double num_steps) {
+  if (!std::isfinite(runtime_seconds) || runtime_seconds < 0)
+    fail("{}_runtime: expected a finite number of seconds >= 0, got {}", split, runtime_seconds);
+  if (!(num_samples >= 0) || !(num_steps >= 0))
+    fail("{} speed metrics: expected sample and step counts >= 0, got {} and {}", split,
+         num_samples, num_steps);
+  const std::string s(split);
+  r.set(s + "_runtime", python_round(runtime_seconds, 4));
+  if (runtime_seconds == 0) return;
+  r.set(s + "_samples_per_second", python_round(num_samples / runtime_seconds, 3));
+  r.set(s + "_steps_per_second", python_round(num_steps / runtime_seconds, 3));
 }
 
 std::string hf_log_line(const MetricRecord& record) {
@@ -184,14 +211,18 @@ void EvalAccumulator::add(double sum_ce, int64_t targets, int64_t correct, doubl
   correct_ += correct;
 }
 
-MetricRecord EvalAccumulator::take(int64_t global_step, double epoch) const {
+MetricRecord EvalAccumulator::take(int64_t global_step, double epoch,
+                                   const EvalRunInfo& run) const {
   if (targets_ == 0)
     fail("evaluation at step {}: the eval set has no target token, so eval_loss is undefined",
          global_step);
   MetricRecord r;
   r.set("eval_loss", sum_ce_ / static_cast<double>(targets_));
+  add_speed_metrics(r, "eval", run.runtime_seconds, static_cast<double>(run.num_samples),
+                    static_cast<double>(run.num_steps));
   r.set("eval_entropy", sum_entropy_ / static_cast<double>(targets_));
   r.set("eval_mean_token_accuracy", static_cast<double>(correct_) / static_cast<double>(targets_));
+  r.set("eval_num_tokens", static_cast<double>(run.num_tokens));
   r.set("epoch", epoch);
   r.set("step", global_step);
   return r;

@@ -44,6 +44,20 @@ class MetricRecord {
 std::string hf_log_line(const MetricRecord& record);
 // Python's f"{v:.4g}" for a double ('nan', 'inf', '-inf', '1e-05', '1.234e+04', '0.5').
 std::string format_g4(double v);
+// Python's round(x, ndigits) for a float: the double nearest the decimal with `ndigits` digits
+// after the point that is nearest x (ties to even on x's exact binary value), e.g. 1.03125
+// → 1.0312, 2.675 (2.67499…) at 2 → 2.67; NaN and ±inf unchanged. Throws zt::Error for ndigits
+// outside [0, 17].
+double python_round(double x, int ndigits);
+
+// transformers' `speed_metrics(split, start_time, num_samples, num_steps)` (trainer_utils.py,
+// 4.57.1) for a run of `runtime_seconds` of wall time, appended to `r`: {split}_runtime
+// round(runtime, 4), then — unless the runtime is 0 — {split}_samples_per_second
+// round(num_samples / runtime, 3) and {split}_steps_per_second round(num_steps / runtime, 3), the
+// rates from the unrounded runtime. Throws zt::Error naming the split when the runtime is negative
+// or not finite, or a count is negative.
+void add_speed_metrics(MetricRecord& r, std::string_view split, double runtime_seconds,
+                       double num_samples, double num_steps);
 
 // HF TensorBoardCallback tag of a log key (`rewrite_logs`): "eval_x" → "eval/x",
 // "test_x" → "test/x", anything else → "train/x".
@@ -133,6 +147,14 @@ class LogWindow {
 inline constexpr std::string_view kEvalMetricNames[] = {"eval_loss", "eval_entropy",
                                                         "eval_mean_token_accuracy"};
 
+// What an evaluation record says beside its metrics.
+struct EvalRunInfo {
+  double runtime_seconds = 0;  // wall time of the evaluation (transformers' eval_runtime)
+  int64_t num_samples = 0;     // eval examples evaluated (transformers' output.num_samples)
+  int64_t num_steps = 0;       // eval batches of all ranks: ceil(num_samples / (B_eval · W))
+  int64_t num_tokens = 0;      // input tokens trained on so far (TRL 0.25's eval_num_tokens)
+};
+
 // An evaluation over the whole eval set, token-weighted (zerotune: HF averages per batch).
 class EvalAccumulator {
  public:
@@ -140,10 +162,13 @@ class EvalAccumulator {
   // the argmax predicted, and the summed entropy of the predicted distributions at those targets.
   void add(double sum_ce, int64_t targets, int64_t correct, double sum_entropy);
   int64_t targets() const { return targets_; }
-  // {eval_loss: Σce/Σtargets, eval_entropy: Σentropy/Σtargets, eval_mean_token_accuracy:
-  // Σcorrect/Σtargets, epoch, step}. Throws zt::Error when no target token was seen (an eval set
-  // without targets).
-  MetricRecord take(int64_t global_step, double epoch) const;
+  // {eval_loss: Σce/Σtargets, eval_runtime, eval_samples_per_second, eval_steps_per_second
+  // (add_speed_metrics of `run`), eval_entropy: Σentropy/Σtargets, eval_mean_token_accuracy:
+  // Σcorrect/Σtargets, eval_num_tokens: run.num_tokens (a float, as TRL logs it), epoch, step} —
+  // the keys of a TRL 0.25.1 SFTTrainer eval record: transformers' evaluate() puts the speed
+  // metrics after eval_loss, TRL's log() adds its metrics. Throws zt::Error when no target token
+  // was seen (an eval set without targets).
+  MetricRecord take(int64_t global_step, double epoch, const EvalRunInfo& run) const;
 
  private:
   double sum_ce_ = 0, sum_entropy_ = 0;

@@ -68,11 +68,6 @@ class DefaultStopSignals {
   struct sigaction saved_[2];
 };
 
-double now_seconds() {
-  using namespace std::chrono;
-  return duration<double>(steady_clock::now().time_since_epoch()).count();
-}
-
 // "SIGINT" / "SIGTERM" for the stop signal `sig`, "signal <sig>" for another.
 std::string stop_signal_name(int sig) {
   if (sig == SIGINT) return "SIGINT";
@@ -90,6 +85,11 @@ double peak_memory_gib() {
 }
 
 }  // namespace
+
+double now_seconds() {
+  using namespace std::chrono;
+  return duration<double>(steady_clock::now().time_since_epoch()).count();
+}
 
 // The stop signal (SIGINT/SIGTERM) any rank has received, 0 when none (the larger number when
 // ranks got different ones). Collective: every rank calls it at the same points, so all of them
@@ -171,6 +171,8 @@ StepStats Trainer::State::train_step(int64_t k, StepSamples& ss, TrainSummary& s
         st.skipped = true;
       } else {
         ++applied_steps;
+        train_loss_sum += st.loss;
+        ++train_loss_steps;
       }
     }
   }
@@ -243,6 +245,9 @@ TrainSummary Trainer::run() {
   s.resume_or_init();
   s.open_outputs();
 
+  // transformers' start_time of the train speed metrics: after the set-up and the resume, before
+  // eval_on_start.
+  const double train_start = now_seconds();
   TrainSummary sum;
   LogWindow window(s.num_tokens_seen, /*log_grad_norm=*/a.max_grad_norm > 0);
   const int64_t T = s.plan->total_steps();
@@ -304,11 +309,16 @@ TrainSummary Trainer::run() {
     const StepInfo info = ss.info;
     if (s.rank0()) s.progress->update(gs, ProgressDisplay::now());
     // transformers' DefaultFlowCallback (on_step_end / on_epoch_end), and the run's last step.
-    const bool log_now =
+    // zerotune also logs the run's last step off the logging_steps grid (metrics.jsonl); that
+    // record is not transformers', so not in trainer_state.json's log_history (its steps count in
+    // the summary's train_loss, as transformers counts them). An epoch cut short by max_steps ends
+    // at the last step, where transformers' on_epoch_end logs too.
+    const bool hf_log =
         a.logging_strategy != IntervalStrategy::kNo &&
         ((a.logging_strategy == IntervalStrategy::kSteps && gs % a.logging_steps == 0) ||
-         (a.logging_strategy == IntervalStrategy::kEpoch && info.last_in_epoch) ||
-         (a.logging_first_step && gs == 1) || gs == T);
+         (a.logging_strategy == IntervalStrategy::kEpoch && (info.last_in_epoch || gs == T)) ||
+         (a.logging_first_step && gs == 1));
+    const bool log_now = hf_log || (a.logging_strategy != IntervalStrategy::kNo && gs == T);
     if (log_now) {
       double t = now_seconds();
       MetricRecord rec = window.take(gs, info.epoch_progress, t - window_start);
@@ -322,7 +332,7 @@ TrainSummary Trainer::run() {
                 static_cast<double>(s.dev.device_max_allocated()) / kGiB);
       }
       window_start = t;
-      s.log_record(rec);
+      s.log_record(rec, hf_log);
     }
     // "epoch": at each epoch's last step and at the run's last one — an epoch cut short by
     // max_steps (or a fractional num_train_epochs) ends there, and transformers' training loop
@@ -368,7 +378,12 @@ TrainSummary Trainer::run() {
         sum.steps_done, sum.steps_skipped_no_target,
         sum.steps_skipped - sum.steps_skipped_no_target, a.output_dir.string());
   s.finish_best();
+  // transformers makes its end-of-train record after loading the best model, before the script's
+  // save_model / save_state.
+  std::optional<MetricRecord> summary;
+  if (s.rank0()) summary = s.train_summary(now_seconds() - train_start);
   s.export_final(T, sum.last_checkpoint);
+  if (s.rank0()) s.save_final_state(*summary);
   // A stop signal after the last step's check (while that step's checkpoint, the best model or
   // the final model was written) let them finish — each is written under a temporary name and
   // renamed into place whole — but the run did not end on its own: it says so, never success.

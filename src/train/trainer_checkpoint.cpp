@@ -3,6 +3,7 @@
 // output_dir.
 #include <algorithm>
 #include <exception>
+#include <limits>
 
 #include "core/error.h"
 #include "core/file_util.h"
@@ -61,11 +62,10 @@ HfTrainerState Trainer::State::hf_state(int64_t global_step) const {
   h.num_input_tokens_seen = num_tokens_seen;
   h.total_flos = hf_total_flos(num_tokens_seen, non_embedding_parameters(model->layout()));
   for (const Json& rec : log_history)
-    if (rec["step"].get<int64_t>() <= global_step) h.log_history.push_back(rec);
+    if (rec["step"].get<int64_t>() <= global_step) h.log_history.push_back(hf_log_record(rec));
   if (best_metric) h.best_metric = *best_metric;
   if (best_global_step > 0) h.best_global_step = best_global_step;
-  if (!best_checkpoint.empty())
-    h.best_model_checkpoint = fs::absolute(best_checkpoint).lexically_normal().string();
+  h.best_model_checkpoint = hf_best_model_checkpoint(best_checkpoint);
   h.should_training_stop = global_step >= T;
   return h;
 }
@@ -84,10 +84,12 @@ fs::path Trainer::State::save_checkpoint(int64_t global_step, bool interrupt) {
   // transformers' _save_checkpoint: the best step's checkpoint, once it exists. Only step N writes
   // checkpoint-N, so that is when the best step's is saved (every rank decides alike).
   if (best_global_step == global_step) best_checkpoint = a.exp_dir / checkpoint_name(global_step);
+  last_saved_step = global_step;
   if (rank0()) {
     Json st = {{"global_step", global_step},
                {"applied_steps", applied_steps},
                {"num_tokens_seen", num_tokens_seen},
+               {"train_loss_sum", train_loss_sum},
                {"world_size", comm.world_size()},
                {"zero_stage", a.zero_stage},
                {"run_id", run_id},
@@ -113,6 +115,36 @@ fs::path Trainer::State::save_checkpoint(int64_t global_step, bool interrupt) {
   }
   comm.barrier();
   return a.exp_dir / checkpoint_name(global_step);
+}
+
+MetricRecord Trainer::State::train_summary(double runtime_seconds) const {
+  const PlanConfig& pc = plan->config();
+  const int64_t T = plan->total_steps();
+  // _get_num_train_samples: max_steps × the global batch when max_steps is set, else the train
+  // set's samples (after packing) × num_train_epochs; the steps: max_steps.
+  const double global_batch = static_cast<double>(pc.batch_size * pc.grad_accum * pc.world_size);
+  const double samples = pc.max_steps > 0
+                             ? static_cast<double>(pc.max_steps) * global_batch
+                             : static_cast<double>(pc.num_samples) * pc.num_train_epochs;
+  MetricRecord r;
+  add_speed_metrics(r, "train", runtime_seconds, samples, static_cast<double>(T));
+  r.set("total_flos", hf_total_flos(num_tokens_seen, non_embedding_parameters(model->layout())));
+  // transformers: _total_loss_scalar / global_step, the logged steps' losses summed (only this
+  // process's after a resume). zerotune: the mean of every applied step's loss, the resumed part's
+  // included (zerotune_state.json keeps the sum); a skipped step has no loss and is not counted.
+  r.set("train_loss", train_loss_steps > 0 ? train_loss_sum / static_cast<double>(train_loss_steps)
+                                           : std::numeric_limits<double>::quiet_NaN());
+  r.set("epoch", T > 0 ? plan->info(T - 1).epoch_progress : 0.0);
+  r.set("step", T);
+  return r;
+}
+
+void Trainer::State::save_final_state(const MetricRecord& summary) {
+  HfTrainerState h = hf_state(plan->total_steps());
+  h.log_history.push_back(summary.to_json());
+  h.should_save = last_saved_step > 0;
+  h.should_training_stop = last_saved_step >= plan->total_steps();
+  write_file_atomic(a.output_dir / kTrainerStateName, hf_trainer_state_text(h));
 }
 
 void Trainer::State::export_final(int64_t global_step, const fs::path& last_checkpoint) {

@@ -21,6 +21,7 @@ namespace zt::train {
 // Empty when a stop signal came during the evaluation: it is abandoned (no eval record) at the next
 // eval batch, every rank agreeing, so the interrupt checkpoint of the step is written without it.
 std::optional<MetricRecord> Trainer::State::evaluate(int64_t global_step, double epoch) {
+  const double start = now_seconds();  // transformers' evaluate(): start_time before the loop
   const int64_t n = eval->num_examples();
   const int64_t W = comm.world_size(), B = a.per_device_eval_batch_size;
   std::vector<double> loss(static_cast<size_t>(n), 0.0), cnt(loss.size(), 0.0),
@@ -65,7 +66,12 @@ std::optional<MetricRecord> Trainer::State::evaluate(int64_t global_step, double
   EvalAccumulator acc;
   for (int64_t i = 0; i < n; ++i)
     acc.add(loss[i], static_cast<int64_t>(cnt[i]), static_cast<int64_t>(hit[i]), ent[i]);
-  return acc.take(global_step, epoch);
+  EvalRunInfo run;
+  run.runtime_seconds = now_seconds() - start;
+  run.num_samples = n;
+  run.num_steps = (n + W * B - 1) / (W * B);  // math.ceil(num_samples / total_batch_size)
+  run.num_tokens = num_tokens_seen;
+  return acc.take(global_step, epoch, run);
 }
 
 bool Trainer::State::note_best(const MetricRecord& rec, int64_t global_step) {
@@ -83,9 +89,8 @@ bool Trainer::State::note_best(const MetricRecord& rec, int64_t global_step) {
 void Trainer::State::best_to_json(Json& st) const {
   st["best_metric"] = best_metric ? Json(*best_metric) : Json();
   st["best_global_step"] = best_global_step > 0 ? Json(best_global_step) : Json();
-  st["best_model_checkpoint"] =
-      best_checkpoint.empty() ? Json()
-                              : Json(fs::absolute(best_checkpoint).lexically_normal().string());
+  const std::optional<std::string> best_path = hf_best_model_checkpoint(best_checkpoint);
+  st["best_model_checkpoint"] = best_path ? Json(*best_path) : Json();
   // zerotune's: what best_metric measures, so that a resume with another metric starts afresh.
   st["metric_for_best_model"] =
       a.metric_for_best_model.empty() ? Json() : Json(a.metric_for_best_model);
@@ -131,7 +136,9 @@ void Trainer::State::best_from_json(const Json& st, const fs::path& state_file) 
   }
   if (best_global_step == 0) return;
   // This run's checkpoint of the best step (transformers joins run_dir and the step at each save):
-  // exp_dir may have moved since the path was recorded.
+  // exp_dir may have moved since the path was recorded, and a relative recorded path (as
+  // transformers writes it for a relative output_dir) means the training run's working directory,
+  // which need not be this one's — so the recorded path is only quoted, never resolved.
   const fs::path mine = a.exp_dir / checkpoint_name(best_global_step);
   std::error_code ec;
   if (fs::is_directory(mine, ec)) {

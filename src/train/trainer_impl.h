@@ -35,6 +35,8 @@ namespace fs = std::filesystem;
 
 // The stop signal (SIGINT/SIGTERM) any rank has received, 0 when none; collective (trainer.cpp).
 int any_rank_stopping(dist::Comm& comm);
+// Seconds of a monotonic clock (steady_clock), for wall-time differences (trainer.cpp).
+double now_seconds();
 
 struct Trainer::State {
   State(TrainArgs args, dist::Comm& c, const text::Tokenizer& t, const text::TokenizerConfig& tc,
@@ -63,6 +65,14 @@ struct Trainer::State {
   int64_t start_step = 0;     // first step this run executes
   int64_t applied_steps = 0;  // optimizer updates so far (the LR schedule's position)
   int64_t num_tokens_seen = 0;
+  // Σ of the applied steps' losses (train_loss of the summary record) and how many steps it holds:
+  // the whole run's (kept in zerotune_state.json), or this process's when resumed from a checkpoint
+  // that did not record it.
+  double train_loss_sum = 0;
+  int64_t train_loss_steps = 0;
+  // The step of the last TrainerState saved (a checkpoint this run wrote, or the one it resumed
+  // from); 0: none. The final state's stateful_callbacks are that save's.
+  int64_t last_saved_step = 0;
   int64_t owner_pid = 0;  // rank 0's pid: names the shared checkpoint staging directory
   std::string run_id;     // ties checkpoints to this run (train/run_checkpoints.h)
   fs::path resumed_from;  // the checkpoint this run resumed from, empty for a fresh start
@@ -100,7 +110,17 @@ struct Trainer::State {
   void log_plan() const;
   void resume_or_init();
   void open_outputs();
-  void log_record(const MetricRecord& rec);
+  // Logs `rec` (rank 0): console, metrics.jsonl, TensorBoard, and — when `hf_logged` — the
+  // log_history of the trainer_state.json files (false: a record transformers would not log, the
+  // run's last step off the logging_steps grid).
+  void log_record(const MetricRecord& rec, bool hf_logged = true);
+  // rank 0, after training: transformers' end-of-train record (the `self.log(metrics)` closing
+  // `_inner_training_loop`): train_runtime (`runtime_seconds`, since the training loop began),
+  // train_samples_per_second, train_steps_per_second, total_flos, train_loss, epoch, step.
+  MetricRecord train_summary(double runtime_seconds) const;
+  // rank 0: output_dir/trainer_state.json — the final TrainerState, log_history ending with
+  // `summary`, as `trainer.save_state()` after `trainer.train()` writes it.
+  void save_final_state(const MetricRecord& summary);
   StepStats train_step(int64_t k, StepSamples& ss, TrainSummary& sum);
   std::optional<MetricRecord> evaluate(int64_t global_step, double epoch);
   // Whether the evaluation `rec` of step `global_step` is a new best metric_for_best_model

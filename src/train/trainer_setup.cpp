@@ -355,6 +355,16 @@ void Trainer::State::resume_or_init() {
     split_change = plan_state_split_change(*plan, st["plan"], state_file.string());
     applied_steps = st["applied_steps"].get<int64_t>();
     num_tokens_seen = st["num_tokens_seen"].get<int64_t>();
+    last_saved_step = start_step;
+    // The losses summed so far (train_loss); a checkpoint from before zerotune kept them: this
+    // process's steps alone make the summary's train_loss.
+    if (st.contains("train_loss_sum")) {
+      if (!st["train_loss_sum"].is_number())
+        fail("{}: 'train_loss_sum' must be a number, got {}", state_file.string(),
+             st["train_loss_sum"].dump());
+      train_loss_sum = st["train_loss_sum"].get<double>();
+      train_loss_steps = applied_steps;
+    }
     best_from_json(st, state_file);
     sched = resumed_lr_schedule(st, state_file.string(), sched, a, start_step, *ckpt, rank0());
     // A checkpoint from before zerotune recorded the AdamW values: its args.yaml's.
@@ -474,11 +484,11 @@ void Trainer::State::open_outputs() {
                                         plan->total_steps(), start_step, ProgressDisplay::now());
 }
 
-void Trainer::State::log_record(const MetricRecord& rec) {
+void Trainer::State::log_record(const MetricRecord& rec, bool hf_logged) {
   if (!rank0()) return;
   progress->log(rec);
   metrics->write(rec);
-  log_history.push_back(rec.to_json());
+  if (hf_logged) log_history.push_back(rec.to_json());
   if (tb) {
     auto scalars = tensorboard_scalars(rec);
     tb->add_scalars(static_cast<int64_t>(rec.number("step")), scalars);

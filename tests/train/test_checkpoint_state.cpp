@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "core/file_util.h"
+#include "core/zt_test_util.h"
 #include "io/json.h"
 #include "io/model_config.h"
 #include "param/param_layout.h"
@@ -136,6 +137,38 @@ TEST(HfTrainerState, NonAsciiIsEscapedAsPythonWritesIt) {
   const std::string text = hf_trainer_state_text(s);
   EXPECT_NE(text.find(R"("best_model_checkpoint": "/runs/\u00fc/checkpoint-2")"), std::string::npos)
       << text;
+}
+
+// transformers 4.57.1 rounds only "loss" of a log record (round(..., 4), _maybe_log_save_evaluate);
+// the values are a TRL 0.25.1 run's step 1 (tests/data/train/trl_run: "loss": 11.9321, the rest as
+// computed). The file's text holds the rounded value as Python's json writes it.
+TEST(HfTrainerState, LogRecordsAreRoundedAsTransformersRoundsThem) {
+  const Json rec = Json::parse(
+      R"({"loss":11.932143211364746,"grad_norm":1.4205864667892456,"learning_rate":2e-05,)"
+      R"("entropy":11.926803588867188,"num_tokens":412.0,"epoch":0.25,"step":1})");
+  const Json hf = hf_log_record(rec);
+  EXPECT_EQ(hf["loss"].get<double>(), 11.9321);
+  for (const char* k : {"grad_norm", "learning_rate", "entropy", "num_tokens", "epoch", "step"})
+    EXPECT_EQ(hf[k], rec[k]) << k;
+  EXPECT_TRUE(hf_log_record(Json::parse(R"({"loss":null,"step":3})"))["loss"].is_null());
+  HfTrainerState s = sample_state();
+  s.log_history = Json::array({hf});
+  s.should_save = false;
+  const std::string text = hf_trainer_state_text(s);
+  EXPECT_NE(text.find(R"("loss": 11.9321,)"), std::string::npos) << text;
+  EXPECT_NE(text.find(R"("should_save": false,)"), std::string::npos) << text;
+  zt::testing::expect_error([] { hf_log_record(Json::array()); },
+                            {"log_history record", "expected a JSON object"});
+}
+
+// os.path.join(output_dir, "checkpoint-N") as given: relative stays relative, no normalising.
+TEST(HfTrainerState, BestModelCheckpointIsTheJoinedPath) {
+  EXPECT_EQ(hf_best_model_checkpoint(fs::path("runs/x") / "checkpoint-2"), "runs/x/checkpoint-2");
+  EXPECT_EQ(hf_best_model_checkpoint(fs::path("runs/x/") / "checkpoint-2"), "runs/x/checkpoint-2");
+  EXPECT_EQ(hf_best_model_checkpoint(fs::path("./out") / "checkpoint-4"), "./out/checkpoint-4");
+  EXPECT_EQ(hf_best_model_checkpoint(fs::path("/abs/run") / "checkpoint-4"),
+            "/abs/run/checkpoint-4");
+  EXPECT_FALSE(hf_best_model_checkpoint(fs::path()).has_value());
 }
 
 // transformers' floating_point_ops: 6 · tokens · num_parameters(exclude_embeddings=True). The

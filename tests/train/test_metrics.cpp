@@ -5,6 +5,8 @@
 
 #include <cmath>
 #include <limits>
+#include <tuple>
+#include <vector>
 
 #include "core/file_util.h"
 #include "core/zt_test_util.h"
@@ -157,15 +159,68 @@ TEST(Metrics, EvalAccumulatorIsTokenWeighted) {
   e.add(10.0, 4, 2, 4.0);  // batch mean 2.5, entropy 1
   e.add(2.0, 4, 4, 2.0);   // batch mean 0.5, entropy 0.5
   e.add(6.0, 2, 0, 6.0);   // batch mean 3.0 -> HF's unweighted mean would be 2.0; entropy 3
-  const MetricRecord r = e.take(30, 1.25);
+  EvalRunInfo run;
+  run.runtime_seconds = 2.0;
+  run.num_samples = 5;
+  run.num_steps = 3;
+  run.num_tokens = 1650;
+  const MetricRecord r = e.take(30, 1.25, run);
   EXPECT_EQ(r.to_json().dump(),
-            R"({"eval_loss":1.8,"eval_entropy":1.2,"eval_mean_token_accuracy":0.6,"epoch":1.25,)"
-            R"("step":30})");
+            R"({"eval_loss":1.8,"eval_runtime":2.0,"eval_samples_per_second":2.5,)"
+            R"("eval_steps_per_second":1.5,"eval_entropy":1.2,"eval_mean_token_accuracy":0.6,)"
+            R"("eval_num_tokens":1650.0,"epoch":1.25,"step":30})");
   EXPECT_EQ(hf_log_line(r),
-            "{'eval_loss': '1.8', 'eval_entropy': '1.2', 'eval_mean_token_accuracy': '0.6', "
-            "'epoch': '1.25'}");
-  EXPECT_EQ(tensorboard_scalars(r)[1].first, "eval/entropy");
-  testing::expect_error([] { EvalAccumulator().take(5, 0.0); }, {"step 5", "no target token"});
+            "{'eval_loss': '1.8', 'eval_runtime': '2', 'eval_samples_per_second': '2.5', "
+            "'eval_steps_per_second': '1.5', 'eval_entropy': '1.2', 'eval_mean_token_accuracy': "
+            "'0.6', 'eval_num_tokens': '1650', 'epoch': '1.25'}");
+  EXPECT_EQ(tensorboard_scalars(r)[1].first, "eval/runtime");
+  EXPECT_EQ(tensorboard_scalars(r)[4].first, "eval/entropy");
+  testing::expect_error([] { EvalAccumulator().take(5, 0.0, EvalRunInfo{}); },
+                        {"step 5", "no target token"});
+}
+
+TEST(Metrics, PythonRoundMatchesPython) {
+  // Right-hand sides: Python 3's round(x, n).
+  const std::vector<std::tuple<double, int, double>> cases = {
+      {1.03125, 4, 1.0312},  // an exact tie: to even
+      {2.675, 2, 2.67},      // 2.67499999…: below the tie
+      {5e-05, 4, 0.0001},    // 5.0000000000000004e-05: above it
+      {11.93214, 4, 11.9321}, {11.92545, 4, 11.9254}, {0.123456789, 4, 0.1235},
+      {46.66355, 3, 46.664},  {9.3325, 3, 9.332},     {1234567.89012345, 4, 1234567.8901},
+      {1e20, 4, 1e20},        {0.5, 0, 0.0},          {1.5, 0, 2.0},
+      {2.5, 0, 2.0}};
+  for (const auto& [x, n, want] : cases) EXPECT_EQ(python_round(x, n), want) << x << " " << n;
+  const double neg = python_round(-1e-05, 4);  // Python: -0.0
+  EXPECT_EQ(neg, 0.0);
+  EXPECT_TRUE(std::signbit(neg));
+  EXPECT_TRUE(std::isnan(python_round(std::nan(""), 4)));
+  EXPECT_EQ(python_round(-std::numeric_limits<double>::infinity(), 4),
+            -std::numeric_limits<double>::infinity());
+  testing::expect_error([] { python_round(1.0, -1); }, {"ndigits", "[0, 17]", "-1"});
+}
+
+TEST(Metrics, SpeedMetricsAreTransformers) {
+  // Python: round(0.21434999, 4), round(10 / 0.21434999, 3), round(2 / 0.21434999, 3).
+  MetricRecord r;
+  add_speed_metrics(r, "eval", 0.21434999, 10, 2);
+  EXPECT_EQ(
+      r.to_json().dump(),
+      R"({"eval_runtime":0.2143,"eval_samples_per_second":46.653,"eval_steps_per_second":9.331})");
+  MetricRecord zero;  // transformers returns the runtime alone when it is 0
+  add_speed_metrics(zero, "train", 0.0, 10, 2);
+  EXPECT_EQ(zero.to_json().dump(), R"({"train_runtime":0.0})");
+  testing::expect_error(
+      [] {
+        MetricRecord x;
+        add_speed_metrics(x, "eval", -1.0, 1, 1);
+      },
+      {"eval_runtime", ">= 0", "-1"});
+  testing::expect_error(
+      [] {
+        MetricRecord x;
+        add_speed_metrics(x, "train", 1.0, -2, 1);
+      },
+      {"train speed metrics", "-2"});
 }
 
 TEST(Metrics, WriterAppendsFlushedLinesAndTruncatesOnResume) {

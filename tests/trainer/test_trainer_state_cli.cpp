@@ -4,6 +4,7 @@
 // before zerotune_state.json existed (zerotune's keys in trainer_state.json), continuing the log.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -15,6 +16,7 @@
 #include "io/model_config.h"
 #include "param/param_layout.h"
 #include "train/checkpoint_state.h"
+#include "train/metrics.h"
 #include "train_cli_util.h"
 
 namespace fs = std::filesystem;
@@ -69,11 +71,20 @@ class TrainerStateCli : public ::testing::Test {
   // sorted, metrics.jsonl in logging order), without the timing fields that differ between runs.
   static nlohmann::json unordered(Json j, bool drop_timing = false) {
     if (drop_timing && j.is_array())
-      for (Json& e : j) {
-        e.erase("train_tokens_per_second");
-        e.erase("peak_memory_gib");
-      }
+      for (Json& e : j) e = zt_test::without_timing(e);
     return nlohmann::json::parse(j.dump());
+  }
+  // metrics.jsonl's records as transformers' log_history holds them: "loss" round(loss, 4).
+  static Json hf_rounded(Json log) {
+    for (Json& e : log)
+      if (e.contains("loss")) e["loss"] = zt::train::python_round(e["loss"].get<double>(), 4);
+    return log;
+  }
+  static std::vector<std::string> keys_of(const Json& j) {
+    std::vector<std::string> keys;
+    for (const auto& [k, v] : j.items()) keys.push_back(k);
+    std::sort(keys.begin(), keys.end());
+    return keys;
   }
   static Json metrics_through(const fs::path& exp_dir, int64_t step) {
     Json out = Json::array();
@@ -120,11 +131,25 @@ TEST_F(TrainerStateCli, CheckpointTrainerStateIsTransformersWithTheLog) {
     EXPECT_EQ(st["stateful_callbacks"]["TrainerControl"]["args"]["should_training_stop"],
               step == 4);
     EXPECT_EQ(st["stateful_callbacks"]["TrainerControl"]["args"]["should_save"], true);
-    // log 1, log 2, eval 2 (, log 3, log 4, eval 4): metrics.jsonl's records, the same values.
+    // log 1, log 2, eval 2 (, log 3, log 4, eval 4): metrics.jsonl's records, the same values
+    // but the loss, which transformers rounds to 4 decimals (metrics.jsonl keeps every bit).
     const Json log = metrics_through(exp("full"), step);
     ASSERT_EQ(log.size(), step == 2 ? 3u : 6u);
-    EXPECT_EQ(unordered(st["log_history"]), unordered(log));
-    EXPECT_TRUE(st["log_history"][2].contains("eval_loss"));
+    EXPECT_EQ(unordered(st["log_history"]), unordered(hf_rounded(log)));
+    EXPECT_NE(st["log_history"][0]["loss"], log[0]["loss"]);  // full precision in metrics.jsonl
+    EXPECT_EQ(st["log_history"][0]["loss"].get<double>(),
+              std::round(log[0]["loss"].get<double>() * 1e4) / 1e4);
+    // An eval record has the keys of a TRL 0.25.1 SFTTrainer's (tests/data/train/trl_run): the
+    // speed metrics of 4 examples in 2 batches of 2, and the train tokens so far.
+    const Json& ev = st["log_history"][2];
+    const Json trl =
+        read(fs::path(ZT_SOURCE_DIR) /
+             "tests/data/train/trl_run/checkpoint-4/trainer_state.json")["log_history"];
+    EXPECT_EQ(keys_of(ev), keys_of(trl[2]));
+    EXPECT_EQ(ev["eval_num_tokens"].get<double>(), log[1]["num_tokens"].get<double>());
+    EXPECT_GT(ev["eval_runtime"].get<double>(), 0.0);
+    EXPECT_NEAR(ev["eval_samples_per_second"].get<double>(),
+                2 * ev["eval_steps_per_second"].get<double>(), 0.0021);
     // The tokens of the records' num_tokens, and 6 · tokens · parameters of them.
     const Json& last_train = log[step == 2 ? 1 : 4];
     ASSERT_EQ(last_train["step"], step);
@@ -220,6 +245,74 @@ TEST_F(TrainerStateCli, ResumeElsewhereAndDamagedCheckpoints) {
   EXPECT_TRUE(exited(n, 0, "no trainer_state.json (transformers' TrainerState"));
   EXPECT_EQ(slurp(exp("nolog") / "final" / "model.safetensors"),
             slurp(exp("elsewhere") / "final" / "model.safetensors"));
+}
+
+// The end of training as transformers 4.57.1 + TRL 0.25.1 leave it: the last step, off the
+// logging_steps grid, is in metrics.jsonl but not in log_history (transformers logs on the grid
+// only); output_dir/trainer_state.json is the final state (`trainer.save_state()`), its
+// log_history closed by the summary record, whose train_loss is the mean of every step's loss — a
+// resumed run's too. best_model_checkpoint is the exp_dir as given joined with checkpoint-N
+// (relative for a relative exp_dir), and a resume from another working directory still finds it.
+TEST_F(TrainerStateCli, FinalStateHasTheSummaryAndBestCheckpointIsAsGiven) {
+  ASSERT_TRUE(exited(train("every", ""), 0));  // logging_steps 1: each step's loss
+  const Json every = metrics_through(exp("every"), 4);
+  double loss_sum = 0;
+  for (const Json& e : every)
+    if (e.contains("loss")) loss_sum += e["loss"].get<double>();
+
+  const std::string best = " trainer.metric_for_best_model=eval_loss";
+  ASSERT_TRUE(exited(train("offgrid", "trainer.logging_steps=3" + best), 0));
+  const Json m = metrics_through(exp("offgrid"), 4);
+  ASSERT_EQ(m.size(), 4u);  // eval 2, log 3, log 4 (off the grid), eval 4
+  ASSERT_EQ(m[2]["step"], 4);
+  ASSERT_TRUE(m[2].contains("loss"));
+  const Json ck = read(exp("offgrid") / "checkpoint-4" / "trainer_state.json");
+  Json want = hf_rounded(m);
+  want.erase(2);
+  EXPECT_EQ(unordered(ck["log_history"]), unordered(want));
+
+  const Json fin = read(exp("offgrid") / "final" / "trainer_state.json");
+  const Json& hist = fin["log_history"];
+  ASSERT_EQ(hist.size(), 4u);
+  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(unordered(hist[i]), unordered(ck["log_history"][i]));
+  const Json& sum = hist[3];
+  EXPECT_EQ(keys_of(sum),
+            (std::vector<std::string>{"epoch", "step", "total_flos", "train_loss", "train_runtime",
+                                      "train_samples_per_second", "train_steps_per_second"}));
+  EXPECT_EQ(sum["step"], 4);
+  EXPECT_EQ(sum["epoch"].get<double>(), 0.5);
+  EXPECT_EQ(sum["train_loss"].get<double>(), loss_sum / 4);
+  EXPECT_EQ(sum["total_flos"], ck["total_flos"]);
+  EXPECT_GT(sum["train_runtime"].get<double>(), 0.0);
+  // max_steps 4 × a global batch of 2: 8 samples in 4 steps.
+  EXPECT_NEAR(sum["train_samples_per_second"].get<double>(),
+              2 * sum["train_steps_per_second"].get<double>(), 0.0021);
+  for (const char* k : {"global_step", "max_steps", "epoch", "total_flos", "best_metric",
+                        "best_global_step", "best_model_checkpoint", "num_input_tokens_seen"})
+    EXPECT_EQ(fin[k], ck[k]) << k;
+  EXPECT_EQ(fin["stateful_callbacks"], ck["stateful_callbacks"]);  // the last save's
+  EXPECT_EQ(fin["best_model_checkpoint"],
+            (exp("offgrid") / ("checkpoint-" + fin["best_global_step"].dump())).string());
+
+  // A relative exp_dir, run from root_: best_model_checkpoint is relative, in both state files.
+  const std::string rel = "cd " + root_.string() + " && " + std::string(ZT_BINARY) +
+                          " train --config sft.yaml exp_dir=runs/rel trainer.max_steps=2" + best;
+  ASSERT_TRUE(exited(run(rel), 0));
+  const fs::path rel_ck = exp("rel") / "checkpoint-2";
+  EXPECT_EQ(read(rel_ck / "trainer_state.json")["best_model_checkpoint"], "runs/rel/checkpoint-2");
+  EXPECT_EQ(read(rel_ck / "zerotune_state.json")["best_model_checkpoint"], "runs/rel/checkpoint-2");
+  // Resumed from elsewhere with the absolute exp_dir: the best checkpoint is found (no warning
+  // that it is gone), and the summary's train_loss covers the resumed steps too.
+  const RunResult r =
+      run("cd / && " + std::string(ZT_BINARY) + " train --config " + (root_ / "sft.yaml").string() +
+          " exp_dir=" + exp("rel").string() + " trainer.resume_from_checkpoint=true" + best);
+  ASSERT_TRUE(exited(r, 0, "resumed from"));
+  EXPECT_EQ(r.output.find("does not exist anymore"), std::string::npos) << r.output;
+  const Json rfin = read(exp("rel") / "final" / "trainer_state.json");
+  EXPECT_EQ(rfin["log_history"].back()["train_loss"].get<double>(), loss_sum / 4);
+  EXPECT_EQ(rfin["best_global_step"], fin["best_global_step"]);
+  EXPECT_EQ(rfin["best_model_checkpoint"],
+            (exp("rel") / ("checkpoint-" + rfin["best_global_step"].dump())).string());
 }
 
 }  // namespace

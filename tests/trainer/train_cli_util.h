@@ -52,17 +52,20 @@ inline std::string slurp(const std::filesystem::path& p) {
   return ss.str();
 }
 
+// `event` without the fields that measure time or memory (they differ between runs).
+inline zt::Json without_timing(zt::Json event) {
+  for (const char* k : {"train_tokens_per_second", "peak_memory_gib", "eval_runtime",
+                        "eval_samples_per_second", "eval_steps_per_second"})
+    event.erase(k);
+  return event;
+}
+
 // The metrics.jsonl events of a run, without the timing fields.
 inline std::vector<zt::Json> train_events(const std::filesystem::path& exp) {
   std::vector<zt::Json> out;
   std::ifstream f(exp / "metrics.jsonl");
   std::string line;
-  while (std::getline(f, line)) {
-    zt::Json j = zt::Json::parse(line);
-    j.erase("train_tokens_per_second");
-    j.erase("peak_memory_gib");
-    out.push_back(j);
-  }
+  while (std::getline(f, line)) out.push_back(without_timing(zt::Json::parse(line)));
   return out;
 }
 
