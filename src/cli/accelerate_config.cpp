@@ -4,6 +4,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <span>
@@ -101,6 +102,9 @@ struct Section {
 struct Reader {
   AccelerateConfig* cfg;
   std::string origin;
+  // A DeepSpeed JSON (deepspeed_config_file), whose settings DeepSpeed validates with pydantic:
+  // a boolean given as a string ("false", "yes", "0", …) is coerced as pydantic v2 coerces it.
+  bool deepspeed_json = false;
 
   void warn(const std::string& msg) { cfg->warnings.push_back(msg); }
   [[noreturn]] void bad(const YAML::Node& n, const std::string& key, const std::string& expected) {
@@ -131,6 +135,14 @@ struct Reader {
   // non-empty string is true ('false' included).
   bool boolean(const YAML::Node& n, const std::string& key) {
     const Json t = n.IsScalar() ? safe_load_value(n) : Json();
+    if (t.is_string() && deepspeed_json) {
+      std::string s = t.get<std::string>();
+      for (char& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+      for (const char* yes : {"1", "on", "t", "true", "y", "yes"})
+        if (s == yes) return true;
+      for (const char* no : {"0", "off", "f", "false", "n", "no"})
+        if (s == no) return false;
+    }
     if (t.is_string())
       bad(n, key,
           fmt::format("true or false; accelerate's yaml.safe_load reads '{}' as a string, which "
@@ -218,7 +230,7 @@ bool read_deepspeed_json(Reader& rd, const std::string& file, const std::string&
   } catch (const YAML::Exception& e) {
     fail("{}:{}: not valid JSON: {}", p.string(), e.mark.line + 1, e.msg);
   }
-  Reader jr{rd.cfg, p.string()};
+  Reader jr{rd.cfg, p.string(), /*deepspeed_json=*/true};
   if (!j.IsMap()) fail("{}: expected a JSON object of DeepSpeed settings", jr.origin);
   jr.check_keys(j, deepspeed_json_keys(), "", "a DeepSpeed config key");
   for (const char* prec : {"bf16", "bfloat16", "fp16"})

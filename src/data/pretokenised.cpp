@@ -42,17 +42,12 @@ bool has_conversational_column(const Json& row) {
   return false;
 }
 
-// The list in column `column` of row r, which must be present, not null and a list.
+// The list in column `column` of row r, which must be present, not null and a list (an absent key
+// reads as null: a JSON row lacking a column other rows have, see read_rows).
 const Json& list_column(const Json& row, const char* column, int64_t r, std::string_view file,
                         const char* what) {
   const auto it = row.find(column);
-  if (it == row.end()) {
-    fail(
-        "{}: row {}: missing column '{}', which row 0 has; every row of a pre-tokenised dataset "
-        "needs {}",
-        file, r, column, what);
-  }
-  if (it->is_null()) fail_missing_value(file, r, column, what);
+  if (it == row.end() || it->is_null()) fail_missing_value(file, r, column, what);
   if (!it->is_array())
     fail("{}: row {}: column '{}' is {}, expected {}", file, r, column, describe(*it), what);
   return *it;

@@ -32,9 +32,10 @@ namespace zt::data {
 // "FILE: column 'C': struct field 'F' occurs N times" (HF datasets refuses all of these).
 // `left_out`, when given, receives each parquet column left out, as "NAME (TYPE)" or "NAME (TYPE at
 // PATH)", for the dataset-kind error to name.
-// JSON rows have the columns HF `datasets`' json loader gives them: the union of every row's keys,
-// in the order they first appear, with null where a row lacks a key (pyarrow's JSON reader; checked
-// with datasets 4 on .jsonl and array .json files), so TRL's `next(iter(dataset))` is row 0 here.
+// JSON row 0 has the columns HF `datasets`' json loader gives every row: the union of every row's
+// keys, in the order they first appear, with null where row 0 lacks a key (pyarrow's JSON reader;
+// checked with datasets 4 on .jsonl and array .json files), so TRL's `next(iter(dataset))` is row 0
+// here. Later rows keep their own keys (an absent key reads as a null one: see unify_columns).
 // `row_lines`, when given, receives the 1-based line where each JSON row starts (JSON Lines: its
 // line; a JSON array: the line of its '{'), for errors to name; it is left empty for parquet and
 // csv.
@@ -42,7 +43,7 @@ std::vector<Json> read_rows(const std::filesystem::path& file,
                             std::vector<std::string>* left_out = nullptr,
                             std::vector<int64_t>* row_lines = nullptr);
 
-// The two halves of read_rows, callable directly (no extension check).
+// The two halves of read_rows, callable directly (no extension check); `row_lines` as above.
 std::vector<Json> read_json_rows(const std::filesystem::path& file,
                                  std::vector<int64_t>* row_lines = nullptr);
 std::vector<Json> read_parquet_rows(const std::filesystem::path& file,

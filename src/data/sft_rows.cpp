@@ -122,12 +122,9 @@ Json checked_messages(const Json& v, std::string_view column, bool sharegpt, int
 
 const std::string& checked_string(const Json& row, const std::string& column, int64_t r,
                                   std::string_view file) {
+  // An absent key reads as null (a JSON row lacking a column other rows have: read_rows).
   const auto it = row.find(column);
-  if (it == row.end()) {
-    fail("{}: row {}: missing column '{}'; found columns [{}]", file, r, column,
-         fmt::join(column_names(row), ", "));
-  }
-  if (it->is_null()) fail_missing_value(file, r, column, "a string");
+  if (it == row.end() || it->is_null()) fail_missing_value(file, r, column, "a string");
   if (!it->is_string()) {
     fail("{}: row {}: column '{}' is {}, expected a string", file, r, column, it->type_name());
   }
@@ -137,11 +134,7 @@ const std::string& checked_string(const Json& row, const std::string& column, in
 const Json& checked_column(const Json& row, const std::string& column, int64_t r,
                            std::string_view file) {
   const auto it = row.find(column);
-  if (it == row.end()) {
-    fail("{}: row {}: missing column '{}'; found columns [{}]", file, r, column,
-         fmt::join(column_names(row), ", "));
-  }
-  if (it->is_null()) fail_missing_value(file, r, column, "a list of messages");
+  if (it == row.end() || it->is_null()) fail_missing_value(file, r, column, "a list of messages");
   return *it;
 }
 
@@ -190,9 +183,9 @@ Json json_column(const Json& row, const char* column, int64_t r, std::string_vie
 void fail_missing_value(std::string_view where, int64_t r, std::string_view column,
                         std::string_view expected) {
   fail(
-      "{}: row {}: column '{}' is missing or null, expected {} (a JSON file's columns are the "
-      "union of all its rows' keys, as HF datasets reads it: a row that lacks one has null there, "
-      "and TRL fails on it)",
+      "{}: row {}: column '{}' is missing or null, expected {} (TRL fails on such a row too; in a "
+      "JSON file a row that lacks a column other rows have reads as null there, as HF datasets "
+      "reads it)",
       where, r, column, expected);
 }
 

@@ -84,7 +84,9 @@ bool is_weight_file(const std::string& n) {
 
 // A file of a model export (this one's or an earlier one's): weights, configs, tokenizer files.
 bool is_export_file(const std::string& n) {
-  if (n == "config.json" || n == "generation_config.json" || is_weight_file(n)) return true;
+  if (n == "config.json" || n == "generation_config.json" || n == "trainer_state.json" ||
+      is_weight_file(n))
+    return true;
   return std::any_of(std::begin(kTokenizerFiles), std::end(kTokenizerFiles),
                      [&](const char* t) { return n == t; });
 }
@@ -304,6 +306,7 @@ HfExportResult export_hf_model(const fs::path& out_dir, const ModelConfig& cfg,
     }
     write_changed_tokenizer(tmp, options);
   }
+  for (const auto& [name, bytes] : options.extra_files) write_file_atomic(tmp / name, bytes);
 
   HfExportResult r;
   r.weight_bytes = w.total_size;

@@ -15,6 +15,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/dtype.h"
@@ -74,6 +75,10 @@ struct HfExportOptions {
   // The tokenizer's special token ids the exported config.json and generation_config.json are
   // aligned with (see align_special_token_ids()); unset: both are exported as they are.
   std::optional<TokenizerSpecialIds> tokenizer_ids;
+  // Further files written with the model, (name, bytes): the run's final trainer_state.json
+  // (`trainer.save_state()`), so it lands with the model — renamed into place with it, and an
+  // earlier export's copy counts as the export's own (see is_export_file), not as a user's file.
+  std::vector<std::pair<std::string, std::string>> extra_files;
   // Replace an existing output directory (else zt::Error naming it).
   bool overwrite = true;
 };

@@ -380,10 +380,9 @@ TrainSummary Trainer::run() {
   s.finish_best();
   // transformers makes its end-of-train record after loading the best model, before the script's
   // save_model / save_state.
-  std::optional<MetricRecord> summary;
-  if (s.rank0()) summary = s.train_summary(now_seconds() - train_start);
-  s.export_final(T, sum.last_checkpoint);
-  if (s.rank0()) s.save_final_state(*summary);
+  std::string final_state;
+  if (s.rank0()) final_state = s.final_state_text(s.train_summary(now_seconds() - train_start));
+  s.export_final(T, sum.last_checkpoint, final_state);
   // A stop signal after the last step's check (while that step's checkpoint, the best model or
   // the final model was written) let them finish — each is written under a temporary name and
   // renamed into place whole — but the run did not end on its own: it says so, never success.

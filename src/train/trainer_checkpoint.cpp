@@ -139,15 +139,16 @@ MetricRecord Trainer::State::train_summary(double runtime_seconds) const {
   return r;
 }
 
-void Trainer::State::save_final_state(const MetricRecord& summary) {
+std::string Trainer::State::final_state_text(const MetricRecord& summary) const {
   HfTrainerState h = hf_state(plan->total_steps());
   h.log_history.push_back(summary.to_json());
   h.should_save = last_saved_step > 0;
   h.should_training_stop = last_saved_step >= plan->total_steps();
-  write_file_atomic(a.output_dir / kTrainerStateName, hf_trainer_state_text(h));
+  return hf_trainer_state_text(h);
 }
 
-void Trainer::State::export_final(int64_t global_step, const fs::path& last_checkpoint) {
+void Trainer::State::export_final(int64_t global_step, const fs::path& last_checkpoint,
+                                  const std::string& final_state) {
   std::string error;  // rank 0's, then every rank's
   {
     std::vector<float> master = engine->full_master_weights();
@@ -163,7 +164,9 @@ void Trainer::State::export_final(int64_t global_step, const fs::path& last_chec
               "run exported there?); zerotune does not replace a model it did not find there at "
               "start-up",
               a.output_dir.string());
-        export_hf_model(a.output_dir, mcfg, named(master), export_opts);
+        HfExportOptions opts = export_opts;
+        if (!final_state.empty()) opts.extra_files.emplace_back(kTrainerStateName, final_state);
+        export_hf_model(a.output_dir, mcfg, named(master), opts);
       } catch (const std::exception& e) {  // zt::Error, or one of the library's
         error = e.what();
       }

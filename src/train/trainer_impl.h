@@ -118,9 +118,10 @@ struct Trainer::State {
   // `_inner_training_loop`): train_runtime (`runtime_seconds`, since the training loop began),
   // train_samples_per_second, train_steps_per_second, total_flos, train_loss, epoch, step.
   MetricRecord train_summary(double runtime_seconds) const;
-  // rank 0: output_dir/trainer_state.json — the final TrainerState, log_history ending with
-  // `summary`, as `trainer.save_state()` after `trainer.train()` writes it.
-  void save_final_state(const MetricRecord& summary);
+  // rank 0: the text of output_dir/trainer_state.json — the final TrainerState, log_history ending
+  // with `summary`, as `trainer.save_state()` after `trainer.train()` writes it. export_final
+  // writes it with the model (HfExportOptions::extra_files).
+  std::string final_state_text(const MetricRecord& summary) const;
   StepStats train_step(int64_t k, StepSamples& ss, TrainSummary& sum);
   std::optional<MetricRecord> evaluate(int64_t global_step, double epoch);
   // Whether the evaluation `rec` of step `global_step` is a new best metric_for_best_model
@@ -144,7 +145,10 @@ struct Trainer::State {
   // load_best_model_at_end loaded it, `last_checkpoint` when it holds step `global_step`, else a
   // checkpoint written now into exp_dir (an HF model directory with the optimizer state: loadable
   // and resumable), else (that failed too) both messages.
-  void export_final(int64_t global_step, const fs::path& last_checkpoint);
+  // `final_state` (rank 0; "" = none): output_dir/trainer_state.json's text, written with the
+  // model.
+  void export_final(int64_t global_step, const fs::path& last_checkpoint,
+                    const std::string& final_state);
   std::vector<NamedTensor> named(const std::vector<float>& flat) const;
   std::string step_rows(const StepSamples& ss) const;
 };

@@ -241,6 +241,28 @@ TEST(AccelerateConfig, CoreTagsTypeValuesAsSafeLoad) {
   EXPECT_FALSE(q.use_cpu);
 }
 
+// DeepSpeed validates its JSON with pydantic, which coerces a boolean given as a string ("false",
+// "no", "0" …) instead of testing it for truth: a DeepSpeed JSON's string booleans read so, while
+// the accelerate YAML's are refused (above).
+TEST(AccelerateConfig, DeepSpeedJsonStringBooleansAreCoercedAsPydanticDoes) {
+  zt::testing::TempDir dir;
+  const std::string acc = (dir / "acc.yaml").string();
+  std::ofstream(acc) << "distributed_type: DEEPSPEED\nmixed_precision: null\n"
+                        "deepspeed_config:\n  deepspeed_config_file: ds.json\n";
+  std::ofstream(dir / "ds.json")
+      << R"({"zero_optimization": {"stage": 2, "cpu_offload": "false"}})";
+  EXPECT_NE(parse_accelerate_config(acc).offload_optimizer_device, "cpu");
+  std::ofstream(dir / "ds.json") << R"({"zero_optimization": {"stage": 2, "cpu_offload": "Yes"}})";
+  EXPECT_EQ(parse_accelerate_config(acc).offload_optimizer_device, "cpu");
+  std::ofstream(dir / "ds.json")
+      << R"({"zero_optimization": {"stage": 2, "cpu_offload": "maybe"}})";
+  EXPECT_NE(
+      error_of([&] {
+        parse_accelerate_config(acc);
+      }).find("key 'zero_optimization.cpu_offload' has value 'maybe' (expected true or false"),
+      std::string::npos);
+}
+
 TEST(AccelerateConfig, DuplicateKeysAreErrors) {
   EXPECT_EQ(error_of([] {
               parse_accelerate_config_text(

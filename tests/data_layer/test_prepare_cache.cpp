@@ -453,8 +453,8 @@ TEST_F(Prepare, ColumnsFirstGivenAfterRowZeroDecideAsInTrl) {
   const std::string msgs =
       R"("messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}])";
   const std::string why =
-      " (a JSON file's columns are the union of all its rows' keys, as HF datasets reads it: a row "
-      "that lacks one has null there, and TRL fails on it)";
+      " (TRL fails on such a row too; in a JSON file a row that lacks a column other rows have "
+      "reads as null there, as HF datasets reads it)";
   // A prompt and a completion in a later row make every row a prompt/completion row (TRL's
   // tokenize_fn tests "prompt" in example); row 0's prompt is null. It was read as messages.
   write_file(f, "{" + msgs + "}\n" + R"({"prompt": "p", "completion": " c"})" + "\n");

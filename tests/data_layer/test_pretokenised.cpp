@@ -224,8 +224,8 @@ TEST_F(Pretokenised, BadIdsAreNamed) {
       error("{\"input_ids\": \"1 2 3\"}\n"),
       f + ":1: row 0: column 'input_ids' is \"1 2 3\" (a string), expected a list of token ids");
   const std::string why =
-      " (a JSON file's columns are the union of all its rows' keys, as HF datasets reads it: a row "
-      "that lacks one has null there, and TRL fails on it)";
+      " (TRL fails on such a row too; in a JSON file a row that lacks a column other rows have "
+      "reads as null there, as HF datasets reads it)";
   EXPECT_EQ(
       error("{\"input_ids\": [1]}\n{\"input_ids\": null}\n"),
       f + ":2: row 1: column 'input_ids' is missing or null, expected a list of token ids" + why);
@@ -260,8 +260,8 @@ TEST_F(Pretokenised, BadMasksAndLabelsAreNamed) {
   EXPECT_EQ(error("{" + pc + R"("input_ids": [1, 2], "completion_mask": [0, 0.5]})" + "\n"),
             f + ":1: row 0: column 'completion_mask', element 1 is 0.5 (a float), expected 0 or 1");
   const std::string why =
-      " (a JSON file's columns are the union of all its rows' keys, as HF datasets reads it: a row "
-      "that lacks one has null there, and TRL fails on it)";
+      " (TRL fails on such a row too; in a JSON file a row that lacks a column other rows have "
+      "reads as null there, as HF datasets reads it)";
   EXPECT_EQ(error("{" + pc + R"("input_ids": [1], "completion_mask": [1]})" + "\n{" + pc +
                   R"("input_ids": [1]})" + "\n"),
             f +

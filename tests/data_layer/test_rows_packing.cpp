@@ -211,11 +211,13 @@ TEST(ExtractRow, WrongTypesAndRolesNameTheRow) {
             "d.jsonl: row 2: column 'messages' is string, expected a list of messages");
   const DatasetFormat pc{DatasetKind::kPromptCompletion, "text", false};
   EXPECT_EQ(error_of([&] { row_of(R"({"prompt": "a", "completion": null})", pc, 9); }),
-            "d.jsonl: row 9: column 'completion' is missing or null, expected a string (a JSON "
-            "file's columns are the union of all its rows' keys, as HF datasets reads it: a row "
-            "that lacks one has null there, and TRL fails on it)");
+            "d.jsonl: row 9: column 'completion' is missing or null, expected a string (TRL fails "
+            "on such a row too; in a JSON file a row that lacks a column other rows have reads as "
+            "null there, as HF datasets reads it)");
   EXPECT_EQ(error_of([&] { row_of(R"({"prompt": "a"})", pc, 5); }),
-            "d.jsonl: row 5: missing column 'completion'; found columns [prompt]");
+            "d.jsonl: row 5: column 'completion' is missing or null, expected a string (TRL fails "
+            "on such a row too; in a JSON file a row that lacks a column other rows have reads as "
+            "null there, as HF datasets reads it)");
 }
 
 TEST(Packing, TrlDocstringExample) {

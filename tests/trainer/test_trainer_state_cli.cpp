@@ -308,6 +308,9 @@ TEST_F(TrainerStateCli, FinalStateHasTheSummaryAndBestCheckpointIsAsGiven) {
           " exp_dir=" + exp("rel").string() + " trainer.resume_from_checkpoint=true" + best);
   ASSERT_TRUE(exited(r, 0, "resumed from"));
   EXPECT_EQ(r.output.find("does not exist anymore"), std::string::npos) << r.output;
+  // final/ holds the first run's export and trainer_state.json, both the export's own files: the
+  // resumed run's export replaces the directory whole (not "written into it beside them").
+  EXPECT_EQ(r.output.find("holds other files"), std::string::npos) << r.output;
   const Json rfin = read(exp("rel") / "final" / "trainer_state.json");
   EXPECT_EQ(rfin["log_history"].back()["train_loss"].get<double>(), loss_sum / 4);
   EXPECT_EQ(rfin["best_global_step"], fin["best_global_step"]);
