@@ -300,7 +300,9 @@ std::vector<KeySpec> trainer_keys() {
       // a mapping; only skip_prepare_dataset is read (refused when true), as TRL 0.25.1 reads
       // only that key (check_dataset_kwargs)
       acts("trainer.dataset_kwargs", nullptr, any_value()),
-      noted("trainer.dataset_num_proc", nullptr, "zerotune tokenises with compute.threads threads"),
+      // With packing, TRL packs each of its dataset_num_proc contiguous shards apart (the bins
+      // change); tokenisation threads are compute.threads. null or 0: one shard.
+      acts("trainer.dataset_num_proc", nullptr, integer(0, 1e9, true)),
       refused("trainer.shuffle_dataset", false,
               "an extra shuffle before training changes the sample order; zerotune shuffles per "
               "epoch with the seed"),

@@ -27,8 +27,10 @@ namespace zt::data {
 // add_eos_token applied to the Llama-family tokenizer classes (text::apply_config_post_processor);
 // 6: a row 0 with an `input_ids` column makes the dataset pre-tokenised whatever its other columns
 // (TRL's is_processed), so a dataset with `text` / `prompt`+`completion` / `messages` beside
-// `input_ids` is trained from the ids, no longer from the text.
-inline constexpr std::string_view kPipelineVersion = "zerotune-sft-data-6";
+// `input_ids` is trained from the ids, no longer from the text; 7: packing groups are map batches
+// of dataset rows (dropped rows included) inside TRL's dataset_num_proc shards, so a dropped row
+// no longer moves the group boundaries of the rows after it.
+inline constexpr std::string_view kPipelineVersion = "zerotune-sft-data-7";
 
 // What a preparation did. Counts are of dataset rows / examples; tokens after truncation.
 struct PrepareReport {
