@@ -29,6 +29,7 @@
 #include "io/safetensors.h"
 #include "io/tied_embeddings.h"
 #include "io/unique_keys.h"
+#include "optim/lr_schedule.h"
 #include "train/device.h"
 #include "train/metrics.h"
 #include "train/trainer.h"
@@ -100,6 +101,22 @@ void resolve_best_model(const RunConfig& cfg, train::TrainArgs& a) {
         "{} {} is not a round multiple of {} {}",
         cfg.key_at(lbm_key), lbm_key, cfg.where(lbm_key), cfg.key_ref("trainer.save_steps"),
         a.save_steps, cfg.key_ref(every_key), eval_every);
+}
+
+// trainer.lr_scheduler_kwargs against trainer.lr_scheduler_type, before any rank starts (the
+// trainer applies them again once it knows the total steps): an argument the schedule does not
+// take, a wrong type or a missing required one is a zt::Error naming file, line and key.
+void check_lr_scheduler_kwargs(const RunConfig& cfg, const train::TrainArgs& a) {
+  optim::LrSchedule s;
+  s.kind = a.lr_scheduler_type;
+  s.base_lr = s.init_lr = a.learning_rate;
+  try {
+    optim::apply_lr_scheduler_kwargs(&s, a.lr_scheduler_kwargs);
+  } catch (const Error& e) {
+    const std::string key = "trainer.lr_scheduler_kwargs";
+    fail("{}: {} (lr_scheduler_type {}): {}{}", cfg.key_at(key), key, name_of(s.kind), e.what(),
+         cfg.where(key));
+  }
 }
 
 // trainer.model_init_kwargs: what TRL's SFTTrainer passes to from_pretrained when it loads the
@@ -441,6 +458,7 @@ train::TrainArgs make_train_args(RunConfig& cfg, const std::optional<AccelerateC
          cfg.key_at("trainer.eval_on_start"), cfg.where("trainer.eval_on_start"),
          cfg.key_ref("dataset.eval.path"));
   resolve_best_model(cfg, a);
+  check_lr_scheduler_kwargs(cfg, a);
   a.resolved_config = cfg.tree();
   return a;
 }

@@ -35,6 +35,15 @@ constexpr std::string_view kDdp =
 constexpr std::string_view kFsdp =
     "zerotune's sharding is compute.zero_stage or the accelerate config; the numbers do not depend on it";
 
+// trainer.lr_scheduler_kwargs, stored as it is (null: none) in TrainArgs::lr_scheduler_kwargs.
+KeySpec scheduler_kwargs() {
+  KeySpec k = acts("trainer.lr_scheduler_kwargs", nullptr, any_value());
+  k.to_args = [](const RunConfig& cfg, TrainArgs& a) {
+    a.lr_scheduler_kwargs = cfg.value("trainer.lr_scheduler_kwargs");
+  };
+  return k;
+}
+
 }  // namespace
 
 std::vector<KeySpec> trainer_keys() {
@@ -120,11 +129,10 @@ std::vector<KeySpec> trainer_keys() {
       // ---- optimisation
       option("trainer.learning_rate", &TrainArgs::learning_rate, 2e-5, number(0)),
       enum_option("trainer.lr_scheduler_type", &TrainArgs::lr_scheduler_type,
-                  optim::LrScheduleKind::kLinear,
-                  {"cosine_with_restarts", "polynomial", "inverse_sqrt", "reduce_lr_on_plateau",
-                   "cosine_with_min_lr", "cosine_warmup_with_min_lr", "warmup_stable_decay"}),
-      refused("trainer.lr_scheduler_kwargs", nullptr,
-              "zerotune's schedules take no extra arguments", {"{}"}),
+                  optim::LrScheduleKind::kLinear, {"reduce_lr_on_plateau"}),
+      // a mapping (or a JSON string of one): the schedule's arguments, checked against
+      // lr_scheduler_type when the schedule is built (optim::apply_lr_scheduler_kwargs)
+      scheduler_kwargs(),
       option("trainer.warmup_steps", &TrainArgs::warmup_steps, 0, warmup()),
       // [0, 1], as transformers checks it (1: warm up over the whole run)
       option("trainer.warmup_ratio", &TrainArgs::warmup_ratio, 0.0, number(0, 1)),

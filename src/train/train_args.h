@@ -94,6 +94,7 @@ struct TrainArgs {
   // ---- optimisation (TrainingArguments names)
   double learning_rate{};
   optim::LrScheduleKind lr_scheduler_type{};
+  Json lr_scheduler_kwargs;  // trainer.lr_scheduler_kwargs as given (null: none)
   double warmup_steps{};  // >= 1: steps; (0, 1): ratio (transformers 5)
   double warmup_ratio{};
   double weight_decay{};

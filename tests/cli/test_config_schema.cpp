@@ -151,12 +151,13 @@ TEST(ConfigSchema, EveryNumberAndEnumIsCheckedWithItsRange) {
       {"warmup_ratio", 1.5, "trainer.warmup_ratio: 1.5 is not valid (expected a number in [0, 1])"},
       {"lr_scheduler_type", "cosin",
        "trainer.lr_scheduler_type: 'cosin' is not valid (expected one of: linear, cosine, "
-       "constant, "
-       "constant_with_warmup)"},
-      {"lr_scheduler_type", "cosine_with_restarts",
-       "trainer.lr_scheduler_type: 'cosine_with_restarts' is not supported by zerotune (it "
-       "implements: linear, "
-       "cosine, constant, constant_with_warmup)"},
+       "constant, constant_with_warmup, cosine_with_restarts, polynomial, inverse_sqrt, "
+       "cosine_with_min_lr, cosine_warmup_with_min_lr, warmup_stable_decay)"},
+      {"lr_scheduler_type", "reduce_lr_on_plateau",
+       "trainer.lr_scheduler_type: 'reduce_lr_on_plateau' is not supported by zerotune (it "
+       "implements: linear, cosine, constant, constant_with_warmup, cosine_with_restarts, "
+       "polynomial, inverse_sqrt, cosine_with_min_lr, cosine_warmup_with_min_lr, "
+       "warmup_stable_decay)"},
       {"eval_strategy", "step",
        "trainer.eval_strategy: 'step' is not valid (expected one of: no, steps, epoch)"},
       {"save_strategy", "bests",

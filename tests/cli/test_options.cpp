@@ -108,9 +108,12 @@ TEST(Options, EnumChoicesAreTheEnumNames) {
   EXPECT_EQ(zt::cli::describe_rule(s->rule), "one of: no, steps, epoch, best");
   const auto* sched = zt::cli::find_key("trainer.lr_scheduler_type");
   ASSERT_NE(sched, nullptr);
-  EXPECT_EQ(sched->rule.choices, (std::vector<std::string_view>{"linear", "cosine", "constant",
-                                                                "constant_with_warmup"}));
-  EXPECT_EQ(sched->rule.unsupported.front(), "cosine_with_restarts");
+  EXPECT_EQ(sched->rule.choices,
+            (std::vector<std::string_view>{"linear", "cosine", "constant", "constant_with_warmup",
+                                           "cosine_with_restarts", "polynomial", "inverse_sqrt",
+                                           "cosine_with_min_lr", "cosine_warmup_with_min_lr",
+                                           "warmup_stable_decay"}));
+  EXPECT_EQ(sched->rule.unsupported, (std::vector<std::string_view>{"reduce_lr_on_plateau"}));
   EXPECT_EQ(zt::cli::describe_rule(zt::cli::find_key("trainer.eval_steps")->rule),
             "an integer number of steps >= 0, or null");
   EXPECT_EQ(zt::cli::find_key("trainer.nan_policy")->default_value, Json("error"));

@@ -436,6 +436,30 @@ TEST_F(TrainCli, BestModelAcrossMovesRemovalsAndInterruptions) {
   }
 }
 
+// lr_scheduler_kwargs are checked against lr_scheduler_type before any rank starts: an argument
+// the schedule does not take, or a required one missing, is exit 1 naming the file and key.
+TEST_F(TrainCli, LrSchedulerKwargsAreCheckedAgainstTheSchedule) {
+  const std::string sft = (root_ / "sft.yaml").string();
+  auto r = train("kwbad",
+                 "trainer.lr_scheduler_type=cosine_with_min_lr "
+                 "'trainer.lr_scheduler_kwargs={min_lr_rat: 0.1}'");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("zerotune: error: " + sft +
+                          ": trainer.lr_scheduler_kwargs (lr_scheduler_type cosine_with_min_lr): "
+                          "'min_lr_rat' is not an argument of the cosine_with_min_lr schedule "
+                          "(transformers raises TypeError on it); it takes: num_cycles, min_lr, "
+                          "min_lr_rate (given on the command line)\n"),
+            std::string::npos)
+      << r.output;
+  EXPECT_FALSE(fs::exists(exp("kwbad") / "args.yaml"));
+  r = train("kwmissing", "trainer.lr_scheduler_type=warmup_stable_decay");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find(": trainer.lr_scheduler_kwargs (lr_scheduler_type warmup_stable_decay): "
+                          "warmup_stable_decay needs num_decay_steps"),
+            std::string::npos)
+      << r.output;
+}
+
 // What transformers refuses about the best model, and what zerotune refuses on top (a metric its
 // evaluation does not log; save_strategy best without evaluations): exit 1 naming the keys.
 TEST_F(TrainCli, BestModelSettingsThatCannotWorkAreRefused) {
@@ -685,13 +709,15 @@ TEST_F(TrainCli, ResumeWithAnotherLrScheduleKeepsTheCheckpointsLearningRate) {
   EXPECT_NE(slurp(exp("lrsched3") / "args.yaml").find("\n  learning_rate: 0.5\n"),
             std::string::npos);
   zt::Json bad = good;
-  bad["lr_schedule"]["lr_scheduler_type"] = "cosine_with_restarts";
+  bad["lr_schedule"]["lr_scheduler_type"] = "reduce_lr_on_plateau";
   std::ofstream(state) << bad.dump(2);
   r = train("lrsched4", "trainer.resume_from_checkpoint=" + ck.string());
   EXPECT_EQ(r.status, 1) << r.output;
   EXPECT_NE(r.output.find("zerotune: error: " + state.string() +
                           ": 'lr_schedule.lr_scheduler_type' must be one of linear, cosine, "
-                          "constant, constant_with_warmup, got \"cosine_with_restarts\"\n"),
+                          "constant, constant_with_warmup, cosine_with_restarts, polynomial, "
+                          "inverse_sqrt, cosine_with_min_lr, cosine_warmup_with_min_lr, "
+                          "warmup_stable_decay, got \"reduce_lr_on_plateau\"\n"),
             std::string::npos)
       << r.output;
 }
