@@ -8,6 +8,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <functional>
 #include <thread>
@@ -92,15 +93,39 @@ void resolve_best_model(const RunConfig& cfg, train::TrainArgs& a) {
         "'{}' and {} '{}'",
         cfg.key_at(lbm_key), lbm_key, cfg.where(lbm_key), cfg.key_ref(eval_key),
         name_of(a.eval_strategy), cfg.key_ref(save_key), name_of(a.save_strategy));
-  const int64_t eval_every = a.eval_steps > 0 ? a.eval_steps : a.logging_steps;
+  // The values as given (a ratio or a count), as transformers' __post_init__ compares them.
+  const bool eval_set = a.eval_steps > 0 || a.eval_steps_ratio > 0;
+  const auto raw = [](int64_t n, double ratio) {
+    return ratio > 0 ? ratio : static_cast<double>(n);
+  };
+  const double eval_every = eval_set ? raw(a.eval_steps, a.eval_steps_ratio)
+                                     : raw(a.logging_steps, a.logging_steps_ratio);
+  const double save_every = raw(a.save_steps, a.save_steps_ratio);
   // eval_steps null (0): the evaluation steps are logging_steps, as in transformers.
-  const char* every_key = a.eval_steps > 0 ? "trainer.eval_steps" : "trainer.logging_steps";
-  if (a.eval_strategy == IntervalStrategy::kSteps && a.save_steps % eval_every != 0)
-    fail(
-        "{}: {}{} requires the saving steps to be a round multiple of the evaluation steps, but "
-        "{} {} is not a round multiple of {} {}",
-        cfg.key_at(lbm_key), lbm_key, cfg.where(lbm_key), cfg.key_ref("trainer.save_steps"),
-        a.save_steps, cfg.key_ref(every_key), eval_every);
+  const char* every_key = eval_set ? "trainer.eval_steps" : "trainer.logging_steps";
+  if (a.eval_strategy != IntervalStrategy::kSteps || std::fmod(save_every, eval_every) == 0) return;
+  if (eval_every < 1 || save_every < 1) {
+    if (!(eval_every < 1 && save_every < 1))
+      fail(
+          "{}: {}{} requires the saving steps to be a multiple of the evaluation steps, which "
+          "cannot be guaranteed when {} {} and {} {} mix a ratio and a number of steps (as "
+          "transformers refuses it)",
+          cfg.key_at(lbm_key), lbm_key, cfg.where(lbm_key), cfg.key_ref("trainer.save_steps"),
+          save_every, cfg.key_ref(every_key), eval_every);
+    // transformers' LARGE_MULTIPLIER work-around for the ratios' floating-point remainders
+    if (std::fmod(save_every * 1000000, eval_every * 1000000) != 0)
+      fail(
+          "{}: {}{} requires the saving steps to be a multiple of the evaluation steps, but {} {} "
+          "is not a multiple of {} {}",
+          cfg.key_at(lbm_key), lbm_key, cfg.where(lbm_key), cfg.key_ref("trainer.save_steps"),
+          save_every, cfg.key_ref(every_key), eval_every);
+    return;
+  }
+  fail(
+      "{}: {}{} requires the saving steps to be a round multiple of the evaluation steps, but "
+      "{} {} is not a round multiple of {} {}",
+      cfg.key_at(lbm_key), lbm_key, cfg.where(lbm_key), cfg.key_ref("trainer.save_steps"),
+      a.save_steps, cfg.key_ref(every_key), eval_every);
 }
 
 // trainer.lr_scheduler_kwargs against trainer.lr_scheduler_type, before any rank starts (the

@@ -253,6 +253,7 @@ void Trainer::State::build_plan() {
                           "from the start of the epoch to fill the last round)",
                           plan->samples_per_epoch())
             : std::string());
+  a.resolve_step_ratios(plan->total_steps());  // logging/eval/save steps given as ratios
   sched.kind = a.lr_scheduler_type;
   sched.base_lr = a.learning_rate;
   sched.total_steps = plan->total_steps();

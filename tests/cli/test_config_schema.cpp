@@ -132,13 +132,15 @@ TEST(ConfigSchema, EveryNumberAndEnumIsCheckedWithItsRange) {
       {"max_length", 0,
        "trainer.max_length: 0 is not valid (expected an integer in [1, 1000000000])"},
       {"logging_steps", 0,
-       "trainer.logging_steps: 0 is not valid (expected an integer number of steps >= 1)"},
-      {"eval_steps", 0.5,
-       "trainer.eval_steps: 0.5 is not valid (expected an integer number of steps >= 0 "
-       "(transformers' ratio of "
-       "the total steps is not supported by zerotune))"},
+       "trainer.logging_steps: 0 is not valid (expected an integer number of steps >= 1, or a "
+       "ratio in (0, 1) of the total steps)"},
+      // above 1 a number of steps must be whole, as transformers' __post_init__ requires
+      {"eval_steps", 2.5,
+       "trainer.eval_steps: 2.5 is not valid (expected an integer number of steps >= 0, or a "
+       "ratio in (0, 1) of the total steps)"},
       {"save_steps", -5,
-       "trainer.save_steps: -5 is not valid (expected an integer number of steps >= 0)"},
+       "trainer.save_steps: -5 is not valid (expected an integer number of steps >= 0, or a "
+       "ratio in (0, 1) of the total steps)"},
       {"save_total_limit", 1.5,
        "trainer.save_total_limit: 1.5 is not valid (expected an integer <= 1000000000)"},
       {"seed", -1, "trainer.seed: -1 is not valid (expected an integer in [0, 4294967295])"},

@@ -470,6 +470,17 @@ TEST_F(TrainCli, BestModelSettingsThatCannotWorkAreRefused) {
        "steps to be a round multiple of the evaluation steps, but trainer.save_steps (given on "
        "the command line) 3 is not a round multiple of trainer.eval_steps (" +
            sft + ":30) 2\n"},
+      // ratios (below 1) as transformers compares them: not mixed with a count, and dividing
+      {"trainer.load_best_model_at_end=true trainer.save_steps=0.5",
+       "sft.yaml: trainer.load_best_model_at_end (given on the command line) requires the saving "
+       "steps to be a multiple of the evaluation steps, which cannot be guaranteed when "
+       "trainer.save_steps (given on the command line) 0.5 and trainer.eval_steps (" +
+           sft + ":30) 2 mix a ratio and a number of steps (as transformers refuses it)\n"},
+      {"trainer.load_best_model_at_end=true trainer.save_steps=0.5 trainer.eval_steps=0.3",
+       "sft.yaml: trainer.load_best_model_at_end (given on the command line) requires the saving "
+       "steps to be a multiple of the evaluation steps, but trainer.save_steps (given on the "
+       "command line) 0.5 is not a multiple of trainer.eval_steps (given on the command line) "
+       "0.3\n"},
       {"trainer.load_best_model_at_end=true trainer.save_strategy=epoch",
        "sft.yaml: trainer.load_best_model_at_end (given on the command line) requires the save "
        "and eval strategy to match (as transformers does), but trainer.eval_strategy (" +
