@@ -8,6 +8,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <functional>
 #include <thread>
@@ -29,6 +30,7 @@
 #include "io/safetensors.h"
 #include "io/tied_embeddings.h"
 #include "io/unique_keys.h"
+#include "optim/lr_schedule.h"
 #include "train/device.h"
 #include "train/metrics.h"
 #include "train/trainer.h"
@@ -91,15 +93,55 @@ void resolve_best_model(const RunConfig& cfg, train::TrainArgs& a) {
         "'{}' and {} '{}'",
         cfg.key_at(lbm_key), lbm_key, cfg.where(lbm_key), cfg.key_ref(eval_key),
         name_of(a.eval_strategy), cfg.key_ref(save_key), name_of(a.save_strategy));
-  const int64_t eval_every = a.eval_steps > 0 ? a.eval_steps : a.logging_steps;
+  // The values as given (a ratio or a count), as transformers' __post_init__ compares them.
+  const bool eval_set = a.eval_steps > 0 || a.eval_steps_ratio > 0;
+  const auto raw = [](int64_t n, double ratio) {
+    return ratio > 0 ? ratio : static_cast<double>(n);
+  };
+  const double eval_every = eval_set ? raw(a.eval_steps, a.eval_steps_ratio)
+                                     : raw(a.logging_steps, a.logging_steps_ratio);
+  const double save_every = raw(a.save_steps, a.save_steps_ratio);
   // eval_steps null (0): the evaluation steps are logging_steps, as in transformers.
-  const char* every_key = a.eval_steps > 0 ? "trainer.eval_steps" : "trainer.logging_steps";
-  if (a.eval_strategy == IntervalStrategy::kSteps && a.save_steps % eval_every != 0)
-    fail(
-        "{}: {}{} requires the saving steps to be a round multiple of the evaluation steps, but "
-        "{} {} is not a round multiple of {} {}",
-        cfg.key_at(lbm_key), lbm_key, cfg.where(lbm_key), cfg.key_ref("trainer.save_steps"),
-        a.save_steps, cfg.key_ref(every_key), eval_every);
+  const char* every_key = eval_set ? "trainer.eval_steps" : "trainer.logging_steps";
+  if (a.eval_strategy != IntervalStrategy::kSteps || std::fmod(save_every, eval_every) == 0) return;
+  if (eval_every < 1 || save_every < 1) {
+    if (!(eval_every < 1 && save_every < 1))
+      fail(
+          "{}: {}{} requires the saving steps to be a multiple of the evaluation steps, which "
+          "cannot be guaranteed when {} {} and {} {} mix a ratio and a number of steps (as "
+          "transformers refuses it)",
+          cfg.key_at(lbm_key), lbm_key, cfg.where(lbm_key), cfg.key_ref("trainer.save_steps"),
+          save_every, cfg.key_ref(every_key), eval_every);
+    // transformers' LARGE_MULTIPLIER work-around for the ratios' floating-point remainders
+    if (std::fmod(save_every * 1000000, eval_every * 1000000) != 0)
+      fail(
+          "{}: {}{} requires the saving steps to be a multiple of the evaluation steps, but {} {} "
+          "is not a multiple of {} {}",
+          cfg.key_at(lbm_key), lbm_key, cfg.where(lbm_key), cfg.key_ref("trainer.save_steps"),
+          save_every, cfg.key_ref(every_key), eval_every);
+    return;
+  }
+  fail(
+      "{}: {}{} requires the saving steps to be a round multiple of the evaluation steps, but "
+      "{} {} is not a round multiple of {} {}",
+      cfg.key_at(lbm_key), lbm_key, cfg.where(lbm_key), cfg.key_ref("trainer.save_steps"),
+      a.save_steps, cfg.key_ref(every_key), eval_every);
+}
+
+// trainer.lr_scheduler_kwargs against trainer.lr_scheduler_type, before any rank starts (the
+// trainer applies them again once it knows the total steps): an argument the schedule does not
+// take, a wrong type or a missing required one is a zt::Error naming file, line and key.
+void check_lr_scheduler_kwargs(const RunConfig& cfg, const train::TrainArgs& a) {
+  optim::LrSchedule s;
+  s.kind = a.lr_scheduler_type;
+  s.base_lr = s.init_lr = a.learning_rate;
+  try {
+    optim::apply_lr_scheduler_kwargs(&s, a.lr_scheduler_kwargs);
+  } catch (const Error& e) {
+    const std::string key = "trainer.lr_scheduler_kwargs";
+    fail("{}: {} (lr_scheduler_type {}): {}{}", cfg.key_at(key), key, name_of(s.kind), e.what(),
+         cfg.where(key));
+  }
 }
 
 // trainer.model_init_kwargs: what TRL's SFTTrainer passes to from_pretrained when it loads the
@@ -441,6 +483,7 @@ train::TrainArgs make_train_args(RunConfig& cfg, const std::optional<AccelerateC
          cfg.key_at("trainer.eval_on_start"), cfg.where("trainer.eval_on_start"),
          cfg.key_ref("dataset.eval.path"));
   resolve_best_model(cfg, a);
+  check_lr_scheduler_kwargs(cfg, a);
   a.resolved_config = cfg.tree();
   return a;
 }

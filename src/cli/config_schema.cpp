@@ -172,15 +172,16 @@ std::string check_value(const ValueRule& r, const Json& v) {
     }
     case K::kSteps: {
       // At least 1, or r.lo where the rule sets it (eval_steps: 0 is transformers' "use
-      // logging_steps").
+      // logging_steps"); or a ratio in (0, 1) of the total steps, as transformers takes it
+      // (TrainerState.compute_steps; above 1 it must be whole).
       const double lo = std::isfinite(r.lo) ? r.lo : 1.0;
-      const std::string want = fmt::format("an integer number of steps >= {}", lo);
+      const std::string want = fmt::format(
+          "an integer number of steps >= {}, or a ratio in (0, 1) of the total steps", lo);
       if (v.is_number_integer()) return static_cast<double>(v.get<int64_t>()) >= lo ? "" : want;
       if (v.is_number_float()) {
         const double d = v.get<double>();
         if (d >= lo && d == std::floor(d)) return "";
-        if (d > 0 && d < 1)
-          return want + " (transformers' ratio of the total steps is not supported by zerotune)";
+        if (d > 0 && d < 1) return "";
       }
       return want;
     }

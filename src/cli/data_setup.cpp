@@ -167,6 +167,9 @@ data::DataOptions data_options(const RunConfig& cfg, const std::string& split) {
   // packing the eval set changes only its truncation (the same as without packing).
   o.packing = cfg.get<bool>("trainer.packing");
   o.packing_strategy = cfg.get<std::string>("trainer.packing_strategy");
+  // The map that packs runs on dataset_num_proc shards (null/0: one), which changes the bins.
+  o.dataset_num_proc =
+      std::max<int64_t>(1, cfg.get_optional<int64_t>("trainer.dataset_num_proc").value_or(1));
   o.completion_only_loss = cfg.get_optional<bool>("trainer.completion_only_loss");
   o.assistant_only_loss = cfg.get<bool>("trainer.assistant_only_loss");
   o.eos_token = cfg.get_optional<std::string>("trainer.eos_token");

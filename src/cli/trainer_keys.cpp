@@ -35,6 +35,30 @@ constexpr std::string_view kDdp =
 constexpr std::string_view kFsdp =
     "zerotune's sharding is compute.zero_stage or the accelerate config; the numbers do not depend on it";
 
+// A steps key (logging_steps / eval_steps / save_steps): an integer count into `field`, or a ratio
+// in (0, 1) of the total steps into `ratio` (the count resolved once the plan knows the total,
+// TrainArgs::resolve_step_ratios); null stores 0 (eval_steps: logging_steps).
+KeySpec steps_option(std::string_view path, int64_t TrainArgs::*field, double TrainArgs::*ratio,
+                     Json dflt, ValueRule rule) {
+  KeySpec k = acts(path, std::move(dflt), std::move(rule));
+  k.to_args = [path, field, ratio](const RunConfig& cfg, TrainArgs& a) {
+    const Json& v = cfg.value(std::string(path));
+    const double d = v.is_null() ? 0.0 : v.get<double>();
+    a.*ratio = d > 0.0 && d < 1.0 ? d : 0.0;
+    a.*field = a.*ratio > 0.0 ? 0 : static_cast<int64_t>(d);
+  };
+  return k;
+}
+
+// trainer.lr_scheduler_kwargs, stored as it is (null: none) in TrainArgs::lr_scheduler_kwargs.
+KeySpec scheduler_kwargs() {
+  KeySpec k = acts("trainer.lr_scheduler_kwargs", nullptr, any_value());
+  k.to_args = [](const RunConfig& cfg, TrainArgs& a) {
+    a.lr_scheduler_kwargs = cfg.value("trainer.lr_scheduler_kwargs");
+  };
+  return k;
+}
+
 }  // namespace
 
 std::vector<KeySpec> trainer_keys() {
@@ -62,7 +86,8 @@ std::vector<KeySpec> trainer_keys() {
       enum_option("trainer.save_strategy", &TrainArgs::save_strategy, SaveStrategy::kSteps),
       // 0: no periodic save, the final step's only (transformers' DefaultFlowCallback tests
       // `save_steps > 0`)
-      option("trainer.save_steps", &TrainArgs::save_steps, 500, steps_from_zero(false)),
+      steps_option("trainer.save_steps", &TrainArgs::save_steps, &TrainArgs::save_steps_ratio, 500,
+                   steps_from_zero(false)),
       // null, 0 or negative: keep every checkpoint (transformers' _rotate_checkpoints returns for
       // `save_total_limit is None or save_total_limit <= 0`).
       option_or_null("trainer.save_total_limit", &TrainArgs::save_total_limit, nullptr, int64_t{0},
@@ -85,8 +110,8 @@ std::vector<KeySpec> trainer_keys() {
       // ---- evaluation and logging
       enum_option("trainer.eval_strategy", &TrainArgs::eval_strategy, IntervalStrategy::kNo),
       // null or 0: logging_steps, as transformers' TrainingArguments sets it
-      option_or_null("trainer.eval_steps", &TrainArgs::eval_steps, nullptr, int64_t{0},
-                     steps_from_zero(true)),
+      steps_option("trainer.eval_steps", &TrainArgs::eval_steps, &TrainArgs::eval_steps_ratio,
+                   nullptr, steps_from_zero(true)),
       option("trainer.eval_delay", &TrainArgs::eval_delay, 0, number(0)),
       option("trainer.eval_on_start", &TrainArgs::eval_on_start, false, boolean()),
       noted("trainer.eval_accumulation_steps", nullptr, kEvalLoop),
@@ -100,7 +125,8 @@ std::vector<KeySpec> trainer_keys() {
       noted("trainer.jit_mode_eval", false, kCompile),
       noted("trainer.use_legacy_prediction_loop", false, kEvalLoop),
       noted("trainer.past_index", -1, "no model in zerotune returns past states"),
-      option("trainer.logging_steps", &TrainArgs::logging_steps, 10, steps()),
+      steps_option("trainer.logging_steps", &TrainArgs::logging_steps,
+                   &TrainArgs::logging_steps_ratio, 10, steps()),
       enum_option("trainer.logging_strategy", &TrainArgs::logging_strategy,
                   IntervalStrategy::kSteps),
       option("trainer.logging_first_step", &TrainArgs::logging_first_step, false, boolean()),
@@ -120,11 +146,10 @@ std::vector<KeySpec> trainer_keys() {
       // ---- optimisation
       option("trainer.learning_rate", &TrainArgs::learning_rate, 2e-5, number(0)),
       enum_option("trainer.lr_scheduler_type", &TrainArgs::lr_scheduler_type,
-                  optim::LrScheduleKind::kLinear,
-                  {"cosine_with_restarts", "polynomial", "inverse_sqrt", "reduce_lr_on_plateau",
-                   "cosine_with_min_lr", "cosine_warmup_with_min_lr", "warmup_stable_decay"}),
-      refused("trainer.lr_scheduler_kwargs", nullptr,
-              "zerotune's schedules take no extra arguments", {"{}"}),
+                  optim::LrScheduleKind::kLinear, {"reduce_lr_on_plateau"}),
+      // a mapping (or a JSON string of one): the schedule's arguments, checked against
+      // lr_scheduler_type when the schedule is built (optim::apply_lr_scheduler_kwargs)
+      scheduler_kwargs(),
       option("trainer.warmup_steps", &TrainArgs::warmup_steps, 0, warmup()),
       // [0, 1], as transformers checks it (1: warm up over the whole run)
       option("trainer.warmup_ratio", &TrainArgs::warmup_ratio, 0.0, number(0, 1)),
@@ -300,7 +325,9 @@ std::vector<KeySpec> trainer_keys() {
       // a mapping; only skip_prepare_dataset is read (refused when true), as TRL 0.25.1 reads
       // only that key (check_dataset_kwargs)
       acts("trainer.dataset_kwargs", nullptr, any_value()),
-      noted("trainer.dataset_num_proc", nullptr, "zerotune tokenises with compute.threads threads"),
+      // With packing, TRL packs each of its dataset_num_proc contiguous shards apart (the bins
+      // change); tokenisation threads are compute.threads. null or 0: one shard.
+      acts("trainer.dataset_num_proc", nullptr, integer(0, 1e9, true)),
       refused("trainer.shuffle_dataset", false,
               "an extra shuffle before training changes the sample order; zerotune shuffles per "
               "epoch with the seed"),

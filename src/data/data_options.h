@@ -88,9 +88,12 @@ struct DataOptions {
   std::optional<int64_t> max_length = 1024;  // tokens; nullopt or 0 = no truncation
   bool packing = false;                      // TRL `packing`
   std::string packing_strategy = "bfd";      // only "bfd" is implemented
-  // TRL packs inside each `datasets.map(batched=True)` batch, 1000 examples by default; bins never
-  // mix examples of different groups. 0 = one group for the whole dataset.
+  // TRL packs inside each `datasets.map(batched=True)` batch, 1000 rows by default; bins never
+  // mix rows of different groups. 0 = one group per shard.
   int64_t packing_group_size = 1000;
+  // TRL `dataset_num_proc` (null/0: 1): the map that packs splits the rows into this many
+  // contiguous shards first (packing_group_starts), so it changes the bins.
+  int64_t dataset_num_proc = 1;
   std::optional<bool> completion_only_loss;  // nullopt = auto: true for prompt/completion data
   // The auto value as TRL decides it for an eval set: SFTTrainer.__init__ sets an unset
   // completion_only_loss once, from the train dataset's row 0 ("prompt" and "completion" in it;

@@ -47,4 +47,22 @@ std::vector<std::vector<int64_t>> pack_bfd(std::span<const int64_t> lengths, int
   return bins;
 }
 
+std::vector<int64_t> packing_group_starts(int64_t num_rows, int64_t num_proc, int64_t batch_size) {
+  if (num_rows < 0 || num_proc < 0 || batch_size < 0)
+    fail("packing groups: num_rows {}, num_proc {}, batch_size {} (expected >= 0)", num_rows,
+         num_proc, batch_size);
+  // datasets: `num_proc == 0` is None; `num_proc > len(self)` is reduced to len(self).
+  const int64_t shards = std::max<int64_t>(1, std::min(num_proc, num_rows));
+  const int64_t div = num_rows / shards, mod = num_rows % shards;
+  std::vector<int64_t> starts;
+  for (int64_t k = 0; k < shards; ++k) {
+    const int64_t begin = div * k + std::min(k, mod);
+    const int64_t end = begin + div + (k < mod ? 1 : 0);
+    const int64_t step = batch_size > 0 ? batch_size : std::max<int64_t>(1, end - begin);
+    for (int64_t r = begin; r < end; r += step) starts.push_back(r);
+  }
+  if (starts.empty()) starts.push_back(0);  // no rows: one empty group
+  return starts;
+}
+
 }  // namespace zt::data

@@ -225,6 +225,7 @@ CacheKey dataset_cache_key(const DataOptions& given, const text::TokenizerConfig
   resolved["packing"] = opts.packing;
   resolved["packing_strategy"] = opts.packing ? Json(opts.packing_strategy) : Json();
   resolved["packing_group_size"] = opts.packing ? Json(opts.packing_group_size) : Json();
+  resolved["dataset_num_proc"] = opts.packing ? Json(opts.dataset_num_proc) : Json();
   resolved["completion_only_loss"] =
       opts.completion_only_loss ? Json(*opts.completion_only_loss) : Json();
   // Only an eval set's key has it (a train set's key is as before).
@@ -400,14 +401,18 @@ TokenData build_token_data(const DataOptions& given, const text::Tokenizer& toke
     fail("{}: no example left out of {} rows (dropped: {})", file, n, fmt::join(parts, ", "));
   }
 
-  // Sample order: packed bins (TRL packs each group of packing_group_size examples separately),
-  // or one example per sample in row order.
+  // Sample order: packed bins, or one example per sample in row order. TRL packs each map batch
+  // of rows separately (packing_group_starts); the groups are of dataset rows, dropped rows
+  // included, as TRL drops none before it packs.
   std::vector<std::vector<int64_t>> samples;  // indices into `kept`
   if (opts.packing) {
-    const auto group =
-        opts.packing_group_size > 0 ? static_cast<size_t>(opts.packing_group_size) : kept.size();
-    for (size_t g = 0; g < kept.size(); g += group) {
-      const size_t end = std::min(kept.size(), g + group);
+    const std::vector<int64_t> starts =
+        packing_group_starts(n, opts.dataset_num_proc, opts.packing_group_size);
+    auto group_of = [&](size_t i) {
+      return std::upper_bound(starts.begin(), starts.end(), kept[i]) - starts.begin();
+    };
+    for (size_t g = 0, end = 0; g < kept.size(); g = end) {
+      for (end = g + 1; end < kept.size() && group_of(end) == group_of(g);) ++end;
       std::vector<int64_t> lengths;
       for (size_t i = g; i < end; ++i)
         lengths.push_back(static_cast<int64_t>(results[kept[i]].ex.ids.size()));

@@ -27,12 +27,14 @@ namespace zt::data {
 // add_eos_token applied to the Llama-family tokenizer classes (text::apply_config_post_processor);
 // 6: a row 0 with an `input_ids` column makes the dataset pre-tokenised whatever its other columns
 // (TRL's is_processed), so a dataset with `text` / `prompt`+`completion` / `messages` beside
-// `input_ids` is trained from the ids, no longer from the text; 7: JSON rows have every column of
-// the file, null where a row lacks it (HF datasets' json loader), so a column first given after row
-// 0 counts in row 0's decisions (prompt+completion: the kind and completion_only_loss; a
+// `input_ids` is trained from the ids, no longer from the text; 7: a JSON row 0 has every column of
+// the file, null where it lacks one (HF datasets' json loader), so a column first given after row 0
+// counts in row 0's decisions (prompt+completion: the kind and completion_only_loss; a
 // pre-tokenised row 0 lacking labels / completion_mask / assistant_masks other rows have: read, and
-// an error).
-inline constexpr std::string_view kPipelineVersion = "zerotune-sft-data-7";
+// an error); 8: packing groups are map batches of dataset rows (dropped rows included) inside TRL's
+// dataset_num_proc shards, so a dropped row no longer moves the group boundaries of the rows after
+// it.
+inline constexpr std::string_view kPipelineVersion = "zerotune-sft-data-8";
 
 // What a preparation did. Counts are of dataset rows / examples; tokens after truncation.
 struct PrepareReport {

@@ -8,6 +8,7 @@
 // from the checked config. A TrainArgs built any other way must set every field itself.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -94,6 +95,7 @@ struct TrainArgs {
   // ---- optimisation (TrainingArguments names)
   double learning_rate{};
   optim::LrScheduleKind lr_scheduler_type{};
+  Json lr_scheduler_kwargs;  // trainer.lr_scheduler_kwargs as given (null: none)
   double warmup_steps{};  // >= 1: steps; (0, 1): ratio (transformers 5)
   double warmup_ratio{};
   double weight_decay{};
@@ -135,6 +137,21 @@ struct TrainArgs {
   bool eval_on_start{};
   SaveStrategy save_strategy{};
   int64_t save_steps{};
+  // transformers' ratio form of logging_steps / eval_steps / save_steps, a value in (0, 1): once
+  // the total steps T are known (TrainerState.compute_steps) each becomes ceil(T * ratio) in its
+  // field above (Trainer::State plans it, resolve_step_ratios). 0: the field is a count as given.
+  double logging_steps_ratio{}, eval_steps_ratio{}, save_steps_ratio{};
+  // Applies the ratios above to T total optimizer steps (math.ceil(max_steps * ratio), as
+  // transformers 4.57's TrainerState.compute_steps).
+  void resolve_step_ratios(int64_t total_steps) {
+    const auto at = [&](double ratio, int64_t* field) {
+      if (ratio > 0.0)
+        *field = static_cast<int64_t>(std::ceil(static_cast<double>(total_steps) * ratio));
+    };
+    at(logging_steps_ratio, &logging_steps);
+    at(eval_steps_ratio, &eval_steps);
+    at(save_steps_ratio, &save_steps);
+  }
   // The best model (transformers' Trainer._determine_best_metric): the eval metric compared after
   // each evaluation ("eval_"-prefixed; empty: none), higher or lower better, and whether the model
   // of the best evaluation's checkpoint becomes the final model.

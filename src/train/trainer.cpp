@@ -224,7 +224,6 @@ std::vector<float> Trainer::master_weights() { return s_->engine->full_master_we
 TrainSummary Trainer::run() {
   State& s = *s_;
   const TrainArgs& a = s.a;
-  const int64_t eval_every = a.eval_steps > 0 ? a.eval_steps : a.logging_steps;
 
   {
     // A stop signal while the datasets are tokenised ends the process there (exit by the signal)
@@ -251,6 +250,8 @@ TrainSummary Trainer::run() {
   TrainSummary sum;
   LogWindow window(s.num_tokens_seen, /*log_grad_norm=*/a.max_grad_norm > 0);
   const int64_t T = s.plan->total_steps();
+  // After build_plan: logging/eval/save steps given as ratios are counts from here on.
+  const int64_t eval_every = a.eval_steps > 0 ? a.eval_steps : a.logging_steps;
   if (s.rank0() && a.eval_strategy != IntervalStrategy::kNo && T > 0) {
     const double last = a.eval_strategy == IntervalStrategy::kSteps
                             ? static_cast<double>(T)

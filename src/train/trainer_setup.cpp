@@ -253,11 +253,20 @@ void Trainer::State::build_plan() {
                           "from the start of the epoch to fill the last round)",
                           plan->samples_per_epoch())
             : std::string());
+  a.resolve_step_ratios(plan->total_steps());  // logging/eval/save steps given as ratios
   sched.kind = a.lr_scheduler_type;
   sched.base_lr = a.learning_rate;
   sched.total_steps = plan->total_steps();
   sched.warmup_steps =
       optim::resolve_warmup_steps(plan->total_steps(), a.warmup_steps, a.warmup_ratio);
+  sched.init_lr = a.learning_rate;
+  try {
+    optim::apply_lr_scheduler_kwargs(&sched, a.lr_scheduler_kwargs);
+  } catch (const Error& e) {
+    const TrainArgs::KeyOrigin o = a.key_origin("trainer.lr_scheduler_kwargs");
+    fail("{}trainer.lr_scheduler_kwargs (lr_scheduler_type {}): {}{}",
+         o.at.empty() ? "" : o.at + ": ", name_of(sched.kind), e.what(), o.where);
+  }
   // The "plan: … lr …" line waits for the resume decision (log_plan), which may keep the
   // checkpoint's learning rate.
 }

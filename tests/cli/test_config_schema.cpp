@@ -132,13 +132,15 @@ TEST(ConfigSchema, EveryNumberAndEnumIsCheckedWithItsRange) {
       {"max_length", 0,
        "trainer.max_length: 0 is not valid (expected an integer in [1, 1000000000])"},
       {"logging_steps", 0,
-       "trainer.logging_steps: 0 is not valid (expected an integer number of steps >= 1)"},
-      {"eval_steps", 0.5,
-       "trainer.eval_steps: 0.5 is not valid (expected an integer number of steps >= 0 "
-       "(transformers' ratio of "
-       "the total steps is not supported by zerotune))"},
+       "trainer.logging_steps: 0 is not valid (expected an integer number of steps >= 1, or a "
+       "ratio in (0, 1) of the total steps)"},
+      // above 1 a number of steps must be whole, as transformers' __post_init__ requires
+      {"eval_steps", 2.5,
+       "trainer.eval_steps: 2.5 is not valid (expected an integer number of steps >= 0, or a "
+       "ratio in (0, 1) of the total steps)"},
       {"save_steps", -5,
-       "trainer.save_steps: -5 is not valid (expected an integer number of steps >= 0)"},
+       "trainer.save_steps: -5 is not valid (expected an integer number of steps >= 0, or a "
+       "ratio in (0, 1) of the total steps)"},
       {"save_total_limit", 1.5,
        "trainer.save_total_limit: 1.5 is not valid (expected an integer <= 1000000000)"},
       {"seed", -1, "trainer.seed: -1 is not valid (expected an integer in [0, 4294967295])"},
@@ -151,12 +153,13 @@ TEST(ConfigSchema, EveryNumberAndEnumIsCheckedWithItsRange) {
       {"warmup_ratio", 1.5, "trainer.warmup_ratio: 1.5 is not valid (expected a number in [0, 1])"},
       {"lr_scheduler_type", "cosin",
        "trainer.lr_scheduler_type: 'cosin' is not valid (expected one of: linear, cosine, "
-       "constant, "
-       "constant_with_warmup)"},
-      {"lr_scheduler_type", "cosine_with_restarts",
-       "trainer.lr_scheduler_type: 'cosine_with_restarts' is not supported by zerotune (it "
-       "implements: linear, "
-       "cosine, constant, constant_with_warmup)"},
+       "constant, constant_with_warmup, cosine_with_restarts, polynomial, inverse_sqrt, "
+       "cosine_with_min_lr, cosine_warmup_with_min_lr, warmup_stable_decay)"},
+      {"lr_scheduler_type", "reduce_lr_on_plateau",
+       "trainer.lr_scheduler_type: 'reduce_lr_on_plateau' is not supported by zerotune (it "
+       "implements: linear, cosine, constant, constant_with_warmup, cosine_with_restarts, "
+       "polynomial, inverse_sqrt, cosine_with_min_lr, cosine_warmup_with_min_lr, "
+       "warmup_stable_decay)"},
       {"eval_strategy", "step",
        "trainer.eval_strategy: 'step' is not valid (expected one of: no, steps, epoch)"},
       {"save_strategy", "bests",

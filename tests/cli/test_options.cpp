@@ -31,6 +31,34 @@ std::string slurp(const std::string& path) {
   return s.str();
 }
 
+// logging_steps / eval_steps / save_steps below 1 are transformers' ratios of the total steps:
+// TrainerState.compute_steps makes each math.ceil(max_steps * ratio) (transformers 4.57.1
+// trainer_callback.py); eval_steps null stays logging_steps; whole floats are counts.
+TEST(Options, StepsGivenAsRatiosResolveAsTransformersComputeSteps) {
+  const RunConfig cfg = RunConfig::from_json(
+      {{"trainer", {{"logging_steps", 0.25}, {"eval_steps", 0.1}, {"save_steps", 20.0}}}},
+      "sft.yaml");
+  TrainArgs a;
+  zt::cli::read_declared_options(cfg, a);
+  EXPECT_EQ(a.logging_steps_ratio, 0.25);
+  EXPECT_EQ(a.eval_steps_ratio, 0.1);
+  EXPECT_EQ(a.save_steps_ratio, 0.0);
+  EXPECT_EQ(a.save_steps, 20);
+  a.resolve_step_ratios(37);
+  EXPECT_EQ(a.logging_steps, 10);  // ceil(9.25)
+  EXPECT_EQ(a.eval_steps, 4);      // ceil(3.7)
+  EXPECT_EQ(a.save_steps, 20);
+  a.eval_steps_ratio = 0.07;
+  a.resolve_step_ratios(100);  // 100 * 0.07 is 7.000000000000001 in floats: math.ceil gives 8
+  EXPECT_EQ(a.eval_steps, 8);
+  TrainArgs n;
+  zt::cli::read_declared_options(
+      RunConfig::from_json({{"trainer", {{"eval_steps", nullptr}}}}, "s.yaml"), n);
+  n.resolve_step_ratios(100);
+  EXPECT_EQ(n.eval_steps, 0);  // null: the (resolved) logging_steps
+  EXPECT_EQ(n.logging_steps, 10);
+}
+
 TEST(Options, DeclarationsFillTrainArgsWithTheirDefaults) {
   const RunConfig cfg = RunConfig::from_json(Json::object(), "sft.yaml");
   TrainArgs a;
@@ -108,11 +136,14 @@ TEST(Options, EnumChoicesAreTheEnumNames) {
   EXPECT_EQ(zt::cli::describe_rule(s->rule), "one of: no, steps, epoch, best");
   const auto* sched = zt::cli::find_key("trainer.lr_scheduler_type");
   ASSERT_NE(sched, nullptr);
-  EXPECT_EQ(sched->rule.choices, (std::vector<std::string_view>{"linear", "cosine", "constant",
-                                                                "constant_with_warmup"}));
-  EXPECT_EQ(sched->rule.unsupported.front(), "cosine_with_restarts");
+  EXPECT_EQ(sched->rule.choices,
+            (std::vector<std::string_view>{"linear", "cosine", "constant", "constant_with_warmup",
+                                           "cosine_with_restarts", "polynomial", "inverse_sqrt",
+                                           "cosine_with_min_lr", "cosine_warmup_with_min_lr",
+                                           "warmup_stable_decay"}));
+  EXPECT_EQ(sched->rule.unsupported, (std::vector<std::string_view>{"reduce_lr_on_plateau"}));
   EXPECT_EQ(zt::cli::describe_rule(zt::cli::find_key("trainer.eval_steps")->rule),
-            "an integer number of steps >= 0, or null");
+            "an integer number of steps >= 0, or a ratio in (0, 1) of the total steps, or null");
   EXPECT_EQ(zt::cli::find_key("trainer.nan_policy")->default_value, Json("error"));
   EXPECT_EQ(zt::cli::find_key("trainer.warmup_steps")->default_value.dump(),
             "0");  // as TRL spells it

@@ -293,7 +293,8 @@ TEST(RunConfig, IntegersBeyond64BitsAreShownAsGiven) {
             "-9223372036854775808)");
   EXPECT_EQ(trainer_error("logging_steps", "9223372036854775808"),
             "sft.yaml: trainer.logging_steps: 9223372036854775808 is not valid (expected an "
-            "integer number of steps >= 1; zerotune's integers are 64-bit: at most "
+            "integer number of steps >= 1, or a ratio in (0, 1) of the total steps; zerotune's "
+            "integers are 64-bit: at most "
             "9223372036854775807)");
   // A key that wants a number reads it as float() does, as before.
   EXPECT_EQ(zt::cli::RunConfig::from_json(

@@ -464,5 +464,52 @@ TEST_F(Pretokenised, PromptAndCompletionAfterRowZeroDecideCompletionOnlyLoss) {
   EXPECT_EQ(all.target_tokens, 4);
 }
 
+// TRL 0.25.1 packs inside each datasets.map batch of 1000 rows of each of its dataset_num_proc
+// contiguous shards (tests/data/pretok/pack_groups.golden.json: trl.data_utils.pack_dataset run by
+// tools/make_packing_group_goldens.py). Row 3 has one id and no target: TRL packs it last into its
+// group (the only 1-token example), zerotune drops it, so TRL's bins without row 3 must be
+// zerotune's exactly — the rows after it in their groups, and the groups after it unmoved.
+TEST_F(Pretokenised, PackingGroupsAreTrlsMapBatchesOfDatasetNumProcShards) {
+  const Json g = Json::parse(read_file_bytes(test_data("pretok/pack_groups.golden.json")));
+  const std::string all = read_file_bytes(test_data("pretok/pack_groups.jsonl"));
+  const auto six = dir_ / "six.jsonl";
+  size_t cut = 0;
+  for (int i = 0; i < 6; ++i) cut = all.find('\n', cut) + 1;
+  write_file(six, all.substr(0, cut));
+  const std::pair<const char*, int64_t> cases[] = {
+      {"2100:null", 1}, {"2100:0", 0}, {"2100:2", 2}, {"2100:3", 3}, {"6:8", 8}};
+  for (const auto& [name, num_proc] : cases) {
+    SCOPED_TRACE(name);
+    DataOptions o = options(std::string(name).starts_with("6:")
+                                ? six
+                                : std::filesystem::path(test_data("pretok/pack_groups.jsonl")));
+    o.packing = true;
+    o.max_length = g["max_length"].get<int64_t>();
+    o.dataset_num_proc = num_proc;
+    PrepareReport rep;
+    const TokenData d = build(o, &rep);
+    EXPECT_EQ(rep.dropped.at("no_target"), 1);
+    std::vector<std::vector<int64_t>> want;
+    for (const auto& bin : g["cases"][name]) {
+      std::vector<int64_t> rows;
+      for (const auto& r : bin)
+        if (r.get<int64_t>() != 3) rows.push_back(r.get<int64_t>());
+      if (!rows.empty()) want.push_back(rows);
+    }
+    std::vector<std::vector<int64_t>> got;
+    for (size_t s = 0; s + 1 < d.sample_offsets.size(); ++s)
+      got.emplace_back(d.example_rows.begin() + d.sample_offsets[s],
+                       d.example_rows.begin() + d.sample_offsets[s + 1]);
+    EXPECT_EQ(got, want);
+  }
+  // Each num_proc is its own cache entry.
+  DataOptions a = options(test_data("pretok/pack_groups.jsonl")), b = a;
+  a.packing = b.packing = true;
+  a.max_length = b.max_length = 16;
+  b.dataset_num_proc = 2;
+  EXPECT_NE(dataset_cache_key(a, zt::testing::qwen_tokenizer().cfg).hex(),
+            dataset_cache_key(b, zt::testing::qwen_tokenizer().cfg).hex());
+}
+
 }  // namespace
 }  // namespace zt::data

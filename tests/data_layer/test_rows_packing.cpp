@@ -263,5 +263,20 @@ TEST(Packing, EqualsTrlOnNoRobotsLengths) {
   EXPECT_EQ(seen, all);
 }
 
+// datasets 4.x's map(num_proc=P, batched=True): min(P, rows) contiguous shards (the first
+// rows % P one row longer), each in batches of 1000 rows from its start; null/0: one shard.
+TEST(Packing, GroupStartsAreDatasetsShardsAndMapBatches) {
+  using V = std::vector<int64_t>;
+  EXPECT_EQ(packing_group_starts(2500, 1, 1000), (V{0, 1000, 2000}));
+  EXPECT_EQ(packing_group_starts(2500, 0, 1000), (V{0, 1000, 2000}));
+  EXPECT_EQ(packing_group_starts(2500, 2, 1000), (V{0, 1000, 1250, 2250}));
+  EXPECT_EQ(packing_group_starts(2500, 3, 1000), (V{0, 834, 1667}));
+  EXPECT_EQ(packing_group_starts(6, 8, 1000), (V{0, 1, 2, 3, 4, 5}));
+  EXPECT_EQ(packing_group_starts(10, 3, 0), (V{0, 4, 7}));
+  EXPECT_EQ(packing_group_starts(0, 4, 1000), (V{0}));
+  EXPECT_EQ(error_of([] { packing_group_starts(10, -1, 1000); }),
+            "packing groups: num_rows 10, num_proc -1, batch_size 1000 (expected >= 0)");
+}
+
 }  // namespace
 }  // namespace zt::data

@@ -66,12 +66,83 @@ TEST(LrSchedule, KnownShapes) {
   EXPECT_EQ(lr_schedule_name(parse_lr_schedule_kind("constant_with_warmup")),
             "constant_with_warmup");
   try {
-    parse_lr_schedule_kind("cosine_with_restarts");
+    parse_lr_schedule_kind("reduce_lr_on_plateau");
     FAIL();
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("'cosine_with_restarts' is not supported"),
+    EXPECT_NE(std::string(e.what()).find("'reduce_lr_on_plateau' is not supported"),
               std::string::npos);
   }
+}
+
+// Every other lr_scheduler_type with the lr_scheduler_kwargs users pass, bitwise equal to
+// transformers 4.57.1's get_scheduler(..., scheduler_specific_kwargs=kwargs)
+// (tools/make_lr_kwargs_goldens.py): cosine_with_restarts, polynomial, inverse_sqrt,
+// cosine_with_min_lr (min_lr and min_lr_rate), cosine_warmup_with_min_lr, warmup_stable_decay,
+// cosine's num_cycles, and the kwargs get_scheduler does not pass (inverse_sqrt,
+// constant_with_warmup).
+TEST(LrSchedule, KwargsSchedulesEqualTransformers457) {
+  const Json doc = load("schedules_kwargs.json");
+  std::set<std::string> kinds;
+  size_t checked = 0;
+  for (const Json& c : doc.at("cases")) {
+    LrSchedule s;
+    s.kind = parse_lr_schedule_kind(c.at("kind").get<std::string>());
+    s.base_lr = s.init_lr = c.at("base_lr").get<double>();
+    s.warmup_steps = c.at("warmup").get<int64_t>();
+    s.total_steps = c.at("total").get<int64_t>();
+    apply_lr_scheduler_kwargs(&s, c.at("kwargs"));
+    kinds.insert(c.at("kind").get<std::string>());
+    const auto want = c.at("lr").get<std::vector<double>>();
+    for (size_t k = 0; k < want.size(); ++k, ++checked)
+      ASSERT_EQ(s.lr(static_cast<int64_t>(k)), want[k])
+          << c.at("kind") << " " << c.at("kwargs").dump() << " warmup " << s.warmup_steps
+          << " total " << s.total_steps << " base " << s.base_lr << " step " << k;
+  }
+  EXPECT_EQ(kinds.size(), 8u);
+  EXPECT_GT(checked, 2000u);
+}
+
+// What transformers refuses is refused, with the reason; what it ignores is ignored.
+TEST(LrSchedule, KwargsErrors) {
+  const auto err = [](const char* kind, const Json& kw, double lr = 1e-4) {
+    LrSchedule s;
+    s.kind = parse_lr_schedule_kind(kind);
+    s.base_lr = s.init_lr = lr;
+    s.total_steps = 20;
+    try {
+      apply_lr_scheduler_kwargs(&s, kw);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("<no error>");
+  };
+  EXPECT_EQ(err("linear", {{"num_cycles", 1}}),
+            "'num_cycles' is not an argument of the linear schedule (transformers raises "
+            "TypeError on it); it takes none");
+  EXPECT_EQ(err("cosine", {{"min_lr_rate", 0.1}}),
+            "'min_lr_rate' is not an argument of the cosine schedule (transformers raises "
+            "TypeError on it); it takes: num_cycles");
+  EXPECT_EQ(err("cosine_with_min_lr", Json::object()),
+            "cosine_with_min_lr needs one of min_lr or min_lr_rate (transformers raises ValueError "
+            "without)");
+  EXPECT_EQ(err("cosine_with_min_lr", {{"min_lr", 1e-6}, {"min_lr_rate", 0.1}}),
+            "only one of min_lr or min_lr_rate may be set");
+  EXPECT_EQ(err("polynomial", {{"lr_end", 1e-3}}),
+            "lr_end (0.001) must be smaller than initial lr (0.0001), as transformers' polynomial "
+            "schedule requires");
+  EXPECT_EQ(err("warmup_stable_decay", Json::object()),
+            "warmup_stable_decay needs num_decay_steps (transformers' get_wsd_schedule raises "
+            "TypeError without)");
+  EXPECT_EQ(err("warmup_stable_decay", {{"num_decay_steps", 5}, {"decay_type", "exp"}}),
+            "decay_type \"exp\" is not one of 'linear', 'cosine' or '1-sqrt'");
+  EXPECT_EQ(err("cosine", {{"num_cycles", "two"}}), "num_cycles must be a number, got \"two\"");
+  EXPECT_EQ(err("cosine", "[1]"), "must be a mapping (e.g. {min_lr_rate: 0.1}), got [1]");
+  // A JSON string of a mapping (TrainingArguments parses it), null and {} are fine; constant
+  // ignores its kwargs, as get_scheduler never passes them.
+  EXPECT_EQ(err("cosine_with_min_lr", R"({"min_lr_rate": 0.1})"), "<no error>");
+  EXPECT_EQ(err("linear", nullptr), "<no error>");
+  EXPECT_EQ(err("linear", Json::object()), "<no error>");
+  EXPECT_EQ(err("constant", {{"whatever", 1}}), "<no error>");
 }
 
 TEST(LrSchedule, WarmupStepsLikeTrainingArguments) {

@@ -139,7 +139,7 @@ TEST_F(TrainCli, ResumeContinuesBitwise) {
   // The checkpoint records the token pipeline it was prepared with; the same one resumes silently.
   EXPECT_EQ(zt::Json::parse(
                 slurp(exp("resumed") / "checkpoint-2" / "zerotune_state.json"))["data_pipeline"],
-            "zerotune-sft-data-7");
+            "zerotune-sft-data-8");
   auto second = train("resumed", "compute.zero_stage=1 trainer.resume_from_checkpoint=true");
   ASSERT_EQ(second.status, 0) << second.output;
   EXPECT_NE(second.output.find("resumed from"), std::string::npos) << second.output;
@@ -436,6 +436,30 @@ TEST_F(TrainCli, BestModelAcrossMovesRemovalsAndInterruptions) {
   }
 }
 
+// lr_scheduler_kwargs are checked against lr_scheduler_type before any rank starts: an argument
+// the schedule does not take, or a required one missing, is exit 1 naming the file and key.
+TEST_F(TrainCli, LrSchedulerKwargsAreCheckedAgainstTheSchedule) {
+  const std::string sft = (root_ / "sft.yaml").string();
+  auto r = train("kwbad",
+                 "trainer.lr_scheduler_type=cosine_with_min_lr "
+                 "'trainer.lr_scheduler_kwargs={min_lr_rat: 0.1}'");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("zerotune: error: " + sft +
+                          ": trainer.lr_scheduler_kwargs (lr_scheduler_type cosine_with_min_lr): "
+                          "'min_lr_rat' is not an argument of the cosine_with_min_lr schedule "
+                          "(transformers raises TypeError on it); it takes: num_cycles, min_lr, "
+                          "min_lr_rate (given on the command line)\n"),
+            std::string::npos)
+      << r.output;
+  EXPECT_FALSE(fs::exists(exp("kwbad") / "args.yaml"));
+  r = train("kwmissing", "trainer.lr_scheduler_type=warmup_stable_decay");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find(": trainer.lr_scheduler_kwargs (lr_scheduler_type warmup_stable_decay): "
+                          "warmup_stable_decay needs num_decay_steps"),
+            std::string::npos)
+      << r.output;
+}
+
 // What transformers refuses about the best model, and what zerotune refuses on top (a metric its
 // evaluation does not log; save_strategy best without evaluations): exit 1 naming the keys.
 TEST_F(TrainCli, BestModelSettingsThatCannotWorkAreRefused) {
@@ -446,6 +470,17 @@ TEST_F(TrainCli, BestModelSettingsThatCannotWorkAreRefused) {
        "steps to be a round multiple of the evaluation steps, but trainer.save_steps (given on "
        "the command line) 3 is not a round multiple of trainer.eval_steps (" +
            sft + ":30) 2\n"},
+      // ratios (below 1) as transformers compares them: not mixed with a count, and dividing
+      {"trainer.load_best_model_at_end=true trainer.save_steps=0.5",
+       "sft.yaml: trainer.load_best_model_at_end (given on the command line) requires the saving "
+       "steps to be a multiple of the evaluation steps, which cannot be guaranteed when "
+       "trainer.save_steps (given on the command line) 0.5 and trainer.eval_steps (" +
+           sft + ":30) 2 mix a ratio and a number of steps (as transformers refuses it)\n"},
+      {"trainer.load_best_model_at_end=true trainer.save_steps=0.5 trainer.eval_steps=0.3",
+       "sft.yaml: trainer.load_best_model_at_end (given on the command line) requires the saving "
+       "steps to be a multiple of the evaluation steps, but trainer.save_steps (given on the "
+       "command line) 0.5 is not a multiple of trainer.eval_steps (given on the command line) "
+       "0.3\n"},
       {"trainer.load_best_model_at_end=true trainer.save_strategy=epoch",
        "sft.yaml: trainer.load_best_model_at_end (given on the command line) requires the save "
        "and eval strategy to match (as transformers does), but trainer.eval_strategy (" +
@@ -675,7 +710,7 @@ TEST_F(TrainCli, ResumeWithAnotherLrScheduleKeepsTheCheckpointsLearningRate) {
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("zerotune: warning: resume_from_checkpoint: " + state.string() +
                           " records no token pipeline version (written before zerotune recorded "
-                          "it), and this zerotune tokenises with 'zerotune-sft-data-7': the "
+                          "it), and this zerotune tokenises with 'zerotune-sft-data-8': the "
                           "resumed steps see samples tokenised under the new rule"),
             std::string::npos)
       << r.output;
@@ -685,13 +720,15 @@ TEST_F(TrainCli, ResumeWithAnotherLrScheduleKeepsTheCheckpointsLearningRate) {
   EXPECT_NE(slurp(exp("lrsched3") / "args.yaml").find("\n  learning_rate: 0.5\n"),
             std::string::npos);
   zt::Json bad = good;
-  bad["lr_schedule"]["lr_scheduler_type"] = "cosine_with_restarts";
+  bad["lr_schedule"]["lr_scheduler_type"] = "reduce_lr_on_plateau";
   std::ofstream(state) << bad.dump(2);
   r = train("lrsched4", "trainer.resume_from_checkpoint=" + ck.string());
   EXPECT_EQ(r.status, 1) << r.output;
   EXPECT_NE(r.output.find("zerotune: error: " + state.string() +
                           ": 'lr_schedule.lr_scheduler_type' must be one of linear, cosine, "
-                          "constant, constant_with_warmup, got \"cosine_with_restarts\"\n"),
+                          "constant, constant_with_warmup, cosine_with_restarts, polynomial, "
+                          "inverse_sqrt, cosine_with_min_lr, cosine_warmup_with_min_lr, "
+                          "warmup_stable_decay, got \"reduce_lr_on_plateau\"\n"),
             std::string::npos)
       << r.output;
 }
