@@ -334,6 +334,14 @@ TokenData build_token_data(const DataOptions& given, const text::Tokenizer& toke
   rep.rows_read = n;
   int64_t drops[kNumDropReasons] = {};
   std::vector<int64_t> kept;  // row indices, in order
+  // Packing: the tokens a row dropped for having no target would take in TRL's bins (TRL packs
+  // every row; truncated to max_length as its bfd truncates), 0 for a kept row or one dropped
+  // before tokenising (its length is not known).
+  std::vector<int64_t> standin(opts.packing ? static_cast<size_t>(n) : 0, 0);
+  const auto note_standin = [&](int64_t r, size_t tokens) {
+    if (opts.packing && max_len)
+      standin[static_cast<size_t>(r)] = std::min(static_cast<int64_t>(tokens), *max_len);
+  };
   FoundRows eos_on_text;      // the EOS went to a text column
   FoundRows padded;           // pre-tokenised rows whose attention_mask (not read) holds a 0
   for (int64_t r = 0; r < n; ++r) {
@@ -351,6 +359,7 @@ TokenData build_token_data(const DataOptions& given, const text::Tokenizer& toke
     }
     if (!has_target_from_1(ex.targets, ex.targets.size())) {
       ++drops[static_cast<int>(DropReason::kNoTarget)];
+      note_standin(r, ex.ids.size());
       ex = {};
       continue;
     }
@@ -358,6 +367,7 @@ TokenData build_token_data(const DataOptions& given, const text::Tokenizer& toke
       truncate(&ex, static_cast<size_t>(*max_len), effective_truncation_mode(opts));
       if (!has_target_from_1(ex.targets, ex.targets.size())) {
         ++drops[static_cast<int>(DropReason::kNoTargetAfterTruncation)];
+        note_standin(r, ex.ids.size());
         ex = {};
         continue;
       }
@@ -403,7 +413,11 @@ TokenData build_token_data(const DataOptions& given, const text::Tokenizer& toke
 
   // Sample order: packed bins, or one example per sample in row order. TRL packs each map batch
   // of rows separately (packing_group_starts); the groups are of dataset rows, dropped rows
-  // included, as TRL drops none before it packs.
+  // included, as TRL drops none before it packs. A row dropped for having no target still takes
+  // its tokens in the bin packing (a stand-in, removed from its bin after; a bin left empty is no
+  // sample), so each kept row lands in the bin TRL puts it in: TRL's bins less the dropped rows.
+  // A row dropped before tokenising (empty completion / text / messages) has no length to stand
+  // in with: it is left out of the packing.
   std::vector<std::vector<int64_t>> samples;  // indices into `kept`
   if (opts.packing) {
     const std::vector<int64_t> starts =
@@ -412,13 +426,27 @@ TokenData build_token_data(const DataOptions& given, const text::Tokenizer& toke
       return std::upper_bound(starts.begin(), starts.end(), kept[i]) - starts.begin();
     };
     for (size_t g = 0, end = 0; g < kept.size(); g = end) {
-      for (end = g + 1; end < kept.size() && group_of(end) == group_of(g);) ++end;
-      std::vector<int64_t> lengths;
-      for (size_t i = g; i < end; ++i)
-        lengths.push_back(static_cast<int64_t>(results[kept[i]].ex.ids.size()));
-      for (auto& bin : pack_bfd(lengths, *max_len)) {
-        for (auto& i : bin) i += static_cast<int64_t>(g);
-        samples.push_back(std::move(bin));
+      const auto grp = group_of(g);
+      for (end = g + 1; end < kept.size() && group_of(end) == grp;) ++end;
+      // The group's rows [lo, hi): kept ones (their index into `kept`) and stand-ins (-1).
+      const int64_t lo = starts[static_cast<size_t>(grp - 1)];
+      const int64_t hi =
+          static_cast<size_t>(grp) < starts.size() ? starts[static_cast<size_t>(grp)] : n;
+      std::vector<int64_t> lengths, index;
+      for (int64_t r = lo, k = static_cast<int64_t>(g); r < hi; ++r) {
+        if (k < static_cast<int64_t>(end) && kept[static_cast<size_t>(k)] == r) {
+          lengths.push_back(static_cast<int64_t>(results[r].ex.ids.size()));
+          index.push_back(k++);
+        } else if (standin[static_cast<size_t>(r)] > 0) {
+          lengths.push_back(standin[static_cast<size_t>(r)]);
+          index.push_back(-1);
+        }
+      }
+      for (const auto& bin : pack_bfd(lengths, *max_len)) {
+        std::vector<int64_t> sample;
+        for (const int64_t i : bin)
+          if (const int64_t k = index[static_cast<size_t>(i)]; k >= 0) sample.push_back(k);
+        if (!sample.empty()) samples.push_back(std::move(sample));
       }
     }
   } else {

@@ -116,6 +116,11 @@ void apply_lr_scheduler_kwargs(LrSchedule* s, const Json& given) {
     case LrScheduleKind::kPolynomial: {
       if (const auto v = number("lr_end")) s->lr_end = *v;
       if (const auto v = number("power")) s->power = *v;
+      if (s->total_steps > 0 && s->warmup_steps >= s->total_steps)  // 0: not yet known
+        fail(
+            "polynomial needs fewer warm-up steps ({}) than training steps ({}): transformers "
+            "divides by their difference at the last step (ZeroDivisionError)",
+            s->warmup_steps, s->total_steps);
       if (!(s->init_lr > s->lr_end))
         fail(
             "lr_end ({}) must be smaller than initial lr ({}), as "
@@ -132,6 +137,10 @@ void apply_lr_scheduler_kwargs(LrSchedule* s, const Json& given) {
             "{} needs one of min_lr or min_lr_rate (transformers raises "
             "ValueError without)",
             name);
+      if (min_lr && s->init_lr == 0.0)
+        fail(
+            "min_lr needs a learning_rate above 0 (transformers divides min_lr by it: "
+            "ZeroDivisionError); give min_lr_rate instead");
       s->min_lr_rate = min_lr ? *min_lr / s->init_lr : *rate;
       s->warmup_lr_rate = number("warmup_lr_rate");
       break;

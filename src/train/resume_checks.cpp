@@ -248,7 +248,7 @@ std::optional<std::string> pipeline_change_warning(const Json& state, const std:
       "samples tokenised under the new rule, so their tokens (where the EOS goes, for one) may not "
       "be what the checkpoint's run would have trained on, and where the rule keeps or drops other "
       "rows (a file with 'input_ids' beside text columns trains the ids since pipeline 6) or packs "
-      "them (bins by TRL's map batches of rows since pipeline 7) the samples each step takes may "
+      "them (bins by TRL's map batches of rows since pipeline 8) the samples each step takes may "
       "differ too. Resume with the zerotune that wrote the checkpoint to keep its tokens",
       state_file, then, now);
 }

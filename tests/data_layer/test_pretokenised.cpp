@@ -464,6 +464,35 @@ TEST_F(Pretokenised, PromptAndCompletionAfterRowZeroDecideCompletionOnlyLoss) {
   EXPECT_EQ(all.target_tokens, 4);
 }
 
+// TRL packs every row; a row zerotune drops for having no target still takes its tokens in the
+// bin packing, so the kept rows land where TRL puts them. Lengths 9, 7 (no target), 7, 6 at
+// max_length 16: TRL's bfd (trl.data_utils._pack_bfd, longest first, best fit) makes [0, 1] and
+// [2, 3]; less row 1 that is [0] and [2, 3]. Packing 9, 7, 6 alone would give [0, 2] and [3].
+TEST_F(Pretokenised, RowsWithoutATargetKeepTheirPlaceInTrlsBins) {
+  const auto f = dir_ / "bins.jsonl";
+  const auto row = [](int len, bool target) {
+    std::string ids, mask;
+    for (int i = 0; i < len; ++i) {
+      ids += (i ? ", " : "") + std::to_string(100 + i);
+      mask += (i ? ", " : "") + std::string(target && i == len - 1 ? "1" : "0");
+    }
+    return "{\"input_ids\": [" + ids + "], \"completion_mask\": [" + mask + "]}\n";
+  };
+  write_file(f, row(9, true) + row(7, false) + row(7, true) + row(6, true));
+  DataOptions o = options(f);
+  o.packing = true;
+  o.max_length = 16;
+  o.completion_only_loss = true;
+  PrepareReport rep;
+  const TokenData d = build(o, &rep);
+  EXPECT_EQ(rep.dropped.at("no_target"), 1);
+  std::vector<std::vector<int64_t>> got;
+  for (size_t s = 0; s + 1 < d.sample_offsets.size(); ++s)
+    got.emplace_back(d.example_rows.begin() + d.sample_offsets[s],
+                     d.example_rows.begin() + d.sample_offsets[s + 1]);
+  EXPECT_EQ(got, (std::vector<std::vector<int64_t>>{{0}, {2, 3}}));
+}
+
 // TRL 0.25.1 packs inside each datasets.map batch of 1000 rows of each of its dataset_num_proc
 // contiguous shards (tests/data/pretok/pack_groups.golden.json: trl.data_utils.pack_dataset run by
 // tools/make_packing_group_goldens.py). Row 3 has one id and no target: TRL packs it last into its

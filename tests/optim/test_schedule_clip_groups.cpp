@@ -133,6 +133,25 @@ TEST(LrSchedule, KwargsErrors) {
   EXPECT_EQ(err("warmup_stable_decay", Json::object()),
             "warmup_stable_decay needs num_decay_steps (transformers' get_wsd_schedule raises "
             "TypeError without)");
+  // transformers divides by zero on these: refused up front.
+  EXPECT_EQ(err("cosine_with_min_lr", {{"min_lr", 1e-6}}, 0.0),
+            "min_lr needs a learning_rate above 0 (transformers divides min_lr by it: "
+            "ZeroDivisionError); give min_lr_rate instead");
+  {
+    LrSchedule s;
+    s.kind = parse_lr_schedule_kind("polynomial");
+    s.base_lr = s.init_lr = 1e-4;
+    s.total_steps = s.warmup_steps = 20;
+    std::string msg = "<no error>";
+    try {
+      apply_lr_scheduler_kwargs(&s, Json::object());
+    } catch (const Error& e) {
+      msg = e.what();
+    }
+    EXPECT_EQ(msg,
+              "polynomial needs fewer warm-up steps (20) than training steps (20): transformers "
+              "divides by their difference at the last step (ZeroDivisionError)");
+  }
   EXPECT_EQ(err("warmup_stable_decay", {{"num_decay_steps", 5}, {"decay_type", "exp"}}),
             "decay_type \"exp\" is not one of 'linear', 'cosine' or '1-sqrt'");
   EXPECT_EQ(err("cosine", {{"num_cycles", "two"}}), "num_cycles must be a number, got \"two\"");

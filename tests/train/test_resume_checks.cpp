@@ -23,7 +23,7 @@ std::string what_follows(const std::string& then) {
          "tokenised under the new rule, so their tokens (where the EOS goes, for one) may not be "
          "what the checkpoint's run would have trained on, and where the rule keeps or drops other "
          "rows (a file with 'input_ids' beside text columns trains the ids since pipeline 6) or "
-         "packs them (bins by TRL's map batches of rows since pipeline 7) the samples each step "
+         "packs them (bins by TRL's map batches of rows since pipeline 8) the samples each step "
          "takes may differ too. Resume with the zerotune that wrote the checkpoint to keep its "
          "tokens";
 }

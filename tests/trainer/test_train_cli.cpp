@@ -460,6 +460,33 @@ TEST_F(TrainCli, LrSchedulerKwargsAreCheckedAgainstTheSchedule) {
       << r.output;
 }
 
+// logging_steps / eval_steps / save_steps in (0, 1) are ratios of the run's steps,
+// ceil(max_steps × ratio) as transformers' TrainerState.compute_steps: at max_steps 8, 0.25 logs at
+// 2, 4, 6, 8, 0.5 evaluates and saves at 4 and 8.
+TEST_F(TrainCli, StepsGivenAsRatiosDriveTheLoop) {
+  const RunResult r = train("ratio",
+                            "trainer.max_steps=8 trainer.logging_steps=0.25 "
+                            "trainer.eval_steps=0.5 trainer.save_steps=0.5");
+  ASSERT_EQ(r.status, 0) << r.output;
+  std::vector<int64_t> logged, evaluated;
+  for (const zt::Json& e : zt_test::train_events(exp("ratio"))) {
+    if (e.contains("loss")) logged.push_back(e["step"].get<int64_t>());
+    if (e.contains("eval_loss")) evaluated.push_back(e["step"].get<int64_t>());
+  }
+  EXPECT_EQ(logged, (std::vector<int64_t>{2, 4, 6, 8}));
+  EXPECT_EQ(evaluated, (std::vector<int64_t>{4, 8}));
+  std::vector<std::string> checkpoints;
+  for (const auto& e : fs::directory_iterator(exp("ratio")))
+    if (e.path().filename().string().starts_with("checkpoint-"))
+      checkpoints.push_back(e.path().filename().string());
+  std::sort(checkpoints.begin(), checkpoints.end());
+  EXPECT_EQ(checkpoints, (std::vector<std::string>{"checkpoint-4", "checkpoint-8"}));
+  const zt::Json st = zt::Json::parse(slurp(exp("ratio") / "checkpoint-8" / "trainer_state.json"));
+  EXPECT_EQ(st["logging_steps"], 2);
+  EXPECT_EQ(st["eval_steps"], 4);
+  EXPECT_EQ(st["save_steps"], 4);
+}
+
 // What transformers refuses about the best model, and what zerotune refuses on top (a metric its
 // evaluation does not log; save_strategy best without evaluations): exit 1 naming the keys.
 TEST_F(TrainCli, BestModelSettingsThatCannotWorkAreRefused) {
