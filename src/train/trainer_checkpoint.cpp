@@ -3,7 +3,6 @@
 // output_dir.
 #include <algorithm>
 #include <exception>
-#include <limits>
 
 #include "core/error.h"
 #include "core/file_util.h"
@@ -133,7 +132,7 @@ MetricRecord Trainer::State::train_summary(double runtime_seconds) const {
   // process's after a resume). zerotune: the mean of every applied step's loss, the resumed part's
   // included (zerotune_state.json keeps the sum); a skipped step has no loss and is not counted.
   r.set("train_loss", train_loss_steps > 0 ? train_loss_sum / static_cast<double>(train_loss_steps)
-                                           : std::numeric_limits<double>::quiet_NaN());
+                                           : 0.0);  // transformers: 0.0 / global_step
   r.set("epoch", T > 0 ? plan->info(T - 1).epoch_progress : 0.0);
   r.set("step", T);
   return r;

@@ -452,6 +452,15 @@ TEST_F(TrainCli, LrSchedulerKwargsAreCheckedAgainstTheSchedule) {
             std::string::npos)
       << r.output;
   EXPECT_FALSE(fs::exists(exp("kwbad") / "args.yaml"));
+  // constant / constant_with_warmup / inverse_sqrt: transformers passes them no kwargs; a note.
+  r = train("kwconst",
+            "trainer.lr_scheduler_type=constant 'trainer.lr_scheduler_kwargs={min_lr_rate: 0.1}'");
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("trainer.lr_scheduler_kwargs {\"min_lr_rate\":0.1} (given on the "
+                          "command line) has no effect: transformers builds the constant schedule "
+                          "without them"),
+            std::string::npos)
+      << r.output;
   r = train("kwmissing", "trainer.lr_scheduler_type=warmup_stable_decay");
   EXPECT_EQ(r.status, 1) << r.output;
   EXPECT_NE(r.output.find(": trainer.lr_scheduler_kwargs (lr_scheduler_type warmup_stable_decay): "
