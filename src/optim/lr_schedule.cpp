@@ -69,6 +69,11 @@ int64_t resolve_warmup_steps(int64_t total_steps, double warmup_steps, double wa
   return static_cast<int64_t>(std::ceil(static_cast<double>(total_steps) * ratio));
 }
 
+bool lr_schedule_ignores_kwargs(LrScheduleKind kind) {
+  return kind == LrScheduleKind::kConstant || kind == LrScheduleKind::kConstantWithWarmup ||
+         kind == LrScheduleKind::kInverseSqrt;
+}
+
 void apply_lr_scheduler_kwargs(LrSchedule* s, const Json& given) {
   const std::string_view name = lr_schedule_name(s->kind);
   if (s->kind == LrScheduleKind::kCosineWithRestarts) s->num_cycles = 1.0;
@@ -85,10 +90,7 @@ void apply_lr_scheduler_kwargs(LrSchedule* s, const Json& given) {
   }
   if (!kw.is_object()) fail("must be a mapping (e.g. {{min_lr_rate: 0.1}}), got {}", kw.dump());
   const std::vector<std::string_view> taken = kwargs_taken(s->kind);
-  const bool ignored = s->kind == LrScheduleKind::kConstant ||
-                       s->kind == LrScheduleKind::kConstantWithWarmup ||
-                       s->kind == LrScheduleKind::kInverseSqrt;
-  if (ignored) return;  // transformers 4.57 builds these without scheduler_specific_kwargs
+  if (lr_schedule_ignores_kwargs(s->kind)) return;
   for (const auto& [key, value] : kw.items()) {
     if (std::find(taken.begin(), taken.end(), key) == taken.end()) {
       std::string list;

@@ -109,6 +109,10 @@ struct LrSchedule {
   double lr(int64_t step) const { return base_lr * lambda(step); }
 };
 
+// Whether transformers 4.57's get_scheduler builds `kind` without scheduler_specific_kwargs
+// (constant, constant_with_warmup, inverse_sqrt): lr_scheduler_kwargs given to it do nothing.
+bool lr_schedule_ignores_kwargs(LrScheduleKind kind);
+
 // Applies `kwargs` (trainer.lr_scheduler_kwargs: a mapping, a JSON string of one, or null) to
 // `s`, whose kind, init_lr, warmup_steps and total_steps are set, as transformers 4.57's
 // get_scheduler passes them: constant, constant_with_warmup and inverse_sqrt ignore them; linear

@@ -267,14 +267,10 @@ void Trainer::State::build_plan() {
     fail("{}trainer.lr_scheduler_kwargs (lr_scheduler_type {}): {}{}",
          o.at.empty() ? "" : o.at + ": ", name_of(sched.kind), e.what(), o.where);
   }
-  // transformers 4.57 builds these three without scheduler_specific_kwargs: given ones do nothing.
+  // transformers 4.57 builds these without scheduler_specific_kwargs: given ones do nothing.
   if (const Json& kw = a.lr_scheduler_kwargs;
-      rank0() &&
-      (sched.kind == optim::LrScheduleKind::kConstant ||
-       sched.kind == optim::LrScheduleKind::kConstantWithWarmup ||
-       sched.kind == optim::LrScheduleKind::kInverseSqrt) &&
-      !kw.is_null() && !(kw.is_object() && kw.empty()) &&
-      !(kw.is_string() && kw.get<std::string>().empty())) {
+      rank0() && optim::lr_schedule_ignores_kwargs(sched.kind) && !kw.is_null() &&
+      !(kw.is_object() && kw.empty()) && !(kw.is_string() && kw.get<std::string>().empty())) {
     const TrainArgs::KeyOrigin o = a.key_origin("trainer.lr_scheduler_kwargs");
     log::info(
         "{}trainer.lr_scheduler_kwargs {}{} has no effect: transformers builds the {} schedule "
