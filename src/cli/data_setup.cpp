@@ -163,9 +163,17 @@ data::DataOptions data_options(const RunConfig& cfg, const std::string& split) {
   }
   o.dataset_text_field = cfg.get<std::string>("trainer.dataset_text_field");
   o.max_length = cfg.get_optional<int64_t>("trainer.max_length");  // null: no truncation
-  // TRL: eval_packing (default None) follows packing. zerotune evaluates example by example, so
-  // packing the eval set changes only its truncation (the same as without packing).
   o.packing = cfg.get<bool>("trainer.packing");
+  // TRL packs the eval set by eval_packing (null: packing). zerotune evaluates example by example
+  // (the same eval_loss either way), but transformers rates eval_samples_per_second /
+  // eval_steps_per_second by the eval set's samples: its packed bins when it is packed.
+  if (const auto ep = cfg.get_optional<bool>("trainer.eval_packing"); ep && split == "eval") {
+    o.packing = *ep;
+    o.names.options["packing"] = {"trainer.eval_packing", cfg.where("trainer.eval_packing")};
+    o.names.at.erase("packing");
+    if (const std::string at = cfg.key_at("trainer.eval_packing"); at != cfg.source())
+      o.names.at["packing"] = at;
+  }
   o.packing_strategy = cfg.get<std::string>("trainer.packing_strategy");
   // The map that packs runs on dataset_num_proc shards (null/0: one), which changes the bins.
   o.dataset_num_proc =

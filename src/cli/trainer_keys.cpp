@@ -342,9 +342,8 @@ std::vector<KeySpec> trainer_keys() {
             "zerotune's micro-batches are always padding-free (the same loss; a pre-tokenised "
             "'seq_lengths' column is not split, a warning says so)"),
       noted("trainer.pad_to_multiple_of", nullptr, "zerotune's micro-batches are padding-free"),
-      noted(
-          "trainer.eval_packing", nullptr,
-          "zerotune evaluates example by example; packing the eval set changes nothing but speed"),
+      acts("trainer.eval_packing", nullptr,
+           boolean(true)),  // the eval set's samples (data_setup.cpp)
       acts("trainer.completion_only_loss", nullptr, boolean(true)),
       acts("trainer.assistant_only_loss", false, boolean()),
       acts("trainer.loss_type", "nll", one_of({"nll", "chunked_nll"}, {"dft"})),

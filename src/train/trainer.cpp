@@ -333,7 +333,7 @@ TrainSummary Trainer::run() {
                 static_cast<double>(s.dev.device_max_allocated()) / kGiB);
       }
       window_start = t;
-      s.log_record(rec, hf_log);
+      s.log_record(rec, hf_log ? State::LogTo::kAll : State::LogTo::kNotHistory);
     }
     // "epoch": at each epoch's last step and at the run's last one — an epoch cut short by
     // max_steps (or a fractional num_train_epochs) ends there, and transformers' training loop
@@ -382,7 +382,11 @@ TrainSummary Trainer::run() {
   // transformers makes its end-of-train record after loading the best model, before the script's
   // save_model / save_state.
   std::string final_state;
-  if (s.rank0()) final_state = s.final_state_text(s.train_summary(now_seconds() - train_start));
+  if (s.rank0()) {
+    const MetricRecord summary = s.train_summary(now_seconds() - train_start);
+    s.log_record(summary, State::LogTo::kNoFile);  // printed and to TensorBoard, as on_log
+    final_state = s.final_state_text(summary);
+  }
   s.export_final(T, sum.last_checkpoint, final_state);
   // A stop signal after the last step's check (while that step's checkpoint, the best model or
   // the final model was written) let them finish — each is written under a temporary name and

@@ -110,10 +110,17 @@ struct Trainer::State {
   void log_plan() const;
   void resume_or_init();
   void open_outputs();
-  // Logs `rec` (rank 0): console, metrics.jsonl, TensorBoard, and — when `hf_logged` — the
-  // log_history of the trainer_state.json files (false: a record transformers would not log, the
-  // run's last step off the logging_steps grid).
-  void log_record(const MetricRecord& rec, bool hf_logged = true);
+  // Where log_record sends a record besides the console and TensorBoard (transformers' on_log).
+  enum class LogTo {
+    kAll,         // metrics.jsonl and the log_history of the trainer_state.json files
+    kNotHistory,  // metrics.jsonl only: a record transformers would not log, the run's last
+                  // step off the logging_steps grid
+    kNoFile,      // neither: the end-of-train summary, which output_dir/trainer_state.json gets
+                  // from final_state_text (metrics.jsonl keeps one record per step event)
+  };
+  // Logs `rec` (rank 0): console (transformers' printed dict), TensorBoard (train/ and eval/
+  // tags) and the files `to` names.
+  void log_record(const MetricRecord& rec, LogTo to = LogTo::kAll);
   // rank 0, after training: transformers' end-of-train record (the `self.log(metrics)` closing
   // `_inner_training_loop`): train_runtime (`runtime_seconds`, since the training loop began),
   // train_samples_per_second, train_steps_per_second, total_flos, train_loss, epoch, step.

@@ -503,11 +503,11 @@ void Trainer::State::open_outputs() {
                                         plan->total_steps(), start_step, ProgressDisplay::now());
 }
 
-void Trainer::State::log_record(const MetricRecord& rec, bool hf_logged) {
+void Trainer::State::log_record(const MetricRecord& rec, LogTo to) {
   if (!rank0()) return;
   progress->log(rec);
-  metrics->write(rec);
-  if (hf_logged) log_history.push_back(rec.to_json());
+  if (to != LogTo::kNoFile) metrics->write(rec);
+  if (to == LogTo::kAll) log_history.push_back(rec.to_json());
   if (tb) {
     auto scalars = tensorboard_scalars(rec);
     tb->add_scalars(static_cast<int64_t>(rec.number("step")), scalars);

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -316,6 +317,61 @@ TEST_F(TrainerStateCli, FinalStateHasTheSummaryAndBestCheckpointIsAsGiven) {
   EXPECT_EQ(rfin["best_global_step"], fin["best_global_step"]);
   EXPECT_EQ(rfin["best_model_checkpoint"],
             (exp("rel") / ("checkpoint-" + rfin["best_global_step"].dump())).string());
+}
+
+// transformers rates eval_samples_per_second / eval_steps_per_second by the eval dataset's samples,
+// and TRL packs the eval set by eval_packing (null: packing). The demo's 4 eval examples fit one
+// 1024-token bin: packed, 1 sample in 1 batch (the two rates equal); unpacked, 4 samples in 2
+// batches of 2 (samples/s twice steps/s). The eval loss is the same either way.
+TEST_F(TrainerStateCli, EvalSpeedMetricsCountThePackedEvalSamples) {
+  struct Case {
+    const char* name;
+    const char* overrides;
+    double samples_per_step;
+  };
+  const std::string common = " trainer.max_steps=2 trainer.max_length=1024";
+  std::optional<double> eval_loss;
+  for (const Case& c :
+       {Case{"ev_plain", "", 2.0}, Case{"ev_packed", "trainer.eval_packing=true", 1.0},
+        Case{"ev_both", "trainer.packing=true", 1.0},
+        Case{"ev_train_only", "trainer.packing=true trainer.eval_packing=false", 2.0}}) {
+    ASSERT_TRUE(exited(train(c.name, c.overrides + common), 0)) << c.name;
+    const Json m = metrics_through(exp(c.name), 2);
+    const auto ev =
+        std::find_if(m.begin(), m.end(), [](const Json& e) { return e.contains("eval_loss"); });
+    ASSERT_NE(ev, m.end()) << c.name;
+    const double sps = (*ev)["eval_samples_per_second"].get<double>();
+    const double bps = (*ev)["eval_steps_per_second"].get<double>();
+    ASSERT_GT(bps, 0.0) << c.name;
+    EXPECT_NEAR(sps, c.samples_per_step * bps, 0.0021) << c.name;
+    if (c.samples_per_step == 1.0) EXPECT_EQ(sps, bps) << c.name;
+    if (std::string(c.name) == "ev_plain" || std::string(c.name) == "ev_packed") {
+      if (eval_loss) EXPECT_EQ((*ev)["eval_loss"].get<double>(), *eval_loss) << c.name;
+      eval_loss = (*ev)["eval_loss"].get<double>();
+    }
+  }
+}
+
+// The end-of-train record is logged as transformers' `self.log(metrics)` logs it: printed as the
+// console's dict (without total_flos, as ProgressCallback.on_log drops it) and written to
+// TensorBoard under train/ tags; metrics.jsonl keeps its per-step records only.
+TEST_F(TrainerStateCli, SummaryIsPrintedAndSentToTensorBoard) {
+  const RunResult r = train("summary", "trainer.max_steps=2 trainer.report_to=tensorboard");
+  ASSERT_TRUE(exited(r, 0)) << r.output;
+  const size_t at = r.output.find("{'train_runtime': '");
+  ASSERT_NE(at, std::string::npos) << r.output;
+  const std::string line = r.output.substr(at, r.output.find('\n', at) - at);
+  for (const char* k : {"'train_samples_per_second': '", "'train_steps_per_second': '",
+                        "'train_loss': '", "'epoch': '"})
+    EXPECT_NE(line.find(k), std::string::npos) << k << " in " << line;
+  EXPECT_EQ(line.find("total_flos"), std::string::npos) << line;
+  std::string events;
+  for (const auto& e : fs::recursive_directory_iterator(exp("summary") / "tensorboard"))
+    if (e.path().filename().string().starts_with("events.out.tfevents.")) events += slurp(e.path());
+  for (const char* tag : {"train/train_loss", "train/train_runtime", "train/total_flos"})
+    EXPECT_NE(events.find(tag), std::string::npos) << tag;
+  for (const Json& e : metrics_through(exp("summary"), 2))
+    EXPECT_FALSE(e.contains("train_runtime")) << e.dump();
 }
 
 }  // namespace
