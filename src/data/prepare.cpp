@@ -9,7 +9,6 @@
 #include <climits>
 #include <cmath>
 #include <optional>
-#include <variant>
 
 #include "core/error.h"
 #include "core/log.h"
@@ -105,10 +104,29 @@ struct FoundRows {
 
 struct RowResult {
   TokenizedExample ex;
-  int drop = -1;                      // a DropReason, or -1
+  int drop = -1;  // a DropReason, or -1
+  // Packing: the tokens of a row skipped before tokenising (empty completion / text) as TRL
+  // 0.25.1 tokenises it (trl_tokenises_skipped_row); nullopt when not tokenised.
+  std::optional<size_t> skipped_tokens;
+  bool trl_fails = false;             // packing: a skipped row TRL 0.25.1 cannot tokenise
   bool eos_on_text = false;           // SftFormatter::eos_on_text_column
   bool attention_mask_zeros = false;  // pre-tokenised: an unread attention_mask holds a 0
 };
+
+// Whether TRL 0.25.1 tokenises (and so packs) row `x`, which zerotune skips before tokenising. Its
+// tokenize_fn calls trl.data_utils.is_conversational(example), which reads `example[key][0]` of a
+// list-valued key: an empty `messages` list (ShareGPT `conversations` are renamed `messages` first)
+// raises IndexError, so TRL fails on such a row and it has no place in TRL's bins. A
+// conversational prompt/completion row with `completion: []` is read at the key that Python's set
+// `{"prompt", "completion"}.pop()` gives (the string hash, random per process): on "completion"
+// TRL fails the same way, on "prompt" it tokenises the prompt rendered alone and packs it (the run
+// zerotune's bins follow) unless the prompt is empty too. A plain empty completion (EOS appended
+// by add_eos) and an empty text (EOS appended to a `text` column) are tokenised as any row.
+bool trl_tokenises_skipped_row(const DatasetFormat& format, const ExtractedRow& x) {
+  if (x.skipped == DropReason::kEmptyMessages) return false;
+  return !(format.kind == DatasetKind::kConversationalPromptCompletion &&
+           x.row.prompt_messages.empty());
+}
 
 }  // namespace
 
@@ -306,12 +324,23 @@ TokenData build_token_data(const DataOptions& given, const text::Tokenizer& toke
         PretokenisedRow p = pretokenised_example(rows[r], *pretokenised, r, where(r));
         results[r].ex = std::move(p.ex);
         results[r].attention_mask_zeros = p.attention_mask_zeros;
-      } else if (auto row = extract_row(rows[r], format, r, where(r));
-                 auto* drop = std::get_if<DropReason>(&row)) {
-        results[r].drop = static_cast<int>(*drop);
+      } else if (const ExtractedRow x = extract_row(rows[r], format, r, where(r)); !x.skipped) {
+        results[r].eos_on_text = formatter->eos_on_text_column(x.row);
+        results[r].ex = formatter->format(x.row);
       } else {
-        results[r].eos_on_text = formatter->eos_on_text_column(std::get<SftRow>(row));
-        results[r].ex = formatter->format(std::get<SftRow>(row));
+        results[r].drop = static_cast<int>(*x.skipped);
+        // TRL packs the row: its tokens stand in for it in the bin packing (see below).
+        results[r].trl_fails = opts.packing && !trl_tokenises_skipped_row(format, x);
+        if (opts.packing && !results[r].trl_fails) {
+          try {
+            results[r].skipped_tokens = formatter->format(x.row).ids.size();
+          } catch (const std::exception& e) {
+            throw Error(fmt::format(
+                "{} (the row is skipped for its {}, but with packing it is still formatted and "
+                "tokenised, as TRL 0.25.1 does, for the place it takes in TRL's bins)",
+                e.what(), to_string(*x.skipped)));
+          }
+        }
       }
     } catch (const std::exception& e) {
 #pragma omp critical(zt_prepare_first_error)
@@ -334,22 +363,32 @@ TokenData build_token_data(const DataOptions& given, const text::Tokenizer& toke
   rep.rows_read = n;
   int64_t drops[kNumDropReasons] = {};
   std::vector<int64_t> kept;  // row indices, in order
-  // Packing: the tokens a row dropped for having no target would take in TRL's bins (TRL packs
-  // every row; truncated to max_length as its bfd truncates), 0 for a kept row or one dropped
-  // before tokenising (its length is not known).
+  // Packing: the tokens a dropped row takes in TRL's bins (TRL packs every row it can tokenise;
+  // truncated to max_length as its bfd truncates), 0 for a kept row, a row TRL fails on (empty
+  // messages) or one of no tokens.
   std::vector<int64_t> standin(opts.packing ? static_cast<size_t>(n) : 0, 0);
+  FoundRows no_tokens;  // packing: dropped rows of no tokens, which TRL's bfd fails on
   const auto note_standin = [&](int64_t r, size_t tokens) {
-    if (opts.packing && max_len)
-      standin[static_cast<size_t>(r)] = std::min(static_cast<int64_t>(tokens), *max_len);
+    if (!opts.packing || !max_len) return;
+    standin[static_cast<size_t>(r)] = std::min(static_cast<int64_t>(tokens), *max_len);
+    if (tokens == 0) no_tokens.add(r);
   };
-  FoundRows eos_on_text;      // the EOS went to a text column
-  FoundRows padded;           // pre-tokenised rows whose attention_mask (not read) holds a 0
+  FoundRows eos_on_text;       // the EOS went to a text column
+  FoundRows padded;            // pre-tokenised rows whose attention_mask (not read) holds a 0
+  FoundRows trl_fails;         // packing: skipped rows TRL fails on (empty lists)
+  FoundRows empty_conv_compl;  // packing: other conversational rows with `completion: []`
   for (int64_t r = 0; r < n; ++r) {
     RowResult& res = results[r];
     if (res.eos_on_text && opts.prompt_format != PromptFormat::kChat) eos_on_text.add(r);
     if (res.attention_mask_zeros) padded.add(r);
     if (res.drop >= 0) {
       ++drops[res.drop];
+      if (res.skipped_tokens) note_standin(r, *res.skipped_tokens);
+      if (res.trl_fails)
+        trl_fails.add(r);
+      else if (opts.packing && format.kind == DatasetKind::kConversationalPromptCompletion &&
+               res.drop == static_cast<int>(DropReason::kEmptyCompletion))
+        empty_conv_compl.add(r);
       continue;
     }
     TokenizedExample& ex = res.ex;
@@ -403,6 +442,34 @@ TokenData build_token_data(const DataOptions& given, const text::Tokenizer& toke
         "other, and so does zerotune; remove padding from the rows, or mask it with -100 labels",
         file, padded.count, padded.listed());
   }
+  if (trl_fails.count > 0) {
+    const char* lists = format.kind == DatasetKind::kConversationalPromptCompletion
+                            ? "an empty 'prompt' and an empty 'completion' list"
+                        : format.sharegpt ? "an empty 'conversations' list"
+                                          : "an empty 'messages' list";
+    log::warn(
+        "{}: {} row(s) have {} (rows {}): TRL 0.25.1 fails on such a row (IndexError in "
+        "trl.data_utils.is_conversational, which its tokenize_fn calls), so it has no place in "
+        "TRL's bins; zerotune skips it and leaves it out of the bin packing",
+        file, trl_fails.count, lists, trl_fails.listed());
+  }
+  if (empty_conv_compl.count > 0) {
+    log::warn(
+        "{}: {} conversational row(s) have an empty 'completion' list (rows {}): TRL 0.25.1 "
+        "fails on such a row when Python's string hash makes is_conversational read "
+        "'completion' (IndexError; random per process), else it packs the prompt rendered alone, "
+        "with a completion_mask longer than its ids, which shifts TRL's masks of the examples "
+        "packed after it; zerotune skips the row and keeps its place in the bins as that "
+        "rendering",
+        file, empty_conv_compl.count, empty_conv_compl.listed());
+  }
+  if (no_tokens.count > 0) {
+    log::warn(
+        "{}: {} row(s) tokenise to no tokens (rows {}): TRL 0.25.1's bfd packing fails on an "
+        "empty sequence (AssertionError in trl.data_utils._SegmentTree.search); zerotune skips "
+        "them and leaves them out of the bin packing",
+        file, no_tokens.count, no_tokens.listed());
+  }
   if (kept.empty()) {
     std::vector<std::string> parts;
     for (const auto& [k, v] : rep.dropped) {
@@ -416,8 +483,8 @@ TokenData build_token_data(const DataOptions& given, const text::Tokenizer& toke
   // included, as TRL drops none before it packs. A row dropped for having no target still takes
   // its tokens in the bin packing (a stand-in, removed from its bin after; a bin left empty is no
   // sample), so each kept row lands in the bin TRL puts it in: TRL's bins less the dropped rows.
-  // A row dropped before tokenising (empty completion / text / messages) has no length to stand
-  // in with: it is left out of the packing.
+  // A row skipped before tokenising (empty completion / text) stands in with the tokens TRL gives
+  // it; one TRL fails on (empty messages, no tokens) is left out of the packing.
   std::vector<std::vector<int64_t>> samples;  // indices into `kept`
   if (opts.packing) {
     const std::vector<int64_t> starts =

@@ -33,8 +33,10 @@ namespace zt::data {
 // pre-tokenised row 0 lacking labels / completion_mask / assistant_masks other rows have: read, and
 // an error); 8: packing groups are map batches of dataset rows (dropped rows included) inside TRL's
 // dataset_num_proc shards, so a dropped row no longer moves the group boundaries of the rows after
-// it.
-inline constexpr std::string_view kPipelineVersion = "zerotune-sft-data-8";
+// it; 9: with packing, a row skipped for an empty completion or text takes the tokens TRL 0.25.1
+// gives it in the bin packing (a stand-in, as a row without a target), so the kept rows after it
+// land in TRL's bins.
+inline constexpr std::string_view kPipelineVersion = "zerotune-sft-data-9";
 
 // What a preparation did. Counts are of dataset rows / examples; tokens after truncation.
 struct PrepareReport {

@@ -313,10 +313,11 @@ DatasetFormat detect_format(const Json& first, const DataOptions& opts, std::str
   fail("{}: cannot tell the dataset kind: expected {}{}", file, kinds, unread);
 }
 
-std::variant<SftRow, DropReason> extract_row(const Json& row, const DatasetFormat& format,
-                                             int64_t r, std::string_view file) {
+ExtractedRow extract_row(const Json& row, const DatasetFormat& format, int64_t r,
+                         std::string_view file) {
   if (!row.is_object()) fail("{}: row {} is {}, expected an object", file, r, row.type_name());
-  SftRow out;
+  ExtractedRow x;
+  SftRow& out = x.row;
   out.tools = json_column(row, "tools", r, file);
   out.chat_template_kwargs = json_column(row, "chat_template_kwargs", r, file);
   if (!out.chat_template_kwargs.is_null() && !out.chat_template_kwargs.is_object()) {
@@ -329,7 +330,7 @@ std::variant<SftRow, DropReason> extract_row(const Json& row, const DatasetForma
     case DatasetKind::kPromptCompletion:
       out.prompt = checked_string(row, "prompt", r, file);
       out.completion = checked_string(row, "completion", r, file);
-      if (out.completion.empty()) return DropReason::kEmptyCompletion;
+      if (out.completion.empty()) x.skipped = DropReason::kEmptyCompletion;
       if (const auto t = row.find("text"); t != row.end() && t->is_string())
         out.text_column = t->get<std::string>();
       break;
@@ -338,23 +339,23 @@ std::variant<SftRow, DropReason> extract_row(const Json& row, const DatasetForma
           checked_messages(checked_column(row, "prompt", r, file), "prompt", false, r, file);
       out.completion_messages = checked_messages(checked_column(row, "completion", r, file),
                                                  "completion", false, r, file);
-      if (out.completion_messages.empty()) return DropReason::kEmptyCompletion;
+      if (out.completion_messages.empty()) x.skipped = DropReason::kEmptyCompletion;
       break;
     case DatasetKind::kLanguageModeling:
       out.completion = checked_string(row, format.text_field, r, file);
-      if (out.completion.empty()) return DropReason::kEmptyText;
+      if (out.completion.empty()) x.skipped = DropReason::kEmptyText;
       break;
     case DatasetKind::kConversationalLanguageModeling: {
       const char* col = format.sharegpt ? "conversations" : "messages";
       out.completion_messages =
           checked_messages(checked_column(row, col, r, file), col, format.sharegpt, r, file);
-      if (out.completion_messages.empty()) return DropReason::kEmptyMessages;
+      if (out.completion_messages.empty()) x.skipped = DropReason::kEmptyMessages;
       break;
     }
     case DatasetKind::kPreTokenised:
       fail("{}: row {}: pre-tokenised rows are read by pretokenised_example", file, r);
   }
-  return out;
+  return x;
 }
 
 }  // namespace zt::data

@@ -7,7 +7,6 @@
 #include <span>
 #include <string>
 #include <string_view>
-#include <variant>
 #include <vector>
 
 #include "data/data_options.h"
@@ -98,14 +97,22 @@ struct SftRow {
 // every other row's argument names as `null`. In place; `row` need not be an object.
 void remove_none_values(Json& row);
 
+// A checked row, and whether it is skipped before tokenising (an empty completion, text or
+// messages). A skipped row still holds its strings / messages: with packing, prepare.cpp formats
+// it for the tokens it takes in TRL's bins (a stand-in), since TRL 0.25.1 tokenises and packs it.
+struct ExtractedRow {
+  SftRow row;
+  std::optional<DropReason> skipped;  // kEmptyCompletion, kEmptyText or kEmptyMessages
+};
+
 // Checks row `row_index` (0-based) against `format` (not kPreTokenised: pretokenised_example
 // reads those rows) and extracts it; ShareGPT messages are
-// converted (from→role: human→user, gpt→assistant, system→system; value→content). Returns the
-// DropReason for empty completions/texts/messages. Throws zt::Error "FILE: row R: …" for a missing
-// column, a null one the kind needs (fail_missing_value), a value of the wrong type
-// (`chat_template_kwargs` not an object), a non-string content or an unknown role. `file` names
-// the row in messages: the file, or FILE:LINE.
-std::variant<SftRow, DropReason> extract_row(const Json& row, const DatasetFormat& format,
-                                             int64_t row_index, std::string_view file);
+// converted (from→role: human→user, gpt→assistant, system→system; value→content). An empty
+// completion / text / messages sets `skipped` (the row is still extracted). Throws zt::Error
+// "FILE: row R: …" for a missing column, a null one the kind needs (fail_missing_value), a value
+// of the wrong type (`chat_template_kwargs` not an object), a non-string content or an unknown
+// role. `file` names the row in messages: the file, or FILE:LINE.
+ExtractedRow extract_row(const Json& row, const DatasetFormat& format, int64_t row_index,
+                         std::string_view file);
 
 }  // namespace zt::data

@@ -84,9 +84,9 @@ TEST(DatasetKind, InputIdsMakePreTokenisedWhateverElseTheRowHas) {
 }
 
 SftRow row_of(const char* json, const DatasetFormat& f, int64_t r = 0) {
-  auto v = extract_row(Json::parse(json), f, r, "d.jsonl");
-  if (!std::holds_alternative<SftRow>(v)) throw std::runtime_error("dropped");
-  return std::get<SftRow>(v);
+  ExtractedRow v = extract_row(Json::parse(json), f, r, "d.jsonl");
+  if (v.skipped) throw std::runtime_error("skipped");
+  return v.row;
 }
 
 TEST(ExtractRow, PlainAndConversational) {
@@ -160,22 +160,31 @@ TEST(ExtractRow, ShareGptConvertedToRoleContent) {
       "expected human, gpt, system (or user, assistant, tool, ipython, developer)");
 }
 
-TEST(ExtractRow, EmptyCompletionsAndMessagesAreDropReasons) {
+// Skipped rows are still extracted: under packing they are formatted for their place in TRL's bins.
+TEST(ExtractRow, EmptyCompletionsAndMessagesAreSkippedButExtracted) {
   const DatasetFormat pc{DatasetKind::kPromptCompletion, "text", false};
-  auto v = extract_row(Json::parse(R"({"prompt": "p", "completion": ""})"), pc, 3, "d");
-  ASSERT_TRUE(std::holds_alternative<DropReason>(v));
-  EXPECT_EQ(std::get<DropReason>(v), DropReason::kEmptyCompletion);
+  ExtractedRow v =
+      extract_row(Json::parse(R"({"prompt": "p", "completion": "", "text": "t"})"), pc, 3, "d");
+  EXPECT_EQ(v.skipped, DropReason::kEmptyCompletion);
+  EXPECT_EQ(v.row.prompt, "p");
+  EXPECT_EQ(v.row.completion, "");
+  EXPECT_EQ(v.row.text_column, "t");  // TRL's add_eos gives the EOS to it
   const DatasetFormat conv{DatasetKind::kConversationalPromptCompletion, "text", false};
   v = extract_row(
       Json::parse(R"({"prompt": [{"role": "user", "content": "p"}], "completion": []})"), conv, 3,
       "d");
-  EXPECT_EQ(std::get<DropReason>(v), DropReason::kEmptyCompletion);
+  EXPECT_EQ(v.skipped, DropReason::kEmptyCompletion);
+  EXPECT_EQ(v.row.prompt_messages.size(), 1u);
+  EXPECT_TRUE(v.row.completion_messages.is_array() && v.row.completion_messages.empty());
   const DatasetFormat msgs{DatasetKind::kConversationalLanguageModeling, "text", false};
   v = extract_row(Json::parse(R"({"messages": []})"), msgs, 0, "d");
-  EXPECT_EQ(std::get<DropReason>(v), DropReason::kEmptyMessages);
+  EXPECT_EQ(v.skipped, DropReason::kEmptyMessages);
   const DatasetFormat text{DatasetKind::kLanguageModeling, "text", false};
   v = extract_row(Json::parse(R"({"text": ""})"), text, 0, "d");
-  EXPECT_EQ(std::get<DropReason>(v), DropReason::kEmptyText);
+  EXPECT_EQ(v.skipped, DropReason::kEmptyText);
+  EXPECT_EQ(v.row.completion, "");
+  v = extract_row(Json::parse(R"({"text": "x"})"), text, 0, "d");
+  EXPECT_FALSE(v.skipped);
   EXPECT_EQ(to_string(DropReason::kNoTargetAfterTruncation), "no_target_after_truncation");
 }
 
