@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/python_float.h"
 
 namespace zt::optim {
 namespace {
@@ -197,7 +198,8 @@ double LrSchedule::lambda(int64_t k) const {
       if (k < warmup_steps) return linear_warmup(k, warmup_steps);
       const double p = progress();
       if (p >= 1.0) return 0.0;
-      return std::max(0.0, 0.5 * (1.0 + std::cos(kPi * std::fmod(num_cycles * p, 1.0))));
+      // Python's %: in [0, 1) for a negative num_cycles too (std::fmod's would be negative).
+      return std::max(0.0, 0.5 * (1.0 + std::cos(kPi * python_float_mod(num_cycles * p, 1.0))));
     }
     case LrScheduleKind::kPolynomial: {
       if (k < warmup_steps) return linear_warmup(k, warmup_steps);

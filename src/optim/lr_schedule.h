@@ -94,7 +94,7 @@ struct LrSchedule {
   //           max(1, total-warmup);
   //   constant: 1 (get_scheduler ignores warm-up for it); constant_with_warmup: 1 after warm-up;
   //   cosine_with_restarts: 0 once progress >= 1, else 0.5 * (1 + cos(pi * ((cycles * progress)
-  //           mod 1)));
+  //           % 1))), Python's % (in [0, 1] for a negative num_cycles too: python_float_mod);
   //   polynomial: ((init_lr - lr_end) * (1 - (k-warmup) / (total-warmup))^power + lr_end) /
   //           init_lr, lr_end / init_lr after total;
   //   inverse_sqrt: 1 / sqrt((k + timescale - warmup) / timescale);
