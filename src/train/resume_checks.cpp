@@ -167,6 +167,46 @@ optim::LrSchedule resumed_lr_schedule(const Json& state, const std::string& stat
   return used;
 }
 
+void resume_interval_steps(const HfTrainerStateRead& saved, const std::string& hf_file,
+                           int64_t total_steps, TrainArgs* a, bool log) {
+  struct Steps {
+    const char* key;    // under trainer.
+    const char* verb;   // what the run does every that many steps
+    int64_t now, then;  // this config's count (resolved), the checkpoint's
+    double ratio;       // the config's ratio, or 0
+    bool unset;         // eval_steps null: logging_steps' count
+    bool acts;          // its strategy is steps
+  };
+  const Steps all[] = {
+      {"logging_steps", "logs", a->logging_steps, saved.logging_steps, a->logging_steps_ratio,
+       false, a->logging_strategy == IntervalStrategy::kSteps},
+      {"eval_steps", "evaluates", a->hf_eval_steps(), saved.eval_steps, a->eval_steps_ratio,
+       a->eval_steps == 0 && a->eval_steps_ratio == 0.0,
+       a->eval_strategy == IntervalStrategy::kSteps},
+      {"save_steps", "saves", a->save_steps, saved.save_steps, a->save_steps_ratio, false,
+       a->save_strategy == SaveStrategy::kSteps}};
+  a->logging_steps = saved.logging_steps;
+  a->eval_steps = saved.eval_steps;
+  a->save_steps = saved.save_steps;
+  if (!log) return;
+  for (const Steps& s : all) {
+    if (s.now == s.then || !s.acts) continue;
+    const std::string key = std::string("trainer.") + s.key;
+    const TrainArgs::KeyOrigin o = a->key_origin(key);
+    const std::string given = s.ratio > 0.0 ? fmt::format("{} gives {} of this run's {} steps",
+                                                          s.ratio, s.now, total_steps)
+                              : s.unset     ? fmt::format("null (logging_steps) gives {}", s.now)
+                                            : fmt::format("{}", s.now);
+    const std::string does = s.then > 0 ? fmt::format("{} every {} step(s)", s.verb, s.then)
+                                        : std::string("saves at the last step only");
+    log::info(
+        "{}{}: {}, and {} records {}; the resumed run {}, as transformers' Trainer does (it "
+        "loads the checkpoint's TrainerState, whose logging_steps, eval_steps and save_steps "
+        "replace the ones this run's arguments give){}",
+        o.at.empty() ? "" : o.at + ": ", key, given, hf_file, s.then, does, o.where);
+  }
+}
+
 Json adamw_to_json(const optim::AdamWParams& p) {
   return {{"adam_beta1", p.beta1},
           {"adam_beta2", p.beta2},

@@ -17,6 +17,7 @@
 #include "io/model_config.h"
 #include "optim/adamw.h"
 #include "optim/lr_schedule.h"
+#include "train/checkpoint_state.h"
 #include "train/train_args.h"
 
 namespace zt::train {
@@ -57,6 +58,18 @@ optim::LrSchedule resumed_lr_schedule(const Json& state, const std::string& stat
                                       const optim::LrSchedule& now, const TrainArgs& a,
                                       int64_t start_step, const std::filesystem::path& ckpt,
                                       bool log);
+
+// The logging / eval / save steps of a run resumed from a checkpoint whose transformers
+// trainer_state.json (`hf_file`) records `saved`, as transformers 4.57.1 does: its
+// Trainer._inner_training_loop computes them for this run (TrainerState.compute_steps, a ratio
+// as ceil(max_steps × ratio)) and then replaces that state by the checkpoint's
+// (TrainerState.load_from_json), whose logging_steps / eval_steps / save_steps DefaultFlowCallback
+// reads from then on. So `a`'s logging_steps, eval_steps and save_steps become `saved`'s. Where
+// one differs from what `a` (ratios resolved for this run's `total_steps`) gives and its strategy
+// is steps, a start-up note (when `log`) names the key, its file (a.key_origins), this config's
+// value and the checkpoint's, which is used.
+void resume_interval_steps(const HfTrainerStateRead& saved, const std::string& hf_file,
+                           int64_t total_steps, TrainArgs* a, bool log);
 
 // zerotune_state.json's "optimizer" (zerotune's): the AdamW hyperparameters `p` the saving run
 // used, under their trainer key names {"adam_beta1", "adam_beta2", "adam_epsilon", "weight_decay"}.

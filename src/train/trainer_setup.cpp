@@ -368,6 +368,7 @@ void Trainer::State::resume_or_init() {
             "disagree: edited by hand, or copied from another checkpoint?)",
             hf_file.string(), hf.global_step, state_file.string(), start_step);
       if (rank0()) resumed_log_history = std::move(hf.log_history);
+      resume_interval_steps(hf, hf_file.string(), plan->total_steps(), &a, rank0());
     }
     check_checkpoint_model(*ckpt, mcfg);
     // Logged once the state has loaded (below): a refused checkpoint prints no "re-sharded".

@@ -81,6 +81,32 @@ class TrainCli : public ::testing::Test {
     return run(cmd);
   }
   static fs::path exp(const std::string& name) { return root_ / "runs" / name; }
+  // What run `name` did after step `after`: the steps it logged a train record at and evaluated
+  // at (metrics.jsonl), and its checkpoint directories (sorted by name).
+  // The learning_rate of each train record of run `name` (metrics.jsonl), in order.
+  static std::vector<double> learning_rates(const std::string& name) {
+    std::vector<double> lrs;
+    for (const auto& e : train_events(exp(name)))
+      if (e.contains("learning_rate")) lrs.push_back(e["learning_rate"].get<double>());
+    return lrs;
+  }
+  struct LoopSteps {
+    std::vector<int64_t> logged, evaluated;
+    std::vector<std::string> checkpoints;
+  };
+  static LoopSteps loop_steps(const std::string& name, int64_t after = 0) {
+    LoopSteps out;
+    for (const zt::Json& e : train_events(exp(name))) {
+      if (e["step"].get<int64_t>() <= after) continue;
+      if (e.contains("loss")) out.logged.push_back(e["step"].get<int64_t>());
+      if (e.contains("eval_loss")) out.evaluated.push_back(e["step"].get<int64_t>());
+    }
+    for (const auto& e : fs::directory_iterator(exp(name)))
+      if (e.path().filename().string().starts_with("checkpoint-"))
+        out.checkpoints.push_back(e.path().filename().string());
+    std::sort(out.checkpoints.begin(), out.checkpoints.end());
+    return out;
+  }
 
   static fs::path root_;
 };
@@ -477,23 +503,59 @@ TEST_F(TrainCli, StepsGivenAsRatiosDriveTheLoop) {
                             "trainer.max_steps=8 trainer.logging_steps=0.25 "
                             "trainer.eval_steps=0.5 trainer.save_steps=0.5");
   ASSERT_EQ(r.status, 0) << r.output;
-  std::vector<int64_t> logged, evaluated;
-  for (const zt::Json& e : zt_test::train_events(exp("ratio"))) {
-    if (e.contains("loss")) logged.push_back(e["step"].get<int64_t>());
-    if (e.contains("eval_loss")) evaluated.push_back(e["step"].get<int64_t>());
-  }
-  EXPECT_EQ(logged, (std::vector<int64_t>{2, 4, 6, 8}));
-  EXPECT_EQ(evaluated, (std::vector<int64_t>{4, 8}));
-  std::vector<std::string> checkpoints;
-  for (const auto& e : fs::directory_iterator(exp("ratio")))
-    if (e.path().filename().string().starts_with("checkpoint-"))
-      checkpoints.push_back(e.path().filename().string());
-  std::sort(checkpoints.begin(), checkpoints.end());
-  EXPECT_EQ(checkpoints, (std::vector<std::string>{"checkpoint-4", "checkpoint-8"}));
+  const LoopSteps did = loop_steps("ratio");
+  EXPECT_EQ(did.logged, (std::vector<int64_t>{2, 4, 6, 8}));
+  EXPECT_EQ(did.evaluated, (std::vector<int64_t>{4, 8}));
+  EXPECT_EQ(did.checkpoints, (std::vector<std::string>{"checkpoint-4", "checkpoint-8"}));
   const zt::Json st = zt::Json::parse(slurp(exp("ratio") / "checkpoint-8" / "trainer_state.json"));
   EXPECT_EQ(st["logging_steps"], 2);
   EXPECT_EQ(st["eval_steps"], 4);
   EXPECT_EQ(st["save_steps"], 4);
+}
+
+// A resumed run keeps its checkpoint's logging / eval / save steps, as transformers 4.57.1's
+// Trainer does (the TrainerState it loads from the checkpoint replaces the one compute_steps
+// filled): resumed from checkpoint-4 of a run with ratios 0.25 / 0.5 / 0.5 at max_steps 8 (2, 4,
+// 4) with max_steps 12, where the ratios would give 3, 6, 6, it logs at 6, 8, 10, 12, evaluates
+// and saves at 8 and 12, records 2, 4, 4 in its own checkpoints, and says so at start-up.
+TEST_F(TrainCli, ResumeKeepsTheCheckpointsLoggingEvalAndSaveSteps) {
+  const std::string ratios =
+      "trainer.logging_steps=0.25 trainer.eval_steps=0.5 trainer.save_steps=0.5 ";
+  auto r = train("ratio_a", ratios + "trainer.max_steps=8");
+  ASSERT_EQ(r.status, 0) << r.output;
+  const fs::path ck = exp("ratio_a") / "checkpoint-4";
+  r = train("ratio_b",
+            ratios + "trainer.max_steps=12 trainer.resume_from_checkpoint=" + ck.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  const LoopSteps did = loop_steps("ratio_b", 4);
+  EXPECT_EQ(did.logged, (std::vector<int64_t>{6, 8, 10, 12}));
+  EXPECT_EQ(did.evaluated, (std::vector<int64_t>{8, 12}));
+  EXPECT_EQ(did.checkpoints, (std::vector<std::string>{"checkpoint-12", "checkpoint-8"}));
+  const zt::Json st =
+      zt::Json::parse(slurp(exp("ratio_b") / "checkpoint-12" / "trainer_state.json"));
+  EXPECT_EQ(st["logging_steps"], 2);
+  EXPECT_EQ(st["eval_steps"], 4);
+  EXPECT_EQ(st["save_steps"], 4);
+  EXPECT_EQ(st["max_steps"], 12);
+  const std::string at = (root_ / "sft.yaml").string() + ": trainer.",
+                    file = (ck / "trainer_state.json").string(),
+                    why =
+                        ", as transformers' Trainer does (it loads the checkpoint's TrainerState, "
+                        "whose logging_steps, eval_steps and save_steps replace the ones this "
+                        "run's arguments give) (given on the command line)\n";
+  for (const std::string& note :
+       {at + "logging_steps: 0.25 gives 3 of this run's 12 steps, and " + file +
+            " records 2; the resumed run logs every 2 step(s)" + why,
+        at + "eval_steps: 0.5 gives 6 of this run's 12 steps, and " + file +
+            " records 4; the resumed run evaluates every 4 step(s)" + why,
+        at + "save_steps: 0.5 gives 6 of this run's 12 steps, and " + file +
+            " records 4; the resumed run saves every 4 step(s)" + why})
+    EXPECT_NE(r.output.find("zerotune: info: " + note), std::string::npos) << note << r.output;
+  // The same total steps give the same counts: no note.
+  r = train("ratio_c",
+            ratios + "trainer.max_steps=8 trainer.resume_from_checkpoint=" + ck.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(r.output.find("the resumed run logs every"), std::string::npos) << r.output;
 }
 
 // What transformers refuses about the best model, and what zerotune refuses on top (a metric its
