@@ -81,17 +81,19 @@ void apply_lr_scheduler_kwargs(LrSchedule* s, const Json& given) {
   // inverse_sqrt: `timescale = num_warmup_steps or 10_000` (get_scheduler passes no kwargs).
   if (s->kind == LrScheduleKind::kInverseSqrt)
     s->timescale = s->warmup_steps > 0 ? s->warmup_steps : 10000;
-  Json kw = given.is_null() ? Json::object() : given;
-  if (kw.is_string()) {  // TrainingArguments parses a JSON string of a dict field
-    try {
-      kw = Json::parse(kw.get<std::string>());
-    } catch (const std::exception&) {
-      fail("{} is neither a mapping nor a JSON string of one", given.dump());
-    }
-  }
-  if (!kw.is_object()) fail("must be a mapping (e.g. {{min_lr_rate: 0.1}}), got {}", kw.dump());
-  const std::vector<std::string_view> taken = kwargs_taken(s->kind);
+  // get_scheduler passes these schedules nothing, whatever the value.
   if (lr_schedule_ignores_kwargs(s->kind)) return;
+  const Json kw = given.is_null() ? Json::object() : given;
+  if (kw.is_string())
+    fail(
+        "{} is a string that transformers does not read as JSON (TrainingArguments parses a "
+        "string only when it starts with '{{'), and get_scheduler raises TypeError on it "
+        "(argument after ** must be a mapping, not str); give a mapping",
+        kw.dump());
+  if (!kw.is_object())
+    fail("must be a mapping (e.g. {{min_lr_rate: 0.1}}), got {} (get_scheduler raises TypeError)",
+         kw.dump());
+  const std::vector<std::string_view> taken = kwargs_taken(s->kind);
   for (const auto& [key, value] : kw.items()) {
     if (std::find(taken.begin(), taken.end(), key) == taken.end()) {
       std::string list;

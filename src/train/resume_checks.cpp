@@ -93,10 +93,11 @@ void check_checkpoint_model(const fs::path& ckpt, const ModelConfig& model) {
       model.source.empty() ? "model.name_or_path" : model.source, ckpt.string());
 }
 
-Json lr_schedule_to_json(const optim::LrSchedule& s) {
+Json lr_schedule_to_json(const optim::LrSchedule& s, const Json& kwargs) {
   return {{"learning_rate", s.base_lr},
           {"lr_scheduler_type", optim::lr_schedule_name(s.kind)},
-          {"warmup_steps", s.warmup_steps}};
+          {"warmup_steps", s.warmup_steps},
+          {"lr_scheduler_kwargs", kwargs.is_null() ? Json::object() : kwargs}};
 }
 
 optim::LrSchedule resumed_lr_schedule(const Json& state, const std::string& state_file,
@@ -155,6 +156,18 @@ optim::LrSchedule resumed_lr_schedule(const Json& state, const std::string& stat
     log::info("{}: {} differs from the {} that {} records; the schedule is {} {}, {}{}", key,
               optim::lr_schedule_name(now.kind), optim::lr_schedule_name(*k), state_file,
               optim::lr_schedule_name(now.kind), from, kShape, where);
+  }
+  // Compared as JSON (1 and 1.0 are equal, as they give the same schedule); a checkpoint from
+  // before the kwargs were recorded says nothing about them.
+  if (const Json* kw = field("lr_scheduler_kwargs");
+      kw != nullptr && !optim::lr_schedule_ignores_kwargs(now.kind)) {
+    const Json asked = a.lr_scheduler_kwargs.is_null() ? Json::object() : a.lr_scheduler_kwargs;
+    if (*kw != asked) {
+      const auto [key, where] = at("trainer.lr_scheduler_kwargs");
+      log::info("{}: {} differs from the {} that {} records; the schedule is {} with {} {}, {}{}",
+                key, asked.dump(), kw->dump(), state_file, optim::lr_schedule_name(now.kind),
+                asked.dump(), from, kShape, where);
+    }
   }
   if (warm->get<int64_t>() != now.warmup_steps) {
     // The key that decided the warm-up (optim::resolve_warmup_steps): warmup_steps unless it is 0.

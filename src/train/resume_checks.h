@@ -41,8 +41,10 @@ int64_t checked_resume_step(const Json& state, const std::string& state_file, in
 void check_checkpoint_model(const std::filesystem::path& ckpt, const ModelConfig& model);
 
 // zerotune_state.json's "lr_schedule" (zerotune's): {"learning_rate", "lr_scheduler_type",
-// "warmup_steps" (resolved, in optimizer steps)} of the schedule `s` the saving run used.
-Json lr_schedule_to_json(const optim::LrSchedule& s);
+// "warmup_steps" (resolved, in optimizer steps)} of the schedule `s` the saving run used, and
+// "lr_scheduler_kwargs": `kwargs`, trainer.lr_scheduler_kwargs as the run read it
+// (TrainArgs::lr_scheduler_kwargs; null as {}, TrainingArguments' default).
+Json lr_schedule_to_json(const optim::LrSchedule& s, const Json& kwargs);
 
 // The LR schedule a run resumed from `ckpt` uses, as transformers' Trainer does on resume: it
 // restores the LR scheduler's state (torch LambdaLR: base_lrs and the step), so the checkpoint's
@@ -50,8 +52,12 @@ Json lr_schedule_to_json(const optim::LrSchedule& s);
 // the lambda rebuilt from this run's arguments. So: `now` (this run's schedule) with the base lr
 // of `state`'s "lr_schedule". Where learning_rate, lr_scheduler_type or the warm-up differ from
 // what the checkpoint records, a start-up note (when `log`) names the key, its file
-// (a.key_origins), the checkpoint's value and the value now used. A state without "lr_schedule"
-// (saved before zerotune recorded it) gives `now` unchanged. Throws zt::Error naming `state_file`
+// (a.key_origins), the checkpoint's value and the value now used; so does a change of
+// lr_scheduler_kwargs (a.lr_scheduler_kwargs against the recorded ones, null as {}) for a
+// schedule that takes them (transformers' LambdaLR.load_state_dict keeps the rebuilt lambda's
+// arguments: its functools.partial saves none). A state without "lr_schedule" (saved before
+// zerotune recorded it), or one without "lr_scheduler_kwargs", notes nothing of what it lacks and
+// gives `now` unchanged. Throws zt::Error naming `state_file`
 // and the key for an "lr_schedule" that is not an object of a number >= 0, a known scheduler name
 // and an integer >= 0.
 optim::LrSchedule resumed_lr_schedule(const Json& state, const std::string& state_file,

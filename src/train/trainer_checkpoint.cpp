@@ -91,7 +91,7 @@ fs::path Trainer::State::save_checkpoint(int64_t global_step, bool interrupt) {
                {"zero_stage", a.zero_stage},
                {"run_id", run_id},
                {"plan", plan_state_to_json(*plan, global_step)},
-               {"lr_schedule", lr_schedule_to_json(sched)},
+               {"lr_schedule", lr_schedule_to_json(sched, a.lr_scheduler_kwargs)},
                {"optimizer", adamw_to_json(adam)},
                {"data_pipeline", std::string(data::kPipelineVersion)}};
     best_to_json(st);
