@@ -38,12 +38,19 @@ constexpr std::string_view kFsdp =
 
 // A steps key (logging_steps / eval_steps / save_steps): an integer count into `field`, or a ratio
 // in (0, 1) of the total steps into `ratio` (the count resolved once the plan knows the total,
-// TrainArgs::resolve_step_ratios); null stores 0 (eval_steps: logging_steps).
+// TrainArgs::resolve_step_ratios); null stores 0 (eval_steps: logging_steps). An integer is read
+// as it is (exact beyond 2^53, as Python's int), a whole float (10.0, below 2^63: the rule) as
+// TrainingArguments' int(value).
 KeySpec steps_option(std::string_view path, int64_t TrainArgs::*field, double TrainArgs::*ratio,
                      Json dflt, ValueRule rule) {
   KeySpec k = acts(path, std::move(dflt), std::move(rule));
   k.to_args = [path, field, ratio](const RunConfig& cfg, TrainArgs& a) {
     const Json& v = cfg.value(std::string(path));
+    if (v.is_number_integer()) {
+      a.*ratio = 0.0;
+      a.*field = v.get<int64_t>();
+      return;
+    }
     const double d = v.is_null() ? 0.0 : v.get<double>();
     a.*ratio = d > 0.0 && d < 1.0 ? d : 0.0;
     a.*field = a.*ratio > 0.0 ? 0 : static_cast<int64_t>(d);
