@@ -23,6 +23,9 @@ CASES = [
     ("cosine", {"num_cycles": 1.5}),
     ("cosine_with_restarts", {}),
     ("cosine_with_restarts", {"num_cycles": 3}),
+    # Python's % keeps the remainder of a negative num_cycles in [0, 1) (C's fmod would not)
+    ("cosine_with_restarts", {"num_cycles": -1.5}),
+    ("cosine_with_restarts", {"num_cycles": -2}),
     ("polynomial", {}),
     ("polynomial", {"lr_end": 1e-6, "power": 2.0}),
     ("polynomial", {"lr_end": 0.0, "power": 0.5}),

@@ -180,7 +180,12 @@ std::string check_value(const ValueRule& r, const Json& v) {
       if (v.is_number_integer()) return static_cast<double>(v.get<int64_t>()) >= lo ? "" : want;
       if (v.is_number_float()) {
         const double d = v.get<double>();
-        if (d >= lo && d == std::floor(d)) return "";
+        // A whole float (10.0) is a count: TrainingArguments.__post_init__ makes it
+        // int(logging_steps). int64 holds it below 2^63 (int() of inf raises OverflowError).
+        if (d >= lo && d == std::floor(d))
+          return d < 0x1p63
+                     ? ""
+                     : want + "; zerotune's integers are 64-bit: at most 9223372036854775807";
         if (d > 0 && d < 1) return "";
       }
       return want;

@@ -2,6 +2,7 @@
 // 0.25.1 / transformers 4.57.1 and the current TRL 1.16 / transformers 5.x; the golden list is
 // tests/data/cli/trainer_fields.json), each acted on, noted or refused (config_schema.h), with
 // TRL SFTConfig's defaults (SFT_SEMANTICS §5), plus zerotune's own trainer keys at the end.
+#include "cli/dict_field_string.h"
 #include "cli/train_options.h"
 
 namespace zt::cli {
@@ -37,12 +38,19 @@ constexpr std::string_view kFsdp =
 
 // A steps key (logging_steps / eval_steps / save_steps): an integer count into `field`, or a ratio
 // in (0, 1) of the total steps into `ratio` (the count resolved once the plan knows the total,
-// TrainArgs::resolve_step_ratios); null stores 0 (eval_steps: logging_steps).
+// TrainArgs::resolve_step_ratios); null stores 0 (eval_steps: logging_steps). An integer is read
+// as it is (exact beyond 2^53, as Python's int), a whole float (10.0, below 2^63: the rule) as
+// TrainingArguments' int(value).
 KeySpec steps_option(std::string_view path, int64_t TrainArgs::*field, double TrainArgs::*ratio,
                      Json dflt, ValueRule rule) {
   KeySpec k = acts(path, std::move(dflt), std::move(rule));
   k.to_args = [path, field, ratio](const RunConfig& cfg, TrainArgs& a) {
     const Json& v = cfg.value(std::string(path));
+    if (v.is_number_integer()) {
+      a.*ratio = 0.0;
+      a.*field = v.get<int64_t>();
+      return;
+    }
     const double d = v.is_null() ? 0.0 : v.get<double>();
     a.*ratio = d > 0.0 && d < 1.0 ? d : 0.0;
     a.*field = a.*ratio > 0.0 ? 0 : static_cast<int64_t>(d);
@@ -50,11 +58,18 @@ KeySpec steps_option(std::string_view path, int64_t TrainArgs::*field, double Tr
   return k;
 }
 
-// trainer.lr_scheduler_kwargs, stored as it is (null: none) in TrainArgs::lr_scheduler_kwargs.
+// trainer.lr_scheduler_kwargs into TrainArgs::lr_scheduler_kwargs (null: none) as transformers'
+// TrainingArguments.__post_init__ leaves it: a string starting with '{' parsed as JSON, its string
+// values converted (hf_dict_field_value); bad JSON is an error naming the file, line and key.
 KeySpec scheduler_kwargs() {
   KeySpec k = acts("trainer.lr_scheduler_kwargs", nullptr, any_value());
   k.to_args = [](const RunConfig& cfg, TrainArgs& a) {
-    a.lr_scheduler_kwargs = cfg.value("trainer.lr_scheduler_kwargs");
+    const std::string key = "trainer.lr_scheduler_kwargs";
+    try {
+      a.lr_scheduler_kwargs = hf_dict_field_value(cfg.value(key));
+    } catch (const Error& e) {
+      fail("{}: {}: {}{}", cfg.key_at(key), key, e.what(), cfg.where(key));
+    }
   };
   return k;
 }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/python_float.h"
 
 namespace zt::optim {
 namespace {
@@ -80,17 +81,19 @@ void apply_lr_scheduler_kwargs(LrSchedule* s, const Json& given) {
   // inverse_sqrt: `timescale = num_warmup_steps or 10_000` (get_scheduler passes no kwargs).
   if (s->kind == LrScheduleKind::kInverseSqrt)
     s->timescale = s->warmup_steps > 0 ? s->warmup_steps : 10000;
-  Json kw = given.is_null() ? Json::object() : given;
-  if (kw.is_string()) {  // TrainingArguments parses a JSON string of a dict field
-    try {
-      kw = Json::parse(kw.get<std::string>());
-    } catch (const std::exception&) {
-      fail("{} is neither a mapping nor a JSON string of one", given.dump());
-    }
-  }
-  if (!kw.is_object()) fail("must be a mapping (e.g. {{min_lr_rate: 0.1}}), got {}", kw.dump());
-  const std::vector<std::string_view> taken = kwargs_taken(s->kind);
+  // get_scheduler passes these schedules nothing, whatever the value.
   if (lr_schedule_ignores_kwargs(s->kind)) return;
+  const Json kw = given.is_null() ? Json::object() : given;
+  if (kw.is_string())
+    fail(
+        "{} is a string that transformers does not read as JSON (TrainingArguments parses a "
+        "string only when it starts with '{{'), and get_scheduler raises TypeError on it "
+        "(argument after ** must be a mapping, not str); give a mapping",
+        kw.dump());
+  if (!kw.is_object())
+    fail("must be a mapping (e.g. {{min_lr_rate: 0.1}}), got {} (get_scheduler raises TypeError)",
+         kw.dump());
+  const std::vector<std::string_view> taken = kwargs_taken(s->kind);
   for (const auto& [key, value] : kw.items()) {
     if (std::find(taken.begin(), taken.end(), key) == taken.end()) {
       std::string list;
@@ -197,7 +200,8 @@ double LrSchedule::lambda(int64_t k) const {
       if (k < warmup_steps) return linear_warmup(k, warmup_steps);
       const double p = progress();
       if (p >= 1.0) return 0.0;
-      return std::max(0.0, 0.5 * (1.0 + std::cos(kPi * std::fmod(num_cycles * p, 1.0))));
+      // Python's %: in [0, 1) for a negative num_cycles too (std::fmod's would be negative).
+      return std::max(0.0, 0.5 * (1.0 + std::cos(kPi * python_float_mod(num_cycles * p, 1.0))));
     }
     case LrScheduleKind::kPolynomial: {
       if (k < warmup_steps) return linear_warmup(k, warmup_steps);

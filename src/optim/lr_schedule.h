@@ -94,7 +94,7 @@ struct LrSchedule {
   //           max(1, total-warmup);
   //   constant: 1 (get_scheduler ignores warm-up for it); constant_with_warmup: 1 after warm-up;
   //   cosine_with_restarts: 0 once progress >= 1, else 0.5 * (1 + cos(pi * ((cycles * progress)
-  //           mod 1)));
+  //           % 1))), Python's % (in [0, 1] for a negative num_cycles too: python_float_mod);
   //   polynomial: ((init_lr - lr_end) * (1 - (k-warmup) / (total-warmup))^power + lr_end) /
   //           init_lr, lr_end / init_lr after total;
   //   inverse_sqrt: 1 / sqrt((k + timescale - warmup) / timescale);
@@ -113,16 +113,18 @@ struct LrSchedule {
 // (constant, constant_with_warmup, inverse_sqrt): lr_scheduler_kwargs given to it do nothing.
 bool lr_schedule_ignores_kwargs(LrScheduleKind kind);
 
-// Applies `kwargs` (trainer.lr_scheduler_kwargs: a mapping, a JSON string of one, or null) to
-// `s`, whose kind, init_lr, warmup_steps and total_steps are set, as transformers 4.57's
-// get_scheduler passes them: constant, constant_with_warmup and inverse_sqrt ignore them; linear
+// Applies `kwargs` (trainer.lr_scheduler_kwargs as TrainingArguments.__post_init__ leaves it: a
+// mapping, null, or a string it did not parse, cli::hf_dict_field_value) to `s`, whose kind,
+// init_lr, warmup_steps and total_steps are set, as transformers 4.57's get_scheduler passes
+// them: constant, constant_with_warmup and inverse_sqrt ignore them (any value); linear
 // takes none; cosine num_cycles; cosine_with_restarts num_cycles (an integer); polynomial lr_end
 // (< learning_rate) and power; cosine_with_min_lr min_lr or min_lr_rate (exactly one) and
 // num_cycles, cosine_warmup_with_min_lr also warmup_lr_rate; warmup_stable_decay num_decay_steps
 // (required), num_stable_steps (default total - warmup - decay), warmup_type / decay_type
 // (linear, cosine, 1-sqrt), min_lr_ratio, num_cycles. Also sets inverse_sqrt's timescale. Throws
-// zt::Error (the caller adds file, line and key) for a key the
-// schedule does not take, a value of the wrong type, or a missing required one.
+// zt::Error (the caller adds file, line and key) for a value that is no mapping (a string
+// included: get_scheduler's `**kwargs` raises TypeError), a key the schedule does not take, a value
+// of the wrong type, or a missing required one.
 void apply_lr_scheduler_kwargs(LrSchedule* s, const Json& kwargs);
 
 }  // namespace zt::optim

@@ -1,6 +1,7 @@
 #include "train/checkpoint_state.h"
 
 #include <nlohmann/json.hpp>
+#include <tuple>
 
 #include "core/error.h"
 #include "core/file_util.h"
@@ -106,7 +107,20 @@ HfTrainerStateRead read_hf_trainer_state(const fs::path& file) {
            file.string(), i, e.dump().substr(0, 200));
     ++i;
   }
-  return {st["global_step"].get<int64_t>(), std::move(st["log_history"])};
+  HfTrainerStateRead r{st["global_step"].get<int64_t>(), std::move(st["log_history"])};
+  // transformers divides the global step by logging_steps / eval_steps (a 0 raises
+  // ZeroDivisionError) and tests `save_steps > 0` first.
+  for (auto [key, field, lo] : {std::tuple{"logging_steps", &r.logging_steps, int64_t{1}},
+                                std::tuple{"eval_steps", &r.eval_steps, int64_t{1}},
+                                std::tuple{"save_steps", &r.save_steps, int64_t{0}}}) {
+    if (!st.contains(key)) continue;
+    const Json& v = st[key];
+    if (!v.is_number_integer() || v.get<int64_t>() < lo)
+      fail("{}: '{}' must be an integer >= {} (optimizer steps), got {}", file.string(), key, lo,
+           v.dump());
+    *field = v.get<int64_t>();
+  }
+  return r;
 }
 
 }  // namespace zt::train

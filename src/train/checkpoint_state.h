@@ -87,10 +87,16 @@ double hf_total_flos(int64_t tokens, int64_t non_embedding_params);
 struct HfTrainerStateRead {
   int64_t global_step = 0;
   Json log_history;  // the records, in order
+  // The optimizer steps between logs / evaluations / saves (TrainerState.compute_steps' counts),
+  // which a resumed transformers run keeps (the loaded TrainerState replaces the computed one);
+  // absent from the file: the dataclass default 500, as `TrainerState(**json)` gives.
+  int64_t logging_steps = 500, eval_steps = 500, save_steps = 500;
 };
-// Reads `file` (for a resume to continue its log). Throws zt::Error naming the file when it cannot
-// be read, is not valid JSON, has no integer "global_step" >= 0 or no list "log_history" of objects
-// each with an integer "step".
+// Reads `file` (for a resume to continue its log and keep its steps). Throws zt::Error naming the
+// file (and the key) when it cannot be read, is not valid JSON, has no integer "global_step" >= 0,
+// no list "log_history" of objects each with an integer "step", or a "logging_steps" /
+// "eval_steps" that is not an integer >= 1 or a "save_steps" that is not an integer >= 0 (0: no
+// saves by steps, DefaultFlowCallback's `state.save_steps > 0`).
 HfTrainerStateRead read_hf_trainer_state(const std::filesystem::path& file);
 
 }  // namespace zt::train

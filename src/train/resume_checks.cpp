@@ -93,10 +93,11 @@ void check_checkpoint_model(const fs::path& ckpt, const ModelConfig& model) {
       model.source.empty() ? "model.name_or_path" : model.source, ckpt.string());
 }
 
-Json lr_schedule_to_json(const optim::LrSchedule& s) {
+Json lr_schedule_to_json(const optim::LrSchedule& s, const Json& kwargs) {
   return {{"learning_rate", s.base_lr},
           {"lr_scheduler_type", optim::lr_schedule_name(s.kind)},
-          {"warmup_steps", s.warmup_steps}};
+          {"warmup_steps", s.warmup_steps},
+          {"lr_scheduler_kwargs", kwargs.is_null() ? Json::object() : kwargs}};
 }
 
 optim::LrSchedule resumed_lr_schedule(const Json& state, const std::string& state_file,
@@ -156,6 +157,18 @@ optim::LrSchedule resumed_lr_schedule(const Json& state, const std::string& stat
               optim::lr_schedule_name(now.kind), optim::lr_schedule_name(*k), state_file,
               optim::lr_schedule_name(now.kind), from, kShape, where);
   }
+  // Compared as JSON (1 and 1.0 are equal, as they give the same schedule); a checkpoint from
+  // before the kwargs were recorded says nothing about them.
+  if (const Json* kw = field("lr_scheduler_kwargs");
+      kw != nullptr && !optim::lr_schedule_ignores_kwargs(now.kind)) {
+    const Json asked = a.lr_scheduler_kwargs.is_null() ? Json::object() : a.lr_scheduler_kwargs;
+    if (*kw != asked) {
+      const auto [key, where] = at("trainer.lr_scheduler_kwargs");
+      log::info("{}: {} differs from the {} that {} records; the schedule is {} with {} {}, {}{}",
+                key, asked.dump(), kw->dump(), state_file, optim::lr_schedule_name(now.kind),
+                asked.dump(), from, kShape, where);
+    }
+  }
   if (warm->get<int64_t>() != now.warmup_steps) {
     // The key that decided the warm-up (optim::resolve_warmup_steps): warmup_steps unless it is 0.
     const bool ratio = a.warmup_steps == 0.0 && a.warmup_ratio > 0.0;
@@ -165,6 +178,46 @@ optim::LrSchedule resumed_lr_schedule(const Json& state, const std::string& stat
               warm->get<int64_t>(), now.warmup_steps, from, kShape, where);
   }
   return used;
+}
+
+void resume_interval_steps(const HfTrainerStateRead& saved, const std::string& hf_file,
+                           int64_t total_steps, TrainArgs* a, bool log) {
+  struct Steps {
+    const char* key;    // under trainer.
+    const char* verb;   // what the run does every that many steps
+    int64_t now, then;  // this config's count (resolved), the checkpoint's
+    double ratio;       // the config's ratio, or 0
+    bool unset;         // eval_steps null: logging_steps' count
+    bool acts;          // its strategy is steps
+  };
+  const Steps all[] = {
+      {"logging_steps", "logs", a->logging_steps, saved.logging_steps, a->logging_steps_ratio,
+       false, a->logging_strategy == IntervalStrategy::kSteps},
+      {"eval_steps", "evaluates", a->hf_eval_steps(), saved.eval_steps, a->eval_steps_ratio,
+       a->eval_steps == 0 && a->eval_steps_ratio == 0.0,
+       a->eval_strategy == IntervalStrategy::kSteps},
+      {"save_steps", "saves", a->save_steps, saved.save_steps, a->save_steps_ratio, false,
+       a->save_strategy == SaveStrategy::kSteps}};
+  a->logging_steps = saved.logging_steps;
+  a->eval_steps = saved.eval_steps;
+  a->save_steps = saved.save_steps;
+  if (!log) return;
+  for (const Steps& s : all) {
+    if (s.now == s.then || !s.acts) continue;
+    const std::string key = std::string("trainer.") + s.key;
+    const TrainArgs::KeyOrigin o = a->key_origin(key);
+    const std::string given = s.ratio > 0.0 ? fmt::format("{} gives {} of this run's {} steps",
+                                                          s.ratio, s.now, total_steps)
+                              : s.unset     ? fmt::format("null (logging_steps) gives {}", s.now)
+                                            : fmt::format("{}", s.now);
+    const std::string does = s.then > 0 ? fmt::format("{} every {} step(s)", s.verb, s.then)
+                                        : std::string("saves at the last step only");
+    log::info(
+        "{}{}: {}, and {} records {}; the resumed run {}, as transformers' Trainer does (it "
+        "loads the checkpoint's TrainerState, whose logging_steps, eval_steps and save_steps "
+        "replace the ones this run's arguments give){}",
+        o.at.empty() ? "" : o.at + ": ", key, given, hf_file, s.then, does, o.where);
+  }
 }
 
 Json adamw_to_json(const optim::AdamWParams& p) {

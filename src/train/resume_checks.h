@@ -17,6 +17,7 @@
 #include "io/model_config.h"
 #include "optim/adamw.h"
 #include "optim/lr_schedule.h"
+#include "train/checkpoint_state.h"
 #include "train/train_args.h"
 
 namespace zt::train {
@@ -40,8 +41,10 @@ int64_t checked_resume_step(const Json& state, const std::string& state_file, in
 void check_checkpoint_model(const std::filesystem::path& ckpt, const ModelConfig& model);
 
 // zerotune_state.json's "lr_schedule" (zerotune's): {"learning_rate", "lr_scheduler_type",
-// "warmup_steps" (resolved, in optimizer steps)} of the schedule `s` the saving run used.
-Json lr_schedule_to_json(const optim::LrSchedule& s);
+// "warmup_steps" (resolved, in optimizer steps)} of the schedule `s` the saving run used, and
+// "lr_scheduler_kwargs": `kwargs`, trainer.lr_scheduler_kwargs as the run read it
+// (TrainArgs::lr_scheduler_kwargs; null as {}, TrainingArguments' default).
+Json lr_schedule_to_json(const optim::LrSchedule& s, const Json& kwargs);
 
 // The LR schedule a run resumed from `ckpt` uses, as transformers' Trainer does on resume: it
 // restores the LR scheduler's state (torch LambdaLR: base_lrs and the step), so the checkpoint's
@@ -49,14 +52,30 @@ Json lr_schedule_to_json(const optim::LrSchedule& s);
 // the lambda rebuilt from this run's arguments. So: `now` (this run's schedule) with the base lr
 // of `state`'s "lr_schedule". Where learning_rate, lr_scheduler_type or the warm-up differ from
 // what the checkpoint records, a start-up note (when `log`) names the key, its file
-// (a.key_origins), the checkpoint's value and the value now used. A state without "lr_schedule"
-// (saved before zerotune recorded it) gives `now` unchanged. Throws zt::Error naming `state_file`
+// (a.key_origins), the checkpoint's value and the value now used; so does a change of
+// lr_scheduler_kwargs (a.lr_scheduler_kwargs against the recorded ones, null as {}) for a
+// schedule that takes them (transformers' LambdaLR.load_state_dict keeps the rebuilt lambda's
+// arguments: its functools.partial saves none). A state without "lr_schedule" (saved before
+// zerotune recorded it), or one without "lr_scheduler_kwargs", notes nothing of what it lacks and
+// gives `now` unchanged. Throws zt::Error naming `state_file`
 // and the key for an "lr_schedule" that is not an object of a number >= 0, a known scheduler name
 // and an integer >= 0.
 optim::LrSchedule resumed_lr_schedule(const Json& state, const std::string& state_file,
                                       const optim::LrSchedule& now, const TrainArgs& a,
                                       int64_t start_step, const std::filesystem::path& ckpt,
                                       bool log);
+
+// The logging / eval / save steps of a run resumed from a checkpoint whose transformers
+// trainer_state.json (`hf_file`) records `saved`, as transformers 4.57.1 does: its
+// Trainer._inner_training_loop computes them for this run (TrainerState.compute_steps, a ratio
+// as ceil(max_steps × ratio)) and then replaces that state by the checkpoint's
+// (TrainerState.load_from_json), whose logging_steps / eval_steps / save_steps DefaultFlowCallback
+// reads from then on. So `a`'s logging_steps, eval_steps and save_steps become `saved`'s. Where
+// one differs from what `a` (ratios resolved for this run's `total_steps`) gives and its strategy
+// is steps, a start-up note (when `log`) names the key, its file (a.key_origins), this config's
+// value and the checkpoint's, which is used.
+void resume_interval_steps(const HfTrainerStateRead& saved, const std::string& hf_file,
+                           int64_t total_steps, TrainArgs* a, bool log);
 
 // zerotune_state.json's "optimizer" (zerotune's): the AdamW hyperparameters `p` the saving run
 // used, under their trainer key names {"adam_beta1", "adam_beta2", "adam_epsilon", "weight_decay"}.

@@ -152,6 +152,14 @@ struct TrainArgs {
     at(eval_steps_ratio, &eval_steps);
     at(save_steps_ratio, &save_steps);
   }
+  // transformers' TrainerState.eval_steps for these arguments (ratios resolved): eval_steps, else
+  // logging_steps under eval_strategy steps (TrainingArguments.__post_init__ copies it), else the
+  // dataclass default 500 (compute_steps leaves an eval_steps of None alone).
+  int64_t hf_eval_steps() const {
+    return eval_steps > 0                              ? eval_steps
+           : eval_strategy == IntervalStrategy::kSteps ? logging_steps
+                                                       : 500;
+  }
   // The best model (transformers' Trainer._determine_best_metric): the eval metric compared after
   // each evaluation ("eval_"-prefixed; empty: none), higher or lower better, and whether the model
   // of the best evaluation's checkpoint becomes the final model.

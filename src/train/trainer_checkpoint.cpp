@@ -48,12 +48,10 @@ HfTrainerState Trainer::State::hf_state(int64_t global_step) const {
   h.epoch = global_step > 0 ? plan->info(std::min(global_step, T) - 1).epoch_progress : 0.0;
   h.max_steps = T;
   h.num_train_epochs = plan->num_epochs();
-  // TrainerState.compute_steps: TrainingArguments' values; eval_steps is logging_steps under
-  // eval_strategy steps when unset (TrainingArguments.__post_init__), else the dataclass' 500.
+  // TrainerState.compute_steps: TrainingArguments' values (a resumed run's: its checkpoint's,
+  // resume_interval_steps).
   h.logging_steps = a.logging_steps;
-  h.eval_steps = a.eval_steps > 0                              ? a.eval_steps
-                 : a.eval_strategy == IntervalStrategy::kSteps ? a.logging_steps
-                                                               : 500;
+  h.eval_steps = a.hf_eval_steps();
   h.save_steps = a.save_steps;
   h.train_batch_size = a.per_device_train_batch_size;
   // zerotune counts the input tokens always (TRL's num_tokens); transformers only with
@@ -93,7 +91,7 @@ fs::path Trainer::State::save_checkpoint(int64_t global_step, bool interrupt) {
                {"zero_stage", a.zero_stage},
                {"run_id", run_id},
                {"plan", plan_state_to_json(*plan, global_step)},
-               {"lr_schedule", lr_schedule_to_json(sched)},
+               {"lr_schedule", lr_schedule_to_json(sched, a.lr_scheduler_kwargs)},
                {"optimizer", adamw_to_json(adam)},
                {"data_pipeline", std::string(data::kPipelineVersion)}};
     best_to_json(st);

@@ -285,12 +285,18 @@ void Trainer::State::log_plan() const {
   if (!rank0()) return;
   const int64_t global_batch =
       a.per_device_train_batch_size * comm.world_size() * a.gradient_accumulation_steps;
+  // The schedule's lr_scheduler_kwargs, where it takes them and some are given.
+  const Json& kw = a.lr_scheduler_kwargs;
+  const std::string kwargs = optim::lr_schedule_ignores_kwargs(sched.kind) || kw.is_null() ||
+                                     (kw.is_object() && kw.empty())
+                                 ? std::string()
+                                 : " and lr_scheduler_kwargs " + kw.dump();
   log::info(
       "plan: {} samples, world size {}, micro-batch {}, accumulation {} → global batch {}; {} "
-      "steps/epoch, {} steps in all; lr {} {} with {} warm-up steps",
+      "steps/epoch, {} steps in all; lr {} {} with {} warm-up steps{}",
       train->num_samples(), comm.world_size(), a.per_device_train_batch_size,
       a.gradient_accumulation_steps, global_batch, plan->steps_per_epoch(), plan->total_steps(),
-      name_of(sched.kind), sched.base_lr, sched.warmup_steps);
+      name_of(sched.kind), sched.base_lr, sched.warmup_steps, kwargs);
 }
 
 void Trainer::State::resume_or_init() {
@@ -368,6 +374,7 @@ void Trainer::State::resume_or_init() {
             "disagree: edited by hand, or copied from another checkpoint?)",
             hf_file.string(), hf.global_step, state_file.string(), start_step);
       if (rank0()) resumed_log_history = std::move(hf.log_history);
+      resume_interval_steps(hf, hf_file.string(), plan->total_steps(), &a, rank0());
     }
     check_checkpoint_model(*ckpt, mcfg);
     // Logged once the state has loaded (below): a refused checkpoint prints no "re-sharded".

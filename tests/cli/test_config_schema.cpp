@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <set>
 #include <sstream>
 
@@ -141,6 +142,15 @@ TEST(ConfigSchema, EveryNumberAndEnumIsCheckedWithItsRange) {
       {"save_steps", -5,
        "trainer.save_steps: -5 is not valid (expected an integer number of steps >= 0, or a "
        "ratio in (0, 1) of the total steps)"},
+      // a whole float is int(value) to transformers; int64 ends below 2^63 (int(inf) raises)
+      {"logging_steps", 1.0e19,
+       "trainer.logging_steps: 1e+19 is not valid (expected an integer number of steps >= 1, or "
+       "a ratio in (0, 1) of the total steps; zerotune's integers are 64-bit: at most "
+       "9223372036854775807)"},
+      {"save_steps", std::numeric_limits<double>::infinity(),
+       "trainer.save_steps: inf is not valid (expected an integer number of steps >= 0, or a "
+       "ratio in (0, 1) of the total steps; zerotune's integers are 64-bit: at most "
+       "9223372036854775807)"},
       {"save_total_limit", 1.5,
        "trainer.save_total_limit: 1.5 is not valid (expected an integer <= 1000000000)"},
       {"seed", -1, "trainer.seed: -1 is not valid (expected an integer in [0, 4294967295])"},

@@ -59,6 +59,25 @@ TEST(Options, StepsGivenAsRatiosResolveAsTransformersComputeSteps) {
   EXPECT_EQ(n.logging_steps, 10);
 }
 
+// A count is read exactly: an integer beyond 2^53 (a double would round 2^53 + 1 to 2^53), as
+// Python's int keeps it; a whole float (10.0) is TrainingArguments.__post_init__'s int(10.0).
+TEST(Options, StepCountsAreReadExactly) {
+  const int64_t big = (int64_t{1} << 53) + 1;
+  const RunConfig cfg = RunConfig::from_json(
+      {{"trainer",
+        {{"logging_steps", big}, {"eval_steps", 10.0}, {"save_steps", int64_t{1} << 62}}}},
+      "sft.yaml");
+  TrainArgs a;
+  zt::cli::read_declared_options(cfg, a);
+  EXPECT_EQ(a.logging_steps, big);
+  EXPECT_EQ(a.eval_steps, 10);
+  EXPECT_EQ(a.save_steps, int64_t{1} << 62);
+  EXPECT_EQ(a.logging_steps_ratio, 0.0);
+  EXPECT_EQ(a.eval_steps_ratio, 0.0);
+  a.resolve_step_ratios(1000);  // no ratio: the counts stay
+  EXPECT_EQ(a.logging_steps, big);
+}
+
 TEST(Options, DeclarationsFillTrainArgsWithTheirDefaults) {
   const RunConfig cfg = RunConfig::from_json(Json::object(), "sft.yaml");
   TrainArgs a;

@@ -78,8 +78,8 @@ TEST(LrSchedule, KnownShapes) {
 // transformers 4.57.1's get_scheduler(..., scheduler_specific_kwargs=kwargs)
 // (tools/make_lr_kwargs_goldens.py): cosine_with_restarts, polynomial, inverse_sqrt,
 // cosine_with_min_lr (min_lr and min_lr_rate), cosine_warmup_with_min_lr, warmup_stable_decay,
-// cosine's num_cycles, and the kwargs get_scheduler does not pass (inverse_sqrt,
-// constant_with_warmup).
+// cosine's num_cycles (cosine_with_restarts' negative too), and the kwargs get_scheduler does not
+// pass (inverse_sqrt, constant_with_warmup).
 TEST(LrSchedule, KwargsSchedulesEqualTransformers457) {
   const Json doc = load("schedules_kwargs.json");
   std::set<std::string> kinds;
@@ -100,6 +100,12 @@ TEST(LrSchedule, KwargsSchedulesEqualTransformers457) {
   }
   EXPECT_EQ(kinds.size(), 8u);
   EXPECT_GT(checked, 2000u);
+  // cosine_with_restarts with a negative num_cycles is among them: Python's % keeps the phase in
+  // [0, 1), where C's fmod would make it negative (its first decayed step: lr ~0, not ~lr).
+  size_t negative = 0;
+  for (const Json& c : doc.at("cases"))
+    negative += c.at("kwargs").contains("num_cycles") && c.at("kwargs").at("num_cycles") < 0;
+  EXPECT_EQ(negative, 12u);
 }
 
 // What transformers refuses is refused, with the reason; what it ignores is ignored.
@@ -155,13 +161,23 @@ TEST(LrSchedule, KwargsErrors) {
   EXPECT_EQ(err("warmup_stable_decay", {{"num_decay_steps", 5}, {"decay_type", "exp"}}),
             "decay_type \"exp\" is not one of 'linear', 'cosine' or '1-sqrt'");
   EXPECT_EQ(err("cosine", {{"num_cycles", "two"}}), "num_cycles must be a number, got \"two\"");
-  EXPECT_EQ(err("cosine", "[1]"), "must be a mapping (e.g. {min_lr_rate: 0.1}), got [1]");
-  // A JSON string of a mapping (TrainingArguments parses it), null and {} are fine; constant
-  // ignores its kwargs, as get_scheduler never passes them.
-  EXPECT_EQ(err("cosine_with_min_lr", R"({"min_lr_rate": 0.1})"), "<no error>");
+  EXPECT_EQ(err("cosine", Json::array({1})),
+            "must be a mapping (e.g. {min_lr_rate: 0.1}), got [1] (get_scheduler raises "
+            "TypeError)");
+  // A string reaches the schedule only where TrainingArguments did not parse it (one that does
+  // not start with '{': cli::hf_dict_field_value); get_scheduler's ** raises on it.
+  EXPECT_EQ(err("cosine_with_min_lr", R"( {"min_lr_rate": 0.1})"),
+            R"(" {\"min_lr_rate\": 0.1}" is a string that transformers does not read as JSON )"
+            "(TrainingArguments parses a string only when it starts with '{'), and get_scheduler "
+            "raises TypeError on it (argument after ** must be a mapping, not str); give a "
+            "mapping");
+  // null and {} are fine; constant ignores its kwargs, whatever they are, as get_scheduler never
+  // passes them.
   EXPECT_EQ(err("linear", nullptr), "<no error>");
   EXPECT_EQ(err("linear", Json::object()), "<no error>");
   EXPECT_EQ(err("constant", {{"whatever", 1}}), "<no error>");
+  EXPECT_EQ(err("constant_with_warmup", "not json"), "<no error>");
+  EXPECT_EQ(err("inverse_sqrt", Json::array({1})), "<no error>");
 }
 
 TEST(LrSchedule, WarmupStepsLikeTrainingArguments) {

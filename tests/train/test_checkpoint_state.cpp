@@ -9,6 +9,7 @@
 #include <fstream>
 #include <set>
 #include <string>
+#include <tuple>
 
 #include "core/error.h"
 #include "core/file_util.h"
@@ -216,6 +217,12 @@ TEST_F(CheckpointStateFiles, HfTrainerStateIsReadAndChecked) {
   const Json& h = r.log_history;
   ASSERT_EQ(h.size(), 2u);
   EXPECT_EQ(h[1]["eval_loss"], 1.25);
+  // No steps keys: TrainerState's dataclass defaults, as transformers' TrainerState(**json).
+  EXPECT_EQ(std::tuple(r.logging_steps, r.eval_steps, r.save_steps), std::tuple(500, 500, 500));
+  std::ofstream(f) << R"({"global_step": 2, "log_history": [], "logging_steps": 3,
+    "eval_steps": 6, "save_steps": 0})";
+  const HfTrainerStateRead s = read_hf_trainer_state(f);
+  EXPECT_EQ(std::tuple(s.logging_steps, s.eval_steps, s.save_steps), std::tuple(3, 6, 0));
   const auto error = [&](const std::string& text) {
     std::ofstream(f) << text;
     try {
@@ -233,6 +240,12 @@ TEST_F(CheckpointStateFiles, HfTrainerStateIsReadAndChecked) {
             f.string() + ": log_history[1]: expected an object with an integer \"step\", got " +
                 R"({"loss":2})");
   EXPECT_TRUE(error("{\"log_history\": [").starts_with(f.string() + ": not valid JSON: "));
+  EXPECT_EQ(error(R"({"global_step": 2, "log_history": [], "logging_steps": 0})"),
+            f.string() + ": 'logging_steps' must be an integer >= 1 (optimizer steps), got 0");
+  EXPECT_EQ(error(R"({"global_step": 2, "log_history": [], "eval_steps": 2.5})"),
+            f.string() + ": 'eval_steps' must be an integer >= 1 (optimizer steps), got 2.5");
+  EXPECT_EQ(error(R"({"global_step": 2, "log_history": [], "save_steps": -1})"),
+            f.string() + ": 'save_steps' must be an integer >= 0 (optimizer steps), got -1");
 }
 
 }  // namespace

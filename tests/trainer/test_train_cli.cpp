@@ -81,6 +81,32 @@ class TrainCli : public ::testing::Test {
     return run(cmd);
   }
   static fs::path exp(const std::string& name) { return root_ / "runs" / name; }
+  // What run `name` did after step `after`: the steps it logged a train record at and evaluated
+  // at (metrics.jsonl), and its checkpoint directories (sorted by name).
+  // The learning_rate of each train record of run `name` (metrics.jsonl), in order.
+  static std::vector<double> learning_rates(const std::string& name) {
+    std::vector<double> lrs;
+    for (const auto& e : train_events(exp(name)))
+      if (e.contains("learning_rate")) lrs.push_back(e["learning_rate"].get<double>());
+    return lrs;
+  }
+  struct LoopSteps {
+    std::vector<int64_t> logged, evaluated;
+    std::vector<std::string> checkpoints;
+  };
+  static LoopSteps loop_steps(const std::string& name, int64_t after = 0) {
+    LoopSteps out;
+    for (const zt::Json& e : train_events(exp(name))) {
+      if (e["step"].get<int64_t>() <= after) continue;
+      if (e.contains("loss")) out.logged.push_back(e["step"].get<int64_t>());
+      if (e.contains("eval_loss")) out.evaluated.push_back(e["step"].get<int64_t>());
+    }
+    for (const auto& e : fs::directory_iterator(exp(name)))
+      if (e.path().filename().string().starts_with("checkpoint-"))
+        out.checkpoints.push_back(e.path().filename().string());
+    std::sort(out.checkpoints.begin(), out.checkpoints.end());
+    return out;
+  }
 
   static fs::path root_;
 };
@@ -469,6 +495,79 @@ TEST_F(TrainCli, LrSchedulerKwargsAreCheckedAgainstTheSchedule) {
       << r.output;
 }
 
+// lr_scheduler_kwargs given in the YAML as a JSON string: parsed as transformers'
+// TrainingArguments.__post_init__ parses it (json.loads, then _convert_str_dict: "0.5" is 0.5), so
+// the run equals one given the mapping; the plan line names the kwargs, the checkpoint records
+// them, and a resume with other kwargs says the schedule now uses those (as transformers' restored
+// LambdaLR does). A string that is not JSON is an error naming the file's line and the key.
+TEST_F(TrainCli, LrSchedulerKwargsGivenAsAJsonString) {
+  const std::string base = slurp(root_ / "sft.yaml");
+  ASSERT_TRUE(base.ends_with("  report_to: none\n"));
+  const auto lines = static_cast<int>(std::count(base.begin(), base.end(), '\n'));
+  const auto config = [&](const std::string& name, const std::string& kwargs) {
+    const fs::path p = root_ / (name + ".yaml");
+    std::ofstream(p) << base << "  lr_scheduler_type: cosine_with_min_lr\n"
+                     << "  lr_scheduler_kwargs: " << kwargs << "\n";
+    return p;
+  };
+  const auto train_with = [&](const fs::path& cfg, const std::string& name,
+                              const std::string& overrides) {
+    return run(std::string(ZT_BINARY) + " train --config " + cfg.string() + " exp_name=" + name +
+               " " + overrides);
+  };
+  const fs::path text = config("kwtext", R"('{"min_lr_rate": "0.5"}')");
+  auto r = train_with(text, "kwtext", "");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("steps in all; lr cosine_with_min_lr 0.01 with 1 warm-up steps and "
+                          "lr_scheduler_kwargs {\"min_lr_rate\":0.5}\n"),
+            std::string::npos)
+      << r.output;
+  const zt::Json st =
+      zt::Json::parse(slurp(exp("kwtext") / "checkpoint-4" / "zerotune_state.json"));
+  EXPECT_EQ(st["lr_schedule"]["lr_scheduler_kwargs"].dump(), R"({"min_lr_rate":0.5})");
+  r = train_with(config("kwmap", "{min_lr_rate: 0.5}"), "kwmap", "");
+  ASSERT_EQ(r.status, 0) << r.output;
+  ASSERT_EQ(learning_rates("kwtext").size(), 4u);
+  EXPECT_EQ(learning_rates("kwtext"), learning_rates("kwmap"));
+  // 0.01 × (f × 0.5 + 0.5), f the cosine factor after 1 warm-up step of 4: 1, 0.75, 0.25.
+  const std::vector<double> lrs = learning_rates("kwtext");
+  EXPECT_EQ(lrs[0], 0.0);
+  EXPECT_EQ(lrs[1], 0.01);
+  EXPECT_NEAR(lrs[2], 0.01 * 0.875, 1e-15);
+  EXPECT_NEAR(lrs[3], 0.01 * 0.625, 1e-15);
+  // Resumed with min_lr_rate 0.2: noted; the new kwargs shape the rest of the schedule.
+  const fs::path ck = exp("kwtext") / "checkpoint-2";
+  r = train_with(text, "kwtext2",
+                 "'trainer.lr_scheduler_kwargs={min_lr_rate: 0.2}' "
+                 "trainer.resume_from_checkpoint=" +
+                     ck.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("zerotune: info: " + text.string() +
+                          ": trainer.lr_scheduler_kwargs: {\"min_lr_rate\":0.2} differs from the "
+                          "{\"min_lr_rate\":0.5} that " +
+                          (ck / "zerotune_state.json").string() +
+                          " records; the schedule is cosine_with_min_lr with "
+                          "{\"min_lr_rate\":0.2} from step 3 on, as transformers' Trainer does "
+                          "(the LR scheduler it restores keeps the shape this run's arguments "
+                          "give; there the first resumed step still uses the old schedule's "
+                          "value) (given on the command line)\n"),
+            std::string::npos)
+      << r.output;
+  // Bad JSON: the file's line, the key, json.loads' complaint.
+  r = train_with(config("kwbadjson", R"('{"min_lr_rate": 0.5')"), "kwbadjson", "");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("zerotune: error: " + (root_ / "kwbadjson.yaml").string() + ":" +
+                          std::to_string(lines + 2) +
+                          ": trainer.lr_scheduler_kwargs: the string starts with '{' but is not "
+                          "valid JSON (parse error at line 1, column "),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("); transformers' TrainingArguments json.loads such a string "
+                          "(JSONDecodeError)\n"),
+            std::string::npos)
+      << r.output;
+}
+
 // logging_steps / eval_steps / save_steps in (0, 1) are ratios of the run's steps,
 // ceil(max_steps × ratio) as transformers' TrainerState.compute_steps: at max_steps 8, 0.25 logs at
 // 2, 4, 6, 8, 0.5 evaluates and saves at 4 and 8.
@@ -477,23 +576,59 @@ TEST_F(TrainCli, StepsGivenAsRatiosDriveTheLoop) {
                             "trainer.max_steps=8 trainer.logging_steps=0.25 "
                             "trainer.eval_steps=0.5 trainer.save_steps=0.5");
   ASSERT_EQ(r.status, 0) << r.output;
-  std::vector<int64_t> logged, evaluated;
-  for (const zt::Json& e : zt_test::train_events(exp("ratio"))) {
-    if (e.contains("loss")) logged.push_back(e["step"].get<int64_t>());
-    if (e.contains("eval_loss")) evaluated.push_back(e["step"].get<int64_t>());
-  }
-  EXPECT_EQ(logged, (std::vector<int64_t>{2, 4, 6, 8}));
-  EXPECT_EQ(evaluated, (std::vector<int64_t>{4, 8}));
-  std::vector<std::string> checkpoints;
-  for (const auto& e : fs::directory_iterator(exp("ratio")))
-    if (e.path().filename().string().starts_with("checkpoint-"))
-      checkpoints.push_back(e.path().filename().string());
-  std::sort(checkpoints.begin(), checkpoints.end());
-  EXPECT_EQ(checkpoints, (std::vector<std::string>{"checkpoint-4", "checkpoint-8"}));
+  const LoopSteps did = loop_steps("ratio");
+  EXPECT_EQ(did.logged, (std::vector<int64_t>{2, 4, 6, 8}));
+  EXPECT_EQ(did.evaluated, (std::vector<int64_t>{4, 8}));
+  EXPECT_EQ(did.checkpoints, (std::vector<std::string>{"checkpoint-4", "checkpoint-8"}));
   const zt::Json st = zt::Json::parse(slurp(exp("ratio") / "checkpoint-8" / "trainer_state.json"));
   EXPECT_EQ(st["logging_steps"], 2);
   EXPECT_EQ(st["eval_steps"], 4);
   EXPECT_EQ(st["save_steps"], 4);
+}
+
+// A resumed run keeps its checkpoint's logging / eval / save steps, as transformers 4.57.1's
+// Trainer does (the TrainerState it loads from the checkpoint replaces the one compute_steps
+// filled): resumed from checkpoint-4 of a run with ratios 0.25 / 0.5 / 0.5 at max_steps 8 (2, 4,
+// 4) with max_steps 12, where the ratios would give 3, 6, 6, it logs at 6, 8, 10, 12, evaluates
+// and saves at 8 and 12, records 2, 4, 4 in its own checkpoints, and says so at start-up.
+TEST_F(TrainCli, ResumeKeepsTheCheckpointsLoggingEvalAndSaveSteps) {
+  const std::string ratios =
+      "trainer.logging_steps=0.25 trainer.eval_steps=0.5 trainer.save_steps=0.5 ";
+  auto r = train("ratio_a", ratios + "trainer.max_steps=8");
+  ASSERT_EQ(r.status, 0) << r.output;
+  const fs::path ck = exp("ratio_a") / "checkpoint-4";
+  r = train("ratio_b",
+            ratios + "trainer.max_steps=12 trainer.resume_from_checkpoint=" + ck.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  const LoopSteps did = loop_steps("ratio_b", 4);
+  EXPECT_EQ(did.logged, (std::vector<int64_t>{6, 8, 10, 12}));
+  EXPECT_EQ(did.evaluated, (std::vector<int64_t>{8, 12}));
+  EXPECT_EQ(did.checkpoints, (std::vector<std::string>{"checkpoint-12", "checkpoint-8"}));
+  const zt::Json st =
+      zt::Json::parse(slurp(exp("ratio_b") / "checkpoint-12" / "trainer_state.json"));
+  EXPECT_EQ(st["logging_steps"], 2);
+  EXPECT_EQ(st["eval_steps"], 4);
+  EXPECT_EQ(st["save_steps"], 4);
+  EXPECT_EQ(st["max_steps"], 12);
+  const std::string at = (root_ / "sft.yaml").string() + ": trainer.",
+                    file = (ck / "trainer_state.json").string(),
+                    why =
+                        ", as transformers' Trainer does (it loads the checkpoint's TrainerState, "
+                        "whose logging_steps, eval_steps and save_steps replace the ones this "
+                        "run's arguments give) (given on the command line)\n";
+  for (const std::string& note :
+       {at + "logging_steps: 0.25 gives 3 of this run's 12 steps, and " + file +
+            " records 2; the resumed run logs every 2 step(s)" + why,
+        at + "eval_steps: 0.5 gives 6 of this run's 12 steps, and " + file +
+            " records 4; the resumed run evaluates every 4 step(s)" + why,
+        at + "save_steps: 0.5 gives 6 of this run's 12 steps, and " + file +
+            " records 4; the resumed run saves every 4 step(s)" + why})
+    EXPECT_NE(r.output.find("zerotune: info: " + note), std::string::npos) << note << r.output;
+  // The same total steps give the same counts: no note.
+  r = train("ratio_c",
+            ratios + "trainer.max_steps=8 trainer.resume_from_checkpoint=" + ck.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(r.output.find("the resumed run logs every"), std::string::npos) << r.output;
 }
 
 // What transformers refuses about the best model, and what zerotune refuses on top (a metric its
@@ -683,7 +818,7 @@ TEST_F(TrainCli, ResumeWithAnotherLrScheduleKeepsTheCheckpointsLearningRate) {
   const fs::path ck = exp("lrsched") / "checkpoint-2", state = ck / "zerotune_state.json";
   const zt::Json good = zt::Json::parse(slurp(state));
   EXPECT_EQ(good["lr_schedule"], zt::Json::parse(R"({"learning_rate": 0.01,
-      "lr_scheduler_type": "linear", "warmup_steps": 1})"));
+      "lr_scheduler_type": "linear", "warmup_steps": 1, "lr_scheduler_kwargs": {}})"));
   const std::string changed =
       " trainer.learning_rate=0.5 trainer.lr_scheduler_type=cosine trainer.warmup_steps=2";
   r = train("lrsched2", "trainer.resume_from_checkpoint=" + ck.string() + changed);
@@ -723,19 +858,13 @@ TEST_F(TrainCli, ResumeWithAnotherLrScheduleKeepsTheCheckpointsLearningRate) {
     EXPECT_NE(yaml.find("\n  learning_rate: 0.01\n"), std::string::npos) << args << "\n" << yaml;
     EXPECT_NE(yaml.find("\n  lr_scheduler_type: cosine\n"), std::string::npos) << yaml;
   }
-  const auto lrs_of = [](const std::string& name) {
-    std::vector<double> lrs;
-    for (const auto& e : train_events(exp(name)))
-      if (e.contains("learning_rate")) lrs.push_back(e["learning_rate"].get<double>());
-    return lrs;
-  };
   // Steps 3 and 4 of 4: 0.01 × cosine after 2 warm-up steps (1, then 0.5), not 0.5 × anything.
-  EXPECT_EQ(lrs_of("lrsched2"), (std::vector<double>{0.01, 0.005}));
+  EXPECT_EQ(learning_rates("lrsched2"), (std::vector<double>{0.01, 0.005}));
   // The checkpoint this run saves records the schedule it used.
   EXPECT_EQ(zt::Json::parse(
                 slurp(exp("lrsched2") / "checkpoint-4" / "zerotune_state.json"))["lr_schedule"],
             zt::Json::parse(R"({"learning_rate": 0.01, "lr_scheduler_type": "cosine",
-                "warmup_steps": 2})"));
+                "warmup_steps": 2, "lr_scheduler_kwargs": {}})"));
   // An older checkpoint: no "lr_schedule", no note, the config's schedule (0.5 × cosine); no
   // "data_pipeline" either: a warning that its tokens may have been prepared under another rule.
   zt::Json old = good;
@@ -751,7 +880,7 @@ TEST_F(TrainCli, ResumeWithAnotherLrScheduleKeepsTheCheckpointsLearningRate) {
             std::string::npos)
       << r.output;
   EXPECT_EQ(r.output.find("differs from the"), std::string::npos) << r.output;
-  EXPECT_EQ(lrs_of("lrsched3"), (std::vector<double>{0.5, 0.25}));
+  EXPECT_EQ(learning_rates("lrsched3"), (std::vector<double>{0.5, 0.25}));
   EXPECT_NE(r.output.find("; lr cosine 0.5 with 2 warm-up steps\n"), std::string::npos) << r.output;
   EXPECT_NE(slurp(exp("lrsched3") / "args.yaml").find("\n  learning_rate: 0.5\n"),
             std::string::npos);
