@@ -435,6 +435,16 @@ train::TrainArgs make_train_args(RunConfig& cfg, const std::optional<AccelerateC
   if (has_eval_set(cfg)) {
     check_dataset_present(cfg, "eval");
     a.eval_data = data_options(cfg, "eval");
+    // TRL's collator is padding-free only with padding_free or bfd packing of the train set; a
+    // packed eval set without it is padded bins whose examples attend to each other.
+    if (a.eval_data->packing && !a.train_data.packing && !cfg.get<bool>("trainer.padding_free"))
+      warn(fmt::format(
+          "{}: trainer.eval_packing{}: true with packing false: TRL 0.25.1 then evaluates each "
+          "packed eval bin as one sequence (its collator is padding-free only when the train set "
+          "is packed or padding_free is true), so its eval_loss mixes the examples of a bin; "
+          "zerotune evaluates each example alone, as with eval_packing false. The packing decides "
+          "only the eval speed metrics' sample count here",
+          cfg.key_at("trainer.eval_packing"), cfg.where("trainer.eval_packing")));
   }
 
   // ---- outputs

@@ -66,8 +66,9 @@ Json hf_dict_field_value(const Json& value) {
     loaded = Json::parse(text);
   } catch (const Json::exception& e) {
     fail(
-        "the string starts with '{{' but is not valid JSON ({}); transformers' TrainingArguments "
-        "json.loads such a string (JSONDecodeError)",
+        "the string starts with '{{' but is not valid JSON ({}; zerotune also refuses NaN, "
+        "Infinity and numbers beyond a double, which Python's json takes); transformers' "
+        "TrainingArguments json.loads such a string (JSONDecodeError)",
         json_error_reason(e));
   }
   return convert_str_dict(std::move(loaded));

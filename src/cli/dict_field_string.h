@@ -12,8 +12,8 @@ namespace zt::cli {
 // value "true" / "false" in any case becomes that bool; one of ASCII digits only ("007")
 // int(value); one whose digits hold a single '.' ("0.5", ".5", "5.") float(value); any other
 // string ("1e-6", "-3", " 5") stays a string. Throws zt::Error naming the key path for a digit
-// string beyond int64 (Python's int has no bound). Where Python's str.isdigit also takes non-ASCII
-// digits ("²", "٣"), zerotune leaves the string as it is.
+// string beyond int64 (Python's int has no bound). Python's str.isdigit also takes non-ASCII
+// digits, which int() reads ("٣" is 3; "²" fails there): zerotune leaves such a string as it is.
 Json convert_str_dict(Json dict);
 
 // The value of a dict field as TrainingArguments.__post_init__ leaves it: a string that starts

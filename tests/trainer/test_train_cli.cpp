@@ -81,8 +81,6 @@ class TrainCli : public ::testing::Test {
     return run(cmd);
   }
   static fs::path exp(const std::string& name) { return root_ / "runs" / name; }
-  // What run `name` did after step `after`: the steps it logged a train record at and evaluated
-  // at (metrics.jsonl), and its checkpoint directories (sorted by name).
   // The learning_rate of each train record of run `name` (metrics.jsonl), in order.
   static std::vector<double> learning_rates(const std::string& name) {
     std::vector<double> lrs;
@@ -90,6 +88,8 @@ class TrainCli : public ::testing::Test {
       if (e.contains("learning_rate")) lrs.push_back(e["learning_rate"].get<double>());
     return lrs;
   }
+  // What run `name` did after step `after`: the steps it logged a train record at and evaluated
+  // at (metrics.jsonl), and its checkpoint directories (sorted by name).
   struct LoopSteps {
     std::vector<int64_t> logged, evaluated;
     std::vector<std::string> checkpoints;

@@ -322,7 +322,8 @@ TEST_F(TrainerStateCli, FinalStateHasTheSummaryAndBestCheckpointIsAsGiven) {
 // transformers rates eval_samples_per_second / eval_steps_per_second by the eval dataset's samples,
 // and TRL packs the eval set by eval_packing (null: packing). The demo's 4 eval examples fit one
 // 1024-token bin: packed, 1 sample in 1 batch (the two rates equal); unpacked, 4 samples in 2
-// batches of 2 (samples/s twice steps/s). The eval loss is the same either way.
+// batches of 2 (samples/s twice steps/s). zerotune's eval loss is the same either way (each
+// example evaluated alone); with the train set unpacked TRL's is not, and a warning says so.
 TEST_F(TrainerStateCli, EvalSpeedMetricsCountThePackedEvalSamples) {
   struct Case {
     const char* name;
@@ -335,7 +336,12 @@ TEST_F(TrainerStateCli, EvalSpeedMetricsCountThePackedEvalSamples) {
        {Case{"ev_plain", "", 2.0}, Case{"ev_packed", "trainer.eval_packing=true", 1.0},
         Case{"ev_both", "trainer.packing=true", 1.0},
         Case{"ev_train_only", "trainer.packing=true trainer.eval_packing=false", 2.0}}) {
-    ASSERT_TRUE(exited(train(c.name, c.overrides + common), 0)) << c.name;
+    const RunResult r = train(c.name, c.overrides + common);
+    ASSERT_TRUE(exited(r, 0)) << c.name;
+    EXPECT_EQ(
+        r.output.find("true with packing false: TRL 0.25.1 then evaluates") != std::string::npos,
+        std::string(c.name) == "ev_packed")
+        << c.name << ": " << r.output;
     const Json m = metrics_through(exp(c.name), 2);
     const auto ev =
         std::find_if(m.begin(), m.end(), [](const Json& e) { return e.contains("eval_loss"); });
@@ -372,6 +378,32 @@ TEST_F(TrainerStateCli, SummaryIsPrintedAndSentToTensorBoard) {
     EXPECT_NE(events.find(tag), std::string::npos) << tag;
   for (const Json& e : metrics_through(exp("summary"), 2))
     EXPECT_FALSE(e.contains("train_runtime")) << e.dump();
+}
+
+// A checkpoint whose zerotune_state.json has no train_loss_sum (written before zerotune kept it):
+// the summary's train_loss is the mean of this process's steps, as transformers' _total_loss_scalar
+// counts after a resume — not the resumed part's steps divided in with no losses.
+TEST_F(TrainerStateCli, ResumeWithoutTrainLossSumAveragesThisProcesssSteps) {
+  ASSERT_TRUE(exited(train("tls", "trainer.max_steps=2"), 0));
+  const fs::path zs = exp("tls") / "checkpoint-2" / "zerotune_state.json";
+  Json st = read(zs);
+  ASSERT_TRUE(st.contains("train_loss_sum"));
+  st.erase("train_loss_sum");
+  std::ofstream(zs) << st.dump();
+  ASSERT_TRUE(exited(train("tls", "trainer.resume_from_checkpoint=true"), 0));
+  double all = 0, resumed = 0;
+  int n = 0;
+  for (const Json& e : metrics_through(exp("tls"), 4)) {
+    if (!e.contains("loss")) continue;
+    ++n;
+    all += e["loss"].get<double>();
+    if (e["step"].get<int64_t>() > 2) resumed += e["loss"].get<double>();
+  }
+  ASSERT_EQ(n, 4);  // logging_steps 1: steps 1 and 2 before the resume, 3 and 4 after
+  const Json fin = read(exp("tls") / "final" / "trainer_state.json");
+  const Json& sum = fin["log_history"].back();
+  EXPECT_DOUBLE_EQ(sum["train_loss"].get<double>(), resumed / 2);
+  EXPECT_NE(sum["train_loss"].get<double>(), all / 4);
 }
 
 }  // namespace
