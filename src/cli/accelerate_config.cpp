@@ -206,8 +206,10 @@ void read_offload(Reader& rd, const YAML::Node& n, const std::string& key, std::
   rd.bad(n, key, "none or cpu");
 }
 
-// deepspeed_config_file: the DeepSpeed JSON (a YAML subset, read as YAML for its line numbers)
-// with zero_optimization etc. Returns whether it names gradient_accumulation_steps.
+bool read_deepspeed_text(Reader& rd, const std::string& text, const std::string& origin);
+
+// deepspeed_config_file: the DeepSpeed JSON with zero_optimization etc. (read_deepspeed_text).
+// Returns whether it names gradient_accumulation_steps.
 bool read_deepspeed_json(Reader& rd, const std::string& file, const std::string& base_dir) {
   std::filesystem::path p(file);
   if (p.is_relative() && !std::filesystem::exists(p)) p = std::filesystem::path(base_dir) / file;
@@ -224,13 +226,19 @@ bool read_deepspeed_json(Reader& rd, const std::string& file, const std::string&
   // A NUL byte, refused as every JSON read refuses it (io/json_check.h); the YAML reader does not
   // look for one.
   check_no_nul(text, p.string());
+  return read_deepspeed_text(rd, text, p.string());
+}
+
+// DeepSpeed JSON text (a YAML subset, read as YAML for its line numbers) whose messages name
+// `origin`: its settings into rd.cfg. Returns whether it names gradient_accumulation_steps.
+bool read_deepspeed_text(Reader& rd, const std::string& text, const std::string& origin) {
   YAML::Node j;
   try {
-    j = load_yaml(text, p.string(), /*json=*/true);
+    j = load_yaml(text, origin, /*json=*/true);
   } catch (const YAML::Exception& e) {
-    fail("{}:{}: not valid JSON: {}", p.string(), e.mark.line + 1, e.msg);
+    fail("{}:{}: not valid JSON: {}", origin, e.mark.line + 1, e.msg);
   }
-  Reader jr{rd.cfg, p.string(), /*deepspeed_json=*/true};
+  Reader jr{rd.cfg, origin, /*deepspeed_json=*/true};
   if (!j.IsMap()) fail("{}: expected a JSON object of DeepSpeed settings", jr.origin);
   jr.check_keys(j, deepspeed_json_keys(), "", "a DeepSpeed config key");
   for (const char* prec : {"bf16", "bfloat16", "fp16"})
@@ -563,18 +571,36 @@ AccelerateConfig parse_accelerate_config(const std::string& path) {
   return parse_accelerate_config_text(text, path, dir.empty() ? "." : dir);
 }
 
+namespace {
+
+// What parse_deepspeed_config* add after reading: the warning for parameter offload.
+AccelerateConfig deepspeed_checked(AccelerateConfig c, Reader& rd, const std::string& origin) {
+  if (c.offload_param_device != "none")
+    rd.warn(fmt::format(
+        "{}: parameter offload (offload_param.device: {}) is not supported; parameters stay on "
+        "the device",
+        origin, c.offload_param_device));
+  return c;
+}
+
+}  // namespace
+
 AccelerateConfig parse_deepspeed_config(const std::string& path) {
   AccelerateConfig c;
   c.path = path;
   c.distributed_type = "DEEPSPEED";
   Reader rd{&c, path};
   read_deepspeed_json(rd, path, ".");
-  if (c.offload_param_device != "none")
-    rd.warn(fmt::format(
-        "{}: parameter offload (offload_param.device: {}) is not supported; parameters stay on "
-        "the device",
-        path, c.offload_param_device));
-  return c;
+  return deepspeed_checked(std::move(c), rd, path);
+}
+
+AccelerateConfig parse_deepspeed_settings(const Json& settings, const std::string& origin) {
+  AccelerateConfig c;
+  c.path = origin;
+  c.distributed_type = "DEEPSPEED";
+  Reader rd{&c, origin};
+  read_deepspeed_text(rd, settings.dump(2), origin);  // one setting a line for the line numbers
+  return deepspeed_checked(std::move(c), rd, origin);
 }
 
 }  // namespace zt::cli

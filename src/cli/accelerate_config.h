@@ -20,6 +20,8 @@
 #include <string>
 #include <vector>
 
+#include "io/json.h"
+
 namespace zt::cli {
 
 struct AccelerateConfig {
@@ -68,5 +70,10 @@ AccelerateConfig parse_accelerate_config_text(const std::string& yaml, const std
 // A DeepSpeed JSON config file (zero_optimization, bf16, …) as distributed_type DEEPSPEED, with
 // the same checks.
 AccelerateConfig parse_deepspeed_config(const std::string& path);
+
+// Same, from DeepSpeed settings given inline (TrainingArguments' `deepspeed` as a dict, or a JSON
+// string that __post_init__ json.loads); messages name `origin` ("sft.yaml:12: trainer.deepspeed")
+// and the line of `settings` written one key a line.
+AccelerateConfig parse_deepspeed_settings(const Json& settings, const std::string& origin);
 
 }  // namespace zt::cli

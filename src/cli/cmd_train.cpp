@@ -20,6 +20,7 @@
 #include "cli/commands.h"
 #include "cli/config_schema.h"
 #include "cli/data_setup.h"
+#include "cli/dict_field_string.h"
 #include "cli/report_to.h"
 #include "cli/run_dir_guard.h"
 #include "cli/train_options.h"
@@ -126,6 +127,26 @@ void resolve_best_model(const RunConfig& cfg, train::TrainArgs& a) {
       "{} {} is not a round multiple of {} {}",
       cfg.key_at(lbm_key), lbm_key, cfg.where(lbm_key), cfg.key_ref("trainer.save_steps"),
       a.save_steps, cfg.key_ref(every_key), eval_every);
+}
+
+// trainer.deepspeed as TrainingArguments takes it: a DeepSpeed JSON file's path, or the settings
+// inline — a mapping, or a JSON string starting with '{' (__post_init__ json.loads it and
+// converts its string values, hf_dict_field_value). Anything else is an error naming the key.
+AccelerateConfig deepspeed_from_trainer(const RunConfig& cfg) {
+  const std::string key = "trainer.deepspeed";
+  Json v;
+  try {
+    v = hf_dict_field_value(cfg.value(key));
+  } catch (const Error& e) {
+    fail("{}: {}: {}{}", cfg.key_at(key), key, e.what(), cfg.where(key));
+  }
+  if (v.is_string()) return parse_deepspeed_config(v.get<std::string>());
+  if (v.is_object())
+    return parse_deepspeed_settings(v, fmt::format("{}: {}", cfg.key_at(key), key));
+  fail(
+      "{}: {}{} is {}; expected the path of a DeepSpeed JSON file or a mapping of DeepSpeed "
+      "settings (zero_optimization, bf16, …)",
+      cfg.key_at(key), key, cfg.where(key), v.dump());
 }
 
 // trainer.lr_scheduler_kwargs against trainer.lr_scheduler_type, before any rank starts (the
@@ -530,8 +551,8 @@ int cmd_train(const Args& args) {
   std::optional<AccelerateConfig> acc;
   if (!accel.empty()) {
     acc = parse_accelerate_config(accel);
-  } else if (const auto ds = cfg.get_optional<std::string>("trainer.deepspeed")) {
-    acc = parse_deepspeed_config(*ds);  // TrainingArguments' deepspeed: a DeepSpeed JSON
+  } else if (!cfg.value("trainer.deepspeed").is_null()) {
+    acc = deepspeed_from_trainer(cfg);
   }
   if (rank0 && acc && !accel_from_launch) {
     for (const auto& w : acc->warnings) log::warn("{}", w);

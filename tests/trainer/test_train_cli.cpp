@@ -1362,6 +1362,37 @@ TEST_F(TrainCli, DeepSpeedValuesThatDifferFromTheTrainersAreRefused) {
   EXPECT_EQ(r.status, 0) << r.output;
 }
 
+// trainer.deepspeed given inline, as TrainingArguments takes it besides a file's path: a mapping,
+// or a JSON string, which __post_init__ json.loads with its string values converted ("3" → 3).
+// The settings are read as a file's are: checked against the trainer's values (the messages name
+// the key), their ZeRO stage used; a value of another kind is refused naming the key.
+TEST_F(TrainCli, DeepSpeedSettingsGivenInline) {
+  const std::string key = (root_ / "sft.yaml").string() + ": trainer.deepspeed";
+  auto r = train("dsmap",
+                 "trainer.max_steps=1 '+trainer.deepspeed={optimizer: {params: {lr: 1e-3}}, "
+                 "zero_optimization: {stage: 1}}'");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("zerotune: error: " + key + ": DeepSpeed values that differ"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("optimizer.params.lr 0.001 vs trainer.learning_rate"), std::string::npos)
+      << r.output;
+  // The JSON string in a YAML file (the trainer block is the fixture's last).
+  const fs::path yaml = root_ / "sft_ds_string.yaml";
+  std::ofstream(yaml) << slurp(root_ / "sft.yaml")
+                      << "  deepspeed: '{\"zero_optimization\": {\"stage\": \"3\"}}'\n";
+  r = zt_test::run(std::string(ZT_BINARY) + " train --config " + yaml.string() +
+                   " exp_name=dsstring trainer.max_steps=1 trainer.eval_strategy=no");
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("ZeRO stage 3"), std::string::npos) << r.output;
+  r = train("dsnumber", "trainer.max_steps=1 +trainer.deepspeed=5");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("trainer.deepspeed (given on the command line) is 5; expected the path "
+                          "of a DeepSpeed JSON file or a mapping of DeepSpeed settings"),
+            std::string::npos)
+      << r.output;
+}
+
 TEST_F(TrainCli, ConfigErrorsNameTheKey) {
   auto r = train("bad1", "+trainer.lerning_rate=1");
   EXPECT_EQ(r.status, 1);
