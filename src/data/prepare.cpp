@@ -108,7 +108,7 @@ struct RowResult {
   // Packing: the tokens of a row skipped before tokenising (empty completion / text) as TRL
   // 0.25.1 tokenises it (trl_tokenises_skipped_row); nullopt when not tokenised.
   std::optional<size_t> skipped_tokens;
-  bool trl_fails = false;             // packing: a skipped row TRL 0.25.1 cannot tokenise
+  bool trl_fails = false;             // a skipped row TRL 0.25.1 cannot tokenise
   bool eos_on_text = false;           // SftFormatter::eos_on_text_column
   bool attention_mask_zeros = false;  // pre-tokenised: an unread attention_mask holds a 0
 };
@@ -330,7 +330,8 @@ TokenData build_token_data(const DataOptions& given, const text::Tokenizer& toke
       } else {
         results[r].drop = static_cast<int>(*x.skipped);
         // TRL packs the row: its tokens stand in for it in the bin packing (see below).
-        results[r].trl_fails = opts.packing && !trl_tokenises_skipped_row(format, x);
+        // TRL's tokenize_fn fails on it, packed or not (is_conversational comes first).
+        results[r].trl_fails = !trl_tokenises_skipped_row(format, x);
         if (opts.packing && !results[r].trl_fails) {
           try {
             results[r].skipped_tokens = formatter->format(x.row).ids.size();
@@ -375,7 +376,7 @@ TokenData build_token_data(const DataOptions& given, const text::Tokenizer& toke
   };
   FoundRows eos_on_text;       // the EOS went to a text column
   FoundRows padded;            // pre-tokenised rows whose attention_mask (not read) holds a 0
-  FoundRows trl_fails;         // packing: skipped rows TRL fails on (empty lists)
+  FoundRows trl_fails;         // skipped rows TRL fails on (empty lists)
   FoundRows empty_conv_compl;  // packing: other conversational rows with `completion: []`
   for (int64_t r = 0; r < n; ++r) {
     RowResult& res = results[r];
@@ -449,9 +450,11 @@ TokenData build_token_data(const DataOptions& given, const text::Tokenizer& toke
                                           : "an empty 'messages' list";
     log::warn(
         "{}: {} row(s) have {} (rows {}): TRL 0.25.1 fails on such a row (IndexError in "
-        "trl.data_utils.is_conversational, which its tokenize_fn calls), so it has no place in "
-        "TRL's bins; zerotune skips it and leaves it out of the bin packing",
-        file, trl_fails.count, lists, trl_fails.listed());
+        "trl.data_utils.is_conversational, which its tokenize_fn calls){}",
+        file, trl_fails.count, lists, trl_fails.listed(),
+        opts.packing ? ", so it has no place in TRL's bins; zerotune skips it and leaves it out "
+                       "of the bin packing"
+                     : "; zerotune skips it (dropped and counted)");
   }
   if (empty_conv_compl.count > 0) {
     log::warn(
