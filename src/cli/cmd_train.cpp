@@ -131,8 +131,10 @@ void resolve_best_model(const RunConfig& cfg, train::TrainArgs& a) {
 
 // trainer.deepspeed as TrainingArguments takes it: a DeepSpeed JSON file's path, or the settings
 // inline — a mapping, or a JSON string starting with '{' (__post_init__ json.loads it and
-// converts its string values, hf_dict_field_value). Anything else is an error naming the key.
-AccelerateConfig deepspeed_from_trainer(const RunConfig& cfg) {
+// converts its string values, hf_dict_field_value). A false value (false, 0, "", {}) is no
+// DeepSpeed, as transformers' `if self.deepspeed:` reads it: nullopt. Anything else, and a path
+// that is no file, is an error naming the key.
+std::optional<AccelerateConfig> deepspeed_from_trainer(const RunConfig& cfg) {
   const std::string key = "trainer.deepspeed";
   Json v;
   try {
@@ -140,9 +142,21 @@ AccelerateConfig deepspeed_from_trainer(const RunConfig& cfg) {
   } catch (const Error& e) {
     fail("{}: {}: {}{}", cfg.key_at(key), key, e.what(), cfg.where(key));
   }
-  if (v.is_string()) return parse_deepspeed_config(v.get<std::string>());
+  if (v.is_null() || v == false || v == 0 || (v.is_object() && v.empty()) ||
+      (v.is_string() && v.get_ref<const std::string&>().empty()))
+    return std::nullopt;
+  if (v.is_string()) {
+    const std::string path = v.get<std::string>();
+    if (std::error_code ec; !fs::exists(path, ec))
+      fail(
+          "{}: {}{}: '{}' is no file; expected the path of a DeepSpeed JSON file, or the "
+          "DeepSpeed settings inline (a mapping, or a JSON string starting with '{{')",
+          cfg.key_at(key), key, cfg.where(key), path);
+    return parse_deepspeed_config(path);
+  }
   if (v.is_object())
-    return parse_deepspeed_settings(v, fmt::format("{}: {}", cfg.key_at(key), key));
+    return parse_deepspeed_settings(v,
+                                    fmt::format("{}: {}{}", cfg.key_at(key), key, cfg.where(key)));
   fail(
       "{}: {}{} is {}; expected the path of a DeepSpeed JSON file or a mapping of DeepSpeed "
       "settings (zero_optimization, bf16, …)",
@@ -551,7 +565,7 @@ int cmd_train(const Args& args) {
   std::optional<AccelerateConfig> acc;
   if (!accel.empty()) {
     acc = parse_accelerate_config(accel);
-  } else if (!cfg.value("trainer.deepspeed").is_null()) {
+  } else {
     acc = deepspeed_from_trainer(cfg);
   }
   if (rank0 && acc && !accel_from_launch) {

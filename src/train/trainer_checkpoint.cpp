@@ -128,7 +128,8 @@ MetricRecord Trainer::State::train_summary(double runtime_seconds) const {
   r.set("total_flos", hf_total_flos(num_tokens_seen, non_embedding_parameters(model->layout())));
   // transformers: _total_loss_scalar / global_step, the logged steps' losses summed (only this
   // process's after a resume). zerotune: the mean of every applied step's loss, the resumed part's
-  // included (zerotune_state.json keeps the sum); a skipped step has no loss and is not counted.
+  // included (zerotune_state.json keeps the sum; a checkpoint without it gives transformers'
+  // value); a skipped step has no loss and is not counted.
   r.set("train_loss", train_loss_steps > 0 ? train_loss_sum / static_cast<double>(train_loss_steps)
                                            : 0.0);  // transformers: 0.0 / global_step
   r.set("epoch", T > 0 ? plan->info(T - 1).epoch_progress : 0.0);

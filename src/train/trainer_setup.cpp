@@ -382,14 +382,15 @@ void Trainer::State::resume_or_init() {
     applied_steps = st["applied_steps"].get<int64_t>();
     num_tokens_seen = st["num_tokens_seen"].get<int64_t>();
     last_saved_step = start_step;
-    // The losses summed so far (train_loss); a checkpoint from before zerotune kept them: this
-    // process's steps alone make the summary's train_loss.
+    // The losses summed so far (train_loss over every step). A checkpoint from before zerotune
+    // kept them: this process's losses over all the steps, as transformers' _total_loss_scalar /
+    // global_step after a resume.
+    train_loss_steps = applied_steps;
     if (st.contains("train_loss_sum")) {
       if (!st["train_loss_sum"].is_number())
         fail("{}: 'train_loss_sum' must be a number, got {}", state_file.string(),
              st["train_loss_sum"].dump());
       train_loss_sum = st["train_loss_sum"].get<double>();
-      train_loss_steps = applied_steps;
     }
     best_from_json(st, state_file);
     sched = resumed_lr_schedule(st, state_file.string(), sched, a, start_step, *ckpt, rank0());

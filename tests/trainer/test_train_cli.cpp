@@ -1367,7 +1367,8 @@ TEST_F(TrainCli, DeepSpeedValuesThatDifferFromTheTrainersAreRefused) {
 // The settings are read as a file's are: checked against the trainer's values (the messages name
 // the key), their ZeRO stage used; a value of another kind is refused naming the key.
 TEST_F(TrainCli, DeepSpeedSettingsGivenInline) {
-  const std::string key = (root_ / "sft.yaml").string() + ": trainer.deepspeed";
+  const std::string key =
+      (root_ / "sft.yaml").string() + ": trainer.deepspeed (given on the command line)";
   auto r = train("dsmap",
                  "trainer.max_steps=1 '+trainer.deepspeed={optimizer: {params: {lr: 1e-3}}, "
                  "zero_optimization: {stage: 1}}'");
@@ -1385,6 +1386,31 @@ TEST_F(TrainCli, DeepSpeedSettingsGivenInline) {
                    " exp_name=dsstring trainer.max_steps=1 trainer.eval_strategy=no");
   EXPECT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("ZeRO stage 3"), std::string::npos) << r.output;
+  // A false value is no DeepSpeed (transformers' `if self.deepspeed:`): the export keeps the fp32
+  // weights under bf16, where DeepSpeed would save bf16.
+  const auto dtype = [&](const std::string& name) {
+    return zt::Json::parse(slurp(exp(name) / "final" / "config.json")).value("torch_dtype", "");
+  };
+  int i = 0;
+  for (const char* off :
+       {"'+trainer.deepspeed={}'", "'+trainer.deepspeed=\"{}\"'", "'+trainer.deepspeed=\"\"'"}) {
+    const std::string name = "dsoff" + std::to_string(i++);
+    r = train(name,
+              std::string("trainer.max_steps=1 trainer.eval_strategy=no trainer.bf16=true ") + off);
+    ASSERT_EQ(r.status, 0) << off << r.output;
+    EXPECT_EQ(dtype(name), "float32") << off;
+  }
+  r = train("dson",
+            "trainer.max_steps=1 trainer.eval_strategy=no trainer.bf16=true "
+            "'+trainer.deepspeed={zero_optimization: {stage: 1}}'");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(dtype("dson"), "bfloat16");
+  r = train("dsnofile", "trainer.max_steps=1 +trainer.deepspeed=no_such_ds.json");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("trainer.deepspeed (given on the command line): 'no_such_ds.json' is no "
+                          "file; expected the path of a DeepSpeed JSON file"),
+            std::string::npos)
+      << r.output;
   r = train("dsnumber", "trainer.max_steps=1 +trainer.deepspeed=5");
   EXPECT_EQ(r.status, 1) << r.output;
   EXPECT_NE(r.output.find("trainer.deepspeed (given on the command line) is 5; expected the path "

@@ -381,9 +381,9 @@ TEST_F(TrainerStateCli, SummaryIsPrintedAndSentToTensorBoard) {
 }
 
 // A checkpoint whose zerotune_state.json has no train_loss_sum (written before zerotune kept it):
-// the summary's train_loss is the mean of this process's steps, as transformers' _total_loss_scalar
-// counts after a resume — not the resumed part's steps divided in with no losses.
-TEST_F(TrainerStateCli, ResumeWithoutTrainLossSumAveragesThisProcesssSteps) {
+// the summary's train_loss is transformers' after a resume, _total_loss_scalar (this process's
+// step losses) / global_step (all the steps); with train_loss_sum it is every step's mean.
+TEST_F(TrainerStateCli, ResumeWithoutTrainLossSumGivesTransformersTrainLoss) {
   ASSERT_TRUE(exited(train("tls", "trainer.max_steps=2"), 0));
   const fs::path zs = exp("tls") / "checkpoint-2" / "zerotune_state.json";
   Json st = read(zs);
@@ -402,7 +402,7 @@ TEST_F(TrainerStateCli, ResumeWithoutTrainLossSumAveragesThisProcesssSteps) {
   ASSERT_EQ(n, 4);  // logging_steps 1: steps 1 and 2 before the resume, 3 and 4 after
   const Json fin = read(exp("tls") / "final" / "trainer_state.json");
   const Json& sum = fin["log_history"].back();
-  EXPECT_DOUBLE_EQ(sum["train_loss"].get<double>(), resumed / 2);
+  EXPECT_DOUBLE_EQ(sum["train_loss"].get<double>(), resumed / 4);
   EXPECT_NE(sum["train_loss"].get<double>(), all / 4);
 }
 
