@@ -377,7 +377,7 @@ TokenData build_token_data(const DataOptions& given, const text::Tokenizer& toke
   FoundRows eos_on_text;       // the EOS went to a text column
   FoundRows padded;            // pre-tokenised rows whose attention_mask (not read) holds a 0
   FoundRows trl_fails;         // skipped rows TRL fails on (empty lists)
-  FoundRows empty_conv_compl;  // packing: other conversational rows with `completion: []`
+  FoundRows empty_conv_compl;  // other conversational rows with `completion: []`
   for (int64_t r = 0; r < n; ++r) {
     RowResult& res = results[r];
     if (res.eos_on_text && opts.prompt_format != PromptFormat::kChat) eos_on_text.add(r);
@@ -387,7 +387,7 @@ TokenData build_token_data(const DataOptions& given, const text::Tokenizer& toke
       if (res.skipped_tokens) note_standin(r, *res.skipped_tokens);
       if (res.trl_fails)
         trl_fails.add(r);
-      else if (opts.packing && format.kind == DatasetKind::kConversationalPromptCompletion &&
+      else if (format.kind == DatasetKind::kConversationalPromptCompletion &&
                res.drop == static_cast<int>(DropReason::kEmptyCompletion))
         empty_conv_compl.add(r);
       continue;
@@ -460,11 +460,16 @@ TokenData build_token_data(const DataOptions& given, const text::Tokenizer& toke
     log::warn(
         "{}: {} conversational row(s) have an empty 'completion' list (rows {}): TRL 0.25.1 "
         "fails on such a row when Python's string hash makes is_conversational read "
-        "'completion' (IndexError; random per process), else it packs the prompt rendered alone, "
-        "with a completion_mask longer than its ids, which shifts TRL's masks of the examples "
-        "packed after it; zerotune skips the row and keeps its place in the bins as that "
-        "rendering",
-        file, empty_conv_compl.count, empty_conv_compl.listed());
+        "'completion' (IndexError; random per process), else it {}",
+        file, empty_conv_compl.count, empty_conv_compl.listed(),
+        opts.packing
+            ? "packs the prompt rendered alone, with a completion_mask longer than its ids, which "
+              "shifts TRL's masks of the examples packed after it; zerotune skips the row and "
+              "keeps its place in the bins as that rendering"
+            : "keeps the prompt rendered alone as an example with no target token (its "
+              "completion_mask, longer than its ids, masks them all; TRL's collator fails on a "
+              "micro-batch where that mask is longer than every row's ids); zerotune skips the "
+              "row (dropped and counted)");
   }
   if (no_tokens.count > 0) {
     log::warn(

@@ -225,6 +225,26 @@ TEST(PackingSkippedRows, ConversationalRowWithEmptyPromptAndCompletionIsLeftOut)
                         ": 1 conversational row(s) have an empty 'completion' list (rows 2)"),
             std::string::npos)
       << warned;
+
+  // Unpacked, TRL's tokenize_fn calls is_conversational on the row all the same: the warning
+  // stays, with what TRL does then.
+  o.packing = false;
+  ::testing::internal::CaptureStderr();
+  rep = PrepareReport{};
+  const TokenData u = build_token_data(o, q.tok, q.cfg, &rep);
+  const std::string unpacked = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(rep.dropped.at("empty_completion"), 2);
+  EXPECT_EQ(u.example_rows, (std::vector<int64_t>{0}));
+  EXPECT_NE(unpacked.find(f.string() +
+                          ": 1 conversational row(s) have an empty 'completion' list (rows 2): "
+                          "TRL 0.25.1 fails on such a row when Python's string hash makes "
+                          "is_conversational read 'completion' (IndexError; random per process), "
+                          "else it keeps the prompt rendered alone as an example with no target "
+                          "token"),
+            std::string::npos)
+      << unpacked;
+  EXPECT_NE(unpacked.find("zerotune skips the row (dropped and counted)"), std::string::npos)
+      << unpacked;
 }
 
 }  // namespace
