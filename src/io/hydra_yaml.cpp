@@ -433,13 +433,13 @@ void apply_override(Json& root, const std::string& ov, const std::filesystem::pa
   if (eq == std::string::npos || eq == 0)
     fail("override '{}' is not of the form key.path=value", ov);
   std::string key = ov.substr(0, eq);
-  bool add = false;
+  bool add = false, append_only = false;
   // Hydra's grammar: +key=value adds a key, ++key=value adds it or overrides it.
   if (key.rfind("++", 0) == 0) {
     add = true;
     key = key.substr(2);
   } else if (key[0] == '+') {
-    add = true;
+    add = append_only = true;
     key = key.substr(1);
   }
   if (key.empty()) fail("override '{}' is not of the form key.path=value", ov);
@@ -466,6 +466,15 @@ void apply_override(Json& root, const std::string& ov, const std::filesystem::pa
       (*cur)[p] = last ? value : Json::object();
     } else if (last) {
       Json& old = (*cur)[p];
+      // Hydra 1.3 (_apply_overrides_to_config): `+key=value` where the config already holds a
+      // value that is not null (nor OmegaConf's missing '???', which select reads as None) is
+      // refused, unless the new value is a mapping or a list (merged).
+      if (append_only && !old.is_null() && old != "???" && !value.is_object() && !value.is_array())
+        fail(
+            "override '{}': could not append to config: an item is already at '{}' in {} (as Hydra "
+            "says). Either remove the + prefix: '{}', or add a second + to add or override '{}': "
+            "'+{}'",
+            ov, key, file.string(), ov.substr(1), key, ov);
       // Hydra applies an override with OmegaConf.update(merge=True): a mapping merges into the
       // mapping there (other keys stay); anything else replaces; a list and a mapping do not mix.
       const bool mixed =

@@ -108,6 +108,17 @@ trainer:
   EXPECT_EQ(j["trainer"]["steps"], "???");
   EXPECT_EQ(j["trainer"]["out"], "runs/demo/final");
   EXPECT_EQ(j["trainer"]["extra"], true);
+  // `+key` adds a key: Hydra 1.3 refuses it where the config holds a value already (not null nor
+  // '???'); `++key` adds or overrides.
+  EXPECT_EQ(error_of([&] { zt::load_hydra_yaml(p, {"+trainer.lr=1"}); }),
+            "override '+trainer.lr=1': could not append to config: an item is already at "
+            "'trainer.lr' in " +
+                p.string() +
+                " (as Hydra says). Either remove the + prefix: 'trainer.lr=1', or add a second + "
+                "to add or override 'trainer.lr': '++trainer.lr=1'");
+  const zt::Json added = zt::load_hydra_yaml(p, {"+trainer.steps=3", "++trainer.lr=2"});
+  EXPECT_EQ(added["trainer"]["steps"].get<int64_t>(), 3);
+  EXPECT_EQ(added["trainer"]["lr"].get<int64_t>(), 2);
   // The file's 010 is YAML 1.1's octal (PyYAML); an override's is no number at all in Hydra's
   // grammar (its INT is [+-]?(0|[1-9](_?[0-9])*): 010 is the tokens 0 and 10, so the string "010").
   auto oct = write_tmp("o.yaml", "a: 010\nb: 1\nc: 1\n");
