@@ -66,10 +66,12 @@ int64_t micro_batch_capacity(const TrainArgs& a, int64_t longest) {
 void Trainer::State::prepare_data() {
   data::PrepareReport rep;
   train.emplace(data::prepare_dataset(a.train_data, tok, tok_cfg, &rep));
+  train_trl_samples = rep.trl_num_samples;
   if (rank0()) log::info("train data {}: {}", a.train_data.dataset.string(), rep.summary());
   if (a.eval_data) {
     data::PrepareReport erep;
     eval.emplace(data::prepare_dataset(data::eval_options(*a.eval_data, rep), tok, tok_cfg, &erep));
+    eval_trl_samples = erep.trl_num_samples;
     if (rank0()) log::info("eval data {}: {}", a.eval_data->dataset.string(), erep.summary());
   }
   train_targets = sample_target_counts(*train);
