@@ -50,9 +50,9 @@ HfTrainerState Trainer::State::hf_state(int64_t global_step) const {
   h.num_train_epochs = plan->num_epochs();
   // TrainerState.compute_steps: TrainingArguments' values (a resumed run's: its checkpoint's,
   // resume_interval_steps).
-  h.logging_steps = a.logging_steps;
-  h.eval_steps = a.hf_eval_steps();
-  h.save_steps = a.save_steps;
+  h.logging_steps = a.state_logging_steps;
+  h.eval_steps = a.state_eval_steps;
+  h.save_steps = a.state_save_steps;
   h.train_batch_size = a.per_device_train_batch_size;
   // zerotune counts the input tokens always (TRL's num_tokens); transformers only with
   // include_num_input_tokens_seen, and writes 0 otherwise.

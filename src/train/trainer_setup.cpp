@@ -256,6 +256,7 @@ void Trainer::State::build_plan() {
                           plan->samples_per_epoch())
             : std::string());
   a.resolve_step_ratios(plan->total_steps());  // logging/eval/save steps given as ratios
+  set_hf_state_steps(&a, plan->total_steps());  // trainer_state.json's values of them
   sched.kind = a.lr_scheduler_type;
   sched.base_lr = a.learning_rate;
   sched.total_steps = plan->total_steps();

@@ -358,6 +358,29 @@ TEST_F(TrainerStateCli, EvalSpeedMetricsCountThePackedEvalSamples) {
   }
 }
 
+// trainer_state.json's logging_steps / eval_steps / save_steps are TrainerState's
+// (HfTrainerState.IntervalStepsAreTransformersComputeSteps has the rule from transformers): a 1.0
+// stays a float, an explicit eval_steps 0 under eval_strategy no stays 0, a 2.0 under save_strategy
+// steps is int(2.0); a run resumed from it writes the same.
+TEST_F(TrainerStateCli, IntervalStepsAreWrittenAsTransformersHoldsThem) {
+  const std::string given =
+      "trainer.eval_strategy=no trainer.eval_steps=0 trainer.logging_steps=1.0 "
+      "trainer.save_steps=2.0 ";
+  ASSERT_TRUE(exited(train("steps_a", given + "trainer.max_steps=2"), 0));
+  const std::string text = slurp(exp("steps_a") / "checkpoint-2" / "trainer_state.json");
+  for (const char* want : {"\"logging_steps\": 1.0,", "\"eval_steps\": 0,", "\"save_steps\": 2,"})
+    EXPECT_NE(text.find(want), std::string::npos) << want << " in " << text;
+  const RunResult r =
+      train("steps_b",
+            "trainer.eval_strategy=epoch trainer.logging_steps=3 trainer.max_steps=4 "
+            "trainer.resume_from_checkpoint=" +
+                (exp("steps_a") / "checkpoint-2").string());
+  ASSERT_TRUE(exited(r, 0));
+  const std::string resumed = slurp(exp("steps_b") / "checkpoint-4" / "trainer_state.json");
+  for (const char* want : {"\"logging_steps\": 1.0,", "\"eval_steps\": 0,", "\"save_steps\": 2,"})
+    EXPECT_NE(resumed.find(want), std::string::npos) << want << " in " << resumed;
+}
+
 // `samples` (a count) is what a rate `rate` (rounded to 3 decimals) over a runtime `runtime`
 // (rounded to 4) measured: samples / true runtime rounds to rate, the true runtime to runtime.
 ::testing::AssertionResult rated(double samples, double rate, double runtime) {
