@@ -21,6 +21,7 @@ OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "d
 TEXTS = [
     '{"min_lr": 1e-6}',
     '{"min_lr_rate": "0.1", "num_cycles": "3"}',
+    '{"num_cycles": "true"}',  # True, which a schedule computes with as 1
     '{"a": "TRUE", "b": "False", "c": "007", "d": "0.5", "e": ".5", "f": "5.", "g": "1e-6",'
     ' "h": "-3", "i": " 5", "j": "1.2.3", "k": ".", "l": "", "m": {"n": "12", "o": ["1"]},'
     ' "p": 3, "q": "yes", "r": "1_000", "s": "a", "s": "2", "t": null, "u": "tRuE"}',

@@ -9,6 +9,13 @@ Run with torch (CPU) + transformers 4.57.1:
     python tools/make_lr_kwargs_goldens.py
 Each case: {"kind", "base_lr", "warmup", "total", "kwargs", "lr": [lr of step 0 … total-1]} (the
 lr is LambdaLR's get_last_lr() before each optimizer step, what Trainer logs as learning_rate).
+
+A bool where a schedule takes a number (TrainingArguments' _convert_str_dict makes '"true"' True)
+is Python's 1 / 0 in its arithmetic, for a float argument (cosine's num_cycles, polynomial's power,
+min_lr_rate, …) and an int one (cosine_with_restarts' num_cycles, warmup_stable_decay's
+num_decay_steps) alike: those cases are among "cases". Where the schedule refuses the value
+(polynomial's lr_end True is not below the learning rate; a bool warmup_type), "errors" records
+its exception: {"kind", "base_lr", "warmup", "total", "kwargs", "error"}.
 """
 import json
 import os
@@ -42,6 +49,26 @@ CASES = [
                              "decay_type": "1-sqrt", "min_lr_ratio": 0.1}),
     ("warmup_stable_decay", {"num_decay_steps": 12, "warmup_type": "1-sqrt", "decay_type": "linear",
                              "min_lr_ratio": 0.05, "num_cycles": 0.5}),
+    # bools as numbers: float arguments …
+    ("cosine", {"num_cycles": True}),
+    ("cosine", {"num_cycles": False}),
+    ("polynomial", {"lr_end": False, "power": True}),
+    ("polynomial", {"power": False}),
+    ("cosine_with_min_lr", {"min_lr_rate": True}),
+    ("cosine_with_min_lr", {"min_lr": False, "num_cycles": True}),
+    ("cosine_warmup_with_min_lr", {"min_lr_rate": False, "warmup_lr_rate": True}),
+    # … and int ones
+    ("cosine_with_restarts", {"num_cycles": True}),
+    ("cosine_with_restarts", {"num_cycles": False}),
+    ("warmup_stable_decay", {"num_decay_steps": True, "num_stable_steps": False,
+                             "min_lr_ratio": True}),
+    ("warmup_stable_decay", {"num_decay_steps": 6, "num_stable_steps": True, "num_cycles": True}),
+]
+
+# Bools the schedule refuses: (kind, kwargs).
+ERROR_CASES = [
+    ("polynomial", {"lr_end": True}),
+    ("warmup_stable_decay", {"num_decay_steps": 5, "warmup_type": True}),
 ]
 
 
@@ -67,10 +94,18 @@ def main():
                     continue
                 cases.append({"kind": kind, "base_lr": base_lr, "warmup": warmup, "total": total,
                               "kwargs": kwargs, "lr": lrs(kind, base_lr, warmup, total, kwargs)})
+    errors = []
+    for kind, kwargs in ERROR_CASES:
+        try:
+            lrs(kind, 2e-5, 0, 37, kwargs)
+            raise AssertionError(f"{kind} {kwargs}: no error")
+        except ValueError as e:
+            errors.append({"kind": kind, "base_lr": 2e-5, "warmup": 0, "total": 37,
+                           "kwargs": kwargs, "error": f"{type(e).__name__}: {e}"})
     with open(os.path.join(OUT, "schedules_kwargs.json"), "w") as f:
         json.dump({"generator": "tools/make_lr_kwargs_goldens.py", "transformers":
-                   transformers.__version__, "cases": cases}, f, indent=0)
-    print(len(cases), "cases")
+                   transformers.__version__, "cases": cases, "errors": errors}, f, indent=0)
+    print(len(cases), "cases,", len(errors), "errors")
 
 
 if __name__ == "__main__":

@@ -21,6 +21,15 @@ stand-in of that length (removed after packing). Some such rows TRL cannot token
 For the rows TRL fails on, the golden records TRL's error, and the bins TRL makes of the same file
 without those rows (their row numbers kept), which is what zerotune must make.
 
+Each golden also records the lengths transformers counts in its speed metrics ("trl_lengths",
+packed and unpacked): `len(trainer.eval_dataset)` (Trainer.evaluation_loop's num_samples, by which
+evaluate() rates eval_samples_per_second), `len(trainer.train_dataset)` and the num_train_samples
+of `Trainer.set_initial_training_values` (train_samples_per_second; num_train_epochs 2.5), of a
+trainer given the file as both its train and its eval set (eval_packing null: as packing). Where
+TRL fails on the file, they are of the file without the rows it fails on ("trl_fails": true).
+A row dropped for no target token after truncation (case "dropped_bins") is kept by TRL as any
+row, and its bins can hold only such rows: they count in TRL's lengths, not in zerotune's samples.
+
 Each case runs the real `trl.SFTTrainer` (a tiny random Qwen2 model on the CPU; the dataset loaded
 by `datasets.load_dataset("json")` from the jsonl, as the users' script loads it) and reads back
 `trainer.train_dataset`: per bin, the source rows, `seq_lengths` and the ids. A bin's examples are
@@ -80,27 +89,46 @@ def words(rng, lo, hi):
     return " ".join(rng.choice(WORDS) for _ in range(rng.randint(lo, hi)))
 
 
-def train_dataset(tok, data_file, **cfg):
-    """TRL's train_dataset of `data_file` under SFTConfig(**cfg)."""
+def trainer_of(tok, data_file, with_eval=False, **cfg):
+    """TRL's SFTTrainer of `data_file` (also its eval set when `with_eval`) under SFTConfig(**cfg)."""
     ds = datasets.load_dataset("json", data_files=data_file, split="train",
                                cache_dir=tempfile.mkdtemp())
     args = SFTConfig(output_dir=tempfile.mkdtemp(), report_to=[], bf16=False, use_cpu=True, **cfg)
     with contextlib.redirect_stderr(io.StringIO()):  # TRL's mask-mismatch warnings
-        trainer = SFTTrainer(model=tiny_model(), args=args, train_dataset=ds, processing_class=tok)
-    return trainer.train_dataset
+        return SFTTrainer(model=tiny_model(), args=args, train_dataset=ds,
+                          eval_dataset=ds if with_eval else None, processing_class=tok)
 
 
-def trl_bins(tok, data_file, rows_of, max_length, text_field, skipped):
+def train_dataset(tok, data_file, **cfg):
+    """TRL's train_dataset of `data_file` under SFTConfig(**cfg)."""
+    return trainer_of(tok, data_file, **cfg).train_dataset
+
+
+def trl_lengths(tok, data_file, **cfg):
+    """{"eval_dataset": len(eval_dataset), "train_dataset": len(train_dataset),
+    "num_train_samples": transformers' num_train_samples} of a trainer given `data_file` as both
+    sets under SFTConfig(num_train_epochs=2.5, per_device_train_batch_size=2, **cfg)."""
+    trainer = trainer_of(tok, data_file, with_eval=True, num_train_epochs=2.5,
+                         per_device_train_batch_size=2, **cfg)
+    args = trainer.args
+    values = trainer.set_initial_training_values(args, trainer.get_train_dataloader(),
+                                                 trainer.get_total_train_batch_size(args))
+    return {"eval_dataset": len(trainer.eval_dataset), "train_dataset": len(trainer.train_dataset),
+            "num_train_samples": values[3]}
+
+
+def trl_bins(tok, data_file, rows_of, max_length, text_field, skipped, **cfg):
     """TRL's bins of `data_file`: [{"rows", "seq_lengths", "ids"}]; `rows_of` maps a file row to
     the row number it reports; rows of equal ids must be `skipped` ones."""
-    unpacked = train_dataset(tok, data_file, max_length=None, dataset_text_field=text_field)
+    unpacked = train_dataset(tok, data_file, max_length=None, dataset_text_field=text_field,
+                             **cfg)
     row_of = {}  # ids -> rows (several only for skipped rows, which are all the same to zerotune)
     for r, ids in enumerate(unpacked["input_ids"]):
         row_of.setdefault(tuple(ids[:max_length]), []).append(rows_of[r])
     for key, rows in row_of.items():
         assert len(rows) == 1 or all(r in skipped for r in rows), f"rows {rows} begin alike"
     packed = train_dataset(tok, data_file, max_length=max_length, packing=True,
-                           dataset_text_field=text_field)
+                           dataset_text_field=text_field, **cfg)
     bins = []
     for ex in packed:
         rows, o = [], 0
@@ -188,7 +216,27 @@ def cases():
             skipped.append(r)
     out["content_field"] = (rows, 40, "content", skipped, True,
                             "dataset_text_field 'content' with empty values (no tokens)")
+
+    # Plain prompt/completion, dataset_num_proc 3 (map shards of rows 0-9, 10-19, 20-29): empty
+    # completions and prompts longer than max_length (no target token after truncation, which TRL
+    # keeps as any row), some filling a bin alone, and a shard of such rows only (rows 10-19).
+    rows, skipped = [], []
+    for r in range(30):
+        empty = r in (3, 10, 12, 15, 17, 19, 25)
+        long = r in (6, 11, 13, 14, 16, 18)
+        n_words = (60, 70) if long or r in (3, 12) else (4, 10) if empty else (2, 6)
+        prompt = f"Row {r}: " + words(rng, *n_words) + "\nAnswer:"
+        rows.append({"prompt": prompt, "completion": "" if empty else " " + words(rng, 1, 4)})
+        if empty or long:
+            skipped.append(r)
+    out["dropped_bins"] = (rows, 64, "text", skipped, False,
+                           "plain prompt/completion with empty completions and rows of no target "
+                           "token after truncation, bins of them alone, dataset_num_proc 3")
     return out
+
+
+# SFTConfig values a case sets beyond max_length, packing and dataset_text_field.
+CASE_CONFIG = {"dropped_bins": {"dataset_num_proc": 3}}
 
 
 def main():
@@ -200,10 +248,11 @@ def main():
     for name, (rows, max_length, text_field, skipped, trl_fails, note) in cases().items():
         data = os.path.join(OUT, f"skipped_{name}.jsonl")
         write_jsonl(data, rows)
+        cfg = CASE_CONFIG.get(name, {})
         g = {"case": name, "description": note, "trl": trl.__version__,
              "datasets": datasets.__version__, "python_hash_seed": int(os.environ["PYTHONHASHSEED"]),
              "max_length": max_length, "dataset_text_field": text_field, "rows": len(rows),
-             "skipped": skipped}
+             "skipped": skipped, **cfg}
         if name == "conv_pc":
             g["trl_fails_under_python_hash_seed"] = hash_seed(False)
         if trl_fails:
@@ -215,14 +264,28 @@ def main():
                 if "expected to fail" in str(e):
                     raise
                 g["trl_error"] = f"{type(e).__name__}: {e}"
-            kept = [r for r in range(len(rows)) if r not in skipped]
-            with tempfile.TemporaryDirectory() as d:
-                less = os.path.join(d, f"skipped_{name}_less.jsonl")
-                write_jsonl(less, [rows[r] for r in kept])
-                g["bins"] = trl_bins(tok, less, kept, max_length, text_field, skipped)
-        else:
-            g["bins"] = trl_bins(tok, data, list(range(len(rows))), max_length, text_field,
-                                 skipped)
+        kept = [r for r in range(len(rows)) if r not in skipped]
+        with tempfile.TemporaryDirectory() as d:
+            less = os.path.join(d, f"skipped_{name}_less.jsonl")
+            write_jsonl(less, [rows[r] for r in kept])
+            if trl_fails:
+                g["bins"] = trl_bins(tok, less, kept, max_length, text_field, skipped, **cfg)
+            else:
+                g["bins"] = trl_bins(tok, data, list(range(len(rows))), max_length, text_field,
+                                     skipped, **cfg)
+            g["trl_lengths"] = {}
+            for mode, packing in (("packed", True), ("unpacked", False)):
+                try:
+                    n = trl_lengths(tok, data, max_length=max_length, packing=packing,
+                                    dataset_text_field=text_field, **cfg)
+                    n["trl_fails"] = False
+                except (IndexError, AssertionError):
+                    if not trl_fails:
+                        raise
+                    n = trl_lengths(tok, less, max_length=max_length, packing=packing,
+                                    dataset_text_field=text_field, **cfg)
+                    n["trl_fails"] = True
+                g["trl_lengths"][mode] = n
         with open(os.path.join(OUT, f"skipped_{name}.golden.json"), "w", encoding="utf-8") as f:
             json.dump(g, f, separators=(",", ":"))
             f.write("\n")

@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""Makes tests/data/train/trainer_state_fields.golden.json from transformers' TrainerState.
+"""Makes tests/data/train/trainer_state_fields.golden.json from transformers' TrainerState, and
+tests/data/train/trainer_state_steps.golden.json: the logging_steps / eval_steps / save_steps a
+TrainerState holds (and trainer_state.json writes) for given TrainingArguments values.
 
 Run with transformers 4.57.1 (the users' version; torch installed, as transformers' Trainer needs):
     python tools/make_trainer_state_golden.py
@@ -10,6 +12,13 @@ every dataclass field in declaration order with its annotation, the JSON types i
 (from the annotation: int -> integer, float -> number, bool -> boolean, str -> string, list -> array,
 dict -> object, Optional adds null) and its default, the key order save_to_json writes (sorted),
 and the TrainerControl state kept under stateful_callbacks. The tests read it without Python.
+
+The steps golden: per case, the strategies and the logging_steps / eval_steps / save_steps given
+(null, an integer or a float, as a YAML config gives them) to TRL 0.25.1's SFTConfig (transformers'
+TrainingArguments.__post_init__: eval_steps null or 0 under eval_strategy steps takes
+logging_steps; a value > 1 under its strategy steps becomes int(value)), then
+`TrainerState.compute_steps(args, max_steps)` (a value < 1 becomes math.ceil(max_steps * value); a
+null stays the dataclass default 500): the three values as json.dumps writes them (10 or 10.0).
 """
 import dataclasses
 import json
@@ -21,6 +30,29 @@ from transformers import TrainerControl, TrainerState
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "tests" / "data" / "train" / "trainer_state_fields.golden.json"
+STEPS_OUT = ROOT / "tests" / "data" / "train" / "trainer_state_steps.golden.json"
+
+# (logging_strategy, logging_steps, eval_strategy, eval_steps, save_strategy, save_steps, max_steps)
+STEPS_CASES = [
+    ("steps", 10, "steps", None, "steps", 500, 100),      # eval_steps null: logging_steps
+    ("steps", 10.0, "steps", None, "steps", 20.0, 100),   # whole floats under steps: int()
+    ("steps", 1.0, "steps", None, "steps", 1.0, 100),     # 1.0 is not > 1: stays a float
+    ("steps", 0.1, "steps", None, "steps", 0.25, 37),     # ratios: math.ceil(37 * r)
+    ("steps", 10, "steps", 0, "steps", 0, 100),           # eval_steps 0: logging_steps
+    ("steps", 10, "steps", 0.0, "no", 0.0, 100),
+    ("steps", 10, "steps", 10.0, "steps", 500, 100),
+    ("steps", 10, "steps", 0.07, "steps", 0.07, 100),     # 100 * 0.07 = 7.000000000000001
+    ("steps", 10, "epoch", None, "epoch", 500, 100),      # eval_steps null, not steps: 500
+    ("steps", 10, "epoch", 0, "epoch", 0, 100),           # an explicit 0 stays 0
+    ("steps", 10, "no", 0.0, "no", 0, 100),               # 0.0: math.ceil(100 * 0.0), an int
+    ("steps", 10, "epoch", 10.0, "epoch", 20.0, 100),     # whole floats not under steps: floats
+    ("steps", 10, "no", 10.0, "best", 20.0, 100),
+    ("steps", 10, "epoch", 0.25, "epoch", 0.5, 37),       # ratios resolve whatever the strategy
+    ("epoch", 10.0, "steps", None, "steps", 500, 100),    # eval copies logging's 10.0, int()s it
+    ("epoch", 10.0, "epoch", None, "epoch", 500, 100),
+    ("no", 1.0, "steps", None, "steps", 500, 100),
+    ("steps", 0.5, "epoch", None, "steps", 2, 3),
+]
 
 # JSON types of the Python types TrainerState's annotations use.
 SCALARS = {int: ["integer"], float: ["number"], bool: ["boolean"], str: ["string"]}
@@ -86,6 +118,34 @@ def main():
     }
     OUT.write_text(json.dumps(golden, indent=2) + "\n")
     print(f"wrote {OUT} ({len(fields)} fields, transformers {transformers.__version__})")
+    write_steps_golden()
+
+
+def write_steps_golden():
+    import tempfile
+
+    import trl
+    from trl import SFTConfig
+
+    cases = []
+    for ls, lv, es, ev, ss, sv, max_steps in STEPS_CASES:
+        args = SFTConfig(output_dir=tempfile.mkdtemp(), report_to=[], use_cpu=True, bf16=False,
+                         logging_strategy=ls, logging_steps=lv, eval_strategy=es, eval_steps=ev,
+                         save_strategy=ss, save_steps=sv)
+        state = TrainerState()
+        state.compute_steps(args, max_steps)
+        cases.append({
+            "logging_strategy": ls, "logging_steps": lv, "eval_strategy": es, "eval_steps": ev,
+            "save_strategy": ss, "save_steps": sv, "max_steps": max_steps,
+            # json.dumps of the state's values: an int, or a float written with its ".0"
+            "state": json.loads(json.dumps({"logging_steps": state.logging_steps,
+                                            "eval_steps": state.eval_steps,
+                                            "save_steps": state.save_steps})),
+            "state_text": json.dumps([state.logging_steps, state.eval_steps, state.save_steps]),
+        })
+    golden = {"transformers": transformers.__version__, "trl": trl.__version__, "cases": cases}
+    STEPS_OUT.write_text(json.dumps(golden, indent=1) + "\n")
+    print(f"wrote {STEPS_OUT} ({len(cases)} cases)")
 
 
 if __name__ == "__main__":

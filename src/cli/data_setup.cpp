@@ -166,9 +166,9 @@ data::DataOptions data_options(const RunConfig& cfg, const std::string& split) {
   o.packing = cfg.get<bool>("trainer.packing");
   // TRL packs the eval set by eval_packing (null: packing). zerotune evaluates example by example
   // either way (TRL too, where its collator is padding-free: cmd_train.cpp warns where not), but
-  // transformers rates eval_samples_per_second / eval_steps_per_second by the eval set's samples:
-  // its packed bins when it is packed (bins of dropped rows alone are not counted: zerotune has
-  // no such sample).
+  // transformers rates eval_samples_per_second / eval_steps_per_second by the eval set's length:
+  // its packed bins when it is packed (PrepareReport::trl_num_samples, bins of dropped rows alone
+  // included).
   if (const auto ep = cfg.get_optional<bool>("trainer.eval_packing"); ep && split == "eval") {
     o.packing = *ep;
     o.names.options["packing"] = {"trainer.eval_packing", cfg.where("trainer.eval_packing")};

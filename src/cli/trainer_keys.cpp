@@ -40,12 +40,14 @@ constexpr std::string_view kFsdp =
 // in (0, 1) of the total steps into `ratio` (the count resolved once the plan knows the total,
 // TrainArgs::resolve_step_ratios); null stores 0 (eval_steps: logging_steps). An integer is read
 // as it is (exact beyond 2^53, as Python's int), a whole float (10.0, below 2^63: the rule) as
-// TrainingArguments' int(value).
+// TrainingArguments' int(value). The value as given goes to `given` (trainer_state.json's value
+// depends on its form: train::hf_state_steps).
 KeySpec steps_option(std::string_view path, int64_t TrainArgs::*field, double TrainArgs::*ratio,
-                     Json dflt, ValueRule rule) {
+                     Json TrainArgs::*given, Json dflt, ValueRule rule) {
   KeySpec k = acts(path, std::move(dflt), std::move(rule));
-  k.to_args = [path, field, ratio](const RunConfig& cfg, TrainArgs& a) {
+  k.to_args = [path, field, ratio, given](const RunConfig& cfg, TrainArgs& a) {
     const Json& v = cfg.value(std::string(path));
+    a.*given = v;
     if (v.is_number_integer()) {
       a.*ratio = 0.0;
       a.*field = v.get<int64_t>();
@@ -101,8 +103,8 @@ std::vector<KeySpec> trainer_keys() {
       enum_option("trainer.save_strategy", &TrainArgs::save_strategy, SaveStrategy::kSteps),
       // 0: no periodic save, the final step's only (transformers' DefaultFlowCallback tests
       // `save_steps > 0`)
-      steps_option("trainer.save_steps", &TrainArgs::save_steps, &TrainArgs::save_steps_ratio, 500,
-                   steps_from_zero(false)),
+      steps_option("trainer.save_steps", &TrainArgs::save_steps, &TrainArgs::save_steps_ratio,
+                   &TrainArgs::save_steps_given, 500, steps_from_zero(false)),
       // null, 0 or negative: keep every checkpoint (transformers' _rotate_checkpoints returns for
       // `save_total_limit is None or save_total_limit <= 0`).
       option_or_null("trainer.save_total_limit", &TrainArgs::save_total_limit, nullptr, int64_t{0},
@@ -126,7 +128,7 @@ std::vector<KeySpec> trainer_keys() {
       enum_option("trainer.eval_strategy", &TrainArgs::eval_strategy, IntervalStrategy::kNo),
       // null or 0: logging_steps, as transformers' TrainingArguments sets it
       steps_option("trainer.eval_steps", &TrainArgs::eval_steps, &TrainArgs::eval_steps_ratio,
-                   nullptr, steps_from_zero(true)),
+                   &TrainArgs::eval_steps_given, nullptr, steps_from_zero(true)),
       option("trainer.eval_delay", &TrainArgs::eval_delay, 0, number(0)),
       option("trainer.eval_on_start", &TrainArgs::eval_on_start, false, boolean()),
       noted("trainer.eval_accumulation_steps", nullptr, kEvalLoop),
@@ -141,7 +143,7 @@ std::vector<KeySpec> trainer_keys() {
       noted("trainer.use_legacy_prediction_loop", false, kEvalLoop),
       noted("trainer.past_index", -1, "no model in zerotune returns past states"),
       steps_option("trainer.logging_steps", &TrainArgs::logging_steps,
-                   &TrainArgs::logging_steps_ratio, 10, steps()),
+                   &TrainArgs::logging_steps_ratio, &TrainArgs::logging_steps_given, 10, steps()),
       enum_option("trainer.logging_strategy", &TrainArgs::logging_strategy,
                   IntervalStrategy::kSteps),
       option("trainer.logging_first_step", &TrainArgs::logging_first_step, false, boolean()),

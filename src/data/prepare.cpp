@@ -145,6 +145,7 @@ Json PrepareReport::to_json() const {
   j["length_p99"] = length_p99;
   j["length_max"] = length_max;
   j["num_samples"] = num_samples;
+  j["trl_num_samples"] = trl_num_samples;
   j["prefix_mismatches"] = prefix_mismatches;
   j["prefix_mismatch_rows"] = prefix_mismatch_rows;
   j["completion_mask"] = completion_mask;
@@ -173,6 +174,8 @@ PrepareReport PrepareReport::from_json(const Json& j) {
   r.length_p99 = j.value("length_p99", int64_t{0});
   r.length_max = j.value("length_max", int64_t{0});
   r.num_samples = j.value("num_samples", int64_t{0});
+  // Every report read has it: a cache without it has another key (kCacheReportVersion).
+  r.trl_num_samples = j.value("trl_num_samples", r.num_samples);
   r.prefix_mismatches = j.value("prefix_mismatches", int64_t{0});
   if (j.contains("prefix_mismatch_rows")) {
     r.prefix_mismatch_rows = j["prefix_mismatch_rows"].get<std::vector<int64_t>>();
@@ -196,11 +199,11 @@ std::string PrepareReport::summary() const {
       "dataset: {} rows ({}), {} examples kept, dropped: {}; {} kept examples truncated to "
       "max_length\n"
       "tokens: {} total, {} targets; example length p50 {} p90 {} p99 {} max {}\n"
-      "samples: {}{}\n"
+      "samples: {} (TRL 0.25.1's dataset length: {}){}\n"
       "cache: {} ({}, {:.2f} s)",
       rows_read, dataset_kind, examples_kept,
       drops.empty() ? "none" : fmt::format("{}", fmt::join(drops, ", ")), truncated, total_tokens,
-      target_tokens, length_p50, length_p90, length_p99, length_max, num_samples,
+      target_tokens, length_p50, length_p90, length_p99, length_max, num_samples, trl_num_samples,
       // Pre-tokenised rows have no prompt to tokenise apart: no prefix check, no text mask.
       dataset_kind == "pre-tokenised" ? std::string()
                                       : fmt::format("; prefix mismatches: {} (completion mask: {})",
@@ -212,6 +215,7 @@ CacheKey dataset_cache_key(const DataOptions& given, const text::TokenizerConfig
   const DataOptions opts = with_chat_template_path(given, nullptr);  // the template's text counts
   KeyHasher h;
   h.add("pipeline", kPipelineVersion);
+  h.add("report", kCacheReportVersion);
   h.add_file("tokenizer.json", config.dir / "tokenizer.json");
   // tokenizer_config.json is optional (a tokenizer.json alone: text::TokenizerConfig).
   for (const char* extra : {"tokenizer_config.json", "chat_template.jinja", "chat_template.json"}) {
@@ -494,39 +498,39 @@ TokenData build_token_data(const DataOptions& given, const text::Tokenizer& toke
   // A row skipped before tokenising (empty completion / text) stands in with the tokens TRL gives
   // it; one TRL fails on (empty messages, no tokens) is left out of the packing.
   std::vector<std::vector<int64_t>> samples;  // indices into `kept`
+  // TRL's dataset length (PrepareReport::trl_num_samples): its bins, those of dropped rows alone
+  // included, or its rows.
+  int64_t trl_samples = 0;
   if (opts.packing) {
     const std::vector<int64_t> starts =
         packing_group_starts(n, opts.dataset_num_proc, opts.packing_group_size);
-    auto group_of = [&](size_t i) {
-      return std::upper_bound(starts.begin(), starts.end(), kept[i]) - starts.begin();
-    };
-    for (size_t g = 0, end = 0; g < kept.size(); g = end) {
-      const auto grp = group_of(g);
-      for (end = g + 1; end < kept.size() && group_of(end) == grp;) ++end;
+    // Every group, those without a kept row too (their bins count in TRL's length).
+    for (size_t grp = 0, k = 0; grp < starts.size(); ++grp) {
       // The group's rows [lo, hi): kept ones (their index into `kept`) and stand-ins (-1).
-      const int64_t lo = starts[static_cast<size_t>(grp - 1)];
-      const int64_t hi =
-          static_cast<size_t>(grp) < starts.size() ? starts[static_cast<size_t>(grp)] : n;
+      const int64_t lo = starts[grp];
+      const int64_t hi = grp + 1 < starts.size() ? starts[grp + 1] : n;
       std::vector<int64_t> lengths, index;
-      for (int64_t r = lo, k = static_cast<int64_t>(g); r < hi; ++r) {
-        if (k < static_cast<int64_t>(end) && kept[static_cast<size_t>(k)] == r) {
+      for (int64_t r = lo; r < hi; ++r) {
+        if (k < kept.size() && kept[k] == r) {
           lengths.push_back(static_cast<int64_t>(results[r].ex.ids.size()));
-          index.push_back(k++);
+          index.push_back(static_cast<int64_t>(k++));
         } else if (standin[static_cast<size_t>(r)] > 0) {
           lengths.push_back(standin[static_cast<size_t>(r)]);
           index.push_back(-1);
         }
       }
       for (const auto& bin : pack_bfd(lengths, *max_len)) {
+        ++trl_samples;
         std::vector<int64_t> sample;
         for (const int64_t i : bin)
-          if (const int64_t k = index[static_cast<size_t>(i)]; k >= 0) sample.push_back(k);
+          if (const int64_t e = index[static_cast<size_t>(i)]; e >= 0) sample.push_back(e);
         if (!sample.empty()) samples.push_back(std::move(sample));
       }
     }
   } else {
     samples.reserve(kept.size());
     for (size_t i = 0; i < kept.size(); ++i) samples.push_back({static_cast<int64_t>(i)});
+    trl_samples = n - trl_fails.count;  // TRL keeps every row it can tokenise
   }
 
   TokenData out;
@@ -553,6 +557,7 @@ TokenData build_token_data(const DataOptions& given, const text::Tokenizer& toke
   rep.length_p99 = percentile(lengths, 99);
   rep.length_max = lengths.back();
   rep.num_samples = static_cast<int64_t>(samples.size());
+  rep.trl_num_samples = trl_samples;
   rep.build_seconds = seconds_since(t0);
   out.report = rep.to_json();
   if (report != nullptr) *report = rep;

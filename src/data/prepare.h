@@ -38,6 +38,11 @@ namespace zt::data {
 // land in TRL's bins.
 inline constexpr std::string_view kPipelineVersion = "zerotune-sft-data-9";
 
+// The fields of the PrepareReport a token cache stores: part of the cache key beside
+// kPipelineVersion (which names the tokens, and so stays when only the report gains a field), so
+// that a cache whose report lacks a field is built again rather than read. 2: trl_num_samples.
+inline constexpr std::string_view kCacheReportVersion = "zerotune-cache-report-2";
+
 // What a preparation did. Counts are of dataset rows / examples; tokens after truncation.
 struct PrepareReport {
   std::string dataset_kind;                // to_string(DatasetKind)
@@ -51,6 +56,12 @@ struct PrepareReport {
           length_max = 0;         // tokens per example,
                                   // nearest-rank percentiles of the kept examples
   int64_t num_samples = 0;        // packed bins, or examples without packing
+  // The length of TRL 0.25.1's prepared dataset (SFTTrainer._prepare_dataset), by which
+  // transformers rates {train,eval}_samples_per_second (len(train_dataset) / len(eval_dataset)):
+  // without packing every row TRL tokenises (the rows zerotune drops included, those TRL fails on
+  // not); with packing its bfd bins of them (bins holding only dropped rows included). Where TRL
+  // fails on rows, the length TRL gives the file without them.
+  int64_t trl_num_samples = 0;
   // Row 0 of the file has "prompt" and "completion" columns — for JSON, some row has each, as
   // HF datasets gives row 0 every column (TRL's completion_only_loss default of a run, decided on
   // its train set); nullopt from a cache written before it was recorded.
@@ -69,12 +80,12 @@ struct PrepareReport {
   std::string summary() const;
 };
 
-// The cache key: XXH3-128 of a format version, tokenizer.json (and tokenizer_config.json,
-// chat_template.jinja / .json when present) from `config.dir`, the resolved chat template, named
-// templates and special tokens, the dataset file's bytes and every option that changes the output
-// (dataset_text_field, max_length, packing, packing_strategy, packing_group_size,
-// completion_only_loss, assistant_only_loss, eos_token, chat_template, prompt_format,
-// completion_mask, chat_template_kwargs, truncation_mode). cache_dir, num_threads,
+// The cache key: XXH3-128 of the pipeline and report versions, tokenizer.json (and
+// tokenizer_config.json, chat_template.jinja / .json when present) from `config.dir`, the resolved
+// chat template, named templates and special tokens, the dataset file's bytes and every option that
+// changes the output (dataset_text_field, max_length, packing, packing_strategy,
+// packing_group_size, completion_only_loss, assistant_only_loss, eos_token, chat_template,
+// prompt_format, completion_mask, chat_template_kwargs, truncation_mode). cache_dir, num_threads,
 // chat_template_name, names and prefix_mismatch do not change the output and are not hashed.
 // Throws zt::Error naming a file that cannot be read.
 CacheKey dataset_cache_key(const DataOptions& opts, const text::TokenizerConfig& config);

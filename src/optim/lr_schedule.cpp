@@ -104,8 +104,12 @@ void apply_lr_scheduler_kwargs(LrSchedule* s, const Json& given) {
           key, name, list.empty() ? "it takes none" : "it takes: " + list);
     }
   }
+  // A bool is Python's 1 / 0 in the schedule's arithmetic (bool is an int subclass), as the true
+  // that TrainingArguments' _convert_str_dict makes of '"true"' is: for a float and an int
+  // argument alike (where the schedule refuses its value, the check below does too: lr_end).
   const auto number = [&](const char* key) -> std::optional<double> {
     if (!kw.contains(key) || kw[key].is_null()) return std::nullopt;
+    if (kw[key].is_boolean()) return kw[key].get<bool>() ? 1.0 : 0.0;
     if (!kw[key].is_number() || !std::isfinite(kw[key].get<double>()))
       fail("{} must be a number, got {}", key, kw[key].dump());
     return kw[key].get<double>();

@@ -121,7 +121,9 @@ bool lr_schedule_ignores_kwargs(LrScheduleKind kind);
 // (< learning_rate) and power; cosine_with_min_lr min_lr or min_lr_rate (exactly one) and
 // num_cycles, cosine_warmup_with_min_lr also warmup_lr_rate; warmup_stable_decay num_decay_steps
 // (required), num_stable_steps (default total - warmup - decay), warmup_type / decay_type
-// (linear, cosine, 1-sqrt), min_lr_ratio, num_cycles. Also sets inverse_sqrt's timescale. Throws
+// (linear, cosine, 1-sqrt), min_lr_ratio, num_cycles. A bool given for a number is 1 / 0, as
+// Python computes with it (_convert_str_dict makes "true" True). Also sets inverse_sqrt's
+// timescale. Throws
 // zt::Error (the caller adds file, line and key) for a value that is no mapping (a string
 // included: get_scheduler's `**kwargs` raises TypeError), a key the schedule does not take, a value
 // of the wrong type, or a missing required one.

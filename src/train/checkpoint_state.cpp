@@ -1,5 +1,6 @@
 #include "train/checkpoint_state.h"
 
+#include <cmath>
 #include <nlohmann/json.hpp>
 #include <tuple>
 
@@ -86,6 +87,35 @@ double hf_total_flos(int64_t tokens, int64_t non_embedding_params) {
   return 6.0 * static_cast<double>(tokens) * static_cast<double>(non_embedding_params);
 }
 
+Json hf_state_steps(const Json& given, bool steps_strategy, int64_t max_steps) {
+  if (given.is_null()) return 500;  // compute_steps leaves None: the dataclass default
+  Json v = given;
+  // __post_init__: `if strategy == STEPS and steps > 1: steps = int(steps)`.
+  if (steps_strategy && v.get<double>() > 1 && v.is_number_float())
+    v = static_cast<int64_t>(v.get<double>());
+  // compute_steps: `if num_steps < 1: num_steps = math.ceil(max_steps * num_steps)`.
+  if (v.get<double>() < 1)
+    return static_cast<int64_t>(std::ceil(static_cast<double>(max_steps) * v.get<double>()));
+  return v;
+}
+
+void set_hf_state_steps(TrainArgs* a, int64_t max_steps) {
+  // Arguments not read from a config (no given value) give their counts.
+  const auto given = [](const Json& g, int64_t count) {
+    return g.is_null() && count > 0 ? Json(count) : g;
+  };
+  const Json logging = given(a->logging_steps_given, a->logging_steps);
+  const Json eval = given(a->eval_steps_given, a->eval_steps);
+  const bool eval_by_steps = a->eval_strategy == IntervalStrategy::kSteps;
+  // __post_init__: an eval_steps None or 0 under eval_strategy steps becomes logging_steps.
+  const bool eval_copies = eval_by_steps && (eval.is_null() || eval.get<double>() == 0);
+  a->state_logging_steps =
+      hf_state_steps(logging, a->logging_strategy == IntervalStrategy::kSteps, max_steps);
+  a->state_eval_steps = hf_state_steps(eval_copies ? logging : eval, eval_by_steps, max_steps);
+  a->state_save_steps = hf_state_steps(given(a->save_steps_given, a->save_steps),
+                                       a->save_strategy == SaveStrategy::kSteps, max_steps);
+}
+
 HfTrainerStateRead read_hf_trainer_state(const fs::path& file) {
   Json st;
   try {
@@ -108,17 +138,24 @@ HfTrainerStateRead read_hf_trainer_state(const fs::path& file) {
     ++i;
   }
   HfTrainerStateRead r{st["global_step"].get<int64_t>(), std::move(st["log_history"])};
-  // transformers divides the global step by logging_steps / eval_steps (a 0 raises
-  // ZeroDivisionError) and tests `save_steps > 0` first.
-  for (auto [key, field, lo] : {std::tuple{"logging_steps", &r.logging_steps, int64_t{1}},
-                                std::tuple{"eval_steps", &r.eval_steps, int64_t{1}},
-                                std::tuple{"save_steps", &r.save_steps, int64_t{0}}}) {
+  // transformers divides the global step by logging_steps / eval_steps where their strategy is
+  // steps (a 0 raises ZeroDivisionError there: resume_interval_steps) and tests `save_steps > 0`
+  // first; elsewhere a 0 (eval_steps: 0 under eval_strategy epoch) is never read.
+  for (auto [key, field, value] :
+       {std::tuple{"logging_steps", &r.logging_steps, &r.logging_steps_value},
+        std::tuple{"eval_steps", &r.eval_steps, &r.eval_steps_value},
+        std::tuple{"save_steps", &r.save_steps, &r.save_steps_value}}) {
     if (!st.contains(key)) continue;
     const Json& v = st[key];
-    if (!v.is_number_integer() || v.get<int64_t>() < lo)
-      fail("{}: '{}' must be an integer >= {} (optimizer steps), got {}", file.string(), key, lo,
+    const bool whole = v.is_number_integer() ? v.get<int64_t>() >= 0
+                                             : v.is_number_float() && v.get<double>() >= 0 &&
+                                                   v.get<double>() < 0x1p63 &&
+                                                   v.get<double>() == std::floor(v.get<double>());
+    if (!whole)
+      fail("{}: '{}' must be a whole number of optimizer steps >= 0, got {}", file.string(), key,
            v.dump());
-    *field = v.get<int64_t>();
+    *field = v.is_number_integer() ? v.get<int64_t>() : static_cast<int64_t>(v.get<double>());
+    *value = v;
   }
   return r;
 }

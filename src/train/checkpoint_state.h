@@ -17,6 +17,7 @@
 
 #include "io/json.h"
 #include "param/param_layout.h"
+#include "train/train_args.h"
 
 namespace zt::train {
 
@@ -38,8 +39,9 @@ struct HfTrainerState {
   int64_t global_step = 0;       // optimizer steps done
   int64_t max_steps = 0;         // the run's total steps
   int64_t num_train_epochs = 0;  // HF: ceil(max_steps / steps per epoch), or ceil(epochs)
-  int64_t logging_steps = 500, eval_steps = 500, save_steps = 500;  // HF compute_steps
-  int64_t train_batch_size = 0;                                     // per device
+  // HF compute_steps (hf_state_steps): an integer, or a whole float transformers leaves a float
+  Json logging_steps = 500, eval_steps = 500, save_steps = 500;
+  int64_t train_batch_size = 0;       // per device
   int64_t num_input_tokens_seen = 0;  // input tokens of every rank so far
   double total_flos = 0;              // hf_total_flos
   Json log_history = Json::array();   // the logged records through global_step, in order
@@ -83,20 +85,38 @@ int64_t non_embedding_parameters(const ParamLayout& layout);
 // zerotune's micro-batches have none, so `tokens` are the non-pad input tokens.
 double hf_total_flos(int64_t tokens, int64_t non_embedding_params);
 
+// The logging_steps / eval_steps / save_steps value transformers 4.57.1's TrainerState holds (and
+// trainer_state.json writes) for a TrainingArguments value `given` (null, an integer or a float, as
+// the config gives it) whose strategy is or is not "steps", in a run of `max_steps` steps:
+// TrainingArguments.__post_init__ makes a value > 1 under strategy steps int(value), then
+// TrainerState.compute_steps makes a value < 1 math.ceil(max_steps * value) (an integer: 0 stays
+// 0) and leaves null as the dataclass default 500. So 10.0 is 10 under steps and 10.0 otherwise,
+// 1.0 stays 1.0, 0.25 of 37 steps is 10. (eval_steps null or 0 under eval_strategy steps is
+// logging_steps' given value first: set_hf_state_steps.)
+Json hf_state_steps(const Json& given, bool steps_strategy, int64_t max_steps);
+// Sets a's state_logging_steps / state_eval_steps / state_save_steps from its *_given values and
+// strategies (hf_state_steps; an eval_steps null or 0 under eval_strategy steps takes
+// logging_steps' given value, as TrainingArguments.__post_init__ copies it).
+void set_hf_state_steps(TrainArgs* a, int64_t max_steps);
+
 // What a resume reads of a checkpoint's transformers trainer_state.json.
 struct HfTrainerStateRead {
   int64_t global_step = 0;
   Json log_history;  // the records, in order
   // The optimizer steps between logs / evaluations / saves (TrainerState.compute_steps' counts),
   // which a resumed transformers run keeps (the loaded TrainerState replaces the computed one);
-  // absent from the file: the dataclass default 500, as `TrainerState(**json)` gives.
+  // absent from the file: the dataclass default 500, as `TrainerState(**json)` gives. 0: none.
   int64_t logging_steps = 500, eval_steps = 500, save_steps = 500;
+  // The same as the file writes them (an integer, or a whole float), which the resumed run's
+  // trainer_state.json writes again, as the loaded TrainerState holds them.
+  Json logging_steps_value = 500, eval_steps_value = 500, save_steps_value = 500;
 };
 // Reads `file` (for a resume to continue its log and keep its steps). Throws zt::Error naming the
 // file (and the key) when it cannot be read, is not valid JSON, has no integer "global_step" >= 0,
 // no list "log_history" of objects each with an integer "step", or a "logging_steps" /
-// "eval_steps" that is not an integer >= 1 or a "save_steps" that is not an integer >= 0 (0: no
-// saves by steps, DefaultFlowCallback's `state.save_steps > 0`).
+// "eval_steps" / "save_steps" that is not a whole number >= 0 (an integer, or a float such as
+// 10.0, which transformers writes where the strategy is not steps; 0: none, which
+// resume_interval_steps refuses where transformers would divide by it).
 HfTrainerStateRead read_hf_trainer_state(const std::filesystem::path& file);
 
 }  // namespace zt::train

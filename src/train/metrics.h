@@ -150,7 +150,7 @@ inline constexpr std::string_view kEvalMetricNames[] = {"eval_loss", "eval_entro
 // What an evaluation record says beside its metrics.
 struct EvalRunInfo {
   double runtime_seconds = 0;  // wall time of the evaluation (transformers' eval_runtime)
-  int64_t num_samples = 0;     // eval examples evaluated (transformers' output.num_samples)
+  int64_t num_samples = 0;     // len(eval_dataset) of TRL (transformers' output.num_samples)
   int64_t num_steps = 0;       // eval batches of all ranks: ceil(num_samples / (B_eval · W))
   int64_t num_tokens = 0;      // input tokens trained on so far (TRL 0.25's eval_num_tokens)
 };

@@ -193,14 +193,29 @@ void resume_interval_steps(const HfTrainerStateRead& saved, const std::string& h
   const Steps all[] = {
       {"logging_steps", "logs", a->logging_steps, saved.logging_steps, a->logging_steps_ratio,
        false, a->logging_strategy == IntervalStrategy::kSteps},
-      {"eval_steps", "evaluates", a->hf_eval_steps(), saved.eval_steps, a->eval_steps_ratio,
-       a->eval_steps == 0 && a->eval_steps_ratio == 0.0,
+      {"eval_steps", "evaluates", a->state_eval_steps.get<int64_t>(), saved.eval_steps,
+       a->eval_steps_ratio, a->eval_steps == 0 && a->eval_steps_ratio == 0.0,
        a->eval_strategy == IntervalStrategy::kSteps},
       {"save_steps", "saves", a->save_steps, saved.save_steps, a->save_steps_ratio, false,
        a->save_strategy == SaveStrategy::kSteps}};
+  // DefaultFlowCallback's `state.global_step % state.logging_steps` (eval_steps alike) under
+  // strategy steps: a 0 there raises ZeroDivisionError at the first step.
+  for (const Steps& s : all) {
+    const std::string_view key = s.key;
+    if (!s.acts || s.then != 0 || key == "save_steps") continue;
+    const std::string strategy = fmt::format("trainer.{}_strategy", key.substr(0, key.find('_')));
+    fail(
+        "{}: '{}' is 0, and this run's {} is steps: transformers' resumed Trainer would divide "
+        "the step by it (ZeroDivisionError); resume with the {} the checkpoint was saved under, "
+        "or start a new run",
+        hf_file, key, strategy, strategy);
+  }
   a->logging_steps = saved.logging_steps;
   a->eval_steps = saved.eval_steps;
   a->save_steps = saved.save_steps;
+  a->state_logging_steps = saved.logging_steps_value;
+  a->state_eval_steps = saved.eval_steps_value;
+  a->state_save_steps = saved.save_steps_value;
   if (!log) return;
   for (const Steps& s : all) {
     if (s.now == s.then || !s.acts) continue;

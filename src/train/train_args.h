@@ -152,14 +152,13 @@ struct TrainArgs {
     at(eval_steps_ratio, &eval_steps);
     at(save_steps_ratio, &save_steps);
   }
-  // transformers' TrainerState.eval_steps for these arguments (ratios resolved): eval_steps, else
-  // logging_steps under eval_strategy steps (TrainingArguments.__post_init__ copies it), else the
-  // dataclass default 500 (compute_steps leaves an eval_steps of None alone).
-  int64_t hf_eval_steps() const {
-    return eval_steps > 0                              ? eval_steps
-           : eval_strategy == IntervalStrategy::kSteps ? logging_steps
-                                                       : 500;
-  }
+  // The config's logging_steps / eval_steps / save_steps as given (null, an integer or a float):
+  // what transformers' TrainerState holds of them depends on the form (train::hf_state_steps).
+  Json logging_steps_given, eval_steps_given, save_steps_given;
+  // transformers' TrainerState.logging_steps / eval_steps / save_steps, as trainer_state.json
+  // writes them (an integer, or a whole float transformers leaves a float): set once the total
+  // steps are known (train::set_hf_state_steps); a resumed run's are its checkpoint's.
+  Json state_logging_steps = 500, state_eval_steps = 500, state_save_steps = 500;
   // The best model (transformers' Trainer._determine_best_metric): the eval metric compared after
   // each evaluation ("eval_"-prefixed; empty: none), higher or lower better, and whether the model
   // of the best evaluation's checkpoint becomes the final model.

@@ -50,9 +50,9 @@ HfTrainerState Trainer::State::hf_state(int64_t global_step) const {
   h.num_train_epochs = plan->num_epochs();
   // TrainerState.compute_steps: TrainingArguments' values (a resumed run's: its checkpoint's,
   // resume_interval_steps).
-  h.logging_steps = a.logging_steps;
-  h.eval_steps = a.hf_eval_steps();
-  h.save_steps = a.save_steps;
+  h.logging_steps = a.state_logging_steps;
+  h.eval_steps = a.state_eval_steps;
+  h.save_steps = a.state_save_steps;
   h.train_batch_size = a.per_device_train_batch_size;
   // zerotune counts the input tokens always (TRL's num_tokens); transformers only with
   // include_num_input_tokens_seen, and writes 0 otherwise.
@@ -117,12 +117,13 @@ fs::path Trainer::State::save_checkpoint(int64_t global_step, bool interrupt) {
 MetricRecord Trainer::State::train_summary(double runtime_seconds) const {
   const PlanConfig& pc = plan->config();
   const int64_t T = plan->total_steps();
-  // _get_num_train_samples: max_steps × the global batch when max_steps is set, else the train
-  // set's samples (after packing) × num_train_epochs; the steps: max_steps.
+  // set_initial_training_values' num_train_samples: max_steps × the global batch when max_steps
+  // is set, else len(train_dataset) (TRL's rows or packed bins, the rows zerotune drops
+  // included) × num_train_epochs; the steps: max_steps.
   const double global_batch = static_cast<double>(pc.batch_size * pc.grad_accum * pc.world_size);
   const double samples = pc.max_steps > 0
                              ? static_cast<double>(pc.max_steps) * global_batch
-                             : static_cast<double>(pc.num_samples) * pc.num_train_epochs;
+                             : static_cast<double>(train_trl_samples) * pc.num_train_epochs;
   MetricRecord r;
   add_speed_metrics(r, "train", runtime_seconds, samples, static_cast<double>(T));
   r.set("total_flos", hf_total_flos(num_tokens_seen, non_embedding_parameters(model->layout())));

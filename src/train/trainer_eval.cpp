@@ -68,8 +68,9 @@ std::optional<MetricRecord> Trainer::State::evaluate(int64_t global_step, double
     acc.add(loss[i], static_cast<int64_t>(cnt[i]), static_cast<int64_t>(hit[i]), ent[i]);
   EvalRunInfo run;
   run.runtime_seconds = now_seconds() - start;
-  // transformers' num_samples: the eval dataset's length, its packed bins when it is packed.
-  run.num_samples = eval->num_samples();
+  // transformers' num_samples: len(eval_dataset), TRL's rows or packed bins, the rows zerotune
+  // drops (and bins of them alone) included.
+  run.num_samples = eval_trl_samples;
   run.num_steps = (run.num_samples + W * B - 1) / (W * B);  // ceil(num_samples / total_batch_size)
   run.num_tokens = num_tokens_seen;
   return acc.take(global_step, epoch, run);

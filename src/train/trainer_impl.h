@@ -51,6 +51,9 @@ struct Trainer::State {
   bool rank0() const { return comm.rank() == 0; }
 
   std::optional<data::PreparedDataset> train, eval;
+  // The lengths of TRL 0.25.1's train / eval datasets (data::PrepareReport::trl_num_samples), by
+  // which transformers rates train_samples_per_second / eval_samples_per_second.
+  int64_t train_trl_samples = 0, eval_trl_samples = 0;
   std::vector<int64_t> train_targets;
   ModelConfig mcfg;
   HfExportOptions export_opts;  // checkpoint-<step>/ and output_dir (train/run_export.h)

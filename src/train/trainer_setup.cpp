@@ -66,10 +66,12 @@ int64_t micro_batch_capacity(const TrainArgs& a, int64_t longest) {
 void Trainer::State::prepare_data() {
   data::PrepareReport rep;
   train.emplace(data::prepare_dataset(a.train_data, tok, tok_cfg, &rep));
+  train_trl_samples = rep.trl_num_samples;
   if (rank0()) log::info("train data {}: {}", a.train_data.dataset.string(), rep.summary());
   if (a.eval_data) {
     data::PrepareReport erep;
     eval.emplace(data::prepare_dataset(data::eval_options(*a.eval_data, rep), tok, tok_cfg, &erep));
+    eval_trl_samples = erep.trl_num_samples;
     if (rank0()) log::info("eval data {}: {}", a.eval_data->dataset.string(), erep.summary());
   }
   train_targets = sample_target_counts(*train);
@@ -254,6 +256,7 @@ void Trainer::State::build_plan() {
                           plan->samples_per_epoch())
             : std::string());
   a.resolve_step_ratios(plan->total_steps());  // logging/eval/save steps given as ratios
+  set_hf_state_steps(&a, plan->total_steps());  // trainer_state.json's values of them
   sched.kind = a.lr_scheduler_type;
   sched.base_lr = a.learning_rate;
   sched.total_steps = plan->total_steps();

@@ -2,8 +2,9 @@
 // 0.25.1 tokenises and packs them, so zerotune puts stand-ins of their length in the bin packing
 // and removes them after; each kept row lands in TRL's bin. Goldens from TRL's own SFTTrainer
 // (tests/data/sft/skipped_<case>.golden.json, tools/make_packing_skipped_goldens.py): per bin, its
-// source rows, seq_lengths and ids. For rows TRL fails on, the golden holds TRL's error and its
-// bins of the file without them.
+// source rows, seq_lengths and ids, and TRL's dataset lengths packed and unpacked (transformers'
+// len(eval_dataset) / len(train_dataset), which zerotune's speed metrics count). For rows TRL fails
+// on, the golden holds TRL's error and its bins and lengths of the file without them.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -35,6 +36,7 @@ Built build(const Json& g, const std::string& name, bool packing) {
   o.packing = packing;
   o.max_length = g["max_length"].get<int64_t>();
   o.dataset_text_field = g["dataset_text_field"].get<std::string>();
+  o.dataset_num_proc = g.value("dataset_num_proc", int64_t{1});
   const auto& q = zt::testing::qwen_tokenizer();
   Built b;
   ::testing::internal::CaptureStderr();
@@ -56,8 +58,24 @@ std::vector<int32_t> sample_ids(const TokenData& d, size_t s) {
           d.ids.begin() + d.example_offsets[d.sample_offsets[s + 1]]};
 }
 
+// TRL's dataset length (the golden's "trl_lengths", packed or unpacked) is the report's
+// trl_num_samples, for the eval set and the train set alike; transformers' num_train_samples of
+// num_train_epochs 2.5 is that length × 2.5 (the train summary's rule).
+void check_trl_length(const Json& g, const Built& b, const char* mode) {
+  SCOPED_TRACE(mode);
+  const Json& want = g["trl_lengths"][mode];
+  EXPECT_EQ(b.report.trl_num_samples, want["eval_dataset"].get<int64_t>());
+  EXPECT_EQ(b.report.trl_num_samples, want["train_dataset"].get<int64_t>());
+  EXPECT_EQ(static_cast<double>(b.report.trl_num_samples) * 2.5,
+            want["num_train_samples"].get<double>());
+  // The stored report (the token cache's) keeps it.
+  EXPECT_EQ(PrepareReport::from_json(b.data.report).trl_num_samples, b.report.trl_num_samples);
+}
+
 // TRL's bins less the skipped rows (their ids cut out), empty bins left out: zerotune's samples.
-void check_bins(const std::string& name, const std::string& reason) {
+// The skipped rows are dropped for `reason`, but for `other_drops` (reason → rows).
+void check_bins(const std::string& name, const std::string& reason,
+                const std::map<std::string, int64_t>& other_drops = {}) {
   SCOPED_TRACE(name);
   const Json g = Json::parse(read_file_bytes(test_data("sft/skipped_" + name + ".golden.json")));
   const auto skipped = g["skipped"].get<std::vector<int64_t>>();
@@ -80,21 +98,27 @@ void check_bins(const std::string& name, const std::string& reason) {
     if (!rows.empty()) want_rows.push_back(rows), want_ids.push_back(ids);
   }
 
+  int64_t others = 0;
+  for (const auto& [r, count] : other_drops) others += count;
   const Built b = build(g, name, /*packing=*/true);
   EXPECT_EQ(b.report.rows_read, g["rows"].get<int64_t>());
-  EXPECT_EQ(b.report.dropped.at(reason), static_cast<int64_t>(skipped.size()));
-  EXPECT_EQ(b.report.dropped.at("no_target"), 0);
+  EXPECT_EQ(b.report.dropped.at(reason), static_cast<int64_t>(skipped.size()) - others);
+  for (const auto& [r, count] : other_drops) EXPECT_EQ(b.report.dropped.at(r), count) << r;
+  if (!other_drops.contains("no_target")) EXPECT_EQ(b.report.dropped.at("no_target"), 0);
   EXPECT_EQ(b.report.examples_kept, g["rows"].get<int64_t>() - static_cast<int64_t>(skip.size()));
   ASSERT_EQ(sample_rows(b.data), want_rows);
   for (size_t s = 0; s < want_ids.size(); ++s)
     EXPECT_EQ(sample_ids(b.data, s), want_ids[s]) << "sample " << s;
   EXPECT_EQ(b.report.num_samples, static_cast<int64_t>(want_rows.size()));
+  EXPECT_EQ(g["trl_lengths"]["packed"]["eval_dataset"].get<size_t>(), g["bins"].size());
+  check_trl_length(g, b, "packed");
 
   // Unpacked, the rows are skipped as before: one sample per kept row, nothing said of bins (a
   // row TRL's tokenize_fn fails on is still named: it fails there packed or not).
   const Built u = build(g, name, /*packing=*/false);
-  EXPECT_EQ(u.report.dropped.at(reason), static_cast<int64_t>(skipped.size()));
+  EXPECT_EQ(u.report.dropped.at(reason), static_cast<int64_t>(skipped.size()) - others);
   EXPECT_EQ(u.report.num_samples, u.report.examples_kept);
+  check_trl_length(g, u, "unpacked");
   EXPECT_EQ(u.warnings.find("bin"), std::string::npos) << u.warnings;
   EXPECT_EQ(u.warnings.find("TRL 0.25.1 fails on such a row (IndexError") != std::string::npos,
             reason == "empty_messages")
@@ -174,6 +198,9 @@ TEST(PackingSkippedRows, EmptyConversationalCompletionsTakeTheirPlaceInTrlsBins)
 TEST(PackingSkippedRows, RowsTrlFailsOnAreLeftOutAndNamed) {
   const Json m = Json::parse(read_file_bytes(test_data("sft/skipped_messages.golden.json")));
   EXPECT_EQ(m["trl_error"], "IndexError: list index out of range");
+  // Its lengths are TRL's of the file without those rows, packed and not (tokenize_fn fails).
+  EXPECT_EQ(m["trl_lengths"]["unpacked"]["trl_fails"], true);
+  EXPECT_EQ(m["trl_lengths"]["unpacked"]["eval_dataset"], 27);
   check_bins("messages", "empty_messages");
   Built b = build(m, "messages", true);
   EXPECT_NE(b.warnings.find("skipped_messages.jsonl: 3 row(s) have an empty 'messages' list (rows "
@@ -190,6 +217,26 @@ TEST(PackingSkippedRows, RowsTrlFailsOnAreLeftOutAndNamed) {
                             "15): TRL 0.25.1's bfd packing fails on an empty sequence"),
             std::string::npos)
       << b.warnings;
+}
+
+// Rows dropped for no target token after truncation (prompts longer than max_length) and for an
+// empty completion, some alone in TRL's bins, and a map shard (dataset_num_proc 3: rows 10-19) of
+// dropped rows only: TRL keeps them all, so its dataset has 17 bins where zerotune has 7 samples,
+// and 30 rows where zerotune has 17 examples. transformers rates the speed metrics by TRL's.
+TEST(PackingSkippedRows, BinsOfDroppedRowsAloneCountInTrlsLength) {
+  const Json g = Json::parse(read_file_bytes(test_data("sft/skipped_dropped_bins.golden.json")));
+  EXPECT_EQ(g["dataset_num_proc"], 3);
+  check_bins("dropped_bins", "empty_completion", {{"no_target_after_truncation", 6}});
+  check_skipped_rows_share_bins("dropped_bins");
+  const Built b = build(g, "dropped_bins", true);
+  EXPECT_EQ(b.report.num_samples, 7);
+  EXPECT_EQ(b.report.trl_num_samples, 17);
+  EXPECT_NE(b.report.summary().find("samples: 7 (TRL 0.25.1's dataset length: 17)"),
+            std::string::npos)
+      << b.report.summary();
+  const Built u = build(g, "dropped_bins", false);
+  EXPECT_EQ(u.report.num_samples, 17);
+  EXPECT_EQ(u.report.trl_num_samples, 30);
 }
 
 // A conversational row whose prompt and completion are both empty: TRL 0.25.1's is_conversational

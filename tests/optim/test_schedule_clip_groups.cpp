@@ -74,6 +74,16 @@ TEST(LrSchedule, KnownShapes) {
   }
 }
 
+// A golden case's schedule ({"kind", "base_lr", "warmup", "total"}), before its kwargs.
+LrSchedule golden_schedule(const Json& c) {
+  LrSchedule s;
+  s.kind = parse_lr_schedule_kind(c.at("kind").get<std::string>());
+  s.base_lr = s.init_lr = c.at("base_lr").get<double>();
+  s.warmup_steps = c.at("warmup").get<int64_t>();
+  s.total_steps = c.at("total").get<int64_t>();
+  return s;
+}
+
 // Every other lr_scheduler_type with the lr_scheduler_kwargs users pass, bitwise equal to
 // transformers 4.57.1's get_scheduler(..., scheduler_specific_kwargs=kwargs)
 // (tools/make_lr_kwargs_goldens.py): cosine_with_restarts, polynomial, inverse_sqrt,
@@ -85,11 +95,7 @@ TEST(LrSchedule, KwargsSchedulesEqualTransformers457) {
   std::set<std::string> kinds;
   size_t checked = 0;
   for (const Json& c : doc.at("cases")) {
-    LrSchedule s;
-    s.kind = parse_lr_schedule_kind(c.at("kind").get<std::string>());
-    s.base_lr = s.init_lr = c.at("base_lr").get<double>();
-    s.warmup_steps = c.at("warmup").get<int64_t>();
-    s.total_steps = c.at("total").get<int64_t>();
+    LrSchedule s = golden_schedule(c);
     apply_lr_scheduler_kwargs(&s, c.at("kwargs"));
     kinds.insert(c.at("kind").get<std::string>());
     const auto want = c.at("lr").get<std::vector<double>>();
@@ -102,10 +108,39 @@ TEST(LrSchedule, KwargsSchedulesEqualTransformers457) {
   EXPECT_GT(checked, 2000u);
   // cosine_with_restarts with a negative num_cycles is among them: Python's % keeps the phase in
   // [0, 1), where C's fmod would make it negative (its first decayed step: lr ~0, not ~lr).
-  size_t negative = 0;
-  for (const Json& c : doc.at("cases"))
-    negative += c.at("kwargs").contains("num_cycles") && c.at("kwargs").at("num_cycles") < 0;
+  size_t negative = 0, bools = 0;
+  for (const Json& c : doc.at("cases")) {
+    const Json& kw = c.at("kwargs");
+    negative += kw.contains("num_cycles") && kw.at("num_cycles").is_number() &&
+                kw.at("num_cycles").get<double>() < 0;
+    for (const auto& [k, v] : kw.items()) bools += v.is_boolean();
+  }
   EXPECT_EQ(negative, 12u);
+  // A bool where a schedule takes a number is Python's 1 / 0 (TrainingArguments makes '"true"'
+  // True): float arguments (cosine's num_cycles, polynomial's lr_end / power, min_lr /
+  // min_lr_rate / warmup_lr_rate) and int ones (cosine_with_restarts' num_cycles,
+  // warmup_stable_decay's num_decay_steps / num_stable_steps) are among the cases above.
+  EXPECT_GE(bools, 60u);
+  // Where the schedule refuses the bool, zerotune refuses it too.
+  ASSERT_EQ(doc.at("errors").size(), 2u);
+  std::vector<std::string> refused;
+  for (const Json& c : doc.at("errors")) {
+    LrSchedule s = golden_schedule(c);
+    try {
+      apply_lr_scheduler_kwargs(&s, c.at("kwargs"));
+      refused.push_back("<no error> for " + c.at("error").get<std::string>());
+    } catch (const Error& e) {
+      refused.push_back(e.what());
+    }
+  }
+  EXPECT_EQ(doc.at("errors")[0].at("error"),
+            "ValueError: lr_end (True) must be smaller than initial lr (2e-05)");
+  EXPECT_EQ(refused[0],
+            "lr_end (1) must be smaller than initial lr (2e-05), as transformers' polynomial "
+            "schedule requires");
+  EXPECT_EQ(doc.at("errors")[1].at("error"),
+            "ValueError: Unknown warmup type: True, expected 'linear', 'cosine' or '1-sqrt'");
+  EXPECT_EQ(refused[1], "warmup_type true is not one of 'linear', 'cosine' or '1-sqrt'");
 }
 
 // What transformers refuses is refused, with the reason; what it ignores is ignored.

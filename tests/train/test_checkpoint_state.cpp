@@ -11,6 +11,8 @@
 #include <string>
 #include <tuple>
 
+#include "cli/config_schema.h"
+#include "cli/run_config.h"
 #include "core/error.h"
 #include "core/file_util.h"
 #include "core/zt_test_util.h"
@@ -240,12 +242,67 @@ TEST_F(CheckpointStateFiles, HfTrainerStateIsReadAndChecked) {
             f.string() + ": log_history[1]: expected an object with an integer \"step\", got " +
                 R"({"loss":2})");
   EXPECT_TRUE(error("{\"log_history\": [").starts_with(f.string() + ": not valid JSON: "));
-  EXPECT_EQ(error(R"({"global_step": 2, "log_history": [], "logging_steps": 0})"),
-            f.string() + ": 'logging_steps' must be an integer >= 1 (optimizer steps), got 0");
+  EXPECT_EQ(
+      error(R"({"global_step": 2, "log_history": [], "logging_steps": -1})"),
+      f.string() + ": 'logging_steps' must be a whole number of optimizer steps >= 0, got -1");
   EXPECT_EQ(error(R"({"global_step": 2, "log_history": [], "eval_steps": 2.5})"),
-            f.string() + ": 'eval_steps' must be an integer >= 1 (optimizer steps), got 2.5");
-  EXPECT_EQ(error(R"({"global_step": 2, "log_history": [], "save_steps": -1})"),
-            f.string() + ": 'save_steps' must be an integer >= 0 (optimizer steps), got -1");
+            f.string() + ": 'eval_steps' must be a whole number of optimizer steps >= 0, got 2.5");
+  EXPECT_EQ(
+      error(R"({"global_step": 2, "log_history": [], "save_steps": "4"})"),
+      f.string() + ": 'save_steps' must be a whole number of optimizer steps >= 0, got \"4\"");
+  // What transformers writes outside strategy steps: an eval_steps of 0, a whole float (10.0),
+  // kept as written for the resumed run's own trainer_state.json.
+  std::ofstream(f) << R"({"global_step": 2, "log_history": [], "logging_steps": 1.0,
+                          "eval_steps": 0, "save_steps": 20.0})";
+  const HfTrainerStateRead w = read_hf_trainer_state(f);
+  EXPECT_EQ(std::tuple(w.logging_steps, w.eval_steps, w.save_steps), std::tuple(1, 0, 20));
+  EXPECT_EQ(w.logging_steps_value.dump() + " " + w.eval_steps_value.dump() + " " +
+                w.save_steps_value.dump(),
+            "1.0 0 20.0");
+}
+
+// trainer_state.json's logging_steps / eval_steps / save_steps are what transformers 4.57.1's
+// TrainerState holds for the config's values (tests/data/train/trainer_state_steps.golden.json,
+// tools/make_trainer_state_golden.py: TRL's SFTConfig, then TrainerState.compute_steps): eval_steps
+// null or 0 under eval_strategy steps is logging_steps, null otherwise 500, an explicit 0 stays 0,
+// ratios are math.ceil(max_steps * r), and a whole float is an int under strategy steps and above
+// 1, else written as the float it is (10.0, 1.0).
+TEST(HfTrainerState, IntervalStepsAreTransformersComputeSteps) {
+  const Json g = Json::parse(zt::read_file(fs::path(ZT_SOURCE_DIR) / "tests/data/train" /
+                                           "trainer_state_steps.golden.json"));
+  ASSERT_EQ(g["transformers"], "4.57.1");
+  ASSERT_EQ(g["cases"].size(), 18u);
+  for (const Json& c : g["cases"]) {
+    SCOPED_TRACE(c.dump());
+    Json trainer = Json::object();
+    for (const char* k : {"logging_strategy", "logging_steps", "eval_strategy", "eval_steps",
+                          "save_strategy", "save_steps"})
+      trainer[k] = c[k];
+    TrainArgs a;
+    zt::cli::read_declared_options(zt::cli::RunConfig::from_json({{"trainer", trainer}}, "s.yaml"),
+                                   a);
+    const int64_t max_steps = c["max_steps"].get<int64_t>();
+    a.resolve_step_ratios(max_steps);
+    set_hf_state_steps(&a, max_steps);
+    EXPECT_EQ("[" + a.state_logging_steps.dump() + ", " + a.state_eval_steps.dump() + ", " +
+                  a.state_save_steps.dump() + "]",
+              c["state_text"].get<std::string>());
+    // The file's text: the same values.
+    HfTrainerState s = sample_state();
+    s.logging_steps = a.state_logging_steps;
+    s.eval_steps = a.state_eval_steps;
+    s.save_steps = a.state_save_steps;
+    const Json st = Json::parse(hf_trainer_state_text(s));
+    EXPECT_EQ("[" + st["logging_steps"].dump() + ", " + st["eval_steps"].dump() + ", " +
+                  st["save_steps"].dump() + "]",
+              c["state_text"].get<std::string>());
+  }
+  // The rule alone: a 1.0 is not > 1, so not int()ed even under steps.
+  EXPECT_EQ(hf_state_steps(1.0, true, 100).dump(), "1.0");
+  EXPECT_EQ(hf_state_steps(10.0, true, 100).dump(), "10");
+  EXPECT_EQ(hf_state_steps(10.0, false, 100).dump(), "10.0");
+  EXPECT_EQ(hf_state_steps(nullptr, true, 100).dump(), "500");
+  EXPECT_EQ(hf_state_steps(0.0, false, 100).dump(), "0");
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <optional>
 #include <string>
+#include <tuple>
 
 #include "core/zt_test_util.h"
 #include "data/prepare.h"
@@ -98,6 +99,53 @@ TEST(ResumeChecks, OptimizerValuesOfAnOlderCheckpointComeFromItsArgsYaml) {
   EXPECT_FALSE(adamw_from_args_yaml(d.path()).has_value());
   std::ofstream(d / "args.yaml") << "trainer: [\n";
   EXPECT_FALSE(adamw_from_args_yaml(d.path()).has_value());
+}
+
+// A resumed run takes the checkpoint's logging / eval / save steps as trainer_state.json writes
+// them (a 10.0 written under eval_strategy epoch stays 10.0 in its own files), and refuses an
+// eval_steps of 0 (written under eval_strategy epoch / no) where its eval_strategy is steps, on
+// which transformers' DefaultFlowCallback would divide by zero.
+TEST(ResumeChecks, IntervalStepsAreTheCheckpointsAsWritten) {
+  HfTrainerStateRead saved;
+  saved.logging_steps = 10;
+  saved.eval_steps = 10;
+  saved.save_steps = 0;
+  saved.logging_steps_value = 10;
+  saved.eval_steps_value = 10.0;
+  saved.save_steps_value = 0;
+  TrainArgs a;
+  a.logging_steps = 10;
+  a.eval_strategy = IntervalStrategy::kEpoch;
+  a.save_strategy = SaveStrategy::kNo;
+  set_hf_state_steps(&a, 100);
+  EXPECT_EQ(a.state_eval_steps.dump(), "500");
+  resume_interval_steps(saved, kState, 100, &a, /*log=*/false);
+  EXPECT_EQ(a.state_logging_steps.dump() + " " + a.state_eval_steps.dump() + " " +
+                a.state_save_steps.dump(),
+            "10 10.0 0");
+  EXPECT_EQ(std::tuple(a.logging_steps, a.eval_steps, a.save_steps), std::tuple(10, 10, 0));
+
+  saved.eval_steps = 0;
+  saved.eval_steps_value = 0;
+  TrainArgs b;
+  b.logging_steps = 10;
+  b.eval_strategy = IntervalStrategy::kSteps;
+  set_hf_state_steps(&b, 100);
+  EXPECT_EQ(b.state_eval_steps.dump(), "10");
+  try {
+    resume_interval_steps(saved, kState, 100, &b, false);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              kState +
+                  ": 'eval_steps' is 0, and this run's trainer.eval_strategy is steps: "
+                  "transformers' resumed Trainer would divide the step by it "
+                  "(ZeroDivisionError); resume with the trainer.eval_strategy the checkpoint was "
+                  "saved under, or start a new run");
+  }
+  b.eval_strategy = IntervalStrategy::kEpoch;  // never divided by: taken
+  resume_interval_steps(saved, kState, 100, &b, false);
+  EXPECT_EQ(b.eval_steps, 0);
 }
 
 }  // namespace

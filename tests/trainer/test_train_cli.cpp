@@ -568,6 +568,32 @@ TEST_F(TrainCli, LrSchedulerKwargsGivenAsAJsonString) {
       << r.output;
 }
 
+// '{"num_cycles": "true"}' is {num_cycles: True} after TrainingArguments' _convert_str_dict, and
+// cosine_with_restarts computes with True as 1 (Python's bool is an int): the run's learning rates
+// are those of num_cycles 1 (LrSchedule.KwargsSchedulesEqualTransformers457 has the schedules'
+// bool cases from transformers).
+TEST_F(TrainCli, LrSchedulerKwargsBoolIsANumber) {
+  const std::string base = slurp(root_ / "sft.yaml");
+  const auto run_with = [&](const std::string& name, const std::string& kwargs) {
+    const fs::path p = root_ / (name + ".yaml");
+    std::ofstream(p) << base << "  lr_scheduler_type: cosine_with_restarts\n"
+                     << "  lr_scheduler_kwargs: " << kwargs << "\n";
+    return run(std::string(ZT_BINARY) + " train --config " + p.string() + " exp_name=" + name +
+               " trainer.warmup_steps=0 trainer.save_strategy=no");
+  };
+  RunResult r = run_with("kwbool", R"('{"num_cycles": "true"}')");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("lr_scheduler_kwargs {\"num_cycles\":true}\n"), std::string::npos)
+      << r.output;
+  r = run_with("kwone", "{num_cycles: 1}");
+  ASSERT_EQ(r.status, 0) << r.output;
+  r = run_with("kwhalf", "{num_cycles: 0.5}");
+  ASSERT_EQ(r.status, 0) << r.output;
+  ASSERT_EQ(learning_rates("kwbool").size(), 4u);
+  EXPECT_EQ(learning_rates("kwbool"), learning_rates("kwone"));
+  EXPECT_NE(learning_rates("kwbool"), learning_rates("kwhalf"));
+}
+
 // logging_steps / eval_steps / save_steps in (0, 1) are ratios of the run's steps,
 // ceil(max_steps × ratio) as transformers' TrainerState.compute_steps: at max_steps 8, 0.25 logs at
 // 2, 4, 6, 8, 0.5 evaluates and saves at 4 and 8.

@@ -358,6 +358,80 @@ TEST_F(TrainerStateCli, EvalSpeedMetricsCountThePackedEvalSamples) {
   }
 }
 
+// trainer_state.json's logging_steps / eval_steps / save_steps are TrainerState's
+// (HfTrainerState.IntervalStepsAreTransformersComputeSteps has the rule from transformers): a 1.0
+// stays a float, an explicit eval_steps 0 under eval_strategy no stays 0, a 2.0 under save_strategy
+// steps is int(2.0); a run resumed from it writes the same.
+TEST_F(TrainerStateCli, IntervalStepsAreWrittenAsTransformersHoldsThem) {
+  const std::string given =
+      "trainer.eval_strategy=no trainer.eval_steps=0 trainer.logging_steps=1.0 "
+      "trainer.save_steps=2.0 ";
+  ASSERT_TRUE(exited(train("steps_a", given + "trainer.max_steps=2"), 0));
+  const std::string text = slurp(exp("steps_a") / "checkpoint-2" / "trainer_state.json");
+  for (const char* want : {"\"logging_steps\": 1.0,", "\"eval_steps\": 0,", "\"save_steps\": 2,"})
+    EXPECT_NE(text.find(want), std::string::npos) << want << " in " << text;
+  const RunResult r =
+      train("steps_b",
+            "trainer.eval_strategy=epoch trainer.logging_steps=3 trainer.max_steps=4 "
+            "trainer.resume_from_checkpoint=" +
+                (exp("steps_a") / "checkpoint-2").string());
+  ASSERT_TRUE(exited(r, 0));
+  const std::string resumed = slurp(exp("steps_b") / "checkpoint-4" / "trainer_state.json");
+  for (const char* want : {"\"logging_steps\": 1.0,", "\"eval_steps\": 0,", "\"save_steps\": 2,"})
+    EXPECT_NE(resumed.find(want), std::string::npos) << want << " in " << resumed;
+}
+
+// `samples` (a count) is what a rate `rate` (rounded to 3 decimals) over a runtime `runtime`
+// (rounded to 4) measured: samples / true runtime rounds to rate, the true runtime to runtime.
+::testing::AssertionResult rated(double samples, double rate, double runtime) {
+  const double lo = (rate - 0.0005) * (runtime - 0.00005),
+               hi = (rate + 0.0005) * (runtime + 0.00005);
+  if (lo <= samples && samples <= hi) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << samples << " samples is not " << rate << "/s over "
+                                       << runtime << " s (between " << lo << " and " << hi << ")";
+}
+
+// transformers rates the speed metrics by TRL's dataset lengths, the rows zerotune drops included:
+// eval_samples_per_second by len(eval_dataset) — TRL's 17 bins of skipped_dropped_bins.jsonl
+// packed (eval_packing, dataset_num_proc 3), where zerotune has 7 samples — and
+// eval_steps_per_second by ceil(17 / 2) batches; train_samples_per_second by len(train_dataset) ×
+// num_train_epochs — its 30 rows unpacked, where zerotune has 17 — over zerotune's own 9 steps.
+// The lengths come from TRL's SFTTrainer (skipped_dropped_bins.golden.json).
+TEST_F(TrainerStateCli, SpeedMetricsCountTrlsDatasetLengths) {
+  const fs::path data = fs::path(ZT_SOURCE_DIR) / "tests/data/sft/skipped_dropped_bins.jsonl";
+  const Json g = read(fs::path(ZT_SOURCE_DIR) / "tests/data/sft/skipped_dropped_bins.golden.json");
+  const double eval_len = g["trl_lengths"]["packed"]["eval_dataset"].get<double>();
+  const double train_len = g["trl_lengths"]["unpacked"]["train_dataset"].get<double>();
+  ASSERT_EQ(eval_len, 17.0);
+  ASSERT_EQ(train_len, 30.0);
+  const RunResult r = train(
+      "trl_lengths", "dataset.train.path=" + data.string() + " dataset.eval.path=" + data.string() +
+                         " dataset.prompt_format=none trainer.dataset_num_proc=3 "
+                         "trainer.eval_packing=true trainer.max_steps=-1 "
+                         "trainer.num_train_epochs=1 trainer.save_strategy=no");
+  ASSERT_TRUE(exited(r, 0, "samples: 7 (TRL 0.25.1's dataset length: 17)"));
+  EXPECT_NE(r.output.find("samples: 17 (TRL 0.25.1's dataset length: 30)"), std::string::npos)
+      << r.output;
+  const Json m = metrics_through(exp("trl_lengths"), 9);
+  int evals = 0;
+  for (const Json& e : m) {
+    if (!e.contains("eval_loss")) continue;
+    ++evals;
+    const double rt = e["eval_runtime"].get<double>();
+    EXPECT_TRUE(rated(eval_len, e["eval_samples_per_second"].get<double>(), rt)) << e.dump();
+    EXPECT_FALSE(rated(7.0, e["eval_samples_per_second"].get<double>(), rt)) << e.dump();
+    EXPECT_TRUE(rated(9.0, e["eval_steps_per_second"].get<double>(), rt)) << e.dump();
+  }
+  EXPECT_EQ(evals, 4);  // steps 2, 4, 6, 8
+  const Json sum = read(exp("trl_lengths") / "final" / "trainer_state.json")["log_history"].back();
+  ASSERT_EQ(sum["step"], 9);
+  const double rt = sum["train_runtime"].get<double>();
+  EXPECT_TRUE(rated(train_len * 1.0, sum["train_samples_per_second"].get<double>(), rt))
+      << sum.dump();
+  EXPECT_FALSE(rated(17.0, sum["train_samples_per_second"].get<double>(), rt)) << sum.dump();
+  EXPECT_TRUE(rated(9.0, sum["train_steps_per_second"].get<double>(), rt)) << sum.dump();
+}
+
 // The end-of-train record is logged as transformers' `self.log(metrics)` logs it: printed as the
 // console's dict (without total_flos, as ProgressCallback.on_log drops it) and written to
 // TensorBoard under train/ tags; metrics.jsonl keeps its per-step records only.
