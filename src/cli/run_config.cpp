@@ -166,6 +166,19 @@ class Checker {
       if (k.empty())
         fail("{}: an empty config key{} (not a zerotune/TRL SFTConfig key)", source_,
              path.empty() ? " at the top level" : " in '" + path + "'");
+      // A key spelled with dots (`trainer.learning_rate: 1e-3` at the top level) is one key of
+      // that name to PyYAML and OmegaConf, which the recipe never reads: the value would be lost
+      // without a word, where it looks like the nested key it spells.
+      if (k.find('.') != std::string::npos) {
+        const std::string full = path.empty() ? k : path + "." + k;
+        fail(
+            "{}: config key '{}'{} is one key whose name holds dots (YAML and OmegaConf read it "
+            "so; nothing reads it); to set {} write it nested ('{}' under '{}:') or give {}=… on "
+            "the "
+            "command line",
+            key_at(full), k, path.empty() ? "" : " in '" + path + "'", full,
+            k.substr(k.find('.') + 1), k.substr(0, k.find('.')), full);
+      }
       check_tree(v, path.empty() ? k : path + "." + k);
     }
   }
@@ -222,6 +235,18 @@ class Checker {
           "{}=false){}",
           key_at(s.path), s.path, v.get<std::string>(), name, s.path, where(s.path));
     }
+    // A NUL byte in a string (YAML "\0"): every path, name and text value goes to the OS or a
+    // tokenizer as a C string, which would end there (Python refuses it: "embedded null byte").
+    const auto refuse_nul = [&](const Json& x) {
+      if (!x.is_string()) return;
+      const std::string& t = x.get_ref<const std::string&>();
+      if (const size_t at = t.find('\0'); at != std::string::npos)
+        fail("{}: {}: {} holds a NUL byte at offset {}; a path, name or text cannot hold one{}",
+             key_at(s.path), s.path, Json(t).dump(), at, where(s.path));
+    };
+    refuse_nul(v);
+    if (v.is_array())
+      for (const Json& x : v) refuse_nul(x);
     coerce_string(s.rule, v);
     if (s.use == KeyUse::kUnsupported) {
       if (!is_neutral(s, v))

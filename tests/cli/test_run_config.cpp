@@ -572,3 +572,43 @@ TEST(RunConfig, SingleKeyMessageNamesItsKeysFile) {
             std::string::npos)
       << r.output;
 }
+
+// A key spelled with dots is one key to YAML and OmegaConf (`trainer.learning_rate: 1e-3` at the
+// top level is not trainer → learning_rate): nothing would read it, so it is refused, naming its
+// line — at the top level and inside a section (attack finding 3).
+TEST(RunConfig, KeyWithDotsInItsNameIsRefused) {
+  zt::testing::TempDir dir;
+  const auto p = dir / "sft.yaml";
+  std::ofstream(p) << "model:\n  name_or_path: m\ntrainer.learning_rate: 1.0e-3\n";
+  EXPECT_EQ(error_of([&] { zt::cli::RunConfig::load(p, {}); }),
+            p.string() +
+                ":3: config key 'trainer.learning_rate' is one key whose name holds dots (YAML and "
+                "OmegaConf read it so; nothing reads it); to set trainer.learning_rate write it "
+                "nested ('learning_rate' under 'trainer:') or give trainer.learning_rate=… on the "
+                "command line");
+  std::ofstream(p) << "model:\n  name_or_path: m\ndataset:\n  train.path: d.jsonl\n";
+  EXPECT_EQ(error_of([&] { zt::cli::RunConfig::load(p, {}); }),
+            p.string() +
+                ":4: config key 'train.path' in 'dataset' is one key whose name holds dots (YAML "
+                "and OmegaConf read it so; nothing reads it); to set dataset.train.path write it "
+                "nested ('path' under 'train:') or give dataset.train.path=… on the command "
+                "line");
+}
+
+// A NUL byte in a string value ("runs/o\0x" in YAML) is refused at start-up, naming the key and
+// its line: as a path it was cut at the NUL (the run wrote to runs/o, or failed late with half a
+// message) (attack finding 5).
+TEST(RunConfig, NulByteInAStringIsRefused) {
+  zt::testing::TempDir dir;
+  const auto p = dir / "sft.yaml";
+  std::ofstream(p) << "model:\n  name_or_path: m\ntrainer:\n  output_dir: \"runs/o\\0xyz\"\n";
+  EXPECT_EQ(error_of([&] { zt::cli::RunConfig::load(p, {}); }),
+            p.string() +
+                ":4: trainer.output_dir: \"runs/o\\u0000xyz\" holds a NUL byte at offset 6; a "
+                "path, name or text cannot hold one");
+  std::ofstream(p) << "model:\n  name_or_path: m\nexp_dir: \"runs/e\\0\"\n";
+  EXPECT_EQ(error_of([&] { zt::cli::RunConfig::load(p, {}); }),
+            p.string() +
+                ":3: exp_dir: \"runs/e\\u0000\" holds a NUL byte at offset 6; a path, name or text "
+                "cannot hold one");
+}
