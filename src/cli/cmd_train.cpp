@@ -170,13 +170,22 @@ void check_lr_scheduler_kwargs(const RunConfig& cfg, const train::TrainArgs& a) 
   optim::LrSchedule s;
   s.kind = a.lr_scheduler_type;
   s.base_lr = s.init_lr = a.learning_rate;
+  // With max_steps the total is known here, so is every step's learning rate.
+  if (a.max_steps > 0) {
+    s.total_steps = a.max_steps;
+    s.warmup_steps = optim::resolve_warmup_steps(a.max_steps, a.warmup_steps, a.warmup_ratio);
+  }
+  const std::string key = "trainer.lr_scheduler_kwargs";
   try {
     optim::apply_lr_scheduler_kwargs(&s, a.lr_scheduler_kwargs);
   } catch (const Error& e) {
-    const std::string key = "trainer.lr_scheduler_kwargs";
     fail("{}: {} (lr_scheduler_type {}): {}{}", cfg.key_at(key), key, name_of(s.kind), e.what(),
          cfg.where(key));
   }
+  if (a.max_steps <= 0) return;
+  if (const auto bad = optim::first_invalid_lr(s))
+    fail("{}: {} {}{}: {}", cfg.key_at(key), key, a.lr_scheduler_kwargs.dump(), cfg.where(key),
+         optim::invalid_lr_reason(s, *bad));
 }
 
 // trainer.model_init_kwargs: what TRL's SFTTrainer passes to from_pretrained when it loads the

@@ -70,6 +70,20 @@ int64_t resolve_warmup_steps(int64_t total_steps, double warmup_steps, double wa
   return static_cast<int64_t>(std::ceil(static_cast<double>(total_steps) * ratio));
 }
 
+std::optional<std::pair<int64_t, double>> first_invalid_lr(const LrSchedule& s) {
+  for (int64_t k = 0; k < s.total_steps; ++k)
+    if (const double lr = s.lr(k); !(lr >= 0.0) || !std::isfinite(lr)) return std::pair{k, lr};
+  return std::nullopt;
+}
+
+std::string invalid_lr_reason(const LrSchedule& s, std::pair<int64_t, double> bad) {
+  return fmt::format(
+      "the {} schedule gives optimizer step {} (of {}) the learning rate {}; zerotune's AdamW "
+      "takes a learning rate >= 0 only (torch.optim.AdamW checks that when it is built, not when a "
+      "schedule sets it, so transformers would train on with it)",
+      name_of(s.kind), bad.first + 1, s.total_steps, bad.second);
+}
+
 bool lr_schedule_ignores_kwargs(LrScheduleKind kind) {
   return kind == LrScheduleKind::kConstant || kind == LrScheduleKind::kConstantWithWarmup ||
          kind == LrScheduleKind::kInverseSqrt;
@@ -125,6 +139,11 @@ void apply_lr_scheduler_kwargs(LrSchedule* s, const Json& given) {
     case LrScheduleKind::kPolynomial: {
       if (const auto v = number("lr_end")) s->lr_end = *v;
       if (const auto v = number("power")) s->power = *v;
+      if (s->power < 0)
+        fail(
+            "power ({}) must not be negative: transformers' polynomial schedule computes "
+            "0.0 ** power after the last step, which raises ZeroDivisionError",
+            s->power);
       if (s->total_steps > 0 && s->warmup_steps >= s->total_steps)  // 0: not yet known
         fail(
             "polynomial needs fewer warm-up steps ({}) than training steps ({}): transformers "

@@ -7,7 +7,9 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
+#include <utility>
 
 #include "core/enum_names.h"
 #include "io/json.h"
@@ -108,6 +110,15 @@ struct LrSchedule {
   // base_lr * lambda(step): the lr optimizer step `step` uses (HF logs it as learning_rate).
   double lr(int64_t step) const { return base_lr * lambda(step); }
 };
+
+// The first optimizer step (0-based) in [0, s.total_steps) whose learning rate s.lr(k) is negative
+// or not finite, with that rate; nullopt when every step's is a number >= 0. zerotune's AdamW
+// refuses such a rate (torch.optim.AdamW checks lr >= 0 only when it is built, so transformers
+// trains on with what the schedule gives, e.g. polynomial with lr_end < 0).
+std::optional<std::pair<int64_t, double>> first_invalid_lr(const LrSchedule& s);
+// Why `bad` (from first_invalid_lr) is refused, for an error message: the schedule, the step
+// (1-based, as logged) and its rate.
+std::string invalid_lr_reason(const LrSchedule& s, std::pair<int64_t, double> bad);
 
 // Whether transformers 4.57's get_scheduler builds `kind` without scheduler_specific_kwargs
 // (constant, constant_with_warmup, inverse_sqrt): lr_scheduler_kwargs given to it do nothing.

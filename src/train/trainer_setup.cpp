@@ -270,6 +270,13 @@ void Trainer::State::build_plan() {
     fail("{}trainer.lr_scheduler_kwargs (lr_scheduler_type {}): {}{}",
          o.at.empty() ? "" : o.at + ": ", name_of(sched.kind), e.what(), o.where);
   }
+  // Every step's learning rate, before the first step (with max_steps, `train` checked it before
+  // any rank started).
+  if (const auto bad = optim::first_invalid_lr(sched)) {
+    const TrainArgs::KeyOrigin o = a.key_origin("trainer.lr_scheduler_kwargs");
+    fail("{}trainer.lr_scheduler_kwargs {}{}: {}", o.at.empty() ? "" : o.at + ": ",
+         a.lr_scheduler_kwargs.dump(), o.where, optim::invalid_lr_reason(sched, *bad));
+  }
   // transformers 4.57 builds these without scheduler_specific_kwargs: given ones do nothing.
   if (const Json& kw = a.lr_scheduler_kwargs;
       rank0() && optim::lr_schedule_ignores_kwargs(sched.kind) && !kw.is_null() &&

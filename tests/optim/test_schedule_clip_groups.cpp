@@ -193,6 +193,36 @@ TEST(LrSchedule, KwargsErrors) {
               "polynomial needs fewer warm-up steps (20) than training steps (20): transformers "
               "divides by their difference at the last step (ZeroDivisionError)");
   }
+  // A negative power: transformers computes 0.0 ** power after the last step (ZeroDivisionError,
+  // checked with its get_scheduler): refused up front.
+  EXPECT_EQ(err("polynomial", {{"power", -1.0}}),
+            "power (-1) must not be negative: transformers' polynomial schedule computes 0.0 ** "
+            "power after the last step, which raises ZeroDivisionError");
+  // A negative lr_end passes transformers' checks and gives the last steps a negative learning
+  // rate (its get_scheduler: -1e-12 after 5 steps at power 10), which zerotune's AdamW refuses:
+  // first_invalid_lr finds the step before training (attack finding 2).
+  {
+    LrSchedule s;
+    s.kind = parse_lr_schedule_kind("polynomial");
+    s.base_lr = s.init_lr = 2e-5;
+    s.total_steps = 10;
+    apply_lr_scheduler_kwargs(&s, {{"lr_end", -1e-12}, {"power", 10}});
+    const auto bad = first_invalid_lr(s);
+    ASSERT_TRUE(bad.has_value());
+    EXPECT_EQ(bad->first, 9);
+    EXPECT_LT(bad->second, -9e-13);
+    EXPECT_GT(bad->second, -1e-12);
+    EXPECT_EQ(s.lr(9), bad->second);
+    EXPECT_GT(s.lr(8), 0.0);
+    EXPECT_EQ(
+        invalid_lr_reason(s, *bad).rfind(
+            "the polynomial schedule gives optimizer step 10 (of 10) the learning rate -9.9", 0),
+        0u)
+        << invalid_lr_reason(s, *bad);
+    s.total_steps = 9;  // its last step is then k = 8
+    apply_lr_scheduler_kwargs(&s, {{"lr_end", 0.0}, {"power", 10}});
+    EXPECT_FALSE(first_invalid_lr(s).has_value());
+  }
   EXPECT_EQ(err("warmup_stable_decay", {{"num_decay_steps", 5}, {"decay_type", "exp"}}),
             "decay_type \"exp\" is not one of 'linear', 'cosine' or '1-sqrt'");
   EXPECT_EQ(err("cosine", {{"num_cycles", "two"}}), "num_cycles must be a number, got \"two\"");

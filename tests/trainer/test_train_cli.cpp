@@ -487,6 +487,27 @@ TEST_F(TrainCli, LrSchedulerKwargsAreCheckedAgainstTheSchedule) {
                           "without them"),
             std::string::npos)
       << r.output;
+  // A schedule giving a step a negative learning rate (polynomial's lr_end below 0, which
+  // transformers takes and torch trains on with) is refused before the first step: with max_steps
+  // before any rank starts, nothing written; by epochs once the plan knows the total steps (it was
+  // AdamW's error at that step, after the earlier steps had trained; attack finding 2).
+  for (const std::string steps : {"trainer.max_steps=10", "trainer.max_steps=-1"}) {
+    const std::string name = steps.back() == '0' ? "kwneg" : "kwnegepochs";
+    r = train(name, steps +
+                        " trainer.lr_scheduler_type=polynomial "
+                        "'trainer.lr_scheduler_kwargs={lr_end: -1.0e-6, power: 10}'");
+    EXPECT_EQ(r.status, 1) << r.output;
+    EXPECT_NE(r.output.find(": trainer.lr_scheduler_kwargs {\"lr_end\":-1e-06,\"power\":10} "
+                            "(given on the command line): the polynomial schedule gives "
+                            "optimizer step "),
+              std::string::npos)
+        << r.output;
+    EXPECT_NE(r.output.find("zerotune's AdamW takes a learning rate >= 0 only"), std::string::npos)
+        << r.output;
+    EXPECT_EQ(r.output.find("invalid learning rate"), std::string::npos) << r.output;
+    EXPECT_EQ(r.output.find("{'loss': '"), std::string::npos) << r.output;  // no step ran
+  }
+  EXPECT_FALSE(fs::exists(exp("kwneg") / "args.yaml"));
   r = train("kwmissing", "trainer.lr_scheduler_type=warmup_stable_decay");
   EXPECT_EQ(r.status, 1) << r.output;
   EXPECT_NE(r.output.find(": trainer.lr_scheduler_kwargs (lr_scheduler_type warmup_stable_decay): "
