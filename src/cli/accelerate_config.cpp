@@ -108,8 +108,14 @@ struct Reader {
 
   void warn(const std::string& msg) { cfg->warnings.push_back(msg); }
   [[noreturn]] void bad(const YAML::Node& n, const std::string& key, const std::string& expected) {
-    fail("{}:{}: key '{}' has value '{}' (expected {})", origin, n.Mark().line + 1, key,
-         n.IsScalar() ? n.Scalar() : std::string("<not a scalar>"), expected);
+    if (n.IsScalar())
+      fail("{}:{}: key '{}' has value '{}' (expected {})", origin, n.Mark().line + 1, key,
+           n.Scalar(), expected);
+    fail("{}:{}: key '{}' is {} (expected {})", origin, n.Mark().line + 1, key,
+         n.IsNull()       ? "null"
+         : n.IsSequence() ? "a list"
+                          : "a mapping",
+         expected);
   }
   std::string str(const YAML::Node& n, const std::string& key) {
     if (!n.IsScalar()) bad(n, key, "a string");

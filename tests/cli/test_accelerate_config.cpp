@@ -534,6 +534,11 @@ TEST(AccelerateConfig, DeepSpeedJsonFile) {
 TEST(AccelerateConfig, BadValuesNameFileLineKeyAndValue) {
   EXPECT_EQ(error_of([] { parse_accelerate_config_text("num_processes: four\n", "x.yaml"); }),
             "x.yaml:1: key 'num_processes' has value 'four' (expected an integer in [1, 1048576])");
+  // A null or a list is named as what it is (it was "has value '<not a scalar>'").
+  EXPECT_EQ(error_of([] { parse_accelerate_config_text("num_processes: null\n", "x.yaml"); }),
+            "x.yaml:1: key 'num_processes' is null (expected an integer in [1, 1048576])");
+  EXPECT_EQ(error_of([] { parse_accelerate_config_text("num_processes: [2]\n", "x.yaml"); }),
+            "x.yaml:1: key 'num_processes' is a list (expected an integer in [1, 1048576])");
   EXPECT_EQ(
       error_of([] {
         parse_accelerate_config_text(
