@@ -346,8 +346,9 @@ void read_deepspeed(Reader& rd, const YAML::Node& ds, const std::string& base_di
     c.deepspeed_source =
         fmt::format("{} (deepspeed_config.deepspeed_config_file of {})", file, rd.origin);
     // accelerate's DeepSpeedPlugin sets a JSON's missing gradient_accumulation_steps to 1, which
-    // transformers then compares with the trainer's (the JSON given as TrainingArguments'
-    // `deepspeed` is filled before that, so only this path).
+    // transformers then compares with the trainer's (Trainer.propagate_args_to_deepspeed; golden
+    // accelerate_json_file_alone). Only this path: the JSON given as TrainingArguments' `deepspeed`
+    // is compared in __post_init__'s trainer_config_process, before the plugin adds the 1.
     if (!read_deepspeed_json(rd, file, base_dir))
       c.deepspeed_values.insert(c.deepspeed_values.begin() + static_cast<ptrdiff_t>(before),
                                 {"gradient_accumulation_steps",
@@ -355,9 +356,10 @@ void read_deepspeed(Reader& rd, const YAML::Node& ds, const std::string& base_di
                                  "1 (not in the file: accelerate's DeepSpeedPlugin sets it)",
                                  file});
   }
+  const bool json_file = ds["deepspeed_config_file"] && !ds["deepspeed_config_file"].IsNull();
   if (const YAML::Node s = ds["zero_stage"])
     c.zero_stage = rd.integer(s, "deepspeed_config.zero_stage", 0, 3);
-  else if (!c.zero_stage && !(ds["deepspeed_config_file"] && !ds["deepspeed_config_file"].IsNull()))
+  else if (!json_file)  // accelerate builds the DeepSpeed config with its plugin's default
     c.zero_stage = kAccelerateDefaultZeroStage;
   if (const YAML::Node o = ds["offload_optimizer_device"])
     read_offload(rd, o, "deepspeed_config.offload_optimizer_device", &c.offload_optimizer_device);
