@@ -20,6 +20,11 @@ if [ ! -x "$DIR/trl-0.25.1/bin/python" ]; then
   "$DIR/trl-0.25.1/bin/pip" install -q "trl==0.25.1" "transformers==4.57.*" "datasets<5" \
     "accelerate<1.12" xxhash pyarrow
 fi
+# DeepSpeed 0.18.2 (the users'), CPU-only, for tools/make_deepspeed_source_goldens.py: transformers'
+# HfDeepSpeedConfig and accelerate's DeepSpeedPlugin need the package, not its kernels.
+if ! "$DIR/trl-0.25.1/bin/python" -c 'import deepspeed' 2>/dev/null; then
+  DS_BUILD_OPS=0 "$DIR/trl-0.25.1/bin/pip" install -q --no-build-isolation "deepspeed==0.18.2"
+fi
 for v in trl-1.16 trl-0.25.1; do
   "$DIR/$v/bin/python" -c 'import trl, transformers, torch; print(trl.__version__, transformers.__version__, torch.__version__)'
 done

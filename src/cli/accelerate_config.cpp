@@ -23,6 +23,11 @@ namespace zt::cli {
 
 namespace {
 
+// accelerate's DeepSpeedPlugin.__post_init__: zero_stage = int(ACCELERATE_DEEPSPEED_ZERO_STAGE or
+// 2), the variable accelerate launch sets only from deepspeed_config.zero_stage
+// (tests/data/cli/deepspeed_sources.json: accelerate_no_stage_alone, accelerate_no_section_alone).
+constexpr int kAccelerateDefaultZeroStage = 2;
+
 // True when `v` is a DeepSpeed block {type: `type` (any case), params: {…}} with nothing else in
 // it and every param "auto" (params absent or null too): transformers fills each from the trainer.
 bool is_auto_block(const YAML::Node& v, std::string_view type) {
@@ -105,13 +110,19 @@ struct Reader {
   // A DeepSpeed JSON (deepspeed_config_file), whose settings DeepSpeed validates with pydantic:
   // a boolean given as a string ("false", "yes", "0", …) is coerced as pydantic v2 coerces it.
   bool deepspeed_json = false;
+  // Whether the text read is the user's, so that its lines mean something (not so for settings
+  // given inline, which are read from a dump: messages name `origin` and the key path only).
+  bool lines = true;
 
+  // "origin:line" of node `n`, or `origin` where the text has no lines of the user's.
+  std::string at(const YAML::Node& n) const {
+    return lines ? fmt::format("{}:{}", origin, n.Mark().line + 1) : origin;
+  }
   void warn(const std::string& msg) { cfg->warnings.push_back(msg); }
   [[noreturn]] void bad(const YAML::Node& n, const std::string& key, const std::string& expected) {
     if (n.IsScalar())
-      fail("{}:{}: key '{}' has value '{}' (expected {})", origin, n.Mark().line + 1, key,
-           n.Scalar(), expected);
-    fail("{}:{}: key '{}' is {} (expected {})", origin, n.Mark().line + 1, key,
+      fail("{}: key '{}' has value '{}' (expected {})", at(n), key, n.Scalar(), expected);
+    fail("{}: key '{}' is {} (expected {})", at(n), key,
          n.IsNull()       ? "null"
          : n.IsSequence() ? "a list"
                           : "a mapping",
@@ -177,7 +188,7 @@ struct Reader {
     for (const auto& k : known) names.push_back(k.name);
     for (const auto& kv : map) {
       const std::string k = kv.first.Scalar();
-      const int line = kv.first.Mark().line + 1;
+      const std::string where = at(kv.first);
       const LaunchKey* spec = find_launch_key(known, k);
       if (spec == nullptr) {
         std::string hint = did_you_mean(k, names);
@@ -185,14 +196,14 @@ struct Reader {
           if (find_launch_key(s.keys, k) != nullptr)
             hint = fmt::format(" (did you mean '{0}{1}.{2}'? it belongs in the {0}{1} section)",
                                prefix, s.name, k);
-        fail("{}:{}: unknown key '{}{}': not {}{}", origin, line, prefix, k, what, hint);
+        fail("{}: unknown key '{}{}': not {}{}", where, prefix, k, what, hint);
       }
       if (spec->neutral.empty() || is_neutral(kv.second, spec->neutral)) continue;
       if (spec->refuse)
-        fail("{}:{}: '{}{}: {}' is not supported by zerotune: {}", origin, line, prefix, k,
-             show(kv.second), spec->note);
-      cfg->notes.push_back(fmt::format("{}:{}: '{}{}: {}' changes nothing in zerotune: {}", origin,
-                                       line, prefix, k, show(kv.second), spec->note));
+        fail("{}: '{}{}: {}' is not supported by zerotune: {}", where, prefix, k, show(kv.second),
+             spec->note);
+      cfg->notes.push_back(fmt::format("{}: '{}{}: {}' changes nothing in zerotune: {}", where,
+                                       prefix, k, show(kv.second), spec->note));
     }
   }
 };
@@ -212,7 +223,8 @@ void read_offload(Reader& rd, const YAML::Node& n, const std::string& key, std::
   rd.bad(n, key, "none or cpu");
 }
 
-bool read_deepspeed_text(Reader& rd, const std::string& text, const std::string& origin);
+bool read_deepspeed_text(Reader& rd, const std::string& text, const std::string& origin,
+                         bool lines = true);
 
 // deepspeed_config_file: the DeepSpeed JSON with zero_optimization etc. (read_deepspeed_text).
 // Returns whether it names gradient_accumulation_steps.
@@ -236,16 +248,19 @@ bool read_deepspeed_json(Reader& rd, const std::string& file, const std::string&
 }
 
 // DeepSpeed JSON text (a YAML subset, read as YAML for its line numbers) whose messages name
-// `origin`: its settings into rd.cfg. Returns whether it names gradient_accumulation_steps.
-bool read_deepspeed_text(Reader& rd, const std::string& text, const std::string& origin) {
+// `origin` (and its lines, unless `lines` is false): its settings into rd.cfg. Returns whether it
+// names gradient_accumulation_steps.
+bool read_deepspeed_text(Reader& rd, const std::string& text, const std::string& origin,
+                         bool lines) {
   YAML::Node j;
   try {
     j = load_yaml(text, origin, /*json=*/true);
   } catch (const YAML::Exception& e) {
     fail("{}:{}: not valid JSON: {}", origin, e.mark.line + 1, e.msg);
   }
-  Reader jr{rd.cfg, origin, /*deepspeed_json=*/true};
+  Reader jr{rd.cfg, origin, /*deepspeed_json=*/true, lines};
   if (!j.IsMap()) fail("{}: expected a JSON object of DeepSpeed settings", jr.origin);
+  rd.cfg->zero_optimization_missing = !j["zero_optimization"];
   jr.check_keys(j, deepspeed_json_keys(), "", "a DeepSpeed config key");
   for (const char* prec : {"bf16", "bfloat16", "fp16"})
     if (const YAML::Node b = j[prec]; b && b.IsMap())
@@ -284,10 +299,7 @@ bool read_deepspeed_text(Reader& rd, const std::string& text, const std::string&
   // the trainer's; cmd_train compares them (check_deepspeed_values).
   const auto keep = [&](const YAML::Node& n, const std::string& key) {
     if (!n || n.IsNull() || (n.IsScalar() && n.Scalar() == "auto")) return;
-    AccelerateConfig::DeepSpeedValue v{key,
-                                       {},
-                                       n.IsScalar() ? n.Scalar() : "",
-                                       fmt::format("{}:{}", jr.origin, n.Mark().line + 1)};
+    AccelerateConfig::DeepSpeedValue v{key, {}, n.IsScalar() ? n.Scalar() : "", jr.at(n)};
     double d = 0;
     if (n.IsSequence()) {
       for (const auto& e : n) {
@@ -315,7 +327,7 @@ bool read_deepspeed_text(Reader& rd, const std::string& text, const std::string&
         rd.cfg->deepspeed_values.push_back({block + ".enabled",
                                             {jr.boolean(e, block + ".enabled") ? 1.0 : 0.0},
                                             e.Scalar(),
-                                            fmt::format("{}:{}", jr.origin, e.Mark().line + 1)});
+                                            jr.at(e)});
     if ((block != "optimizer" && block != "scheduler") || !top.second.IsMap()) continue;
     if (const YAML::Node params = top.second["params"]; params && params.IsMap())
       for (const auto& kv : params) {
@@ -332,12 +344,16 @@ bool read_deepspeed_text(Reader& rd, const std::string& text, const std::string&
 void read_deepspeed(Reader& rd, const YAML::Node& ds, const std::string& base_dir) {
   if (!ds.IsMap()) rd.bad(ds, "deepspeed_config", "a mapping");
   AccelerateConfig& c = *rd.cfg;
+  c.deepspeed_source = fmt::format("{}'s deepspeed_config", rd.origin);
   if (const YAML::Node f = ds["deepspeed_config_file"]; f && !f.IsNull()) {
     const size_t before = c.deepspeed_values.size();
     const std::string file = rd.str(f, "deepspeed_config.deepspeed_config_file");
+    c.deepspeed_source =
+        fmt::format("{} (deepspeed_config.deepspeed_config_file of {})", file, rd.origin);
     // accelerate's DeepSpeedPlugin sets a JSON's missing gradient_accumulation_steps to 1, which
-    // transformers then compares with the trainer's (the JSON given as TrainingArguments'
-    // `deepspeed` is filled before that, so only this path).
+    // transformers then compares with the trainer's (Trainer.propagate_args_to_deepspeed; golden
+    // accelerate_json_file_alone). Only this path: the JSON given as TrainingArguments' `deepspeed`
+    // is compared in __post_init__'s trainer_config_process, before the plugin adds the 1.
     if (!read_deepspeed_json(rd, file, base_dir))
       c.deepspeed_values.insert(c.deepspeed_values.begin() + static_cast<ptrdiff_t>(before),
                                 {"gradient_accumulation_steps",
@@ -345,8 +361,11 @@ void read_deepspeed(Reader& rd, const YAML::Node& ds, const std::string& base_di
                                  "1 (not in the file: accelerate's DeepSpeedPlugin sets it)",
                                  file});
   }
+  const bool json_file = ds["deepspeed_config_file"] && !ds["deepspeed_config_file"].IsNull();
   if (const YAML::Node s = ds["zero_stage"])
     c.zero_stage = rd.integer(s, "deepspeed_config.zero_stage", 0, 3);
+  else if (!json_file)  // accelerate builds the DeepSpeed config with its plugin's default
+    c.zero_stage = kAccelerateDefaultZeroStage;
   if (const YAML::Node o = ds["offload_optimizer_device"])
     read_offload(rd, o, "deepspeed_config.offload_optimizer_device", &c.offload_optimizer_device);
   if (const YAML::Node o = ds["offload_param_device"])
@@ -362,7 +381,7 @@ void read_deepspeed(Reader& rd, const YAML::Node& ds, const std::string& base_di
         v = rd.number_or_auto<double>(g, name);
       else if (const std::optional<int> steps = rd.number_or_auto<int>(g, name))
         v = *steps;
-      const std::string at = fmt::format("{}:{}", rd.origin, g.Mark().line + 1);
+      const std::string at = rd.at(g);
       // accelerate leaves a zero gradient_clipping out of the DeepSpeed config (`if
       // self.gradient_clipping:`): nothing for transformers to compare, and DeepSpeed does not
       // clip.
@@ -383,21 +402,19 @@ void check_no_settings_beside_deepspeed_file(Reader& rd, const YAML::Node& root,
   const YAML::Node file = ds["deepspeed_config_file"];
   if (!file || file.IsNull()) return;
   std::string lines;
-  for (const char* key :
-       {"gradient_accumulation_steps", "gradient_clipping", "zero_stage",
-        "offload_optimizer_device", "offload_param_device", "offload_param_nvme_path",
-        "offload_optimizer_nvme_path", "zero3_save_16bit_model"})
-    if (const YAML::Node n = ds[key])
-      lines += fmt::format("\n  - {}:{}: deepspeed_config.{}", rd.origin, n.Mark().line + 1, key);
+  for (const std::string_view key : kIgnoredBesideDeepSpeedConfig)
+    if (key != "mixed_precision")
+      if (const YAML::Node n = ds[std::string(key)])
+        lines += fmt::format("\n  - {}: deepspeed_config.{}", rd.at(n), key);
   if (const YAML::Node n = root["mixed_precision"]; n && !n.IsNull())
-    lines += fmt::format("\n  - {}:{}: mixed_precision", rd.origin, n.Mark().line + 1);
+    lines += fmt::format("\n  - {}: mixed_precision", rd.at(n));
   if (!lines.empty())
     fail(
-        "{}:{}: deepspeed_config.deepspeed_config_file is given, so the DeepSpeed JSON holds "
+        "{}: deepspeed_config.deepspeed_config_file is given, so the DeepSpeed JSON holds "
         "these settings and accelerate refuses the file (\"When using `deepspeed_config_file`, "
         "the following accelerate config variables will be ignored\"); remove them from the "
         "accelerate config (mixed_precision: set bf16.enabled in the JSON):{}",
-        rd.origin, file.Mark().line + 1, lines);
+        rd.at(file), lines);
 }
 
 void read_fsdp(Reader& rd, const YAML::Node& fs) {
@@ -533,10 +550,19 @@ AccelerateConfig parse_accelerate_config_text(const std::string& yaml, const std
   if (fs && fs.IsMap())
     rd.check_keys(fs, accelerate_fsdp_keys(), "fsdp_config.", "a key of accelerate's fsdp_config");
   if (c.distributed_type == "DEEPSPEED") {
-    if (!ds || ds.IsNull())
-      rd.warn(fmt::format("{}: distributed_type DEEPSPEED without deepspeed_config: ZeRO stage 0",
-                          origin));
-    else {
+    c.deepspeed_origin = origin;
+    if (ds && ds.IsMap())
+      for (const auto& kv : ds)
+        c.deepspeed_fields.push_back({"deepspeed_config." + kv.first.Scalar(), rd.at(kv.first)});
+    if (const YAML::Node n = root["mixed_precision"]; n && !n.IsNull())
+      c.deepspeed_fields.push_back({"mixed_precision", rd.at(n)});
+    if (!ds || ds.IsNull()) {
+      // accelerate builds the DeepSpeed config from its DeepSpeedPlugin's defaults.
+      c.zero_stage = kAccelerateDefaultZeroStage;
+      c.deepspeed_source = fmt::format(
+          "{} (distributed_type DEEPSPEED without deepspeed_config: accelerate's defaults)",
+          origin);
+    } else {
       if (ds.IsMap()) check_no_settings_beside_deepspeed_file(rd, root, ds);
       read_deepspeed(rd, ds, base_dir);
     }
@@ -593,7 +619,7 @@ AccelerateConfig deepspeed_checked(AccelerateConfig c, Reader& rd, const std::st
 
 AccelerateConfig parse_deepspeed_config(const std::string& path) {
   AccelerateConfig c;
-  c.path = path;
+  c.path = c.deepspeed_origin = c.deepspeed_source = path;
   c.distributed_type = "DEEPSPEED";
   Reader rd{&c, path};
   read_deepspeed_json(rd, path, ".");
@@ -602,10 +628,10 @@ AccelerateConfig parse_deepspeed_config(const std::string& path) {
 
 AccelerateConfig parse_deepspeed_settings(const Json& settings, const std::string& origin) {
   AccelerateConfig c;
-  c.path = origin;
+  c.path = c.deepspeed_origin = c.deepspeed_source = origin;
   c.distributed_type = "DEEPSPEED";
   Reader rd{&c, origin};
-  read_deepspeed_text(rd, settings.dump(2), origin);  // one setting a line for the line numbers
+  read_deepspeed_text(rd, settings.dump(2), origin, /*lines=*/false);
   return deepspeed_checked(std::move(c), rd, origin);
 }
 

@@ -8,8 +8,12 @@
 //              HYBRID_SHARD / 4 -> 3 and _HYBRID_SHARD_ZERO2 / 5 -> 2 (with a warning: zerotune has
 //              no hybrid sharding); FSDP2 (fsdp_version: 2): fsdp_reshard_after_forward true -> 3,
 //              false -> 2; fsdp_offload_params: true -> optimizer offload to the CPU (warning);
-//   NO / MULTI_CPU / MULTI_GPU, or no stage given: unset (compute.zero_stage's default applies,
-//   cli/config_schema.h kDefaultZeroStage: plain data parallel).
+//   DEEPSPEED without deepspeed_config_file or zero_stage: 2 (DeepSpeedPlugin.__post_init__'s
+//   default, int(ACCELERATE_DEEPSPEED_ZERO_STAGE or 2), which accelerate launch leaves unset);
+//   NO / MULTI_CPU / MULTI_GPU, or a DeepSpeed JSON that names no stage: unset
+//   (compute.zero_stage's default applies, cli/config_schema.h kDefaultZeroStage: plain data
+//   parallel, DeepSpeed's own default). Which settings are in force beside trainer.deepspeed:
+//   cli/deepspeed_source.h.
 // Every key is checked against cli/launch_keys.h: an unknown key, a key given twice, or a key set
 // to something zerotune lacks is an error naming file, line and key (before any process starts);
 // a known key that changes nothing in zerotune gets a one-line note when it is not at its neutral
@@ -18,11 +22,21 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "io/json.h"
 
 namespace zt::cli {
+
+// The accelerate config variables that accelerate 1.11.0's DeepSpeedPlugin._deepspeed_config_checks
+// refuses beside a DeepSpeed config of its own (a deepspeed_config_file, or TrainingArguments'
+// `deepspeed`), in its order: its env_variable_names_to_ignore with ACCELERATE_ and DEEPSPEED_
+// dropped. All are deepspeed_config keys but the last, the top-level mixed_precision.
+inline constexpr std::string_view kIgnoredBesideDeepSpeedConfig[] = {
+    "gradient_accumulation_steps", "gradient_clipping",      "zero_stage",
+    "offload_optimizer_device",    "offload_param_device",   "offload_param_nvme_path",
+    "offload_optimizer_nvme_path", "zero3_save_16bit_model", "mixed_precision"};
 
 struct AccelerateConfig {
   std::string path;                     // the file read (the `origin` of the _text form)
@@ -52,6 +66,22 @@ struct AccelerateConfig {
   // accelerate leaves it out of the DeepSpeed config, so DeepSpeed does not clip (cmd_train
   // refuses it beside a trainer.max_grad_norm > 0).
   std::string clipping_zero_at;
+  // With distributed_type DEEPSPEED: each deepspeed_config key ("deepspeed_config.zero_stage") and
+  // a mixed_precision other than null ("mixed_precision"), with its "file:line", in the file's
+  // order — what accelerate launch passes on in ACCELERATE_CONFIG_DS_FIELDS (launch_command:
+  // deepspeed_config's keys, and mixed_precision when the file gives one).
+  struct Field {
+    std::string name, at;
+  };
+  std::vector<Field> deepspeed_fields;
+  // Where the DeepSpeed settings come from, empty without DeepSpeed: `deepspeed_origin` heads
+  // messages about their values (the accelerate config, a DeepSpeed JSON file, or
+  // "sft.yaml:12: trainer.deepspeed"); `deepspeed_source` says it in words for the start-up line
+  // ("ds.json (deepspeed_config.deepspeed_config_file of accel.yaml)").
+  std::string deepspeed_origin, deepspeed_source;
+  // A DeepSpeed JSON (a file, or settings inline) without zero_optimization, which accelerate's
+  // DeepSpeedPlugin refuses where it is the config in force (cli/deepspeed_source.h).
+  bool zero_optimization_missing = false;
   std::vector<std::string> warnings;  // asks for something zerotune does differently; one line each
   std::vector<std::string> notes;     // known keys that change nothing in zerotune; one line each
 };
@@ -72,8 +102,8 @@ AccelerateConfig parse_accelerate_config_text(const std::string& yaml, const std
 AccelerateConfig parse_deepspeed_config(const std::string& path);
 
 // Same, from DeepSpeed settings given inline (TrainingArguments' `deepspeed` as a dict, or a JSON
-// string that __post_init__ json.loads); messages name `origin` ("sft.yaml:12: trainer.deepspeed")
-// and the line of `settings` written one key a line.
+// or base64 string); messages name `origin` ("sft.yaml:12: trainer.deepspeed") and the DeepSpeed
+// key path ("zero_optimization.stage"), no line: the settings have none of their own.
 AccelerateConfig parse_deepspeed_settings(const Json& settings, const std::string& origin);
 
 }  // namespace zt::cli

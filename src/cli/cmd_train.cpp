@@ -1,8 +1,9 @@
 // `zerotune train --config sft.yaml [--config_file accelerate.yaml] [key.path=value …]`: the
 // users' SFT job (DESIGN §8). Reads the hydra-style sft.yaml as it is, takes the ZeRO stage /
 // offload / mixed precision from the accelerate config (the file given here, or the one `zerotune
-// launch --config_file` passed down as ZT_ACCELERATE_CONFIG), finds this process's rank from the
-// environment (mpirun, torchrun-style variables, or a single process) and runs train::Trainer.
+// launch --config_file` passed down as ZT_ACCELERATE_CONFIG) and trainer.deepspeed, combined as
+// transformers and accelerate combine them (cli/deepspeed_source.h), finds this process's rank from
+// the environment (mpirun, torchrun-style variables, or a single process) and runs train::Trainer.
 #include <fmt/ranges.h>
 #include <omp.h>
 
@@ -20,7 +21,7 @@
 #include "cli/commands.h"
 #include "cli/config_schema.h"
 #include "cli/data_setup.h"
-#include "cli/dict_field_string.h"
+#include "cli/deepspeed_source.h"
 #include "cli/report_to.h"
 #include "cli/run_dir_guard.h"
 #include "cli/train_options.h"
@@ -127,40 +128,6 @@ void resolve_best_model(const RunConfig& cfg, train::TrainArgs& a) {
       "{} {} is not a round multiple of {} {}",
       cfg.key_at(lbm_key), lbm_key, cfg.where(lbm_key), cfg.key_ref("trainer.save_steps"),
       a.save_steps, cfg.key_ref(every_key), eval_every);
-}
-
-// trainer.deepspeed as TrainingArguments takes it: a DeepSpeed JSON file's path, or the settings
-// inline — a mapping, or a JSON string starting with '{' (__post_init__ json.loads it and
-// converts its string values, hf_dict_field_value). A false value (false, 0, "", {}) is no
-// DeepSpeed, as transformers' `if self.deepspeed:` reads it: nullopt. Anything else, and a path
-// that is no file, is an error naming the key.
-std::optional<AccelerateConfig> deepspeed_from_trainer(const RunConfig& cfg) {
-  const std::string key = "trainer.deepspeed";
-  Json v;
-  try {
-    v = hf_dict_field_value(cfg.value(key));
-  } catch (const Error& e) {
-    fail("{}: {}: {}{}", cfg.key_at(key), key, e.what(), cfg.where(key));
-  }
-  if (v.is_null() || v == false || v == 0 || (v.is_object() && v.empty()) ||
-      (v.is_string() && v.get_ref<const std::string&>().empty()))
-    return std::nullopt;
-  if (v.is_string()) {
-    const std::string path = v.get<std::string>();
-    if (std::error_code ec; !fs::exists(path, ec))
-      fail(
-          "{}: {}{}: '{}' is no file; expected the path of a DeepSpeed JSON file, or the "
-          "DeepSpeed settings inline (a mapping, or a JSON string starting with '{{')",
-          cfg.key_at(key), key, cfg.where(key), path);
-    return parse_deepspeed_config(path);
-  }
-  if (v.is_object())
-    return parse_deepspeed_settings(v,
-                                    fmt::format("{}: {}{}", cfg.key_at(key), key, cfg.where(key)));
-  fail(
-      "{}: {}{} is {}; expected the path of a DeepSpeed JSON file or a mapping of DeepSpeed "
-      "settings (zero_optimization, bf16, …)",
-      cfg.key_at(key), key, cfg.where(key), v.dump());
 }
 
 // trainer.lr_scheduler_kwargs against trainer.lr_scheduler_type, before any rank starts (the
@@ -357,7 +324,7 @@ void check_deepspeed_values(const RunConfig& cfg, const AccelerateConfig& acc,
         "{}: DeepSpeed values that differ from the trainer's, which transformers refuses (\"Please "
         "correct the following DeepSpeed config values that mismatch TrainingArguments values\"); "
         "set each to \"auto\" or to the trainer's value:{}",
-        acc.path, lines);
+        acc.deepspeed_origin.empty() ? acc.path : acc.deepspeed_origin, lines);
 }
 
 train::TrainArgs make_train_args(RunConfig& cfg, const std::optional<AccelerateConfig>& acc,
@@ -414,10 +381,10 @@ train::TrainArgs make_train_args(RunConfig& cfg, const std::optional<AccelerateC
   auto stage = cfg.get_optional<int64_t>("compute.zero_stage");
   const std::optional<int> acc_stage = acc ? acc->zero_stage : std::nullopt;
   if (stage && acc_stage && *stage != *acc_stage)
-    warn(fmt::format(
-        "{}: compute.zero_stage {} overrides the accelerate config's zero_stage {} ({}){}",
-        cfg.key_at("compute.zero_stage"), *stage, *acc_stage, acc->path,
-        cfg.where("compute.zero_stage")));
+    warn(fmt::format("{}: compute.zero_stage {} overrides the ZeRO stage {} of {}{}",
+                     cfg.key_at("compute.zero_stage"), *stage, *acc_stage,
+                     acc->deepspeed_source.empty() ? acc->path : acc->deepspeed_source,
+                     cfg.where("compute.zero_stage")));
   a.zero_stage = stage ? static_cast<int>(*stage) : acc_stage.value_or(kDefaultZeroStage);
   auto offload = cfg.get_optional<bool>("compute.offload_optimizer");
   a.offload_optimizer = offload ? *offload : (acc && acc->offload_optimizer_device == "cpu");
@@ -571,16 +538,26 @@ int cmd_train(const Args& args) {
   const bool rank0 = comm->rank() == 0;
   if (rank0)
     for (const auto& n : cfg.notes()) log::info("{}", n);
+  // The accelerate config and trainer.deepspeed, each read and reported on (the accelerate config
+  // by `zerotune launch` when it passed it down), then combined as transformers and accelerate
+  // combine them (cli/deepspeed_source.h); the start-up line says which DeepSpeed settings rule.
   std::optional<AccelerateConfig> acc;
-  if (!accel.empty()) {
-    acc = parse_accelerate_config(accel);
-  } else {
-    acc = deepspeed_from_trainer(cfg);
-  }
+  if (!accel.empty()) acc = parse_accelerate_config(accel);
   if (rank0 && acc && !accel_from_launch) {
     for (const auto& w : acc->warnings) log::warn("{}", w);
     for (const auto& n : acc->notes) log::info("{}", n);
   }
+  std::optional<AccelerateConfig> trainer_ds = deepspeed_from_trainer(cfg);
+  if (rank0 && trainer_ds) {
+    for (const auto& w : trainer_ds->warnings) log::warn("{}", w);
+    for (const auto& n : trainer_ds->notes) log::info("{}", n);
+  }
+  DeepSpeedChoice ds = choose_deepspeed_settings(std::move(acc), std::move(trainer_ds), cfg);
+  if (rank0) {
+    for (const auto& w : ds.warnings) log::warn("{}", w);
+    if (!ds.in_force.empty()) log::info("{}", ds.in_force);
+  }
+  acc = std::move(ds.config);
 
   int64_t threads = cfg.get<int64_t>("compute.threads");
   if (threads <= 0) {

@@ -315,7 +315,7 @@ std::vector<KeySpec> trainer_keys() {
             "zerotune has data parallelism with ZeRO only; the numbers are the same, the memory is "
             "ZeRO's"),
       acts("trainer.deepspeed", nullptr,
-           any_value()),  // a DeepSpeed JSON path: ZeRO stage / offload
+           any_value()),  // DeepSpeed settings: cli/deepspeed_source.h
       noted("trainer.tpu_num_cores", nullptr, kTpu),
       noted("trainer.tpu_metrics_debug", false, kTpu),
       noted("trainer.mp_parameters", "", "SageMaker model parallelism only"),

@@ -19,6 +19,37 @@ namespace fs = std::filesystem;
 
 using zt::testing::error_of;
 
+// distributed_type DEEPSPEED without zero_stage: accelerate's DeepSpeedPlugin builds stage 2 (its
+// default; tests/data/cli/deepspeed_sources.json accelerate_no_stage_alone / _no_section_alone).
+// The deepspeed_config keys and mixed_precision are kept with their lines: accelerate launch passes
+// them on (ACCELERATE_CONFIG_DS_FIELDS), and beside trainer.deepspeed they decide a refusal.
+TEST(AccelerateConfig, DeepSpeedWithoutStageIsStageTwoAndItsFieldsAreKept) {
+  const AccelerateConfig c = parse_accelerate_config_text(
+      "distributed_type: DEEPSPEED\nmixed_precision: bf16\ndeepspeed_config:\n"
+      "  zero3_init_flag: false\n  offload_optimizer_device: cpu\n",
+      "a.yaml");
+  EXPECT_EQ(c.zero_stage, 2);
+  EXPECT_EQ(c.offload_optimizer_device, "cpu");
+  ASSERT_EQ(c.deepspeed_fields.size(), 3u);
+  EXPECT_EQ(c.deepspeed_fields[0].name, "deepspeed_config.zero3_init_flag");
+  EXPECT_EQ(c.deepspeed_fields[0].at, "a.yaml:4");
+  EXPECT_EQ(c.deepspeed_fields[1].name, "deepspeed_config.offload_optimizer_device");
+  EXPECT_EQ(c.deepspeed_fields[1].at, "a.yaml:5");
+  EXPECT_EQ(c.deepspeed_fields[2].name, "mixed_precision");
+  EXPECT_EQ(c.deepspeed_fields[2].at, "a.yaml:2");
+  EXPECT_EQ(c.deepspeed_source, "a.yaml's deepspeed_config");
+  const AccelerateConfig bare =
+      parse_accelerate_config_text("distributed_type: DEEPSPEED\nnum_processes: 2\n", "b.yaml");
+  EXPECT_EQ(bare.zero_stage, 2);
+  EXPECT_TRUE(bare.deepspeed_fields.empty());
+  EXPECT_TRUE(bare.warnings.empty());
+  const AccelerateConfig multi = parse_accelerate_config_text(
+      "distributed_type: MULTI_GPU\nmixed_precision: bf16\n", "m.yaml");
+  EXPECT_EQ(multi.zero_stage, std::nullopt);
+  EXPECT_TRUE(multi.deepspeed_fields.empty());
+  EXPECT_TRUE(multi.deepspeed_source.empty());
+}
+
 TEST(AccelerateConfig, DeepSpeedZero2WithOffload) {
   // The shape `accelerate config` writes for DeepSpeed.
   const AccelerateConfig c = parse_accelerate_config_text(R"(compute_environment: LOCAL_MACHINE

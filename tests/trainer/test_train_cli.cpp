@@ -30,45 +30,8 @@ class TrainCli : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     root_ = fs::temp_directory_path() / ("zt_train_cli_" + std::to_string(getpid()));
-    fs::remove_all(root_);
-    fs::create_directories(root_);
-    auto r = run(std::string(ZT_BINARY) + " make-demo-data --out " + (root_ / "data").string() +
-                 " --train-rows 48 --test-rows 10 --seed 7");
-    ASSERT_EQ(r.status, 0) << r.output;
-    // A smaller model than the default job's, with the real Qwen2.5 tokenizer (vocab 151936).
-    fs::create_directories(root_ / "model");
-    std::ofstream(root_ / "model" / "config.json") << R"({
-  "model_type": "qwen2", "vocab_size": 151936, "hidden_size": 32, "intermediate_size": 64,
-  "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
-  "max_position_embeddings": 256, "rms_norm_eps": 1e-6, "rope_theta": 1000000.0,
-  "hidden_act": "silu", "initializer_range": 0.02, "tie_word_embeddings": true,
-  "use_sliding_window": false, "torch_dtype": "float32"})";
-    std::ofstream(root_ / "sft.yaml")
-        << "defaults:\n  - _self_\n"
-           "exp_name: x\nexp_dir: "
-        << (root_ / "runs").string()
-        << "/${exp_name}\n"
-           "model:\n  name_or_path: "
-        << (root_ / "model").string()
-        << "\n"
-           "  tokenizer_name_or_path: "
-        << ZT_SOURCE_DIR
-        << "/configs/tokenizers/qwen2.5-instruct\n"
-           "dataset:\n  train:\n    path: "
-        << (root_ / "data/train.parquet").string()
-        << "\n"
-           "  eval:\n    path: "
-        << (root_ / "data/test.parquet").string()
-        << "\n"
-           "  prompt_format: chat\n  cache_dir: "
-        << (root_ / "cache").string()
-        << "\n"
-           "compute:\n  n_gpus: 1\n  global_batch_size: 8\n  backend: cpu\n  threads: 1\n"
-           "trainer:\n  learning_rate: 1.0e-2\n  warmup_steps: 1\n  weight_decay: 0.1\n"
-           "  per_device_train_batch_size: 2\n  gradient_accumulation_steps: ???\n"
-           "  max_steps: 4\n  max_length: 64\n  logging_steps: 1\n  eval_strategy: steps\n"
-           "  eval_steps: 2\n  per_device_eval_batch_size: 3\n  save_steps: 2\n"
-           "  gradient_checkpointing: false\n  bf16: false\n  report_to: none\n";
+    const std::string error = zt_test::write_tiny_job(root_);
+    ASSERT_TRUE(error.empty()) << error;
   }
   static void TearDownTestSuite() { fs::remove_all(root_); }
 
@@ -1423,7 +1386,8 @@ TEST_F(TrainCli, DeepSpeedSettingsGivenInline) {
   EXPECT_NE(r.output.find("zerotune: error: " + key + ": DeepSpeed values that differ"),
             std::string::npos)
       << r.output;
-  EXPECT_NE(r.output.find("optimizer.params.lr 0.001 vs trainer.learning_rate"), std::string::npos)
+  EXPECT_NE(r.output.find("\n  - " + key + ": optimizer.params.lr 0.001 vs trainer.learning_rate"),
+            std::string::npos)
       << r.output;
   // The JSON string in a YAML file (the trainer block is the fixture's last).
   const fs::path yaml = root_ / "sft_ds_string.yaml";
@@ -1455,13 +1419,14 @@ TEST_F(TrainCli, DeepSpeedSettingsGivenInline) {
   r = train("dsnofile", "trainer.max_steps=1 +trainer.deepspeed=no_such_ds.json");
   EXPECT_EQ(r.status, 1) << r.output;
   EXPECT_NE(r.output.find("trainer.deepspeed (given on the command line): 'no_such_ds.json' is no "
-                          "file; expected the path of a DeepSpeed JSON file"),
+                          "existing file, no JSON and no base64-encoded JSON; expected the path of "
+                          "a DeepSpeed JSON file"),
             std::string::npos)
       << r.output;
   r = train("dsnumber", "trainer.max_steps=1 +trainer.deepspeed=5");
   EXPECT_EQ(r.status, 1) << r.output;
   EXPECT_NE(r.output.find("trainer.deepspeed (given on the command line) is 5; expected the path "
-                          "of a DeepSpeed JSON file or a mapping of DeepSpeed settings"),
+                          "of a DeepSpeed JSON file, or the DeepSpeed settings inline (a mapping"),
             std::string::npos)
       << r.output;
 }

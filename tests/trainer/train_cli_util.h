@@ -89,6 +89,55 @@ inline std::filesystem::path fresh_root_with_demo(const std::string& tag, int tr
   return root;
 }
 
+// The tiny job the CLI tests train, written into a fresh `root`: demo data (make-demo-data, 48
+// train and 10 test rows, seed 7) in data/, a 2-layer Qwen2 of hidden size 32 (from scratch) with
+// the real Qwen2.5 tokenizer (vocab 151936) in model/, and sft.yaml: runs/${exp_name}, chat
+// prompts, the CPU backend on 1 thread, per_device_train_batch_size 2 and global_batch_size 8
+// (gradient_accumulation_steps ??? → 8 / (world × 2)), 4 steps evaluated and saved every 2, bf16
+// false, the trainer block last. Returns "" or make-demo-data's output when it fails.
+inline std::string write_tiny_job(const std::filesystem::path& root) {
+  namespace fs = std::filesystem;
+  fs::remove_all(root);
+  fs::create_directories(root);
+  const RunResult r = run(std::string(ZT_BINARY) + " make-demo-data --out " +
+                          (root / "data").string() + " --train-rows 48 --test-rows 10 --seed 7");
+  if (r.status != 0) return r.output;
+  fs::create_directories(root / "model");
+  std::ofstream(root / "model" / "config.json") << R"({
+  "model_type": "qwen2", "vocab_size": 151936, "hidden_size": 32, "intermediate_size": 64,
+  "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+  "max_position_embeddings": 256, "rms_norm_eps": 1e-6, "rope_theta": 1000000.0,
+  "hidden_act": "silu", "initializer_range": 0.02, "tie_word_embeddings": true,
+  "use_sliding_window": false, "torch_dtype": "float32"})";
+  std::ofstream(root / "sft.yaml")
+      << "defaults:\n  - _self_\n"
+         "exp_name: x\nexp_dir: "
+      << (root / "runs").string()
+      << "/${exp_name}\n"
+         "model:\n  name_or_path: "
+      << (root / "model").string()
+      << "\n"
+         "  tokenizer_name_or_path: "
+      << ZT_SOURCE_DIR
+      << "/configs/tokenizers/qwen2.5-instruct\n"
+         "dataset:\n  train:\n    path: "
+      << (root / "data/train.parquet").string()
+      << "\n"
+         "  eval:\n    path: "
+      << (root / "data/test.parquet").string()
+      << "\n"
+         "  prompt_format: chat\n  cache_dir: "
+      << (root / "cache").string()
+      << "\n"
+         "compute:\n  n_gpus: 1\n  global_batch_size: 8\n  backend: cpu\n  threads: 1\n"
+         "trainer:\n  learning_rate: 1.0e-2\n  warmup_steps: 1\n  weight_decay: 0.1\n"
+         "  per_device_train_batch_size: 2\n  gradient_accumulation_steps: ???\n"
+         "  max_steps: 4\n  max_length: 64\n  logging_steps: 1\n  eval_strategy: steps\n"
+         "  eval_steps: 2\n  per_device_eval_batch_size: 3\n  save_steps: 2\n"
+         "  gradient_checkpointing: false\n  bf16: false\n  report_to: none\n";
+  return "";
+}
+
 // An HF hub-cache snapshot directory for model repo `repo` ("Org/Name") under `hf_home`, laid out
 // as huggingface_hub does (hub/models--Org--Name/snapshots/<rev>, refs/main = rev); returns it.
 inline std::filesystem::path hf_snapshot(const std::filesystem::path& hf_home,
