@@ -24,9 +24,11 @@
 #include "cli/report_to.h"
 #include "cli/run_dir_guard.h"
 #include "cli/train_options.h"
+#include "core/file_util.h"
 #include "core/log.h"
 #include "core/spelling.h"
 #include "dist/bootstrap.h"
+#include "io/hf_export.h"
 #include "io/model_source.h"
 #include "io/safetensors.h"
 #include "io/tied_embeddings.h"
@@ -608,6 +610,15 @@ int cmd_train(const Args& args) {
              earlier_events_dir(targs.exp_dir, targs.logging_dir,
                                 cfg.get_optional<std::string>("trainer.logging_dir"))))
       log::info("trainer.overwrite_output_dir: removed {} of the earlier run", p.string());
+  // The model files output_dir holds now, before the data is prepared (which can take minutes): the
+  // final export will not replace model files that differ from these, whenever during this run's
+  // set-up or training another run (another exp_dir, so not locked out) exported there. What a
+  // killed export left there is cleaned first (a model it had moved aside is restored).
+  std::string output_dir_at_start;
+  if (rank0) {
+    clean_stale_export_dirs(targs.output_dir);  // logs what it removes or restores
+    output_dir_at_start = model_files_fingerprint(targs.output_dir);
+  }
   comm->barrier();
   // On the GPU the engine's collectives take device memory: NCCL (several ranks) over the host Comm.
   ModelConfig mcfg = load_model_config(targs.model_dir);  // the trainer logs what it decides
@@ -626,6 +637,7 @@ int cmd_train(const Args& args) {
   const fs::path output_dir = targs.output_dir;
   train::Trainer trainer(std::move(targs), *comm, tok.tokenizer, tok.config, tok.dir);
   if (dir_lock.held()) trainer.hold_run_dir_lock(std::move(dir_lock));
+  if (rank0) trainer.note_output_dir_at_start(std::move(output_dir_at_start));
   train::TrainSummary sum = trainer.run();
   if (sum.interrupted) {
     // No checkpoint: a fresh run stopped before its first step. Its exp_dir holds this attempt's

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -129,6 +130,19 @@ std::vector<StaleStaging> clean_stale_staging_dirs(const fs::path& final, bool w
 }
 
 void fsync_dir(const fs::path& dir) { fsync_path(dir, true); }
+
+DirFlock::DirFlock(const fs::path& dir) {
+  fd_ = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd_ < 0) return;
+  int rc;
+  do {
+    rc = ::flock(fd_, LOCK_EX);
+  } while (rc != 0 && errno == EINTR);
+}
+
+DirFlock::~DirFlock() {
+  if (fd_ >= 0) ::close(fd_);
+}
 
 void write_file_atomic(const fs::path& path, const std::function<void(const ByteSink&)>& writer) {
   const fs::path tmp = temp_sibling(path);

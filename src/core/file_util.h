@@ -44,6 +44,21 @@ std::string read_file(const fs::path& path);
 // directory). Other entries (checkpoints, logs) are not looked at. Throws no error.
 std::string model_files_fingerprint(const fs::path& dir);
 
+// Holds an exclusive flock(2) on the directory `dir` while alive, waiting for it: a check and a
+// write that must not interleave with another process doing the same (two runs' final exports to
+// one output_dir: each checks what is there, then writes). Does nothing when `dir` cannot be
+// opened or its file system has no flock. Throws no error.
+class DirFlock {
+ public:
+  explicit DirFlock(const fs::path& dir);
+  ~DirFlock();
+  DirFlock(const DirFlock&) = delete;
+  DirFlock& operator=(const DirFlock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
 // fsyncs a directory (so a rename inside it is durable). Throws zt::Error naming it on failure.
 void fsync_dir(const fs::path& dir);
 

@@ -209,6 +209,10 @@ Trainer::~Trainer() = default;
 
 void Trainer::hold_run_dir_lock(RunDirLock lock) { s_->dir_lock = std::move(lock); }
 
+void Trainer::note_output_dir_at_start(std::string fingerprint) {
+  s_->output_dir_at_start = std::move(fingerprint);
+}
+
 volatile std::sig_atomic_t& Trainer::stop_requested() { return g_stop; }
 
 void Trainer::install_signal_handlers() {

@@ -65,6 +65,13 @@ class Trainer {
   // created exp_dir, before writing anything there.
   void hold_run_dir_lock(RunDirLock lock);
 
+  // Rank 0: the model files output_dir held when its caller first checked it at start-up
+  // (model_files_fingerprint, after clean_stale_export_dirs), before the data was prepared. The
+  // final export refuses to replace model files that differ from these (another run with another
+  // exp_dir exported there meanwhile, during this run's set-up or training). Without it, run()
+  // takes the fingerprint when it opens its outputs, after the set-up.
+  void note_output_dir_at_start(std::string fingerprint);
+
   // The fp32 master weights in the model's flat ParamLayout order, on rank 0 (empty elsewhere);
   // valid after run(). Collective.
   std::vector<float> master_weights();
