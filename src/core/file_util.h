@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -117,6 +118,11 @@ fs::path temp_sibling(const fs::path& path, std::string_view kind = "tmp");
 
 // Whether process `pid` runs on this host (kill(pid, 0) succeeds or is refused with EPERM).
 bool process_running(int64_t pid);
+
+// The pid in `name` when it is exactly "<final_name>.<kind>.<pid>.<16 lowercase hex digits>" (the
+// name temp_sibling gives: a StagingDir's "tmp" or "old" directory), else nullopt.
+std::optional<int64_t> staging_dir_pid(std::string_view name, std::string_view final_name,
+                                       std::string_view kind);
 
 // A StagingDir's leftover that clean_stale_staging_dirs dealt with.
 struct StaleStaging {
