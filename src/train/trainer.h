@@ -81,11 +81,11 @@ class Trainer {
   // checkpoint of the last completed step is written, run() returns with interrupted = true. A
   // signal before the run's first step (during set-up or the start evaluation) stops it there: no
   // step is trained and no checkpoint or model is written. While run() prepares the datasets
-  // (tokenisation), the signals keep their default action: the process ends at once, having
-  // written nothing to exp_dir (a world of one rank first prints "training was interrupted while
-  // the datasets were tokenised …" to stderr). A signal after the last step's check lets the
-  // writing of the last checkpoint and the final model finish, and run() returns with
-  // stopped_at_end_by naming it. The flag is process-wide.
+  // (tokenisation), a signal ends the process at once with status 130 (core/stop_signals.h),
+  // having written nothing to exp_dir (a world of one rank first prints "training was interrupted
+  // while the datasets were tokenised …" to stderr); so does one that came before. A signal after
+  // the last step's check lets the writing of the last checkpoint and the final model finish, and
+  // run() returns with stopped_at_end_by naming it. The flag is process-wide.
   static void install_signal_handlers();
   // The flag the handlers set: the signal's number, 0 when none (exposed for tests).
   static volatile std::sig_atomic_t& stop_requested();
