@@ -19,6 +19,7 @@
 #include "cli/commands.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/stop_signals.h"
 #include "dist/local_launch.h"
 
 namespace zt::cli {
@@ -27,6 +28,12 @@ constexpr CommandUsage kUsage{"launch",
                               "[--num_processes N] [--config_file FILE] <command> [args…]"};
 
 int cmd_launch(const Args& args) {
+  // A stop signal before the ranks are started ends the launcher there, saying so, with the status
+  // it gives a forwarded one (128 + the signal); run_local_launch takes the signals over (blocked,
+  // for its sigtimedwait) before it starts a rank.
+  const StopSignalsAtOnce before_ranks(
+      "zerotune: warning: launch: interrupted before any process was started; nothing was run\n",
+      0);
   CLI::App app{"zerotune launch: run a zerotune command as N local processes (ranks)"};
   int num_processes = 0, nproc_per_node = 0, nnodes = 0, node_rank = -1;
   std::string config_file, master_addr;

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <functional>
+#include <optional>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -25,9 +26,12 @@
 #include "cli/report_to.h"
 #include "cli/run_dir_guard.h"
 #include "cli/train_options.h"
+#include "core/file_util.h"
 #include "core/log.h"
 #include "core/spelling.h"
+#include "core/stop_signals.h"
 #include "dist/bootstrap.h"
+#include "io/hf_export.h"
 #include "io/model_source.h"
 #include "io/safetensors.h"
 #include "io/tied_embeddings.h"
@@ -509,11 +513,33 @@ train::TrainArgs make_train_args(RunConfig& cfg, const std::optional<AccelerateC
   return a;
 }
 
+// The line a stop signal during cmd_train's set-up prints: "" when the process is one rank of
+// several (each would repeat it; the launcher reports the signal once) or warnings are off.
+std::string setup_stop_line() {
+  bool alone = true;
+  try {
+    alone = dist::read_launch_env([](const char* n) { return std::getenv(n); }, std::nullopt)
+                .launcher == dist::Launcher::kSingle;
+  } catch (const Error&) {  // reported when the set-up reads it again
+  }
+  if (!alone || log::min_level() > log::Level::kWarn) return "";
+  return "zerotune: warning: training was interrupted during its set-up: nothing was trained and "
+         "no checkpoint was written; the same command starts the run again\n";
+}
+
 }  // namespace
 
 constexpr CommandUsage kUsage{"train", "--config sft.yaml [--config_file accelerate.yaml] [key.path=value …]"};
 
 int cmd_train(const Args& args) {
+  // Stop signals from the start: the trainer's handlers (a stop at the next step), under a guard
+  // for the set-up, which checks no stop flag and may block (a rendezvous, a FIFO): a signal there
+  // ends the run at once with status 130, as an interrupted run's, before anything but the
+  // exp_dir lock (and, asked for, the earlier run's removal) is written. The guard gives way to
+  // the trainer's handlers with no window for the default action (core/stop_signals.h).
+  train::Trainer::install_signal_handlers();
+  std::optional<StopSignalsAtOnce> during_setup;
+  during_setup.emplace(setup_stop_line(), 130, &train::Trainer::stop_requested());
   CLI::App app{"Run the SFT job of a hydra-style sft.yaml (under mpirun / zerotune launch for several ranks)"};
   ConfigFileOption file;
   std::string config, accel;
@@ -594,6 +620,15 @@ int cmd_train(const Args& args) {
              earlier_events_dir(targs.exp_dir, targs.logging_dir,
                                 cfg.get_optional<std::string>("trainer.logging_dir"))))
       log::info("trainer.overwrite_output_dir: removed {} of the earlier run", p.string());
+  // The model files output_dir holds now, before the data is prepared (which can take minutes): the
+  // final export will not replace model files that differ from these, whenever during this run's
+  // set-up or training another run (another exp_dir, so not locked out) exported there. What a
+  // killed export left there is cleaned first (a model it had moved aside is restored).
+  std::string output_dir_at_start;
+  if (rank0) {
+    clean_stale_export_dirs(targs.output_dir);  // logs what it removes or restores
+    output_dir_at_start = model_files_fingerprint(targs.output_dir);
+  }
   comm->barrier();
   // On the GPU the engine's collectives take device memory: NCCL (several ranks) over the host Comm.
   ModelConfig mcfg = load_model_config(targs.model_dir);  // the trainer logs what it decides
@@ -608,10 +643,11 @@ int cmd_train(const Args& args) {
               comm->world_size(), comm->backend(), name_of(targs.backend), threads, targs.zero_stage,
               targs.offload_optimizer ? " + optimizer offload" : "");
   TokenizerBundle tok = load_tokenizer(cfg);
-  train::Trainer::install_signal_handlers();
+  during_setup.reset();  // the trainer's handlers (installed above) again
   const fs::path output_dir = targs.output_dir;
   train::Trainer trainer(std::move(targs), *comm, tok.tokenizer, tok.config, tok.dir);
   if (dir_lock.held()) trainer.hold_run_dir_lock(std::move(dir_lock));
+  if (rank0) trainer.note_output_dir_at_start(std::move(output_dir_at_start));
   train::TrainSummary sum = trainer.run();
   if (sum.interrupted) {
     // No checkpoint: a fresh run stopped before its first step. Its exp_dir holds this attempt's

@@ -12,6 +12,7 @@
 #include "cli/commands.h"
 #include "cli/error_report.h"
 #include "core/error.h"
+#include "core/stop_signals.h"
 
 namespace {
 
@@ -22,6 +23,17 @@ void usage(std::FILE* out) {
   fmt::print(out, "\noptions:\n  {:<15} {}\n  {:<15} {}\n", "-h, --help", "this list", "--version",
              "the same as `zerotune version`");
 }
+
+// `zerotune train` and `zerotune launch` take SIGINT / SIGTERM from the process's first instant:
+// this runs before any library initialises (ELF .preinit_array: executables only, before every
+// DT_INIT), and the command's set-up guard acts on a signal recorded meanwhile
+// (core/stop_signals.h). Only async-signal-safe libc calls here: the C++ runtime is not yet set up.
+void preinit_stop_signals(int argc, char** argv, char** /*envp*/) {
+  if (argc >= 2 && (std::strcmp(argv[1], "train") == 0 || std::strcmp(argv[1], "launch") == 0))
+    zt::record_stop_signals_until_guarded();
+}
+__attribute__((section(".preinit_array"),
+               used)) void (*const kPreinitStopSignals)(int, char**, char**) = preinit_stop_signals;
 
 }  // namespace
 

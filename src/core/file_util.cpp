@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -71,26 +72,33 @@ bool process_running(int64_t pid) {
   return ::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;
 }
 
+std::optional<int64_t> staging_dir_pid(std::string_view name, std::string_view final_name,
+                                       std::string_view kind) {
+  if (!name.starts_with(final_name)) return std::nullopt;
+  std::string_view rest = name.substr(final_name.size());
+  if (rest.size() < kind.size() + 2 || rest[0] != '.' || rest.substr(1, kind.size()) != kind ||
+      rest[kind.size() + 1] != '.')
+    return std::nullopt;
+  rest.remove_prefix(kind.size() + 2);  // "<pid>.<16 hex>"
+  const size_t dot = rest.find('.');
+  if (dot == 0 || dot == std::string_view::npos || dot > 18 || rest.size() - dot - 1 != 16)
+    return std::nullopt;
+  int64_t pid = 0;
+  for (char c : rest.substr(0, dot)) {
+    if (c < '0' || c > '9') return std::nullopt;
+    pid = pid * 10 + (c - '0');
+  }
+  for (char c : rest.substr(dot + 1))
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return std::nullopt;
+  return pid;
+}
+
 std::vector<StaleStaging> clean_stale_staging_dirs(const fs::path& final, bool with_old) {
   fs::path f = final;
   if (!f.has_filename()) f = f.parent_path();  // "out/" -> "out"
   const std::string name = f.filename().string();
-  // "<name>.<kind>.<pid>.<16 hex>" → pid, for kind tmp or old; nullopt for any other name.
-  auto pid_of = [&](std::string_view n, std::string_view kind) -> std::optional<int64_t> {
-    const std::string prefix = name + "." + std::string(kind) + ".";
-    if (!n.starts_with(prefix)) return std::nullopt;
-    const std::string_view rest = n.substr(prefix.size());
-    const size_t dot = rest.find('.');
-    if (dot == 0 || dot == std::string_view::npos || dot > 18 || rest.size() - dot - 1 != 16)
-      return std::nullopt;
-    int64_t pid = 0;
-    for (char c : rest.substr(0, dot)) {
-      if (c < '0' || c > '9') return std::nullopt;
-      pid = pid * 10 + (c - '0');
-    }
-    for (char c : rest.substr(dot + 1))
-      if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return std::nullopt;
-    return pid;
+  auto pid_of = [&](std::string_view n, std::string_view kind) {
+    return staging_dir_pid(n, name, kind);
   };
   auto gone = [](std::optional<int64_t> pid) {
     return pid && *pid != static_cast<int64_t>(::getpid()) && !process_running(*pid);
@@ -129,6 +137,19 @@ std::vector<StaleStaging> clean_stale_staging_dirs(const fs::path& final, bool w
 }
 
 void fsync_dir(const fs::path& dir) { fsync_path(dir, true); }
+
+DirFlock::DirFlock(const fs::path& dir) {
+  fd_ = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd_ < 0) return;
+  int rc;
+  do {
+    rc = ::flock(fd_, LOCK_EX);
+  } while (rc != 0 && errno == EINTR);
+}
+
+DirFlock::~DirFlock() {
+  if (fd_ >= 0) ::close(fd_);
+}
 
 void write_file_atomic(const fs::path& path, const std::function<void(const ByteSink&)>& writer) {
   const fs::path tmp = temp_sibling(path);

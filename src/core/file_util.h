@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -43,6 +44,21 @@ std::string read_file(const fs::path& path);
 // there: one line per file, sorted, "name size mtime_ns inode"; "" when there is none (or no
 // directory). Other entries (checkpoints, logs) are not looked at. Throws no error.
 std::string model_files_fingerprint(const fs::path& dir);
+
+// Holds an exclusive flock(2) on the directory `dir` while alive, waiting for it: a check and a
+// write that must not interleave with another process doing the same (two runs' final exports to
+// one output_dir: each checks what is there, then writes). Does nothing when `dir` cannot be
+// opened or its file system has no flock. Throws no error.
+class DirFlock {
+ public:
+  explicit DirFlock(const fs::path& dir);
+  ~DirFlock();
+  DirFlock(const DirFlock&) = delete;
+  DirFlock& operator=(const DirFlock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
 
 // fsyncs a directory (so a rename inside it is durable). Throws zt::Error naming it on failure.
 void fsync_dir(const fs::path& dir);
@@ -102,6 +118,11 @@ fs::path temp_sibling(const fs::path& path, std::string_view kind = "tmp");
 
 // Whether process `pid` runs on this host (kill(pid, 0) succeeds or is refused with EPERM).
 bool process_running(int64_t pid);
+
+// The pid in `name` when it is exactly "<final_name>.<kind>.<pid>.<16 lowercase hex digits>" (the
+// name temp_sibling gives: a StagingDir's "tmp" or "old" directory), else nullopt.
+std::optional<int64_t> staging_dir_pid(std::string_view name, std::string_view final_name,
+                                       std::string_view kind);
 
 // A StagingDir's leftover that clean_stale_staging_dirs dealt with.
 struct StaleStaging {

@@ -156,6 +156,16 @@ int run_local_launch(const LocalLaunch& spec) {
   base_env.push_back(fmt::format("LOCAL_WORLD_SIZE={}", n));
   base_env.push_back("MASTER_ADDR=" + spec.master_addr);
   base_env.push_back(fmt::format("MASTER_PORT={}", port));
+  // The stop signals are blocked before anything is created that a signal's default action would
+  // leave behind (the error folder), and stay so until the ranks have ended: sigtimedwait takes
+  // them. While blocked none is delivered, so a handler the caller installed for its own set-up
+  // (cmd_launch's) gives way to the default action, as the ranks get it across execve.
+  sigset_t watch, old;
+  sigemptyset(&watch);
+  for (int s : {SIGCHLD, SIGINT, SIGTERM, SIGHUP}) sigaddset(&watch, s);
+  if (sigprocmask(SIG_BLOCK, &watch, &old) != 0)
+    fail("launch: sigprocmask: {}", std::strerror(errno));
+  for (int s : {SIGINT, SIGTERM, SIGHUP}) signal(s, SIG_DFL);
   const ErrorDir errors;
   if (!errors.path().empty()) base_env.push_back("ZT_LAUNCH_ERRORS=" + errors.path());
   std::vector<std::vector<std::string>> envs(static_cast<size_t>(n), base_env);
@@ -173,12 +183,6 @@ int run_local_launch(const LocalLaunch& spec) {
   argv.push_back(exe.data());
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
-
-  sigset_t watch, old;
-  sigemptyset(&watch);
-  for (int s : {SIGCHLD, SIGINT, SIGTERM, SIGHUP}) sigaddset(&watch, s);
-  if (sigprocmask(SIG_BLOCK, &watch, &old) != 0)
-    fail("launch: sigprocmask: {}", std::strerror(errno));
 
   const pid_t parent = getpid();
   std::vector<pid_t> pids(static_cast<size_t>(n), -1);

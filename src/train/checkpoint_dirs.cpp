@@ -41,6 +41,20 @@ std::optional<std::pair<int64_t, int64_t>> parse_suffixed(const std::string& nam
   return std::make_pair(*step, *id);
 }
 
+// "checkpoint-<step>.tmp-<id>.<kind>.<pid>.<16 hex>", kind tmp or old: the StagingDir of the model
+// export into that checkpoint staging directory (built beside it, and the empty directory it
+// replaces moved aside; core/file_util.h) → pid; nullopt for any other name.
+std::optional<int64_t> export_staging_pid(const std::string& name) {
+  for (std::string_view kind : {"tmp", "old"}) {
+    const size_t at = name.find(fmt::format(".{}.", kind), kPrefix.size());
+    if (at == std::string::npos) continue;
+    const std::string base = name.substr(0, at);
+    if (!parse_suffixed(base, ".tmp-")) continue;
+    if (auto pid = staging_dir_pid(name, base, kind)) return pid;
+  }
+  return std::nullopt;
+}
+
 void fsync_file(const fs::path& p) {
   const int fd = ::open(p.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) fail("{}: cannot open to fsync: {}", p.string(), std::strerror(errno));
@@ -192,6 +206,12 @@ std::vector<fs::path> clean_stale_checkpoint_dirs(const fs::path& output_dir) {
     const std::string name = p.filename().string();
     if (auto tmp = parse_suffixed(name, ".tmp-")) {
       if (process_running(tmp->second) && tmp->second != static_cast<int64_t>(::getpid())) continue;
+      remove_tree(p);
+      done.push_back(p);
+    } else if (auto pid = export_staging_pid(name)) {
+      // Part of a checkpoint never committed (kill -9 during its model export): removed whole,
+      // as the staging directory it belongs to, by the same rule.
+      if (process_running(*pid) && *pid != static_cast<int64_t>(::getpid())) continue;
       remove_tree(p);
       done.push_back(p);
     } else if (auto old = parse_suffixed(name, ".old-")) {

@@ -88,7 +88,9 @@ class CheckpointStaging {
 };
 
 // Removes what an interrupted run left in `output_dir`: `checkpoint-<step>.tmp-<id>` directories
-// (never committed, so never a checkpoint) whose process `<id>` no longer runs on this host, and
+// (never committed, so never a checkpoint) whose process `<id>` no longer runs on this host, the
+// staging directories of the model export into one (`checkpoint-<step>.tmp-<id>.tmp.<pid>.<16 hex>`
+// and `….old.<pid>.<16 hex>`, core/file_util.h StagingDir) whose process `<pid>` no longer runs,
 // `checkpoint-<step>.old-<id>` ones (a replaced checkpoint: deleted when `checkpoint-<step>`
 // exists, else renamed back to it, since the crash came between the two renames of a commit) whose
 // process no longer runs either (a live one may still roll back to it).

@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "core/stop_signals.h"
 #include "train/batch_builder.h"
 #include "train/checkpoint_dirs.h"
 #include "train/metrics.h"
@@ -27,46 +28,6 @@ namespace {
 // The stop signal received (SIGINT/SIGTERM), 0: none; set by on_stop_signal only.
 volatile std::sig_atomic_t g_stop = 0;
 extern "C" void on_stop_signal(int sig) { g_stop = sig; }
-
-// The line on_stop_signal_at_once prints (set only while a DefaultStopSignals with a line lives).
-const std::string* volatile g_stop_line = nullptr;
-// Prints g_stop_line to stderr, then ends the process by the signal's default action (re-raised:
-// blocked until this handler returns), so the exit status is the one the default action gives.
-extern "C" void on_stop_signal_at_once(int sig) {
-  if (const std::string* line = g_stop_line) {
-    ssize_t ignored = ::write(STDERR_FILENO, line->data(), line->size());
-    (void)ignored;
-  }
-  signal(sig, SIG_DFL);
-  raise(sig);
-}
-
-// While alive, SIGINT and SIGTERM end the process at once by their default action, after
-// printing `line` (one whole line, ending in '\n') to stderr when it is not empty; the handlers
-// installed before are restored on destruction. For the data preparation, whose tokenisation
-// (minutes on a large dataset) checks no stop flag.
-class DefaultStopSignals {
- public:
-  explicit DefaultStopSignals(std::string line) : line_(std::move(line)) {
-    struct sigaction sa {};
-    sa.sa_handler = line_.empty() ? SIG_DFL : on_stop_signal_at_once;
-    sigemptyset(&sa.sa_mask);
-    for (int sig : kSignals) sigaddset(&sa.sa_mask, sig);  // one line, also for SIGINT + SIGTERM
-    if (!line_.empty()) g_stop_line = &line_;
-    for (int i = 0; i < 2; ++i) sigaction(kSignals[i], &sa, &saved_[i]);
-  }
-  ~DefaultStopSignals() {
-    for (int i = 0; i < 2; ++i) sigaction(kSignals[i], &saved_[i], nullptr);
-    g_stop_line = nullptr;
-  }
-  DefaultStopSignals(const DefaultStopSignals&) = delete;
-  DefaultStopSignals& operator=(const DefaultStopSignals&) = delete;
-
- private:
-  static constexpr int kSignals[2] = {SIGINT, SIGTERM};
-  std::string line_;
-  struct sigaction saved_[2];
-};
 
 // "SIGINT" / "SIGTERM" for the stop signal `sig`, "signal <sig>" for another.
 std::string stop_signal_name(int sig) {
@@ -209,6 +170,10 @@ Trainer::~Trainer() = default;
 
 void Trainer::hold_run_dir_lock(RunDirLock lock) { s_->dir_lock = std::move(lock); }
 
+void Trainer::note_output_dir_at_start(std::string fingerprint) {
+  s_->output_dir_at_start = std::move(fingerprint);
+}
+
 volatile std::sig_atomic_t& Trainer::stop_requested() { return g_stop; }
 
 void Trainer::install_signal_handlers() {
@@ -226,17 +191,19 @@ TrainSummary Trainer::run() {
   const TrainArgs& a = s.a;
 
   {
-    // A stop signal while the datasets are tokenised ends the process there (exit by the signal)
-    // instead of after the whole tokenisation: nothing has been written to exp_dir yet, and the
-    // token cache appears by rename, whole or not at all. A world of one rank says so, as
-    // cmd_train does after an interrupted training; with more ranks each would repeat it, and
-    // the launcher reports the signal once.
+    // A stop signal while the datasets are tokenised ends the process there (exit status 130, as
+    // an interrupted run's) instead of after the whole tokenisation: nothing has been written to
+    // exp_dir yet, and the token cache appears by rename, whole or not at all. A signal that came
+    // since cmd_train's set-up guard gave way (g_stop) ends it here too. A world of one rank says
+    // so, as cmd_train does after an interrupted training; with more ranks each would repeat it,
+    // and the launcher reports the signal once.
     const bool say = s.comm.world_size() == 1 && log::min_level() <= log::Level::kWarn;
-    const DefaultStopSignals during_prepare(
+    const StopSignalsAtOnce during_prepare(
         say ? std::string("zerotune: warning: training was interrupted while the datasets were "
                           "tokenised: nothing was trained and no checkpoint was written; the same "
                           "command starts the run again\n")
-            : std::string());
+            : std::string(),
+        130, &g_stop);
     s.prepare_data();
   }
   s.build_model();

@@ -65,6 +65,13 @@ class Trainer {
   // created exp_dir, before writing anything there.
   void hold_run_dir_lock(RunDirLock lock);
 
+  // Rank 0: the model files output_dir held when its caller first checked it at start-up
+  // (model_files_fingerprint, after clean_stale_export_dirs), before the data was prepared. The
+  // final export refuses to replace model files that differ from these (another run with another
+  // exp_dir exported there meanwhile, during this run's set-up or training). Without it, run()
+  // takes the fingerprint when it opens its outputs, after the set-up.
+  void note_output_dir_at_start(std::string fingerprint);
+
   // The fp32 master weights in the model's flat ParamLayout order, on rank 0 (empty elsewhere);
   // valid after run(). Collective.
   std::vector<float> master_weights();
@@ -74,11 +81,11 @@ class Trainer {
   // checkpoint of the last completed step is written, run() returns with interrupted = true. A
   // signal before the run's first step (during set-up or the start evaluation) stops it there: no
   // step is trained and no checkpoint or model is written. While run() prepares the datasets
-  // (tokenisation), the signals keep their default action: the process ends at once, having
-  // written nothing to exp_dir (a world of one rank first prints "training was interrupted while
-  // the datasets were tokenised …" to stderr). A signal after the last step's check lets the
-  // writing of the last checkpoint and the final model finish, and run() returns with
-  // stopped_at_end_by naming it. The flag is process-wide.
+  // (tokenisation), a signal ends the process at once with status 130 (core/stop_signals.h),
+  // having written nothing to exp_dir (a world of one rank first prints "training was interrupted
+  // while the datasets were tokenised …" to stderr); so does one that came before. A signal after
+  // the last step's check lets the writing of the last checkpoint and the final model finish, and
+  // run() returns with stopped_at_end_by naming it. The flag is process-wide.
   static void install_signal_handlers();
   // The flag the handlers set: the signal's number, 0 when none (exposed for tests).
   static volatile std::sig_atomic_t& stop_requested();

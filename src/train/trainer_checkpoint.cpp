@@ -24,6 +24,18 @@
 
 namespace zt::train {
 
+namespace {
+
+// The directory that holds `output_dir` ("out/" and "out" alike; "." for a bare name), absolute.
+fs::path output_dir_parent(const fs::path& output_dir) {
+  std::error_code ec;
+  fs::path p = fs::absolute(output_dir, ec).lexically_normal();
+  if (!p.has_filename()) p = p.parent_path();
+  return p.parent_path();
+}
+
+}  // namespace
+
 // ---------------------------------------------------------------- checkpoints / export
 
 std::vector<NamedTensor> Trainer::State::named(const std::vector<float>& flat) const {
@@ -154,12 +166,18 @@ void Trainer::State::export_final(int64_t global_step, const fs::path& last_chec
     if (rank0()) {
       try {
         // Another run with the same output_dir (and another exp_dir, so not locked out) that
-        // exported while this one trained: its model is not replaced.
-        // (Model files removed meanwhile leave nothing to protect: the export goes on.)
+        // exported while this one was set up or trained: its model is not replaced.
+        // (Model files removed meanwhile leave nothing to protect: the export goes on.) The lock
+        // on output_dir's parent makes two exports' check and write take turns, so the later one
+        // sees the earlier one's model.
+        const fs::path parent = output_dir_parent(a.output_dir);
+        std::error_code ec;
+        fs::create_directories(parent, ec);  // the export creates it anyway; an error is its
+        const DirFlock exporting(parent);
         if (const std::string now = model_files_fingerprint(a.output_dir);
-            !now.empty() && now != output_dir_at_start)
+            !now.empty() && now != output_dir_at_start.value_or(""))
           fail(
-              "trainer.output_dir {}: its model files changed while this run trained (another "
+              "trainer.output_dir {}: its model files changed since this run started (another "
               "run exported there?); zerotune does not replace a model it did not find there at "
               "start-up",
               a.output_dir.string());

@@ -102,8 +102,10 @@ struct Trainer::State {
   std::unique_ptr<ProgressDisplay> progress;
   RunDirLock dir_lock;  // rank 0: one run at a time in exp_dir (run_dir_lock.h)
   // rank 0: output_dir as the run found it (model_files_fingerprint), so that the final export does
-  // not replace a model another run wrote there meanwhile (exp_dir's lock does not cover it).
-  std::string output_dir_at_start;
+  // not replace a model another run wrote there meanwhile (exp_dir's lock does not cover it). Given
+  // by the caller (note_output_dir_at_start: taken at the start-up check of output_dir, before the
+  // data is prepared), else taken by open_outputs.
+  std::optional<std::string> output_dir_at_start;
 
   void prepare_data();
   void build_model();

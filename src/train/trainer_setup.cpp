@@ -476,8 +476,10 @@ void Trainer::State::open_outputs() {
   if (!dir_lock.held()) dir_lock = RunDirLock(a.exp_dir);  // before anything is written there
   for (const auto& p : clean_stale_checkpoint_dirs(a.exp_dir))
     log::info("cleaned {} left by an interrupted run", p.string());
-  clean_stale_export_dirs(a.output_dir);  // logs what it removes or restores
-  output_dir_at_start = model_files_fingerprint(a.output_dir);
+  if (!output_dir_at_start) {
+    clean_stale_export_dirs(a.output_dir);  // logs what it removes or restores
+    output_dir_at_start = model_files_fingerprint(a.output_dir);
+  }
   // metrics.jsonl is the log of the exp_dir's last run: a checkpoint of the older layout (no log of
   // its own) continues it only when that run is the checkpoint's.
   const std::optional<RunRecord> last_run = read_run_record(a.exp_dir);

@@ -281,6 +281,70 @@ TEST_F(LaunchFaults, SigintDuringTokenisationEndsTheRunAtOnce) {
     EXPECT_EQ(e.path().extension(), ".lock") << e.path();
 }
 
+// Waits until `fifo` has a reader (the child blocked opening it): returns a write end (kept open,
+// so the reader then waits for bytes), or -1 when `c` ended first or after the guard.
+int fifo_writer_once_read(Child& c, const fs::path& fifo) {
+  for (const double end = now_s() + kHangGuard; now_s() < end; usleep(20 * 1000)) {
+    const int w = open(fifo.c_str(), O_WRONLY | O_NONBLOCK);  // ENXIO while no reader
+    if (w >= 0) return w;
+    if (kill(c.pid(), 0) != 0) return -1;
+  }
+  return -1;
+}
+
+// A SIGTERM in the first moments of a lone `zerotune train` (reading the config, loading the
+// tokenizer: before the trainer's handlers were installed) ended it by the signal's default
+// action: status 143 and not a word. Now it ends at once with status 130, as an interrupted run,
+// saying so, with nothing written. The tokenizer's tokenizer_config.json is a FIFO, which the
+// set-up opens and waits on until the signal is sent.
+TEST_F(LaunchFaults, SigtermDuringTheSetUpEndsTheRunSayingSo) {
+  const fs::path dir = case_dir("launch-sigterm-grace-loses-checkpoint");
+  write_model(dir, 16);
+  const fs::path tok = dir / "tok";
+  fs::create_directories(tok);
+  for (const auto& e : fs::directory_iterator(kTokenizer))
+    if (e.path().filename() != "tokenizer_config.json")
+      fs::create_symlink(e.path(), tok / e.path().filename());
+  const fs::path fifo = tok / "tokenizer_config.json";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  auto c = start(dir, "train",
+                 "exp_dir=runs/setup model.name_or_path=model_h16 trainer.max_steps=1", tok);
+  const int w = fifo_writer_once_read(*c, fifo);
+  ASSERT_GE(w, 0) << c->output();
+  ASSERT_EQ(kill(c->pid(), SIGTERM), 0);
+  EXPECT_EQ(c->wait(kHangGuard), 130) << c->output();
+  close(w);
+  EXPECT_NE(c->output().find("zerotune: warning: training was interrupted during its set-up: "
+                             "nothing was trained and no checkpoint was written; the same command "
+                             "starts the run again\n"),
+            std::string::npos)
+      << c->output();
+  EXPECT_FALSE(fs::exists(dir / "runs" / "setup")) << c->output();
+}
+
+// The same for `zerotune launch` before it starts its ranks (here while it reads its accelerate
+// config, a FIFO): it says so and exits 128 + the signal, as after a forwarded one; it ended by
+// the default action, silently.
+TEST_F(LaunchFaults, SigtermBeforeTheRanksStartEndsTheLauncherSayingSo) {
+  const fs::path dir = case_dir("launch-sigterm-grace-loses-checkpoint");
+  write_model(dir, 16);
+  const fs::path fifo = dir / "accelerate_fifo.yaml";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  auto c = launch(dir, "--config_file accelerate_fifo.yaml",
+                  "exp_dir=runs/launch_setup model.name_or_path=model_h16 trainer.max_steps=1");
+  const int w = fifo_writer_once_read(*c, fifo);
+  ASSERT_GE(w, 0) << c->output();
+  ASSERT_EQ(kill(c->pid(), SIGTERM), 0);
+  EXPECT_EQ(c->wait(kHangGuard), 128 + SIGTERM) << c->output();
+  close(w);
+  EXPECT_NE(c->output().find("zerotune: warning: launch: interrupted before any process was "
+                             "started; nothing was run\n"),
+            std::string::npos)
+      << c->output();
+  EXPECT_EQ(c->output().find("launch: starting"), std::string::npos) << c->output();
+  EXPECT_FALSE(fs::exists(dir / "runs" / "launch_setup")) << c->output();
+}
+
 // A SIGTERM to a one-process `zerotune train` while it writes its final model — after the last
 // step's stop check — ended the run with status 0, as if it had finished. Now the export finishes
 // (whole: written under a temporary name, then renamed) and the run says it was stopped, exiting

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 
 #include "core/file_util.h"
@@ -128,6 +129,49 @@ TEST(CheckpointDirs, CleanStaleRemovesLeftoversOfDeadProcesses) {
   EXPECT_EQ(read_file(d / ("checkpoint-60.old-" + std::to_string(alive)) / "d"), "live");
   EXPECT_EQ(read_file(d / "checkpoint-40" / "b"), "kept");
   EXPECT_EQ(latest_checkpoint(d.path())->step, 40);
+}
+
+// A kill -9 during a checkpoint's model export left, beside the checkpoint staging directory
+// `checkpoint-<step>.tmp-<id>`, the export's own staging directory
+// `checkpoint-<step>.tmp-<id>.tmp.<pid>.<16 hex>` (config.json and a model-sized
+// model.safetensors.tmp.*), which no later run removed; its `.old.` twin (the empty staging
+// directory moved aside by the export's commit) neither. Now both go with the rule of the staging
+// directory itself: when process <pid> no longer runs (or is this one: at start-up nothing of this
+// process is being written). Names that only look alike are left alone.
+TEST(CheckpointDirs, CleanStaleRemovesTheStagingOfACheckpointsModelExport) {
+  TempDir d;
+  const int64_t dead = 99999999;
+  const int64_t alive = ::getppid();
+  const int64_t self = ::getpid();
+  const std::string hex = ".c8fb3a8a29a28e58";
+  const std::vector<std::string> removed = {
+      fmt::format("checkpoint-1.tmp-{}", dead),
+      fmt::format("checkpoint-1.tmp-{0}.old.{0}{1}", dead, hex),
+      fmt::format("checkpoint-1.tmp-{0}.tmp.{0}{1}", dead, hex),
+      fmt::format("checkpoint-2.tmp-{0}.tmp.{0}{1}", self, hex),  // its staging dir already gone
+  };
+  const std::vector<std::string> kept = {
+      "checkpoint-1",
+      fmt::format("checkpoint-3.tmp-{0}", alive),
+      fmt::format("checkpoint-3.tmp-{0}.tmp.{0}{1}", alive, hex),  // a live process's export
+      fmt::format("checkpoint-3.tmp-{0}.old.{0}{1}", alive, hex),
+      fmt::format("checkpoint-4.tmp-{0}.tmp.{0}.c8fb3a8a29a28e5", dead),   // 15 hex digits
+      fmt::format("checkpoint-4.tmp-{0}.tmp.{0}.c8fb3a8a29a28e5g", dead),  // not hex
+      fmt::format("checkpoint-4.tmp-{0}.bak.{0}{1}", dead, hex),           // another kind
+      fmt::format("checkpoint-4.tmp-x.tmp.{0}{1}", dead, hex),     // not a staging dir's name
+      fmt::format("checkpoint-4.tmp-{0}.tmp.x{0}{1}", dead, hex),  // not a pid
+      fmt::format("mine.tmp-{0}.tmp.{0}{1}", dead, hex),           // not a checkpoint's
+  };
+  for (const auto& n : removed) touch(d / n / "config.json");
+  touch(d / removed[2] / fmt::format("model.safetensors.tmp.{}{}", dead, hex), "partial");
+  for (const auto& n : kept) touch(d / n / "config.json");
+  const auto done = clean_stale_checkpoint_dirs(d.path());
+  std::vector<fs::path> want;
+  for (const auto& n : removed) want.push_back(d / n);
+  EXPECT_EQ(done, want);
+  std::vector<std::string> left = kept;
+  std::sort(left.begin(), left.end());
+  EXPECT_EQ(list_dir(d.path()), left);
 }
 
 }  // namespace

@@ -1318,7 +1318,7 @@ TEST_F(TrainCli, ARunDoesNotReplaceAModelAnotherRunExportedMeanwhile) {
   EXPECT_NE(
       r.output.find("zerotune: error: cannot write the final model: trainer.output_dir " +
                     out.string() +
-                    ": its model files changed while this run trained (another run exported "
+                    ": its model files changed since this run started (another run exported "
                     "there?); zerotune does not replace a model it did not find there at start-up; "
                     "the "
                     "trained model was saved instead as " +
@@ -1328,6 +1328,47 @@ TEST_F(TrainCli, ARunDoesNotReplaceAModelAnotherRunExportedMeanwhile) {
   EXPECT_TRUE(fs::exists(exp("shared_a") / "checkpoint-40" / "model.safetensors"));
   EXPECT_TRUE(slurp(out / "model.safetensors") ==
               slurp(root_ / "shared_b.safetensors"));  // B's model
+}
+
+// The same when the other run exports while this one is still being set up (tokenising a large
+// dataset, say): what output_dir held was taken only once the data was prepared, so the other
+// run's model counted as found there at start-up and was replaced, silently (exit 0). Now it is
+// taken at the start-up check of output_dir. Run A is stopped (SIGSTOP) once it has logged its
+// "rank 0 of 1" line (after that check, before the tokenizer and the data are loaded).
+TEST_F(TrainCli, ARunDoesNotReplaceAModelAnotherRunExportedDuringItsSetUp) {
+  const fs::path out = root_ / "shared_setup";
+  const std::string zt =
+      std::string(ZT_BINARY) + " train --config " + (root_ / "sft.yaml").string();
+  const std::string common =
+      " trainer.max_steps=1 trainer.eval_strategy=no "
+      "trainer.save_strategy=no trainer.output_dir=" +
+      out.string();
+  const fs::path log_a = root_ / "setup_a.log";
+  const auto r =
+      run(zt + " exp_name=setup_a" + common + " > " + log_a.string() +
+          " 2>&1 & A=$!; trap 'kill -CONT $A 2>/dev/null' EXIT; while ! grep -q "
+          "'rank 0 of 1 ' " +
+          log_a.string() +
+          " && kill -0 $A 2>/dev/null; do sleep 0.02; done; kill -STOP "
+          "$A; " +
+          zt + " exp_name=setup_b" + common + "; echo \"B=$?\"; cp " +
+          (out / "model.safetensors").string() + " " + (root_ / "setup_b.safetensors").string() +
+          "; kill -CONT $A; wait $A; echo \"A=$?\"; cat " + log_a.string());
+  EXPECT_NE(r.output.find("B=0\n"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("A=1\n"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("zerotune: error: cannot write the final model: trainer.output_dir " +
+                          out.string() +
+                          ": its model files changed since this run started (another run "
+                          "exported there?); zerotune does not replace a model it did not find "
+                          "there at start-up; the trained model was saved instead as " +
+                          (exp("setup_a") / "checkpoint-1").string()),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(slurp(root_ / "setup_a.log").find("saved the final model to"), std::string::npos)
+      << r.output;
+  EXPECT_TRUE(fs::exists(exp("setup_a") / "checkpoint-1" / "model.safetensors"));
+  EXPECT_TRUE(slurp(out / "model.safetensors") ==
+              slurp(root_ / "setup_b.safetensors"));  // B's model
 }
 
 // A DeepSpeed JSON whose values differ from the trainer's is refused, as transformers refuses it
