@@ -67,9 +67,9 @@ struct AccelerateConfig {
   // refuses it beside a trainer.max_grad_norm > 0).
   std::string clipping_zero_at;
   // With distributed_type DEEPSPEED: each deepspeed_config key ("deepspeed_config.zero_stage") and
-  // a mixed_precision other than null ("mixed_precision"), with its "file:line", in the file's
-  // order — what accelerate launch passes on in ACCELERATE_CONFIG_DS_FIELDS (launch_command:
-  // deepspeed_config's keys, and mixed_precision when the file gives one).
+  // a mixed_precision other than null ("mixed_precision"), with its "file:line", in the order of
+  // ACCELERATE_CONFIG_DS_FIELDS, which accelerate launch passes on (launch_command:
+  // deepspeed_config's keys in the file's order, then mixed_precision when the file gives one).
   struct Field {
     std::string name, at;
   };

@@ -173,11 +173,9 @@ class Checker {
         const std::string full = path.empty() ? k : path + "." + k;
         fail(
             "{}: config key '{}'{} is one key whose name holds dots (YAML and OmegaConf read it "
-            "so; nothing reads it); to set {} write it nested ('{}' under '{}:') or give {}=… on "
-            "the "
-            "command line",
-            key_at(full), k, path.empty() ? "" : " in '" + path + "'", full,
-            k.substr(k.find('.') + 1), k.substr(0, k.find('.')), full);
+            "so; nothing reads it); to set {} write each part as a nested mapping key or give "
+            "{}=… on the command line",
+            key_at(full), k, path.empty() ? "" : " in '" + path + "'", full, full);
       }
       check_tree(v, path.empty() ? k : path + "." + k);
     }

@@ -71,6 +71,12 @@ int64_t resolve_warmup_steps(int64_t total_steps, double warmup_steps, double wa
 }
 
 std::optional<std::pair<int64_t, double>> first_invalid_lr(const LrSchedule& s) {
+  // Every schedule's factor is >= 0 and finite unless one of these is negative (the others clamp
+  // at 0, or mix in [0, 1]); only then is each step looked at (a billion steps take seconds).
+  const bool may_go_negative = !(s.base_lr >= 0.0) || s.lr_end < 0.0 || s.power < 0.0 ||
+                               s.min_lr_rate < 0.0 || s.min_lr_ratio < 0.0 ||
+                               (s.warmup_lr_rate && *s.warmup_lr_rate < 0.0);
+  if (!may_go_negative) return std::nullopt;
   for (int64_t k = 0; k < s.total_steps; ++k)
     if (const double lr = s.lr(k); !(lr >= 0.0) || !std::isfinite(lr)) return std::pair{k, lr};
   return std::nullopt;

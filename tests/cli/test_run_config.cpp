@@ -583,16 +583,15 @@ TEST(RunConfig, KeyWithDotsInItsNameIsRefused) {
   EXPECT_EQ(error_of([&] { zt::cli::RunConfig::load(p, {}); }),
             p.string() +
                 ":3: config key 'trainer.learning_rate' is one key whose name holds dots (YAML and "
-                "OmegaConf read it so; nothing reads it); to set trainer.learning_rate write it "
-                "nested ('learning_rate' under 'trainer:') or give trainer.learning_rate=… on the "
-                "command line");
+                "OmegaConf read it so; nothing reads it); to set trainer.learning_rate write each "
+                "part as a nested mapping key or give trainer.learning_rate=… on the command "
+                "line");
   std::ofstream(p) << "model:\n  name_or_path: m\ndataset:\n  train.path: d.jsonl\n";
   EXPECT_EQ(error_of([&] { zt::cli::RunConfig::load(p, {}); }),
             p.string() +
                 ":4: config key 'train.path' in 'dataset' is one key whose name holds dots (YAML "
-                "and OmegaConf read it so; nothing reads it); to set dataset.train.path write it "
-                "nested ('path' under 'train:') or give dataset.train.path=… on the command "
-                "line");
+                "and OmegaConf read it so; nothing reads it); to set dataset.train.path write each "
+                "part as a nested mapping key or give dataset.train.path=… on the command line");
 }
 
 // A NUL byte in a string value ("runs/o\0x" in YAML) is refused at start-up, naming the key and
