@@ -15,8 +15,11 @@ postprocess builds the Accelerator), then the DeepSpeed config's trainer_config_
 deepspeed_init runs when train() starts. The outcome is the exception raised (type and message) or
 the DeepSpeed settings in force: the Accelerator's distributed_type, whether the Trainer enabled
 DeepSpeed / FSDP, and the active DeepSpeedPlugin's ZeRO stage, optimizer offload device,
-gradient_accumulation_steps and bf16.enabled. ACCELERATE_CONFIG_DS_FIELDS, the accelerate config's
-deepspeed_config keys (and mixed_precision) that accelerate launch passes on, is kept too.
+gradient_accumulation_steps and bf16.enabled. Among them: a deepspeed_config_file that does not
+exist or that zerotune would refuse (fp16) beside `deepspeed` (never opened), and a JSON whose
+stage and offload devices are "auto" (DeepSpeedPlugin fills them). ACCELERATE_CONFIG_DS_FIELDS,
+the accelerate config's deepspeed_config keys (and mixed_precision) that accelerate launch passes
+on, is kept too.
 
 "strings": transformers' HfDeepSpeedConfig(text) for strings that are no existing path (the
 working directory is an empty one): the config it read, or the exception (type and message).
@@ -52,6 +55,23 @@ TRAINER_DS = {
 }
 ACCELERATE_DS = {"zero_optimization": {"stage": 1, "offload_optimizer": {"device": "cpu"}}}
 TRAINER_DS_WITHOUT_ZERO = {"bf16": {"enabled": "auto"}}
+# A DeepSpeed JSON whose stage and offload devices are "auto" (ds_auto.json; acc_ds_auto.json as a
+# deepspeed_config_file): accelerate's DeepSpeedPlugin fills them (fill_match) from its own fields.
+TRAINER_DS_AUTO = {
+    "zero_optimization": {"stage": "auto", "offload_optimizer": {"device": "auto"},
+                          "offload_param": {"device": "auto"}},
+    "bf16": {"enabled": "auto"},
+}
+ACCELERATE_DS_AUTO = {"zero_optimization": {"stage": "auto"},
+                      "gradient_accumulation_steps": "auto"}
+# A deepspeed_config_file with settings zerotune refuses (fp16), and one that does not exist
+# (missing.json): neither is opened where trainer.deepspeed replaces it.
+ACCELERATE_DS_FP16 = {"zero_optimization": {"stage": 1}, "fp16": {"enabled": True}}
+
+# The files each combination's directory holds, by name.
+FILES = {"ds.json": TRAINER_DS, "ds_no_zero.json": TRAINER_DS_WITHOUT_ZERO,
+         "acc_ds.json": ACCELERATE_DS, "ds_auto.json": TRAINER_DS_AUTO,
+         "acc_ds_auto.json": ACCELERATE_DS_AUTO, "acc_ds_fp16.json": ACCELERATE_DS_FP16}
 
 # The trainer's arguments (the test's sft.yaml gives the same).
 TRAINER_ARGS = {"per_device_train_batch_size": 2, "gradient_accumulation_steps": 4, "bf16": True}
@@ -72,6 +92,10 @@ COMBINATIONS = [
     ("accelerate_json_file", "distributed_type: DEEPSPEED\nnum_processes: 1\n"
      "deepspeed_config:\n  deepspeed_config_file: acc_ds.json\n  zero3_init_flag: false\n",
      "file"),
+    ("accelerate_json_file_missing", "distributed_type: DEEPSPEED\nnum_processes: 1\n"
+     "deepspeed_config:\n  deepspeed_config_file: missing.json\n", "file"),
+    ("accelerate_json_file_fp16", "distributed_type: DEEPSPEED\nnum_processes: 1\n"
+     "deepspeed_config:\n  deepspeed_config_file: acc_ds_fp16.json\n", "file"),
     # 3: an accelerate config without DeepSpeed and trainer.deepspeed.
     ("multi_gpu", "distributed_type: MULTI_GPU\nnum_processes: 1\nmixed_precision: bf16\n", "file"),
     ("no_distributed", "distributed_type: NO\nnum_processes: 1\n", "file"),
@@ -82,6 +106,11 @@ COMBINATIONS = [
     # trainer.deepspeed alone; one without zero_optimization.
     ("trainer_alone", None, "file"),
     ("trainer_without_zero_optimization", None, "no_zero"),
+    # A stage and offload of "auto": alone, beside MULTI_GPU, and as a deepspeed_config_file.
+    ("trainer_auto_stage", None, "auto"),
+    ("multi_gpu_auto_stage", "distributed_type: MULTI_GPU\nnum_processes: 1\n", "auto"),
+    ("accelerate_json_auto_stage_alone", "distributed_type: DEEPSPEED\nnum_processes: 1\n"
+     "deepspeed_config:\n  deepspeed_config_file: acc_ds_auto.json\n", None),
     # The accelerate config alone, for comparison; one that names no ZeRO stage.
     ("seed_zero1_alone", SEED_ZERO1, None),
     ("accelerate_json_file_alone", "distributed_type: DEEPSPEED\nnum_processes: 1\n"
@@ -175,12 +204,9 @@ def run_combination(name, accelerate_yaml, deepspeed):
 
     with tempfile.TemporaryDirectory() as d:
         os.chdir(d)
-        with open("ds.json", "w") as f:
-            json.dump(TRAINER_DS, f)
-        with open("ds_no_zero.json", "w") as f:
-            json.dump(TRAINER_DS_WITHOUT_ZERO, f)
-        with open("acc_ds.json", "w") as f:
-            json.dump(ACCELERATE_DS, f)
+        for file, settings in FILES.items():
+            with open(file, "w") as f:
+                json.dump(settings, f)
         for k in [k for k in os.environ if k.startswith(("ACCELERATE_", "FSDP_"))]:
             del os.environ[k]
         env = {}
@@ -207,7 +233,7 @@ def run_combination(name, accelerate_yaml, deepspeed):
                 super().__init__(config)
                 self.linear = torch.nn.Linear(2, 2)
 
-        value = {"file": "ds.json", "no_zero": "ds_no_zero.json",
+        value = {"file": "ds.json", "no_zero": "ds_no_zero.json", "auto": "ds_auto.json",
                  "base64": b64(json.dumps(TRAINER_DS)), None: None}[deepspeed]
         out = {"name": name, "accelerate": accelerate_yaml, "deepspeed": deepspeed,
                "deepspeed_value": value,
@@ -234,6 +260,8 @@ def run_combination(name, accelerate_yaml, deepspeed):
             out["zero_stage"] = cfg["zero_optimization"]["stage"]
             out["offload_optimizer_device"] = (
                 cfg["zero_optimization"].get("offload_optimizer", {}).get("device", "none"))
+            out["offload_param_device"] = (
+                cfg["zero_optimization"].get("offload_param", {}).get("device", "none"))
             out["gradient_accumulation_steps"] = cfg.get("gradient_accumulation_steps")
             out["bf16_enabled"] = cfg.get("bf16", {}).get("enabled")
         return out
@@ -266,7 +294,7 @@ def main():
                    "accelerate": accelerate.__version__, "deepspeed": deepspeed.__version__,
                    "trainer_deepspeed": TRAINER_DS,
                    "trainer_deepspeed_without_zero_optimization": TRAINER_DS_WITHOUT_ZERO,
-                   "accelerate_deepspeed_config_file": ACCELERATE_DS,
+                   "accelerate_deepspeed_config_file": ACCELERATE_DS, "files": FILES,
                    "trainer_args": TRAINER_ARGS, "combinations": combinations,
                    "strings": strings}, f, indent=1, ensure_ascii=False)
         f.write("\n")

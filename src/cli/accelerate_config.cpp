@@ -135,9 +135,10 @@ struct Reader {
   // An integer in [lo, hi]. A float to yaml.safe_load (`!!float 2`) is refused: accelerate would
   // pass "2.0" on as the process count, which torchrun refuses. A string spelling an integer
   // (quoted, !!str) is read as it: accelerate's DeepSpeed launcher passes str(value) on.
-  int integer(const YAML::Node& n, const std::string& key, int lo, int hi) {
+  int integer(const YAML::Node& n, const std::string& key, int lo, int hi,
+              std::string expected = "") {
     int v = 0;
-    const std::string expected = fmt::format("an integer in [{}, {}]", lo, hi);
+    if (expected.empty()) expected = fmt::format("an integer in [{}, {}]", lo, hi);
     if (n.IsScalar())
       if (const Json t = safe_load_value(n); t.is_number_float())
         bad(n, key,
@@ -178,12 +179,13 @@ struct Reader {
     bad(n, key, "a number or \"auto\"");
   }
   // Every key of `map` must be in `known` (`what` names the table in the error); a noted key off
-  // its neutral value adds a note, a refused one is an error. An unknown key that is a key of one
-  // of the `sections` (name, keys) below `map` is suggested there ("did you mean
+  // its neutral value adds a note, a refused one is an error (neither where `used` is false: a
+  // section accelerate does not act on, whose values it never looks at). An unknown key that is a
+  // key of one of the `sections` (name, keys) below `map` is suggested there ("did you mean
   // 'deepspeed_config.deepspeed_config_file'?"), else the closest known key is.
   void check_keys(const YAML::Node& map, std::span<const LaunchKey> known,
                   const std::string& prefix, std::string_view what,
-                  std::span<const Section> sections = {}) {
+                  std::span<const Section> sections = {}, bool used = true) {
     std::vector<std::string_view> names;
     for (const auto& k : known) names.push_back(k.name);
     for (const auto& kv : map) {
@@ -198,7 +200,7 @@ struct Reader {
                                prefix, s.name, k);
         fail("{}: unknown key '{}{}': not {}{}", where, prefix, k, what, hint);
       }
-      if (spec->neutral.empty() || is_neutral(kv.second, spec->neutral)) continue;
+      if (!used || spec->neutral.empty() || is_neutral(kv.second, spec->neutral)) continue;
       if (spec->refuse)
         fail("{}: '{}{}: {}' is not supported by zerotune: {}", where, prefix, k, show(kv.second),
              spec->note);
@@ -213,14 +215,24 @@ std::string upper(std::string s) {
   return s;
 }
 
-void read_offload(Reader& rd, const YAML::Node& n, const std::string& key, std::string* out) {
+// An offload device: none or cpu. In a DeepSpeed JSON (`auto_is_none`) "auto" too, which
+// accelerate's DeepSpeedPlugin fills (fill_match) with its offload_*_device: "none", unless the
+// accelerate config's deepspeed_config gives one, which it refuses beside a JSON
+// (tests/data/cli/deepspeed_sources.json trainer_auto_stage).
+void read_offload(Reader& rd, const YAML::Node& n, const std::string& key, std::string* out,
+                  bool auto_is_none = false) {
   const std::string v = rd.str(n, key);
   if (v == "none" || v == "cpu") {
     *out = v;
     return;
   }
-  if (v == "nvme") rd.bad(n, key, "none or cpu (zerotune does not offload to nvme)");
-  rd.bad(n, key, "none or cpu");
+  if (v == "auto" && auto_is_none) {
+    *out = "none";
+    return;
+  }
+  const char* expected = auto_is_none ? "none, cpu or \"auto\"" : "none or cpu";
+  if (v == "nvme") rd.bad(n, key, fmt::format("{} (zerotune does not offload to nvme)", expected));
+  rd.bad(n, key, expected);
 }
 
 bool read_deepspeed_text(Reader& rd, const std::string& text, const std::string& origin,
@@ -277,14 +289,26 @@ bool read_deepspeed_text(Reader& rd, const std::string& text, const std::string&
                     "a key of DeepSpeed's offload_param");
     if (const YAML::Node c = z["cpu_offload"]; c && jr.boolean(c, "zero_optimization.cpu_offload"))
       rd.cfg->offload_optimizer_device = "cpu";
-    if (const YAML::Node s = z["stage"])
-      rd.cfg->zero_stage = jr.integer(s, "zero_optimization.stage", 0, 3);
+    // "auto": accelerate's DeepSpeedPlugin fills it (fill_match) with its zero_stage,
+    // int(ACCELERATE_DEEPSPEED_ZERO_STAGE or 2), which accelerate launch sets only from the
+    // accelerate config's deepspeed_config.zero_stage, refused beside a JSON: 2 (golden
+    // trainer_auto_stage, accelerate_json_auto_stage_alone).
+    if (const YAML::Node s = z["stage"]; s && s.IsScalar() && s.Scalar() == "auto") {
+      rd.cfg->zero_stage = kAccelerateDefaultZeroStage;
+      rd.cfg->notes.push_back(fmt::format(
+          "{}: zero_optimization.stage \"auto\" is ZeRO stage {}, as accelerate's DeepSpeedPlugin "
+          "fills it (its default zero_stage)",
+          jr.at(s), kAccelerateDefaultZeroStage));
+    } else if (s) {
+      rd.cfg->zero_stage =
+          jr.integer(s, "zero_optimization.stage", 0, 3, "an integer in [0, 3] or \"auto\"");
+    }
     if (const YAML::Node o = z["offload_optimizer"]; o && o["device"])
       read_offload(jr, o["device"], "zero_optimization.offload_optimizer.device",
-                   &rd.cfg->offload_optimizer_device);
+                   &rd.cfg->offload_optimizer_device, /*auto_is_none=*/true);
     if (const YAML::Node o = z["offload_param"]; o && o["device"])
       read_offload(jr, o["device"], "zero_optimization.offload_param.device",
-                   &rd.cfg->offload_param_device);
+                   &rd.cfg->offload_param_device, /*auto_is_none=*/true);
   }
   if (const YAML::Node b = j["bf16"] ? j["bf16"] : j["bfloat16"];
       b && b["enabled"] && b["enabled"].Scalar() != "auto" &&
@@ -341,7 +365,10 @@ bool read_deepspeed_text(Reader& rd, const std::string& text, const std::string&
   return static_cast<bool>(j["gradient_accumulation_steps"]);
 }
 
-void read_deepspeed(Reader& rd, const YAML::Node& ds, const std::string& base_dir) {
+// The accelerate config's deepspeed_config. Its deepspeed_config_file is opened only where it is
+// in force (TrainerDeepSpeed::kNone): beside trainer.deepspeed accelerate never reads it.
+void read_deepspeed(Reader& rd, const YAML::Node& ds, const std::string& base_dir,
+                    TrainerDeepSpeed trainer) {
   if (!ds.IsMap()) rd.bad(ds, "deepspeed_config", "a mapping");
   AccelerateConfig& c = *rd.cfg;
   c.deepspeed_source = fmt::format("{}'s deepspeed_config", rd.origin);
@@ -354,7 +381,9 @@ void read_deepspeed(Reader& rd, const YAML::Node& ds, const std::string& base_di
     // transformers then compares with the trainer's (Trainer.propagate_args_to_deepspeed; golden
     // accelerate_json_file_alone). Only this path: the JSON given as TrainingArguments' `deepspeed`
     // is compared in __post_init__'s trainer_config_process, before the plugin adds the 1.
-    if (!read_deepspeed_json(rd, file, base_dir))
+    // Beside trainer.deepspeed the file is not opened at all (golden accelerate_json_file_missing,
+    // accelerate_json_file_fp16: transformers runs).
+    if (trainer == TrainerDeepSpeed::kNone && !read_deepspeed_json(rd, file, base_dir))
       c.deepspeed_values.insert(c.deepspeed_values.begin() + static_cast<ptrdiff_t>(before),
                                 {"gradient_accumulation_steps",
                                  {1.0},
@@ -395,26 +424,19 @@ void read_deepspeed(Reader& rd, const YAML::Node& ds, const std::string& base_di
 // accelerate refuses an accelerate config that gives a DeepSpeed JSON (deepspeed_config_file) and
 // also one of the settings that JSON holds (DeepSpeedPlugin._deepspeed_config_checks: "When using
 // `deepspeed_config_file`, the following accelerate config variables will be ignored"): the
-// deepspeed_config keys below, and a top-level mixed_precision other than null. zerotune refuses
-// the same files, naming each key and line, where it let the YAML's value win over the JSON's.
-void check_no_settings_beside_deepspeed_file(Reader& rd, const YAML::Node& root,
-                                             const YAML::Node& ds) {
+// deepspeed_config keys of kIgnoredBesideDeepSpeedConfig, and a top-level mixed_precision other
+// than null (the deepspeed_fields accelerate launch passes on). zerotune refuses the same files,
+// naming each key and line, where it let the YAML's value win over the JSON's.
+void check_no_settings_beside_deepspeed_file(Reader& rd, const YAML::Node& ds) {
   const YAML::Node file = ds["deepspeed_config_file"];
   if (!file || file.IsNull()) return;
-  std::string lines;
-  for (const std::string_view key : kIgnoredBesideDeepSpeedConfig)
-    if (key != "mixed_precision")
-      if (const YAML::Node n = ds[std::string(key)])
-        lines += fmt::format("\n  - {}: deepspeed_config.{}", rd.at(n), key);
-  if (const YAML::Node n = root["mixed_precision"]; n && !n.IsNull())
-    lines += fmt::format("\n  - {}: mixed_precision", rd.at(n));
+  const std::string lines = fields_ignored_beside_deepspeed_json(rd.cfg->deepspeed_fields);
   if (!lines.empty())
     fail(
-        "{}: deepspeed_config.deepspeed_config_file is given, so the DeepSpeed JSON holds "
-        "these settings and accelerate refuses the file (\"When using `deepspeed_config_file`, "
-        "the following accelerate config variables will be ignored\"); remove them from the "
-        "accelerate config (mixed_precision: set bf16.enabled in the JSON):{}",
-        rd.at(file), lines);
+        "{}: deepspeed_config.deepspeed_config_file is given, so the DeepSpeed JSON holds these "
+        "settings, and accelerate refuses them beside it ({}); remove them from the accelerate "
+        "config (mixed_precision: set bf16.enabled in the JSON):{}",
+        rd.at(file), accelerate_ignored_variables_quote(), lines);
 }
 
 void read_fsdp(Reader& rd, const YAML::Node& fs) {
@@ -491,7 +513,8 @@ void check_tags(const YAML::Node& n, const std::string& origin) {
 }  // namespace
 
 AccelerateConfig parse_accelerate_config_text(const std::string& yaml, const std::string& origin,
-                                              const std::string& base_dir) {
+                                              const std::string& base_dir,
+                                              TrainerDeepSpeed trainer) {
   AccelerateConfig c;
   c.path = origin;
   Reader rd{&c, origin};
@@ -546,9 +569,14 @@ AccelerateConfig parse_accelerate_config_text(const std::string& yaml, const std
   const YAML::Node fs = root["fsdp_config"];
   if (ds && ds.IsMap())
     rd.check_keys(ds, accelerate_deepspeed_keys(), "deepspeed_config.",
-                  "a key of accelerate's deepspeed_config");
+                  "a key of accelerate's deepspeed_config", {}, c.distributed_type == "DEEPSPEED");
+  // fsdp_config is read only where FSDP runs: not beside another distributed_type (accelerate
+  // ignores it) nor beside trainer.deepspeed (DeepSpeed runs; cli/deepspeed_source.cpp warns), so
+  // its keys get no notes there, only the warning that it is not used.
+  const bool fsdp_used = c.distributed_type == "FSDP" && trainer == TrainerDeepSpeed::kNone;
   if (fs && fs.IsMap())
-    rd.check_keys(fs, accelerate_fsdp_keys(), "fsdp_config.", "a key of accelerate's fsdp_config");
+    rd.check_keys(fs, accelerate_fsdp_keys(), "fsdp_config.", "a key of accelerate's fsdp_config",
+                  {}, fsdp_used);
   if (c.distributed_type == "DEEPSPEED") {
     c.deepspeed_origin = origin;
     if (ds && ds.IsMap())
@@ -563,10 +591,10 @@ AccelerateConfig parse_accelerate_config_text(const std::string& yaml, const std
           "{} (distributed_type DEEPSPEED without deepspeed_config: accelerate's defaults)",
           origin);
     } else {
-      if (ds.IsMap()) check_no_settings_beside_deepspeed_file(rd, root, ds);
-      read_deepspeed(rd, ds, base_dir);
+      if (ds.IsMap()) check_no_settings_beside_deepspeed_file(rd, ds);
+      read_deepspeed(rd, ds, base_dir, trainer);
     }
-  } else if (c.distributed_type == "FSDP") {
+  } else if (fsdp_used) {
     read_fsdp(rd, fs && !fs.IsNull() ? fs : YAML::Node(YAML::NodeType::Map));
   }
   // accelerate launch copies both sections into its arguments but acts only on the one its
@@ -590,7 +618,7 @@ AccelerateConfig parse_accelerate_config_text(const std::string& yaml, const std
   return c;
 }
 
-AccelerateConfig parse_accelerate_config(const std::string& path) {
+AccelerateConfig parse_accelerate_config(const std::string& path, TrainerDeepSpeed trainer) {
   if (std::filesystem::is_directory(path))
     fail("accelerate config '{}' is a directory; expected an accelerate config YAML file", path);
   std::string text;
@@ -600,22 +628,44 @@ AccelerateConfig parse_accelerate_config(const std::string& path) {
     fail("accelerate config '{}' cannot be read: {}", path, e.what());
   }
   const std::string dir = std::filesystem::path(path).parent_path().string();
-  return parse_accelerate_config_text(text, path, dir.empty() ? "." : dir);
+  return parse_accelerate_config_text(text, path, dir.empty() ? "." : dir, trainer);
 }
 
 namespace {
 
-// What parse_deepspeed_config* add after reading: the warning for parameter offload.
-AccelerateConfig deepspeed_checked(AccelerateConfig c, Reader& rd, const std::string& origin) {
-  if (c.offload_param_device != "none")
+// What parse_deepspeed_config* add to rd.cfg after reading: the warning for parameter offload.
+void warn_parameter_offload(Reader& rd, const std::string& origin) {
+  if (rd.cfg->offload_param_device != "none")
     rd.warn(fmt::format(
         "{}: parameter offload (offload_param.device: {}) is not supported; parameters stay on "
         "the device",
-        origin, c.offload_param_device));
-  return c;
+        origin, rd.cfg->offload_param_device));
 }
 
 }  // namespace
+
+std::string accelerate_ignored_variables_quote() {
+  std::string listed;
+  for (const std::string_view n : kIgnoredBesideDeepSpeedConfig)
+    listed += fmt::format("{}'{}'", listed.empty() ? "" : ", ", n);
+  return fmt::format(
+      "\"When using `deepspeed_config_file`, the following accelerate config variables will be "
+      "ignored: [{}].\"",
+      listed);
+}
+
+std::string fields_ignored_beside_deepspeed_json(
+    const std::vector<AccelerateConfig::Field>& fields) {
+  std::string lines;
+  for (const std::string_view name : kIgnoredBesideDeepSpeedConfig)
+    for (const AccelerateConfig::Field& f : fields) {
+      const std::string_view key = std::string_view(f.name).starts_with("deepspeed_config.")
+                                       ? std::string_view(f.name).substr(17)
+                                       : std::string_view(f.name);
+      if (key == name) lines += fmt::format("\n  - {}: {}", f.at, f.name);
+    }
+  return lines;
+}
 
 AccelerateConfig parse_deepspeed_config(const std::string& path) {
   AccelerateConfig c;
@@ -623,7 +673,8 @@ AccelerateConfig parse_deepspeed_config(const std::string& path) {
   c.distributed_type = "DEEPSPEED";
   Reader rd{&c, path};
   read_deepspeed_json(rd, path, ".");
-  return deepspeed_checked(std::move(c), rd, path);
+  warn_parameter_offload(rd, path);
+  return c;
 }
 
 AccelerateConfig parse_deepspeed_settings(const Json& settings, const std::string& origin) {
@@ -632,7 +683,8 @@ AccelerateConfig parse_deepspeed_settings(const Json& settings, const std::strin
   c.distributed_type = "DEEPSPEED";
   Reader rd{&c, origin};
   read_deepspeed_text(rd, settings.dump(2), origin, /*lines=*/false);
-  return deepspeed_checked(std::move(c), rd, origin);
+  warn_parameter_offload(rd, origin);
+  return c;
 }
 
 }  // namespace zt::cli

@@ -86,16 +86,38 @@ struct AccelerateConfig {
   std::vector<std::string> notes;     // known keys that change nothing in zerotune; one line each
 };
 
+// Whether trainer.deepspeed (TrainingArguments' `deepspeed`) gives the DeepSpeed settings
+// (cli/deepspeed_source.h deepspeed_from_trainer), which decides what of the accelerate config is
+// read. kGiven: TrainingArguments hands the Accelerator a DeepSpeedPlugin of its own
+// (DeepSpeedPlugin(hf_ds_config=…), which reads ACCELERATE_DEEPSPEED_CONFIG_FILE only when
+// hf_ds_config is None), so a deepspeed_config_file is recorded (deepspeed_source) but never
+// opened, and DeepSpeed runs whatever distributed_type says, so fsdp_config is not read either
+// (its keys are only checked to be known). kNone: both are read as accelerate reads them.
+enum class TrainerDeepSpeed { kNone, kGiven };
+
 // Parses the YAML file at `path`. Throws zt::Error naming the file, the key, the line, the value
 // seen and what was expected (an unknown or repeated key, a non-integer num_processes, zero_stage
 // outside 0..3, an unsupported distributed_type, offload to nvme, …), or when the file cannot be
 // read. Nothing is logged: callers print `warnings` and `notes`.
-AccelerateConfig parse_accelerate_config(const std::string& path);
+AccelerateConfig parse_accelerate_config(const std::string& path,
+                                         TrainerDeepSpeed trainer = TrainerDeepSpeed::kNone);
 
 // Same, from YAML text; `origin` names it in messages, and relative deepspeed_config_file paths
 // are resolved against `base_dir` (then the working directory).
 AccelerateConfig parse_accelerate_config_text(const std::string& yaml, const std::string& origin,
-                                              const std::string& base_dir = ".");
+                                              const std::string& base_dir = ".",
+                                              TrainerDeepSpeed trainer = TrainerDeepSpeed::kNone);
+
+// accelerate's refusal of accelerate config variables beside a DeepSpeed JSON of its own
+// (DeepSpeedPlugin._deepspeed_config_checks), quoted: "When using `deepspeed_config_file`, the
+// following accelerate config variables will be ignored: ['gradient_accumulation_steps', …]."
+std::string accelerate_ignored_variables_quote();
+
+// The `fields` (AccelerateConfig::deepspeed_fields) that accelerate refuses beside a DeepSpeed
+// JSON (kIgnoredBesideDeepSpeedConfig), one "\n  - file:line: deepspeed_config.zero_stage" each, in
+// accelerate's order (kIgnoredBesideDeepSpeedConfig's, as its message lists them); "" when none.
+std::string fields_ignored_beside_deepspeed_json(
+    const std::vector<AccelerateConfig::Field>& fields);
 
 // A DeepSpeed JSON config file (zero_optimization, bf16, …) as distributed_type DEEPSPEED, with
 // the same checks.

@@ -6,7 +6,8 @@
 // (N = total / M), --nproc_per_node torchrun's count per node. The accelerate config's
 // num_processes / num_machines / machine_rank / main_process_ip / main_process_port are the
 // defaults of these. The ranks find each other through the TCP Comm (dist/bootstrap.h); the
-// accelerate config's path reaches them as ZT_ACCELERATE_CONFIG. More ranks than
+// accelerate config's path reaches them as ZT_ACCELERATE_CONFIG (read by launch as `train` reads
+// it: after trainer.deepspeed, cli/commands.h train_gives_deepspeed). More ranks than
 // dist::max_local_ranks() (4 per CPU of the launcher's affinity) are refused unless
 // --oversubscribe is given.
 #include <CLI/CLI.hpp>
@@ -113,9 +114,23 @@ int cmd_launch(const Args& args) {
   std::optional<int> from_config;  // total processes
   int machines = 1, machine = 0;
   if (!config_file.empty()) {
-    const AccelerateConfig cfg = parse_accelerate_config(config_file);
-    for (const auto& w : cfg.warnings) log::warn("{}", w);
-    for (const auto& n : cfg.notes) log::info("note: {}", n);
+    // The accelerate config read as the ranks read it: for `train`, after trainer.deepspeed,
+    // which keeps its deepspeed_config_file and fsdp_config from being read (as TrainingArguments'
+    // own DeepSpeedPlugin keeps accelerate from reading them). Where that cannot be told here (the
+    // sft.yaml or trainer.deepspeed is refused, or reads the ranks' environment), launch reads
+    // only what it needs and leaves the rest, and the report, to the ranks.
+    const bool train = command.front() == "train";
+    const std::optional<bool> trainer_ds =
+        train ? train_gives_deepspeed({command.begin() + 1, command.end()}) : std::nullopt;
+    const bool report = !train || trainer_ds.has_value();
+    const AccelerateConfig cfg = parse_accelerate_config(
+        config_file,
+        train && trainer_ds.value_or(true) ? TrainerDeepSpeed::kGiven : TrainerDeepSpeed::kNone);
+    if (report) {
+      for (const auto& w : cfg.warnings) log::warn("{}", w);
+      for (const auto& n : cfg.notes) log::info("note: {}", n);
+      spec.extra_env.emplace_back(kAccelerateReportedEnv, "1");
+    }
     from_config = cfg.num_processes;
     machines = cfg.num_machines;
     machine = cfg.machine_rank;

@@ -527,7 +527,46 @@ std::string setup_stop_line() {
          "no checkpoint was written; the same command starts the run again\n";
 }
 
+// What `train`'s command line gives: the config file's options, the accelerate config and the
+// overrides.
+struct TrainCommandLine {
+  ConfigFileOption file;
+  std::string accel;
+  std::vector<std::string> overrides;
+};
+
+// `train`'s options, into `app` (cmd_train; train_gives_deepspeed reads them alike).
+void add_train_options(CLI::App& app, TrainCommandLine& line) {
+  add_config_file_option(app, line.file);
+  app.add_option("--config_file", line.accel,
+                 "accelerate config (ZeRO stage, offload, mixed precision)");
+  app.add_option("overrides", line.overrides, "key.path=value overrides");
+}
+
 }  // namespace
+
+std::optional<bool> train_gives_deepspeed(const Args& args) {
+  for (const auto& a : args)
+    if (a == "-m" || a == "--multirun") return std::nullopt;
+  CLI::App app;
+  TrainCommandLine line;
+  add_train_options(app, line);
+  const Args long_flags = with_hydra_long_flags(args);
+  std::vector<std::string> argv(long_flags.rbegin(), long_flags.rend());  // CLI11: reversed
+  try {
+    app.parse(argv);
+  } catch (const CLI::Error&) {  // --help or a usage error: `train` answers it
+    return std::nullopt;
+  }
+  std::string config;
+  if (!config_file_problem(line.file, &config).empty()) return std::nullopt;
+  try {
+    const RunConfig cfg = RunConfig::load(config, line.overrides);
+    return deepspeed_from_trainer(cfg).has_value();
+  } catch (const Error&) {  // the ranks report it, each as `train` does
+    return std::nullopt;
+  }
+}
 
 constexpr CommandUsage kUsage{"train", "--config sft.yaml [--config_file accelerate.yaml] [key.path=value …]"};
 
@@ -541,21 +580,20 @@ int cmd_train(const Args& args) {
   std::optional<StopSignalsAtOnce> during_setup;
   during_setup.emplace(setup_stop_line(), 130, &train::Trainer::stop_requested());
   CLI::App app{"Run the SFT job of a hydra-style sft.yaml (under mpirun / zerotune launch for several ranks)"};
-  ConfigFileOption file;
-  std::string config, accel;
-  std::vector<std::string> overrides;
-  add_config_file_option(app, file);
-  app.add_option("--config_file", accel, "accelerate config (ZeRO stage, offload, mixed precision)");
-  app.add_option("overrides", overrides, "key.path=value overrides");
+  TrainCommandLine line;
+  std::string config;
+  add_train_options(app, line);
   if (auto rc = refuse_multirun(args, kUsage)) return *rc;
   if (auto rc = parse_command_line(app, kUsage, with_hydra_long_flags(args))) return *rc;
-  if (auto rc = config_file_of(file, kUsage, &config)) return *rc;
-  // ZT_ACCELERATE_CONFIG: `zerotune launch` has read (and reported on) the file already.
-  const bool accel_from_launch = accel.empty() && std::getenv("ZT_ACCELERATE_CONFIG") != nullptr;
+  if (auto rc = config_file_of(line.file, kUsage, &config)) return *rc;
+  std::string accel = line.accel;
+  // ZT_ACCELERATE_CONFIG: the file `zerotune launch --config_file` names; ZT_ACCELERATE_REPORTED:
+  // launch has read it as this command reads it and printed its warnings and notes already.
+  const bool accel_reported = accel.empty() && std::getenv(kAccelerateReportedEnv) != nullptr;
   if (accel.empty())
     if (const char* e = std::getenv("ZT_ACCELERATE_CONFIG"); e != nullptr && *e) accel = e;
 
-  RunConfig cfg = RunConfig::load(config, overrides);
+  RunConfig cfg = RunConfig::load(config, line.overrides);
   // trainer.ddp_timeout is the collective timeout (torch's init_process_group(timeout=...) under
   // the HF Trainer); ZT_COMM_TIMEOUT_S overrides it.
   const dist::LaunchEnv where = dist::read_launch_env(
@@ -564,16 +602,20 @@ int cmd_train(const Args& args) {
   const bool rank0 = comm->rank() == 0;
   if (rank0)
     for (const auto& n : cfg.notes()) log::info("{}", n);
-  // The accelerate config and trainer.deepspeed, each read and reported on (the accelerate config
-  // by `zerotune launch` when it passed it down), then combined as transformers and accelerate
-  // combine them (cli/deepspeed_source.h); the start-up line says which DeepSpeed settings rule.
+  // trainer.deepspeed first: where it gives the DeepSpeed settings, the accelerate config's
+  // deepspeed_config_file and fsdp_config are not read (TrainerDeepSpeed::kGiven), as
+  // TrainingArguments' own DeepSpeedPlugin never reads them. Each is reported on (the accelerate
+  // config by `zerotune launch` when it said so), then they are combined as transformers and
+  // accelerate combine them (cli/deepspeed_source.h); the start-up line says which settings rule.
+  std::optional<AccelerateConfig> trainer_ds = deepspeed_from_trainer(cfg);
   std::optional<AccelerateConfig> acc;
-  if (!accel.empty()) acc = parse_accelerate_config(accel);
-  if (rank0 && acc && !accel_from_launch) {
+  if (!accel.empty())
+    acc = parse_accelerate_config(accel,
+                                  trainer_ds ? TrainerDeepSpeed::kGiven : TrainerDeepSpeed::kNone);
+  if (rank0 && acc && !accel_reported) {
     for (const auto& w : acc->warnings) log::warn("{}", w);
     for (const auto& n : acc->notes) log::info("{}", n);
   }
-  std::optional<AccelerateConfig> trainer_ds = deepspeed_from_trainer(cfg);
   if (rank0 && trainer_ds) {
     for (const auto& w : trainer_ds->warnings) log::warn("{}", w);
     for (const auto& n : trainer_ds->notes) log::info("{}", n);

@@ -103,25 +103,29 @@ std::optional<int> refuse_multirun(const Args& args, const CommandUsage& usage) 
   return std::nullopt;
 }
 
-std::optional<int> config_file_of(const ConfigFileOption& o, const CommandUsage& usage,
-                                  std::string* path) {
+std::string config_file_problem(const ConfigFileOption& o, std::string* path) {
   if (!o.config.empty() && !o.config_name.empty())
-    return usage_error(usage, "give --config FILE or --config-name NAME (Hydra's form), not both");
+    return "give --config FILE or --config-name NAME (Hydra's form), not both";
   if (!o.config.empty()) {
-    if (!o.config_path.empty())
-      return usage_error(usage, "--config-path goes with --config-name, not with --config");
+    if (!o.config_path.empty()) return "--config-path goes with --config-name, not with --config";
     *path = o.config;
-    return std::nullopt;
+    return "";
   }
   if (o.config_name.empty())
-    return usage_error(usage, o.config_path.empty()
-                                  ? "--config is required (or Hydra's --config-name)"
-                                  : "--config-path needs --config-name (the config's name)");
+    return o.config_path.empty() ? "--config is required (or Hydra's --config-name)"
+                                 : "--config-path needs --config-name (the config's name)";
   const std::string& n = o.config_name;
   const bool has_ext = (n.size() > 5 && n.compare(n.size() - 5, 5, ".yaml") == 0) ||
                        (n.size() > 4 && n.compare(n.size() - 4, 4, ".yml") == 0);
   *path = (o.config_path.empty() ? std::string(".") : o.config_path) + "/" + n +
           (has_ext ? "" : ".yaml");
+  return "";
+}
+
+std::optional<int> config_file_of(const ConfigFileOption& o, const CommandUsage& usage,
+                                  std::string* path) {
+  if (const std::string problem = config_file_problem(o, path); !problem.empty())
+    return usage_error(usage, problem);
   return std::nullopt;
 }
 

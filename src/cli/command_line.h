@@ -43,6 +43,8 @@ Args with_hydra_long_flags(const Args& args);
 // --config-path alone) prints a usage error and returns 2.
 std::optional<int> config_file_of(const ConfigFileOption& o, const CommandUsage& usage,
                                   std::string* path);
+// Same, printing nothing: "" with the file in *path, or what is wrong with the options.
+std::string config_file_problem(const ConfigFileOption& o, std::string* path);
 
 // Hydra's -m / --multirun (one command line run as several jobs, a sweep), which zerotune does not
 // do: prints the usage error "<command>: -m: sweeps (Hydra --multirun) are not supported: launch

@@ -2,6 +2,7 @@
 // failures throw zt::Error, which main() prints.
 #pragma once
 
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -23,6 +24,17 @@ int cmd_render(const Args& args);    // cmd_render.cpp: chat template over a JSO
 int cmd_compare(const Args& args);
 int cmd_options(const Args& args);  // cmd_options.cpp: the acted-on config keys (README's table) //
                                     // cmd_compare.cpp: metrics of runs compared, PNG of the curves
+
+// Whether the `train` command line `args` (argv after "train") gives trainer.deepspeed, read as
+// `train` reads its config and trainer.deepspeed (cmd_train.cpp): nullopt where that cannot be
+// told before the ranks run (--help, a usage error, a config or a trainer.deepspeed that `train`
+// refuses: its ranks report it). `zerotune launch` reads the accelerate config as the ranks will.
+std::optional<bool> train_gives_deepspeed(const Args& args);
+
+// Set by `zerotune launch` in its ranks' environment where it has read the accelerate config
+// (ZT_ACCELERATE_CONFIG) as `train` reads it and printed its warnings and notes: `train` prints
+// them not again.
+inline constexpr const char* kAccelerateReportedEnv = "ZT_ACCELERATE_REPORTED";
 
 // One subcommand: its name, its one-line help and its entry point.
 struct Command {

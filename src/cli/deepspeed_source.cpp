@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <iterator>
 
 #include "cli/dict_field_string.h"
 #include "core/error.h"
@@ -208,13 +207,33 @@ void require_zero_optimization(const AccelerateConfig& c) {
         c.deepspeed_source);
 }
 
-// "DeepSpeed settings in force: …" for the DeepSpeed config `c`, then `more`.
-std::string in_force_line(const AccelerateConfig& c, const std::string& more) {
-  return fmt::format(
-      "DeepSpeed settings in force: ZeRO stage {}, {}, from {}{}",
-      c.zero_stage ? std::to_string(*c.zero_stage) : "0 (DeepSpeed's default: none is named)",
-      c.offload_optimizer_device == "cpu" ? "optimizer offload to the CPU" : "no optimizer offload",
-      c.deepspeed_source, more);
+// "DeepSpeed settings in force: …" for the DeepSpeed config `c`, then `more`: the ZeRO stage and
+// optimizer offload the run acts on — compute.zero_stage / compute.offload_optimizer where they
+// are given and differ from `c`'s (make_train_args lets them win), named with what they override
+// — and where the rest comes from.
+std::string in_force_line(const AccelerateConfig& c, const std::string& more,
+                          const RunConfig& cfg) {
+  const auto offload_words = [](bool on) {
+    return on ? "optimizer offload to the CPU" : "no optimizer offload";
+  };
+  std::string stage =
+      c.zero_stage ? std::to_string(*c.zero_stage) : "0 (DeepSpeed's default: none is named)";
+  bool overridden = false;
+  if (const auto s = cfg.get_optional<int64_t>("compute.zero_stage");
+      s && *s != c.zero_stage.value_or(0)) {
+    stage = fmt::format("{} ({}, over stage {})", *s, cfg.key_ref("compute.zero_stage"),
+                        c.zero_stage.value_or(0));
+    overridden = true;
+  }
+  const bool file_offload = c.offload_optimizer_device == "cpu";
+  std::string offload = offload_words(file_offload);
+  if (const auto o = cfg.get_optional<bool>("compute.offload_optimizer"); o && *o != file_offload) {
+    offload = fmt::format("{} ({}, over {})", offload_words(*o),
+                          cfg.key_ref("compute.offload_optimizer"), offload_words(file_offload));
+    overridden = true;
+  }
+  return fmt::format("DeepSpeed settings in force: ZeRO stage {}, {}, {}from {}{}", stage, offload,
+                     overridden ? "the rest " : "", c.deepspeed_source, more);
 }
 
 }  // namespace
@@ -226,45 +245,30 @@ DeepSpeedChoice choose_deepspeed_settings(std::optional<AccelerateConfig> accele
   if (!trainer) {
     if (accelerate && accelerate->distributed_type == "DEEPSPEED") {
       require_zero_optimization(*accelerate);
-      out.in_force = in_force_line(*accelerate, "");
+      out.in_force = in_force_line(*accelerate, "", cfg);
     }
     out.config = std::move(accelerate);
     return out;
   }
   require_zero_optimization(*trainer);
   if (!accelerate) {
-    out.in_force = in_force_line(*trainer, "");
+    out.in_force = in_force_line(*trainer, "", cfg);
     out.config = std::move(trainer);
     return out;
   }
   const AccelerateConfig& acc = *accelerate;
   const std::string key = "trainer.deepspeed";
-  if (acc.distributed_type == "DEEPSPEED") {
-    std::string lines;
-    for (const AccelerateConfig::Field& f : acc.deepspeed_fields) {
-      const std::string_view name = std::string_view(f.name).starts_with("deepspeed_config.")
-                                        ? std::string_view(f.name).substr(17)
-                                        : std::string_view(f.name);
-      if (std::find(std::begin(kIgnoredBesideDeepSpeedConfig),
-                    std::end(kIgnoredBesideDeepSpeedConfig),
-                    name) != std::end(kIgnoredBesideDeepSpeedConfig))
-        lines += fmt::format("\n  - {}: {}", f.at, f.name);
-    }
-    if (!lines.empty()) {
-      std::string listed;
-      for (const std::string_view n : kIgnoredBesideDeepSpeedConfig)
-        listed += fmt::format("{}'{}'", listed.empty() ? "" : ", ", n);
+  if (acc.distributed_type == "DEEPSPEED")
+    if (const std::string lines = fields_ignored_beside_deepspeed_json(acc.deepspeed_fields);
+        !lines.empty())
       fail(
           "{}: {}{} gives DeepSpeed settings, and the accelerate config {} (distributed_type "
           "DEEPSPEED) gives DeepSpeed settings of its own, which accelerate refuses beside them "
           "(accelerate launch passes them on in ACCELERATE_CONFIG_DS_FIELDS, and the "
-          "DeepSpeedPlugin TrainingArguments builds from {} raises \"When using "
-          "`deepspeed_config_file`, the following accelerate config variables will be ignored: "
-          "[{}].\"); remove these from the accelerate config (set them in {}'s settings), or "
-          "remove {}:{}",
-          cfg.key_at(key), key, cfg.where(key), acc.path, key, listed, key, key, lines);
-    }
-  }
+          "DeepSpeedPlugin TrainingArguments builds from {} raises {}); remove these from the "
+          "accelerate config (set them in {}'s settings), or remove {}:{}",
+          cfg.key_at(key), key, cfg.where(key), acc.path, key, accelerate_ignored_variables_quote(),
+          key, key, lines);
   AccelerateConfig c = std::move(*trainer);
   c.path = acc.path;  // the process settings are the accelerate config's
   c.num_processes = acc.num_processes;
@@ -289,11 +293,11 @@ DeepSpeedChoice choose_deepspeed_settings(std::optional<AccelerateConfig> accele
     if (acc.distributed_type == "FSDP")
       out.warnings.push_back(fmt::format(
           "{}: distributed_type FSDP: its fsdp_config is not used, as {} turns DeepSpeed on and "
-          "accelerate's AcceleratorState takes DeepSpeed before FSDP: ZeRO stage {} of {} is in "
-          "force",
-          acc.path, cfg.key_ref(key), c.zero_stage.value_or(0), c.deepspeed_source));
+          "accelerate's AcceleratorState takes DeepSpeed before FSDP: the DeepSpeed settings of "
+          "{} are in force",
+          acc.path, cfg.key_ref(key), c.deepspeed_source));
   }
-  out.in_force = in_force_line(c, more);
+  out.in_force = in_force_line(c, more, cfg);
   out.config = std::move(c);
   return out;
 }

@@ -55,17 +55,22 @@ struct DeepSpeedChoice {
   std::optional<AccelerateConfig> config;  // what `train` acts on (nullopt: no accelerate config
                                            // and no DeepSpeed)
   std::vector<std::string> warnings;       // about combining the two, one line each
-  std::string in_force;                    // the start-up line, "" without DeepSpeed
+  std::string in_force;  // the start-up line, "" without DeepSpeed: the ZeRO stage and
+                         // offload in force (compute.zero_stage / compute.offload_optimizer
+                         // where they override the DeepSpeed settings, named so) and where the
+                         // settings come from
 };
 
-// Combines the accelerate config (nullopt: none given) and trainer.deepspeed's settings
-// (deepspeed_from_trainer; nullopt: none) as transformers and accelerate do:
+// Combines the accelerate config (nullopt: none given; read with TrainerDeepSpeed::kGiven where
+// `trainer` is set, so that a deepspeed_config_file it replaces was never opened) and
+// trainer.deepspeed's settings (deepspeed_from_trainer; nullopt: none) as transformers and
+// accelerate do:
 // - trainer.deepspeed beside an accelerate config whose distributed_type is DEEPSPEED and that
 //   gives a setting of its own (kIgnoredBesideDeepSpeedConfig among its deepspeed_fields:
 //   accelerate launch passes them on in ACCELERATE_CONFIG_DS_FIELDS, and
 //   DeepSpeedPlugin(hf_ds_config=…), which TrainingArguments.__post_init__ builds, refuses them in
-//   _deepspeed_config_checks): a zt::Error naming both and each such key's file:line, quoting
-//   accelerate's message;
+//   _deepspeed_config_checks): a zt::Error naming both and each such key's file:line
+//   (fields_ignored_beside_deepspeed_json), quoting accelerate's message;
 // - otherwise trainer.deepspeed's DeepSpeed settings are in force (ZeRO stage, offload, the values
 //   compared with the trainer's) with the accelerate config's process settings (num_processes,
 //   machines, mixed_precision, use_cpu): TrainingArguments sets ACCELERATE_USE_DEEPSPEED and

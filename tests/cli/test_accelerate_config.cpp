@@ -120,15 +120,24 @@ TEST(AccelerateConfig, SettingsBesideADeepSpeedFileAreRefused) {
                                      "  zero_stage: 2\n  gradient_clipping: 1.0\n"
                                      "mixed_precision: bf16\n";
   const std::string acc = (dir / "acc.yaml").string();
+  // In accelerate's order (its message's list), not the file's.
   EXPECT_EQ(error_of([&] { parse_accelerate_config(acc); }),
             acc +
                 ":3: deepspeed_config.deepspeed_config_file is given, so the DeepSpeed JSON holds "
-                "these settings and accelerate refuses the file (\"When using "
+                "these settings, and accelerate refuses them beside it (\"When using "
                 "`deepspeed_config_file`, the following accelerate config variables will be "
-                "ignored\"); remove them from the accelerate config (mixed_precision: set "
-                "bf16.enabled in the JSON):\n  - " +
+                "ignored: ['gradient_accumulation_steps', 'gradient_clipping', 'zero_stage', "
+                "'offload_optimizer_device', 'offload_param_device', 'offload_param_nvme_path', "
+                "'offload_optimizer_nvme_path', 'zero3_save_16bit_model', "
+                "'mixed_precision'].\"); remove them from the accelerate config "
+                "(mixed_precision: set bf16.enabled in the JSON):\n  - " +
                 acc + ":5: deepspeed_config.gradient_clipping\n  - " + acc +
                 ":4: deepspeed_config.zero_stage\n  - " + acc + ":6: mixed_precision");
+  // Refused beside trainer.deepspeed's JSON too (kGiven: the file is not opened).
+  EXPECT_NE(error_of([&] {
+              parse_accelerate_config(acc, TrainerDeepSpeed::kGiven);
+            }).find(":4: deepspeed_config.zero_stage\n  - "),
+            std::string::npos);
   std::ofstream(dir / "acc.yaml") << "distributed_type: DEEPSPEED\nmixed_precision: 'no'\n"
                                      "deepspeed_config:\n  deepspeed_config_file: ds.json\n";
   EXPECT_NE(error_of([&] { parse_accelerate_config(acc); }).find(":2: mixed_precision"),
@@ -521,6 +530,124 @@ TEST(AccelerateConfig, TheUnselectedSectionIsIgnoredWithAWarning) {
   EXPECT_EQ(dspeed.warnings[0],
             "d.yaml: fsdp_config is ignored with distributed_type DEEPSPEED, as accelerate "
             "ignores it (set distributed_type: FSDP to use it)");
+}
+
+// Beside trainer.deepspeed (TrainerDeepSpeed::kGiven) TrainingArguments' DeepSpeedPlugin replaces
+// the accelerate config's DeepSpeed JSON, which accelerate then never opens
+// (tests/data/cli/deepspeed_sources.json accelerate_json_file_missing / _fp16: transformers runs):
+// a missing file, or one zerotune refuses alone, is recorded by its path and read no further.
+TEST(AccelerateConfig, ADeepSpeedFileReplacedByTrainerDeepSpeedIsNotOpened) {
+  zt::testing::TempDir dir;
+  std::ofstream(dir / "fp16.json") << R"({"zero_optimization": {"stage": 1},
+      "fp16": {"enabled": true}})";
+  for (const std::string file : {"missing.json", "fp16.json"}) {
+    SCOPED_TRACE(file);
+    std::ofstream(dir / "acc.yaml") << "distributed_type: DEEPSPEED\nnum_processes: 2\n"
+                                       "deepspeed_config:\n  deepspeed_config_file: " +
+                                           file + "\n";
+    const std::string acc = (dir / "acc.yaml").string();
+    const AccelerateConfig c = parse_accelerate_config(acc, TrainerDeepSpeed::kGiven);
+    EXPECT_EQ(c.num_processes, 2);
+    EXPECT_EQ(c.distributed_type, "DEEPSPEED");
+    EXPECT_EQ(c.deepspeed_source,
+              file + " (deepspeed_config.deepspeed_config_file of " + acc + ")");
+    EXPECT_EQ(c.zero_stage, std::nullopt);
+    EXPECT_TRUE(c.deepspeed_values.empty());
+    EXPECT_TRUE(c.warnings.empty());
+    // Alone it is the config in force, read and checked.
+    const std::string e = error_of([&] { parse_accelerate_config(acc); });
+    EXPECT_NE(e.find(file == "missing.json" ? "cannot be read" : "fp16.enabled"), std::string::npos)
+        << e;
+  }
+}
+
+// fsdp_config where accelerate does not act on it — another distributed_type, or FSDP beside
+// trainer.deepspeed (DeepSpeed runs) — gets no notes or warnings about its keys, only the one that
+// it is not used (from cli/deepspeed_source.cpp beside trainer.deepspeed); an unknown key in it is
+// still an error.
+TEST(AccelerateConfig, AnUnusedFsdpSectionGetsOnlyTheNotUsedWarning) {
+  const std::string fsdp =
+      "fsdp_config:\n  fsdp_offload_params: true\n  fsdp_sharding_strategy: HYBRID_SHARD\n"
+      "  fsdp_activation_checkpointing: true\n";
+  const AccelerateConfig alone =
+      parse_accelerate_config_text("distributed_type: FSDP\n" + fsdp, "f.yaml");
+  EXPECT_EQ(alone.warnings.size(), 2u);  // hybrid sharding, offload_params
+  EXPECT_EQ(alone.notes.size(), 1u);     // fsdp_activation_checkpointing
+  EXPECT_EQ(alone.zero_stage, 3);
+  const AccelerateConfig beside = parse_accelerate_config_text(
+      "distributed_type: FSDP\n" + fsdp, "f.yaml", ".", TrainerDeepSpeed::kGiven);
+  EXPECT_TRUE(beside.warnings.empty());
+  EXPECT_TRUE(beside.notes.empty());
+  EXPECT_EQ(beside.zero_stage, std::nullopt);
+  EXPECT_EQ(beside.offload_optimizer_device, "none");
+  const AccelerateConfig multi =
+      parse_accelerate_config_text("distributed_type: MULTI_GPU\n" + fsdp, "m.yaml");
+  EXPECT_TRUE(multi.notes.empty());
+  ASSERT_EQ(multi.warnings.size(), 1u);
+  EXPECT_EQ(multi.warnings[0],
+            "m.yaml: fsdp_config is ignored with distributed_type MULTI_GPU, as accelerate "
+            "ignores it (set distributed_type: FSDP to use it)");
+  EXPECT_NE(error_of([] {
+              parse_accelerate_config_text(
+                  "distributed_type: MULTI_GPU\nfsdp_config:\n  fsdp_sharding_stratgy: 1\n",
+                  "u.yaml");
+            }).find("u.yaml:3: unknown key 'fsdp_config.fsdp_sharding_stratgy'"),
+            std::string::npos);
+}
+
+// A DeepSpeed JSON's zero_optimization.stage "auto" is stage 2 and an offload device "auto" none:
+// accelerate's DeepSpeedPlugin fills them with its own zero_stage (2 unless the accelerate config
+// gives one, which it refuses beside a JSON) and offload devices (golden trainer_auto_stage,
+// accelerate_json_auto_stage_alone).
+TEST(AccelerateConfig, DeepSpeedAutoStageIsTwoAndAutoOffloadIsNone) {
+  const AccelerateConfig c = parse_deepspeed_settings(
+      Json::parse(R"({"zero_optimization": {"stage": "auto", "offload_optimizer":
+        {"device": "auto"}, "offload_param": {"device": "auto"}}})"),
+      "s.yaml:3: trainer.deepspeed");
+  EXPECT_EQ(c.zero_stage, 2);
+  EXPECT_EQ(c.offload_optimizer_device, "none");
+  EXPECT_EQ(c.offload_param_device, "none");
+  EXPECT_TRUE(c.warnings.empty());
+  ASSERT_EQ(c.notes.size(), 1u);
+  EXPECT_EQ(c.notes[0],
+            "s.yaml:3: trainer.deepspeed: zero_optimization.stage \"auto\" is ZeRO stage 2, as "
+            "accelerate's DeepSpeedPlugin fills it (its default zero_stage)");
+  // Parameter offload given is warned about (parameters stay on the device).
+  const AccelerateConfig param = parse_deepspeed_settings(
+      Json::parse(R"({"zero_optimization": {"stage": 3, "offload_param": {"device": "cpu"}}})"),
+      "o");
+  ASSERT_EQ(param.warnings.size(), 1u);
+  EXPECT_EQ(param.warnings[0],
+            "o: parameter offload (offload_param.device: cpu) is not supported; parameters stay "
+            "on the device");
+  EXPECT_EQ(error_of([] {
+              parse_deepspeed_settings(Json::parse(R"({"zero_optimization": {"stage": "two"}})"),
+                                       "o");
+            }),
+            "o: key 'zero_optimization.stage' has value 'two' (expected an integer in [0, 3] or "
+            "\"auto\")");
+  EXPECT_EQ(error_of([] {
+              parse_deepspeed_settings(
+                  Json::parse(R"({"zero_optimization": {"offload_optimizer": {"device": "gpu"}}})"),
+                  "o");
+            }),
+            "o: key 'zero_optimization.offload_optimizer.device' has value 'gpu' (expected none, "
+            "cpu or \"auto\")");
+}
+
+// The fields accelerate refuses beside a DeepSpeed JSON, in its message's order whatever the
+// file's, each with its line; the others (zero3_init_flag, the launcher keys) are not listed.
+TEST(AccelerateConfig, FieldsIgnoredBesideAJsonAreListedInAcceleratesOrder) {
+  const std::vector<AccelerateConfig::Field> fields = {
+      {"mixed_precision", "a:2"},
+      {"deepspeed_config.zero3_init_flag", "a:4"},
+      {"deepspeed_config.offload_optimizer_device", "a:5"},
+      {"deepspeed_config.gradient_accumulation_steps", "a:6"}};
+  EXPECT_EQ(fields_ignored_beside_deepspeed_json(fields),
+            "\n  - a:6: deepspeed_config.gradient_accumulation_steps"
+            "\n  - a:5: deepspeed_config.offload_optimizer_device\n  - a:2: mixed_precision");
+  EXPECT_EQ(fields_ignored_beside_deepspeed_json({{"deepspeed_config.zero3_init_flag", "a:4"}}),
+            "");
 }
 
 TEST(AccelerateConfig, DeepSpeedJsonFile) {

@@ -78,10 +78,8 @@ TEST_F(DeepSpeedSourceCli, CombinationsFollowTransformersAndAccelerate) {
     SCOPED_TRACE(name);
     const fs::path dir = root_ / name;
     fs::create_directories(dir);
-    std::ofstream(dir / "ds.json") << g.at("trainer_deepspeed").dump();
-    std::ofstream(dir / "ds_no_zero.json")
-        << g.at("trainer_deepspeed_without_zero_optimization").dump();
-    std::ofstream(dir / "acc_ds.json") << g.at("accelerate_deepspeed_config_file").dump();
+    for (const auto& [file, settings] : g.at("files").items())
+      std::ofstream(dir / file) << settings.dump();
     std::string extra;
     const fs::path acc = dir / "accel.yaml";
     if (!c.at("accelerate").is_null()) {
@@ -136,13 +134,20 @@ TEST_F(DeepSpeedSourceCli, CombinationsFollowTransformersAndAccelerate) {
     const bool offload = c.at("offload_optimizer_device") == "cpu";
     const std::string accelerate = c.at("accelerate").is_null() ? "" : c.at("accelerate");
     const std::string type = yaml_value("\n" + accelerate, "distributed_type");
-    if (kind.empty() && accelerate.find("deepspeed_config:") != std::string::npos)
+    if (const std::string file = yaml_value("\n" + accelerate, "  deepspeed_config_file");
+        kind.empty() && !file.empty())
+      source = file + " (deepspeed_config.deepspeed_config_file of " + acc.string() + ")";
+    else if (kind.empty() && accelerate.find("deepspeed_config:") != std::string::npos)
       source = acc.string() + "'s deepspeed_config";
     else if (kind.empty())
       source = acc.string() + " (distributed_type DEEPSPEED without deepspeed_config";
     if (!kind.empty()) {  // transformers takes trainer.deepspeed's JSON, whatever the accelerate
-                          // config says
-      EXPECT_EQ(stage, g.at("trainer_deepspeed").at("zero_optimization").at("stage"));
+                          // config says (also a deepspeed_config_file that is missing or that
+                          // zerotune would refuse: never opened); "auto" is accelerate's stage 2
+      EXPECT_EQ(stage,
+                kind == "auto"
+                    ? 2
+                    : g.at("trainer_deepspeed").at("zero_optimization").at("stage").get<int>());
       ++trainers;
     }
     const std::string line =
@@ -164,7 +169,7 @@ TEST_F(DeepSpeedSourceCli, CombinationsFollowTransformersAndAccelerate) {
         << r.output;
   }
   EXPECT_EQ(refused, 6);
-  EXPECT_EQ(trainers, 7);
+  EXPECT_EQ(trainers, 11);
 }
 
 // The accelerate config's deepspeed_config_file beside trainer.deepspeed through `zerotune launch`
@@ -193,6 +198,109 @@ TEST_F(DeepSpeedSourceCli, TheAccelerateJsonIsNotUsedBesideTrainerDeepSpeed) {
             std::string::npos)
       << r.output;
   EXPECT_NE(r.output.find(" thread(s) per rank, ZeRO stage 3\n"), std::string::npos) << r.output;
+}
+
+// `zerotune launch` reads the accelerate config as its ranks do, after trainer.deepspeed: a
+// deepspeed_config_file that trainer.deepspeed replaces is not opened (missing here; accelerate
+// never reads it, golden accelerate_json_file_missing), and the warnings are printed once each —
+// the accelerate config's by launch, trainer.deepspeed's JSON's by rank 0.
+TEST_F(DeepSpeedSourceCli, LaunchDoesNotOpenAJsonThatTrainerDeepSpeedReplaces) {
+  const fs::path dir = root_ / "launch_missing";
+  fs::create_directories(dir);
+  std::ofstream(dir / "ds.json")
+      << R"({"zero_optimization": {"stage": 2, "offload_param": {"device": "cpu"}}})";
+  std::ofstream(dir / "accel.yaml")
+      << "distributed_type: DEEPSPEED\nnum_processes: 2\ndeepspeed_config:\n"
+         "  deepspeed_config_file: missing.json\n  deepspeed_hostfile: hosts\n";
+  const std::string launch = std::string(ZT_BINARY) + " launch --config_file " +
+                             (dir / "accel.yaml").string() + " train --config " +
+                             (root_ / "sft.yaml").string() + " trainer.eval_strategy=no ";
+  zt_test::RunResult r = zt_test::run(launch +
+                                      "exp_name=launch_missing trainer.max_steps=1 "
+                                      "+trainer.deepspeed=" +
+                                      (dir / "ds.json").string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("ZeRO stage 2, no optimizer offload, from " + (dir / "ds.json").string() +
+                          ", the file trainer.deepspeed (given on the command line) names; "
+                          "missing.json (deepspeed_config.deepspeed_config_file of " +
+                          (dir / "accel.yaml").string() + ") is not used"),
+            std::string::npos)
+      << r.output;
+  const auto count = [&](const std::string& what) {
+    size_t n = 0;
+    for (size_t at = r.output.find(what); at != std::string::npos; at = r.output.find(what, at + 1))
+      ++n;
+    return n;
+  };
+  EXPECT_EQ(count("parameter offload (offload_param.device: cpu) is not supported"), 1u)
+      << r.output;
+  EXPECT_EQ(count("'deepspeed_config.deepspeed_hostfile: hosts' changes nothing"), 1u) << r.output;
+  EXPECT_EQ(count("DeepSpeed settings in force"), 1u) << r.output;
+  // Without trainer.deepspeed the file is the accelerate config's DeepSpeed JSON: launch refuses
+  // it before any rank starts.
+  r = zt_test::run(launch + "exp_name=launch_missing2 trainer.max_steps=1");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find("missing.json' cannot be read"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(root_ / "runs" / "launch_missing2"));
+  // An sft.yaml that launch cannot read is the ranks' to report (once): not the JSON, which
+  // trainer.deepspeed may replace.
+  r = zt_test::run(launch + "exp_name=launch_missing3 trainer.max_stepz=1 +trainer.deepspeed=" +
+                   (dir / "ds.json").string());
+  EXPECT_NE(r.status, 0) << r.output;
+  EXPECT_EQ(
+      count("unknown config key 'trainer.max_stepz'") + count("key 'trainer.max_stepz' is not in "),
+      1u)
+      << r.output;
+  EXPECT_EQ(r.output.find("cannot be read"), std::string::npos) << r.output;
+}
+
+// The start-up line states the ZeRO stage and offload the run acts on: compute.zero_stage and
+// compute.offload_optimizer override the DeepSpeed JSON's, named with what they override.
+TEST_F(DeepSpeedSourceCli, TheInForceLineNamesComputeOverrides) {
+  const fs::path dir = root_ / "override";
+  fs::create_directories(dir);
+  std::ofstream(dir / "ds.json") << R"({"zero_optimization": {"stage": 2}})";
+  const std::string ds = "+trainer.deepspeed=" + (dir / "ds.json").string();
+  auto r = train("override", ds + " compute.zero_stage=3 compute.offload_optimizer=true");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("DeepSpeed settings in force: ZeRO stage 3 (compute.zero_stage (given on "
+                          "the command line), over stage 2), optimizer offload to the CPU "
+                          "(compute.offload_optimizer (given on the command line), over no "
+                          "optimizer offload), the rest from " +
+                          (dir / "ds.json").string() +
+                          ", the file trainer.deepspeed (given on the command line) names\n"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find(" thread(s) per rank, ZeRO stage 3 + optimizer offload\n"),
+            std::string::npos)
+      << r.output;
+  // The same values as the JSON's: nothing overridden, the line as without them.
+  r = train("override_same", ds + " compute.zero_stage=2 compute.offload_optimizer=false");
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_NE(r.output.find("DeepSpeed settings in force: ZeRO stage 2, no optimizer offload, from " +
+                          (dir / "ds.json").string() + ", the file"),
+            std::string::npos)
+      << r.output;
+}
+
+// Beside trainer.deepspeed, the accelerate config's own DeepSpeed settings are listed in
+// accelerate's order (its message's list), as the refusal of a deepspeed_config_file lists them.
+TEST_F(DeepSpeedSourceCli, SettingsBesideTrainerDeepSpeedAreListedInAcceleratesOrder) {
+  const fs::path dir = root_ / "order";
+  fs::create_directories(dir);
+  std::ofstream(dir / "ds.json") << R"({"zero_optimization": {"stage": 2}})";
+  const fs::path acc = dir / "accel.yaml";
+  std::ofstream(acc) << "distributed_type: DEEPSPEED\nmixed_precision: bf16\n"
+                        "deepspeed_config:\n  zero_stage: 2\n  gradient_accumulation_steps: 4\n";
+  const auto r = train("order", "--config_file " + acc.string() +
+                                    " +trainer.deepspeed=" + (dir / "ds.json").string());
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find(":\n  - " + acc.string() +
+                          ":5: deepspeed_config.gradient_accumulation_steps\n  - " + acc.string() +
+                          ":4: deepspeed_config.zero_stage\n  - " + acc.string() +
+                          ":2: mixed_precision\n"),
+            std::string::npos)
+      << r.output;
 }
 
 // trainer.deepspeed as a string that names no file: JSON (leading blanks: TrainingArguments left it
@@ -252,8 +360,8 @@ TEST_F(DeepSpeedSourceCli, InlineSettingsErrorsNameTheKeyAndThePath) {
   EXPECT_NE(
       r.output.find("zerotune: error: " + yaml.string() +
                     ":36: trainer.deepspeed: key 'zero_optimization.offload_optimizer.device' "
-                    "has value 'nvme' (expected none or cpu (zerotune does not offload to "
-                    "nvme))\n"),
+                    "has value 'nvme' (expected none, cpu or \"auto\" (zerotune does not "
+                    "offload to nvme))\n"),
       std::string::npos)
       << r.output;
   r = train("inl2", "'+trainer.deepspeed={zero_optimization: {stage: 1, stag: 2}}'");
