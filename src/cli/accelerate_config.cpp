@@ -572,7 +572,8 @@ AccelerateConfig parse_accelerate_config_text(const std::string& yaml, const std
                   "a key of accelerate's deepspeed_config", {}, c.distributed_type == "DEEPSPEED");
   // fsdp_config is read only where FSDP runs: not beside another distributed_type (accelerate
   // ignores it) nor beside trainer.deepspeed (DeepSpeed runs; cli/deepspeed_source.cpp warns), so
-  // its keys get no notes there, only the warning that it is not used.
+  // its keys get no notes there, only the warning that it is not used. Beside trainer.deepspeed
+  // under distributed_type FSDP its values are still checked (below).
   const bool fsdp_used = c.distributed_type == "FSDP" && trainer == TrainerDeepSpeed::kNone;
   if (fs && fs.IsMap())
     rd.check_keys(fs, accelerate_fsdp_keys(), "fsdp_config.", "a key of accelerate's fsdp_config",
@@ -596,6 +597,16 @@ AccelerateConfig parse_accelerate_config_text(const std::string& yaml, const std
     }
   } else if (fsdp_used) {
     read_fsdp(rd, fs && !fs.IsNull() ? fs : YAML::Node(YAML::NodeType::Map));
+  } else if (c.distributed_type == "FSDP" && fs && !fs.IsNull()) {
+    // Beside trainer.deepspeed DeepSpeed runs, but accelerate's launcher still exports the FSDP_*
+    // variables and Accelerator() builds a FullyShardedDataParallelPlugin from them, whose
+    // __post_init__ refuses a bad value (fsdp_sharding_strategy: BOGUS is a KeyError there): the
+    // section is read into a scratch config for its errors, and its settings, warnings and notes
+    // are dropped.
+    AccelerateConfig scratch;
+    Reader check = rd;
+    check.cfg = &scratch;
+    read_fsdp(check, fs);
   }
   // accelerate launch copies both sections into its arguments but acts only on the one its
   // distributed_type selects (DEEPSPEED: deepspeed_config, FSDP: fsdp_config), silently; zerotune

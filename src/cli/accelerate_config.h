@@ -91,11 +91,14 @@ struct AccelerateConfig {
 // read. kGiven: TrainingArguments hands the Accelerator a DeepSpeedPlugin of its own
 // (DeepSpeedPlugin(hf_ds_config=…), which reads ACCELERATE_DEEPSPEED_CONFIG_FILE only when
 // hf_ds_config is None), so a deepspeed_config_file is recorded (deepspeed_source) but never
-// opened, and DeepSpeed runs whatever distributed_type says, so fsdp_config is not read either
-// (its keys are only checked to be known). kNone: both are read as accelerate reads them.
+// opened, and DeepSpeed runs whatever distributed_type says, so fsdp_config's settings are not
+// used either (its keys are checked to be known and, under distributed_type FSDP, its values to be
+// ones accelerate's FSDP plugin takes, as Accelerator() still builds it). kNone: both are read as
+// accelerate reads them.
 enum class TrainerDeepSpeed { kNone, kGiven };
 
-// Parses the YAML file at `path`. Throws zt::Error naming the file, the key, the line, the value
+// Parses the YAML file at `path`; `trainer` says whether trainer.deepspeed gives the DeepSpeed
+// settings (TrainerDeepSpeed). Throws zt::Error naming the file, the key, the line, the value
 // seen and what was expected (an unknown or repeated key, a non-integer num_processes, zero_stage
 // outside 0..3, an unsupported distributed_type, offload to nvme, …), or when the file cannot be
 // read. Nothing is logged: callers print `warnings` and `notes`.

@@ -128,16 +128,18 @@ int cmd_launch(const Args& args) {
         train && trainer_ds.value_or(true) ? TrainerDeepSpeed::kGiven : TrainerDeepSpeed::kNone);
     if (report) {
       for (const auto& w : cfg.warnings) log::warn("{}", w);
-      for (const auto& n : cfg.notes) log::info("note: {}", n);
-      spec.extra_env.emplace_back(kAccelerateReportedEnv, "1");
+      for (const auto& n : cfg.notes) log::info("{}", n);
     }
     from_config = cfg.num_processes;
     machines = cfg.num_machines;
     machine = cfg.machine_rank;
     if (master_addr.empty()) master_addr = cfg.main_process_ip;
     if (port == 0 && cfg.main_process_port) port = *cfg.main_process_port;
-    spec.extra_env.emplace_back("ZT_ACCELERATE_CONFIG",
-                                std::filesystem::absolute(config_file).string());
+    // The reported mark names the file it is about, so a stale or hand-set one never silences
+    // the ranks' report of another file (cmd_train.cpp compares the two).
+    const std::string abs_config = std::filesystem::absolute(config_file).string();
+    spec.extra_env.emplace_back("ZT_ACCELERATE_CONFIG", abs_config);
+    if (report) spec.extra_env.emplace_back(kAccelerateReportedEnv, abs_config);
   }
   if (num_processes > 0 && from_config && *from_config != num_processes)
     log::warn("launch: --num_processes {} overrides num_processes: {} of {}", num_processes,

@@ -384,7 +384,9 @@ train::TrainArgs make_train_args(RunConfig& cfg, const std::optional<AccelerateC
   // ---- ZeRO: compute.zero_stage, else the accelerate config's, else kDefaultZeroStage
   auto stage = cfg.get_optional<int64_t>("compute.zero_stage");
   const std::optional<int> acc_stage = acc ? acc->zero_stage : std::nullopt;
-  if (stage && acc_stage && *stage != *acc_stage)
+  // Under DeepSpeed the start-up line of the settings in force names the override already
+  // (deepspeed_source.cpp's in_force_line): warned here only for an FSDP section's stage.
+  if (stage && acc_stage && *stage != *acc_stage && acc->distributed_type != "DEEPSPEED")
     warn(fmt::format("{}: compute.zero_stage {} overrides the ZeRO stage {} of {}{}",
                      cfg.key_at("compute.zero_stage"), *stage, *acc_stage,
                      acc->deepspeed_source.empty() ? acc->path : acc->deepspeed_source,
@@ -588,10 +590,15 @@ int cmd_train(const Args& args) {
   if (auto rc = config_file_of(line.file, kUsage, &config)) return *rc;
   std::string accel = line.accel;
   // ZT_ACCELERATE_CONFIG: the file `zerotune launch --config_file` names; ZT_ACCELERATE_REPORTED:
-  // launch has read it as this command reads it and printed its warnings and notes already.
-  const bool accel_reported = accel.empty() && std::getenv(kAccelerateReportedEnv) != nullptr;
+  // launch has read that same file as this command reads it and printed its warnings and notes
+  // already (it holds the file's path; any other value is not launch's mark and is ignored).
+  bool accel_reported = false;
   if (accel.empty())
-    if (const char* e = std::getenv("ZT_ACCELERATE_CONFIG"); e != nullptr && *e) accel = e;
+    if (const char* e = std::getenv("ZT_ACCELERATE_CONFIG"); e != nullptr && *e) {
+      accel = e;
+      const char* r = std::getenv(kAccelerateReportedEnv);
+      accel_reported = r != nullptr && accel == r;
+    }
 
   RunConfig cfg = RunConfig::load(config, line.overrides);
   // trainer.ddp_timeout is the collective timeout (torch's init_process_group(timeout=...) under

@@ -46,12 +46,26 @@ class ErrorDir {
   std::string path_;
 };
 
-bool dropped_variable(const std::string& entry) {
-  static constexpr const char* kOwn[] = {"RANK=",        "WORLD_SIZE=",      "LOCAL_RANK=",
-                                         "LOCAL_WORLD_SIZE=", "MASTER_ADDR=", "MASTER_PORT=",
-                                         "ZT_LAUNCH_ERRORS="};
+// Whether an inherited environment entry ("NAME=value") is left out of the children's: the
+// launcher's own variables (set per child, or by `zerotune launch` through extra_env, so an
+// inherited copy, which getenv would find first, never shadows them), and an MPI launcher's.
+bool dropped_variable(const std::string& entry,
+                      const std::vector<std::pair<std::string, std::string>>& extra_env) {
+  static constexpr const char* kOwn[] = {"RANK=",
+                                         "WORLD_SIZE=",
+                                         "LOCAL_RANK=",
+                                         "LOCAL_WORLD_SIZE=",
+                                         "MASTER_ADDR=",
+                                         "MASTER_PORT=",
+                                         "ZT_LAUNCH_ERRORS=",
+                                         "ZT_ACCELERATE_CONFIG=",
+                                         "ZT_ACCELERATE_REPORTED="};
   for (const char* k : kOwn)
     if (entry.rfind(k, 0) == 0) return true;
+  for (const auto& kv : extra_env)
+    if (entry.size() > kv.first.size() && entry[kv.first.size()] == '=' &&
+        entry.compare(0, kv.first.size(), kv.first) == 0)
+      return true;
   return entry.rfind("OMPI_", 0) == 0 || entry.rfind("PMIX_", 0) == 0 ||
          entry.rfind("PMI_", 0) == 0;
 }
@@ -150,7 +164,7 @@ int run_local_launch(const LocalLaunch& spec) {
   // functions between fork and exec.
   std::vector<std::string> base_env;
   for (char** e = environ; *e; ++e)
-    if (!dropped_variable(*e)) base_env.emplace_back(*e);
+    if (!dropped_variable(*e, spec.extra_env)) base_env.emplace_back(*e);
   for (const auto& [k, v] : spec.extra_env) base_env.push_back(k + "=" + v);
   base_env.push_back(fmt::format("WORLD_SIZE={}", world));
   base_env.push_back(fmt::format("LOCAL_WORLD_SIZE={}", n));

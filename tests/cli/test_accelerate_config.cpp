@@ -580,6 +580,15 @@ TEST(AccelerateConfig, AnUnusedFsdpSectionGetsOnlyTheNotUsedWarning) {
   EXPECT_TRUE(beside.notes.empty());
   EXPECT_EQ(beside.zero_stage, std::nullopt);
   EXPECT_EQ(beside.offload_optimizer_device, "none");
+  // Its values are still checked beside trainer.deepspeed: accelerate builds the FSDP plugin from
+  // them and refuses a bad one (KeyError 'BOGUS' from FullyShardedDataParallelPlugin, checked with
+  // accelerate 1.11.0 + TrainingArguments(deepspeed=...)).
+  EXPECT_NE(error_of([] {
+              parse_accelerate_config_text(
+                  "distributed_type: FSDP\nfsdp_config:\n  fsdp_sharding_strategy: BOGUS\n",
+                  "b.yaml", ".", TrainerDeepSpeed::kGiven);
+            }).find("b.yaml:3: key 'fsdp_config.fsdp_sharding_strategy' has value 'BOGUS'"),
+            std::string::npos);
   const AccelerateConfig multi =
       parse_accelerate_config_text("distributed_type: MULTI_GPU\n" + fsdp, "m.yaml");
   EXPECT_TRUE(multi.notes.empty());

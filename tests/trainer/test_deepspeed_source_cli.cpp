@@ -252,6 +252,17 @@ TEST_F(DeepSpeedSourceCli, LaunchDoesNotOpenAJsonThatTrainerDeepSpeedReplaces) {
       1u)
       << r.output;
   EXPECT_EQ(r.output.find("cannot be read"), std::string::npos) << r.output;
+  // An sft.yaml that only the ranks can resolve (LOCAL_WORLD_SIZE is set by launch for them):
+  // rank 0 reports the accelerate config, once, and a mark inherited from the shell (not launch's,
+  // not naming this file) silences nothing.
+  r = zt_test::run("ZT_ACCELERATE_REPORTED=1 ZT_ACCELERATE_CONFIG=/nonexistent.yaml " + launch +
+                   "exp_name=launch_missing4 trainer.max_steps=1 "
+                   "'trainer.logging_steps=${oc.env:LOCAL_WORLD_SIZE}' +trainer.deepspeed=" +
+                   (dir / "ds.json").string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(count("'deepspeed_config.deepspeed_hostfile: hosts' changes nothing"), 1u) << r.output;
+  EXPECT_EQ(count("DeepSpeed settings in force"), 1u) << r.output;
+  EXPECT_EQ(r.output.find("nonexistent"), std::string::npos) << r.output;
 }
 
 // The start-up line states the ZeRO stage and offload the run acts on: compute.zero_stage and
