@@ -10,15 +10,21 @@ Records what a checkpoint's trainer_state.json must hold for `TrainerState.load_
 `TrainerState(**json.loads(text))`) to load it and for the file to be the one `save_to_json` writes:
 every dataclass field in declaration order with its annotation, the JSON types its values take
 (from the annotation: int -> integer, float -> number, bool -> boolean, str -> string, list -> array,
-dict -> object, Optional adds null) and its default, the key order save_to_json writes (sorted),
-and the TrainerControl state kept under stateful_callbacks. The tests read it without Python.
+dict -> object, Optional adds null; plus the types the values written in the steps golden's cases
+take, since the dataclass does not enforce its annotations: logging_steps / eval_steps /
+save_steps, annotated int, hold the float given where its strategy is not steps, 10.0 or 2.5) and
+its default, the key order save_to_json writes (sorted), and the TrainerControl state kept under
+stateful_callbacks. The tests read it without Python.
 
 The steps golden: per case, the strategies and the logging_steps / eval_steps / save_steps given
 (null, an integer or a float, as a YAML config gives them) to TRL 0.25.1's SFTConfig (transformers'
 TrainingArguments.__post_init__: eval_steps null or 0 under eval_strategy steps takes
 logging_steps; a value > 1 under its strategy steps becomes int(value)), then
 `TrainerState.compute_steps(args, max_steps)` (a value < 1 becomes math.ceil(max_steps * value); a
-null stays the dataclass default 500): the three values as json.dumps writes them (10 or 10.0).
+null stays the dataclass default 500): the three values as json.dumps writes them (10 or 10.0, a
+fraction such as 2.5 as given where its strategy is not steps). Where TrainingArguments refuses the
+values (a fraction above 1 under its strategy steps) the case has "error": the exception's type
+and message, and no state.
 """
 import dataclasses
 import json
@@ -52,6 +58,18 @@ STEPS_CASES = [
     ("epoch", 10.0, "epoch", None, "epoch", 500, 100),
     ("no", 1.0, "steps", None, "steps", 500, 100),
     ("steps", 0.5, "epoch", None, "steps", 2, 3),
+    # fractions above 1: taken (and recorded as given) where their strategy is not steps
+    ("epoch", 2.5, "epoch", 7.5, "epoch", 12.5, 100),
+    ("no", 1.5, "no", 0.5, "no", 3.25, 37),               # 0.5: a ratio whatever the strategy
+    ("steps", 10, "epoch", 2.5, "steps", 20, 100),
+    ("epoch", 2.5, "steps", 10, "steps", 20, 100),
+    ("steps", 10, "no", None, "epoch", 2.5, 100),
+    # ... and refused under steps; eval_steps null copies logging_steps' 2.5 under eval steps
+    ("steps", 2.5, "no", None, "steps", 500, 100),
+    ("steps", 10, "steps", 2.5, "steps", 500, 100),
+    ("steps", 10, "no", None, "steps", 2.5, 100),
+    ("epoch", 2.5, "steps", None, "steps", 500, 100),
+    ("epoch", 2.5, "steps", 0, "epoch", 500, 100),
 ]
 
 # JSON types of the Python types TrainerState's annotations use.
@@ -92,12 +110,30 @@ class TrainerCallback:  # stands for the forward reference in stateful_callbacks
     pass
 
 
+def json_type_of(value):
+    """The JSON type json.dumps writes `value` as (bool before int: a bool is an int)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    raise SystemExit(f"unexpected steps value {value!r}")
+
+
 def main():
+    written = write_steps_golden()
     hints = typing.get_type_hints(TrainerState, localns={"TrainerCallback": TrainerCallback})
     fields = []
     for f in dataclasses.fields(TrainerState):
         default = f.default if f.default is not dataclasses.MISSING else None
-        types = json_types(hints[f.name])
+        types = list(json_types(hints[f.name]))  # a copy: SCALARS holds the lists
+        # The types of the values TrainerState actually held in the steps cases.
+        for t in written.get(f.name, []):
+            if t not in types:
+                types.append(t)
         # stateful_callbacks is annotated as a list of callbacks but __post_init__ turns it into a
         # dict {class name: state}, which save_to_json writes and load_from_json takes back.
         if f.name == "stateful_callbacks":
@@ -118,7 +154,6 @@ def main():
     }
     OUT.write_text(json.dumps(golden, indent=2) + "\n")
     print(f"wrote {OUT} ({len(fields)} fields, transformers {transformers.__version__})")
-    write_steps_golden()
 
 
 def write_steps_golden():
@@ -128,24 +163,36 @@ def write_steps_golden():
     from trl import SFTConfig
 
     cases = []
+    written = {}  # field -> the JSON types of its values in the cases' states
     for ls, lv, es, ev, ss, sv, max_steps in STEPS_CASES:
-        args = SFTConfig(output_dir=tempfile.mkdtemp(), report_to=[], use_cpu=True, bf16=False,
-                         logging_strategy=ls, logging_steps=lv, eval_strategy=es, eval_steps=ev,
-                         save_strategy=ss, save_steps=sv)
-        state = TrainerState()
-        state.compute_steps(args, max_steps)
-        cases.append({
+        case = {
             "logging_strategy": ls, "logging_steps": lv, "eval_strategy": es, "eval_steps": ev,
             "save_strategy": ss, "save_steps": sv, "max_steps": max_steps,
-            # json.dumps of the state's values: an int, or a float written with its ".0"
-            "state": json.loads(json.dumps({"logging_steps": state.logging_steps,
-                                            "eval_steps": state.eval_steps,
-                                            "save_steps": state.save_steps})),
-            "state_text": json.dumps([state.logging_steps, state.eval_steps, state.save_steps]),
-        })
+        }
+        try:
+            args = SFTConfig(output_dir=tempfile.mkdtemp(), report_to=[], use_cpu=True,
+                             bf16=False, logging_strategy=ls, logging_steps=lv, eval_strategy=es,
+                             eval_steps=ev, save_strategy=ss, save_steps=sv)
+        except ValueError as e:
+            case["error"] = {"type": type(e).__name__, "message": str(e)}
+            cases.append(case)
+            continue
+        state = TrainerState()
+        state.compute_steps(args, max_steps)
+        values = {"logging_steps": state.logging_steps, "eval_steps": state.eval_steps,
+                  "save_steps": state.save_steps}
+        for name, v in values.items():
+            types = written.setdefault(name, [])
+            if json_type_of(v) not in types:
+                types.append(json_type_of(v))
+        # json.dumps of the state's values: an int, or a float written with its ".0"
+        case["state"] = json.loads(json.dumps(values))
+        case["state_text"] = json.dumps(list(values.values()))
+        cases.append(case)
     golden = {"transformers": transformers.__version__, "trl": trl.__version__, "cases": cases}
     STEPS_OUT.write_text(json.dumps(golden, indent=1) + "\n")
     print(f"wrote {STEPS_OUT} ({len(cases)} cases)")
+    return written
 
 
 if __name__ == "__main__":

@@ -153,6 +153,8 @@ std::string did_you_mean_key(std::string_view path) {
   return near.empty() ? "" : fmt::format(" (did you mean '{}'?)", near);
 }
 
+double steps_lower_bound(const ValueRule& r) { return std::isfinite(r.lo) ? r.lo : 1.0; }
+
 std::string check_value(const ValueRule& r, const Json& v) {
   using K = ValueRule::Kind;
   switch (r.kind) {
@@ -173,8 +175,9 @@ std::string check_value(const ValueRule& r, const Json& v) {
     case K::kSteps: {
       // At least 1, or r.lo where the rule sets it (eval_steps: 0 is transformers' "use
       // logging_steps"); or a ratio in (0, 1) of the total steps, as transformers takes it
-      // (TrainerState.compute_steps; above 1 it must be whole).
-      const double lo = std::isfinite(r.lo) ? r.lo : 1.0;
+      // (TrainerState.compute_steps; above 1 it must be whole: the rule of a strategy "steps",
+      // RunConfig's check takes a fraction no strategy steps reads).
+      const double lo = steps_lower_bound(r);
       const std::string want = fmt::format(
           "an integer number of steps >= {}, or a ratio in (0, 1) of the total steps", lo);
       if (v.is_number_integer()) return static_cast<double>(v.get<int64_t>()) >= lo ? "" : want;

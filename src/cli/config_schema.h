@@ -50,7 +50,8 @@ struct ValueRule {
     kBool,     // true / false
     kInt,      // an integer in [lo, hi]
     kNumber,   // a finite number in [lo, hi] (lo_open / hi_open: exclusive)
-    kSteps,    // an integer >= 1 (transformers' ratio in (0, 1) of the total steps is refused)
+    kSteps,    // an integer >= lo (1 unless set) or a ratio in (0, 1) of the total steps; a
+               // fraction above 1 only where no strategy steps reads it (RunConfig's check)
     kWarmup,   // 0, a ratio in (0, 1), or a whole number of steps >= 1 (transformers 5)
     kString,   // a string
     kEnum,     // one of `choices`; `unsupported` are values TRL knows that zerotune lacks
@@ -100,6 +101,10 @@ std::vector<std::string_view> schema_paths();
 // " (did you mean 'x'?)" for the key path closest to an unknown `path` (closest_match over
 // schema_paths()), or "". An old name (key_aliases) is given as its new name, the one to write.
 std::string did_you_mean_key(std::string_view path);
+
+// The least number of steps a kSteps rule takes: its `lo` where set (eval_steps / save_steps: 0),
+// else 1.
+double steps_lower_bound(const ValueRule& rule);
 
 // Checks `value` (not null, not "???") against `rule`; returns "" when it is accepted, else what
 // was expected ("a number >= 0", "one of: no, steps, epoch"). An enum value of `unsupported`

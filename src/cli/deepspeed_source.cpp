@@ -68,16 +68,23 @@ bool looks_like_base64(const std::string& text) {
   });
 }
 
+// `text` (valid UTF-8) whole when it has at most 60 characters (code points), else its first 57
+// and "...": never a part of a character's bytes.
+std::string shortened(const std::string& text) {
+  size_t chars = 0, cut = 0;
+  for (size_t i = 0; i < text.size(); i = text::unicode::char_end(text, i))
+    if (++chars == 58) cut = i;
+  return chars > 60 ? text.substr(0, cut) + "..." : text;
+}
+
 // An object, or an error saying what the JSON is instead (transformers fails on it in
 // HfDeepSpeedConfig.set_stage_and_offload, calling .get on it).
 Json require_object(Json v, const std::string& text, const std::string& form) {
   if (v.is_object()) return v;
-  const std::string shown = v.dump();
   fail(
       "'{}' is {} of {} {}, not a mapping of DeepSpeed settings (transformers fails on it: "
       "AttributeError: '{}' object has no attribute 'get')",
-      text, form, v.is_array() ? "the list" : "the value",
-      shown.size() > 60 ? shown.substr(0, 57) + "..." : shown, python_type(v));
+      text, form, v.is_array() ? "the list" : "the value", shortened(v.dump()), python_type(v));
 }
 
 }  // namespace
@@ -196,15 +203,18 @@ std::optional<AccelerateConfig> deepspeed_from_trainer(const RunConfig& cfg) {
 
 namespace {
 
-// DeepSpeedPlugin.__post_init__ refuses a DeepSpeed config without zero_optimization.
-void require_zero_optimization(const AccelerateConfig& c) {
+// DeepSpeedPlugin.__post_init__ refuses a DeepSpeed config without zero_optimization. `head`
+// begins the message, where the settings were given: "FILE:LINE: KEY" for trainer.deepspeed, as
+// its other messages begin, else the file (deepspeed_source); `of` names their JSON file, if any.
+void require_zero_optimization(const AccelerateConfig& c, const std::string& head,
+                               const std::string& of) {
   if (c.zero_optimization_missing)
     fail(
-        "{}: the DeepSpeed settings have no zero_optimization section, which accelerate's "
+        "{}: the DeepSpeed settings{} have no zero_optimization section, which accelerate's "
         "DeepSpeedPlugin requires (\"Please specify the ZeRO optimization config in the DeepSpeed "
         "config.\"); add one, e.g. \"zero_optimization\": {{\"stage\": 0}} (0: DeepSpeed's "
         "default, no sharding)",
-        c.deepspeed_source);
+        head, of);
 }
 
 // "DeepSpeed settings in force: …" for the DeepSpeed config `c`, then `more`: the ZeRO stage and
@@ -244,31 +254,33 @@ DeepSpeedChoice choose_deepspeed_settings(std::optional<AccelerateConfig> accele
   DeepSpeedChoice out;
   if (!trainer) {
     if (accelerate && accelerate->distributed_type == "DEEPSPEED") {
-      require_zero_optimization(*accelerate);
+      require_zero_optimization(*accelerate, accelerate->deepspeed_source, "");
       out.in_force = in_force_line(*accelerate, "", cfg);
     }
     out.config = std::move(accelerate);
     return out;
   }
-  require_zero_optimization(*trainer);
+  const std::string key = "trainer.deepspeed";
+  const std::string origin = fmt::format("{}: {}{}", cfg.key_at(key), key, cfg.where(key));
+  // Settings inline have `origin` as their path (deepspeed_from_trainer), a file its own.
+  require_zero_optimization(*trainer, origin,
+                            trainer->path == origin ? "" : fmt::format(" of {}", trainer->path));
   if (!accelerate) {
     out.in_force = in_force_line(*trainer, "", cfg);
     out.config = std::move(trainer);
     return out;
   }
   const AccelerateConfig& acc = *accelerate;
-  const std::string key = "trainer.deepspeed";
   if (acc.distributed_type == "DEEPSPEED")
     if (const std::string lines = fields_ignored_beside_deepspeed_json(acc.deepspeed_fields);
         !lines.empty())
       fail(
-          "{}: {}{} gives DeepSpeed settings, and the accelerate config {} (distributed_type "
+          "{} gives DeepSpeed settings, and the accelerate config {} (distributed_type "
           "DEEPSPEED) gives DeepSpeed settings of its own, which accelerate refuses beside them "
           "(accelerate launch passes them on in ACCELERATE_CONFIG_DS_FIELDS, and the "
           "DeepSpeedPlugin TrainingArguments builds from {} raises {}); remove these from the "
           "accelerate config (set them in {}'s settings), or remove {}:{}",
-          cfg.key_at(key), key, cfg.where(key), acc.path, key, accelerate_ignored_variables_quote(),
-          key, key, lines);
+          origin, acc.path, key, accelerate_ignored_variables_quote(), key, key, lines);
   AccelerateConfig c = std::move(*trainer);
   c.path = acc.path;  // the process settings are the accelerate config's
   c.num_processes = acc.num_processes;

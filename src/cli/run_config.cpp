@@ -151,6 +151,7 @@ class Checker {
   }
 
   void check_tree(Json& node, const std::string& path) {
+    if (path.empty()) root_ = &node;
     if (!path.empty()) {
       if (const KeySpec* s = find_key(path)) return check_leaf(*s, node);
       if (!is_section(path))
@@ -258,6 +259,7 @@ class Checker {
              check_value(s.rule, Json()), where(s.path));
       return;
     }
+    if (s.rule.kind == ValueRule::Kind::kSteps && v.is_number_float() && steps_unread(s, v)) return;
     const std::string want = check_value(s.rule, v);
     if (want == "@unsupported") {
       std::string choices;
@@ -291,6 +293,7 @@ class Checker {
           hint = negative ? "; zerotune's integers are 64-bit: at least -9223372036854775808"
                           : "; zerotune's integers are 64-bit: at most 9223372036854775807";
       }
+      if (s.rule.kind == ValueRule::Kind::kSteps) hint += steps_fraction_hint(s, v);
       fail("{}: {}: {} is not valid (expected {}{}){}", key_at(s.path), s.path, shown, want, hint,
            where(s.path));
     }
@@ -299,10 +302,67 @@ class Checker {
                                     s.path, show(v), s.note));
   }
 
+  // The value of `path` in the tree being checked as its rule reads it (a `${oc.env:…}` string
+  // coerced), else the key's default.
+  Json value_of(std::string_view path) const {
+    const KeySpec* s = find_key(path);
+    const Json* v = root_ != nullptr ? find_key_path(*root_, path) : nullptr;
+    Json out = v != nullptr ? *v : s != nullptr ? s->default_value : Json();
+    if (s != nullptr) coerce_string(s->rule, out);
+    return out;
+  }
+
+  // Where a steps key's value is read as a count of steps: under its strategy "steps", and
+  // logging_steps also where eval_strategy is steps and eval_steps null or 0 (__post_init__ copies
+  // logging_steps into eval_steps). `eval_copy` says it is that copy alone.
+  struct StepsUse {
+    bool read = false, eval_copy = false;
+  };
+  StepsUse steps_use(std::string_view path) const {
+    const std::string_view name = path.substr(std::string_view("trainer.").size());
+    const std::string strategy = fmt::format("trainer.{}_strategy", name.substr(0, name.find('_')));
+    if (value_of(strategy) == "steps") return {true, false};
+    if (path != "trainer.logging_steps" || value_of("trainer.eval_strategy") != "steps") return {};
+    const Json e = value_of("trainer.eval_steps");
+    return {e.is_null() || (e.is_number() && e.get<double>() == 0), true};
+  }
+
+  // trainer.logging_steps / eval_steps / save_steps: a fraction above 1 (2.5) that no strategy
+  // "steps" reads. transformers 4.57.1 takes it (TrainingArguments.__post_init__ makes a value
+  // > 1 int() only under its strategy steps, raising "--logging_steps must be an integer if
+  // bigger than 1" on a fraction there), and TrainerState.compute_steps records it as it is; the
+  // count zerotune keeps (int() of it) is never read. At least the key's lower bound and below
+  // 2^63 (the count's int64), as a whole number must be.
+  bool steps_unread(const KeySpec& s, const Json& v) const {
+    const double d = v.get<double>();
+    return d != std::floor(d) && d >= steps_lower_bound(s.rule) && d < 0x1p63 &&
+           !steps_use(s.path).read;
+  }
+
+  // Why a fraction above 1 is refused: the strategy steps that reads it, in transformers' words.
+  std::string steps_fraction_hint(const KeySpec& s, const Json& v) const {
+    if (!v.is_number_float()) return "";
+    const double d = v.get<double>();
+    if (d <= 1 || d == std::floor(d) || !std::isfinite(d)) return "";
+    const StepsUse use = steps_use(s.path);
+    const std::string_view name = s.path.substr(std::string_view("trainer.").size());
+    if (use.eval_copy)
+      return fmt::format(
+          "; trainer.eval_strategy is steps and trainer.eval_steps null or 0, so evaluations "
+          "run every {}, and transformers raises \"--eval_steps must be an integer if bigger "
+          "than 1: {}\"",
+          name, show(v));
+    return fmt::format(
+        "; trainer.{}_strategy is steps, where transformers raises \"--{} must be an integer "
+        "if bigger than 1: {}\" (under another strategy a fraction is taken, and unused)",
+        name.substr(0, name.find('_')), name, show(v));
+  }
+
   const std::string& source_;
   const std::set<std::string>& overridden_;
   std::vector<std::string>* notes_;
   std::map<std::string, KeyOrigin>* origins_;
+  const Json* root_ = nullptr;  // the whole tree, for rules that read another key
 };
 
 }  // namespace

@@ -40,8 +40,9 @@ constexpr std::string_view kFsdp =
 // in (0, 1) of the total steps into `ratio` (the count resolved once the plan knows the total,
 // TrainArgs::resolve_step_ratios); null stores 0 (eval_steps: logging_steps). An integer is read
 // as it is (exact beyond 2^53, as Python's int), a whole float (10.0, below 2^63: the rule) as
-// TrainingArguments' int(value). The value as given goes to `given` (trainer_state.json's value
-// depends on its form: train::hf_state_steps).
+// TrainingArguments' int(value); a fraction above 1 (2.5, taken only where no strategy steps
+// reads it: RunConfig's check) is int() too, and never read. The value as given goes to `given`
+// (trainer_state.json's value depends on its form: train::hf_state_steps).
 KeySpec steps_option(std::string_view path, int64_t TrainArgs::*field, double TrainArgs::*ratio,
                      Json TrainArgs::*given, Json dflt, ValueRule rule) {
   KeySpec k = acts(path, std::move(dflt), std::move(rule));

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <functional>
 #include <optional>
 #include <random>
 #include <system_error>
@@ -72,25 +73,69 @@ bool process_running(int64_t pid) {
   return ::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;
 }
 
-std::optional<int64_t> staging_dir_pid(std::string_view name, std::string_view final_name,
-                                       std::string_view kind) {
-  if (!name.starts_with(final_name)) return std::nullopt;
-  std::string_view rest = name.substr(final_name.size());
-  if (rest.size() < kind.size() + 2 || rest[0] != '.' || rest.substr(1, kind.size()) != kind ||
-      rest[kind.size() + 1] != '.')
-    return std::nullopt;
-  rest.remove_prefix(kind.size() + 2);  // "<pid>.<16 hex>"
-  const size_t dot = rest.find('.');
-  if (dot == 0 || dot == std::string_view::npos || dot > 18 || rest.size() - dot - 1 != 16)
-    return std::nullopt;
+std::optional<TempName> parse_temp_name(std::string_view name, std::string_view kind,
+                                        size_t hex_digits) {
+  // From the end: "<hex>", then ".<pid>" (1 to 18 digits), then ".<kind>", then the base.
+  if (name.size() < hex_digits + 1) return std::nullopt;
+  const std::string_view hex = name.substr(name.size() - hex_digits);
+  for (char c : hex)
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return std::nullopt;
+  std::string_view rest = name.substr(0, name.size() - hex_digits);
+  if (!rest.ends_with('.')) return std::nullopt;
+  rest.remove_suffix(1);
+  const size_t dot = rest.rfind('.');
+  if (dot == std::string_view::npos) return std::nullopt;
+  const std::string_view digits = rest.substr(dot + 1);
+  if (digits.empty() || digits.size() > 18) return std::nullopt;
   int64_t pid = 0;
-  for (char c : rest.substr(0, dot)) {
+  for (char c : digits) {
     if (c < '0' || c > '9') return std::nullopt;
     pid = pid * 10 + (c - '0');
   }
-  for (char c : rest.substr(dot + 1))
-    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return std::nullopt;
-  return pid;
+  rest = rest.substr(0, dot);
+  if (!rest.ends_with(kind) || rest.size() < kind.size() + 2) return std::nullopt;
+  rest.remove_suffix(kind.size());
+  if (!rest.ends_with('.')) return std::nullopt;
+  rest.remove_suffix(1);
+  return TempName{rest, pid};
+}
+
+std::optional<int64_t> staging_dir_pid(std::string_view name, std::string_view final_name,
+                                       std::string_view kind) {
+  const std::optional<TempName> t = parse_temp_name(name, kind, 16);
+  if (!t || t->base != final_name) return std::nullopt;
+  return t->pid;
+}
+
+bool left_by_dead_process(std::optional<int64_t> pid) {
+  return pid && *pid != static_cast<int64_t>(::getpid()) && !process_running(*pid);
+}
+
+std::vector<fs::path> clean_stale_temp_files(
+    const fs::path& dir, const std::function<std::optional<int64_t>(std::string_view)>& pid_of) {
+  std::vector<fs::path> stale;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    std::error_code fec;
+    if (e.is_symlink(fec) || !e.is_regular_file(fec)) continue;
+    if (left_by_dead_process(pid_of(e.path().filename().string()))) stale.push_back(e.path());
+  }
+  std::sort(stale.begin(), stale.end());
+  std::vector<fs::path> removed;
+  for (const auto& p : stale) {
+    // Another process cleaning the same directory may have removed it first.
+    const bool gone = fs::remove(p, ec);
+    if (ec && ec != std::errc::no_such_file_or_directory)
+      fail("{}: cannot remove it: {}", p.string(), ec.message());
+    if (gone) removed.push_back(p);
+  }
+  return removed;
+}
+
+std::optional<int64_t> atomic_write_temp_pid(std::string_view name) {
+  const std::optional<TempName> t = parse_temp_name(name, "tmp", 16);
+  if (!t) return std::nullopt;
+  return t->pid;
 }
 
 std::vector<StaleStaging> clean_stale_staging_dirs(const fs::path& final, bool with_old) {
@@ -100,9 +145,7 @@ std::vector<StaleStaging> clean_stale_staging_dirs(const fs::path& final, bool w
   auto pid_of = [&](std::string_view n, std::string_view kind) {
     return staging_dir_pid(n, name, kind);
   };
-  auto gone = [](std::optional<int64_t> pid) {
-    return pid && *pid != static_cast<int64_t>(::getpid()) && !process_running(*pid);
-  };
+  const auto gone = left_by_dead_process;
   std::vector<fs::path> stale_tmp, stale_old;
   std::error_code ec;
   const fs::path dir = parent_or_dot(f);

@@ -119,10 +119,37 @@ fs::path temp_sibling(const fs::path& path, std::string_view kind = "tmp");
 // Whether process `pid` runs on this host (kill(pid, 0) succeeds or is refused with EPERM).
 bool process_running(int64_t pid);
 
+// A temporary name "<base>.<kind>.<pid>.<hex>" taken apart.
+struct TempName {
+  std::string_view base;  // non-empty
+  int64_t pid;
+};
+// `name` as "<base>.<kind>.<pid>.<`hex_digits` lowercase hex digits>" exactly (pid: 1 to 18
+// decimal digits; base: at least one character), else nullopt.
+std::optional<TempName> parse_temp_name(std::string_view name, std::string_view kind,
+                                        size_t hex_digits);
+
 // The pid in `name` when it is exactly "<final_name>.<kind>.<pid>.<16 lowercase hex digits>" (the
 // name temp_sibling gives: a StagingDir's "tmp" or "old" directory), else nullopt.
 std::optional<int64_t> staging_dir_pid(std::string_view name, std::string_view final_name,
                                        std::string_view kind);
+
+// The rule that removes what a process left behind (SIGKILL, OOM kill, power loss): `pid` is set,
+// is not this process's, and no process of that pid runs on this host.
+bool left_by_dead_process(std::optional<int64_t> pid);
+
+// The pid in `name` when it is exactly "<name>.tmp.<pid>.<16 lowercase hex digits>" (non-empty
+// name): the temporary sibling write_file_atomic writes and renames (temp_sibling), else nullopt.
+std::optional<int64_t> atomic_write_temp_pid(std::string_view name);
+
+// Removes the regular files (not symlinks, not directories) directly in `dir` whose name `pid_of`
+// reads a pid from (a writer's temporary name, e.g. atomic_write_temp_pid) that
+// left_by_dead_process: what a killed process left of a write it never renamed into place. A
+// running process's are kept (it may still rename them), and every other name. Returns the
+// removed paths, in name order (one another process removed first is skipped); none when `dir`
+// cannot be listed. Throws zt::Error naming a file it cannot remove.
+std::vector<fs::path> clean_stale_temp_files(
+    const fs::path& dir, const std::function<std::optional<int64_t>(std::string_view)>& pid_of);
 
 // A StagingDir's leftover that clean_stale_staging_dirs dealt with.
 struct StaleStaging {

@@ -208,7 +208,15 @@ std::string PrepareReport::summary() const {
       dataset_kind == "pre-tokenised" ? std::string()
                                       : fmt::format("; prefix mismatches: {} (completion mask: {})",
                                                     prefix_mismatches, completion_mask),
-      cache_file.string(), from_cache ? "reused" : "built", from_cache ? seconds : build_seconds);
+      cache_file.string(), cache_status(), reused() ? seconds : build_seconds);
+}
+
+bool PrepareReport::reused() const { return built_by.empty() && from_cache && cache_existed; }
+
+std::string PrepareReport::cache_status() const {
+  if (!built_by.empty()) return "built by " + built_by;
+  if (!from_cache) return "built";
+  return cache_existed ? "reused" : "built by another process";
 }
 
 CacheKey dataset_cache_key(const DataOptions& given, const text::TokenizerConfig& config) {
@@ -570,7 +578,7 @@ PreparedDataset prepare_dataset(const DataOptions& given, const text::Tokenizer&
   const DataOptions opts = with_chat_template_path(given, &tokenizer);
   const CacheKey key = dataset_cache_key(opts, config);
   const std::filesystem::path file = cache_file_path(opts, key);
-  bool built = false;
+  bool built = false, existed = false;
   PreparedDataset ds = open_or_build_cache(
       file, key,
       [&] {
@@ -578,10 +586,11 @@ PreparedDataset prepare_dataset(const DataOptions& given, const text::Tokenizer&
         d.report["cache_file"] = file.string();
         return d;
       },
-      &built);
+      &built, &existed);
   if (report != nullptr) {
     *report = PrepareReport::from_json(ds.stored_report());
     report->from_cache = !built;
+    report->cache_existed = existed;
     report->cache_file = file;
     report->seconds = seconds_since(t0);
   }

@@ -71,13 +71,25 @@ struct PrepareReport {
   std::string completion_mask;                // "prefix" or "positional"
   double build_seconds = 0;                   // time the build took (when the cache was written)
   double seconds = 0;                         // time of this prepare_dataset call
-  bool from_cache = false;                    // the cache already existed and was only mapped
+  bool from_cache = false;                    // this process did not build it, only mapped it
+  // The cache file was there (and valid) at this call's first look, before any wait for another
+  // process's build: what summary() calls "reused".
+  bool cache_existed = false;
+  // Who built the cache in this run, where the caller knows ("rank 1" of a launch: the trainer
+  // sets it); empty: this process where it built it, else another process (it was not there at
+  // the first look).
+  std::string built_by;
   std::filesystem::path cache_file;
 
   Json to_json() const;
   static PrepareReport from_json(const Json& j);
-  // A few human-readable lines for the CLI.
+  // A few human-readable lines for the CLI; the last says how the cache came about: "built"
+  // (by this process), "built by <built_by>", "built by another process", or "reused" (it
+  // existed before: cache_existed, and built_by empty), with the build's seconds, or this call's
+  // when reused.
   std::string summary() const;
+  std::string cache_status() const;  // summary()'s word for the cache: "built", "reused", …
+  bool reused() const;               // cache_status() is "reused"
 };
 
 // The cache key: XXH3-128 of the pipeline and report versions, tokenizer.json (and
@@ -115,7 +127,8 @@ TokenData build_token_data(const DataOptions& opts, const text::Tokenizer& token
 
 // Returns the prepared dataset, from the cache when its key matches, else built with
 // build_token_data and written to the cache (atomically, once across concurrent ranks; see
-// open_or_build_cache). `report` (optional) gets the build's counts plus from_cache/seconds.
+// open_or_build_cache). `report` (optional) gets the build's counts plus from_cache,
+// cache_existed and seconds.
 // Errors as build_token_data; nothing is left in the cache directory on error but the
 // `<file>.lock` file.
 PreparedDataset prepare_dataset(const DataOptions& opts, const text::Tokenizer& tokenizer,

@@ -322,9 +322,39 @@ Json PreparedDataset::stored_report() const {
   return parse_json(report_, "the token cache's report");
 }
 
+std::optional<int64_t> token_cache_temp_pid(std::string_view name) {
+  const std::optional<TempName> t = parse_temp_name(name, "tmp", 8);
+  if (!t || !t->base.starts_with('.') || !t->base.ends_with(".ztc")) return std::nullopt;
+  const std::string_view cache = t->base.substr(1, t->base.size() - 5);  // "<stem>-<32 hex>"
+  if (cache.size() < 34 || cache[cache.size() - 33] != '-') return std::nullopt;
+  for (char c : cache.substr(cache.size() - 32))
+    if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) return std::nullopt;
+  return t->pid;
+}
+
+std::vector<std::filesystem::path> clean_stale_token_cache_temps(const std::filesystem::path& dir) {
+  return clean_stale_temp_files(dir, [&](std::string_view name) -> std::optional<int64_t> {
+    const std::optional<int64_t> pid = token_cache_temp_pid(name);
+    if (!pid) return std::nullopt;
+    // Its cache file's build lock held: a builder is at work, maybe on another host sharing the
+    // directory (where the pid means nothing). A killed builder's lock is free.
+    const std::string_view base = name.substr(1, name.rfind(".tmp.") - 1);  // "<stem>-<hex>.ztc"
+    Fd lock{::open((dir / (std::string(base) + ".lock")).c_str(), O_RDWR | O_CLOEXEC)};
+    if (lock.fd >= 0 && ::flock(lock.fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK)
+      return std::nullopt;
+    return pid;
+  });
+}
+
 PreparedDataset open_or_build_cache(const std::filesystem::path& file, const CacheKey& key,
-                                    const std::function<TokenData()>& build, bool* built) {
+                                    const std::function<TokenData()>& build, bool* built,
+                                    bool* existed) {
   if (built != nullptr) *built = false;
+  if (existed != nullptr) *existed = false;
+  // What a killed build left (its temporary file, never renamed into place).
+  const std::filesystem::path dir = file.parent_path().empty() ? "." : file.parent_path();
+  for (const auto& p : clean_stale_token_cache_temps(dir))
+    log::info("removed {}, left by an interrupted tokenisation", p.string());
   const auto try_open = [&](bool warn) -> std::optional<PreparedDataset> {
     std::error_code ec;
     if (!std::filesystem::exists(file, ec)) return std::nullopt;
@@ -335,7 +365,10 @@ PreparedDataset open_or_build_cache(const std::filesystem::path& file, const Cac
       return std::nullopt;
     }
   };
-  if (auto ds = try_open(true)) return std::move(*ds);
+  if (auto ds = try_open(true)) {
+    if (existed != nullptr) *existed = true;
+    return std::move(*ds);
+  }
 
   std::error_code ec;
   if (!file.parent_path().empty()) std::filesystem::create_directories(file.parent_path(), ec);

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -147,9 +148,22 @@ class PreparedDataset {
 // key) or invalid. Safe for several processes (ranks) at once: builders serialise on an flock'd
 // `<file>.lock` beside it (left in place), a process that waited re-checks and maps the file the
 // winner wrote, so the dataset is built once and the file is never seen half-written. `built`
-// (optional) says whether this call ran `build`. Errors from `build` propagate; no cache file is
-// left behind then.
+// (optional) says whether this call ran `build`; `existed` (optional) whether the file was there
+// and valid at the call's first look, before any wait for the lock (false where another process
+// built it meanwhile). Errors from `build` propagate; no cache file is left behind then. First it
+// removes what killed builds left in the file's directory (clean_stale_token_cache_temps).
 PreparedDataset open_or_build_cache(const std::filesystem::path& file, const CacheKey& key,
-                                    const std::function<TokenData()>& build, bool* built = nullptr);
+                                    const std::function<TokenData()>& build, bool* built = nullptr,
+                                    bool* existed = nullptr);
+
+// The pid in `name` when it is exactly the temporary name the token cache writer gives cache file
+// "<stem>-<32 hex>.ztc": ".<stem>-<32 hex>.ztc.tmp.<pid>.<8 hex>", else nullopt.
+std::optional<int64_t> token_cache_temp_pid(std::string_view name);
+
+// Removes the token cache temporary files in `dir` (token_cache_temp_pid) a killed build left: by
+// the staging directories' rule (core/file_util.h left_by_dead_process: the pid no longer runs on
+// this host), and only where no process holds the cache file's build lock ("<file>.lock": a
+// builder on another host sharing the directory keeps its file). Returns the removed paths.
+std::vector<std::filesystem::path> clean_stale_token_cache_temps(const std::filesystem::path& dir);
 
 }  // namespace zt::data

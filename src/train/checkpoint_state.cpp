@@ -87,6 +87,13 @@ double hf_total_flos(int64_t tokens, int64_t non_embedding_params) {
   return 6.0 * static_cast<double>(tokens) * static_cast<double>(non_embedding_params);
 }
 
+int64_t hf_steps_period(double steps) {
+  // steps = m / 2^e with m odd: k · steps is whole exactly where 2^e divides k, first at m. Each
+  // doubling is exact.
+  while (steps != std::floor(steps)) steps *= 2;
+  return static_cast<int64_t>(steps);
+}
+
 Json hf_state_steps(const Json& given, bool steps_strategy, int64_t max_steps) {
   if (given.is_null()) return 500;  // compute_steps leaves None: the dataclass default
   Json v = given;
@@ -147,14 +154,13 @@ HfTrainerStateRead read_hf_trainer_state(const fs::path& file) {
         std::tuple{"save_steps", &r.save_steps, &r.save_steps_value}}) {
     if (!st.contains(key)) continue;
     const Json& v = st[key];
-    const bool whole = v.is_number_integer() ? v.get<int64_t>() >= 0
-                                             : v.is_number_float() && v.get<double>() >= 0 &&
-                                                   v.get<double>() < 0x1p63 &&
-                                                   v.get<double>() == std::floor(v.get<double>());
-    if (!whole)
-      fail("{}: '{}' must be a whole number of optimizer steps >= 0, got {}", file.string(), key,
-           v.dump());
-    *field = v.is_number_integer() ? v.get<int64_t>() : static_cast<int64_t>(v.get<double>());
+    const bool ok = v.is_number_integer()
+                        ? v.get<int64_t>() >= 0
+                        : v.is_number_float() && v.get<double>() >= 0 && v.get<double>() < 0x1p63;
+    if (!ok)
+      fail("{}: '{}' must be a number of optimizer steps >= 0 (below 2^63), got {}", file.string(),
+           key, v.dump());
+    *field = v.is_number_integer() ? v.get<int64_t>() : hf_steps_period(v.get<double>());
     *value = v;
   }
   return r;

@@ -94,6 +94,11 @@ double hf_total_flos(int64_t tokens, int64_t non_embedding_params);
 // 1.0 stays 1.0, 0.25 of 37 steps is 10. (eval_steps null or 0 under eval_strategy steps is
 // logging_steps' given value first: set_hf_state_steps.)
 Json hf_state_steps(const Json& given, bool steps_strategy, int64_t max_steps);
+// The steps between the events DefaultFlowCallback triggers with `global_step % steps == 0` for a
+// TrainerState value `steps` (>= 0, below 2^63): a whole value itself; a fraction (2.5, which
+// trainer_state.json holds where the strategy was not steps) its least whole multiple (5; 0.5: 1),
+// as Python's exact float remainder gives 0 there first.
+int64_t hf_steps_period(double steps);
 // Sets a's state_logging_steps / state_eval_steps / state_save_steps from its *_given values and
 // strategies (hf_state_steps; an eval_steps null or 0 under eval_strategy steps takes
 // logging_steps' given value, as TrainingArguments.__post_init__ copies it).
@@ -107,15 +112,16 @@ struct HfTrainerStateRead {
   // which a resumed transformers run keeps (the loaded TrainerState replaces the computed one);
   // absent from the file: the dataclass default 500, as `TrainerState(**json)` gives. 0: none.
   int64_t logging_steps = 500, eval_steps = 500, save_steps = 500;
-  // The same as the file writes them (an integer, or a whole float), which the resumed run's
+  // The same as the file writes them (an integer, or a float: 10.0, or 2.5 where the strategy
+  // was not steps; the counts above are hf_steps_period of a float), which the resumed run's
   // trainer_state.json writes again, as the loaded TrainerState holds them.
   Json logging_steps_value = 500, eval_steps_value = 500, save_steps_value = 500;
 };
 // Reads `file` (for a resume to continue its log and keep its steps). Throws zt::Error naming the
 // file (and the key) when it cannot be read, is not valid JSON, has no integer "global_step" >= 0,
 // no list "log_history" of objects each with an integer "step", or a "logging_steps" /
-// "eval_steps" / "save_steps" that is not a whole number >= 0 (an integer, or a float such as
-// 10.0, which transformers writes where the strategy is not steps; 0: none, which
+// "eval_steps" / "save_steps" that is not a number >= 0 below 2^63 (an integer, or a float such as
+// 10.0 or 2.5, which transformers writes where the strategy is not steps; 0: none, which
 // resume_interval_steps refuses where transformers would divide by it).
 HfTrainerStateRead read_hf_trainer_state(const std::filesystem::path& file);
 

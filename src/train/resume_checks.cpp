@@ -185,19 +185,21 @@ void resume_interval_steps(const HfTrainerStateRead& saved, const std::string& h
   struct Steps {
     const char* key;    // under trainer.
     const char* verb;   // what the run does every that many steps
-    int64_t now, then;  // this config's count (resolved), the checkpoint's
-    double ratio;       // the config's ratio, or 0
+    int64_t now, then;  // this config's count (resolved), the checkpoint's (hf_steps_period)
+    const Json& written;  // the checkpoint's value as the file writes it (2.5 for a count of 5)
+    double ratio;         // the config's ratio, or 0
     bool unset;         // eval_steps null: logging_steps' count
     bool acts;          // its strategy is steps
   };
   const Steps all[] = {
-      {"logging_steps", "logs", a->logging_steps, saved.logging_steps, a->logging_steps_ratio,
-       false, a->logging_strategy == IntervalStrategy::kSteps},
+      {"logging_steps", "logs", a->logging_steps, saved.logging_steps, saved.logging_steps_value,
+       a->logging_steps_ratio, false, a->logging_strategy == IntervalStrategy::kSteps},
       {"eval_steps", "evaluates", a->state_eval_steps.get<int64_t>(), saved.eval_steps,
-       a->eval_steps_ratio, a->eval_steps == 0 && a->eval_steps_ratio == 0.0,
+       saved.eval_steps_value, a->eval_steps_ratio,
+       a->eval_steps == 0 && a->eval_steps_ratio == 0.0,
        a->eval_strategy == IntervalStrategy::kSteps},
-      {"save_steps", "saves", a->save_steps, saved.save_steps, a->save_steps_ratio, false,
-       a->save_strategy == SaveStrategy::kSteps}};
+      {"save_steps", "saves", a->save_steps, saved.save_steps, saved.save_steps_value,
+       a->save_steps_ratio, false, a->save_strategy == SaveStrategy::kSteps}};
   // DefaultFlowCallback's `state.global_step % state.logging_steps` (eval_steps alike) under
   // strategy steps: a 0 there raises ZeroDivisionError at the first step.
   for (const Steps& s : all) {
@@ -231,7 +233,7 @@ void resume_interval_steps(const HfTrainerStateRead& saved, const std::string& h
         "{}{}: {}, and {} records {}; the resumed run {}, as transformers' Trainer does (it "
         "loads the checkpoint's TrainerState, whose logging_steps, eval_steps and save_steps "
         "replace the ones this run's arguments give){}",
-        o.at.empty() ? "" : o.at + ": ", key, given, hf_file, s.then, does, o.where);
+        o.at.empty() ? "" : o.at + ": ", key, given, hf_file, s.written.dump(), does, o.where);
   }
 }
 

@@ -61,16 +61,30 @@ int64_t micro_batch_capacity(const TrainArgs& a, int64_t longest) {
   return b * longest;
 }
 
+// Sets rep.built_by to the rank of the run that built the token cache, if one did (every rank
+// calls it after prepare_dataset: an all-reduce). Under a launch the ranks prepare at once and
+// one builds while the others wait and map its file, so rank 0's own view ("reused", or "built by
+// another process") would not say what happened; "reused" is left only where no rank built it.
+// One rank: rep unchanged.
+void note_cache_builder(dist::Comm& comm, data::PrepareReport& rep) {
+  if (comm.world_size() == 1) return;
+  int64_t builder = rep.from_cache ? 0 : comm.rank() + 1;
+  comm.all_reduce(&builder, 1, dist::ReduceOp::kMax);
+  if (builder > 0) rep.built_by = fmt::format("rank {}", builder - 1);
+}
+
 }  // namespace
 
 void Trainer::State::prepare_data() {
   data::PrepareReport rep;
   train.emplace(data::prepare_dataset(a.train_data, tok, tok_cfg, &rep));
+  note_cache_builder(comm, rep);
   train_trl_samples = rep.trl_num_samples;
   if (rank0()) log::info("train data {}: {}", a.train_data.dataset.string(), rep.summary());
   if (a.eval_data) {
     data::PrepareReport erep;
     eval.emplace(data::prepare_dataset(data::eval_options(*a.eval_data, rep), tok, tok_cfg, &erep));
+    note_cache_builder(comm, erep);
     eval_trl_samples = erep.trl_num_samples;
     if (rank0()) log::info("eval data {}: {}", a.eval_data->dataset.string(), erep.summary());
   }
@@ -475,6 +489,10 @@ void Trainer::State::open_outputs() {
   if (ec) fail("exp_dir: cannot create {}: {}", a.exp_dir.string(), ec.message());
   if (!dir_lock.held()) dir_lock = RunDirLock(a.exp_dir);  // before anything is written there
   for (const auto& p : clean_stale_checkpoint_dirs(a.exp_dir))
+    log::info("cleaned {} left by an interrupted run", p.string());
+  // The temporary files of atomic writes there (args.yaml, the run record, metrics.jsonl) that a
+  // killed run never renamed into place.
+  for (const auto& p : clean_stale_temp_files(a.exp_dir, atomic_write_temp_pid))
     log::info("cleaned {} left by an interrupted run", p.string());
   if (!output_dir_at_start) {
     clean_stale_export_dirs(a.output_dir);  // logs what it removes or restores

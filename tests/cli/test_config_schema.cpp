@@ -104,6 +104,57 @@ std::string trainer_error(const std::string& key, const Json& value) {
   return error_of([&] { RunConfig::from_json({{"trainer", {{key, value}}}}, "sft.yaml"); });
 }
 
+// A fraction above 1 in logging_steps / eval_steps / save_steps is taken where its strategy is
+// not steps (transformers 4.57.1's __post_init__ checks it only there; the value is unused), with
+// the key's lower bound kept; where a strategy steps reads it, it is refused quoting transformers,
+// eval_strategy steps reading logging_steps through a null or 0 eval_steps included.
+TEST(ConfigSchema, AFractionOfStepsIsTakenWhereNoStrategyStepsReadsIt) {
+  const auto error = [](const Json& trainer) {
+    return error_of([&] { RunConfig::from_json({{"trainer", trainer}}, "sft.yaml"); });
+  };
+  const RunConfig c = RunConfig::from_json({{"trainer",
+                                             {{"logging_strategy", "epoch"},
+                                              {"logging_steps", 2.5},
+                                              {"eval_strategy", "no"},
+                                              {"eval_steps", 7.5},
+                                              {"save_strategy", "epoch"},
+                                              {"save_steps", 1.25}}}},
+                                           "sft.yaml");
+  EXPECT_EQ(c.value("trainer.logging_steps").dump() + " " + c.value("trainer.eval_steps").dump() +
+                " " + c.value("trainer.save_steps").dump(),
+            "2.5 7.5 1.25");
+  // A value from ${oc.env:…} (a string) is the number it spells; a strategy under its old name.
+  EXPECT_EQ(error({{"logging_strategy", "no"}, {"logging_steps", "3.5"}}), "<no error>");
+  EXPECT_NE(error({{"evaluation_strategy", "steps"}, {"eval_steps", 2.5}})
+                .find("sft.yaml: trainer.eval_steps: 2.5 is not valid (expected an integer "
+                      "number of steps >= 0, or a ratio in (0, 1) of the total steps; "
+                      "trainer.eval_strategy is steps, where transformers raises \"--eval_steps "
+                      "must be an integer if bigger than 1: 2.5\""),
+            std::string::npos);
+  // The lower bound and int64 stay.
+  EXPECT_EQ(error({{"logging_strategy", "epoch"}, {"logging_steps", -2.5}}),
+            "sft.yaml: trainer.logging_steps: -2.5 is not valid (expected an integer number of "
+            "steps >= 1, or a ratio in (0, 1) of the total steps)");
+  EXPECT_NE(error({{"save_strategy", "no"}, {"save_steps", 1e19 + 0.5}}).find("is not valid"),
+            std::string::npos);
+  // eval_steps null (or 0) under eval_strategy steps is logging_steps' value.
+  for (const Json& eval_steps : {Json(), Json(0)}) {
+    Json t = {{"logging_strategy", "epoch"}, {"logging_steps", 2.5}, {"eval_strategy", "steps"}};
+    if (!eval_steps.is_null()) t["eval_steps"] = eval_steps;
+    EXPECT_EQ(error(t),
+              "sft.yaml: trainer.logging_steps: 2.5 is not valid (expected an integer number of "
+              "steps >= 1, or a ratio in (0, 1) of the total steps; trainer.eval_strategy is "
+              "steps and trainer.eval_steps null or 0, so evaluations run every logging_steps, "
+              "and transformers raises \"--eval_steps must be an integer if bigger than 1: "
+              "2.5\")");
+  }
+  EXPECT_EQ(error({{"logging_strategy", "epoch"},
+                   {"logging_steps", 2.5},
+                   {"eval_strategy", "steps"},
+                   {"eval_steps", 4}}),
+            "<no error>");
+}
+
 TEST(ConfigSchema, EveryNumberAndEnumIsCheckedWithItsRange) {
   struct Case {
     const char* key;
@@ -135,10 +186,18 @@ TEST(ConfigSchema, EveryNumberAndEnumIsCheckedWithItsRange) {
       {"logging_steps", 0,
        "trainer.logging_steps: 0 is not valid (expected an integer number of steps >= 1, or a "
        "ratio in (0, 1) of the total steps)"},
-      // above 1 a number of steps must be whole, as transformers' __post_init__ requires
-      {"eval_steps", 2.5,
-       "trainer.eval_steps: 2.5 is not valid (expected an integer number of steps >= 0, or a "
-       "ratio in (0, 1) of the total steps)"},
+      // above 1 a number of steps must be whole under its strategy steps (save_strategy's
+      // default), as transformers' __post_init__ requires
+      {"save_steps", 2.5,
+       "trainer.save_steps: 2.5 is not valid (expected an integer number of steps >= 0, or a "
+       "ratio in (0, 1) of the total steps; trainer.save_strategy is steps, where transformers "
+       "raises \"--save_steps must be an integer if bigger than 1: 2.5\" (under another strategy "
+       "a fraction is taken, and unused))"},
+      {"logging_steps", 10.5,
+       "trainer.logging_steps: 10.5 is not valid (expected an integer number of steps >= 1, or a "
+       "ratio in (0, 1) of the total steps; trainer.logging_strategy is steps, where "
+       "transformers raises \"--logging_steps must be an integer if bigger than 1: 10.5\" (under "
+       "another strategy a fraction is taken, and unused))"},
       {"save_steps", -5,
        "trainer.save_steps: -5 is not valid (expected an integer number of steps >= 0, or a "
        "ratio in (0, 1) of the total steps)"},

@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "core/zt_test_util.h"
 #include "io/json.h"
+#include "text/unicode.h"
 
 namespace fs = std::filesystem;
 using zt::Json;
@@ -62,6 +63,31 @@ TEST(DeepSpeedString, ReadsWhatHfDeepSpeedConfigReads) {
   EXPECT_GE(read, 50u);
   EXPECT_GE(value_errors, 80u);
   EXPECT_EQ(attribute_errors, 6u);
+}
+
+// A long value is shown as its first 57 characters and "...", cut between characters: 2-, 3- and
+// 4-byte ones where the 57th byte falls inside one.
+TEST(DeepSpeedString, ALongValueIsCutBetweenCharacters) {
+  std::string chars;  // 60 characters, 2 + 3 + 4 bytes each in turn
+  for (int i = 0; i < 20; ++i) chars += "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80";  // é € 😀
+  const std::string e = error_of([&] { read_deepspeed_string("[\"" + chars + "\"]"); });
+  EXPECT_EQ(zt::text::unicode::find_invalid_utf8(e), std::nullopt) << e;
+  // ["  + 55 characters (18 triples and é) + "...": the dump has 64 characters.
+  std::string shown = "[\"";
+  for (int i = 0; i < 18; ++i) shown += "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80";
+  shown += "\xc3\xa9...";
+  EXPECT_NE(e.find(" is JSON of the list " + shown + ", not a mapping"), std::string::npos) << e;
+  // 60 characters are shown whole: ["  + 56 + "].
+  const std::string whole = "[\"" + std::string(56, 'a') + "\"]";
+  EXPECT_NE(error_of([&] {
+              read_deepspeed_string(whole);
+            }).find(" is JSON of the list " + whole + ", not a mapping"),
+            std::string::npos);
+  const std::string longer = "[\"" + std::string(57, 'a') + "\"]";
+  EXPECT_NE(error_of([&] {
+              read_deepspeed_string(longer);
+            }).find(" is JSON of the list [\"" + std::string(55, 'a') + "..., not a mapping"),
+            std::string::npos);
 }
 
 // How each was given: the start-up line says it.

@@ -8,10 +8,12 @@
 #include <vector>
 
 #include "core/file_util.h"
+#include "core/zt_dead_pid.h"
 #include "zt_test_util.h"
 
 namespace {
 
+using zt::testing::dead_pid;
 using zt::testing::expect_error;
 using zt::testing::list_dir;
 using zt::testing::TempDir;
@@ -116,14 +118,6 @@ TEST(FileUtil, StagingDirAppearsCompleteOrNotAtAll) {
   EXPECT_EQ(list_dir(d.path()), std::vector<std::string>{"model"});
 }
 
-// The pid of a process that has exited (and been reaped): no process runs under it.
-int64_t dead_pid() {
-  const pid_t child = ::fork();
-  if (child == 0) ::_exit(0);
-  ::waitpid(child, nullptr, 0);
-  return child;
-}
-
 // What a StagingDir left when its process was killed: removed when that process is gone, kept while
 // it runs (a concurrent export), and nothing of another name, kind or pattern is touched.
 TEST(FileUtil, StaleStagingDirsOfGoneProcessesAreRemovedAndNothingElse) {
@@ -164,6 +158,52 @@ TEST(FileUtil, StaleStagingDirsOfGoneProcessesAreRemovedAndNothingElse) {
   EXPECT_EQ(list_dir(d.path()), want);
   EXPECT_TRUE(zt::clean_stale_staging_dirs(d / "model/").empty());  // a trailing slash
   EXPECT_TRUE(zt::clean_stale_staging_dirs(d / "nowhere" / "model").empty());
+}
+
+// What write_file_atomic left when its process was killed before the rename
+// ("<name>.tmp.<pid>.<16 hex>"): removed when that process is gone, kept while it runs, and no
+// other name (nor a directory or symlink of that name) is touched.
+TEST(FileUtil, StaleAtomicWriteTempFilesOfGoneProcessesAreRemovedAndNothingElse) {
+  TempDir d;
+  const std::string hex = ".0123456789abcdef";
+  const std::string gone = std::to_string(dead_pid());
+  const std::string live = std::to_string(::getppid());
+  const std::vector<std::string> stale = {"args.yaml.tmp." + gone + hex,
+                                          "metrics.jsonl.tmp." + gone + ".fedcba9876543210",
+                                          ".x.tmp." + gone + hex};
+  const std::vector<std::string> kept = {
+      "args.yaml",
+      "args.yaml.tmp." + live + hex,                        // a live process's
+      "args.yaml.tmp." + std::to_string(::getpid()) + hex,  // this process's
+      "args.yaml.tmp." + gone + ".0123456789abcdeF",        // not lowercase hex
+      "args.yaml.tmp." + gone + ".0123456789abcde",         // 15 digits
+      "args.yaml.tmp." + gone + "x" + hex,                  // not a pid
+      "args.yaml.old." + gone + hex,                        // not a temp file's kind
+      ".tmp." + gone + hex,                                 // no name before it
+      "notes.tmp." + gone,                                  // no random part
+      "notes.txt"};
+  for (const auto& n : stale) zt::write_file_atomic(d / n, n);
+  for (const auto& n : kept) zt::write_file_atomic(d / n, n);
+  const std::string dir = "model.tmp." + gone + hex;  // a StagingDir's: not a file
+  fs::create_directories(d / dir);
+  const std::string link = "link.tmp." + gone + hex;
+  fs::create_symlink(d / "notes.txt", d / link);
+  EXPECT_EQ(zt::atomic_write_temp_pid("args.yaml.tmp." + gone + hex), std::stoll(gone));
+  EXPECT_EQ(zt::atomic_write_temp_pid("args.yaml.tmp." + gone + ".0123"), std::nullopt);
+
+  const std::vector<fs::path> removed =
+      zt::clean_stale_temp_files(d.path(), zt::atomic_write_temp_pid);
+  std::vector<fs::path> want;
+  for (const auto& n : stale) want.push_back(d / n);
+  std::sort(want.begin(), want.end());
+  EXPECT_EQ(removed, want);
+  std::vector<std::string> left = kept;
+  left.push_back(dir);
+  left.push_back(link);
+  std::sort(left.begin(), left.end());
+  EXPECT_EQ(list_dir(d.path()), left);
+  EXPECT_TRUE(zt::clean_stale_temp_files(d.path(), zt::atomic_write_temp_pid).empty());
+  EXPECT_TRUE(zt::clean_stale_temp_files(d / "nowhere", zt::atomic_write_temp_pid).empty());
 }
 
 // A commit killed between its two renames: the previous directory waits under ".old." and `final`

@@ -2,12 +2,15 @@
 // on a key change, and several processes building at once (fork) ending with one valid file.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/file.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 
 #include "core/error.h"
+#include "core/zt_dead_pid.h"
 #include "data/rows.h"
 #include "data/token_cache.h"
 #include "test_util.h"
@@ -15,6 +18,7 @@
 namespace zt::data {
 namespace {
 
+using zt::testing::dead_pid;
 using zt::testing::error_of;
 using zt::testing::TempDir;
 using zt::testing::write_file;
@@ -170,6 +174,58 @@ TEST(TokenCache, OpenOrBuildReusesAndRebuilds) {
             }),
             "bad row");
   EXPECT_FALSE(std::filesystem::exists(file2));
+}
+
+// A build killed before its rename leaves ".<file>.tmp.<pid>.<8 hex>" beside the cache: the next
+// open_or_build_cache removes it when that process is gone and no builder holds the file's lock,
+// and keeps a running process's, a locked file's and every other name. `existed` says whether the
+// file was there at the first look.
+TEST(TokenCache, StaleTempFilesOfKilledBuildsAreRemoved) {
+  TempDir dir;
+  const std::string cache = "ds-0123456789abcdef0123456789abcdef.ztc";
+  const std::string locked = "other-ffffffffffffffffffffffffffffffff.ztc";
+  const std::string gone = std::to_string(dead_pid());
+  const std::string stale = "." + cache + ".tmp." + gone + ".0badcafe";
+  const std::string stale2 = ".x-00000000000000000000000000000000.ztc.tmp." + gone + ".00000001";
+  const std::vector<std::string> kept = {
+      "." + cache + ".tmp." + std::to_string(::getpid()) + ".0badcafe",  // a running process's
+      "." + locked + ".tmp." + gone + ".0badcafe",                       // its lock is held
+      "." + cache + ".tmp." + gone + ".0badcafe1",                       // 9 hex digits
+      cache + ".tmp." + gone + ".0badcafe",                              // no leading dot
+      ".ds-0123.ztc.tmp." + gone + ".0badcafe",                          // no 32-hex key
+      ".notes.tmp." + gone + ".0badcafe",                                // not a cache file's
+      locked + ".lock"};
+  for (const auto& n : kept) write_file(dir / n, "x");
+  for (const auto& n : {stale, stale2}) write_file(dir / n, "partial");
+  EXPECT_EQ(token_cache_temp_pid(stale), std::stoll(gone));
+  EXPECT_EQ(token_cache_temp_pid(kept[2]), std::nullopt);
+  // Another process builds `locked`: it holds the lock (an flock of another open file).
+  const int lock = ::open((dir / (locked + ".lock")).c_str(), O_RDWR | O_CLOEXEC);
+  ASSERT_GE(lock, 0);
+  ASSERT_EQ(::flock(lock, LOCK_EX), 0);
+
+  bool built = false, existed = true;
+  const PreparedDataset a =
+      open_or_build_cache(dir / cache, key_of("inputs"), sample_data, &built, &existed);
+  EXPECT_TRUE(built);
+  EXPECT_FALSE(existed);
+  std::vector<std::string> want = kept;
+  want.push_back(cache);
+  want.push_back(cache + ".lock");
+  std::sort(want.begin(), want.end());
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(dir.path()))
+    names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, want);
+  const PreparedDataset b =
+      open_or_build_cache(dir / cache, key_of("inputs"), sample_data, &built, &existed);
+  EXPECT_FALSE(built);
+  EXPECT_TRUE(existed);
+  // The lock now free, its leftover goes too.
+  ::close(lock);
+  EXPECT_EQ(clean_stale_token_cache_temps(dir.path()),
+            std::vector<std::filesystem::path>{dir / kept[1]});
 }
 
 TEST(TokenCache, ConcurrentBuildersProduceOneValidFile) {

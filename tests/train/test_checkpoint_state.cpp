@@ -5,9 +5,11 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <sstream>
 #include <string>
 #include <tuple>
 
@@ -131,6 +133,24 @@ TEST(HfTrainerState, HasExactlyTransformersFieldsWithTheirTypes) {
     EXPECT_TRUE(text.starts_with("{\n  \"best_global_step\": ")) << text.substr(0, 40);
     EXPECT_TRUE(text.ends_with("}\n"));
   }
+  // The steps fields as floats, which transformers writes where the strategy is not steps (a
+  // whole 10.0, a fraction 2.5: trainer_state_steps.golden.json), though annotated int: the
+  // golden's types for them are the ones transformers writes, and they admit these.
+  s.logging_steps = 10.0;
+  s.eval_steps = 2.5;
+  s.save_steps = 20;
+  const Json st = Json::parse(hf_trainer_state_text(s));
+  EXPECT_EQ(
+      st["logging_steps"].dump() + " " + st["eval_steps"].dump() + " " + st["save_steps"].dump(),
+      "10.0 2.5 20");
+  for (const Json& f : g["fields"]) {
+    const std::string name = f["name"];
+    if (!name.ends_with("_steps") || name == "max_steps") continue;
+    EXPECT_EQ(f["json_types"], Json({"integer", "number"})) << name;
+    bool ok = false;
+    for (const Json& t : f["json_types"]) ok = ok || has_json_type(st[name], t);
+    EXPECT_TRUE(ok) << name << " = " << st[name].dump();
+  }
 }
 
 // Python's json.dumps escapes non-ASCII (ensure_ascii), as save_to_json writes a path.
@@ -242,23 +262,37 @@ TEST_F(CheckpointStateFiles, HfTrainerStateIsReadAndChecked) {
             f.string() + ": log_history[1]: expected an object with an integer \"step\", got " +
                 R"({"loss":2})");
   EXPECT_TRUE(error("{\"log_history\": [").starts_with(f.string() + ": not valid JSON: "));
-  EXPECT_EQ(
-      error(R"({"global_step": 2, "log_history": [], "logging_steps": -1})"),
-      f.string() + ": 'logging_steps' must be a whole number of optimizer steps >= 0, got -1");
-  EXPECT_EQ(error(R"({"global_step": 2, "log_history": [], "eval_steps": 2.5})"),
-            f.string() + ": 'eval_steps' must be a whole number of optimizer steps >= 0, got 2.5");
-  EXPECT_EQ(
-      error(R"({"global_step": 2, "log_history": [], "save_steps": "4"})"),
-      f.string() + ": 'save_steps' must be a whole number of optimizer steps >= 0, got \"4\"");
-  // What transformers writes outside strategy steps: an eval_steps of 0, a whole float (10.0),
-  // kept as written for the resumed run's own trainer_state.json.
-  std::ofstream(f) << R"({"global_step": 2, "log_history": [], "logging_steps": 1.0,
-                          "eval_steps": 0, "save_steps": 20.0})";
-  const HfTrainerStateRead w = read_hf_trainer_state(f);
-  EXPECT_EQ(std::tuple(w.logging_steps, w.eval_steps, w.save_steps), std::tuple(1, 0, 20));
-  EXPECT_EQ(w.logging_steps_value.dump() + " " + w.eval_steps_value.dump() + " " +
-                w.save_steps_value.dump(),
-            "1.0 0 20.0");
+  EXPECT_EQ(error(R"({"global_step": 2, "log_history": [], "logging_steps": -1})"),
+            f.string() +
+                ": 'logging_steps' must be a number of optimizer steps >= 0 (below 2^63), got -1");
+  EXPECT_EQ(error(R"({"global_step": 2, "log_history": [], "eval_steps": -2.5})"),
+            f.string() +
+                ": 'eval_steps' must be a number of optimizer steps >= 0 (below 2^63), got -2.5");
+  EXPECT_EQ(error(R"({"global_step": 2, "log_history": [], "save_steps": 1e19})"),
+            f.string() +
+                ": 'save_steps' must be a number of optimizer steps >= 0 (below 2^63), got 1e+19");
+  EXPECT_EQ(error(R"({"global_step": 2, "log_history": [], "save_steps": "4"})"),
+            f.string() +
+                ": 'save_steps' must be a number of optimizer steps >= 0 (below 2^63), got "
+                "\"4\"");
+  // What transformers writes outside strategy steps, kept as written for the resumed run's own
+  // trainer_state.json: an eval_steps of 0, a whole float (10.0), a fraction given under a strategy
+  // other than steps, whose count is where `global_step % value == 0` first holds (2.5: 5,
+  // 0.75: 3, 1.125: 9).
+  for (const auto& [steps, counts] :
+       {std::pair{std::string("1.0 0 20.0"), std::tuple(1, 0, 20)},
+        std::pair{std::string("2.5 0.75 1.125"), std::tuple(5, 3, 9)}}) {
+    std::istringstream in(steps);
+    std::string l, e, s;
+    in >> l >> e >> s;
+    std::ofstream(f) << R"({"global_step": 2, "log_history": [], "logging_steps": )" << l
+                     << R"(, "eval_steps": )" << e << R"(, "save_steps": )" << s << "}";
+    const HfTrainerStateRead got = read_hf_trainer_state(f);
+    EXPECT_EQ(std::tuple(got.logging_steps, got.eval_steps, got.save_steps), counts) << steps;
+    EXPECT_EQ(got.logging_steps_value.dump() + " " + got.eval_steps_value.dump() + " " +
+                  got.save_steps_value.dump(),
+              steps);
+  }
 }
 
 // trainer_state.json's logging_steps / eval_steps / save_steps are what transformers 4.57.1's
@@ -266,18 +300,35 @@ TEST_F(CheckpointStateFiles, HfTrainerStateIsReadAndChecked) {
 // tools/make_trainer_state_golden.py: TRL's SFTConfig, then TrainerState.compute_steps): eval_steps
 // null or 0 under eval_strategy steps is logging_steps, null otherwise 500, an explicit 0 stays 0,
 // ratios are math.ceil(max_steps * r), and a whole float is an int under strategy steps and above
-// 1, else written as the float it is (10.0, 1.0).
+// 1, else written as the float it is (10.0, 1.0). A fraction above 1 (2.5) is taken and written as
+// it is where its strategy is not steps, and refused, quoting transformers, where it is (eval_steps
+// null copying logging_steps' under eval_strategy steps included).
 TEST(HfTrainerState, IntervalStepsAreTransformersComputeSteps) {
   const Json g = Json::parse(zt::read_file(fs::path(ZT_SOURCE_DIR) / "tests/data/train" /
                                            "trainer_state_steps.golden.json"));
   ASSERT_EQ(g["transformers"], "4.57.1");
-  ASSERT_EQ(g["cases"].size(), 18u);
+  ASSERT_EQ(g["cases"].size(), 28u);
+  int refused = 0, fractions = 0;
   for (const Json& c : g["cases"]) {
     SCOPED_TRACE(c.dump());
     Json trainer = Json::object();
     for (const char* k : {"logging_strategy", "logging_steps", "eval_strategy", "eval_steps",
                           "save_strategy", "save_steps"})
       trainer[k] = c[k];
+    if (c.contains("error")) {
+      const std::string e = zt::testing::error_of([&] {
+        zt::cli::RunConfig::from_json({{"trainer", trainer}}, "s.yaml");
+      });
+      EXPECT_NE(e.find("transformers raises \"" + c["error"]["message"].get<std::string>() + "\""),
+                std::string::npos)
+          << e;
+      EXPECT_TRUE(e.starts_with("s.yaml: trainer.")) << e;
+      ++refused;
+      continue;
+    }
+    for (const char* k : {"logging_steps", "eval_steps", "save_steps"})
+      fractions += c["state"][k].is_number_float() &&
+                   c["state"][k].get<double>() != std::floor(c["state"][k].get<double>());
     TrainArgs a;
     zt::cli::read_declared_options(zt::cli::RunConfig::from_json({{"trainer", trainer}}, "s.yaml"),
                                    a);
@@ -297,6 +348,8 @@ TEST(HfTrainerState, IntervalStepsAreTransformersComputeSteps) {
                   st["save_steps"].dump() + "]",
               c["state_text"].get<std::string>());
   }
+  EXPECT_EQ(refused, 5);
+  EXPECT_EQ(fractions, 8);  // 2.5, 7.5, 12.5, 1.5, 3.25, 2.5, 2.5, 2.5
   // The rule alone: a 1.0 is not > 1, so not int()ed even under steps.
   EXPECT_EQ(hf_state_steps(1.0, true, 100).dump(), "1.0");
   EXPECT_EQ(hf_state_steps(10.0, true, 100).dump(), "10");

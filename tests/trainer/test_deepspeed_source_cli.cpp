@@ -358,6 +358,24 @@ TEST_F(DeepSpeedSourceCli, StringsAreReadAsHfDeepSpeedConfigReadsThem) {
       << r.output;
 }
 
+// DeepSpeed settings without zero_optimization from trainer.deepspeed: the message begins as its
+// others do, "FILE:LINE: trainer.deepspeed", naming the JSON file where there is one.
+TEST_F(DeepSpeedSourceCli, NoZeroOptimizationNamesFileLineThenKey) {
+  const std::string head =
+      "zerotune: error: " + (root_ / "sft.yaml").string() +
+      ": trainer.deepspeed (given on the command line): the DeepSpeed settings";
+  const std::string rest =
+      " have no zero_optimization section, which accelerate's DeepSpeedPlugin requires";
+  auto r = train("nozero_inline", "'+trainer.deepspeed={bf16: {enabled: true}}'");
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find(head + rest), std::string::npos) << r.output;
+  const fs::path ds = root_ / "nozero.json";
+  std::ofstream(ds) << R"({"bf16": {"enabled": true}})";
+  r = train("nozero_file", "+trainer.deepspeed=" + ds.string());
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find(head + " of " + ds.string() + rest), std::string::npos) << r.output;
+}
+
 // An error in settings given inline names the sft.yaml file:line of trainer.deepspeed and the
 // DeepSpeed key path, not a line of a text the user never saw.
 TEST_F(DeepSpeedSourceCli, InlineSettingsErrorsNameTheKeyAndThePath) {

@@ -3,6 +3,7 @@
 // invariance, and the config errors a user sees. Tiny model and data so each run takes seconds.
 #include <gtest/gtest.h>
 #include <sys/mount.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include <tuple>
 #include <vector>
 
+#include "core/zt_dead_pid.h"
 #include "io/json.h"
 #include "train_cli_util.h"
 
@@ -21,6 +23,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
+using zt::testing::dead_pid;
 using zt_test::run;
 using zt_test::RunResult;
 using zt_test::slurp;
@@ -74,6 +77,72 @@ class TrainCli : public ::testing::Test {
   static fs::path root_;
 };
 fs::path TrainCli::root_;
+
+// A run killed (SIGKILL) while it wrote a file of exp_dir atomically, or while it wrote the token
+// cache, leaves their temporary files: the next run removes those whose process is gone, as it
+// removes a killed run's staging directories, and keeps a running process's (this test's: a
+// concurrent writer) and every name that is not zerotune's temporary name.
+TEST_F(TrainCli, TempFilesOfAKilledRunAreRemovedAtTheNextStart) {
+  const std::string gone = std::to_string(dead_pid());
+  const std::string live = std::to_string(::getpid());
+  const fs::path dir = exp("killed"), cache = root_ / "cache_killed";
+  fs::create_directories(dir);
+  fs::create_directories(cache);
+  const std::string key = "-0123456789abcdef0123456789abcdef.ztc";
+  const std::vector<fs::path> stale = {dir / ("args.yaml.tmp." + gone + ".0123456789abcdef"),
+                                       dir / ("metrics.jsonl.tmp." + gone + ".00000000000000ff"),
+                                       cache / (".train" + key + ".tmp." + gone + ".0badcafe")};
+  const std::vector<fs::path> kept = {dir / ("args.yaml.tmp." + live + ".0123456789abcdef"),
+                                      dir / ("notes.tmp." + gone + ".txt"),
+                                      cache / (".train" + key + ".tmp." + live + ".0badcafe"),
+                                      cache / ("train" + key + ".tmp." + gone + ".0badcafe")};
+  for (const auto& p : stale) std::ofstream(p) << "partial";
+  for (const auto& p : kept) std::ofstream(p) << "x";
+  const RunResult r = train("killed",
+                            "trainer.max_steps=1 trainer.eval_strategy=no "
+                            "dataset.cache_dir=" +
+                                cache.string());
+  ASSERT_EQ(r.status, 0) << r.output;
+  for (const auto& p : stale) {
+    EXPECT_FALSE(fs::exists(p)) << p;
+    const bool said =
+        r.output.find("removed " + p.string() + ", left by an interrupted tokenisation") !=
+            std::string::npos ||
+        r.output.find("cleaned " + p.string() + " left by an interrupted run") != std::string::npos;
+    EXPECT_TRUE(said) << p << "\n" << r.output;
+  }
+  for (const auto& p : kept) EXPECT_TRUE(fs::exists(p)) << p;
+}
+
+// The token cache's line says how the cache came about in this run: built (by which rank, under
+// a launch: one builds while the other waits for it and maps its file), or reused where it
+// existed before the run started.
+TEST_F(TrainCli, TokenCacheLineSaysWhichRankBuiltIt) {
+  const std::string cache = "dataset.cache_dir=" + (root_ / "cache_ranks").string();
+  const std::string quick = " trainer.max_steps=1 trainer.eval_strategy=no ";
+  const auto cache_word = [](const std::string& out) {
+    const size_t at = out.find("cache: ");
+    if (at == std::string::npos) return std::string("no cache line");
+    const size_t open = out.find(" (", at), comma = out.find(", ", open);
+    return out.substr(open + 2, comma - open - 2);
+  };
+  RunResult r = train("cache2a", cache + quick, 2);
+  ASSERT_EQ(r.status, 0) << r.output;
+  const std::string first = cache_word(r.output);
+  EXPECT_TRUE(first == "built by rank 0" || first == "built by rank 1") << r.output;
+  EXPECT_EQ(r.output.find("reused"), std::string::npos) << r.output;
+  r = train("cache2b", cache + quick, 2);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(cache_word(r.output), "reused") << r.output;
+  // One process: built, then reused.
+  const std::string one = "dataset.cache_dir=" + (root_ / "cache_one").string();
+  r = train("cache1a", one + quick);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(cache_word(r.output), "built") << r.output;
+  r = train("cache1b", one + quick);
+  ASSERT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(cache_word(r.output), "reused") << r.output;
+}
 
 TEST_F(TrainCli, StagesAndOffloadAreBitwiseIdentical) {
   for (std::string stage : {"0", "1", "2", "3"})
