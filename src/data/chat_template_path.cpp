@@ -59,6 +59,13 @@ ChatTemplateOverride load_chat_template_path(const std::string& path,
   }
   const text::TokenizerConfig cfg = text::load_tokenizer_config(src.dir);
   if (!cfg.chat_template) {
+    if (!cfg.named_templates.empty()) {
+      try {  // TRL's clone_chat_template calls get_chat_template(): its no-default error
+        text::select_chat_template(cfg, false);
+      } catch (const Error& e) {
+        fail("{}: {}", key, e.what());
+      }
+    }
     fail("{}: the tokenizer in {} has no chat template", key, src.dir.string());
   }
   out.source = *cfg.chat_template;

@@ -102,7 +102,7 @@ SftFormatter::SftFormatter(const DataOptions& opts, const DatasetFormat& format,
         opts.chat_template_name.empty() ? "the chat_template option" : opts.chat_template_name;
     template_.emplace(*opts.chat_template, template_name_);
   } else {
-    if (!config.chat_template) {
+    if (!config.chat_template && config.named_templates.empty()) {
       fail(
           "{}: the tokenizer has no chat template, which {} needs ({}); set "
           "trainer.chat_template_path (a .jinja file, or a tokenizer directory whose chat "
@@ -112,16 +112,19 @@ SftFormatter::SftFormatter(const DataOptions& opts, const DatasetFormat& format,
                                   : names.bare_key("prompt_format") + ": chat",
           dataset, is_conversational(kind) ? "" : names.where("prompt_format"));
     }
-    template_name_ =
-        config.chat_template_origin.empty()
-            ? fmt::format("{}/tokenizer_config.json:chat_template", config.dir.string())
-            : config.chat_template_origin;
-    template_.emplace(*config.chat_template, template_name_);
+    template_name_ = !config.chat_template_origin.empty() ? config.chat_template_origin
+                     : config.chat_template ? fmt::format("{}/tokenizer_config.json:chat_template",
+                                                          config.dir.string())
+                                            : config.named_templates_origin;
+    if (config.chat_template) template_.emplace(*config.chat_template, template_name_);
     for (const auto& [name, source] : config.named_templates) {
       if (name == "tool_use") {
         tool_use_template_.emplace(source, template_name_ + " (tool_use)");
       }
     }
+    // Named templates without a "default" one: transformers' get_chat_template renders the rows
+    // with tools with "tool_use" and raises at any other row (select_chat_template's error, then).
+    if (!template_ && !tool_use_template_) text::select_chat_template(config, false);
   }
   if (opts.assistant_only_loss) {
     for (const auto* t : {&template_, &tool_use_template_}) {
@@ -142,8 +145,9 @@ SftFormatter::~SftFormatter() = default;
 
 text::RenderResult SftFormatter::render(const Json& messages, bool add_generation_prompt,
                                         const SftRow& row) const {
-  const text::ChatTemplate& t =
-      (!row.tools.is_null() && tool_use_template_) ? *tool_use_template_ : *template_;
+  const bool tool_use = !row.tools.is_null() && tool_use_template_;
+  if (!tool_use && !template_) text::select_chat_template(cfg_, false);  // throws: no default
+  const text::ChatTemplate& t = tool_use ? *tool_use_template_ : *template_;
   if (row.chat_template_kwargs.is_null()) {
     return t.render(text::chat_template_context(cfg_, messages, row.tools, add_generation_prompt,
                                                 opts_.chat_template_kwargs));

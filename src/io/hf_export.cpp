@@ -91,10 +91,50 @@ bool is_export_file(const std::string& n) {
                      [&](const char* t) { return n == t; });
 }
 
+// additional_chat_templates/ as an export writes it: a directory of regular *.jinja files.
+bool is_export_template_dir(const fs::directory_entry& e) {
+  std::error_code ec;
+  if (e.path().filename() != kAdditionalChatTemplatesDir || !e.is_directory(ec)) return false;
+  for (const auto& f : fs::directory_iterator(e.path(), ec))
+    if (!f.is_regular_file(ec) || f.path().extension() != ".jinja") return false;
+  return !ec;
+}
+
+// The template files of options.tokenizer_dir, copied as they are (options.chat_templates unset).
+void copy_template_files(const fs::path& dir, const HfExportOptions& options) {
+  std::error_code ec;
+  const fs::path src = options.tokenizer_dir;
+  if (fs::exists(src / "chat_template.jinja", ec))
+    write_file_atomic(dir / "chat_template.jinja", read_file(src / "chat_template.jinja"));
+  if (!fs::is_directory(src / kAdditionalChatTemplatesDir, ec)) return;
+  for (const auto& e : fs::directory_iterator(src / kAdditionalChatTemplatesDir)) {
+    if (!e.is_regular_file(ec) || e.path().extension() != ".jinja") continue;
+    fs::create_directories(dir / kAdditionalChatTemplatesDir);
+    write_file_atomic(dir / kAdditionalChatTemplatesDir / e.path().filename(), read_file(e.path()));
+  }
+}
+
+// options.chat_templates as transformers' save_chat_templates writes them (see HfExportOptions).
+void write_chat_templates(const fs::path& dir, const HfExportOptions& options) {
+  check_chat_template_names(options, dir.string());
+  for (const auto& [name, text] : *options.chat_templates) {
+    if (name == "default") {
+      write_file_atomic(dir / "chat_template.jinja", text);
+      continue;
+    }
+    fs::create_directories(dir / kAdditionalChatTemplatesDir);
+    write_file_atomic(dir / kAdditionalChatTemplatesDir / (name + ".jinja"), text);
+  }
+}
+
 // The tokenizer files in `dir` (copied from options.tokenizer_dir) changed as the run changed the
-// tokenizer: options.chat_template and options.eos_token (see HfExportOptions).
+// tokenizer and as transformers' save_pretrained writes it: options.chat_templates (see
+// HfExportOptions), options.eos_token. A file nothing changes stays a byte copy.
 void write_changed_tokenizer(const fs::path& dir, const HfExportOptions& options) {
-  if (!options.chat_template && !options.eos_token) return;
+  if (options.chat_templates)
+    write_chat_templates(dir, options);
+  else
+    copy_template_files(dir, options);
   const auto edit = [&](const char* name, bool create, const auto& change) {
     const fs::path f = dir / name;
     std::error_code ec;
@@ -103,7 +143,7 @@ void write_changed_tokenizer(const fs::path& dir, const HfExportOptions& options
     const std::string origin = (options.tokenizer_dir / name).string();
     Json j = there ? parse_json_unique_keys(read_file(f), origin) : Json::object();
     if (!j.is_object()) fail("{}: expected a JSON object", origin);
-    change(j);
+    if (!change(j)) return;
     write_file_atomic(f, j.dump(2) + "\n");
   };
   // A plain string in both files, also where special_tokens_map.json held an {"content": …}
@@ -111,13 +151,13 @@ void write_changed_tokenizer(const fs::path& dir, const HfExportOptions& options
   // and save_pretrained writes it so.
   const auto set_eos = [&](Json& j) {
     if (options.eos_token) j["eos_token"] = *options.eos_token;
+    return options.eos_token.has_value();
   };
-  edit("tokenizer_config.json", /*create=*/true, [&](Json& j) {
-    set_eos(j);
-    if (options.chat_template) j.erase("chat_template");
+  edit("tokenizer_config.json", /*create=*/options.eos_token.has_value(), [&](Json& j) {
+    const bool eos = set_eos(j);
+    return (options.chat_templates && j.erase("chat_template") > 0) || eos;
   });
   edit("special_tokens_map.json", /*create=*/false, set_eos);
-  if (options.chat_template) write_file_atomic(dir / "chat_template.jinja", *options.chat_template);
 }
 
 // The first entry of directory `dir` (by name) that is not a file of a model export, or "".
@@ -125,9 +165,22 @@ std::string first_foreign_entry(const fs::path& dir) {
   std::set<std::string> foreign;
   for (const auto& e : fs::directory_iterator(dir)) {
     const std::string n = e.path().filename().string();
-    if (!e.is_regular_file() || !is_export_file(n)) foreign.insert(n);
+    if (!(e.is_regular_file() && is_export_file(n)) && !is_export_template_dir(e))
+      foreign.insert(n);
   }
   return foreign.empty() ? std::string() : *foreign.begin();
+}
+
+void remove_earlier(const fs::path& out_dir, const fs::path& old) {
+  std::error_code ec;
+  if (!fs::remove(old, ec) || ec)
+    fail("{}: cannot remove the earlier export's {}: {}", out_dir.string(),
+         old.lexically_relative(out_dir).string(), ec.message());
+}
+
+void move_into_place(const fs::path& from, const fs::path& to) {
+  if (std::rename(from.c_str(), to.c_str()) != 0)
+    fail("{}: cannot move {} into place: {}", to.string(), from.string(), std::strerror(errno));
 }
 
 // Moves the files of `staged` (a directory inside `out_dir`) into `out_dir`, each by one rename,
@@ -145,6 +198,7 @@ std::vector<std::string> move_files_into(const fs::path& staged, const fs::path&
     return std::pair(rank(a), a) < std::pair(rank(b), b);
   });
   const std::set<std::string> written(names.begin(), names.end());
+  const fs::path old_templates = out_dir / kAdditionalChatTemplatesDir;
   bool stale_removed = false;
   for (const std::string& n : names) {
     if (rank(n) > 0 && !stale_removed) {
@@ -153,24 +207,42 @@ std::vector<std::string> move_files_into(const fs::path& staged, const fs::path&
         // An earlier export's chat_template.jinja too: transformers prefers it to
         // tokenizer_config.json's template, so one this export lacks would stay the model's.
         if (e.is_regular_file() && (is_weight_file(old) || old == "chat_template.jinja") &&
-            !written.contains(old)) {
-          std::error_code ec;
-          if (!fs::remove(e.path(), ec) || ec)
-            fail("{}: cannot remove the earlier export's {}: {}", out_dir.string(), old,
-                 ec.message());
-        }
+            !written.contains(old))
+          remove_earlier(out_dir, e.path());
+      }
+      // And its additional_chat_templates/*.jinja, which transformers loads as named templates.
+      if (is_export_template_dir(fs::directory_entry(old_templates))) {
+        for (const auto& e : fs::directory_iterator(old_templates))
+          remove_earlier(out_dir, e.path());
+        remove_earlier(out_dir, old_templates);
       }
       stale_removed = true;
     }
-    if (std::rename((staged / n).c_str(), (out_dir / n).c_str()) != 0)
-      fail("{}: cannot move {} into place: {}", (out_dir / n).string(), (staged / n).string(),
-           std::strerror(errno));
+    if (n == kAdditionalChatTemplatesDir) {
+      fs::create_directories(old_templates);
+      for (const auto& e : fs::directory_iterator(staged / n))
+        move_into_place(e.path(), old_templates / e.path().filename());
+      fsync_dir(old_templates);
+      continue;
+    }
+    move_into_place(staged / n, out_dir / n);
   }
   fsync_dir(out_dir);
   return names;
 }
 
 }  // namespace
+
+void check_chat_template_names(const HfExportOptions& options, const std::string& origin) {
+  if (!options.chat_templates) return;
+  for (const auto& [name, text] : *options.chat_templates)
+    if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos ||
+        name.find('\0') != std::string::npos)
+      fail(
+          "{}: the chat template named '{}' cannot be saved as {}/{}.jinja (transformers' "
+          "save_pretrained fails there too); rename it",
+          origin, name, kAdditionalChatTemplatesDir, name);
+}
 
 Json align_special_token_ids(ModelConfig& cfg, Json& gen, const TokenizerSpecialIds& tok,
                              const std::string& origin) {

@@ -25,7 +25,8 @@
 
 namespace zt {
 
-// Tokenizer files copied from HfExportOptions::tokenizer_dir when present there (others skipped).
+// Tokenizer files copied from HfExportOptions::tokenizer_dir when present there (others skipped;
+// chat_template.jinja only where HfExportOptions::chat_templates is unset).
 // tokenizer.model: the SentencePiece model of Llama/Gemma/Mistral-style tokenizers, which
 // transformers' tokenizer save_pretrained writes too (slow tokenizers and GGUF converters read it).
 inline constexpr const char* kTokenizerFiles[] = {"tokenizer.json",
@@ -36,6 +37,10 @@ inline constexpr const char* kTokenizerFiles[] = {"tokenizer.json",
                                                   "merges.txt",
                                                   "added_tokens.json",
                                                   "tokenizer.model"};
+
+// The directory of the named chat templates other than "default" in an HF tokenizer directory
+// (transformers' CHAT_TEMPLATE_DIR): <name>.jinja each.
+inline constexpr const char* kAdditionalChatTemplatesDir = "additional_chat_templates";
 
 // How the trained EOS got into the tokenizer (TRL 1.16 SFTTrainer), which decides how TRL puts it
 // into the configs (align_special_token_ids()).
@@ -59,14 +64,18 @@ struct HfExportOptions {
   size_t max_shard_size = kDefaultMaxShardSize;
   // Directory to copy kTokenizerFiles from ("" = none).
   fs::path tokenizer_dir;
-  // The tokenizer as the run changed it, which TRL's SFTTrainer saves with the model
-  // (processing_class.save_pretrained): a chat template the run trained with in place of the
-  // tokenizer's (SFTConfig.chat_template_path), written as chat_template.jinja with
-  // tokenizer_config.json's own "chat_template" removed, as transformers' save_pretrained writes
-  // it; and an EOS token in place of the tokenizer's (SFTConfig.eos_token, or a cloned template's),
-  // set as tokenizer_config.json's and special_tokens_map.json's "eos_token". Unset: the files are
+  // The tokenizer's chat templates as the run holds them, (name, source) — "default" and the
+  // named ones ("tool_use", …) as transformers loads them (text::TokenizerConfig), or the one the
+  // run trained with in their place (SFTConfig.chat_template_path, which TRL sets as
+  // tokenizer.chat_template: a single "default"). Written as transformers 4.57.1's tokenizer
+  // save_pretrained (save_chat_templates, which TRL's save_model calls) writes them: "default" as
+  // chat_template.jinja, every other name as additional_chat_templates/<name>.jinja, and
+  // tokenizer_config.json's own "chat_template" removed; no template file is copied from
+  // tokenizer_dir then. Unset: chat_template.jinja and additional_chat_templates/*.jinja are
   // copied as they are.
-  std::optional<std::string> chat_template;
+  std::optional<std::vector<std::pair<std::string, std::string>>> chat_templates;
+  // An EOS token in place of the tokenizer's (SFTConfig.eos_token, or a cloned template's), set as
+  // tokenizer_config.json's and special_tokens_map.json's "eos_token"; unset: as they are.
   std::optional<std::string> eos_token;
   // generation_config.json to export (the input model directory's, as transformers'
   // save_pretrained writes the generation config it loaded); "" or missing file = derive it with
@@ -82,6 +91,11 @@ struct HfExportOptions {
   // Replace an existing output directory (else zt::Error naming it).
   bool overwrite = true;
 };
+
+// Throws zt::Error naming `origin` when a name of options.chat_templates other than "default"
+// cannot be a file name in additional_chat_templates/ (empty, ".", "..", a '/' or a NUL):
+// export_hf_model() would fail there; a run checks it before step 1.
+void check_chat_template_names(const HfExportOptions& options, const std::string& origin);
 
 // The generation_config.json an export writes, and how it came about.
 struct GenerationConfigExport {

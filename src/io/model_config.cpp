@@ -635,6 +635,13 @@ ModelConfig parse_model_config(const Json& file_json, std::string_view source) {
   c.raw = j;
   c.model_type = r.opt_str("model_type", "");
   const Family* fam_ptr = find_family(c.model_type);
+  if (!r.has("model_type")) {  // absent or null
+    const std::vector<std::string> names = supported_model_types();
+    fail(
+        "{}: no \"{}model_type\" key, which names the architecture (transformers' AutoConfig "
+        "needs it too); zerotune implements {}",
+        source, pre, quoted_list(names));
+  }
   if (!fam_ptr) {
     const std::vector<std::string> names = supported_model_types();
     fail("{}: model_type \"{}\" is not supported; zerotune implements {}", source, c.model_type,

@@ -74,8 +74,12 @@ struct TokenizerConfig {
   std::optional<std::string> cls_token;
   std::optional<std::string> mask_token;
   // Every named template ("default", "tool_use", …) when the config holds a list of
-  // {name, template} or the directory has additional_chat_templates/*.jinja; else empty.
+  // {name, template} or the directory has additional_chat_templates/*.jinja (which, with
+  // chat_template.jinja, replace the config's list whole, as in transformers); else empty.
   std::vector<std::pair<std::string, std::string>> named_templates;
+  // Where the named templates were read from: "<dir>/tokenizer_config.json:chat_template" or
+  // "<dir>/additional_chat_templates/".
+  std::string named_templates_origin;
   // The file each named special token above was read from, by key: "eos_token" →
   // "<dir>/special_tokens_map.json" where tokenizer_config.json leaves it unset and that file sets
   // it; "the LlamaTokenizerFast default" for a class default (TransformersTokenizerClass). A token
@@ -86,19 +90,22 @@ struct TokenizerConfig {
   std::string chat_template_origin;
 };
 
-// What transformers 4.57.1's fast tokenizer classes that rebuild the post-processor from
-// add_bos_token / add_eos_token (`update_post_processor`) default to, from their `__init__`
-// signatures: the special tokens a config that does not name them gets, and the two flags.
+// What transformers 4.57.1's fast tokenizer classes with default special tokens default to, from
+// their `__init__` signatures: the special tokens a config that does not name them gets, whether
+// the class rebuilds the post-processor from add_bos_token / add_eos_token
+// (`update_post_processor`), and those two flags' defaults.
 struct TransformersTokenizerClass {
   std::string_view name;                // without "Fast": "LlamaTokenizer"
   std::string_view bos, eos, unk, pad;  // "" = None
   bool add_bos_token, add_eos_token;
+  bool rebuilds_post_processor = true;  // false: tokenizer.json's is kept (Qwen2Tokenizer)
 };
 
 // The entry for `tokenizer_class` (with or without "Fast"): LlamaTokenizer, GemmaTokenizer,
-// CodeLlamaTokenizer, CohereTokenizer, GPTNeoXTokenizer; nullptr for any other class
-// (PreTrainedTokenizerFast, Qwen2Tokenizer, GPT2Tokenizer, …, which keep tokenizer.json's
-// post-processor and have no default tokens).
+// CodeLlamaTokenizer, CohereTokenizer, GPTNeoXTokenizer (which rebuild the post-processor) and
+// Qwen2Tokenizer (eos / unk / pad "<|endoftext|>", no BOS); nullptr for any other class
+// (PreTrainedTokenizerFast, GPT2Tokenizer, …, which keep tokenizer.json's post-processor and have
+// no default tokens).
 const TransformersTokenizerClass* transformers_tokenizer_class(std::string_view tokenizer_class);
 
 // For messages about the named special token `key` ("eos_token", …): the file it was read from
@@ -117,9 +124,17 @@ TokenizerConfig load_tokenizer_config(const std::filesystem::path& dir);
 std::string read_template_file(const std::filesystem::path& p);
 
 // The template transformers' `get_chat_template` picks: the "tool_use" named template when
-// `has_tools` and it exists, else the default one. Throws zt::Error naming the directory when
-// the tokenizer has no chat template.
+// `has_tools` and it exists, else the default one. Throws zt::Error when there is none: named
+// templates without a "default" one give transformers' "multiple chat templates with no default
+// specified" with the sorted names, naming where they were read (named_templates_origin); no
+// template at all names the directory.
 const std::string& select_chat_template(const TokenizerConfig& cfg, bool has_tools);
+
+// The chat templates of `cfg` by name, as transformers holds them after loading and its
+// save_pretrained writes them (tokenization_utils_base.py save_chat_templates): the named
+// templates when there are several (cfg.named_templates: "default" when there is one, "tool_use",
+// …), else the one template as "default"; empty when there is none.
+std::vector<std::pair<std::string, std::string>> chat_templates_by_name(const TokenizerConfig& cfg);
 
 // The template variables of transformers' `apply_chat_template(messages, tools=…,
 // add_generation_prompt=…, **extra)` (transformers 5.x `render_jinja_template`): the special

@@ -49,7 +49,7 @@ std::vector<RegisteredSpecialToken> register_config_special_tokens(Tokenizer& to
 bool apply_config_post_processor(Tokenizer& tok, const TokenizerConfig& cfg) {
   const TransformersTokenizerClass* d =
       cfg.tokenizer_class ? transformers_tokenizer_class(*cfg.tokenizer_class) : nullptr;
-  if (d == nullptr) return false;
+  if (d == nullptr || !d->rebuilds_post_processor) return false;
   // load_tokenizer_config filled the class's default tokens; unset here means an explicit null.
   const auto id_of = [&](const char* flag, bool given, const char* key,
                          const std::optional<std::string>& t) {

@@ -1,5 +1,7 @@
 // Reading a tokenizer directory's chat template and special tokens the way transformers'
 // `PreTrainedTokenizerBase.from_pretrained` does (tokenization_utils_base.py).
+#include <fmt/ranges.h>
+
 #include <algorithm>
 #include <fstream>
 #include <sstream>
@@ -36,6 +38,7 @@ constexpr std::pair<std::string_view, std::string_view> kModelTypeTokenizer[] = 
     {"cohere", "CohereTokenizer"},
     {"cohere2", "CohereTokenizer"},
     {"colpali", "LlamaTokenizer"},
+    {"colqwen2", "Qwen2Tokenizer"},
     {"deepseek_v2", "LlamaTokenizer"},
     {"deepseek_v3", "LlamaTokenizer"},
     {"deepseek_vl", "LlamaTokenizer"},
@@ -54,6 +57,7 @@ constexpr std::pair<std::string_view, std::string_view> kModelTypeTokenizer[] = 
     {"idefics", "LlamaTokenizer"},
     {"idefics2", "LlamaTokenizer"},
     {"idefics3", "LlamaTokenizer"},
+    {"internvl", "Qwen2Tokenizer"},
     {"jamba", "LlamaTokenizer"},
     {"janus", "LlamaTokenizer"},
     {"jetmoe", "LlamaTokenizer"},
@@ -77,6 +81,18 @@ constexpr std::pair<std::string_view, std::string_view> kModelTypeTokenizer[] = 
     {"persimmon", "LlamaTokenizer"},
     {"phi3", "LlamaTokenizer"},
     {"phimoe", "LlamaTokenizer"},
+    {"qwen2", "Qwen2Tokenizer"},
+    {"qwen2_5_omni", "Qwen2Tokenizer"},
+    {"qwen2_5_vl", "Qwen2Tokenizer"},
+    {"qwen2_audio", "Qwen2Tokenizer"},
+    {"qwen2_moe", "Qwen2Tokenizer"},
+    {"qwen2_vl", "Qwen2Tokenizer"},
+    {"qwen3", "Qwen2Tokenizer"},
+    {"qwen3_moe", "Qwen2Tokenizer"},
+    {"qwen3_next", "Qwen2Tokenizer"},
+    {"qwen3_omni_moe", "Qwen2Tokenizer"},
+    {"qwen3_vl", "Qwen2Tokenizer"},
+    {"qwen3_vl_moe", "Qwen2Tokenizer"},
     {"recurrent_gemma", "GemmaTokenizer"},
     {"rwkv", "GPTNeoXTokenizer"},
     {"shieldgemma2", "GemmaTokenizer"},
@@ -98,7 +114,9 @@ const TransformersTokenizerClass* transformers_tokenizer_class(std::string_view 
       {"GemmaTokenizer", "<bos>", "<eos>", "<unk>", "<pad>", true, false},
       {"CodeLlamaTokenizer", "<s>", "</s>", "<unk>", "", true, false},
       {"CohereTokenizer", "<BOS_TOKEN>", "<|END_OF_TURN_TOKEN|>", "<UNK>", "", true, false},
-      {"GPTNeoXTokenizer", "<|endoftext|>", "<|endoftext|>", "<|endoftext|>", "", false, false}};
+      {"GPTNeoXTokenizer", "<|endoftext|>", "<|endoftext|>", "<|endoftext|>", "", false, false},
+      {"Qwen2Tokenizer", "", "<|endoftext|>", "<|endoftext|>", "<|endoftext|>", false, false,
+       /*rebuilds_post_processor=*/false}};
   if (cls.ends_with("Fast")) cls.remove_suffix(4);
   for (const TransformersTokenizerClass& c : kClasses)
     if (c.name == cls) return &c;
@@ -136,12 +154,12 @@ std::optional<std::string> token_field(const Json& cfg, const char* key, const f
 // format); fills `named` and returns the "default" template (if any).
 std::optional<std::string> template_field(const Json& v, const fs::path& file, const char* key,
                                           std::vector<std::pair<std::string, std::string>>* named) {
+  named->clear();  // replaces an earlier file's templates whole
   if (v.is_null()) return std::nullopt;
   if (v.is_string()) return v.get<std::string>();
   if (!v.is_array())
     fail("{}: '{}' must be a string or a list of {{\"name\", \"template\"}}, got {}", file.string(),
          key, v.type_name());
-  named->clear();
   std::optional<std::string> dflt;
   for (size_t i = 0; i < v.size(); ++i) {
     const Json& e = v[i];
@@ -184,6 +202,7 @@ TokenizerConfig load_tokenizer_config(const fs::path& dir) {
   if (auto it = j.find("chat_template"); it != j.end()) {
     cfg.chat_template = template_field(*it, file, "chat_template", &cfg.named_templates);
     cfg.chat_template_origin = file.string() + ":chat_template";
+    cfg.named_templates_origin = cfg.chat_template_origin;
   }
 
   // Legacy processor file {"chat_template": …}; then chat_template.jinja, which transformers
@@ -195,23 +214,40 @@ TokenizerConfig load_tokenizer_config(const fs::path& dir) {
     cfg.chat_template =
         template_field(cj["chat_template"], p, "chat_template", &cfg.named_templates);
     cfg.chat_template_origin = p.string() + ":chat_template";
+    cfg.named_templates_origin = cfg.chat_template_origin;
   }
+  // Template files replace the config's template whole, as transformers 4.57.1's from_pretrained
+  // reads them (tokenization_utils_base.py _from_pretrained): chat_template.jinja as "default" and
+  // each additional_chat_templates/<name>.jinja as <name>; a "default" alone is one template, else
+  // they are the named templates (a list in tokenizer_config.json is then not looked at).
+  std::vector<std::pair<std::string, std::string>> files;
+  std::string files_origin;
   if (fs::path p = dir / "chat_template.jinja"; fs::exists(p)) {
-    cfg.chat_template = read_template_file(p);
-    cfg.chat_template_origin = p.string();
-    if (!cfg.named_templates.empty()) set_named(cfg.named_templates, "default", *cfg.chat_template);
+    files.emplace_back("default", read_template_file(p));
+    files_origin = p.string();
   }
   if (fs::path extra = dir / "additional_chat_templates"; fs::is_directory(extra)) {
-    std::vector<fs::path> files;
+    std::vector<fs::path> extras;
     for (const auto& e : fs::directory_iterator(extra))
-      if (e.path().extension() == ".jinja") files.push_back(e.path());
-    std::sort(files.begin(), files.end());
-    if (!files.empty() && cfg.named_templates.empty() && cfg.chat_template)
-      cfg.named_templates.emplace_back("default", *cfg.chat_template);
-    for (const auto& p : files)
-      set_named(cfg.named_templates, p.stem().string(), read_template_file(p));
+      if (e.path().extension() == ".jinja") extras.push_back(e.path());
+    std::sort(extras.begin(), extras.end());
+    for (const auto& p : extras) {
+      set_named(files, p.stem().string(), read_template_file(p));
+      if (p.stem() == "default") files_origin = p.string();  // replaces chat_template.jinja's
+    }
+    if (!extras.empty()) cfg.named_templates_origin = extra.string() + "/";
   }
-
+  if (!files.empty()) {
+    cfg.chat_template.reset();
+    cfg.chat_template_origin.clear();
+    cfg.named_templates.clear();
+    for (const auto& [name, text] : files)
+      if (name == "default") {
+        cfg.chat_template = text;
+        cfg.chat_template_origin = files_origin;
+      }
+    if (files.size() > 1 || files[0].first != "default") cfg.named_templates = std::move(files);
+  }
   // Legacy special_tokens_map.json fills tokens the config leaves unset.
   Json stm = Json::object();
   if (fs::path p = dir / "special_tokens_map.json";
@@ -286,6 +322,13 @@ TokenizerConfig load_tokenizer_config(const fs::path& dir) {
   return cfg;
 }
 
+std::vector<std::pair<std::string, std::string>> chat_templates_by_name(
+    const TokenizerConfig& cfg) {
+  if (!cfg.named_templates.empty()) return cfg.named_templates;
+  if (cfg.chat_template) return {{"default", *cfg.chat_template}};
+  return {};
+}
+
 fs::path special_token_file(const TokenizerConfig& cfg, const std::string& key) {
   const auto it = cfg.token_files.find(key);
   return it != cfg.token_files.end() ? it->second : cfg.dir / "tokenizer_config.json";
@@ -295,6 +338,19 @@ const std::string& select_chat_template(const TokenizerConfig& cfg, bool has_too
   if (has_tools)
     for (const auto& [n, t] : cfg.named_templates)
       if (n == "tool_use") return t;
+  if (!cfg.chat_template && !cfg.named_templates.empty()) {
+    // transformers' get_chat_template: "This model has multiple chat templates with no default
+    // specified! … Available template names are ['rag', 'tool_use']." (sorted).
+    std::vector<std::string> names;
+    for (const auto& [n, t] : cfg.named_templates) names.push_back("'" + n + "'");
+    std::sort(names.begin(), names.end());
+    fail(
+        "{}: the tokenizer has multiple chat templates with no default specified (transformers "
+        "raises here too); available template names are [{}]. Add a 'default' one "
+        "(chat_template.jinja), or pass the template to use (trainer.chat_template_path)",
+        cfg.named_templates_origin.empty() ? cfg.dir.string() : cfg.named_templates_origin,
+        fmt::format("{}", fmt::join(names, ", ")));
+  }
   if (!cfg.chat_template)
     fail(
         "{}: the tokenizer has no chat template (tokenizer_config.json 'chat_template', "

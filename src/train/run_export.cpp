@@ -79,15 +79,20 @@ HfExportOptions run_export_options(const TrainArgs& a, const text::Tokenizer& to
   RunTokenizer rt = run_tokenizer(a, tc);
   eo.tokenizer_ids = special_ids(rt, tok, tc);
   // The tokenizer TRL saves beside the model is the one it changed: the template trained with, the
-  // EOS it set (see HfExportOptions).
-  eo.chat_template = std::move(rt.chat_template);
+  // EOS it set; its templates as save_pretrained writes them (see HfExportOptions).
+  if (rt.chat_template)
+    eo.chat_templates = {{"default", std::move(*rt.chat_template)}};
+  else
+    eo.chat_templates = text::chat_templates_by_name(tc);
+  check_chat_template_names(eo, tc.named_templates_origin);
   if (rt.eos_origin != EosOrigin::kTokenizer && rt.eos != tc.eos_token) eo.eos_token = rt.eos;
-  if (log && (eo.chat_template || eo.eos_token))
+  const bool own_template = !a.train_data.chat_template_path.empty();
+  if (log && (own_template || eo.eos_token))
     log::info("export: the tokenizer is saved as this run uses it, as TRL saves it:{}{}",
-              eo.chat_template ? " chat_template.jinja from " + a.train_data.chat_template_path
-                               : std::string(),
+              own_template ? " chat_template.jinja from " + a.train_data.chat_template_path
+                           : std::string(),
               eo.eos_token ? fmt::format("{}eos_token '{}' in tokenizer_config.json",
-                                         eo.chat_template ? "; " : " ", *eo.eos_token)
+                                         own_template ? "; " : " ", *eo.eos_token)
                            : std::string());
   // Read it now, so a bad input file stops the run before step 1 rather than at the first save.
   ModelConfig out = mcfg;

@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "core/file_util.h"
 #include "core/zt_test_util.h"
 #include "io/hf_export.h"
+#include "text/chat_template.h"
 
 namespace {
 
@@ -102,7 +104,7 @@ TEST(HfExport, TheRunsTemplateAndEosAreInTheExportedTokenizer) {
                         R"({"eos_token": {"content": "<|im_end|>", "lstrip": false}})");
   zt::HfExportOptions opt;
   opt.tokenizer_dir = d / "tok";
-  opt.chat_template = "{{ new }}";
+  opt.chat_templates = {{{"default", "{{ new }}"}}};
   opt.eos_token = "<|endoftext|>";
   zt::export_hf_model(d / "out", cfg, w.tensors, opt);
   EXPECT_EQ(zt::read_file(d / "out" / "chat_template.jinja"), "{{ new }}");
@@ -121,6 +123,153 @@ TEST(HfExport, TheRunsTemplateAndEosAreInTheExportedTokenizer) {
   zt::write_file_atomic(d / "tok" / "tokenizer.model", std::string("\x0a\x05sp\x00model", 10));
   zt::export_hf_model(d / "out3", cfg, w.tensors, same);
   expect_same_file(d / "out3" / "tokenizer.model", d / "tok" / "tokenizer.model");
+}
+
+// The template files of a tokenizer directory paths relative to it, sorted.
+std::vector<std::string> template_files(const fs::path& dir) {
+  std::vector<std::string> out;
+  if (fs::exists(dir / "chat_template.jinja")) out.push_back("chat_template.jinja");
+  if (fs::is_directory(dir / zt::kAdditionalChatTemplatesDir))
+    for (const std::string& f : list_dir(dir / zt::kAdditionalChatTemplatesDir))
+      out.push_back(std::string(zt::kAdditionalChatTemplatesDir) + "/" + f);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// Each layout of chat templates in a tokenizer directory — one in tokenizer_config.json,
+// chat_template.jinja, a list of named ones in tokenizer_config.json, chat_template.jinja +
+// additional_chat_templates/tool_use.jinja, their mixtures, no default — is read as transformers
+// reads it (the template get_chat_template picks with and without tools, or its error) and
+// exported as transformers' tokenizer save_pretrained writes it: the same template files with the
+// same contents, and no "chat_template" left in tokenizer_config.json. additional_chat_templates/
+// was dropped (tool rows then rendered with the default template after a reload), and a
+// tokenizer_config.json template stayed there rather than in chat_template.jinja.
+// Golden: transformers 4.57.1 AutoTokenizer + save_pretrained
+// (tools/make_template_export_goldens.py).
+TEST(HfExport, ChatTemplateLayoutsAreSavedAsTransformersSavesThem) {
+  const fs::path tok = fs::path(ZT_SOURCE_DIR) / "configs" / "tokenizers" / "qwen2.5-instruct";
+  const zt::Json golden = zt::Json::parse(
+      zt::read_file(fs::path(ZT_TEST_DATA) / "chat_template" / "export_layouts.golden.json"));
+  ASSERT_EQ(golden["layouts"].size(), 11u);
+  zt::Json base = zt::Json::parse(zt::read_file(tok / "tokenizer_config.json"));
+  base.erase("chat_template");
+  const Weights w = tiny_weights();
+  const zt::ModelConfig cfg = zt::load_model_config(kData / "tiny_qwen2_f32");
+  int with_additional = 0;
+  for (const zt::Json& l : golden["layouts"]) {
+    const std::string name = l["name"].get<std::string>();
+    SCOPED_TRACE(name);
+    TempDir d;
+    const fs::path in = d / "in";
+    fs::create_directories(in);
+    fs::copy_file(tok / "tokenizer.json", in / "tokenizer.json");
+    zt::Json tc = base;
+    if (l.contains("config_chat_template")) tc["chat_template"] = l["config_chat_template"];
+    zt::write_file_atomic(in / "tokenizer_config.json", tc.dump(2));
+    for (const auto& [rel, text] : l["files"].items()) {
+      fs::create_directories((in / rel).parent_path());
+      zt::write_file_atomic(in / rel, text.get<std::string>());
+    }
+    // Read as transformers reads it: the template picked without and with tools.
+    const zt::text::TokenizerConfig loaded = zt::text::load_tokenizer_config(in);
+    for (const auto& [key, tools] : {std::pair{"picked", false}, {"picked_with_tools", true}}) {
+      const zt::Json& want = l[key];
+      if (want.contains("template")) {
+        EXPECT_EQ(zt::text::select_chat_template(loaded, tools),
+                  want["template"].get<std::string>())
+            << key;
+      } else {
+        const std::string err =
+            zt::testing::error_of([&] { zt::text::select_chat_template(loaded, tools); });
+        const std::string hf = want["error"].get<std::string>();
+        // transformers' two errors: no default among named templates (the names listed), none.
+        if (hf.starts_with("This model has multiple chat templates with no default specified!")) {
+          const std::string names = hf.substr(hf.find("names are [") + 11);
+          EXPECT_NE(err.find("has multiple chat templates with no default specified"),
+                    std::string::npos)
+              << err;
+          EXPECT_NE(err.find("available template names are [" + names.substr(0, names.size() - 1)),
+                    std::string::npos)
+              << err;
+        } else {
+          EXPECT_NE(err.find("the tokenizer has no chat template"), std::string::npos) << err;
+        }
+      }
+    }
+    // Saved as save_pretrained saves it.
+    zt::HfExportOptions opt;
+    opt.tokenizer_dir = in;
+    opt.chat_templates = zt::text::chat_templates_by_name(loaded);
+    zt::export_hf_model(d / "out", cfg, w.tensors, opt);
+    std::vector<std::string> want_files;
+    for (const zt::Json& f : l["saved_files"]) {
+      const std::string rel = f.get<std::string>();
+      if (rel == "chat_template.jinja" || rel.starts_with("additional_chat_templates/"))
+        want_files.push_back(rel);
+    }
+    EXPECT_EQ(template_files(d / "out"), want_files);
+    for (const auto& [rel, text] : l["saved_templates"].items())
+      EXPECT_EQ(zt::read_file(d / "out" / rel), text.get<std::string>()) << rel;
+    const zt::Json out_tc = zt::Json::parse(zt::read_file(d / "out" / "tokenizer_config.json"));
+    EXPECT_EQ(out_tc.contains("chat_template"), l.contains("saved_config_chat_template"));
+    if (l.contains("saved_config_chat_template"))
+      EXPECT_EQ(out_tc["chat_template"], l["saved_config_chat_template"]);
+    // The rest of tokenizer_config.json as it was.
+    zt::Json rest = out_tc;
+    rest.erase("chat_template");
+    EXPECT_EQ(rest, base);
+    // And the export reads back as the input did.
+    const zt::text::TokenizerConfig again = zt::text::load_tokenizer_config(d / "out");
+    EXPECT_EQ(zt::text::chat_templates_by_name(again), opt.chat_templates);
+    with_additional += fs::is_directory(d / "out" / "additional_chat_templates");
+  }
+  EXPECT_EQ(with_additional, 6);
+}
+
+// An export into a directory that holds other files (output_dir = exp_dir) replaces an earlier
+// export's additional_chat_templates/ whole: a template this export lacks would stay the model's.
+// A directory whose only extra entry is that folder is an earlier export (replaced whole).
+TEST(HfExport, AdditionalTemplatesOfAnEarlierExportAreReplaced) {
+  const Weights w = tiny_weights();
+  const zt::ModelConfig cfg = zt::load_model_config(kData / "tiny_qwen2_f32");
+  TempDir d;
+  fs::create_directories(d / "tok");
+  zt::write_file_atomic(d / "tok" / "tokenizer.json", zt::read_file(kTokenizer / "tokenizer.json"));
+  zt::HfExportOptions opt;
+  opt.tokenizer_dir = d / "tok";
+  opt.chat_templates = {{{"default", "D"}, {"tool_use", "T"}, {"rag", "R"}}};
+  zt::export_hf_model(d / "out", cfg, w.tensors, opt);
+  EXPECT_EQ(template_files(d / "out"),
+            (std::vector<std::string>{"additional_chat_templates/rag.jinja",
+                                      "additional_chat_templates/tool_use.jinja",
+                                      "chat_template.jinja"}));
+  opt.chat_templates = {{{"default", "D2"}, {"tool_use", "T2"}}};
+  zt::export_hf_model(d / "out", cfg, w.tensors, opt);
+  EXPECT_EQ(list_dir(d.path()), (std::vector<std::string>{"out", "tok"}));  // replaced whole
+  EXPECT_EQ(template_files(d / "out"),
+            (std::vector<std::string>{"additional_chat_templates/tool_use.jinja",
+                                      "chat_template.jinja"}));
+  // Beside the user's files: written into the directory, the stale ones removed.
+  zt::write_file_atomic(d / "out" / "notes.txt", "mine");
+  opt.chat_templates = {{{"default", "D3"}, {"rag", "R3"}}};
+  zt::export_hf_model(d / "out", cfg, w.tensors, opt);
+  EXPECT_EQ(zt::read_file(d / "out" / "notes.txt"), "mine");
+  EXPECT_EQ(
+      template_files(d / "out"),
+      (std::vector<std::string>{"additional_chat_templates/rag.jinja", "chat_template.jinja"}));
+  EXPECT_EQ(zt::read_file(d / "out" / "additional_chat_templates" / "rag.jinja"), "R3");
+  EXPECT_EQ(zt::read_file(d / "out" / "chat_template.jinja"), "D3");
+  // A single template: no additional_chat_templates/ left.
+  opt.chat_templates = {{{"default", "D4"}}};
+  zt::export_hf_model(d / "out", cfg, w.tensors, opt);
+  EXPECT_EQ(template_files(d / "out"), std::vector<std::string>{"chat_template.jinja"});
+  EXPECT_FALSE(fs::exists(d / "out" / "additional_chat_templates"));
+  // A name that cannot be a file name: refused, naming it.
+  opt.chat_templates = {{{"default", "D"}, {"a/b", "X"}}};
+  EXPECT_EQ(zt::testing::error_of([&] { zt::check_chat_template_names(opt, "tc.json"); }),
+            "tc.json: the chat template named 'a/b' cannot be saved as "
+            "additional_chat_templates/a/b.jinja (transformers' save_pretrained fails there too); "
+            "rename it");
 }
 
 TEST(HfExport, F32ExportEqualsSavePretrainedAndReplacesOldOutput) {

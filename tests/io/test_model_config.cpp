@@ -259,6 +259,19 @@ TEST(ModelConfig, UnsupportedSettingsAreErrorsNamingFileAndKey) {
   expect_error(
       [&] { zt::parse_model_config(with("model_type", "gpt2"), "m/config.json"); },
       {"m/config.json: model_type \"gpt2\" is not supported", "\"qwen2\", \"qwen3\", \"llama\""});
+  // No model_type (or null): said so, naming the file; it read as 'model_type "" is not supported'.
+  for (const zt::Json& absent : {zt::Json(), zt::Json("drop")}) {
+    zt::Json j = tiny();
+    if (absent.is_null())
+      j["model_type"] = nullptr;
+    else
+      j.erase("model_type");
+    EXPECT_EQ(zt::testing::error_of([&] { zt::parse_model_config(j, "m/config.json"); }),
+              "m/config.json: no \"model_type\" key, which names the architecture (transformers' "
+              "AutoConfig needs it too); zerotune implements \"qwen2\", \"qwen3\", \"llama\", "
+              "\"mistral\", \"gemma3_text\", \"olmo2\", \"smollm3\", \"phi3\", \"gemma3\"")
+        << absent.dump();
+  }
   expect_error(
       [&] {
         zt::parse_model_config(with("rope_scaling", {{"rope_type", "ntk"}, {"factor", 4.0}}),

@@ -153,10 +153,14 @@ TEST(TokenizerConfig, TemplateListTokenObjectsAndTemplateFiles) {
 
   fs::create_directories(d / "additional_chat_templates");
   write(d / "additional_chat_templates" / "rag.jinja", "R");
+  // The template files replace the config's list whole (transformers' from_pretrained; golden
+  // layouts config_named_and_jinja / config_named_and_additional of
+  // tests/data/chat_template/export_layouts.golden.json): chat_template.jinja's default and rag,
+  // not the config's tool_use (it was kept: tool rows trained with a template TRL does not use).
   TokenizerConfig a = load_tokenizer_config(d.path());
-  ASSERT_EQ(a.named_templates.size(), 3u);
-  EXPECT_EQ(a.named_templates[2].first, "rag");
-  EXPECT_EQ(a.named_templates[2].second, "R");
+  EXPECT_EQ(a.named_templates, (std::vector<std::pair<std::string, std::string>>{
+                                   {"default", "JINJA {{ 1 }}\n"}, {"rag", "R"}}));
+  EXPECT_EQ(select_chat_template(a, true), "JINJA {{ 1 }}\n");
 }
 
 // A template file holding a byte that is not UTF-8 (a Latin-1 é): an error naming the file, line
@@ -209,6 +213,45 @@ TEST(TokenizerConfig, TokenizerJsonAloneGetsTransformersDefaults) {
   EXPECT_EQ(c.chat_template_origin, (d / "chat_template.jinja").string());
   write(d / "tokenizer_config.json", "{}");
   EXPECT_TRUE(load_tokenizer_config(d.path()).has_config_file);
+}
+
+// Named templates without a "default" one: the error is transformers' get_chat_template's
+// ("multiple chat templates with no default specified", the names sorted), naming where they were
+// read; it said "the tokenizer has no chat template". Rows with tools still get tool_use.
+TEST(TokenizerConfig, NamedTemplatesWithoutDefaultSayWhichNamesThereAre) {
+  TempDir d;
+  write(d / "tokenizer.json", "{}");
+  write(
+      d / "tokenizer_config.json",
+      R"({"chat_template": [{"name": "tool_use", "template": "T"}, {"name": "rag", "template": "R"}]})");
+  const auto no_default = [](const std::string& where, const std::string& names) {
+    return where +
+           ": the tokenizer has multiple chat templates with no default specified (transformers "
+           "raises here too); available template names are [" +
+           names +
+           "]. Add a 'default' one (chat_template.jinja), or pass the template to use "
+           "(trainer.chat_template_path)";
+  };
+  TokenizerConfig c = load_tokenizer_config(d.path());
+  EXPECT_EQ(select_chat_template(c, true), "T");
+  EXPECT_EQ(
+      zt::testing::error_of([&] { select_chat_template(c, false); }),
+      no_default((d / "tokenizer_config.json").string() + ":chat_template", "'rag', 'tool_use'"));
+  // The files replace the config's list whole, as transformers reads them: tool_use alone here.
+  fs::create_directories(d / "additional_chat_templates");
+  write(d / "additional_chat_templates" / "tool_use.jinja", "FT");
+  c = load_tokenizer_config(d.path());
+  EXPECT_EQ(c.named_templates,
+            (std::vector<std::pair<std::string, std::string>>{{"tool_use", "FT"}}));
+  EXPECT_EQ(zt::testing::error_of([&] { select_chat_template(c, false); }),
+            no_default((d / "additional_chat_templates").string() + "/", "'tool_use'"));
+  // chat_template.jinja alone beside a config list: one template, the list not looked at.
+  fs::remove_all(d / "additional_chat_templates");
+  write(d / "chat_template.jinja", "J");
+  c = load_tokenizer_config(d.path());
+  EXPECT_EQ(c.chat_template, "J");
+  EXPECT_TRUE(c.named_templates.empty());
+  EXPECT_EQ(select_chat_template(c, true), "J");
 }
 
 TEST(TokenizerConfig, ErrorsNameTheFileAndKey) {

@@ -114,33 +114,53 @@ TEST(SpecialTokens, VocabularyTokenKeepsItsIdAndIsMatchedWhole) {
 // whose __init__ rebuilds the post-processor, with the class's default tokens where the config
 // names none; PreTrainedTokenizerFast and Qwen2TokenizerFast keep tokenizer.json's. zerotune took
 // tokenizer.json's always: with `add_eos_token: true` TRL's plain rows end in two EOS, zerotune's
-// in one. Golden: transformers 4.57.1 AutoTokenizer (tools/make_tokenizer_flag_goldens.py).
+// in one. A directory with tokenizer.json alone gets the class of config.json's model_type with its
+// default tokens (Qwen2TokenizerFast: eos / pad / unk <|endoftext|>): zerotune took none, and
+// refused plain rows ("no eos_token"), where TRL trains with <|endoftext|>.
+// Golden: transformers 4.57.1 AutoTokenizer (tools/make_tokenizer_flag_goldens.py).
 TEST(SpecialTokens, AddBosAndAddEosFlagsRebuildTheTemplateAsTransformersClassesDo) {
   const fs::path data = fs::path(ZT_TEST_DATA);
   std::ifstream in(data / "tokenizer" / "config_flags.golden.json");
   const Json golden = Json::parse(in);
-  ASSERT_EQ(golden["cases"].size(), 16u);
+  ASSERT_EQ(golden["cases"].size(), 25u);
+  int without_config = 0;
   for (const Json& c : golden["cases"]) {
     SCOPED_TRACE(c.dump());
-    const fs::path src = data / "families" / c["tokenizer"].get<std::string>();
+    const std::string name = c["tokenizer"].get<std::string>();
+    const fs::path src = name == "qwen2.5-instruct"
+                             ? fs::path(ZT_SOURCE_DIR) / "configs" / "tokenizers" / name
+                             : data / "families" / name;
     zt::testing::TempDir d;
     fs::copy_file(src / "tokenizer.json", d / "tokenizer.json");
-    std::ifstream cin(src / "tokenizer_config.json");
-    Json cfg_json = Json::parse(cin);
-    for (const auto& [key, value] : c["changes"].items()) {
-      if (value.is_null())
-        cfg_json.erase(key);
-      else
-        cfg_json[key] = value;
+    // changes null: no tokenizer_config.json at all (config.json's model_type picks the class).
+    if (!c["changes"].is_null()) {
+      std::ifstream cin(src / "tokenizer_config.json");
+      Json cfg_json = Json::parse(cin);
+      for (const auto& [key, value] : c["changes"].items()) {
+        if (value.is_null())
+          cfg_json.erase(key);
+        else
+          cfg_json[key] = value;
+      }
+      std::ofstream(d / "tokenizer_config.json") << cfg_json.dump();
+    } else {
+      ++without_config;
     }
-    std::ofstream(d / "tokenizer_config.json") << cfg_json.dump();
     if (!c["model_config"].is_null()) std::ofstream(d / "config.json") << c["model_config"].dump();
     Tokenizer tok = Tokenizer::load(d / "tokenizer.json");
     const TokenizerConfig cfg = load_tokenizer_config(d.path());
-    EXPECT_EQ(cfg.bos_token.value_or(""), c["bos_token"].get<std::string>());
-    EXPECT_EQ(cfg.eos_token.value_or(""), c["eos_token"].get<std::string>());
+    EXPECT_EQ(cfg.has_config_file, !c["changes"].is_null());
+    const auto token = [](const Json& v) {
+      return v.is_null() ? std::string() : v.get<std::string>();
+    };
+    EXPECT_EQ(cfg.bos_token.value_or(""), token(c["bos_token"]));
+    EXPECT_EQ(cfg.eos_token.value_or(""), token(c["eos_token"]));
+    EXPECT_EQ(cfg.pad_token.value_or(""), token(c["pad_token"]));
+    EXPECT_EQ(cfg.unk_token.value_or(""), token(c["unk_token"]));
     register_config_special_tokens(tok, cfg, false);
-    const bool rebuilds = transformers_tokenizer_class(c["class"].get<std::string>()) != nullptr;
+    const TransformersTokenizerClass* cls =
+        transformers_tokenizer_class(c["class"].get<std::string>());
+    const bool rebuilds = cls != nullptr && cls->rebuilds_post_processor;
     EXPECT_EQ(apply_config_post_processor(tok, cfg), rebuilds);
     for (const Json& t : c["texts"]) {
       const std::string text = t["text"].get<std::string>();
@@ -148,6 +168,7 @@ TEST(SpecialTokens, AddBosAndAddEosFlagsRebuildTheTemplateAsTransformersClassesD
       EXPECT_EQ(tok.encode(text, false), t["plain"].get<std::vector<int32_t>>()) << text;
     }
   }
+  EXPECT_EQ(without_config, 8);
 }
 
 // A flag that asks for a token the config sets to null: an error naming the file, as transformers

@@ -1772,6 +1772,104 @@ TEST_F(TrainCli, TheChatTemplateTrainedWithIsExported) {
   }
 }
 
+// A tokenizer with chat_template.jinja + additional_chat_templates/tool_use.jinja (transformers
+// >= 4.54's layout): the rows with tools train with tool_use, and the final model and the
+// checkpoints hold both files, as TRL's save_model (tokenizer save_pretrained) writes them; the
+// export held chat_template.jinja alone, so a reloaded model rendered tool rows with the default.
+TEST_F(TrainCli, AdditionalChatTemplatesAreTrainedAndExported) {
+  const fs::path tok = root_ / "tok_tools",
+                 qwen = fs::path(ZT_SOURCE_DIR) / "configs" / "tokenizers" / "qwen2.5-instruct";
+  fs::create_directories(tok / "additional_chat_templates");
+  fs::copy_file(qwen / "tokenizer.json", tok / "tokenizer.json",
+                fs::copy_options::overwrite_existing);
+  zt::Json tc = zt::Json::parse(slurp(qwen / "tokenizer_config.json"));
+  tc.erase("chat_template");
+  std::ofstream(tok / "tokenizer_config.json") << tc.dump(2);
+  const std::string dflt = "JINJA{% for m in messages %}{{ m.content }}{% endfor %}";
+  const std::string tool = "TOOL{{ messages[0].content }}{{ eos_token }}\n";
+  std::ofstream(tok / "chat_template.jinja") << dflt;
+  std::ofstream(tok / "additional_chat_templates" / "tool_use.jinja") << tool;
+  {
+    std::ofstream rows(root_ / "tools.jsonl");
+    for (int i = 0; i < 16; ++i)
+      rows << R"({"messages": [{"role": "user", "content": "call f )" << i
+           << R"("}, {"role": "assistant", "content": "ok"}], "tools": [{"type": "function", )"
+           << R"("function": {"name": "f", "parameters": {"type": "object"}}}]})"
+           << "\n";
+  }
+  auto r = train("tooltmpl", "model.tokenizer_name_or_path=" + tok.string() +
+                                 " dataset.train.path=" + (root_ / "tools.jsonl").string() +
+                                 " dataset.eval=null dataset.prompt_format=none "
+                                 "trainer.eval_strategy=no trainer.max_steps=2");
+  ASSERT_EQ(r.status, 0) << r.output;
+  for (const fs::path& dir : {exp("tooltmpl") / "final", exp("tooltmpl") / "checkpoint-2"}) {
+    EXPECT_EQ(slurp(dir / "chat_template.jinja"), dflt) << dir;
+    EXPECT_EQ(slurp(dir / "additional_chat_templates" / "tool_use.jinja"), tool) << dir;
+    EXPECT_FALSE(zt::Json::parse(slurp(dir / "tokenizer_config.json")).contains("chat_template"))
+        << dir;
+  }
+  // The exported tokenizer renders the tool rows with tool_use again (jinja2 drops the file's
+  // final newline, as transformers' does).
+  const std::string rendered =
+      run(std::string(ZT_BINARY) + " render --tokenizer " + (exp("tooltmpl") / "final").string() +
+          " " + (root_ / "tools.jsonl").string())
+          .output;
+  EXPECT_EQ(rendered.substr(0, rendered.find('\n')), R"("TOOLcall f 0<|im_end|>")") << rendered;
+  // tool_use alone (no default): the rows with tools train, as transformers renders them; a row
+  // without tools is transformers' get_chat_template error, naming the row and the names.
+  fs::remove(tok / "chat_template.jinja");
+  auto only = train("tooltmpl2", "model.tokenizer_name_or_path=" + tok.string() +
+                                     " dataset.train.path=" + (root_ / "tools.jsonl").string() +
+                                     " dataset.eval=null dataset.prompt_format=none "
+                                     "trainer.eval_strategy=no trainer.max_steps=1");
+  ASSERT_EQ(only.status, 0) << only.output;
+  EXPECT_FALSE(fs::exists(exp("tooltmpl2") / "final" / "chat_template.jinja"));
+  EXPECT_EQ(slurp(exp("tooltmpl2") / "final" / "additional_chat_templates" / "tool_use.jinja"),
+            tool);
+  {
+    std::ofstream rows(root_ / "tools.jsonl", std::ios::app);
+    rows << R"({"messages": [{"role": "user", "content": "no tools"}, )"
+         << R"({"role": "assistant", "content": "ok"}]})"
+         << "\n";
+  }
+  auto mixed = train("tooltmpl3", "model.tokenizer_name_or_path=" + tok.string() +
+                                      " dataset.train.path=" + (root_ / "tools.jsonl").string() +
+                                      " dataset.eval=null dataset.prompt_format=none "
+                                      "trainer.eval_strategy=no trainer.max_steps=1");
+  EXPECT_EQ(mixed.status, 1) << mixed.output;
+  EXPECT_NE(mixed.output.find(
+                "zerotune: error: " + (root_ / "tools.jsonl").string() +
+                ":17: row 16: " + (tok / "additional_chat_templates").string() +
+                "/: the tokenizer has multiple chat templates with no default specified "
+                "(transformers raises here too); available template names are ['tool_use']"),
+            std::string::npos)
+      << mixed.output;
+}
+
+// A model directory with tokenizer.json and no tokenizer_config.json: transformers' AutoTokenizer
+// builds config.json's model_type's class (Qwen2TokenizerFast for qwen2) with its default EOS
+// <|endoftext|>, with which TRL trains plain rows; zerotune refused them ("no eos_token"). (A
+// tokenizer directory without config.json: TokenizerJsonAloneTrains.)
+TEST_F(TrainCli, TokenizerJsonAloneTrainsWithTheClassDefaultEos) {
+  const fs::path m = root_ / "model_tokjson";
+  fs::create_directories(m);
+  fs::copy_file(root_ / "model" / "config.json", m / "config.json",
+                fs::copy_options::overwrite_existing);
+  fs::copy_file(
+      fs::path(ZT_SOURCE_DIR) / "configs" / "tokenizers" / "qwen2.5-instruct" / "tokenizer.json",
+      m / "tokenizer.json", fs::copy_options::overwrite_existing);
+  auto r = train("tokjson", "model.name_or_path=" + m.string() +
+                                " model.tokenizer_name_or_path=" + m.string() +
+                                " dataset.prompt_format=none trainer.eval_strategy=no "
+                                "trainer.max_steps=1 trainer.save_strategy=no");
+  ASSERT_EQ(r.status, 0) << r.output;
+  // config.json and generation_config.json get the tokenizer's EOS and pad (151643), as TRL and
+  // transformers' Trainer align them.
+  const zt::Json gen = zt::Json::parse(slurp(exp("tokjson") / "final" / "generation_config.json"));
+  EXPECT_EQ(gen["eos_token_id"], zt::Json::array({151643})) << gen.dump();
+  EXPECT_EQ(gen["pad_token_id"], zt::Json(151643)) << gen.dump();
+}
+
 // A model path that is a file (its config.json) or not there: the error names the file and the
 // key, not only "model '…'".
 TEST_F(TrainCli, ModelPathThatIsNoDirectoryNamesTheKey) {
