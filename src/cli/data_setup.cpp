@@ -3,15 +3,68 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
+
 #include "cli/run_dir_guard.h"
 #include "core/error.h"
 #include "core/file_util.h"
+#include "io/data_files_pattern.h"
 #include "io/dataset_source.h"
 #include "io/model_source.h"
 #include "text/special_tokens.h"
 
 namespace zt::cli {
 namespace {
+
+// A split written in `datasets`' slicing / concatenation syntax ("train[:50%]", "train[10:20]",
+// "train+test": datasets.arrow_reader.ReadInstruction): what to say about it, or "" for a plain
+// name.
+std::string split_slicing(const std::string& split) {
+  if (split.find_first_of("[]+") == std::string::npos) return {};
+  return "is HF datasets' split slicing / concatenation syntax (ReadInstruction: 'train[:50%]', "
+         "'train[10:20]', 'train+test'), which zerotune does not support: it reads whole splits "
+         "(cut "
+         "the file to the rows you want instead)";
+}
+
+// dataset.<split>.path as `load_dataset(<format>, data_files=PATH)` finds it: the file, or — when
+// no file has that name and it holds a glob character — the one file the pattern matches
+// (datasets' data_files rules, io/data_files_pattern.h; relative to the current directory).
+std::filesystem::path local_data_file(const RunConfig& cfg, const std::string& key,
+                                      const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!has_glob_magic(path) || fs::exists(path, ec)) return path;
+  // The directory the pattern's first magic component sits in: the files below it are matched.
+  const std::string head = path.substr(0, path.find_first_of("*?["));
+  const size_t slash = head.rfind('/');
+  const std::string dir = slash == std::string::npos ? "" : path.substr(0, slash + 1);
+  const fs::path root = dir.empty() ? fs::path(".") : fs::path(dir);
+  std::vector<std::string> files;
+  if (fs::is_directory(root, ec)) {
+    for (auto it = fs::recursive_directory_iterator(root, ec);
+         it != fs::recursive_directory_iterator(); ++it)
+      if (fs::is_regular_file(it->path(), ec))
+        files.push_back(fs::relative(it->path(), root).generic_string());
+  }
+  std::sort(files.begin(), files.end());
+  const std::vector<std::string> matched = resolve_data_pattern(path.substr(dir.size()), files);
+  if (matched.size() == 1) return dir + matched.front();
+  std::string shown;
+  for (size_t i = 0; i < matched.size() && i < 5; ++i) shown += (i ? ", " : "") + dir + matched[i];
+  if (matched.size() > 5) shown += fmt::format(", … ({} in all)", matched.size());
+  if (matched.empty())
+    fail(
+        "{}: {}: the pattern '{}' matches no file (globs are read as HF datasets' data_files reads "
+        "them, "
+        "relative to the current directory, {}){}",
+        cfg.key_at(key), key, path, fs::current_path(ec).string(), cfg.where(key));
+  fail(
+      "{}: {}: the pattern '{}' matches {} files ({}); zerotune reads one file per split — merge "
+      "them into one "
+      "file, or name one{}",
+      cfg.key_at(key), key, path, matched.size(), shown, cfg.where(key));
+}
 
 // dataset.<split>.path, or the cached hub file of dataset.<split>.name (see data_setup.h);
 // `used_key` (optional) gets the key that named it.
@@ -28,18 +81,27 @@ std::filesystem::path dataset_file(const RunConfig& cfg, const std::string& spli
     if (!path)
       fail("{}: {}.path is not set{}", cfg.source(), key,
            is_local ? " (dataset.is_local is true)" : name ? "" : " (nor " + key + ".name, a hub dataset id)");
-    if (hf_split && *hf_split != "train")
+    if (hf_split && *hf_split != "train") {
+      if (const std::string slicing = split_slicing(*hf_split); !slicing.empty())
+        fail("{}: {}.split: '{}' {}; a local file's split is 'train' (set split: train){}",
+             cfg.key_at(key + ".split"), key, *hf_split, slicing, cfg.where(key + ".split"));
       fail(
           "{}: {}.split: '{}' is not valid for the local file {}: a data file given by path is one "
           "split named 'train' (as HF datasets' load_dataset(<format>, data_files=path) makes "
           "it); set split: train{}",
           cfg.key_at(key + ".split"), key, *hf_split, *path, cfg.where(key + ".split"));
-    return *path;
+    }
+    return local_data_file(cfg, key + ".path", *path);
   }
   if (!name)
     fail("{}: {}.name (a hub dataset id) is not set and dataset.is_local{} is false",
          cfg.key_at("dataset.is_local"), key, cfg.where("dataset.is_local"));
-  if (hf_split) return resolve_hub_dataset_file(*name, *hf_split, cfg.where(key + ".split"));
+  if (hf_split) {
+    if (const std::string slicing = split_slicing(*hf_split); !slicing.empty())
+      fail("{}: {}.split: '{}' {}; give the split's name alone{}", cfg.key_at(key + ".split"), key,
+           *hf_split, slicing, cfg.where(key + ".split"));
+    return resolve_hub_dataset_file(*name, *hf_split, cfg.where(key + ".split"));
+  }
   // A split the config does not name: say where its name came from.
   hf_split = split == "train" ? "train" : "test";
   return resolve_hub_dataset_file(*name, *hf_split,

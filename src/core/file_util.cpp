@@ -238,6 +238,20 @@ std::string_view file_kind(const fs::path& path) {
   return ::stat(path.c_str(), &st) == 0 ? file_kind(st.st_mode) : "";
 }
 
+std::string universal_newlines(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] == '\r') {
+      out.push_back('\n');
+      if (i + 1 < text.size() && text[i + 1] == '\n') ++i;
+    } else {
+      out.push_back(text[i]);
+    }
+  }
+  return out;
+}
+
 std::string read_file(const fs::path& path) {
   Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (fd.fd < 0) fail("{}: cannot open: {}", path.string(), errno_text(errno));

@@ -39,6 +39,10 @@ std::string_view file_kind(const fs::path& path);
 // a device (/dev/zero would be read forever), or when a pipe gives more.
 std::string read_file(const fs::path& path);
 
+// `text` with "\r\n" and a lone "\r" as "\n": Python's universal newlines (open() in text mode,
+// str.splitlines-style line ends as jinja2 and huggingface_hub's card reader see them).
+std::string universal_newlines(std::string_view text);
+
 // The HF model files `dir` holds (config.json, generation_config.json, model*.safetensors,
 // model.safetensors.index.json), to tell later whether another process has exported a model
 // there: one line per file, sorted, "name size mtime_ns inode"; "" when there is none (or no

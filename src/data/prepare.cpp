@@ -128,6 +128,29 @@ bool trl_tokenises_skipped_row(const DatasetFormat& format, const ExtractedRow& 
            x.row.prompt_messages.empty());
 }
 
+// SFTTrainer.__init__ (TRL 0.25.1): `"image" in dataset_sample or "images" in dataset_sample`,
+// the train set's first row as loaded (every column, null ones too) — a ValueError for a model
+// that is not a vision-language model, which zerotune's models never are. A parquet column
+// read_rows leaves out (an HF Image struct holds binary) still counts: `datasets` has it.
+void refuse_vision_columns(const Json& row0, const std::vector<std::string>& left_out,
+                           const std::string& file) {
+  for (const char* col : {"image", "images"}) {
+    const std::string prefix = std::string(col) + " (";
+    const bool in_left_out =
+        std::any_of(left_out.begin(), left_out.end(),
+                    [&](const std::string& c) { return c.starts_with(prefix); });
+    if (row0.contains(col) || in_left_out)
+      fail(
+          "{}: column '{}': a vision dataset; zerotune trains text-only models (TRL 0.25.1 refuses "
+          "it too "
+          "for a model that is not a vision-language model: \"The dataset appears to be "
+          "vision-related "
+          "(contains 'image' or 'images' keys)\"). Remove the column from the file to train on the "
+          "text",
+          file, col);
+  }
+}
+
 }  // namespace
 
 Json PrepareReport::to_json() const {
@@ -307,6 +330,7 @@ TokenData build_token_data(const DataOptions& given, const text::Tokenizer& toke
   const auto where = [&](int64_t r) {
     return lines.empty() ? file : fmt::format("{}:{}", file, lines[static_cast<size_t>(r)]);
   };
+  if (names.split != "eval") refuse_vision_columns(rows[0], left_out, names.dataset(opts.dataset));
   const int threads = opts.num_threads > 0 ? opts.num_threads : omp_get_max_threads();
 #pragma omp parallel for schedule(dynamic, 64) num_threads(threads)
   for (size_t r = 0; r < rows.size(); ++r) remove_none_values(rows[r]);  // as TRL, before all else

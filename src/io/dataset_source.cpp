@@ -6,58 +6,123 @@
 #include <vector>
 
 #include "core/error.h"
+#include "io/data_files_pattern.h"
+#include "io/dataset_card.h"
 #include "io/model_source.h"
 
 namespace zt {
 namespace fs = std::filesystem;
 namespace {
 
-std::vector<std::string> split_keywords(const std::string& split) {
-  if (split == "train") return {"train", "training"};
-  if (split == "validation") return {"validation", "valid", "dev", "val"};
-  if (split == "test") return {"test", "testing", "eval", "evaluation"};
-  return {split};
+std::string list(const std::vector<std::string>& files) {
+  std::string s;
+  for (size_t i = 0; i < files.size() && i < 5; ++i) s += (i ? ", " : "") + files[i];
+  if (files.size() > 5) s += fmt::format(", … ({} in all)", files.size());
+  return s.empty() ? "none" : s;
 }
 
-bool is_delim(char c) { return c == '-' || c == '.' || c == '_' || c == ' ' || (c >= '0' && c <= '9'); }
-
-// True when `kw` occurs in `name` with a delimiter (or the end) on each side.
-bool has_word(const std::string& name, const std::string& kw) {
-  for (size_t at = name.find(kw); at != std::string::npos; at = name.find(kw, at + 1)) {
-    const bool left = at == 0 || is_delim(name[at - 1]);
-    const size_t end = at + kw.size();
-    const bool right = end == name.size() || is_delim(name[end]);
-    if (left && right) return true;
-  }
-  return false;
+std::string names(const std::vector<std::string>& v) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) s += fmt::format("{}'{}'", i ? ", " : "", v[i]);
+  return s;
 }
 
-bool is_data_file(const fs::path& p) {
-  const std::string ext = p.extension().string();
+// The formats zerotune reads, by the file's last extension.
+bool zerotune_reads(const std::string& rel) {
+  const std::string ext = fs::path(rel).extension().string();
   return ext == ".parquet" || ext == ".jsonl" || ext == ".json" || ext == ".csv";
 }
 
-bool of_split(const fs::path& rel, const std::vector<std::string>& keywords) {
-  for (const auto& kw : keywords) {
-    for (auto it = rel.begin(); it != rel.end(); ++it) {
-      auto next = it;
-      ++next;
-      const std::string part = it->string();
-      if (next == rel.end()) {
-        if (has_word(rel.stem().string(), kw)) return true;
-      } else if (part == kw || has_word(part, kw)) {
-        return true;
-      }
-    }
+// A file `datasets` would read as text or table data (datasets/packaged_modules: any suffix of the
+// name among these, e.g. data.jsonl.gz); images, audio and video are left out.
+bool datasets_reads(const std::string& rel) {
+  static const std::vector<std::string> exts = {
+      "csv", "tsv", "json", "jsonl", "ndjson", "parquet", "geoparquet", "gpq", "arrow",
+      "txt", "tar", "xml",  "hdf5",  "h5",     "eval",    "lance",      "zip"};
+  const std::string name = fs::path(rel).filename().string();
+  for (size_t dot = name.find('.'); dot != std::string::npos; dot = name.find('.', dot + 1)) {
+    const size_t next = name.find('.', dot + 1);
+    const std::string suffix =
+        name.substr(dot + 1, next == std::string::npos ? std::string::npos : next - dot - 1);
+    if (std::find(exts.begin(), exts.end(), suffix) != exts.end()) return true;
   }
   return false;
 }
 
-std::string list(const std::vector<fs::path>& files) {
-  std::string s;
-  for (size_t i = 0; i < files.size() && i < 5; ++i) s += (i ? ", " : "") + files[i].generic_string();
-  if (files.size() > 5) s += fmt::format(", … ({} in all)", files.size());
-  return s.empty() ? "none" : s;
+// The regular files (and links to one) under `dir`, relative, '/'-separated, sorted.
+std::vector<std::string> files_under(const fs::path& dir) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return out;
+  for (auto it = fs::recursive_directory_iterator(dir); it != fs::recursive_directory_iterator();
+       ++it) {
+    if (!fs::is_regular_file(it->path(), ec)) continue;  // follows a link, as `datasets` does
+    out.push_back(fs::relative(it->path(), dir).generic_string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// The config `datasets.load_dataset(path)` (no name) loads: MetadataConfigs.get_default_config_name
+// (the only config, the one named "default" or the one with `default: true` — two are an error),
+// else the only config of the card's dataset_info, else none: an error listing them.
+const CardConfig& default_config(const DatasetCard& card, const std::string& id,
+                                 const fs::path& snap) {
+  const CardConfig* chosen = nullptr;
+  for (const CardConfig& c : card.configs) {
+    if (card.configs.size() == 1 || c.name == "default" || c.is_default) {
+      if (chosen != nullptr)
+        fail(
+            "dataset '{}': {} and {} both make a default config ('{}' and '{}'; datasets: "
+            "\"Dataset has several "
+            "default configs\"): keep `default: true` on one, and no other config named 'default'",
+            id, chosen->at, c.at, chosen->name, c.name);
+      chosen = &c;
+    }
+  }
+  std::vector<std::string> all;
+  for (const CardConfig& c : card.configs) all.push_back(c.name);
+  if (chosen == nullptr && card.info_configs.size() == 1) {
+    for (const CardConfig& c : card.configs)
+      if (c.name == card.info_configs.front()) chosen = &c;
+    if (chosen == nullptr)
+      fail("dataset '{}': {}'s dataset_info names config '{}', which `configs` lacks (configs: {})",
+           id, (snap / "README.md").string(), card.info_configs.front(), names(all));
+  }
+  if (chosen == nullptr)
+    fail(
+        "dataset '{}': {} lists {} configs ({}) and none is the default (datasets: \"Config name "
+        "is missing\"); "
+        "zerotune reads the default config, as load_dataset('{}', split=...) without a config name "
+        "does: mark one "
+        "`default: true` in the card, or give its file as dataset.<split>.path with "
+        "dataset.is_local: true",
+        id, card.configs.front().at.substr(0, card.configs.front().at.rfind(':')), all.size(),
+        names(all), id);
+  return *chosen;
+}
+
+// A file name the hub gives one shard of several ("train-00000-of-00002.parquet") alone: the
+// others did not download (or were left out by `--include`), and the split is more than this file.
+void check_not_partial_shard(const std::string& id, const std::string& split,
+                             const std::string& rel, const fs::path& snap) {
+  const std::string name = fs::path(rel).filename().string();
+  const size_t of = name.find("-of-");
+  if (of == std::string::npos || of < 5 || of + 4 >= name.size() ||
+      !std::isdigit(static_cast<unsigned char>(name[of + 4])))
+    return;
+  size_t end = of + 4;
+  while (end < name.size() && std::isdigit(static_cast<unsigned char>(name[end]))) ++end;
+  size_t begin = of;
+  while (begin > 0 && std::isdigit(static_cast<unsigned char>(name[begin - 1]))) --begin;
+  const std::string total = name.substr(of + 4, end - of - 4);
+  if (begin < of && total.size() <= 9 && std::stoi(total) > 1)
+    fail(
+        "dataset '{}': split '{}' has only {} in {}, one of {} shards (the name says so); the "
+        "others are not in the cache (an interrupted or partial download?). Download the whole "
+        "split (`hf download {} --repo-type dataset`), or give a file as dataset.<split>.path "
+        "with dataset.is_local: true",
+        id, split, rel, snap.string(), std::stoi(total), id);
 }
 
 }  // namespace
@@ -86,50 +151,103 @@ fs::path resolve_hub_dataset_file(const std::string& id, const std::string& spli
              : std::string(),
          id);
   }
-  std::vector<fs::path> all, match;
-  const auto keywords = split_keywords(split);
-  for (auto it = fs::recursive_directory_iterator(snap); it != fs::recursive_directory_iterator(); ++it) {
-    const fs::path rel = fs::relative(it->path(), snap);
-    if (rel.begin()->string().front() == '.') {
-      if (it->is_directory()) it.disable_recursion_pending();
-      continue;
+  DatasetCard card;
+  try {
+    card = read_dataset_card(snap);
+  } catch (const Error& e) {
+    fail("dataset '{}': {}", id, e.what());
+  }
+  // The split patterns and the directory they are relative to: the default config's data_files
+  // (its data_dir; without data_files the file-name rules there), else the file-name rules on the
+  // snapshot (load.py LocalDatasetModuleFactory, create_builder_configs_from_metadata_configs).
+  const CardConfig* config = card.configs.empty() ? nullptr : &default_config(card, id, snap);
+  std::string base_rel;
+  if (config != nullptr && !config->data_dir.empty())
+    base_rel = fs::path(config->data_dir).generic_string();
+  const fs::path base = base_rel.empty() ? snap : snap / base_rel;
+  const std::vector<std::string> files = files_under(base);
+  const auto patterns =
+      config != nullptr && config->data_files ? *config->data_files : default_split_patterns(files);
+  const std::string origin =
+      config == nullptr ? "by file name (README.md has no `configs`)"
+                        : fmt::format("config '{}' of {}{}", config->name, config->at,
+                                      config->data_files ? "" : " (no data_files: by file name)");
+  if (config != nullptr && !config->other_keys.empty())
+    fail(
+        "dataset '{}': {} sets {}, which zerotune does not apply (it reads the files as they are; "
+        "these change "
+        "which columns or rows `datasets` reads, or how); give the data as dataset.<split>.path "
+        "with "
+        "dataset.is_local: true",
+        id, origin, names(config->other_keys));
+  // Every split's patterns are resolved, as `datasets` resolves the config's data files before it
+  // picks the split: a missing plain path or a bad pattern of another split is an error too.
+  std::vector<std::string> matched;
+  bool found = false;
+  for (const auto& [name, list_of_patterns] : patterns) {
+    std::vector<std::string> of_split;
+    for (const std::string& pattern : list_of_patterns) {
+      if (pattern.starts_with('/') || pattern.find("://") != std::string::npos)
+        fail(
+            "dataset '{}': {}: split '{}' names '{}'; zerotune reads only the snapshot's own files "
+            "(a path "
+            "relative to its root)",
+            id, origin, name, pattern);
+      std::vector<std::string> m;
+      try {
+        m = resolve_data_pattern(pattern, files);
+      } catch (const Error& e) {
+        fail("dataset '{}': {}: split '{}': {}", id, origin, name, e.what());
+      }
+      // `datasets` skips a pattern that matches nothing, but not a plain path (FileNotFoundError).
+      if (m.empty() && !has_glob_magic(pattern))
+        fail(
+            "dataset '{}': {}: split '{}' names '{}', which is not in {} (datasets: \"Unable to "
+            "find\")",
+            id, origin, name, pattern, base.string());
+      of_split.insert(of_split.end(), m.begin(), m.end());
     }
-    if (!it->is_regular_file() && !(it->is_symlink() && fs::is_regular_file(it->path()))) continue;
-    if (!is_data_file(rel)) continue;
-    all.push_back(rel);
-    if (of_split(rel, keywords)) match.push_back(rel);
+    if (name == split) {
+      matched = std::move(of_split);
+      found = true;
+    }
   }
-  std::sort(all.begin(), all.end());
-  std::sort(match.begin(), match.end());
-  if (match.empty() && split == "train" && all.size() == 1) match = all;
-  if (match.empty())
-    fail("dataset '{}': no data file of split '{}' in {} (data files there: {}){}", id, split,
-         snap.string(), list(all), split_note);
-  if (match.size() > 1)
-    fail("dataset '{}': split '{}' has {} files in {} ({}); zerotune reads one file per split — merge them, or "
-         "give one as dataset.<split>.path with dataset.is_local: true",
-         id, split, match.size(), snap.string(), list(match));
-  // A shard of a sharded split ("train-00000-of-00002.parquet", as the hub names them) alone: the
-  // others did not download (or were left out by `--include`), and the split is more than this
-  // file.
-  const std::string name = match.front().filename().string();
-  if (const size_t of = name.find("-of-"); of != std::string::npos && of >= 5 &&
-                                           of + 4 < name.size() &&
-                                           std::isdigit(static_cast<unsigned char>(name[of + 4]))) {
-    size_t end = of + 4;
-    while (end < name.size() && std::isdigit(static_cast<unsigned char>(name[end]))) ++end;
-    size_t begin = of;
-    while (begin > 0 && std::isdigit(static_cast<unsigned char>(name[begin - 1]))) --begin;
-    const std::string total = name.substr(of + 4, end - of - 4);
-    if (begin < of && total.size() <= 9 && std::stoi(total) > 1)
-      fail(
-          "dataset '{}': split '{}' has only {} in {}, one of {} shards (the name says so); the "
-          "others are not in the cache (an interrupted or partial download?). Download the whole "
-          "split (`hf download {} --repo-type dataset`), or give a file as dataset.<split>.path "
-          "with dataset.is_local: true",
-          id, split, match.front().string(), snap.string(), std::stoi(total), id);
+  if (!found) {
+    std::vector<std::string> splits;
+    for (const auto& p : patterns) splits.push_back(p.first);
+    std::vector<std::string> shown;
+    for (const auto& f : files)
+      if (zerotune_reads(f) || datasets_reads(f))
+        shown.push_back(base_rel.empty() ? f : base_rel + "/" + f);
+    fail("dataset '{}': no split '{}' in {}, {} (its splits: {}; files there: {}){}", id, split,
+         snap.string(), origin, splits.empty() ? "none" : names(splits), list(shown), split_note);
   }
-  return snap / match.front();
+  for (auto& f : matched) f = base_rel.empty() ? f : base_rel + "/" + f;
+  std::vector<std::string> data, unread;
+  for (const auto& f : matched) {
+    if (zerotune_reads(f))
+      data.push_back(f);
+    else if (datasets_reads(f))
+      unread.push_back(f);
+  }
+  if (data.empty() && !unread.empty())
+    fail(
+        "dataset '{}': split '{}' ({}) is {}, which zerotune does not read (it reads .parquet, "
+        ".jsonl, .json and "
+        ".csv files); convert it, and give the file as dataset.<split>.path with dataset.is_local: "
+        "true",
+        id, split, origin, list(unread));
+  if (data.empty())
+    fail("dataset '{}': no data file of split '{}' in {} ({}){}", id, split, snap.string(), origin,
+         split_note);
+  if (data.size() > 1)
+    fail(
+        "dataset '{}': split '{}' has {} files in {} ({}; {}); zerotune reads one file per split — "
+        "merge them, or "
+        "give one as dataset.<split>.path with dataset.is_local: true",
+        id, split, data.size(), snap.string(), origin, list(data));
+  check_not_partial_shard(id, split, data.front(), snap);
+  return snap / data.front();
 }
 
 }  // namespace zt

@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "core/error.h"
+#include "core/file_util.h"
 #include "text/jinja_pystr.h"
 
 namespace zt::text::jinja {
@@ -13,16 +14,7 @@ namespace {
 
 // jinja2 splits on \r\n, \r and \n, joins with \n and drops one trailing newline.
 std::string normalize_newlines(const std::string& src) {
-  std::string out;
-  out.reserve(src.size());
-  for (size_t i = 0; i < src.size(); ++i) {
-    if (src[i] == '\r') {
-      out.push_back('\n');
-      if (i + 1 < src.size() && src[i + 1] == '\n') ++i;
-    } else {
-      out.push_back(src[i]);
-    }
-  }
+  std::string out = universal_newlines(src);
   if (!out.empty() && out.back() == '\n') out.pop_back();
   return out;
 }

@@ -412,4 +412,48 @@ TEST(ConfigSchema, DatasetSourcesFollowTheUsersLayout) {
   EXPECT_FALSE(zt::cli::has_eval_set(none));
 }
 
+// A glob in dataset.<split>.path is a data_files pattern (as the users' load_dataset(<format>,
+// data_files=path) reads it), which must match one file; `datasets`' split slicing is named as
+// such.
+TEST(ConfigSchema, DatasetPathGlobsAndSplitSlicing) {
+  zt::testing::TempDir dir;
+  fs::create_directories(dir / "dd" / "dir");
+  std::ofstream(dir / "dd" / "dir" / "a.jsonl") << "{}";
+  std::ofstream(dir / "dd" / "dir" / ".b.jsonl") << "{}";  // hidden: `datasets` skips it
+  const std::string pattern = (dir / "dd" / "dir").string() + "/*.jsonl";
+  const auto with_path = [](const std::string& p, const std::string& split = "train") {
+    return RunConfig::from_json({{"dataset", {{"train", {{"path", p}, {"split", split}}}}}},
+                                "sft.yaml");
+  };
+  EXPECT_EQ(zt::cli::data_options(with_path(pattern), "train").dataset,
+            dir / "dd" / "dir" / "a.jsonl");
+  std::ofstream(dir / "dd" / "dir" / "c.jsonl") << "{}";
+  EXPECT_EQ(
+      error_of([&] { zt::cli::data_options(with_path(pattern), "train"); }),
+      "sft.yaml: dataset.train.path: the pattern '" + pattern + "' matches 2 files (" +
+          (dir / "dd" / "dir").string() + "/a.jsonl, " + (dir / "dd" / "dir").string() +
+          "/c.jsonl); zerotune reads one file per split — merge them into one file, or name one");
+  const std::string none = (dir / "dd").string() + "/**/*.parquet";
+  EXPECT_EQ(error_of([&] { zt::cli::check_dataset_present(with_path(none), "train"); })
+                .find("sft.yaml: dataset.train.path: the pattern '" + none +
+                      "' matches no file (globs are read as HF "
+                      "datasets' data_files reads them"),
+            0u);
+  EXPECT_EQ(error_of([&] { zt::cli::data_options(with_path("t.jsonl", "train[:50%]"), "train"); }),
+            "sft.yaml: dataset.train.split: 'train[:50%]' is HF datasets' split slicing / "
+            "concatenation syntax "
+            "(ReadInstruction: 'train[:50%]', 'train[10:20]', 'train+test'), which zerotune does "
+            "not support: it "
+            "reads whole splits (cut the file to the rows you want instead); a local file's split "
+            "is 'train' (set "
+            "split: train)");
+  auto hub = RunConfig::from_json(
+      {{"dataset", {{"is_local", false}, {"train", {{"name", "org/x"}, {"split", "train+test"}}}}}},
+      "sft.yaml");
+  EXPECT_NE(error_of([&] {
+              zt::cli::data_options(hub, "train");
+            }).find("sft.yaml: dataset.train.split: 'train+test' is HF datasets' split slicing"),
+            std::string::npos);
+}
+
 }  // namespace

@@ -203,10 +203,12 @@ TEST(DataSetup, MissingDefaultHubSplitNamesTheKey) {
       "sft.yaml");
   const std::string msg = error_of([&] { zt::cli::check_dataset_present(cfg, "eval"); });
   unsetenv("HF_HUB_CACHE");
-  EXPECT_EQ(msg, "dataset 'org/ds': no data file of split 'test' in " + snap.string() +
-                     " (data files there: data/train-00000-of-00001.parquet); dataset.eval.split "
-                     "is not set, so the eval set reads split 'test': set dataset.eval.split to "
-                     "the split to read");
+  EXPECT_EQ(msg,
+            "dataset 'org/ds': no split 'test' in " + snap.string() +
+                ", by file name (README.md has no `configs`) (its splits: 'train'; files there: "
+                "data/train-00000-of-00001.parquet); dataset.eval.split "
+                "is not set, so the eval set reads split 'test': set dataset.eval.split to "
+                "the split to read");
 }
 
 // The data pipeline's errors name the config's keys: data_options records the file, the split,

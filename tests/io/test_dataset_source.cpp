@@ -48,9 +48,12 @@ TEST_F(HubDataset, ParquetShardsByFileName) {
             s / "data" / "train-00000-of-00001.parquet");
   EXPECT_EQ(zt::resolve_hub_dataset_file("trl-lib/ultrafeedback_binarized", "test"),
             s / "data" / "test-00000-of-00001.parquet");
-  expect_error([] { zt::resolve_hub_dataset_file("trl-lib/ultrafeedback_binarized", "validation"); },
-               {"dataset 'trl-lib/ultrafeedback_binarized': no data file of split 'validation' in " + s.string(),
-                "data/test-00000-of-00001.parquet, data/train-00000-of-00001.parquet"});
+  expect_error(
+      [] { zt::resolve_hub_dataset_file("trl-lib/ultrafeedback_binarized", "validation"); },
+      {"dataset 'trl-lib/ultrafeedback_binarized': no split 'validation' in " + s.string() +
+           ", by file name (README.md has no `configs`) (its splits: 'train', 'test'; files there: "
+           "data/test-00000-of-00001.parquet, data/train-00000-of-00001.parquet)",
+       "data/test-00000-of-00001.parquet, data/train-00000-of-00001.parquet"});
 }
 
 TEST_F(HubDataset, SplitDirectoriesKeywordsAndSingleFile) {
