@@ -11,12 +11,14 @@
 #include <cerrno>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <random>
 #include <system_error>
 #include <utility>
 
 #include "core/error.h"
+#include "core/log.h"
 
 namespace zt {
 namespace {
@@ -92,6 +94,8 @@ std::optional<TempName> parse_temp_name(std::string_view name, std::string_view 
     if (c < '0' || c > '9') return std::nullopt;
     pid = pid * 10 + (c - '0');
   }
+  // No pid of this host (pid_t is 32-bit): kill() would see it truncated, maybe as a group.
+  if (pid > std::numeric_limits<pid_t>::max()) return std::nullopt;
   rest = rest.substr(0, dot);
   if (!rest.ends_with(kind) || rest.size() < kind.size() + 2) return std::nullopt;
   rest.remove_suffix(kind.size());
@@ -124,9 +128,12 @@ std::vector<fs::path> clean_stale_temp_files(
   std::vector<fs::path> removed;
   for (const auto& p : stale) {
     // Another process cleaning the same directory may have removed it first.
+    // Best effort: a read-only mount or another user's file in a shared directory is left (the
+    // run does not need it gone), with a warning.
     const bool gone = fs::remove(p, ec);
     if (ec && ec != std::errc::no_such_file_or_directory)
-      fail("{}: cannot remove it: {}", p.string(), ec.message());
+      log::warn("{}: left by an interrupted run, but it cannot be removed: {}", p.string(),
+                ec.message());
     if (gone) removed.push_back(p);
   }
   return removed;

@@ -151,7 +151,8 @@ std::optional<int64_t> atomic_write_temp_pid(std::string_view name);
 // left_by_dead_process: what a killed process left of a write it never renamed into place. A
 // running process's are kept (it may still rename them), and every other name. Returns the
 // removed paths, in name order (one another process removed first is skipped); none when `dir`
-// cannot be listed. Throws zt::Error naming a file it cannot remove.
+// cannot be listed. A file it cannot remove (read-only mount, another user's) is warned about and
+// left: the caller's run does not need it gone.
 std::vector<fs::path> clean_stale_temp_files(
     const fs::path& dir, const std::function<std::optional<int64_t>(std::string_view)>& pid_of);
 

@@ -336,12 +336,14 @@ std::vector<std::filesystem::path> clean_stale_token_cache_temps(const std::file
   return clean_stale_temp_files(dir, [&](std::string_view name) -> std::optional<int64_t> {
     const std::optional<int64_t> pid = token_cache_temp_pid(name);
     if (!pid) return std::nullopt;
-    // Its cache file's build lock held: a builder is at work, maybe on another host sharing the
-    // directory (where the pid means nothing). A killed builder's lock is free.
+    // Removed only when this process takes its cache file's build lock (which every builder
+    // creates and holds while its temporary file exists): a killed builder's lock is free. Where
+    // the lock cannot be opened or taken (held by a builder at work, maybe on another host sharing
+    // the directory, where the pid means nothing; or a file system without flock, where builders
+    // run without it), the file is kept.
     const std::string_view base = name.substr(1, name.rfind(".tmp.") - 1);  // "<stem>-<hex>.ztc"
-    Fd lock{::open((dir / (std::string(base) + ".lock")).c_str(), O_RDWR | O_CLOEXEC)};
-    if (lock.fd >= 0 && ::flock(lock.fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK)
-      return std::nullopt;
+    Fd lock{::open((dir / (std::string(base) + ".lock")).c_str(), O_RDONLY | O_CLOEXEC)};
+    if (lock.fd < 0 || ::flock(lock.fd, LOCK_EX | LOCK_NB) != 0) return std::nullopt;
     return pid;
   });
 }

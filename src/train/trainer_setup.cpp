@@ -492,7 +492,15 @@ void Trainer::State::open_outputs() {
     log::info("cleaned {} left by an interrupted run", p.string());
   // The temporary files of atomic writes there (args.yaml, the run record, metrics.jsonl) that a
   // killed run never renamed into place.
-  for (const auto& p : clean_stale_temp_files(a.exp_dir, atomic_write_temp_pid))
+  // Only those three names: another program's atomic write there (a plot beside the logs) is not
+  // zerotune's to judge.
+  const auto run_file_temp_pid = [](std::string_view name) -> std::optional<int64_t> {
+    for (std::string_view f : {"args.yaml", kRunRecordName, "metrics.jsonl"})
+      if (name.starts_with(f) && name.substr(f.size()).starts_with(".tmp."))
+        return atomic_write_temp_pid(name);
+    return std::nullopt;
+  };
+  for (const auto& p : clean_stale_temp_files(a.exp_dir, run_file_temp_pid))
     log::info("cleaned {} left by an interrupted run", p.string());
   if (!output_dir_at_start) {
     clean_stale_export_dirs(a.output_dir);  // logs what it removes or restores

@@ -190,6 +190,9 @@ TEST(FileUtil, StaleAtomicWriteTempFilesOfGoneProcessesAreRemovedAndNothingElse)
   fs::create_symlink(d / "notes.txt", d / link);
   EXPECT_EQ(zt::atomic_write_temp_pid("args.yaml.tmp." + gone + hex), std::stoll(gone));
   EXPECT_EQ(zt::atomic_write_temp_pid("args.yaml.tmp." + gone + ".0123"), std::nullopt);
+  // No pid of this host (pid_t is 32-bit): not read as one, so nothing is judged by it.
+  EXPECT_EQ(zt::atomic_write_temp_pid("args.yaml.tmp.2147483647" + hex), 2147483647);
+  EXPECT_EQ(zt::atomic_write_temp_pid("args.yaml.tmp.2147483648" + hex), std::nullopt);
 
   const std::vector<fs::path> removed =
       zt::clean_stale_temp_files(d.path(), zt::atomic_write_temp_pid);

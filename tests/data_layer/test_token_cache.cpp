@@ -194,9 +194,13 @@ TEST(TokenCache, StaleTempFilesOfKilledBuildsAreRemoved) {
       cache + ".tmp." + gone + ".0badcafe",                              // no leading dot
       ".ds-0123.ztc.tmp." + gone + ".0badcafe",                          // no 32-hex key
       ".notes.tmp." + gone + ".0badcafe",                                // not a cache file's
-      locked + ".lock"};
+      // No build lock to take (a builder never made one, or it is gone): kept.
+      ".y-11111111111111111111111111111111.ztc.tmp." + gone + ".00000002", locked + ".lock",
+      "x-00000000000000000000000000000000.ztc.lock"};
   for (const auto& n : kept) write_file(dir / n, "x");
   for (const auto& n : {stale, stale2}) write_file(dir / n, "partial");
+  // A killed build leaves its lock file (created before the temporary file), free.
+  write_file(dir / (cache + ".lock"), "");
   EXPECT_EQ(token_cache_temp_pid(stale), std::stoll(gone));
   EXPECT_EQ(token_cache_temp_pid(kept[2]), std::nullopt);
   // Another process builds `locked`: it holds the lock (an flock of another open file).

@@ -95,7 +95,13 @@ TEST_F(TrainCli, TempFilesOfAKilledRunAreRemovedAtTheNextStart) {
   const std::vector<fs::path> kept = {dir / ("args.yaml.tmp." + live + ".0123456789abcdef"),
                                       dir / ("notes.tmp." + gone + ".txt"),
                                       cache / (".train" + key + ".tmp." + live + ".0badcafe"),
-                                      cache / ("train" + key + ".tmp." + gone + ".0badcafe")};
+                                      cache / ("train" + key + ".tmp." + gone + ".0badcafe"),
+                                      // another program's atomic write beside the logs
+                                      dir / ("plot.png.tmp." + gone + ".0123456789abcdef"),
+                                      // no build lock to take: maybe another host's builder
+                                      cache / (".eval" + key + ".tmp." + gone + ".0badcafe")};
+  // The killed build's lock file, which every build creates before its temporary file.
+  std::ofstream(cache / ("train" + key + ".lock")) << "";
   for (const auto& p : stale) std::ofstream(p) << "partial";
   for (const auto& p : kept) std::ofstream(p) << "x";
   const RunResult r = train("killed",
