@@ -8,6 +8,7 @@
 #include "core/file_util.h"
 #include "io/data_files_pattern.h"
 #include "io/hydra_yaml.h"
+#include "io/unique_keys.h"
 #include "io/yaml_load.h"
 
 namespace zt {
@@ -45,9 +46,23 @@ std::optional<std::string> front_matter(const std::string& text) {
   return std::string(lines, '\n') + text.substr(body, end - body);
 }
 
+// The card's metadata as huggingface_hub reads it (yaml.safe_load: a key repeated in metadata
+// zerotune does not read, or a U+2028 in a description, is no error), with `configs`, the part
+// read here, checked strictly: given once, no key repeated inside it.
 YAML::Node parse(const std::string& text, const std::string& file) {
   try {
-    return load_yaml(text, file);
+    YAML::Node root = load_yaml(text, file, /*json=*/false, /*lenient=*/true);
+    if (root.IsMap()) {
+      int configs = 0;
+      for (const auto& kv : root)
+        if (kv.first.IsScalar() && kv.first.Scalar() == "configs" && ++configs > 1)
+          fail(
+              "{}:{}: key 'configs' given twice in the dataset card's metadata (which one "
+              "applies would be unclear); keep one",
+              file, kv.first.Mark().line + 1);
+      if (const YAML::Node c = root["configs"]) check_unique_yaml_keys(c, file);
+    }
+    return root;
   } catch (const YAML::Exception& e) {
     fail("{}:{}:{}: YAML syntax error in the dataset card's metadata: {}", file, e.mark.line + 1,
          e.mark.column + 1, e.msg);

@@ -91,10 +91,12 @@ bool is_export_file(const std::string& n) {
                      [&](const char* t) { return n == t; });
 }
 
-// additional_chat_templates/ as an export writes it: a directory of regular *.jinja files.
+// additional_chat_templates/ as an export writes it: a directory (not a symlink to one, whose
+// files are not the export's to remove) of regular *.jinja files.
 bool is_export_template_dir(const fs::directory_entry& e) {
   std::error_code ec;
-  if (e.path().filename() != kAdditionalChatTemplatesDir || !e.is_directory(ec)) return false;
+  if (e.path().filename() != kAdditionalChatTemplatesDir || e.is_symlink(ec) || !e.is_directory(ec))
+    return false;
   for (const auto& f : fs::directory_iterator(e.path(), ec))
     if (!f.is_regular_file(ec) || f.path().extension() != ".jinja") return false;
   return !ec;

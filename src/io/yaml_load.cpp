@@ -243,14 +243,14 @@ int64_t first_invalid_utf8_byte(std::string_view s) {
   return -1;
 }
 
-YAML::Node load_yaml(const std::string& text, const std::string& origin, bool json) {
+YAML::Node load_yaml(const std::string& text, const std::string& origin, bool json, bool lenient) {
   if (const int64_t bad = first_invalid_utf8_byte(text); bad >= 0) {
     const size_t at = static_cast<size_t>(bad);
     const auto [line, col] = line_and_column(text, at);
     fail("{}:{}:{}: byte 0x{:02X} is not UTF-8 (byte {} of the text); YAML must be UTF-8 text",
          origin, line, col, static_cast<unsigned char>(text[at]), at);
   }
-  if (!json) refuse_yaml11_line_breaks(text, origin);
+  if (!json && !lenient) refuse_yaml11_line_breaks(text, origin);
   {
     std::istringstream in(text);
     YAML::Parser parser(in);
@@ -259,7 +259,7 @@ YAML::Node load_yaml(const std::string& text, const std::string& origin, bool js
     }
   }
   YAML::Node root = YAML::Load(text);
-  check_unique_yaml_keys(root, origin);
+  if (!lenient) check_unique_yaml_keys(root, origin);
   resolve_merges(root, origin);
   return root;
 }

@@ -43,8 +43,11 @@ inline constexpr int kMaxYamlDepth = 400;
 // in the returned tree (nodes keep their marks, so later messages can name lines). Syntax errors
 // throw YAML::Exception (its mark holds line and column) for the caller to phrase; the rules above
 // throw zt::Error "ORIGIN:LINE: …". `json`: the text is JSON (read as YAML for its line
-// numbers), whose reader takes NEL, U+2028 and U+2029 as characters.
-YAML::Node load_yaml(const std::string& text, const std::string& origin, bool json = false);
+// numbers), whose reader takes NEL, U+2028 and U+2029 as characters. `lenient`: a repeated key and
+// those line breaks are let through (a dataset card's metadata, which huggingface_hub reads with
+// yaml.safe_load: the last of a repeated key wins; the caller checks the part it reads).
+YAML::Node load_yaml(const std::string& text, const std::string& origin, bool json = false,
+                     bool lenient = false);
 
 // Byte offset of the first byte of `s` that does not start or continue a well-formed UTF-8
 // sequence (overlong forms, surrogates and code points above U+10FFFF are ill-formed; RFC 3629),

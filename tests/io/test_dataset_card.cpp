@@ -179,6 +179,15 @@ TEST_F(HubCard, MalformedCardsNameFileLineAndKey) {
   with("- a\n- b\n");
   expect_error([] { zt::resolve_hub_dataset_file("org/bad", "train"); },
                {readme.string() + ":2: the dataset card's metadata is no mapping"});
+  // Metadata zerotune does not read is read as huggingface_hub reads it (yaml.safe_load): a
+  // repeated key or a U+2028 there is no error. `configs` itself must be given once.
+  with(
+      "license: mit\nlicense: apache-2.0\npretty_name: \"a\u2028b\"\nconfigs:\n- config_name: "
+      "default\n  data_files: a.jsonl\n");
+  EXPECT_EQ(zt::resolve_hub_dataset_file("org/bad", "train"), s / "a.jsonl");
+  with("configs:\n- config_name: default\n  data_files: a.jsonl\nconfigs: []\n");
+  expect_error([] { zt::resolve_hub_dataset_file("org/bad", "train"); },
+               {readme.string() + ":5: key 'configs' given twice"});
   // A front matter without `configs` (or with an empty one) leaves the file-name rules.
   with("license: mit\nconfigs: []\n");
   EXPECT_EQ(zt::resolve_hub_dataset_file("org/bad", "train"), s / "a.jsonl");
