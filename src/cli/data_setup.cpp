@@ -41,11 +41,19 @@ std::filesystem::path local_data_file(const RunConfig& cfg, const std::string& k
   const std::string dir = slash == std::string::npos ? "" : path.substr(0, slash + 1);
   const fs::path root = dir.empty() ? fs::path(".") : fs::path(dir);
   std::vector<std::string> files;
+  // Only as deep as the pattern reaches (every level under a `**`), past folders it cannot read.
+  const std::string rel = path.substr(dir.size());
+  const bool any_depth = rel.find("**") != std::string::npos;
+  const auto levels = static_cast<int>(std::count(rel.begin(), rel.end(), '/'));
   if (fs::is_directory(root, ec)) {
-    for (auto it = fs::recursive_directory_iterator(root, ec);
-         it != fs::recursive_directory_iterator(); ++it)
-      if (fs::is_regular_file(it->path(), ec))
-        files.push_back(fs::relative(it->path(), root).generic_string());
+    for (auto it = fs::recursive_directory_iterator(
+             root, fs::directory_options::skip_permission_denied, ec);
+         !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+      if (!any_depth && it.depth() >= levels) it.disable_recursion_pending();
+      std::error_code fec;
+      if (fs::is_regular_file(it->path(), fec))
+        files.push_back(fs::relative(it->path(), root, fec).generic_string());
+    }
   }
   std::sort(files.begin(), files.end());
   const std::vector<std::string> matched = resolve_data_pattern(path.substr(dir.size()), files);

@@ -433,6 +433,15 @@ TEST(ConfigSchema, DatasetPathGlobsAndSplitSlicing) {
       "sft.yaml: dataset.train.path: the pattern '" + pattern + "' matches 2 files (" +
           (dir / "dd" / "dir").string() + "/a.jsonl, " + (dir / "dd" / "dir").string() +
           "/c.jsonl); zerotune reads one file per split — merge them into one file, or name one");
+  // The walk goes only as deep as the pattern reaches, and every level under a `**`.
+  fs::create_directories(dir / "dd" / "dir" / "sub");
+  std::ofstream(dir / "dd" / "dir" / "sub" / "d.jsonl") << "{}";
+  EXPECT_EQ(
+      zt::cli::data_options(with_path((dir / "dd").string() + "/**/d.jsonl"), "train").dataset,
+      dir / "dd" / "dir" / "sub" / "d.jsonl");
+  EXPECT_EQ(
+      zt::cli::data_options(with_path((dir / "dd").string() + "/*/sub/d.jsonl"), "train").dataset,
+      dir / "dd" / "dir" / "sub" / "d.jsonl");
   const std::string none = (dir / "dd").string() + "/**/*.parquet";
   EXPECT_EQ(error_of([&] { zt::cli::check_dataset_present(with_path(none), "train"); })
                 .find("sft.yaml: dataset.train.path: the pattern '" + none +

@@ -264,6 +264,15 @@ TEST(HfExport, AdditionalTemplatesOfAnEarlierExportAreReplaced) {
   zt::export_hf_model(d / "out", cfg, w.tensors, opt);
   EXPECT_EQ(template_files(d / "out"), std::vector<std::string>{"chat_template.jinja"});
   EXPECT_FALSE(fs::exists(d / "out" / "additional_chat_templates"));
+  // A symlink of that name is the user's, not an earlier export's: the files it points to stay.
+  fs::create_directories(d / "mine");
+  zt::write_file_atomic(d / "mine" / "keep.jinja", "K");
+  fs::create_directory_symlink(d / "mine", d / "out" / "additional_chat_templates");
+  opt.chat_templates = {{{"default", "D5"}}};
+  zt::export_hf_model(d / "out", cfg, w.tensors, opt);
+  EXPECT_EQ(zt::read_file(d / "mine" / "keep.jinja"), "K");
+  EXPECT_TRUE(fs::is_symlink(d / "out" / "additional_chat_templates"));
+  EXPECT_EQ(zt::read_file(d / "out" / "chat_template.jinja"), "D5");
   // A name that cannot be a file name: refused, naming it.
   opt.chat_templates = {{{"default", "D"}, {"a/b", "X"}}};
   EXPECT_EQ(zt::testing::error_of([&] { zt::check_chat_template_names(opt, "tc.json"); }),
