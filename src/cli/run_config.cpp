@@ -424,9 +424,13 @@ RunConfig RunConfig::load(const std::filesystem::path& path, const std::vector<s
   std::vector<std::string> overridden;
   std::vector<NonStringKey> non_string_keys;
   KeyOrigins origins;
-  Json tree = load_hydra_yaml(path, overrides, known, &overridden, &non_string_keys, &origins);
+  std::vector<std::string> notes;  // loading's own lines first, then the keys'
+  Json tree =
+      load_hydra_yaml(path, overrides, known, &overridden, &non_string_keys, &origins, &notes);
   refuse_non_string_kwargs(tree, non_string_keys);
-  return from_json(std::move(tree), path.string(), overridden, &origins);
+  RunConfig c = from_json(std::move(tree), path.string(), overridden, &origins);
+  c.notes_.insert(c.notes_.begin(), notes.begin(), notes.end());
+  return c;
 }
 
 const Json* RunConfig::find(const std::string& key) const { return find_key_path(tree_, key); }

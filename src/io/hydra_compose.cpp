@@ -240,8 +240,9 @@ std::vector<Entry> parse_defaults(const Json& list, const fs::path& file) {
 
 class Composer {
  public:
-  Composer(const fs::path& primary, const std::vector<GroupOverride>& overrides)
-      : primary_(primary), dir_(primary.parent_path()) {
+  Composer(const fs::path& primary, const std::vector<GroupOverride>& overrides,
+           std::vector<std::string>* notes)
+      : primary_(primary), dir_(primary.parent_path()), notes_(notes) {
     for (const auto& o : overrides) {
       if (o.op == GroupOverride::Op::kDelete) {
         deletions_.push_back({o.key, o.value, o.text, false});
@@ -418,10 +419,11 @@ class Composer {
     }
     if ((!has_self && has_non_override) || defaults.empty()) {
       if (node.primary && has_own && !node.loaded->content.empty())
-        log::info(
-            "{}: its defaults list has no _self_: the file's own keys are merged after its config "
-            "groups and override them (Hydra >= 1.1's order); add '- _self_' to say where they go",
-            node.loaded->file.string());
+        note(notes_,
+             fmt::format("{}: its defaults list has no _self_: the file's own keys are merged "
+                         "after its config groups and override them (Hydra >= 1.1's order); add "
+                         "'- _self_' to say where they go",
+                         node.loaded->file.string()));
       Entry self;
       self.kind = Entry::Kind::kSelf;
       defaults.push_back(std::move(self));
@@ -658,6 +660,7 @@ class Composer {
   fs::path primary_, dir_;
   std::vector<std::string> chain_;  // the files being expanded, primary first
   int interpolated_ = 0;            // > 0: expanding a config chosen by an interpolation
+  std::vector<std::string>* notes_;  // compose_hydra_config's `notes` (null: logged)
   std::string not_read_;  // said when a config is not found and the primary sets hydra.searchpath
   std::vector<Choice> choices_;  // in the order they were given
   std::vector<Deletion> deletions_;
@@ -708,14 +711,22 @@ std::vector<std::string> config_groups_in(const fs::path& dir) {
   return out;
 }
 
+void note(std::vector<std::string>* notes, std::string line) {
+  if (notes != nullptr)
+    notes->push_back(std::move(line));
+  else
+    log::info("{}", line);
+}
+
 Json compose_hydra_config(const fs::path& primary, const std::vector<GroupOverride>& overrides,
-                          std::vector<NonStringKey>* non_string_keys, KeyOrigins* origins) {
+                          std::vector<NonStringKey>* non_string_keys, KeyOrigins* origins,
+                          std::vector<std::string>* notes) {
   // A pipe (`--config <(…)`) or a device: hydra takes the config groups from the primary file's
   // directory, which a pipe has not, and a device may never end.
   if (const std::string_view kind = file_kind(primary); !kind.empty() && kind != "a regular file")
     fail("{}: is {}, not a file; expected a YAML file (its directory holds the config groups)",
          primary.string(), kind);
-  return Composer(primary, overrides).compose(non_string_keys, origins);
+  return Composer(primary, overrides, notes).compose(non_string_keys, origins);
 }
 
 }  // namespace zt

@@ -72,10 +72,14 @@ std::vector<std::string> config_groups_in(const std::filesystem::path& dir);
 // `non_string_keys`, when given, receives the other keys of the configs composed that PyYAML
 // types as other than a string (load_yaml_file), each parent the key path in the composed config;
 // `origins`, when given, the file and line of each key at its key path in the composed config (of
-// the config merged last where several set it).
+// the config merged last where several set it); `notes`, when given, the lines for the user that
+// composing makes (a defaults list without _self_), which are logged as info when it is null.
 Json compose_hydra_config(const std::filesystem::path& primary,
                           const std::vector<GroupOverride>& overrides,
                           std::vector<NonStringKey>* non_string_keys = nullptr,
-                          KeyOrigins* origins = nullptr);
+                          KeyOrigins* origins = nullptr, std::vector<std::string>* notes = nullptr);
+
+// Appends `line` to `notes`, or logs it as info when `notes` is null.
+void note(std::vector<std::string>* notes, std::string line);
 
 }  // namespace zt

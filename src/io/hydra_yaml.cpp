@@ -557,7 +557,8 @@ Json load_yaml_file(const std::filesystem::path& path, std::vector<NonStringKey>
 
 Json load_hydra_yaml(const std::filesystem::path& path, const std::vector<std::string>& overrides,
                      const std::vector<KnownKey>& known, std::vector<std::string>* overridden,
-                     std::vector<NonStringKey>* non_string_keys, KeyOrigins* origins) {
+                     std::vector<NonStringKey>* non_string_keys, KeyOrigins* origins,
+                     std::vector<std::string>* notes) {
   const std::filesystem::path dir = path.parent_path();
   std::vector<GroupOverride> groups;
   std::vector<std::string> keys;  // overrides of keys, applied to the composed config
@@ -570,10 +571,9 @@ Json load_hydra_yaml(const std::filesystem::path& path, const std::vector<std::s
     const std::string bare = ov.substr(std::min(ov.find_first_not_of("+~"), ov.size()));
     if (bare.rfind("hydra.", 0) == 0 || bare.rfind("hydra/", 0) == 0 ||
         bare.rfind("hydra=", 0) == 0) {
-      log::info(
-          "override '{}' configures Hydra itself (its output directory, logging, launcher); "
-          "zerotune runs without Hydra and ignores it",
-          ov);
+      note(notes, fmt::format("override '{}' configures Hydra itself (its output directory, "
+                              "logging, launcher); zerotune runs without Hydra and ignores it",
+                              ov));
       continue;
     }
     if (std::optional<GroupOverride> g = group_override(ov, dir)) {
@@ -582,7 +582,7 @@ Json load_hydra_yaml(const std::filesystem::path& path, const std::vector<std::s
       keys.push_back(ov);
     }
   }
-  Json root = compose_hydra_config(path, groups, non_string_keys, origins);
+  Json root = compose_hydra_config(path, groups, non_string_keys, origins, notes);
   std::vector<std::string> from_command_line;  // the key paths the overrides set
   for (const auto& ov : keys) {
     apply_override(root, ov, path, known, group_hint(ov, dir), &from_command_line);

@@ -81,12 +81,15 @@ struct KnownKey {
 // set; a key given only on the command line has none). A key inside a mapping or list that a
 // whole-value interpolation copies (`chat_template_kwargs: ${kw}`) is listed in both at its
 // place of writing and at each place it is copied to (`kw.yes` and
-// `trainer.chat_template_kwargs.yes`), so a check of a key path sees what reaches it.
+// `trainer.chat_template_kwargs.yes`), so a check of a key path sees what reaches it. `notes`,
+// when given, receives the lines for the user (an override of Hydra's own settings, ignored; a
+// defaults list without _self_) instead of their being logged as info: the caller prints them
+// once, where several ranks load the same file.
 Json load_hydra_yaml(const std::filesystem::path& path, const std::vector<std::string>& overrides,
                      const std::vector<KnownKey>& known = {},
                      std::vector<std::string>* overridden = nullptr,
                      std::vector<NonStringKey>* non_string_keys = nullptr,
-                     KeyOrigins* origins = nullptr);
+                     KeyOrigins* origins = nullptr, std::vector<std::string>* notes = nullptr);
 
 // Parses a YAML file into JSON with no interpolation (e.g. accelerate / DeepSpeed configs), by
 // load_yaml's rules (io/yaml_load.h: one document, bounded aliases, merge keys resolved).

@@ -88,8 +88,8 @@ double hf_total_flos(int64_t tokens, int64_t non_embedding_params) {
 }
 
 int64_t hf_steps_period(double steps) {
-  // steps = m / 2^e with m odd: k · steps is whole exactly where 2^e divides k, first at m. Each
-  // doubling is exact.
+  // steps = m / 2^e with m odd: the multiple k · steps is whole exactly where 2^e divides k, so the
+  // first whole one is at k = 2^e, the global step m. Each doubling is exact.
   while (steps != std::floor(steps)) steps *= 2;
   return static_cast<int64_t>(steps);
 }

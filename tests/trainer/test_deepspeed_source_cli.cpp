@@ -203,7 +203,7 @@ TEST_F(DeepSpeedSourceCli, TheAccelerateJsonIsNotUsedBesideTrainerDeepSpeed) {
 // `zerotune launch` reads the accelerate config as its ranks do, after trainer.deepspeed: a
 // deepspeed_config_file that trainer.deepspeed replaces is not opened (missing here; accelerate
 // never reads it, golden accelerate_json_file_missing), and the warnings are printed once each —
-// the accelerate config's by launch, trainer.deepspeed's JSON's by rank 0.
+// the accelerate config's by launch, trainer.deepspeed's JSON's and the sft.yaml's by rank 0.
 TEST_F(DeepSpeedSourceCli, LaunchDoesNotOpenAJsonThatTrainerDeepSpeedReplaces) {
   const fs::path dir = root_ / "launch_missing";
   fs::create_directories(dir);
@@ -217,7 +217,7 @@ TEST_F(DeepSpeedSourceCli, LaunchDoesNotOpenAJsonThatTrainerDeepSpeedReplaces) {
                              (root_ / "sft.yaml").string() + " trainer.eval_strategy=no ";
   zt_test::RunResult r = zt_test::run(launch +
                                       "exp_name=launch_missing trainer.max_steps=1 "
-                                      "+trainer.deepspeed=" +
+                                      "hydra.run.dir=. +trainer.deepspeed=" +
                                       (dir / "ds.json").string());
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("ZeRO stage 2, no optimizer offload, from " + (dir / "ds.json").string() +
@@ -236,6 +236,8 @@ TEST_F(DeepSpeedSourceCli, LaunchDoesNotOpenAJsonThatTrainerDeepSpeedReplaces) {
       << r.output;
   EXPECT_EQ(count("'deepspeed_config.deepspeed_hostfile: hosts' changes nothing"), 1u) << r.output;
   EXPECT_EQ(count("DeepSpeed settings in force"), 1u) << r.output;
+  // The sft.yaml's own lines are rank 0's alone: launch reads it silently.
+  EXPECT_EQ(count("override 'hydra.run.dir=.' configures Hydra itself"), 1u) << r.output;
   // Without trainer.deepspeed the file is the accelerate config's DeepSpeed JSON: launch refuses
   // it before any rank starts.
   r = zt_test::run(launch + "exp_name=launch_missing2 trainer.max_steps=1");
