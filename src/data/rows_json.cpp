@@ -81,9 +81,52 @@ struct RowCounter {
 struct LineSpan {
   size_t begin, end;  // bytes of the file
   int64_t line;       // 1-based
+  size_t column = 0;  // 0-based byte of `begin` in its line (a row after another on one line)
 };
 
-// One error per thread at most; the one of the smallest line wins, so the message is deterministic.
+// The byte ranges [begin, end) of the rows of one JSON Lines line `text`: pyarrow's JSON reader
+// (HF datasets' "json" builder) reads `{"a": 1} {"a": 2}` and `{"a": 1}{"a": 2}` as two rows. The
+// line is cut only where an object closes at depth 0 and the next non-blank byte opens another;
+// any other line is one range, whose parse then says what is wrong with it.
+std::vector<std::pair<size_t, size_t>> line_rows(std::string_view text) {
+  std::vector<std::pair<size_t, size_t>> out;
+  size_t start = 0, depth = 0;
+  bool in_string = false, escaped = false;
+  const auto whole = [&] { return std::vector<std::pair<size_t, size_t>>{{0, text.size()}}; };
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      ++depth;
+    } else if (c == '}' || c == ']') {
+      if (depth == 0) return whole();
+      if (--depth == 0 && c == '}') {
+        size_t next = i + 1;
+        while (next < text.size() &&
+               (text[next] == ' ' || text[next] == '\t' || text[next] == '\r'))
+          ++next;
+        if (next == text.size()) break;
+        if (text[next] != '{') return whole();
+        out.emplace_back(start, i + 1);
+        start = next;
+        i = next - 1;
+      }
+    }
+  }
+  if (out.empty()) return whole();
+  out.emplace_back(start, text.size());
+  return out;
+}
+
+// One error per thread at most; the one of the first row wins, so the message is deterministic.
 struct FirstError {
   int64_t key = INT64_MAX;
   std::string message;
@@ -107,6 +150,23 @@ std::vector<Json> parse_lines(const std::string& buf, const std::string& file,
     if (!is_blank(std::string_view(buf).substr(pos, nl - pos))) lines.push_back({pos, nl, line_no});
     pos = nl + 1;
   }
+  // Several rows on one line are each a row (line_rows); most lines hold one.
+  std::vector<std::vector<std::pair<size_t, size_t>>> cuts(lines.size());
+  const int64_t n_lines = static_cast<int64_t>(lines.size());
+#pragma omp parallel for schedule(dynamic, 256) if (n_lines >= 4096)
+  for (int64_t i = 0; i < n_lines; ++i)
+    cuts[i] =
+        line_rows(std::string_view(buf).substr(lines[i].begin, lines[i].end - lines[i].begin));
+  size_t n_rows = 0;
+  for (const auto& c : cuts) n_rows += c.size();
+  if (n_rows != lines.size()) {
+    std::vector<LineSpan> spans;
+    spans.reserve(n_rows);
+    for (size_t i = 0; i < lines.size(); ++i)
+      for (const auto& [b, e] : cuts[i])
+        spans.push_back({lines[i].begin + b, lines[i].begin + e, lines[i].line, b});
+    lines = std::move(spans);
+  }
   std::vector<Json> rows(lines.size());
   FirstError err;
   const int64_t n = static_cast<int64_t>(lines.size());
@@ -121,21 +181,23 @@ std::vector<Json> parse_lines(const std::string& buf, const std::string& file,
       JsonKeyTracker keys(std::string_view(b, e - b), file, l.line, fmt::format("row {}: ", i));
       rows[i] = parse_json_tracked(std::string_view(b, e - b), keys);
       if (!rows[i].is_object()) {
-        err.offer(l.line, fmt::format("{}:{}: row {} is a JSON {}, expected an object", file,
-                                      l.line, i, rows[i].type_name()));
+        err.offer(i, fmt::format("{}:{}: row {} is a JSON {}, expected an object", file, l.line, i,
+                                 rows[i].type_name()));
       }
     } catch (const Json::parse_error& ex) {
       const std::string_view text(b, e - b);
       if (auto bad = find_invalid_utf8(text)) {
-        err.offer(l.line, fmt::format("{}:{}: row {}: invalid UTF-8 at byte offset {} of the line "
-                                      "(byte {} of the file)",
-                                      file, l.line, i, *bad, l.begin + *bad));
+        err.offer(i, fmt::format("{}:{}: row {}: invalid UTF-8 at byte offset {} of the line "
+                                 "(byte {} of the file)",
+                                 file, l.line, i, l.column + *bad, l.begin + *bad));
       } else {
-        err.offer(l.line, fmt::format("{}:{}:{}: invalid JSON: {}{}", file, l.line, ex.byte,
-                                      parse_reason(ex.what()), cr_only_hint(text, ex.byte)));
+        err.offer(i, fmt::format("{}:{}:{}: invalid JSON: {}{}", file, l.line, l.column + ex.byte,
+                                 parse_reason(ex.what()),
+                                 cr_only_hint(std::string_view(b - l.column, l.column + (e - b)),
+                                              l.column + ex.byte)));
       }
     } catch (const Error& ex) {
-      err.offer(l.line, ex.what());
+      err.offer(i, ex.what());
     }
   }
   if (err.key != INT64_MAX) {

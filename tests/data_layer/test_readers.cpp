@@ -166,17 +166,52 @@ TEST(ReaderErrors, MalformedJsonLineNamesFileAndLine) {
 TEST(ReaderErrors, CrOnlyLineEndingsAreNamed) {
   TempDir dir;
   const auto f = dir / "mac.jsonl";
+  // Rows that a CR alone separates are read, as pyarrow reads them (datasets 4.8.5: [{'a': 1},
+  // {'a': 2}]); a bad row there gets the hint.
   write_file(f, "{\"a\": 1}\r{\"a\": 2}\r");
+  const auto rows = read_rows(f);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[1]["a"], 2);
+  write_file(f, "{\"a\": 1}\r{\"a\": 2,}\r");
   EXPECT_EQ(error_of([&] { read_rows(f); }),
             f.string() +
-                ":1:10: invalid JSON: syntax error while parsing value - unexpected '{'; expected "
-                "end of input; the file has CR-only line endings (old Mac style): expected LF or "
-                "CRLF");
+                ":1:18: invalid JSON: syntax error while parsing object key - unexpected '}'; "
+                "expected string literal; the file has CR-only line endings (old Mac style): "
+                "expected LF or CRLF");
   // CRLF is read; its own errors get no hint.
   write_file(f, "{\"a\": 1}\r\n{\"a\": 2,}\r\n");
   const std::string msg = error_of([&] { read_rows(f); });
   EXPECT_EQ(msg.rfind(f.string() + ":2:9: invalid JSON: syntax error", 0), 0u) << msg;
   EXPECT_EQ(msg.find("CR-only"), std::string::npos) << msg;
+}
+
+// Several objects on one line are each a row, as pyarrow's JSON reader (datasets' "json"
+// builder) reads them: datasets 4.8.5 reads `{"text":"a"} {"text":"b"}` + `{"text":"c"}` as
+// ['a', 'b', 'c'] and `{"text":"a"}{"text":"b"}` as ['a', 'b']; anything else after an object is
+// refused (datasets: "Trailing data").
+TEST(Readers, SeveralObjectsOnOneJsonLine) {
+  TempDir dir;
+  const auto f = dir / "two.jsonl";
+  write_file(f,
+             "{\"text\": \"a\"} {\"text\": \"b}{\\\"\"}\t{\"text\": \"c\"}\n\n"
+             "{\"text\": \"d\"}{\"text\": {\"e\": [1]}}\n");
+  std::vector<int64_t> lines;
+  const auto rows = read_rows(f, nullptr, &lines);
+  ASSERT_EQ(rows.size(), 5u);
+  EXPECT_EQ(rows[1]["text"], "b}{\"");
+  EXPECT_EQ(rows[2]["text"], "c");
+  EXPECT_EQ(rows[4]["text"]["e"][0], 1);
+  EXPECT_EQ(lines, (std::vector<int64_t>{1, 1, 1, 3, 3}));
+  // An error names the row's line, its column in the line and its row number.
+  write_file(f, "{\"a\": 1}\n{\"a\": 2} {\"a\": 3,}\n");
+  std::string msg = error_of([&] { read_rows(f); });
+  EXPECT_EQ(msg.rfind(f.string() + ":2:18: invalid JSON: syntax error", 0), 0u) << msg;
+  write_file(f, "{\"a\": 1} {\"a\": 1, \"a\": 2}\n");
+  msg = error_of([&] { read_rows(f); });
+  EXPECT_NE(msg.find("row 1: duplicate key 'a'"), std::string::npos) << msg;
+  write_file(f, "{\"a\": 1} x\n");
+  msg = error_of([&] { read_rows(f); });
+  EXPECT_EQ(msg.rfind(f.string() + ":1:10: invalid JSON: syntax error", 0), 0u) << msg;
 }
 
 TEST(ReaderErrors, FirstBadLineWinsWhateverTheThreads) {
