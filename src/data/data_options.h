@@ -102,6 +102,10 @@ struct DataOptions {
   // row 0 decides.
   std::optional<bool> completion_only_loss_from_train;
   bool assistant_only_loss = false;          // needs a template with {% generation %} blocks
+  // false for an eval set (eval_options): TRL's SFTTrainer refuses assistant_only_loss on data
+  // that is not conversational by the train set's row 0 alone; an eval set of another kind is
+  // tokenised without assistant masks (every token its kind's rules leave is scored).
+  bool train_set = true;
   std::optional<std::string> eos_token;      // overrides tokenizer_config's eos_token
   std::optional<std::string> chat_template;  // template source; overrides tokenizer_config's
   std::string chat_template_name;            // where chat_template came from, for errors

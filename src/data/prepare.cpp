@@ -296,6 +296,7 @@ CacheKey dataset_cache_key(const DataOptions& given, const text::TokenizerConfig
 
 DataOptions eval_options(const DataOptions& eval, const PrepareReport& train) {
   DataOptions o = eval;
+  o.train_set = false;
   if (!o.completion_only_loss)
     o.completion_only_loss_from_train = train.prompt_and_completion_in_row_0;
   return o;

@@ -106,7 +106,9 @@ PretokenisedFormat pretokenised_format(const Json& first, const DataOptions& opt
   f.assistant_masks = first.contains(kAssistantMasks);
   f.labels = !opts.packing && first.contains(kLabels);
 
-  if (opts.assistant_only_loss && !has_conversational_column(first)) {
+  // The train set's row 0 alone is checked (SFTTrainer.__init__); the assistant_masks column
+  // applies whatever the option says.
+  if (opts.assistant_only_loss && opts.train_set && !has_conversational_column(first)) {
     fail(
         "{}: true needs conversational data (messages), but {} is pre-tokenised data ('input_ids') "
         "without a column of messages, which TRL 0.25.1 refuses too; pre-tokenised rows carry "

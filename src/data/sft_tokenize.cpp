@@ -90,9 +90,17 @@ SftFormatter::SftFormatter(const DataOptions& opts, const DatasetFormat& format,
         opts.completion_only_loss_from_train.value_or(true) && is_prompt_completion(kind);
   }
   if (opts.assistant_only_loss && !is_conversational(kind)) {
-    fail("{}: true needs conversational data (messages), but {} is {} data{}",
-         names.key("assistant_only_loss"), dataset, to_string(kind),
-         names.where("assistant_only_loss"));
+    // SFTTrainer.__init__ checks the train set's row 0 only; an eval set of another kind is
+    // tokenised without return_assistant_tokens_mask, so its collator masks no assistant turn.
+    if (opts.train_set)
+      fail("{}: true needs conversational data (messages), but {} is {} data{}",
+           names.key("assistant_only_loss"), dataset, to_string(kind),
+           names.where("assistant_only_loss"));
+    log::info(
+        "{}: true does not apply to {} ({} data, not conversational): TRL checks the train set "
+        "alone and scores this set without assistant masks",
+        names.key("assistant_only_loss"), dataset, to_string(kind));
+    opts_.assistant_only_loss = false;
   }
 
   const bool needs_template = is_conversational(kind) || opts.prompt_format == PromptFormat::kChat;
@@ -126,7 +134,7 @@ SftFormatter::SftFormatter(const DataOptions& opts, const DatasetFormat& format,
     // with tools with "tool_use" and raises at any other row (select_chat_template's error, then).
     if (!template_ && !tool_use_template_) text::select_chat_template(config, false);
   }
-  if (opts.assistant_only_loss) {
+  if (opts_.assistant_only_loss) {
     for (const auto* t : {&template_, &tool_use_template_}) {
       if (*t && !(*t)->has_generation_blocks()) {
         fail(

@@ -617,6 +617,24 @@ TEST_F(Prepare, OptionErrors) {
   EXPECT_EQ(prepare_error(o),
             "assistant_only_loss: true needs conversational data (messages), but " +
                 shared_data("datasets/text/c4_demo.jsonl").string() + " is language modeling data");
+  // An eval set is not checked (TRL 0.25.1 checks the train set's row 0 alone and runs): it is
+  // scored as without the option, with a line that says so.
+  o.train_set = false;
+  o.max_length = 64;
+  ::testing::internal::CaptureStderr();
+  const TokenData eval_aol = build_token_data(o, *tok_, *cfg_);
+  const std::string said = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(said.find("assistant_only_loss: true does not apply to " +
+                      shared_data("datasets/text/c4_demo.jsonl").string() +
+                      " (language modeling data, not conversational): TRL checks the train set "
+                      "alone and scores this set without assistant masks"),
+            std::string::npos)
+      << said;
+  o.assistant_only_loss = false;
+  const TokenData eval_plain = build_token_data(o, *tok_, *cfg_);
+  EXPECT_EQ(eval_aol.ids, eval_plain.ids);
+  EXPECT_EQ(eval_aol.targets, eval_plain.targets);
+  EXPECT_GT(eval_aol.ids.size(), 1000u);
   o = options(msgs);
   o.packing = true;
   o.max_length = std::nullopt;

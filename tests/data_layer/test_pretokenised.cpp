@@ -309,6 +309,10 @@ TEST_F(Pretokenised, OptionsActAsInTrl) {
                 " is pre-tokenised data ('input_ids') without a column of messages, which TRL "
                 "0.25.1 refuses too; pre-tokenised rows carry their assistant mask in an "
                 "'assistant_masks' column, applied whatever assistant_only_loss says");
+  // An eval set is not checked (TRL checks the train set alone).
+  o.train_set = false;
+  EXPECT_NO_THROW(warnings("{\"input_ids\": [1, 2]}\n", o));
+  o.train_set = true;
   // … and takes it beside a messages column, where the assistant_masks column is what applies.
   const std::string msgs = R"("messages": [{"role": "user", "content": "hi"}], )";
   std::string err = warnings("{" + msgs +
