@@ -158,7 +158,10 @@ std::vector<KeySpec> trainer_keys() {
       noted("trainer.skip_memory_metrics", true, "zerotune logs peak memory in metrics.jsonl"),
       noted("trainer.include_tokens_per_second", false,
             "zerotune always logs train_tokens_per_second"),
-      noted("trainer.include_num_input_tokens_seen", false, "zerotune always logs num_tokens"),
+      noted("trainer.include_num_input_tokens_seen", false,
+            "zerotune always logs num_tokens (input tokens without padding) and writes "
+            "trainer_state.json's num_input_tokens_seen; records get no num_input_tokens_seen "
+            "(transformers': padding counted)"),
       noted("trainer.debug", "", "debug options of PyTorch/XLA"),
 
       // ---- optimisation
