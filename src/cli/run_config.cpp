@@ -6,6 +6,8 @@
 #include <string_view>
 
 #include "cli/config_schema.h"
+#include "core/error.h"
+#include "core/log.h"
 #include "core/spelling.h"
 #include "io/hydra_yaml.h"
 #include "io/python_number.h"
@@ -425,12 +427,19 @@ RunConfig RunConfig::load(const std::filesystem::path& path, const std::vector<s
   std::vector<NonStringKey> non_string_keys;
   KeyOrigins origins;
   std::vector<std::string> notes;  // loading's own lines first, then the keys'
-  Json tree =
-      load_hydra_yaml(path, overrides, known, &overridden, &non_string_keys, &origins, &notes);
-  refuse_non_string_kwargs(tree, non_string_keys);
-  RunConfig c = from_json(std::move(tree), path.string(), overridden, &origins);
-  c.notes_.insert(c.notes_.begin(), notes.begin(), notes.end());
-  return c;
+  try {
+    Json tree =
+        load_hydra_yaml(path, overrides, known, &overridden, &non_string_keys, &origins, &notes);
+    refuse_non_string_kwargs(tree, non_string_keys);
+    RunConfig c = from_json(std::move(tree), path.string(), overridden, &origins);
+    c.notes_.insert(c.notes_.begin(), notes.begin(), notes.end());
+    return c;
+  } catch (const Error&) {
+    // A config that fails: its notes come before the error (a defaults list without _self_ is
+    // often why a value is not the one expected).
+    for (const auto& n : notes) log::info("{}", n);
+    throw;
+  }
 }
 
 const Json* RunConfig::find(const std::string& key) const { return find_key_path(tree_, key); }

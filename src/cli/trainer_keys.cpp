@@ -161,7 +161,7 @@ std::vector<KeySpec> trainer_keys() {
       noted("trainer.include_num_input_tokens_seen", false,
             "zerotune always logs num_tokens (input tokens without padding) and writes "
             "trainer_state.json's num_input_tokens_seen; records get no num_input_tokens_seen "
-            "(transformers': padding counted)"),
+            "(transformers': padding counted, or not with \"non_padding\")"),
       noted("trainer.debug", "", "debug options of PyTorch/XLA"),
 
       // ---- optimisation

@@ -285,6 +285,9 @@ CacheKey dataset_cache_key(const DataOptions& given, const text::TokenizerConfig
   if (!opts.completion_only_loss && opts.completion_only_loss_from_train)
     resolved["completion_only_loss_from_train"] = *opts.completion_only_loss_from_train;
   resolved["assistant_only_loss"] = opts.assistant_only_loss;
+  // An eval set that is not conversational is tokenised without the option, where a train set is
+  // refused: their files must never be taken for each other (other keys are as before).
+  if (opts.assistant_only_loss && !opts.train_set) resolved["eval_set"] = true;
   resolved["prompt_format"] = std::string(to_string(opts.prompt_format));
   resolved["completion_mask"] = std::string(to_string(opts.completion_mask));
   resolved["chat_template_kwargs"] = opts.chat_template_kwargs;

@@ -12,8 +12,8 @@
 namespace zt::data {
 
 // Reads all rows of `file`, dispatching on the extension:
-// - `.jsonl`: one JSON object per non-blank line, or several side by side (`{…} {…}`: each a row,
-//   as pyarrow's JSON reader reads them);
+// - `.jsonl`: one JSON object per non-blank line, or several side by side on one line (`{…} {…}`:
+//   each a row, as pyarrow's JSON reader reads them; an object that spans lines is refused);
 // - `.json`: a JSON array of objects, or JSON Lines when the file does not start with '[' (as HF
 //   `datasets`' json loader accepts both);
 // - `.parquet`: via Arrow C++; string, integer, float, bool, null, list, large_list,

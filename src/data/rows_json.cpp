@@ -85,14 +85,18 @@ struct LineSpan {
 };
 
 // The byte ranges [begin, end) of the rows of one JSON Lines line `text`: pyarrow's JSON reader
-// (HF datasets' "json" builder) reads `{"a": 1} {"a": 2}` and `{"a": 1}{"a": 2}` as two rows. The
-// line is cut only where an object closes at depth 0 and the next non-blank byte opens another;
-// any other line is one range, whose parse then says what is wrong with it.
+// (HF datasets' "json" builder) reads `{"a": 1} {"a": 2}` and `{"a": 1}{"a": 2}` on one line as
+// two rows. The line is cut only where an object closes at depth 0 and the next non-blank byte
+// opens another; the rest of the line after the last cut is one range, whose parse then says what
+// is wrong with it. (An object spanning lines, which pyarrow also reads, is refused.)
 std::vector<std::pair<size_t, size_t>> line_rows(std::string_view text) {
   std::vector<std::pair<size_t, size_t>> out;
   size_t start = 0, depth = 0;
   bool in_string = false, escaped = false;
-  const auto whole = [&] { return std::vector<std::pair<size_t, size_t>>{{0, text.size()}}; };
+  const auto whole = [&] {
+    out.emplace_back(start, text.size());
+    return out;
+  };
   for (size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
     if (in_string) {
@@ -121,9 +125,7 @@ std::vector<std::pair<size_t, size_t>> line_rows(std::string_view text) {
       }
     }
   }
-  if (out.empty()) return whole();
-  out.emplace_back(start, text.size());
-  return out;
+  return whole();
 }
 
 // One error per thread at most; the one of the first row wins, so the message is deterministic.

@@ -542,6 +542,17 @@ TEST_F(Pretokenised, PackingGroupsAreTrlsMapBatchesOfDatasetNumProcShards) {
   b.dataset_num_proc = 2;
   EXPECT_NE(dataset_cache_key(a, zt::testing::qwen_tokenizer().cfg).hex(),
             dataset_cache_key(b, zt::testing::qwen_tokenizer().cfg).hex());
+  // Under assistant_only_loss an eval set's entry is never a train set's (the eval set may be
+  // tokenised without the option where the train set is refused); without it the keys agree.
+  DataOptions train = options(test_data("pretok/pack_groups.jsonl")), eval = train;
+  train.completion_only_loss = eval.completion_only_loss = false;
+  eval.train_set = false;
+  const auto key = [](const DataOptions& o) {
+    return dataset_cache_key(o, zt::testing::qwen_tokenizer().cfg).hex();
+  };
+  EXPECT_EQ(key(train), key(eval));
+  train.assistant_only_loss = eval.assistant_only_loss = true;
+  EXPECT_NE(key(train), key(eval));
 }
 
 }  // namespace

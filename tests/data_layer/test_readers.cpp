@@ -212,6 +212,10 @@ TEST(Readers, SeveralObjectsOnOneJsonLine) {
   write_file(f, "{\"a\": 1} x\n");
   msg = error_of([&] { read_rows(f); });
   EXPECT_EQ(msg.rfind(f.string() + ":1:10: invalid JSON: syntax error", 0), 0u) << msg;
+  // Garbage after the second row of a line is named where it is.
+  write_file(f, "{\"a\": 1} {\"a\": 2} x\n");
+  msg = error_of([&] { read_rows(f); });
+  EXPECT_EQ(msg.rfind(f.string() + ":1:19: invalid JSON: syntax error", 0), 0u) << msg;
 }
 
 TEST(ReaderErrors, FirstBadLineWinsWhateverTheThreads) {
