@@ -1,6 +1,7 @@
 // `zerotune render --tokenizer DIR FILE`: the chat template of a tokenizer applied to every row of
 // a JSONL file, as transformers' `tokenizer.apply_chat_template(messages, tools=…,
-// add_generation_prompt=…, tokenize=False, **other_keys)` would render it.
+// add_generation_prompt=…, tokenize=False, **other_keys)` renders it after TRL's
+// remove_none_values, i.e. the text SFT training tokenises.
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
@@ -17,6 +18,7 @@
 #include "cli/commands.h"
 #include "cli/deferred_stdout.h"
 #include "core/error.h"
+#include "data/sft_rows.h"
 #include "io/json.h"
 #include "io/json_check.h"
 #include "text/chat_template.h"
@@ -42,7 +44,9 @@ const text::ChatTemplate& template_for(const text::TokenizerConfig& cfg, bool ha
 
 // FILE holds one JSON object per line: "messages" (a list of messages, required),
 // "add_generation_prompt" (bool, default false), "tools" (optional list), and any other keys,
-// which become extra template variables (e.g. "enable_thinking"). Blank lines are skipped. Prints
+// which become extra template variables (e.g. "enable_thinking"). Inside each value, keys whose
+// value is null are removed at any depth first, as training does (data::remove_none_values, TRL's
+// remove_none_values). Blank lines are skipped. Prints
 // one JSON string (the rendered text) per row, in order. Errors name FILE:LINE; after one nothing
 // is printed (the output is held back, spooled past 1 MiB, until every row rendered).
 constexpr CommandUsage kUsage{"render", "--tokenizer DIR FILE.jsonl"};
@@ -78,6 +82,9 @@ int cmd_render(const Args& args) {
         fail("invalid JSON: {}", json_error_reason(e));
       }
       if (!row.is_object()) fail("expected a JSON object, got {}", row.type_name());
+      // What training renders: null-valued keys removed at any depth inside each value (messages,
+      // tools, tool-call arguments), as TRL's remove_none_values before formatting.
+      data::remove_none_values(row);
       auto msgs = row.find("messages");
       if (msgs == row.end()) fail("the row has no \"messages\" key");
       bool agp = false;

@@ -23,98 +23,73 @@ bool looks_like_messages(const Json& v, std::string_view key_a, std::string_view
   return key_b.empty() || v[0].contains(key_b);
 }
 
-const char* role_from_sharegpt(const std::string& from) {
-  if (from == "human" || from == "user") return "user";
-  if (from == "gpt" || from == "assistant") return "assistant";
-  if (from == "system") return "system";
-  if (from == "tool") return "tool";
-  if (from == "ipython") return "ipython";
-  if (from == "developer") return "developer";
-  return nullptr;
+// ShareGPT's `from` values zerotune maps (README: a chosen difference; TRL renames the key only);
+// any other value is the role as it is.
+std::string role_from_sharegpt(const std::string& from) {
+  if (from == "human") return "user";
+  if (from == "gpt") return "assistant";
+  return from;
 }
 
-// The roles chat templates render: the four of TRL's formats, Llama 3.1's tool-result role
-// `ipython` and OpenAI's `developer` (system-level instructions). TRL passes any role to the
-// template; another name is refused as a likely typo (a template skips a role it does not know).
-bool known_role(const std::string& role) {
-  return role == "system" || role == "user" || role == "assistant" || role == "tool" ||
-         role == "ipython" || role == "developer";
-}
-
-// Validates (and for ShareGPT converts) one message list; returns the checked copy.
+// Checks (and for ShareGPT converts) one message list as TRL 0.25.1 reads it; returns the checked
+// copy. TRL passes each message to the chat template as it is: any role, content of any type (a
+// string, a list of content parts, …), other keys kept, so only what TRL itself needs is checked:
+// a list of objects, whose role (where given) is a string, and whose first message has a role and
+// a content, which TRL's is_conversational reads to tell a conversation (without them TRL does not
+// read the row as one, and fails on it). Null values count as absent: TRL's remove_none_values
+// drops them first. A later message without a role or content goes to the template as it is (as
+// in TRL; a template that reads it raises its own error).
 Json checked_messages(const Json& v, std::string_view column, bool sharegpt, int64_t r,
                       std::string_view file) {
   if (!v.is_array()) {
     fail("{}: row {}: column '{}' is {}, expected a list of messages", file, r, column,
          v.type_name());
   }
+  const char* role_key = sharegpt ? "from" : "role";
+  const char* content_key = sharegpt ? "value" : "content";
   Json out = Json::array();
   for (size_t k = 0; k < v.size(); ++k) {
     const Json& m = v[k];
     if (!m.is_object()) {
       fail(
-          "{}: row {}: column '{}', message {} is {}, expected an object with 'role' and "
-          "'content'",
-          file, r, column, k, m.type_name());
+          "{}: row {}: column '{}', message {} is {}, expected an object with '{}' and "
+          "'{}'",
+          file, r, column, k, m.type_name(), role_key, content_key);
     }
-    const char* role_key = sharegpt ? "from" : "role";
-    const char* content_key = sharegpt ? "value" : "content";
-    if (!m.contains(role_key)) {
-      fail("{}: row {}: column '{}', message {} has no '{}'", file, r, column, k, role_key);
-    }
-    // TRL's tool-calling format: an assistant message carrying `tool_calls` may have no content
-    // (absent or null, as HF datasets stores a missing key); chat templates guard on it.
-    const bool tool_call = !sharegpt && m.contains("tool_calls") && m["tool_calls"].is_array() &&
-                           !m["tool_calls"].empty() && m[role_key] == "assistant";
-    if (!m.contains(content_key)) {
-      if (!tool_call)
-        fail("{}: row {}: column '{}', message {} has no '{}'", file, r, column, k, content_key);
-      out.push_back(m);
-      continue;
-    }
-    const Json& role = m[role_key];
-    const Json& content = m[content_key];
-    if (!role.is_string()) {
-      fail("{}: row {}: column '{}', message {}: '{}' is {}, expected a string", file, r, column, k,
-           role_key, role.type_name());
-    }
-    if (tool_call && content.is_null()) {
-      out.push_back(m);
-      continue;
-    }
-    if (!content.is_string()) {
-      // OpenAI-style content parts ([{"type": "text", "text": …}]) are the usual case of an array.
-      fail("{}: row {}: column '{}', message {}: '{}' is {}, expected a string{}", file, r, column,
-           k, content_key, content.type_name(),
-           content.is_array() ? "; a list of content parts is not supported: join the text parts "
-                                "into one string"
-                              : "");
-    }
-    const std::string& role_s = role.get_ref<const std::string&>();
-    if (!sharegpt) {
-      if (!known_role(role_s)) {
+    const auto role = m.find(role_key);
+    const bool has_role = role != m.end() && !role->is_null();
+    if (k == 0) {
+      for (const char* key : {role_key, content_key}) {
+        const auto it = m.find(key);
+        if (it != m.end() && !it->is_null()) continue;
         fail(
-            "{}: row {}: column '{}', message {} has unknown role '{}'; expected system, user, "
-            "assistant, tool, ipython or developer",
-            file, r, column, k, role_s);
+            "{}: row {}: column '{}', message 0 has no '{}' (absent or null): TRL 0.25.1 reads a "
+            "row as a conversation only when its first message has '{}' and '{}' "
+            "(is_conversational), and fails on this one{}",
+            file, r, column, key, role_key, content_key,
+            column == "prompt" || column == "completion"
+                ? " (or, since it checks 'prompt' or 'completion' as Python's string hash "
+                  "orders them, renders it as it is)"
+                : "");
       }
+    }
+    if (has_role && !role->is_string()) {
+      fail("{}: row {}: column '{}', message {}: '{}' is {}, expected a string", file, r, column, k,
+           role_key, role->type_name());
+    }
+    if (!sharegpt) {
       out.push_back(m);
       continue;
     }
-    const char* mapped = role_from_sharegpt(role_s);
-    if (mapped == nullptr) {
-      fail(
-          "{}: row {}: column '{}', message {} has unknown 'from' value '{}'; expected human, "
-          "gpt, system (or user, assistant, tool, ipython, developer)",
-          file, r, column, k, role_s);
-    }
-    // Same key order as TRL's conversion: other keys first, then role, then content.
+    // TRL's maybe_convert_to_chatml: `from` becomes `role`, `value` becomes `content`, each
+    // assigned in that order (a new key goes last; an existing one keeps its place).
     Json conv = Json::object();
     for (const auto& [key, val] : m.items()) {
       if (key != "from" && key != "value") conv[key] = val;
     }
-    conv["role"] = mapped;
-    conv["content"] = content;
+    if (m.contains("from"))
+      conv["role"] = role->is_string() ? Json(role_from_sharegpt(role->get<std::string>())) : *role;
+    if (m.contains("value")) conv["content"] = m["value"];
     out.push_back(std::move(conv));
   }
   return out;

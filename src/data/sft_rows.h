@@ -73,8 +73,10 @@ std::string_view to_string(DropReason r);  // "empty_completion", …, "no_targe
 
 // One row, checked and ready to format. Plain kinds use the strings (language modelling: `text`
 // in `completion`); conversational kinds the message arrays (language modelling: the messages in
-// `completion_messages`). Messages are arrays of objects with string `role` ∈ {system, user,
-// assistant, tool} and string `content`, other keys kept.
+// `completion_messages`). Messages are arrays of objects as the chat template receives them
+// (TRL passes them as they are): any string `role`, a `content` of any JSON type (a string, a list
+// of content parts such as [{"type": "text", "text": …}], …), other keys kept; every message but
+// the first may lack either (extract_row).
 struct SftRow {
   std::string prompt, completion;
   Json prompt_messages, completion_messages;
@@ -107,11 +109,13 @@ struct ExtractedRow {
 
 // Checks row `row_index` (0-based) against `format` (not kPreTokenised: pretokenised_example
 // reads those rows) and extracts it; ShareGPT messages are
-// converted (from→role: human→user, gpt→assistant, system→system; value→content). An empty
-// completion / text / messages sets `skipped` (the row is still extracted). Throws zt::Error
-// "FILE: row R: …" for a missing column, a null one the kind needs (fail_missing_value), a value
-// of the wrong type (`chat_template_kwargs` not an object), a non-string content or an unknown
-// role. `file` names the row in messages: the file, or FILE:LINE.
+// converted (from→role: human→user, gpt→assistant, any other value kept; value→content). An
+// empty completion / text / messages sets `skipped` (the row is still extracted). Throws
+// zt::Error "FILE: row R: …" for a missing column, a null one the kind needs
+// (fail_missing_value), a value of the wrong type (`chat_template_kwargs` not an object, a
+// message that is no object, a role that is no string), or a message list whose first message
+// has no role or no content (absent or null; TRL's is_conversational fails such a row). `file`
+// names the row in messages: the file, or FILE:LINE.
 ExtractedRow extract_row(const Json& row, const DatasetFormat& format, int64_t row_index,
                          std::string_view file);
 

@@ -493,6 +493,97 @@ TEST_F(FamilyGolden, Phi3) {
 }
 TEST_F(FamilyGolden, Phi4Mini) { check_family("phi4_mini", "llama3.2", {"messages", "conv_pc"}); }
 
+// ---- message shapes TRL 0.25.1 passes to the chat template as they are
+// (tools/make_message_shape_goldens.py, tests/data/sft/shapes/): content given as a list of text
+// parts, roles of any name, a later message without content — the ids and targets of every row
+// equal TRL's — and the files TRL fails on, which zerotune refuses naming the row.
+class ShapeGolden : public FamilyGolden {
+ protected:
+  // Builds the case's JSONL file with the golden's tokenizer and options: the error, or "" after
+  // comparing every example with TRL's.
+  std::string check_shape(const std::string& name) {
+    SCOPED_TRACE(name);
+    const Json g = Json::parse(read_file_bytes(test_data("sft/shapes/" + name + ".golden.json")));
+    const std::string tok = g["tokenizer"].get<std::string>();
+    const auto& t = tok == "qwen2.5-instruct" ? zt::testing::qwen_tokenizer()
+                    : tok == "gemma3"         ? family_tokenizer("gemma3", "gemma_style")
+                                              : family_tokenizer("llama3_2", "llama3.2");
+    DataOptions o = options(test_data("sft/shapes/" + name + ".jsonl"));
+    o.max_length = std::nullopt;  // as the golden's SFTConfig(max_length=None)
+    if (g["options"].value("assistant_only_loss", false)) {
+      o.assistant_only_loss = true;
+      o.chat_template = read_file_bytes(test_data("families/chat/gemma3/training.jinja"));
+    }
+    PrepareReport rep;
+    TokenData d;
+    try {
+      d = build_token_data(o, t.tok, t.cfg, &rep);
+    } catch (const std::exception& e) {
+      EXPECT_TRUE(g.contains("trl_error")) << e.what();
+      return e.what();
+    }
+    EXPECT_FALSE(g.contains("trl_error")) << g.value("trl_error", "");
+    const Json& ex = g["examples"];
+    EXPECT_EQ(rep.examples_kept, static_cast<int64_t>(ex.size()));
+    if (d.example_rows.size() != ex.size()) {
+      ADD_FAILURE() << "examples: " << d.example_rows.size() << ", TRL: " << ex.size();
+      return "";
+    }
+    for (size_t e = 0; e < ex.size(); ++e) {
+      EXPECT_EQ(d.example_rows[e], ex[e]["row"].get<int64_t>());
+      const auto b = d.example_offsets[e], end = d.example_offsets[e + 1];
+      EXPECT_EQ(std::vector<int32_t>(d.ids.begin() + b, d.ids.begin() + end),
+                ex[e]["ids"].get<std::vector<int32_t>>())
+          << "row " << e;
+      EXPECT_EQ(std::vector<uint8_t>(d.targets.begin() + b, d.targets.begin() + end),
+                ex[e]["targets"].get<std::vector<uint8_t>>())
+          << "row " << e;
+    }
+    return "";
+  }
+  // The golden's TRL error, without its exception type ("TypeError: …" → "…").
+  static std::string trl_message(const std::string& name) {
+    const Json g = Json::parse(read_file_bytes(test_data("sft/shapes/" + name + ".golden.json")));
+    const std::string e = g["trl_error"].get<std::string>();
+    return e.substr(e.find(": ") + 2);
+  }
+  static std::string file(const std::string& name) {
+    return test_data("sft/shapes/" + name + ".jsonl").string();
+  }
+};
+
+TEST_F(ShapeGolden, ContentPartsAreRenderedByTheTemplate) {
+  for (const char* c : {"gemma3_parts_messages", "gemma3_parts_assistant_only",
+                        "gemma3_parts_conv_pc", "gemma3_parts_sharegpt"})
+    EXPECT_EQ(check_shape(c), "");
+}
+
+TEST_F(ShapeGolden, AnyRoleIsRendered) {
+  EXPECT_EQ(check_shape("llama3_2_roles"), "");
+  EXPECT_EQ(check_shape("llama3_2_sharegpt_roles"), "");
+}
+
+// A template that cannot render the shape raises its own error (the one transformers raises),
+// naming the row; a first message without content is refused, as TRL fails on it (KeyError).
+TEST_F(ShapeGolden, TemplateErrorsAndTrlFailuresNameTheRow) {
+  const std::string tpl = shared_data("tokenizers/qwen2.5-instruct").string() +
+                          "/tokenizer_config.json:chat_template:23: ";
+  EXPECT_EQ(trl_message("qwen_parts_template_error"),
+            "can only concatenate str (not \"list\") to str");
+  EXPECT_EQ(check_shape("qwen_parts_template_error"), file("qwen_parts_template_error") +
+                                                          ":2: row 1: " + tpl +
+                                                          trl_message("qwen_parts_template_error"));
+  EXPECT_EQ(check_shape("qwen_missing_content_template_error"),
+            file("qwen_missing_content_template_error") + ":2: row 1: " + tpl +
+                trl_message("qwen_missing_content_template_error"));
+  EXPECT_EQ(trl_message("qwen_first_message_null_content"), "'text'");
+  EXPECT_EQ(check_shape("qwen_first_message_null_content"),
+            file("qwen_first_message_null_content") +
+                ":2: row 1: column 'messages', message 0 has no 'content' (absent or null): TRL "
+                "0.25.1 reads a row as a conversation only when its first message has 'role' and "
+                "'content' (is_conversational), and fails on this one");
+}
+
 TEST_F(PrepareGolden, OutputIndependentOfThreadCount) {
   DataOptions o = options(shared_data("datasets/ultrafeedback/seed_format/sft.parquet"));
   o.num_threads = 1;

@@ -119,9 +119,11 @@ TEST(ExtractRow, JsonStringColumnWithNulIsRefused) {
             "d.jsonl: row 2: column 'tools' is a string of JSON with a NUL byte at offset 15");
 }
 
-// TRL's tool-calling rows: an assistant message with `tool_calls` and no content (absent or null)
-// is kept as it is for the template; without tool_calls (or from another role) it is an error.
-TEST(ExtractRow, ToolCallMessagesMayHaveNoContent) {
+// TRL passes every message but the first to the template as it is: an assistant message with
+// `tool_calls` and no content (absent or null) is kept, and so is any later message without
+// content (the template decides). The first message needs 'role' and 'content' (absent or null
+// alike: TRL's remove_none_values drops a null), which TRL's is_conversational reads.
+TEST(ExtractRow, LaterMessagesMayHaveNoContent) {
   const DatasetFormat msgs{DatasetKind::kConversationalLanguageModeling, "text", false};
   const SftRow r = row_of(
       R"({"messages": [{"role": "user", "content": "weather?"},
@@ -130,34 +132,57 @@ TEST(ExtractRow, ToolCallMessagesMayHaveNoContent) {
           {"role": "tool", "content": "sunny"},
           {"role": "assistant", "content": null, "tool_calls": [{"type": "function",
             "function": {"name": "f", "arguments": {}}}]},
+          {"role": "narrator"},
           {"role": "assistant", "content": "It is sunny."}]})",
       msgs);
-  ASSERT_EQ(r.completion_messages.size(), 5u);
+  ASSERT_EQ(r.completion_messages.size(), 6u);
   EXPECT_FALSE(r.completion_messages[1].contains("content"));
   EXPECT_TRUE(r.completion_messages[3]["content"].is_null());
+  EXPECT_EQ(r.completion_messages[4].dump(), R"({"role":"narrator"})");
   EXPECT_EQ(r.completion_messages[1]["tool_calls"][0]["function"]["name"], "get_weather");
+  const std::string why =
+      ": TRL 0.25.1 reads a row as a conversation only when its first message has 'role' and "
+      "'content' (is_conversational), and fails on this one";
   EXPECT_EQ(error_of([&] { row_of(R"({"messages": [{"role": "assistant"}]})", msgs, 3); }),
-            "d.jsonl: row 3: column 'messages', message 0 has no 'content'");
+            "d.jsonl: row 3: column 'messages', message 0 has no 'content' (absent or null)" + why);
   EXPECT_EQ(error_of([&] {
               row_of(R"({"messages": [{"role": "user", "content": null, "tool_calls": [{}]}]})",
                      msgs, 4);
             }),
-            "d.jsonl: row 4: column 'messages', message 0: 'content' is null, expected a string");
+            "d.jsonl: row 4: column 'messages', message 0 has no 'content' (absent or null)" + why);
+  const DatasetFormat conv{DatasetKind::kConversationalPromptCompletion, "text", false};
+  EXPECT_EQ(
+      error_of([&] {
+        row_of(
+            R"({"prompt": [{"role": "user", "content": "p"}], "completion": [{"content": "c"}]})",
+            conv, 5);
+      }),
+      "d.jsonl: row 5: column 'completion', message 0 has no 'role' (absent or null): TRL 0.25.1 "
+      "reads a row as a conversation only when its first message has 'role' and 'content' "
+      "(is_conversational), and fails on this one (or, since it checks 'prompt' or 'completion' "
+      "as Python's string hash orders them, renders it as it is)");
 }
 
+// ShareGPT: `from` becomes `role` and `value` `content`, after the message's other keys (TRL's
+// maybe_convert_to_chatml); human/gpt are mapped to user/assistant (a chosen difference: TRL keeps
+// them), any other `from` value is kept as the role, and a value that is a list of parts as it is.
 TEST(ExtractRow, ShareGptConvertedToRoleContent) {
   const DatasetFormat sg{DatasetKind::kConversationalLanguageModeling, "text", true};
   const SftRow r = row_of(
       R"({"conversations": [{"from": "system", "value": "s"}, {"from": "human", "value": "h", "lang": "en"},
-                            {"from": "gpt", "value": "g"}]})",
+                            {"from": "gpt", "value": "g"}, {"from": "bot", "value": [{"type": "text", "text": "b"}]},
+                            {"from": "tool"}]})",
       sg);
-  EXPECT_EQ(r.completion_messages.dump(),
-            R"([{"role":"system","content":"s"},{"lang":"en","role":"user","content":"h"},)"
-            R"({"role":"assistant","content":"g"}])");
   EXPECT_EQ(
-      error_of([&] { row_of(R"({"conversations": [{"from": "bot", "value": "x"}]})", sg, 12); }),
-      "d.jsonl: row 12: column 'conversations', message 0 has unknown 'from' value 'bot'; "
-      "expected human, gpt, system (or user, assistant, tool, ipython, developer)");
+      r.completion_messages.dump(),
+      R"([{"role":"system","content":"s"},{"lang":"en","role":"user","content":"h"},)"
+      R"({"role":"assistant","content":"g"},{"role":"bot","content":[{"type":"text","text":"b"}]},)"
+      R"({"role":"tool"}])");
+  EXPECT_EQ(
+      error_of([&] { row_of(R"({"conversations": [{"from": "bot"}]})", sg, 12); }),
+      "d.jsonl: row 12: column 'conversations', message 0 has no 'value' (absent or null): TRL "
+      "0.25.1 reads a row as a conversation only when its first message has 'from' and 'value' "
+      "(is_conversational), and fails on this one");
 }
 
 // Skipped rows are still extracted: under packing they are formatted for their place in TRL's bins.
@@ -188,34 +213,33 @@ TEST(ExtractRow, EmptyCompletionsAndMessagesAreSkippedButExtracted) {
   EXPECT_EQ(to_string(DropReason::kNoTargetAfterTruncation), "no_target_after_truncation");
 }
 
+// Content of any type and any string role go to the template as they are (TRL checks neither);
+// a message that is no object, or a role that is no string, is refused.
 TEST(ExtractRow, WrongTypesAndRolesNameTheRow) {
   const DatasetFormat msgs{DatasetKind::kConversationalLanguageModeling, "text", false};
-  EXPECT_EQ(error_of([&] { row_of(R"({"messages": [{"role": "user", "content": 5}]})", msgs, 7); }),
-            "d.jsonl: row 7: column 'messages', message 0: 'content' is number, expected a string");
-  EXPECT_EQ(error_of([&] {
-              row_of(R"({"messages": [{"role": "user", "content": "a"},
-                  {"role": "assistant", "content": [{"type": "text", "text": "b"}]}]})",
-                     msgs, 8);
-            }),
-            "d.jsonl: row 8: column 'messages', message 1: 'content' is array, expected a string; "
-            "a list of content parts is not supported: join the text parts into one string");
+  const SftRow parts = row_of(R"({"messages": [{"role": "user", "content": 5},
+      {"role": "assistant", "content": [{"type": "text", "text": "b"}]},
+      {"role": "robot", "content": {"text": "c"}}]})",
+                              msgs, 8);
+  EXPECT_EQ(parts.completion_messages.dump(),
+            R"([{"role":"user","content":5},)"
+            R"({"role":"assistant","content":[{"type":"text","text":"b"}]},)"
+            R"({"role":"robot","content":{"text":"c"}}])");
   EXPECT_EQ(
       error_of([&] {
-        row_of(
-            R"({"messages": [{"role": "user", "content": "a"}, {"role": "robot", "content": "b"}]})",
-            msgs, 41);
+        row_of(R"({"messages": [{"role": "user", "content": "a"}, {"role": 7, "content": "b"}]})",
+               msgs, 41);
       }),
-      "d.jsonl: row 41: column 'messages', message 1 has unknown role 'robot'; expected "
-      "system, user, assistant, tool, ipython or developer");
-  // Llama 3.1's tool-result role and OpenAI's developer role are passed to the template.
-  for (const char* role : {"ipython", "developer"}) {
-    const std::string json =
-        std::string(R"({"messages": [{"role": ")") + role + R"(", "content": "a"}]})";
-    const SftRow row = row_of(json.c_str(), msgs, 3);
-    EXPECT_EQ(row.completion_messages[0]["role"], role);
-  }
+      "d.jsonl: row 41: column 'messages', message 1: 'role' is number, expected a string");
+  EXPECT_EQ(error_of([&] {
+              row_of(R"({"messages": [{"role": "user", "content": "a"}, "b"]})", msgs, 42);
+            }),
+            "d.jsonl: row 42: column 'messages', message 1 is string, expected an object with "
+            "'role' and 'content'");
   EXPECT_EQ(error_of([&] { row_of(R"({"messages": [{"content": "a"}]})", msgs, 2); }),
-            "d.jsonl: row 2: column 'messages', message 0 has no 'role'");
+            "d.jsonl: row 2: column 'messages', message 0 has no 'role' (absent or null): TRL "
+            "0.25.1 reads a row as a conversation only when its first message has 'role' and "
+            "'content' (is_conversational), and fails on this one");
   EXPECT_EQ(error_of([&] { row_of(R"({"messages": "hi"})", msgs, 2); }),
             "d.jsonl: row 2: column 'messages' is string, expected a list of messages");
   const DatasetFormat pc{DatasetKind::kPromptCompletion, "text", false};

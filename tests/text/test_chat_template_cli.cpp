@@ -60,6 +60,23 @@ TEST(RenderCli, MatchesTransformersRowByRow) {
         << "row " << i + 1;
 }
 
+// Nulls nested in tools and tool-call arguments are removed at any depth, as training removes
+// them (TRL's remove_none_values): the text is what TRL trains (make_message_shape_goldens.py).
+TEST(RenderCli, NestedNullsAreRemovedAsTrainingRemovesThem) {
+  const std::string qwen25 = std::string(ZT_SHARED_DATA) + "/tokenizers/qwen2.5-instruct";
+  CliRun r = render("--tokenizer " + qwen25 + " " + (kData / "render_nulls_input.jsonl").string());
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::vector<std::string> got = lines(r.out),
+                           want = lines(slurp(kData / "render_nulls_expected.jsonl"));
+  ASSERT_EQ(want.size(), 3u);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i)
+    EXPECT_EQ(Json::parse(got[i]).get<std::string>(), Json::parse(want[i]).get<std::string>())
+        << "row " << i + 1;
+  const std::string arguments = R"("arguments": {"k": [{"b": 1}, null], "m": {}})";
+  EXPECT_NE(Json::parse(want[1]).get<std::string>().find(arguments), std::string::npos);
+}
+
 TEST(RenderCli, ErrorsNameFileAndLine) {
   zt::testing::TempDir tmp;
   const std::string file = (tmp / "rows.jsonl").string();
