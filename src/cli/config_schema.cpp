@@ -45,6 +45,7 @@ std::vector<KeySpec> section_keys() {
       acts("dataset.eval.split", nullptr, text(true)),  // "train" for a file, "test" for a hub id
       acts("dataset.prompt_format", nullptr, one_of({"none", "chat"}, {}, true)),
       acts("dataset.completion_mask", "prefix", one_of({"prefix", "positional"})),
+      acts("dataset.assistant_mask", "overlap", one_of({"overlap", "char_to_token"})),
       acts("dataset.cache_dir", nullptr, text(true)),
       noted("dataset.num_proc", nullptr, "zerotune tokenises with compute.threads threads"),
 

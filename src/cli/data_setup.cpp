@@ -256,6 +256,8 @@ data::DataOptions data_options(const RunConfig& cfg, const std::string& split) {
   o.prompt_format = data::parse_prompt_format(cfg.get<std::string>("dataset.prompt_format"), "dataset.prompt_format");
   o.prefix_mismatch = data::parse_prefix_mismatch(cfg.get<std::string>("trainer.prefix_mismatch"), "trainer.prefix_mismatch");
   o.completion_mask = data::parse_completion_mask(cfg.get<std::string>("dataset.completion_mask"), "dataset.completion_mask");
+  o.assistant_mask = data::parse_assistant_mask(cfg.get<std::string>("dataset.assistant_mask"),
+                                                "dataset.assistant_mask");
   o.truncation_mode = data::parse_truncation_mode(cfg.get<std::string>("trainer.truncation_mode"), "trainer.truncation_mode");
   const Json& trainer = cfg.tree().at("trainer");
   if (const auto kw = trainer.find("chat_template_kwargs"); kw != trainer.end() && !kw->is_null()) {

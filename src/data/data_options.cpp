@@ -42,6 +42,15 @@ CompletionMask parse_completion_mask(std::string_view value, std::string_view ke
       key, value);
 }
 
+AssistantMask parse_assistant_mask(std::string_view value, std::string_view key) {
+  if (value == "overlap") return AssistantMask::kOverlap;
+  if (value == "char_to_token") return AssistantMask::kCharToToken;
+  fail(
+      "{}: '{}' is not a valid value; expected 'overlap' (transformers >= 5.24) or "
+      "'char_to_token' (transformers 4.57)",
+      key, value);
+}
+
 TruncationMode parse_truncation_mode(std::string_view value, std::string_view key) {
   if (value == "keep_start") return TruncationMode::kKeepStart;
   if (value == "keep_end") return TruncationMode::kKeepEnd;
@@ -65,6 +74,9 @@ std::string_view to_string(PrefixMismatch v) {
 }
 std::string_view to_string(CompletionMask v) {
   return v == CompletionMask::kPrefix ? "prefix" : "positional";
+}
+std::string_view to_string(AssistantMask v) {
+  return v == AssistantMask::kOverlap ? "overlap" : "char_to_token";
 }
 std::string_view to_string(TruncationMode v) {
   return v == TruncationMode::kKeepStart ? "keep_start" : "keep_end";

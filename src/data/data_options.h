@@ -23,6 +23,19 @@ namespace zt::data {
 //   (PrefixMismatch).
 enum class CompletionMask { kPrefix, kPositional };
 
+// Which tokens assistant_only_loss trains: those of the `{% generation %}` spans, as transformers'
+// `apply_chat_template(return_assistant_tokens_mask=True)` finds them (SFT_SEMANTICS §2).
+// kOverlap (default; transformers >= 5.24): every token whose offsets overlap a span.
+// kCharToToken (transformers 4.57.1, the users' version under TRL 0.25.1; 5.0–5.23 mark tokens by
+//   the same rule): per span, the tokens from char_to_token(first character) to
+//   char_to_token(last character), each the FIRST token holding that character — so when the
+//   span's last character is split into several byte tokens, only the first of them is an
+//   assistant token; with its quirks: a span whose first
+//   character is in no token ends the marking (no later span is marked), a last character in
+//   token 0 or in none marks to the end of the sequence, and a generation block rendered before the
+//   template output anything is no span (4.57.1's tracker is not active yet).
+enum class AssistantMask { kOverlap, kCharToToken };
+
 // Under CompletionMask::kPositional, what to do when tok(prompt) is not a prefix of
 // tok(prompt + completion): kWarn (default) keeps the positional mask and reports the rows (as
 // TRL ≤ 1.9 warns); kError fails naming the rows.
@@ -39,16 +52,18 @@ enum class TruncationMode { kKeepStart, kKeepEnd };
 // and the row is then treated as plain prompt/completion.
 enum class PromptFormat { kNone, kChat };
 
-// Parse "prefix"/"positional", "warn"/"error", "none"/"chat" and "keep_start"/"keep_end"; throw
-// zt::Error naming `key`, the value and the choices.
+// Parse "prefix"/"positional", "overlap"/"char_to_token", "warn"/"error", "none"/"chat" and
+// "keep_start"/"keep_end"; throw zt::Error naming `key`, the value and the choices.
 CompletionMask parse_completion_mask(std::string_view value,
                                      std::string_view key = "completion_mask");
+AssistantMask parse_assistant_mask(std::string_view value, std::string_view key = "assistant_mask");
 PrefixMismatch parse_prefix_mismatch(std::string_view value,
                                      std::string_view key = "prefix_mismatch");
 PromptFormat parse_prompt_format(std::string_view value, std::string_view key = "prompt_format");
 TruncationMode parse_truncation_mode(std::string_view value,
                                      std::string_view key = "truncation_mode");
 std::string_view to_string(CompletionMask v);
+std::string_view to_string(AssistantMask v);
 std::string_view to_string(PrefixMismatch v);
 std::string_view to_string(PromptFormat v);
 std::string_view to_string(TruncationMode v);
@@ -117,6 +132,7 @@ struct DataOptions {
   Json chat_template_kwargs = Json::object();
   PromptFormat prompt_format = PromptFormat::kNone;
   CompletionMask completion_mask = CompletionMask::kPrefix;
+  AssistantMask assistant_mask = AssistantMask::kOverlap;  // used with assistant_only_loss only
   PrefixMismatch prefix_mismatch = PrefixMismatch::kWarn;  // used with kPositional only
   TruncationMode truncation_mode = TruncationMode::kKeepStart;
   std::filesystem::path cache_dir;  // empty = default_cache_dir()

@@ -290,6 +290,9 @@ CacheKey dataset_cache_key(const DataOptions& given, const text::TokenizerConfig
   if (opts.assistant_only_loss && !opts.train_set) resolved["eval_set"] = true;
   resolved["prompt_format"] = std::string(to_string(opts.prompt_format));
   resolved["completion_mask"] = std::string(to_string(opts.completion_mask));
+  // The rule acts with assistant_only_loss only; other keys are as before it existed.
+  if (opts.assistant_only_loss)
+    resolved["assistant_mask"] = std::string(to_string(opts.assistant_mask));
   resolved["chat_template_kwargs"] = opts.chat_template_kwargs;
   resolved["truncation_mode"] = std::string(to_string(effective_truncation_mode(opts)));
   h.add("options", resolved.dump());

@@ -97,8 +97,9 @@ struct PrepareReport {
 // chat template, named templates and special tokens, the dataset file's bytes and every option that
 // changes the output (dataset_text_field, max_length, packing, packing_strategy,
 // packing_group_size, completion_only_loss, assistant_only_loss, eos_token, chat_template,
-// prompt_format, completion_mask, chat_template_kwargs, truncation_mode). cache_dir, num_threads,
-// chat_template_name, names and prefix_mismatch do not change the output and are not hashed.
+// prompt_format, completion_mask, chat_template_kwargs, truncation_mode; assistant_mask with
+// assistant_only_loss). cache_dir, num_threads, chat_template_name, names, prefix_mismatch (and
+// assistant_mask without assistant_only_loss) do not change the output and are not hashed.
 // Throws zt::Error naming a file that cannot be read.
 CacheKey dataset_cache_key(const DataOptions& opts, const text::TokenizerConfig& config);
 

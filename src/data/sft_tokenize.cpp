@@ -3,9 +3,11 @@
 #include "data/sft_tokenize.h"
 
 #include <algorithm>
+#include <span>
 
 #include "core/error.h"
 #include "core/log.h"
+#include "text/unicode.h"
 
 namespace zt::data {
 namespace {
@@ -15,10 +17,13 @@ bool ends_with(const std::string& s, const std::string& suffix) {
          s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-// transformers ≥ 5: a token is an assistant token when its [start, end) overlaps a generation
-// span; spans and offsets are both in increasing order.
-std::vector<uint8_t> assistant_mask(const text::Encoding& enc,
-                                    const std::vector<std::pair<size_t, size_t>>& spans) {
+using Spans = std::vector<std::pair<size_t, size_t>>;
+
+// AssistantMask::kOverlap, transformers >= 5.24 `apply_chat_template(return_assistant_tokens_mask=
+// True)`: a token is an assistant token when its [begin, end) overlaps a generation span; spans
+// and offsets are both in increasing order. Byte offsets give what its character offsets give:
+// both hold whole characters.
+std::vector<uint8_t> overlap_mask(const text::Encoding& enc, const Spans& spans) {
   std::vector<uint8_t> mask(enc.ids.size(), 0);
   size_t s = 0;
   for (size_t t = 0; t < enc.offsets.size(); ++t) {
@@ -30,7 +35,51 @@ std::vector<uint8_t> assistant_mask(const text::Encoding& enc,
   return mask;
 }
 
+// HF `tokenizers` Encoding.char_to_token for the character starting at byte `b`: the first token
+// whose [begin, end) holds it, or none (past the text, or a character no token covers, e.g. one
+// trim_offsets cut away). Token offsets hold whole characters, so the character's first byte
+// decides as its character index does in HF.
+std::optional<size_t> char_to_token(const text::Encoding& enc, size_t b) {
+  for (size_t t = 0; t < enc.offsets.size(); ++t) {
+    if (enc.offsets[t].first <= b && b < enc.offsets[t].second) return t;
+  }
+  return std::nullopt;
+}
+
+// AssistantMask::kCharToToken, transformers 4.57.1 `apply_chat_template(return_assistant_tokens_
+// mask=True)` (tokenization_utils_base.py), on byte offsets of `text`: for each span in order,
+// start = char_to_token(its first character), end = char_to_token(its last character); start
+// none: stop (no later span is marked); else mark [start, end] — or [start, T) when end is 0 or
+// none (Python's `end_token + 1 if end_token else len(input_ids)`). A span's last character is
+// found from its end byte (its first byte: char_begin), so a character split into several byte
+// tokens ends the span at the first of them. An empty span at byte 0 (transformers would call
+// char_to_token(-1) and raise, but its tracker records no span there: nothing was rendered before
+// it) marks nothing.
+std::vector<uint8_t> char_to_token_mask(const text::Encoding& enc, std::string_view text,
+                                        std::span<const std::pair<size_t, size_t>> spans) {
+  const size_t n = enc.ids.size();
+  std::vector<uint8_t> mask(n, 0);
+  for (const auto& [first, last] : spans) {
+    if (last == 0) continue;
+    const std::optional<size_t> start = char_to_token(enc, first);
+    const std::optional<size_t> end = char_to_token(enc, text::unicode::char_begin(text, last - 1));
+    if (!start) break;
+    const size_t stop = end && *end != 0 ? *end + 1 : n;
+    for (size_t t = *start; t < stop; ++t) mask[t] = 1;
+  }
+  return mask;
+}
+
 }  // namespace
+
+std::vector<uint8_t> assistant_mask(const text::Encoding& enc, const text::RenderResult& r,
+                                    AssistantMask rule) {
+  if (rule == AssistantMask::kOverlap) return overlap_mask(enc, r.generation_spans);
+  // transformers 4.57's tracker did not record a first block rendered before any output.
+  std::span<const std::pair<size_t, size_t>> spans = r.generation_spans;
+  if (r.first_span_before_output && !spans.empty()) spans = spans.subspan(1);
+  return char_to_token_mask(enc, r.text, spans);
+}
 
 SftFormatter::SftFormatter(const DataOptions& opts, const DatasetFormat& format,
                            const text::Tokenizer& tokenizer, const text::TokenizerConfig& config)
@@ -194,7 +243,7 @@ TokenizedExample SftFormatter::format(const SftRow& row) const {
       const text::RenderResult full = render(all, false, row);
       if (opts_.assistant_only_loss) {
         text::Encoding enc = tok_->encode_with_offsets(full.text, false);
-        amask = assistant_mask(enc, full.generation_spans);
+        amask = assistant_mask(enc, full, opts_.assistant_mask);
         ex.ids = std::move(enc.ids);
       } else {
         ex.ids = tok_->encode(full.text, false);
@@ -212,7 +261,7 @@ TokenizedExample SftFormatter::format(const SftRow& row) const {
       const text::RenderResult r = render(row.completion_messages, false, row);
       if (opts_.assistant_only_loss) {
         text::Encoding enc = tok_->encode_with_offsets(r.text, false);
-        amask = assistant_mask(enc, r.generation_spans);
+        amask = assistant_mask(enc, r, opts_.assistant_mask);
         ex.ids = std::move(enc.ids);
       } else {
         ex.ids = tok_->encode(r.text, false);

@@ -22,6 +22,15 @@ struct TokenizedExample {
                                  // (for either completion mask)
 };
 
+// The assistant mask of one rendered chat (assistant_only_loss): [T] 1 for the tokens of `enc`
+// (the tokens of r.text, with byte offsets) that `rule` finds in r's `{% generation %}` byte
+// spans, else 0 — AssistantMask::kOverlap as transformers >= 5.24 `apply_chat_template(
+// return_assistant_tokens_mask=True)`, kCharToToken as transformers 4.57.1's, its quirks included
+// (data_options.h; and a first block rendered before any output is not an assistant span there:
+// RenderResult::first_span_before_output).
+std::vector<uint8_t> assistant_mask(const text::Encoding& enc, const text::RenderResult& r,
+                                    AssistantMask rule);
+
 // Turns SftRows of one dataset into TokenizedExamples (any kind but kPreTokenised, whose rows
 // data/pretokenised.h reads). Thread-safe (const); construct once.
 class SftFormatter {
@@ -66,8 +75,9 @@ class SftFormatter {
   // the length of the common prefix of prompt_ids and ids; kPositional (TRL <= 1.9)
   // [0]*len(prompt_ids) + [1]*(len(ids) - len(prompt_ids)). Every render gets the template
   // variables opts.chat_template_kwargs with the row's chat_template_kwargs merged over them.
-  // Assistant mask (assistant_only_loss): 1 for every token whose byte range overlaps a
-  // {% generation %} span (transformers' `return_assistant_tokens_mask`). targets = AND of the
+  // Assistant mask (assistant_only_loss): assistant_mask() of the render with opts.assistant_mask
+  // (default: every token whose byte range overlaps a {% generation %} span, transformers >= 5.24;
+  // char_to_token: transformers 4.57.1's rule). targets = AND of the
   // applicable masks (completion mask only with completion_only_loss), else all 1.
   TokenizedExample format(const SftRow& row) const;
 

@@ -93,11 +93,13 @@ Value Interp::render_body(const Body& body, std::shared_ptr<Scope> scope) {
 Interp::Flow Interp::exec_stmt(const Stmt& s, std::string& out) {
   try {
     switch (s.kind) {
-      case StmtKind::kText:
+      case StmtKind::kText:  // jinja drops empty text: it yields no block
         out += s.text;
+        if (&out == root_out_ && !s.text.empty()) root_output_ = true;
         return Flow::kNormal;
-      case StmtKind::kOutput:
+      case StmtKind::kOutput:  // one block, even an empty one
         for (const auto& e : s.exprs) append_str(out, eval(*e));
+        if (&out == root_out_) root_output_ = true;
         return Flow::kNormal;
       case StmtKind::kIf:
         for (size_t i = 0; i < s.exprs.size(); ++i)
@@ -135,10 +137,12 @@ Interp::Flow Interp::exec_stmt(const Stmt& s, std::string& out) {
         Args args = eval_args(call_expr.args);
         args.kw.emplace_back("caller", Value::callable(std::move(fn)));
         append_str(out, call(callee, args));
+        if (&out == root_out_) root_output_ = true;
         return Flow::kNormal;
       }
       case StmtKind::kFilterBlock:
         append_str(out, apply_filter_chain(*s.expr, render_body(s.bodies[0], child_of(cur_))));
+        if (&out == root_out_) root_output_ = true;
         return Flow::kNormal;
       case StmtKind::kWith: {
         auto scope = child_of(cur_);
@@ -155,8 +159,12 @@ Interp::Flow Interp::exec_stmt(const Stmt& s, std::string& out) {
         // (len(output yielded so far), + len(block)); the top-level output is that output.
         Value v = render_body(s.bodies[0], child_of(cur_));
         size_t begin = root_out_->size();
-        if (spans_) spans_->emplace_back(begin, begin + v.str().size());
+        if (spans_) {
+          if (spans_->empty() && !root_output_) first_span_before_output_ = true;
+          spans_->emplace_back(begin, begin + v.str().size());
+        }
         out += v.str();
+        if (&out == root_out_) root_output_ = true;
         return Flow::kNormal;
       }
     }

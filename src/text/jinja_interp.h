@@ -45,6 +45,11 @@ class Interp {
   // Renders the template; `spans` receives the [begin, end) byte ranges of `{% generation %}`
   // blocks, measured like transformers' AssistantTracker (offset into the top-level output).
   std::string run(std::vector<std::pair<size_t, size_t>>* spans);
+  // After run(): the first `{% generation %}` block was rendered before the template output
+  // anything at its top level (no text, no `{{ … }}`, not even an empty one). transformers 4.57's
+  // AssistantTracker records no span for such a block (`is_active` tests its lists of rendered
+  // blocks and of spans, both empty then); transformers 5.24 records it.
+  bool first_span_before_output() const { return first_span_before_output_; }
 
   const std::string& name() const { return name_; }
 
@@ -84,6 +89,8 @@ class Interp {
   std::shared_ptr<Scope> cur_;
   std::string* root_out_ = nullptr;
   std::vector<std::pair<size_t, size_t>>* spans_ = nullptr;
+  bool root_output_ = false;  // a top-level text or output statement ran (jinja yielded a block)
+  bool first_span_before_output_ = false;
   int call_depth_ = 0;  // nested macro / caller calls (bounded like Python's recursion limit)
 };
 

@@ -1,6 +1,6 @@
 // From config keys to data::DataOptions (cli/data_setup): the keys of SFT_SEMANTICS §2 that
-// issue 7 adds — dataset.completion_mask, trainer.truncation_mode, trainer.chat_template_kwargs,
-// trainer.chat_template_path — and the errors that name them.
+// issue 7 adds — dataset.completion_mask (and dataset.assistant_mask), trainer.truncation_mode,
+// trainer.chat_template_kwargs, trainer.chat_template_path — and the errors that name them.
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
@@ -25,6 +25,7 @@ RunConfig config(Json trainer, Json dataset = Json::object()) {
 TEST(DataSetup, DefaultsAreCurrentTrl) {
   const data::DataOptions o = data_options(config(Json::object()), "train");
   EXPECT_EQ(o.completion_mask, data::CompletionMask::kPrefix);
+  EXPECT_EQ(o.assistant_mask, data::AssistantMask::kOverlap);
   EXPECT_EQ(o.prefix_mismatch, data::PrefixMismatch::kWarn);
   EXPECT_EQ(o.truncation_mode, data::TruncationMode::kKeepStart);
   EXPECT_EQ(o.chat_template_kwargs, Json::object());
@@ -37,9 +38,10 @@ TEST(DataSetup, NewKeysReachTheDataOptions) {
                            {"chat_template_kwargs", {{"enable_thinking", false}}},
                            {"chat_template_path", "templates/chat.jinja"},
                            {"prefix_mismatch", "error"}},
-                          {{"completion_mask", "positional"}}),
+                          {{"completion_mask", "positional"}, {"assistant_mask", "char_to_token"}}),
                    "train");
   EXPECT_EQ(o.completion_mask, data::CompletionMask::kPositional);
+  EXPECT_EQ(o.assistant_mask, data::AssistantMask::kCharToToken);
   EXPECT_EQ(o.prefix_mismatch, data::PrefixMismatch::kError);
   EXPECT_EQ(o.truncation_mode, data::TruncationMode::kKeepEnd);
   EXPECT_EQ(o.chat_template_kwargs.dump(), R"({"enable_thinking":false})");
@@ -52,6 +54,11 @@ TEST(DataSetup, BadValuesNameTheKey) {
             }),
             "sft.yaml: dataset.completion_mask: 'common' is not valid (expected one of: prefix, "
             "positional)");
+  EXPECT_EQ(error_of([] {
+              data_options(config({}, {{"assistant_mask", "first_token"}}), "train");
+            }),
+            "sft.yaml: dataset.assistant_mask: 'first_token' is not valid (expected one of: "
+            "overlap, char_to_token)");
   EXPECT_EQ(error_of([] {
               data_options(config({{"truncation_mode", "keep_middle"}}), "train");
             }),
