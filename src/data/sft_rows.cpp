@@ -62,6 +62,9 @@ Json checked_messages(const Json& v, std::string_view column, bool sharegpt, int
       for (const char* key : {role_key, content_key}) {
         const auto it = m.find(key);
         if (it != m.end() && !it->is_null()) continue;
+        // A ShareGPT row already in role/content form is left so by maybe_convert_to_chatml.
+        const char* chatml = key == role_key ? "role" : "content";
+        if (sharegpt && !m.contains(key) && m.contains(chatml) && !m[chatml].is_null()) continue;
         fail(
             "{}: row {}: column '{}', message 0 has no '{}' (absent or null): TRL 0.25.1 reads a "
             "row as a conversation only when its first message has '{}' and '{}' "

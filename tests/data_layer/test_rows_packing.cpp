@@ -183,6 +183,10 @@ TEST(ExtractRow, ShareGptConvertedToRoleContent) {
       "d.jsonl: row 12: column 'conversations', message 0 has no 'value' (absent or null): TRL "
       "0.25.1 reads a row as a conversation only when its first message has 'from' and 'value' "
       "(is_conversational), and fails on this one");
+  // A row of a ShareGPT file already in role/content form is left so and trained, as TRL does.
+  EXPECT_EQ(row_of(R"({"conversations": [{"role": "user", "content": "u"}]})", sg)
+                .completion_messages.dump(),
+            R"([{"role":"user","content":"u"}])");
 }
 
 // Skipped rows are still extracted: under packing they are formatted for their place in TRL's bins.
