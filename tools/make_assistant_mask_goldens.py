@@ -54,6 +54,9 @@ FIRST = "{{ bos_token }}" + END_CONTENT.replace("{{- '<|im_start|>assistant\\n' 
 # FIRST without `{{ bos_token }}`: nothing is rendered before the first span, which transformers
 # 4.57's tracker then does not record (5.24's does).
 FIRST_BARE = FIRST.replace("{{ bos_token }}", "")
+# A macro renders the whole conversation: every span is recorded while the macro's output is
+# buffered, before the template outputs anything, so transformers 4.57 records none of them.
+MACRO_ALL = ("{%- macro render(ms) %}" + END_CONTENT + "{%- endmacro %}{{- render(messages) }}")
 # Spans ending or starting on a space, which trim_offsets cuts from its token's offsets (a lone " "
 # token is left empty; "Ġok" keeps "ok"), so no token holds it.
 END_SPACE = END_CONTENT.replace("{{ message.content }}", "{{ message.content + ' ' }}")
@@ -76,6 +79,8 @@ CASES = [
     ("span_is_token_0", "qwen2.5", FIRST, conv(("assistant", "A"), ("user", "hi"))),
     ("first_block_before_output", "qwen2.5", FIRST_BARE,
      conv(("assistant", "Hello there"), ("user", "hi"), ("assistant", "ok"))),
+    ("macro_renders_all", "qwen2.5", MACRO_ALL,
+     conv(("user", "hi"), ("assistant", "ok"), ("user", "more"), ("assistant", "fine"))),
     ("ends_on_trimmed_space", "qwen2.5_trim", END_SPACE,
      conv(("user", "hi"), ("assistant", "ok"), ("user", "more"), ("assistant", "fine"))),
     ("starts_on_trimmed_space", "qwen2.5_trim", START_SPACE,

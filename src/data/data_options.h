@@ -32,8 +32,9 @@ enum class CompletionMask { kPrefix, kPositional };
 //   span's last character is split into several byte tokens, only the first of them is an
 //   assistant token; with its quirks: a span whose first
 //   character is in no token ends the marking (no later span is marked), a last character in
-//   token 0 or in none marks to the end of the sequence, and a generation block rendered before the
-//   template output anything is no span (4.57.1's tracker is not active yet).
+//   token 0 or in none marks to the end of the sequence, and the generation blocks rendered before
+//   the template output anything (all of them, where a macro renders the whole conversation) are
+//   no spans (4.57.1's tracker is not active yet).
 enum class AssistantMask { kOverlap, kCharToToken };
 
 // Under CompletionMask::kPositional, what to do when tok(prompt) is not a prefix of

@@ -52,9 +52,9 @@ std::optional<size_t> char_to_token(const text::Encoding& enc, size_t b) {
 // none: stop (no later span is marked); else mark [start, end] — or [start, T) when end is 0 or
 // none (Python's `end_token + 1 if end_token else len(input_ids)`). A span's last character is
 // found from its end byte (its first byte: char_begin), so a character split into several byte
-// tokens ends the span at the first of them. An empty span at byte 0 (transformers would call
-// char_to_token(-1) and raise, but its tracker records no span there: nothing was rendered before
-// it) marks nothing.
+// tokens ends the span at the first of them. An empty span at byte 0 marks nothing, where
+// transformers calls char_to_token(-1) and raises OverflowError (a template that outputs an empty
+// string first, then an empty assistant reply; TRL would fail on that row).
 std::vector<uint8_t> char_to_token_mask(const text::Encoding& enc, std::string_view text,
                                         std::span<const std::pair<size_t, size_t>> spans) {
   const size_t n = enc.ids.size();
@@ -75,9 +75,9 @@ std::vector<uint8_t> char_to_token_mask(const text::Encoding& enc, std::string_v
 std::vector<uint8_t> assistant_mask(const text::Encoding& enc, const text::RenderResult& r,
                                     AssistantMask rule) {
   if (rule == AssistantMask::kOverlap) return overlap_mask(enc, r.generation_spans);
-  // transformers 4.57's tracker did not record a first block rendered before any output.
+  // transformers 4.57's tracker did not record the blocks rendered before any output.
   std::span<const std::pair<size_t, size_t>> spans = r.generation_spans;
-  if (r.first_span_before_output && !spans.empty()) spans = spans.subspan(1);
+  spans = spans.subspan(std::min(r.spans_before_output, spans.size()));
   return char_to_token_mask(enc, r.text, spans);
 }
 

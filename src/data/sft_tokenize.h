@@ -26,8 +26,8 @@ struct TokenizedExample {
 // (the tokens of r.text, with byte offsets) that `rule` finds in r's `{% generation %}` byte
 // spans, else 0 — AssistantMask::kOverlap as transformers >= 5.24 `apply_chat_template(
 // return_assistant_tokens_mask=True)`, kCharToToken as transformers 4.57.1's, its quirks included
-// (data_options.h; and a first block rendered before any output is not an assistant span there:
-// RenderResult::first_span_before_output).
+// (data_options.h; and the blocks rendered before any output are no assistant spans there:
+// RenderResult::spans_before_output).
 std::vector<uint8_t> assistant_mask(const text::Encoding& enc, const text::RenderResult& r,
                                     AssistantMask rule);
 

@@ -28,7 +28,7 @@ RenderResult ChatTemplate::render(const Json& context) const {
   try {
     jinja::Interp in(impl_->tpl, impl_->name, context);  // a context too deep raises here
     r.text = in.run(&r.generation_spans);
-    r.first_span_before_output = in.first_span_before_output();
+    r.spans_before_output = in.spans_before_output();
   } catch (const jinja::RenderError& e) {  // raised outside any statement
     fail("{}: {}", impl_->name, e.what());
   }

@@ -21,10 +21,10 @@ namespace zt::text {
 struct RenderResult {
   std::string text;
   std::vector<std::pair<size_t, size_t>> generation_spans;
-  // The first generation block was rendered before the template output anything: transformers
-  // 4.57 records no span for it (its AssistantTracker is not active yet), 5.24 does
-  // (jinja::Interp::first_span_before_output).
-  bool first_span_before_output = false;
+  // How many of the first generation blocks were rendered before the template output anything:
+  // transformers 4.57 records no span for them (its AssistantTracker is not active yet), 5.24
+  // does (jinja::Interp::spans_before_output).
+  size_t spans_before_output = 0;
 };
 
 class ChatTemplate {

@@ -160,7 +160,7 @@ Interp::Flow Interp::exec_stmt(const Stmt& s, std::string& out) {
         Value v = render_body(s.bodies[0], child_of(cur_));
         size_t begin = root_out_->size();
         if (spans_) {
-          if (spans_->empty() && !root_output_) first_span_before_output_ = true;
+          if (!root_output_) ++spans_before_output_;
           spans_->emplace_back(begin, begin + v.str().size());
         }
         out += v.str();

@@ -45,11 +45,12 @@ class Interp {
   // Renders the template; `spans` receives the [begin, end) byte ranges of `{% generation %}`
   // blocks, measured like transformers' AssistantTracker (offset into the top-level output).
   std::string run(std::vector<std::pair<size_t, size_t>>* spans);
-  // After run(): the first `{% generation %}` block was rendered before the template output
-  // anything at its top level (no text, no `{{ … }}`, not even an empty one). transformers 4.57's
-  // AssistantTracker records no span for such a block (`is_active` tests its lists of rendered
-  // blocks and of spans, both empty then); transformers 5.24 records it.
-  bool first_span_before_output() const { return first_span_before_output_; }
+  // After run(): how many `{% generation %}` blocks (the first ones) were rendered before the
+  // template output anything at its top level (no text, no `{{ … }}`, not even an empty one; a
+  // macro's or call block's output is not top-level until it is output). transformers 4.57's
+  // AssistantTracker records no span for them (`is_active` tests its lists of rendered blocks and
+  // of spans, both empty until then); transformers 5.24 records them.
+  size_t spans_before_output() const { return spans_before_output_; }
 
   const std::string& name() const { return name_; }
 
@@ -90,7 +91,7 @@ class Interp {
   std::string* root_out_ = nullptr;
   std::vector<std::pair<size_t, size_t>>* spans_ = nullptr;
   bool root_output_ = false;  // a top-level text or output statement ran (jinja yielded a block)
-  bool first_span_before_output_ = false;
+  size_t spans_before_output_ = 0;
   int call_depth_ = 0;  // nested macro / caller calls (bounded like Python's recursion limit)
 };
 

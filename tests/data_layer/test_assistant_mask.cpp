@@ -73,7 +73,7 @@ class AssistantMaskGolden : public ::testing::Test {
     const Json g = golden(rule);
     EXPECT_EQ(g["rule"], rule);
     EXPECT_EQ(g["transformers"], version);
-    ASSERT_EQ(g["cases"].size(), 11u);
+    ASSERT_EQ(g["cases"].size(), 12u);
     for (const Json& c : g["cases"]) {
       SCOPED_TRACE(c["name"].get<std::string>());
       const TokenizedExample ex = format(c, r);
@@ -131,8 +131,8 @@ TEST_F(AssistantMaskGolden, WhereTheRulesDiffer) {
   }
   EXPECT_EQ(differ, (std::vector<std::string>{"split_last_char", "split_last_emoji", "two_spans",
                                               "span_is_token_0", "first_block_before_output",
-                                              "ends_on_trimmed_space", "starts_on_trimmed_space",
-                                              "split_last_char_trim"}));
+                                              "macro_renders_all", "ends_on_trimmed_space",
+                                              "starts_on_trimmed_space", "split_last_char_trim"}));
   // span_is_token_0: the assistant's "A" is token 0; 4.57.1's `end_token + 1 if end_token else
   // len(input_ids)` marks all 9 tokens, the user turn after it included.
   EXPECT_EQ(a[6]["assistant_masks"], Json(std::vector<int>(9, 1)));
@@ -141,9 +141,16 @@ TEST_F(AssistantMaskGolden, WhereTheRulesDiffer) {
   std::vector<int> second_only(13, 0);
   second_only[10] = 1;
   EXPECT_EQ(a[7]["assistant_masks"], Json(second_only));
+  // macro_renders_all: every span is recorded while the macro's output is buffered, before the
+  // template outputs anything: 4.57.1 records none (5.24 starts each at the output's start, 0).
+  EXPECT_EQ(a[8]["name"], "macro_renders_all");
+  EXPECT_EQ(a[8]["assistant_masks"], Json(std::vector<int>(24, 0)));
+  std::vector<int> first_token(24, 0);
+  first_token[0] = 1;
+  EXPECT_EQ(b[8]["assistant_masks"], Json(first_token));
   // starts_on_trimmed_space: no token holds the first span's first character (a space): 4.57.1
   // breaks there, so neither span is marked.
-  EXPECT_EQ(a[9]["assistant_masks"], Json(std::vector<int>(24, 0)));
+  EXPECT_EQ(a[10]["assistant_masks"], Json(std::vector<int>(24, 0)));
 }
 
 // The rule is part of the token cache key with assistant_only_loss (a cache built with the other
