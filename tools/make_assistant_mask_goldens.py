@@ -17,7 +17,8 @@ the tokens of each `{% generation %}` span by one of two rules, and the golden r
 The cases: a reply whose last character is split into several byte tokens ("ok 𝜉", "ok🪩"; the
 tester's template ends the span on the content), a span ending on a special token, two spans in
 one conversation, a span whose last token is token 0 (4.57.1 marks to the end), a first span
-rendered before anything else (4.57.1's tracker does not record it), and, with the
+rendered before anything else (4.57.1's tracker does not record it), generation blocks inside a
+macro (recorded at the top-level output's end, in characters, with multi-byte text), and, with the
 Qwen2.5 tokenizer's ByteLevel post-processor set to trim_offsets: true (tokenizer "qwen2.5_trim"),
 spans whose last or first character is a space the trimming cuts from its token (4.57.1:
 char_to_token None — to the end, or no span marked from there on).
@@ -57,6 +58,14 @@ FIRST_BARE = FIRST.replace("{{ bos_token }}", "")
 # A macro renders the whole conversation: every span is recorded while the macro's output is
 # buffered, before the template outputs anything, so transformers 4.57 records none of them.
 MACRO_ALL = ("{%- macro render(ms) %}" + END_CONTENT + "{%- endmacro %}{{- render(messages) }}")
+# A macro renders each turn: a generation block inside it is recorded at the top-level output's
+# end in characters, covering the block's character count from there (the macro's own output
+# before the block is not yet top-level), so multi-byte text before or in the block moves the span
+# by characters, not bytes.
+MACRO_TURN = ("{%- macro turn(m) %}{{- '<|im_start|>' + m.role + '\\n' }}"
+              "{%- if m.role == 'assistant' %}{% generation %}{{ m.content }}{% endgeneration %}"
+              "{%- else %}{{- m.content }}{%- endif %}{{- '<|im_end|>\\n' }}{%- endmacro %}"
+              "{%- for m in messages %}{{- turn(m) }}{%- endfor %}")
 # Spans ending or starting on a space, which trim_offsets cuts from its token's offsets (a lone " "
 # token is left empty; "Ġok" keeps "ok"), so no token holds it.
 END_SPACE = END_CONTENT.replace("{{ message.content }}", "{{ message.content + ' ' }}")
@@ -87,6 +96,9 @@ CASES = [
      conv(("user", "hi"), ("assistant", "ok"), ("user", "more"), ("assistant", "fine"))),
     ("split_last_char_trim", "qwen2.5_trim", END_CONTENT,
      conv(("user", "hi"), ("assistant", "ok 𝜉"), ("user", "more"), ("assistant", "fine"))),
+    ("macro_per_turn_multibyte", "qwen2.5", MACRO_TURN,
+     conv(("user", "héllo wörld 你好"), ("assistant", "好的, ok 𝜉"), ("user", "more ü"),
+          ("assistant", "fine 🪩 done"))),
 ]
 
 

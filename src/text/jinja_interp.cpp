@@ -71,8 +71,40 @@ std::string Interp::run(std::vector<std::pair<size_t, size_t>>* spans) {
   std::string out;
   root_out_ = &out;
   spans_ = spans;
+  const size_t first = spans ? spans->size() : 0;
   exec(tpl_.body, out);
+  if (spans) chars_to_bytes(out, *spans, first);
   return out;
+}
+
+size_t Interp::root_chars() {
+  if (root_counted_ > root_out_->size()) root_counted_ = root_chars_ = 0;  // never shrinks today
+  root_chars_ += py::length(std::string_view(*root_out_).substr(root_counted_));
+  root_counted_ = root_out_->size();
+  return root_chars_;
+}
+
+void Interp::chars_to_bytes(const std::string& out, std::vector<std::pair<size_t, size_t>>& spans,
+                            size_t first) {
+  std::vector<size_t> at;  // the character positions to convert, sorted
+  for (size_t i = first; i < spans.size(); ++i) {
+    at.push_back(spans[i].first);
+    at.push_back(spans[i].second);
+  }
+  std::sort(at.begin(), at.end());
+  at.erase(std::unique(at.begin(), at.end()), at.end());
+  std::vector<size_t> byte(at.size(), out.size());  // past the last character: the output's end
+  size_t chars = 0, k = 0;
+  for (size_t b = 0; b < out.size() && k < at.size(); ++b) {
+    if ((static_cast<unsigned char>(out[b]) & 0xC0) == 0x80) continue;  // inside a character
+    while (k < at.size() && at[k] == chars) byte[k++] = b;
+    ++chars;
+  }
+  const auto to_byte = [&](size_t c) {
+    return byte[static_cast<size_t>(std::lower_bound(at.begin(), at.end(), c) - at.begin())];
+  };
+  for (size_t i = first; i < spans.size(); ++i)
+    spans[i] = {to_byte(spans[i].first), to_byte(spans[i].second)};
 }
 
 Interp::Flow Interp::exec(const Body& body, std::string& out) {
@@ -156,12 +188,15 @@ Interp::Flow Interp::exec_stmt(const Stmt& s, std::string& out) {
         return Flow::kContinue;
       case StmtKind::kGeneration: {
         // transformers' AssistantTracker renders the block through caller() and records
-        // (len(output yielded so far), + len(block)); the top-level output is that output.
+        // (len(output yielded so far), + len(block)) in characters; the output yielded so far is
+        // the top-level output. Inside a macro or call block that output does not hold the block
+        // yet: the span covers the block's character count from the top-level output's end, as
+        // transformers' does. run() turns the characters into byte offsets of the final output.
         Value v = render_body(s.bodies[0], child_of(cur_));
-        size_t begin = root_out_->size();
         if (spans_) {
           if (!root_output_) ++spans_before_output_;
-          spans_->emplace_back(begin, begin + v.str().size());
+          const size_t begin = root_chars();
+          spans_->emplace_back(begin, begin + py::length(v.str()));
         }
         out += v.str();
         if (&out == root_out_) root_output_ = true;

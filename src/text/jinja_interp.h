@@ -43,7 +43,8 @@ class Interp {
   Interp(const Template& tpl, const std::string& name, const Json& context);
 
   // Renders the template; `spans` receives the [begin, end) byte ranges of `{% generation %}`
-  // blocks, measured like transformers' AssistantTracker (offset into the top-level output).
+  // blocks, measured like transformers' AssistantTracker (offset into the top-level output, in
+  // characters, turned into bytes of the output; a position past its end is its size).
   std::string run(std::vector<std::pair<size_t, size_t>>* spans);
   // After run(): how many `{% generation %}` blocks (the first ones) were rendered before the
   // template output anything at its top level (no text, no `{{ … }}`, not even an empty one; a
@@ -83,6 +84,11 @@ class Interp {
   Value lookup(const std::string& name);
   Value call_macro(const Callable& fn, Args& args);
   Value slice(const Value& obj, const Expr& s);
+  // The top-level output's length in characters (Python's len), counted incrementally.
+  size_t root_chars();
+  // Turns spans[first..] from character positions in `out` into byte offsets.
+  static void chars_to_bytes(const std::string& out, std::vector<std::pair<size_t, size_t>>& spans,
+                             size_t first);
 
   const Template& tpl_;
   const std::string& name_;
@@ -92,6 +98,8 @@ class Interp {
   std::vector<std::pair<size_t, size_t>>* spans_ = nullptr;
   bool root_output_ = false;  // a top-level text or output statement ran (jinja yielded a block)
   size_t spans_before_output_ = 0;
+  size_t root_chars_ = 0;  // characters (code points) in root_out_'s first root_counted_ bytes
+  size_t root_counted_ = 0;
   int call_depth_ = 0;  // nested macro / caller calls (bounded like Python's recursion limit)
 };
 

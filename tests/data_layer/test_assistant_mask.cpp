@@ -73,7 +73,7 @@ class AssistantMaskGolden : public ::testing::Test {
     const Json g = golden(rule);
     EXPECT_EQ(g["rule"], rule);
     EXPECT_EQ(g["transformers"], version);
-    ASSERT_EQ(g["cases"].size(), 12u);
+    ASSERT_EQ(g["cases"].size(), 13u);
     for (const Json& c : g["cases"]) {
       SCOPED_TRACE(c["name"].get<std::string>());
       const TokenizedExample ex = format(c, r);
@@ -151,6 +151,17 @@ TEST_F(AssistantMaskGolden, WhereTheRulesDiffer) {
   // starts_on_trimmed_space: no token holds the first span's first character (a space): 4.57.1
   // breaks there, so neither span is marked.
   EXPECT_EQ(a[10]["assistant_masks"], Json(std::vector<int>(24, 0)));
+  // macro_per_turn_multibyte: a block inside a macro is recorded at the top-level output's end
+  // and covers the block's characters from there (8 for "好的, ok 𝜉", 16 bytes): both versions
+  // mark the <|im_start|> token (12 characters) of each assistant turn alone. Byte counts would
+  // reach into "assistant" as well.
+  EXPECT_EQ(a[12]["name"], "macro_per_turn_multibyte");
+  for (const Json& g : {a[12], b[12]}) {
+    std::vector<int32_t> marked;
+    for (size_t t = 0; t < g["ids"].size(); ++t)
+      if (g["assistant_masks"][t] == 1) marked.push_back(g["ids"][t].get<int32_t>());
+    EXPECT_EQ(marked, (std::vector<int32_t>{151644, 151644}));
+  }
 }
 
 // The rule is part of the token cache key with assistant_only_loss (a cache built with the other
