@@ -52,7 +52,7 @@ enum class EosOrigin : uint8_t {
 
 // The special token ids of the tokenizer a model was trained with; unset: the tokenizer has none.
 struct TokenizerSpecialIds {
-  std::optional<int64_t> eos, bos, pad;  // pad: TRL's (the tokenizer's pad_token, else its EOS)
+  std::optional<int64_t> eos, bos, pad;  // pad: the tokenizer's pad_token (none: left as it was)
   EosOrigin eos_origin = EosOrigin::kTokenizer;
 };
 
@@ -110,7 +110,8 @@ struct GenerationConfigExport {
 // 1. TRL, by tok.eos_origin: kEosTokenArg (SFTConfig.eos_token) sets cfg's eos to the id and puts
 // it
 //    first in generation's eos list unless there; kClonedTemplate (clone_chat_template) sets both
-//    to the single id; then TRL sets cfg's and generation's pad to tok.pad;
+//    to the single id; then TRL sets cfg's and generation's pad to tok.pad (when the tokenizer
+//    has a pad token: TRL 1.16 falls back to the EOS, TRL 0.25.1 sets none);
 // 2. transformers `align_special_tokens` (Trainer.train): for eos, bos and pad that the tokenizer
 //    defines, when the id is not among cfg's ids or not among generation's, cfg gets it (eos: put
 //    first in a list cfg already has) and generation gets it (eos: first in its list, the others

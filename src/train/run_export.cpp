@@ -49,7 +49,11 @@ TokenizerSpecialIds special_ids(const RunTokenizer& r, const text::Tokenizer& to
   };
   ids.eos = id(r.eos);
   ids.bos = id(tc.bos_token);
-  ids.pad = id(tc.pad_token ? tc.pad_token : r.eos);
+  // The tokenizer's pad token only, as TRL 0.25.1 + transformers 4.57.1 export (config.json keeps
+  // what it had). TRL 1.16 writes the EOS there when the tokenizer has no pad token, which
+  // transformers' models (and zerotune) read as the embedding's padding_idx: a further fine-tune
+  // of the export would train no input embedding of the EOS.
+  ids.pad = id(tc.pad_token);
   return ids;
 }
 

@@ -1876,6 +1876,33 @@ TEST_F(TrainCli, TokenizerJsonAloneTrainsWithTheClassDefaultEos) {
   EXPECT_EQ(gen["pad_token_id"], zt::Json(151643)) << gen.dump();
 }
 
+// A tokenizer without a pad token (Llama 3.x's files: PreTrainedTokenizerFast): the export writes
+// no pad_token_id, as TRL 0.25.1 + transformers 4.57.1 save it. It wrote the EOS (TRL 1.16's
+// fallback), which transformers and zerotune read as the embedding's padding_idx, so a fine-tune of
+// the export left the EOS row of the input embedding untrained.
+TEST_F(TrainCli, ATokenizerWithoutAPadTokenExportsNoPadId) {
+  const fs::path tok = root_ / "tok_nopad",
+                 qwen = fs::path(ZT_SOURCE_DIR) / "configs" / "tokenizers" / "qwen2.5-instruct";
+  fs::create_directories(tok);
+  fs::copy_file(qwen / "tokenizer.json", tok / "tokenizer.json",
+                fs::copy_options::overwrite_existing);
+  zt::Json tc = zt::Json::parse(slurp(qwen / "tokenizer_config.json"));
+  ASSERT_EQ(tc["pad_token"], "<|endoftext|>");
+  tc.erase("pad_token");
+  tc["tokenizer_class"] = "PreTrainedTokenizerFast";  // Qwen2Tokenizer's class default pads
+  std::ofstream(tok / "tokenizer_config.json") << tc.dump(2);
+  auto r = train("nopad", "model.tokenizer_name_or_path=" + tok.string() +
+                              " trainer.eval_strategy=no trainer.max_steps=1 "
+                              "trainer.save_strategy=no");
+  ASSERT_EQ(r.status, 0) << r.output;
+  const zt::Json cfg = zt::Json::parse(slurp(exp("nopad") / "final" / "config.json"));
+  const zt::Json gen = zt::Json::parse(slurp(exp("nopad") / "final" / "generation_config.json"));
+  EXPECT_FALSE(cfg.contains("pad_token_id") && !cfg["pad_token_id"].is_null()) << cfg.dump();
+  EXPECT_FALSE(gen.contains("pad_token_id")) << gen.dump();
+  EXPECT_EQ(cfg["eos_token_id"], zt::Json(151645)) << cfg.dump();  // the trained EOS is aligned
+  EXPECT_EQ(r.output.find("pad_token_id"), std::string::npos) << r.output;
+}
+
 // A model path that is a file (its config.json) or not there: the error names the file and the
 // key, not only "model '…'".
 TEST_F(TrainCli, ModelPathThatIsNoDirectoryNamesTheKey) {
