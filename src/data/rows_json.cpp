@@ -31,13 +31,6 @@ std::string parse_reason(const char* what) {
   return std::string(w);
 }
 
-bool is_blank(std::string_view s) {
-  for (char c : s) {
-    if (c != ' ' && c != '\t' && c != '\r' && c != '\n') return false;
-  }
-  return true;
-}
-
 int64_t line_of(std::string_view buf, size_t offset) {
   int64_t line = 1;
   for (size_t i = 0; i < offset && i < buf.size(); ++i) line += buf[i] == '\n';
@@ -84,48 +77,81 @@ struct LineSpan {
   size_t column = 0;  // 0-based byte of `begin` in its line (a row after another on one line)
 };
 
-// The byte ranges [begin, end) of the rows of one JSON Lines line `text`: pyarrow's JSON reader
-// (HF datasets' "json" builder) reads `{"a": 1} {"a": 2}` and `{"a": 1}{"a": 2}` on one line as
-// two rows. The line is cut only where an object closes at depth 0 and the next non-blank byte
-// opens another; the rest of the line after the last cut is one range, whose parse then says what
-// is wrong with it. (An object spanning lines, which pyarrow also reads, is refused.)
-std::vector<std::pair<size_t, size_t>> line_rows(std::string_view text) {
-  std::vector<std::pair<size_t, size_t>> out;
-  size_t start = 0, depth = 0;
-  bool in_string = false, escaped = false;
-  const auto whole = [&] {
-    out.emplace_back(start, text.size());
-    return out;
+// The rows of a JSON Lines file `buf` from byte `start`, as pyarrow's JSON reader (HF datasets'
+// "json" builder) reads it: a sequence of JSON objects separated by whitespace (space, tab, CR,
+// LF), so one object a line, several on one line (`{"a": 1} {"a": 2}`, `{"a": 1}{"a": 2}`), an
+// object spanning lines (pretty-printed) and CR-only line ends all give one row per object
+// (datasets 4.8.5). A value that opens with `{` or `[` ends where it closes at depth 0 (strings
+// skipped); anything else at depth 0 (a stray `}`, a scalar, garbage) is a range to the end of its
+// line, whose parse says what is wrong with it; an object left open runs to the end of the file.
+std::vector<LineSpan> stream_rows(std::string_view buf, size_t start) {
+  std::vector<LineSpan> out;
+  int64_t line = 1;
+  size_t line_begin = 0;  // the first byte of `line`
+  const auto newline = [&](size_t i) {
+    ++line;
+    line_begin = i + 1;
   };
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (in_string) {
-      if (escaped)
-        escaped = false;
-      else if (c == '\\')
-        escaped = true;
-      else if (c == '"')
-        in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '{' || c == '[') {
-      ++depth;
-    } else if (c == '}' || c == ']') {
-      if (depth == 0) return whole();
-      if (--depth == 0 && c == '}') {
-        size_t next = i + 1;
-        while (next < text.size() &&
-               (text[next] == ' ' || text[next] == '\t' || text[next] == '\r'))
-          ++next;
-        if (next == text.size()) break;
-        if (text[next] != '{') return whole();
-        out.emplace_back(start, i + 1);
-        start = next;
-        i = next - 1;
+  size_t i = start;
+  while (i < buf.size()) {
+    const char c = buf[i];
+    if (c == '\n') {
+      newline(i);
+      ++i;
+      continue;
+    }
+    if (c == ' ' || c == '\t' || c == '\r') {
+      ++i;
+      continue;
+    }
+    LineSpan row{i, buf.size(), line, i - line_begin};
+    if (c != '{' && c != '[') {
+      const size_t nl = buf.find('\n', i);
+      row.end = nl == std::string_view::npos ? buf.size() : nl;
+      out.push_back(row);
+      i = row.end;
+      continue;
+    }
+    size_t depth = 0;
+    bool in_string = false, escaped = false;
+    for (; i < buf.size(); ++i) {
+      const char d = buf[i];
+      if (d == '\n') newline(i);
+      if (in_string) {
+        if (escaped)
+          escaped = false;
+        else if (d == '\\')
+          escaped = true;
+        else if (d == '"')
+          in_string = false;
+      } else if (d == '"') {
+        in_string = true;
+      } else if (d == '{' || d == '[') {
+        ++depth;
+      } else if ((d == '}' || d == ']') && --depth == 0) {
+        row.end = ++i;
+        break;
       }
     }
+    out.push_back(row);
   }
-  return whole();
+  return out;
+}
+
+// Where byte `at` of `buf` lies: its 1-based line and 0-based column, counted from row `l`'s
+// start (the error path only).
+struct Position {
+  int64_t line;
+  size_t column;
+  size_t line_begin;
+};
+Position position(std::string_view buf, const LineSpan& l, size_t at) {
+  at = std::min(at, buf.size());
+  Position p{l.line, 0, l.begin - l.column};
+  for (size_t i = l.begin; i < at; ++i)
+    if (buf[i] == '\n') ++p.line, p.line_begin = i + 1;
+  p.column = at - p.line_begin;
+  return p;
 }
 
 // One error per thread at most; the one of the first row wins, so the message is deterministic.
@@ -140,35 +166,10 @@ struct FirstError {
 
 std::vector<Json> parse_lines(const std::string& buf, const std::string& file,
                               std::vector<int64_t>* row_lines) {
-  std::vector<LineSpan> lines;
-  int64_t line_no = 0;
   // A UTF-8 byte order mark is no part of line 1, which may then be blank (an editor's BOM and
   // empty first line).
   const size_t start = buf.compare(0, 3, "\xEF\xBB\xBF") == 0 ? 3 : 0;
-  for (size_t pos = start; pos < buf.size();) {
-    size_t nl = buf.find('\n', pos);
-    if (nl == std::string::npos) nl = buf.size();
-    ++line_no;
-    if (!is_blank(std::string_view(buf).substr(pos, nl - pos))) lines.push_back({pos, nl, line_no});
-    pos = nl + 1;
-  }
-  // Several rows on one line are each a row (line_rows); most lines hold one.
-  std::vector<std::vector<std::pair<size_t, size_t>>> cuts(lines.size());
-  const int64_t n_lines = static_cast<int64_t>(lines.size());
-#pragma omp parallel for schedule(dynamic, 256) if (n_lines >= 4096)
-  for (int64_t i = 0; i < n_lines; ++i)
-    cuts[i] =
-        line_rows(std::string_view(buf).substr(lines[i].begin, lines[i].end - lines[i].begin));
-  size_t n_rows = 0;
-  for (const auto& c : cuts) n_rows += c.size();
-  if (n_rows != lines.size()) {
-    std::vector<LineSpan> spans;
-    spans.reserve(n_rows);
-    for (size_t i = 0; i < lines.size(); ++i)
-      for (const auto& [b, e] : cuts[i])
-        spans.push_back({lines[i].begin + b, lines[i].begin + e, lines[i].line, b});
-    lines = std::move(spans);
-  }
+  const std::vector<LineSpan> lines = stream_rows(buf, start);
   std::vector<Json> rows(lines.size());
   FirstError err;
   const int64_t n = static_cast<int64_t>(lines.size());
@@ -189,31 +190,31 @@ std::vector<Json> parse_lines(const std::string& buf, const std::string& file,
     } catch (const Json::parse_error& ex) {
       const std::string_view text(b, e - b);
       if (auto bad = find_invalid_utf8(text)) {
+        const Position p = position(buf, l, l.begin + *bad);
         err.offer(i, fmt::format("{}:{}: row {}: invalid UTF-8 at byte offset {} of the line "
                                  "(byte {} of the file)",
-                                 file, l.line, i, l.column + *bad, l.begin + *bad));
+                                 file, p.line, i, p.column, l.begin + *bad));
       } else {
-        err.offer(i, fmt::format("{}:{}:{}: invalid JSON: {}{}", file, l.line, l.column + ex.byte,
-                                 parse_reason(ex.what()),
-                                 cr_only_hint(std::string_view(b - l.column, l.column + (e - b)),
-                                              l.column + ex.byte)));
+        // ex.byte: 1-based, the byte the parser stopped at (one past the range at its end).
+        const Position p = position(buf, l, l.begin + ex.byte - std::min<size_t>(ex.byte, 1));
+        if (p.line == l.line) {
+          err.offer(i, fmt::format(
+                           "{}:{}:{}: invalid JSON: {}{}", file, p.line, p.column + 1,
+                           parse_reason(ex.what()),
+                           cr_only_hint(std::string_view(buf).substr(p.line_begin), p.column + 1)));
+        } else {  // an object left open on its line (a broken row, or one spanning lines)
+          err.offer(i, fmt::format("{}:{}:{}: invalid JSON: the object that starts here is not "
+                                   "closed on its line, and read on as an object spanning lines "
+                                   "it fails at line {}, column {}: {}",
+                                   file, l.line, l.column + 1, p.line, p.column + 1,
+                                   parse_reason(ex.what())));
+        }
       }
     } catch (const Error& ex) {
       err.offer(i, ex.what());
     }
   }
   if (err.key != INT64_MAX) {
-    // A pretty-printed single object fails on its first line; say what the file really is.
-    // (One line holds no pretty-printed object: its error is the row's own.)
-    if (lines.size() > 1 && buf[lines[0].begin] == '{' && !find_too_deep_json(buf)) {
-      Json whole = Json::parse(buf, nullptr, /*allow_exceptions=*/false);
-      if (whole.is_object()) {
-        fail(
-            "{}: the file holds one JSON object; expected one object per line (JSON Lines) or an "
-            "array of row objects",
-            file);
-      }
-    }
     throw Error(err.message);
   }
   if (row_lines != nullptr) {

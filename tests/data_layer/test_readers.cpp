@@ -324,11 +324,47 @@ TEST(ReaderErrors, MalformedJsonArrayAndNonObjectRows) {
   write_file(dir / "c.jsonl", "{\"a\": 1}\n[1, 2]\n");
   EXPECT_EQ(error_of([&] { read_rows(dir / "c.jsonl"); }),
             (dir / "c.jsonl").string() + ":2: row 1 is a JSON array, expected an object");
+}
+
+// Objects spanning lines (pretty-printed, one after another) are each a row, as pyarrow's JSON
+// reader reads them: datasets 4.8.5 reads "{\n \"prompt\": \"a\",\n \"completion\": \"b\"\n}\n{…}"
+// as two rows and a file holding one pretty-printed object as one row (both were refused). An
+// error inside such an object names its own line and column.
+TEST(Readers, ObjectsSpanningLinesAreRows) {
+  TempDir dir;
+  const auto f = dir / "pretty.jsonl";
+  write_file(f,
+             "{\n \"prompt\": \"a\",\n \"completion\": \"b\"\n}\n{\n \"prompt\": \"c\",\n "
+             "\"completion\": \"d\"\n} {\"prompt\": \"e\",\n\"completion\": \"f\"}\n");
+  std::vector<int64_t> lines;
+  const auto rows = read_rows(f, nullptr, &lines);
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0]["completion"], "b");
+  EXPECT_EQ(rows[1]["prompt"], "c");
+  EXPECT_EQ(rows[2]["completion"], "f");
+  EXPECT_EQ(lines, (std::vector<int64_t>{1, 5, 8}));
   write_file(dir / "d.json", "{\n  \"a\": 1\n}\n");
-  EXPECT_EQ(error_of([&] { read_rows(dir / "d.json"); }),
-            (dir / "d.json").string() +
-                ": the file holds one JSON object; expected one object per line (JSON Lines) or "
-                "an array of row objects");
+  const auto one = read_rows(dir / "d.json");
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(one[0]["a"], 1);
+  write_file(f, "{\"a\": 1}\n{\n  \"a\": 2,\n  \"b\": tru\n}\n");
+  std::string msg = error_of([&] { read_rows(f); });
+  EXPECT_EQ(
+      msg.rfind(f.string() + ":2:1: invalid JSON: the object that starts here is not closed on its "
+                             "line, and read on as an object spanning lines it fails at line 4, "
+                             "column 11: syntax error",
+                0),
+      0u)
+      << msg;
+  // A row left open (a broken line) is named at its start; the parse runs on to the end.
+  write_file(f, "{\"a\": 1}\n{\"a\": 2,\n\"b\": 3\n");
+  msg = error_of([&] { read_rows(f); });
+  EXPECT_EQ(msg.rfind(f.string() + ":2:1: invalid JSON: the object that starts here is not closed "
+                                   "on its line, and read on as an object spanning lines it fails "
+                                   "at line 4, column 1: syntax error",
+                      0),
+            0u)
+      << msg;
 }
 
 TEST(ReaderErrors, TruncatedAndCorruptParquet) {
