@@ -7,6 +7,8 @@
 #include <cerrno>
 #include <climits>
 #include <cstring>
+#include <limits>
+#include <optional>
 #include <string_view>
 #include <unordered_set>
 
@@ -138,6 +140,95 @@ std::vector<LineSpan> stream_rows(std::string_view buf, size_t start) {
   return out;
 }
 
+// Python's json and pyarrow's JSON reader (datasets' json builder: `NaN` → nan, `Infinity` → inf,
+// checked with datasets 4.8.5) read the bare literals NaN, Infinity and -Infinity, which JSON does
+// not have. A file Python's `json.dump` wrote (its default allow_nan=True) holds them, e.g. a NaN
+// score beside the rows. Only when `text` fails to parse and holds one outside a string: each is
+// replaced by a number of the same length (so offsets and lines stay), the copy parsed, and the
+// numbers at those places — counted in file order, which the ordered Json keeps (duplicate keys
+// are refused) — set to the non-finite value. Returns nullopt when `text` holds none.
+struct NonFinite {
+  std::string text;                           // `text` with the literals replaced
+  std::vector<std::pair<size_t, double>> at;  // (ordinal among the numbers, value)
+};
+std::optional<NonFinite> replace_non_finite(std::string_view text) {
+  NonFinite nf{std::string(text), {}};
+  size_t numbers = 0;
+  bool in_string = false, escaped = false, boundary = true;  // boundary: a value may start here
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        in_string = false;
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+      boundary = false;
+      continue;
+    }
+    if (c == ' ' || c == '\t' || c == '\r' || c == '\n') continue;
+    if (c == '[' || c == '{' || c == ',' || c == ':') {
+      boundary = true;
+      continue;
+    }
+    if (!boundary) continue;
+    boundary = false;
+    static constexpr std::pair<std::string_view, std::string_view> kWords[] = {
+        {"NaN", "0e0"}, {"Infinity", "0.000000"}, {"-Infinity", "-0.000000"}};
+    bool replaced = false;
+    for (const auto& [word, number] : kWords) {
+      if (text.substr(i, word.size()) != word) continue;
+      const size_t end = i + word.size();
+      if (end < text.size() &&
+          std::string_view(" \t\r\n,]}").find(text[end]) == std::string_view::npos)
+        continue;
+      nf.text.replace(i, word.size(), number);
+      nf.at.emplace_back(numbers++, word == "NaN"    ? std::numeric_limits<double>::quiet_NaN()
+                                    : word[0] == '-' ? -std::numeric_limits<double>::infinity()
+                                                     : std::numeric_limits<double>::infinity());
+      i = end - 1;
+      replaced = true;
+      break;
+    }
+    if (!replaced && (c == '-' || (c >= '0' && c <= '9'))) ++numbers;
+  }
+  if (nf.at.empty()) return std::nullopt;
+  return nf;
+}
+
+// Sets the numbers of `v` whose ordinal (in file order) `nf.at` names to its values.
+void set_non_finite(Json& v, const NonFinite& nf, size_t& ordinal, size_t& next) {
+  if (next == nf.at.size()) return;
+  if (v.is_number()) {
+    if (ordinal++ == nf.at[next].first) v = nf.at[next++].second;
+  } else if (v.is_object() || v.is_array()) {
+    for (auto& e : v) set_non_finite(e, nf, ordinal, next);
+  }
+}
+
+// parse_json_tracked, reading NaN / Infinity / -Infinity as Python's json does
+// (replace_non_finite). `keys` is rebuilt on the copy by `make_keys` when one is found.
+template <typename MakeKeys>
+Json parse_data_json(std::string_view text, const MakeKeys& make_keys) {
+  try {
+    JsonKeyTracker keys = make_keys(text);
+    return parse_json_tracked(text, keys);
+  } catch (const Json::parse_error&) {
+    const std::optional<NonFinite> nf = replace_non_finite(text);
+    if (!nf) throw;
+    JsonKeyTracker keys = make_keys(nf->text);
+    Json v = parse_json_tracked(nf->text, keys);
+    size_t ordinal = 0, next = 0;
+    set_non_finite(v, *nf, ordinal, next);
+    return v;
+  }
+}
+
 // Where byte `at` of `buf` lies: its 1-based line and 0-based column, counted from row `l`'s
 // start (the error path only).
 struct Position {
@@ -181,8 +272,9 @@ std::vector<Json> parse_lines(const std::string& buf, const std::string& file,
     try {
       // Refuses a key given twice (HF datasets' JSON reader, pyarrow, refuses such a row: "Column
       // ... was specified twice in row ...") and nesting deeper than kMaxJsonDepth.
-      JsonKeyTracker keys(std::string_view(b, e - b), file, l.line, fmt::format("row {}: ", i));
-      rows[i] = parse_json_tracked(std::string_view(b, e - b), keys);
+      rows[i] = parse_data_json(std::string_view(b, e - b), [&](std::string_view t) {
+        return JsonKeyTracker(t, file, l.line, fmt::format("row {}: ", i));
+      });
       if (!rows[i].is_object()) {
         err.offer(i, fmt::format("{}:{}: row {} is a JSON {}, expected an object", file, l.line, i,
                                  rows[i].type_name()));
@@ -296,8 +388,7 @@ std::vector<Json> parse_array(const std::string& buf, const std::string& file,
          row_at(buf, *deep), kMaxJsonDepth);
   Json all;
   try {
-    JsonKeyTracker keys(buf, file);
-    all = parse_json_tracked(buf, keys);
+    all = parse_data_json(buf, [&](std::string_view t) { return JsonKeyTracker(t, file); });
   } catch (const Json::parse_error& ex) {
     if (auto bad = find_invalid_utf8(buf)) {
       fail("{}:{}: row {}: invalid UTF-8 at byte offset {} of the file", file, line_of(buf, *bad),

@@ -5,6 +5,9 @@
 #include <parquet/file_reader.h>
 #include <parquet/metadata.h>
 
+#include <cmath>
+#include <limits>
+
 #include "data/rows.h"
 #include "data/utf8.h"
 #include "test_util.h"
@@ -365,6 +368,37 @@ TEST(Readers, ObjectsSpanningLinesAreRows) {
                       0),
             0u)
       << msg;
+}
+
+// NaN, Infinity and -Infinity, which Python's json.dump writes and pyarrow reads (datasets 4.8.5
+// reads `{"text":"a","s":NaN,"t":[Infinity,-Infinity,1]}` as s nan, t [inf, -inf, 1.0]), are read
+// as those numbers in a JSON Lines row and a JSON array (they were "invalid literal"); inside a
+// string they are text, and a word that only starts like one is still an error.
+TEST(Readers, NonFiniteLiteralsAsPythonWritesThem) {
+  TempDir dir;
+  const auto f = dir / "nf.jsonl";
+  write_file(f,
+             "{\"text\": \"NaN\", \"s\": NaN, \"t\": [Infinity, -Infinity, 1, -2.5e0]}\n"
+             "{\"text\": \"b\", \"s\": 1.5, \"t\": [2]}\n");
+  for (const auto& [file, bytes] :
+       {std::pair{f, std::string()},
+        std::pair{dir / "nf.json",
+                  std::string("[{\"text\": \"NaN\", \"s\": NaN, \"t\": [Infinity,-Infinity,1,"
+                              "-2.5e0]},\n {\"text\": \"b\", \"s\": 1.5, \"t\": [2]}]")}}) {
+    if (!bytes.empty()) write_file(file, bytes);
+    const auto rows = read_rows(file);
+    ASSERT_EQ(rows.size(), 2u) << file;
+    EXPECT_EQ(rows[0]["text"], "NaN");
+    EXPECT_TRUE(std::isnan(rows[0]["s"].get<double>()));
+    EXPECT_EQ(rows[0]["t"][0].get<double>(), std::numeric_limits<double>::infinity());
+    EXPECT_EQ(rows[0]["t"][1].get<double>(), -std::numeric_limits<double>::infinity());
+    EXPECT_EQ(rows[0]["t"][2], 1);
+    EXPECT_EQ(rows[0]["t"][3].get<double>(), -2.5);
+    EXPECT_EQ(rows[1]["s"].get<double>(), 1.5);
+  }
+  write_file(f, "{\"text\": \"a\", \"s\": NaNa}\n");
+  const std::string msg = error_of([&] { read_rows(f); });
+  EXPECT_EQ(msg.rfind(f.string() + ":1:20: invalid JSON: syntax error", 0), 0u) << msg;
 }
 
 TEST(ReaderErrors, TruncatedAndCorruptParquet) {
