@@ -30,7 +30,10 @@ namespace zt::data {
 // a key given twice in a JSON row → "FILE:LINE: row R: duplicate key 'K' (first given at line
 // L)"; a row nested deeper than kMaxJsonDepth → "FILE:LINE: row R: JSON nesting depth exceeds
 // 1000"; a parquet column or struct field name given twice → "FILE: column 'C' occurs N times" /
-// "FILE: column 'C': struct field 'F' occurs N times" (HF datasets refuses all of these).
+// "FILE: column 'C': struct field 'F' occurs N times" (HF datasets refuses all of these, but for a
+// key given twice in a `.json` array, which its pandas path reads keeping the last value: refused
+// here all the same, as the row's meaning is unclear). JSON reads NaN, Infinity and -Infinity
+// (Python's json.dump writes them; pyarrow reads them).
 // `left_out`, when given, receives each parquet column left out, as "NAME (TYPE)" or "NAME (TYPE at
 // PATH)", for the dataset-kind error to name.
 // JSON row 0 has the columns HF `datasets`' json loader gives every row: the union of every row's
