@@ -22,6 +22,7 @@
 #include "core/error.h"
 #include "data/arrow_rows.h"
 #include "data/rows.h"
+#include "data/utf8.h"
 
 namespace zt::data {
 namespace {
@@ -401,6 +402,13 @@ std::vector<Json> read_csv_rows(const std::filesystem::path& path,
         "{}: no header line: the CSV file is empty (HF datasets fails: No columns to parse from "
         "file)",
         file);
+  for (const std::string& name : records[0].fields) {
+    if (auto bad = find_invalid_utf8(name))  // a UTF-16 file, say: datasets fails to decode it
+      fail(
+          "{}: line {}: column name has invalid UTF-8 at byte offset {} (HF datasets reads CSV as "
+          "UTF-8)",
+          file, records[0].line, *bad);
+  }
   const std::vector<std::string> names = column_names(records[0].fields);
   const size_t ncols = names.size();
   const int64_t num_rows = static_cast<int64_t>(records.size()) - 1;

@@ -189,3 +189,19 @@ TEST(CsvPandas, BlankShortRowsAndNaSpellings) {
 
 }  // namespace
 }  // namespace zt::data
+
+namespace zt::data {
+namespace {
+
+// A UTF-16 file (datasets: "'utf-8' codec can't decode byte 0xff"): refused at its header.
+TEST(CsvPandas, Utf16HeaderRefused) {
+  TempDir dir;
+  write_file(dir / "a.csv", std::string("\xFF\xFEp\0,\0q\0\n\0", 10));
+  EXPECT_EQ(error_of([&] { read_rows(dir / "a.csv"); }),
+            (dir / "a.csv").string() +
+                ": line 1: column name has invalid UTF-8 at byte offset 0 (HF datasets reads CSV "
+                "as UTF-8)");
+}
+
+}  // namespace
+}  // namespace zt::data
