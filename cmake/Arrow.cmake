@@ -18,8 +18,11 @@ string(REGEX MATCH "^([0-9]+)" _pa_major "${ARROW_VERSION}")
 set(_so "${_pa_major}00")
 find_file(ARROW_SO libarrow.so.${_so} PATHS "${ARROW_LIB_DIR}" NO_DEFAULT_PATH REQUIRED)
 find_file(PARQUET_SO libparquet.so.${_so} PATHS "${ARROW_LIB_DIR}" NO_DEFAULT_PATH REQUIRED)
+# Arrow's compute kernels (the CSV reader's cast of later chunks, rows_csv.cpp).
+find_file(ARROW_COMPUTE_SO libarrow_compute.so.${_so} PATHS "${ARROW_LIB_DIR}" NO_DEFAULT_PATH
+          REQUIRED)
 add_library(zt_arrow INTERFACE)
 target_include_directories(zt_arrow SYSTEM INTERFACE "${ARROW_INCLUDE_DIR}")
-target_link_libraries(zt_arrow INTERFACE "${PARQUET_SO}" "${ARROW_SO}")
+target_link_libraries(zt_arrow INTERFACE "${PARQUET_SO}" "${ARROW_COMPUTE_SO}" "${ARROW_SO}")
 target_link_options(zt_arrow INTERFACE "-Wl,-rpath,${ARROW_LIB_DIR}")
 message(STATUS "zerotune: Arrow ${ARROW_VERSION} from ${ARROW_LIB_DIR}")

@@ -35,8 +35,9 @@ namespace zt::data {
 // dataset_num_proc shards, so a dropped row no longer moves the group boundaries of the rows after
 // it; 9: with packing, a row skipped for an empty completion or text takes the tokens TRL 0.25.1
 // gives it in the bin packing (a stand-in, as a row without a target), so the kept rows after it
-// land in TRL's bins.
-inline constexpr std::string_view kPipelineVersion = "zerotune-sft-data-9";
+// land in TRL's bins; 10: CSV rows as datasets 4.8.5 + pandas read them (types per 10,000-row chunk
+// cast to the first chunk's, header names mangled, NA spellings, short rows, whitespace lines).
+inline constexpr std::string_view kPipelineVersion = "zerotune-sft-data-10";
 
 // The fields of the PrepareReport a token cache stores: part of the cache key beside
 // kPipelineVersion (which names the tokens, and so stays when only the report gains a field), so

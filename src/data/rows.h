@@ -52,10 +52,13 @@ std::vector<Json> read_json_rows(const std::filesystem::path& file,
                                  std::vector<int64_t>* row_lines = nullptr);
 std::vector<Json> read_parquet_rows(const std::filesystem::path& file,
                                     std::vector<std::string>* left_out = nullptr);
-// `.csv` as HF datasets' csv builder (pandas.read_csv's defaults) reads it: a header line of
-// column names, each column's type inferred, empty fields and NA spellings null. Errors: those of
-// the parquet reader (names given twice, invalid UTF-8 naming the row), and Arrow's parse error
-// naming the file (a row with another number of fields than the header, an unterminated quote).
+// `.csv` as HF datasets' csv builder reads it (datasets 4.8.5: pandas.read_csv's defaults in chunks
+// of 10,000 rows, each chunk's types inferred, later chunks cast to the first chunk's types):
+// see rows_csv.cpp for the rules; goldens tools/make_csv_goldens.py. Errors, each naming the file
+// and the line (and row, column, value where there is one): a row with more fields than the
+// header, a quoted field the file ends in, an empty file, an integer beyond 64 bits, a later
+// chunk's value that does not cast to the first chunk's type (datasets fails on all of these);
+// invalid UTF-8 as the parquet reader.
 std::vector<Json> read_csv_rows(const std::filesystem::path& file,
                                 std::vector<std::string>* left_out = nullptr);
 

@@ -1,7 +1,7 @@
-// Parquet and CSV readers: Arrow C++ (from the pyarrow wheel) decodes the file into an
-// arrow::Table, which is turned into one ordered JSON object per row, keys in column order.
+// Parquet reader: Arrow C++ (from the pyarrow wheel) decodes the file into an arrow::Table, which
+// arrow_table_rows turns into one ordered JSON object per row, keys in column order (the CSV
+// reader, rows_csv.cpp, builds its table itself and shares that step).
 #include <arrow/api.h>
-#include <arrow/csv/api.h>
 #include <arrow/io/file.h>
 #include <arrow/util/float16.h>
 #include <parquet/arrow/reader.h>
@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "data/arrow_rows.h"
 #include "data/rows.h"
 #include "data/utf8.h"
 
@@ -258,48 +259,16 @@ std::shared_ptr<arrow::Table> read_table(const std::string& file) {
   }
 }
 
-// A CSV file as HF datasets' csv builder reads it (pandas.read_csv with its defaults, then Arrow):
-// the first line names the columns, `"` quotes (a quoted field may span lines), each column's type
-// inferred (integer, float, bool, string); an empty field and pandas' NA spellings (NA, N/A, NULL,
-// NaN, null, …) are null in every column, as pandas reads them as NaN and datasets as None.
-std::shared_ptr<arrow::Table> read_csv_table(const std::string& file) {
-  auto opened = arrow::io::ReadableFile::Open(file);
-  if (!opened.ok()) fail("{}: cannot open: {}", file, opened.status().message());
-  arrow::csv::ReadOptions read = arrow::csv::ReadOptions::Defaults();
-  read.use_threads = true;
-  arrow::csv::ParseOptions parse = arrow::csv::ParseOptions::Defaults();
-  parse.newlines_in_values = true;
-  arrow::csv::ConvertOptions convert = arrow::csv::ConvertOptions::Defaults();
-  convert.strings_can_be_null = true;
-  auto reader =
-      arrow::csv::TableReader::Make(arrow::io::default_io_context(), *opened, read, parse, convert);
-  if (!reader.ok()) fail("{}: not a readable CSV file: {}", file, reader.status().message());
-  arrow::Result<std::shared_ptr<arrow::Table>> table = (*reader)->Read();
-  if (!table.ok()) fail("{}: not a readable CSV file: {}", file, table.status().message());
-  return *table;
-}
-
-std::vector<Json> table_rows(const std::shared_ptr<arrow::Table>& table, const std::string& file,
-                             std::vector<std::string>* left_out);
-
 }  // namespace
 
 std::vector<Json> read_parquet_rows(const std::filesystem::path& path,
                                     std::vector<std::string>* left_out) {
   const std::string file = path.string();
-  return table_rows(read_table(file), file, left_out);
+  return arrow_table_rows(read_table(file), file, left_out);
 }
 
-std::vector<Json> read_csv_rows(const std::filesystem::path& path,
-                                std::vector<std::string>* left_out) {
-  const std::string file = path.string();
-  return table_rows(read_csv_table(file), file, left_out);
-}
-
-namespace {
-
-std::vector<Json> table_rows(const std::shared_ptr<arrow::Table>& table, const std::string& file,
-                             std::vector<std::string>* left_out) {
+std::vector<Json> arrow_table_rows(const std::shared_ptr<arrow::Table>& table,
+                                   const std::string& file, std::vector<std::string>* left_out) {
   check_unique_names(table->schema()->field_names(), file, "column");
   const int64_t num_rows = table->num_rows();
   std::vector<Json> rows(static_cast<size_t>(num_rows), Json::object());
@@ -348,7 +317,5 @@ std::vector<Json> table_rows(const std::shared_ptr<arrow::Table>& table, const s
   }
   return rows;
 }
-
-}  // namespace
 
 }  // namespace zt::data

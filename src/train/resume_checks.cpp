@@ -319,7 +319,8 @@ std::optional<std::string> pipeline_change_warning(const Json& state, const std:
       "be what the checkpoint's run would have trained on, and where the rule keeps or drops other "
       "rows (a file with 'input_ids' beside text columns trains the ids since pipeline 6) or packs "
       "them (bins by TRL's map batches of rows since pipeline 8; rows skipped for an empty "
-      "completion or text hold their place in TRL's bins since pipeline 9) the samples each step "
+      "completion or text hold their place in TRL's bins since pipeline 9; a CSV file's rows as "
+      "datasets 4.8.5 and pandas read them since pipeline 10) the samples each step "
       "takes may differ too. Resume with the zerotune that wrote the checkpoint to keep its tokens",
       state_file, then, now);
 }

@@ -440,9 +440,10 @@ TEST(Readers, CsvAsHfDatasetsReadsIt) {
   EXPECT_EQ(rows[2],
             Json::parse(R"({"id": 3, "prompt": null, "completion": "say \"hi\"", "score": 2.0})"));
   write_file(dir / "bad.csv", "prompt,completion\nQ?,A,extra\n");
-  EXPECT_EQ(error_of([&] {
-              read_rows(dir / "bad.csv");
-            }).rfind((dir / "bad.csv").string() + ": not a readable CSV file: ", 0),
+  EXPECT_EQ(error_of([&] { read_rows(dir / "bad.csv"); })
+                .rfind((dir / "bad.csv").string() +
+                           ": line 2 (row 0) has 3 fields, the header line has 2: ",
+                       0),
             0u);
 }
 

@@ -20,19 +20,20 @@ const std::string kState = "runs/x/checkpoint-2/trainer_state.json";
 
 std::string what_follows(const std::string& then) {
   return "resume_from_checkpoint: " + kState + " " + then +
-         ", and this zerotune tokenises with 'zerotune-sft-data-9': the resumed steps see samples "
+         ", and this zerotune tokenises with 'zerotune-sft-data-10': the resumed steps see samples "
          "tokenised under the new rule, so their tokens (where the EOS goes, for one) may not be "
          "what the checkpoint's run would have trained on, and where the rule keeps or drops other "
          "rows (a file with 'input_ids' beside text columns trains the ids since pipeline 6) or "
          "packs them (bins by TRL's map batches of rows since pipeline 8; rows skipped for an "
-         "empty completion or text hold their place in TRL's bins since pipeline 9) the samples "
+         "empty completion or text hold their place in TRL's bins since pipeline 9; a CSV file's "
+         "rows as datasets 4.8.5 and pandas read them since pipeline 10) the samples "
          "each step takes may differ too. Resume with the zerotune that wrote the checkpoint to "
          "keep its tokens";
 }
 
 TEST(ResumeChecks, SamePipelineVersionGivesNoWarning) {
-  ASSERT_EQ(data::kPipelineVersion, "zerotune-sft-data-9");
-  const Json st = {{"data_pipeline", "zerotune-sft-data-9"}, {"global_step", 2}};
+  ASSERT_EQ(data::kPipelineVersion, "zerotune-sft-data-10");
+  const Json st = {{"data_pipeline", "zerotune-sft-data-10"}, {"global_step", 2}};
   EXPECT_EQ(pipeline_change_warning(st, kState, data::kPipelineVersion), std::nullopt);
 }
 

@@ -203,7 +203,7 @@ TEST_F(TrainCli, ResumeContinuesBitwise) {
   // The checkpoint records the token pipeline it was prepared with; the same one resumes silently.
   EXPECT_EQ(zt::Json::parse(
                 slurp(exp("resumed") / "checkpoint-2" / "zerotune_state.json"))["data_pipeline"],
-            "zerotune-sft-data-9");
+            "zerotune-sft-data-10");
   auto second = train("resumed", "compute.zero_stage=1 trainer.resume_from_checkpoint=true");
   ASSERT_EQ(second.status, 0) << second.output;
   EXPECT_NE(second.output.find("resumed from"), std::string::npos) << second.output;
@@ -960,7 +960,7 @@ TEST_F(TrainCli, ResumeWithAnotherLrScheduleKeepsTheCheckpointsLearningRate) {
   ASSERT_EQ(r.status, 0) << r.output;
   EXPECT_NE(r.output.find("zerotune: warning: resume_from_checkpoint: " + state.string() +
                           " records no token pipeline version (written before zerotune recorded "
-                          "it), and this zerotune tokenises with 'zerotune-sft-data-9': the "
+                          "it), and this zerotune tokenises with 'zerotune-sft-data-10': the "
                           "resumed steps see samples tokenised under the new rule"),
             std::string::npos)
       << r.output;
