@@ -32,8 +32,9 @@ namespace zt::data {
 // 1000"; a parquet column or struct field name given twice → "FILE: column 'C' occurs N times" /
 // "FILE: column 'C': struct field 'F' occurs N times" (HF datasets refuses all of these, but for a
 // key given twice in a `.json` array, which its pandas path reads keeping the last value: refused
-// here all the same, as the row's meaning is unclear). JSON reads NaN, Infinity and -Infinity
-// (Python's json.dump writes them; pyarrow reads them).
+// here all the same, as the row's meaning is unclear). JSON reads NaN, Infinity and -Infinity as
+// numbers (Python's json.dump writes them; pyarrow reads them; in a `.json` array datasets' pandas
+// path makes them null).
 // `left_out`, when given, receives each parquet column left out, as "NAME (TYPE)" or "NAME (TYPE at
 // PATH)", for the dataset-kind error to name.
 // JSON row 0 has the columns HF `datasets`' json loader gives every row: the union of every row's

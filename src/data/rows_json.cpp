@@ -79,29 +79,27 @@ struct LineSpan {
   size_t column = 0;  // 0-based byte of `begin` in its line (a row after another on one line)
 };
 
-// The rows of a JSON Lines file `buf` from byte `start`, as pyarrow's JSON reader (HF datasets'
-// "json" builder) reads it: a sequence of JSON objects separated by whitespace (space, tab, CR,
-// LF), so one object a line, several on one line (`{"a": 1} {"a": 2}`, `{"a": 1}{"a": 2}`), an
-// object spanning lines (pretty-printed) and CR-only line ends all give one row per object
-// (datasets 4.8.5). A value that opens with `{` or `[` ends where it closes at depth 0 (strings
-// skipped); anything else at depth 0 (a stray `}`, a scalar, garbage) is a range to the end of its
-// line, whose parse says what is wrong with it; an object left open runs to the end of the file.
-std::vector<LineSpan> stream_rows(std::string_view buf, size_t start) {
-  std::vector<LineSpan> out;
-  int64_t line = 1;
-  size_t line_begin = 0;  // the first byte of `line`
-  const auto newline = [&](size_t i) {
-    ++line;
-    line_begin = i + 1;
-  };
-  size_t i = start;
+// The rows of a JSON Lines file, as pyarrow's JSON reader (HF datasets' "json" builder) reads it:
+// a sequence of JSON objects separated by whitespace (space, tab, CR, LF), so one object a line,
+// several on one line (`{"a": 1} {"a": 2}`, `{"a": 1}{"a": 2}`), an object spanning lines
+// (pretty-printed) and CR-only line ends all give one row per object (datasets 4.8.5). A value that
+// opens with `{` or `[` ends where it closes at depth 0 (strings skipped); anything else at depth 0
+// (a stray `}`, a scalar, garbage) is a range to the end of its line, whose parse says what is
+// wrong with it; an object left open runs to the end of the file.
+//
+// scan_rows appends the rows that start on the line at `pos` (its first byte; `line` 1-based) and
+// returns the first byte after that line's end — after the end of the line where the last of them
+// closes when `cross_lines`. Without `cross_lines` it returns npos as soon as a row runs past the
+// line's end, appending nothing: each line is scanned on its own, in parallel, and only the lines
+// where that happens are scanned again in order (stream_rows).
+size_t scan_rows(std::string_view buf, size_t pos, int64_t line, bool cross_lines,
+                 std::vector<LineSpan>& out) {
+  const size_t first_out = out.size();
+  size_t line_begin = pos;
+  size_t i = pos;
   while (i < buf.size()) {
     const char c = buf[i];
-    if (c == '\n') {
-      newline(i);
-      ++i;
-      continue;
-    }
+    if (c == '\n') return i + 1;
     if (c == ' ' || c == '\t' || c == '\r') {
       ++i;
       continue;
@@ -118,7 +116,14 @@ std::vector<LineSpan> stream_rows(std::string_view buf, size_t start) {
     bool in_string = false, escaped = false;
     for (; i < buf.size(); ++i) {
       const char d = buf[i];
-      if (d == '\n') newline(i);
+      if (d == '\n') {
+        if (!cross_lines) {
+          out.resize(first_out);
+          return std::string_view::npos;
+        }
+        ++line;
+        line_begin = i + 1;
+      }
       if (in_string) {
         if (escaped)
           escaped = false;
@@ -137,16 +142,45 @@ std::vector<LineSpan> stream_rows(std::string_view buf, size_t start) {
     }
     out.push_back(row);
   }
+  return buf.size();
+}
+
+// Every row of the JSON Lines file `buf` from byte `start` (scan_rows' rules).
+std::vector<LineSpan> stream_rows(std::string_view buf, size_t start) {
+  std::vector<size_t> line_starts;
+  for (size_t pos = start; pos < buf.size();) {
+    line_starts.push_back(pos);
+    const void* nl = std::memchr(buf.data() + pos, '\n', buf.size() - pos);
+    pos = nl ? static_cast<size_t>(static_cast<const char*>(nl) - buf.data()) + 1 : buf.size();
+  }
+  const int64_t n = static_cast<int64_t>(line_starts.size());
+  std::vector<std::vector<LineSpan>> per_line(line_starts.size());
+  std::vector<uint8_t> open(line_starts.size(), 0);  // a row there runs past the line's end
+#pragma omp parallel for schedule(dynamic, 1024) if (n >= 4096)
+  for (int64_t k = 0; k < n; ++k)
+    open[k] = scan_rows(buf, line_starts[k], k + 1, false, per_line[k]) == std::string_view::npos;
+  std::vector<LineSpan> out;
+  for (size_t k = 0; k < line_starts.size();) {
+    if (!open[k]) {
+      out.insert(out.end(), per_line[k].begin(), per_line[k].end());
+      ++k;
+      continue;
+    }
+    const size_t next = scan_rows(buf, line_starts[k], static_cast<int64_t>(k) + 1, true, out);
+    while (k < line_starts.size() && line_starts[k] < next) ++k;
+  }
   return out;
 }
 
 // Python's json and pyarrow's JSON reader (datasets' json builder: `NaN` → nan, `Infinity` → inf,
-// checked with datasets 4.8.5) read the bare literals NaN, Infinity and -Infinity, which JSON does
-// not have. A file Python's `json.dump` wrote (its default allow_nan=True) holds them, e.g. a NaN
-// score beside the rows. Only when `text` fails to parse and holds one outside a string: each is
-// replaced by a number of the same length (so offsets and lines stay), the copy parsed, and the
-// numbers at those places — counted in file order, which the ordered Json keeps (duplicate keys
-// are refused) — set to the non-finite value. Returns nullopt when `text` holds none.
+// checked with datasets 4.8.5; pyarrow also reads `-NaN`) read the bare literals NaN, Infinity and
+// -Infinity, which JSON does not have (datasets reads a `.json` array through pandas, which makes
+// them null and garbles the numbers beside them; zerotune reads them as numbers there too). A file
+// Python's `json.dump` wrote (its default allow_nan=True) holds them, e.g. a NaN score beside the
+// rows. Only when `text` fails to parse and holds one outside a string: each is replaced by a
+// number of the same length (so offsets and lines stay), the copy parsed, and the numbers at those
+// places — counted in file order, which the ordered Json keeps (duplicate keys are refused) — set
+// to the non-finite value. Returns nullopt when `text` holds none.
 struct NonFinite {
   std::string text;                           // `text` with the literals replaced
   std::vector<std::pair<size_t, double>> at;  // (ordinal among the numbers, value)
@@ -179,7 +213,7 @@ std::optional<NonFinite> replace_non_finite(std::string_view text) {
     if (!boundary) continue;
     boundary = false;
     static constexpr std::pair<std::string_view, std::string_view> kWords[] = {
-        {"NaN", "0e0"}, {"Infinity", "0.000000"}, {"-Infinity", "-0.000000"}};
+        {"NaN", "0e0"}, {"-NaN", "-0e0"}, {"Infinity", "0.000000"}, {"-Infinity", "-0.000000"}};
     bool replaced = false;
     for (const auto& [word, number] : kWords) {
       if (text.substr(i, word.size()) != word) continue;
@@ -188,8 +222,8 @@ std::optional<NonFinite> replace_non_finite(std::string_view text) {
           std::string_view(" \t\r\n,]}").find(text[end]) == std::string_view::npos)
         continue;
       nf.text.replace(i, word.size(), number);
-      nf.at.emplace_back(numbers++, word == "NaN"    ? std::numeric_limits<double>::quiet_NaN()
-                                    : word[0] == '-' ? -std::numeric_limits<double>::infinity()
+      nf.at.emplace_back(numbers++, word.ends_with("NaN") ? std::numeric_limits<double>::quiet_NaN()
+                                    : word[0] == '-'      ? -std::numeric_limits<double>::infinity()
                                                      : std::numeric_limits<double>::infinity());
       i = end - 1;
       replaced = true;
@@ -270,6 +304,20 @@ std::vector<Json> parse_lines(const std::string& buf, const std::string& file,
     const char* b = buf.data() + l.begin;
     const char* e = buf.data() + l.end;
     try {
+      // A row spanning lines that nests too deep is most likely many rows each left open on its
+      // line (their depths add up): say so, at its first line, before the depth check below
+      // names a line far into the file.
+      if (std::memchr(b, '\n', e - b) != nullptr) {
+        if (const auto deep = find_too_deep_json(std::string_view(b, e - b))) {
+          const Position p = position(buf, l, l.begin + *deep);
+          err.offer(i,
+                    fmt::format("{}:{}:{}: invalid JSON: the object that starts here is not "
+                                "closed on its line, and read on as an object spanning lines "
+                                "it nests deeper than {} at line {}, column {}",
+                                file, l.line, l.column + 1, kMaxJsonDepth, p.line, p.column + 1));
+          continue;
+        }
+      }
       // Refuses a key given twice (HF datasets' JSON reader, pyarrow, refuses such a row: "Column
       // ... was specified twice in row ...") and nesting deeper than kMaxJsonDepth.
       rows[i] = parse_data_json(std::string_view(b, e - b), [&](std::string_view t) {
@@ -442,7 +490,7 @@ std::string read_file_bytes(const std::filesystem::path& file) {
 std::vector<Json> read_json_rows(const std::filesystem::path& file,
                                  std::vector<int64_t>* row_lines) {
   const std::string buf = read_file_bytes(file);
-  check_no_nul(buf, file.string());  // the whole file: its lines' nesting is counted line by line
+  check_no_nul(buf, file.string());  // the whole file: the rows are checked one by one after
   size_t first = 0;
   if (buf.compare(0, 3, "\xEF\xBB\xBF") == 0) first = 3;  // UTF-8 byte order mark
   while (first < buf.size() &&

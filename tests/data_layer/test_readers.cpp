@@ -359,6 +359,23 @@ TEST(Readers, ObjectsSpanningLinesAreRows) {
                 0),
       0u)
       << msg;
+  // A key given twice in an object spanning lines names its own line.
+  write_file(f, "{\"a\": 1}\n{\n  \"a\": 2,\n  \"a\": 3\n}\n");
+  msg = error_of([&] { read_rows(f); });
+  EXPECT_NE(msg.find(f.string() + ":4: row 1: duplicate key 'a' (first given at line 3)"),
+            std::string::npos)
+      << msg;
+  // Many rows each left open on their line add up to one nesting too deep: named at the first.
+  std::string unclosed;
+  for (int i = 0; i < 1500; ++i) unclosed += "{\"prompt\": \"q\", \"completion\": \"a\"\n";
+  write_file(f, "{\"a\": 1}\n" + unclosed);
+  msg = error_of([&] { read_rows(f); });
+  EXPECT_EQ(msg.rfind(f.string() + ":2:1: invalid JSON: the object that starts here is not closed "
+                                   "on its line, and read on as an object spanning lines it nests "
+                                   "deeper than 1000 at line 1002, column 1",
+                      0),
+            0u)
+      << msg;
   // A row left open (a broken line) is named at its start; the parse runs on to the end.
   write_file(f, "{\"a\": 1}\n{\"a\": 2,\n\"b\": 3\n");
   msg = error_of([&] { read_rows(f); });
@@ -396,6 +413,9 @@ TEST(Readers, NonFiniteLiteralsAsPythonWritesThem) {
     EXPECT_EQ(rows[0]["t"][3].get<double>(), -2.5);
     EXPECT_EQ(rows[1]["s"].get<double>(), 1.5);
   }
+  write_file(f, "{\"text\": \"a\", \"s\": -NaN, \"t\": -1}\n");  // pyarrow reads -NaN too
+  EXPECT_TRUE(std::isnan(read_rows(f)[0]["s"].get<double>()));
+  EXPECT_EQ(read_rows(f)[0]["t"], -1);
   write_file(f, "{\"text\": \"a\", \"s\": NaNa}\n");
   const std::string msg = error_of([&] { read_rows(f); });
   EXPECT_EQ(msg.rfind(f.string() + ":1:20: invalid JSON: syntax error", 0), 0u) << msg;
