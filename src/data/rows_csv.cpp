@@ -395,8 +395,7 @@ std::shared_ptr<arrow::Array> cast_to_first(const std::shared_ptr<arrow::Array>&
 std::vector<Json> read_csv_rows(const std::filesystem::path& path,
                                 std::vector<std::string>* left_out) {
   const std::string file = path.string();
-  const std::string bytes = read_file_bytes(path);
-  std::vector<Record> records = split_records(bytes, file);
+  std::vector<Record> records = split_records(read_file_bytes(path), file);  // bytes freed here
   if (records.empty())
     fail(
         "{}: no header line: the CSV file is empty (HF datasets fails: No columns to parse from "
@@ -449,6 +448,7 @@ std::vector<Json> read_csv_rows(const std::filesystem::path& path,
       chunks[c].push_back(std::move(a));
     }
   }
+  std::vector<Record>().swap(records);  // the fields now live in the Arrow arrays alone
   std::vector<std::shared_ptr<arrow::Field>> fields;
   std::vector<std::shared_ptr<arrow::ChunkedArray>> columns;
   for (size_t c = 0; c < ncols; ++c) {
