@@ -311,19 +311,6 @@ std::shared_ptr<arrow::Array> infer_column(const ChunkColumn& col, const Where& 
     if (all_bool && !parse_bool(s)) all_bool = false;
   }
   const bool any_null = values < n;
-  // pandas tries int64 then uint64 on the whole column; when the chunk's first value is an integer
-  // beyond 64 bits both fail on it and the column stays text as written, NA spellings included
-  // (datasets 4.8.5: "99999999999999999999999", "1.5", "NA" → those three strings).
-  if (n > 0 && col[0]) {
-    const auto t = parse_int(*col[0]);
-    if (t && t->overflow) {
-      arrow::LargeStringBuilder b;
-      for (size_t i = 0; i < n; ++i)
-        append(b, col[i] ? std::optional<std::string_view>(*col[i])
-                         : std::optional<std::string_view>());
-      return finish(b);
-    }
-  }
   if (values == 0) {
     arrow::DoubleBuilder b;
     for (size_t i = 0; i < n; ++i) append(b, std::optional<double>());

@@ -194,19 +194,6 @@ namespace zt::data {
 namespace {
 
 // A UTF-16 file (datasets: "'utf-8' codec can't decode byte 0xff"): refused at its header.
-// A chunk whose first value is an integer beyond 64 bits stays text as written, NA spelling
-// included; datasets 4.8.5 reads "a\n99999999999999999999999\n1.5\nNA\n" as those three strings.
-TEST(CsvPandas, FirstValueBeyond64BitsKeepsTheColumnText) {
-  TempDir dir;
-  write_file(dir / "a.csv", "a,b\n99999999999999999999999,x\n1.5,y\nNA,z\n");
-  const auto rows = read_rows(dir / "a.csv");
-  ASSERT_EQ(rows.size(), 3u);
-  EXPECT_EQ(rows[0]["a"], "99999999999999999999999");
-  EXPECT_EQ(rows[1]["a"], "1.5");
-  EXPECT_EQ(rows[2]["a"], "NA");
-  EXPECT_EQ(rows[2]["b"], "z");
-}
-
 TEST(CsvPandas, Utf16HeaderRefused) {
   TempDir dir;
   write_file(dir / "a.csv", std::string("\xFF\xFEp\0,\0q\0\n\0", 10));
