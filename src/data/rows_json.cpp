@@ -153,21 +153,33 @@ std::vector<LineSpan> stream_rows(std::string_view buf, size_t start) {
     const void* nl = std::memchr(buf.data() + pos, '\n', buf.size() - pos);
     pos = nl ? static_cast<size_t>(static_cast<const char*>(nl) - buf.data()) + 1 : buf.size();
   }
-  const int64_t n = static_cast<int64_t>(line_starts.size());
-  std::vector<std::vector<LineSpan>> per_line(line_starts.size());
-  std::vector<uint8_t> open(line_starts.size(), 0);  // a row there runs past the line's end
-#pragma omp parallel for schedule(dynamic, 1024) if (n >= 4096)
-  for (int64_t k = 0; k < n; ++k)
-    open[k] = scan_rows(buf, line_starts[k], k + 1, false, per_line[k]) == std::string_view::npos;
+  // Lines are scanned in blocks (one result vector a block, not a line), in parallel.
+  constexpr size_t kBlock = 4096;
+  const size_t n = line_starts.size();
+  const int64_t blocks = static_cast<int64_t>((n + kBlock - 1) / kBlock);
+  std::vector<std::vector<LineSpan>> rows(static_cast<size_t>(blocks));
+  std::vector<uint32_t> first(n + 1, 0);  // a line's first row in its block's vector
+  std::vector<uint8_t> open(n, 0);        // a row there runs past the line's end
+#pragma omp parallel for schedule(dynamic, 1) if (blocks > 1)
+  for (int64_t b = 0; b < blocks; ++b) {
+    const size_t lo = static_cast<size_t>(b) * kBlock, hi = std::min(n, lo + kBlock);
+    for (size_t k = lo; k < hi; ++k) {
+      first[k] = static_cast<uint32_t>(rows[b].size());
+      open[k] = scan_rows(buf, line_starts[k], static_cast<int64_t>(k) + 1, false, rows[b]) ==
+                std::string_view::npos;
+    }
+  }
   std::vector<LineSpan> out;
-  for (size_t k = 0; k < line_starts.size();) {
+  for (size_t k = 0; k < n;) {
     if (!open[k]) {
-      out.insert(out.end(), per_line[k].begin(), per_line[k].end());
+      const auto& r = rows[k / kBlock];
+      const size_t end = (k + 1) % kBlock == 0 || k + 1 == n ? r.size() : first[k + 1];
+      out.insert(out.end(), r.begin() + first[k], r.begin() + static_cast<std::ptrdiff_t>(end));
       ++k;
       continue;
     }
     const size_t next = scan_rows(buf, line_starts[k], static_cast<int64_t>(k) + 1, true, out);
-    while (k < line_starts.size() && line_starts[k] < next) ++k;
+    while (k < n && line_starts[k] < next) ++k;
   }
   return out;
 }
