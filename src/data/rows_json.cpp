@@ -79,6 +79,25 @@ struct LineSpan {
   size_t column = 0;  // 0-based byte of `begin` in its line (a row after another on one line)
 };
 
+// Where a byte scan of JSON text is with respect to strings: feed() each byte in order; it returns
+// true for the bytes of a string, its quotes included (a backslash escapes the byte after it).
+struct JsonStringState {
+  bool in = false, escaped = false;
+  bool feed(char c) {
+    if (in) {
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        in = false;
+      return true;
+    }
+    if (c == '"') in = true;
+    return in;
+  }
+};
+
 // The rows of a JSON Lines file, as pyarrow's JSON reader (HF datasets' "json" builder) reads it:
 // a sequence of JSON objects separated by whitespace (space, tab, CR, LF), so one object a line,
 // several on one line (`{"a": 1} {"a": 2}`, `{"a": 1}{"a": 2}`), an object spanning lines
@@ -113,7 +132,7 @@ size_t scan_rows(std::string_view buf, size_t pos, int64_t line, bool cross_line
       continue;
     }
     size_t depth = 0;
-    bool in_string = false, escaped = false;
+    JsonStringState str;
     for (; i < buf.size(); ++i) {
       const char d = buf[i];
       if (d == '\n') {
@@ -124,15 +143,8 @@ size_t scan_rows(std::string_view buf, size_t pos, int64_t line, bool cross_line
         ++line;
         line_begin = i + 1;
       }
-      if (in_string) {
-        if (escaped)
-          escaped = false;
-        else if (d == '\\')
-          escaped = true;
-        else if (d == '"')
-          in_string = false;
-      } else if (d == '"') {
-        in_string = true;
+      if (str.feed(d)) {
+        continue;
       } else if (d == '{' || d == '[') {
         ++depth;
       } else if ((d == '}' || d == ']') && --depth == 0) {
@@ -200,20 +212,11 @@ struct NonFinite {
 std::optional<NonFinite> replace_non_finite(std::string_view text) {
   NonFinite nf{std::string(text), {}};
   size_t numbers = 0;
-  bool in_string = false, escaped = false, boundary = true;  // boundary: a value may start here
+  JsonStringState str;
+  bool boundary = true;  // a value may start here
   for (size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
-    if (in_string) {
-      if (escaped)
-        escaped = false;
-      else if (c == '\\')
-        escaped = true;
-      else if (c == '"')
-        in_string = false;
-      continue;
-    }
-    if (c == '"') {
-      in_string = true;
+    if (str.feed(c)) {
       boundary = false;
       continue;
     }
@@ -382,21 +385,11 @@ std::vector<int64_t> array_element_lines(const std::string& buf) {
   std::vector<int64_t> out;
   int64_t line = 1;
   int depth = 0;
-  bool in_string = false;
-  for (size_t i = 0; i < buf.size(); ++i) {
-    const char c = buf[i];
-    if (c == '\n') ++line;
-    if (in_string) {
-      if (c == '\\') {
-        ++i;  // an escape is two bytes, neither a quote nor a newline that counts
-      } else if (c == '"') {
-        in_string = false;
-      }
-      continue;
-    }
-    if (c == '"') {
-      in_string = true;
-    } else if (c == '{' || c == '[') {
+  JsonStringState str;
+  for (const char c : buf) {
+    if (c == '\n') ++line;  // never inside a string of well-formed JSON
+    if (str.feed(c)) continue;
+    if (c == '{' || c == '[') {
       if (depth == 1) out.push_back(line);
       ++depth;
     } else if (c == '}' || c == ']') {
